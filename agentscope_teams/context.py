@@ -1,0 +1,133 @@
+"""Identity: the :class:`RuntimeContext` (org, user, session) that scopes every key, path and permission.
+
+Identifiers are validated (1-256 characters, no control characters, no surrounding whitespace) and are
+never spliced raw into keys or paths: :meth:`RuntimeContext.scope` gives typed segments (``o:``, ``u:``,
+``s:``) whose anonymous forms (``o:``/``u:`` with nothing after the colon) no real identifier can produce.
+Backends escape every segment again, so ``"../x"`` or ``"a:b"`` can neither collide nor escape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import unicodedata
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+
+MAX_ID_LENGTH = 256
+
+
+def validate_identifier(value: str, field: str) -> str:
+    """Return ``value`` if it is a valid identifier, else raise ``ValueError`` naming ``field``."""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} must be a string, got {type(value).__name__}")
+    if not 1 <= len(value) <= MAX_ID_LENGTH:
+        raise ValueError(f"{field} must be 1-{MAX_ID_LENGTH} characters long, got {len(value)}")
+    if value != value.strip():
+        raise ValueError(f"{field} {value!r} has leading or trailing whitespace; remove it")
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Cs"):
+            raise ValueError(
+                f"{field} {value!r} contains the control character U+{ord(ch):04X}; remove it"
+            )
+    return value
+
+
+def org_segment(org_id: str | None) -> str:
+    """Typed key segment for an org; ``"o:"`` means no tenant."""
+    return "o:" if org_id is None else "o:" + validate_identifier(org_id, "org_id")
+
+
+def user_segment(user_id: str | None) -> str:
+    """Typed key segment for a user; ``"u:"`` means anonymous."""
+    return "u:" if user_id is None else "u:" + validate_identifier(user_id, "user_id")
+
+
+def session_segment(session_id: str) -> str:
+    """Typed key segment for a session."""
+    return "s:" + validate_identifier(session_id, "session_id")
+
+
+class RuntimeContext(BaseModel):
+    """Who is calling: immutable, one per call, flowing through tools and stores via :func:`current_context`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str
+    user_id: str | None = None
+    org_id: str | None = None
+    metadata: Mapping[str, str] = MappingProxyType({})
+
+    @field_validator("session_id")
+    @classmethod
+    def _check_session(cls, v: str) -> str:
+        return validate_identifier(v, "session_id")
+
+    @field_validator("user_id", "org_id")
+    @classmethod
+    def _check_optional(cls, v: str | None, info: Any) -> str | None:
+        return None if v is None else validate_identifier(v, info.field_name)
+
+    @field_validator("metadata", mode="after")
+    @classmethod
+    def _freeze_metadata(cls, v: Mapping[str, str]) -> Mapping[str, str]:
+        for k, val in v.items():
+            if not isinstance(k, str) or not isinstance(val, str):
+                raise ValueError("metadata must map str to str")
+        return MappingProxyType(dict(v))
+
+    @field_serializer("metadata")
+    def _dump_metadata(self, v: Mapping[str, str]) -> dict[str, str]:
+        return dict(v)
+
+    def scope(self) -> tuple[str, str, str]:
+        """The typed (org, user, session) key segments of this context."""
+        return (
+            org_segment(self.org_id),
+            user_segment(self.user_id),
+            session_segment(self.session_id),
+        )
+
+    def owner_scope(self) -> tuple[str, str]:
+        """The typed (org, user) key segments: what a user owns across sessions."""
+        return (org_segment(self.org_id), user_segment(self.user_id))
+
+    def with_session(self, session_id: str) -> RuntimeContext:
+        """A copy of this context addressing another session of the same user."""
+        return self.model_copy(update={"session_id": validate_identifier(session_id, "session_id")})
+
+    def __hash__(self) -> int:
+        return hash((self.session_id, self.user_id, self.org_id))
+
+
+_current: contextvars.ContextVar[RuntimeContext | None] = contextvars.ContextVar(
+    "agentscope_teams_runtime_context", default=None
+)
+
+
+def current_context() -> RuntimeContext:
+    """The RuntimeContext of the running call; raises ``LookupError`` outside of one."""
+    ctx = _current.get()
+    if ctx is None:
+        raise LookupError(
+            "no RuntimeContext is active; call through HarnessAgent or wrap the code in use_context(ctx)"
+        )
+    return ctx
+
+
+def get_context() -> RuntimeContext | None:
+    """The RuntimeContext of the running call, or None."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def use_context(ctx: RuntimeContext) -> Iterator[RuntimeContext]:
+    """Make ``ctx`` the current context inside the ``with`` block."""
+    token = _current.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _current.reset(token)

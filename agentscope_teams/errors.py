@@ -1,0 +1,176 @@
+"""The exception tree of agentscope-teams.
+
+Every error the library raises on purpose derives from :class:`AgentScopeTeamsError`::
+
+    AgentScopeTeamsError
+    ├── ConfigurationError            a setup that cannot work (bad URL, missing extra, replicas on a local store)
+    │   └── MissingDependencyError    an optional driver is not installed; names the extra to install
+    ├── StoreError                    the store could not do what was asked
+    │   ├── VersionConflict           a conditional write lost (key, expected and found version)
+    │   ├── ValueTooLargeError        a value over the configured limit; nothing was written
+    │   ├── StoreUnavailableError     the server behind a store URL cannot be reached (password redacted)
+    │   └── SchemaVersionError        a persisted record is newer than this code understands
+    ├── SessionBusyError              another caller holds the session lease past the wait timeout
+    ├── SpecError                     a subagent spec file is invalid (file, line, reason)
+    ├── TeamError                     a task board or mailbox rule was broken
+    │   ├── ClaimConflict             somebody else holds (or just won) the task
+    │   ├── TaskStateError            the transition is not allowed from the task's status
+    │   ├── NotTaskOwnerError         only the owner may complete, fail or release a task
+    │   └── UnknownMemberError        no such member in the team
+    ├── ToolError                     raised inside a tool: returned to the model as an error result
+    ├── HITLError                     a confirmation that does not match the paused reply
+    └── ModelError                    a chat model call failed (see :mod:`agentscope_teams.model`)
+        ├── ModelConfigurationError   no API key / base URL; names the environment variable
+        ├── AuthenticationError       401/403: the key is invalid or expired
+        ├── RateLimitError            429 after all retries
+        ├── ModelServerError          5xx after all retries
+        ├── ModelConnectionError      the endpoint cannot be reached (names the base URL)
+        ├── ModelTimeoutError         the request timed out
+        └── ModelResponseError        the response is malformed (no choices, invalid JSON, ...)
+
+``VersionConflict`` and ``ClaimConflict`` carry structured fields so callers never parse messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class AgentScopeTeamsError(Exception):
+    """Root of every error raised on purpose by agentscope-teams."""
+
+
+class ConfigurationError(AgentScopeTeamsError):
+    """A configuration that cannot work; raised as early as possible (construction time)."""
+
+
+class MissingDependencyError(ConfigurationError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(
+            f"{what} needs an optional dependency that is not installed: "
+            f"run `pip install 'agentscope-teams[{extra}]'`"
+        )
+        self.extra = extra
+
+
+class StoreError(AgentScopeTeamsError):
+    """The store could not perform an operation."""
+
+
+class VersionConflict(StoreError):
+    """A conditional write failed: the key's version was not the expected one. Nothing was written."""
+
+    def __init__(self, key: Sequence[str], expected: int | None, found: int | None) -> None:
+        self.key = tuple(key)
+        self.expected = expected
+        self.found = found
+        shown = "absent" if not found else f"version {found}"
+        super().__init__(
+            f"version conflict on key {self.key!r}: expected version {expected}, found {shown}; "
+            "reload the value and retry"
+        )
+
+
+class ValueTooLargeError(StoreError):
+    """A value exceeds the store's configured ``max_value_bytes``; nothing was written."""
+
+    def __init__(self, key: Sequence[str], size: int, limit: int) -> None:
+        self.key, self.size, self.limit = tuple(key), size, limit
+        super().__init__(
+            f"value for key {self.key!r} is {size} bytes, over the limit of {limit} bytes; "
+            "shrink it or raise max_value_bytes"
+        )
+
+
+class StoreUnavailableError(StoreError):
+    """The server behind a store URL could not be reached. The URL in the message has no password."""
+
+
+class SchemaVersionError(StoreError):
+    """A persisted record has a schema_version newer than this code understands."""
+
+
+class SessionBusyError(AgentScopeTeamsError):
+    """Another caller holds the session's lease and did not release it within the wait timeout."""
+
+
+class SpecError(AgentScopeTeamsError):
+    """A subagent spec is invalid. ``file`` and ``line`` (1-based, inside the file) locate it."""
+
+    def __init__(self, file: Path | str | None, line: int | None, reason: str) -> None:
+        self.file = Path(file) if file is not None else None
+        self.line = line
+        self.reason = reason
+        where = str(self.file) if self.file is not None else "<spec>"
+        if line is not None:
+            where += f":{line}"
+        super().__init__(f"{where}: {reason}")
+
+
+class TeamError(AgentScopeTeamsError):
+    """A task board or mailbox operation broke a rule."""
+
+
+class ClaimConflict(TeamError):
+    """The task is held by another member (or another claimer won the race)."""
+
+    def __init__(self, task_id: str, owner: str | None, reason: str = "") -> None:
+        self.task_id, self.owner = task_id, owner
+        super().__init__(
+            reason or f"task {task_id!r} is already claimed by {owner!r}; claim another task"
+        )
+
+
+class TaskStateError(TeamError):
+    """The task's status does not allow the requested transition."""
+
+
+class NotTaskOwnerError(TeamError):
+    """Only the member that owns a task may complete, fail or release it."""
+
+
+class UnknownMemberError(TeamError):
+    """The named member does not exist in the team."""
+
+
+class ToolError(AgentScopeTeamsError):
+    """Raised by a tool to report a problem to the model; becomes an error tool result."""
+
+
+class HITLError(AgentScopeTeamsError):
+    """A human-in-the-loop event does not match the paused reply (wrong reply_id or tool call)."""
+
+
+class ModelError(AgentScopeTeamsError):
+    """A chat model call failed."""
+
+
+class ModelConfigurationError(ModelError, ConfigurationError):
+    """The model cannot be configured (missing API key or base URL)."""
+
+
+class AuthenticationError(ModelError):
+    """The endpoint rejected the credentials (HTTP 401/403)."""
+
+
+class RateLimitError(ModelError):
+    """HTTP 429 persisted through every retry."""
+
+
+class ModelServerError(ModelError):
+    """HTTP 5xx persisted through every retry."""
+
+
+class ModelConnectionError(ModelError):
+    """The model endpoint could not be reached."""
+
+
+class ModelTimeoutError(ModelError):
+    """The model request timed out."""
+
+
+class ModelResponseError(ModelError):
+    """The model endpoint answered with something that is not a valid response."""

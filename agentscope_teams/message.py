@@ -1,0 +1,105 @@
+"""Messages and content blocks exchanged between users, agents, models and tools."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def new_id(prefix: str = "") -> str:
+    """A fresh random identifier (uuid4 hex), optionally prefixed."""
+    return prefix + uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class TextBlock(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolUseBlock(BaseModel):
+    """A tool call requested by the model."""
+
+    model_config = ConfigDict(frozen=True)
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultBlock(BaseModel):
+    """The result of one tool call; ``is_error`` marks a failure the model should read and correct."""
+
+    model_config = ConfigDict(frozen=True)
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    name: str = ""
+    output: str
+    is_error: bool = False
+
+
+class DataBlock(BaseModel):
+    """Structured data (``media_type="application/json"``, ``data`` a JSON value) or media (base64 ``data``)."""
+
+    model_config = ConfigDict(frozen=True)
+    type: Literal["data"] = "data"
+    media_type: str = "application/json"
+    data: Any = None
+
+
+Block = Annotated[
+    TextBlock | ToolUseBlock | ToolResultBlock | DataBlock, Field(discriminator="type")
+]
+Role = Literal["user", "assistant", "system"]
+
+
+class Msg(BaseModel):
+    """One message: ``content`` is a plain string or a list of blocks."""
+
+    id: str = Field(default_factory=new_id)
+    role: Role
+    name: str
+    content: str | list[Block]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def blocks(self) -> list[Block]:
+        """Content as blocks (a string becomes one TextBlock)."""
+        if isinstance(self.content, str):
+            return [TextBlock(text=self.content)] if self.content else []
+        return list(self.content)
+
+    def get_text_content(self) -> str:
+        """All text of the message joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.blocks if isinstance(b, ToolUseBlock)]
+
+    def tool_results(self) -> list[ToolResultBlock]:
+        return [b for b in self.blocks if isinstance(b, ToolResultBlock)]
+
+
+def UserMsg(content: str | list[Block], name: str = "user", **kw: Any) -> Msg:
+    """A message from the user."""
+    return Msg(role="user", name=name, content=content, **kw)
+
+
+def AssistantMsg(content: str | list[Block], name: str = "assistant", **kw: Any) -> Msg:
+    """A message from an agent."""
+    return Msg(role="assistant", name=name, content=content, **kw)
+
+
+def SystemMsg(content: str | list[Block], name: str = "system", **kw: Any) -> Msg:
+    """A system message."""
+    return Msg(role="system", name=name, content=content, **kw)

@@ -1,0 +1,127 @@
+"""``AgentState``: everything needed to resume an agent, persisted by the store after every call.
+
+The agent objects hold no per-session state; a state is loaded, run and saved per (org, user, agent,
+session). Records carry ``schema_version``; loading a newer version fails with ``SchemaVersionError``
+instead of silently dropping fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .errors import SchemaVersionError
+from .message import Block, Msg, ToolResultBlock, ToolUseBlock, new_id
+
+STATE_SCHEMA_VERSION = 1
+
+PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
+
+
+class PermissionRule(BaseModel):
+    """``allow`` / ``deny`` / ``ask`` for a tool name, optionally only when an argument matches a glob."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    tool: str
+    behavior: Literal["allow", "deny", "ask"]
+    pattern: str | None = None
+    argument: str | None = None
+
+
+class PermissionContext(BaseModel):
+    """The permission mode and the rules the user accepted during HITL."""
+
+    mode: PermissionMode = "default"
+    rules: list[PermissionRule] = Field(default_factory=list)
+
+
+class ToolContext(BaseModel):
+    """Tool-side memory: file-read cache (path -> content hash) and the active tool groups."""
+
+    file_read_cache: dict[str, str] = Field(default_factory=dict)
+    active_groups: list[str] = Field(default_factory=list)
+
+
+class PlanTask(BaseModel):
+    id: str = Field(default_factory=new_id)
+    title: str
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+class TasksContext(BaseModel):
+    """Plan-mode task list."""
+
+    tasks: list[PlanTask] = Field(default_factory=list)
+
+
+def check_schema_version(data: Any, supported: int, what: str) -> Any:
+    """Raise SchemaVersionError if a raw record says it is newer than ``supported``."""
+    if isinstance(data, dict):
+        found = data.get("schema_version", supported)
+        if isinstance(found, int) and found > supported:
+            raise SchemaVersionError(
+                f"{what} has schema_version {found} but this agentscope-teams understands up to "
+                f"{supported}; upgrade agentscope-teams to read it"
+            )
+    return data
+
+
+class AgentState(BaseModel):
+    """The complete resumable state of one agent in one session."""
+
+    schema_version: int = STATE_SCHEMA_VERSION
+    session_id: str = ""
+    summary: str = ""
+    context: list[Msg] = Field(default_factory=list)
+    reply_id: str = ""
+    cur_iter: int = 0
+    permission_context: PermissionContext = Field(default_factory=PermissionContext)
+    tool_context: ToolContext = Field(default_factory=ToolContext)
+    tasks_context: TasksContext = Field(default_factory=TasksContext)
+    middle_context: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_version(cls, data: Any) -> Any:
+        return check_schema_version(data, STATE_SCHEMA_VERSION, "AgentState")
+
+    def append_context(self, name: str, blocks: list[Block]) -> Msg:
+        """Append ``blocks`` to the assistant message of the current reply (creating it if needed)."""
+        last = self.context[-1] if self.context else None
+        if (
+            last is not None
+            and last.role == "assistant"
+            and last.name == name
+            and self.reply_id
+            and last.id == self.reply_id
+        ):
+            last.content = [*last.blocks, *blocks]
+            return last
+        msg = Msg(id=self.reply_id or new_id(), role="assistant", name=name, content=list(blocks))
+        self.context.append(msg)
+        return msg
+
+    def awaiting_tool_calls(self, name: str | None = None) -> list[ToolUseBlock]:
+        """Tool calls (made by ``name`` if given) that have no result anywhere in the context."""
+        answered = {
+            b.tool_use_id for m in self.context for b in m.blocks if isinstance(b, ToolResultBlock)
+        }
+        return [
+            u
+            for m in self.context
+            if m.role == "assistant" and (name is None or m.name == name)
+            for u in m.tool_uses()
+            if u.id not in answered
+        ]
+
+    def has_awaiting_tool_calls(self, name: str | None = None) -> bool:
+        """True if the trailing turn has tool calls without results (e.g. paused for HITL)."""
+        return bool(self.awaiting_tool_calls(name))
+
+    def clear_context(self) -> None:
+        """Forget the conversation (context, summary, reply) but keep permissions, tools and tasks."""
+        self.context.clear()
+        self.summary = ""
+        self.reply_id = ""
+        self.cur_iter = 0

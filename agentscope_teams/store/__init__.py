@@ -1,0 +1,50 @@
+"""Stores: the :class:`BaseStore` protocol and its backends, built directly or by :func:`store_from_url`.
+
+Backends with optional drivers (``RedisStore``, ``SqlStore``) import lazily; a missing driver raises
+:class:`~agentscope_teams.errors.MissingDependencyError` naming the extra to install.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .base import BaseStore, Entry, Key, StoreBase, decode_key, encode_key, validate_key
+from .memory import InMemoryStore
+from .url import redact_url, store_from_url
+
+if TYPE_CHECKING:
+    from .jsonfile import JsonFileStore
+    from .redis import RedisStore
+    from .sql import SqlStore
+
+__all__ = [
+    "BaseStore",
+    "Entry",
+    "InMemoryStore",
+    "JsonFileStore",
+    "Key",
+    "RedisStore",
+    "SqlStore",
+    "StoreBase",
+    "decode_key",
+    "encode_key",
+    "redact_url",
+    "store_from_url",
+    "validate_key",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "JsonFileStore":
+        from .jsonfile import JsonFileStore
+
+        return JsonFileStore
+    if name == "RedisStore":
+        from .redis import RedisStore
+
+        return RedisStore
+    if name == "SqlStore":
+        from .sql import SqlStore
+
+        return SqlStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,222 @@
+"""The narrow waist: :class:`BaseStore`, the only interface a storage backend implements.
+
+Semantics every backend guarantees (checked by ``tests/store``, one conformance suite):
+
+* A :data:`Key` is a non-empty tuple of non-empty string segments without NUL. Segments may hold any
+  other character (``:``, ``/``, ``..``, ``{}``, ``*``); :func:`encode_key` escapes them so that two
+  different keys never share an encoding and no key can escape a directory.
+* ``put(expected_version=None)`` writes unconditionally; ``0`` creates only if absent; ``n > 0`` writes
+  only if the current version is ``n``. A failed condition raises :class:`VersionConflict` and writes
+  nothing. Versions start at 1 and grow by 1 per write. A deleted or expired key is absent: it can be
+  created again with ``expected_version=0`` and restarts at version 1.
+* ``ttl`` (seconds) makes the entry expire; an expired entry is absent for every operation.
+* ``list_keys(prefix)`` returns the keys that extend ``prefix`` segment-wise, in the byte order of their
+  encodings, at most ``limit`` of them, strictly after ``after`` when given (cursor paging).
+* Streams are a separate namespace from keys. ``append`` allocates a sequence number in the store,
+  strictly increasing per stream and unique across processes; ``read`` returns ``(seq, value)`` pairs with
+  ``seq > after`` in order.
+* Values larger than ``max_value_bytes`` raise :class:`ValueTooLargeError` before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+from ..errors import ValueTooLargeError
+
+Key = tuple[str, ...]
+
+DEFAULT_MAX_VALUE_BYTES = 16 * 1024 * 1024
+
+# Characters escaped in a segment, besides '%' itself and control characters. '/' is the separator;
+# the rest keeps encodings safe as file names, Redis glob patterns and cluster hash tags.
+_RESERVED = frozenset('/\\:*?"<>|{}[]#')
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A stored value with its version."""
+
+    value: bytes
+    version: int
+
+
+def validate_key(key: Sequence[str], what: str = "key") -> Key:
+    """Return ``key`` as a tuple after checking it; raise ``ValueError`` naming the bad segment."""
+    if isinstance(key, str) or not isinstance(key, Sequence):
+        raise ValueError(f"{what} must be a tuple of strings, got {key!r}")
+    if len(key) == 0:
+        raise ValueError(f"{what} must have at least one segment")
+    for i, seg in enumerate(key):
+        if not isinstance(seg, str):
+            raise ValueError(f"{what} segment {i} must be a string, got {type(seg).__name__}")
+        if seg == "":
+            raise ValueError(
+                f"{what} segment {i} is empty; every segment needs at least one character"
+            )
+        if "\x00" in seg:
+            raise ValueError(f"{what} segment {i} {seg!r} contains NUL, which no backend can store")
+    return tuple(key)
+
+
+def validate_prefix(prefix: Sequence[str]) -> Key:
+    """Like :func:`validate_key` but an empty prefix (everything) is allowed."""
+    return () if len(prefix) == 0 else validate_key(prefix, "prefix")
+
+
+def encode_segment(segment: str) -> str:
+    """Escape one segment: reserved characters, '%', controls, and the dot-only names become %XX."""
+    if segment in (".", ".."):
+        return segment.replace(".", "%2E")
+    out = []
+    for ch in segment:
+        if ch == "%" or ch in _RESERVED or ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("".join(f"%{b:02X}" for b in ch.encode()))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def decode_segment(encoded: str) -> str:
+    """Inverse of :func:`encode_segment`."""
+    if "%" not in encoded:
+        return encoded
+    raw = bytearray()
+    i = 0
+    while i < len(encoded):
+        ch = encoded[i]
+        if ch == "%":
+            raw.append(int(encoded[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw.extend(ch.encode())
+            i += 1
+    return raw.decode()
+
+
+def encode_key(key: Key) -> str:
+    """One string per key, '/'-joined escaped segments; injective and order-preserving per segment."""
+    return "/".join(encode_segment(s) for s in key)
+
+
+def decode_key(encoded: str) -> Key:
+    return tuple(decode_segment(s) for s in encoded.split("/"))
+
+
+def encode_prefix(prefix: Key) -> str:
+    """The string prefix shared by the encodings of every key under ``prefix`` ('' for all keys)."""
+    return encode_key(prefix) + "/" if prefix else ""
+
+
+def check_size(key: Key, value: bytes, limit: int) -> None:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise TypeError(f"value for key {key!r} must be bytes, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ValueTooLargeError(key, len(value), limit)
+
+
+def check_expected(expected_version: int | None) -> None:
+    if expected_version is not None and (
+        not isinstance(expected_version, int) or expected_version < 0
+    ):
+        raise ValueError(f"expected_version must be None or an int >= 0, got {expected_version!r}")
+
+
+def check_ttl(ttl: float | None) -> None:
+    if ttl is not None and not ttl > 0:
+        raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
+
+
+@runtime_checkable
+class BaseStore(Protocol):
+    """Key-value entries with versions plus append-only streams; an async context manager."""
+
+    async def get(self, key: Key) -> Entry | None: ...
+
+    async def put(
+        self,
+        key: Key,
+        value: bytes,
+        *,
+        expected_version: int | None = None,
+        ttl: float | None = None,
+    ) -> int: ...
+
+    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool: ...
+
+    async def list_keys(
+        self, prefix: Key, *, limit: int = 1000, after: Key | None = None
+    ) -> list[Key]: ...
+
+    async def append(self, stream: Key, value: bytes) -> int: ...
+
+    async def read(
+        self, stream: Key, *, after: int = 0, limit: int = 100
+    ) -> list[tuple[int, bytes]]: ...
+
+    async def delete_stream(self, stream: Key) -> bool: ...
+
+    async def aclose(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+class StoreBase:
+    """Shared plumbing for backends: context management, size limit and argument checks."""
+
+    #: True when several OS processes may share the store (file, SQL, Redis); False for memory.
+    shared_across_processes: bool = True
+    #: True when several hosts may share the store (SQL, Redis).
+    shared_across_hosts: bool = False
+
+    def __init__(self, *, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> None:
+        self.max_value_bytes = max_value_bytes
+
+    async def setup(self) -> None:
+        """Create whatever the backend needs (tables, directories). Idempotent."""
+
+    async def aclose(self) -> None:
+        """Release what this store created; an injected client belongs to the caller."""
+
+    async def __aenter__(self) -> Self:
+        await self.setup()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _check_put(
+        self, key: Sequence[str], value: bytes, expected_version: int | None, ttl: float | None
+    ) -> Key:
+        k = validate_key(key)
+        check_size(k, value, self.max_value_bytes)
+        check_expected(expected_version)
+        check_ttl(ttl)
+        return k
+
+    def _check_append(self, stream: Sequence[str], value: bytes) -> Key:
+        k = validate_key(stream, "stream")
+        check_size(k, value, self.max_value_bytes)
+        return k
+
+    @staticmethod
+    def _check_page(limit: int, after: int | None = None) -> None:
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be an int >= 1, got {limit!r}")
+        if after is not None and (not isinstance(after, int) or after < 0):
+            raise ValueError(f"after must be an int >= 0, got {after!r}")

@@ -1,0 +1,109 @@
+"""``InMemoryStore``: a dict behind an anyio lock, for tests and single-process demos."""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+from ..errors import VersionConflict
+from .base import (
+    DEFAULT_MAX_VALUE_BYTES,
+    Entry,
+    Key,
+    StoreBase,
+    encode_key,
+    encode_prefix,
+    validate_key,
+    validate_prefix,
+)
+
+
+class InMemoryStore(StoreBase):
+    """Process-local store. Not shared across processes; everything is lost when the process exits."""
+
+    shared_across_processes = False
+
+    def __init__(self, *, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> None:
+        super().__init__(max_value_bytes=max_value_bytes)
+        # encoded key -> (key, value, version, expires_at monotonic or None)
+        self._data: dict[str, tuple[Key, bytes, int, float | None]] = {}
+        self._streams: dict[Key, tuple[list[int], list[bytes]]] = {}
+        self._stream_hwm: dict[Key, int] = {}
+
+    def _live(self, enc: str) -> tuple[Key, bytes, int, float | None] | None:
+        item = self._data.get(enc)
+        if item is None:
+            return None
+        if item[3] is not None and item[3] <= time.monotonic():
+            del self._data[enc]
+            return None
+        return item
+
+    async def get(self, key: Key) -> Entry | None:
+        item = self._live(encode_key(validate_key(key)))
+        return None if item is None else Entry(item[1], item[2])
+
+    async def put(
+        self,
+        key: Key,
+        value: bytes,
+        *,
+        expected_version: int | None = None,
+        ttl: float | None = None,
+    ) -> int:
+        k = self._check_put(key, value, expected_version, ttl)
+        enc = encode_key(k)
+        item = self._live(enc)
+        found = 0 if item is None else item[2]
+        if expected_version is not None and expected_version != found:
+            raise VersionConflict(k, expected_version, found)
+        version = found + 1
+        expires = None if ttl is None else time.monotonic() + ttl
+        self._data[enc] = (k, bytes(value), version, expires)
+        return version
+
+    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+        k = validate_key(key)
+        enc = encode_key(k)
+        item = self._live(enc)
+        found = 0 if item is None else item[2]
+        if expected_version is not None and expected_version != found:
+            raise VersionConflict(k, expected_version, found)
+        return self._data.pop(enc, None) is not None
+
+    async def list_keys(
+        self, prefix: Key, *, limit: int = 1000, after: Key | None = None
+    ) -> list[Key]:
+        self._check_page(limit)
+        p = encode_prefix(validate_prefix(prefix))
+        start = encode_key(validate_key(after, "after")) if after is not None else ""
+        names = sorted(e for e in self._data if e.startswith(p) and e > start)
+        out: list[Key] = []
+        for enc in names:
+            item = self._live(enc)
+            if item is not None:
+                out.append(item[0])
+                if len(out) >= limit:
+                    break
+        return out
+
+    async def append(self, stream: Key, value: bytes) -> int:
+        k = self._check_append(stream, value)
+        seqs, values = self._streams.setdefault(k, ([], []))
+        seq = self._stream_hwm.get(k, 0) + 1
+        self._stream_hwm[k] = seq
+        seqs.append(seq)
+        values.append(bytes(value))
+        return seq
+
+    async def read(
+        self, stream: Key, *, after: int = 0, limit: int = 100
+    ) -> list[tuple[int, bytes]]:
+        k = validate_key(stream, "stream")
+        self._check_page(limit, after)
+        seqs, values = self._streams.get(k, ([], []))
+        i = bisect.bisect_right(seqs, after)
+        return list(zip(seqs[i : i + limit], values[i : i + limit], strict=True))
+
+    async def delete_stream(self, stream: Key) -> bool:
+        return self._streams.pop(validate_key(stream, "stream"), None) is not None
