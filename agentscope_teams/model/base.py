@@ -1,0 +1,97 @@
+"""The model interface: one :class:`ModelRequest` in, one :class:`ModelResponse` out.
+
+A :class:`ChatModel` offers ``generate`` and ``stream``; ``stream`` yields :class:`TextDelta` and
+:class:`ToolCallDelta` items as they arrive and ends with exactly one :class:`ModelResponse`, so a
+caller that streams and one that does not see the same final response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..message import Msg, TextBlock, ToolUseBlock
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "content_filter", "other"]
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ToolSchema(BaseModel):
+    """What the model is told about a tool: name, description and a JSON schema of its input."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+class ModelRequest(BaseModel):
+    """One model call. ``messages`` never contain a system message: ``system_prompt`` carries it."""
+
+    system_prompt: str = ""
+    messages: list[Msg]
+    tools: list[ToolSchema] = Field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelResponse(BaseModel):
+    """The final result of a model call."""
+
+    content: list[TextBlock | ToolUseBlock] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: StopReason = "end_turn"
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+
+class TextDelta(BaseModel):
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ToolCallDelta(BaseModel):
+    """A fragment of a streamed tool call; ``arguments`` is a piece of its JSON input."""
+
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+StreamItem = TextDelta | ToolCallDelta | ModelResponse
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model. Implementations are stateless and safe to share between concurrent calls."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    async def generate(self, request: ModelRequest) -> ModelResponse: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
