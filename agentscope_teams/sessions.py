@@ -14,12 +14,12 @@ got there first. With ``expected_version`` the write happens only at that versio
 from __future__ import annotations
 
 import uuid
-from urllib.parse import quote
 from collections import OrderedDict
 from datetime import datetime
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -190,10 +190,12 @@ class SessionStorage:
         session_id: str | None = None,
         source: SessionSource = SessionSource.USER,
         org_id: str | None = None,
+        expected_version: int | None = None,
     ) -> SessionRecord:
         """Create the session (a new id when ``session_id`` is None) or replace its state.
 
         The config of an existing session cannot change: a different config raises ``ValueError``.
+        ``expected_version`` (0 = create only) makes the write conditional: ``VersionConflict``.
         """
         session_id = session_id or uuid.uuid4().hex
         key = session_key(org_id, user_id, agent_id, session_id)
@@ -202,6 +204,9 @@ class SessionStorage:
         while True:
             loaded = await self._load(key)
             now = utcnow()
+            found = 0 if loaded is None else loaded[0]
+            if expected_version is not None and found != expected_version:
+                raise VersionConflict(key, expected_version, found)
             if loaded is None:
                 body = _Body(
                     config=config or SessionConfig(),
@@ -222,6 +227,8 @@ class SessionStorage:
             try:
                 version = await self._write(key, body, expected)
             except VersionConflict:
+                if expected_version is not None:
+                    raise
                 continue
             return self._record(key, (org_id, user_id), version, body)
 

@@ -80,6 +80,8 @@ class AgentState(BaseModel):
     tool_context: ToolContext = Field(default_factory=ToolContext)
     tasks_context: TasksContext = Field(default_factory=TasksContext)
     middle_context: dict[str, Any] = Field(default_factory=dict)
+    #: Tool call ids the current reply is paused on, waiting for the user's confirmation.
+    awaiting_confirmation: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -125,3 +127,4 @@ class AgentState(BaseModel):
         self.summary = ""
         self.reply_id = ""
         self.cur_iter = 0
+        self.awaiting_confirmation.clear()

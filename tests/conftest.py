@@ -24,11 +24,11 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        fn = getattr(item, "function", None)
-        if fn is not None and inspect.iscoroutinefunction(fn):
-            item.add_marker(pytest.mark.anyio)
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> None:
+    """Mark every ``async def test_*`` for anyio before anyio's plugin parametrizes it."""
+    if name.startswith("test") and inspect.iscoroutinefunction(obj):
+        pytest.mark.anyio(obj)
 
 
 def require_service(backend: str) -> None:

@@ -1,0 +1,109 @@
+"""Context compression: summarize the oldest messages into ``state.summary`` and archive them.
+
+The cut never separates a tool call from its result: only boundaries where every earlier tool call
+already has its result are candidates. Removed messages go to an archive first, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+
+from ..message import Msg, TextBlock, ToolResultBlock, UserMsg
+from ..model.base import ChatModel, ModelRequest
+from ..store.base import encode_segment
+from .config import CompressionConfig
+
+Archiver = Callable[[list[Msg]], Awaitable[None]]
+
+SUMMARY_PROMPT = (
+    "You compress conversations. Write a concise summary of the conversation below that keeps every "
+    "fact, decision, file name, identifier and open question needed to continue the work. "
+    "Do not add commentary."
+)
+
+
+def estimate_tokens(msg: Msg) -> int:
+    """A cheap size estimate (characters / 4) of one message."""
+    if isinstance(msg.content, str):
+        return len(msg.content) // 4 + 4
+    return sum(len(b.model_dump_json()) for b in msg.content) // 4 + 4
+
+
+def safe_boundaries(context: list[Msg]) -> list[int]:
+    """Indices ``i`` where ``context[:i]`` holds no tool call whose result is in ``context[i:]``."""
+    open_calls: set[str] = set()
+    out = []
+    for i, msg in enumerate(context):
+        if not open_calls and i > 0:
+            out.append(i)
+        for b in msg.blocks:
+            if isinstance(b, ToolResultBlock):
+                open_calls.discard(b.tool_use_id)
+        open_calls.update(u.id for u in msg.tool_uses())
+    return out
+
+
+def choose_split(context: list[Msg], keep_recent_tokens: int) -> int:
+    """How many leading messages to remove (0 = none), keeping the newest ``keep_recent_tokens``."""
+    kept, candidate = 0, len(context)
+    while candidate > 0 and kept < keep_recent_tokens:
+        candidate -= 1
+        kept += estimate_tokens(context[candidate])
+    candidate = min(candidate, len(context) - 1)
+    safe = [i for i in safe_boundaries(context) if i <= candidate]
+    return safe[-1] if safe else 0
+
+
+def render_transcript(msgs: list[Msg]) -> str:
+    lines = []
+    for m in msgs:
+        for b in m.blocks:
+            if isinstance(b, TextBlock):
+                lines.append(f"{m.role} {m.name}: {b.text}")
+            else:
+                lines.append(f"{m.role} {m.name}: {b.model_dump_json(exclude={'type'})}")
+    return "\n".join(lines)
+
+
+async def summarize(
+    model: ChatModel, previous: str, removed: list[Msg], cfg: CompressionConfig
+) -> str:
+    """Ask the model for a summary of ``previous`` plus the removed messages, capped in size."""
+    text = render_transcript(removed)
+    if previous:
+        text = f"Earlier summary:\n{previous}\n\nConversation since:\n{text}"
+    request = ModelRequest(
+        system_prompt=SUMMARY_PROMPT,
+        messages=[UserMsg(text)],
+        metadata={"purpose": "compression"},
+    )
+    response = await model.generate(request)
+    summary = response.text.strip() or previous
+    return summary[: cfg.summary_max_chars]
+
+
+def file_archiver(path: Path) -> Archiver:
+    """An archiver appending removed messages as JSON lines to ``path`` (off the event loop)."""
+
+    async def archive(msgs: list[Msg]) -> None:
+        data = "".join(json.dumps(m.model_dump(mode="json")) + "\n" for m in msgs)
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(data)
+                fh.flush()
+
+        await anyio.to_thread.run_sync(write)
+
+    return archive
+
+
+def workspace_archive_path(workspace: Path, agent: str, session_id: str) -> Path:
+    """Where the default archiver keeps an agent's removed messages inside its workspace."""
+    name = f"{encode_segment(agent)}--{encode_segment(session_id)}.jsonl"
+    return workspace / ".agentscope" / "archive" / name

@@ -1,0 +1,319 @@
+"""``HarnessAgent``: the engineered shell applications use around the ReAct loop.
+
+Each call loads the state for (org, user, agent name, session), runs the loop and writes the state
+back with a version check; it also writes at every checkpoint (after each model step that calls tools),
+at pauses and when the call is cancelled. Two calls for one session never overlap: in-process they queue
+on a lock; across processes a store lease (heartbeat, fencing, expiry) serializes them.
+
+Workspaces: with ``workspace_scope="session"`` (default) each (org, user, session) gets its own
+directory under ``workspace``; ``"shared"`` points every session at ``workspace`` itself (a single-user
+tool such as the CLI reviewing a directory).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import weakref
+from collections.abc import AsyncIterator, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+from ..context import RuntimeContext, use_context
+from ..errors import ConfigurationError
+from ..events import AgentEvent, ReplyEndEvent, ReplyInput
+from ..message import Msg
+from ..model import ChatModel
+from ..model.factory import resolve_model
+from ..sessions import SessionRecord, SessionSource, SessionStorage, session_key
+from ..state import AgentState
+from ..store.base import BaseStore, StoreBase, encode_segment
+from ..tools import PermissionEngine, Tool, Toolkit, ToolEnv, filesystem_tools
+from . import compression as comp
+from .config import ReActConfig
+from .extension import CallScope, Extension
+from .lease import Lease, hold_lease
+from .react import ReActAgent, ReplyOptions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STORE_DIR = Path.home() / ".agentscope_teams" / "store"
+
+
+class HarnessAgent:
+    """A stateless agent bound to a store: call it with a RuntimeContext, it does the rest."""
+
+    def __init__(
+        self,
+        name: str,
+        model: str | ChatModel,
+        system_prompt: str = "",
+        *,
+        workspace: Path | str = Path(".agentscope/workspace"),
+        workspace_scope: Literal["session", "shared"] = "session",
+        specs: Any = None,
+        store: BaseStore | str | None = None,
+        tools: Iterable[Tool] = (),
+        builtin_tools: bool = True,
+        config: ReActConfig | None = None,
+        permissions: PermissionEngine | None = None,
+        extensions: Sequence[Extension] = (),
+        replicas: int = 1,
+        remote_workspace: bool = False,
+        lease_ttl: float = 30.0,
+        busy_timeout: float = 60.0,
+        session_source: SessionSource = SessionSource.USER,
+        depth: int = 0,
+        **subagent_options: Any,
+    ) -> None:
+        self.name = name
+        self.model = resolve_model(model)
+        self.store = _resolve_store(store)
+        _check_deployment(self.store, replicas, remote_workspace)
+        self.workspace = Path(workspace).resolve()
+        self.workspace_scope = workspace_scope
+        toolkit = Toolkit([*(filesystem_tools() if builtin_tools else []), *tools])
+        self.loop = ReActAgent(name, self.model, system_prompt, toolkit, config, permissions)
+        self.sessions = SessionStorage(self.store)
+        self.lease_ttl = lease_ttl
+        self.busy_timeout = busy_timeout
+        self.session_source = session_source
+        self.depth = depth
+        self.extensions: list[Extension] = list(extensions)
+        if specs is not None:
+            from ..subagents.extension import SubagentExtension  # composition root
+
+            self.extensions.append(SubagentExtension.build(self, specs, **subagent_options))
+        elif subagent_options:
+            raise ConfigurationError(f"options {sorted(subagent_options)} need specs=")
+        self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    @property
+    def system_prompt(self) -> str:
+        return self.loop.system_prompt
+
+    def workspace_for(self, ctx: RuntimeContext) -> Path:
+        """The workspace directory of ``ctx`` (created on first use)."""
+        if self.workspace_scope == "shared":
+            return self.workspace
+        return self.workspace.joinpath(*(encode_segment(s) for s in ctx.scope()))
+
+    async def call(self, input: ReplyInput, ctx: RuntimeContext) -> Msg:
+        """Run one reply for ``ctx``'s session and return its final message."""
+        final: list[Msg] = []
+
+        async def sink(event: AgentEvent) -> None:
+            if isinstance(event, ReplyEndEvent):
+                final.append(event.msg)
+
+        await self._run(input, ctx, sink)
+        return final[-1]
+
+    async def stream(self, input: ReplyInput, ctx: RuntimeContext) -> AsyncIterator[AgentEvent]:
+        """Run one reply for ``ctx``'s session, yielding its events as they happen."""
+        send, recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
+
+        async def worker() -> None:
+            async with send:
+                await self._run(input, ctx, send.send)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker)
+            async with recv:
+                async for event in recv:
+                    yield event
+
+    async def get_agent_state(self, ctx: RuntimeContext) -> AgentState:
+        """The saved state of ``ctx``'s session (an empty state if it has none)."""
+        record = await self._load(ctx)
+        return record.state if record else AgentState(session_id=ctx.session_id)
+
+    async def clear_context(self, ctx: RuntimeContext) -> None:
+        """Forget the conversation of ``ctx``'s session; permissions, tools and tasks are kept."""
+        async with self._exclusive(ctx) as lease:
+            record = await self._load(ctx)
+            if record is None:
+                return
+            record.state.clear_context()
+            lease.check() if lease else None
+            await self._save_state(ctx, record.state, record.version)
+
+    async def list_sessions(self, ctx: RuntimeContext) -> list[SessionRecord]:
+        """The sessions of ``ctx``'s user with this agent."""
+        return await self.sessions.list_sessions(ctx.user_id, self.name, org_id=ctx.org_id)
+
+    async def delete_session(self, ctx: RuntimeContext) -> bool:
+        """Delete ``ctx``'s session; True if it existed."""
+        async with self._exclusive(ctx):
+            return await self.sessions.delete_session(
+                ctx.user_id, self.name, ctx.session_id, org_id=ctx.org_id
+            )
+
+    async def aclose(self) -> None:
+        """Close the store if this agent created it from a URL or by default."""
+        if getattr(self, "_owns_store", False):
+            await self.store.aclose()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    async def _load(self, ctx: RuntimeContext) -> SessionRecord | None:
+        return await self.sessions.get_session(
+            ctx.user_id, self.name, ctx.session_id, org_id=ctx.org_id
+        )
+
+    async def _save_state(self, ctx: RuntimeContext, state: AgentState, version: int) -> int:
+        if version == 0:
+            record = await self.sessions.upsert_session(
+                user_id=ctx.user_id,
+                agent_id=self.name,
+                state=state,
+                session_id=ctx.session_id,
+                source=self.session_source,
+                org_id=ctx.org_id,
+                expected_version=0,
+            )
+            return record.version
+        return await self.sessions.update_session_state(
+            user_id=ctx.user_id,
+            agent_id=self.name,
+            session_id=ctx.session_id,
+            state=state,
+            expected_version=version,
+            org_id=ctx.org_id,
+        )
+
+    def _exclusive(self, ctx: RuntimeContext) -> _Exclusive:
+        key = session_key(ctx.org_id, ctx.user_id, self.name, ctx.session_id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        return _Exclusive(self, key, lock)
+
+    async def _run(self, input: ReplyInput, ctx: RuntimeContext, sink: Any) -> None:
+        with use_context(ctx):
+            async with self._exclusive(ctx) as lease:
+                await self._run_locked(input, ctx, sink, lease)
+
+    async def _run_locked(
+        self, input: ReplyInput, ctx: RuntimeContext, sink: Any, lease: Lease | None
+    ) -> None:
+        record = await self._load(ctx)
+        state = record.state if record else AgentState(session_id=ctx.session_id)
+        version = record.version if record else 0
+        workspace = self.workspace_for(ctx)
+        await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
+        env = ToolEnv(workspace=workspace, ctx=ctx, agent_name=self.name, extras={"agent": self})
+        scope = CallScope(agent=self, ctx=ctx, state=state, env=env)
+
+        async def save(s: AgentState) -> None:
+            nonlocal version
+            if lease is not None:
+                lease.check()
+            version = await self._save_state(ctx, s, version)
+            for ext in self.extensions:
+                await ext.after_save(scope)
+
+        options = self._options(scope, save)
+        final: Msg | None = None
+        try:
+            async for event in self.loop.reply_stream(input, state, options):
+                if isinstance(event, ReplyEndEvent):
+                    final = event.msg
+                await sink(event)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await save(state)
+                except Exception as exc:  # keep the original error; the save failure is logged
+                    log.warning("could not save session %r after a failure: %s", ctx.session_id, exc)
+            raise
+        await save(state)
+        if final is not None:
+            for ext in self.extensions:
+                await ext.on_reply_end(scope, final)
+
+    def _options(self, scope: CallScope, save: Any) -> ReplyOptions:
+        tools = [t for ext in self.extensions for t in ext.tools(scope)]
+        toolkit = self.loop.toolkit.merged(Toolkit(tools)) if tools else self.loop.toolkit
+        suffix = "\n\n".join(p for ext in self.extensions if (p := ext.system_prompt(scope)))
+
+        def injector(ext: Extension) -> Any:
+            async def inject(_: AgentState) -> list[Msg]:
+                return await ext.inject(scope)
+
+            return inject
+
+        archive = comp.workspace_archive_path(scope.env.workspace, self.name, scope.ctx.session_id)
+        return ReplyOptions(
+            toolkit=toolkit,
+            env=scope.env,
+            injectors=[injector(ext) for ext in self.extensions],
+            checkpoint=save,
+            archiver=comp.file_archiver(archive),
+            system_suffix=suffix,
+        )
+
+
+class _Exclusive:
+    """In-process lock, then (for stores shared across processes) the store lease."""
+
+    def __init__(self, agent: HarnessAgent, key: tuple[str, ...], lock: anyio.Lock) -> None:
+        self.agent, self.key, self.lock = agent, key, lock
+        self._lease_cm: Any = None
+
+    async def __aenter__(self) -> Lease | None:
+        await self.lock.acquire()
+        if not getattr(self.agent.store, "shared_across_processes", True):
+            return None
+        try:
+            self._lease_cm = hold_lease(
+                self.agent.store,
+                ("leases", *self.key[1:]),
+                ttl=self.agent.lease_ttl,
+                wait_timeout=self.agent.busy_timeout,
+            )
+            return await self._lease_cm.__aenter__()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            if self._lease_cm is not None:
+                await self._lease_cm.__aexit__(*exc)
+        finally:
+            self.lock.release()
+
+
+def _resolve_store(store: BaseStore | str | None) -> BaseStore:
+    if store is None:
+        from ..store.jsonfile import JsonFileStore
+
+        return JsonFileStore(DEFAULT_STORE_DIR)
+    if isinstance(store, str):
+        from ..store.url import store_from_url
+
+        return store_from_url(store)
+    return store
+
+
+def _check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) -> None:
+    """Refuse, at construction, configurations that cannot work across replicas."""
+    shared_hosts = bool(getattr(store, "shared_across_hosts", False))
+    kind = type(store).__name__
+    if replicas > 1 and not shared_hosts:
+        raise ConfigurationError(
+            f"replicas={replicas} needs a store shared across hosts, but {kind} is local to one "
+            "host; use RedisStore or SqlStore (e.g. store='redis://host:6379/0')"
+        )
+    if remote_workspace and not shared_hosts:
+        raise ConfigurationError(
+            f"a remote/shared workspace is reachable from several hosts but {kind} is not; "
+            "use RedisStore or SqlStore so every host sees the same state"
+        )
+    if not isinstance(store, StoreBase) and not isinstance(store, BaseStore):
+        raise ConfigurationError(f"store must implement BaseStore, got {kind}")

@@ -1,0 +1,80 @@
+"""Human-in-the-loop: checking confirmations and closing tool calls that will never run."""
+
+from __future__ import annotations
+
+from ..errors import HITLError
+from ..events import ConfirmResult, UserConfirmResultEvent, UserInterruptEvent
+from ..message import Msg, ToolResultBlock, ToolUseBlock
+from ..state import AgentState
+
+INTERRUPTED_BY_USER = "interrupted by user: the tool call was not run"
+NEW_MESSAGE_INTERRUPT = "interrupted by user: a new message arrived before this call was confirmed"
+CANCELLED = "interrupted: the reply was cancelled before this tool call finished"
+RECOVERED = (
+    "the tool call did not complete: the process stopped before its result was saved; "
+    "check the effect and retry if needed"
+)
+REJECTED = "the user rejected this tool call"
+
+
+def tool_results_msg(results: list[ToolResultBlock]) -> Msg:
+    """The message carrying tool results back into the context."""
+    return Msg(role="user", name="tool", content=list(results))
+
+
+def close_pending(state: AgentState, reason: str) -> list[ToolResultBlock]:
+    """Give every tool call without a result an error result ``reason``; clears the pause."""
+    pending = state.awaiting_tool_calls()
+    state.awaiting_confirmation.clear()
+    if not pending:
+        return []
+    results = [
+        ToolResultBlock(tool_use_id=c.id, name=c.name, output=reason, is_error=True) for c in pending
+    ]
+    state.context.append(tool_results_msg(results))
+    return results
+
+
+def check_interrupt(state: AgentState, event: UserInterruptEvent) -> None:
+    """An interrupt must name the paused reply (any reply_id is fine when nothing is pending)."""
+    if state.has_awaiting_tool_calls() and event.reply_id != state.reply_id:
+        raise HITLError(
+            f"UserInterruptEvent.reply_id {event.reply_id!r} does not match the paused reply "
+            f"{state.reply_id!r}; use agent state's reply_id"
+        )
+
+
+def check_confirmation(
+    state: AgentState, event: UserConfirmResultEvent
+) -> list[tuple[ToolUseBlock, ConfirmResult]]:
+    """Match each paused tool call with the user's answer; raise ``HITLError`` on any mismatch."""
+    if not state.awaiting_confirmation:
+        raise HITLError(
+            f"no reply is waiting for confirmation in session {state.session_id!r}; "
+            "send a new message instead"
+        )
+    if event.reply_id != state.reply_id:
+        raise HITLError(
+            f"UserConfirmResultEvent.reply_id {event.reply_id!r} does not match the paused reply "
+            f"{state.reply_id!r}; confirm with the reply_id of the RequireUserConfirmEvent"
+        )
+    pending = {c.id: c for c in state.awaiting_tool_calls() if c.id in state.awaiting_confirmation}
+    answers = {r.tool_call_id: r for r in event.results}
+    unknown = sorted(set(answers) - set(pending))
+    if unknown:
+        raise HITLError(f"tool call ids {unknown} are not waiting for confirmation")
+    missing = [cid for cid in pending if cid not in answers]
+    if missing:
+        raise HITLError(f"no decision given for paused tool calls {missing}; answer every one")
+    matched = []
+    for cid, call in pending.items():
+        answer = answers[cid]
+        if (answer.name is not None and answer.name != call.name) or (
+            answer.input is not None and answer.input != call.input
+        ):
+            raise HITLError(
+                f"the confirmation for tool call {cid!r} changes its name or input; a confirmation "
+                "can only accept or reject the call as the agent proposed it"
+            )
+        matched.append((call, answer))
+    return matched
