@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench`` prints markdown tables and writes bench/RESULTS.md."""
