@@ -34,9 +34,7 @@ class ToolSchema(BaseModel):
     model_config = ConfigDict(frozen=True)
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 class ModelRequest(BaseModel):

@@ -1,0 +1,278 @@
+"""``OpenAIChatModel``: any OpenAI-compatible chat-completions endpoint, via the official SDK.
+
+The SDK's own retries are off (``max_retries=0``): this class retries 408, 429, 5xx and failed
+connections itself with bounded exponential backoff that honours ``Retry-After``, and maps every
+failure to a :class:`~agentscope_teams.errors.ModelError` subclass by status code or exception
+class. A stream is retried only until it opens; once deltas have been yielded an error is raised.
+The API key never appears in reprs, log records or error messages, and errors are raised outside the
+SDK's ``except`` blocks so no SDK exception (whose request carries the key) is chained to them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import anyio
+import openai
+from openai.types.chat import ChatCompletion
+
+from ..errors import (
+    AuthenticationError,
+    ModelConfigurationError,
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+    RateLimitError,
+)
+from .base import ModelRequest, ModelResponse, StreamItem
+from .openai_format import to_openai_messages, to_openai_tools
+from .openai_response import StreamAssembler, parse_completion
+from .providers import get_provider, redact_url, resolve_api_key, resolve_base_url
+from .retry import backoff_delay, retry_after_seconds
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_SDK_ERRORS = (openai.OpenAIError, json.JSONDecodeError)
+_sleep = anyio.sleep  # the wait between retries (tests record it instead of waiting)
+
+
+@dataclass(frozen=True)
+class _Failure:
+    kind: type[ModelError]
+    status: int | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+    detail: str = ""
+
+
+class OpenAIChatModel:
+    """A :class:`~agentscope_teams.model.ChatModel` for OpenAI, DashScope, vLLM, Ollama, ...
+
+    ``api_key`` and ``base_url`` default to the provider's environment variables (see
+    :mod:`agentscope_teams.model.providers`). Use it inside one event loop and ``aclose()`` it (or
+    ``async with``) when done; concurrent calls share one connection pool.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 3,
+        timeout: float = 60.0,
+        backoff_base: float = 0.5,
+        backoff_max: float = 20.0,
+        extra_body: dict[str, Any] | None = None,
+        provider: str = "openai",
+    ) -> None:
+        if not model.strip():
+            raise ModelConfigurationError(f"empty model id for provider {provider!r}")
+        if max_retries < 0 or timeout <= 0 or backoff_base < 0 or backoff_max < 0:
+            raise ModelConfigurationError(
+                "max_retries, backoff_base and backoff_max must be >= 0 and timeout > 0"
+            )
+        self._provider = get_provider(provider)
+        self.model, self.provider = model, provider
+        self.base_url = resolve_base_url(self._provider, model, base_url)
+        self._key_hint = "the api_key argument" if api_key is not None else self._provider.key_env
+        self._api_key = resolve_api_key(self._provider, model, api_key)
+        self.max_retries, self.timeout = max_retries, timeout
+        self.backoff_base, self.backoff_max = backoff_base, backoff_max
+        self.extra_body = dict(extra_body or {})
+        self._where = f"{provider} endpoint {redact_url(self.base_url)}"
+        self._client = openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+        )
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIChatModel(model={self.model!r}, provider={self.provider!r}, "
+            f"base_url={redact_url(self.base_url)!r})"
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        kwargs = self._request_kwargs(request)
+        completion = await self._with_retries(
+            lambda: self._client.chat.completions.create(stream=False, **kwargs)
+        )
+        data = completion.to_dict() if isinstance(completion, ChatCompletion) else completion
+        return parse_completion(data, model=self.model, source=self._where)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        kwargs = self._request_kwargs(request)
+        chunks = await self._with_retries(
+            lambda: self._client.chat.completions.create(
+                stream=True, stream_options={"include_usage": True}, **kwargs
+            )
+        )
+        assembler = StreamAssembler(model=self.model, source=self._where)
+        async with chunks:
+            iterator = chunks.__aiter__()
+            while True:
+                failure: _Failure | None = None
+                try:
+                    chunk = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                except _SDK_ERRORS as exc:
+                    failure = self._classify(exc)
+                if failure is not None:
+                    raise self._error(failure, attempts=1, streaming=True)
+                for delta in assembler.feed(chunk.to_dict()):
+                    yield delta
+        yield assembler.finish()
+
+    def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(request)}
+        if request.tools:
+            kwargs["tools"] = to_openai_tools(request.tools)
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if self.extra_body:
+            kwargs["extra_body"] = dict(self.extra_body)
+        return kwargs
+
+    async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except _SDK_ERRORS as exc:
+                failure = self._classify(exc)
+            if not failure.retryable or attempt >= self.max_retries:
+                raise self._error(failure, attempts=attempt + 1)
+            delay = backoff_delay(
+                attempt,
+                base=self.backoff_base,
+                cap=self.backoff_max,
+                retry_after=failure.retry_after,
+            )
+            reason = f"HTTP {failure.status}" if failure.status else "connection failed"
+            log.warning(
+                "model %r at %s: %s; retrying in %.2fs (attempt %d of %d)",
+                self.model,
+                redact_url(self.base_url),
+                reason,
+                delay,
+                attempt + 2,
+                self.max_retries + 1,
+            )
+            await _sleep(delay)
+            attempt += 1
+
+    def _classify(self, exc: Exception) -> _Failure:
+        if isinstance(exc, openai.APITimeoutError):
+            return _Failure(ModelTimeoutError)
+        if isinstance(exc, openai.APIConnectionError):
+            return _Failure(ModelConnectionError, retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            kind, retryable = _status_kind(status)
+            after = retry_after_seconds(exc.response.headers) if retryable else None
+            return _Failure(kind, status, retryable, after, self._detail(exc.body))
+        if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError):
+            return _Failure(ModelResponseError)
+        if isinstance(exc, openai.APIError):
+            return _Failure(ModelServerError, detail=self._detail(exc.body) or "stream error")
+        return _Failure(ModelError, detail=type(exc).__name__)
+
+    def _detail(self, body: object) -> str:
+        """The server's error message, shortened and without the key."""
+        if isinstance(body, dict):
+            inner = body.get("error")
+            body = body.get("message") or (inner.get("message") if isinstance(inner, dict) else "")
+        text = body if isinstance(body, str) else ""
+        text = " ".join(self._scrub(text).split())
+        return text[:300] + ("..." if len(text) > 300 else "")
+
+    def _error(self, f: _Failure, *, attempts: int, streaming: bool = False) -> ModelError:
+        """The error to raise for ``f`` (key scrubbed); ``streaming``: deltas were already sent."""
+        if streaming and f.kind in (ModelConnectionError, ModelTimeoutError):
+            text = (
+                f"lost the response stream from {self._where} for model {self.model!r} "
+                f"({'timed out' if f.kind is ModelTimeoutError else 'connection dropped'}); "
+                "retry the call"
+            )
+        else:
+            text = self._message(f, attempts)
+        return f.kind(self._scrub(text))
+
+    def _message(self, f: _Failure, attempts: int) -> str:
+        model, where, status = self.model, self._where, f.status
+        detail = f" ({f.detail})" if f.detail else ""
+        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+        if f.kind is AuthenticationError:
+            return (
+                f"{where} rejected the API key for model {model!r} (HTTP {status}): "
+                f"key invalid or expired; check {self._key_hint}{detail}"
+            )
+        if f.kind is ModelConfigurationError:
+            return f"{where} has no model {model!r} (HTTP 404){detail}; check the model id and base URL"
+        if f.kind is RateLimitError:
+            return (
+                f"rate limited by {where} (HTTP 429) for model {model!r} after {tries}{detail}; "
+                "wait, lower the request rate or raise max_retries"
+            )
+        if f.kind is ModelServerError:
+            if status is None:
+                return f"{where} reported an error while streaming model {model!r}{detail}"
+            return f"{where} failed with HTTP {status} for model {model!r} after {tries}{detail}"
+        if f.kind is ModelConnectionError:
+            return (
+                f"cannot connect to the model endpoint at {redact_url(self.base_url)} after "
+                f"{tries}; check that the server is running and that the base URL "
+                f"({self._provider.base_url_env} or base_url=) is right"
+            )
+        if f.kind is ModelTimeoutError:
+            if status is not None:
+                return f"{where} answered HTTP {status} for model {model!r} after {tries}"
+            return f"model {model!r} at {where} did not answer within {self.timeout}s ({tries})"
+        if f.kind is ModelResponseError:
+            return f"response from {where} for model {model!r} is not valid JSON"
+        if status is None:
+            return f"calling {where} for model {model!r} failed{detail}"
+        return f"{where} rejected the request for model {model!r} (HTTP {status}){detail}"
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _status_kind(status: int) -> tuple[type[ModelError], bool]:
+    """The error class for an HTTP status, and whether the call is worth retrying."""
+    if status in (401, 403):
+        return AuthenticationError, False
+    if status == 404:
+        return ModelConfigurationError, False
+    if status == 408:
+        return ModelTimeoutError, True
+    if status == 429:
+        return RateLimitError, True
+    if status >= 500:
+        return ModelServerError, True
+    return ModelError, False

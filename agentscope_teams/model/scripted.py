@@ -1,0 +1,152 @@
+"""``ScriptedModel``: a deterministic :class:`ChatModel` for tests and docs.
+
+Give it a list of responses, replayed in order, or a function of the request::
+
+    model = ScriptedModel([
+        ScriptedModel.tool_call("read_file", {"path": "a.py"}),
+        "The file defines one function.",          # a str is a text response
+    ])
+    model = ScriptedModel(lambda req: f"you said {req.messages[-1].get_text_content()}")
+
+List items may also be functions of the request (sync or async) or exceptions to raise. Every
+request is recorded, deep-copied, in :attr:`ScriptedModel.requests`.
+
+Sharing: a list script is one queue: concurrent sessions sharing the model consume it in the order
+their calls arrive, which depends on scheduling. For concurrent tests give each session its own model
+or use the function form, which answers from the request alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeAlias
+
+import anyio
+
+from ..errors import ModelError
+from ..message import TextBlock, ToolUseBlock, new_id
+from .base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolCallDelta, Usage
+
+ScriptResult: TypeAlias = ModelResponse | str
+ScriptFunction: TypeAlias = Callable[[ModelRequest], ScriptResult | Awaitable[ScriptResult]]
+ScriptItem: TypeAlias = ModelResponse | str | BaseException | ScriptFunction
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+class ScriptedModel:
+    """Replays scripted responses (or calls a function of the request); see the module docs."""
+
+    def __init__(
+        self,
+        responses: Sequence[ScriptItem] | ScriptFunction,
+        *,
+        name: str = "scripted",
+        delay: float = 0.0,
+    ) -> None:
+        if isinstance(responses, str | ModelResponse):
+            raise TypeError("ScriptedModel takes a list of responses: wrap the response in [...]")
+        self.name = name
+        self.delay = delay
+        self.requests: list[ModelRequest] = []
+        self._function = None if isinstance(responses, Sequence) else responses
+        self._script: list[ScriptItem] = list(responses) if isinstance(responses, Sequence) else []
+        self._used = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.name
+
+    @property
+    def remaining(self) -> int | None:
+        """Scripted responses not yet used; ``None`` for a function script."""
+        return None if self._function is not None else len(self._script) - self._used
+
+    def __repr__(self) -> str:
+        script = "function" if self._function is not None else f"{self.remaining} left"
+        return f"ScriptedModel(name={self.name!r}, {script})"
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        item = self._next(request)
+        if self.delay > 0:
+            await anyio.sleep(self.delay)
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, ModelResponse | str):
+            return self._as_response(item)
+        result = item(request)
+        if inspect.isawaitable(result):
+            result = await result
+        return self._as_response(result)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Word-sized :class:`TextDelta` items, one :class:`ToolCallDelta` per call, then the response."""
+        response = await self.generate(request)
+        for word in _WORDS.findall(response.text):
+            yield TextDelta(text=word)
+        for index, call in enumerate(response.tool_calls):
+            yield ToolCallDelta(
+                index=index, id=call.id, name=call.name, arguments=json.dumps(call.input)
+            )
+        yield response
+
+    def _next(self, request: ModelRequest) -> ScriptItem:
+        """Record the request and take the next item (no await: arrival order is consumption order)."""
+        self.requests.append(request.model_copy(deep=True))
+        if self._function is not None:
+            return self._function
+        if self._used >= len(self._script):
+            raise ModelError(
+                f"ScriptedModel {self.name!r} has no response for call #{len(self.requests)}: "
+                f"all {len(self._script)} scripted responses were used; add responses to the script"
+            )
+        self._used += 1
+        return self._script[self._used - 1]
+
+    def _as_response(self, result: object) -> ModelResponse:
+        if isinstance(result, str):
+            return ScriptedModel.text(result).model_copy(update={"model": self.name})
+        if isinstance(result, ModelResponse):
+            response = result.model_copy(deep=True)
+            response.model = response.model or self.name
+            return response
+        raise TypeError(
+            f"ScriptedModel {self.name!r}: a script function returned {type(result).__name__}; "
+            "return a ModelResponse or a str"
+        )
+
+    @staticmethod
+    def text(text: str, *, usage: Usage | None = None) -> ModelResponse:
+        """A plain text answer (``stop_reason="end_turn"``)."""
+        content: list[TextBlock | ToolUseBlock] = [TextBlock(text=text)] if text else []
+        return ModelResponse(content=content, usage=usage or Usage(), stop_reason="end_turn")
+
+    @staticmethod
+    def tool_call(
+        name: str,
+        input: dict[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        text: str = "",
+        usage: Usage | None = None,
+    ) -> ModelResponse:
+        """One tool call (``stop_reason="tool_use"``), optionally preceded by text."""
+        call = ToolUseBlock(id=id or new_id("call_"), name=name, input=input or {})
+        return ScriptedModel.tool_calls([call], text=text, usage=usage)
+
+    @staticmethod
+    def tool_calls(
+        calls: Iterable[tuple[str, dict[str, Any]] | ToolUseBlock],
+        *,
+        text: str = "",
+        usage: Usage | None = None,
+    ) -> ModelResponse:
+        """Several tool calls in one response: ``(name, input)`` pairs or :class:`ToolUseBlock`."""
+        content: list[TextBlock | ToolUseBlock] = [TextBlock(text=text)] if text else []
+        for call in calls:
+            if not isinstance(call, ToolUseBlock):
+                call = ToolUseBlock(id=new_id("call_"), name=call[0], input=call[1])
+            content.append(call)
+        return ModelResponse(content=content, usage=usage or Usage(), stop_reason="tool_use")

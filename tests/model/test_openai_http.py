@@ -1,0 +1,442 @@
+"""OpenAIChatModel against a real local HTTP server speaking the chat-completions protocol."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agentscope_teams.errors import (
+    AuthenticationError,
+    ModelConfigurationError,
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+    RateLimitError,
+)
+from agentscope_teams.message import AssistantMsg, ToolResultBlock, ToolUseBlock, UserMsg
+from agentscope_teams.model import (
+    RAW_ARGUMENTS_KEY,
+    ModelRequest,
+    ModelResponse,
+    OpenAIChatModel,
+    StreamItem,
+    TextDelta,
+    ToolCallDelta,
+    ToolSchema,
+)
+from agentscope_teams.model import openai as openai_module
+
+from .fake_openai import FakeOpenAI, Reply, chunk, completion, function_call
+
+KEY = "sk-test-SECRET-0123456789abcdef"
+LOGGERS = ("", "openai", "httpx", "httpx2", "httpcore", "httpcore2", "agentscope_teams")
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Record retry waits instead of sleeping."""
+    recorded: list[float] = []
+
+    async def fake_sleep(delay: float) -> None:
+        recorded.append(delay)
+
+    monkeypatch.setattr(openai_module, "_sleep", fake_sleep)
+    return recorded
+
+
+def make_model(server: FakeOpenAI | str, **kw: Any) -> OpenAIChatModel:
+    url = server if isinstance(server, str) else server.url
+    kw.setdefault("max_retries", 2)
+    return OpenAIChatModel("fake-model", api_key=KEY, base_url=url, **kw)
+
+
+def ask(text: str = "hello", **kw: Any) -> ModelRequest:
+    return ModelRequest(system_prompt="be brief", messages=[UserMsg(text)], **kw)
+
+
+async def collect(model: OpenAIChatModel, request: ModelRequest) -> list[StreamItem]:
+    return [item async for item in model.stream(request)]
+
+
+async def test_plain_text(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(body=completion("hi there")))
+    async with make_model(fake_openai) as model:
+        response = await model.generate(ask(max_tokens=50, temperature=0.2))
+    assert response.text == "hi there"
+    assert response.stop_reason == "end_turn"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (11, 7)
+    assert response.model == "fake-model"
+    [received] = fake_openai.requests
+    assert received.path == "/v1/chat/completions"
+    assert received.headers["authorization"] == f"Bearer {KEY}"
+    assert received.body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hello"},
+    ]
+    assert received.body["max_tokens"] == 50
+    assert received.body["temperature"] == 0.2
+    assert "tools" not in received.body
+
+
+async def test_streamed_text(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(
+        Reply(
+            sse=[
+                chunk({"role": "assistant", "content": ""}),
+                chunk({"content": "Hel"}),
+                chunk({"content": "lo"}),
+                chunk({}, finish_reason="stop"),
+                chunk(None),
+                "[DONE]",
+            ]
+        )
+    )
+    async with make_model(fake_openai) as model:
+        items = await collect(model, ask())
+    assert [i.text for i in items if isinstance(i, TextDelta)] == ["Hel", "lo"]
+    final = items[-1]
+    assert isinstance(final, ModelResponse)
+    assert final.text == "Hello"
+    assert final.stop_reason == "end_turn"
+    assert final.usage.output_tokens == 7
+    body = fake_openai.requests[0].body
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+
+
+async def test_tool_calls_out_and_results_in(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(
+        Reply(
+            body=completion(
+                None,
+                [function_call("call_1", "read_file", '{"path": "a.py"}')],
+                finish_reason="tool_calls",
+            )
+        ),
+        Reply(body=completion("done")),
+    )
+    tools = [ToolSchema(name="read_file", description="Read a file", parameters={"type": "object"})]
+    async with make_model(fake_openai) as model:
+        first = await model.generate(ask("read a.py", tools=tools))
+        assert first.stop_reason == "tool_use"
+        assert first.tool_calls == [
+            ToolUseBlock(id="call_1", name="read_file", input={"path": "a.py"})
+        ]
+        history = [
+            UserMsg("read a.py"),
+            AssistantMsg(list(first.content)),
+            UserMsg([ToolResultBlock(tool_use_id="call_1", name="read_file", output="x = 1")]),
+        ]
+        await model.generate(ModelRequest(messages=history, tools=tools))
+    sent = fake_openai.requests[1].body
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": "Read a file",
+                "parameters": {"type": "object"},
+            },
+        }
+    ]
+    assert sent["messages"] == [
+        {"role": "user", "content": "read a.py"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "x = 1"},
+    ]
+
+
+async def test_streamed_tool_calls(fake_openai: FakeOpenAI) -> None:
+    call0 = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "ls"}}
+    call1 = {"index": 1, "id": "call_b", "function": {"name": "cat", "arguments": ""}}
+    fake_openai.add(
+        Reply(
+            sse=[
+                chunk({"role": "assistant", "tool_calls": [call0]}),
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"pa'}}]}),
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'th": "."}'}}]}),
+                chunk({"tool_calls": [call1]}),
+                chunk({"tool_calls": [{"index": 1, "function": {"arguments": "{oops"}}]}),
+                chunk({}, finish_reason="tool_calls"),
+                chunk(None),
+                "[DONE]",
+            ]
+        )
+    )
+    async with make_model(fake_openai) as model:
+        items = await collect(model, ask())
+    deltas = [i for i in items if isinstance(i, ToolCallDelta)]
+    assert [(d.index, d.id, d.name) for d in deltas[:1]] == [(0, "call_a", "ls")]
+    assert "".join(d.arguments for d in deltas if d.index == 0) == '{"path": "."}'
+    final = items[-1]
+    assert isinstance(final, ModelResponse)
+    assert final.stop_reason == "tool_use"
+    assert final.tool_calls == [
+        ToolUseBlock(id="call_a", name="ls", input={"path": "."}),
+        ToolUseBlock(id="call_b", name="cat", input={RAW_ARGUMENTS_KEY: "{oops"}),
+    ]
+
+
+async def test_unparseable_tool_arguments_do_not_crash(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(body=completion(None, [function_call("c1", "f", "{not json")])))
+    async with make_model(fake_openai) as model:
+        response = await model.generate(ask())
+    assert response.tool_calls == [
+        ToolUseBlock(id="c1", name="f", input={RAW_ARGUMENTS_KEY: "{not json"})
+    ]
+    assert response.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_authentication_errors(fake_openai: FakeOpenAI, status: int) -> None:
+    fake_openai.add(Reply(status, {"error": {"message": f"Incorrect API key provided: {KEY}"}}))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(AuthenticationError) as info:
+            await model.generate(ask())
+    message = str(info.value)
+    assert "invalid or expired" in message
+    assert "check the api_key argument" in message
+    assert KEY not in message
+    assert len(fake_openai.requests) == 1
+
+
+async def test_auth_error_names_env_var(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    fake_openai.add(Reply(401, {"error": {"message": "bad key"}}))
+    async with OpenAIChatModel("m", base_url=fake_openai.url) as model:
+        with pytest.raises(AuthenticationError, match="check OPENAI_API_KEY"):
+            await model.generate(ask())
+
+
+@pytest.mark.parametrize("retry_after", ["0", "1"])
+async def test_429_with_retry_after_then_success(
+    fake_openai: FakeOpenAI, sleeps: list[float], retry_after: str
+) -> None:
+    fake_openai.add(
+        Reply(429, {"error": {"message": "slow down"}}, headers={"Retry-After": retry_after}),
+        Reply(body=completion("ok")),
+    )
+    async with make_model(fake_openai, backoff_base=5.0) as model:
+        response = await model.generate(ask())
+    assert response.text == "ok"
+    assert len(fake_openai.requests) == 2
+    assert sleeps == [float(retry_after)]  # the header wins over the backoff schedule
+
+
+async def test_retry_after_is_capped_by_backoff_max(
+    fake_openai: FakeOpenAI, sleeps: list[float]
+) -> None:
+    fake_openai.add(Reply(503, {}, headers={"Retry-After": "3600"}), Reply(body=completion("ok")))
+    async with make_model(fake_openai, backoff_max=2.0) as model:
+        assert (await model.generate(ask())).text == "ok"
+    assert sleeps == [2.0]
+
+
+async def test_500_then_success(fake_openai: FakeOpenAI, sleeps: list[float]) -> None:
+    fake_openai.add(Reply(500, {"error": {"message": "boom"}}), Reply(body=completion("ok")))
+    async with make_model(fake_openai, backoff_base=0.5, backoff_max=20.0) as model:
+        assert (await model.generate(ask())).text == "ok"
+    assert len(fake_openai.requests) == 2
+    assert len(sleeps) == 1
+    assert 0.25 <= sleeps[0] <= 0.5  # first backoff step, with jitter
+
+
+async def test_streaming_retries_before_first_chunk(
+    fake_openai: FakeOpenAI, sleeps: list[float]
+) -> None:
+    fake_openai.add(
+        Reply(502, "bad gateway", content_type="text/plain"),
+        Reply(sse=[chunk({"content": "ok"}, "stop"), "[DONE]"]),
+    )
+    async with make_model(fake_openai) as model:
+        items = await collect(model, ask())
+    final = items[-1]
+    assert isinstance(final, ModelResponse) and final.text == "ok"
+    assert len(fake_openai.requests) == 2
+
+
+@pytest.mark.parametrize(("status", "error"), [(429, RateLimitError), (500, ModelServerError)])
+async def test_exhausted_retries(
+    fake_openai: FakeOpenAI, sleeps: list[float], status: int, error: type[ModelError]
+) -> None:
+    fake_openai.add(*[Reply(status, {"error": {"message": "nope"}}) for _ in range(3)])
+    async with make_model(fake_openai, max_retries=2) as model:
+        with pytest.raises(error, match="after 3 attempts") as info:
+            await model.generate(ask())
+    assert len(fake_openai.requests) == 3
+    assert len(sleeps) == 2
+    assert "nope" in str(info.value)
+
+
+async def test_backoff_grows_and_is_bounded(fake_openai: FakeOpenAI, sleeps: list[float]) -> None:
+    fake_openai.add(*[Reply(500, {}) for _ in range(5)])
+    async with make_model(fake_openai, max_retries=4, backoff_base=1.0, backoff_max=3.0) as model:
+        with pytest.raises(ModelServerError):
+            await model.generate(ask())
+    assert len(sleeps) == 4
+    assert 0.5 <= sleeps[0] <= 1.0 and 1.0 <= sleeps[1] <= 2.0
+    assert all(1.5 <= s <= 3.0 for s in sleeps[2:])
+
+
+async def test_client_errors_are_not_retried(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(400, {"error": {"message": "context too long"}}))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelError, match="context too long"):
+            await model.generate(ask())
+    assert len(fake_openai.requests) == 1
+
+
+async def test_404_is_a_configuration_error(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(404, {"error": {"message": "model not found"}}))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelConfigurationError, match="fake-model"):
+            await model.generate(ask())
+
+
+async def test_no_choices(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(body={"id": "x", "object": "chat.completion", "choices": []}))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelResponseError, match="response has no choices") as info:
+            await model.generate(ask())
+    assert "fake-model" in str(info.value)
+
+
+async def test_stream_without_choices(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(sse=[chunk(None), "[DONE]"]))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelResponseError, match="response has no choices"):
+            await collect(model, ask())
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [("{not json", "application/json"), ("<html>oops</html>", "text/html"), ("[1, 2]", None)],
+)
+async def test_invalid_json(fake_openai: FakeOpenAI, body: str, content_type: str | None) -> None:
+    fake_openai.add(Reply(body=body, content_type=content_type))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelResponseError):
+            await model.generate(ask())
+
+
+async def test_invalid_json_in_stream(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(sse=[chunk({"content": "a"}), "{broken", "[DONE]"]))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelResponseError):
+            await collect(model, ask())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+async def test_connection_refused(sleeps: list[float]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    async with make_model(url, max_retries=1) as model:
+        with pytest.raises(ModelConnectionError) as info:
+            await model.generate(ask())
+    assert url in str(info.value)
+    assert len(sleeps) == 1  # retried once
+
+
+async def test_timeout(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(body=completion("late"), delay=30))
+    async with make_model(fake_openai, timeout=0.2) as model:
+        with pytest.raises(ModelTimeoutError, match="did not answer"):
+            await model.generate(ask())
+    assert len(fake_openai.requests) == 1  # a timeout is not retried
+
+
+@pytest.fixture
+def debug_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    for name in LOGGERS:
+        caplog.set_level(logging.DEBUG, logger=name)
+    yield caplog
+
+
+async def test_key_never_leaks(
+    fake_openai: FakeOpenAI, debug_logs: pytest.LogCaptureFixture, sleeps: list[float]
+) -> None:
+    echo = {"error": {"message": f"key {KEY} is wrong", "key": KEY}}
+    fake_openai.add(
+        Reply(body=completion("ok")),
+        Reply(429, echo, headers={"Retry-After": "0"}),
+        Reply(sse=[chunk({"content": "ok"}, "stop"), "[DONE]"]),
+        Reply(401, echo),
+        Reply(500, echo),
+        Reply(body=f'{{"broken": "{KEY}"', content_type="application/json"),
+    )
+    errors: list[BaseException] = []
+    async with make_model(fake_openai, max_retries=0) as model:
+        assert KEY not in repr(model) and KEY not in str(model)
+        await model.generate(ask())
+        with pytest.raises(RateLimitError) as e1:
+            await model.generate(ask())
+        await collect(model, ask())
+        for _ in range(3):
+            with pytest.raises(ModelError) as info:
+                await model.generate(ask())
+            errors.append(info.value)
+        errors.append(e1.value)
+    async with make_model(f"http://127.0.0.1:{free_port()}/v1", max_retries=1) as model:
+        with pytest.raises(ModelConnectionError) as info:
+            await model.generate(ask())
+        errors.append(info.value)
+    assert [type(e) for e in errors] == [
+        AuthenticationError,
+        ModelServerError,
+        ModelResponseError,
+        RateLimitError,
+        ModelConnectionError,
+    ]
+    for err in errors:
+        assert err.__cause__ is None and err.__context__ is None
+        shown = "".join(traceback.format_exception(err)) + repr(err)
+        assert KEY not in shown
+    assert debug_logs.records, "expected DEBUG records from the SDK / HTTP client"
+    for record in debug_logs.records:
+        assert KEY not in record.getMessage()
+        assert KEY not in repr(record.__dict__)
+
+
+async def test_error_event_mid_stream(fake_openai: FakeOpenAI, sleeps: list[float]) -> None:
+    fake_openai.add(
+        Reply(sse=[chunk({"content": "par"}), {"error": {"message": "overloaded"}}, "[DONE]"])
+    )
+    items: list[StreamItem] = []
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelServerError, match="overloaded"):
+            async for item in model.stream(ask()):
+                items.append(item)
+    assert items == [TextDelta(text="par")]
+    assert len(fake_openai.requests) == 1 and sleeps == []  # not retried once deltas were sent
+
+
+async def test_connection_dropped_mid_stream(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(sse=[chunk({"content": "par"})], cut_short=True))
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelConnectionError, match="lost the response stream"):
+            await collect(model, ask())
+    assert len(fake_openai.requests) == 1
