@@ -30,7 +30,7 @@ from ..model.factory import resolve_model
 from ..sessions import SessionRecord, SessionSource, SessionStorage, session_key
 from ..state import AgentState
 from ..store.base import BaseStore, StoreBase, encode_segment
-from ..tools import PermissionEngine, Tool, Toolkit, ToolEnv, filesystem_tools
+from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from . import compression as comp
 from .config import ReActConfig
 from .extension import CallScope, Extension
@@ -70,7 +70,7 @@ class HarnessAgent:
     ) -> None:
         self.name = name
         self.model = resolve_model(model)
-        self.store = _resolve_store(store)
+        self.store: BaseStore = _resolve_store(store)  # type: ignore[assignment]
         _check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
@@ -229,7 +229,9 @@ class HarnessAgent:
                 try:
                     await save(state)
                 except Exception as exc:  # keep the original error; the save failure is logged
-                    log.warning("could not save session %r after a failure: %s", ctx.session_id, exc)
+                    log.warning(
+                        "could not save session %r after a failure: %s", ctx.session_id, exc
+                    )
             raise
         await save(state)
         if final is not None:
@@ -276,7 +278,8 @@ class _Exclusive:
                 ttl=self.agent.lease_ttl,
                 wait_timeout=self.agent.busy_timeout,
             )
-            return await self._lease_cm.__aenter__()
+            lease: Lease = await self._lease_cm.__aenter__()
+            return lease
         except BaseException:
             self.lock.release()
             raise
@@ -289,7 +292,7 @@ class _Exclusive:
             self.lock.release()
 
 
-def _resolve_store(store: BaseStore | str | None) -> BaseStore:
+def _resolve_store(store: BaseStore | str | None) -> BaseStore | StoreBase:
     if store is None:
         from ..store.jsonfile import JsonFileStore
 

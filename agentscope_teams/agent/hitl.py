@@ -29,7 +29,8 @@ def close_pending(state: AgentState, reason: str) -> list[ToolResultBlock]:
     if not pending:
         return []
     results = [
-        ToolResultBlock(tool_use_id=c.id, name=c.name, output=reason, is_error=True) for c in pending
+        ToolResultBlock(tool_use_id=c.id, name=c.name, output=reason, is_error=True)
+        for c in pending
     ]
     state.context.append(tool_results_msg(results))
     return results

@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import anyio
 
@@ -67,10 +67,8 @@ class Lease:
     async def release(self) -> None:
         if self.lost:
             return
-        try:
+        with suppress(VersionConflict):
             await self.store.delete(self.key, expected_version=self.version)
-        except VersionConflict:
-            pass
 
 
 @asynccontextmanager

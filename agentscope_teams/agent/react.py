@@ -36,7 +36,7 @@ from ..events import (
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
 from ..model.base import ChatModel, ModelRequest, ModelResponse, TextDelta, ToolSchema
 from ..state import AgentState
-from ..tools import PermissionEngine, Toolkit, ToolEnv, use_tool_env
+from ..tools import PermissionEngine, ToolEnv, Toolkit, use_tool_env
 from . import compression as comp
 from . import hitl
 from .config import ReActConfig
@@ -155,7 +155,9 @@ class _Reply:
             reason = hitl.NEW_MESSAGE_INTERRUPT if state.awaiting_confirmation else hitl.RECOVERED
             if state.awaiting_confirmation or self.cfg.recover_pending_tools:
                 closed = hitl.close_pending(state, reason)
-                yield HintEvent(text=f"closed {len(closed)} unfinished tool call(s): {reason}", **self._ev())
+                yield HintEvent(
+                    text=f"closed {len(closed)} unfinished tool call(s): {reason}", **self._ev()
+                )
         state.reply_id = new_id()
         state.cur_iter = 0
         yield ReplyStartEvent(session_id=state.session_id, **self._ev())
@@ -175,7 +177,8 @@ class _Reply:
             run.append(call)
             tool = self.toolkit.get(call.name)
             if answer.remember and tool is not None:
-                rule = self.agent.permissions.remember_rule(tool, call.input)
+                ws = self.opts.env.workspace if self.opts.env else None
+                rule = self.agent.permissions.remember_rule(tool, call.input, workspace=ws)
                 if rule not in self.state.permission_context.rules:
                     self.state.permission_context.rules.append(rule)
         async for ev in self._execute(run, results):
@@ -277,7 +280,9 @@ class _Reply:
         else:
             response = await self.agent.model.generate(request)
         if response is None:
-            raise ModelResponseError(f"model {self.agent.model.model_name} ended its stream without a response")
+            raise ModelResponseError(
+                f"model {self.agent.model.model_name} ended its stream without a response"
+            )
         self.state.cur_iter += 1
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
         yield response
@@ -304,7 +309,10 @@ class _Reply:
             if tool is None:
                 to_run.append(call)  # the toolkit answers with an "unknown tool" error result
                 continue
-            decision = self.agent.permissions.check(tool, call.input, self.state.permission_context)
+            ws = self.opts.env.workspace if self.opts.env else None
+            decision = self.agent.permissions.check(
+                tool, call.input, self.state.permission_context, workspace=ws
+            )
             if decision.behavior == "deny":
                 results[call.id] = ToolResultBlock(
                     tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
@@ -356,7 +364,9 @@ class _Reply:
         tool = self.toolkit.get(call.name)
         return self.cfg.parallel_tools and tool is not None and tool.concurrency_safe
 
-    def _append_results(self, calls: list[ToolUseBlock], results: dict[str, ToolResultBlock]) -> None:
+    def _append_results(
+        self, calls: list[ToolUseBlock], results: dict[str, ToolResultBlock]
+    ) -> None:
         ordered = [results[c.id] for c in calls if c.id in results]
         if ordered:
             self.state.context.append(hitl.tool_results_msg(ordered))
@@ -371,4 +381,6 @@ def _as_messages(input: ReplyInput) -> list[Msg]:
         return [input]
     if isinstance(input, list) and all(isinstance(m, Msg) for m in input):
         return list(input)
-    raise TypeError(f"reply input must be str, Msg, list[Msg] or a HITL event, got {type(input).__name__}")
+    raise TypeError(
+        f"reply input must be str, Msg, list[Msg] or a HITL event, got {type(input).__name__}"
+    )

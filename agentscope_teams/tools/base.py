@@ -1,0 +1,237 @@
+"""The :class:`Tool` record, the :class:`ToolEnv` a tool runs in, and Claude Code name aliases."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_json
+
+from ..context import RuntimeContext
+from ..errors import ToolError
+from ..model.base import ToolSchema
+
+RAW_ARGUMENTS_KEY = "__raw_arguments__"
+"""Input key holding the model's text when its tool arguments were not valid JSON."""
+
+ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "Read": "read_file",
+        "Write": "write_file",
+        "Edit": "edit_file",
+        "MultiEdit": "edit_file",
+        "Glob": "glob_files",
+        "Grep": "grep_files",
+        "LS": "list_files",
+    }
+)
+"""Claude Code tool names (as written in specs and rules) -> built-in tool names."""
+
+
+def resolve_tool_name(name: str) -> str:
+    """The built-in name for a Claude Code alias (``"Read"`` -> ``"read_file"``), else ``name``."""
+    return ALIASES.get(name, name)
+
+
+ToolFunc = Callable[..., Awaitable[Any]]
+Validator = Callable[[dict[str, Any]], dict[str, Any]]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """Where and for whom a tool runs: the workspace root, the caller's identity and injected services.
+
+    ``workspace`` is resolved (symlinks included) on construction; file tools never leave it.
+    """
+
+    workspace: Path
+    ctx: RuntimeContext | None = None
+    agent_name: str = ""
+    extras: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "workspace", Path(self.workspace).resolve())
+        object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
+
+
+_current_env: contextvars.ContextVar[ToolEnv | None] = contextvars.ContextVar(
+    "agentscope_teams_tool_env", default=None
+)
+
+
+def current_tool_env() -> ToolEnv:
+    """The ToolEnv of the running tool call; raises ``LookupError`` outside of one."""
+    env = _current_env.get()
+    if env is None:
+        raise LookupError(
+            "no ToolEnv is active: run tools through Toolkit.execute(call, env=...) or inside "
+            "`with use_tool_env(ToolEnv(workspace=...))`"
+        )
+    return env
+
+
+def get_tool_env() -> ToolEnv | None:
+    """The ToolEnv of the running tool call, or None."""
+    return _current_env.get()
+
+
+@contextlib.contextmanager
+def use_tool_env(env: ToolEnv) -> Iterator[ToolEnv]:
+    """Make ``env`` the current ToolEnv inside the ``with`` block."""
+    token = _current_env.set(env)
+    try:
+        yield env
+    finally:
+        _current_env.reset(token)
+
+
+@dataclass
+class Tool:
+    """A callable the model may use: a name, a description, a JSON schema and an async function.
+
+    ``func`` is awaited with the validated arguments as keyword arguments. ``validator`` (set by
+    :func:`tool`) validates and coerces them; without one, :meth:`validate` checks the JSON schema's
+    required properties, unknown properties (when ``additionalProperties`` is false) and basic types.
+    ``primary_argument`` is the argument permission patterns match; by default the first required
+    string parameter.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: ToolFunc
+    read_only: bool = False
+    concurrency_safe: bool = False
+    requires_confirmation: bool = False
+    primary_argument: str | None = None
+    validator: Validator | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(
+                f"invalid tool name {self.name!r}: use 1-64 letters, digits, '_' or '-'"
+            )
+        props = self.parameters.get("properties", {})
+        if self.primary_argument is None:
+            self.primary_argument = _first_required_string(self.parameters)
+        elif self.primary_argument not in props:
+            raise ValueError(
+                f"tool {self.name!r}: primary_argument {self.primary_argument!r} is not a parameter"
+            )
+
+    def schema(self) -> ToolSchema:
+        """What the model is told about this tool."""
+        return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
+
+    @property
+    def argument_names(self) -> list[str]:
+        return list(self.parameters.get("properties", {}))
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated (and coerced) arguments; raises :class:`ToolError` naming every bad argument."""
+        if not isinstance(arguments, Mapping):
+            raise ToolError(
+                f"the arguments of tool {self.name!r} must be a JSON object, "
+                f"got {type(arguments).__name__}"
+            )
+        if RAW_ARGUMENTS_KEY in arguments and RAW_ARGUMENTS_KEY not in self.argument_names:
+            raw = str(arguments[RAW_ARGUMENTS_KEY])
+            shown = raw if len(raw) <= 200 else raw[:200] + "..."
+            raise ToolError(
+                f"the arguments of tool {self.name!r} are not valid JSON: {shown!r}. "
+                f"Call it again with a JSON object; {self._expected()}"
+            )
+        if self.validator is not None:
+            return self.validator(dict(arguments))
+        problems = schema_problems(self.parameters, arguments)
+        if problems:
+            raise invalid_arguments(self, problems)
+        return dict(arguments)
+
+    async def invoke(self, arguments: Mapping[str, Any]) -> str:
+        """Validate ``arguments``, await the function and convert its result to text (may raise)."""
+        return to_output(await self.func(**self.validate(arguments)))
+
+    def _expected(self) -> str:
+        required = set(self.parameters.get("required", []))
+        names = [n if n in required else n + "?" for n in self.argument_names]
+        return "arguments: " + (", ".join(names) if names else "none") + " (? = optional)"
+
+
+def invalid_arguments(tool: Tool, problems: list[str]) -> ToolError:
+    """The ToolError listing ``problems`` (one per argument) for a call of ``tool``."""
+    lines = "\n".join(f"- {p}" for p in problems)
+    return ToolError(
+        f"invalid arguments for tool {tool.name!r}:\n{lines}\nExpected {tool._expected()}."
+    )
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _has_type(value: Any, json_type: str) -> bool:
+    if json_type not in _JSON_TYPES:
+        return True
+    if isinstance(value, bool) and json_type in ("integer", "number"):
+        return False
+    return isinstance(value, _JSON_TYPES[json_type])
+
+
+def schema_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """Shallow JSON-schema check: missing required, unknown (if forbidden) and mistyped arguments."""
+    props: Mapping[str, Any] = schema.get("properties", {})
+    problems = [
+        f"{name}: missing required argument"
+        for name in schema.get("required", [])
+        if name not in arguments
+    ]
+    for name, value in arguments.items():
+        prop = props.get(name)
+        if prop is None:
+            if schema.get("additionalProperties", True) is False:
+                problems.append(f"{name}: unexpected argument")
+            continue
+        wanted = prop.get("type") if isinstance(prop, Mapping) else None
+        types = [wanted] if isinstance(wanted, str) else list(wanted or [])
+        if types and not any(_has_type(value, t) for t in types):
+            problems.append(
+                f"{name}: expected {' or '.join(types)}, got {type(value).__name__} {value!r:.80}"
+            )
+    return problems
+
+
+def _first_required_string(schema: Mapping[str, Any]) -> str | None:
+    props: Mapping[str, Any] = schema.get("properties", {})
+    for name in schema.get("required", []):
+        prop = props.get(name)
+        if isinstance(prop, Mapping) and prop.get("type") == "string":
+            return str(name)
+    return None
+
+
+def to_output(value: object) -> str:
+    """A tool's return value as text: str as-is, None as "", models and containers as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return to_json(value, fallback=str).decode()

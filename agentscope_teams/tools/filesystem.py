@@ -1,0 +1,277 @@
+"""Built-in file tools, confined to ``current_tool_env().workspace``.
+
+``read_file``, ``list_files``, ``glob_files`` and ``grep_files`` are read-only; ``write_file`` and
+``edit_file`` change files. Paths are taken relative to the workspace root (absolute paths must lie
+inside it), resolved with symlinks, and refused with a tool error when they escape the root. Output
+paths are relative to the root. The work runs in worker threads (sync functions under ``@tool``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import io
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from ..errors import ToolError
+from .base import ALIASES, Tool, ToolEnv, resolve_tool_name
+from .decorator import make_tool
+from .paths import compile_glob, display, is_binary, is_inside, resolve_in_workspace, walk_files
+
+__all__ = ["ALIASES", "EDIT_TOOLS", "filesystem_tools", "resolve_tool_name"]
+
+EDIT_TOOLS = frozenset({"write_file", "edit_file"})
+"""Tools that only change files in the workspace (allowed without asking in ``accept_edits``)."""
+
+MAX_LINE_CHARS = 2000
+MAX_READ_CHARS = 100_000
+MAX_GREP_FILE_BYTES = 10_000_000
+MAX_LISTED = 1000
+
+
+def _existing(env: ToolEnv, path: str) -> tuple[Path, str]:
+    real = resolve_in_workspace(env.workspace, path)
+    shown = display(env.workspace, real)
+    if not real.exists():
+        raise ToolError(f"{shown} does not exist; use list_files or glob_files to find the path")
+    return real, shown
+
+
+def _text_file(env: ToolEnv, path: str) -> tuple[Path, str]:
+    real, shown = _existing(env, path)
+    if real.is_dir():
+        raise ToolError(f"{shown} is a directory; use list_files to see what it contains")
+    if not real.is_file():
+        raise ToolError(f"{shown} is not a regular file")
+    with open(real, "rb") as fh:
+        if is_binary(fh.read(8192)):
+            raise ToolError(f"{shown} is a binary file; only text files can be read or edited")
+    return real, shown
+
+
+def read_file(
+    path: str,
+    offset: Annotated[int, Field(ge=0)] = 0,
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 2000,
+    *,
+    env: ToolEnv,
+) -> str:
+    """Read a text file of the workspace; every line is prefixed with its number (cite as file:line).
+
+    Args:
+        path: File path relative to the workspace root.
+        offset: Number of lines to skip from the start of the file.
+        limit: Maximum number of lines to return.
+    """
+    real, shown = _text_file(env, path)
+    out: list[str] = []
+    size, lineno, more = 0, 0, False
+    with open(real, encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if lineno <= offset:
+                continue
+            if len(out) >= limit or size >= MAX_READ_CHARS:
+                more = True
+                break
+            text = line.rstrip("\r\n")
+            if len(text) > MAX_LINE_CHARS:
+                text = text[:MAX_LINE_CHARS] + " ... [line truncated]"
+            out.append(f"{lineno:>6}\t{text}")
+            size += len(out[-1]) + 1
+    if lineno == 0:
+        return f"{shown} is empty"
+    if not out:
+        raise ToolError(f"offset {offset} is past the end of {shown}, which has {lineno} lines")
+    if more:
+        last = offset + len(out)
+        out.append(f"... more lines follow; call read_file with offset={last} to continue")
+    return "\n".join(out)
+
+
+def write_file(path: str, content: str, *, env: ToolEnv) -> str:
+    """Create or overwrite a file in the workspace with `content` (parent directories are created).
+
+    Args:
+        path: File path relative to the workspace root.
+        content: The complete new content of the file.
+    """
+    real = resolve_in_workspace(env.workspace, path)
+    shown = display(env.workspace, real)
+    if real.is_dir():
+        raise ToolError(f"{shown} is a directory; pass a file path")
+    existed = real.exists()
+    if existed and not real.is_file():
+        raise ToolError(f"{shown} is not a regular file")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    with open(real, "w", encoding="utf-8", newline="") as fh:
+        fh.write(content)
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    verb = "updated" if existed else "created"
+    return f"{verb} {shown} ({lines} lines, {len(content.encode())} bytes)"
+
+
+def edit_file(
+    path: str, old_string: str, new_string: str, replace_all: bool = False, *, env: ToolEnv
+) -> str:
+    """Replace exact text in a file. `old_string` must occur exactly once unless `replace_all`.
+
+    Args:
+        path: File path relative to the workspace root.
+        old_string: The exact text to replace, including whitespace and indentation.
+        new_string: The replacement text.
+        replace_all: Replace every occurrence instead of requiring a unique match.
+    """
+    real, shown = _text_file(env, path)
+    if not old_string:
+        raise ToolError("old_string is empty; use write_file to create or overwrite a file")
+    if old_string == new_string:
+        raise ToolError("old_string and new_string are identical; nothing to change")
+    try:
+        with open(real, encoding="utf-8", newline="") as fh:
+            text = fh.read()
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown} is not valid UTF-8; it cannot be edited as text") from None
+    if old_string not in text and "\r\n" in text:
+        old_string, new_string = (s.replace("\n", "\r\n") for s in (old_string, new_string))
+    count = text.count(old_string)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {shown}; read the file and copy the exact text, "
+            "including whitespace"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}; include more surrounding text to make "
+            "it unique, or set replace_all=true"
+        )
+    line = text.count("\n", 0, text.index(old_string)) + 1
+    with open(real, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text.replace(old_string, new_string))
+    return f"edited {shown}: replaced {count} occurrence(s), first at line {line}"
+
+
+def list_files(path: str = ".", *, env: ToolEnv) -> str:
+    """List the entries of a workspace directory (directories end with '/').
+
+    Args:
+        path: Directory relative to the workspace root.
+    """
+    real, shown = _existing(env, path)
+    if not real.is_dir():
+        raise ToolError(f"{shown} is a file, not a directory; use read_file to read it")
+    dirs: list[str] = []
+    files: list[str] = []
+    for entry in sorted(os.scandir(real), key=lambda e: e.name):
+        p = Path(entry.path)
+        if entry.is_symlink() and not is_inside(env.workspace, Path(os.path.realpath(p))):
+            continue
+        rel = display(env.workspace, p)
+        (dirs if entry.is_dir() else files).append(rel + "/" if entry.is_dir() else rel)
+    entries = dirs + files
+    if not entries:
+        return f"{shown}/ is empty"
+    note = f"\n... {len(entries) - MAX_LISTED} more entries" if len(entries) > MAX_LISTED else ""
+    return "\n".join(entries[:MAX_LISTED]) + note
+
+
+def glob_files(pattern: str, path: str = ".", *, env: ToolEnv) -> str:
+    """Find files whose path (relative to `path`) matches a glob such as `**/*.py` or `src/*.{ts,tsx}`.
+
+    Args:
+        pattern: Glob: `*` matches within a directory, `**` across directories.
+        path: Directory to search, relative to the workspace root.
+    """
+    regex = compile_glob(pattern)
+    base, shown = _existing(env, path)
+    keep = frozenset(pattern.split("/"))
+    found = [
+        display(env.workspace, p)
+        for p in walk_files(env.workspace, base, keep)
+        if regex.fullmatch(p.relative_to(base).as_posix())
+    ]
+    if not found:
+        return f"no files match {pattern!r} under {shown}"
+    note = f"\n... {len(found) - MAX_LISTED} more files" if len(found) > MAX_LISTED else ""
+    return "\n".join(found[:MAX_LISTED]) + note
+
+
+def grep_files(
+    pattern: str,
+    path: str = ".",
+    glob: str | None = None,
+    max_results: Annotated[int, Field(ge=1, le=5000)] = 200,
+    *,
+    env: ToolEnv,
+) -> str:
+    """Search text files for a regular expression (Python syntax; prefix `(?i)` to ignore case).
+    Prints one `file:line: text` row per matching line.
+
+    Args:
+        pattern: Regular expression to search for.
+        path: File or directory to search, relative to the workspace root.
+        glob: Only search files matching this glob (`*.py` matches names at any depth).
+        max_results: Stop after this many matching lines.
+    """
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+    base, shown = _existing(env, path)
+    name_glob = compile_glob(glob) if glob else None
+    rows: list[str] = []
+    for file in walk_files(env.workspace, base):
+        if name_glob is not None:
+            subject = file.name if "/" not in (glob or "") else file.relative_to(base).as_posix()
+            if not name_glob.fullmatch(subject):
+                continue
+        rows.extend(_grep_one(env.workspace, file, regex, max_results - len(rows)))
+        if len(rows) >= max_results:
+            rows.append(f"... stopped after {max_results} matches; narrow the pattern or path")
+            break
+    return "\n".join(rows) if rows else f"no matches for {pattern!r} under {shown}"
+
+
+def _grep_one(root: Path, file: Path, regex: re.Pattern[str], budget: int) -> list[str]:
+    try:
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_GREP_FILE_BYTES:
+            return []
+        data = file.read_bytes()
+    except OSError:
+        return []
+    if is_binary(data[:8192]):
+        return []
+    rows: list[str] = []
+    rel = display(root, file)
+    for lineno, line in enumerate(io.StringIO(data.decode("utf-8", errors="replace")), 1):
+        if regex.search(line):
+            rows.append(f"{rel}:{lineno}: {line.strip()[:500]}")
+            if len(rows) >= budget:
+                break
+    return rows
+
+
+@functools.cache
+def _builtin_tools() -> tuple[Tool, ...]:
+    return (
+        make_tool(read_file, read_only=True),
+        make_tool(write_file),
+        make_tool(edit_file),
+        make_tool(list_files, read_only=True),
+        make_tool(glob_files, read_only=True, primary_argument="path"),
+        make_tool(grep_files, read_only=True, primary_argument="path"),
+    )
+
+
+def filesystem_tools() -> list[Tool]:
+    """Fresh copies of the six built-in file tools."""
+    return [
+        dataclasses.replace(t, parameters=copy.deepcopy(t.parameters)) for t in _builtin_tools()
+    ]

@@ -1,0 +1,267 @@
+"""The permission engine: ``allow``, ``deny`` or ``ask`` for each tool call.
+
+Evaluation order, first hit wins:
+
+1. a matching ``deny`` rule -> deny;
+2. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
+   allow rules say: a rule remembered earlier must not let an agent write while it plans);
+3. a matching ``ask`` rule -> ask;
+4. a matching ``allow`` rule -> allow;
+5. the mode's default: ``bypass`` -> allow; ``plan`` -> allow (only read-only tools get here);
+   ``accept_edits`` -> allow read-only tools and ``write_file`` / ``edit_file``, other tools as in
+   ``default``; ``default`` -> ask if the tool ``requires_confirmation``, else allow.
+
+The rules are the engine's configured rules followed by ``context.rules`` (accepted during HITL).
+The mode is ``context.mode`` (the session's) unless that is ``"default"``, then the engine's mode.
+
+A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed) and optionally a
+pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
+the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
+normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
+workspace, symlinks are resolved too). ``deny`` and ``ask`` rules match if the raw or any normalized
+form matches; ``allow`` rules only on the canonical form (the file really touched).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from ..state import PermissionContext, PermissionMode, PermissionRule
+from .base import Tool, get_tool_env, resolve_tool_name
+from .filesystem import EDIT_TOOLS
+
+__all__ = [
+    "Decision",
+    "PermissionDecision",
+    "PermissionEngine",
+    "format_rule",
+    "parse_rule",
+    "remember_rule",
+    "rule_matches",
+]
+
+Decision = Literal["allow", "deny", "ask"]
+
+PATH_ARGUMENTS = frozenset({"path", "file_path", "filepath", "filename", "directory", "dir", "cwd"})
+
+_RULE = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    """What to do with a call, why (a sentence the model can read), and the rule that decided."""
+
+    behavior: Decision
+    reason: str
+    rule: PermissionRule | None = None
+
+
+def parse_rule(text: str, behavior: Decision = "allow") -> PermissionRule:
+    """``"write_file(src/**)"`` -> a rule on ``write_file`` with pattern ``src/**``; ``"Read"`` or
+    ``"Read(*)"`` -> a rule on every ``Read`` call."""
+    m = _RULE.fullmatch(text)
+    if m is None:
+        raise ValueError(
+            f"invalid permission rule {text!r}: expected Tool or Tool(pattern), "
+            "e.g. write_file(src/**)"
+        )
+    pattern = m.group(2).strip() if m.group(2) is not None else None
+    return PermissionRule(
+        tool=m.group(1), behavior=behavior, pattern=None if pattern in ("", "*", "**") else pattern
+    )
+
+
+def format_rule(rule: PermissionRule) -> str:
+    """A rule in Claude-style notation, e.g. ``write_file(*.env)``."""
+    text = rule.tool if rule.pattern is None else f"{rule.tool}({rule.pattern})"
+    return text if rule.argument is None else f"{text} on argument {rule.argument!r}"
+
+
+def _is_path_argument(tool: Tool, name: str) -> bool:
+    prop = tool.parameters.get("properties", {}).get(name)
+    return name in PATH_ARGUMENTS or (isinstance(prop, Mapping) and prop.get("format") == "path")
+
+
+def _lexical(value: str, workspace: Path | None) -> str:
+    norm = posixpath.normpath(value) if value else "."
+    if workspace is not None and posixpath.isabs(norm):
+        try:
+            return Path(norm).relative_to(workspace).as_posix() or "."
+        except ValueError:
+            return norm
+    return norm
+
+
+def _real(value: str, workspace: Path) -> str:
+    real = Path(os.path.realpath(workspace / value))
+    try:
+        return real.relative_to(workspace).as_posix() or "."
+    except ValueError:
+        return str(real)
+
+
+def _forms(tool: Tool, name: str, value: Any, workspace: Path | None) -> tuple[str, list[str]]:
+    """(canonical form, every form) of an argument value for pattern matching."""
+    raw = str(value)
+    if not _is_path_argument(tool, name):
+        return raw, [raw]
+    lexical = _lexical(raw, workspace)
+    canonical = _real(lexical, workspace) if workspace is not None else lexical
+    return canonical, [raw, lexical, canonical]
+
+
+def _workspace(workspace: Path | None) -> Path | None:
+    if workspace is None:
+        env = get_tool_env()
+        return env.workspace if env is not None else None
+    return Path(os.path.realpath(workspace))
+
+
+def _tool_matches(pattern: str, name: str) -> bool:
+    pattern, name = resolve_tool_name(pattern), resolve_tool_name(name)
+    return pattern == name or (any(c in pattern for c in "*?[") and fnmatchcase(name, pattern))
+
+
+_MISSING = object()
+
+
+def _argument(tool: Tool, name: str | None, arguments: Mapping[str, Any]) -> Any:
+    """The argument's value, its schema default when absent, else ``_MISSING``."""
+    if name is None:
+        return _MISSING
+    if name in arguments:
+        return arguments[name]
+    prop = tool.parameters.get("properties", {}).get(name)
+    return prop.get("default", _MISSING) if isinstance(prop, Mapping) else _MISSING
+
+
+def rule_matches(
+    rule: PermissionRule,
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    *,
+    workspace: Path | None = None,
+) -> bool:
+    """True if ``rule`` applies to this call of ``tool`` (see the module docstring)."""
+    if not _tool_matches(rule.tool, tool.name):
+        return False
+    if rule.pattern is None:
+        return True
+    name = rule.argument or tool.primary_argument
+    value = _argument(tool, name, arguments)
+    if name is None or value is _MISSING:
+        return False
+    canonical, forms = _forms(tool, name, value, _workspace(workspace))
+    if rule.behavior == "allow":
+        return fnmatchcase(canonical, rule.pattern)
+    return any(fnmatchcase(f, rule.pattern) for f in forms)
+
+
+def _escape(value: str) -> str:
+    return re.sub(r"([*?[])", r"[\1]", value)
+
+
+def remember_rule(
+    tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None
+) -> PermissionRule:
+    """The allow rule stored when a user confirms a call with remember=True: this tool with this
+    exact primary argument (every call of the tool if it has none)."""
+    name = tool.primary_argument
+    value = _argument(tool, name, arguments)
+    if name is None or value is _MISSING:
+        return PermissionRule(tool=tool.name, behavior="allow")
+    canonical, _ = _forms(tool, name, value, _workspace(workspace))
+    return PermissionRule(
+        tool=tool.name, behavior="allow", pattern=_escape(canonical), argument=name
+    )
+
+
+class PermissionEngine:
+    """Decides whether a tool call runs, is refused, or waits for the user (module docstring)."""
+
+    def __init__(
+        self, rules: Sequence[PermissionRule] = (), mode: PermissionMode = "default"
+    ) -> None:
+        if mode not in get_args(PermissionMode):
+            raise ValueError(
+                f"unknown permission mode {mode!r}; use one of {', '.join(get_args(PermissionMode))}"
+            )
+        self.rules = tuple(rules)
+        self.mode: PermissionMode = mode
+
+    def effective_mode(self, context: PermissionContext | None = None) -> PermissionMode:
+        """The session's mode unless it is "default", else the engine's."""
+        if context is not None and context.mode != "default":
+            return context.mode
+        return self.mode
+
+    def check(
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        context: PermissionContext | None = None,
+        *,
+        workspace: Path | None = None,
+    ) -> PermissionDecision:
+        """The decision for one call, with its reason. ``workspace`` (default: the current
+        ToolEnv's) lets path patterns see through symlinks and absolute paths."""
+        ws = _workspace(workspace)
+        rules = [*self.rules, *(context.rules if context is not None else ())]
+        mode = self.effective_mode(context)
+        for rule in rules:
+            if rule.behavior == "deny" and rule_matches(rule, tool, arguments, workspace=ws):
+                return PermissionDecision(
+                    "deny", f"denied by rule deny {format_rule(rule)}; do not retry this call", rule
+                )
+        if mode == "plan" and not tool.read_only:
+            return PermissionDecision(
+                "deny",
+                f"denied: the agent is in plan mode, which is read-only, and {tool.name} can change "
+                "files or state; plan with read-only tools and ask the user to leave plan mode",
+            )
+        for behavior in ("ask", "allow"):
+            for rule in rules:
+                if rule.behavior == behavior and rule_matches(rule, tool, arguments, workspace=ws):
+                    verb = "requires confirmation" if behavior == "ask" else "allowed"
+                    reason = f"{verb} by rule {behavior} {format_rule(rule)}"
+                    return PermissionDecision(rule.behavior, reason, rule)
+        return self._default(tool, mode)
+
+    def _default(self, tool: Tool, mode: PermissionMode) -> PermissionDecision:
+        if mode == "bypass":
+            return PermissionDecision("allow", "allowed: bypass mode")
+        if mode == "plan":
+            return PermissionDecision("allow", f"allowed: {tool.name} is read-only (plan mode)")
+        if mode == "accept_edits" and (
+            tool.read_only or resolve_tool_name(tool.name) in EDIT_TOOLS
+        ):
+            return PermissionDecision("allow", f"allowed: accept_edits mode allows {tool.name}")
+        if tool.requires_confirmation:
+            return PermissionDecision("ask", f"{tool.name} requires confirmation")
+        return PermissionDecision("allow", f"allowed: {tool.name} needs no confirmation")
+
+    def decide(
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        context: PermissionContext | None = None,
+        *,
+        workspace: Path | None = None,
+    ) -> Decision:
+        """Just the behavior of :meth:`check`."""
+        return self.check(tool, arguments, context, workspace=workspace).behavior
+
+    explain = check
+
+    def remember_rule(
+        self, tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None
+    ) -> PermissionRule:
+        """See :func:`remember_rule`."""
+        return remember_rule(tool, arguments, workspace=workspace)
