@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 MAX_ID_LENGTH = 256
 
@@ -59,7 +59,7 @@ class RuntimeContext(BaseModel):
     session_id: str
     user_id: str | None = None
     org_id: str | None = None
-    metadata: Mapping[str, str] = MappingProxyType({})
+    metadata: Mapping[str, str] = Field(default_factory=lambda: MappingProxyType({}))
 
     @field_validator("session_id")
     @classmethod
