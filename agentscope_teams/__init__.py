@@ -5,6 +5,7 @@ The names below are the public API (``tests/test_public_api.py`` pins them).
 
 from __future__ import annotations
 
+from .agent import CompressionConfig, HarnessAgent, ReActAgent, ReActConfig
 from .context import RuntimeContext, current_context, use_context
 from .errors import (
     AgentScopeTeamsError,
@@ -28,6 +29,13 @@ from .errors import (
     ValueTooLargeError,
     VersionConflict,
 )
+from .events import (
+    ConfirmResult,
+    ExceedMaxItersEvent,
+    RequireUserConfirmEvent,
+    UserConfirmResultEvent,
+    UserInterruptEvent,
+)
 from .message import (
     AssistantMsg,
     DataBlock,
@@ -38,7 +46,12 @@ from .message import (
     ToolUseBlock,
     UserMsg,
 )
+from .model import ChatModel, ModelResponse, OpenAIChatModel, ScriptedModel, model_from_string
+from .sessions import SessionConfig, SessionRecord, SessionSource, SessionStorage
 from .state import AgentState
+from .store import BaseStore, InMemoryStore, store_from_url
+from .subagents import SubagentSpec, WorkspaceMode, load_specs
+from .tools import PermissionEngine, Tool, Toolkit, tool
 
 __version__ = "0.1.0"
 
@@ -47,33 +60,61 @@ __all__ = [
     "AgentState",
     "AssistantMsg",
     "AuthenticationError",
+    "BaseStore",
+    "ChatModel",
     "ClaimConflict",
+    "CompressionConfig",
     "ConfigurationError",
+    "ConfirmResult",
     "DataBlock",
+    "ExceedMaxItersEvent",
     "HITLError",
+    "HarnessAgent",
+    "InMemoryStore",
     "MissingDependencyError",
     "ModelConnectionError",
     "ModelError",
+    "ModelResponse",
     "ModelResponseError",
     "Msg",
     "NotTaskOwnerError",
+    "OpenAIChatModel",
+    "PermissionEngine",
+    "ReActAgent",
+    "ReActConfig",
+    "RequireUserConfirmEvent",
     "RuntimeContext",
     "SchemaVersionError",
+    "ScriptedModel",
     "SessionBusyError",
+    "SessionConfig",
+    "SessionRecord",
+    "SessionSource",
+    "SessionStorage",
     "SpecError",
     "StoreError",
     "StoreUnavailableError",
+    "SubagentSpec",
     "SystemMsg",
     "TaskStateError",
     "TextBlock",
+    "Tool",
     "ToolError",
     "ToolResultBlock",
     "ToolUseBlock",
+    "Toolkit",
     "UnknownMemberError",
+    "UserConfirmResultEvent",
+    "UserInterruptEvent",
     "UserMsg",
     "ValueTooLargeError",
     "VersionConflict",
-    "__version__",
+    "WorkspaceMode",
     "current_context",
+    "load_specs",
+    "model_from_string",
+    "store_from_url",
+    "tool",
     "use_context",
+    "__version__",
 ]
