@@ -1,0 +1,164 @@
+"""``store_from_url``: scheme dispatch, options, clear errors and password redaction."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+import agentscope_teams.store as store_pkg
+from agentscope_teams.errors import (
+    ConfigurationError,
+    MissingDependencyError,
+    StoreUnavailableError,
+)
+from agentscope_teams.store import Entry, redact_url, store_from_url
+from agentscope_teams.store.url import SUPPORTED_SCHEMES
+
+SECRET = "hunter2-s3cret"
+
+SCHEMES = [
+    ("memory://", "memory", "InMemoryStore"),
+    ("file://{tmp}/files", "jsonfile", "JsonFileStore"),
+    ("sqlite:///{tmp}/store.db", "sql", "SqlStore"),
+    ("sqlite+aiosqlite:///{tmp}/store.db", "sql", "SqlStore"),
+    ("postgresql://user@127.0.0.1:5432/db", "sql", "SqlStore"),
+    ("postgres://user@127.0.0.1:5432/db", "sql", "SqlStore"),
+    ("postgresql+asyncpg://user@127.0.0.1:5432/db", "sql", "SqlStore"),
+    ("mysql://user@127.0.0.1:3306/db", "sql", "SqlStore"),
+    ("mariadb://user@127.0.0.1:3306/db", "sql", "SqlStore"),
+    ("mysql+asyncmy://user@127.0.0.1:3306/db", "sql", "SqlStore"),
+    ("redis://127.0.0.1:6379/0", "redis", "RedisStore"),
+    ("rediss://127.0.0.1:6380/0", "redis", "RedisStore"),
+]
+
+
+@pytest.mark.parametrize(("template", "module", "cls"), SCHEMES, ids=[s[0] for s in SCHEMES])
+async def test_scheme_builds_its_backend(
+    template: str, module: str, cls: str, tmp_path: Path
+) -> None:
+    expected = getattr(importlib.import_module(f"agentscope_teams.store.{module}"), cls)
+    store = store_from_url(template.format(tmp=tmp_path), max_value_bytes=1234)
+    try:
+        assert isinstance(store, expected)
+        assert store.max_value_bytes == 1234
+    finally:
+        await store.aclose()
+
+
+async def test_file_url_with_relative_path_uses_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    async with store_from_url("file://./data") as store:
+        await store.put(("k",), b"v")
+        assert await store.get(("k",)) == Entry(b"v", 1)
+    assert [p for p in (tmp_path / "data").rglob("*") if p.is_file()], (
+        "nothing written under ./data"
+    )
+
+
+def test_file_url_without_a_path_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="file"):
+        store_from_url("file://")
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://host/x", "mongodb://host/db", "/just/a/path", "", "memcache://h", "s3://b/k"]
+)
+def test_unknown_scheme_lists_supported_schemes(url: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        store_from_url(url)
+    message = str(info.value)
+    for form in SUPPORTED_SCHEMES:
+        assert form.split("://")[0] + "://" in message, form
+
+
+def test_unknown_scheme_error_redacts_the_password() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        store_from_url(f"ftp://alice:{SECRET}@host/x")
+    assert SECRET not in str(info.value)
+    assert "alice:***@host" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "redacted"),
+    [
+        ("redis://:pw@host:6379/0", "redis://:***@host:6379/0"),
+        ("postgresql://user:pw@host/db", "postgresql://user:***@host/db"),
+        ("mysql+asyncmy://root:p%40ss%2Fw@h:3306/db", "mysql+asyncmy://root:***@h:3306/db"),
+        ("rediss://u:pa:ss@h/0", "rediss://u:***@h/0"),
+        ("redis://host:6379/0", "redis://host:6379/0"),
+        ("postgresql://user@host/db", "postgresql://user@host/db"),
+        ("sqlite:///tmp/x.db", "sqlite:///tmp/x.db"),
+        ("memory://", "memory://"),
+    ],
+)
+def test_redact_url(url: str, redacted: str) -> None:
+    assert redact_url(url) == redacted
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in chain:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return chain
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"redis://:{SECRET}@127.0.0.1:1/0",
+        f"postgresql://user:{SECRET}@127.0.0.1:1/db",
+        f"mysql://user:{SECRET}@127.0.0.1:1/db",
+    ],
+    ids=["redis", "postgres", "mysql"],
+)
+async def test_unreachable_server_error_names_host_without_password(url: str) -> None:
+    with anyio.fail_after(120), pytest.raises(StoreUnavailableError) as info:  # hang guard only
+        async with store_from_url(url) as store:
+            await store.get(("k",))
+    assert "127.0.0.1:1" in str(info.value)
+    for exc in exception_chain(info.value):
+        assert SECRET not in str(exc), f"password leaked by {type(exc).__name__}: {exc}"
+        assert SECRET not in repr(exc), f"password leaked by {type(exc).__name__}: {exc!r}"
+
+
+@pytest.mark.parametrize(
+    ("url", "blocked", "backend_module", "extra"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis", "redis", "redis"),
+        ("sqlite:///{tmp}/x.db", "sqlalchemy", "sql", "sql"),
+        ("sqlite:///{tmp}/x.db", "aiosqlite", "sql", "sql"),
+        ("postgresql://u@127.0.0.1:5432/db", "asyncpg", "sql", "postgres"),
+        ("mysql://u@127.0.0.1:3306/db", "asyncmy", "sql", "mysql"),
+    ],
+    ids=["redis", "sqlalchemy", "aiosqlite", "asyncpg", "asyncmy"],
+)
+async def test_missing_driver_names_the_extra(
+    url: str,
+    blocked: str,
+    backend_module: str,
+    extra: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Pretend the driver is not installed, and make the backend module import afresh.
+    for name in [n for n in sys.modules if n == blocked or n.startswith(blocked + ".")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, blocked, None)
+    full = f"agentscope_teams.store.{backend_module}"
+    if full in sys.modules:
+        monkeypatch.setattr(store_pkg, backend_module, sys.modules[full], raising=False)
+        monkeypatch.delitem(sys.modules, full)
+
+    with anyio.fail_after(60), pytest.raises(MissingDependencyError) as info:  # hang guard only
+        async with store_from_url(url.format(tmp=tmp_path)) as store:
+            await store.get(("k",))
+    assert info.value.extra == extra
+    assert f"pip install 'agentscope-teams[{extra}]'" in str(info.value)
