@@ -1,0 +1,185 @@
+"""What every command module shares: adding a subcommand, the common options, the store, output.
+
+A command module exposes ``register(subparsers)``; it adds its parser with :func:`add_command` (which
+gives it ``--store`` and ``--debug``, an examples epilog and raw formatting) and sets a handler with
+``parser.set_defaults(handler=...)``. A handler takes the parsed namespace and returns the exit code;
+one that needs the store runs ``with_store(args, body)``, where ``body(store)`` is a coroutine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import textwrap
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias, cast
+
+import anyio
+from rich.console import Console
+
+from ..context import RuntimeContext
+from ..errors import AgentScopeTeamsError, ConfigurationError
+from ..store.base import BaseStore
+from ..store.url import store_from_url
+
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+
+STORE_ENV = "AGENTSCOPE_TEAMS_STORE"
+USER_ENV = "AGENTSCOPE_TEAMS_USER"
+ORG_ENV = "AGENTSCOPE_TEAMS_ORG"
+#: The session id of the CLI's own context (teams are scoped to org and user, not to a session).
+CLI_SESSION = "cli"
+
+
+class CommandError(AgentScopeTeamsError):
+    """A command could not do what was asked (missing session, ambiguous name, ...)."""
+
+
+def default_store_url() -> str:
+    """``$AGENTSCOPE_TEAMS_STORE``, else the file store under ``~/.agentscope_teams/store``."""
+    return os.environ.get(STORE_ENV) or "file://" + str(Path.home() / ".agentscope_teams" / "store")
+
+
+def add_global_options(parser: argparse.ArgumentParser) -> None:
+    """``--store`` and ``--debug``, accepted before the command and after it.
+
+    Defaults are suppressed so that a value given before the command is not overwritten by the
+    subcommand's parser; :func:`store_url` and :func:`debug_enabled` fill the defaults in.
+    """
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help=f"store URL (memory://, file:///path, sqlite:///path, postgresql://, mysql://, "
+        f"redis://); default ${STORE_ENV} or file://~/.agentscope_teams/store",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show full tracebacks on errors",
+    )
+
+
+def add_identity_options(parser: argparse.ArgumentParser) -> None:
+    """``--user`` and ``--org``: whose sessions / teams a command looks at."""
+    parser.add_argument(
+        "--user",
+        metavar="USER",
+        default=os.environ.get(USER_ENV),
+        help=f"user id (default ${USER_ENV}, else the anonymous user)",
+    )
+    parser.add_argument(
+        "--org",
+        metavar="ORG",
+        default=os.environ.get(ORG_ENV),
+        help=f"organization id (default ${ORG_ENV}, else no organization)",
+    )
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print machine-readable JSON lines instead of tables"
+    )
+
+
+def add_command(
+    subparsers: SubParsers,
+    name: str,
+    *,
+    help: str,
+    description: str | None = None,
+    examples: Sequence[str] = (),
+    store_required: bool = False,
+) -> argparse.ArgumentParser:
+    """Add a subcommand parser with the global options and an ``examples:`` epilog.
+
+    ``store_required``: the command refuses the default store; ``--store`` (before or after the
+    command) or ``$AGENTSCOPE_TEAMS_STORE`` must name one, else it is a usage error (exit 2).
+    """
+    epilog = None
+    if examples:
+        epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    parser = subparsers.add_parser(
+        name,
+        help=help,
+        description=textwrap.fill(description or help, width=90),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_global_options(parser)
+    parser.set_defaults(command_parser=parser, store_required=store_required)
+    return parser
+
+
+def check_store_given(args: argparse.Namespace) -> None:
+    """Usage error (exit 2) when a command that needs an explicit store got none."""
+    if getattr(args, "store_required", False) and not (
+        getattr(args, "store", None) or os.environ.get(STORE_ENV)
+    ):
+        parser: argparse.ArgumentParser = args.command_parser
+        parser.error(f"--store URL is required (or set ${STORE_ENV})")
+
+
+def store_url(args: argparse.Namespace) -> str:
+    url: str | None = getattr(args, "store", None)
+    return url or default_store_url()
+
+
+def debug_enabled(args: argparse.Namespace | None) -> bool:
+    return bool(getattr(args, "debug", False))
+
+
+def cli_context(args: argparse.Namespace) -> RuntimeContext:
+    """The runtime context of the CLI user (``--user`` / ``--org``)."""
+    return RuntimeContext(session_id=CLI_SESSION, user_id=args.user, org_id=args.org)
+
+
+def with_store(args: argparse.Namespace, body: Callable[[BaseStore], Awaitable[int]]) -> int:
+    """Open the store named by ``--store``, run ``body(store)`` and close the store."""
+    url = store_url(args)
+
+    async def runner() -> int:
+        async with store_from_url(url) as store:
+            # store_from_url is annotated as returning StoreBase (the plumbing base class); every
+            # backend it builds implements the BaseStore protocol.
+            return await body(cast(BaseStore, store))
+
+    return anyio.run(runner)
+
+
+def not_available(command: str) -> int:
+    """The handler of a command whose feature is not part of this build yet."""
+    raise ConfigurationError(f"`agentscope-teams {command}` is not available yet in this build")
+
+
+def stdout_console() -> Console:
+    """Rich console for command output; markup and highlighting off so data prints literally."""
+    return Console(highlight=False, markup=False)
+
+
+def print_json_line(value: Any) -> None:
+    """One JSON document on one line (``default=str`` handles datetimes and paths)."""
+    print(json.dumps(value, ensure_ascii=False, default=str), flush=True)
+
+
+def abbreviate(text: str, width: int = 120) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def who(user: str | None, org: str | None) -> str:
+    """``user 'alice'`` / ``the anonymous user``, with the org when there is one."""
+    text = f"user {user!r}" if user is not None else "the anonymous user"
+    return text + (f" in org {org!r}" if org is not None else "")
+
+
+def identity_flags(user: str | None, org: str | None) -> str:
+    """The ``--user`` / ``--org`` flags that select this identity again (for hints in errors)."""
+    flags = f" --user {shlex.quote(user)}" if user is not None else ""
+    return flags + (f" --org {shlex.quote(org)}" if org is not None else "")

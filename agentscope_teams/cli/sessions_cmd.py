@@ -1,0 +1,196 @@
+"""``agentscope-teams sessions list|show|clear|delete``: stored agent sessions of one user."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable
+from typing import TypeAlias
+
+from rich.text import Text
+
+from ..errors import VersionConflict
+from ..sessions import SessionRecord, SessionStorage
+from ..store.base import BaseStore
+from ..store.url import redact_url
+from .common import (
+    CommandError,
+    SubParsers,
+    add_command,
+    add_identity_options,
+    add_json_option,
+    identity_flags,
+    print_json_line,
+    stdout_console,
+    store_url,
+    who,
+    with_store,
+)
+from .session_view import conversation, session_summary, sessions_table
+
+EXAMPLES = (
+    "agentscope-teams sessions list --user alice",
+    "agentscope-teams sessions list --agent reviewer --user alice --json",
+    "agentscope-teams sessions show SESSION --agent reviewer --user alice",
+    "agentscope-teams sessions clear SESSION --agent reviewer --user alice",
+    "agentscope-teams sessions delete SESSION --agent reviewer --user alice",
+)
+
+_Body: TypeAlias = Callable[[SessionStorage, argparse.Namespace], Awaitable[int]]
+_AGENT_HELP = "the agent the session belongs to (optional when only one agent has SESSION)"
+
+
+def register(subparsers: SubParsers) -> None:
+    group = add_command(
+        subparsers,
+        "sessions",
+        help="list, show, clear or delete stored sessions",
+        examples=EXAMPLES,
+    )
+    commands = group.add_subparsers(
+        title="sessions commands", dest="sessions_command", metavar="COMMAND", required=True
+    )
+    parser = add_command(
+        commands, "list", help="list the sessions of a user (all agents)", examples=EXAMPLES[:2]
+    )
+    parser.add_argument("--agent", metavar="NAME", help="only the sessions of this agent")
+    add_identity_options(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=handle_list)
+
+    specs = (
+        ("show", "print a session's conversation, summary and tool calls", handle_show),
+        ("clear", "forget a session's conversation, keeping its permissions", handle_clear),
+        ("delete", "delete a session", handle_delete),
+    )
+    for i, (name, help, handler) in enumerate(specs):
+        parser = add_command(commands, name, help=help, examples=EXAMPLES[2 + i : 3 + i])
+        parser.add_argument("session", metavar="SESSION", help="session id")
+        parser.add_argument("--agent", metavar="NAME", help=_AGENT_HELP)
+        add_identity_options(parser)
+        if name == "show":
+            add_json_option(parser)
+        parser.set_defaults(handler=handler)
+
+
+def _storage_command(args: argparse.Namespace, body: _Body) -> int:
+    async def run(store: BaseStore) -> int:
+        return await body(SessionStorage(store), args)
+
+    return with_store(args, run)
+
+
+async def find_session(storage: SessionStorage, args: argparse.Namespace) -> SessionRecord:
+    """The session named by ``SESSION`` / ``--agent``; a one-line error when it does not exist."""
+    if args.agent is not None:
+        record = await storage.get_session(args.user, args.agent, args.session, org_id=args.org)
+        if record is None:
+            raise _missing(args)
+        return record
+    records = await storage.list_sessions(args.user, org_id=args.org)
+    matches = [r for r in records if r.session_id == args.session]
+    if not matches:
+        raise _missing(args)
+    if len(matches) > 1:
+        agents = ", ".join(sorted(repr(r.agent_id) for r in matches))
+        raise CommandError(
+            f"session {args.session!r} of {who(args.user, args.org)} exists for several agents "
+            f"({agents}); choose one with --agent NAME"
+        )
+    return matches[0]
+
+
+def _missing(args: argparse.Namespace) -> CommandError:
+    agent = f"agent {args.agent!r} of" if args.agent is not None else "any agent of"
+    return CommandError(
+        f"session {args.session!r} not found for {agent} {who(args.user, args.org)} in store "
+        f"{redact_url(store_url(args))}; run `agentscope-teams sessions list"
+        f"{identity_flags(args.user, args.org)}` to see the sessions"
+    )
+
+
+async def _list(storage: SessionStorage, args: argparse.Namespace) -> int:
+    records = await storage.list_sessions(args.user, args.agent, org_id=args.org)
+    records.sort(key=lambda r: r.updated_at, reverse=True)
+    if args.json:
+        for record in records:
+            print_json_line(session_summary(record))
+        return 0
+    console = stdout_console()
+    of_agent = f" of agent {args.agent!r}" if args.agent is not None else ""
+    if not records:
+        console.print(
+            Text(
+                f"no sessions{of_agent} for {who(args.user, args.org)} in store "
+                f"{redact_url(store_url(args))}",
+                style="yellow",
+            )
+        )
+        return 0
+    console.print(sessions_table(records, f"Sessions{of_agent} of {who(args.user, args.org)}"))
+    return 0
+
+
+async def _show(storage: SessionStorage, args: argparse.Namespace) -> int:
+    record = await find_session(storage, args)
+    if args.json:
+        print(record.model_dump_json(), flush=True)
+    else:
+        stdout_console().print(conversation(record))
+    return 0
+
+
+async def _clear(storage: SessionStorage, args: argparse.Namespace) -> int:
+    record = await find_session(storage, args)
+    count = len(record.state.context)
+    record.state.clear_context()
+    try:
+        version = await storage.update_session_state(
+            user_id=record.user_id,
+            agent_id=record.agent_id,
+            session_id=record.session_id,
+            state=record.state,
+            expected_version=record.version,
+            org_id=record.org_id,
+        )
+    except VersionConflict as exc:
+        raise CommandError(
+            f"session {record.session_id!r} of agent {record.agent_id!r} changed while it was "
+            "being cleared (an agent is using it); nothing was cleared, run the command again"
+        ) from exc
+    stdout_console().print(
+        Text(
+            f"cleared {count} message(s) from session {record.session_id!r} of agent "
+            f"{record.agent_id!r}; permissions, tools and tasks kept (version {version})",
+            style="green",
+        )
+    )
+    return 0
+
+
+async def _delete(storage: SessionStorage, args: argparse.Namespace) -> int:
+    record = await find_session(storage, args)
+    deleted = await storage.delete_session(
+        record.user_id, record.agent_id, record.session_id, org_id=record.org_id
+    )
+    if not deleted:  # deleted by somebody else in between
+        raise _missing(args)
+    stdout_console().print(
+        Text(f"deleted session {record.session_id!r} of agent {record.agent_id!r}", style="green")
+    )
+    return 0
+
+
+def handle_list(args: argparse.Namespace) -> int:
+    return _storage_command(args, _list)
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    return _storage_command(args, _show)
+
+
+def handle_clear(args: argparse.Namespace) -> int:
+    return _storage_command(args, _clear)
+
+
+def handle_delete(args: argparse.Namespace) -> int:
+    return _storage_command(args, _delete)

@@ -1,0 +1,52 @@
+"""``agentscope-teams specs check DIR``: validate a directory of subagent spec files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..subagents.check import check_specs
+from ..subagents.spec import load_specs
+from .common import SubParsers, add_command, add_json_option, print_json_line, stdout_console
+
+EXAMPLES = (
+    "agentscope-teams specs check specs/",
+    "agentscope-teams specs check specs/ --json",
+)
+
+
+def register(subparsers: SubParsers) -> None:
+    group = add_command(
+        subparsers, "specs", help="work with subagent spec files (specs/*.md)", examples=EXAMPLES
+    )
+    commands = group.add_subparsers(
+        title="specs commands", dest="specs_command", metavar="COMMAND", required=True
+    )
+    check = add_command(
+        commands,
+        "check",
+        help="load every spec in DIR and report specs, warnings and errors (file:line)",
+        description="Load every *.md spec in DIR leniently and print a table of the specs, their "
+        "warnings and every error with its file and line. Exit code 0 when every file loaded "
+        "(warnings allowed), 1 when any file has an error.",
+        examples=EXAMPLES,
+    )
+    check.add_argument("directory", metavar="DIR", type=Path, help="spec directory")
+    add_json_option(check)
+    check.set_defaults(handler=handle_check)
+
+
+def handle_check(args: argparse.Namespace) -> int:
+    if not args.json:
+        return check_specs(args.directory, console=stdout_console())
+    result = load_specs(args.directory, strict=False)
+    for name in sorted(result.specs):
+        spec = result.specs[name]
+        print_json_line(
+            {"kind": "spec", **spec.model_dump(mode="json", exclude={"system_prompt", "extra"})}
+        )
+    for error in result.errors:
+        print_json_line(
+            {"kind": "error", "file": error.file, "line": error.line, "reason": error.reason}
+        )
+    return 1 if result.errors else 0

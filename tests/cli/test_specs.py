@@ -1,0 +1,49 @@
+"""``agentscope-teams specs check DIR`` through the console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .conftest import REPO, Cli
+
+CORPUS = REPO / "tests" / "subagents" / "corpus"
+
+
+def test_check_the_example_specs(cli: Cli) -> None:
+    result = cli("specs", "check", "specs/")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("reviewer", "security-scanner", "perf-tester"):
+        assert name in result.stdout
+    assert "3 specs loaded, 0 warnings, 0 errors" in result.stdout
+
+
+def test_a_bad_spec_names_file_and_line_and_exits_one(cli: Cli, tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    shutil.copy(REPO / "specs" / "reviewer.md", specs)
+    shutil.copy(CORPUS / "bad" / "workspace-bad-mode.md", specs)
+    result = cli("specs", "check", str(specs))
+    assert result.returncode == 1
+    assert f"{specs / 'workspace-bad-mode.md'}:5: workspace.mode must be one of" in result.stdout
+    assert "reviewer" in result.stdout
+    assert "1 spec loaded, 0 warnings, 1 error" in result.stdout
+
+
+def test_json_lines(cli: Cli, tmp_path: Path) -> None:
+    shutil.copy(CORPUS / "bad" / "yaml-unquoted-colon.md", tmp_path)
+    shutil.copy(REPO / "specs" / "reviewer.md", tmp_path)
+    result = cli("specs", "check", str(tmp_path), "--json")
+    assert result.returncode == 1
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["kind"] for line in lines] == ["spec", "error"]
+    assert lines[0]["name"] == "reviewer" and "system_prompt" not in lines[0]
+    assert lines[1]["file"] == str(tmp_path / "yaml-unquoted-colon.md")
+    assert lines[1]["line"] == 3
+
+
+def test_missing_directory_exits_one(cli: Cli, tmp_path: Path) -> None:
+    result = cli("specs", "check", str(tmp_path / "missing"))
+    assert result.returncode == 1
+    assert "spec directory does not exist" in result.stdout
