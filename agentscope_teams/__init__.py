@@ -5,6 +5,8 @@ The names below are the public API (``tests/test_public_api.py`` pins them).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .agent import CompressionConfig, HarnessAgent, ReActAgent, ReActConfig
 from .context import RuntimeContext, current_context, use_context
 from .errors import (
@@ -46,12 +48,15 @@ from .message import (
     ToolUseBlock,
     UserMsg,
 )
-from .model import ChatModel, ModelResponse, OpenAIChatModel, ScriptedModel, model_from_string
+from .model import ChatModel, ModelResponse, ScriptedModel, model_from_string
 from .sessions import SessionConfig, SessionRecord, SessionSource, SessionStorage
 from .state import AgentState
 from .store import BaseStore, InMemoryStore, store_from_url
 from .subagents import SubagentSpec, WorkspaceMode, load_specs
 from .tools import PermissionEngine, Tool, Toolkit, tool
+
+if TYPE_CHECKING:
+    from .model.openai import OpenAIChatModel
 
 __version__ = "0.1.0"
 
@@ -118,3 +123,11 @@ __all__ = [
     "use_context",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIChatModel":  # imported lazily: the openai SDK is slow to import
+        from .model.openai import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

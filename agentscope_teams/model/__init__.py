@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .base import (
     ChatModel,
     ModelRequest,
@@ -14,9 +16,11 @@ from .base import (
     Usage,
 )
 from .factory import model_from_string, resolve_model
-from .openai import OpenAIChatModel
 from .openai_response import RAW_ARGUMENTS_KEY
 from .scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    from .openai import OpenAIChatModel
 
 __all__ = [
     "RAW_ARGUMENTS_KEY",
@@ -34,3 +38,12 @@ __all__ = [
     "model_from_string",
     "resolve_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The openai SDK takes ~0.5 s to import: load it only when an OpenAI model is used.
+    if name == "OpenAIChatModel":
+        from .openai import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,6 @@ from typing import Any
 
 from ..errors import ModelConfigurationError
 from .base import ChatModel
-from .openai import OpenAIChatModel
 from .providers import PROVIDERS
 
 
@@ -24,6 +23,8 @@ def model_from_string(s: str, **kwargs: Any) -> ChatModel:
         raise ModelConfigurationError(f"unknown model provider in {s!r}: use one of {supported}")
     if not model.strip():
         raise ModelConfigurationError(f"no model id in {s!r}: write it as '{prefix}:<model>'")
+    from .openai import OpenAIChatModel
+
     return OpenAIChatModel(model.strip(), provider=prefix, **kwargs)
 
 

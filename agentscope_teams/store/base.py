@@ -20,6 +20,7 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -171,8 +172,11 @@ class BaseStore(Protocol):
     ) -> None: ...
 
 
-class StoreBase:
-    """Shared plumbing for backends: context management, size limit and argument checks."""
+class StoreBase(abc.ABC):
+    """Shared plumbing for backends: context management, size limit and argument checks.
+
+    Subclasses implement the :class:`BaseStore` operations; ``StoreBase`` itself satisfies the protocol.
+    """
 
     #: True when several OS processes may share the store (file, SQL, Redis); False for memory.
     shared_across_processes: bool = True
@@ -181,6 +185,38 @@ class StoreBase:
 
     def __init__(self, *, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> None:
         self.max_value_bytes = max_value_bytes
+
+    @abc.abstractmethod
+    async def get(self, key: Key) -> Entry | None: ...
+
+    @abc.abstractmethod
+    async def put(
+        self,
+        key: Key,
+        value: bytes,
+        *,
+        expected_version: int | None = None,
+        ttl: float | None = None,
+    ) -> int: ...
+
+    @abc.abstractmethod
+    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool: ...
+
+    @abc.abstractmethod
+    async def list_keys(
+        self, prefix: Key, *, limit: int = 1000, after: Key | None = None
+    ) -> list[Key]: ...
+
+    @abc.abstractmethod
+    async def append(self, stream: Key, value: bytes) -> int: ...
+
+    @abc.abstractmethod
+    async def read(
+        self, stream: Key, *, after: int = 0, limit: int = 100
+    ) -> list[tuple[int, bytes]]: ...
+
+    @abc.abstractmethod
+    async def delete_stream(self, stream: Key) -> bool: ...
 
     async def setup(self) -> None:
         """Create whatever the backend needs (tables, directories). Idempotent."""
