@@ -1,0 +1,105 @@
+"""``Finding``: one problem at one line, and how members of the review team share them out.
+
+Each team member reports only its own area (:data:`CATEGORY_OF_SPEC`). Findings travel between members
+and the lead as text lines in the format the member specs ask for, ``SEVERITY file:line message [rule]``
+(:meth:`Finding.to_line`, :func:`parse_finding_lines`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Category = Literal["security", "performance", "quality"]
+
+CATEGORY_OF_SPEC: dict[str, Category] = {
+    "security-scanner": "security",
+    "perf-tester": "performance",
+    "reviewer": "quality",
+}
+
+
+class Severity(StrEnum):
+    """How bad a finding is; ``rank`` orders them, critical first."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+
+class Finding(BaseModel):
+    """A problem at ``file:line`` (1-based; ``file`` relative to the reviewed root, POSIX separators)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    line: int = Field(ge=1)
+    severity: Severity
+    category: Category
+    rule: str
+    message: str
+
+    @property
+    def sort_key(self) -> tuple[str, int, str, str]:
+        return (self.file, self.line, self.rule, self.message)
+
+    def to_line(self) -> str:
+        """``SEVERITY file:line message [rule]``, the result format of the member specs."""
+        return f"{self.severity.value} {self.file}:{self.line} {self.message} [{self.rule}]"
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """By file, then line, then rule."""
+    return sorted(findings, key=lambda f: f.sort_key)
+
+
+def findings_for(category: Category, findings: Iterable[Finding]) -> list[Finding]:
+    """The findings of one area (``"security"``, ``"performance"`` or ``"quality"``)."""
+    return [f for f in findings if f.category == category]
+
+
+def findings_for_member(spec_name: str, findings: Iterable[Finding]) -> list[Finding]:
+    """The findings a team member (by spec name, e.g. ``"perf-tester"``) is responsible for.
+
+    Unknown names get nothing: a member never reports outside its area.
+    """
+    category = CATEGORY_OF_SPEC.get(spec_name)
+    return [] if category is None else findings_for(category, findings)
+
+
+_LINE = re.compile(
+    r"^\s*[-*]?\s*(?P<sev>critical|high|medium|low)\b[\s:]*`?(?P<file>[^\s`:]+):(?P<line>\d+)`?"
+    r"\s*[-:\u2014]*\s*(?P<msg>.*?)\s*(?:\[(?P<rule>[a-z0-9-]+)\])?\s*$",
+    re.IGNORECASE,
+)
+
+
+def parse_finding_lines(
+    text: str, category: Category, default_rule: str = "unspecified"
+) -> list[Finding]:
+    """Parse ``SEVERITY file:line message [rule]`` lines (as written by members); others are skipped."""
+    out: list[Finding] = []
+    for raw in text.splitlines():
+        m = _LINE.match(raw)
+        if m is None or int(m["line"]) < 1 or not m["msg"]:
+            continue
+        out.append(
+            Finding(
+                file=m["file"],
+                line=int(m["line"]),
+                severity=Severity(m["sev"].lower()),
+                category=category,
+                rule=m["rule"] or default_rule,
+                message=m["msg"],
+            )
+        )
+    return out
