@@ -16,7 +16,9 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   ├── ClaimConflict             somebody else holds (or just won) the task
     │   ├── TaskStateError            the transition is not allowed from the task's status
     │   ├── NotTaskOwnerError         only the owner may complete, fail or release a task
-    │   └── UnknownMemberError        no such member in the team
+    │   ├── UnknownMemberError        no such member in the team
+    │   ├── UnknownTeamError          no such team in the caller's (org, user) scope
+    │   └── UnknownTaskError          no such task on the team's board
     ├── ToolError                     raised inside a tool: returned to the model as an error result
     ├── HITLError                     a confirmation that does not match the paused reply
     └── ModelError                    a chat model call failed (see :mod:`agentscope_teams.model`)
@@ -134,6 +136,14 @@ class NotTaskOwnerError(TeamError):
 
 class UnknownMemberError(TeamError):
     """The named member does not exist in the team."""
+
+
+class UnknownTeamError(TeamError):
+    """No team with this id is visible in the caller's (org, user) scope."""
+
+
+class UnknownTaskError(TeamError):
+    """No task with this id exists on the team's board."""
 
 
 class ToolError(AgentScopeTeamsError):

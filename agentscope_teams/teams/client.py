@@ -1,0 +1,263 @@
+"""``LocalTeamClient``: the :class:`TeamClient` protocol over any ``BaseStore``.
+
+A client is bound to one :class:`RuntimeContext`; every key it touches starts with
+``("teams", *ctx.owner_scope())``, so another user's team with the same id is simply absent
+(:class:`UnknownTeamError`, which never reveals whether the id exists elsewhere). Each operation loads
+the team record to check that the acting member belongs to it, then delegates to
+:class:`~.board.TaskBoard` or :class:`~.mailbox.Mailbox`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..context import RuntimeContext, validate_identifier
+from ..errors import TeamError
+from ..message import new_id, utcnow
+from ..store.base import BaseStore
+from .board import TaskBoard
+from .mailbox import Mailbox
+from .member import TeamMember
+from .models import (
+    Member,
+    MemberStatus,
+    Task,
+    TaskStatus,
+    Team,
+    TeamMessage,
+    TeamStatus,
+)
+from .protocol import TeamClient
+from .registry import TeamRegistry
+
+
+class LocalTeamClient(TeamRegistry):
+    """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``lease_seconds``."""
+
+    def __init__(
+        self,
+        store: BaseStore,
+        ctx: RuntimeContext,
+        *,
+        lease_seconds: float = 60.0,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        super().__init__(store, ctx.owner_scope())
+        self.ctx, self.lease_seconds, self.clock = ctx, lease_seconds, clock
+
+    def as_member(self, team_id: str, name: str) -> TeamMember:
+        """A view acting as ``name`` in ``team_id`` (what tools of that member hold)."""
+        return TeamMember(self, team_id, name)
+
+    async def _board(self, team_id: str, *members: str | None) -> tuple[Team, TaskBoard]:
+        team = await self._team(team_id)
+        for m in members:
+            if m is not None:
+                self._require(team, m)
+        return team, TaskBoard(self.store, self._keys(team_id), self.clock)
+
+    async def _mailbox(self, team_id: str, *members: str) -> tuple[Team, Mailbox]:
+        team = await self._team(team_id)
+        for m in members:
+            self._require(team, m)
+        return team, Mailbox(self.store, self._keys(team_id))
+
+    async def create_team(
+        self, name: str, lead: str = "lead", members: Sequence[Member] = ()
+    ) -> Team:
+        names = [lead, *(m.name for m in members)]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise TeamError(f"member names must be unique (and differ from the lead): {dupes}")
+        team = Team(id=new_id("team-"), name=name, lead=lead, members=list(members))
+        await self.store.put(
+            self._keys(team.id).team(), team.model_dump_json().encode(), expected_version=0
+        )
+        await self.store.put(self._registry(team.id), b"{}")
+        return team
+
+    async def spawn_member(
+        self, team_id: str, name: str, spec: str, session_id: str | None = None
+    ) -> Member:
+        validate_identifier(name, "member name")
+
+        def add(team: Team) -> Team | None:
+            found = team.member(name)
+            if found is not None and found.spec == spec and session_id in (None, found.session_id):
+                return None
+            if found is not None or name == team.lead:
+                raise TeamError(f"team {team.id!r} already has a member named {name!r}")
+            new = Member(name=name, spec=spec, **({"session_id": session_id} if session_id else {}))
+            return team.model_copy(update={"members": [*team.members, new]})
+
+        member = (await self._update_team(team_id, add)).member(name)
+        assert member is not None
+        return member
+
+    async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member:
+        def change(team: Team) -> Team | None:
+            if self._require_member(team, name).status is status:
+                return None
+            members = [
+                m.model_copy(update={"status": status}) if m.name == name else m
+                for m in team.members
+            ]
+            return team.model_copy(update={"members": members})
+
+        member = (await self._update_team(team_id, change)).member(name)
+        assert member is not None
+        return member
+
+    async def set_team_status(self, team_id: str, status: TeamStatus) -> Team:
+        if status is TeamStatus.DELETED:
+            raise TeamError("use delete_team() to delete a team")
+        return await self._update_team(
+            team_id,
+            lambda t: None if t.status is status else t.model_copy(update={"status": status}),
+        )
+
+    async def delete_team(self, team_id: str) -> None:
+        """Mark the team deleted, then remove its records; safe to call again after a crash."""
+        team = await self._team(team_id, allow_deleted=True)
+        if team.status is not TeamStatus.DELETED:
+            await self._update_team(
+                team_id,
+                lambda t: t.model_copy(update={"status": TeamStatus.DELETED}),
+                allow_deleted=True,
+            )
+        keys = self._keys(team_id)
+        after = None
+        while page := await self.store.list_keys(keys.base, limit=500, after=after):
+            for key in page:
+                if key != keys.team():
+                    await self.store.delete(key)
+            after = page[-1]
+        await self.store.delete_stream(keys.task_seq())
+        for name in team.participants():
+            await Mailbox(self.store, keys).delete_inbox(name)
+        await self.store.delete(self._registry(team_id))
+        await self.store.delete(keys.team())
+
+    async def assign_task(
+        self,
+        team_id: str,
+        title: str,
+        description: str = "",
+        assignee: str | None = None,
+        blocked_by: Sequence[str] = (),
+        max_attempts: int = 3,
+        *,
+        actor: str | None = None,
+    ) -> Task:
+        team, board = await self._board(team_id, actor, assignee)
+        return await board.create(
+            actor or team.lead,
+            title,
+            description,
+            assignee=assignee,
+            blocked_by=blocked_by,
+            max_attempts=max_attempts,
+            lease_seconds=self.lease_seconds,
+        )
+
+    async def claim_task(
+        self,
+        team_id: str,
+        member: str,
+        task_id: str | None = None,
+        *,
+        lease_seconds: float | None = None,
+    ) -> Task | None:
+        _, board = await self._board(team_id, member)
+        lease = self.lease_seconds if lease_seconds is None else lease_seconds
+        if task_id is None:
+            return await board.claim_next(member, lease)
+        return await board.claim(member, task_id, lease)
+
+    async def complete_task(
+        self, team_id: str, member: str, task_id: str, result: str = ""
+    ) -> Task:
+        _, board = await self._board(team_id, member)
+        return await board.complete(member, task_id, result)
+
+    async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
+        _, board = await self._board(team_id, member)
+        return await board.fail(member, task_id, error)
+
+    async def release_task(self, team_id: str, member: str, task_id: str) -> Task:
+        _, board = await self._board(team_id, member)
+        return await board.release(member, task_id)
+
+    async def heartbeat(
+        self, team_id: str, member: str, task_id: str, *, lease_seconds: float | None = None
+    ) -> Task:
+        _, board = await self._board(team_id, member)
+        return await board.heartbeat(member, task_id, lease_seconds)
+
+    async def cancel_task(
+        self, team_id: str, task_id: str, *, actor: str | None = None, reason: str = ""
+    ) -> Task:
+        team, board = await self._board(team_id, actor)
+        if actor not in (None, team.lead):
+            raise TeamError(f"only the lead {team.lead!r} may cancel tasks, not {actor!r}")
+        return await board.cancel(team.lead, task_id, reason)
+
+    async def get_task(self, team_id: str, task_id: str) -> Task:
+        _, board = await self._board(team_id)
+        return await board.get(task_id)
+
+    async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> list[Task]:
+        _, board = await self._board(team_id)
+        return await board.list_tasks(status)
+
+    async def reap_expired(self, team_id: str) -> list[Task]:
+        _, board = await self._board(team_id)
+        return await board.reap_expired()
+
+    async def wait_for_tasks(self, team_id: str, timeout: float) -> bool:  # noqa: ASYNC109
+        """Poll (with backoff) until no task is pending or in progress; False at the deadline.
+
+        ``timeout`` is a deadline that yields False (not an exception), so it stays a parameter.
+        """
+        _, board = await self._board(team_id)
+        deadline, delay = anyio.current_time() + timeout, 0.05
+        while await board.open_tasks():
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                return False
+            await anyio.sleep(min(delay, remaining))
+            delay = min(delay * 2, 1.0)
+        return True
+
+    async def send_message(self, team_id: str, sender: str, to: str, content: str) -> TeamMessage:
+        _, box = await self._mailbox(team_id, sender, to)
+        if to == sender:
+            raise TeamError(f"{sender!r} cannot send a message to itself")
+        return await box.deliver(sender, to, content)
+
+    async def broadcast_message(self, team_id: str, sender: str, content: str) -> list[TeamMessage]:
+        team, box = await self._mailbox(team_id, sender)
+        others = [p for p in team.participants() if p != sender]
+        return [await box.deliver(sender, p, content, broadcast=True) for p in others]
+
+    async def read_messages(
+        self, team_id: str, member: str, *, after: int = 0, limit: int = 100
+    ) -> list[TeamMessage]:
+        _, box = await self._mailbox(team_id, member)
+        return await box.read(member, after=after, limit=limit)
+
+    async def acknowledge(self, team_id: str, member: str, cursor: int) -> int:
+        _, box = await self._mailbox(team_id, member)
+        return await box.acknowledge(member, cursor)
+
+    async def unread(self, team_id: str, member: str, *, limit: int = 100) -> list[TeamMessage]:
+        _, box = await self._mailbox(team_id, member)
+        return await box.unread(member, limit=limit)
+
+
+if TYPE_CHECKING:
+    _conforms: type[TeamClient] = LocalTeamClient  # mypy checks every signature of the protocol

@@ -1,0 +1,74 @@
+"""The team mailbox: one durable stream per recipient plus an acknowledged cursor per member.
+
+* ``("teams", org, user, team_id, "inbox", member)`` is a store stream: ``append`` allocates the
+  message's ``seq`` in the store (unique across processes and restarts), and ``read`` returns messages
+  in ``seq`` order. Messages one sender sends to one recipient keep their order.
+* ``("teams", org, user, team_id, "cursor", member)`` holds the last ``seq`` the member acknowledged.
+  It is updated with a conditional write and never moves backwards, so :meth:`Mailbox.unread` resumes
+  where the member stopped, in a new client or a new process.
+* A broadcast is one append per recipient (not atomic as a whole: a crash in the middle delivers it to
+  some recipients only).
+
+Membership (who may send, who exists) is checked by the team client, not here.
+"""
+
+from __future__ import annotations
+
+from ..errors import VersionConflict
+from ..store.base import BaseStore
+from .models import InboxCursor, TeamKeys, TeamMessage
+
+
+class Mailbox:
+    """Inboxes and cursors of one team."""
+
+    def __init__(self, store: BaseStore, keys: TeamKeys) -> None:
+        self.store, self.keys = store, keys
+
+    async def deliver(
+        self, sender: str, recipient: str, content: str, *, broadcast: bool = False
+    ) -> TeamMessage:
+        """Append one message to ``recipient``'s inbox; returns it with its store-allocated seq."""
+        msg = TeamMessage(sender=sender, recipient=recipient, content=content, broadcast=broadcast)
+        seq = await self.store.append(self.keys.inbox(recipient), msg.to_bytes())
+        return msg.model_copy(update={"seq": seq})
+
+    async def read(self, member: str, *, after: int = 0, limit: int = 100) -> list[TeamMessage]:
+        """Messages of ``member``'s inbox with ``seq > after``, oldest first."""
+        rows = await self.store.read(self.keys.inbox(member), after=after, limit=limit)
+        out = []
+        for seq, raw in rows:
+            msg = TeamMessage.model_validate_json(raw)
+            msg.seq = seq
+            out.append(msg)
+        return out
+
+    async def cursor(self, member: str) -> int:
+        """The last seq ``member`` acknowledged (0 when none)."""
+        entry = await self.store.get(self.keys.cursor(member))
+        return 0 if entry is None else InboxCursor.model_validate_json(entry.value).cursor
+
+    async def acknowledge(self, member: str, cursor: int) -> int:
+        """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor."""
+        if not isinstance(cursor, int) or cursor < 0:
+            raise ValueError(f"cursor must be an int >= 0, got {cursor!r}")
+        key = self.keys.cursor(member)
+        while True:
+            entry = await self.store.get(key)
+            current = 0 if entry is None else InboxCursor.model_validate_json(entry.value).cursor
+            if cursor <= current:
+                return current
+            value = InboxCursor(cursor=cursor).model_dump_json().encode()
+            try:
+                await self.store.put(key, value, expected_version=entry.version if entry else 0)
+            except VersionConflict:
+                continue
+            return cursor
+
+    async def unread(self, member: str, *, limit: int = 100) -> list[TeamMessage]:
+        """Messages after the acknowledged cursor (reading does not acknowledge them)."""
+        return await self.read(member, after=await self.cursor(member), limit=limit)
+
+    async def delete_inbox(self, member: str) -> None:
+        await self.store.delete_stream(self.keys.inbox(member))
+        await self.store.delete(self.keys.cursor(member))

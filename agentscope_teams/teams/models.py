@@ -1,0 +1,238 @@
+"""Persisted records of Agent Teams (teams, tasks, messages), their key layout and their errors.
+
+Every record is a pydantic model with ``schema_version``; reading a newer record raises
+:class:`~agentscope_teams.errors.SchemaVersionError`. Fields that are not persisted (a task's store
+``version`` and computed ``blocked_reason``, a message's ``seq``) are filled in when a record is read.
+
+Key layout, all under the owner scope of the caller (``ctx.owner_scope()`` = typed org and user)::
+
+    ("teams", org, user, "_index", team_id)               registry entry (list_teams)
+    ("teams", org, user, team_id, "team")                 the Team record
+    ("teams", org, user, team_id, "task", task_id)        one Task record per task
+    ("teams", org, user, team_id, "open", seq12, task_id) open-task index (see board.py)
+    ("teams", org, user, team_id, "cursor", member)       a member's acknowledged inbox cursor
+    stream ("teams", org, user, team_id, "task-seq")      allocates task numbers (t-<seq>)
+    stream ("teams", org, user, team_id, "inbox", member) a member's inbox
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from ..context import validate_identifier
+from ..message import new_id, utcnow
+from ..state import check_schema_version
+from ..store.base import Key
+
+TEAM_SCHEMA_VERSION = 1
+TASK_SCHEMA_VERSION = 1
+MESSAGE_SCHEMA_VERSION = 1
+REGISTRY_SEGMENT = "_index"
+
+
+class TeamStatus(StrEnum):
+    ACTIVE = "active"
+    DONE = "done"
+    DELETED = "deleted"
+
+
+class MemberStatus(StrEnum):
+    SPAWNED = "spawned"
+    RUNNING = "running"
+    IDLE = "idle"
+    DONE = "done"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        """Completed, failed and cancelled are final: a finished task never changes status again."""
+        return self in (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED)
+
+
+class Member(BaseModel):
+    """A team member: a name unique in the team, the spec it runs, its status and session."""
+
+    name: str
+    spec: str = ""
+    status: MemberStatus = MemberStatus.SPAWNED
+    session_id: str = Field(default_factory=lambda: new_id("s-"))
+
+    @field_validator("name", "session_id")
+    @classmethod
+    def _check_id(cls, v: str, info: Any) -> str:
+        return validate_identifier(v, f"member {info.field_name}")
+
+
+class Team(BaseModel):
+    """A team owned by one (org, user): a lead plus members."""
+
+    schema_version: int = TEAM_SCHEMA_VERSION
+    id: str
+    name: str = Field(min_length=1)
+    lead: str = "lead"
+    members: list[Member] = Field(default_factory=list)
+    status: TeamStatus = TeamStatus.ACTIVE
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_version(cls, data: Any) -> Any:
+        return check_schema_version(data, TEAM_SCHEMA_VERSION, "Team")
+
+    @field_validator("lead")
+    @classmethod
+    def _check_lead(cls, v: str) -> str:
+        return validate_identifier(v, "lead")
+
+    def participants(self) -> list[str]:
+        """The lead followed by every member name: everyone who may act or receive messages."""
+        return [self.lead, *(m.name for m in self.members)]
+
+    def member(self, name: str) -> Member | None:
+        return next((m for m in self.members if m.name == name), None)
+
+
+class TaskEvent(BaseModel):
+    """One entry of a task's history."""
+
+    at: datetime = Field(default_factory=utcnow)
+    actor: str
+    action: str
+    detail: str = ""
+
+
+class Task(BaseModel):
+    """A task on the board. ``version`` is the store version it was read at (not persisted)."""
+
+    schema_version: int = TASK_SCHEMA_VERSION
+    id: str
+    seq: int
+    title: str = Field(min_length=1)
+    description: str = ""
+    status: TaskStatus = TaskStatus.PENDING
+    owner: str | None = None
+    assignee: str | None = None
+    blocked_by: list[str] = Field(default_factory=list)
+    result: str | None = None
+    error: str | None = None
+    lease_expires_at: datetime | None = None
+    lease_seconds: float = Field(default=60.0, gt=0)
+    attempts: int = 0
+    max_attempts: int = Field(default=3, ge=1)
+    history: list[TaskEvent] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    version: int = 0
+    blocked_reason: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_version(cls, data: Any) -> Any:
+        return check_schema_version(data, TASK_SCHEMA_VERSION, "Task")
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(exclude={"version", "blocked_reason"}).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, version: int) -> Task:
+        task = cls.model_validate_json(raw)
+        task.version = version
+        return task
+
+    def lease_expired(self, now: datetime) -> bool:
+        """True when the task is in progress and its owner's lease ran out (wall-clock UTC)."""
+        return (
+            self.status is TaskStatus.IN_PROGRESS
+            and self.lease_expires_at is not None
+            and self.lease_expires_at <= now
+        )
+
+
+class TeamMessage(BaseModel):
+    """A mailbox message. ``seq`` is allocated by the store per inbox (0 until stored)."""
+
+    schema_version: int = MESSAGE_SCHEMA_VERSION
+    seq: int = 0
+    sender: str
+    recipient: str
+    content: str
+    broadcast: bool = False
+    sent_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_version(cls, data: Any) -> Any:
+        return check_schema_version(data, MESSAGE_SCHEMA_VERSION, "TeamMessage")
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(exclude={"seq"}).encode()
+
+
+class InboxCursor(BaseModel):
+    """The last message seq a member acknowledged."""
+
+    schema_version: int = MESSAGE_SCHEMA_VERSION
+    cursor: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_version(cls, data: Any) -> Any:
+        return check_schema_version(data, MESSAGE_SCHEMA_VERSION, "InboxCursor")
+
+
+def registry_key(scope: tuple[str, str], team_id: str) -> Key:
+    return ("teams", *scope, REGISTRY_SEGMENT, team_id)
+
+
+def registry_prefix(scope: tuple[str, str]) -> Key:
+    return ("teams", *scope, REGISTRY_SEGMENT)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamKeys:
+    """Every key and stream of one team in one owner scope."""
+
+    scope: tuple[str, str]
+    team_id: str
+
+    @property
+    def base(self) -> Key:
+        return ("teams", *self.scope, self.team_id)
+
+    def team(self) -> Key:
+        return (*self.base, "team")
+
+    def task(self, task_id: str) -> Key:
+        return (*self.base, "task", task_id)
+
+    def tasks_prefix(self) -> Key:
+        return (*self.base, "task")
+
+    def open_prefix(self) -> Key:
+        return (*self.base, "open")
+
+    def open(self, task: Task) -> Key:
+        return (*self.base, "open", f"{task.seq:012d}", task.id)
+
+    def task_seq(self) -> Key:
+        return (*self.base, "task-seq")
+
+    def inbox(self, member: str) -> Key:
+        return (*self.base, "inbox", member)
+
+    def cursor(self, member: str) -> Key:
+        return (*self.base, "cursor", member)

@@ -1,0 +1,99 @@
+"""``TeamClient``: the Agent Teams API as a protocol, plain pydantic data in and out.
+
+:class:`~agentscope_teams.teams.client.LocalTeamClient` implements it over any ``BaseStore``; an HTTP
+client against the control plane can implement the same protocol. The acting member is always an
+explicit argument (``member`` / ``sender`` / ``actor``), never read from a message body; a server
+checks it against the caller's token. :class:`~agentscope_teams.teams.client.TeamMember` binds one
+member to a client for tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from .models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
+
+
+@runtime_checkable
+class TeamClient(Protocol):
+    """Teams, their task board and their mailbox, scoped to the caller's (org, user)."""
+
+    async def create_team(
+        self, name: str, lead: str = "lead", members: Sequence[Member] = ()
+    ) -> Team: ...
+
+    async def spawn_member(
+        self, team_id: str, name: str, spec: str, session_id: str | None = None
+    ) -> Member: ...
+
+    async def get_team(self, team_id: str) -> Team: ...
+
+    async def list_teams(self) -> list[Team]: ...
+
+    async def delete_team(self, team_id: str) -> None: ...
+
+    async def set_team_status(self, team_id: str, status: TeamStatus) -> Team: ...
+
+    async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member: ...
+
+    async def assign_task(
+        self,
+        team_id: str,
+        title: str,
+        description: str = "",
+        assignee: str | None = None,
+        blocked_by: Sequence[str] = (),
+        max_attempts: int = 3,
+        *,
+        actor: str | None = None,
+    ) -> Task: ...
+
+    async def claim_task(
+        self,
+        team_id: str,
+        member: str,
+        task_id: str | None = None,
+        *,
+        lease_seconds: float | None = None,
+    ) -> Task | None: ...
+
+    async def complete_task(
+        self, team_id: str, member: str, task_id: str, result: str = ""
+    ) -> Task: ...
+
+    async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task: ...
+
+    async def release_task(self, team_id: str, member: str, task_id: str) -> Task: ...
+
+    async def heartbeat(
+        self, team_id: str, member: str, task_id: str, *, lease_seconds: float | None = None
+    ) -> Task: ...
+
+    async def cancel_task(
+        self, team_id: str, task_id: str, *, actor: str | None = None, reason: str = ""
+    ) -> Task: ...
+
+    async def get_task(self, team_id: str, task_id: str) -> Task: ...
+
+    async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> list[Task]: ...
+
+    async def reap_expired(self, team_id: str) -> list[Task]: ...
+
+    async def wait_for_tasks(self, team_id: str, timeout: float) -> bool: ...  # noqa: ASYNC109
+
+    async def send_message(
+        self, team_id: str, sender: str, to: str, content: str
+    ) -> TeamMessage: ...
+
+    async def broadcast_message(
+        self, team_id: str, sender: str, content: str
+    ) -> list[TeamMessage]: ...
+
+    async def read_messages(
+        self, team_id: str, member: str, *, after: int = 0, limit: int = 100
+    ) -> list[TeamMessage]: ...
+
+    async def acknowledge(self, team_id: str, member: str, cursor: int) -> int: ...
+
+    async def unread(self, team_id: str, member: str, *, limit: int = 100) -> list[TeamMessage]: ...

@@ -1,0 +1,112 @@
+"""Team records of one (org, user): load, update with a conditional write, list, check membership."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..context import validate_identifier
+from ..errors import (
+    TeamError,
+    UnknownMemberError,
+    UnknownTeamError,
+    VersionConflict,
+)
+from ..store.base import BaseStore, Key
+from .models import (
+    REGISTRY_SEGMENT,
+    Member,
+    Team,
+    TeamKeys,
+    TeamStatus,
+    registry_key,
+    registry_prefix,
+)
+
+TeamChange = Callable[[Team], Team | None]
+
+
+class TeamRegistry:
+    """The teams visible in one owner scope (typed org and user segments)."""
+
+    def __init__(self, store: BaseStore, scope: tuple[str, str]) -> None:
+        self.store, self.scope = store, scope
+
+    def _keys(self, team_id: str) -> TeamKeys:
+        validate_identifier(team_id, "team_id")
+        if team_id == REGISTRY_SEGMENT:
+            raise UnknownTeamError(f"no team {team_id!r}: that name is reserved")
+        return TeamKeys(self.scope, team_id)
+
+    def _registry(self, team_id: str) -> Key:
+        return registry_key(self.scope, team_id)
+
+    async def _load(self, team_id: str) -> tuple[Team, int] | None:
+        entry = await self.store.get(self._keys(team_id).team())
+        return None if entry is None else (Team.model_validate_json(entry.value), entry.version)
+
+    async def _team(self, team_id: str, *, allow_deleted: bool = False) -> Team:
+        return (await self._team_entry(team_id, allow_deleted=allow_deleted))[0]
+
+    async def _team_entry(self, team_id: str, *, allow_deleted: bool = False) -> tuple[Team, int]:
+        found = await self._load(team_id)
+        if found is None:
+            raise UnknownTeamError(
+                f"no team {team_id!r} is visible to this user; list_teams() shows the teams you own"
+            )
+        if found[0].status is TeamStatus.DELETED and not allow_deleted:
+            raise UnknownTeamError(f"team {team_id!r} was deleted")
+        return found
+
+    async def _update_team(
+        self, team_id: str, change: TeamChange, *, allow_deleted: bool = False
+    ) -> Team:
+        """Read-modify-write the team record until the conditional write wins."""
+        while True:
+            team, version = await self._team_entry(team_id, allow_deleted=allow_deleted)
+            new = change(team)
+            if new is None:
+                return team
+            try:
+                await self.store.put(
+                    self._keys(team_id).team(),
+                    new.model_dump_json().encode(),
+                    expected_version=version,
+                )
+            except VersionConflict:
+                continue
+            return new
+
+    @staticmethod
+    def _require(team: Team, name: str) -> None:
+        """Raise :class:`UnknownMemberError` unless ``name`` is the lead or a member."""
+        if name not in team.participants():
+            others = ", ".join(repr(m.name) for m in team.members) or "no other members"
+            raise UnknownMemberError(
+                f"{name!r} is not a member of team {team.id!r}; its members are "
+                f"{team.lead!r} (lead), {others}"
+            )
+
+    @classmethod
+    def _require_member(cls, team: Team, name: str) -> Member:
+        cls._require(team, name)
+        member = team.member(name)
+        if member is None:
+            raise TeamError(f"{name!r} is the lead of team {team.id!r}, not a spawned member")
+        return member
+
+    async def get_team(self, team_id: str) -> Team:
+        return await self._team(team_id)
+
+    async def list_teams(self) -> list[Team]:
+        """Every live team of this (org, user), oldest first."""
+        teams: list[Team] = []
+        after: Key | None = None
+        while page := await self.store.list_keys(
+            registry_prefix(self.scope), limit=500, after=after
+        ):
+            for key in page:
+                found = await self._load(key[-1])
+                if found is not None and found[0].status is not TeamStatus.DELETED:
+                    teams.append(found[0])
+            after = page[-1]
+        return sorted(teams, key=lambda t: t.created_at)

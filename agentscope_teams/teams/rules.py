@@ -1,0 +1,201 @@
+"""Pure task transitions: given a task as read and the time, compute the record to write (or refuse).
+
+Nothing here touches the store; :mod:`.board` writes the result with one conditional ``put``. A
+``Change`` returns None when there is nothing to write (an idempotent repeat of the same request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..errors import NotTaskOwnerError, TaskStateError
+from .models import Task, TaskEvent, TaskStatus
+
+Change = Callable[[Task, datetime], Task | None]
+BOARD = "board"
+
+
+def _with(task: Task, now: datetime, actor: str, action: str, detail: str, **changes: Any) -> Task:
+    """A copy of ``task`` with ``changes`` applied and one history event appended."""
+    event = TaskEvent(at=now, actor=actor, action=action, detail=detail)
+    update = {**changes, "updated_at": now, "history": [*task.history, event]}
+    return task.model_copy(update=update)
+
+
+def created(seq: int, actor: str, now: datetime, **fields: Any) -> Task:
+    """A new pending task numbered ``seq`` (id ``t-<seq>``) with its "created" event."""
+    detail = f"assigned to {fields['assignee']!r}" if fields.get("assignee") else ""
+    event = TaskEvent(at=now, actor=actor, action="created", detail=detail)
+    return Task(id=f"t-{seq}", seq=seq, history=[event], created_at=now, updated_at=now, **fields)
+
+
+def claimed(task: Task, member: str, now: datetime, lease_seconds: float) -> Task:
+    """``task`` (pending) claimed by ``member``: one more attempt, a fresh lease."""
+    n = task.attempts + 1
+    return _with(
+        task,
+        now,
+        member,
+        "claimed",
+        f"attempt {n} of {task.max_attempts}",
+        status=TaskStatus.IN_PROGRESS,
+        owner=member,
+        attempts=n,
+        lease_seconds=lease_seconds,
+        lease_expires_at=now + timedelta(seconds=lease_seconds),
+    )
+
+
+def renewed(task: Task, now: datetime, lease_seconds: float | None = None) -> Task:
+    """The owner's lease extended (no history entry: a heartbeat is not a transition)."""
+    seconds = task.lease_seconds if lease_seconds is None else lease_seconds
+    return task.model_copy(
+        update={
+            "lease_seconds": seconds,
+            "lease_expires_at": now + timedelta(seconds=seconds),
+            "updated_at": now,
+        }
+    )
+
+
+def expired(task: Task, now: datetime) -> Task:
+    """An in-progress task whose lease ran out: back to pending, or failed once attempts are used."""
+    owner = task.owner
+    if task.attempts >= task.max_attempts:
+        error = (
+            f"task {task.id!r} failed: the lease of {owner!r} expired and all "
+            f"{task.max_attempts} attempts are used; assign a new task to retry"
+        )
+        return _with(
+            task,
+            now,
+            BOARD,
+            "lease_expired",
+            error,
+            status=TaskStatus.FAILED,
+            error=error,
+            lease_expires_at=None,
+        )
+    detail = f"{owner!r} stopped renewing its lease; back to pending"
+    return _with(
+        task,
+        now,
+        BOARD,
+        "lease_expired",
+        detail,
+        status=TaskStatus.PENDING,
+        owner=None,
+        lease_expires_at=None,
+    )
+
+
+def blocked_reason(task: Task, states: Mapping[str, TaskStatus | None]) -> str | None:
+    """Why a pending task cannot start, from its blockers' statuses (None = deleted), or None."""
+    if task.status is not TaskStatus.PENDING:
+        return None
+    dead = [
+        f"{'deleted' if s is None else s.value} task {b!r}"
+        for b, s in states.items()
+        if s is None or s in (TaskStatus.FAILED, TaskStatus.CANCELLED)
+    ]
+    if dead:
+        return "blocked by " + ", ".join(dead)
+    waiting = [b for b, s in states.items() if s is not TaskStatus.COMPLETED]
+    if waiting:
+        return "waiting for unfinished task(s) " + ", ".join(map(repr, waiting))
+    return None
+
+
+def require_owner(task: Task, member: str, verb: str) -> None:
+    """Raise unless ``member`` owns ``task`` and it is in progress."""
+    if task.status is TaskStatus.IN_PROGRESS:
+        if task.owner != member:
+            raise NotTaskOwnerError(
+                f"task {task.id!r} is owned by {task.owner!r}, not {member!r}; "
+                f"only the owner may {verb} it"
+            )
+        return
+    if task.status is TaskStatus.PENDING:
+        raise TaskStateError(
+            f"task {task.id!r} is pending, not in progress; claim it before you {verb} it"
+        )
+    raise TaskStateError(f"task {task.id!r} is already {task.status.value}; cannot {verb} it")
+
+
+def finish(member: str, status: TaskStatus, text: str) -> Change:
+    """Complete (``text`` = result) or fail (``text`` = error); a repeat by the owner is a no-op."""
+    verb = "complete" if status is TaskStatus.COMPLETED else "fail"
+    field = "result" if status is TaskStatus.COMPLETED else "error"
+
+    def change(task: Task, now: datetime) -> Task | None:
+        if task.status is status and task.owner == member:
+            return None
+        require_owner(task, member, verb)
+        detail = text if len(text) <= 200 else text[:197] + "..."
+        return _with(
+            task,
+            now,
+            member,
+            status.value,
+            detail,
+            status=status,
+            lease_expires_at=None,
+            **{field: text},
+        )
+
+    return change
+
+
+def release(member: str) -> Change:
+    """The owner gives the task back: pending again, claimable by anyone allowed."""
+
+    def change(task: Task, now: datetime) -> Task | None:
+        require_owner(task, member, "release")
+        return _with(
+            task,
+            now,
+            member,
+            "released",
+            "",
+            status=TaskStatus.PENDING,
+            owner=None,
+            lease_expires_at=None,
+        )
+
+    return change
+
+
+def heartbeat(member: str, lease_seconds: float | None) -> Change:
+    """The owner renews its lease."""
+
+    def change(task: Task, now: datetime) -> Task | None:
+        require_owner(task, member, "renew the lease of")
+        return renewed(task, now, lease_seconds)
+
+    return change
+
+
+def cancel(actor: str, reason: str) -> Change:
+    """Cancel a pending or in-progress task; cancelling a cancelled task is a no-op."""
+
+    def change(task: Task, now: datetime) -> Task | None:
+        if task.status is TaskStatus.CANCELLED:
+            return None
+        if task.status.finished:
+            raise TaskStateError(
+                f"task {task.id!r} is already {task.status.value}; it cannot be cancelled"
+            )
+        return _with(
+            task,
+            now,
+            actor,
+            "cancelled",
+            reason,
+            status=TaskStatus.CANCELLED,
+            error=reason or None,
+            lease_expires_at=None,
+        )
+
+    return change

@@ -1,0 +1,262 @@
+"""Task board semantics in one process, over every backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentscope_teams.errors import (
+    ClaimConflict,
+    NotTaskOwnerError,
+    TaskStateError,
+    TeamError,
+    UnknownMemberError,
+)
+from agentscope_teams.store import Entry, Key
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    Member,
+    TaskBoard,
+    TaskStatus,
+    Team,
+    TeamKeys,
+    UnknownTaskError,
+)
+
+from .conftest import FakeClock
+
+pytestmark = pytest.mark.anyio
+
+
+async def make_team(client: LocalTeamClient, *names: str) -> Team:
+    members = [Member(name=n, spec="worker") for n in names or ("a", "b")]
+    return await client.create_team("crew", members=members)
+
+
+async def test_claim_then_complete_records_history(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "write docs", "the README")
+    assert (task.status, task.owner, task.attempts) == (TaskStatus.PENDING, None, 0)
+    claimed = await client.claim_task(team.id, "a")
+    assert claimed is not None and claimed.id == task.id
+    assert (claimed.status, claimed.owner, claimed.attempts) == (TaskStatus.IN_PROGRESS, "a", 1)
+    assert claimed.lease_expires_at is not None
+    done = await client.complete_task(team.id, "a", task.id, "README written")
+    assert (done.status, done.result) == (TaskStatus.COMPLETED, "README written")
+    assert [(e.actor, e.action) for e in done.history] == [
+        ("lead", "created"),
+        ("a", "claimed"),
+        ("a", "completed"),
+    ]
+    assert await client.get_task(team.id, task.id) == done
+    assert await client.claim_task(team.id, "b") is None
+
+
+async def test_claim_next_takes_oldest_first(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    ids = [(await client.assign_task(team.id, f"task {i}")).id for i in range(12)]
+    got = [await client.claim_task(team.id, "a") for _ in ids]
+    assert [t.id for t in got if t is not None] == ids
+    assert await client.claim_task(team.id, "b") is None
+
+
+async def test_named_claim_has_one_winner_and_is_idempotent(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "review")
+    first = await client.claim_task(team.id, "a", task.id)
+    again = await client.claim_task(team.id, "a", task.id)
+    assert first is not None and again is not None
+    assert (again.owner, again.attempts) == ("a", 1)
+    with pytest.raises(ClaimConflict, match=f"{task.id!r} is already claimed by 'a'") as err:
+        await client.claim_task(team.id, "b", task.id)
+    assert (err.value.task_id, err.value.owner) == (task.id, "a")
+
+
+async def test_assigned_task_is_only_claimable_by_its_assignee(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "perf", assignee="b")
+    assert await client.claim_task(team.id, "a") is None
+    with pytest.raises(ClaimConflict, match="assigned to 'b', not 'a'"):
+        await client.claim_task(team.id, "a", task.id)
+    claimed = await client.claim_task(team.id, "b")
+    assert claimed is not None and claimed.id == task.id
+
+
+async def test_task_blocked_by_two_waits_for_both(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    first = await client.assign_task(team.id, "first")
+    second = await client.assign_task(team.id, "second")
+    final = await client.assign_task(team.id, "final", blocked_by=[first.id, second.id])
+    with pytest.raises(TaskStateError, match=f"{first.id!r}, {second.id!r}"):
+        await client.claim_task(team.id, "a", final.id)
+    for t in (first, second):
+        assert await client.claim_task(team.id, "a", t.id) is not None
+    assert await client.claim_task(team.id, "b") is None
+    await client.complete_task(team.id, "a", first.id)
+    assert (await client.get_task(team.id, final.id)).blocked_reason == (
+        f"waiting for unfinished task(s) {second.id!r}"
+    )
+    assert await client.claim_task(team.id, "b") is None
+    await client.complete_task(team.id, "a", second.id)
+    assert (await client.get_task(team.id, final.id)).blocked_reason is None
+    claimed = await client.claim_task(team.id, "b")
+    assert claimed is not None and claimed.id == final.id
+
+
+async def test_failed_blocker_is_reported(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    base = await client.assign_task(team.id, "base")
+    child = await client.assign_task(team.id, "child", blocked_by=[base.id])
+    await client.claim_task(team.id, "a", base.id)
+    failed = await client.fail_task(team.id, "a", base.id, "disk full")
+    assert (failed.status, failed.error) == (TaskStatus.FAILED, "disk full")
+    reason = f"blocked by failed task {base.id!r}"
+    assert (await client.get_task(team.id, child.id)).blocked_reason == reason
+    listed = {t.id: t for t in await client.list_tasks(team.id)}
+    assert listed[child.id].blocked_reason == reason
+    with pytest.raises(TaskStateError, match=reason):
+        await client.claim_task(team.id, "b", child.id)
+    assert await client.claim_task(team.id, "b") is None
+
+
+async def test_only_the_owner_finishes_a_task(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "fix")
+    with pytest.raises(TaskStateError, match="pending, not in progress; claim it"):
+        await client.complete_task(team.id, "a", task.id)
+    await client.claim_task(team.id, "a", task.id)
+    msg = f"task {task.id!r} is owned by 'a', not 'b'"
+    for op in (
+        client.complete_task(team.id, "b", task.id, "x"),
+        client.fail_task(team.id, "b", task.id, "x"),
+        client.release_task(team.id, "b", task.id),
+        client.heartbeat(team.id, "b", task.id),
+    ):
+        with pytest.raises(NotTaskOwnerError, match=msg):
+            await op
+    done = await client.complete_task(team.id, "a", task.id, "ok")
+    assert await client.complete_task(team.id, "a", task.id, "ok") == done
+    with pytest.raises(TaskStateError, match="already completed"):
+        await client.fail_task(team.id, "a", task.id, "late")
+    with pytest.raises(TaskStateError, match="already completed; it cannot be claimed"):
+        await client.claim_task(team.id, "b", task.id)
+
+
+async def test_release_returns_the_task_to_pending(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "maybe")
+    await client.claim_task(team.id, "a", task.id)
+    released = await client.release_task(team.id, "a", task.id)
+    assert (released.status, released.owner) == (TaskStatus.PENDING, None)
+    again = await client.claim_task(team.id, "b")
+    assert again is not None and (again.owner, again.attempts) == ("b", 2)
+
+
+async def test_expired_lease_is_taken_over(client: LocalTeamClient, clock: FakeClock) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "slow")
+    await client.claim_task(team.id, "a", task.id, lease_seconds=10)
+    clock.advance(5)
+    await client.heartbeat(team.id, "a", task.id)
+    clock.advance(8)
+    assert await client.claim_task(team.id, "b") is None
+    with pytest.raises(ClaimConflict):
+        await client.claim_task(team.id, "b", task.id)
+    clock.advance(3)
+    taken = await client.claim_task(team.id, "b")
+    assert taken is not None and (taken.owner, taken.attempts) == ("b", 2)
+    assert [e.action for e in taken.history][-2:] == ["lease_expired", "claimed"]
+    with pytest.raises(NotTaskOwnerError, match="owned by 'b', not 'a'"):
+        await client.complete_task(team.id, "a", task.id, "too late")
+
+
+async def test_lease_expiry_fails_the_task_at_max_attempts(
+    client: LocalTeamClient, clock: FakeClock
+) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "flaky", max_attempts=2)
+    await client.claim_task(team.id, "a", task.id, lease_seconds=1)
+    clock.advance(2)
+    await client.claim_task(team.id, "b", task.id, lease_seconds=1)
+    clock.advance(2)
+    assert not await client.wait_for_tasks(team.id, timeout=0)
+    reaped = await client.reap_expired(team.id)
+    assert [t.id for t in reaped] == [task.id]
+    failed = await client.get_task(team.id, task.id)
+    assert failed.status is TaskStatus.FAILED and failed.attempts == 2
+    assert failed.error is not None and "all 2 attempts are used" in failed.error
+    assert await client.wait_for_tasks(team.id, timeout=0)
+
+
+async def test_reap_returns_expired_task_to_pending(
+    client: LocalTeamClient, clock: FakeClock
+) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "x")
+    await client.claim_task(team.id, "a", task.id, lease_seconds=1)
+    assert await client.reap_expired(team.id) == []
+    clock.advance(2)
+    (reaped,) = await client.reap_expired(team.id)
+    assert (reaped.status, reaped.owner, reaped.attempts) == (TaskStatus.PENDING, None, 1)
+
+
+async def test_cancel_is_for_the_lead(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "obsolete")
+    with pytest.raises(TeamError, match="only the lead 'lead' may cancel"):
+        await client.cancel_task(team.id, task.id, actor="a")
+    cancelled = await client.cancel_task(team.id, task.id, reason="not needed")
+    assert cancelled.status is TaskStatus.CANCELLED
+    assert await client.list_tasks(team.id, TaskStatus.CANCELLED) == [cancelled]
+    assert await client.list_tasks(team.id, TaskStatus.PENDING) == []
+    assert await client.wait_for_tasks(team.id, timeout=0)
+
+
+async def test_bad_assignments_are_rejected(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    with pytest.raises(
+        UnknownMemberError, match=r"'ghost' is not a member .* 'lead' \(lead\), 'a', 'b'"
+    ):
+        await client.assign_task(team.id, "x", assignee="ghost")
+    with pytest.raises(UnknownTaskError, match="'t-999999'"):
+        await client.assign_task(team.id, "x", blocked_by=["t-999999"])
+    with pytest.raises(UnknownMemberError):
+        await client.claim_task(team.id, "ghost")
+    with pytest.raises(UnknownTaskError, match="no task 't-nope'"):
+        await client.claim_task(team.id, "a", "t-nope")
+    assert await client.list_tasks(team.id) == []
+
+
+async def test_claim_reads_only_open_tasks(
+    client: LocalTeamClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim costs reads proportional to unfinished tasks, not to the size of the board."""
+    team = await make_team(client)
+    tasks = [await client.assign_task(team.id, f"t{i}") for i in range(60)]
+    for t in tasks[:56]:
+        await client.claim_task(team.id, "a", t.id)
+        await client.complete_task(team.id, "a", t.id)
+    gets = 0
+    real_get = client.store.get
+
+    async def counting_get(key: Key) -> Entry | None:
+        nonlocal gets
+        gets += 1
+        return await real_get(key)
+
+    monkeypatch.setattr(client.store, "get", counting_get)
+    claimed = await client.claim_task(team.id, "b")
+    assert claimed is not None and claimed.id == tasks[56].id
+    assert gets <= 3  # the team record and the first open task (the index holds only 4 entries)
+    keys = TeamKeys(client.ctx.owner_scope(), team.id)
+    assert len(await client.store.list_keys(keys.open_prefix())) == 4
+
+
+async def test_lost_index_entry_is_rebuilt(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "orphan")
+    keys = TeamKeys(client.ctx.owner_scope(), team.id)
+    await client.store.delete(keys.open(task))
+    assert await client.claim_task(team.id, "a") is None
+    assert await TaskBoard(client.store, keys).rebuild_index() == 1
+    claimed = await client.claim_task(team.id, "a")
+    assert claimed is not None and claimed.id == task.id
