@@ -28,7 +28,7 @@ from agentscope_teams.errors import (
 )
 from agentscope_teams.store import Entry, Key, encode_key, store_from_url
 from agentscope_teams.store.sql import SqlStore, async_url
-from agentscope_teams.store.sql_schema import HEAD_BYTES, LATEST, make_tables
+from agentscope_teams.store.sql.schema import HEAD_BYTES, LATEST, make_tables
 
 from ..backends import SERVICE_URLS
 from ..conftest import require_service

@@ -51,13 +51,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateIndex, CreateTable
 from sqlalchemy.types import TypeEngine
 
-from ..errors import ConfigurationError, SchemaVersionError, StoreError
+from ...errors import ConfigurationError, SchemaVersionError, StoreError
+from .dialect import mysql_code
 
 #: Bytes of the encoded key kept in the indexed ``khead`` column (fits MySQL/PG index limits).
 HEAD_BYTES = 512
 
 _MYSQL = ("mysql", "mariadb")
 _PREFIX_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+_OPTS: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
 
 
 def _binary(mysql_type: TypeEngine[bytes]) -> TypeEngine[bytes]:
@@ -94,15 +96,18 @@ def make_tables(prefix: str) -> Tables:
             "letters, digits and underscores, not starting with a digit"
         )
     md = MetaData()
-    opts: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
     schema = Table(
         f"{prefix}schema",
         md,
         Column("version", Integer, primary_key=True, autoincrement=False),
         Column("description", String(200), nullable=False),
         Column("applied_at", Double, nullable=False),
-        **opts,
+        **_OPTS,
     )
+    return Tables(md, schema, *_kv_tables(md, prefix), *_stream_tables(md, prefix))
+
+
+def _kv_tables(md: MetaData, prefix: str) -> tuple[Table, Table]:
     kv = Table(
         f"{prefix}kv",
         md,
@@ -115,7 +120,7 @@ def make_tables(prefix: str) -> Tables:
         Column("expires_at", Double, nullable=True),
         Index(f"{prefix}kv_khead", "khead"),
         Index(f"{prefix}kv_expires", "expires_at"),
-        **opts,
+        **_OPTS,
     )
     kv_part = Table(
         f"{prefix}kv_part",
@@ -124,14 +129,18 @@ def make_tables(prefix: str) -> Tables:
         Column("n", Integer, nullable=False),
         Column("data", _data(), nullable=False),
         PrimaryKeyConstraint("khash", "n"),
-        **opts,
+        **_OPTS,
     )
+    return kv, kv_part
+
+
+def _stream_tables(md: MetaData, prefix: str) -> tuple[Table, Table, Table]:
     stream_head = Table(
         f"{prefix}stream_head",
         md,
         Column("sid", _hash(), primary_key=True),
         Column("last_seq", BigInteger, nullable=False),
-        **opts,
+        **_OPTS,
     )
     stream = Table(
         f"{prefix}stream",
@@ -141,7 +150,7 @@ def make_tables(prefix: str) -> Tables:
         Column("value", _data(), nullable=False),
         Column("nparts", Integer, nullable=False),
         PrimaryKeyConstraint("sid", "seq"),
-        **opts,
+        **_OPTS,
     )
     stream_part = Table(
         f"{prefix}stream_part",
@@ -151,9 +160,9 @@ def make_tables(prefix: str) -> Tables:
         Column("n", Integer, nullable=False),
         Column("data", _data(), nullable=False),
         PrimaryKeyConstraint("sid", "seq", "n"),
-        **opts,
+        **_OPTS,
     )
-    return Tables(md, schema, kv, kv_part, stream_head, stream, stream_part)
+    return stream_head, stream, stream_part
 
 
 async def _create(conn: AsyncConnection, table: Table) -> None:
@@ -178,12 +187,6 @@ def _existing(conn: Connection, name: str) -> tuple[bool, set[str]]:
     if not insp.has_table(name):
         return False, set()
     return True, {str(i["name"]) for i in insp.get_indexes(name)}
-
-
-def mysql_code(e: DBAPIError) -> int | None:
-    """The MySQL error number of ``e`` (1062 duplicate key, 1213 deadlock, ...), if any."""
-    args = getattr(e.orig, "args", ())
-    return args[0] if args and isinstance(args[0], int) else None
 
 
 async def _m1_initial(conn: AsyncConnection, t: Tables) -> None:

@@ -1,0 +1,23 @@
+"""``SqlStore``: the store on SQLite, MySQL/MariaDB or PostgreSQL (the ``sql`` extra).
+
+Modules: :mod:`.store` (the operations), :mod:`.schema` (tables and migrations), :mod:`.writes`
+(per-dialect upserts and appends), :mod:`.chunks` (large values), :mod:`.database` (connections,
+transactions, retries) and :mod:`.dialect` (URLs, engines, error codes, the server clock).
+"""
+
+from __future__ import annotations
+
+from ...errors import MissingDependencyError
+
+try:
+    # Checked first: the submodules may already be imported while SQLAlchemy is gone.
+    import sqlalchemy  # noqa: F401
+
+    from .chunks import DEFAULT_CHUNK_BYTES
+    from .dialect import async_url
+    from .schema import HEAD_BYTES, LATEST, make_tables
+    from .store import SqlStore
+except ImportError as _e:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("SqlStore (SQLAlchemy)", "sql") from _e
+
+__all__ = ["DEFAULT_CHUNK_BYTES", "HEAD_BYTES", "LATEST", "SqlStore", "async_url", "make_tables"]

@@ -1,0 +1,155 @@
+"""Connections, transactions and retries of :class:`~agentscope_teams.store.sql.SqlStore`.
+
+Deadlocks, serialization failures and SQLite's "database is locked" are retried here with jittered
+backoff. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips); writes
+on SQLite start with ``BEGIN IMMEDIATE``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ...errors import ConfigurationError, StoreError, StoreUnavailableError
+from .dialect import NOW_SQL, is_transient, kind_of, reason
+
+T = TypeVar("T")
+
+MAX_ATTEMPTS = 60
+_PREPARED = "agentscope_teams.sql.prepared"
+
+
+class Retry(Exception):
+    """The row changed between the write and the version check; run the operation again."""
+
+
+class Database:
+    """One engine with the store's connection settings, transactions and retry policy.
+
+    ``kind`` is ``sqlite``, ``mysql`` (MariaDB too) or ``postgresql``; ``url`` hides the password.
+    """
+
+    def __init__(self, engine: AsyncEngine, *, busy_timeout: float) -> None:
+        self.engine = engine
+        self.url = engine.url.render_as_string(hide_password=True)
+        self._password = engine.url.password or ""
+        self.kind = kind_of(engine.dialect.name)
+        if self.kind not in NOW_SQL:
+            raise ConfigurationError(f"SqlStore does not support the {self.kind!r} dialect")
+        self._busy_ms = int(busy_timeout * 1000)
+        # PostgreSQL: single statements run without BEGIN/COMMIT (asyncpg autocommit is client-side).
+        self._auto = (
+            engine.execution_options(isolation_level="AUTOCOMMIT")
+            if self.kind == "postgresql"
+            else None
+        )
+
+    async def init_sqlite(self) -> None:
+        """Create the database file's directory and switch the database to WAL mode."""
+        db = self.engine.url.database
+        if db:
+            await anyio.to_thread.run_sync(
+                lambda: Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            )
+
+        async def wal() -> None:
+            async with self.open() as conn:
+                await conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+        await self.retrying("setup", wal)
+
+    async def run(
+        self,
+        op: str,
+        fn: Callable[[AsyncConnection], Awaitable[T]],
+        *,
+        write: bool = False,
+        single: bool = False,
+    ) -> T:
+        """Run ``fn`` in a transaction (``single``: one statement, maybe autocommit), with retries."""
+
+        async def attempt() -> T:
+            async with self.transaction(write=write, single=single) as conn:
+                return await fn(conn)
+
+        return await self.retrying(op, attempt)
+
+    async def retrying(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """Call ``fn`` until it neither raises :class:`Retry` nor hits a transient lock conflict."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                return await fn()
+            except Retry:
+                pass
+            except DBAPIError as e:
+                if e.connection_invalidated:
+                    raise self.unavailable(e) from e
+                if not is_transient(self.kind, e):
+                    raise StoreError(f"{op} failed on {self.url}: {self._redact(reason(e))}") from e
+            await anyio.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
+        raise StoreError(
+            f"{op} on {self.url} kept hitting lock conflicts ({MAX_ATTEMPTS} attempts); "
+            "the database is overloaded or a transaction holds locks for too long"
+        )
+
+    @asynccontextmanager
+    async def open(self, *, auto: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A prepared connection; connection failures become :class:`StoreUnavailableError`."""
+        engine = self._auto if auto and self._auto is not None else self.engine
+        conn = engine.connect()
+        try:
+            await conn.start()
+        except (DBAPIError, OSError) as e:
+            raise self.unavailable(e) from e
+        try:
+            await self._prepare(conn)
+            yield conn
+        finally:
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool, single: bool) -> AsyncIterator[AsyncConnection]:
+        """Commit on success; closing the connection rolls back on error."""
+        async with self.open(auto=single) as conn:
+            if write and self.kind == "sqlite":
+                await conn.exec_driver_sql("BEGIN IMMEDIATE")
+            yield conn
+            await conn.commit()
+
+    async def _prepare(self, conn: AsyncConnection) -> None:
+        """Per-connection settings, once per DBAPI connection (works on injected engines too)."""
+        if self.kind == "postgresql":
+            return
+        raw = await conn.get_raw_connection()
+        if raw.info.get(_PREPARED):
+            return
+        await conn.run_sync(self._prepare_sync)
+        raw.info[_PREPARED] = True
+
+    def _prepare_sync(self, conn: Connection) -> None:
+        if self.kind == "sqlite":
+            # Writes send BEGIN IMMEDIATE themselves; the driver then opens no transaction of its own.
+            conn.exec_driver_sql(f"PRAGMA busy_timeout = {self._busy_ms}")
+        else:
+            # Sort whole keys: MySQL orders BLOBs by their first max_sort_length bytes only.
+            conn.exec_driver_sql("SET SESSION max_sort_length = 8388608")
+        conn.commit()
+
+    def unavailable(self, e: BaseException) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"cannot reach the SQL database at {self.url}: {self._redact(reason(e))}; check that "
+            "the server is running and reachable, and the URL's host, port, user, password and "
+            "database"
+        )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._password, "***") if self._password else text

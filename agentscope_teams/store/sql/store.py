@@ -1,0 +1,308 @@
+"""``SqlStore``: one SQLAlchemy 2 async Core backend for SQLite, MySQL/MariaDB and PostgreSQL.
+
+How each operation maps to SQL (``live`` = not expired by the database server's clock; tables in
+:mod:`.schema`, write statements in :mod:`.writes`):
+
+* ``get``: one ``SELECT kv LEFT JOIN kv_part`` (one snapshot; chunks only for values over
+  ``chunk_bytes``).
+* ``put``: one upsert, a create-only insert or a versioned ``UPDATE`` (see :mod:`.writes`); the row
+  count says who won. A failed condition costs one more ``SELECT`` to report the version found.
+* ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
+  (``RETURNING nparts`` where supported) and then its chunks, if it had any.
+* ``list_keys``: ``SELECT ekey ... ORDER BY khead, ekey LIMIT n`` (byte order of the encoding).
+* ``append``: bump the stream's counter row with an upsert and insert the entry, in one
+  transaction (on PostgreSQL one statement: a data-modifying CTE). The counter row stays locked
+  until commit, so appends to one stream commit in ``seq`` order: a reader that saw ``seq`` N never
+  later finds a new entry at or below N. ``delete_stream`` keeps the counter row.
+* ``read``: ``SELECT ... WHERE sid = ? AND seq > after ORDER BY seq LIMIT n`` (+ chunks).
+
+Values over ``chunk_bytes`` (1 MiB) are split into part rows (:mod:`.chunks`). Lock conflicts are
+retried inside the store (:mod:`.database`); SQLite runs in WAL mode with a ``busy_timeout``. The
+schema is created by :meth:`SqlStore.setup` (``async with`` calls it); any other operation calls it
+once, lazily, when it was not called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import anyio
+from sqlalchemy import ColumnElement, Double, and_, delete, insert, literal_column, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ...errors import ConfigurationError, VersionConflict
+from ..base import (
+    DEFAULT_MAX_VALUE_BYTES,
+    Entry,
+    Key,
+    StoreBase,
+    check_expected,
+    decode_key,
+    encode_key,
+    encode_prefix,
+    validate_key,
+    validate_prefix,
+)
+from . import chunks as ch
+from .database import Database, Retry
+from .dialect import NOW_SQL, create_engine
+from .schema import HEAD_BYTES, make_tables, migrate
+from .writes import Statements, ref
+
+T = TypeVar("T")
+
+
+class SqlStore(StoreBase):
+    """A :class:`BaseStore` on SQLite, MySQL/MariaDB or PostgreSQL through SQLAlchemy async Core.
+
+    ``url`` is a URL (``sqlite:///path.db``, ``postgresql://...``, ``postgres://...``,
+    ``mysql://...``, ``mariadb://...`` or one naming its async driver) or an ``AsyncEngine``, which then
+    belongs to the caller: :meth:`aclose` does not dispose it. Tables are named ``table_prefix`` +
+    name, so several stores can share one database.
+    """
+
+    shared_across_processes = True
+    shared_across_hosts = True
+
+    def __init__(
+        self,
+        url: str | AsyncEngine,
+        *,
+        table_prefix: str = "ast_",
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        chunk_bytes: int = ch.DEFAULT_CHUNK_BYTES,
+        pool_size: int | None = None,
+        max_overflow: int | None = None,
+        connect_timeout: float = 10.0,
+        busy_timeout: float = 30.0,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(max_value_bytes=max_value_bytes)
+        if chunk_bytes < 1024:
+            raise ConfigurationError(f"chunk_bytes must be at least 1024, got {chunk_bytes}")
+        self.chunk_bytes = chunk_bytes
+        self._t = make_tables(table_prefix)
+        self._owns_engine = not isinstance(url, AsyncEngine)
+        if isinstance(url, AsyncEngine):
+            self._engine = url
+        else:
+            opts = dict(engine_options or {})
+            sizes = {"pool_size": pool_size, "max_overflow": max_overflow}
+            opts.update({k: v for k, v in sizes.items() if v is not None})
+            self._engine = create_engine(url, connect_timeout, opts)
+        self._db = Database(self._engine, busy_timeout=busy_timeout)
+        self.url = self._db.url
+        if self._db.kind == "sqlite":
+            self.shared_across_hosts = False
+        now: ColumnElement[float] = literal_column(NOW_SQL[self._db.kind], Double())
+        self._sql = Statements(self._t, self._db.kind, now, self._engine.dialect)
+        self._lock_name = f"agentscope_teams:{self._engine.url.database or ''}:{table_prefix}"
+        self._setup_lock = anyio.Lock()
+        self._ready = False
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        """Create or migrate the tables (idempotent; safe from several processes at once)."""
+        async with self._setup_lock:
+            if self._ready:
+                return
+            if self._db.kind == "sqlite":
+                await self._db.init_sqlite()
+            await self._db.retrying("setup", self._migrate)
+            self._ready = True
+        await self.purge_expired()
+
+    async def _migrate(self) -> None:
+        async with self._db.open() as conn:
+            await migrate(conn, self._t, self._lock_name)
+
+    async def aclose(self) -> None:
+        """Dispose of the engine if this store created it."""
+        if self._owns_engine and not self._closed:
+            self._closed = True
+            await self._engine.dispose()
+
+    async def purge_expired(self) -> int:
+        """Delete expired entries and chunks no live row uses; return how many entries went.
+
+        Expired entries are already invisible; this only frees space. ``setup()`` runs it once.
+        """
+        kv, part = self._t.kv, self._t.kv_part
+
+        async def run(conn: AsyncConnection) -> int:
+            n = (await conn.execute(delete(kv).where(self._sql.expired()))).rowcount
+            used = select(kv.c.khash).where(kv.c.khash == part.c.khash, kv.c.nparts > 0)
+            orphan = ~used.exists()
+            await conn.execute(delete(part).where(orphan))
+            return int(n)
+
+        return await self._run("purge_expired", run, write=True)
+
+    # -- key/value -----------------------------------------------------------------------------
+
+    async def get(self, key: Key) -> Entry | None:
+        h = ref(validate_key(key)).h
+        kv, part = self._t.kv, self._t.kv_part
+        joined = kv.outerjoin(part, and_(part.c.khash == kv.c.khash, kv.c.nparts > 0))
+        stmt = (
+            select(kv.c.version, kv.c.value, kv.c.nparts, part.c.data)
+            .select_from(joined)
+            .where(kv.c.khash == h, self._sql.live())
+            .order_by(part.c.n)
+        )
+
+        async def run(conn: AsyncConnection) -> Entry | None:
+            rows = (await conn.execute(stmt)).all()
+            if not rows:
+                return None
+            version, value, nparts = rows[0][0], rows[0][1], rows[0][2]
+            if nparts:
+                chunks = [r[3] for r in rows]
+                if len(chunks) != nparts or any(c is None for c in chunks):
+                    raise Retry
+                value = b"".join(chunks)
+            return Entry(bytes(value), int(version))
+
+        return await self._run("get", run, single=True)
+
+    async def put(
+        self,
+        key: Key,
+        value: bytes,
+        *,
+        expected_version: int | None = None,
+        ttl: float | None = None,
+    ) -> int:
+        r = ref(self._check_put(key, value, expected_version, ttl))
+        inline, chunks = ch.split(value, self.chunk_bytes)
+        row = self._sql.row(r, inline, len(chunks), ttl)
+
+        async def run(conn: AsyncConnection) -> int:
+            version = await self._sql.write_row(conn, r, row, expected_version)
+            if version is None:
+                found = await self._sql.live_version(conn, r.h)
+                if found == expected_version:
+                    raise Retry
+                raise VersionConflict(r.key, expected_version, found)
+            if chunks:
+                part = self._t.kv_part
+                await conn.execute(delete(part).where(part.c.khash == r.h))
+                await ch.insert_chunks(conn, part, {"khash": r.h}, chunks)
+            return version
+
+        return await self._run("put", run, write=True, single=not chunks)
+
+    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+        r = ref(validate_key(key))
+        check_expected(expected_version)
+        kv = self._t.kv
+        conds = [kv.c.khash == r.h, self._sql.live()]
+        if expected_version is not None:
+            conds.append(kv.c.version == expected_version)
+
+        async def run(conn: AsyncConnection) -> bool:
+            if expected_version != 0 and await self._sql.delete_row(conn, r.h, conds):
+                return True
+            if expected_version is None:
+                return False
+            found = await self._sql.live_version(conn, r.h)
+            if found == expected_version == 0:
+                return False
+            if found == expected_version:
+                raise Retry
+            raise VersionConflict(r.key, expected_version, found)
+
+        return await self._run("delete", run, write=True)
+
+    async def list_keys(
+        self, prefix: Key, *, limit: int = 1000, after: Key | None = None
+    ) -> list[Key]:
+        self._check_page(limit)
+        p = encode_prefix(validate_prefix(prefix)).encode()
+        c = self._t.kv.c
+        conds = [self._sql.live()]
+        if p:
+            upper = p[:-1] + b"0"  # p ends with '/'; '0' is the next byte
+            conds += [c.khead >= p[:HEAD_BYTES], c.khead <= upper[:HEAD_BYTES]]
+            conds += [c.ekey >= p, c.ekey < upper]
+        if after is not None:
+            a = encode_key(validate_key(after, "after")).encode()
+            conds += [c.khead >= a[:HEAD_BYTES], c.ekey > a]
+        stmt = select(c.ekey).where(*conds).order_by(c.khead, c.ekey).limit(limit)
+
+        async def run(conn: AsyncConnection) -> list[Key]:
+            return [decode_key(bytes(e).decode()) for e in await conn.scalars(stmt)]
+
+        return await self._run("list_keys", run, single=True)
+
+    # -- streams -------------------------------------------------------------------------------
+
+    async def append(self, stream: Key, value: bytes) -> int:
+        sid = ref(self._check_append(stream, value)).h
+        inline, chunks = ch.split(value, self.chunk_bytes)
+        st = self._t.stream
+
+        async def run(conn: AsyncConnection) -> int:
+            if self._db.kind == "postgresql" and not chunks:
+                return await self._sql.pg_append(conn, sid, inline)
+            seq = await self._sql.next_seq(conn, sid)
+            row = {"sid": sid, "seq": seq, "value": inline, "nparts": len(chunks)}
+            await conn.execute(insert(st).values(**row))
+            await ch.insert_chunks(conn, self._t.stream_part, {"sid": sid, "seq": seq}, chunks)
+            return seq
+
+        return await self._run("append", run, write=True, single=not chunks)
+
+    async def read(
+        self, stream: Key, *, after: int = 0, limit: int = 100
+    ) -> list[tuple[int, bytes]]:
+        sid = ref(validate_key(stream, "stream")).h
+        self._check_page(limit, after)
+        st, part = self._t.stream, self._t.stream_part
+        stmt = (
+            select(st.c.seq, st.c.value, st.c.nparts)
+            .where(st.c.sid == sid, st.c.seq > after)
+            .order_by(st.c.seq)
+            .limit(limit)
+        )
+
+        async def run(conn: AsyncConnection) -> list[tuple[int, bytes]]:
+            rows = (await conn.execute(stmt)).all()
+            chunked = [r[0] for r in rows if r[2]]
+            chunks = await ch.stream_chunks(conn, part, sid, chunked) if chunked else {}
+            return ch.stream_entries(rows, chunks)
+
+        return await self._run("read", run, single=True)
+
+    async def delete_stream(self, stream: Key) -> bool:
+        """Delete the entries; the counter row stays, so seqs keep growing if the stream is reused."""
+        sid = ref(validate_key(stream, "stream")).h
+        head, st, part = self._t.stream_head, self._t.stream, self._t.stream_part
+
+        async def run(conn: AsyncConnection) -> bool:
+            # Locking the counter row waits for appends in flight, so none is half deleted.
+            lock = select(head.c.last_seq).where(head.c.sid == sid).with_for_update()
+            last = await conn.scalar(lock)
+            if last is None:
+                return False
+            n = (await conn.execute(delete(st).where(st.c.sid == sid, st.c.seq <= last))).rowcount
+            await conn.execute(delete(part).where(part.c.sid == sid, part.c.seq <= last))
+            return bool(n)
+
+        return await self._run("delete_stream", run, write=True)
+
+    async def _run(
+        self,
+        op: str,
+        fn: Callable[[AsyncConnection], Awaitable[T]],
+        *,
+        write: bool = False,
+        single: bool = False,
+    ) -> T:
+        """Set up the tables on first use, then run ``fn`` with :meth:`Database.run`."""
+        if not self._ready:
+            await self.setup()
+        return await self._db.run(op, fn, write=write, single=single)

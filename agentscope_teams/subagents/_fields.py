@@ -1,0 +1,287 @@
+"""Field rules of subagent specs: tool names, model aliases, ``steps``, and how errors are worded.
+
+Shared by :class:`~agentscope_teams.subagents.spec.SubagentSpec` (specs built in code) and the spec
+file reader (:mod:`._frontmatter`), which also tags every problem with its line in the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+#: Claude Code tool names and the tools of this runtime that do the same job.
+CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
+    {
+        "Read": "read_file",
+        "Write": "write_file",
+        "Edit": "edit_file",
+        "MultiEdit": "edit_file",
+        "Glob": "glob_files",
+        "Grep": "grep_files",
+        "LS": "list_files",
+    }
+)
+#: The filesystem tools every agent may be given.
+NATIVE_TOOLS = frozenset(CLAUDE_CODE_TOOLS.values())
+#: Model aliases of Claude Code, resolved through the ``model_aliases`` configuration.
+CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku"})
+#: Keys a spec's frontmatter may hold; any other key is kept in ``extra`` with a warning.
+SPEC_KEYS = frozenset(
+    {"name", "description", "workspace", "model", "steps", "max_iters", "tools", "context"}
+)
+_CLAUDE_CODE_KEYS = frozenset(
+    {"color", "permissionMode", "disallowedTools", "skills", "hooks", "memory", "mcpServers"}
+)
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_TOOL_NAME_RE = re.compile(
+    r"[a-z][A-Za-z0-9_]*"
+)  # read_file, claimTask; Claude Code's are Capitalized
+_TOOL_SPLIT_RE = re.compile(r",(?![^(]*\))")  # commas outside "Bash(git diff:*)" patterns
+
+
+def describe(value: Any) -> str:
+    """Name a value's YAML type for an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def choices(enum: type[StrEnum]) -> str:
+    return ", ".join(member.value for member in enum)
+
+
+class BadToolEntry(ValueError):
+    def __init__(self, index: int, value: Any) -> None:
+        super().__init__(f"tools[{index}] must be a tool name, got {describe(value)}")
+        self.index = index
+
+
+def split_tools(value: Any) -> list[str] | None:
+    """Read ``tools`` as a list of names: a YAML list or a comma-separated string; ``None`` stays."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [name.strip() for name in _TOOL_SPLIT_RE.split(value) if name.strip()]
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip():
+                raise BadToolEntry(index, item)
+        return [item.strip() for item in value]
+    raise ValueError(
+        f"tools must be a list of tool names or a comma-separated string, got {describe(value)}"
+    )
+
+
+def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]:
+    """Return ``(tools, unavailable_tools, warnings)``; Claude Code names map to native ones.
+
+    Names of this runtime start with a lowercase letter (``read_file``, ``claimTask``, a custom
+    ``search_docs``); Claude Code's other tools (``Bash``, ``WebFetch``) and MCP tools
+    (``mcp__github__create_issue``) are not offered here and are reported.
+    """
+    names = split_tools(value)
+    if names is None:
+        return None, [], []
+    tools: list[str] = []
+    unavailable: list[str] = []
+    for name in names:
+        native = CLAUDE_CODE_TOOLS.get(name, name)
+        if _TOOL_NAME_RE.fullmatch(native) and not native.startswith("mcp__"):
+            if native not in tools:
+                tools.append(native)
+        elif name not in unavailable:
+            unavailable.append(name)
+    warnings = []
+    if unavailable:
+        warnings.append(
+            f"tools not available in agentscope-teams are ignored: {', '.join(unavailable)}"
+        )
+    return tools, unavailable, warnings
+
+
+def resolve_model(value: Any, aliases: Mapping[str, str] | None) -> tuple[str | None, list[str]]:
+    """Return ``(model, warnings)``: ``None`` means inherit the parent's model."""
+    if value is None:
+        return None, []
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            "model must be a model name such as 'openai:gpt-4o-mini', 'inherit' or an alias "
+            f"(sonnet, opus, haiku), got {describe(value)}"
+        )
+    name = value.strip()
+    if name.lower() == "inherit":
+        return None, []
+    if aliases:
+        mapped = aliases.get(name, aliases.get(name.lower()))
+        if mapped is not None:
+            return mapped, []
+    if name.lower() in CLAUDE_MODEL_ALIASES:
+        return None, [
+            f"model alias {name!r} is not configured (model_aliases); the parent's model is used"
+        ]
+    return name, []
+
+
+def merge_steps(data: dict[str, Any]) -> None:
+    """Fold the ``max_iters`` alias into ``steps``; different values for both is an error."""
+    if "max_iters" not in data:
+        return
+    alias = data.pop("max_iters")
+    steps = data.get("steps")
+    if steps is not None and (type(steps) is not type(alias) or steps != alias):
+        raise ValueError(
+            f"steps ({steps!r}) and its alias max_iters ({alias!r}) disagree; keep only one of them"
+        )
+    data["steps"] = alias
+
+
+def normalize_fields(
+    data: dict[str, Any],
+    lines: Mapping[str, int],
+    aliases: Mapping[str, str] | None,
+    default_line: int,
+) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]]:
+    """Map tool names and resolve the model alias: ``(notes, errors)``, each tagged with its line."""
+    notes: list[tuple[int, str]] = []
+    errors: list[tuple[int, str, str]] = []
+    if "tools" in data:
+        line = lines.get("tools", default_line)
+        try:
+            data["tools"], data["unavailable_tools"], warnings = normalize_tools(data["tools"])
+            notes += [(line, warning) for warning in warnings]
+        except BadToolEntry as exc:
+            errors.append((lines.get(f"tools.{exc.index}", line), str(exc), "tools"))
+        except ValueError as exc:
+            errors.append((line, str(exc), "tools"))
+    if "model" in data:
+        line = lines.get("model", default_line)
+        try:
+            data["model"], warnings = resolve_model(data["model"], aliases)
+            notes += [(line, warning) for warning in warnings]
+        except ValueError as exc:
+            errors.append((line, str(exc), "model"))
+    return notes, errors
+
+
+def normalize_input(data: Mapping[str, Any], aliases: Mapping[str, str] | None) -> dict[str, Any]:
+    """Fold ``max_iters`` into ``steps``, map tool names, resolve the model alias; add warnings.
+
+    A value these cannot read is left for the field validators, which report it with its location.
+    """
+    data = dict(data)
+    warnings = list(data.get("warnings") or [])
+    merge_steps(data)
+    try:
+        tools, unavailable, tool_warnings = normalize_tools(data.get("tools"))
+    except ValueError:
+        pass  # the field validator reports it with the field's location
+    else:
+        data["tools"] = tools
+        data["unavailable_tools"] = [*data.get("unavailable_tools", ()), *unavailable]
+        warnings += tool_warnings
+    try:
+        data["model"], model_warnings = resolve_model(data.get("model"), aliases)
+        warnings += model_warnings
+    except ValueError:
+        pass
+    if warnings:
+        data["warnings"] = warnings
+    return data
+
+
+def check_name(value: Any) -> Any:
+    if isinstance(value, str) and NAME_RE.fullmatch(value):
+        return value
+    raise ValueError(
+        f"name must be 1-64 letters, digits, '-' or '_', got {describe(value)}; rename the subagent"
+    )
+
+
+def check_description(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError(f"description must be a string, got {describe(value)}")
+    if not value.strip():
+        raise ValueError(
+            "description is empty: say in one or two sentences when to use this subagent"
+        )
+    return value.strip()
+
+
+def check_steps(value: Any) -> Any:
+    if value is None or (type(value) is int and value > 0):
+        return value
+    raise ValueError(
+        f"steps must be a positive integer (iterations per spawn), got {describe(value)}"
+    )
+
+
+def check_choice(value: Any, enum: type[StrEnum], what: str) -> Any:
+    """``value`` if it names a member of ``enum``; ``what`` is the key in the message."""
+    if isinstance(value, str) and value in set(enum):
+        return value
+    raise ValueError(f"{what} must be one of {choices(enum)}, got {describe(value)}")
+
+
+def check_path(value: Any) -> Any:
+    if value is None or isinstance(value, Path):
+        return value
+    if isinstance(value, str) and value.strip():
+        return Path(value.strip()).expanduser()
+    raise ValueError(f"workspace.path must be a directory path, got {describe(value)}")
+
+
+def line_for(loc: Sequence[str], lines: Mapping[str, int], default: int) -> int:
+    """The file line of the deepest known key on the path ``loc``."""
+    parts = list(loc)
+    while parts:
+        if (line := lines.get(".".join(parts))) is not None:
+            return line
+        parts.pop()
+    return default
+
+
+def error_reason(error: Any, alias_used: bool) -> str:
+    """Turn one pydantic error into a sentence that names the key."""
+    dotted = ".".join(str(part) for part in error["loc"])
+    kind = error["type"]
+    if kind == "value_error":
+        reason = str(error["ctx"]["error"])
+    elif kind == "missing" and dotted == "description":
+        reason = (
+            "description is required: add a `description:` line saying when to use this subagent"
+        )
+    elif kind == "missing":
+        reason = f"{dotted} is required"
+    elif kind == "extra_forbidden" and dotted.startswith("workspace."):
+        reason = f"unknown key {dotted!r}; the workspace block takes only `mode` and `path`"
+    else:
+        reason = f"{dotted or 'frontmatter'}: {error['msg']}"
+    if alias_used and reason.startswith("steps "):
+        reason = "max_iters (alias of steps) " + reason.removeprefix("steps ")
+    return reason
+
+
+def unknown_key_note(key: str) -> str:
+    if key == "disallowedTools":
+        return (
+            "Claude Code key 'disallowedTools' is ignored (kept in `extra`); "
+            "list the allowed tools in `tools` instead"
+        )
+    if key in _CLAUDE_CODE_KEYS:
+        return f"Claude Code key {key!r} is ignored (kept in `extra`)"
+    hint = f"; did you mean {key.lower()!r}?" if key.lower() in SPEC_KEYS else ""
+    return f"unknown key {key!r} is ignored (kept in `extra`){hint}"

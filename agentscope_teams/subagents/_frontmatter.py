@@ -1,0 +1,247 @@
+"""Reading one spec file: the YAML frontmatter, the line of every key, and the problems found.
+
+:func:`draft_spec` turns a file into a :class:`Draft`: the keys ready for
+:class:`~agentscope_teams.subagents.spec.SubagentSpec` validation, the errors and notes found so far
+(each with its line in the file), and the key -> line map that places validation errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from ._fields import (
+    NAME_RE,
+    SPEC_KEYS,
+    describe,
+    merge_steps,
+    normalize_fields,
+    unknown_key_note,
+)
+
+_LINE_SPLIT_RE = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass
+class Frontmatter:
+    data: Any
+    node: yaml.Node | None
+    start: int  # file line of the opening `---`
+    end: int  # file line of the closing `---`
+    body: str
+
+
+def read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read the spec file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        reason = f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8"
+        raise SpecError(path, line, reason) from None
+    return text.removeprefix("\ufeff")
+
+
+def split_frontmatter(path: Path, text: str) -> Frontmatter:
+    lines = _LINE_SPLIT_RE.split(text)
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None or lines[first].rstrip() != "---":
+        raise SpecError(
+            path,
+            1 if first is None else first + 1,
+            "no YAML frontmatter: a spec starts with a `---` line, then keys such as "
+            "`description: ...`, then a closing `---` line, then the system prompt",
+        )
+    close = next((i for i in range(first + 1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if close is None:
+        raise SpecError(
+            path,
+            first + 1,
+            "the frontmatter opened on this line is never closed; add a `---` line after the last key",
+        )
+    node, data = _parse_yaml(path, "\n".join(lines[first + 1 : close]), first + 2)
+    return Frontmatter(data, node, first + 1, close + 1, "\n".join(lines[close + 1 :]))
+
+
+def _parse_yaml(path: Path, text: str, first_line: int) -> tuple[yaml.Node | None, Any]:
+    """Parse the frontmatter text, whose first line is ``first_line`` of the file."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + mark.line if mark is not None else first_line - 1
+        raise SpecError(path, line, _yaml_reason(exc, first_line)) from None
+    except yaml.YAMLError as exc:
+        raise SpecError(path, first_line - 1, f"invalid YAML in the frontmatter: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def _yaml_reason(exc: yaml.MarkedYAMLError, first_line: int) -> str:
+    reason = f"invalid YAML in the frontmatter: {exc.problem or exc.context}"
+    if exc.problem_mark is not None:
+        reason += f" (column {exc.problem_mark.column + 1})"
+    if exc.problem and exc.context:
+        reason += f", {exc.context}"
+        context, problem_mark = exc.context_mark, exc.problem_mark
+        if context is not None and problem_mark is not None and context.line != problem_mark.line:
+            reason += f" started on line {first_line + context.line}"
+    problem = exc.problem or ""
+    if "mapping values are not allowed" in problem:
+        reason += (
+            "; quote a value that contains ': ' (description: \"Use when: ...\") "
+            "or fix the indentation"
+        )
+    elif "'\\t'" in problem:
+        reason += "; indent with spaces, not tabs"
+    return reason
+
+
+def key_lines(
+    node: yaml.Node | None, first_line: int
+) -> tuple[dict[str, int], list[tuple[int, str]]]:
+    """Map dotted key paths (``workspace.mode``, ``tools.2``) to file lines; list duplicate keys."""
+    lines: dict[str, int] = {}
+    duplicates: list[tuple[int, str]] = []
+
+    def visit(node: yaml.Node, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key, line = prefix + str(key_node.value), first_line + key_node.start_mark.line
+                if key in lines:
+                    reason = f"key {key!r} appears twice (lines {lines[key]} and {line}); keep one"
+                    duplicates.append((line, reason))
+                    continue
+                lines[key] = line
+                visit(value_node, key + ".")
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                lines[f"{prefix}{index}"] = first_line + item.start_mark.line
+                visit(item, f"{prefix}{index}.")
+
+    if node is not None:
+        visit(node, "")
+    return lines, duplicates
+
+
+# -- from frontmatter to the keys of a spec --------------------------------------------------------
+
+
+@dataclass
+class Draft:
+    """A spec file's keys ready for validation, and the problems found on the way there."""
+
+    path: Path
+    start: int  # file line of the opening `---`, the line of problems without a key
+    data: dict[str, Any] | None = None  # None: the frontmatter is unusable, nothing to validate
+    lines: dict[str, int] = field(default_factory=dict)
+    errors: list[SpecError] = field(default_factory=list)
+    failed: set[str] = field(default_factory=set)  # keys already reported: skip their errors
+    notes: list[tuple[int, str]] = field(default_factory=list)
+    name_line: int = 1
+    alias_used: bool = False  # `max_iters` given instead of `steps`
+
+    def fail(self, line: int, reason: str, key: str | None = None) -> None:
+        self.errors.append(SpecError(self.path, line, reason))
+        if key is not None:
+            self.failed.add(key)
+
+
+def draft_spec(path: Path, aliases: Mapping[str, str] | None) -> Draft:
+    """Read ``path`` into a :class:`Draft`; raises :class:`SpecError` if there is no frontmatter."""
+    fm = split_frontmatter(path, read_text(path))
+    draft = Draft(path, fm.start)
+    if fm.data is None:
+        draft.fail(fm.start, "the frontmatter is empty; add at least a `description:` line")
+        return draft
+    if not isinstance(fm.data, dict):
+        got = describe(fm.data)
+        draft.fail(fm.start + 1, f"the frontmatter must be a mapping of keys, got {got}")
+        return draft
+    draft.lines, duplicates = key_lines(fm.node, fm.start + 1)
+    for line, reason in duplicates:
+        draft.fail(line, reason)
+    if not duplicates:
+        _fill(draft, fm, aliases)
+    return draft
+
+
+def _fill(draft: Draft, fm: Frontmatter, aliases: Mapping[str, str] | None) -> None:
+    """Check and normalize the keys of a well-formed frontmatter into ``draft.data``."""
+    lines = draft.lines
+    data, extra, notes = _split_keys(fm, lines)
+    _default_name(draft, data, fm.start)
+    draft.name_line = lines.get("name", fm.start)
+    draft.alias_used = "max_iters" in data and "steps" not in data
+    if "max_iters" in lines:
+        lines.setdefault("steps", lines["max_iters"])
+    try:
+        merge_steps(data)
+    except ValueError as exc:
+        draft.fail(lines["max_iters"], str(exc), "steps")
+    field_notes, field_errors = normalize_fields(data, lines, aliases, fm.start)
+    for line, reason, key in field_errors:
+        draft.fail(line, reason, key)
+    _resolve_workspace_path(data, draft.path)
+    notes += field_notes
+    if not fm.body.strip():
+        notes.append((fm.end, "the body is empty, so the subagent has no system prompt"))
+    notes.sort(key=lambda note: note[0])
+    draft.notes = notes
+    warnings = [f"line {line}: {message}" for line, message in notes]
+    data.update(system_prompt=fm.body, extra=extra, source=draft.path, warnings=warnings)
+    for key in draft.failed:
+        data.pop(key, None)
+    draft.data = data
+
+
+def _default_name(draft: Draft, data: dict[str, Any], line: int) -> None:
+    """Without a ``name:`` key the subagent is named after its file."""
+    if "name" in data:
+        return
+    stem = draft.path.stem
+    data["name"] = stem
+    if not NAME_RE.fullmatch(stem):
+        reason = (
+            f"the file name {stem!r} is not a valid subagent name (1-64 letters, digits, "
+            "'-' or '_'); add a `name:` key or rename the file"
+        )
+        draft.fail(line, reason, "name")
+
+
+def _split_keys(
+    fm: Frontmatter, lines: Mapping[str, int]
+) -> tuple[dict[str, Any], dict[str, Any], list[tuple[int, str]]]:
+    """Separate the spec's keys from unknown ones: ``(data, extra, notes)``."""
+    data: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    notes: list[tuple[int, str]] = []
+    for key, value in fm.data.items():
+        if key in SPEC_KEYS:
+            data[key] = value
+        else:
+            extra[str(key)] = value
+            notes.append((lines.get(str(key), fm.start), unknown_key_note(str(key))))
+    return data, extra, notes
+
+
+def _resolve_workspace_path(data: dict[str, Any], spec_file: Path) -> None:
+    """A relative ``workspace.path`` is relative to the directory holding the spec file."""
+    workspace = data.get("workspace")
+    raw = workspace.get("path") if isinstance(workspace, dict) else None
+    if isinstance(workspace, dict) and isinstance(raw, str) and raw.strip():
+        relative = Path(raw.strip()).expanduser()
+        data["workspace"] = {**workspace, "path": (spec_file.parent / relative).resolve()}
