@@ -218,10 +218,10 @@ class StoreBase(abc.ABC):
     @abc.abstractmethod
     async def delete_stream(self, stream: Key) -> bool: ...
 
-    async def setup(self) -> None:
+    async def setup(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Create whatever the backend needs (tables, directories). Idempotent."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release what this store created; an injected client belongs to the caller."""
 
     async def __aenter__(self) -> Self:
