@@ -1,0 +1,118 @@
+"""Building a child: a :class:`HarnessAgent` one level deeper, sharing the parent's store.
+
+The child is named after its spec and keeps its conversation in the same store as the parent, in the
+session whose id :func:`~.runs.child_session_id` derives; that id is used both to run and to persist it.
+Its tools are the parent's own tools (``spec.tools`` picks a subset; ``None`` inherits all of them; the
+spawn tools come only from the child's own :class:`SubagentExtension`, offered below ``max_depth``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..agent.extension import CallScope, Extension
+from ..agent.harness import HarnessAgent
+from ..context import RuntimeContext
+from ..errors import VersionConflict
+from ..message import Msg
+from ..model.base import ChatModel
+from ..sessions import SessionSource
+from ..state import AgentState
+from .inbox import Inbox, acknowledge, take
+from .spec import SubagentSpec
+
+_MAIL_KEY = "subagents.mail"
+
+
+class ChildPausedError(RuntimeError):
+    """The child stopped to ask for a confirmation nobody can give."""
+
+
+class MailExtension(Extension):
+    """Injects the messages queued for a running child (``agent_send``) before its next step."""
+
+    def __init__(self, mail: Inbox, sender: str) -> None:
+        self.mail, self.sender = mail, sender
+
+    async def inject(self, scope: CallScope) -> list[Msg]:
+        notices = await take(self.mail, scope.data, _MAIL_KEY, scope.state)
+        return [n.message(self.sender) for n in notices]
+
+    async def after_save(self, scope: CallScope) -> None:
+        await acknowledge(self.mail, scope.data, _MAIL_KEY)
+
+
+def build_child(
+    parent: HarnessAgent,
+    spec: SubagentSpec,
+    *,
+    model: ChatModel,
+    workspace: Path,
+    mail: Inbox,
+    lease_ttl: float,
+    specs: Mapping[str, SubagentSpec] | None,
+    options: dict[str, Any],
+) -> HarnessAgent:
+    """The child agent of one run; ``specs`` is None at the depth limit (no spawn tools at all)."""
+    toolkit = parent.loop.toolkit
+    tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
+    config = parent.loop.config
+    if spec.steps is not None:
+        config = config.model_copy(update={"max_iters": spec.steps})
+    extra = {"specs": dict(specs), **options} if specs else {}
+    return HarnessAgent(
+        spec.name,
+        model,
+        spec.system_prompt,
+        workspace=workspace,
+        workspace_scope="shared",
+        store=parent.store,
+        tools=tools,
+        builtin_tools=False,
+        config=config,
+        permissions=parent.loop.permissions,
+        extensions=[MailExtension(mail, parent.name)],
+        lease_ttl=lease_ttl,
+        busy_timeout=parent.busy_timeout,
+        session_source=SessionSource.SUBAGENT,
+        depth=parent.depth + 1,
+        **extra,
+    )
+
+
+def fork_snapshot(state: AgentState) -> AgentState:
+    """A copy of the parent's context for a ``context: fork`` child, without the trailing turn
+    whose tool calls (the spawn itself) have no results yet."""
+    context = [m.model_copy(deep=True) for m in state.context]
+    while context and context[-1].role == "assistant" and context[-1].tool_uses():
+        context.pop()
+    return AgentState(summary=state.summary, context=context)
+
+
+async def seed_session(child: HarnessAgent, ctx: RuntimeContext, snapshot: AgentState) -> None:
+    """Start the child's session from ``snapshot`` unless the session exists (a continued label)."""
+    state = snapshot.model_copy(update={"session_id": ctx.session_id})
+    with contextlib.suppress(VersionConflict):  # it exists: a continued label keeps its history
+        await child.sessions.upsert_session(
+            user_id=ctx.user_id,
+            agent_id=child.name,
+            state=state,
+            session_id=ctx.session_id,
+            source=SessionSource.SUBAGENT,
+            org_id=ctx.org_id,
+            expected_version=0,
+        )
+
+
+def answer_of(msg: Msg) -> str:
+    """The child's final answer; a pause for confirmation is an error (no user to confirm)."""
+    waiting = msg.metadata.get("awaiting_confirmation")
+    if waiting:
+        raise ChildPausedError(
+            f"the subagent stopped to ask for confirmation ({msg.get_text_content()}); a subagent "
+            "cannot ask the user: allow those tools with a permission rule of the parent agent"
+        )
+    return msg.get_text_content()

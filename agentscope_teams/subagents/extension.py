@@ -1,0 +1,282 @@
+"""``SubagentExtension``: what ``HarnessAgent(specs=...)`` plugs in.
+
+It offers the spawn tools (below ``max_depth``), lists the subagents in the system prompt, launches
+runs (:meth:`SubagentExtension.launch`) on its :class:`~.runtime.Runner`, and delivers background
+results: before each reasoning step it injects the unseen notices of the parent session's inbox and
+acknowledges them after the state holding them is saved (see :mod:`.inbox`). At the first step of a
+call it also re-checks the runs the session still waits for, so a run orphaned by a crashed process is
+reported ``lost`` at the parent's next call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..agent.extension import CallScope, Extension
+from ..errors import ConfigurationError, ToolError
+from ..message import Msg
+from ..model.base import ChatModel
+from ..model.factory import resolve_model
+from ..tools import Tool
+from .child import build_child, fork_snapshot
+from .inbox import acknowledge, take
+from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
+from .runtime import Handle, Launch, Runner
+from .spec import ContextMode, SpecLoadResult, SubagentSpec, WorkspaceMode, load_specs
+from .tools import bind_tools, memo
+from .workspace import prepare, run_dir, slot_for
+
+if TYPE_CHECKING:
+    from ..agent.harness import HarnessAgent
+
+log = logging.getLogger(__name__)
+
+_INBOX = "subagents.inbox"
+_SWEPT = "subagents.swept"
+NOTICE_SENDER = "subagents"
+
+
+def _load(specs: Any, aliases: Mapping[str, str] | None) -> dict[str, SubagentSpec]:
+    if isinstance(specs, str | Path):
+        return load_specs(specs, model_aliases=aliases).specs
+    if isinstance(specs, SpecLoadResult):
+        return dict(specs.specs)
+    if isinstance(specs, SubagentSpec):
+        return {specs.name: specs}
+    if isinstance(specs, Mapping):
+        return {str(k): v for k, v in specs.items()}
+    if isinstance(specs, Iterable):
+        out: dict[str, SubagentSpec] = {}
+        for spec in specs:
+            if spec.name in out:
+                raise ConfigurationError(f"two subagent specs are named {spec.name!r}; rename one")
+            out[spec.name] = spec
+        return out
+    raise ConfigurationError(
+        f"specs must be a directory, a SubagentSpec, a list or a mapping of them, got "
+        f"{type(specs).__name__}"
+    )
+
+
+def _warn(agent: HarnessAgent, spec: SubagentSpec) -> None:
+    unknown = agent.loop.toolkit.unknown(spec.tools or [])
+    if unknown:
+        log.warning("subagent %s: %s are not tools of %s; ignored", spec.name, unknown, agent.name)
+    path = spec.workspace.path
+    if path is not None and spec.workspace.mode is WorkspaceMode.SHARED:
+        log.warning("subagent %s: workspace.path is ignored in shared mode", spec.name)
+    elif path is not None and not path.is_dir():
+        log.warning("subagent %s: workspace.path %s is not a directory", spec.name, path)
+
+
+class SubagentExtension(Extension):
+    """Subagents of one :class:`HarnessAgent`; build it with :meth:`build`."""
+
+    def __init__(
+        self,
+        agent: HarnessAgent,
+        specs: dict[str, SubagentSpec],
+        *,
+        max_depth: int,
+        max_concurrent: int,
+        lease_ttl: float,
+        workspace_root: Path,
+        models: Mapping[str, ChatModel] | None = None,
+    ) -> None:
+        self.agent, self.specs = agent, specs
+        self.max_depth, self.max_concurrent = max_depth, max_concurrent
+        self.lease_ttl = lease_ttl
+        self.root = workspace_root
+        self.runner = Runner(lease_ttl)
+        self.models: dict[str, ChatModel] = dict(models or {})
+
+    @classmethod
+    def build(
+        cls,
+        agent: HarnessAgent,
+        specs: Any,
+        *,
+        max_depth: int = 2,
+        max_concurrent: int = 4,
+        model_aliases: Mapping[str, str] | None = None,
+        lease_ttl: float | None = None,
+        workspace_root: Path | str | None = None,
+        models: Mapping[str, ChatModel] | None = None,
+    ) -> SubagentExtension:
+        """Load ``specs`` (a directory, specs, or a mapping) and check the limits.
+
+        ``lease_ttl`` (default: the agent's) bounds how long a crashed process's run stays
+        "running"; ``workspace_root`` (default: the agent's workspace) holds isolated run dirs;
+        ``models`` maps a spec's ``model`` name to a model object (shared clients, scripted tests)
+        before it is parsed as ``"provider:model"``.
+        """
+        if max_depth < 1 or max_concurrent < 1:
+            raise ConfigurationError(
+                f"max_depth and max_concurrent must be >= 1, got {max_depth} and {max_concurrent}"
+            )
+        ttl = agent.lease_ttl if lease_ttl is None else lease_ttl
+        if not ttl > 0:
+            raise ConfigurationError(f"lease_ttl must be > 0 seconds, got {ttl!r}")
+        loaded = _load(specs, model_aliases)
+        for spec in loaded.values():
+            _warn(agent, spec)
+        root = Path(workspace_root).resolve() if workspace_root is not None else agent.workspace
+        return cls(
+            agent,
+            loaded,
+            max_depth=max_depth,
+            max_concurrent=max_concurrent,
+            lease_ttl=ttl,
+            workspace_root=root,
+            models=models,
+        )
+
+    @property
+    def can_spawn(self) -> bool:
+        return bool(self.specs) and self.agent.depth < self.max_depth
+
+    # -- Extension hooks -----------------------------------------------------------------------------
+
+    def tools(self, scope: CallScope) -> list[Tool]:
+        return bind_tools(self, scope) if self.can_spawn else []
+
+    def system_prompt(self, scope: CallScope) -> str:
+        if not self.can_spawn:
+            return ""
+        listing = "\n".join(f"- {s.name}: {s.description}" for s in self.specs.values())
+        return (
+            "## Subagents\nDelegate independent, self-contained tasks with agent_spawn; several "
+            "spawns in one step run in parallel. Available agents:\n" + listing
+        )
+
+    async def inject(self, scope: CallScope) -> list[Msg]:
+        book = RunBook.for_ctx(self.agent.store, scope.ctx)
+        state_memo = memo(scope.state)
+        if not scope.data.get(_SWEPT):
+            scope.data[_SWEPT] = True
+            await self._sweep(book, state_memo)
+        inbox = book.inbox(self.agent.name)
+        notices = await take(inbox, scope.data, _INBOX, scope.state, set(state_memo["delivered"]))
+        for n in notices:
+            if n.run_id in state_memo["watch"]:
+                state_memo["watch"].remove(n.run_id)
+        return [n.message(NOTICE_SENDER) for n in notices]
+
+    async def after_save(self, scope: CallScope) -> None:
+        inbox = RunBook.for_ctx(self.agent.store, scope.ctx).inbox(self.agent.name)
+        await acknowledge(inbox, scope.data, _INBOX)
+
+    async def _sweep(self, book: RunBook, state_memo: dict[str, list[str]]) -> None:
+        """Reconcile the runs the session waits for (lost ones post their notice now)."""
+        for run_id in list(state_memo["watch"]):
+            rec = await book.load(run_id)
+            if rec is None or rec.status is RunStatus.CANCELLED:
+                state_memo["watch"].remove(run_id)
+
+    # -- runs ----------------------------------------------------------------------------------------
+
+    def model_for(self, spec: SubagentSpec) -> ChatModel:
+        if spec.model is None:
+            return self.agent.model
+        if spec.model not in self.models:
+            try:
+                self.models[spec.model] = resolve_model(spec.model)
+            except Exception as exc:
+                raise ToolError(
+                    f"cannot use model {spec.model!r} of agent {spec.name}: {exc}"
+                ) from exc
+        return self.models[spec.model]
+
+    async def launch(
+        self,
+        scope: CallScope,
+        spec: SubagentSpec,
+        task: str,
+        label: str | None,
+        *,
+        background: bool,
+        continues: RunRecord | None = None,
+    ) -> Handle:
+        """Register a run (limits checked under a per-session lock), prepare it and start it."""
+        agent, ctx = self.agent, scope.ctx
+        book = RunBook.for_ctx(agent.store, ctx)
+        model = self.model_for(spec)
+        async with self.runner.lock((*book.scope, agent.name)):
+            active = [r for r in await book.list() if r.parent_agent == agent.name]
+            active = [r for r in active if r.status.active]
+            if len(active) >= self.max_concurrent:
+                raise ToolError(
+                    f"too many subagent runs: {len(active)} are running and the limit is "
+                    f"{self.max_concurrent} per session; wait for one (agent_wait) or cancel one"
+                )
+            busy = [r.run_id for r in active if label and r.spec == spec.name and r.label == label]
+            if busy:
+                raise ToolError(
+                    f"label {label!r} of agent {spec.name} is in use by running run {busy[0]}; "
+                    "send it a message (agent_send), wait for it, or use another label"
+                )
+            run_id = new_run_id()
+            slot = slot_for(run_id, label)
+            isolated = spec.workspace.mode is WorkspaceMode.ISOLATED
+            workspace = run_dir(self.root, ctx, spec.name, slot) if isolated else None
+            lease = book.lease(run_id, self.lease_ttl)
+            await lease.acquire()
+            record = RunRecord(
+                run_id=run_id,
+                parent_agent=agent.name,
+                spec=spec.name,
+                task=task,
+                label=label,
+                child_session=continues.child_session
+                if continues
+                else child_session_id(ctx, agent.name, spec.name, slot),
+                depth=agent.depth + 1,
+                lease=lease.holder,
+                background=background,
+                workspace=str(workspace) if workspace else None,
+                continues=continues.run_id if continues else None,
+            )
+            await book.create(record)
+        try:
+            if workspace is not None:
+                await prepare(workspace, spec.workspace.path)
+            child = build_child(
+                agent,
+                spec,
+                model=model,
+                workspace=workspace or scope.env.workspace,
+                mail=book.mail(run_id),
+                lease_ttl=self.lease_ttl,
+                specs=self.specs if agent.depth + 1 < self.max_depth else None,
+                options={
+                    "max_depth": self.max_depth,
+                    "max_concurrent": self.max_concurrent,
+                    "workspace_root": self.root,
+                    "models": self.models,
+                },
+            )
+        except Exception as exc:
+            error = f"could not start: {exc}"
+            await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
+            await lease.release()
+            raise ToolError(f"could not start agent {spec.name}: {exc}") from exc
+        fork = spec.context is ContextMode.FORK and continues is None
+        return self.runner.start(
+            Launch(
+                book=book,
+                record=record,
+                child=child,
+                ctx=ctx.with_session(record.child_session),
+                lease=lease,
+                workspace=workspace,
+                keep_workspace=label is not None,
+                snapshot=fork_snapshot(scope.state) if fork else None,
+            )
+        )
+
+    async def aclose(self) -> None:
+        """Stop the runs this process executes (they become ``lost``, with a notice)."""
+        await self.runner.aclose()

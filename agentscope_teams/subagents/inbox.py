@@ -1,0 +1,123 @@
+"""Durable inboxes with at-least-once delivery into an agent's context.
+
+An :class:`Inbox` is a store stream of :class:`Notice` entries plus a cursor key holding the highest
+acknowledged sequence number. Delivery into an :class:`AgentState` is two-phase:
+
+1. :func:`take` (before a reasoning step) reads the entries after the cursor and returns those whose
+   id is not already in the state's context (message metadata ``inbox_notice``) or in ``skip``; the
+   caller appends them to the context. It remembers, per call, how far it read.
+2. :func:`acknowledge` (after the state holding them was saved) moves the cursor there with a CAS.
+
+A crash between the two re-reads the entries later, and the id check skips the ones already in the
+saved context, so nothing is lost and nothing appears twice. Duplicate appends of one notice (same id)
+are skipped the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..errors import VersionConflict
+from ..message import Msg, UserMsg, utcnow
+from ..state import AgentState
+from ..store.base import BaseStore, Key
+
+#: Metadata key of a message injected from an inbox; its value is the notice id.
+INBOX_META = "inbox_notice"
+_PAGE = 100
+
+
+class Notice(BaseModel):
+    """One inbox entry: a stable id (for de-duplication), text for the model, and its run."""
+
+    id: str
+    text: str
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+    def message(self, name: str) -> Msg:
+        return UserMsg(self.text, name=name, metadata={INBOX_META: self.id, "run": self.run_id})
+
+
+class Inbox:
+    """A notice stream and its acknowledged cursor."""
+
+    def __init__(self, store: BaseStore, stream: Key, cursor_key: Key) -> None:
+        self.store, self.stream, self.cursor_key = store, stream, cursor_key
+
+    @classmethod
+    def of(cls, store: BaseStore, kind: str, *segments: str) -> Inbox:
+        return cls(store, (kind, *segments), (kind + "-ack", *segments))
+
+    async def post(self, notice: Notice) -> int:
+        """Append ``notice`` durably; returns its sequence number."""
+        return await self.store.append(self.stream, notice.model_dump_json().encode())
+
+    async def cursor(self) -> int:
+        """The highest acknowledged sequence number (0: nothing acknowledged)."""
+        entry = await self.store.get(self.cursor_key)
+        return int(json.loads(entry.value)["seq"]) if entry else 0
+
+    async def pending(self, after: int) -> list[tuple[int, Notice]]:
+        """Every entry with a sequence number above ``after``, in order."""
+        out: list[tuple[int, Notice]] = []
+        while True:
+            page = await self.store.read(self.stream, after=after, limit=_PAGE)
+            out += [(seq, Notice.model_validate_json(raw)) for seq, raw in page]
+            if len(page) < _PAGE:
+                return out
+            after = page[-1][0]
+
+    async def ack(self, seq: int) -> None:
+        """Move the cursor up to ``seq`` (never down), with a CAS retried on conflict."""
+        while True:
+            entry = await self.store.get(self.cursor_key)
+            if entry is not None and int(json.loads(entry.value)["seq"]) >= seq:
+                return
+            body = json.dumps({"seq": seq}).encode()
+            try:
+                await self.store.put(
+                    self.cursor_key, body, expected_version=entry.version if entry else 0
+                )
+            except VersionConflict:
+                continue
+            return
+
+
+def injected_ids(state: AgentState) -> set[str]:
+    """Ids of the notices already in the state's context."""
+    return {str(i) for m in state.context if (i := m.metadata.get(INBOX_META)) is not None}
+
+
+async def take(
+    inbox: Inbox, data: dict[str, Any], key: str, state: AgentState, skip: set[str] | None = None
+) -> list[Notice]:
+    """The notices of ``inbox`` not yet in ``state`` (nor in ``skip``); see the module docs.
+
+    ``data`` is per-call scratch space: ``data[key]`` remembers how far this call has read, so later
+    steps read only new entries and :func:`acknowledge` knows what to acknowledge.
+    """
+    read = data.get(key)
+    after = await inbox.cursor() if read is None else int(read)
+    seen = injected_ids(state) | (skip or set())
+    fresh: list[Notice] = []
+    for seq, notice in await inbox.pending(after):
+        after = seq
+        if notice.id not in seen:
+            seen.add(notice.id)
+            fresh.append(notice)
+    data[key] = after
+    return fresh
+
+
+async def acknowledge(inbox: Inbox, data: dict[str, Any], key: str) -> None:
+    """Acknowledge what :func:`take` read in this call (call it after the state was saved)."""
+    read = data.get(key)
+    if not read or data.get(key + ".acked") == read:
+        return
+    await inbox.ack(int(read))
+    data[key + ".acked"] = read

@@ -1,0 +1,256 @@
+"""Run records: one per subagent run, in the store, registered per (org, user, parent session).
+
+Keys (typed segments from :meth:`RuntimeContext.scope`, escaped again by the store)::
+
+    ("subagents", "o:<org>", "u:<user>", "s:<parent session>", <run id>)        the RunRecord
+    ("subagent-leases", "o:<org>", "u:<user>", "s:<parent session>", <run id>)  the executing lease
+    ("subagent-inbox", "o:<org>", "u:<user>", "a:<parent agent>", "s:<parent session>")  notices
+    ("subagent-mail", "o:<org>", "u:<user>", "s:<parent session>", <run id>)    agent_send queue
+
+(the two streams have ``-ack`` cursor keys beside them, see :mod:`.inbox`).
+
+Every write is a compare-and-set (:meth:`RunBook.update`). The process executing a run holds its lease
+(a key with a store TTL, renewed by heartbeat). A reader that finds an active (pending / running) record
+whose lease is gone marks it ``lost`` with a CAS (:meth:`RunBook.reconcile`), so a run orphaned by a
+crashed process never stays "running". Terminal statuses are final: the first CAS to one wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..context import RuntimeContext
+from ..errors import VersionConflict
+from ..message import utcnow
+from ..state import check_schema_version
+from ..store.base import BaseStore, Key
+from .inbox import Inbox, Notice
+
+RUN_SCHEMA_VERSION = 1
+RUNS, LEASES = "subagents", "subagent-leases"
+
+
+class RunStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    LOST = "lost"
+
+    @property
+    def active(self) -> bool:
+        return self in (RunStatus.PENDING, RunStatus.RUNNING)
+
+
+class RunRecord(BaseModel):
+    """What is known about one run; ``background`` runs report their outcome to the parent's inbox."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = RUN_SCHEMA_VERSION
+    run_id: str
+    parent_agent: str
+    spec: str
+    task: str
+    label: str | None = None
+    status: RunStatus = RunStatus.PENDING
+    result: str | None = None
+    error: str | None = None
+    child_session: str
+    depth: int
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    #: Holder token of the executing process's lease.
+    lease: str
+    background: bool = False
+    notified: bool = False
+    cancel_requested: bool = False
+    #: The isolated directory of the run (None: shared workspace).
+    workspace: str | None = None
+    #: Highest sequence number of a message queued with ``agent_send`` while it ran.
+    mail_seq: int = 0
+    #: The run whose child session this one continues (``agent_send`` to a finished run).
+    continues: str | None = None
+
+    def finished(
+        self, status: RunStatus, *, result: str | None = None, error: str | None = None
+    ) -> RunRecord:
+        """A copy in terminal ``status``."""
+        return self.model_copy(
+            update={"status": status, "result": result, "error": error, "ended_at": utcnow()}
+        )
+
+
+def new_run_id() -> str:
+    return "r-" + secrets.token_hex(5)
+
+
+def child_session_id(ctx: RuntimeContext, parent_agent: str, spec: str, slot: str) -> str:
+    """Deterministic child session id from (org, user, parent agent, parent session, spec, slot)."""
+    parts = [ctx.org_id, ctx.user_id, parent_agent, ctx.session_id, spec, slot]
+    digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+    return f"sub-{spec}-{digest}"
+
+
+def notice_for(rec: RunRecord) -> Notice:
+    """The parent-inbox notification of a finished run (its id is stable: appends are idempotent)."""
+    who = f"{rec.spec}" + (f", label {rec.label}" if rec.label else "")
+    if rec.status is RunStatus.COMPLETED:
+        text = f"Subagent run {rec.run_id} ({who}) completed. Its answer:\n{rec.result or ''}"
+    elif rec.status is RunStatus.LOST:
+        text = (
+            f"Subagent run {rec.run_id} ({who}) was lost: {rec.error}. "
+            "Spawn it again if you still need its result."
+        )
+    else:
+        text = f"Subagent run {rec.run_id} ({who}) {rec.status}: {rec.error}"
+    return Notice(id=f"{rec.run_id}:{rec.status}", run_id=rec.run_id, text=text)
+
+
+class RunLease:
+    """The executing process's claim on a run: a key with a TTL, renewed by CAS on its version."""
+
+    def __init__(self, store: BaseStore, key: Key, ttl: float) -> None:
+        self.store, self.key, self.ttl = store, key, ttl
+        self.holder = secrets.token_hex(8)
+        self.version = 0
+
+    async def acquire(self) -> bool:
+        try:
+            self.version = await self.store.put(
+                self.key, self.holder.encode(), expected_version=0, ttl=self.ttl
+            )
+        except VersionConflict:
+            return False
+        return True
+
+    async def renew(self) -> bool:
+        """Extend the lease; False if it expired (the caller decides whether to re-acquire)."""
+        try:
+            self.version = await self.store.put(
+                self.key, self.holder.encode(), expected_version=self.version, ttl=self.ttl
+            )
+        except VersionConflict:
+            return False
+        return True
+
+    async def release(self) -> None:
+        with contextlib.suppress(VersionConflict):
+            await self.store.delete(self.key, expected_version=self.version)
+
+
+class RunBook:
+    """The runs of one (org, user, parent session); every read and write stays inside it."""
+
+    def __init__(self, store: BaseStore, org: str, user: str, session: str) -> None:
+        self.store = store
+        self.scope = (org, user, session)
+
+    @classmethod
+    def for_ctx(cls, store: BaseStore, ctx: RuntimeContext) -> RunBook:
+        return cls(store, *ctx.scope())
+
+    def key(self, run_id: str) -> Key:
+        return (RUNS, *self.scope, run_id)
+
+    def lease(self, run_id: str, ttl: float) -> RunLease:
+        return RunLease(self.store, (LEASES, *self.scope, run_id), ttl)
+
+    def inbox(self, parent_agent: str) -> Inbox:
+        """The notification inbox of the parent agent's session."""
+        org, user, session = self.scope
+        return Inbox.of(self.store, "subagent-inbox", org, user, "a:" + parent_agent, session)
+
+    def mail(self, run_id: str) -> Inbox:
+        """Messages queued for a running child (``agent_send``)."""
+        return Inbox.of(self.store, "subagent-mail", *self.scope, run_id)
+
+    async def create(self, rec: RunRecord) -> None:
+        await self.store.put(self.key(rec.run_id), _dump(rec), expected_version=0)
+
+    async def _read(self, run_id: str) -> tuple[RunRecord, int] | None:
+        entry = await self.store.get(self.key(run_id))
+        if entry is None:
+            return None
+        data = check_schema_version(json.loads(entry.value), RUN_SCHEMA_VERSION, "run record")
+        return RunRecord.model_validate(data), entry.version
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        loaded = await self._read(run_id)
+        return loaded[0] if loaded else None
+
+    async def update(
+        self, run_id: str, change: Callable[[RunRecord], RunRecord | None]
+    ) -> RunRecord | None:
+        """Apply ``change`` with a CAS, retrying on conflict; ``change`` returns None to keep it."""
+        while True:
+            loaded = await self._read(run_id)
+            if loaded is None:
+                return None
+            new = change(loaded[0])
+            if new is None:
+                return loaded[0]
+            try:
+                await self.store.put(self.key(run_id), _dump(new), expected_version=loaded[1])
+            except VersionConflict:
+                continue
+            return new
+
+    async def list(self, *, limit: int = 10_000) -> list[RunRecord]:
+        """Every run of the scope, oldest first (reconciled: see :meth:`reconcile`)."""
+        keys: list[Key] = []
+        after: Key | None = None
+        while len(keys) < limit:
+            page = await self.store.list_keys((RUNS, *self.scope), limit=500, after=after)
+            keys += page
+            if len(page) < 500:
+                break
+            after = page[-1]
+        runs = [r for k in keys if (r := await self.load(k[-1])) is not None]
+        return sorted(runs, key=lambda r: r.created_at)
+
+    async def load(self, run_id: str) -> RunRecord | None:
+        """The record, reconciled: an orphaned active run becomes ``lost``; overdue notices go out."""
+        rec = await self.get(run_id)
+        return None if rec is None else await self.reconcile(rec)
+
+    async def reconcile(self, rec: RunRecord) -> RunRecord:
+        if rec.status.active and await self.store.get(self.lease(rec.run_id, 1).key) is None:
+            error = "the process running it stopped before it finished (its lease expired)"
+
+            def lose(r: RunRecord) -> RunRecord | None:
+                if not r.status.active:
+                    return None
+                return r.finished(RunStatus.LOST, error=error).model_copy(
+                    update={"background": True}
+                )
+
+            rec = await self.update(rec.run_id, lose) or rec
+        if not rec.status.active and rec.background and not rec.notified:
+            rec = await self.notify(rec)
+        return rec
+
+    async def notify(self, rec: RunRecord) -> RunRecord:
+        """Append the run's notification to the parent's inbox, then mark the record notified.
+
+        A crash in between appends it again later under the same id; injection skips duplicates.
+        """
+        if rec.status is not RunStatus.CANCELLED:
+            await self.inbox(rec.parent_agent).post(notice_for(rec))
+        done = await self.update(
+            rec.run_id, lambda r: None if r.notified else r.model_copy(update={"notified": True})
+        )
+        return done or rec
+
+
+def _dump(rec: RunRecord) -> bytes:
+    return rec.model_dump_json().encode()

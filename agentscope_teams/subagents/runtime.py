@@ -1,0 +1,234 @@
+"""Executing child runs: a per-extension :class:`Runner` owning one asyncio task per run.
+
+A run must outlive the tool call that spawned it (and the parent's whole call), so it does not run in
+the caller's task group: :meth:`Runner.start` creates an asyncio task (in a fresh ``contextvars``
+context) and keeps a strong reference until it ends. Inside it a heartbeat renews the run's lease every
+``lease_ttl / 3`` and reads the record: ``cancel_requested`` (set by ``agent_cancel`` in another process)
+or a record someone marked ``lost`` stops the child.
+
+A run's descendants never outlive it: when it ends, the runs its child started and that are still
+going are cancelled too (their results would land in an inbox nobody reads).
+
+Crash semantics: if the process dies, nothing renews the lease; it expires after ``lease_ttl`` and the
+next reader marks the run ``lost`` and posts a "lost" notice to the parent's inbox. A clean shutdown
+(:meth:`Runner.aclose`, or the event loop cancelling the task) marks it ``lost`` right away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import sniffio
+
+from ..agent.harness import HarnessAgent
+from ..context import RuntimeContext
+from ..errors import ConfigurationError
+from ..message import utcnow
+from ..state import AgentState
+from ..store.base import Key
+from .child import answer_of, seed_session
+from .runs import RunBook, RunLease, RunRecord, RunStatus
+from .workspace import remove
+
+log = logging.getLogger(__name__)
+
+CANCELLED_BY_PARENT = "cancelled by the parent agent (agent_cancel)"
+PARENT_ENDED = "cancelled because the run that spawned it ended"
+SHUTDOWN = "the process running it shut down before it finished"
+MAX_TURNS = 20  # one call plus the follow-up turns for messages queued while it ran
+
+
+@dataclass
+class Launch:
+    """Everything one run needs, prepared by the spawning call."""
+
+    book: RunBook
+    record: RunRecord
+    child: HarnessAgent
+    ctx: RuntimeContext
+    lease: RunLease
+    workspace: Path | None = None
+    keep_workspace: bool = False
+    snapshot: AgentState | None = None
+
+
+@dataclass
+class Handle:
+    """A run executing in this process."""
+
+    launch: Launch
+    record: RunRecord
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reason: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    def cancel(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.scope.cancel()
+
+
+class Runner:
+    """Owns the runs this process executes; see the module docs."""
+
+    def __init__(self, lease_ttl: float) -> None:
+        self.lease_ttl = lease_ttl
+        self.handles: dict[Key, Handle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._locks: weakref.WeakValueDictionary[Key, anyio.Lock] = weakref.WeakValueDictionary()
+
+    def lock(self, key: Key) -> anyio.Lock:
+        """An in-process lock per parent session (spawns in one step check the limit in turn)."""
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        return lock
+
+    def handle(self, book: RunBook, run_id: str) -> Handle | None:
+        return self.handles.get(book.key(run_id))
+
+    def start(self, launch: Launch) -> Handle:
+        if sniffio.current_async_library() != "asyncio":
+            raise ConfigurationError("subagent runs need the asyncio event loop (anyio's default)")
+        h = Handle(launch, launch.record)
+        key = launch.book.key(h.run_id)
+        task = asyncio.get_running_loop().create_task(
+            self._run(h), name=f"subagent {h.run_id}", context=contextvars.Context()
+        )
+        self.handles[key] = h
+        self._tasks.add(task)
+
+        def forget(t: asyncio.Task[None]) -> None:
+            self._tasks.discard(t)
+            if self.handles.get(key) is h:
+                del self.handles[key]
+
+        task.add_done_callback(forget)
+        return h
+
+    async def aclose(self, reason: str = SHUTDOWN) -> None:
+        """Stop every run of this process and wait for them to end (``lost`` by default)."""
+        for h in list(self.handles.values()):
+            h.cancel(reason)
+        for h in list(self.handles.values()):
+            await h.done.wait()
+
+    async def wait(self, h: Handle, seconds: float) -> bool:
+        """Wait up to ``seconds`` for ``h`` to end; True if it did."""
+        with anyio.move_on_after(seconds):
+            await h.done.wait()
+        return h.done.is_set()
+
+    # -- the task ----------------------------------------------------------------------------------
+
+    async def _run(self, h: Handle) -> None:
+        status: RunStatus | None = None
+        error: str | None = None
+        try:
+            with h.scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._heartbeat, h)
+                    try:
+                        await self._converse(h)
+                    except Exception as exc:
+                        status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+                    finally:
+                        tg.cancel_scope.cancel()
+            if h.reason is not None and status is None:
+                cancelled = h.reason in (CANCELLED_BY_PARENT, PARENT_ENDED)
+                status = RunStatus.CANCELLED if cancelled else RunStatus.LOST
+                error = h.reason
+        except anyio.get_cancelled_exc_class():
+            status, error = RunStatus.LOST, SHUTDOWN
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._finish(h, status, error)
+
+    async def _converse(self, h: Handle) -> None:
+        """Run the child's turns; the last one writes ``completed`` unless mail arrived meanwhile."""
+        launch = h.launch
+        book, run_id = launch.book, h.run_id
+
+        def start(r: RunRecord) -> RunRecord | None:
+            if r.status is not RunStatus.PENDING:
+                return None
+            return r.model_copy(update={"status": RunStatus.RUNNING, "started_at": utcnow()})
+
+        await book.update(run_id, start)
+        if launch.snapshot is not None:
+            await seed_session(launch.child, launch.ctx, launch.snapshot)
+        mail = book.mail(run_id)
+        text: str | None = launch.record.task
+        for _ in range(MAX_TURNS):
+            answer = answer_of(await launch.child.call(text, launch.ctx))
+            read = await mail.cursor()
+
+            def complete(r: RunRecord, answer: str = answer, read: int = read) -> RunRecord | None:
+                if not r.status.active or r.mail_seq > read:
+                    return None  # finished elsewhere, or a message arrived: another turn
+                return r.finished(RunStatus.COMPLETED, result=answer)
+
+            rec = await book.update(run_id, complete)
+            if rec is None or not rec.status.active:
+                return
+            text = None  # the queued messages are injected by the child's MailExtension
+        raise RuntimeError(f"more than {MAX_TURNS} turns for messages sent while it ran")
+
+    async def _heartbeat(self, h: Handle) -> None:
+        launch = h.launch
+        while True:
+            await anyio.sleep(self.lease_ttl / 3)
+            try:
+                if not await launch.lease.renew() and not await launch.lease.acquire():
+                    h.cancel("another process took over its lease")
+                    return
+                rec = await launch.book.get(h.run_id)
+                if rec is None or not rec.status.active:
+                    h.cancel("it was marked lost after its lease expired")
+                    return
+                if rec.cancel_requested:
+                    h.cancel(CANCELLED_BY_PARENT)
+                    return
+            except Exception as exc:  # a store hiccup: the lease outlives a few missed beats
+                log.warning("heartbeat of subagent run %s failed: %s", h.run_id, exc)
+
+    async def _finish(self, h: Handle, status: RunStatus | None, error: str | None) -> None:
+        launch = h.launch
+        book, run_id = launch.book, h.run_id
+        rec: RunRecord | None = None
+        for ext in launch.child.extensions:  # the child's own runs end with it
+            runner = getattr(ext, "runner", None)
+            if isinstance(runner, Runner):
+                await runner.aclose(PARENT_ENDED)
+        try:
+            if status is not None:
+                rec = await book.update(
+                    run_id,
+                    lambda r: r.finished(status, error=error) if r.status.active else None,
+                )
+            else:
+                rec = await book.get(run_id)
+            if rec is not None and not rec.status.active and rec.background and not rec.notified:
+                rec = await book.notify(rec)
+        except Exception as exc:
+            log.warning("could not record the end of subagent run %s: %s", run_id, exc)
+        try:
+            dropped = status is RunStatus.CANCELLED or not launch.keep_workspace
+            if launch.workspace is not None and dropped:
+                await remove(launch.workspace)
+            await launch.lease.release()
+        except Exception as exc:
+            log.warning("could not clean up subagent run %s: %s", run_id, exc)
+        h.record = rec or h.record
+        h.done.set()
