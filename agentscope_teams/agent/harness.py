@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import math
 import weakref
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Literal, Self
 
 import anyio
 
@@ -34,7 +35,7 @@ from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from . import compression as comp
 from .config import ReActConfig
 from .extension import CallScope, Extension
-from .lease import Lease, hold_lease
+from .lease import Lease, SessionGuard
 from .react import ReActAgent, ReplyOptions
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,11 @@ class HarnessAgent:
         depth: int = 0,
         **subagent_options: Any,
     ) -> None:
+        _check_numbers(replicas, lease_ttl, busy_timeout)
         self.name = name
         self.model = resolve_model(model)
-        self.store: BaseStore = _resolve_store(store)  # type: ignore[assignment]
+        self.store: BaseStore = _resolve_store(store)
+        self._owns_store = store is None or isinstance(store, str)
         _check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
@@ -113,19 +116,35 @@ class HarnessAgent:
         await self._run(input, ctx, sink)
         return final[-1]
 
-    async def stream(self, input: ReplyInput, ctx: RuntimeContext) -> AsyncIterator[AgentEvent]:
-        """Run one reply for ``ctx``'s session, yielding its events as they happen."""
+    async def stream(
+        self, input: ReplyInput, ctx: RuntimeContext
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Run one reply for ``ctx``'s session, yielding its events as they happen.
+
+        Closing the stream early (``contextlib.aclosing``) cancels the reply; its state is saved.
+        """
         send, recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        errors: list[Exception] = []
 
         async def worker() -> None:
             async with send:
-                await self._run(input, ctx, send.send)
+                try:
+                    await self._run(input, ctx, send.send)
+                except Exception as exc:  # raised below as is, not wrapped in an ExceptionGroup
+                    errors.append(exc)
 
+        closed = False
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker)
             async with recv:
-                async for event in recv:
-                    yield event
+                try:
+                    async for event in recv:
+                        yield event
+                except GeneratorExit:  # the consumer closed the stream early: stop the reply
+                    closed = True
+                    tg.cancel_scope.cancel()
+        if errors and not closed:
+            raise errors[0]
 
     async def get_agent_state(self, ctx: RuntimeContext) -> AgentState:
         """The saved state of ``ctx``'s session (an empty state if it has none)."""
@@ -139,7 +158,8 @@ class HarnessAgent:
             if record is None:
                 return
             record.state.clear_context()
-            lease.check() if lease else None
+            if lease is not None:
+                await lease.verify()
             await self._save_state(ctx, record.state, record.version)
 
     async def list_sessions(self, ctx: RuntimeContext) -> list[SessionRecord]:
@@ -153,9 +173,20 @@ class HarnessAgent:
                 ctx.user_id, self.name, ctx.session_id, org_id=ctx.org_id
             )
 
+    async def __aenter__(self) -> Self:
+        """Set up the store if this agent created it (from a URL or by default)."""
+        if self._owns_store:
+            await self.store.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
     async def aclose(self) -> None:
         """Close the store if this agent created it from a URL or by default."""
-        if getattr(self, "_owns_store", False):
+        if self._owns_store:
             await self.store.aclose()
 
     # -- internals -------------------------------------------------------------------------------
@@ -186,12 +217,19 @@ class HarnessAgent:
             org_id=ctx.org_id,
         )
 
-    def _exclusive(self, ctx: RuntimeContext) -> _Exclusive:
+    def _exclusive(self, ctx: RuntimeContext) -> SessionGuard:
         key = session_key(ctx.org_id, ctx.user_id, self.name, ctx.session_id)
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = anyio.Lock()
-        return _Exclusive(self, key, lock)
+        shared = getattr(self.store, "shared_across_processes", True)
+        return SessionGuard(
+            lock,
+            self.store if shared else None,
+            ("leases", *key[1:]),
+            ttl=self.lease_ttl,
+            wait_timeout=self.busy_timeout,
+        )
 
     async def _run(self, input: ReplyInput, ctx: RuntimeContext, sink: Any) -> None:
         with use_context(ctx):
@@ -204,6 +242,7 @@ class HarnessAgent:
         record = await self._load(ctx)
         state = record.state if record else AgentState(session_id=ctx.session_id)
         version = record.version if record else 0
+        loaded = state.model_dump_json()
         workspace = self.workspace_for(ctx)
         await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
         env = ToolEnv(workspace=workspace, ctx=ctx, agent_name=self.name, extras={"agent": self})
@@ -212,7 +251,7 @@ class HarnessAgent:
         async def save(s: AgentState) -> None:
             nonlocal version
             if lease is not None:
-                lease.check()
+                await lease.verify()
             version = await self._save_state(ctx, s, version)
             for ext in self.extensions:
                 await ext.after_save(scope)
@@ -225,13 +264,8 @@ class HarnessAgent:
                     final = event.msg
                 await sink(event)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await save(state)
-                except Exception as exc:  # keep the original error; the save failure is logged
-                    log.warning(
-                        "could not save session %r after a failure: %s", ctx.session_id, exc
-                    )
+            if state.model_dump_json() != loaded:  # input rejected before any change: no write
+                await _save_quietly(save, state)
             raise
         await save(state)
         if final is not None:
@@ -260,39 +294,17 @@ class HarnessAgent:
         )
 
 
-class _Exclusive:
-    """In-process lock, then (for stores shared across processes) the store lease."""
-
-    def __init__(self, agent: HarnessAgent, key: tuple[str, ...], lock: anyio.Lock) -> None:
-        self.agent, self.key, self.lock = agent, key, lock
-        self._lease_cm: Any = None
-
-    async def __aenter__(self) -> Lease | None:
-        await self.lock.acquire()
-        if not getattr(self.agent.store, "shared_across_processes", True):
-            return None
+async def _save_quietly(save: Callable[[AgentState], Awaitable[None]], state: AgentState) -> None:
+    """Save after a failure or cancellation (shielded); a save error is logged, not raised, so the
+    original error propagates."""
+    with anyio.CancelScope(shield=True):
         try:
-            self._lease_cm = hold_lease(
-                self.agent.store,
-                ("leases", *self.key[1:]),
-                ttl=self.agent.lease_ttl,
-                wait_timeout=self.agent.busy_timeout,
-            )
-            lease: Lease = await self._lease_cm.__aenter__()
-            return lease
-        except BaseException:
-            self.lock.release()
-            raise
-
-    async def __aexit__(self, *exc: Any) -> None:
-        try:
-            if self._lease_cm is not None:
-                await self._lease_cm.__aexit__(*exc)
-        finally:
-            self.lock.release()
+            await save(state)
+        except Exception as exc:
+            log.warning("could not save session %r after a failure: %s", state.session_id, exc)
 
 
-def _resolve_store(store: BaseStore | str | None) -> BaseStore | StoreBase:
+def _resolve_store(store: BaseStore | str | None) -> BaseStore:
     if store is None:
         from ..store.jsonfile import JsonFileStore
 
@@ -302,6 +314,15 @@ def _resolve_store(store: BaseStore | str | None) -> BaseStore | StoreBase:
 
         return store_from_url(store)
     return store
+
+
+def _check_numbers(replicas: int, lease_ttl: float, busy_timeout: float) -> None:
+    if replicas < 1:
+        raise ConfigurationError(f"replicas must be >= 1, got {replicas}")
+    if not lease_ttl > 0:
+        raise ConfigurationError(f"lease_ttl must be > 0 seconds, got {lease_ttl!r}")
+    if not busy_timeout >= 0:
+        raise ConfigurationError(f"busy_timeout must be >= 0 seconds, got {busy_timeout!r}")
 
 
 def _check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) -> None:

@@ -1,20 +1,23 @@
 """Per-session leases in the store: one caller at a time across processes and replicas.
 
 A lease is a key written with ``expected_version=0`` and a store TTL, so a holder that dies simply lets it
-expire. The holder renews it (a CAS on its own version) from a heartbeat task; a failed renewal means
-another caller took the session over, and every later save by the old holder raises
-:class:`VersionConflict` (fencing). Waiting callers poll with backoff and give up with
-:class:`SessionBusyError` after ``wait_timeout``.
+expire. The holder renews it from a heartbeat task (a compare-and-set on its own version after checking
+that the key still names it as holder: store versions restart after a key expires, so the version alone
+could match a newer holder's lease). Before every save the holder verifies the lease in the store; once
+another caller took it over, that save and every later one raise :class:`VersionConflict` (fencing).
+Waiting callers poll with backoff and give up with :class:`SessionBusyError` after ``wait_timeout``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from types import TracebackType
 
 import anyio
 
@@ -25,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class Lease:
-    """A held lease; :meth:`check` raises once it has been lost."""
+    """A held lease; :meth:`verify` raises once it has been lost."""
 
     def __init__(self, store: BaseStore, key: Key, ttl: float) -> None:
         self.store, self.key, self.ttl = store, key, ttl
@@ -37,6 +40,7 @@ class Lease:
         return json.dumps({"holder": self.holder, "expires_at": time.time() + self.ttl}).encode()
 
     async def try_acquire(self) -> bool:
+        """Create the lease key if absent; False if someone holds it."""
         try:
             self.version = await self.store.put(
                 self.key, self._value(), expected_version=0, ttl=self.ttl
@@ -45,55 +49,165 @@ class Lease:
             return False
         return True
 
+    async def _still_mine(self) -> bool:
+        """True if the stored lease is this holder's, at the version it last wrote."""
+        entry = await self.store.get(self.key)
+        if entry is None or entry.version != self.version:
+            return False
+        try:
+            return bool(json.loads(entry.value).get("holder") == self.holder)
+        except (ValueError, AttributeError):
+            return False
+
+    def _mark_lost(self) -> None:
+        if not self.lost:
+            log.warning("lease %r was taken over by another caller", self.key)
+        self.lost = True
+
     async def renew(self) -> None:
+        """Extend the lease; marks it lost if another caller holds it now."""
+        if self.lost:
+            return
+        if not await self._still_mine():
+            self._mark_lost()
+            return
         try:
             self.version = await self.store.put(
                 self.key, self._value(), expected_version=self.version, ttl=self.ttl
             )
         except VersionConflict:
-            self.lost = True
-            log.warning("lease %r was taken over by another caller", self.key)
+            self._mark_lost()
 
     async def heartbeat(self) -> None:
+        """Renew every ``ttl / 3`` until lost; store errors are logged and retried next beat."""
         while not self.lost:
             await anyio.sleep(self.ttl / 3)
-            await self.renew()
+            try:
+                await self.renew()
+            except Exception as exc:
+                log.warning("could not renew lease %r: %s", self.key, exc)
 
     def check(self) -> None:
-        """Raise :class:`VersionConflict` if another caller took the lease over."""
+        """Raise :class:`VersionConflict` if the lease is known to be lost (no store access)."""
         if self.lost:
             raise VersionConflict(self.key, self.version, None)
 
+    async def verify(self) -> None:
+        """Raise :class:`VersionConflict` unless the store still holds this lease (before a save)."""
+        if not self.lost and not await self._still_mine():
+            self._mark_lost()
+        self.check()
+
     async def release(self) -> None:
-        if self.lost:
+        """Delete the lease if it is still this holder's (never another holder's)."""
+        if self.lost or not await self._still_mine():
             return
         with suppress(VersionConflict):
             await self.store.delete(self.key, expected_version=self.version)
+
+
+async def acquire(lease: Lease, wait_timeout: float) -> None:
+    """Poll until ``lease`` is acquired; :class:`SessionBusyError` after ``wait_timeout`` seconds."""
+    deadline = time.monotonic() + wait_timeout
+    delay = 0.02
+    while not await lease.try_acquire():
+        if time.monotonic() >= deadline:
+            raise SessionBusyError(
+                f"session {lease.key[1:]!r} is busy: another call holds it and did not finish "
+                f"within {wait_timeout:g}s; retry later or raise busy_timeout"
+            )
+        await anyio.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+        delay = min(delay * 1.5, 0.5)
 
 
 @asynccontextmanager
 async def hold_lease(
     store: BaseStore, key: Key, *, ttl: float, wait_timeout: float
 ) -> AsyncIterator[Lease]:
-    """Acquire the lease at ``key`` (waiting up to ``wait_timeout``), renew it while the body runs."""
+    """Acquire the lease at ``key`` (waiting up to ``wait_timeout``), renew it while the body runs.
+
+    The body's exception propagates as is (not wrapped in an ``ExceptionGroup``).
+    """
     lease = Lease(store, key, ttl)
-    deadline = time.monotonic() + wait_timeout
-    delay = 0.02
-    while not await lease.try_acquire():
-        if time.monotonic() >= deadline:
-            raise SessionBusyError(
-                f"session {key[1:]!r} is busy: another call holds it and did not finish within "
-                f"{wait_timeout:g}s; retry later or raise busy_timeout"
-            )
-        await anyio.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
+    await acquire(lease, wait_timeout)
+    error: BaseException | None = None
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lease.heartbeat)
             try:
                 yield lease
+            except BaseException as exc:  # re-raised below, outside the task group
+                error = exc
             finally:
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await lease.release()
+            try:
+                await lease.release()
+            except Exception as exc:  # the lease expires on its own; keep the body's outcome
+                log.warning("could not release lease %r: %s", key, exc)
+    if error is not None:
+        raise error
+
+
+class SessionGuard:
+    """Exclusive access to one session: the in-process lock, then (if given a store) its lease.
+
+    Waiting for both together is bounded by ``wait_timeout`` (:class:`SessionBusyError`). Entering
+    yields the held :class:`Lease`, or None when the store is private to this process.
+    """
+
+    def __init__(
+        self,
+        lock: anyio.Lock,
+        store: BaseStore | None,
+        key: Key,
+        *,
+        ttl: float,
+        wait_timeout: float,
+    ) -> None:
+        self.lock, self.store, self.key = lock, store, key
+        self.ttl, self.wait_timeout = ttl, wait_timeout
+        self._lease_cm: contextlib.AbstractAsyncContextManager[Lease] | None = None
+
+    async def __aenter__(self) -> Lease | None:
+        start = time.monotonic()
+        await self._lock()
+        if self.store is None:
+            return None
+        try:
+            remaining = max(self.wait_timeout - (time.monotonic() - start), 0.0)
+            self._lease_cm = hold_lease(self.store, self.key, ttl=self.ttl, wait_timeout=remaining)
+            return await self._lease_cm.__aenter__()
+        except BaseException:
+            self._lease_cm = None
+            self.lock.release()
+            raise
+
+    async def _lock(self) -> None:
+        try:
+            self.lock.acquire_nowait()
+            return
+        except anyio.WouldBlock:
+            pass
+        with anyio.move_on_after(self.wait_timeout) as waited:
+            await self.lock.acquire()
+        if waited.cancelled_caught:
+            raise SessionBusyError(
+                f"session {self.key[1:]!r} is busy: an earlier call in this process did not "
+                f"finish within {self.wait_timeout:g}s; retry later or raise busy_timeout"
+            )
+
+    async def __aexit__(
+        self,
+        et: type[BaseException] | None,
+        e: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            if self._lease_cm is not None:
+                return await self._lease_cm.__aexit__(et, e, tb)
+            return None
+        finally:
+            self._lease_cm = None
+            self.lock.release()

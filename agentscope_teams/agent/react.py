@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
-
-import anyio
 
 from ..errors import ModelResponseError
 from ..events import (
@@ -28,17 +25,16 @@ from ..events import (
     ReplyStartEvent,
     RequireUserConfirmEvent,
     TextDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
     UserConfirmResultEvent,
     UserInterruptEvent,
 )
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
 from ..model.base import ChatModel, ModelRequest, ModelResponse, TextDelta, ToolSchema
 from ..state import AgentState
-from ..tools import PermissionEngine, ToolEnv, Toolkit, use_tool_env
+from ..tools import PermissionEngine, ToolEnv, Toolkit
 from . import compression as comp
 from . import hitl
+from .acting import StepRunner
 from .config import ReActConfig
 
 log = logging.getLogger(__name__)
@@ -80,7 +76,7 @@ class ReActAgent:
         self.name = name
         self.model = model
         self.system_prompt = system_prompt
-        self.toolkit = toolkit or Toolkit()
+        self.toolkit = toolkit if toolkit is not None else Toolkit()
         self.config = config or ReActConfig()
         self.permissions = permissions or PermissionEngine()
 
@@ -99,36 +95,44 @@ class ReActAgent:
     async def reply_stream(
         self, input: ReplyInput, state: AgentState, options: ReplyOptions | None = None
     ) -> AsyncIterator[AgentEvent]:
-        """Run one reply, yielding its events; the last event is always ``ReplyEndEvent``."""
+        """Run one reply, yielding its events; the last event is always ``ReplyEndEvent``.
+
+        Input that does not fit the state (a confirmation for another reply, a bad type) raises
+        before anything changes.
+        """
         run = _Reply(self, state, options or ReplyOptions())
+        run.validate(input)
         try:
             async for event in run.start(input):
                 yield event
         except BaseException:
-            hitl_closed = hitl.close_pending(state, hitl.CANCELLED) if not run.paused else []
-            if hitl_closed:
-                log.info("reply %s stopped; closed %d tool calls", state.reply_id, len(hitl_closed))
+            closed = hitl.close_pending(state, hitl.CANCELLED) if not run.paused else []
+            if closed:
+                log.info("reply %s stopped; closed %d tool calls", state.reply_id, len(closed))
             raise
 
 
-class _Reply:
+class _Reply(StepRunner):
     """The per-reply working set; never shared between replies."""
 
     def __init__(self, agent: ReActAgent, state: AgentState, options: ReplyOptions) -> None:
-        self.agent = agent
-        self.state = state
-        self.opts = options
-        self.toolkit = options.toolkit or agent.toolkit
-        self.cfg = agent.config
-        self.paused = False
+        super().__init__(agent, state, options)
+        self.messages: list[Msg] = []
+        self.decisions: list[tuple[ToolUseBlock, ConfirmResult]] = []
 
-    def _ev(self) -> dict[str, str]:
-        return {"reply_id": self.state.reply_id, "agent": self.agent.name}
+    def validate(self, input: ReplyInput) -> None:
+        """Check ``input`` against the state; raises (HITLError, TypeError) without changing it."""
+        if isinstance(input, UserInterruptEvent):
+            hitl.check_interrupt(self.state, input)
+        elif isinstance(input, UserConfirmResultEvent):
+            self.decisions = hitl.check_confirmation(self.state, input)
+        else:
+            self.messages = _as_messages(input)
 
     async def start(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
         state = self.state
         if isinstance(input, UserInterruptEvent):
-            hitl.check_interrupt(state, input)
+            yield ReplyStartEvent(session_id=state.session_id, **self._ev())
             closed = hitl.close_pending(state, hitl.INTERRUPTED_BY_USER)
             note = AssistantMsg(
                 f"Interrupted; {len(closed)} pending tool call(s) were not run.",
@@ -138,95 +142,73 @@ class _Reply:
             yield ReplyEndEvent(msg=note, **self._ev())
             return
         if isinstance(input, UserConfirmResultEvent):
-            decisions = hitl.check_confirmation(state, input)
             state.awaiting_confirmation.clear()
             yield ReplyStartEvent(session_id=state.session_id, **self._ev())
-            async for ev in self._resume(decisions):
+            async for ev in self.resume(self.decisions):
                 yield ev
         else:
-            async for ev in self._begin(input):
+            async for ev in self._begin():
                 yield ev
         async for ev in self._loop():
             yield ev
 
-    async def _begin(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
+    async def _begin(self) -> AsyncIterator[AgentEvent]:
+        """Close what the last reply left open, start a new reply and add the user's input."""
         state = self.state
-        if state.has_awaiting_tool_calls():
-            reason = hitl.NEW_MESSAGE_INTERRUPT if state.awaiting_confirmation else hitl.RECOVERED
-            if state.awaiting_confirmation or self.cfg.recover_pending_tools:
-                closed = hitl.close_pending(state, reason)
-                yield HintEvent(
-                    text=f"closed {len(closed)} unfinished tool call(s): {reason}", **self._ev()
-                )
+        closed: list[ToolResultBlock] = []
+        reason = hitl.NEW_MESSAGE_INTERRUPT if state.awaiting_confirmation else hitl.RECOVERED
+        if state.has_awaiting_tool_calls() and (
+            state.awaiting_confirmation or self.cfg.recover_pending_tools
+        ):
+            closed = hitl.close_pending(state, reason)
+        state.awaiting_confirmation.clear()
         state.reply_id = new_id()
         state.cur_iter = 0
         yield ReplyStartEvent(session_id=state.session_id, **self._ev())
-        state.context.extend(_as_messages(input))
-
-    async def _resume(
-        self, decisions: list[tuple[ToolUseBlock, ConfirmResult]]
-    ) -> AsyncIterator[AgentEvent]:
-        run: list[ToolUseBlock] = []
-        results: dict[str, ToolResultBlock] = {}
-        for call, answer in decisions:
-            if not answer.confirmed:
-                results[call.id] = ToolResultBlock(
-                    tool_use_id=call.id, name=call.name, output=hitl.REJECTED, is_error=True
-                )
-                continue
-            run.append(call)
-            tool = self.toolkit.get(call.name)
-            if answer.remember and tool is not None:
-                ws = self.opts.env.workspace if self.opts.env else None
-                rule = self.agent.permissions.remember_rule(tool, call.input, workspace=ws)
-                if rule not in self.state.permission_context.rules:
-                    self.state.permission_context.rules.append(rule)
-        async for ev in self._execute(run, results):
-            yield ev
-        self._append_results([c for c, _ in decisions], results)
+        if closed:
+            yield HintEvent(
+                text=f"closed {len(closed)} unfinished tool call(s): {reason}", **self._ev()
+            )
+        state.context.extend(self.messages)
 
     async def _loop(self) -> AsyncIterator[AgentEvent]:
         state = self.state
         while True:
-            if state.cur_iter >= self.cfg.max_iters:
+            final = state.cur_iter >= self.cfg.max_iters
+            if final:
                 yield ExceedMaxItersEvent(max_iters=self.cfg.max_iters, **self._ev())
-                response = None
-                async for item in self._reason(final=True):
-                    if isinstance(item, ModelResponse):
-                        response = item
-                    else:
-                        yield item
-                assert response is not None
-                final = self._record(response, final=True)
-                break
-            async for ev in self._inject_and_compress():
-                yield ev
-            response = None
-            async for item in self._reason(final=False):
+            else:
+                async for ev in self._inject_and_compress():
+                    yield ev
+            got: list[ModelResponse] = []
+            async for item in self._reason(final=final):
                 if isinstance(item, ModelResponse):
-                    response = item
+                    got.append(item)
                 else:
                     yield item
-            assert response is not None
-            if not response.tool_calls:
-                final = self._record(response, final=True)
-                break
+            response = got[-1]
+            if final or not response.tool_calls:
+                yield ReplyEndEvent(msg=self._record(response, final=True), **self._ev())
+                return
             self._record(response, final=False)
             if self.opts.checkpoint is not None:
                 await self.opts.checkpoint(state)
-            async for ev in self._act(response.tool_calls):
+            async for ev in self.act(response.tool_calls):
                 yield ev
             if self.paused:
-                calls = [c for c in response.tool_calls if c.id in state.awaiting_confirmation]
-                yield RequireUserConfirmEvent(tool_calls=calls, **self._ev())
-                note = AssistantMsg(
-                    "Waiting for the user to confirm: " + ", ".join(c.name for c in calls),
-                    name=self.agent.name,
-                    metadata={"awaiting_confirmation": [c.id for c in calls]},
-                )
-                yield ReplyEndEvent(msg=note, **self._ev())
+                async for ev in self._pause(response.tool_calls):
+                    yield ev
                 return
-        yield ReplyEndEvent(msg=final, **self._ev())
+
+    async def _pause(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
+        asked = [c for c in calls if c.id in self.state.awaiting_confirmation]
+        yield RequireUserConfirmEvent(tool_calls=asked, **self._ev())
+        note = AssistantMsg(
+            "Waiting for the user to confirm: " + ", ".join(c.name for c in asked),
+            name=self.agent.name,
+            metadata={"awaiting_confirmation": [c.id for c in asked]},
+        )
+        yield ReplyEndEvent(msg=note, **self._ev())
 
     async def _inject_and_compress(self) -> AsyncIterator[AgentEvent]:
         for injector in self.opts.injectors:
@@ -243,11 +225,11 @@ class _Reply:
         removed = context[:split]
         try:
             summary = await comp.summarize(self.agent.model, self.state.summary, removed, cc)
+            if self.opts.archiver is not None:
+                await self.opts.archiver(removed)
         except Exception as exc:  # compression is an optimization: never fail the reply for it
             log.warning("context compression skipped: %s", exc)
             return
-        if self.opts.archiver is not None:
-            await self.opts.archiver(removed)
         self.state.summary = summary
         del context[:split]
         yield HintEvent(text=f"compressed {split} older message(s) into the summary", **self._ev())
@@ -300,76 +282,6 @@ class _Reply:
         )
         self.state.context.append(msg)
         return msg
-
-    async def _act(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
-        results: dict[str, ToolResultBlock] = {}
-        to_run, to_ask = [], []
-        for call in calls:
-            tool = self.toolkit.get(call.name)
-            if tool is None:
-                to_run.append(call)  # the toolkit answers with an "unknown tool" error result
-                continue
-            ws = self.opts.env.workspace if self.opts.env else None
-            decision = self.agent.permissions.check(
-                tool, call.input, self.state.permission_context, workspace=ws
-            )
-            if decision.behavior == "deny":
-                results[call.id] = ToolResultBlock(
-                    tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
-                )
-            elif decision.behavior == "ask":
-                to_ask.append(call)
-            else:
-                to_run.append(call)
-        async for ev in self._execute(to_run, results):
-            yield ev
-        if to_ask:
-            self.paused = True
-            self.state.awaiting_confirmation = [c.id for c in to_ask]
-            self._append_results([c for c in calls if c.id in results], results)
-        else:
-            self._append_results(calls, results)
-
-    async def _execute(
-        self, calls: list[ToolUseBlock], results: dict[str, ToolResultBlock]
-    ) -> AsyncIterator[AgentEvent]:
-        for call in calls:
-            yield ToolCallEvent(tool_call=call, **self._ev())
-        env_cm = use_tool_env(self.opts.env) if self.opts.env is not None else nullcontext()
-        with env_cm:
-            for batch in self._batches(calls):
-                if len(batch) == 1:
-                    results[batch[0].id] = await self.toolkit.execute(batch[0])
-                    continue
-                async with anyio.create_task_group() as tg:
-                    for call in batch:
-                        tg.start_soon(self._run_one, call, results)
-        for call in calls:
-            yield ToolResultEvent(result=results[call.id], **self._ev())
-
-    async def _run_one(self, call: ToolUseBlock, results: dict[str, ToolResultBlock]) -> None:
-        results[call.id] = await self.toolkit.execute(call)
-
-    def _batches(self, calls: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
-        """Consecutive concurrency-safe calls form one parallel batch; others run alone, in order."""
-        batches: list[list[ToolUseBlock]] = []
-        for call in calls:
-            if self._safe(call) and batches and self._safe(batches[-1][0]):
-                batches[-1].append(call)
-            else:
-                batches.append([call])
-        return batches
-
-    def _safe(self, call: ToolUseBlock) -> bool:
-        tool = self.toolkit.get(call.name)
-        return self.cfg.parallel_tools and tool is not None and tool.concurrency_safe
-
-    def _append_results(
-        self, calls: list[ToolUseBlock], results: dict[str, ToolResultBlock]
-    ) -> None:
-        ordered = [results[c.id] for c in calls if c.id in results]
-        if ordered:
-            self.state.context.append(hitl.tool_results_msg(ordered))
 
 
 def _as_messages(input: ReplyInput) -> list[Msg]:

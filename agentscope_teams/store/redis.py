@@ -18,11 +18,18 @@ same-tag keys only. The put/delete scripts additionally update the indexes of th
 *shorter* than ``T`` (the empty prefix and the first ``T - 1`` levels), which hash to other slots.
 That is fine on one Redis server (with replicas or Sentinel), which this store targets. Redis
 Cluster would reject those two scripts with CROSSSLOT; running there needs the short-prefix indexes
-kept outside the scripts.
+kept outside the scripts. Likewise ``list_keys`` checks a page of entries with one script, whose keys
+share a slot only when the prefix has at least ``T`` segments.
 
 Expiry: an expired entry stays a member of its indexes until a ``list_keys`` meets it (listing
 checks that each member's entry exists, then removes the member from every index of the key,
 atomically, so a concurrent re-create is kept) or the key is deleted.
+
+Hot path: a key's Redis names (entry, ancestor indexes and members) are computed once and kept in a
+bounded per-store cache, so a put or get of a known key does no escaping. A store built from a URL
+uses a blocking connection pool of ``max_connections``: more concurrent operations than that wait
+(up to ``pool_timeout`` seconds) for a free connection instead of failing with "Too many
+connections".
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_MAX_CONNECTIONS = 64
+_NAME_CACHE_SIZE = 4096
 
 # KEYS: entry, ancestor indexes. ARGV: expected ('' = any), value, ttl ms ('' = none), members.
 _PUT = """
@@ -75,6 +84,21 @@ end
 return {1, version}
 """
 
+# The CAS of an existing entry (expected version > 0): it never creates the entry, so it needs no
+# index keys (half the arguments to send). KEYS: entry. ARGV: expected, value, ttl ms ('' = none).
+_UPDATE = """
+local found = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if tonumber(ARGV[1]) ~= found then return {0, found} end
+local version = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 'v', ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+else
+  redis.call('PERSIST', KEYS[1])
+end
+return {1, version}
+"""
+
 # KEYS: entry, ancestor indexes. ARGV: expected ('' = any), members. An absent entry's members are
 # removed too: that is how stale index members of expired entries are cleaned (expected '0').
 _DELETE = """
@@ -83,6 +107,13 @@ if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= found then return {0, found} end
 redis.call('DEL', KEYS[1])
 for i = 2, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i]) end
 return {1, found}
+"""
+
+# KEYS: entries. Whether each exists, in one command (listing checks a page of index members).
+_EXISTS = """
+local out = {}
+for i = 1, #KEYS do out[i] = redis.call('EXISTS', KEYS[i]) end
+return out
 """
 
 # KEYS: stream, counter. ARGV: value.
@@ -116,6 +147,8 @@ class RedisStore(StoreBase):
         namespace: str = "ast",
         hash_tag_segments: int = 3,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        pool_timeout: float = 20.0,
     ) -> None:
         super().__init__(max_value_bytes=max_value_bytes)
         redis = _load_redis()
@@ -125,9 +158,13 @@ class RedisStore(StoreBase):
         self.namespace = namespace
         self.hash_tag_segments = hash_tag_segments
         self._owns_client = client is None
+        # Escaping is done once per key: key -> (entry name, ancestor index names, members), and
+        # stream -> (stream name, counter name).
+        self._names: dict[Key, tuple[str, list[str], list[str]]] = {}
+        self._streams: dict[Key, tuple[str, str]] = {}
         if client is None:
             url = url or DEFAULT_URL
-            client = _client_from_url(redis, url)
+            client = _client_from_url(redis, url, max_connections, pool_timeout)
         self._client: Redis = client
         self._where = redact_url(url) if url is not None else _describe(client)
         if client.connection_pool.connection_kwargs.get("decode_responses"):
@@ -140,7 +177,9 @@ class RedisStore(StoreBase):
             redis.exceptions.TimeoutError,
         )
         self._put = client.register_script(_PUT)
+        self._update = client.register_script(_UPDATE)
         self._delete = client.register_script(_DELETE)
+        self._exists = client.register_script(_EXISTS)
         self._append = client.register_script(_APPEND)
 
     # -- plumbing --------------------------------------------------------------------------
@@ -156,7 +195,10 @@ class RedisStore(StoreBase):
             ) from exc
 
     def _name(self, key: Key, kind: str = "") -> str:
-        enc = [encode_segment(s) for s in key]
+        return self._name_encoded([encode_segment(s) for s in key], kind)
+
+    def _name_encoded(self, enc: list[str], kind: str = "") -> str:
+        """The Redis name of a key given as its escaped segments."""
         t = self.hash_tag_segments
         tail = "".join("/" + e for e in enc[t:])
         return f"{self.namespace}:{{{'/'.join(enc[:t])}}}{tail}{kind}"
@@ -171,12 +213,47 @@ class RedisStore(StoreBase):
             [encode_key(key[d:]) for d in range(len(key))],
         )
 
+    def _names_of(self, key: Key) -> tuple[str, list[str], list[str]]:
+        """``key``'s entry name, ancestor indexes and members, from the cache when known.
+
+        ``key`` must already be validated (a tuple of valid segments).
+        """
+        names = self._names.get(key)
+        if names is None:
+            if len(self._names) >= _NAME_CACHE_SIZE:
+                self._names.clear()  # cheap and rare: a working set larger than the cache
+            names = self._names[key] = (self._name(key), *self._ancestors(key))
+        return names
+
+    def _stream_names(self, stream: Key) -> tuple[str, str]:
+        """``stream``'s Redis stream and counter names, from the cache when known."""
+        names = self._streams.get(stream)
+        if names is None:
+            if len(self._streams) >= _NAME_CACHE_SIZE:
+                self._streams.clear()
+            names = self._streams[stream] = (
+                self._name(stream, ":stream"),
+                self._name(stream, ":seq"),
+            )
+        return names
+
+    @staticmethod
+    def _valid(key: Key, known: dict[Key, Any], what: str) -> Key:
+        """``key`` validated; a key in the cache ``known`` was validated when it was added."""
+        if type(key) is tuple:
+            try:
+                if key in known:
+                    return key
+            except TypeError:  # an unhashable segment: validate_key says what is wrong
+                pass
+        return validate_key(key, what)
+
     async def setup(self) -> None:
         """Check that the server answers and load the scripts (one round trip)."""
         with self._guard():
             async with self._client.pipeline(transaction=False) as pipe:
                 pipe.ping()
-                for script in (_PUT, _DELETE, _APPEND):
+                for script in (_PUT, _UPDATE, _DELETE, _EXISTS, _APPEND):
                     pipe.script_load(script)
                 await pipe.execute()
 
@@ -187,7 +264,9 @@ class RedisStore(StoreBase):
     # -- entries ---------------------------------------------------------------------------
 
     async def get(self, key: Key) -> Entry | None:
-        name = self._name(validate_key(key))
+        k = self._valid(key, self._names, "key")
+        names = self._names.get(k)
+        name = names[0] if names is not None else self._name(k)  # a read needs no index names
         with self._guard():
             value, version = await self._client.hmget(name, ["v", "n"])
         if value is None or version is None:
@@ -203,11 +282,14 @@ class RedisStore(StoreBase):
         ttl: float | None = None,
     ) -> int:
         k = self._check_put(key, value, expected_version, ttl)
-        indexes, members = self._ancestors(k)
+        name, indexes, members = self._names_of(k)
         ttl_ms = "" if ttl is None else str(max(1, math.ceil(ttl * 1000)))
-        args: list[bytes | str] = [_expected(expected_version), bytes(value), ttl_ms, *members]
+        args: list[bytes | str] = [_expected(expected_version), bytes(value), ttl_ms]
         with self._guard():
-            ok, found = await self._put(keys=[self._name(k), *indexes], args=args)
+            if expected_version:  # the entry exists if the write succeeds: no index to touch
+                ok, found = await self._update(keys=[name], args=args)
+            else:
+                ok, found = await self._put(keys=[name, *indexes], args=[*args, *members])
         if not ok:
             raise VersionConflict(k, expected_version, int(found))
         return int(found)
@@ -221,11 +303,9 @@ class RedisStore(StoreBase):
         return int(found) > 0
 
     async def _delete_script(self, key: Key, expected: str) -> tuple[int, int]:
-        indexes, members = self._ancestors(key)
+        name, indexes, members = self._names_of(key)
         with self._guard():
-            ok, found = await self._delete(
-                keys=[self._name(key), *indexes], args=[expected, *members]
-            )
+            ok, found = await self._delete(keys=[name, *indexes], args=[expected, *members])
         return int(ok), int(found)
 
     async def list_keys(
@@ -236,25 +316,25 @@ class RedisStore(StoreBase):
         start = _range_start(
             encode_prefix(p), None if after is None else encode_key(validate_key(after, "after"))
         )
+        prefix_enc = [encode_segment(s) for s in p]
         out: list[Key] = []
         while start is not None and len(out) < limit:
             batch = max(limit - len(out), 32)
             with self._guard():
                 raw = await self._client.zrangebylex(self._index(p), start, "+", 0, batch)
             members = [cast(bytes, m).decode() for m in raw]
-            out.extend(await self._live([p + decode_key(m) for m in members]))
+            # Entry names straight from the escaped members: no decode / re-encode round trip.
+            names = [self._name_encoded(prefix_enc + m.split("/")) for m in members]
+            out.extend(await self._live([p + decode_key(m) for m in members], names))
             start = "(" + members[-1] if len(members) == batch else None
         return out[:limit]
 
-    async def _live(self, keys: list[Key]) -> list[Key]:
+    async def _live(self, keys: list[Key], names: list[str]) -> list[Key]:
         """The keys whose entries exist; drops the index members of the others."""
         if not keys:
             return []
         with self._guard():
-            async with self._client.pipeline(transaction=False) as pipe:
-                for k in keys:
-                    pipe.exists(self._name(k))
-                exists = await pipe.execute()
+            exists = await self._exists(keys=names)
         for k, alive in zip(keys, exists, strict=True):
             if not alive:
                 await self._delete_script(k, "0")  # a no-op if the key was created meanwhile
@@ -264,20 +344,19 @@ class RedisStore(StoreBase):
 
     async def append(self, stream: Key, value: bytes) -> int:
         k = self._check_append(stream, value)
+        names = self._stream_names(k)
         with self._guard():
-            seq = await self._append(
-                keys=[self._name(k, ":stream"), self._name(k, ":seq")], args=[bytes(value)]
-            )
+            seq = await self._append(keys=list(names), args=[bytes(value)])
         return int(seq)
 
     async def read(
         self, stream: Key, *, after: int = 0, limit: int = 100
     ) -> list[tuple[int, bytes]]:
-        k = validate_key(stream, "stream")
+        k = self._valid(stream, self._streams, "stream")
         self._check_page(limit, after)
         with self._guard():
             rows = await self._client.xrange(
-                self._name(k, ":stream"), min=f"0-{after + 1}", max="+", count=limit
+                self._stream_names(k)[0], min=f"0-{after + 1}", max="+", count=limit
             )
         return [
             (
@@ -317,9 +396,20 @@ def _check_options(namespace: str, hash_tag_segments: int) -> None:
         )
 
 
-def _client_from_url(redis: Any, url: str) -> Redis:
+def _client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: float) -> Redis:
+    """A client owning a blocking pool: past ``max_connections`` callers wait for a connection."""
+    if not isinstance(max_connections, int) or max_connections < 1:
+        raise ConfigurationError(f"max_connections must be an int >= 1, got {max_connections!r}")
+    if not pool_timeout > 0:
+        raise ConfigurationError(f"pool_timeout must be > 0 seconds, got {pool_timeout!r}")
     try:
-        return cast("Redis", redis.asyncio.Redis.from_url(url, socket_connect_timeout=5))
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=pool_timeout,
+            socket_connect_timeout=5,
+        )
+        return cast("Redis", redis.asyncio.Redis.from_pool(pool))
     except ValueError as exc:
         raise ConfigurationError(
             f"invalid Redis URL {redact_url(url)!r} ({exc}); "

@@ -1,0 +1,145 @@
+"""Acting: the tool calls of one reasoning step, from permission decisions to results in context.
+
+Concurrency-safe calls in a row run in parallel, the others alone and in order; results enter the
+context in call order, including those that finished before a cancellation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..events import AgentEvent, ConfirmResult, ToolCallEvent, ToolResultEvent
+from ..message import ToolResultBlock, ToolUseBlock
+from ..state import AgentState
+from ..tools import use_tool_env
+from . import hitl
+
+if TYPE_CHECKING:
+    from .react import ReActAgent, ReplyOptions
+
+
+class StepRunner:
+    """Runs tool calls for one reply of ``agent`` on ``state``."""
+
+    def __init__(self, agent: ReActAgent, state: AgentState, options: ReplyOptions) -> None:
+        self.agent = agent
+        self.state = state
+        self.opts = options
+        self.toolkit = options.toolkit if options.toolkit is not None else agent.toolkit
+        self.cfg = agent.config
+        self.paused = False
+
+    def _ev(self) -> dict[str, str]:
+        return {"reply_id": self.state.reply_id, "agent": self.agent.name}
+
+    async def resume(
+        self, decisions: list[tuple[ToolUseBlock, ConfirmResult]]
+    ) -> AsyncIterator[AgentEvent]:
+        """Run the confirmed calls of the paused step; rejected ones get an error result."""
+        run: list[ToolUseBlock] = []
+        results: dict[str, ToolResultBlock] = {}
+        for call, answer in decisions:
+            if not answer.confirmed:
+                results[call.id] = ToolResultBlock(
+                    tool_use_id=call.id, name=call.name, output=hitl.REJECTED, is_error=True
+                )
+                continue
+            run.append(call)
+            tool = self.toolkit.get(call.name)
+            if answer.remember and tool is not None:
+                ws = self.opts.env.workspace if self.opts.env else None
+                rule = self.agent.permissions.remember_rule(tool, call.input, workspace=ws)
+                if rule not in self.state.permission_context.rules:
+                    self.state.permission_context.rules.append(rule)
+        async for ev in self._run_tools([c for c, _ in decisions], run, results):
+            yield ev
+
+    async def act(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
+        """Decide each call (deny / ask / run), run the allowed ones, pause on the asked ones."""
+        results: dict[str, ToolResultBlock] = {}
+        to_run, to_ask = [], []
+        ws = self.opts.env.workspace if self.opts.env else None
+        for call in calls:
+            tool = self.toolkit.get(call.name)
+            if tool is None:
+                to_run.append(call)  # the toolkit answers with an "unknown tool" error result
+                continue
+            decision = self.agent.permissions.check(
+                tool, call.input, self.state.permission_context, workspace=ws
+            )
+            if decision.behavior == "deny":
+                results[call.id] = ToolResultBlock(
+                    tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
+                )
+            elif decision.behavior == "ask":
+                to_ask.append(call)
+            else:
+                to_run.append(call)
+        if to_ask:
+            self.paused = True
+            self.state.awaiting_confirmation = [c.id for c in to_ask]
+        asked = {c.id for c in to_ask}
+        decided = [c for c in calls if c.id not in asked]
+        async for ev in self._run_tools(decided, to_run, results):
+            yield ev
+
+    async def _run_tools(
+        self,
+        calls: list[ToolUseBlock],
+        to_run: list[ToolUseBlock],
+        results: dict[str, ToolResultBlock],
+    ) -> AsyncIterator[AgentEvent]:
+        """Run ``to_run``; the results of ``calls`` enter the context in call order, including
+        those that finished before a cancellation (the rest are closed by the caller)."""
+        try:
+            for call in calls:
+                yield ToolCallEvent(tool_call=call, **self._ev())
+            for call in calls:
+                if call.id in results:  # decided without running: denied or rejected
+                    yield ToolResultEvent(result=results[call.id], **self._ev())
+            for batch in self._batches(to_run):
+                await self._run_batch(batch, results)
+                for call in batch:
+                    yield ToolResultEvent(result=results[call.id], **self._ev())
+        finally:
+            self._append_results(calls, results)
+
+    async def _run_batch(
+        self, batch: list[ToolUseBlock], results: dict[str, ToolResultBlock]
+    ) -> None:
+        env_cm = use_tool_env(self.opts.env) if self.opts.env is not None else nullcontext()
+        with env_cm:
+            if len(batch) == 1:
+                results[batch[0].id] = await self.toolkit.execute(batch[0])
+                return
+            async with anyio.create_task_group() as tg:
+                for call in batch:
+                    tg.start_soon(self._run_one, call, results)
+
+    async def _run_one(self, call: ToolUseBlock, results: dict[str, ToolResultBlock]) -> None:
+        results[call.id] = await self.toolkit.execute(call)
+
+    def _batches(self, calls: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
+        """Consecutive concurrency-safe calls form one parallel batch; others run alone, in order."""
+        batches: list[list[ToolUseBlock]] = []
+        for call in calls:
+            if self._safe(call) and batches and self._safe(batches[-1][0]):
+                batches[-1].append(call)
+            else:
+                batches.append([call])
+        return batches
+
+    def _safe(self, call: ToolUseBlock) -> bool:
+        tool = self.toolkit.get(call.name)
+        return self.cfg.parallel_tools and tool is not None and tool.concurrency_safe
+
+    def _append_results(
+        self, calls: list[ToolUseBlock], results: dict[str, ToolResultBlock]
+    ) -> None:
+        ordered = [results[c.id] for c in calls if c.id in results]
+        if ordered:
+            self.state.context.append(hitl.tool_results_msg(ordered))
