@@ -47,3 +47,7 @@ class Extension:
 
     async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
         return None
+
+    async def aclose(self) -> None:
+        """Stop background work this extension started (runs, member loops)."""
+        return None

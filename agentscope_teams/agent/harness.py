@@ -185,7 +185,9 @@ class HarnessAgent:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the store if this agent created it from a URL or by default."""
+        """Stop the extensions' background work, then close the store if this agent created it."""
+        for ext in self.extensions:
+            await ext.aclose()
         if self._owns_store:
             await self.store.aclose()
 
