@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -67,6 +67,8 @@ class HarnessAgent:
         busy_timeout: float = 60.0,
         session_source: SessionSource = SessionSource.USER,
         depth: int = 0,
+        teams: bool | None = None,
+        team_options: Mapping[str, Any] | None = None,
         **subagent_options: Any,
     ) -> None:
         _check_numbers(replicas, lease_ttl, busy_timeout)
@@ -89,6 +91,10 @@ class HarnessAgent:
             from ..subagents.extension import SubagentExtension  # composition root
 
             self.extensions.append(SubagentExtension.build(self, specs, **subagent_options))
+            if teams if teams is not None else depth == 0:
+                from ..teams.extension import TeamLeadExtension  # composition root
+
+                self.extensions.append(TeamLeadExtension.build(self, **(team_options or {})))
         elif subagent_options:
             raise ConfigurationError(f"options {sorted(subagent_options)} need specs=")
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from .. import __version__
 from ..errors import AgentScopeTeamsError
-from . import review_cmd, run_cmd, sessions_cmd, specs_cmd, team_cmd, worker_cmd
+from . import review_cmd, run_cmd, serve_cmd, sessions_cmd, specs_cmd, team_cmd, worker_cmd
 from .common import Handler, SubParsers, add_global_options, check_store_given, debug_enabled
 
 
@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     sessions_cmd,
     team_cmd,
     worker_cmd,
+    serve_cmd,
 )
 
 #: Errors reported as one line; anything else is a bug and keeps its traceback.

@@ -1,18 +1,28 @@
 """``agentscope-teams worker --store URL``: run team member loops taken from a shared store.
 
-The handler is a placeholder until the worker feature lands: replace :func:`handle` (the options
-below are the command's full interface).
+The worker serves teams whose lead runs with ``run_members="workers"`` (or ``"any"``), found in the
+store's team directory; see :mod:`agentscope_teams.teams.worker`. It runs until interrupted (Ctrl-C
+or SIGTERM), then stops its members and releases their leases so another worker takes them at once.
+``--model python:package.module:attribute`` loads a ChatModel from Python (tests, custom models).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
+import sys
 from pathlib import Path
 
-from .common import SubParsers, add_command, not_available
+import anyio
+
+from ..store.base import BaseStore
+from ..subagents.spec import load_specs
+from ..teams.worker import Worker, WorkerConfig, model_option
+from .common import SubParsers, add_command, with_store
 
 EXAMPLES = (
-    "agentscope-teams worker --store redis://localhost:6379/0",
+    "agentscope-teams worker --store redis://localhost:6379/0 --model openai:gpt-4o-mini",
     "agentscope-teams worker --store postgresql://app@db/teams --max-members 8 --specs specs/",
 )
 
@@ -46,8 +56,56 @@ def register(subparsers: SubParsers) -> None:
         default=1.0,
         help="seconds between looks for new members and tasks (default 1)",
     )
+    parser.add_argument(
+        "--lease-ttl",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="member lease: another worker takes a member this long after this one died "
+        "(default 30)",
+    )
+    parser.add_argument(
+        "--workspace",
+        metavar="DIR",
+        type=Path,
+        help="workspace for the members (default: the lead's, as recorded in the store)",
+    )
+    parser.add_argument(
+        "--org", metavar="ORG", action="append", help="serve only teams of this org (repeatable)"
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    return not_available("worker")
+    config = WorkerConfig(
+        specs=load_specs(args.specs).specs,
+        model=model_option(args.model),
+        workspace=args.workspace.resolve() if args.workspace else None,
+        max_members=args.max_members,
+        poll=args.poll,
+        lease_ttl=args.lease_ttl,
+        orgs=args.org,
+    )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+    async def body(store: BaseStore) -> int:
+        worker = Worker(store, config)
+        print(
+            f"worker serving {len(config.specs)} specs, up to {config.max_members} members; "
+            "Ctrl-C to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            await worker.run()
+        return 0
+
+    return with_store(args, body)
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return

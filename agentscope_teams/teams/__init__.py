@@ -1,14 +1,19 @@
 """Agent Teams on top of ``BaseStore``: teams, a task board with leases, and a mailbox.
 
 Layout and concurrency design: :mod:`.models` (keys), :mod:`.board` (claims and the open index),
-:mod:`.mailbox` (inboxes and cursors).
+:mod:`.mailbox` (inboxes and cursors). Agents: :mod:`.tools` (the LLM tools), :mod:`.extension`
+(``TeamLeadExtension`` / ``TeamMemberExtension``), :mod:`.runtime` (member loops and leases),
+:mod:`.worker` (``agentscope-teams worker``) and :mod:`.directory` (how workers find teams).
 """
 
 from __future__ import annotations
 
 from ..errors import UnknownTaskError, UnknownTeamError
 from .board import TaskBoard
+from .builder import MemberBuilder, member_session_id
 from .client import LocalTeamClient
+from .directory import TeamRuntimeRecord
+from .extension import TeamLeadExtension, TeamMemberExtension
 from .mailbox import Mailbox
 from .member import TeamMember
 from .models import (
@@ -23,11 +28,16 @@ from .models import (
     TeamStatus,
 )
 from .protocol import TeamClient
+from .runtime import TeamRuntime
+from .slot import TeamRef
+from .summary import TeamWaitResult, wait_for_team
+from .worker import Worker, WorkerConfig, run_worker
 
 __all__ = [
     "LocalTeamClient",
     "Mailbox",
     "Member",
+    "MemberBuilder",
     "MemberStatus",
     "Task",
     "TaskBoard",
@@ -36,9 +46,20 @@ __all__ = [
     "Team",
     "TeamClient",
     "TeamKeys",
+    "TeamLeadExtension",
     "TeamMember",
+    "TeamMemberExtension",
     "TeamMessage",
+    "TeamRef",
+    "TeamRuntime",
+    "TeamRuntimeRecord",
     "TeamStatus",
+    "TeamWaitResult",
     "UnknownTaskError",
     "UnknownTeamError",
+    "Worker",
+    "WorkerConfig",
+    "member_session_id",
+    "run_worker",
+    "wait_for_team",
 ]

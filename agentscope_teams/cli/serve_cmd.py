@@ -1,0 +1,160 @@
+"""``agentscope-teams serve``: the control plane (HTTP API, event streams, dashboard) over a store.
+
+Identity comes only from tokens. At startup the server issues an operator token for ``--user`` /
+``--org`` (valid ``--token-ttl`` seconds, 24 h by default) and prints it once, with the dashboard
+link; ``--create-operator-token`` only issues one (no expiry unless ``--token-ttl``), prints it and
+exits, for provisioning. Members get their tokens from the API when they are spawned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+import sys
+from types import FrameType
+from typing import Any
+
+from ..store.base import BaseStore
+from ..store.url import redact_url
+from .common import (
+    SubParsers,
+    add_command,
+    add_identity_options,
+    store_url,
+    who,
+    with_store,
+)
+
+EXAMPLES = (
+    "agentscope-teams serve --store redis://localhost:6379/0 --user alice --org acme",
+    "agentscope-teams serve --store file:///srv/teams --host 0.0.0.0 --port 8765 --user alice",
+    "agentscope-teams serve --store redis://localhost:6379/0 --create-operator-token --user bob",
+)
+STARTUP_TOKEN_TTL = 24 * 3600.0
+
+
+def register(subparsers: SubParsers) -> None:
+    parser = add_command(
+        subparsers,
+        "serve",
+        help="run the control plane: HTTP API, live event streams and the web dashboard",
+        description="Serve the Agent Teams API over HTTP (OpenAPI at /openapi.json) and a live "
+        "dashboard at /, backed by the store named by --store. Every request is authenticated by "
+        "a bearer token; an operator token is printed at startup.",
+        examples=EXAMPLES,
+        store_required=True,
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8765, help="port to bind; 0 picks a free one (default 8765)"
+    )
+    add_identity_options(parser)
+    parser.add_argument(
+        "--create-operator-token",
+        action="store_true",
+        help="issue an operator token for --user/--org, print it and exit (no server)",
+    )
+    parser.add_argument(
+        "--token-ttl",
+        metavar="SECONDS",
+        type=float,
+        help="lifetime of the issued operator token (default: 24 h for the startup token, "
+        "no expiry with --create-operator-token)",
+    )
+    parser.add_argument(
+        "--lease-seconds",
+        metavar="SECONDS",
+        type=float,
+        default=60.0,
+        help="task lease of claims made through the API (default 60)",
+    )
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log every request (off by default: URLs may carry short-lived stream tickets)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.token_ttl is not None and args.token_ttl <= 0:
+        raise ValueError("--token-ttl must be a positive number of seconds")
+    if args.create_operator_token:
+        return with_store(args, lambda store: _create_token(args, store))
+    return with_store(args, lambda store: _serve(args, store))
+
+
+async def _create_token(args: argparse.Namespace, store: BaseStore) -> int:
+    from ..server import issue_operator_token
+
+    token = await issue_operator_token(
+        store, args.org, args.user, ttl=args.token_ttl, label="create-operator-token"
+    )
+    lifetime = f"valid {args.token_ttl:g} s" if args.token_ttl else "no expiry"
+    print(f"operator token for {who(args.user, args.org)} ({lifetime}; shown once):", flush=True)
+    print(token, flush=True)
+    return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        return socket.create_server((host, port))
+    except OSError as exc:
+        raise OSError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
+            "(0 picks a free one) or stop the process using it"
+        ) from exc
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
+    import uvicorn
+
+    from ..server import create_app, issue_operator_token, request_shutdown
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            request_shutdown(app)
+            super().handle_exit(sig, frame)
+
+    app = create_app(store, lease_seconds=args.lease_seconds)
+    sock = _bind(args.host, args.port)
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    base = f"http://{host}:{port}"
+    ttl = STARTUP_TOKEN_TTL if args.token_ttl is None else args.token_ttl
+    token = await issue_operator_token(store, args.org, args.user, ttl=ttl, label="serve")
+    _announce(base, store_url(args), who(args.user, args.org), token, ttl)
+    if not _is_loopback(args.host):
+        print(
+            f"warning: listening on {args.host} without TLS; put a TLS-terminating proxy in "
+            "front so tokens never cross the network in clear text",
+            file=sys.stderr,
+            flush=True,
+        )
+    options: dict[str, Any] = {"timeout_graceful_shutdown": 3, "lifespan": "off"}
+    config = uvicorn.Config(app, access_log=args.access_log, log_level="warning", **options)
+    try:
+        await Server(config).serve(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def _announce(base: str, url: str, owner: str, token: str, ttl: float) -> None:
+    lines = [
+        f"agentscope-teams control plane on {base} (store {redact_url(url)})",
+        f"  API: {base}/api  OpenAPI: {base}/openapi.json",
+        f"operator token for {owner} (valid {ttl / 3600:g} h; shown once):",
+        f"  {token}",
+        f"dashboard: {base}/?token={token}",
+        "press Ctrl-C to stop",
+    ]
+    print("\n".join(lines), flush=True)

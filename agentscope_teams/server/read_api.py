@@ -1,0 +1,128 @@
+"""Read-only routes over the operator's own sessions and subagent runs (nothing here writes).
+
+Subagent runs are read as stored: an active run whose executing lease is gone is reported with
+``lease_alive: false`` (the library marks it ``lost`` the next time its parent reads it).
+"""
+
+from __future__ import annotations
+
+from ..context import org_segment, user_segment
+from ..sessions import SessionRecord, SessionStorage
+from ..store.base import Key
+from ..subagents.runs import RUNS, RunBook, RunRecord
+from . import schemas as s
+from .errors import ControlPlaneError
+from .routing import Call, Endpoint
+
+
+def _storage(call: Call) -> SessionStorage:
+    return SessionStorage(call.store)
+
+
+async def list_sessions(call: Call) -> list[s.SessionSummary]:
+    p = call.principal
+    agent = call.request.query_params.get("agent")
+    records = await _storage(call).list_sessions(p.user_id, agent, org_id=p.org_id)
+    return [
+        s.SessionSummary(
+            agent_id=r.agent_id,
+            session_id=r.session_id,
+            source=r.source.value,
+            version=r.version,
+            messages=len(r.state.context),
+            model=r.config.model,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+        )
+        for r in sorted(records, key=lambda r: r.updated_at, reverse=True)
+    ]
+
+
+async def get_session(call: Call) -> SessionRecord:
+    p = call.principal
+    agent, session = call.path("agent_id"), call.path("session_id")
+    record = await _storage(call).get_session(p.user_id, agent, session, org_id=p.org_id)
+    if record is None:
+        raise ControlPlaneError(f"no session {session!r} of agent {agent!r} for this user", 404)
+    return record
+
+
+async def _run_keys(call: Call) -> list[Key]:
+    p = call.principal
+    prefix: Key = (RUNS, org_segment(p.org_id), user_segment(p.user_id))
+    keys: list[Key] = []
+    while page := await call.store.list_keys(prefix, limit=500, after=keys[-1] if keys else None):
+        keys.extend(k for k in page if len(k) == 5)
+        if len(page) < 500:
+            break
+    return keys
+
+
+async def list_runs(call: Call) -> list[s.RunSummary]:
+    out = []
+    for key in await _run_keys(call):
+        book = RunBook(call.store, key[1], key[2], key[3])
+        rec = await book.get(key[4])
+        if rec is None:
+            continue
+        alive = await call.store.get(book.lease(rec.run_id, 1).key) is not None
+        out.append(_summary(rec, key[3].removeprefix("s:"), alive))
+    return sorted(out, key=lambda r: r.created_at, reverse=True)
+
+
+def _summary(rec: RunRecord, session: str, lease_alive: bool) -> s.RunSummary:
+    return s.RunSummary(
+        parent_session=session,
+        lease_alive=lease_alive,
+        **rec.model_dump(
+            include={
+                "run_id",
+                "parent_agent",
+                "spec",
+                "label",
+                "task",
+                "status",
+                "result",
+                "error",
+                "depth",
+                "background",
+                "created_at",
+                "started_at",
+                "ended_at",
+            }
+        ),
+    )
+
+
+ENDPOINTS = [
+    Endpoint(
+        "GET",
+        "/api/sessions",
+        list_sessions,
+        "List the operator's sessions",
+        response=s.SessionSummary,
+        many=True,
+        access="operator",
+        tag="sessions",
+        query=(("agent", "only the sessions of this agent"),),
+    ),
+    Endpoint(
+        "GET",
+        "/api/sessions/{agent_id}/{session_id}",
+        get_session,
+        "Get a session",
+        response=SessionRecord,
+        access="operator",
+        tag="sessions",
+    ),
+    Endpoint(
+        "GET",
+        "/api/subagent-runs",
+        list_runs,
+        "List the operator's subagent runs",
+        response=s.RunSummary,
+        many=True,
+        access="operator",
+        tag="subagents",
+    ),
+]

@@ -1,0 +1,185 @@
+"""Request and response bodies of the HTTP API (pydantic; request bodies reject unknown fields).
+
+The acting member of a board or mailbox operation (``member`` / ``sender`` / ``actor``) may be left
+out: it is then the member of the caller's token. A member token naming anybody else gets 403; an
+operator token may name any participant of its own teams.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..subagents.runs import RunStatus
+from ..teams import Member, MemberStatus, Task, Team, TeamStatus
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemberIn(_Input):
+    name: str
+    spec: str = ""
+    status: MemberStatus = MemberStatus.SPAWNED
+    session_id: str | None = None
+
+
+class CreateTeam(_Input):
+    name: str = Field(min_length=1)
+    lead: str = "lead"
+    members: list[MemberIn] = Field(default_factory=list)
+
+
+class SpawnMember(_Input):
+    name: str
+    spec: str = ""
+    session_id: str | None = None
+
+
+class SetTeamStatus(_Input):
+    status: TeamStatus
+
+
+class SetMemberStatus(_Input):
+    status: MemberStatus
+
+
+class AssignTask(_Input):
+    title: str = Field(min_length=1)
+    description: str = ""
+    assignee: str | None = None
+    blocked_by: list[str] = Field(default_factory=list)
+    max_attempts: int = Field(default=3, ge=1)
+    actor: str | None = None
+
+
+class Claim(_Input):
+    member: str | None = None
+    task_id: str | None = None
+    lease_seconds: float | None = Field(default=None, gt=0)
+
+
+class Complete(_Input):
+    member: str | None = None
+    result: str = ""
+
+
+class Fail(_Input):
+    member: str | None = None
+    error: str
+
+
+class Release(_Input):
+    member: str | None = None
+
+
+class Heartbeat(_Input):
+    member: str | None = None
+    lease_seconds: float | None = Field(default=None, gt=0)
+
+
+class Cancel(_Input):
+    actor: str | None = None
+    reason: str = ""
+
+
+class Wait(_Input):
+    timeout: float = Field(ge=0, le=60)
+
+
+class SendMessage(_Input):
+    sender: str | None = None
+    to: str
+    content: str
+
+
+class Broadcast(_Input):
+    sender: str | None = None
+    content: str
+
+
+class Acknowledge(_Input):
+    cursor: int = Field(ge=0)
+
+
+class CreatedTeam(BaseModel):
+    """A new team and one token per initial member (each shown only here)."""
+
+    team: Team
+    tokens: dict[str, str]
+
+
+class SpawnedMember(BaseModel):
+    """A spawned member and its token (shown only here; re-issuing revokes it)."""
+
+    member: Member
+    token: str
+
+
+class IssuedToken(BaseModel):
+    token: str
+    expires_in: float | None = None
+
+
+class ClaimResult(BaseModel):
+    """The claimed task, or null when no task is claimable."""
+
+    task: Task | None
+
+
+class WaitResult(BaseModel):
+    done: bool
+
+
+class Cursor(BaseModel):
+    cursor: int
+
+
+class Whoami(BaseModel):
+    kind: str
+    org_id: str | None
+    user_id: str | None
+    team_id: str | None
+    member: str | None
+
+
+class SessionSummary(BaseModel):
+    agent_id: str
+    session_id: str
+    source: str
+    version: int
+    messages: int
+    model: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class RunSummary(BaseModel):
+    """A subagent run as stored; ``lease_alive`` is False for an active run nobody executes."""
+
+    run_id: str
+    parent_session: str
+    parent_agent: str
+    spec: str
+    label: str | None
+    task: str
+    status: RunStatus
+    result: str | None
+    error: str | None
+    depth: int
+    background: bool
+    lease_alive: bool
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+class ErrorDetail(BaseModel):
+    type: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail

@@ -1,0 +1,168 @@
+"""Building a member: a :class:`HarnessAgent` from one of the lead's specs, wired to its team.
+
+A member is named after its member name and keeps its conversation in the team's store, under the
+lead's (org, user), in the session ``team-<team_id>-<member>`` (the id spawnMember records, so every
+process running the member resumes the same session). Its system prompt is the spec's prompt plus a
+team preamble; its tools are the spec's tools (picked from ``toolkit``) plus the member tools. Its
+workspace is the lead's for ``workspace: shared`` specs, else a directory of its own under ``root``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..agent.config import ReActConfig
+from ..agent.harness import HarnessAgent
+from ..context import RuntimeContext
+from ..errors import ConfigurationError
+from ..model.base import ChatModel
+from ..model.factory import resolve_model
+from ..sessions import SessionSource
+from ..store.base import BaseStore, encode_segment
+from ..subagents.spec import SpecLoadResult, SubagentSpec, WorkspaceMode, load_specs
+from ..tools import PermissionEngine, Toolkit
+from .member import TeamMember
+from .models import Member, Team
+from .protocol import TeamClient
+
+if TYPE_CHECKING:
+    from .extension import TeamMemberExtension
+
+ClientFactory = Callable[[BaseStore, RuntimeContext], TeamClient]
+
+
+def load_pool(specs: Any) -> dict[str, SubagentSpec]:
+    """The candidate members: a spec directory, a SpecLoadResult, specs, or a mapping of them."""
+    if specs is None:
+        return {}
+    if isinstance(specs, str | Path):
+        return dict(load_specs(specs).specs)
+    if isinstance(specs, SpecLoadResult):
+        return dict(specs.specs)
+    if isinstance(specs, SubagentSpec):
+        return {specs.name: specs}
+    if isinstance(specs, Mapping):
+        return {str(k): v for k, v in specs.items()}
+    if isinstance(specs, Iterable):
+        pool: dict[str, SubagentSpec] = {}
+        for spec in specs:
+            if spec.name in pool:
+                raise ConfigurationError(f"two specs are named {spec.name!r}; rename one")
+            pool[spec.name] = spec
+        return pool
+    raise ConfigurationError(
+        f"specs must be a directory, a SubagentSpec, a list or a mapping of them, "
+        f"got {type(specs).__name__}"
+    )
+
+
+def member_session_id(team_id: str, member: str) -> str:
+    """The deterministic session id of ``member`` in ``team_id``."""
+    return f"team-{team_id}-{member}"
+
+
+def preamble(team: Team | None, name: str, description: str) -> str:
+    """The team section of a member's system prompt."""
+    if team is None:
+        return ""
+    mates = [f"{m.name} ({m.spec})" for m in team.members if m.name != name]
+    lines = [
+        "## Your team",
+        f'You are member "{name}" of team "{team.name}" (id {team.id}), led by "{team.lead}".',
+        "Teammates: " + (", ".join(mates) or "none yet") + ".",
+    ]
+    if description:
+        lines.append(f"Team goal: {description}")
+    lines += [
+        "",
+        "How to work with the team:",
+        "- claimTask() takes the next task you may do (claimTask(task_id) a given one). Do it, "
+        "then report with completeTask(task_id, result) or failTask(task_id, error).",
+        "- listTasks(status) shows the board. Messages from teammates appear in your "
+        "conversation; answer with sendMessage(to, content) or broadcastMessage(content).",
+        "- If you end your turn without reporting, your final answer is sent to the lead.",
+    ]
+    return "\n".join(lines)
+
+
+@dataclass
+class MemberBuilder:
+    """Everything needed to build the members of one team in this process."""
+
+    store: BaseStore
+    specs: Mapping[str, SubagentSpec]
+    client_factory: ClientFactory
+    workspace: Path
+    root: Path
+    model: ChatModel | None = None
+    models: dict[str, ChatModel] = field(default_factory=dict)
+    toolkit: Toolkit | None = None
+    config: ReActConfig | None = None
+    permissions: PermissionEngine | None = None
+    lease_ttl: float = 30.0
+    busy_timeout: float = 60.0
+    description: str = ""
+    on_change: Callable[[], None] | None = None
+
+    def problem(self, member: Member) -> str | None:
+        """Why this process cannot run ``member`` (unknown spec, no model), or None."""
+        spec = self.specs.get(member.spec)
+        if spec is None:
+            return f"spec {member.spec!r} is not among this process's specs ({sorted(self.specs)})"
+        try:
+            self._model(spec)
+        except Exception as exc:
+            return f"no model for spec {spec.name!r}: {exc}"
+        return None
+
+    def _model(self, spec: SubagentSpec) -> ChatModel:
+        if spec.model is None:
+            if self.model is None:
+                raise ValueError("the spec names no model and no default model was given")
+            return self.model
+        if spec.model not in self.models:
+            self.models[spec.model] = resolve_model(spec.model)
+        return self.models[spec.model]
+
+    def workspace_of(self, ctx: RuntimeContext, team_id: str, member: Member) -> Path:
+        spec = self.specs[member.spec]
+        if spec.workspace.mode is WorkspaceMode.SHARED:
+            return self.workspace
+        owner = (encode_segment(s) for s in ctx.owner_scope())
+        return self.root.joinpath("team-members", *owner, team_id, member.name)
+
+    def build(
+        self, ctx: RuntimeContext, team: Team, member: Member
+    ) -> tuple[HarnessAgent, TeamMemberExtension]:
+        """The member's agent and its extension (raises if :meth:`problem` is not None)."""
+        from .extension import TeamMemberExtension  # extension.py builds members through here
+
+        spec = self.specs[member.spec]
+        base = self.toolkit if self.toolkit is not None else Toolkit()
+        tools = base.tools() if spec.tools is None else base.subset(spec.tools).tools()
+        config = self.config or ReActConfig()
+        if spec.steps is not None:
+            config = config.model_copy(update={"max_iters": spec.steps})
+        view = TeamMember(self.client_factory(self.store, ctx), team.id, member.name)
+        ext = TeamMemberExtension(view, description=self.description, on_change=self.on_change)
+        ext.team = team
+        agent = HarnessAgent(
+            member.name,
+            self._model(spec),
+            spec.system_prompt,
+            workspace=self.workspace_of(ctx, team.id, member),
+            workspace_scope="shared",
+            store=self.store,
+            tools=tools,
+            builtin_tools=False,
+            config=config,
+            permissions=self.permissions,
+            extensions=[ext],
+            lease_ttl=self.lease_ttl,
+            busy_timeout=self.busy_timeout,
+            session_source=SessionSource.TEAM,
+        )
+        return agent, ext

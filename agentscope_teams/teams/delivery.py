@@ -1,0 +1,73 @@
+"""Mailbox messages into an agent's context: at-least-once, acknowledged after the state is saved.
+
+Before each reasoning step :func:`take` reads the caller's inbox after what this call already read
+(the first step starts at the acknowledged cursor) and returns, as user messages, those whose id
+(``team_id/recipient/seq``, in the message metadata under :data:`TEAM_MESSAGE`) is not already in the
+state's context. :func:`acknowledge` (from ``after_save``) moves the cursor to what was read. A crash
+between the two re-reads the messages, and the id check keeps them from appearing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..message import Msg, UserMsg
+from ..state import AgentState
+from .member import TeamMember
+from .models import TeamMessage
+
+#: Metadata key of an injected team message; its value is ``team_id/recipient/seq``.
+TEAM_MESSAGE = "team_message"
+_PAGE = 100
+
+
+def message_id(team_id: str, msg: TeamMessage) -> str:
+    return f"{team_id}/{msg.recipient}/{msg.seq}"
+
+
+def as_msg(team_id: str, msg: TeamMessage) -> Msg:
+    kind = "Broadcast" if msg.broadcast else "Message"
+    text = f"{kind} from {msg.sender} (team {team_id}):\n{msg.content}"
+    meta = {TEAM_MESSAGE: message_id(team_id, msg), "team_sender": msg.sender}
+    return UserMsg(text, name="team", metadata=meta)
+
+
+def injected(state: AgentState) -> set[str]:
+    return {str(v) for m in state.context if (v := m.metadata.get(TEAM_MESSAGE)) is not None}
+
+
+def _slot(view: TeamMember) -> str:
+    return f"teams.read/{view.team_id}/{view.name}"
+
+
+async def take(view: TeamMember, data: dict[str, Any], state: AgentState) -> list[Msg]:
+    """The unseen messages of ``view``'s inbox; remembers in ``data`` how far it read."""
+    key = _slot(view)
+    read: int | None = data.get(key)
+    page = await view.unread(limit=_PAGE) if read is None else await view.read(after=read)
+    messages: list[TeamMessage] = []
+    while page:
+        messages += page
+        if len(page) < _PAGE:
+            break
+        page = await view.read(after=page[-1].seq, limit=_PAGE)
+    seen = injected(state)
+    fresh: list[Msg] = []
+    for msg in messages:
+        mid = message_id(view.team_id, msg)
+        if mid not in seen:
+            seen.add(mid)
+            fresh.append(as_msg(view.team_id, msg))
+    if messages:  # until something is read, the next step starts at the cursor again
+        data[key] = messages[-1].seq
+    return fresh
+
+
+async def acknowledge(view: TeamMember, data: dict[str, Any]) -> None:
+    """Acknowledge what :func:`take` read in this call (call it after the state was saved)."""
+    key = _slot(view)
+    read = data.get(key)
+    if not read or data.get(key + ".acked") == read:
+        return
+    await view.acknowledge(int(read))
+    data[key + ".acked"] = read

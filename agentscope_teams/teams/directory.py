@@ -1,0 +1,87 @@
+"""The team directory: one global record per team telling member runtimes how to serve it.
+
+Teams are scoped to (org, user), but a worker (``agentscope-teams worker``) serves teams of every
+user of a store, so it needs a place to find them. ``createTeam`` writes::
+
+    ("team-runtime", org, user, team_id) -> TeamRuntimeRecord (org_id, user_id, mode, workspace, ...)
+
+with the typed org and user segments of the lead's context. Workers page through the prefix
+``("team-runtime",)`` (or ``("team-runtime", org)`` for ``--org``) and serve teams whose ``mode`` is
+not ``"local"``. ``deleteTeam`` removes the record; a worker also removes records whose team is gone.
+The directory is infrastructure: a worker acts for every tenant it finds, so run workers as trusted
+services (or restrict them with ``--org``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from ..context import RuntimeContext, org_segment
+from ..message import utcnow
+from ..state import check_schema_version
+from ..store.base import BaseStore, Key
+
+RECORD_SCHEMA_VERSION = 1
+PREFIX = "team-runtime"
+RunMembers = Literal["local", "workers", "any"]
+
+
+class TeamRuntimeRecord(BaseModel):
+    """How a team's members run: where (``mode``), in which workspace, for whom."""
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    team_id: str
+    org_id: str | None = None
+    user_id: str | None = None
+    lead: str
+    description: str = ""
+    mode: RunMembers = "local"
+    workspace: str = ""
+    root: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_version(cls, data: Any) -> Any:
+        return check_schema_version(data, RECORD_SCHEMA_VERSION, "TeamRuntimeRecord")
+
+    def context(self, session_id: str = "team-runtime") -> RuntimeContext:
+        """The owner's context (org, user) with a placeholder session."""
+        return RuntimeContext(session_id=session_id, user_id=self.user_id, org_id=self.org_id)
+
+
+def record_key(ctx: RuntimeContext, team_id: str) -> Key:
+    return (PREFIX, *ctx.owner_scope(), team_id)
+
+
+async def put_record(store: BaseStore, ctx: RuntimeContext, record: TeamRuntimeRecord) -> None:
+    await store.put(record_key(ctx, record.team_id), record.model_dump_json().encode())
+
+
+async def get_record(
+    store: BaseStore, ctx: RuntimeContext, team_id: str
+) -> TeamRuntimeRecord | None:
+    entry = await store.get(record_key(ctx, team_id))
+    return None if entry is None else TeamRuntimeRecord.model_validate_json(entry.value)
+
+
+async def delete_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> None:
+    await store.delete(record_key(ctx, team_id))
+
+
+async def scan_records(
+    store: BaseStore, org_id: str | None = None, *, any_org: bool = True
+) -> AsyncIterator[TeamRuntimeRecord]:
+    """Every record of the store (``any_org``), or of ``org_id`` only (None = no org)."""
+    prefix: Key = (PREFIX,) if any_org else (PREFIX, org_segment(org_id))
+    after: Key | None = None
+    while page := await store.list_keys(prefix, limit=200, after=after):
+        for key in page:
+            entry = await store.get(key)
+            if entry is not None:
+                yield TeamRuntimeRecord.model_validate_json(entry.value)
+        after = page[-1]

@@ -1,0 +1,263 @@
+"""Agent Teams as :class:`~agentscope_teams.agent.extension.Extension` s of a HarnessAgent.
+
+:class:`TeamLeadExtension` makes an agent a team lead::
+
+    lead = HarnessAgent("lead", model, extensions=[TeamLeadExtension("specs/")])
+    await lead.call("Form a team to review src/", ctx)
+    await lead.extensions[0].aclose()          # stop the member loops this process runs
+
+Its specs are the candidate members; the model decides the topology with ``createTeam`` and
+``spawnMember``. With ``run_members="local"`` (default) the members run in this process
+(:class:`~.runtime.TeamRuntime`); with ``"workers"`` they run in ``agentscope-teams worker``
+processes that find the team in the store (:mod:`.directory`); ``"any"`` lets both compete for them.
+
+:class:`TeamMemberExtension` is what each member runs with: the member tools acting as that member,
+its team preamble, its unread messages injected before each step, and the final text of a reply that
+reported nothing (no completeTask / failTask / sendMessage / broadcastMessage) sent to the lead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..agent.extension import CallScope, Extension
+from ..errors import ConfigurationError, TeamError, UnknownTeamError
+from ..message import Msg
+from ..model.base import ChatModel
+from ..model.factory import resolve_model
+from ..store.base import BaseStore
+from ..tools import Tool
+from . import delivery
+from .builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
+from .client import LocalTeamClient
+from .directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
+from .lead_calls import TEAM_KEY
+from .member import TeamMember
+from .models import Member, Team
+from .protocol import TeamClient
+from .runtime import TeamRuntime
+from .slot import TeamRef
+from .tools import REPORTED, lead_tools, member_tools
+
+if TYPE_CHECKING:
+    from ..agent.harness import HarnessAgent
+    from ..context import RuntimeContext
+
+log = logging.getLogger(__name__)
+_VIEWS = "teams.views"
+
+
+class TeamMemberExtension(Extension):
+    """The team side of one member agent, acting as ``view.name`` in ``view.team_id``."""
+
+    def __init__(
+        self,
+        view: TeamMember,
+        *,
+        description: str = "",
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.view, self.description, self.on_change = view, description, on_change
+        self.team: Team | None = None  # refreshed by the runtime before each call
+        self.held: set[str] = set()  # tasks claimed in this process and not reported yet
+
+    def changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    def tools(self, scope: CallScope) -> list[Tool]:
+        return member_tools(self, scope)
+
+    def system_prompt(self, scope: CallScope) -> str:
+        return preamble(self.team, self.view.name, self.description)
+
+    async def inject(self, scope: CallScope) -> list[Msg]:
+        try:
+            return await delivery.take(self.view, scope.data, scope.state)
+        except UnknownTeamError:
+            return []
+
+    async def after_save(self, scope: CallScope) -> None:
+        await delivery.acknowledge(self.view, scope.data)
+
+    async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
+        text = final.get_text_content().strip()
+        if scope.data.get(REPORTED) or not text:
+            return
+        try:
+            lead = self.team.lead if self.team is not None else (await self.view.team()).lead
+            await self.view.send(lead, text)
+        except TeamError as exc:
+            log.warning("could not send the reply of %s to the lead: %s", self.view.name, exc)
+        self.changed()
+
+
+def _default_client(task_lease: float) -> ClientFactory:
+    def make(store: BaseStore, ctx: RuntimeContext) -> TeamClient:
+        return LocalTeamClient(store, ctx, lease_seconds=task_lease)
+
+    return make
+
+
+class TeamLeadExtension(Extension):
+    """The team lead tools and the member runtime of one lead agent; see the module docs."""
+
+    def __init__(
+        self,
+        specs: Any = None,
+        *,
+        run_members: RunMembers = "local",
+        member_model: ChatModel | str | None = None,
+        models: Mapping[str, ChatModel] | None = None,
+        client_factory: ClientFactory | None = None,
+        task_lease: float = 60.0,
+        lease_ttl: float | None = None,
+        poll: float = 0.5,
+        idle_release: float = 60.0,
+    ) -> None:
+        if run_members not in ("local", "workers", "any"):
+            raise ConfigurationError(f"run_members must be local, workers or any: {run_members!r}")
+        self.specs = load_pool(specs)
+        self.run_members: RunMembers = run_members
+        self.member_model = resolve_model(member_model) if member_model is not None else None
+        self.models: dict[str, ChatModel] = dict(models or {})
+        self.client_factory = client_factory or _default_client(task_lease)
+        self.lease_ttl, self.poll, self.idle_release = lease_ttl, poll, idle_release
+        self.runtime: TeamRuntime | None = None
+
+    @classmethod
+    def build(cls, agent: HarnessAgent, specs: Any = None, **options: Any) -> TeamLeadExtension:
+        """An extension for ``agent``; ``specs`` (and ``models``) default to those of its subagent
+        extension, so ``HarnessAgent(specs=...)`` can add team tools with one line."""
+        sub = next((e for e in agent.extensions if hasattr(e, "specs")), None)
+        if specs is None and sub is not None:
+            specs = sub.specs
+        if "models" not in options and sub is not None:
+            options["models"] = getattr(sub, "models", None)
+        return cls(specs, **options)
+
+    def client(self, scope: CallScope) -> TeamClient:
+        return self.client_factory(scope.agent.store, scope.ctx)
+
+    def changed(self) -> None:
+        if self.runtime is not None:
+            self.runtime.nudge()
+
+    # -- Extension hooks -----------------------------------------------------------------------
+
+    def tools(self, scope: CallScope) -> list[Tool]:
+        return lead_tools(self, scope)
+
+    def system_prompt(self, scope: CallScope) -> str:
+        pool = "\n".join(f"- {s.name}: {s.description}" for s in self.specs.values()) or "- none"
+        current = scope.state.middle_context.get(TEAM_KEY)
+        lines = [
+            "## Agent Teams",
+            "For work that needs several agents cooperating, form a team: createTeam, then "
+            "spawnMember for each member you need, then assignTask (blocked_by orders tasks). "
+            "Members claim tasks, message each other and report; waitForTeam returns every "
+            "result, and their messages to you appear in your conversation. deleteTeam at the end.",
+            "Specs you can spawn members from:",
+            pool,
+        ]
+        if current:
+            lines.append(f"Your current team: {current}.")
+        return "\n".join(lines)
+
+    async def inject(self, scope: CallScope) -> list[Msg]:
+        team_id = scope.state.middle_context.get(TEAM_KEY)
+        if not team_id:
+            return []
+        client = self.client(scope)
+        try:
+            if self.run_members != "workers" and not self._watching(scope, team_id):
+                await self._watch(scope, client, team_id)
+            view = TeamMember(client, team_id, scope.agent.name)
+            scope.data.setdefault(_VIEWS, {})[team_id] = view
+            return await delivery.take(view, scope.data, scope.state)
+        except UnknownTeamError:
+            scope.state.middle_context.pop(TEAM_KEY, None)
+            return []
+
+    async def after_save(self, scope: CallScope) -> None:
+        for view in scope.data.get(_VIEWS, {}).values():
+            try:
+                await delivery.acknowledge(view, scope.data)
+            except UnknownTeamError:
+                continue
+
+    async def aclose(self) -> None:
+        """Stop the member loops this process runs (their leases are released)."""
+        if self.runtime is not None:
+            await self.runtime.aclose()
+
+    # -- team operations (used by the lead's tools) ----------------------------------------------
+
+    async def create_team(
+        self, scope: CallScope, client: TeamClient, name: str, description: str
+    ) -> Team:
+        team = await client.create_team(name, lead=scope.agent.name)
+        record = TeamRuntimeRecord(
+            team_id=team.id,
+            org_id=scope.ctx.org_id,
+            user_id=scope.ctx.user_id,
+            lead=team.lead,
+            description=description,
+            mode=self.run_members,
+            workspace=str(scope.env.workspace),
+            root=str(scope.agent.workspace),
+        )
+        await put_record(scope.agent.store, scope.ctx, record)
+        scope.state.middle_context[TEAM_KEY] = team.id
+        return team
+
+    async def spawn_member(
+        self, scope: CallScope, client: TeamClient, team_id: str, name: str, spec: str
+    ) -> Member:
+        member = await client.spawn_member(team_id, name, spec, member_session_id(team_id, name))
+        if self.run_members != "workers":
+            await self._watch(scope, client, team_id)
+        self.changed()
+        return member
+
+    async def delete_team(self, scope: CallScope, client: TeamClient, team_id: str) -> None:
+        if self.runtime is not None:
+            await self.runtime.stop_team(scope.ctx, team_id)
+        await client.delete_team(team_id)
+        await delete_record(scope.agent.store, scope.ctx, team_id)
+        if scope.state.middle_context.get(TEAM_KEY) == team_id:
+            scope.state.middle_context.pop(TEAM_KEY)
+
+    def _watching(self, scope: CallScope, team_id: str) -> bool:
+        return self.runtime is not None and self.runtime.watching(scope.ctx, team_id)
+
+    async def _watch(self, scope: CallScope, client: TeamClient, team_id: str) -> None:
+        """Serve the team's members in this process (again, after a restart of the lead)."""
+        await client.get_team(team_id)
+        agent, store = scope.agent, scope.agent.store
+        if self.runtime is None:
+            ttl = self.lease_ttl or agent.lease_ttl
+            self.runtime = TeamRuntime(
+                store, lease_ttl=ttl, poll=self.poll, idle_release=self.idle_release
+            )
+        record = await get_record(store, scope.ctx, team_id)
+        builder = MemberBuilder(
+            store=store,
+            specs=self.specs,
+            client_factory=self.client_factory,
+            workspace=Path(record.workspace) if record else scope.env.workspace,
+            root=Path(record.root) if record else agent.workspace,
+            model=self.member_model or agent.model,
+            models=self.models,
+            toolkit=agent.loop.toolkit,
+            config=agent.loop.config,
+            permissions=agent.loop.permissions,
+            lease_ttl=self.runtime.lease_ttl,
+            busy_timeout=agent.busy_timeout,
+            description=record.description if record else "",
+            on_change=self.changed,
+        )
+        self.runtime.watch(TeamRef(scope.ctx, team_id, builder))

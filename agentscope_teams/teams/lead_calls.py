@@ -1,0 +1,101 @@
+"""The implementations of the lead's tools for one call (see :mod:`.tools` for the schemas)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..agent.extension import CallScope
+from ..errors import ToolError
+from . import summary
+from .member import TeamMember
+from .protocol import TeamClient
+
+if TYPE_CHECKING:
+    from .extension import TeamLeadExtension
+
+TEAM_KEY = "team_id"
+
+
+class LeadCalls:
+    """The lead's tools, acting as the lead agent's name in its current (or a named) team."""
+
+    def __init__(self, ext: TeamLeadExtension, scope: CallScope) -> None:
+        self.ext, self.scope = ext, scope
+        self.client: TeamClient = ext.client(scope)
+        self.lead = scope.agent.name
+
+    def team_id(self, team_id: str | None) -> str:
+        found = team_id or self.scope.state.middle_context.get(TEAM_KEY)
+        if not found:
+            raise ToolError("you have no current team: call createTeam first, or pass team_id")
+        return str(found)
+
+    async def led(self, team_id: str | None) -> str:
+        """The team id, if this agent leads that team (only the lead changes its members)."""
+        tid = self.team_id(team_id)
+        team = await self.client.get_team(tid)
+        if team.lead != self.lead:
+            raise ToolError(f"team {tid} is led by {team.lead!r}, not by you ({self.lead!r})")
+        return tid
+
+    def view(self, team_id: str | None) -> TeamMember:
+        return TeamMember(self.client, self.team_id(team_id), self.lead)
+
+    async def create(self, name: str, description: str) -> str:
+        team = await self.ext.create_team(self.scope, self.client, name, description)
+        specs = ", ".join(self.ext.specs) or "none"
+        return (
+            f"Created team {team.id} ({team.name!r}); you lead it as {self.lead!r} and it is now "
+            f"your current team. Add members with spawnMember (specs: {specs})."
+        )
+
+    async def spawn(self, name: str, spec: str, team_id: str | None) -> str:
+        if spec not in self.ext.specs:
+            available = ", ".join(self.ext.specs) or "none"
+            raise ToolError(f"unknown spec {spec!r}; available specs: {available}")
+        tid = await self.led(team_id)
+        member = await self.ext.spawn_member(self.scope, self.client, tid, name, spec)
+        where = "a worker process" if self.ext.run_members == "workers" else "this process"
+        return (
+            f"Spawned member {member.name!r} (spec {spec}) in team {tid}; it runs in {where} "
+            "and works on claimable tasks and messages. Assign work with assignTask."
+        )
+
+    async def delete(self, team_id: str | None) -> str:
+        tid = await self.led(team_id)
+        await self.ext.delete_team(self.scope, self.client, tid)
+        return f"Team {tid} deleted; its members were stopped."
+
+    async def wait(self, timeout_seconds: float, team_id: str | None) -> str:
+        tid = self.team_id(team_id)
+        await self.client.get_team(tid)  # unknown team: a tool error now, not after the timeout
+        result = await summary.wait_for_team(self.client, tid, timeout_seconds)
+        return summary.wait_text(result, timeout_seconds)
+
+    async def assign(
+        self,
+        title: str,
+        description: str,
+        assignee: str | None,
+        blocked_by: list[str],
+        team_id: str | None,
+    ) -> str:
+        task = await self.view(team_id).assign(title, description, assignee, blocked_by)
+        self.ext.changed()
+        who = f"assigned to {assignee}" if assignee else "claimable by any member"
+        blocked = f", blocked by {', '.join(task.blocked_by)}" if task.blocked_by else ""
+        return f"Created task {task.id} ({who}{blocked})."
+
+    async def list(self, status: str | None, team_id: str | None) -> str:
+        return summary.board_text(await self.view(team_id).tasks(summary.parse_status(status)))
+
+    async def send(self, to: str, content: str, team_id: str | None) -> str:
+        msg = await self.view(team_id).send(to, content)
+        self.ext.changed()
+        return f"Message #{msg.seq} sent to {to}."
+
+    async def broadcast(self, content: str, team_id: str | None) -> str:
+        sent = await self.view(team_id).broadcast(content)
+        self.ext.changed()
+        names = ", ".join(m.recipient for m in sent) or "nobody (the team has no members yet)"
+        return f"Broadcast sent to {names}."

@@ -1,0 +1,289 @@
+"""``TeamRuntime``: runs team members in this process, one member per process at a time.
+
+A supervisor loop looks at every team it serves (``watch``-ed by the lead, or found by a worker's
+``discover``) every ``poll`` seconds, or at once after :meth:`TeamRuntime.nudge`. For each member
+that is not busy it checks, cheaply, for new work (:mod:`.work`: unread messages, tasks it may take
+that it was not offered yet). With work, it takes the member's **lease** (a store key with a TTL,
+written with ``expected_version=0``; see :class:`~agentscope_teams.agent.lease.Lease`) unless it holds
+it already, and starts ``member.call("You have new work: ...")`` in an asyncio task (strong refs,
+fresh contextvars). Status goes ``running`` during a call and ``idle`` after it.
+
+A heartbeat renews every held lease each ``lease_ttl / 3`` seconds and the task leases of the tasks
+a busy member holds. A lost lease (another process took the member after this one stalled) cancels
+the member's call. A member idle for ``idle_release`` seconds gives its lease back, so a worker's
+capacity (``max_members``) goes to members with work. If the process dies, its leases expire and
+another process takes the members; the same member name claims its in-progress tasks again.
+
+A member shown ``running`` whose lease nobody holds (the process running it died) is shown
+``idle`` again. Members stop when their team is deleted or marked done; :meth:`aclose` stops every
+call, releases the leases and marks the members ``stopped``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from ..agent.lease import Lease
+from ..context import RuntimeContext
+from ..errors import UnknownTeamError
+from ..store.base import BaseStore, Key
+from .models import Member, MemberStatus, Team, TeamStatus
+from .protocol import TeamClient
+from .slot import Slot, TeamRef, lease_key
+from .work import Work, find_work
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF = 60.0
+
+
+class TeamRuntime:
+    """Member loops of the teams this process serves; see the module docs."""
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        lease_ttl: float = 30.0,
+        poll: float = 1.0,
+        idle_release: float = 60.0,
+        max_members: int | None = None,
+        discover: Callable[[], Awaitable[list[TeamRef]]] | None = None,
+    ) -> None:
+        self.store, self.lease_ttl, self.poll = store, lease_ttl, poll
+        self.idle_release, self.max_members, self.discover = idle_release, max_members, discover
+        self.refs: dict[Key, TeamRef] = {}
+        self.slots: dict[Key, Slot] = {}
+        self._skip: set[Key] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()  # a step and stop_team never interleave
+
+    def watch(self, ref: TeamRef) -> None:
+        """Serve ``ref``'s members from now on (starts the supervisor if needed)."""
+        self.refs.setdefault(ref.key, ref)
+        self.start()
+        self.nudge()
+
+    def watching(self, ctx: RuntimeContext, team_id: str) -> bool:
+        return (*ctx.owner_scope(), team_id) in self.refs
+
+    def nudge(self) -> None:
+        """Look for work now instead of at the next poll."""
+        self._wake.set()
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(
+                self.serve_forever(), name="team runtime", context=contextvars.Context()
+            )
+
+    async def stop_team(self, ctx: RuntimeContext, team_id: str) -> None:
+        """Stop serving a team: cancel its calls and release its members' leases."""
+        async with self._lock:
+            ref = self.refs.pop((*ctx.owner_scope(), team_id), None)
+            if ref is not None:
+                await self._drop(ref, None)
+
+    async def aclose(self) -> None:
+        """Stop every member call, release the leases and mark the members stopped."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        else:
+            await self._shutdown()
+
+    async def serve_forever(self) -> None:
+        """Supervise and heartbeat until cancelled; then stop every member (see :meth:`aclose`)."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._heartbeat)
+                while True:
+                    self._wake.clear()  # nudges during the step wake the next one at once
+                    await self.step()
+                    with anyio.move_on_after(self.poll):
+                        await self._wake.wait()
+                    await anyio.sleep(0.01)  # coalesce bursts of nudges
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._shutdown()
+
+    async def step(self) -> None:
+        """One look at every served team."""
+        async with self._lock:
+            await self._step()
+
+    async def _step(self) -> None:
+        refs, complete = list(self.refs.values()), True
+        if self.discover is not None:
+            try:
+                refs += [r for r in await self.discover() if r.key not in self.refs]
+            except Exception as exc:
+                complete = False
+                log.warning("team discovery failed: %s", exc)
+        for ref in refs:
+            try:
+                await self._serve(ref)
+            except Exception as exc:
+                log.warning("could not serve team %s: %s", ref.team_id, exc)
+        served = {r.key for r in refs}
+        for key, slot in list(self.slots.items()):  # teams no longer served (stopped, vanished)
+            if complete and slot.ref.key not in served:
+                self.slots.pop(key, None)
+                await self._stop(slot)
+
+    async def _serve(self, ref: TeamRef) -> None:
+        client = ref.builder.client_factory(self.store, ref.ctx)
+        try:
+            team = await client.get_team(ref.team_id)
+        except UnknownTeamError:
+            self.refs.pop(ref.key, None)
+            await self._drop(ref, None)
+            if ref.on_gone is not None:
+                await ref.on_gone()
+            return
+        if team.status is not TeamStatus.ACTIVE:
+            self.refs.pop(ref.key, None)
+            await self._drop(ref, client)
+            return
+        tasks = await client.list_tasks(team.id)
+        for member in team.members:
+            key = (*ref.key, member.name)
+            slot = self.slots.get(key)
+            if key in self._skip or (slot is not None and slot.busy):
+                continue
+            work = await find_work(
+                client, team, member.name, tasks, slot.offered if slot else set()
+            )
+            if work is None:
+                if slot is not None:
+                    await self._maybe_release(slot)
+                await self._reconcile(client, ref, member, slot)
+                continue
+            slot = slot or self._new_slot(ref, member, key)
+            if slot is not None and await self._take(slot):
+                self._launch(slot, client, team, member, work)
+
+    async def _reconcile(
+        self, client: TeamClient, ref: TeamRef, member: Member, slot: Slot | None
+    ) -> None:
+        """A member shown running that no process holds (its process died): show it idle."""
+        if member.status is not MemberStatus.RUNNING or (slot is not None and slot.lease):
+            return
+        if await self.store.get(lease_key(ref, member.name)) is None:
+            await client.set_member_status(ref.team_id, member.name, MemberStatus.IDLE)
+
+    def _new_slot(self, ref: TeamRef, member: Member, key: Key) -> Slot | None:
+        problem = ref.builder.problem(member)
+        if problem is not None:
+            log.warning("not running member %s of team %s: %s", member.name, ref.team_id, problem)
+            self._skip.add(key)
+            return None
+        slot = self.slots[key] = Slot(ref, member.name)
+        return slot
+
+    async def _take(self, slot: Slot) -> bool:
+        """Hold the member's lease (acquiring it if capacity allows); False if not now."""
+        if time.monotonic() < slot.retry_at:
+            return False
+        if slot.lease is not None and not slot.lease.lost:
+            return True
+        held = sum(1 for s in self.slots.values() if s.lease is not None)
+        if self.max_members is not None and held >= self.max_members:
+            return False
+        lease = Lease(self.store, lease_key(slot.ref, slot.name), self.lease_ttl)
+        if not await lease.try_acquire():
+            return False
+        slot.lease = lease
+        return True
+
+    async def _maybe_release(self, slot: Slot) -> None:
+        if slot.lease is not None and time.monotonic() - slot.idle_since > self.idle_release:
+            await self._release(slot)
+
+    async def _release(self, slot: Slot) -> None:
+        lease, slot.lease = slot.lease, None
+        if lease is not None:
+            try:
+                await lease.release()
+            except Exception as exc:  # it expires on its own
+                log.warning("could not release the lease of member %s: %s", slot.name, exc)
+
+    def _launch(
+        self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
+    ) -> None:
+        slot.offered |= work.offers
+        task = asyncio.get_running_loop().create_task(
+            self._call(slot, client, team, member, work),
+            name=f"team member {member.name}",
+            context=contextvars.Context(),
+        )
+        slot.call = task  # the strong reference: the slot lives until the call was awaited
+
+    async def _call(
+        self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
+    ) -> None:
+        try:
+            if slot.agent is None or slot.ext is None:
+                slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
+            slot.ext.team = team
+            await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
+            await slot.agent.call(work.prompt, slot.ref.ctx.with_session(member.session_id))
+            slot.failures = 0
+        except Exception as exc:
+            slot.failures += 1
+            slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)
+            slot.offered -= work.offers  # offer them again after the backoff
+            log.warning("member %s of team %s failed: %s", member.name, team.id, exc)
+        finally:
+            slot.idle_since = time.monotonic()
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await client.set_member_status(team.id, member.name, MemberStatus.IDLE)
+            self.nudge()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await anyio.sleep(self.lease_ttl / 3)
+            for slot in list(self.slots.values()):
+                try:
+                    await slot.beat()
+                except Exception as exc:  # a store hiccup: the lease outlives a missed beat
+                    log.warning("heartbeat of member %s failed: %s", slot.name, exc)
+
+    async def _drop(self, ref: TeamRef, client: TeamClient | None) -> None:
+        """Stop the members of ``ref``; with ``client``, mark them stopped."""
+        for key, slot in list(self.slots.items()):
+            if slot.ref.key != ref.key:
+                continue
+            self.slots.pop(key, None)
+            await self._stop(slot)
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    await client.set_member_status(ref.team_id, slot.name, MemberStatus.STOPPED)
+
+    async def _stop(self, slot: Slot) -> None:
+        if slot.call is not None and not slot.call.done():
+            slot.call.cancel()
+            await asyncio.wait({slot.call})  # its outcome was logged by _call
+        await self._release(slot)
+
+    async def _shutdown(self) -> None:
+        for slot in list(self.slots.values()):
+            held = slot.lease is not None
+            await self._stop(slot)
+            if held:
+                client = slot.ref.builder.client_factory(self.store, slot.ref.ctx)
+                with contextlib.suppress(Exception):
+                    await client.set_member_status(
+                        slot.ref.team_id, slot.name, MemberStatus.STOPPED
+                    )
+        self.slots.clear()

@@ -1,0 +1,197 @@
+"""Schemas of the team tools: template functions whose signatures and docstrings are what the
+model is told (the bodies are never called; :mod:`.tools` binds the implementations)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ..tools import Tool
+from ..tools.decorator import make_tool
+
+MAX_WAIT = 3600.0
+Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+TeamId = str | None
+
+
+async def create_team(name: Annotated[str, Field(min_length=1)], description: str = "") -> str:
+    """Create a team that you lead; it becomes your current team. Then add members with spawnMember.
+
+    Args:
+        name: A short name for the team.
+        description: The team's goal; every member reads it.
+    """
+    raise NotImplementedError
+
+
+async def spawn_member(name: str, spec: str, team_id: TeamId = None) -> str:
+    """Add a member to the team, running one of the available agent specs; it starts working on
+    claimable tasks and messages at once.
+
+    Args:
+        name: The member's name in the team (unique), e.g. "reviewer-1".
+        spec: The agent spec it runs, from the list in your instructions.
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
+async def delete_team(team_id: TeamId = None) -> str:
+    """Stop every member of the team and delete its board and messages.
+
+    Args:
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
+async def wait_for_team(
+    timeout_seconds: Annotated[float, Field(ge=0, le=MAX_WAIT)] = 120, team_id: TeamId = None
+) -> str:
+    """Wait until every task is completed, failed or cancelled (or the timeout passes); returns
+    every task with its status, owner and result or error.
+
+    Args:
+        timeout_seconds: Seconds to wait at most.
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
+async def assign_task(
+    title: Annotated[str, Field(min_length=1)],
+    description: str = "",
+    assignee: str | None = None,
+    blocked_by: list[str] = [],  # noqa: B006 - a schema default; the template is never called
+    team_id: TeamId = None,
+) -> str:
+    """Put a task on the team board; returns its id.
+
+    Args:
+        title: What to do, in a few words.
+        description: Everything the member needs: files, scope, expected result format.
+        assignee: Member who must do it; omit to let any member claim it.
+        blocked_by: Ids of tasks that must be completed before this one can start.
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
+async def claim_task(task_id: str | None = None) -> str:
+    """Claim a task from the team board: the given one, or the next one you may take.
+
+    Args:
+        task_id: The task to claim; omit it to take the oldest claimable task.
+    """
+    raise NotImplementedError
+
+
+async def complete_task(task_id: str, result: str) -> str:
+    """Mark a task you claimed as completed, with its result (the lead reads it).
+
+    Args:
+        task_id: The task's id.
+        result: The outcome: findings, answer or what was done.
+    """
+    raise NotImplementedError
+
+
+async def fail_task(task_id: str, error: str) -> str:
+    """Mark a task you claimed as failed.
+
+    Args:
+        task_id: The task's id.
+        error: Why it cannot be done.
+    """
+    raise NotImplementedError
+
+
+async def list_tasks(status: Status | None = None) -> str:
+    """List the tasks on the team board with their status, owner and result.
+
+    Args:
+        status: Only tasks with this status.
+    """
+    raise NotImplementedError
+
+
+async def list_team_tasks(status: Status | None = None, team_id: TeamId = None) -> str:
+    """List the tasks on the team board with their status, owner and result.
+
+    Args:
+        status: Only tasks with this status.
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
+async def send_message(to: str, content: str) -> str:
+    """Send a message to one teammate (or the lead); it is shown to them before their next step.
+
+    Args:
+        to: The recipient's member name.
+        content: The message.
+    """
+    raise NotImplementedError
+
+
+async def send_team_message(to: str, content: str, team_id: TeamId = None) -> str:
+    """Send a message to one member of the team; it is shown to them before their next step.
+
+    Args:
+        to: The recipient's member name.
+        content: The message.
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
+async def broadcast_message(content: str) -> str:
+    """Send a message to every other member of the team (and the lead).
+
+    Args:
+        content: The message.
+    """
+    raise NotImplementedError
+
+
+async def broadcast_team_message(content: str, team_id: TeamId = None) -> str:
+    """Send a message to every member of the team.
+
+    Args:
+        content: The message.
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
+def _t(fn: Callable[..., Any], name: str, read_only: bool = False) -> Tool:
+    return make_tool(fn, name=name, read_only=read_only)
+
+
+LEAD_TEMPLATES = {
+    t.name: t
+    for t in (
+        _t(create_team, "createTeam"),
+        _t(spawn_member, "spawnMember"),
+        _t(assign_task, "assignTask"),
+        _t(wait_for_team, "waitForTeam", read_only=True),
+        _t(list_team_tasks, "listTasks", read_only=True),
+        _t(send_team_message, "sendMessage"),
+        _t(broadcast_team_message, "broadcastMessage"),
+        _t(delete_team, "deleteTeam"),
+    )
+}
+MEMBER_TEMPLATES = {
+    t.name: t
+    for t in (
+        _t(claim_task, "claimTask"),
+        _t(complete_task, "completeTask"),
+        _t(fail_task, "failTask"),
+        _t(list_tasks, "listTasks", read_only=True),
+        _t(send_message, "sendMessage"),
+        _t(broadcast_message, "broadcastMessage"),
+    )
+}

@@ -1,0 +1,79 @@
+"""What a :class:`~.runtime.TeamRuntime` keeps per team (:class:`TeamRef`) and per member
+(:class:`Slot`): the member's lease, its agent, the work already offered to it, its running call."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..agent.harness import HarnessAgent
+from ..agent.lease import Lease
+from ..context import RuntimeContext
+from ..store.base import Key
+from .builder import MemberBuilder
+from .work import OfferKey
+
+if TYPE_CHECKING:
+    from .extension import TeamMemberExtension
+
+LEASE_PREFIX = "team-member-lease"
+
+
+def lease_key(ref: TeamRef, member: str) -> Key:
+    """The key of the lease of ``member`` (at most one process runs a member)."""
+    return (LEASE_PREFIX, *ref.key, member)
+
+
+@dataclass
+class TeamRef:
+    """A team this runtime serves: the owner's context and how to build its members."""
+
+    ctx: RuntimeContext
+    team_id: str
+    builder: MemberBuilder
+    on_gone: Callable[[], Awaitable[None]] | None = None
+
+    @property
+    def key(self) -> Key:
+        return (*self.ctx.owner_scope(), self.team_id)
+
+
+@dataclass
+class Slot:
+    """One member served by this process."""
+
+    ref: TeamRef
+    name: str
+    lease: Lease | None = None
+    agent: HarnessAgent | None = None
+    ext: TeamMemberExtension | None = None
+    offered: set[OfferKey] = field(default_factory=set)
+    call: asyncio.Task[None] | None = None
+    idle_since: float = field(default_factory=time.monotonic)
+    failures: int = 0
+    retry_at: float = 0.0
+
+    @property
+    def busy(self) -> bool:
+        return self.call is not None and not self.call.done()
+
+    async def beat(self) -> None:
+        """Renew the member's lease (a lost one cancels its call) and, during a call, the leases of
+        the tasks it claimed."""
+        if self.lease is None:
+            return
+        await self.lease.renew()
+        if self.lease.lost:
+            self.lease = None
+            if self.call is not None:
+                self.call.cancel()
+            return
+        if self.busy and self.ext is not None:
+            for task_id in list(self.ext.held):
+                try:
+                    await self.ext.view.heartbeat(task_id)
+                except Exception:  # reported, released or taken: stop renewing it
+                    self.ext.held.discard(task_id)

@@ -1,0 +1,140 @@
+"""The LLM tools of Agent Teams.
+
+Lead: ``createTeam``, ``spawnMember``, ``deleteTeam``, ``waitForTeam``, ``assignTask``, ``listTasks``,
+``sendMessage``, ``broadcastMessage`` (every one but ``createTeam`` takes an optional ``team_id``, by
+default the lead's current team, kept in ``state.middle_context["team_id"]``). Members: ``claimTask``,
+``completeTask``, ``failTask``, ``listTasks``, ``sendMessage``, ``broadcastMessage``.
+
+Schemas come from the template functions of :mod:`.schemas`; :func:`lead_tools` and
+:func:`member_tools` bind copies to one call. The acting identity is bound by the extension (the lead's name, or the member
+the agent runs as) and is never an argument. Every team rule a model can break (unknown member, spec
+or task, a blocked or finished task, a task it does not own) becomes a :class:`ToolError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..agent.extension import CallScope
+from ..errors import TeamError, ToolError
+from ..tools import Tool
+from . import summary
+from .lead_calls import LeadCalls
+from .member import TeamMember
+from .models import TaskStatus
+from .schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
+
+if TYPE_CHECKING:
+    from .extension import TeamLeadExtension, TeamMemberExtension
+
+REPORTED = "teams.reported"
+
+
+def guarded(fn: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
+    """Team rule violations and invalid identifiers become tool errors the model can read."""
+
+    @functools.wraps(fn)
+    async def run(**kwargs: Any) -> str:
+        try:
+            return await fn(**kwargs)
+        except (TeamError, ValueError) as exc:
+            raise ToolError(str(exc)) from None
+
+    return run
+
+
+def _bind(templates: dict[str, Tool], impl: dict[str, Callable[..., Awaitable[str]]]) -> list[Tool]:
+    return [dataclasses.replace(t, func=guarded(impl[name])) for name, t in templates.items()]
+
+
+def lead_tools(ext: TeamLeadExtension, scope: CallScope) -> list[Tool]:
+    """The lead's eight tools, bound to one call of the lead."""
+    calls = LeadCalls(ext, scope)
+    return _bind(
+        LEAD_TEMPLATES,
+        {
+            "createTeam": calls.create,
+            "spawnMember": calls.spawn,
+            "assignTask": calls.assign,
+            "waitForTeam": calls.wait,
+            "listTasks": calls.list,
+            "sendMessage": calls.send,
+            "broadcastMessage": calls.broadcast,
+            "deleteTeam": calls.delete,
+        },
+    )
+
+
+def member_tools(ext: TeamMemberExtension, scope: CallScope) -> list[Tool]:
+    """The member's six tools, acting as the member ``ext`` runs (never as an argument says)."""
+    calls = MemberCalls(ext, scope)
+    return _bind(
+        MEMBER_TEMPLATES,
+        {
+            "claimTask": calls.claim,
+            "completeTask": calls.complete,
+            "failTask": calls.fail,
+            "listTasks": calls.list,
+            "sendMessage": calls.send,
+            "broadcastMessage": calls.broadcast,
+        },
+    )
+
+
+class MemberCalls:
+    """The member tools of one call; identity comes from ``ext.view``."""
+
+    def __init__(self, ext: TeamMemberExtension, scope: CallScope) -> None:
+        self.ext, self.scope = ext, scope
+        self.view: TeamMember = ext.view
+
+    def _reported(self) -> None:
+        self.scope.data[REPORTED] = True
+        self.ext.changed()
+
+    async def claim(self, task_id: str | None) -> str:
+        if task_id is None:  # a task it holds already comes first (e.g. after a takeover)
+            mine = await self.view.tasks(TaskStatus.IN_PROGRESS)
+            task_id = next((t.id for t in mine if t.owner == self.view.name), None)
+        task = await self.view.claim(task_id)
+        if task is None:
+            open_ = [t for t in await self.view.tasks() if not t.status.finished]
+            return (
+                f"No task is claimable by {self.view.name} right now ({len(open_)} open tasks are "
+                "taken, blocked or assigned to others). Check your messages or stop."
+            )
+        self.ext.held.add(task.id)
+        self.ext.changed()
+        text = f"Claimed task {task.id}: {task.title}"
+        if task.description:
+            text += f"\n\n{task.description}"
+        return text + f"\n\nReport with completeTask(task_id={task.id!r}, result=...) or failTask."
+
+    async def complete(self, task_id: str, result: str) -> str:
+        task = await self.view.complete(task_id, result)
+        self.ext.held.discard(task.id)
+        self._reported()
+        return f"Task {task.id} completed."
+
+    async def fail(self, task_id: str, error: str) -> str:
+        task = await self.view.fail(task_id, error)
+        self.ext.held.discard(task.id)
+        self._reported()
+        return f"Task {task.id} marked failed."
+
+    async def list(self, status: str | None) -> str:
+        return summary.board_text(await self.view.tasks(summary.parse_status(status)))
+
+    async def send(self, to: str, content: str) -> str:
+        msg = await self.view.send(to, content)
+        self._reported()
+        return f"Message #{msg.seq} sent to {to}."
+
+    async def broadcast(self, content: str) -> str:
+        sent = await self.view.broadcast(content)
+        self._reported()
+        names = ", ".join(m.recipient for m in sent) or "nobody (no other members)"
+        return f"Broadcast sent to {names}."

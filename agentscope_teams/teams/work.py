@@ -1,0 +1,76 @@
+"""What wakes a member: unread messages and tasks it may take, and the prompt that tells it so.
+
+A task is *offerable* to member ``m`` when it is pending, unblocked and unassigned or assigned to
+``m``; in progress and owned by ``m`` (a process that took the member over finishes its tasks); or
+in progress with an expired lease and claimable by ``m``. Each offer is keyed by (task id, status,
+attempts), so a task is offered again only after it changed (for example it came back to pending
+after a lease expired), never in a loop to a member that chose not to take it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..message import utcnow
+from .models import Task, TaskStatus, Team, TeamMessage
+from .protocol import TeamClient
+
+OfferKey = tuple[str, str, int]
+
+
+def offerable(task: Task, member: str, now: datetime) -> bool:
+    if task.status is TaskStatus.PENDING:
+        return task.blocked_reason is None and task.assignee in (None, member)
+    if task.status is TaskStatus.IN_PROGRESS:
+        if task.owner == member:
+            return True
+        return task.lease_expired(now) and task.assignee in (None, member)
+    return False
+
+
+def offer_key(task: Task) -> OfferKey:
+    return (task.id, task.status.value, task.attempts)
+
+
+@dataclass
+class Work:
+    """New work for one member: the prompt to send and the offers it makes."""
+
+    prompt: str
+    offers: set[OfferKey]
+
+
+async def find_work(
+    client: TeamClient, team: Team, member: str, tasks: list[Task], offered: set[OfferKey]
+) -> Work | None:
+    """The member's new work (unread messages, tasks not offered yet), or None."""
+    now = utcnow()
+    tasks = [t for t in tasks if offerable(t, member, now)]
+    offers = {offer_key(t) for t in tasks}
+    unread = await client.unread(team.id, member, limit=20)
+    if not unread and not offers - offered:
+        return None
+    return Work(prompt(team, member, unread, tasks), offers)
+
+
+def prompt(team: Team, member: str, unread: list[TeamMessage], tasks: list[Task]) -> str:
+    lines = [f"You have new work in team {team.name!r} ({team.id}):"]
+    if unread:
+        senders = ", ".join(sorted({m.sender for m in unread}))
+        lines.append(f"- new messages from {senders} (shown in your conversation)")
+    own = [t for t in tasks if t.owner == member]
+    free = [t for t in tasks if t.owner != member]
+    if own:
+        lines.append("- tasks you own that are not reported yet: " + _ids(own))
+    if free:
+        lines.append("- tasks you may claim: " + _ids(free))
+    lines.append(
+        "Claim a task with claimTask, report it with completeTask or failTask, and answer "
+        "messages with sendMessage."
+    )
+    return "\n".join(lines)
+
+
+def _ids(tasks: list[Task]) -> str:
+    return "; ".join(f"{t.id} {t.title!r}" for t in tasks)

@@ -1,0 +1,149 @@
+"""Workers: run members of teams found in the store, in processes and hosts other than the lead's.
+
+``agentscope-teams worker --store URL --specs DIR --model M`` runs :class:`Worker`. Each ``poll`` it
+reads the team directory (:mod:`.directory`; teams whose lead uses ``run_members="workers"`` or
+``"any"``), and its :class:`~.runtime.TeamRuntime` takes members with new work whose lease is free,
+up to ``max_members`` at a time, building them from its own ``specs`` (a member whose spec it does
+not have is left to other workers) and ``model`` (for specs without one). A killed worker's member
+leases expire after ``lease_ttl`` and another worker (or a lead with ``"any"``) takes the members;
+they finish the tasks they had claimed (same member name, same session).
+
+Workspaces: a member uses the lead's workspace path recorded in the directory (shared specs) or a
+directory under the lead's workspace root (isolated specs); ``workspace=`` overrides both, for a host
+where the lead's paths do not exist.
+
+For tests and custom models, ``model`` may be ``"python:package.module:attribute"``: the attribute is
+a :class:`ChatModel` or a function returning one (see :func:`model_option`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..model.base import ChatModel
+from ..model.factory import resolve_model
+from ..store.base import BaseStore, Key
+from ..subagents.spec import SubagentSpec
+from ..tools import Toolkit, filesystem_tools
+from .builder import MemberBuilder
+from .client import LocalTeamClient
+from .directory import TeamRuntimeRecord, delete_record, record_key, scan_records
+from .protocol import TeamClient
+from .runtime import TeamRuntime
+from .slot import TeamRef
+
+PYTHON_PREFIX = "python:"
+
+
+def model_option(text: str | None) -> ChatModel | None:
+    """A model from ``--model``: ``"provider:model"``, or ``"python:module:attr"`` naming a
+    ChatModel or a function returning one. None stays None (specs must then name a model)."""
+    if text is None:
+        return None
+    if not text.startswith(PYTHON_PREFIX):
+        return resolve_model(text)
+    module, sep, attr = text[len(PYTHON_PREFIX) :].partition(":")
+    if not sep or not module or not attr:
+        raise ConfigurationError(
+            f"write a Python model as 'python:package.module:attribute': {text}"
+        )
+    found: Any = getattr(importlib.import_module(module), attr)
+    model = found() if callable(found) and not isinstance(found, ChatModel) else found
+    if not isinstance(model, ChatModel):
+        raise ConfigurationError(f"{text} is a {type(model).__name__}, not a ChatModel")
+    return model
+
+
+@dataclass
+class WorkerConfig:
+    """How a worker runs members; see the module docs."""
+
+    specs: Mapping[str, SubagentSpec]
+    model: ChatModel | None = None
+    workspace: Path | None = None
+    max_members: int = 4
+    poll: float = 1.0
+    lease_ttl: float = 30.0
+    task_lease: float = 60.0
+    idle_release: float = 30.0
+    orgs: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_members < 1:
+            raise ConfigurationError(f"max_members must be >= 1, got {self.max_members}")
+        if not (self.poll > 0 and self.lease_ttl > 0 and self.task_lease > 0):
+            raise ConfigurationError("poll, lease_ttl and task_lease must be > 0 seconds")
+
+
+class Worker:
+    """Serves the members of every team in the directory (or of ``config.orgs`` only)."""
+
+    def __init__(self, store: BaseStore, config: WorkerConfig) -> None:
+        self.store, self.config = store, config
+        self.refs: dict[Key, TeamRef] = {}
+        self.runtime = TeamRuntime(
+            store,
+            lease_ttl=config.lease_ttl,
+            poll=config.poll,
+            idle_release=config.idle_release,
+            max_members=config.max_members,
+            discover=self.discover,
+        )
+
+    def client(self, store: BaseStore, ctx: Any) -> TeamClient:
+        return LocalTeamClient(store, ctx, lease_seconds=self.config.task_lease)
+
+    async def discover(self) -> list[TeamRef]:
+        """The teams to serve now (refs are kept across polls, so members keep their state)."""
+        records: list[TeamRuntimeRecord] = []
+        if self.config.orgs is None:
+            records = [r async for r in scan_records(self.store)]
+        else:
+            for org in self.config.orgs:
+                records += [r async for r in scan_records(self.store, org, any_org=False)]
+        refs: dict[Key, TeamRef] = {}
+        for record in records:
+            if record.mode == "local":
+                continue
+            key = record_key(record.context(), record.team_id)
+            refs[key] = self.refs.get(key) or self._ref(record)
+        self.refs = refs
+        return list(refs.values())
+
+    def _ref(self, record: TeamRuntimeRecord) -> TeamRef:
+        ctx = record.context()
+        cfg = self.config
+        builder = MemberBuilder(
+            store=self.store,
+            specs=cfg.specs,
+            client_factory=self.client,
+            workspace=cfg.workspace or Path(record.workspace or "."),
+            root=cfg.workspace or Path(record.root or "."),
+            model=cfg.model,
+            toolkit=Toolkit(filesystem_tools()),
+            lease_ttl=cfg.lease_ttl,
+            description=record.description,
+            on_change=self.runtime.nudge,
+        )
+
+        async def gone() -> None:
+            await delete_record(self.store, ctx, record.team_id)
+
+        return TeamRef(ctx, record.team_id, builder, on_gone=gone)
+
+    async def run(self) -> None:
+        """Serve until cancelled; then stop the members and release their leases."""
+        await self.runtime.serve_forever()
+
+    async def aclose(self) -> None:
+        await self.runtime.aclose()
+
+
+async def run_worker(store: BaseStore, config: WorkerConfig) -> None:
+    """Run a :class:`Worker` on ``store`` until cancelled."""
+    await Worker(store, config).run()

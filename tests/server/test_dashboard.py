@@ -1,0 +1,178 @@
+"""The dashboard in a real browser (Debian chromium driven by Playwright): live updates over SSE.
+
+Skipped only when chromium or Playwright is missing and AGENTSCOPE_TEAMS_REQUIRE_SERVICES != "1".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import httpx
+import pytest
+
+from agentscope_teams.sessions import SessionConfig, SessionStorage
+from agentscope_teams.store import store_from_url
+
+from ..backends import REQUIRE_SERVICES
+from .harness import Served
+from .test_api import Api, make_team
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ConsoleMessage, Error, Locator, Page
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT = 10_000  # ms
+
+
+def _missing(reason: str) -> None:
+    if REQUIRE_SERVICES:
+        pytest.fail(reason + " and AGENTSCOPE_TEAMS_REQUIRE_SERVICES=1 forbids skipping")
+    pytest.skip(reason)
+
+
+@dataclass
+class Tab:
+    """A chromium page and the errors its console reported."""
+
+    page: Page
+    errors: list[str] = field(default_factory=list)
+
+    def console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.errors.append(message.text)
+
+    def crashed(self, error: Error) -> None:
+        self.errors.append(str(error))
+
+
+@pytest.fixture
+def tab(served: Served) -> Iterator[Tab]:
+    """A chromium page; it depends on ``served`` so it closes before the server stops."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pip install playwright)")
+    if not CHROMIUM.exists():
+        _missing(f"{CHROMIUM} is missing (apt-get install chromium)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        tab = Tab(context.new_page())
+        tab.page.set_default_timeout(WAIT)
+        tab.page.on("console", tab.console)
+        tab.page.on("pageerror", tab.crashed)
+        try:
+            yield tab
+        finally:
+            browser.close()
+
+
+def card(page: Page, status: str, task_id: str) -> Locator:
+    return page.locator(f'.column[data-status="{status}"] [data-task-id="{task_id}"]')
+
+
+def test_dashboard_follows_a_team_live(
+    tab: Tab, served: Served, http: httpx.Client, tmp_path: Path
+) -> None:
+    page = tab.page
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    w1, w2 = Api(http, tokens["w1"]), Api(http, tokens["w2"])
+    t = f"/api/teams/{team_id}"
+    build = op.ok("POST", t + "/tasks", {"title": "Build the parser"}, 201)
+    test = op.ok("POST", t + "/tasks", {"title": "Test it", "blocked_by": [build["id"]]}, 201)
+    docs = op.ok("POST", t + "/tasks", {"title": "Write docs", "assignee": "w2"}, 201)
+    extra = op.ok("POST", t + "/tasks", {"title": "Nice to have"}, 201)
+
+    page.goto(f"{served.base_url}/?token={served.tokens['alice']}")
+    assert "token=" not in page.url
+    page.click(f'[data-team-id="{team_id}"]')
+    page.wait_for_selector('#live[data-state="live"]')
+    page.evaluate("window.__sameDocument = true")
+    for task in (build, test, docs, extra):
+        card(page, "pending", task["id"]).wait_for()
+    assert "waiting for" in card(page, "pending", test["id"]).inner_text()
+
+    w1.ok("POST", t + "/claim", {})
+    card(page, "in_progress", build["id"]).wait_for()
+    assert "owner w1" in card(page, "in_progress", build["id"]).inner_text()
+    w1.ok("POST", f"{t}/tasks/{build['id']}/complete", {"result": "parser built"})
+    card(page, "completed", build["id"]).wait_for()
+    w2.ok("POST", f"{t}/tasks/{docs['id']}/claim", {})
+    w2.ok("POST", f"{t}/tasks/{docs['id']}/fail", {"error": "no time"})
+    card(page, "failed", docs["id"]).wait_for()
+    op.ok("POST", f"{t}/tasks/{extra['id']}/cancel", {"reason": "later"})
+    card(page, "cancelled", extra["id"]).wait_for()
+    w2.ok("POST", f"{t}/tasks/{test['id']}/claim", {})
+    card(page, "in_progress", test["id"]).wait_for()
+
+    w1.ok("POST", t + "/messages", {"to": "w2", "content": "parser is in, please test"}, 201)
+    page.locator(".message", has_text="parser is in, please test").wait_for()
+    op.ok("POST", t + "/broadcast", {"content": "standup in 5"}, 201)
+    page.locator(".message", has_text="standup in 5").wait_for()
+    assert page.locator(".message", has_text="standup in 5").count() == 1
+    w1.ok("PUT", f"{t}/members/w1/status", {"status": "running"})
+    page.wait_for_selector('.member[data-member="w1"][data-status="running"]')
+
+    completed = card(page, "completed", build["id"])
+    completed.locator("summary").click()
+    assert "claimed" in completed.locator(".history").inner_text()
+    assert page.locator('.column[data-status="completed"] .count').inner_text() == "1"
+    shot = tmp_path / "dashboard.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    assert page.evaluate("window.__sameDocument") is True  # no reload happened
+    assert tab.errors == []
+
+
+def test_dashboard_login_sessions_and_bad_tokens(
+    tab: Tab, served: Served, http: httpx.Client, org: str
+) -> None:
+    page = tab.page
+
+    async def seed() -> None:
+        async with store_from_url(served.store_url) as store:
+            await SessionStorage(store).upsert_session(
+                user_id="alice",
+                org_id=org,
+                agent_id="reviewer",
+                session_id="s-review-1",
+                config=SessionConfig(model="scripted"),
+            )
+
+    # Playwright's sync API runs an event loop in this thread: seed the store from another one.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(anyio.run, seed).result()
+    page.goto(served.base_url + "/")
+    page.wait_for_selector("#login-form")
+    page.fill("#token-input", "ast_" + "x" * 43)
+    page.click("#login-form button")
+    page.wait_for_selector("#login-error:not([hidden])")
+    page.fill("#token-input", served.tokens["alice"])
+    page.click("#login-form button")
+    page.wait_for_selector("#shell:not([hidden])")
+    assert "alice" in page.inner_text("#identity")
+    page.click("#nav-sessions")
+    row = page.locator("#sessions-body tr", has_text="s-review-1")
+    row.wait_for()
+    assert "scripted" in row.inner_text()
+    page.click("#nav-runs")
+    page.wait_for_selector("#runs-empty:not([hidden])")
+    page.click("#logout")
+    page.wait_for_selector("#login:not([hidden])")
+    assert page.evaluate("sessionStorage.length") == 0

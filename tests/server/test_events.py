@@ -1,0 +1,83 @@
+"""The team event stream: snapshot on connect, then task / message / member changes as they happen."""
+
+from __future__ import annotations
+
+import httpx
+
+from .conftest import auth
+from .harness import Served
+from .sse import Event, SseReader
+from .test_api import Api, make_team
+
+
+def is_task(task_id: str, status: str) -> object:
+    return lambda e: e.name == "task" and e.data["id"] == task_id and e.data["status"] == status
+
+
+def test_operator_stream_follows_the_team(served: Served, http: httpx.Client) -> None:
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    t = f"/api/teams/{team_id}"
+    first = op.ok("POST", t + "/tasks", {"title": "build"}, 201)
+    w1 = Api(http, tokens["w1"])
+    with http.stream("GET", t + "/events", headers=auth(op.token)) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        sse = SseReader(response)
+        team = sse.until(lambda e: e.name == "team")
+        assert team.data["id"] == team_id
+        sse.until(lambda e: e.name == "member" and e.data["member"]["name"] == "w2")
+        sse.until(is_task(first["id"], "pending"))  # type: ignore[arg-type]
+
+        w1.ok("POST", t + "/claim", {})
+        claimed = sse.until(is_task(first["id"], "in_progress"))  # type: ignore[arg-type]
+        assert claimed.data["owner"] == "w1"
+        assert [h["action"] for h in claimed.data["history"]] == ["created", "claimed"]
+        w1.ok("POST", t + "/messages", {"to": "w2", "content": "on it"}, 201)
+        msg = sse.until(lambda e: e.name == "message")
+        assert (msg.data["sender"], msg.data["recipient"], msg.data["content"]) == (
+            "w1",
+            "w2",
+            "on it",
+        )
+        w1.ok("PUT", f"{t}/members/w1/status", {"status": "running"})
+        member = sse.until(lambda e: e.name == "member" and e.data["member"]["name"] == "w1")
+        assert member.data["member"]["status"] == "running"
+        w1.ok("POST", f"{t}/tasks/{first['id']}/complete", {"result": "ok"})
+        sse.until(is_task(first["id"], "completed"))  # type: ignore[arg-type]
+        op.ok("DELETE", t, status=204)
+        gone = sse.until(lambda e: e.name == "team" and e.data.get("status") == "deleted")
+        assert gone.data == {"id": team_id, "status": "deleted"}
+        assert sse.next() is None
+
+
+def test_member_stream_shows_only_its_own_inbox(served: Served, http: httpx.Client) -> None:
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    t = f"/api/teams/{team_id}"
+    op.ok("POST", t + "/messages", {"to": "w1", "content": "for w1"}, 201)
+    op.ok("POST", t + "/messages", {"to": "w2", "content": "for w2"}, 201)
+    ticket = Api(http, tokens["w2"]).ok("POST", t + "/events/ticket", status=201)["token"]
+    with http.stream("GET", t + "/events", params={"ticket": ticket}) as response:
+        assert response.status_code == 200
+        sse = SseReader(response)
+        op.ok("POST", t + "/messages", {"to": "w2", "content": "last"}, 201)
+        sse.until(lambda e: e.name == "message" and e.data["content"] == "last")
+    contents = [e.data["content"] for e in sse.seen if e.name == "message"]
+    assert contents == ["for w2", "last"]
+
+
+def test_idle_stream_sends_heartbeats_and_needs_auth(served: Served, http: httpx.Client) -> None:
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    t = f"/api/teams/{team_id}"
+    assert http.get(t + "/events").status_code == 401
+    assert http.get(t + "/events", params={"ticket": "ast_" + "x" * 43}).status_code == 401
+    other, _ = make_team(op)
+    r = http.get(f"/api/teams/{other}/events", headers=auth(tokens["w1"]))
+    assert r.status_code == 403
+    with http.stream("GET", t + "/events", headers=auth(op.token)) as response:
+        sse = SseReader(response)
+        while sse.comments < 2:
+            event: Event | None = sse.next()
+            assert event is not None and event.name in (":", "team", "member")

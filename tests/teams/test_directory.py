@@ -1,0 +1,98 @@
+"""How workers find teams: the team directory, its modes and org filter, and the worker's options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agentscope_teams.agent import HarnessAgent
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.errors import ConfigurationError
+from agentscope_teams.model.scripted import ScriptedModel, ScriptItem
+from agentscope_teams.store import BaseStore, store_from_url
+from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension, Worker, WorkerConfig
+from agentscope_teams.teams.builder import load_pool
+from agentscope_teams.teams.directory import get_record
+from agentscope_teams.teams.worker import model_option
+
+from .helpers import team_id_of
+from .scripts import member_model
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[BaseStore]:
+    async with store_from_url("memory://") as s:
+        yield s
+
+
+async def lead_team(
+    tmp_path: Path, store: BaseStore, ctx: RuntimeContext, mode: Any
+) -> tuple[str, TeamLeadExtension]:
+    ext = TeamLeadExtension(ROOT / "specs", run_members=mode)
+    script: list[ScriptItem] = [
+        ScriptedModel.tool_call("createTeam", {"name": "crew", "description": "goal"}),
+        "ok",
+    ]
+    lead = HarnessAgent(
+        "lead", ScriptedModel(script), workspace=tmp_path, store=store, extensions=[ext]
+    )
+    await lead.call("go", ctx)
+    return team_id_of(await lead.get_agent_state(ctx)), ext
+
+
+async def test_workers_find_worker_teams_of_their_orgs_only(
+    tmp_path: Path, store: BaseStore
+) -> None:
+    acme = RuntimeContext(session_id="s", user_id="alice", org_id="acme")
+    other = RuntimeContext(session_id="s", user_id="bob", org_id="other")
+    local, _ = await lead_team(tmp_path, store, acme, "local")
+    remote, _ = await lead_team(tmp_path, store, acme, "workers")
+    elsewhere, _ = await lead_team(tmp_path, store, other, "any")
+    record = await get_record(store, acme, remote)
+    assert record is not None
+    assert (record.org_id, record.user_id, record.description) == ("acme", "alice", "goal")
+    base = await anyio.Path(tmp_path).resolve()
+    assert record.root == str(base) and record.mode == "workers"
+    assert record.workspace.startswith(str(base))  # the lead's session directory
+
+    specs = load_pool(ROOT / "specs")
+    every = Worker(store, WorkerConfig(specs=specs))
+    assert sorted(r.team_id for r in await every.discover()) == sorted([remote, elsewhere])
+    only = Worker(store, WorkerConfig(specs=specs, orgs=["acme"]))
+    assert [r.team_id for r in await only.discover()] == [remote]
+    assert local not in [r.team_id for r in await every.discover()]
+
+    await LocalTeamClient(store, acme).delete_team(remote)  # deleted elsewhere: the record goes
+    await only.runtime.step()
+    assert await get_record(store, acme, remote) is None
+    assert await only.discover() == []
+
+
+def test_worker_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="max_members"):
+        WorkerConfig(specs={}, max_members=0)
+    with pytest.raises(ConfigurationError, match=r"python:package\.module:attribute"):
+        model_option("python:nothing")
+    assert model_option(None) is None
+    model = model_option("python:tests.teams.scripts:member_model")
+    assert isinstance(model, ScriptedModel) and type(model) is type(member_model())
+
+
+def test_worker_command_reports_bad_options_in_one_line(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker", "--store", "memory://"]
+    result = subprocess.run(
+        [*cmd, "--max-members", "0"], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == ["error: max_members must be >= 1, got 0"], (
+        result.stderr
+    )
