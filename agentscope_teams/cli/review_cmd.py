@@ -1,19 +1,40 @@
 """``agentscope-teams review PATH``: run the example code-review team on a directory.
 
-The handler is a placeholder until the review feature lands: replace :func:`handle` (the options
-below are the command's full interface).
+The lead (``agentscope_teams/review/lead_prompt.md``) lists the Python files, builds a team of the
+reviewer specs (``--specs``, default: the specs shipped with the package), shares the files out as
+tasks, waits for the team and answers with the report, written to ``--output``. Without ``--model``
+and without an API key in the environment the team runs on :class:`OfflineReviewModel`:
+deterministic static analysis driving the same tools, not an LLM, and the output says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-from .common import SubParsers, add_command, add_json_option, not_available
+import anyio
+from rich.console import Console
+
+from ..model import ChatModel, OfflineReviewModel, model_from_string
+from .common import CommandError, SubParsers, add_command, add_json_option, store_url
+from .review_run import ReviewConfig, run_review
+from .review_view import JsonView, LiveView, ReviewView
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "review"
+LEAD_PROMPT = PACKAGE_DIR / "lead_prompt.md"
+DEFAULT_SPECS = PACKAGE_DIR / "specs"
+#: ``--model offline`` picks the offline model even when an API key is set.
+OFFLINE = "offline"
+KEY_DEFAULTS = (
+    ("DASHSCOPE_API_KEY", "dashscope:qwen-plus"),
+    ("OPENAI_API_KEY", "openai:gpt-4o-mini"),
+)
 
 EXAMPLES = (
     "agentscope-teams review examples/sample_project",
-    "agentscope-teams review src/ --output review.md --workers 3",
+    "agentscope-teams review src/ --output review.md --json",
+    "agentscope-teams review src/ --workers 2 --store sqlite:///review.db",
     "agentscope-teams review src/ --model openai:gpt-4o --store sqlite:///review.db",
 )
 
@@ -24,16 +45,32 @@ def register(subparsers: SubParsers) -> None:
         "review",
         help="run the code-review team on a directory and write a Markdown report",
         description="Run the example code-review team on PATH and write a Markdown report, with "
-        "live progress (task board, messages) in the terminal. Without an API key or --model it "
-        "uses the deterministic offline model (no LLM).",
+        "live progress (task board, messages) in the terminal. Without an API key "
+        "(DASHSCOPE_API_KEY, OPENAI_API_KEY) or --model it uses the deterministic offline model "
+        "(static analysis, no LLM).",
         examples=EXAMPLES,
     )
     parser.add_argument("path", metavar="PATH", type=Path, help="directory to review")
     parser.add_argument(
-        "--model", metavar="MODEL", help="model, e.g. openai:gpt-4o (default: offline model)"
+        "--model",
+        metavar="MODEL",
+        help="model, e.g. openai:gpt-4o, or 'offline' (default: dashscope:qwen-plus with "
+        "DASHSCOPE_API_KEY, openai:gpt-4o-mini with OPENAI_API_KEY, else offline)",
     )
     parser.add_argument(
-        "--workers", metavar="N", type=int, default=3, help="number of reviewer members"
+        "--workers",
+        metavar="N",
+        type=int,
+        default=0,
+        help="run the members in N `agentscope-teams worker` processes instead of in this one "
+        "(needs a store shared across processes: file, sqlite, SQL or Redis)",
+    )
+    parser.add_argument(
+        "--specs",
+        metavar="DIR",
+        type=Path,
+        default=DEFAULT_SPECS,
+        help="reviewer spec directory (default: the specs shipped with the package)",
     )
     parser.add_argument(
         "--output",
@@ -49,5 +86,52 @@ def register(subparsers: SubParsers) -> None:
     parser.set_defaults(handler=handle)
 
 
+def choose_model(name: str | None, env: dict[str, str] | None = None) -> tuple[str, ChatModel]:
+    """The model string and model of the run: ``--model``, else by API key, else offline."""
+    env = dict(os.environ) if env is None else env
+    if name is None:
+        name = next((model for var, model in KEY_DEFAULTS if env.get(var)), OFFLINE)
+    name = name.strip()
+    if name == OFFLINE:
+        return name, OfflineReviewModel()
+    return name, model_from_string(name)
+
+
+def _config(args: argparse.Namespace) -> ReviewConfig:
+    path: Path = args.path
+    if not path.is_dir():
+        raise CommandError(f"{path} is not a directory; pass the directory to review")
+    if args.workers < 0:
+        raise CommandError(f"--workers must be 0 or more, got {args.workers}")
+    if not args.timeout > 0:
+        raise CommandError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
+    if not (args.specs / "reviewer.md").is_file():
+        raise CommandError(f"{args.specs} has no reviewer.md; pass a spec directory with --specs")
+    name, model = choose_model(args.model)
+    return ReviewConfig(
+        path=path.resolve(),
+        target=path.as_posix(),
+        model=model,
+        model_arg=name,
+        offline=isinstance(model, OfflineReviewModel),
+        store_url=store_url(args),
+        specs=args.specs.resolve(),
+        workers=args.workers,
+        output=args.output,
+        timeout=args.timeout,
+        prompt=LEAD_PROMPT.read_text(encoding="utf-8"),
+    )
+
+
 def handle(args: argparse.Namespace) -> int:
-    return not_available("review")
+    cfg = _config(args)
+    view: ReviewView = JsonView() if args.json else LiveView(_console())
+    try:
+        view.finish(anyio.run(run_review, cfg, view))
+    finally:
+        view.close()
+    return 0
+
+
+def _console() -> Console:
+    return Console(highlight=False)

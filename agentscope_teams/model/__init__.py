@@ -1,4 +1,5 @@
-"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel``, ``ScriptedModel``, ``model_from_string``."""
+"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel``, ``ScriptedModel``,
+``OfflineReviewModel`` (deterministic, no LLM) and ``model_from_string``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .base import (
     Usage,
 )
 from .factory import model_from_string, resolve_model
+from .offline import OfflineReviewModel
 from .openai_response import RAW_ARGUMENTS_KEY
 from .scripted import ScriptedModel
 
@@ -27,6 +29,7 @@ __all__ = [
     "ChatModel",
     "ModelRequest",
     "ModelResponse",
+    "OfflineReviewModel",
     "OpenAIChatModel",
     "ScriptedModel",
     "StopReason",

@@ -1,0 +1,230 @@
+"""One ``agentscope-teams review`` run: the lead, its team, the watcher and the report.
+
+The lead is a :class:`HarnessAgent` with the team tools (``TeamLeadExtension``); its members run in this
+process (default) or in ``--workers N`` worker processes that take them from the shared store. While
+the lead runs, a watcher polls the same store through :class:`LocalTeamClient` for the task board and
+the team's messages and hands them to the view.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import anyio
+from anyio.abc import Process
+
+from ..agent import HarnessAgent, ReActConfig
+from ..agent.config import CompressionConfig
+from ..context import RuntimeContext
+from ..errors import ConfigurationError
+from ..events import ReplyEndEvent, ToolResultEvent
+from ..message import new_id
+from ..model import ChatModel
+from ..store.base import BaseStore
+from ..store.url import store_from_url
+from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamStatus
+from ..tools import filesystem_tools
+from .common import CommandError
+from .review_stats import summarize
+from .review_view import ReviewSummary, ReviewView
+
+LEAD = "lead"
+POLL_SECONDS = 0.25
+LEAD_STEPS = 60
+#: How worker processes load the offline model (``agentscope-teams worker --model ...``).
+OFFLINE_WORKER_MODEL = "python:agentscope_teams.model.offline:offline_model"
+
+
+@dataclass
+class ReviewConfig:
+    """Everything one run needs, decided by the command line."""
+
+    path: Path
+    target: str
+    model: ChatModel
+    model_arg: str
+    offline: bool
+    store_url: str
+    specs: Path
+    workers: int
+    output: Path
+    timeout: float
+    prompt: str
+
+    def instruction(self) -> str:
+        return (
+            f"Review the Python code of this directory with your team.\nTarget: {self.target}\n"
+            "Answer with the review report in Markdown, as your instructions describe."
+        )
+
+
+class Watcher:
+    """Polls the team's board and mailboxes and reports what changed to the view."""
+
+    def __init__(self, client: LocalTeamClient, view: ReviewView) -> None:
+        self.client, self.view = client, view
+        self.team_id: str | None = None
+        self.tasks: list[Task] = []
+        self._seen: dict[str, int] = {}
+        self._shown: list[tuple[str, str, str | None]] = []
+        self._broadcasts: set[tuple[str, str, str]] = set()
+
+    def note(self, event: ToolResultEvent) -> None:
+        """Learn the team id from the lead's ``createTeam`` result."""
+        if event.result.name == "createTeam" and not event.result.is_error and self.team_id is None:
+            self.team_id = _team_id(event.result.output)
+
+    async def poll(self) -> None:
+        if self.team_id is None:
+            return
+        tasks = await self.client.list_tasks(self.team_id)
+        shown = [(t.id, t.status.value, t.owner) for t in tasks]
+        if shown != self._shown:
+            self._shown, self.tasks = shown, tasks
+            self.view.board(tasks)
+        team = await self.client.get_team(self.team_id)
+        for name in team.participants():
+            after = self._seen.get(name, 0)
+            for msg in await self.client.read_messages(self.team_id, name, after=after):
+                self._seen[name] = msg.seq
+                key = (msg.sender, msg.content, msg.sent_at.isoformat())
+                if msg.broadcast and key in self._broadcasts:
+                    continue  # one copy per recipient: show it once
+                self._broadcasts.add(key)
+                self.view.message(msg)
+
+    async def run(self) -> None:
+        while True:
+            await self.poll()
+            await anyio.sleep(POLL_SECONDS)
+
+
+def _team_id(output: str) -> str | None:
+    for word in output.replace("'", " ").replace('"', " ").replace(",", " ").split():
+        if word.startswith("team-"):
+            return word.rstrip(".:;)")
+    return None
+
+
+async def _check_shared(store: BaseStore, workers: int) -> None:
+    if workers > 0 and not getattr(store, "shared_across_processes", False):
+        raise ConfigurationError(
+            f"--workers {workers} runs members in other processes, but {type(store).__name__} "
+            "is not shared across processes; use a file, sqlite, SQL or Redis store "
+            "(e.g. --store file:///tmp/review-store)"
+        )
+
+
+async def _start_workers(cfg: ReviewConfig, stack: AsyncExitStack) -> Path:
+    """``--workers N`` worker processes on the same store; their output goes to a log file."""
+    model = OFFLINE_WORKER_MODEL if cfg.offline else cfg.model_arg
+    cmd = [sys.executable, "-m", "agentscope_teams.cli", "--store", cfg.store_url, "worker"]
+    cmd += ["--specs", str(cfg.specs), "--model", model, "--poll", str(POLL_SECONDS)]
+    log = Path(tempfile.gettempdir()) / f"agentscope-review-workers-{os.getpid()}.log"
+    out = stack.enter_context(log.open("ab"))
+    for _ in range(cfg.workers):
+        proc = await anyio.open_process(cmd, stdout=out, stderr=out)
+        stack.push_async_callback(_stop, proc)
+    return log
+
+
+async def _stop(proc: Process) -> None:
+    with anyio.CancelScope(shield=True):
+        if proc.returncode is None:
+            proc.terminate()
+            with anyio.move_on_after(5):
+                await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await proc.aclose()
+
+
+def _config(cfg: ReviewConfig) -> ReActConfig:
+    """The lead's loop settings (members inherit them, with their spec's steps).
+
+    The offline model has no context window, and it finds its place in a task from the messages
+    of the current turn: context compression would only take those away, so it is off.
+    """
+    if cfg.offline:
+        return ReActConfig(max_iters=LEAD_STEPS, compression=CompressionConfig(enabled=False))
+    return ReActConfig(max_iters=LEAD_STEPS)
+
+
+def _lead(cfg: ReviewConfig, store: BaseStore, extension: TeamLeadExtension) -> HarnessAgent:
+    return HarnessAgent(
+        LEAD,
+        cfg.model,
+        cfg.prompt,
+        workspace=cfg.path,
+        workspace_scope="shared",
+        store=store,
+        tools=[t for t in filesystem_tools() if t.read_only],  # the review never edits code
+        builtin_tools=False,
+        extensions=[extension],
+        config=_config(cfg),
+    )
+
+
+async def _drive(
+    lead: HarnessAgent, prompt: str, ctx: RuntimeContext, view: ReviewView, watcher: Watcher
+) -> str:
+    """Stream the lead's reply to the view while the watcher polls the team; the final text."""
+    report = ""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        async for event in lead.stream(prompt, ctx):
+            view.agent_event(event)
+            if isinstance(event, ToolResultEvent):
+                watcher.note(event)
+            elif isinstance(event, ReplyEndEvent):
+                report = event.msg.get_text_content()
+        tg.cancel_scope.cancel()
+    return report
+
+
+async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
+    """Run the lead to its final answer, write the report, return the summary."""
+    started = time.monotonic()
+    ctx = RuntimeContext(session_id=new_id("review-"))
+    async with AsyncExitStack() as stack:
+        store = cast(BaseStore, await stack.enter_async_context(store_from_url(cfg.store_url)))
+        await _check_shared(store, cfg.workers)
+        view.start(cfg.target, cfg.model.model_name, cfg.offline)
+        watcher = Watcher(LocalTeamClient(store, ctx), view)
+        extension = TeamLeadExtension(
+            cfg.specs, run_members="workers" if cfg.workers else "local", poll=POLL_SECONDS
+        )
+        stack.push_async_callback(extension.aclose)
+        lead = _lead(cfg, store, extension)
+        log = await _start_workers(cfg, stack) if cfg.workers else None
+        try:
+            with anyio.fail_after(cfg.timeout):
+                report = await _drive(lead, cfg.instruction(), ctx, view, watcher)
+        except TimeoutError:
+            raise CommandError(_timeout_message(cfg, watcher, log)) from None
+        await watcher.poll()
+        if watcher.team_id is not None:  # members stop; workers no longer serve the team
+            await watcher.client.set_team_status(watcher.team_id, TeamStatus.DONE)
+    if log is not None:
+        await anyio.Path(log).unlink(missing_ok=True)
+    await anyio.Path(cfg.output).write_text(report if report.endswith("\n") else report + "\n")
+    elapsed = time.monotonic() - started
+    return summarize(cfg, watcher.tasks, report, elapsed, team_id=watcher.team_id, session=ctx)
+
+
+def _timeout_message(cfg: ReviewConfig, watcher: Watcher, log: Path | None) -> str:
+    done = sum(1 for t in watcher.tasks if t.status is TaskStatus.COMPLETED)
+    where = f"; see `agentscope-teams team tasks {watcher.team_id}`" if watcher.team_id else ""
+    logs = f"; worker output is in {log}" if log is not None else ""
+    return (
+        f"the review of {cfg.target} did not finish within {cfg.timeout:g} seconds "
+        f"({done} of {len(watcher.tasks)} tasks done){where}{logs}; raise --timeout"
+    )

@@ -1,0 +1,231 @@
+"""The lead side of the offline review team: find the files, build the team, share out, report.
+
+:func:`lead_step` decides one step of the lead from the tool calls of the current turn: list the
+Python files (``glob_files``), ``createTeam``, ``spawnMember`` for each reviewer spec, one
+``assignTask`` per member per group of files, ``waitForTeam`` until no task is open, then the final
+answer: the review report, built from the task results with :func:`~.report.render_markdown` and
+crediting each finding to the member that owned the task.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .analyzer import RULES
+from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines
+from .offline_files import discover
+from .report import render_markdown
+from .transcript import (
+    Call,
+    Step,
+    describe_group,
+    split_files,
+    task_ids,
+    task_views,
+)
+
+ROSTER: tuple[str, ...] = ("reviewer", "security-scanner", "perf-tester")
+TEAM_NAME = "code-review"
+WAIT_SECONDS = 30
+MAX_WAITS = 40
+NUDGE = "Tasks {tasks} are still waiting for you on the board: claim them with claimTask."
+AREA_TITLE = {"reviewer": "Code review", "security-scanner": "Security review",
+              "perf-tester": "Performance review"}  # fmt: skip
+_TARGET = re.compile(r"^\s*target:\s*`?(?P<t>[^`\n]+?)`?\s*$", re.IGNORECASE | re.MULTILINE)
+_OPEN = ("pending", "in_progress")
+_LISTED = re.compile(r"^- ([A-Za-z0-9_.-]+): ", re.MULTILINE)
+_ASSIGNED = re.compile(r"\bassigned to ['\"`]?([A-Za-z0-9_.-]+)")
+_SENDER = re.compile(r"^(?:Message|Broadcast) from ([A-Za-z0-9_.-]+)")
+
+Plan = tuple[tuple[str, dict[str, object]], ...]
+
+
+def roster(system_prompt: str) -> list[str]:
+    """The reviewer specs the lead may spawn: those listed as ``- name: description`` in its
+    prompt (the team extension lists the available specs so), else those it mentions, else all."""
+    listed = set(_LISTED.findall(system_prompt))
+    return (
+        [n for n in ROSTER if n in listed]
+        or [n for n in ROSTER if n in system_prompt]
+        or list(ROSTER)
+    )
+
+
+def target_of(instruction: str) -> str:
+    """The reviewed target from the user's instruction (a ``Target: X`` line), else ``"."``."""
+    m = _TARGET.search(instruction)
+    return m["t"].strip() if m else "."
+
+
+def _ok(calls: Sequence[Call], name: str) -> list[Call]:
+    return [c for c in calls if c.name == name and c.ok]
+
+
+def _tried(calls: Sequence[Call], name: str) -> list[Call]:
+    return [c for c in calls if c.name == name and c.output is not None]
+
+
+def lead_step(
+    system_prompt: str,
+    instruction: str,
+    calls: Sequence[Call],
+    inbox: Sequence[str] = (),
+    *,
+    model_label: str,
+    can_act: bool = True,
+) -> Step:
+    """The lead's next step; ``instruction``: the user message that started the turn, ``inbox``:
+    the team messages injected since."""
+    target = target_of(instruction)
+    files, listing, error = discover(calls)
+    if error is not None:
+        return Step(f"I could not list the files of {target}: {error}; nothing was reviewed.")
+    if listing and not can_act:
+        return Step(
+            f"I ran out of steps while listing the files of {target}; nothing was reviewed."
+        )
+    if listing:
+        return Step("Listing the Python files to review.", tuple(listing))
+    if not files:
+        return Step(render_markdown({}, target, model_label) + "\nNo Python files found.\n")
+    plan = _team_plan(system_prompt, target, files, calls) if can_act else None
+    if plan is not None:
+        return plan
+    return Step(_report(target, files, calls, inbox, model_label))
+
+
+def _team_plan(
+    system_prompt: str, target: str, files: list[str], calls: Sequence[Call]
+) -> Step | None:
+    """The next team-building or waiting step; None when it is time to write the report."""
+    if not _ok(calls, "createTeam"):
+        if _tried(calls, "createTeam"):
+            return Step(f"The team could not be created: {_tried(calls, 'createTeam')[-1].output}")
+        args: dict[str, object] = {"name": TEAM_NAME, "description": f"Code review of {target}"}
+        return Step(
+            f"Creating the review team for {len(files)} Python files.", (("createTeam", args),)
+        )
+    tried = {c.arg("name") for c in _tried(calls, "spawnMember")}
+    missing: Plan = tuple(
+        ("spawnMember", {"name": n, "spec": n}) for n in roster(system_prompt) if n not in tried
+    )
+    if missing:
+        return Step(f"Spawning {len(missing)} reviewers.", missing)
+    members = [c.arg("name") for c in _ok(calls, "spawnMember")]
+    if not members:
+        return Step("No reviewer could be spawned; nothing was reviewed.")
+    if not _tried(calls, "assignTask"):
+        return _assign(files, members)
+    waits = _tried(calls, "waitForTeam")
+    wait: Plan = (("waitForTeam", {"timeout_seconds": WAIT_SECONDS}),)
+    if not waits:
+        return Step("Waiting for the team to finish.", wait)
+    if not _open_tasks(waits[-1]) or len(waits) >= MAX_WAITS:
+        return None
+    nudges: Plan = tuple(
+        ("sendMessage", {"to": m, "content": NUDGE.format(tasks=", ".join(ids))})
+        for m, ids in _idle_with_work(waits[-1]).items()
+    )
+    return Step("Some tasks are still open; waiting again.", nudges + wait)
+
+
+def _assign(files: list[str], members: list[str]) -> Step:
+    groups = split_files(files)
+    plan: list[tuple[str, dict[str, object]]] = []
+    for group in groups:
+        for member in members:
+            area = AREA_TITLE.get(member, "Review")
+            description = (
+                f"{area} of these files; report findings as `SEVERITY file:line message [rule]` "
+                "lines, one per finding:\n" + "\n".join(group)
+            )
+            title = f"{area}: {describe_group(group)}"
+            plan.append(
+                ("assignTask", {"title": title, "description": description, "assignee": member})
+            )
+    text = (
+        f"Sharing {len(files)} files out as {len(plan)} tasks: {len(groups)} group(s) of files, "
+        f"one task per reviewer per group."
+    )
+    return Step(text, tuple(plan))
+
+
+def member_messages(inbox: Sequence[str]) -> list[tuple[str, str]]:
+    """(sender, text) of the team messages injected into the lead's conversation."""
+    out = []
+    for text in inbox:
+        m = _SENDER.match(text)
+        if m is not None:
+            out.append((m[1], text))
+    return out
+
+
+def _open_tasks(wait: Call) -> bool:
+    if not wait.ok:
+        return True
+    return any(v.status in _OPEN for v in task_views(wait.output or ""))
+
+
+def _idle_with_work(wait: Call) -> dict[str, list[str]]:
+    """Members with pending tasks assigned and none in progress (they may have stopped early)."""
+    views = task_views(wait.output or "")
+    busy = {v.owner for v in views if v.status == "in_progress"}
+    waiting: dict[str, list[str]] = {}
+    for v in views:
+        who = _ASSIGNED.search(v.header)
+        if v.status == "pending" and who and who[1] not in busy:
+            waiting.setdefault(who[1], []).append(v.id)
+    return waiting
+
+
+def _assignees(calls: Sequence[Call]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in _ok(calls, "assignTask"):
+        ids = task_ids(c.output or "")
+        if ids and c.arg("assignee"):
+            out[ids[0]] = c.arg("assignee")
+    return out
+
+
+def _findings(owner: str, text: str) -> list[Finding]:
+    category: Category = CATEGORY_OF_SPEC.get(owner, "quality")
+    return [
+        f.model_copy(update={"category": RULES.get(f.rule, category)})
+        for f in parse_finding_lines(text, category)
+    ]
+
+
+def _report(
+    target: str, files: list[str], calls: Sequence[Call], inbox: Sequence[str], model_label: str
+) -> str:
+    waits = _ok(calls, "waitForTeam")
+    views = task_views(waits[-1].output or "") if waits else []
+    assignees = _assignees(calls)
+    members = [c.arg("name") for c in _ok(calls, "spawnMember")]
+    by_member: dict[str, list[Finding]] = {m: [] for m in members}
+    problems: list[str] = []
+    for v in views:
+        owner = v.owner or assignees.get(v.id) or "unknown"
+        if v.status != "completed":
+            problems.append(f"- `{v.id}` ({owner}): {v.status or 'unknown status'}")
+            continue
+        if v.clipped:
+            problems.append(
+                f"- `{v.id}` ({owner}): the result was cut short; findings may be missing"
+            )
+        by_member.setdefault(owner, []).extend(_findings(owner, v.text))
+    for sender, text in member_messages(inbox):
+        if sender in by_member:
+            by_member[sender].extend(_findings(sender, text))
+    flagged = {f.file for fs in by_member.values() for f in fs}
+    clean = [f for f in files if f not in flagged]
+    text = render_markdown(by_member, target, model_label, clean_files=clean)
+    tasks = len(views) or len(assignees)
+    text += (
+        f"\n## Scope\n\n{len(files)} Python files reviewed in {tasks} tasks by "
+        f"{len(members)} team members ({', '.join(members)}).\n"
+    )
+    if problems:
+        text += "\n## Not fully reviewed\n\n" + "\n".join(problems) + "\n"
+    return text

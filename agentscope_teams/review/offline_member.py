@@ -1,0 +1,303 @@
+"""The member side of the offline review team: claim, read, analyze, tell teammates, complete.
+
+:func:`member_step` decides one step of a member from its system prompt and the tool calls of the
+current turn (with their results): claim a task, read the files it names (one ``read_file`` call per
+file, more with ``offset`` while a file is cut off), analyze the rebuilt sources with the rules of
+its own area, forward findings of other areas to the teammate responsible, complete the task with
+``SEVERITY file:line message [rule]`` lines, and claim again until nothing is claimable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .analyzer import analyze_source
+from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines, sort_findings
+from .transcript import (
+    Call,
+    Step,
+    describe_group,
+    files_in_text,
+    fit_lines,
+    rebuild_source,
+    short_message,
+    task_ids,
+    task_views,
+)
+
+SPEC_OF_CATEGORY: dict[Category, str] = {c: s for s, c in CATEGORY_OF_SPEC.items()}
+AREA: dict[Category, str] = {
+    "security": "security",
+    "performance": "performance",
+    "quality": "correctness and maintainability",
+}
+_ROLE_LINE = re.compile(r"You are the (general code|security|performance) reviewer", re.IGNORECASE)
+_ROLE_WORD: dict[str, str] = {
+    "general code": "reviewer",
+    "security": "security-scanner",
+    "performance": "perf-tester",
+}
+_NAME_HINT = re.compile(
+    r"(?:your name is|you are (?:the )?member|member name:?)\s*[`'\"]?([A-Za-z0-9_.-]+)", re.I
+)
+_LEAD_HINT = re.compile(r"led by [`'\"]?([A-Za-z0-9_.-]+)")
+_OWNED_HINT = re.compile(r"^.*\byou own\b.*$", re.IGNORECASE | re.MULTILINE)
+MAX_FORWARDED_LINES = 8
+#: The first line of a message carrying findings that did not fit in a task result.
+OVERFLOW_HEAD = "Findings of {task} that did not fit in its result:"
+
+
+@dataclass(frozen=True)
+class Role:
+    """Who a member is: its name in the team and the spec (area) it reviews for."""
+
+    name: str
+    spec: str | None
+    lead: str = "lead"
+
+    @property
+    def category(self) -> Category | None:
+        return CATEGORY_OF_SPEC.get(self.spec or "")
+
+
+def member_role(system_prompt: str) -> Role:
+    """The role from the spec's system prompt ("You are the security reviewer ...").
+
+    The member name is the spec name unless the prompt names the member ("your name is X").
+    """
+    spec = None
+    m = _ROLE_LINE.search(system_prompt)
+    if m is not None:
+        spec = _ROLE_WORD[m[1].lower()]
+    else:
+        named = [s for s in CATEGORY_OF_SPEC if re.search(rf"\b{re.escape(s)}\b", system_prompt)]
+        spec = named[0] if len(named) == 1 else None
+    hint = _NAME_HINT.search(system_prompt)
+    name = hint[1] if hint is not None else (spec or "member")
+    if spec is None and name in CATEGORY_OF_SPEC:
+        spec = name
+    lead = _LEAD_HINT.search(system_prompt)
+    return Role(name=name, spec=spec, lead=lead[1] if lead else "lead")
+
+
+def owned_tasks(instruction: str) -> list[str]:
+    """Tasks the wake-up prompt says this member already owns ("tasks you own ...: t-3 ...")."""
+    return [t for line in _OWNED_HINT.findall(instruction) for t in task_ids(line)]
+
+
+@dataclass
+class _Task:
+    id: str
+    files: list[str]
+    claim_index: int
+
+
+@dataclass
+class _Turn:
+    """What the calls of this turn tell: the open task, what was finished, the last claim."""
+
+    current: _Task | None = None
+    finished: list[str] = field(default_factory=list)
+    reported: list[Finding] = field(default_factory=list)
+    sent: int = 0
+    claims: int = 0
+    last_claim_empty: bool = False
+    files_done: int = 0
+
+
+def _scan(calls: Sequence[Call], category: Category | None) -> _Turn:
+    turn = _Turn()
+    for i, call in enumerate(calls):
+        if call.interrupted:
+            continue  # it never ran: as if it had not been called
+        if call.name == "claimTask" and call.output is not None:
+            turn.claims += 1
+            ids = task_ids(call.output) if call.ok else []
+            turn.last_claim_empty = not ids
+            if ids:
+                turn.current = _Task(ids[0], files_in_text(call.output), i)
+        elif call.name in ("completeTask", "failTask") and call.output is not None:
+            _reported(turn, call, category)
+        elif call.name == "sendMessage" and call.ok:
+            turn.sent += 1
+    return turn
+
+
+def _reported(turn: _Turn, call: Call, category: Category | None) -> None:
+    """A completeTask / failTask call: the current task is over (even when the call failed)."""
+    task = turn.current
+    if task is None or call.arg("task_id") != task.id:
+        return
+    turn.current = None
+    if not call.ok:
+        return
+    turn.finished.append(task.id)
+    turn.files_done += len(task.files)
+    if call.name == "completeTask":
+        turn.reported += parse_finding_lines(call.arg("result"), category or "quality")
+
+
+def member_step(
+    role: Role,
+    instruction: str,
+    calls: Sequence[Call],
+    inbox: Sequence[str],
+    *,
+    history: Sequence[Call] = (),
+    can_act: bool = True,
+) -> Step:
+    """The next step of a member; ``instruction`` started the turn, ``inbox``: teammates'
+    messages injected since, ``history``: every tool call in the context (earlier turns too)."""
+    turn = _scan(calls, role.category)
+    if not can_act:
+        return Step(_summary(role, turn, inbox, history))
+    task = turn.current
+    if task is None:
+        return _claim(role, instruction, calls, turn) or Step(_summary(role, turn, inbox, history))
+    reads, unreadable = _reads(task, calls)
+    if reads:
+        label = "file" if len(reads) == 1 else "files"
+        return Step(f"Reading {len(reads)} {label} of task {task.id}.", tuple(reads))
+    return _finish(role, task, calls, unreadable)
+
+
+def _claim(role: Role, instruction: str, calls: Sequence[Call], turn: _Turn) -> Step | None:
+    """The next claim: a task this member owns (from the wake-up prompt or the board), else the
+    next claimable one; when nothing was claimable, one look at the board for tasks it owns."""
+    tried = {c.arg("task_id") for c in calls if c.name == "claimTask"}
+    owned = [
+        t for t in [*owned_tasks(instruction), *_owned_on_board(role, calls)] if t not in tried
+    ]
+    if owned:
+        args: dict[str, object] = {"task_id": owned[0]}
+        return Step(f"Taking up my task {owned[0]} again.", (("claimTask", args),))
+    if turn.claims == 0 or not turn.last_claim_empty:
+        return Step("Claiming the next task from the board.", (("claimTask", {}),))
+    last_claim = max(i for i, c in enumerate(calls) if c.name == "claimTask")
+    if not any(c.name == "listTasks" for c in calls[last_claim:]):
+        look: dict[str, object] = {"status": "in_progress"}
+        return Step(
+            "Nothing claimable; checking the board for tasks I hold.", (("listTasks", look),)
+        )
+    return None
+
+
+def _owned_on_board(role: Role, calls: Sequence[Call]) -> list[str]:
+    boards = [c.output for c in calls if c.name == "listTasks" and c.ok and c.output]
+    if not boards:
+        return []
+    views = task_views(boards[-1])
+    return [v.id for v in views if v.status == "in_progress" and v.owner == role.name]
+
+
+def _reads(
+    task: _Task, calls: Sequence[Call]
+) -> tuple[list[tuple[str, dict[str, object]]], dict[str, str]]:
+    """The ``read_file`` calls still needed for ``task``, and the files that could not be read."""
+    needed: list[tuple[str, dict[str, object]]] = []
+    unreadable: dict[str, str] = {}
+    for path in task.files:
+        mine = [
+            c
+            for c in calls[task.claim_index :]
+            if c.name == "read_file" and c.arg("path") == path and not c.interrupted
+        ]
+        chunks = [c.output for c in mine if c.ok and c.output is not None]
+        errors = [c.output for c in mine if c.is_error and c.output is not None]
+        if errors and not chunks:
+            unreadable[path] = errors[-1]
+        elif not chunks:
+            needed.append(("read_file", {"path": path}))
+        else:
+            offset = rebuild_source(chunks).next_offset
+            asked = {c.input.get("offset") for c in mine}
+            if offset is not None and offset not in asked:
+                needed.append(("read_file", {"path": path, "offset": offset}))
+    return needed, unreadable
+
+
+def _source(task: _Task, calls: Sequence[Call], path: str) -> str:
+    mine = calls[task.claim_index :]
+    return rebuild_source(
+        c.output
+        for c in mine
+        if c.name == "read_file" and c.arg("path") == path and c.ok and c.output
+    ).source
+
+
+def _finish(role: Role, task: _Task, calls: Sequence[Call], unreadable: dict[str, str]) -> Step:
+    found: list[Finding] = []
+    for path in task.files:
+        if path not in unreadable:
+            found += analyze_source(path, _source(task, calls, path))
+    found = sort_findings(found)
+    mine = [f for f in found if role.category is None or f.category == role.category]
+    steps: list[tuple[str, dict[str, object]]] = []
+    for category, spec in SPEC_OF_CATEGORY.items():
+        if role.category in (None, category) or spec == role.name:
+            continue  # without an area of its own a member reports everything itself
+        theirs = [f for f in found if f.category == category]
+        if theirs:
+            steps.append(("sendMessage", {"to": spec, "content": _forward(role, task, theirs)}))
+    told = len(steps)
+    result, overflow = _result(role, task, mine, unreadable)
+    if overflow:
+        content = "\n".join([OVERFLOW_HEAD.format(task=task.id), *overflow])
+        steps.append(("sendMessage", {"to": role.lead, "content": content}))
+    steps.append(("completeTask", {"task_id": task.id, "result": result}))
+    steps.append(("claimTask", {}))
+    note = f"; telling {told} teammate(s) what I noticed in their area" if told else ""
+    text = f"Task {task.id}: {len(mine)} finding(s) in {len(task.files)} file(s){note}."
+    return Step(text, tuple(steps))
+
+
+def _result(
+    role: Role, task: _Task, mine: list[Finding], unreadable: dict[str, str]
+) -> tuple[str, list[str]]:
+    """The task result (short lines if the full ones are too long) and the lines left over."""
+    short = [
+        f"{f.severity.value} {f.file}:{f.line} {short_message(f.message)} [{f.rule}]" for f in mine
+    ]
+    lines, overflow = fit_lines([f.to_line() for f in mine], short)
+    lines += [f"could not read {p}: {err}" for p, err in unreadable.items()]
+    if not mine:
+        area = AREA[role.category] if role.category else "any"
+        checked = describe_group(task.files) if task.files else "no files (the task names none)"
+        lines.insert(0, f"no findings: checked {checked} for {area} problems")
+    return "\n".join(lines), overflow
+
+
+def _forward(role: Role, task: _Task, findings: list[Finding]) -> str:
+    lines = [f.to_line() for f in findings[:MAX_FORWARDED_LINES]]
+    more = len(findings) - MAX_FORWARDED_LINES
+    if more > 0:
+        lines.append(f"... and {more} more in the same files")
+    head = f"While reviewing task {task.id} ({role.spec or role.name}) I noticed, in your area:"
+    return "\n".join([head, *lines])
+
+
+def _summary(role: Role, turn: _Turn, inbox: Sequence[str], history: Sequence[Call]) -> str:
+    if not turn.finished:
+        text = "No claimable task left for me; nothing more to do."
+    else:
+        text = (
+            f"Done: completed {', '.join(turn.finished)} ({turn.files_done} file(s) reviewed, "
+            f"{len(turn.reported)} finding(s) reported)."
+        )
+    if turn.sent:
+        text += f" Sent {turn.sent} message(s) to teammates."
+    if role.category is not None and inbox:
+        forwarded = [f for m in inbox for f in parse_finding_lines(m, role.category)]
+        if forwarded:
+            mine = [c.arg("result") for c in history if c.name == "completeTask" and c.ok]
+            keys = {
+                (f.file, f.line, f.rule) for r in mine for f in parse_finding_lines(r, "quality")
+            }
+            confirmed = sum(1 for f in forwarded if (f.file, f.line, f.rule) in keys)
+            text += (
+                f" Teammates forwarded {len(forwarded)} finding(s) in my area; {confirmed} of them "
+                "match findings I reported."
+            )
+    return text

@@ -1,0 +1,132 @@
+"""A minimal in-memory team with the team tools' names and arguments, to drive OfflineReviewModel.
+
+Not the real runtime (that one is tested end to end through the CLI): members run one after the
+other, inside ``waitForTeam``, each for one reply, so a run is fully deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentscope_teams.agent.react import ReActAgent, ReplyOptions
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.message import Msg
+from agentscope_teams.model import ChatModel
+from agentscope_teams.state import AgentState
+from agentscope_teams.tools import Tool, ToolEnv, Toolkit, filesystem_tools, tool
+
+SPECS = Path(__file__).resolve().parents[2] / "agentscope_teams" / "review" / "specs"
+
+
+@dataclass
+class StubTask:
+    id: str
+    title: str
+    description: str
+    assignee: str | None
+    status: str = "pending"
+    owner: str | None = None
+    result: str = ""
+
+
+@dataclass
+class StubTeam:
+    model: ChatModel
+    workspace: Path
+    tasks: dict[str, StubTask] = field(default_factory=dict)
+    members: dict[str, str] = field(default_factory=dict)
+    messages: list[tuple[str, str, str]] = field(default_factory=list)
+    states: dict[str, AgentState] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        lines = []
+        for t in self.tasks.values():
+            lines.append(f"{t.id} [{t.status}] {t.title} (owner: {t.owner or '-'})")
+            lines += [f"    {line}" for line in t.result.splitlines()]
+        return "\n".join(lines)
+
+    def lead_tools(self) -> list[Tool]:
+        @tool
+        def createTeam(name: str, description: str = "") -> str:
+            """Create the team."""
+            return f"created team {name} (team-1)"
+
+        @tool
+        def spawnMember(name: str, spec: str, team_id: str | None = None) -> str:
+            """Spawn a member."""
+            if not (SPECS / f"{spec}.md").exists():
+                raise ValueError(f"unknown spec {spec}")
+            self.members[name] = spec
+            return f"spawned {name} ({spec})"
+
+        @tool
+        def assignTask(
+            title: str,
+            description: str = "",
+            assignee: str | None = None,
+            blocked_by: list[str] | None = None,
+            team_id: str | None = None,
+        ) -> str:
+            """Assign a task."""
+            task = StubTask(f"t-{len(self.tasks) + 1}", title, description, assignee)
+            self.tasks[task.id] = task
+            return f"created task {task.id}"
+
+        @tool
+        async def waitForTeam(timeout_seconds: float = 120, team_id: str | None = None) -> str:
+            """Run every member once, then summarize the board."""
+            for name in self.members:
+                await self.run_member(name)
+            return self.summary()
+
+        return [createTeam, spawnMember, assignTask, waitForTeam]
+
+    def member_tools(self, me: str) -> list[Tool]:
+        @tool
+        def claimTask(task_id: str | None = None) -> str:
+            """Claim the next task."""
+            for t in self.tasks.values():
+                if t.status == "pending" and t.assignee in (None, me):
+                    t.status, t.owner = "in_progress", me
+                    return f"claimed {t.id}: {t.title}\n{t.description}"
+            return "no claimable task"
+
+        @tool
+        def completeTask(task_id: str, result: str) -> str:
+            """Complete a task."""
+            t = self.tasks[task_id]
+            assert t.owner == me
+            t.status, t.result = "completed", result
+            return f"completed {task_id}"
+
+        @tool
+        def sendMessage(to: str, content: str) -> str:
+            """Send a message."""
+            if to not in self.members:
+                raise ValueError(f"unknown member {to}")
+            self.messages.append((me, to, content))
+            return "sent"
+
+        return [claimTask, completeTask, sendMessage]
+
+    async def run_member(self, name: str) -> Msg:
+        prompt = (SPECS / f"{self.members[name]}.md").read_text().split("---", 2)[2]
+        kit = Toolkit([*filesystem_tools(), *self.member_tools(name)])
+        agent = ReActAgent(name, self.model, prompt, kit)
+        state = self.states.setdefault(name, AgentState(session_id=name))
+        inbox = [Msg(role="user", name=s, content=c) for s, to, c in self.messages if to == name]
+        return await agent.reply(
+            [Msg(role="user", name="team", content="Work."), *inbox], state, self._opts(name)
+        )
+
+    async def run_lead(self, prompt: str, instruction: str) -> Msg:
+        kit = Toolkit([*filesystem_tools(), *self.lead_tools()])
+        agent = ReActAgent("lead", self.model, prompt, kit)
+        return await agent.reply(instruction, AgentState(session_id="lead"), self._opts("lead"))
+
+    def _opts(self, name: str) -> ReplyOptions:
+        env = ToolEnv(
+            workspace=self.workspace, ctx=RuntimeContext(session_id=name), agent_name=name
+        )
+        return ReplyOptions(env=env)
