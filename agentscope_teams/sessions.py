@@ -8,7 +8,9 @@ store's version, so a stale writer gets :class:`VersionConflict` instead of sile
 ``update_session_state`` is the hot path. Without ``expected_version`` it replaces the state whatever the
 current version is (the seed's semantics) but never loses the config: it remembers the last version it
 saw for each session and writes with that version in one round trip, re-reading only when another writer
-got there first. With ``expected_version`` the write happens only at that version.
+got there first. With ``expected_version`` the write happens only at that version. Creating with
+``upsert_session(expected_version=0)`` (what ``HarnessAgent`` does for a new session) is a single
+create-only write, without reading first.
 """
 
 from __future__ import annotations
@@ -108,6 +110,13 @@ def _bind_state(state: AgentState, session_id: str) -> None:
         )
 
 
+def _new_body(config: SessionConfig | None, state: AgentState, source: SessionSource) -> _Body:
+    now = utcnow()
+    return _Body(
+        config=config or SessionConfig(), state=state, source=source, created_at=now, updated_at=now
+    )
+
+
 class SessionStorage:
     """Session records over any :class:`BaseStore`. ``ttl`` (seconds) expires idle sessions."""
 
@@ -201,36 +210,30 @@ class SessionStorage:
         key = session_key(org_id, user_id, agent_id, session_id)
         state = state if state is not None else AgentState()
         _bind_state(state, session_id)
+        ids = (org_id, user_id)
+        if expected_version == 0:  # create only: one conditional write, no read first
+            body = _new_body(config, state, source)
+            return self._record(key, ids, await self._write(key, body, 0), body)
         while True:
             loaded = await self._load(key)
-            now = utcnow()
             found = 0 if loaded is None else loaded[0]
             if expected_version is not None and found != expected_version:
                 raise VersionConflict(key, expected_version, found)
             if loaded is None:
-                body = _Body(
-                    config=config or SessionConfig(),
-                    state=state,
-                    source=source,
-                    created_at=now,
-                    updated_at=now,
-                )
-                expected = 0
+                body = _new_body(config, state, source)
             else:
-                expected, old = loaded
+                old = loaded[1]
                 if config is not None and config != old.config:
                     raise ValueError(
                         f"session {session_id!r} of agent {agent_id!r} already exists with another "
                         "config; a session's config is fixed at creation (delete the session first)"
                     )
-                body = old.model_copy(update={"state": state, "updated_at": now})
+                body = old.model_copy(update={"state": state, "updated_at": utcnow()})
             try:
-                version = await self._write(key, body, expected)
+                return self._record(key, ids, await self._write(key, body, found), body)
             except VersionConflict:
                 if expected_version is not None:
                     raise
-                continue
-            return self._record(key, (org_id, user_id), version, body)
 
     async def update_session_state(
         self,

@@ -1,20 +1,39 @@
 """``agentscope-teams run --specs DIR "prompt"``: one turn of a lead agent with subagents.
 
-The handler is a placeholder until the run feature lands: replace :func:`handle` (the options
-below are the command's full interface).
+The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools; its
+workspace is the current directory. The model comes from ``--model`` or from the API key found in
+the environment; there is no offline default here (the offline model only knows how to review).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import uuid
 from pathlib import Path
 
+from ..agent import HarnessAgent
+from ..context import RuntimeContext
+from ..events import ReplyEndEvent, ToolCallEvent
+from ..model import ChatModel
+from ..store.base import BaseStore
+from ..teams.worker import model_option
 from .common import (
+    CommandError,
     SubParsers,
+    abbreviate,
     add_command,
     add_identity_options,
     add_json_option,
-    not_available,
+    print_json_line,
+    with_store,
+)
+from .review_cmd import KEY_DEFAULTS
+
+LEAD_PROMPT = (
+    "You are the lead agent. Answer the user's request. Delegate independent, context-heavy "
+    "subtasks to subagents with agent_spawn, or build a team with createTeam when several "
+    "specialists must coordinate; then combine their results into one clear answer."
 )
 
 EXAMPLES = (
@@ -46,4 +65,51 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    return not_available("run")
+    model = _model(args.model)
+    specs = args.specs.resolve()
+    if not specs.is_dir():
+        raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
+    ctx = RuntimeContext(
+        session_id=args.session or uuid.uuid4().hex[:12], user_id=args.user, org_id=args.org
+    )
+
+    async def body(store: BaseStore) -> int:
+        async with HarnessAgent(
+            "lead",
+            model,
+            LEAD_PROMPT,
+            workspace=Path.cwd(),
+            workspace_scope="shared",
+            specs=specs,
+            store=store,
+        ) as lead:
+            final = ""
+            async for event in lead.stream(args.prompt, ctx):
+                if args.json:
+                    print_json_line(event.model_dump(mode="json"))
+                elif isinstance(event, ToolCallEvent):
+                    print(
+                        f"-> {event.tool_call.name}({abbreviate(str(event.tool_call.input), 100)})"
+                    )
+                elif isinstance(event, ReplyEndEvent):
+                    final = event.msg.get_text_content()
+            if not args.json:
+                print(final)
+                print(f"\nsession {ctx.session_id} (continue with --session {ctx.session_id})")
+        return 0
+
+    return with_store(args, body)
+
+
+def _model(name: str | None) -> ChatModel:
+    """``--model`` (including ``python:module:attr``), else the model of the API key in the env."""
+    if name is None:
+        name = next((model for var, model in KEY_DEFAULTS if os.environ.get(var)), None)
+    if name is None:
+        raise CommandError(
+            "run needs a model: pass --model (e.g. openai:gpt-4o-mini, dashscope:qwen-plus) "
+            "or set OPENAI_API_KEY or DASHSCOPE_API_KEY"
+        )
+    model = model_option(name)
+    assert model is not None
+    return model

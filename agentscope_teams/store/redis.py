@@ -206,23 +206,21 @@ class RedisStore(StoreBase):
     def _index(self, prefix: Key) -> str:
         return self._name(prefix, ":idx") if prefix else f"{self.namespace}::idx"
 
-    def _ancestors(self, key: Key) -> tuple[list[str], list[str]]:
-        """The index keys of every proper prefix of ``key`` and ``key``'s member in each."""
-        return (
-            [self._index(key[:d]) for d in range(len(key))],
-            [encode_key(key[d:]) for d in range(len(key))],
-        )
-
     def _names_of(self, key: Key) -> tuple[str, list[str], list[str]]:
-        """``key``'s entry name, ancestor indexes and members, from the cache when known.
+        """``key``'s entry name, the index keys of its proper prefixes and its member in each.
 
-        ``key`` must already be validated (a tuple of valid segments).
+        From the cache when known; otherwise every segment is escaped once and the names are
+        joined from the escaped segments. ``key`` must already be validated.
         """
         names = self._names.get(key)
         if names is None:
             if len(self._names) >= _NAME_CACHE_SIZE:
                 self._names.clear()  # cheap and rare: a working set larger than the cache
-            names = self._names[key] = (self._name(key), *self._ancestors(key))
+            enc = [encode_segment(s) for s in key]
+            indexes = [f"{self.namespace}::idx"]
+            indexes += [self._name_encoded(enc[:d], ":idx") for d in range(1, len(enc))]
+            members = ["/".join(enc[d:]) for d in range(len(enc))]
+            names = self._names[key] = (self._name_encoded(enc), indexes, members)
         return names
 
     def _stream_names(self, stream: Key) -> tuple[str, str]:

@@ -1,0 +1,84 @@
+"""``agentscope-teams run``: a lead with subagents against a real local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..model.fake_openai import FakeOpenAI, Reply, chunk
+from .conftest import Cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _text(text: str) -> Reply:
+    return Reply(sse=[chunk({"role": "assistant", "content": text}), chunk({}, "stop"), "[DONE]"])
+
+
+def _spawn(agent: str, task: str) -> Reply:
+    call = {
+        "index": 0,
+        "id": "call-1",
+        "type": "function",
+        "function": {
+            "name": "agent_spawn",
+            "arguments": json.dumps({"agent": agent, "task": task}),
+        },
+    }
+    return Reply(
+        sse=[chunk({"role": "assistant", "tool_calls": [call]}), chunk({}, "tool_calls"), "[DONE]"]
+    )
+
+
+def test_run_delegates_to_a_subagent_and_keeps_the_session(cli: Cli, tmp_path: Path) -> None:
+    with FakeOpenAI() as server:
+        server.add(
+            _spawn("reviewer", "review app.py"),
+            _text("app.py looks fine"),
+            _text("The reviewer found nothing to fix."),
+            _text("Still nothing to fix."),
+        )
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test-run"}
+        specs = str(REPO / "specs")
+        first = cli.run(
+            "run",
+            "--specs",
+            specs,
+            "--model",
+            "openai-compatible:fake",
+            "--session",
+            "s1",
+            "--user",
+            "alice",
+            "--store",
+            cli.url,
+            "review app.py",
+            **env,
+        )
+        assert first.returncode == 0, first.stderr
+        assert "-> agent_spawn" in first.stdout
+        assert "The reviewer found nothing to fix." in first.stdout
+        lead_tools = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+        assert {"agent_spawn", "agent_list", "createTeam", "read_file"} <= lead_tools
+        child_system = server.requests[1].body["messages"][0]["content"]
+        assert "code reviewer" in child_system
+        second = cli.run(
+            "run",
+            "--specs",
+            specs,
+            "--model",
+            "openai-compatible:fake",
+            "--session",
+            "s1",
+            "--user",
+            "alice",
+            "--store",
+            cli.url,
+            "anything else?",
+            **env,
+        )
+        assert second.returncode == 0, second.stderr
+        texts = [m.get("content") for m in server.requests[-1].body["messages"]]
+        assert "review app.py" in texts and "anything else?" in texts
+    listed = cli("sessions", "list", "--user", "alice")
+    assert listed.returncode == 0 and "s1" in listed.stdout
