@@ -11,7 +11,7 @@ reported ``lost`` at the parent's next call.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +23,10 @@ from ..model.factory import resolve_model
 from ..tools import Tool
 from .child import build_child, fork_snapshot
 from .inbox import acknowledge, take
+from .pool import specs_from
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
 from .runtime import Handle, Launch, Runner
-from .spec import ContextMode, SpecLoadResult, SubagentSpec, WorkspaceMode, load_specs
+from .spec import ContextMode, SubagentSpec, WorkspaceMode
 from .tools import bind_tools, memo
 from .workspace import prepare, run_dir, slot_for
 
@@ -37,28 +38,6 @@ log = logging.getLogger(__name__)
 _INBOX = "subagents.inbox"
 _SWEPT = "subagents.swept"
 NOTICE_SENDER = "subagents"
-
-
-def _load(specs: Any, aliases: Mapping[str, str] | None) -> dict[str, SubagentSpec]:
-    if isinstance(specs, str | Path):
-        return load_specs(specs, model_aliases=aliases).specs
-    if isinstance(specs, SpecLoadResult):
-        return dict(specs.specs)
-    if isinstance(specs, SubagentSpec):
-        return {specs.name: specs}
-    if isinstance(specs, Mapping):
-        return {str(k): v for k, v in specs.items()}
-    if isinstance(specs, Iterable):
-        out: dict[str, SubagentSpec] = {}
-        for spec in specs:
-            if spec.name in out:
-                raise ConfigurationError(f"two subagent specs are named {spec.name!r}; rename one")
-            out[spec.name] = spec
-        return out
-    raise ConfigurationError(
-        f"specs must be a directory, a SubagentSpec, a list or a mapping of them, got "
-        f"{type(specs).__name__}"
-    )
 
 
 def _warn(agent: HarnessAgent, spec: SubagentSpec) -> None:
@@ -120,7 +99,7 @@ class SubagentExtension(Extension):
         ttl = agent.lease_ttl if lease_ttl is None else lease_ttl
         if not ttl > 0:
             raise ConfigurationError(f"lease_ttl must be > 0 seconds, got {ttl!r}")
-        loaded = _load(specs, model_aliases)
+        loaded = specs_from(specs, model_aliases=model_aliases)
         for spec in loaded.values():
             _warn(agent, spec)
         root = Path(workspace_root).resolve() if workspace_root is not None else agent.workspace

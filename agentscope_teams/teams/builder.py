@@ -9,7 +9,7 @@ workspace is the lead's for ``workspace: shared`` specs, else a directory of its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from ..agent.config import ReActConfig
 from ..agent.harness import HarnessAgent
 from ..context import RuntimeContext
-from ..errors import ConfigurationError
 from ..model.base import ChatModel
 from ..model.factory import resolve_model
 from ..sessions import SessionSource
 from ..store.base import BaseStore, encode_segment
-from ..subagents.spec import SpecLoadResult, SubagentSpec, WorkspaceMode, load_specs
+from ..subagents.pool import specs_from
+from ..subagents.spec import SubagentSpec, WorkspaceMode
 from ..tools import PermissionEngine, Toolkit
 from .member import TeamMember
 from .models import Member, Team
@@ -36,27 +36,7 @@ ClientFactory = Callable[[BaseStore, RuntimeContext], TeamClient]
 
 def load_pool(specs: Any) -> dict[str, SubagentSpec]:
     """The candidate members: a spec directory, a SpecLoadResult, specs, or a mapping of them."""
-    if specs is None:
-        return {}
-    if isinstance(specs, str | Path):
-        return dict(load_specs(specs).specs)
-    if isinstance(specs, SpecLoadResult):
-        return dict(specs.specs)
-    if isinstance(specs, SubagentSpec):
-        return {specs.name: specs}
-    if isinstance(specs, Mapping):
-        return {str(k): v for k, v in specs.items()}
-    if isinstance(specs, Iterable):
-        pool: dict[str, SubagentSpec] = {}
-        for spec in specs:
-            if spec.name in pool:
-                raise ConfigurationError(f"two specs are named {spec.name!r}; rename one")
-            pool[spec.name] = spec
-        return pool
-    raise ConfigurationError(
-        f"specs must be a directory, a SubagentSpec, a list or a mapping of them, "
-        f"got {type(specs).__name__}"
-    )
+    return specs_from(specs)
 
 
 def member_session_id(team_id: str, member: str) -> str:
