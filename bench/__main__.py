@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 
 from . import (
+    call_overhead,
     cas_put,
     harness_concurrency,
     mailbox_latency,
@@ -34,6 +35,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "cas_put": cas_put.run,
     "session_roundtrip": session_roundtrip.run,
     "react_overhead": react_overhead.run,
+    "call_overhead": call_overhead.run,
     "harness_concurrency": harness_concurrency.run,
     "state_size": state_size.run,
     "task_claim": task_claim.run,
