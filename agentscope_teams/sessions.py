@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .context import org_segment, user_segment, validate_identifier
 from .errors import SchemaVersionError, VersionConflict
 from .message import utcnow
-from .state import AgentState, check_schema_version
+from .state import STATE_SCHEMA_VERSION, AgentState, check_schema_version, raise_if_newer
 from .store.base import BaseStore, Key
 
 SESSION_SCHEMA_VERSION = 1
@@ -65,13 +65,19 @@ class _Body(BaseModel):
     created_at: datetime
     updated_at: datetime
 
-    @model_validator(mode="before")
-    @classmethod
-    def _check_version(cls, data: Any) -> Any:
-        return check_schema_version(data, SESSION_SCHEMA_VERSION, "session record")
+    @model_validator(mode="after")
+    def _check_version(self) -> _Body:  # after, not before: keeps pydantic's fast JSON path
+        check_schema_version(
+            {"schema_version": self.schema_version}, SESSION_SCHEMA_VERSION, "session record"
+        )
+        return self
 
 
 _EMPTY_STATE = AgentState()
+_VERSIONED_PARTS = {
+    None: (SESSION_SCHEMA_VERSION, "session record"),
+    "state": (STATE_SCHEMA_VERSION, "AgentState"),
+}
 
 
 class SessionRecord(BaseModel):
@@ -158,6 +164,7 @@ class SessionStorage:
         except SchemaVersionError:
             raise
         except ValidationError as exc:
+            raise_if_newer(entry.value, _VERSIONED_PARTS)  # a newer record: say "upgrade"
             raise SchemaVersionError(f"session record at {key!r} cannot be read: {exc}") from exc
         self._remember(key, entry.version, body)
         return entry.version, body

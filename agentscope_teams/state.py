@@ -7,6 +7,7 @@ instead of silently dropping fields.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -67,6 +68,20 @@ def check_schema_version(data: Any, supported: int, what: str) -> Any:
     return data
 
 
+def raise_if_newer(raw: str | bytes, checks: dict[str | None, tuple[int, str]]) -> None:
+    """After a record failed validation: raise SchemaVersionError if it (``None``) or one of its
+    top-level fields (by name) is a dict with a newer ``schema_version``. ``checks`` maps those to
+    ``(supported, what)``; a record that is not JSON is left to the caller's error."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return
+    if not isinstance(data, dict):
+        return
+    for field, (supported, what) in checks.items():
+        check_schema_version(data if field is None else data.get(field), supported, what)
+
+
 class AgentState(BaseModel):
     """The complete resumable state of one agent in one session."""
 
@@ -83,10 +98,16 @@ class AgentState(BaseModel):
     #: Tool call ids the current reply is paused on, waiting for the user's confirmation.
     awaiting_confirmation: list[str] = Field(default_factory=list)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _check_version(cls, data: Any) -> Any:
-        return check_schema_version(data, STATE_SCHEMA_VERSION, "AgentState")
+    @model_validator(mode="after")
+    def _check_version(self) -> AgentState:
+        # An after-validator keeps pydantic's fast JSON path (a before-validator would make it build
+        # Python dicts of the whole record first). Unknown fields of a newer record are ignored, so it
+        # still gets here; a newer record whose known fields changed type fails validation instead,
+        # which readers turn into SchemaVersionError with :func:`raise_if_newer`.
+        check_schema_version(
+            {"schema_version": self.schema_version}, STATE_SCHEMA_VERSION, "AgentState"
+        )
+        return self
 
     def append_context(self, name: str, blocks: list[Block]) -> Msg:
         """Append ``blocks`` to the assistant message of the current reply (creating it if needed)."""

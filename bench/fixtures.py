@@ -94,7 +94,7 @@ class BareModel:
     """A scripted :class:`ChatModel` that costs next to nothing: ``tool_iters`` no-op tool calls, then
     "done", optionally awaiting ``delay`` seconds per step.
 
-    Unlike ``ScriptedModel`` it records no requests (``ScriptedModel`` deep-copies each one, which is
+    Unlike ``ScriptedModel`` it records no requests (``ScriptedModel`` snapshots each one, which is
     the test double's cost, not the loop's); it is the same model as the AgentScope anchor's.
     Sessions are told apart by the request alone (tool results since the last user text), so one
     instance serves concurrent sessions.

@@ -134,5 +134,7 @@ async def run(fast: bool = False) -> str:
         f"Send-to-read latency; {samples['send']} messages / {samples['broadcast']} broadcasts per "
         f"round, {rounds} round(s); per-round percentiles, median over rounds ± interquartile spread."
     )
-    verdicts = ["reported (no target): a broadcast is one append per recipient, in sequence"]
+    verdicts = [
+        "reported (no target): a broadcast is one append per recipient, up to 4 concurrently (in sequence on memory)"
+    ]
     return section("Mailbox send-to-read latency", intro, body, verdicts + notes)

@@ -5,8 +5,8 @@ permission checks, running the tool, appending results, compression checks, even
 
 * agentscope_teams ``ReActAgent`` with a counting scripted model (tool call x 20, then "done"), the
   same model as the anchor's;
-* the same loop driven by agentscope_teams' ``ScriptedModel`` (function form), which deep-copies
-  every request it receives into ``.requests``: the test double's cost, shown for reference;
+* the same loop driven by agentscope_teams' ``ScriptedModel`` (function form), which records a
+  snapshot of every request it receives in ``.requests``: the test double's cost, shown for reference;
 * AgentScope 2.0.11 ``Agent`` with an equivalent scripted model and an always-allowed no-op tool,
   run by ``anchor_react.py`` in the anchor virtualenv (skipped with a note when that is absent).
 
@@ -109,7 +109,7 @@ def _report(s: dict[str, Sample], note: str) -> str:
     rows = [
         ["agentscope_teams ReActAgent, counting scripted model", fmt(ours), "1.00"],
         [
-            "agentscope_teams ReActAgent, ScriptedModel (records deep copies)",
+            "agentscope_teams ReActAgent, ScriptedModel (records request snapshots)",
             fmt(s["scripted"]),
             f"{ratio(s['scripted'], ours):.2f}",
         ],

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 
-from ..message import Msg, TextBlock, ToolResultBlock, UserMsg
+from ..message import Block, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg
 from ..model.base import ChatModel, ModelRequest
 from ..store.base import encode_segment
 from .config import CompressionConfig
@@ -26,11 +26,60 @@ SUMMARY_PROMPT = (
 )
 
 
+# Characters a block's JSON form adds around its strings: the estimate tracks the size the block
+# takes in the stored state without serializing it (string escapes are not counted).
+_TEXT_OVERHEAD = len('{"type":"text","text":""}')
+_TOOL_USE_OVERHEAD = len('{"type":"tool_use","id":"","name":"","input":}')
+_TOOL_RESULT_OVERHEAD = len(
+    '{"type":"tool_result","tool_use_id":"","name":"","output":"","is_error":false}'
+)
+
+
+def _block_chars(block: Block) -> int:
+    if isinstance(block, TextBlock):
+        return len(block.text) + _TEXT_OVERHEAD
+    if isinstance(block, ToolResultBlock):
+        return len(block.output) + len(block.tool_use_id) + len(block.name) + _TOOL_RESULT_OVERHEAD
+    if isinstance(block, ToolUseBlock):
+        arguments = json.dumps(block.input, separators=(",", ":"), ensure_ascii=False, default=str)
+        return len(block.id) + len(block.name) + len(arguments) + _TOOL_USE_OVERHEAD
+    return len(block.model_dump_json())
+
+
 def estimate_tokens(msg: Msg) -> int:
-    """A cheap size estimate (characters / 4) of one message."""
+    """A cheap size estimate (characters / 4) of one message, close to its JSON content size."""
     if isinstance(msg.content, str):
         return len(msg.content) // 4 + 4
-    return sum(len(b.model_dump_json()) for b in msg.content) // 4 + 4
+    return sum(map(_block_chars, msg.content)) // 4 + 4
+
+
+class TokenCounter:
+    """Sums :func:`estimate_tokens` over a context, re-estimating only messages that changed.
+
+    Meant to live for one reply. Entries keep the message and its content alive, so an ``id`` is
+    never reused while cached; a message whose ``content`` was replaced or grew is re-estimated.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Msg, object, int, int]] = {}
+
+    def total(self, context: list[Msg]) -> int:
+        cache, total, seen = self._cache, 0, set()
+        for msg in context:
+            key = id(msg)
+            seen.add(key)
+            content = msg.content
+            entry = cache.get(key)
+            if entry is not None and entry[1] is content and entry[2] == len(content):
+                total += entry[3]
+                continue
+            tokens = estimate_tokens(msg)
+            cache[key] = (msg, content, len(content), tokens)
+            total += tokens
+        if len(cache) > len(seen):
+            for key in [k for k in cache if k not in seen]:
+                del cache[key]
+        return total
 
 
 def safe_boundaries(context: list[Msg]) -> list[int]:

@@ -40,6 +40,8 @@ from .react import ReActAgent, ReplyOptions
 
 log = logging.getLogger(__name__)
 
+_MADE_DIRS_MAX = 4096  # workspace directories remembered as created, per agent
+
 DEFAULT_STORE_DIR = Path.home() / ".agentscope_teams" / "store"
 
 
@@ -97,6 +99,7 @@ class HarnessAgent:
                 self.extensions.append(TeamLeadExtension.build(self, **(team_options or {})))
         elif subagent_options:
             raise ConfigurationError(f"options {sorted(subagent_options)} need specs=")
+        self._made_dirs: dict[Path, None] = {}  # workspaces created so far, oldest first
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -250,9 +253,9 @@ class HarnessAgent:
         record = await self._load(ctx)
         state = record.state if record else AgentState(session_id=ctx.session_id)
         version = record.version if record else 0
-        loaded = state.model_dump_json()
+        loaded = _change_marker(state)
         workspace = self.workspace_for(ctx)
-        await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
+        await self._ensure_dir(workspace)
         env = ToolEnv(workspace=workspace, ctx=ctx, agent_name=self.name, extras={"agent": self})
         scope = CallScope(agent=self, ctx=ctx, state=state, env=env)
 
@@ -272,13 +275,22 @@ class HarnessAgent:
                     final = event.msg
                 await sink(event)
         except BaseException:
-            if state.model_dump_json() != loaded:  # input rejected before any change: no write
+            if _change_marker(state) != loaded:  # input rejected before any change: no write
                 await _save_quietly(save, state)
             raise
         await save(state)
         if final is not None:
             for ext in self.extensions:
                 await ext.on_reply_end(scope, final)
+
+    async def _ensure_dir(self, workspace: Path) -> None:
+        """Create ``workspace`` (in a thread) unless this agent already did; remembers a bounded set."""
+        if workspace in self._made_dirs:
+            return
+        await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
+        if len(self._made_dirs) >= _MADE_DIRS_MAX:
+            del self._made_dirs[next(iter(self._made_dirs))]
+        self._made_dirs[workspace] = None
 
     def _options(self, scope: CallScope, save: Any) -> ReplyOptions:
         tools = [t for ext in self.extensions for t in ext.tools(scope)]
@@ -300,6 +312,24 @@ class HarnessAgent:
             archiver=comp.file_archiver(archive),
             system_suffix=suffix,
         )
+
+
+def _change_marker(state: AgentState) -> tuple[object, ...]:
+    """A cheap fingerprint of what a reply changes first (a new reply id, a cleared confirmation,
+    an appended or rewritten message): equal before and after means the input was rejected before
+    anything changed, without serializing the state twice."""
+    last = state.context[-1] if state.context else None
+    return (
+        len(state.context),
+        id(last),
+        id(last.content) if last is not None else None,
+        state.reply_id,
+        state.cur_iter,
+        tuple(state.awaiting_confirmation),
+        state.summary,
+        state.permission_context.mode,
+        len(state.permission_context.rules),
+    )
 
 
 async def _save_quietly(save: Callable[[AgentState], Awaitable[None]], state: AgentState) -> None:

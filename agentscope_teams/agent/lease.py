@@ -6,6 +6,16 @@ that the key still names it as holder: store versions restart after a key expire
 could match a newer holder's lease). Before every save the holder verifies the lease in the store; once
 another caller took it over, that save and every later one raise :class:`VersionConflict` (fencing).
 Waiting callers poll with backoff and give up with :class:`SessionBusyError` after ``wait_timeout``.
+
+Round trips: saves keep their verification (a read), because a takeover by force (someone deleting
+or overwriting a live lease) must fence the very next save, however recent the last renewal. Release
+is where a read is saved: when the holder wrote the lease less than ``2 * ttl / 3`` ago (so it cannot
+have expired and been re-created by a newer holder) and confirmed it in the store less than
+``ttl / 3`` ago (typically the verify of the final save), release is one delete conditional on the
+holder's version. The trade-off: if, inside that window, someone force-deletes the lease *and* a new
+holder re-creates it at the very same version number, that new lease is deleted too; its holder
+notices at its next verify or renewal and is fenced (:class:`VersionConflict`), as after any takeover.
+Otherwise release reads the lease first and deletes it only if it still names this holder.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -35,6 +46,8 @@ class Lease:
         self.holder = uuid.uuid4().hex
         self.version = 0
         self.lost = False
+        self._written_at = -math.inf  # monotonic time of the last successful write of the lease
+        self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
 
     def _value(self) -> bytes:
         return json.dumps({"holder": self.holder, "expires_at": time.time() + self.ttl}).encode()
@@ -47,17 +60,22 @@ class Lease:
             )
         except VersionConflict:
             return False
+        self._written_at = self._confirmed_at = time.monotonic()
         return True
 
     async def _still_mine(self) -> bool:
         """True if the stored lease is this holder's, at the version it last wrote."""
+        checked_at = time.monotonic()
         entry = await self.store.get(self.key)
         if entry is None or entry.version != self.version:
             return False
         try:
-            return bool(json.loads(entry.value).get("holder") == self.holder)
+            mine = bool(json.loads(entry.value).get("holder") == self.holder)
         except (ValueError, AttributeError):
             return False
+        if mine:
+            self._confirmed_at = checked_at
+        return mine
 
     def _mark_lost(self) -> None:
         if not self.lost:
@@ -71,12 +89,15 @@ class Lease:
         if not await self._still_mine():
             self._mark_lost()
             return
+        written_at = time.monotonic()
         try:
             self.version = await self.store.put(
                 self.key, self._value(), expected_version=self.version, ttl=self.ttl
             )
         except VersionConflict:
             self._mark_lost()
+            return
+        self._written_at = self._confirmed_at = written_at
 
     async def heartbeat(self) -> None:
         """Renew every ``ttl / 3`` until lost; store errors are logged and retried next beat."""
@@ -99,8 +120,14 @@ class Lease:
         self.check()
 
     async def release(self) -> None:
-        """Delete the lease if it is still this holder's (never another holder's)."""
-        if self.lost or not await self._still_mine():
+        """Delete the lease if it is still this holder's (see the module docs for the one case)."""
+        if self.lost:
+            return
+        now = time.monotonic()
+        fresh = (
+            now - self._written_at < 2 * self.ttl / 3 and now - self._confirmed_at < self.ttl / 3
+        )
+        if not fresh and not await self._still_mine():
             return
         with suppress(VersionConflict):
             await self.store.delete(self.key, expected_version=self.version)

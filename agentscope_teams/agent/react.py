@@ -119,6 +119,7 @@ class _Reply(StepRunner):
         super().__init__(agent, state, options)
         self.messages: list[Msg] = []
         self.decisions: list[tuple[ToolUseBlock, ConfirmResult]] = []
+        self.tokens = comp.TokenCounter()
 
     def validate(self, input: ReplyInput) -> None:
         """Check ``input`` against the state; raises (HITLError, TypeError) without changing it."""
@@ -217,7 +218,7 @@ class _Reply(StepRunner):
                 yield HintEvent(text=f"injected: {msg.get_text_content()[:200]}", **self._ev())
         cc = self.cfg.compression
         context = self.state.context
-        if not cc.enabled or sum(map(comp.estimate_tokens, context)) <= cc.trigger_tokens:
+        if not cc.enabled or self.tokens.total(context) <= cc.trigger_tokens:
             return
         split = comp.choose_split(context, cc.keep_recent_tokens)
         if split <= 0:

@@ -9,7 +9,9 @@ Give it a list of responses, replayed in order, or a function of the request::
     model = ScriptedModel(lambda req: f"you said {req.messages[-1].get_text_content()}")
 
 List items may also be functions of the request (sync or async) or exceptions to raise. Every
-request is recorded, deep-copied, in :attr:`ScriptedModel.requests`.
+request is recorded in :attr:`ScriptedModel.requests` as a snapshot: the message list and each
+message are copied (blocks and tool schemas are frozen models and are shared), so later changes to
+the conversation do not show in recorded requests.
 
 Sharing: a list script is one queue: concurrent sessions sharing the model consume it in the order
 their calls arrive, which depends on scheduling. For concurrent tests give each session its own model
@@ -34,6 +36,30 @@ ScriptResult: TypeAlias = ModelResponse | str
 ScriptFunction: TypeAlias = Callable[[ModelRequest], ScriptResult | Awaitable[ScriptResult]]
 ScriptItem: TypeAlias = ModelResponse | str | BaseException | ScriptFunction
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+def _snapshot(request: ModelRequest) -> ModelRequest:
+    """A copy of ``request`` immune to later changes of the conversation, without a deep copy.
+
+    Messages are mutable (their ``content`` and ``metadata`` get replaced or updated), so each one
+    is copied with its own content list and metadata dict; blocks and tool schemas are frozen.
+    """
+    messages = [
+        m.model_copy(
+            update={
+                "content": m.content if isinstance(m.content, str) else list(m.content),
+                "metadata": dict(m.metadata),
+            }
+        )
+        for m in request.messages
+    ]
+    return request.model_copy(
+        update={
+            "messages": messages,
+            "tools": list(request.tools),
+            "metadata": dict(request.metadata),
+        }
+    )
 
 
 class ScriptedModel:
@@ -94,7 +120,7 @@ class ScriptedModel:
 
     def _next(self, request: ModelRequest) -> ScriptItem:
         """Record the request and take the next item (no await: arrival order is consumption order)."""
-        self.requests.append(request.model_copy(deep=True))
+        self.requests.append(_snapshot(request))
         if self._function is not None:
             return self._function
         if self._used >= len(self._script):

@@ -21,6 +21,7 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -35,6 +36,9 @@ DEFAULT_MAX_VALUE_BYTES = 16 * 1024 * 1024
 # Characters escaped in a segment, besides '%' itself and control characters. '/' is the separator;
 # the rest keeps encodings safe as file names, Redis glob patterns and cluster hash tags.
 _RESERVED = frozenset('/\\:*?"<>|{}[]#')
+# Every escaped character is ASCII, so it is one byte: %XX of its code point.
+_ESCAPES = {c: f"%{c:02X}" for c in [*range(0x20), 0x7F, ord("%"), *(ord(ch) for ch in _RESERVED)]}
+_NEEDS_ESCAPE = re.compile("[" + "".join(re.escape(chr(c)) for c in _ESCAPES) + "]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +76,9 @@ def encode_segment(segment: str) -> str:
     """Escape one segment: reserved characters, '%', controls, and the dot-only names become %XX."""
     if segment in (".", ".."):
         return segment.replace(".", "%2E")
-    out = []
-    for ch in segment:
-        if ch == "%" or ch in _RESERVED or ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append("".join(f"%{b:02X}" for b in ch.encode()))
-        else:
-            out.append(ch)
-    return "".join(out)
+    if _NEEDS_ESCAPE.search(segment) is None:  # the common case: nothing to escape
+        return segment
+    return segment.translate(_ESCAPES)
 
 
 def decode_segment(encoded: str) -> str:

@@ -242,7 +242,7 @@ class LocalTeamClient(TeamRegistry):
     async def broadcast_message(self, team_id: str, sender: str, content: str) -> list[TeamMessage]:
         team, box = await self._mailbox(team_id, sender)
         others = [p for p in team.participants() if p != sender]
-        return [await box.deliver(sender, p, content, broadcast=True) for p in others]
+        return await box.broadcast(sender, others, content)
 
     async def read_messages(
         self, team_id: str, member: str, *, after: int = 0, limit: int = 100

@@ -6,17 +6,26 @@
 * ``("teams", org, user, team_id, "cursor", member)`` holds the last ``seq`` the member acknowledged.
   It is updated with a conditional write and never moves backwards, so :meth:`Mailbox.unread` resumes
   where the member stopped, in a new client or a new process.
-* A broadcast is one append per recipient (not atomic as a whole: a crash in the middle delivers it to
-  some recipients only).
+* A broadcast is one append per recipient, up to :data:`BROADCAST_CONCURRENCY` at a time (not atomic
+  as a whole: a crash in the middle delivers it to some recipients only). The limit stays below the
+  SQL store's default connection pool (5): more would open overflow connections per append, which
+  costs more than it overlaps. A store private to the process (memory) has no I/O to overlap, so
+  its appends run in sequence. Each recipient gets one
+  message, so the order across recipients does not matter; one sender's messages to one recipient
+  still keep their order because the broadcast returns only when every append is done.
 
 Membership (who may send, who exists) is checked by the team client, not here.
 """
 
 from __future__ import annotations
 
+import anyio
+
 from ..errors import VersionConflict
 from ..store.base import BaseStore
 from .models import InboxCursor, TeamKeys, TeamMessage
+
+BROADCAST_CONCURRENCY = 4
 
 
 class Mailbox:
@@ -32,6 +41,33 @@ class Mailbox:
         msg = TeamMessage(sender=sender, recipient=recipient, content=content, broadcast=broadcast)
         seq = await self.store.append(self.keys.inbox(recipient), msg.to_bytes())
         return msg.model_copy(update={"seq": seq})
+
+    async def broadcast(
+        self, sender: str, recipients: list[str], content: str
+    ) -> list[TeamMessage]:
+        """Deliver ``content`` to every recipient concurrently; results in ``recipients`` order.
+
+        The first failed append is raised as is once the others have finished.
+        """
+        if not getattr(self.store, "shared_across_processes", True) or len(recipients) < 2:
+            return [await self.deliver(sender, r, content, broadcast=True) for r in recipients]
+        sent: list[TeamMessage | None] = [None] * len(recipients)
+        errors: list[Exception] = []
+        limiter = anyio.CapacityLimiter(BROADCAST_CONCURRENCY)
+
+        async def one(index: int, recipient: str) -> None:
+            async with limiter:
+                try:
+                    sent[index] = await self.deliver(sender, recipient, content, broadcast=True)
+                except Exception as exc:  # raised below, not wrapped in an ExceptionGroup
+                    errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for index, recipient in enumerate(recipients):
+                tg.start_soon(one, index, recipient)
+        if errors:
+            raise errors[0]
+        return [m for m in sent if m is not None]
 
     async def read(self, member: str, *, after: int = 0, limit: int = 100) -> list[TeamMessage]:
         """Messages of ``member``'s inbox with ``seq > after``, oldest first."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,28 @@ Validator = Callable[[dict[str, Any]], dict[str, Any]]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
+_RESOLVED_MAX = 1024
+_resolved: dict[str, Path] = {}
+
+
+def resolve_dir(path: Path | str) -> Path:
+    """``Path(path).resolve()``, remembered for absolute paths to existing directories.
+
+    Workspaces are resolved on every tool call; the cache saves the per-component ``lstat`` calls.
+    Only directories that exist are remembered (a missing one could later appear as a symlink);
+    one that is replaced by a symlink afterwards keeps its old resolution (bounded cache, per process).
+    """
+    key = os.fspath(path)
+    found = _resolved.get(key)
+    if found is not None:
+        return found
+    resolved = Path(key).resolve()
+    if os.path.isabs(key) and resolved.is_dir():
+        if len(_resolved) >= _RESOLVED_MAX:
+            _resolved.clear()
+        _resolved[key] = resolved
+    return resolved
+
 
 @dataclass(frozen=True)
 class ToolEnv:
@@ -59,7 +82,7 @@ class ToolEnv:
     extras: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "workspace", Path(self.workspace).resolve())
+        object.__setattr__(self, "workspace", resolve_dir(self.workspace))
         object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
 
 

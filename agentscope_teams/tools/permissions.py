@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..state import PermissionContext, PermissionMode, PermissionRule
-from .base import Tool, get_tool_env, resolve_tool_name
+from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
 from .filesystem import EDIT_TOOLS
 
 __all__ = [
@@ -121,7 +121,7 @@ def _workspace(workspace: Path | None) -> Path | None:
     if workspace is None:
         env = get_tool_env()
         return env.workspace if env is not None else None
-    return Path(os.path.realpath(workspace))
+    return resolve_dir(workspace)
 
 
 def _tool_matches(pattern: str, name: str) -> bool:
