@@ -82,7 +82,8 @@ if __name__ == "__main__":
     names = args.sections or list(SECTIONS)
     head = header(args.fast)  # before the run: the load average is the machine's, not ours
     report = anyio.run(main, args.fast, names)
-    text = f"{head}\n\n{report}\n"
+    notes = Path(__file__).with_name("PROFILE_NOTES.md").read_text(encoding="utf-8")
+    text = f"{head}\n\n{report}\n\n{notes}"
     print(text)
     if not args.fast and not args.sections:
         Path(__file__).with_name("RESULTS.md").write_text(text, encoding="utf-8")
