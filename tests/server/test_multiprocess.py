@@ -14,6 +14,7 @@ from agentscope_teams.teams import Member, TaskStatus
 
 from ..backends import make_spec, unique_namespace
 from ..conftest import require_service
+from ..teams.workers import run_children
 from . import workers
 from .harness import Served, serve
 
@@ -38,9 +39,7 @@ async def test_every_task_is_claimed_exactly_once_over_http(backend_server: Serv
             (backend_server.base_url, team.id, {n: op.member_tokens[(team.id, n)] for n in group})
             for group in names
         ]
-        logs = await anyio.to_thread.run_sync(
-            workers.run_processes, workers.claim_all_over_http, args
-        )
+        logs = await anyio.to_thread.run_sync(run_children, workers.claim_all_over_http, args)
 
         claims = [entry for log in logs for entry in log]
         assert Counter(task_id for _, task_id in claims) == Counter(ids)
