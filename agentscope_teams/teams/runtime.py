@@ -39,6 +39,9 @@ from .protocol import TeamClient
 from .slot import Slot, TeamRef, lease_key
 from .work import Work, find_work
 
+#: How many more times a member is woken for a task it still holds after a call ended.
+MAX_REWAKES = 3
+
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF = 60.0
@@ -239,6 +242,7 @@ class TeamRuntime:
             await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
             await slot.agent.call(work.prompt, slot.ref.ctx.with_session(member.session_id))
             slot.failures = 0
+            slot.reoffer_held(work.offers, MAX_REWAKES)
         except Exception as exc:
             slot.failures += 1
             slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)

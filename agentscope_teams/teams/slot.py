@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -51,10 +52,20 @@ class Slot:
     agent: HarnessAgent | None = None
     ext: TeamMemberExtension | None = None
     offered: set[OfferKey] = field(default_factory=set)
+    #: How often a task the member still holds after a call was offered to it again.
+    rewakes: Counter[OfferKey] = field(default_factory=Counter)
     call: asyncio.Task[None] | None = None
     idle_since: float = field(default_factory=time.monotonic)
     failures: int = 0
     retry_at: float = 0.0
+
+    def reoffer_held(self, offers: set[OfferKey], limit: int) -> None:
+        """Offer again, up to ``limit`` times each, the in-progress tasks of a call that ended without
+        reporting them (for example at its step limit): they are the member's to finish."""
+        for key in offers:
+            if key[1] == "in_progress" and self.rewakes[key] < limit:
+                self.rewakes[key] += 1
+                self.offered.discard(key)
 
     @property
     def busy(self) -> bool:

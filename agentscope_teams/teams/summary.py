@@ -10,7 +10,8 @@ import anyio
 from .models import Task, TaskStatus
 from .protocol import TeamClient
 
-MAX_TEXT = 2000
+#: Longest task result or error shown in full by waitForTeam (a member's whole report must fit).
+MAX_TEXT = 8000
 
 
 @dataclass(frozen=True)
