@@ -202,7 +202,7 @@ class SubagentExtension(Extension):
             isolated = spec.workspace.mode is WorkspaceMode.ISOLATED
             workspace = run_dir(self.root, ctx, spec.name, slot) if isolated else None
             lease = book.lease(run_id, self.lease_ttl)
-            await lease.acquire()
+            await lease.try_acquire()
             record = RunRecord(
                 run_id=run_id,
                 parent_agent=agent.name,

@@ -17,7 +17,6 @@ crashed process never stays "running". Terminal statuses are final: the first CA
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import secrets
@@ -27,6 +26,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import VersionConflict
 from ..message import utcnow
@@ -116,38 +116,6 @@ def notice_for(rec: RunRecord) -> Notice:
     return Notice(id=f"{rec.run_id}:{rec.status}", run_id=rec.run_id, text=text)
 
 
-class RunLease:
-    """The executing process's claim on a run: a key with a TTL, renewed by CAS on its version."""
-
-    def __init__(self, store: BaseStore, key: Key, ttl: float) -> None:
-        self.store, self.key, self.ttl = store, key, ttl
-        self.holder = secrets.token_hex(8)
-        self.version = 0
-
-    async def acquire(self) -> bool:
-        try:
-            self.version = await self.store.put(
-                self.key, self.holder.encode(), expected_version=0, ttl=self.ttl
-            )
-        except VersionConflict:
-            return False
-        return True
-
-    async def renew(self) -> bool:
-        """Extend the lease; False if it expired (the caller decides whether to re-acquire)."""
-        try:
-            self.version = await self.store.put(
-                self.key, self.holder.encode(), expected_version=self.version, ttl=self.ttl
-            )
-        except VersionConflict:
-            return False
-        return True
-
-    async def release(self) -> None:
-        with contextlib.suppress(VersionConflict):
-            await self.store.delete(self.key, expected_version=self.version)
-
-
 class RunBook:
     """The runs of one (org, user, parent session); every read and write stays inside it."""
 
@@ -162,8 +130,9 @@ class RunBook:
     def key(self, run_id: str) -> Key:
         return (RUNS, *self.scope, run_id)
 
-    def lease(self, run_id: str, ttl: float) -> RunLease:
-        return RunLease(self.store, (LEASES, *self.scope, run_id), ttl)
+    def lease(self, run_id: str, ttl: float) -> Lease:
+        """The executing process's claim on a run (the agent layer's store lease)."""
+        return Lease(self.store, (LEASES, *self.scope, run_id), ttl)
 
     def inbox(self, parent_agent: str) -> Inbox:
         """The notification inbox of the parent agent's session."""

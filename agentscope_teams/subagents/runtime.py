@@ -27,13 +27,14 @@ import anyio
 import sniffio
 
 from ..agent.harness import HarnessAgent
+from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import ConfigurationError
 from ..message import utcnow
 from ..state import AgentState
 from ..store.base import Key
 from .child import answer_of, seed_session
-from .runs import RunBook, RunLease, RunRecord, RunStatus
+from .runs import RunBook, RunRecord, RunStatus
 from .workspace import remove
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class Launch:
     record: RunRecord
     child: HarnessAgent
     ctx: RuntimeContext
-    lease: RunLease
+    lease: Lease
     workspace: Path | None = None
     keep_workspace: bool = False
     snapshot: AgentState | None = None
@@ -190,9 +191,13 @@ class Runner:
         while True:
             await anyio.sleep(self.lease_ttl / 3)
             try:
-                if not await launch.lease.renew() and not await launch.lease.acquire():
-                    h.cancel("another process took over its lease")
-                    return
+                await launch.lease.renew()
+                if launch.lease.lost:  # expired or taken: take it again only if nobody holds it
+                    fresh = launch.book.lease(h.run_id, self.lease_ttl)
+                    if not await fresh.try_acquire():
+                        h.cancel("another process took over its lease")
+                        return
+                    launch.lease = fresh
                 rec = await launch.book.get(h.run_id)
                 if rec is None or not rec.status.active:
                     h.cancel("it was marked lost after its lease expired")

@@ -45,7 +45,7 @@ async def orphan(
     """A run record as a crashed process leaves it: lease expired, directory still there."""
     book = RunBook.for_ctx(store, ctx)
     lease = book.lease(run_id, 0.05)
-    assert await lease.acquire()
+    assert await lease.try_acquire()
     workspace = run_dir(root, ctx, "rev", f"l:{label}" if label else f"r:{run_id}")
     workspace.mkdir(parents=True)
     (workspace / "scratch.txt").write_text("x")
@@ -113,7 +113,7 @@ async def test_janitor_sweeps_every_session_but_keeps_active_and_labelled_dirs(
     kept = await orphan(store, root, "r-cccccccccc", label="notes")
     book = RunBook.for_ctx(store, ALICE)
     live = book.lease("r-dddddddddd", 30)
-    await live.acquire()
+    await live.try_acquire()
     active = run_dir(root, ALICE, "rev", "r:r-dddddddddd")
     active.mkdir(parents=True)
     await book.create(
