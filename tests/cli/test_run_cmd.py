@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from ..model.fake_openai import FakeOpenAI, Reply, chunk
@@ -30,6 +31,15 @@ def _spawn(agent: str, task: str) -> Reply:
     )
 
 
+def _run_turn(cli: Cli, server: FakeOpenAI, prompt: str) -> subprocess.CompletedProcess[str]:
+    """One ``run`` turn of alice's session s1 against the fake endpoint and the test store."""
+    return cli.run(
+        "run", "--specs", str(REPO / "specs"), "--model", "openai-compatible:fake",
+        "--session", "s1", "--user", "alice", "--store", cli.url, prompt,
+        OPENAI_BASE_URL=server.url, OPENAI_API_KEY="sk-test-run",
+    )  # fmt: skip
+
+
 def test_run_delegates_to_a_subagent_and_keeps_the_session(cli: Cli, tmp_path: Path) -> None:
     with FakeOpenAI() as server:
         server.add(
@@ -38,23 +48,7 @@ def test_run_delegates_to_a_subagent_and_keeps_the_session(cli: Cli, tmp_path: P
             _text("The reviewer found nothing to fix."),
             _text("Still nothing to fix."),
         )
-        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test-run"}
-        specs = str(REPO / "specs")
-        first = cli.run(
-            "run",
-            "--specs",
-            specs,
-            "--model",
-            "openai-compatible:fake",
-            "--session",
-            "s1",
-            "--user",
-            "alice",
-            "--store",
-            cli.url,
-            "review app.py",
-            **env,
-        )
+        first = _run_turn(cli, server, "review app.py")
         assert first.returncode == 0, first.stderr
         assert "-> agent_spawn" in first.stdout
         assert "The reviewer found nothing to fix." in first.stdout
@@ -62,21 +56,7 @@ def test_run_delegates_to_a_subagent_and_keeps_the_session(cli: Cli, tmp_path: P
         assert {"agent_spawn", "agent_list", "createTeam", "read_file"} <= lead_tools
         child_system = server.requests[1].body["messages"][0]["content"]
         assert "code reviewer" in child_system
-        second = cli.run(
-            "run",
-            "--specs",
-            specs,
-            "--model",
-            "openai-compatible:fake",
-            "--session",
-            "s1",
-            "--user",
-            "alice",
-            "--store",
-            cli.url,
-            "anything else?",
-            **env,
-        )
+        second = _run_turn(cli, server, "anything else?")
         assert second.returncode == 0, second.stderr
         texts = [m.get("content") for m in server.requests[-1].body["messages"]]
         assert "review app.py" in texts and "anything else?" in texts
