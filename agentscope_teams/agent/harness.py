@@ -77,13 +77,15 @@ class HarnessAgent:
         self.name = name
         self.model = resolve_model(model)
         self.store: BaseStore = _resolve_store(store)
-        self._owns_store = store is None or isinstance(store, str)
         _check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
         toolkit = Toolkit([*(filesystem_tools() if builtin_tools else []), *tools])
         self.loop = ReActAgent(name, self.model, system_prompt, toolkit, config, permissions)
-        self.sessions = SessionStorage(self.store)
+        # A store built here from a URL (or the default) is the agent's: its sessions open and close it.
+        self.sessions = SessionStorage(
+            self.store, owns_store=store is None or isinstance(store, str)
+        )
         self.lease_ttl = lease_ttl
         self.busy_timeout = busy_timeout
         self.session_source = session_source
@@ -184,8 +186,7 @@ class HarnessAgent:
 
     async def __aenter__(self) -> Self:
         """Set up the store if this agent created it (from a URL or by default)."""
-        if self._owns_store:
-            await self.store.__aenter__()
+        await self.sessions.__aenter__()
         return self
 
     async def __aexit__(
@@ -197,8 +198,7 @@ class HarnessAgent:
         """Stop the extensions' background work, then close the store if this agent created it."""
         for ext in self.extensions:
             await ext.aclose()
-        if self._owns_store:
-            await self.store.aclose()
+        await self.sessions.aclose()
 
     # -- internals -------------------------------------------------------------------------------
 
