@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .agent import CompressionConfig, HarnessAgent, ReActAgent, ReActConfig
+from .agent import CompressionConfig, ReActAgent, ReActConfig, SessionAgent
+from .compose import HarnessAgent, extensions_from_specs
 from .context import RuntimeContext, current_context, use_context
 from .errors import (
     AgentScopeTeamsError,
@@ -91,6 +92,7 @@ __all__ = [
     "RuntimeContext",
     "SchemaVersionError",
     "ScriptedModel",
+    "SessionAgent",
     "SessionBusyError",
     "SessionConfig",
     "SessionRecord",
@@ -116,6 +118,7 @@ __all__ = [
     "VersionConflict",
     "WorkspaceMode",
     "current_context",
+    "extensions_from_specs",
     "load_specs",
     "model_from_string",
     "store_from_url",

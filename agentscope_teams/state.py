@@ -8,7 +8,7 @@ instead of silently dropping fields.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -149,3 +149,46 @@ class AgentState(BaseModel):
         self.reply_id = ""
         self.cur_iter = 0
         self.awaiting_confirmation.clear()
+
+
+class ExtensionState(BaseModel):
+    """The persisted state of one extension, kept in ``AgentState.middle_context[KEY]``.
+
+    Subclasses set ``KEY`` and ``SCHEMA_VERSION`` and declare typed fields; :meth:`upgrade` maps an
+    older layout to the current one, so old records still load. :meth:`of` attaches the typed object
+    to the state (it is saved with it); :meth:`peek` reads without attaching.
+    """
+
+    KEY: ClassVar[str]
+    SCHEMA_VERSION: ClassVar[int] = 1
+    #: Keys of older layouts that :meth:`upgrade` reads; :meth:`of` removes them.
+    LEGACY_KEYS: ClassVar[tuple[str, ...]] = ()
+    schema_version: int = 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_version(cls, data: Any) -> Any:
+        return check_schema_version(data, cls.SCHEMA_VERSION, cls.__name__)
+
+    @classmethod
+    def upgrade(cls, middle: dict[str, Any]) -> Any:
+        """The raw stored value of this extension (override to read an older layout)."""
+        return middle.get(cls.KEY)
+
+    @classmethod
+    def peek(cls, state: AgentState) -> Self:
+        """The typed state as stored (a default if absent), not attached: changes are not saved."""
+        found = state.middle_context.get(cls.KEY)
+        if isinstance(found, cls):
+            return found
+        raw = cls.upgrade(state.middle_context)
+        return cls() if raw is None else cls.model_validate(raw)
+
+    @classmethod
+    def of(cls, state: AgentState) -> Self:
+        """The typed state attached to ``state``: changes to it are saved with the state."""
+        found = cls.peek(state)
+        for legacy in cls.LEGACY_KEYS:
+            state.middle_context.pop(legacy, None)
+        state.middle_context[cls.KEY] = found
+        return found

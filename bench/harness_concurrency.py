@@ -19,7 +19,7 @@ from pathlib import Path
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import BaseStore, store_from_url
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent, ReActAgent, ReActConfig
+from agentscope_teams import HarnessAgent
+from agentscope_teams.agent import ReActAgent, ReActConfig
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.sessions import SessionStorage
 from agentscope_teams.state import AgentState

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import anyio
 
-from agentscope_teams.agent import CompressionConfig, HarnessAgent, ReActConfig
+from agentscope_teams import HarnessAgent
+from agentscope_teams.agent import CompressionConfig, ReActConfig
 from agentscope_teams.agent.compression import estimate_tokens
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import Msg, TextBlock

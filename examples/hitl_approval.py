@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.events import ConfirmResult, UserConfirmResultEvent
 from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore

@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel
 from agentscope_teams.store import StoreBase, store_from_url

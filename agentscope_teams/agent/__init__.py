@@ -1,18 +1,24 @@
-"""Agents: the stateless :class:`ReActAgent` loop and the :class:`HarnessAgent` shell around it."""
+"""Agents: the stateless :class:`ReActAgent` loop and the :class:`SessionAgent` shell around it.
+
+``HarnessAgent`` (subagents and teams from specs) is composed above this layer, in
+:mod:`agentscope_teams.compose`.
+"""
 
 from __future__ import annotations
 
 from .config import CompressionConfig, ReActConfig
-from .extension import CallScope, Extension
-from .harness import HarnessAgent
+from .extension import AgentView, CallScope, Extension, ReadMark
+from .harness import SessionAgent
 from .react import ReActAgent, ReplyOptions
 
 __all__ = [
+    "AgentView",
     "CallScope",
     "CompressionConfig",
     "Extension",
-    "HarnessAgent",
     "ReActAgent",
     "ReActConfig",
+    "ReadMark",
     "ReplyOptions",
+    "SessionAgent",
 ]

@@ -1,33 +1,87 @@
-"""Extensions plug subsystems (subagents, teams) into :class:`HarnessAgent` without it knowing them.
+"""Extensions: how subsystems (subagents, teams, your own) plug into a :class:`SessionAgent`.
 
-Per call, each extension may offer tools, inject messages before each reasoning step, and learn when
-the state was saved (to acknowledge what it injected: delivery is at-least-once, acknowledged only
-after the state that holds the message is durable) and when the reply ended.
+The agent knows no extension by name. Each one is given, per call, a :class:`CallScope`: a frozen
+:class:`AgentView` of what it may use (model, toolkit, config, permissions, store, timeouts, depth,
+workspace root), the caller's context, the session state and the tool environment. Per call, an
+extension may offer tools, add to the system prompt, inject messages before each reasoning step,
+learn when the state was saved (to acknowledge what it injected: delivery is at-least-once,
+acknowledged only after the state holding the message is durable) and when the reply ended.
+
+Per-call scratch data is typed: :meth:`CallScope.local` gives each owner one object of its own
+class for the duration of the call. Persisted extension data is typed too: see
+:class:`~agentscope_teams.state.ExtensionState`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from ..context import RuntimeContext
 from ..message import Msg
+from ..model.base import ChatModel
 from ..state import AgentState
-from ..tools import Tool, ToolEnv
+from ..store.base import BaseStore
+from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit
+from .config import ReActConfig
 
-if TYPE_CHECKING:
-    from .harness import HarnessAgent
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentView:
+    """What an extension may use of the agent it is plugged into (read-only).
+
+    ``lease_ttl`` is the session lease's time to live, ``busy_timeout`` how long a call waits for a
+    busy session, ``depth`` the nesting level (0 for a top-level agent), ``workspace`` the root
+    under which per-session (and per-run) directories are made.
+    """
+
+    name: str
+    model: ChatModel
+    toolkit: Toolkit
+    config: ReActConfig
+    permissions: PermissionEngine
+    store: BaseStore
+    lease_ttl: float
+    busy_timeout: float
+    depth: int
+    workspace: Path
 
 
 @dataclass
 class CallScope:
     """What an extension sees of one call."""
 
-    agent: HarnessAgent
+    agent: AgentView
     ctx: RuntimeContext
     state: AgentState
     env: ToolEnv
-    data: dict[str, Any] = field(default_factory=dict)
+    _locals: dict[tuple[int, type[Any]], Any] = field(default_factory=dict, repr=False)
+
+    def local(self, owner: object, kind: type[T]) -> T:
+        """The per-call ``kind()`` object of ``owner`` (made on first use, one per owner and kind).
+
+        Extensions keep what they read or remember during one call here, instead of string keys.
+        """
+        slot = (id(owner), kind)
+        found = self._locals.get(slot)
+        if found is None:
+            self._locals[slot] = found = kind()
+        return found
+
+
+@dataclass
+class ReadMark:
+    """How far one call read a stream it injects from (``read``) and what it acknowledged."""
+
+    read: int | None = None
+    acked: int | None = None
+
+    def to_acknowledge(self) -> int | None:
+        """The position to acknowledge now, or None when there is nothing new."""
+        return self.read if self.read and self.read != self.acked else None
 
 
 class Extension:

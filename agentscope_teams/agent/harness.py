@@ -1,4 +1,4 @@
-"""``HarnessAgent``: the engineered shell applications use around the ReAct loop.
+"""``SessionAgent``: the engineered shell around the ReAct loop (``HarnessAgent`` builds on it).
 
 Each call loads the state for (org, user, agent name, session), runs the loop and writes the state
 back with a version check; it also writes at every checkpoint (after each model step that calls tools),
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -34,7 +34,7 @@ from ..store.base import BaseStore, StoreBase, encode_segment
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from . import compression as comp
 from .config import ReActConfig
-from .extension import CallScope, Extension
+from .extension import AgentView, CallScope, Extension
 from .lease import Lease, SessionGuard
 from .react import ReActAgent, ReplyOptions
 
@@ -45,8 +45,13 @@ _MADE_DIRS_MAX = 4096  # workspace directories remembered as created, per agent
 DEFAULT_STORE_DIR = Path.home() / ".agentscope_teams" / "store"
 
 
-class HarnessAgent:
-    """A stateless agent bound to a store: call it with a RuntimeContext, it does the rest."""
+class SessionAgent:
+    """A stateless agent bound to a store: call it with a RuntimeContext, it does the rest.
+
+    It knows no plug-in: subsystems come in through ``extensions`` (see :mod:`.extension`), which
+    see the agent only through its frozen :attr:`view`. :class:`~agentscope_teams.HarnessAgent`
+    adds subagents and teams from specs on top of this class.
+    """
 
     def __init__(
         self,
@@ -56,7 +61,6 @@ class HarnessAgent:
         *,
         workspace: Path | str = Path(".agentscope/workspace"),
         workspace_scope: Literal["session", "shared"] = "session",
-        specs: Any = None,
         store: BaseStore | str | None = None,
         tools: Iterable[Tool] = (),
         builtin_tools: bool = True,
@@ -69,9 +73,6 @@ class HarnessAgent:
         busy_timeout: float = 60.0,
         session_source: SessionSource = SessionSource.USER,
         depth: int = 0,
-        teams: bool | None = None,
-        team_options: Mapping[str, Any] | None = None,
-        **subagent_options: Any,
     ) -> None:
         _check_numbers(replicas, lease_ttl, busy_timeout)
         self.name = name
@@ -90,17 +91,19 @@ class HarnessAgent:
         self.busy_timeout = busy_timeout
         self.session_source = session_source
         self.depth = depth
+        self.view = AgentView(
+            name=name,
+            model=self.model,
+            toolkit=toolkit,
+            config=self.loop.config,
+            permissions=self.loop.permissions,
+            store=self.store,
+            lease_ttl=lease_ttl,
+            busy_timeout=busy_timeout,
+            depth=depth,
+            workspace=self.workspace,
+        )
         self.extensions: list[Extension] = list(extensions)
-        if specs is not None:
-            from ..subagents.extension import SubagentExtension  # composition root
-
-            self.extensions.append(SubagentExtension.build(self, specs, **subagent_options))
-            if teams if teams is not None else depth == 0:
-                from ..teams.extension import TeamLeadExtension  # composition root
-
-                self.extensions.append(TeamLeadExtension.build(self, **(team_options or {})))
-        elif subagent_options:
-            raise ConfigurationError(f"options {sorted(subagent_options)} need specs=")
         self._made_dirs: dict[Path, None] = {}  # workspaces created so far, oldest first
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
@@ -257,7 +260,7 @@ class HarnessAgent:
         workspace = self.workspace_for(ctx)
         await self._ensure_dir(workspace)
         env = ToolEnv(workspace=workspace, ctx=ctx, agent_name=self.name, extras={"agent": self})
-        scope = CallScope(agent=self, ctx=ctx, state=state, env=env)
+        scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
         async def save(s: AgentState) -> None:
             nonlocal version

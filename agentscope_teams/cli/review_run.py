@@ -20,8 +20,9 @@ from typing import cast
 import anyio
 from anyio.abc import Process
 
-from ..agent import HarnessAgent, ReActConfig
+from ..agent import ReActConfig
 from ..agent.config import CompressionConfig
+from ..compose import HarnessAgent
 from ..context import RuntimeContext
 from ..errors import ConfigurationError
 from ..events import ReplyEndEvent, ToolResultEvent

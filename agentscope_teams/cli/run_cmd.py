@@ -12,7 +12,7 @@ import os
 import uuid
 from pathlib import Path
 
-from ..agent import HarnessAgent
+from ..compose import HarnessAgent
 from ..context import RuntimeContext
 from ..events import ReplyEndEvent, ToolCallEvent
 from ..model import ChatModel

@@ -1,20 +1,19 @@
-"""Building a child: a :class:`HarnessAgent` one level deeper, sharing the parent's store.
+"""Building a child: a :class:`SessionAgent` one level deeper, sharing the parent's store.
 
 The child is named after its spec and keeps its conversation in the same store as the parent, in the
 session whose id :func:`~.runs.child_session_id` derives; that id is used both to run and to persist it.
 Its tools are the parent's own tools (``spec.tools`` picks a subset; ``None`` inherits all of them; the
-spawn tools come only from the child's own :class:`SubagentExtension`, offered below ``max_depth``).
+spawn tools come only from the child's own :class:`SubagentExtension`, which the parent's extension
+adds below ``max_depth``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from ..agent.extension import CallScope, Extension
-from ..agent.harness import HarnessAgent
+from ..agent.extension import AgentView, CallScope, Extension, ReadMark
+from ..agent.harness import SessionAgent
 from ..context import RuntimeContext
 from ..errors import VersionConflict
 from ..message import Msg
@@ -22,9 +21,8 @@ from ..model.base import ChatModel
 from ..sessions import SessionSource
 from ..state import AgentState
 from .inbox import Inbox, acknowledge, take
+from .spawn import spawn_agent
 from .spec import SubagentSpec
-
-_MAIL_KEY = "subagents.mail"
 
 
 class ChildPausedError(RuntimeError):
@@ -38,48 +36,37 @@ class MailExtension(Extension):
         self.mail, self.sender = mail, sender
 
     async def inject(self, scope: CallScope) -> list[Msg]:
-        notices = await take(self.mail, scope.data, _MAIL_KEY, scope.state)
+        notices = await take(self.mail, scope.local(self, ReadMark), scope.state)
         return [n.message(self.sender) for n in notices]
 
     async def after_save(self, scope: CallScope) -> None:
-        await acknowledge(self.mail, scope.data, _MAIL_KEY)
+        await acknowledge(self.mail, scope.local(self, ReadMark))
 
 
 def build_child(
-    parent: HarnessAgent,
+    parent: AgentView,
     spec: SubagentSpec,
     *,
     model: ChatModel,
     workspace: Path,
     mail: Inbox,
     lease_ttl: float,
-    specs: Mapping[str, SubagentSpec] | None,
-    options: dict[str, Any],
-) -> HarnessAgent:
-    """The child agent of one run; ``specs`` is None at the depth limit (no spawn tools at all)."""
-    toolkit = parent.loop.toolkit
-    tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
-    config = parent.loop.config
-    if spec.steps is not None:
-        config = config.model_copy(update={"max_iters": spec.steps})
-    extra = {"specs": dict(specs), **options} if specs else {}
-    return HarnessAgent(
-        spec.name,
-        model,
-        spec.system_prompt,
-        workspace=workspace,
-        workspace_scope="shared",
+) -> SessionAgent:
+    """The child agent of one run, one level below ``parent``, reading its ``agent_send`` mail."""
+    return spawn_agent(
+        spec,
+        name=spec.name,
+        model=model,
         store=parent.store,
-        tools=tools,
-        builtin_tools=False,
-        config=config,
-        permissions=parent.loop.permissions,
+        toolkit=parent.toolkit,
+        config=parent.config,
+        permissions=parent.permissions,
+        workspace=workspace,
         extensions=[MailExtension(mail, parent.name)],
         lease_ttl=lease_ttl,
         busy_timeout=parent.busy_timeout,
         session_source=SessionSource.SUBAGENT,
         depth=parent.depth + 1,
-        **extra,
     )
 
 
@@ -92,7 +79,7 @@ def fork_snapshot(state: AgentState) -> AgentState:
     return AgentState(summary=state.summary, context=context)
 
 
-async def seed_session(child: HarnessAgent, ctx: RuntimeContext, snapshot: AgentState) -> None:
+async def seed_session(child: SessionAgent, ctx: RuntimeContext, snapshot: AgentState) -> None:
     """Start the child's session from ``snapshot`` unless the session exists (a continued label)."""
     state = snapshot.model_copy(update={"session_id": ctx.session_id})
     with contextlib.suppress(VersionConflict):  # it exists: a continued label keeps its history

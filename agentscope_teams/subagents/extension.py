@@ -1,4 +1,4 @@
-"""``SubagentExtension``: what ``HarnessAgent(specs=...)`` plugs in.
+"""``SubagentExtension``: the subagents of one agent (``HarnessAgent(specs=...)`` builds it).
 
 It offers the spawn tools (below ``max_depth``), lists the subagents in the system prompt, launches
 runs (:meth:`SubagentExtension.launch`) on its :class:`~.runtime.Runner`, and delivers background
@@ -12,36 +12,41 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..agent.extension import CallScope, Extension
+from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..errors import ConfigurationError, ToolError
 from ..message import Msg
 from ..model.base import ChatModel
-from ..model.factory import resolve_model
 from ..tools import Tool
 from .child import build_child, fork_snapshot
 from .inbox import acknowledge, take
+from .memo import SubagentMemo
 from .pool import specs_from
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
 from .runtime import Handle, Launch, Runner
+from .spawn import ModelPool
 from .spec import ContextMode, SubagentSpec, WorkspaceMode
-from .tools import bind_tools, memo
+from .tools import bind_tools
 from .workspace import prepare, run_dir, slot_for
-
-if TYPE_CHECKING:
-    from ..agent.harness import HarnessAgent
 
 log = logging.getLogger(__name__)
 
-_INBOX = "subagents.inbox"
-_SWEPT = "subagents.swept"
 NOTICE_SENDER = "subagents"
 
 
-def _warn(agent: HarnessAgent, spec: SubagentSpec) -> None:
-    unknown = agent.loop.toolkit.unknown(spec.tools or [])
+@dataclass
+class _CallData:
+    """What one call of the parent remembers: its inbox read mark, whether it swept its runs."""
+
+    inbox: ReadMark = field(default_factory=ReadMark)
+    swept: bool = False
+
+
+def _warn(agent: AgentView, spec: SubagentSpec) -> None:
+    unknown = agent.toolkit.unknown(spec.tools or [])
     if unknown:
         log.warning("subagent %s: %s are not tools of %s; ignored", spec.name, unknown, agent.name)
     path = spec.workspace.path
@@ -52,11 +57,11 @@ def _warn(agent: HarnessAgent, spec: SubagentSpec) -> None:
 
 
 class SubagentExtension(Extension):
-    """Subagents of one :class:`HarnessAgent`; build it with :meth:`build`."""
+    """Subagents of one agent (seen through its :class:`AgentView`); build it with :meth:`build`."""
 
     def __init__(
         self,
-        agent: HarnessAgent,
+        agent: AgentView,
         specs: dict[str, SubagentSpec],
         *,
         max_depth: int,
@@ -70,12 +75,17 @@ class SubagentExtension(Extension):
         self.lease_ttl = lease_ttl
         self.root = workspace_root
         self.runner = Runner(lease_ttl)
-        self.models: dict[str, ChatModel] = dict(models or {})
+        self.pool = ModelPool(agent.model, models)
+
+    @property
+    def models(self) -> dict[str, ChatModel]:
+        """Models by the name specs give them (shared with children and team members)."""
+        return self.pool.models
 
     @classmethod
     def build(
         cls,
-        agent: HarnessAgent,
+        agent: AgentView,
         specs: Any,
         *,
         max_depth: int = 2,
@@ -133,41 +143,36 @@ class SubagentExtension(Extension):
 
     async def inject(self, scope: CallScope) -> list[Msg]:
         book = RunBook.for_ctx(self.agent.store, scope.ctx)
-        state_memo = memo(scope.state)
-        if not scope.data.get(_SWEPT):
-            scope.data[_SWEPT] = True
-            await self._sweep(book, state_memo)
+        memo = SubagentMemo.of(scope.state)
+        data = scope.local(self, _CallData)
+        if not data.swept:
+            data.swept = True
+            await self._sweep(book, memo)
         inbox = book.inbox(self.agent.name)
-        notices = await take(inbox, scope.data, _INBOX, scope.state, set(state_memo["delivered"]))
+        notices = await take(inbox, data.inbox, scope.state, set(memo.delivered))
         for n in notices:
-            if n.run_id in state_memo["watch"]:
-                state_memo["watch"].remove(n.run_id)
+            if n.run_id is not None:
+                memo.unwatch(n.run_id)
         return [n.message(NOTICE_SENDER) for n in notices]
 
     async def after_save(self, scope: CallScope) -> None:
         inbox = RunBook.for_ctx(self.agent.store, scope.ctx).inbox(self.agent.name)
-        await acknowledge(inbox, scope.data, _INBOX)
+        await acknowledge(inbox, scope.local(self, _CallData).inbox)
 
-    async def _sweep(self, book: RunBook, state_memo: dict[str, list[str]]) -> None:
+    async def _sweep(self, book: RunBook, memo: SubagentMemo) -> None:
         """Reconcile the runs the session waits for (lost ones post their notice now)."""
-        for run_id in list(state_memo["watch"]):
+        for run_id in list(memo.watch):
             rec = await book.load(run_id)
             if rec is None or rec.status is RunStatus.CANCELLED:
-                state_memo["watch"].remove(run_id)
+                memo.unwatch(run_id)
 
     # -- runs ----------------------------------------------------------------------------------------
 
     def model_for(self, spec: SubagentSpec) -> ChatModel:
-        if spec.model is None:
-            return self.agent.model
-        if spec.model not in self.models:
-            try:
-                self.models[spec.model] = resolve_model(spec.model)
-            except Exception as exc:
-                raise ToolError(
-                    f"cannot use model {spec.model!r} of agent {spec.name}: {exc}"
-                ) from exc
-        return self.models[spec.model]
+        try:
+            return self.pool.for_spec(spec)
+        except Exception as exc:
+            raise ToolError(f"cannot use model {spec.model!r} of agent {spec.name}: {exc}") from exc
 
     async def launch(
         self,
@@ -229,14 +234,9 @@ class SubagentExtension(Extension):
                 workspace=workspace or scope.env.workspace,
                 mail=book.mail(run_id),
                 lease_ttl=self.lease_ttl,
-                specs=self.specs if agent.depth + 1 < self.max_depth else None,
-                options={
-                    "max_depth": self.max_depth,
-                    "max_concurrent": self.max_concurrent,
-                    "workspace_root": self.root,
-                    "models": self.models,
-                },
             )
+            if agent.depth + 1 < self.max_depth:
+                child.extensions.append(self._for_child(child.view))
         except Exception as exc:
             error = f"could not start: {exc}"
             await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
@@ -254,6 +254,18 @@ class SubagentExtension(Extension):
                 keep_workspace=label is not None,
                 snapshot=fork_snapshot(scope.state) if fork else None,
             )
+        )
+
+    def _for_child(self, child: AgentView) -> SubagentExtension:
+        """The child's own extension: the same specs, limits, workspace root and models."""
+        return SubagentExtension(
+            child,
+            self.specs,
+            max_depth=self.max_depth,
+            max_concurrent=self.max_concurrent,
+            lease_ttl=self.lease_ttl,
+            workspace_root=self.root,
+            models=self.models,
         )
 
     async def aclose(self) -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..agent.extension import ReadMark
 from ..errors import VersionConflict
 from ..message import Msg, UserMsg, utcnow
 from ..state import AgentState
@@ -94,15 +94,14 @@ def injected_ids(state: AgentState) -> set[str]:
 
 
 async def take(
-    inbox: Inbox, data: dict[str, Any], key: str, state: AgentState, skip: set[str] | None = None
+    inbox: Inbox, mark: ReadMark, state: AgentState, skip: set[str] | None = None
 ) -> list[Notice]:
     """The notices of ``inbox`` not yet in ``state`` (nor in ``skip``); see the module docs.
 
-    ``data`` is per-call scratch space: ``data[key]`` remembers how far this call has read, so later
-    steps read only new entries and :func:`acknowledge` knows what to acknowledge.
+    ``mark`` is the call's own: it remembers how far this call has read, so later steps read only
+    new entries and :func:`acknowledge` knows what to acknowledge.
     """
-    read = data.get(key)
-    after = await inbox.cursor() if read is None else int(read)
+    after = await inbox.cursor() if mark.read is None else mark.read
     seen = injected_ids(state) | (skip or set())
     fresh: list[Notice] = []
     for seq, notice in await inbox.pending(after):
@@ -110,14 +109,14 @@ async def take(
         if notice.id not in seen:
             seen.add(notice.id)
             fresh.append(notice)
-    data[key] = after
+    mark.read = after
     return fresh
 
 
-async def acknowledge(inbox: Inbox, data: dict[str, Any], key: str) -> None:
+async def acknowledge(inbox: Inbox, mark: ReadMark) -> None:
     """Acknowledge what :func:`take` read in this call (call it after the state was saved)."""
-    read = data.get(key)
-    if not read or data.get(key + ".acked") == read:
+    seq = mark.to_acknowledge()
+    if seq is None:
         return
-    await inbox.ack(int(read))
-    data[key + ".acked"] = read
+    await inbox.ack(seq)
+    mark.acked = seq

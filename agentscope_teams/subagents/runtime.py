@@ -26,7 +26,7 @@ from pathlib import Path
 import anyio
 import sniffio
 
-from ..agent.harness import HarnessAgent
+from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import ConfigurationError
@@ -51,7 +51,7 @@ class Launch:
 
     book: RunBook
     record: RunRecord
-    child: HarnessAgent
+    child: SessionAgent
     ctx: RuntimeContext
     lease: Lease
     workspace: Path | None = None

@@ -23,10 +23,10 @@ from pydantic import Field
 from ..agent.extension import CallScope
 from ..errors import ToolError
 from ..message import new_id
-from ..state import AgentState
 from ..tools import Tool
 from ..tools.decorator import make_tool
 from .inbox import Notice
+from .memo import SubagentMemo
 from .runs import RunBook, RunRecord, RunStatus
 from .runtime import CANCELLED_BY_PARENT, Handle
 from .spec import SubagentSpec
@@ -39,14 +39,6 @@ DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 3600.0
 LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _LISTED = 50
-
-
-def memo(state: AgentState) -> dict[str, list[str]]:
-    """What the parent's state remembers: runs it waits for, notices it already got as results."""
-    data: dict[str, list[str]] = state.middle_context.setdefault(
-        "subagents", {"watch": [], "delivered": []}
-    )
-    return data
 
 
 async def agent_spawn(
@@ -142,7 +134,7 @@ class _Calls:
     def __init__(self, ext: SubagentExtension, scope: CallScope) -> None:
         self.ext, self.scope = ext, scope
         self.book = RunBook.for_ctx(ext.agent.store, scope.ctx)
-        self.memo = memo(scope.state)
+        self.memo = SubagentMemo.of(scope.state)
 
     def _spec(self, name: str) -> SubagentSpec:
         spec = self.ext.specs.get(name)
@@ -158,23 +150,13 @@ class _Calls:
             raise ToolError(f"no such run {run}; agent_list shows the runs of this session")
         return rec
 
-    def _watch(self, run_id: str) -> None:
-        if run_id not in self.memo["watch"]:
-            self.memo["watch"].append(run_id)
-
-    def _delivered(self, rec: RunRecord) -> None:
-        """A background run's result was returned by a tool: do not inject its notice too."""
-        self.memo["delivered"] = [*self.memo["delivered"][-99:], f"{rec.run_id}:{rec.status}"]
-        if rec.run_id in self.memo["watch"]:
-            self.memo["watch"].remove(rec.run_id)
-
     async def _promote(self, h: Handle) -> RunRecord:
         def promote(r: RunRecord) -> RunRecord | None:
             return r.model_copy(update={"background": True}) if r.status.active else None
 
         rec = await self.book.update(h.run_id, promote) or h.record
         if rec.status.active:
-            self._watch(rec.run_id)
+            self.memo.add_watch(rec.run_id)
         return rec
 
     async def _await(self, h: Handle, seconds: float) -> str:
@@ -192,7 +174,7 @@ class _Calls:
                 f"ends (run id {rec.run_id})."
             )
         if rec.background:
-            self._delivered(rec)
+            self.memo.mark_delivered(rec.run_id, rec.status)
         return outcome(rec)
 
     async def spawn(self, agent: str, task: str, timeout_seconds: float, label: str | None) -> str:
@@ -202,7 +184,7 @@ class _Calls:
         h = await self.ext.launch(self.scope, spec, task, label, background=timeout_seconds == 0)
         if timeout_seconds > 0:
             return await self._await(h, timeout_seconds)
-        self._watch(h.run_id)
+        self.memo.add_watch(h.run_id)
         return (
             f"Started run {h.run_id} ({agent}) in the background. Its result will be delivered to "
             "you as a message when it ends; agent_wait, agent_send and agent_cancel take its run id."
@@ -244,7 +226,7 @@ class _Calls:
         if rec.status.active:
             return f"Run {run} is still {rec.status} after {timeout_seconds:g}s."
         if rec.background:
-            self._delivered(rec)
+            self.memo.mark_delivered(rec.run_id, rec.status)
         return outcome(rec)
 
     async def cancel(self, run: str) -> str:
@@ -266,8 +248,7 @@ class _Calls:
         h.cancel(CANCELLED_BY_PARENT)
         await self.ext.runner.wait(h, DEFAULT_TIMEOUT)
         rec = await self._load(run)
-        if run in self.memo["watch"]:
-            self.memo["watch"].remove(run)
+        self.memo.unwatch(run)
         if rec.status is RunStatus.CANCELLED:
             return f"Run {run} ({rec.spec}) cancelled; its workspace was removed."
         return f"Run {run} ({rec.spec}) ended as {rec.status} before it could be cancelled."

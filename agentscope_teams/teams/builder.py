@@ -1,4 +1,5 @@
-"""Building a member: a :class:`HarnessAgent` from one of the lead's specs, wired to its team.
+"""Building a member: an agent from one of the lead's specs (:func:`~..subagents.spawn.spawn_agent`),
+wired to its team.
 
 A member is named after its member name and keeps its conversation in the team's store, under the
 lead's (org, user), in the session ``team-<team_id>-<member>`` (the id spawnMember records, so every
@@ -15,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agent.config import ReActConfig
-from ..agent.harness import HarnessAgent
+from ..agent.harness import SessionAgent
 from ..context import RuntimeContext
 from ..model.base import ChatModel
-from ..model.factory import resolve_model
 from ..sessions import SessionSource
 from ..store.base import BaseStore, encode_segment
 from ..subagents.pool import specs_from
+from ..subagents.spawn import ModelPool, spawn_agent
 from ..subagents.spec import SubagentSpec, WorkspaceMode
 from ..tools import PermissionEngine, Toolkit
 from .member import TeamMember
@@ -87,25 +88,19 @@ class MemberBuilder:
     description: str = ""
     on_change: Callable[[], None] | None = None
 
+    def __post_init__(self) -> None:
+        self.pool = ModelPool(self.model, self.models)  # shares ``models``: names resolve once
+
     def problem(self, member: Member) -> str | None:
         """Why this process cannot run ``member`` (unknown spec, no model), or None."""
         spec = self.specs.get(member.spec)
         if spec is None:
             return f"spec {member.spec!r} is not among this process's specs ({sorted(self.specs)})"
         try:
-            self._model(spec)
+            self.pool.for_spec(spec)
         except Exception as exc:
             return f"no model for spec {spec.name!r}: {exc}"
         return None
-
-    def _model(self, spec: SubagentSpec) -> ChatModel:
-        if spec.model is None:
-            if self.model is None:
-                raise ValueError("the spec names no model and no default model was given")
-            return self.model
-        if spec.model not in self.models:
-            self.models[spec.model] = resolve_model(spec.model)
-        return self.models[spec.model]
 
     def workspace_of(self, ctx: RuntimeContext, team_id: str, member: Member) -> Path:
         spec = self.specs[member.spec]
@@ -116,30 +111,23 @@ class MemberBuilder:
 
     def build(
         self, ctx: RuntimeContext, team: Team, member: Member
-    ) -> tuple[HarnessAgent, TeamMemberExtension]:
+    ) -> tuple[SessionAgent, TeamMemberExtension]:
         """The member's agent and its extension (raises if :meth:`problem` is not None)."""
         from .extension import TeamMemberExtension  # extension.py builds members through here
 
         spec = self.specs[member.spec]
-        base = self.toolkit if self.toolkit is not None else Toolkit()
-        tools = base.tools() if spec.tools is None else base.subset(spec.tools).tools()
-        config = self.config or ReActConfig()
-        if spec.steps is not None:
-            config = config.model_copy(update={"max_iters": spec.steps})
         view = TeamMember(self.client_factory(self.store, ctx), team.id, member.name)
         ext = TeamMemberExtension(view, description=self.description, on_change=self.on_change)
         ext.team = team
-        agent = HarnessAgent(
-            member.name,
-            self._model(spec),
-            spec.system_prompt,
-            workspace=self.workspace_of(ctx, team.id, member),
-            workspace_scope="shared",
+        agent = spawn_agent(
+            spec,
+            name=member.name,
+            model=self.pool.for_spec(spec),
             store=self.store,
-            tools=tools,
-            builtin_tools=False,
-            config=config,
+            toolkit=self.toolkit if self.toolkit is not None else Toolkit(),
+            config=self.config or ReActConfig(),
             permissions=self.permissions,
+            workspace=self.workspace_of(ctx, team.id, member),
             extensions=[ext],
             lease_ttl=self.lease_ttl,
             busy_timeout=self.busy_timeout,

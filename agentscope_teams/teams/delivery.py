@@ -9,8 +9,9 @@ between the two re-reads the messages, and the id check keeps them from appearin
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
+from ..agent.extension import ReadMark
 from ..message import Msg, UserMsg
 from ..state import AgentState
 from .member import TeamMember
@@ -36,15 +37,25 @@ def injected(state: AgentState) -> set[str]:
     return {str(v) for m in state.context if (v := m.metadata.get(TEAM_MESSAGE)) is not None}
 
 
-def _slot(view: TeamMember) -> str:
-    return f"teams.read/{view.team_id}/{view.name}"
+@dataclass
+class MemberCallData:
+    """What one call of a member remembers: how far it read its inbox, whether it reported."""
+
+    mark: ReadMark = field(default_factory=ReadMark)
+    reported: bool = False
 
 
-async def take(view: TeamMember, data: dict[str, Any], state: AgentState) -> list[Msg]:
-    """The unseen messages of ``view``'s inbox; remembers in ``data`` how far it read."""
-    key = _slot(view)
-    read: int | None = data.get(key)
-    page = await view.unread(limit=_PAGE) if read is None else await view.read(after=read)
+@dataclass
+class LeadCallData:
+    """What one call of a lead remembers: the team views it read, and how far, by team id."""
+
+    views: dict[str, TeamMember] = field(default_factory=dict)
+    marks: dict[str, ReadMark] = field(default_factory=dict)
+
+
+async def take(view: TeamMember, mark: ReadMark, state: AgentState) -> list[Msg]:
+    """The unseen messages of ``view``'s inbox; ``mark`` (the call's own) remembers how far it read."""
+    page = await view.unread(limit=_PAGE) if mark.read is None else await view.read(after=mark.read)
     messages: list[TeamMessage] = []
     while page:
         messages += page
@@ -59,15 +70,14 @@ async def take(view: TeamMember, data: dict[str, Any], state: AgentState) -> lis
             seen.add(mid)
             fresh.append(as_msg(view.team_id, msg))
     if messages:  # until something is read, the next step starts at the cursor again
-        data[key] = messages[-1].seq
+        mark.read = messages[-1].seq
     return fresh
 
 
-async def acknowledge(view: TeamMember, data: dict[str, Any]) -> None:
+async def acknowledge(view: TeamMember, mark: ReadMark) -> None:
     """Acknowledge what :func:`take` read in this call (call it after the state was saved)."""
-    key = _slot(view)
-    read = data.get(key)
-    if not read or data.get(key + ".acked") == read:
+    seq = mark.to_acknowledge()
+    if seq is None:
         return
-    await view.acknowledge(int(read))
-    data[key + ".acked"] = read
+    await view.acknowledge(seq)
+    mark.acked = seq

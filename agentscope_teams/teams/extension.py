@@ -1,4 +1,4 @@
-"""Agent Teams as :class:`~agentscope_teams.agent.extension.Extension` s of a HarnessAgent.
+"""Agent Teams as :class:`~agentscope_teams.agent.extension.Extension` s of an agent.
 
 :class:`TeamLeadExtension` makes an agent a team lead::
 
@@ -23,31 +23,32 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agent.extension import CallScope, Extension
+from ..agent.extension import CallScope, Extension, ReadMark
 from ..errors import ConfigurationError, TeamError, UnknownTeamError
 from ..message import Msg
 from ..model.base import ChatModel
 from ..model.factory import resolve_model
 from ..store.base import BaseStore
+from ..subagents.extension import SubagentExtension
 from ..tools import Tool
 from . import delivery
 from .builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
 from .client import LocalTeamClient
+from .delivery import LeadCallData, MemberCallData
 from .directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
-from .lead_calls import TEAM_KEY
+from .lead_state import TeamLeadState
 from .member import TeamMember
 from .models import Member, Team
 from .protocol import TeamClient
 from .runtime import TeamRuntime
 from .slot import TeamRef
-from .tools import REPORTED, lead_tools, member_tools
+from .tools import lead_tools, member_tools
 
 if TYPE_CHECKING:
-    from ..agent.harness import HarnessAgent
+    from ..agent.harness import SessionAgent
     from ..context import RuntimeContext
 
 log = logging.getLogger(__name__)
-_VIEWS = "teams.views"
 
 
 class TeamMemberExtension(Extension):
@@ -76,16 +77,18 @@ class TeamMemberExtension(Extension):
 
     async def inject(self, scope: CallScope) -> list[Msg]:
         try:
-            return await delivery.take(self.view, scope.data, scope.state)
+            return await delivery.take(
+                self.view, scope.local(self, MemberCallData).mark, scope.state
+            )
         except UnknownTeamError:
             return []
 
     async def after_save(self, scope: CallScope) -> None:
-        await delivery.acknowledge(self.view, scope.data)
+        await delivery.acknowledge(self.view, scope.local(self, MemberCallData).mark)
 
     async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
         text = final.get_text_content().strip()
-        if scope.data.get(REPORTED) or not text:
+        if scope.local(self, MemberCallData).reported or not text:
             return
         try:
             lead = self.team.lead if self.team is not None else (await self.view.team()).lead
@@ -129,14 +132,14 @@ class TeamLeadExtension(Extension):
         self.runtime: TeamRuntime | None = None
 
     @classmethod
-    def build(cls, agent: HarnessAgent, specs: Any = None, **options: Any) -> TeamLeadExtension:
+    def build(cls, agent: SessionAgent, specs: Any = None, **options: Any) -> TeamLeadExtension:
         """An extension for ``agent``; ``specs`` (and ``models``) default to those of its subagent
-        extension, so ``HarnessAgent(specs=...)`` can add team tools with one line."""
-        sub = next((e for e in agent.extensions if hasattr(e, "specs")), None)
+        extension, so an agent with subagents can add team tools with one line."""
+        sub = next((e for e in agent.extensions if isinstance(e, SubagentExtension)), None)
         if specs is None and sub is not None:
             specs = sub.specs
         if "models" not in options and sub is not None:
-            options["models"] = getattr(sub, "models", None)
+            options["models"] = sub.models
         return cls(specs, **options)
 
     def client(self, scope: CallScope) -> TeamClient:
@@ -153,7 +156,7 @@ class TeamLeadExtension(Extension):
 
     def system_prompt(self, scope: CallScope) -> str:
         pool = "\n".join(f"- {s.name}: {s.description}" for s in self.specs.values()) or "- none"
-        current = scope.state.middle_context.get(TEAM_KEY)
+        current = TeamLeadState.peek(scope.state).team_id
         lines = [
             "## Agent Teams",
             "For work that needs several agents cooperating, form a team: createTeam, then "
@@ -168,24 +171,26 @@ class TeamLeadExtension(Extension):
         return "\n".join(lines)
 
     async def inject(self, scope: CallScope) -> list[Msg]:
-        team_id = scope.state.middle_context.get(TEAM_KEY)
+        team_id = TeamLeadState.peek(scope.state).team_id
         if not team_id:
             return []
         client = self.client(scope)
+        data = scope.local(self, LeadCallData)
         try:
             if self.run_members != "workers" and not self._watching(scope, team_id):
                 await self._watch(scope, client, team_id)
-            view = TeamMember(client, team_id, scope.agent.name)
-            scope.data.setdefault(_VIEWS, {})[team_id] = view
-            return await delivery.take(view, scope.data, scope.state)
+            view = data.views[team_id] = TeamMember(client, team_id, scope.agent.name)
+            mark = data.marks.setdefault(team_id, ReadMark())
+            return await delivery.take(view, mark, scope.state)
         except UnknownTeamError:
-            scope.state.middle_context.pop(TEAM_KEY, None)
+            TeamLeadState.of(scope.state).team_id = None
             return []
 
     async def after_save(self, scope: CallScope) -> None:
-        for view in scope.data.get(_VIEWS, {}).values():
+        data = scope.local(self, LeadCallData)
+        for team_id, view in data.views.items():
             try:
-                await delivery.acknowledge(view, scope.data)
+                await delivery.acknowledge(view, data.marks[team_id])
             except UnknownTeamError:
                 continue
 
@@ -211,7 +216,7 @@ class TeamLeadExtension(Extension):
             root=str(scope.agent.workspace),
         )
         await put_record(scope.agent.store, scope.ctx, record)
-        scope.state.middle_context[TEAM_KEY] = team.id
+        TeamLeadState.of(scope.state).team_id = team.id
         return team
 
     async def spawn_member(
@@ -228,8 +233,8 @@ class TeamLeadExtension(Extension):
             await self.runtime.stop_team(scope.ctx, team_id)
         await client.delete_team(team_id)
         await delete_record(scope.agent.store, scope.ctx, team_id)
-        if scope.state.middle_context.get(TEAM_KEY) == team_id:
-            scope.state.middle_context.pop(TEAM_KEY)
+        if TeamLeadState.peek(scope.state).team_id == team_id:
+            TeamLeadState.of(scope.state).team_id = None
 
     def _watching(self, scope: CallScope, team_id: str) -> bool:
         return self.runtime is not None and self.runtime.watching(scope.ctx, team_id)
@@ -252,9 +257,9 @@ class TeamLeadExtension(Extension):
             root=Path(record.root) if record else agent.workspace,
             model=self.member_model or agent.model,
             models=self.models,
-            toolkit=agent.loop.toolkit,
-            config=agent.loop.config,
-            permissions=agent.loop.permissions,
+            toolkit=agent.toolkit,
+            config=agent.config,
+            permissions=agent.permissions,
             lease_ttl=self.runtime.lease_ttl,
             busy_timeout=agent.busy_timeout,
             description=record.description if record else "",

@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 from ..agent.extension import CallScope
 from ..errors import ToolError
 from . import summary
+from .lead_state import TeamLeadState
 from .member import TeamMember
 from .protocol import TeamClient
 
 if TYPE_CHECKING:
     from .extension import TeamLeadExtension
-
-TEAM_KEY = "team_id"
 
 
 class LeadCalls:
@@ -25,7 +24,7 @@ class LeadCalls:
         self.lead = scope.agent.name
 
     def team_id(self, team_id: str | None) -> str:
-        found = team_id or self.scope.state.middle_context.get(TEAM_KEY)
+        found = team_id or TeamLeadState.peek(self.scope.state).team_id
         if not found:
             raise ToolError("you have no current team: call createTeam first, or pass team_id")
         return str(found)

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..agent.harness import HarnessAgent
+from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..store.base import Key
@@ -49,7 +49,7 @@ class Slot:
     ref: TeamRef
     name: str
     lease: Lease | None = None
-    agent: HarnessAgent | None = None
+    agent: SessionAgent | None = None
     ext: TeamMemberExtension | None = None
     offered: set[OfferKey] = field(default_factory=set)
     #: How often a task the member still holds after a call was offered to it again.

@@ -2,7 +2,7 @@
 
 Lead: ``createTeam``, ``spawnMember``, ``deleteTeam``, ``waitForTeam``, ``assignTask``, ``listTasks``,
 ``sendMessage``, ``broadcastMessage`` (every one but ``createTeam`` takes an optional ``team_id``, by
-default the lead's current team, kept in ``state.middle_context["team_id"]``). Members: ``claimTask``,
+default the lead's current team, kept in its :class:`~.lead_state.TeamLeadState`). Members: ``claimTask``,
 ``completeTask``, ``failTask``, ``listTasks``, ``sendMessage``, ``broadcastMessage``.
 
 Schemas come from the template functions of :mod:`.schemas`; :func:`lead_tools` and
@@ -22,6 +22,7 @@ from ..agent.extension import CallScope
 from ..errors import TeamError, ToolError
 from ..tools import Tool
 from . import summary
+from .delivery import MemberCallData
 from .lead_calls import LeadCalls
 from .member import TeamMember
 from .models import TaskStatus
@@ -29,8 +30,6 @@ from .schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
 
 if TYPE_CHECKING:
     from .extension import TeamLeadExtension, TeamMemberExtension
-
-REPORTED = "teams.reported"
 
 
 def guarded(fn: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
@@ -92,7 +91,7 @@ class MemberCalls:
         self.view: TeamMember = ext.view
 
     def _reported(self) -> None:
-        self.scope.data[REPORTED] = True
+        self.scope.local(self.ext, MemberCallData).reported = True
         self.ext.changed()
 
     async def claim(self, task_id: str | None) -> str:

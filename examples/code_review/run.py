@@ -17,7 +17,8 @@ from pathlib import Path
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent, ReActConfig
+from agentscope_teams import HarnessAgent
+from agentscope_teams.agent import ReActConfig
 from agentscope_teams.agent.config import CompressionConfig
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model import ChatModel, OfflineReviewModel, model_from_string

@@ -21,7 +21,8 @@ from typing import Any
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent, ReActConfig
+from agentscope_teams import HarnessAgent
+from agentscope_teams.agent import ReActConfig
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.events import (
     AgentEvent,

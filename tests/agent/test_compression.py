@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.agent import CompressionConfig, HarnessAgent, ReActAgent, ReActConfig
+from agentscope_teams import HarnessAgent
+from agentscope_teams.agent import CompressionConfig, ReActAgent, ReActConfig
 from agentscope_teams.agent import compression as comp
 from agentscope_teams.agent.react import ReplyOptions
 from agentscope_teams.context import RuntimeContext

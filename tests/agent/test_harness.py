@@ -9,7 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscope_teams.agent import CallScope, Extension, HarnessAgent
+from agentscope_teams import HarnessAgent
+from agentscope_teams.agent import CallScope, Extension
 from agentscope_teams.agent import hitl as hitl_mod
 from agentscope_teams.agent.harness import DEFAULT_STORE_DIR
 from agentscope_teams.context import RuntimeContext

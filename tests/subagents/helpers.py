@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import ToolResultBlock
 from agentscope_teams.model.base import ModelRequest, ModelResponse

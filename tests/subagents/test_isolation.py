@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore

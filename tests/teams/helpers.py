@@ -9,6 +9,7 @@ import anyio
 
 from agentscope_teams.state import AgentState
 from agentscope_teams.teams import LocalTeamClient, MemberStatus
+from agentscope_teams.teams.lead_state import TeamLeadState
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
@@ -20,7 +21,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0)
 
 
 def team_id_of(state: AgentState) -> str:
-    team_id = state.middle_context.get("team_id")
+    team_id = TeamLeadState.peek(state).team_id
     assert isinstance(team_id, str), state.middle_context
     return team_id
 

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.model.scripted import ScriptedModel, ScriptItem

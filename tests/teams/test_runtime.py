@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.agent.lease import Lease
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.base import ModelRequest, ModelResponse
@@ -27,6 +27,7 @@ from agentscope_teams.teams import (
 )
 from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.teams.delivery import TEAM_MESSAGE
+from agentscope_teams.teams.lead_state import TeamLeadState
 from agentscope_teams.teams.slot import LEASE_PREFIX
 
 from .helpers import eventually, lead_messages, members_idle, team_id_of
@@ -133,7 +134,7 @@ async def test_members_stop_when_the_team_is_deleted(
         assert ext.runtime is not None and not ext.runtime.slots and not ext.runtime.refs
         assert await LocalTeamClient(local_store, alice).list_teams() == []
         state = await lead.get_agent_state(alice)
-        assert "team_id" not in state.middle_context
+        assert TeamLeadState.peek(state).team_id is None
         calls = len(member_model.requests)
         await anyio.sleep(0.3)
         assert len(member_model.requests) == calls

@@ -17,12 +17,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, TaskStatus, TeamLeadExtension
 from agentscope_teams.teams.directory import get_record
+from agentscope_teams.teams.lead_state import TeamLeadState
 
 from ..backends import REDIS_URL, unique_namespace
 from ..conftest import require_service
@@ -132,7 +133,7 @@ async def test_a_killed_workers_members_are_taken_over(
     async def kill_when_busy() -> None:
         async def busy() -> bool:
             state = await lead.get_agent_state(ctx)
-            if "team_id" not in state.middle_context:
+            if TeamLeadState.peek(state).team_id is None:
                 return False
             tasks = await client.list_tasks(team_id_of(state))
             held[:] = [t.id for t in tasks if t.status is TaskStatus.IN_PROGRESS]

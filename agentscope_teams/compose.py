@@ -1,0 +1,115 @@
+"""The composition root: agents with subagents and teams wired from specs.
+
+:class:`~agentscope_teams.agent.SessionAgent` knows no plug-in. This module, above the agent,
+subagent and team layers, is the one place that puts them together:
+
+* :func:`extensions_from_specs` builds the extensions an agent gets from ``specs`` — the subagent
+  tools (:class:`~agentscope_teams.subagents.SubagentExtension`) and, for a top-level agent, the
+  team lead tools (:class:`~agentscope_teams.teams.TeamLeadExtension`) over the same specs.
+* :class:`HarnessAgent` is a ``SessionAgent`` whose constructor also takes ``specs=`` (and the
+  subagent and team options) and adds those extensions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from .agent.config import ReActConfig
+from .agent.extension import AgentView, Extension
+from .agent.harness import SessionAgent
+from .errors import ConfigurationError
+from .model.base import ChatModel
+from .sessions import SessionSource
+from .store.base import BaseStore
+from .subagents.extension import SubagentExtension
+from .teams.extension import TeamLeadExtension
+from .tools import PermissionEngine, Tool
+
+
+def extensions_from_specs(
+    agent: AgentView,
+    specs: Any,
+    *,
+    teams: bool | None = None,
+    team_options: Mapping[str, Any] | None = None,
+    **subagent_options: Any,
+) -> list[Extension]:
+    """The subagent extension for ``specs`` and, when ``teams`` (default: a top-level agent, depth
+    0), a team lead extension whose candidate members are the same specs and models.
+
+    ``subagent_options`` go to :meth:`SubagentExtension.build` (``max_depth``, ``max_concurrent``,
+    ``model_aliases``, ``lease_ttl``, ``workspace_root``, ``models``); ``team_options`` to
+    :class:`TeamLeadExtension` (``run_members``, ``member_model``, ``task_lease``, ...).
+    """
+    sub = SubagentExtension.build(agent, specs, **subagent_options)
+    found: list[Extension] = [sub]
+    if teams if teams is not None else agent.depth == 0:
+        options = {"models": sub.models, **(team_options or {})}
+        found.append(TeamLeadExtension(sub.specs, **options))
+    return found
+
+
+class HarnessAgent(SessionAgent):
+    """A :class:`SessionAgent` with subagents and teams from ``specs`` (a directory, specs, or a
+    mapping of them); see :func:`extensions_from_specs` for ``teams``, ``team_options`` and the
+    subagent options. Without ``specs`` it is a plain ``SessionAgent``."""
+
+    def __init__(
+        self,
+        name: str,
+        model: str | ChatModel,
+        system_prompt: str = "",
+        *,
+        workspace: Path | str = Path(".agentscope/workspace"),
+        workspace_scope: Literal["session", "shared"] = "session",
+        specs: Any = None,
+        store: BaseStore | str | None = None,
+        tools: Iterable[Tool] = (),
+        builtin_tools: bool = True,
+        config: ReActConfig | None = None,
+        permissions: PermissionEngine | None = None,
+        extensions: Sequence[Extension] = (),
+        replicas: int = 1,
+        remote_workspace: bool = False,
+        lease_ttl: float = 30.0,
+        busy_timeout: float = 60.0,
+        session_source: SessionSource = SessionSource.USER,
+        depth: int = 0,
+        teams: bool | None = None,
+        team_options: Mapping[str, Any] | None = None,
+        **subagent_options: Any,
+    ) -> None:
+        super().__init__(
+            name,
+            model,
+            system_prompt,
+            workspace=workspace,
+            workspace_scope=workspace_scope,
+            store=store,
+            tools=tools,
+            builtin_tools=builtin_tools,
+            config=config,
+            permissions=permissions,
+            extensions=extensions,
+            replicas=replicas,
+            remote_workspace=remote_workspace,
+            lease_ttl=lease_ttl,
+            busy_timeout=busy_timeout,
+            session_source=session_source,
+            depth=depth,
+        )
+        if specs is not None:
+            self.extensions += extensions_from_specs(
+                self.view, specs, teams=teams, team_options=team_options, **subagent_options
+            )
+        elif subagent_options or teams or team_options:
+            named = sorted(
+                {
+                    *subagent_options,
+                    *(["teams"] if teams else []),
+                    *(["team_options"] if team_options else []),
+                }
+            )
+            raise ConfigurationError(f"options {named} need specs=")

@@ -1,0 +1,91 @@
+"""Building an agent from a spec: the one way subagent children and team members are made.
+
+:func:`spawn_agent` gives a :class:`~agentscope_teams.agent.SessionAgent` the spec's prompt, the
+spec's tools picked from a base toolkit (``tools: None`` inherits all of them), the base config with
+the spec's ``steps`` as ``max_iters``, and a workspace used as is (``workspace_scope="shared"``).
+:class:`ModelPool` resolves a spec's ``model`` once per name, falling back to a default model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..agent.config import ReActConfig
+from ..agent.extension import Extension
+from ..agent.harness import SessionAgent
+from ..errors import ConfigurationError
+from ..model.base import ChatModel
+from ..model.factory import resolve_model
+from ..sessions import SessionSource
+from ..store.base import BaseStore
+from ..tools import PermissionEngine, Toolkit
+from .spec import SubagentSpec
+
+
+class ModelPool:
+    """The model of each spec: its ``model`` name resolved once, or ``default`` when it names none.
+
+    ``models`` maps names to model objects (shared clients, scripted tests) before a name is parsed
+    as ``"provider:model"``; names resolved later are remembered in the same mapping.
+    """
+
+    def __init__(
+        self, default: ChatModel | None, models: Mapping[str, ChatModel] | None = None
+    ) -> None:
+        self.default = default
+        # a dict is shared (several pools remember names in one place); other mappings are copied
+        self.models: dict[str, ChatModel] = (
+            models if isinstance(models, dict) else dict(models or {})
+        )
+
+    def for_spec(self, spec: SubagentSpec) -> ChatModel:
+        """The model of ``spec``; raises ``ConfigurationError`` when there is none or it is invalid."""
+        if spec.model is None:
+            if self.default is None:
+                raise ConfigurationError(
+                    f"spec {spec.name!r} names no model and no default model was given"
+                )
+            return self.default
+        if spec.model not in self.models:
+            self.models[spec.model] = resolve_model(spec.model)
+        return self.models[spec.model]
+
+
+def spawn_agent(
+    spec: SubagentSpec,
+    *,
+    name: str,
+    model: ChatModel,
+    store: BaseStore,
+    toolkit: Toolkit,
+    config: ReActConfig,
+    permissions: PermissionEngine | None,
+    workspace: Path,
+    extensions: Sequence[Extension],
+    lease_ttl: float,
+    busy_timeout: float,
+    session_source: SessionSource,
+    depth: int = 0,
+) -> SessionAgent:
+    """An agent running ``spec`` as ``name`` in ``workspace``, sharing ``store``."""
+    tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
+    if spec.steps is not None:
+        config = config.model_copy(update={"max_iters": spec.steps})
+    return SessionAgent(
+        name,
+        model,
+        spec.system_prompt,
+        workspace=workspace,
+        workspace_scope="shared",
+        store=store,
+        tools=tools,
+        builtin_tools=False,
+        config=config,
+        permissions=permissions,
+        extensions=extensions,
+        lease_ttl=lease_ttl,
+        busy_timeout=busy_timeout,
+        session_source=session_source,
+        depth=depth,
+    )

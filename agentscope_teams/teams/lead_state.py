@@ -1,0 +1,25 @@
+"""``TeamLeadState``: what a lead's session remembers about its teams (saved in its state)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..state import ExtensionState
+
+LEGACY_KEY = "team_id"  # before schema 1 the current team id was stored under this key
+
+
+class TeamLeadState(ExtensionState):
+    """The lead's current team (the default ``team_id`` of its tools), or None."""
+
+    KEY = "teams"
+    SCHEMA_VERSION = 1
+    LEGACY_KEYS = (LEGACY_KEY,)
+
+    team_id: str | None = None
+
+    @classmethod
+    def upgrade(cls, middle: dict[str, Any]) -> Any:
+        if cls.KEY not in middle and isinstance(middle.get(LEGACY_KEY), str):
+            return {"team_id": middle[LEGACY_KEY]}
+        return middle.get(cls.KEY)
