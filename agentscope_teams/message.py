@@ -43,6 +43,8 @@ class ToolResultBlock(BaseModel):
     name: str = ""
     output: str
     is_error: bool = False
+    #: The tool's structured result as JSON (see ``tools.output``), for code; models read ``output``.
+    data: dict[str, Any] | None = None
 
 
 class DataBlock(BaseModel):

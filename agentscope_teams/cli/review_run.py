@@ -31,7 +31,8 @@ from ..model import ChatModel
 from ..store.base import BaseStore
 from ..store.url import store_from_url
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamStatus
-from ..tools import filesystem_tools
+from ..teams.results import TeamCreated
+from ..tools import filesystem_tools, output_of
 from .common import CommandError
 from .review_stats import summarize
 from .review_view import ReviewSummary, ReviewView
@@ -79,8 +80,11 @@ class Watcher:
 
     def note(self, event: ToolResultEvent) -> None:
         """Learn the team id from the lead's ``createTeam`` result."""
-        if event.result.name == "createTeam" and not event.result.is_error and self.team_id is None:
-            self.team_id = _team_id(event.result.output)
+        created = (
+            output_of(event.result, TeamCreated) if event.result.name == "createTeam" else None
+        )
+        if created is not None and self.team_id is None:
+            self.team_id = created.team_id
 
     async def poll(self) -> None:
         if self.team_id is None:
@@ -105,13 +109,6 @@ class Watcher:
         while True:
             await self.poll()
             await anyio.sleep(POLL_SECONDS)
-
-
-def _team_id(output: str) -> str | None:
-    for word in output.replace("'", " ").replace('"', " ").replace(",", " ").split():
-        if word.startswith("team-"):
-            return word.rstrip(".:;)")
-    return None
 
 
 async def _check_shared(store: BaseStore, workers: int) -> None:

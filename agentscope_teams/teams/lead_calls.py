@@ -10,6 +10,17 @@ from . import summary
 from .lead_state import TeamLeadState
 from .member import TeamMember
 from .protocol import TeamClient
+from .results import (
+    BoardListing,
+    BroadcastSent,
+    MemberSpawned,
+    MessageSent,
+    TaskAssigned,
+    TaskBrief,
+    TeamCreated,
+    TeamDeleted,
+    TeamWaited,
+)
 
 if TYPE_CHECKING:
     from .extension import TeamLeadExtension
@@ -40,36 +51,32 @@ class LeadCalls:
     def view(self, team_id: str | None) -> TeamMember:
         return TeamMember(self.client, self.team_id(team_id), self.lead)
 
-    async def create(self, name: str, description: str) -> str:
+    async def create(self, name: str, description: str) -> TeamCreated:
         team = await self.ext.create_team(self.scope, self.client, name, description)
-        specs = ", ".join(self.ext.specs) or "none"
-        return (
-            f"Created team {team.id} ({team.name!r}); you lead it as {self.lead!r} and it is now "
-            f"your current team. Add members with spawnMember (specs: {specs})."
+        return TeamCreated(
+            team_id=team.id, name=team.name, lead=self.lead, specs=list(self.ext.specs)
         )
 
-    async def spawn(self, name: str, spec: str, team_id: str | None) -> str:
+    async def spawn(self, name: str, spec: str, team_id: str | None) -> MemberSpawned:
         if spec not in self.ext.specs:
             available = ", ".join(self.ext.specs) or "none"
             raise ToolError(f"unknown spec {spec!r}; available specs: {available}")
         tid = await self.led(team_id)
         member = await self.ext.spawn_member(self.scope, self.client, tid, name, spec)
-        where = "a worker process" if self.ext.run_members == "workers" else "this process"
-        return (
-            f"Spawned member {member.name!r} (spec {spec}) in team {tid}; it runs in {where} "
-            "and works on claimable tasks and messages. Assign work with assignTask."
-        )
+        runs_in = "workers" if self.ext.run_members == "workers" else "local"
+        return MemberSpawned(team_id=tid, member=member.name, spec=spec, runs_in=runs_in)
 
-    async def delete(self, team_id: str | None) -> str:
+    async def delete(self, team_id: str | None) -> TeamDeleted:
         tid = await self.led(team_id)
         await self.ext.delete_team(self.scope, self.client, tid)
-        return f"Team {tid} deleted; its members were stopped."
+        return TeamDeleted(team_id=tid)
 
-    async def wait(self, timeout_seconds: float, team_id: str | None) -> str:
+    async def wait(self, timeout_seconds: float, team_id: str | None) -> TeamWaited:
         tid = self.team_id(team_id)
         await self.client.get_team(tid)  # unknown team: a tool error now, not after the timeout
         result = await summary.wait_for_team(self.client, tid, timeout_seconds)
-        return summary.wait_text(result, timeout_seconds)
+        tasks = [TaskBrief.of(t) for t in result.tasks]
+        return TeamWaited(done=result.done, seconds=timeout_seconds, tasks=tasks)
 
     async def assign(
         self,
@@ -78,23 +85,20 @@ class LeadCalls:
         assignee: str | None,
         blocked_by: list[str],
         team_id: str | None,
-    ) -> str:
+    ) -> TaskAssigned:
         task = await self.view(team_id).assign(title, description, assignee, blocked_by)
         self.ext.changed()
-        who = f"assigned to {assignee}" if assignee else "claimable by any member"
-        blocked = f", blocked by {', '.join(task.blocked_by)}" if task.blocked_by else ""
-        return f"Created task {task.id} ({who}{blocked})."
+        return TaskAssigned(task=TaskBrief.of(task))
 
-    async def list(self, status: str | None, team_id: str | None) -> str:
-        return summary.board_text(await self.view(team_id).tasks(summary.parse_status(status)))
+    async def list(self, status: str | None, team_id: str | None) -> BoardListing:
+        return BoardListing.of(await self.view(team_id).tasks(summary.parse_status(status)))
 
-    async def send(self, to: str, content: str, team_id: str | None) -> str:
+    async def send(self, to: str, content: str, team_id: str | None) -> MessageSent:
         msg = await self.view(team_id).send(to, content)
         self.ext.changed()
-        return f"Message #{msg.seq} sent to {to}."
+        return MessageSent(to=to, seq=msg.seq)
 
-    async def broadcast(self, content: str, team_id: str | None) -> str:
+    async def broadcast(self, content: str, team_id: str | None) -> BroadcastSent:
         sent = await self.view(team_id).broadcast(content)
         self.ext.changed()
-        names = ", ".join(m.recipient for m in sent) or "nobody (the team has no members yet)"
-        return f"Broadcast sent to {names}."
+        return BroadcastSent(recipients=[m.recipient for m in sent], by_lead=True)

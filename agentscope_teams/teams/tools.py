@@ -26,17 +26,18 @@ from .delivery import MemberCallData
 from .lead_calls import LeadCalls
 from .member import TeamMember
 from .models import TaskStatus
+from .results import BoardListing, BroadcastSent, MessageSent, TaskReported
 from .schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
 
 if TYPE_CHECKING:
     from .extension import TeamLeadExtension, TeamMemberExtension
 
 
-def guarded(fn: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
+def guarded(fn: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:
     """Team rule violations and invalid identifiers become tool errors the model can read."""
 
     @functools.wraps(fn)
-    async def run(**kwargs: Any) -> str:
+    async def run(**kwargs: Any) -> object:
         try:
             return await fn(**kwargs)
         except (TeamError, ValueError) as exc:
@@ -45,7 +46,9 @@ def guarded(fn: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
     return run
 
 
-def _bind(templates: dict[str, Tool], impl: dict[str, Callable[..., Awaitable[str]]]) -> list[Tool]:
+def _bind(
+    templates: dict[str, Tool], impl: dict[str, Callable[..., Awaitable[object]]]
+) -> list[Tool]:
     return [dataclasses.replace(t, func=guarded(impl[name])) for name, t in templates.items()]
 
 
@@ -112,28 +115,27 @@ class MemberCalls:
             text += f"\n\n{task.description}"
         return text + f"\n\nReport with completeTask(task_id={task.id!r}, result=...) or failTask."
 
-    async def complete(self, task_id: str, result: str) -> str:
+    async def complete(self, task_id: str, result: str) -> TaskReported:
         task = await self.view.complete(task_id, result)
         self.ext.held.discard(task.id)
         self._reported()
-        return f"Task {task.id} completed."
+        return TaskReported(task_id=task.id, status="completed")
 
-    async def fail(self, task_id: str, error: str) -> str:
+    async def fail(self, task_id: str, error: str) -> TaskReported:
         task = await self.view.fail(task_id, error)
         self.ext.held.discard(task.id)
         self._reported()
-        return f"Task {task.id} marked failed."
+        return TaskReported(task_id=task.id, status="failed")
 
-    async def list(self, status: str | None) -> str:
-        return summary.board_text(await self.view.tasks(summary.parse_status(status)))
+    async def list(self, status: str | None) -> BoardListing:
+        return BoardListing.of(await self.view.tasks(summary.parse_status(status)))
 
-    async def send(self, to: str, content: str) -> str:
+    async def send(self, to: str, content: str) -> MessageSent:
         msg = await self.view.send(to, content)
         self._reported()
-        return f"Message #{msg.seq} sent to {to}."
+        return MessageSent(to=to, seq=msg.seq)
 
-    async def broadcast(self, content: str) -> str:
+    async def broadcast(self, content: str) -> BroadcastSent:
         sent = await self.view.broadcast(content)
         self._reported()
-        names = ", ".join(m.recipient for m in sent) or "nobody (no other members)"
-        return f"Broadcast sent to {names}."
+        return BroadcastSent(recipients=[m.recipient for m in sent], by_lead=False)

@@ -15,6 +15,7 @@ from .base import (
 )
 from .decorator import parse_docstring, tool
 from .filesystem import EDIT_TOOLS, filesystem_tools
+from .output import ToolOutput, output_of
 from .paths import resolve_in_workspace
 from .permissions import (
     Decision,
@@ -38,6 +39,7 @@ __all__ = [
     "Tool",
     "ToolEnv",
     "Toolkit",
+    "ToolOutput",
     "current_tool_env",
     "filesystem_tools",
     "format_rule",
@@ -48,6 +50,7 @@ __all__ = [
     "resolve_in_workspace",
     "resolve_tool_name",
     "rule_matches",
+    "output_of",
     "to_output",
     "tool",
     "use_tool_env",

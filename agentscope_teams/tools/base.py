@@ -18,6 +18,7 @@ from pydantic_core import to_json
 from ..context import RuntimeContext
 from ..errors import ToolError
 from ..model.base import ToolSchema
+from .output import ToolOutput
 
 RAW_ARGUMENTS_KEY = "__raw_arguments__"
 """Input key holding the model's text when its tool arguments were not valid JSON."""
@@ -250,11 +251,14 @@ def _first_required_string(schema: Mapping[str, Any]) -> str | None:
 
 
 def to_output(value: object) -> str:
-    """A tool's return value as text: str as-is, None as "", models and containers as JSON."""
+    """A tool's return value as text: str as-is, None as "", a ``ToolOutput`` rendered, other
+    models and containers as JSON."""
     if isinstance(value, str):
         return value
     if value is None:
         return ""
+    if isinstance(value, ToolOutput):
+        return value.render()
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return to_json(value, fallback=str).decode()

@@ -26,6 +26,7 @@ from .base import (
     use_tool_env,
 )
 from .decorator import tool
+from .output import ToolOutput
 
 __all__ = [
     "ALIASES",
@@ -151,7 +152,8 @@ class Toolkit:
         try:
             with scope:
                 value = await t.func(**arguments)
-            return self._result(call, to_output(value))
+            data = value.data() if isinstance(value, ToolOutput) else None
+            return self._result(call, to_output(value), data=data)
         except ToolError as exc:
             return self._result(call, str(exc), error=True)
         except Exception as exc:
@@ -160,7 +162,14 @@ class Toolkit:
                 call, f"tool {t.name} failed: {type(exc).__name__}: {exc}", error=True
             )
 
-    def _result(self, call: ToolUseBlock, output: str, *, error: bool = False) -> ToolResultBlock:
+    def _result(
+        self,
+        call: ToolUseBlock,
+        output: str,
+        *,
+        error: bool = False,
+        data: dict[str, Any] | None = None,
+    ) -> ToolResultBlock:
         if len(output) > self.max_output_chars:
             omitted = len(output) - self.max_output_chars
             output = (
@@ -168,4 +177,6 @@ class Toolkit:
                 + f"\n\n[output truncated: {omitted} of {len(output)} characters omitted; "
                 "ask for less, e.g. a narrower pattern or a smaller range]"
             )
-        return ToolResultBlock(tool_use_id=call.id, name=call.name, output=output, is_error=error)
+        return ToolResultBlock(
+            tool_use_id=call.id, name=call.name, output=output, is_error=error, data=data
+        )
