@@ -27,6 +27,14 @@ from ..tools import Tool
 from ..tools.decorator import make_tool
 from .inbox import Notice
 from .memo import SubagentMemo
+from .results import (
+    MailQueued,
+    RunCancel,
+    RunCompleted,
+    RunListing,
+    RunPending,
+    RunStarted,
+)
 from .runs import RunBook, RunRecord, RunStatus
 from .runtime import CANCELLED_BY_PARENT, Handle
 from .spec import SubagentSpec
@@ -38,7 +46,6 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 3600.0
 LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-_LISTED = 50
 
 
 async def agent_spawn(
@@ -121,10 +128,10 @@ def bind_tools(ext: SubagentExtension, scope: CallScope) -> list[Tool]:
     return [dataclasses.replace(t, func=impl[t.name]) for t in _TEMPLATES]
 
 
-def outcome(rec: RunRecord) -> str:
+def outcome(rec: RunRecord) -> RunCompleted:
     """A finished run as a tool result; failures are tool errors."""
     if rec.status is RunStatus.COMPLETED:
-        return f"Run {rec.run_id} ({rec.spec}) completed:\n{rec.result or ''}"
+        return RunCompleted(run_id=rec.run_id, spec=rec.spec, result=rec.result or "")
     raise ToolError(f"Run {rec.run_id} ({rec.spec}) {rec.status}: {rec.error}")
 
 
@@ -159,7 +166,7 @@ class _Calls:
             self.memo.add_watch(rec.run_id)
         return rec
 
-    async def _await(self, h: Handle, seconds: float) -> str:
+    async def _await(self, h: Handle, seconds: float) -> RunCompleted | RunPending:
         try:
             finished = await self.ext.runner.wait(h, seconds)
         except anyio.get_cancelled_exc_class():
@@ -168,16 +175,20 @@ class _Calls:
             raise
         rec = h.record if finished else await self._promote(h)
         if rec.status.active:
-            return (
-                f"Run {rec.run_id} ({rec.spec}) is still running after {seconds:g}s; it continues "
-                "in the background and its result will be delivered to you as a message when it "
-                f"ends (run id {rec.run_id})."
+            return RunPending(
+                run_id=rec.run_id,
+                spec=rec.spec,
+                status=rec.status,
+                seconds=seconds,
+                background=True,
             )
         if rec.background:
             self.memo.mark_delivered(rec.run_id, rec.status)
         return outcome(rec)
 
-    async def spawn(self, agent: str, task: str, timeout_seconds: float, label: str | None) -> str:
+    async def spawn(
+        self, agent: str, task: str, timeout_seconds: float, label: str | None
+    ) -> RunCompleted | RunPending | RunStarted:
         spec = self._spec(agent)
         if not task.strip():
             raise ToolError("task is empty: describe what the subagent should do")
@@ -185,12 +196,9 @@ class _Calls:
         if timeout_seconds > 0:
             return await self._await(h, timeout_seconds)
         self.memo.add_watch(h.run_id)
-        return (
-            f"Started run {h.run_id} ({agent}) in the background. Its result will be delivered to "
-            "you as a message when it ends; agent_wait, agent_send and agent_cancel take its run id."
-        )
+        return RunStarted(run_id=h.run_id, spec=agent)
 
-    async def send(self, run: str, message: str) -> str:
+    async def send(self, run: str, message: str) -> RunCompleted | RunPending | MailQueued:
         if not message.strip():
             raise ToolError("message is empty: write what the subagent should know")
         rec = await self._load(run)
@@ -204,13 +212,13 @@ class _Calls:
 
             rec = await self.book.update(run, fence) or rec
             if rec.status.active:
-                return f"Queued for run {run}; the subagent reads it before its next step."
+                return MailQueued(run_id=run)
         h = await self.ext.launch(
             self.scope, self._spec(rec.spec), message, rec.label, background=False, continues=rec
         )
         return await self._await(h, DEFAULT_TIMEOUT)
 
-    async def wait(self, run: str, timeout_seconds: float) -> str:
+    async def wait(self, run: str, timeout_seconds: float) -> RunCompleted | RunPending:
         rec = await self._load(run)
         h = self.ext.runner.handle(self.book, run)
         if rec.status.active and h is not None:
@@ -224,15 +232,21 @@ class _Calls:
                     delay = min(delay * 2, 1.0)
                     rec = await self._load(run)
         if rec.status.active:
-            return f"Run {run} is still {rec.status} after {timeout_seconds:g}s."
+            return RunPending(
+                run_id=run,
+                spec=rec.spec,
+                status=rec.status,
+                seconds=timeout_seconds,
+                background=False,
+            )
         if rec.background:
             self.memo.mark_delivered(rec.run_id, rec.status)
         return outcome(rec)
 
-    async def cancel(self, run: str) -> str:
+    async def cancel(self, run: str) -> RunCancel:
         rec = await self._load(run)
         if not rec.status.active:
-            return f"Run {run} already ended ({rec.status}); nothing to cancel."
+            return RunCancel(run_id=run, spec=rec.spec, outcome="already-ended", status=rec.status)
         h = self.ext.runner.handle(self.book, run)
         if h is None:
 
@@ -241,32 +255,21 @@ class _Calls:
                 return r.model_copy(update={"cancel_requested": True}) if wanted else None
 
             await self.book.update(run, request)
-            return (
-                f"Cancellation of run {run} requested; the process running it stops it within "
-                f"about {self.ext.lease_ttl / 3:.0f}s (agent_list shows its status)."
+            return RunCancel(
+                run_id=run,
+                spec=rec.spec,
+                outcome="requested",
+                status=rec.status,
+                within_seconds=self.ext.lease_ttl / 3,
             )
         h.cancel(CANCELLED_BY_PARENT)
         await self.ext.runner.wait(h, DEFAULT_TIMEOUT)
         rec = await self._load(run)
         self.memo.unwatch(run)
-        if rec.status is RunStatus.CANCELLED:
-            return f"Run {run} ({rec.spec}) cancelled; its workspace was removed."
-        return f"Run {run} ({rec.spec}) ended as {rec.status} before it could be cancelled."
+        ended = "cancelled" if rec.status is RunStatus.CANCELLED else "ended-first"
+        return RunCancel(run_id=run, spec=rec.spec, outcome=ended, status=rec.status)
 
-    async def list(self) -> str:
+    async def list(self) -> RunListing:
         await janitor(self.ext.agent.store, self.ext.root, self.scope.ctx)
         runs = [r for r in await self.book.list() if r.parent_agent == self.ext.agent.name]
-        if not runs:
-            return "No subagent runs in this session."
-        lines = [_line(r) for r in runs[-_LISTED:]]
-        more = len(runs) - _LISTED
-        return "\n".join(([f"({more} older runs not shown)"] if more > 0 else []) + lines)
-
-
-def _line(r: RunRecord) -> str:
-    label = f" label={r.label}" if r.label else ""
-    text = (r.result if r.status is RunStatus.COMPLETED else r.error) or ""
-    preview = " ".join(text.split())[:100]
-    return f"{r.run_id} agent={r.spec}{label} status={r.status}" + (
-        f": {preview}" if preview else ""
-    )
+        return RunListing.of(runs)
