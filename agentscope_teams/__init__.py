@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .agent import CompressionConfig, ReActAgent, ReActConfig, SessionAgent
 from .compose import HarnessAgent, extensions_from_specs
 from .context import RuntimeContext, current_context, use_context
@@ -59,7 +60,7 @@ from .tools import PermissionEngine, Tool, Toolkit, tool
 if TYPE_CHECKING:
     from .model.openai import OpenAIChatModel
 
-__version__ = "0.1.0"
+
 
 __all__ = [
     "AgentScopeTeamsError",

@@ -17,7 +17,7 @@ from typing import Protocol
 from rich.console import Console
 from rich.text import Text
 
-from .. import __version__
+from .._version import __version__
 from ..errors import AgentScopeTeamsError
 from . import review_cmd, run_cmd, serve_cmd, sessions_cmd, specs_cmd, team_cmd, worker_cmd
 from .common import Handler, SubParsers, add_global_options, check_store_given, debug_enabled

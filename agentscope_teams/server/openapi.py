@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from .. import __version__
+from .._version import __version__
 from .events import PATH as EVENTS_PATH
 from .routing import Endpoint
 from .schemas import ErrorBody
