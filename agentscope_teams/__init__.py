@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     from .model.openai import OpenAIChatModel
 
 
-
 __all__ = [
     "AgentScopeTeamsError",
     "AgentState",
