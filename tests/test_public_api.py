@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import agentscope_teams
 
 SPEC_NAMES = {
@@ -72,3 +75,17 @@ def test_submodule_names_from_the_spec() -> None:
     from agentscope_teams.teams import LocalTeamClient, TeamClient  # noqa: F401
 
     assert callable(agentscope_teams.store_from_url)
+
+
+def test_the_top_level_import_stays_cheap() -> None:
+    """``import agentscope_teams`` loads neither the review engine nor optional backends or SDKs."""
+    heavy = ("agentscope_teams.review", "redis", "sqlalchemy", "openai", "rich", "httpx")
+    code = (
+        "import sys, agentscope_teams\n"
+        f"heavy = {heavy!r}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -20,7 +20,8 @@ import anyio
 from agentscope_teams.agent import HarnessAgent, ReActConfig
 from agentscope_teams.agent.config import CompressionConfig
 from agentscope_teams.context import RuntimeContext
-from agentscope_teams.model import ChatModel, OfflineReviewModel, model_from_string
+from agentscope_teams.model import ChatModel, model_from_string
+from agentscope_teams.review.offline_model import OfflineReviewModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension
 from agentscope_teams.tools import filesystem_tools
