@@ -16,7 +16,7 @@ from typing import Any
 from ..agent.extension import CallScope, Extension
 from ..agent.harness import HarnessAgent
 from ..context import RuntimeContext
-from ..errors import VersionConflict
+from ..errors import ChildPausedError, VersionConflict
 from ..message import Msg
 from ..model.base import ChatModel
 from ..sessions import SessionSource
@@ -25,10 +25,6 @@ from .inbox import Inbox, acknowledge, take
 from .spec import SubagentSpec
 
 _MAIL_KEY = "subagents.mail"
-
-
-class ChildPausedError(RuntimeError):
-    """The child stopped to ask for a confirmation nobody can give."""
 
 
 class MailExtension(Extension):
