@@ -12,6 +12,9 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   └── SchemaVersionError        a persisted record is newer than this code understands
     ├── SessionBusyError              another caller holds the session lease past the wait timeout
     ├── SpecError                     a subagent spec file is invalid (file, line, reason)
+    │   └── SpecErrors                several spec problems at once (``errors``)
+    ├── SubagentError                 a subagent run could not finish
+    │   └── ChildPausedError          the subagent asked for a confirmation nobody can give
     ├── TeamError                     a task board or mailbox rule was broken
     │   ├── ClaimConflict             somebody else holds (or just won) the task
     │   ├── TaskStateError            the transition is not allowed from the task's status
@@ -21,6 +24,9 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   └── UnknownTaskError          no such task on the team's board
     ├── ToolError                     raised inside a tool: returned to the model as an error result
     ├── HITLError                     a confirmation that does not match the paused reply
+    ├── CommandError                  a CLI command could not do what was asked
+    ├── ControlPlaneError             the control plane answered an unexpected status, or is unreachable
+    │   └── ControlPlaneAuthError     401/403: a missing, unknown or expired token, or out of scope
     └── ModelError                    a chat model call failed (see :mod:`agentscope_teams.model`)
         ├── ModelConfigurationError   no API key / base URL; names the environment variable
         ├── AuthenticationError       401/403: the key is invalid or expired
@@ -30,7 +36,9 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
         ├── ModelTimeoutError         the request timed out
         └── ModelResponseError        the response is malformed (no choices, invalid JSON, ...)
 
-``VersionConflict`` and ``ClaimConflict`` carry structured fields so callers never parse messages.
+Errors carry their context as fields so callers never parse messages: ``VersionConflict`` (key,
+expected, found), ``ClaimConflict`` (task_id, owner), ``SpecError`` (file, line, reason),
+``ControlPlaneError`` (status) and every ``ModelError`` (status_code, code, body, model, base_url).
 """
 
 from __future__ import annotations
@@ -95,6 +103,14 @@ class SchemaVersionError(StoreError):
     """A persisted record has a schema_version newer than this code understands."""
 
 
+class SubagentError(AgentScopeTeamsError):
+    """A subagent run could not finish."""
+
+
+class ChildPausedError(SubagentError, RuntimeError):
+    """The child stopped to ask for a confirmation nobody can give; also a RuntimeError, as before."""
+
+
 class SessionBusyError(AgentScopeTeamsError):
     """Another caller holds the session's lease and did not release it within the wait timeout."""
 
@@ -110,6 +126,24 @@ class SpecError(AgentScopeTeamsError):
         if line is not None:
             where += f":{line}"
         super().__init__(f"{where}: {reason}")
+
+
+class SpecErrors(SpecError):
+    """Several spec problems at once; ``errors`` holds each :class:`SpecError` (file and line)."""
+
+    def __init__(self, errors: Sequence[SpecError], source: Path | str | None = None) -> None:
+        self.errors = list(errors)
+        files = {error.file for error in self.errors}
+        listing = "\n".join(f"  {error}" for error in self.errors)
+        reason = (
+            f"{_plural(len(self.errors), 'problem')} in {_plural(len(files), 'spec file')}; "
+            f"fix each one and load again:\n{listing}"
+        )
+        super().__init__(source, None, reason)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 class TeamError(AgentScopeTeamsError):
@@ -154,8 +188,44 @@ class HITLError(AgentScopeTeamsError):
     """A human-in-the-loop event does not match the paused reply (wrong reply_id or tool call)."""
 
 
+class CommandError(AgentScopeTeamsError):
+    """A CLI command could not do what was asked (missing session, ambiguous name, ...)."""
+
+
+class ControlPlaneError(AgentScopeTeamsError):
+    """The control plane answered with an unexpected status, or could not be reached."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ControlPlaneAuthError(ControlPlaneError):
+    """401: the token is missing, unknown, revoked or expired; 403: it may not do this."""
+
+
 class ModelError(AgentScopeTeamsError):
-    """A chat model call failed."""
+    """A chat model call failed.
+
+    Besides the message, the fields say what is known (None otherwise): ``status_code`` (the HTTP
+    status), ``code`` (the provider's error code, e.g. ``"rate_limit_exceeded"``), ``body`` (an
+    excerpt of the error response), ``model`` (the model id) and ``base_url`` (without a password).
+    None of them holds the API key.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status_code: int | None = None,
+        code: str | None = None,
+        body: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code, self.code, self.body = status_code, code, body
+        self.model, self.base_url = model, base_url
 
 
 class ModelConfigurationError(ModelError, ConfigurationError):

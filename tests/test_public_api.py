@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import subprocess
+import sys
+
 import agentscope_teams
+from agentscope_teams import errors
 
 SPEC_NAMES = {
     "RuntimeContext",
@@ -42,6 +49,44 @@ SPEC_NAMES = {
 }
 
 
+#: The exception tree of ``agentscope_teams.errors``, every class exported at the top level.
+ERROR_NAMES = {
+    "AgentScopeTeamsError",
+    "ConfigurationError",
+    "MissingDependencyError",
+    "StoreError",
+    "VersionConflict",
+    "ValueTooLargeError",
+    "StoreUnavailableError",
+    "SchemaVersionError",
+    "SessionBusyError",
+    "SpecError",
+    "SpecErrors",
+    "SubagentError",
+    "ChildPausedError",
+    "TeamError",
+    "ClaimConflict",
+    "TaskStateError",
+    "NotTaskOwnerError",
+    "UnknownMemberError",
+    "UnknownTeamError",
+    "UnknownTaskError",
+    "ToolError",
+    "HITLError",
+    "CommandError",
+    "ControlPlaneError",
+    "ControlPlaneAuthError",
+    "ModelError",
+    "ModelConfigurationError",
+    "AuthenticationError",
+    "RateLimitError",
+    "ModelServerError",
+    "ModelConnectionError",
+    "ModelTimeoutError",
+    "ModelResponseError",
+}
+
+
 def test_all_is_exactly_what_the_module_exports() -> None:
     for name in agentscope_teams.__all__:
         assert hasattr(agentscope_teams, name), name
@@ -49,8 +94,56 @@ def test_all_is_exactly_what_the_module_exports() -> None:
 
 
 def test_spec_names_are_public() -> None:
-    missing = SPEC_NAMES - set(agentscope_teams.__all__)
+    missing = (SPEC_NAMES | ERROR_NAMES) - set(agentscope_teams.__all__)
     assert not missing
+
+
+def test_every_error_class_is_exported_at_the_top_level() -> None:
+    defined = {
+        name
+        for name, cls in vars(errors).items()
+        if inspect.isclass(cls)
+        and issubclass(cls, BaseException)
+        and cls.__module__ == errors.__name__
+    }
+    assert defined == ERROR_NAMES
+    for name in defined:
+        assert name in agentscope_teams.__all__, name
+        assert getattr(agentscope_teams, name) is getattr(errors, name)
+        assert issubclass(getattr(errors, name), errors.AgentScopeTeamsError), name
+
+
+def _package_modules() -> list[str]:
+    prefix = agentscope_teams.__name__ + "."
+    return [
+        info.name
+        for info in pkgutil.walk_packages(agentscope_teams.__path__, prefix)
+        if not info.name.endswith("__main__")
+    ]
+
+
+def test_every_error_of_the_package_is_defined_in_the_error_tree() -> None:
+    """No module defines its own error class: the tree has one home, ``errors.py``."""
+    for name in _package_modules():
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, errors.AgentScopeTeamsError):
+                assert value.__module__ == errors.__name__, f"{name}.{attr}"
+
+
+def test_errors_stay_importable_from_their_old_homes() -> None:
+    from agentscope_teams.cli.common import CommandError
+    from agentscope_teams.server import ControlPlaneAuthError, ControlPlaneError
+    from agentscope_teams.server.errors import ControlPlaneError as ServerControlPlaneError
+    from agentscope_teams.subagents import SpecErrors
+    from agentscope_teams.subagents.child import ChildPausedError
+
+    assert CommandError is errors.CommandError
+    assert ControlPlaneError is ServerControlPlaneError is errors.ControlPlaneError
+    assert ControlPlaneAuthError is errors.ControlPlaneAuthError
+    assert SpecErrors is errors.SpecErrors
+    assert ChildPausedError is errors.ChildPausedError
+    assert issubclass(ChildPausedError, RuntimeError)
 
 
 def test_submodule_names_from_the_spec() -> None:
@@ -72,3 +165,17 @@ def test_submodule_names_from_the_spec() -> None:
     from agentscope_teams.teams import LocalTeamClient, TeamClient  # noqa: F401
 
     assert callable(agentscope_teams.store_from_url)
+
+
+def test_the_top_level_import_stays_cheap() -> None:
+    """``import agentscope_teams`` loads neither the review engine nor optional backends or SDKs."""
+    heavy = ("agentscope_teams.review", "redis", "sqlalchemy", "openai", "rich", "httpx")
+    code = (
+        "import sys, agentscope_teams\n"
+        f"heavy = {heavy!r}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -21,7 +21,8 @@ import anyio
 from rich.console import Console
 
 from ..context import RuntimeContext
-from ..errors import AgentScopeTeamsError, ConfigurationError
+from ..errors import CommandError as CommandError  # re-exported: the commands raise it
+from ..errors import ConfigurationError
 from ..store.base import BaseStore
 from ..store.url import store_from_url
 
@@ -33,10 +34,6 @@ USER_ENV = "AGENTSCOPE_TEAMS_USER"
 ORG_ENV = "AGENTSCOPE_TEAMS_ORG"
 #: The session id of the CLI's own context (teams are scoped to org and user, not to a session).
 CLI_SESSION = "cli"
-
-
-class CommandError(AgentScopeTeamsError):
-    """A command could not do what was asked (missing session, ambiguous name, ...)."""
 
 
 def default_store_url() -> str:

@@ -3,7 +3,8 @@
 The lead (``agentscope_teams/review/lead_prompt.md``) lists the Python files, builds a team of the
 reviewer specs (``--specs``, default: the specs shipped with the package), shares the files out as
 tasks, waits for the team and answers with the report, written to ``--output``. Without ``--model``
-and without an API key in the environment the team runs on :class:`OfflineReviewModel`:
+and without an API key in the environment the team runs on the ``"offline"`` model
+(:class:`~agentscope_teams.review.offline_model.OfflineReviewModel`):
 deterministic static analysis driving the same tools, not an LLM, and the output says so.
 """
 
@@ -16,15 +17,17 @@ from pathlib import Path
 import anyio
 from rich.console import Console
 
-from ..model import ChatModel, OfflineReviewModel, model_from_string
+from ..model import ChatModel, model_from_string
+from ..review.offline_lead import SPECS_DIR
+from ..review.offline_model import OfflineReviewModel
 from .common import CommandError, SubParsers, add_command, add_json_option, store_url
 from .review_run import ReviewConfig, run_review
 from .review_view import JsonView, LiveView, ReviewView
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "review"
 LEAD_PROMPT = PACKAGE_DIR / "lead_prompt.md"
-DEFAULT_SPECS = PACKAGE_DIR / "specs"
-#: ``--model offline`` picks the offline model even when an API key is set.
+DEFAULT_SPECS = SPECS_DIR
+#: ``--model offline`` picks the offline model (registered by that name) even when an API key is set.
 OFFLINE = "offline"
 KEY_DEFAULTS = (
     ("DASHSCOPE_API_KEY", "dashscope:qwen-plus"),
@@ -92,8 +95,6 @@ def choose_model(name: str | None, env: dict[str, str] | None = None) -> tuple[s
     if name is None:
         name = next((model for var, model in KEY_DEFAULTS if env.get(var)), OFFLINE)
     name = name.strip()
-    if name == OFFLINE:
-        return name, OfflineReviewModel()
     return name, model_from_string(name)
 
 

@@ -40,8 +40,6 @@ from .review_view import ReviewSummary, ReviewView
 LEAD = "lead"
 POLL_SECONDS = 0.25
 LEAD_STEPS = 60
-#: How worker processes load the offline model (``agentscope-teams worker --model ...``).
-OFFLINE_WORKER_MODEL = "python:agentscope_teams.model.offline:offline_model"
 
 
 @dataclass
@@ -121,8 +119,10 @@ async def _check_shared(store: BaseStore, workers: int) -> None:
 
 
 async def _start_workers(cfg: ReviewConfig, stack: AsyncExitStack) -> Path:
-    """``--workers N`` worker processes on the same store; their output goes to a log file."""
-    model = OFFLINE_WORKER_MODEL if cfg.offline else cfg.model_arg
+    """``--workers N`` worker processes on the same store; their output goes to a log file.
+
+    They get the lead's model string: a registered name (``offline``) resolves there as here."""
+    model = cfg.model_arg
     cmd = [sys.executable, "-m", "agentscope_teams.cli", "--store", cfg.store_url, "worker"]
     cmd += ["--specs", str(cfg.specs), "--model", model, "--poll", str(POLL_SECONDS)]
     log = Path(tempfile.gettempdir()) / f"agentscope-review-workers-{os.getpid()}.log"

@@ -1,5 +1,6 @@
-"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel``, ``ScriptedModel``,
-``OfflineReviewModel`` (deterministic, no LLM) and ``model_from_string``."""
+"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel``, ``ScriptedModel`` and
+``model_from_string`` (which also builds models registered by name with ``register_model``, such as
+``"offline"``, the review model of :mod:`agentscope_teams.review.offline_model`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,13 @@ from .base import (
     ToolSchema,
     Usage,
 )
-from .factory import model_from_string, resolve_model
-from .offline import OfflineReviewModel
+from .factory import (
+    ModelBuilder,
+    model_from_string,
+    register_model,
+    registered_models,
+    resolve_model,
+)
 from .openai_response import RAW_ARGUMENTS_KEY
 from .scripted import ScriptedModel
 
@@ -27,9 +33,9 @@ if TYPE_CHECKING:
 __all__ = [
     "RAW_ARGUMENTS_KEY",
     "ChatModel",
+    "ModelBuilder",
     "ModelRequest",
     "ModelResponse",
-    "OfflineReviewModel",
     "OpenAIChatModel",
     "ScriptedModel",
     "StopReason",
@@ -39,6 +45,8 @@ __all__ = [
     "ToolSchema",
     "Usage",
     "model_from_string",
+    "register_model",
+    "registered_models",
     "resolve_model",
 ]
 

@@ -2,10 +2,11 @@
 
 The SDK's own retries are off (``max_retries=0``): this class retries 408, 429, 5xx and failed
 connections itself with bounded exponential backoff that honours ``Retry-After``, and maps every
-failure to a :class:`~agentscope_teams.errors.ModelError` subclass by status code or exception
-class. A stream is retried only until it opens; once deltas have been yielded an error is raised.
-The API key never appears in reprs, log records or error messages, and errors are raised outside the
-SDK's ``except`` blocks so no SDK exception (whose request carries the key) is chained to them.
+failure to a :class:`~agentscope_teams.errors.ModelError` subclass with structured fields (see
+:mod:`.openai_errors`). A stream is retried only until it opens; once deltas have been yielded an
+error is raised. The API key never appears in reprs, log records, error messages or error fields,
+and errors are raised outside the SDK's ``except`` blocks so no SDK exception (whose request carries
+the key) is chained to them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -21,35 +21,18 @@ import anyio
 import openai
 from openai.types.chat import ChatCompletion
 
-from ..errors import (
-    AuthenticationError,
-    ModelConfigurationError,
-    ModelConnectionError,
-    ModelError,
-    ModelResponseError,
-    ModelServerError,
-    ModelTimeoutError,
-    RateLimitError,
-)
+from ..errors import ModelConfigurationError
 from .base import ModelRequest, ModelResponse, StreamItem
+from .openai_errors import ErrorMapper, Failure
 from .openai_format import to_openai_messages, to_openai_tools
 from .openai_response import StreamAssembler, parse_completion
 from .providers import get_provider, redact_url, resolve_api_key, resolve_base_url
-from .retry import backoff_delay, retry_after_seconds
+from .retry import backoff_delay
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SDK_ERRORS = (openai.OpenAIError, json.JSONDecodeError)
 _sleep = anyio.sleep  # the wait between retries (tests record it instead of waiting)
-
-
-@dataclass(frozen=True)
-class _Failure:
-    kind: type[ModelError]
-    status: int | None = None
-    retryable: bool = False
-    retry_after: float | None = None
-    detail: str = ""
 
 
 class OpenAIChatModel:
@@ -82,12 +65,20 @@ class OpenAIChatModel:
         self._provider = get_provider(provider)
         self.model, self.provider = model, provider
         self.base_url = resolve_base_url(self._provider, model, base_url)
-        self._key_hint = "the api_key argument" if api_key is not None else self._provider.key_env
+        key_hint = "the api_key argument" if api_key is not None else self._provider.key_env
         self._api_key = resolve_api_key(self._provider, model, api_key)
         self.max_retries, self.timeout = max_retries, timeout
         self.backoff_base, self.backoff_max = backoff_base, backoff_max
         self.extra_body = dict(extra_body or {})
-        self._where = f"{provider} endpoint {redact_url(self.base_url)}"
+        self._errors = ErrorMapper(
+            model=model,
+            provider=provider,
+            base_url=self.base_url,
+            api_key=self._api_key,
+            key_hint=key_hint,
+            base_url_env=self._provider.base_url_env,
+            timeout=timeout,
+        )
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
         )
@@ -120,7 +111,8 @@ class OpenAIChatModel:
             lambda: self._client.chat.completions.create(stream=False, **kwargs)
         )
         data = completion.to_dict() if isinstance(completion, ChatCompletion) else completion
-        return parse_completion(data, model=self.model, source=self._where)
+        where, url = self._errors.where, self._errors.url
+        return parse_completion(data, model=self.model, source=where, base_url=url)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         kwargs = self._request_kwargs(request)
@@ -129,19 +121,21 @@ class OpenAIChatModel:
                 stream=True, stream_options={"include_usage": True}, **kwargs
             )
         )
-        assembler = StreamAssembler(model=self.model, source=self._where)
+        assembler = StreamAssembler(
+            model=self.model, source=self._errors.where, base_url=self._errors.url
+        )
         async with chunks:
             iterator = chunks.__aiter__()
             while True:
-                failure: _Failure | None = None
+                failure: Failure | None = None
                 try:
                     chunk = await iterator.__anext__()
                 except StopAsyncIteration:
                     break
                 except _SDK_ERRORS as exc:
-                    failure = self._classify(exc)
+                    failure = self._errors.classify(exc)
                 if failure is not None:
-                    raise self._error(failure, attempts=1, streaming=True)
+                    raise self._errors.error(failure, attempts=1, streaming=True)
                 for delta in assembler.feed(chunk.to_dict()):
                     yield delta
         yield assembler.finish()
@@ -164,9 +158,9 @@ class OpenAIChatModel:
             try:
                 return await call()
             except _SDK_ERRORS as exc:
-                failure = self._classify(exc)
+                failure = self._errors.classify(exc)
             if not failure.retryable or attempt >= self.max_retries:
-                raise self._error(failure, attempts=attempt + 1)
+                raise self._errors.error(failure, attempts=attempt + 1)
             delay = backoff_delay(
                 attempt,
                 base=self.backoff_base,
@@ -177,7 +171,7 @@ class OpenAIChatModel:
             log.warning(
                 "model %r at %s: %s; retrying in %.2fs (attempt %d of %d)",
                 self.model,
-                redact_url(self.base_url),
+                self._errors.url,
                 reason,
                 delay,
                 attempt + 2,
@@ -185,94 +179,3 @@ class OpenAIChatModel:
             )
             await _sleep(delay)
             attempt += 1
-
-    def _classify(self, exc: Exception) -> _Failure:
-        if isinstance(exc, openai.APITimeoutError):
-            return _Failure(ModelTimeoutError)
-        if isinstance(exc, openai.APIConnectionError):
-            return _Failure(ModelConnectionError, retryable=True)
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            kind, retryable = _status_kind(status)
-            after = retry_after_seconds(exc.response.headers) if retryable else None
-            return _Failure(kind, status, retryable, after, self._detail(exc.body))
-        if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError):
-            return _Failure(ModelResponseError)
-        if isinstance(exc, openai.APIError):
-            return _Failure(ModelServerError, detail=self._detail(exc.body) or "stream error")
-        return _Failure(ModelError, detail=type(exc).__name__)
-
-    def _detail(self, body: object) -> str:
-        """The server's error message, shortened and without the key."""
-        if isinstance(body, dict):
-            inner = body.get("error")
-            body = body.get("message") or (inner.get("message") if isinstance(inner, dict) else "")
-        text = body if isinstance(body, str) else ""
-        text = " ".join(self._scrub(text).split())
-        return text[:300] + ("..." if len(text) > 300 else "")
-
-    def _error(self, f: _Failure, *, attempts: int, streaming: bool = False) -> ModelError:
-        """The error to raise for ``f`` (key scrubbed); ``streaming``: deltas were already sent."""
-        if streaming and f.kind in (ModelConnectionError, ModelTimeoutError):
-            text = (
-                f"lost the response stream from {self._where} for model {self.model!r} "
-                f"({'timed out' if f.kind is ModelTimeoutError else 'connection dropped'}); "
-                "retry the call"
-            )
-        else:
-            text = self._message(f, attempts)
-        return f.kind(self._scrub(text))
-
-    def _message(self, f: _Failure, attempts: int) -> str:
-        model, where, status = self.model, self._where, f.status
-        detail = f" ({f.detail})" if f.detail else ""
-        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
-        if f.kind is AuthenticationError:
-            return (
-                f"{where} rejected the API key for model {model!r} (HTTP {status}): "
-                f"key invalid or expired; check {self._key_hint}{detail}"
-            )
-        if f.kind is ModelConfigurationError:
-            return f"{where} has no model {model!r} (HTTP 404){detail}; check the model id and base URL"
-        if f.kind is RateLimitError:
-            return (
-                f"rate limited by {where} (HTTP 429) for model {model!r} after {tries}{detail}; "
-                "wait, lower the request rate or raise max_retries"
-            )
-        if f.kind is ModelServerError:
-            if status is None:
-                return f"{where} reported an error while streaming model {model!r}{detail}"
-            return f"{where} failed with HTTP {status} for model {model!r} after {tries}{detail}"
-        if f.kind is ModelConnectionError:
-            return (
-                f"cannot connect to the model endpoint at {redact_url(self.base_url)} after "
-                f"{tries}; check that the server is running and that the base URL "
-                f"({self._provider.base_url_env} or base_url=) is right"
-            )
-        if f.kind is ModelTimeoutError:
-            if status is not None:
-                return f"{where} answered HTTP {status} for model {model!r} after {tries}"
-            return f"model {model!r} at {where} did not answer within {self.timeout}s ({tries})"
-        if f.kind is ModelResponseError:
-            return f"response from {where} for model {model!r} is not valid JSON"
-        if status is None:
-            return f"calling {where} for model {model!r} failed{detail}"
-        return f"{where} rejected the request for model {model!r} (HTTP {status}){detail}"
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
-
-def _status_kind(status: int) -> tuple[type[ModelError], bool]:
-    """The error class for an HTTP status, and whether the call is worth retrying."""
-    if status in (401, 403):
-        return AuthenticationError, False
-    if status == 404:
-        return ModelConfigurationError, False
-    if status == 408:
-        return ModelTimeoutError, True
-    if status == 429:
-        return RateLimitError, True
-    if status >= 500:
-        return ModelServerError, True
-    return ModelError, False

@@ -66,11 +66,17 @@ class _Body(BaseModel):
     usage: _Usage | None = None
 
 
-def parse_completion(data: object, *, model: str, source: str) -> ModelResponse:
-    """A non-streamed completion body (already JSON-decoded) as a :class:`ModelResponse`."""
-    body = _validate(data, source)
+def parse_completion(
+    data: object, *, model: str, source: str, base_url: str | None = None
+) -> ModelResponse:
+    """A non-streamed completion body (already JSON-decoded) as a :class:`ModelResponse`.
+
+    Errors name ``source`` in their message and carry ``model`` and ``base_url`` as fields."""
+    body = _validate(data, source, model, base_url)
     if not body.choices:
-        raise ModelResponseError(f"response has no choices (model {model!r}, {source})")
+        raise ModelResponseError(
+            f"response has no choices (model {model!r}, {source})", model=model, base_url=base_url
+        )
     choice = body.choices[0]
     message = choice.message or _Message()
     content: list[TextBlock | ToolUseBlock] = []
@@ -109,8 +115,8 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 class StreamAssembler:
     """Turns streamed chunk bodies into deltas and, at the end, the final :class:`ModelResponse`."""
 
-    def __init__(self, *, model: str, source: str) -> None:
-        self._model, self._source = model, source
+    def __init__(self, *, model: str, source: str, base_url: str | None = None) -> None:
+        self._model, self._source, self._base_url = model, source, base_url
         self._text: list[str] = []
         self._calls: dict[int, list[str | None]] = {}  # index -> [id, name, arguments]
         self._finish: str | None = None
@@ -119,7 +125,7 @@ class StreamAssembler:
 
     def feed(self, data: object) -> list[TextDelta | ToolCallDelta]:
         """Absorb one chunk; returns the deltas it carried."""
-        chunk = _validate(data, self._source)
+        chunk = _validate(data, self._source, self._model, self._base_url)
         self._model = chunk.model or self._model
         if chunk.usage is not None:
             self._usage = chunk.usage.convert()
@@ -159,7 +165,9 @@ class StreamAssembler:
         """The assembled response; raises :class:`ModelResponseError` if no choice ever came."""
         if not self._saw_choice:
             raise ModelResponseError(
-                f"response has no choices (model {self._model!r}, {self._source})"
+                f"response has no choices (model {self._model!r}, {self._source})",
+                model=self._model,
+                base_url=self._base_url,
             )
         content: list[TextBlock | ToolUseBlock] = []
         if self._text:
@@ -175,14 +183,16 @@ class StreamAssembler:
         )
 
 
-def _validate(data: object, source: str) -> _Body:
+def _validate(data: object, source: str, model: str, base_url: str | None) -> _Body:
     try:
         return _Body.model_validate(data)
     except ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(str(p) for p in problem["loc"]) or "body"
         raise ModelResponseError(
-            f"response is not a chat completion ({source}): {where}: {problem['msg']}"
+            f"response is not a chat completion ({source}): {where}: {problem['msg']}",
+            model=model,
+            base_url=base_url,
         ) from None
 
 

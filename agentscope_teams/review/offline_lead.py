@@ -4,14 +4,18 @@
 Python files (``glob_files``), ``createTeam``, ``spawnMember`` for each reviewer spec, one
 ``assignTask`` per member per group of files, ``waitForTeam`` until no task is open, then the final
 answer: the review report, built from the task results with :func:`~.report.render_markdown` and
-crediting each finding to the member that owned the task.
+crediting each finding to the member that owned the task. The members it may spawn are the reviewer
+specs shipped in ``review/specs/`` (:func:`shipped_roster`), read with the spec loader.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 
+from ..subagents.spec import load_specs
 from .analyzer import RULES
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines
 from .offline_files import discover
@@ -25,13 +29,17 @@ from .transcript import (
     task_views,
 )
 
-ROSTER: tuple[str, ...] = ("reviewer", "security-scanner", "perf-tester")
+#: The reviewer specs shipped with the package (the default of ``agentscope-teams review --specs``).
+SPECS_DIR = Path(__file__).resolve().parent / "specs"
 TEAM_NAME = "code-review"
 WAIT_SECONDS = 30
 MAX_WAITS = 40
 NUDGE = "Tasks {tasks} are still waiting for you on the board: claim them with claimTask."
-AREA_TITLE = {"reviewer": "Code review", "security-scanner": "Security review",
-              "perf-tester": "Performance review"}  # fmt: skip
+AREA_TITLE: dict[Category, str] = {
+    "quality": "Code review",
+    "security": "Security review",
+    "performance": "Performance review",
+}
 _TARGET = re.compile(r"^\s*target:\s*`?(?P<t>[^`\n]+?)`?\s*$", re.IGNORECASE | re.MULTILINE)
 _OPEN = ("pending", "in_progress")
 _LISTED = re.compile(r"^- ([A-Za-z0-9_.-]+): ", re.MULTILINE)
@@ -41,14 +49,22 @@ _SENDER = re.compile(r"^(?:Message|Broadcast) from ([A-Za-z0-9_.-]+)")
 Plan = tuple[tuple[str, dict[str, object]], ...]
 
 
+@cache
+def shipped_roster() -> tuple[str, ...]:
+    """The names of the specs in :data:`SPECS_DIR`, in file-name order."""
+    return tuple(load_specs(SPECS_DIR).specs)
+
+
 def roster(system_prompt: str) -> list[str]:
-    """The reviewer specs the lead may spawn: those listed as ``- name: description`` in its
-    prompt (the team extension lists the available specs so), else those it mentions, else all."""
+    """The reviewer specs the lead may spawn: those of :func:`shipped_roster` listed as
+    ``- name: description`` in its prompt (the team extension lists the available specs so), else
+    those it mentions, else all."""
+    shipped = shipped_roster()
     listed = set(_LISTED.findall(system_prompt))
     return (
-        [n for n in ROSTER if n in listed]
-        or [n for n in ROSTER if n in system_prompt]
-        or list(ROSTER)
+        [n for n in shipped if n in listed]
+        or [n for n in shipped if n in system_prompt]
+        or list(shipped)
     )
 
 
@@ -135,7 +151,8 @@ def _assign(files: list[str], members: list[str]) -> Step:
     plan: list[tuple[str, dict[str, object]]] = []
     for group in groups:
         for member in members:
-            area = AREA_TITLE.get(member, "Review")
+            category = CATEGORY_OF_SPEC.get(member)
+            area = AREA_TITLE[category] if category is not None else "Review"
             description = (
                 f"{area} of these files; report findings as `SEVERITY file:line message [rule]` "
                 "lines, one per finding:\n" + "\n".join(group)

@@ -2,7 +2,7 @@
 
 Pure text functions, no I/O: the source of a file from ``read_file``'s line-numbered chunks, the paths
 of a ``glob_files`` listing, the files named in a task description, and the split of a file list into
-review tasks. The offline model (:mod:`agentscope_teams.model.offline`) decides every step from the
+review tasks. The offline model (:mod:`.offline_model`) decides every step from the
 conversation with these; nothing here looks at the disk.
 """
 

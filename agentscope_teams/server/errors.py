@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import (
-    AgentScopeTeamsError,
     ClaimConflict,
     NotTaskOwnerError,
     StoreUnavailableError,
@@ -28,20 +27,9 @@ from ..errors import (
     ValueTooLargeError,
     VersionConflict,
 )
+from ..errors import ControlPlaneAuthError as ControlPlaneAuthError  # re-exported
+from ..errors import ControlPlaneError as ControlPlaneError  # re-exported
 from ..teams import UnknownTaskError, UnknownTeamError
-
-
-class ControlPlaneError(AgentScopeTeamsError):
-    """The control plane answered with an unexpected status, or could not be reached."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class ControlPlaneAuthError(ControlPlaneError):
-    """401: the token is missing, unknown, revoked or expired; 403: it may not do this."""
-
 
 #: Most specific first: the first class an exception is an instance of gives its status.
 STATUS_TABLE: tuple[tuple[type[Exception], int], ...] = (

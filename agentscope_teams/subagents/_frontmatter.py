@@ -3,6 +3,10 @@
 :func:`draft_spec` turns a file into a :class:`Draft`: the keys ready for
 :class:`~agentscope_teams.subagents.spec.SubagentSpec` validation, the errors and notes found so far
 (each with its line in the file), and the key -> line map that places validation errors.
+
+The frontmatter is split here and parsed with PyYAML's node API rather than with python-frontmatter,
+which strips the text (so YAML error lines no longer match the file), keeps the last of two
+duplicate keys without a word, and reads an unclosed frontmatter as a file without one.
 """
 
 from __future__ import annotations

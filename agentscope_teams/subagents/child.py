@@ -15,7 +15,7 @@ from pathlib import Path
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..agent.harness import SessionAgent
 from ..context import RuntimeContext
-from ..errors import VersionConflict
+from ..errors import ChildPausedError, VersionConflict
 from ..message import Msg
 from ..model.base import ChatModel
 from ..sessions import SessionSource
@@ -23,10 +23,6 @@ from ..state import AgentState
 from .inbox import Inbox, acknowledge, take
 from .spawn import spawn_agent
 from .spec import SubagentSpec
-
-
-class ChildPausedError(RuntimeError):
-    """The child stopped to ask for a confirmation nobody can give."""
 
 
 class MailExtension(Extension):

@@ -24,7 +24,7 @@ the line in the file; :func:`load_specs` collects the problems of every file bef
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -40,7 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import SpecError
+from ..errors import SpecError, SpecErrors
 from ._fields import (
     CLAUDE_CODE_TOOLS,
     CLAUDE_MODEL_ALIASES,
@@ -202,24 +202,6 @@ class SubagentSpec(BaseModel):
             raise parsed.errors[0] if len(parsed.errors) == 1 else SpecErrors(parsed.errors)
         assert parsed.spec is not None
         return parsed.spec
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-class SpecErrors(SpecError):
-    """Several spec problems at once; ``errors`` holds each :class:`SpecError` (file and line)."""
-
-    def __init__(self, errors: Sequence[SpecError], source: Path | str | None = None) -> None:
-        self.errors = list(errors)
-        files = {error.file for error in self.errors}
-        listing = "\n".join(f"  {error}" for error in self.errors)
-        reason = (
-            f"{_plural(len(self.errors), 'problem')} in {_plural(len(files), 'spec file')}; "
-            f"fix each one and load again:\n{listing}"
-        )
-        super().__init__(source, None, reason)
 
 
 @dataclass(frozen=True)

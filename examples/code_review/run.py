@@ -21,7 +21,8 @@ from agentscope_teams import HarnessAgent
 from agentscope_teams.agent import ReActConfig
 from agentscope_teams.agent.config import CompressionConfig
 from agentscope_teams.context import RuntimeContext
-from agentscope_teams.model import ChatModel, OfflineReviewModel, model_from_string
+from agentscope_teams.model import ChatModel, model_from_string
+from agentscope_teams.review.offline_model import OfflineReviewModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension
 from agentscope_teams.tools import filesystem_tools

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentscope_teams.cli.review_cmd import DEFAULT_SPECS, LEAD_PROMPT, choose_model
-from agentscope_teams.model import OfflineReviewModel
+from agentscope_teams.review.offline_model import OfflineReviewModel
 
 from .conftest import REPO, Cli, one_error_line
 

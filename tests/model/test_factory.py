@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from agentscope_teams.errors import ConfigurationError, ModelConfigurationError
 from agentscope_teams.model import (
     OpenAIChatModel,
     ScriptedModel,
+    factory,
     model_from_string,
+    register_model,
+    registered_models,
     resolve_model,
 )
 
@@ -103,3 +109,85 @@ def test_repr_hides_the_key_and_url_password() -> None:
     )
     assert "sk-very-secret" not in repr(model) and "pw" not in repr(model)
     assert "host.local" in repr(model)
+
+
+# -- models registered by name ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registrations made by a test are dropped after it."""
+    monkeypatch.setattr(factory, "_BUILDERS", dict(factory._BUILDERS))
+
+
+def test_offline_is_registered_and_built_lazily() -> None:
+    assert "offline" in registered_models()
+    model = model_from_string(" offline ")
+    assert type(model).__module__ == "agentscope_teams.review.offline_model"
+    assert model.model_name == "offline-review (deterministic, no LLM)"
+    assert type(resolve_model("offline")) is type(model)
+
+
+def test_a_registered_import_path_is_imported_on_first_use(
+    registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_models_for_test.py").write_text(
+        "from agentscope_teams.model import ScriptedModel\n"
+        "def build(**kwargs):\n"
+        "    return ScriptedModel([kwargs['answer']])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    register_model("mine", "my_models_for_test:build")
+    assert "my_models_for_test" not in sys.modules
+    model = model_from_string("mine", answer="hello")
+    assert isinstance(model, ScriptedModel)
+    assert "my_models_for_test" in sys.modules
+    monkeypatch.delitem(sys.modules, "my_models_for_test")
+
+
+def test_a_registered_callable(registry: None) -> None:
+    scripted = ScriptedModel(["hi"])
+    register_model("fixed", lambda: scripted)
+    assert model_from_string("fixed") is scripted
+    assert "fixed" in registered_models()
+
+
+def test_an_unknown_name_lists_the_registered_models(registry: None) -> None:
+    register_model("fixed", lambda: ScriptedModel(["hi"]))
+    with pytest.raises(ModelConfigurationError) as info:
+        model_from_string("fixd")
+    assert "'openai:<model>'" in str(info.value)
+    assert "registered model ('fixed', 'offline')" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["", " x", "a:b"])
+def test_invalid_names_are_refused(registry: None, name: str) -> None:
+    with pytest.raises(ModelConfigurationError, match="invalid model name"):
+        register_model(name, lambda: ScriptedModel(["hi"]))
+
+
+@pytest.mark.parametrize("path", ["no_colon", "pkg.mod:", "a b:c", ":attr"])
+def test_invalid_import_paths_are_refused(registry: None, path: str) -> None:
+    with pytest.raises(ModelConfigurationError, match=r"package\.module:attribute"):
+        register_model("x", path)
+
+
+def test_a_taken_name_needs_replace(registry: None) -> None:
+    first, second = ScriptedModel(["1"]), ScriptedModel(["2"])
+    register_model("m", lambda: first)
+    with pytest.raises(ModelConfigurationError, match="already registered"):
+        register_model("m", lambda: second)
+    register_model("m", lambda: second, replace=True)
+    assert model_from_string("m") is second
+
+
+def test_a_builder_that_cannot_be_loaded_or_builds_no_model(registry: None) -> None:
+    register_model("missing", "agentscope_teams.no_such_module:build")
+    with pytest.raises(ModelConfigurationError, match="cannot load the builder"):
+        model_from_string("missing")
+    register_model("not-callable", "agentscope_teams.model.factory:_BUILDERS")
+    with pytest.raises(ModelConfigurationError, match="not callable"):
+        model_from_string("not-callable")
+    register_model("wrong", lambda: "a string")
+    with pytest.raises(ModelConfigurationError, match="returned a str, not a ChatModel"):
+        model_from_string("wrong")

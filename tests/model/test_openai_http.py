@@ -51,6 +51,12 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return recorded
 
 
+def fields(err: ModelError) -> dict[str, Any]:
+    """The structured fields of a model error."""
+    names = ("status_code", "code", "body", "model", "base_url")
+    return {name: getattr(err, name) for name in names}
+
+
 def make_model(server: FakeOpenAI | str, **kw: Any) -> OpenAIChatModel:
     url = server if isinstance(server, str) else server.url
     kw.setdefault("max_retries", 2)
@@ -215,6 +221,23 @@ async def test_authentication_errors(fake_openai: FakeOpenAI, status: int) -> No
     assert "check the api_key argument" in message
     assert KEY not in message
     assert len(fake_openai.requests) == 1
+    got = fields(info.value)
+    assert got["status_code"] == status and got["code"] is None
+    assert got["model"] == "fake-model" and got["base_url"] == fake_openai.url
+    assert got["body"] == '{"message": "Incorrect API key provided: ***"}'
+
+
+async def test_errors_carry_the_provider_code_and_a_body_excerpt(fake_openai: FakeOpenAI) -> None:
+    error = {"message": "You exceeded your quota", "type": "insufficient_quota", "code": "quota"}
+    fake_openai.add(Reply(429, {"error": {**error, "padding": "x" * 2000}}))
+    async with make_model(fake_openai, max_retries=0) as model:
+        with pytest.raises(RateLimitError) as info:
+            await model.generate(ask())
+    got = fields(info.value)
+    assert got["status_code"] == 429 and got["code"] == "quota"
+    assert got["body"].startswith('{"message": "You exceeded your quota"')
+    assert got["body"].endswith("...") and len(got["body"]) == 503  # cut to 500 characters
+    assert "after 1 attempt" in str(info.value)  # the message is unchanged by the fields
 
 
 async def test_auth_error_names_env_var(
@@ -285,6 +308,13 @@ async def test_exhausted_retries(
     assert len(fake_openai.requests) == 3
     assert len(sleeps) == 2
     assert "nope" in str(info.value)
+    assert fields(info.value) == {
+        "status_code": status,
+        "code": None,
+        "body": '{"message": "nope"}',
+        "model": "fake-model",
+        "base_url": fake_openai.url,
+    }
 
 
 async def test_backoff_grows_and_is_bounded(fake_openai: FakeOpenAI, sleeps: list[float]) -> None:
@@ -298,11 +328,13 @@ async def test_backoff_grows_and_is_bounded(fake_openai: FakeOpenAI, sleeps: lis
 
 
 async def test_client_errors_are_not_retried(fake_openai: FakeOpenAI) -> None:
-    fake_openai.add(Reply(400, {"error": {"message": "context too long"}}))
+    error = {"message": "context too long", "code": "context_length_exceeded"}
+    fake_openai.add(Reply(400, {"error": error}))
     async with make_model(fake_openai) as model:
-        with pytest.raises(ModelError, match="context too long"):
+        with pytest.raises(ModelError, match="context too long") as info:
             await model.generate(ask())
     assert len(fake_openai.requests) == 1
+    assert (info.value.status_code, info.value.code) == (400, "context_length_exceeded")
 
 
 async def test_404_is_a_configuration_error(fake_openai: FakeOpenAI) -> None:
@@ -318,6 +350,7 @@ async def test_no_choices(fake_openai: FakeOpenAI) -> None:
         with pytest.raises(ModelResponseError, match="response has no choices") as info:
             await model.generate(ask())
     assert "fake-model" in str(info.value)
+    assert (info.value.model, info.value.base_url) == ("fake-model", fake_openai.url)
 
 
 async def test_stream_without_choices(fake_openai: FakeOpenAI) -> None:
@@ -334,8 +367,11 @@ async def test_stream_without_choices(fake_openai: FakeOpenAI) -> None:
 async def test_invalid_json(fake_openai: FakeOpenAI, body: str, content_type: str | None) -> None:
     fake_openai.add(Reply(body=body, content_type=content_type))
     async with make_model(fake_openai) as model:
-        with pytest.raises(ModelResponseError):
+        with pytest.raises(ModelResponseError) as info:
             await model.generate(ask())
+    assert (info.value.model, info.value.base_url) == ("fake-model", fake_openai.url)
+    if content_type == "application/json":  # the body that failed to decode, as received
+        assert info.value.body == body
 
 
 async def test_invalid_json_in_stream(fake_openai: FakeOpenAI) -> None:
@@ -359,6 +395,13 @@ async def test_connection_refused(sleeps: list[float]) -> None:
             await model.generate(ask())
     assert url in str(info.value)
     assert len(sleeps) == 1  # retried once
+    assert fields(info.value) == {
+        "status_code": None,
+        "code": None,
+        "body": None,
+        "model": "fake-model",
+        "base_url": url,
+    }
 
 
 async def test_timeout(fake_openai: FakeOpenAI) -> None:
@@ -415,6 +458,17 @@ async def test_key_never_leaks(
         assert err.__cause__ is None and err.__context__ is None
         shown = "".join(traceback.format_exception(err)) + repr(err)
         assert KEY not in shown
+        assert isinstance(err, ModelError) and KEY not in repr(fields(err))
+    assert [e.status_code for e in errors if isinstance(e, ModelError)] == [
+        401,
+        500,
+        None,
+        429,
+        None,
+    ]
+    assert all(
+        e.body and "***" in e.body for e in errors[:4] if isinstance(e, ModelError)
+    )  # the key was in each body, and was scrubbed
     assert debug_logs.records, "expected DEBUG records from the SDK / HTTP client"
     for record in debug_logs.records:
         assert KEY not in record.getMessage()
@@ -427,9 +481,10 @@ async def test_error_event_mid_stream(fake_openai: FakeOpenAI, sleeps: list[floa
     )
     items: list[StreamItem] = []
     async with make_model(fake_openai) as model:
-        with pytest.raises(ModelServerError, match="overloaded"):
+        with pytest.raises(ModelServerError, match="overloaded") as info:
             async for item in model.stream(ask()):
                 items.append(item)
+    assert info.value.status_code is None and info.value.model == "fake-model"
     assert items == [TextDelta(text="par")]
     assert len(fake_openai.requests) == 1 and sleeps == []  # not retried once deltas were sent
 

@@ -17,12 +17,12 @@ from agentscope_teams.message import Msg, ToolResultBlock, ToolUseBlock, UserMsg
 from agentscope_teams.model import (
     ModelRequest,
     ModelResponse,
-    OfflineReviewModel,
     TextDelta,
     ToolCallDelta,
     ToolSchema,
 )
 from agentscope_teams.review.offline_files import discover
+from agentscope_teams.review.offline_model import OfflineReviewModel
 from agentscope_teams.review.transcript import Call, files_in_text, rebuild_source, split_files
 
 from .team_stub import SPECS, StubTeam

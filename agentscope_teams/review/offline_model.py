@@ -11,11 +11,11 @@ one instance serves every agent of the team concurrently:
   answer. The tool calls in it, paired with their results, say what was done and what came back.
 - **What next.** The lead lists ``**/*.py`` with ``glob_files``, calls ``createTeam``, ``spawnMember`` for
   each reviewer spec, ``assignTask`` once per member per group of about three files, ``waitForTeam``
-  until no task is open, and answers with the review report (see :mod:`..review.offline_lead`).
+  until no task is open, and answers with the review report (see :mod:`.offline_lead`).
   A member claims a task, reads its files with ``read_file``, rebuilds the sources from the
   line-numbered output, analyzes them with :mod:`agentscope_teams.review` (static ``ast`` rules), tells
   teammates what it noticed in their area, completes the task with its own findings and claims again
-  (see :mod:`..review.offline_member`).
+  (see :mod:`.offline_member`).
 
 When the request offers no tools (the step limit was reached) it answers with text. A member that
 lost sight of its claim finds the tasks it holds with ``listTasks`` and claims them again.
@@ -23,6 +23,9 @@ lost sight of its claim finds the tasks it holds with ``listTasks`` and claims t
 Run it with context compression off (``ReActConfig(compression=CompressionConfig(enabled=False))``, as
 ``agentscope-teams review`` does): it has no context window, and compression would remove the very
 messages it reads its place from. Compression requests still get a short extract of the transcript.
+
+Get one with ``model_from_string("offline")`` (the model factory imports this module on first use)
+or ``OfflineReviewModel()``.
 """
 
 from __future__ import annotations
@@ -32,10 +35,10 @@ import re
 from collections.abc import AsyncIterator, Sequence
 
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
-from ..review.offline_lead import lead_step
-from ..review.offline_member import member_role, member_step
-from ..review.transcript import Call, Step
-from .base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolCallDelta, Usage
+from ..model.base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolCallDelta, Usage
+from .offline_lead import lead_step
+from .offline_member import member_role, member_step
+from .transcript import Call, Step
 
 MODEL_NAME = "offline-review (deterministic, no LLM)"
 LEAD_TOOLS = frozenset({"createTeam", "spawnMember", "assignTask", "waitForTeam"})
@@ -87,7 +90,7 @@ class OfflineReviewModel:
 
 
 def offline_model() -> OfflineReviewModel:
-    """A new :class:`OfflineReviewModel` (for ``--model python:agentscope_teams.model.offline:offline_model``)."""
+    """A new :class:`OfflineReviewModel`: the builder of the model string ``"offline"``."""
     return OfflineReviewModel()
 
 

@@ -1,0 +1,183 @@
+"""From an SDK exception to a :class:`~agentscope_teams.errors.ModelError`, for ``OpenAIChatModel``.
+
+The class comes from the HTTP status (:func:`status_kind`) or the exception type, never from message
+text; the message names the endpoint, the model and what to do next; the fields hold the status, the
+provider's error code, a body excerpt, the model id and the base URL. The API key is scrubbed from
+all of them, and :class:`ErrorMapper` keeps it out of its repr.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import openai
+
+from ..errors import (
+    AuthenticationError,
+    ModelConfigurationError,
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+    RateLimitError,
+)
+from .providers import redact_url
+from .retry import retry_after_seconds
+
+BODY_CHARS = 500  # the longest body excerpt an error keeps
+DETAIL_CHARS = 300  # the longest server message quoted in an error message
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed call, classified: the error class, whether to retry, and what is known."""
+
+    kind: type[ModelError]
+    status: int | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+    detail: str = ""
+    code: str | None = None
+    body: str | None = None
+
+
+def status_kind(status: int) -> tuple[type[ModelError], bool]:
+    """The error class for an HTTP status, and whether the call is worth retrying."""
+    if status in (401, 403):
+        return AuthenticationError, False
+    if status == 404:
+        return ModelConfigurationError, False
+    if status == 408:
+        return ModelTimeoutError, True
+    if status == 429:
+        return RateLimitError, True
+    if status >= 500:
+        return ModelServerError, True
+    return ModelError, False
+
+
+class ErrorMapper:
+    """Classifies SDK exceptions and builds the errors of one model at one endpoint."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        provider: str,
+        base_url: str,
+        api_key: str,
+        key_hint: str,
+        base_url_env: str,
+        timeout: float,
+    ) -> None:
+        self.model, self.timeout = model, timeout
+        self.url = redact_url(base_url)  # for messages and error fields
+        self.where = f"{provider} endpoint {self.url}"
+        self._api_key, self._key_hint, self._base_url_env = api_key, key_hint, base_url_env
+
+    def classify(self, exc: Exception) -> Failure:
+        if isinstance(exc, openai.APITimeoutError):
+            return Failure(ModelTimeoutError)
+        if isinstance(exc, openai.APIConnectionError):
+            return Failure(ModelConnectionError, retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            kind, retryable = status_kind(status)
+            after = retry_after_seconds(exc.response.headers) if retryable else None
+            code, body = self._fields(exc)
+            return Failure(kind, status, retryable, after, self._detail(exc.body), code, body)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return Failure(ModelResponseError, exc.status_code, body=self._excerpt(exc.body))
+        if isinstance(exc, json.JSONDecodeError):
+            return Failure(ModelResponseError, body=self._excerpt(exc.doc))
+        if isinstance(exc, openai.APIError):
+            detail = self._detail(exc.body) or "stream error"
+            return Failure(ModelServerError, detail=detail, code=self._fields(exc)[0])
+        return Failure(ModelError, detail=type(exc).__name__)
+
+    def error(self, f: Failure, *, attempts: int, streaming: bool = False) -> ModelError:
+        """The error to raise for ``f`` (key scrubbed); ``streaming``: deltas were already sent."""
+        if streaming and f.kind in (ModelConnectionError, ModelTimeoutError):
+            text = (
+                f"lost the response stream from {self.where} for model {self.model!r} "
+                f"({'timed out' if f.kind is ModelTimeoutError else 'connection dropped'}); "
+                "retry the call"
+            )
+        else:
+            text = self._message(f, attempts)
+        return f.kind(
+            self.scrub(text),
+            status_code=f.status,
+            code=f.code,
+            body=f.body,
+            model=self.model,
+            base_url=self.scrub(self.url),
+        )
+
+    def scrub(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _fields(self, exc: openai.APIError) -> tuple[str | None, str | None]:
+        """The provider's error code and a body excerpt of an SDK error."""
+        code = self.scrub(exc.code) if exc.code else None
+        return code, self._excerpt(exc.body)
+
+    def _excerpt(self, body: object) -> str | None:
+        """The start of an error body as text (JSON for a decoded body)."""
+        if body is None:
+            return None
+        if isinstance(body, bytes):
+            text = body.decode(errors="replace")
+        elif isinstance(body, str):
+            text = body
+        else:
+            text = json.dumps(body, ensure_ascii=False, default=str)
+        text = self.scrub(text)
+        return text[:BODY_CHARS] + ("..." if len(text) > BODY_CHARS else "")
+
+    def _detail(self, body: object) -> str:
+        """The server's error message, shortened."""
+        if isinstance(body, dict):
+            inner = body.get("error")
+            body = body.get("message") or (inner.get("message") if isinstance(inner, dict) else "")
+        text = body if isinstance(body, str) else ""
+        text = " ".join(self.scrub(text).split())
+        return text[:DETAIL_CHARS] + ("..." if len(text) > DETAIL_CHARS else "")
+
+    def _message(self, f: Failure, attempts: int) -> str:
+        model, where, status = self.model, self.where, f.status
+        detail = f" ({f.detail})" if f.detail else ""
+        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+        if f.kind is AuthenticationError:
+            return (
+                f"{where} rejected the API key for model {model!r} (HTTP {status}): "
+                f"key invalid or expired; check {self._key_hint}{detail}"
+            )
+        if f.kind is ModelConfigurationError:
+            return f"{where} has no model {model!r} (HTTP 404){detail}; check the model id and base URL"
+        if f.kind is RateLimitError:
+            return (
+                f"rate limited by {where} (HTTP 429) for model {model!r} after {tries}{detail}; "
+                "wait, lower the request rate or raise max_retries"
+            )
+        if f.kind is ModelServerError:
+            if status is None:
+                return f"{where} reported an error while streaming model {model!r}{detail}"
+            return f"{where} failed with HTTP {status} for model {model!r} after {tries}{detail}"
+        if f.kind is ModelConnectionError:
+            return (
+                f"cannot connect to the model endpoint at {self.url} after "
+                f"{tries}; check that the server is running and that the base URL "
+                f"({self._base_url_env} or base_url=) is right"
+            )
+        if f.kind is ModelTimeoutError:
+            if status is not None:
+                return f"{where} answered HTTP {status} for model {model!r} after {tries}"
+            return f"model {model!r} at {where} did not answer within {self.timeout}s ({tries})"
+        if f.kind is ModelResponseError:
+            return f"response from {where} for model {model!r} is not valid JSON"
+        if status is None:
+            return f"calling {where} for model {model!r} failed{detail}"
+        return f"{where} rejected the request for model {model!r} (HTTP {status}){detail}"
