@@ -16,6 +16,8 @@ from functools import cache
 from pathlib import Path
 
 from ..subagents.spec import load_specs
+from ..teams.models import TaskStatus
+from ..teams.results import TaskAssigned, TaskBrief, TeamWaited
 from .analyzer import RULES
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines
 from .offline_files import discover
@@ -25,8 +27,6 @@ from .transcript import (
     Step,
     describe_group,
     split_files,
-    task_ids,
-    task_views,
 )
 
 #: The reviewer specs shipped with the package (the default of ``agentscope-teams review --specs``).
@@ -43,8 +43,6 @@ AREA_TITLE: dict[Category, str] = {
 _TARGET = re.compile(r"^\s*target:\s*`?(?P<t>[^`\n]+?)`?\s*$", re.IGNORECASE | re.MULTILINE)
 _OPEN = ("pending", "in_progress")
 _LISTED = re.compile(r"^- ([A-Za-z0-9_.-]+): ", re.MULTILINE)
-_ASSIGNED = re.compile(r"\bassigned to ['\"`]?([A-Za-z0-9_.-]+)")
-_SENDER = re.compile(r"^(?:Message|Broadcast) from ([A-Za-z0-9_.-]+)")
 
 Plan = tuple[tuple[str, dict[str, object]], ...]
 
@@ -86,13 +84,13 @@ def lead_step(
     system_prompt: str,
     instruction: str,
     calls: Sequence[Call],
-    inbox: Sequence[str] = (),
+    inbox: Sequence[tuple[str, str]] = (),
     *,
     model_label: str,
     can_act: bool = True,
 ) -> Step:
     """The lead's next step; ``instruction``: the user message that started the turn, ``inbox``:
-    the team messages injected since."""
+    (sender, text) of the team messages injected since."""
     target = target_of(instruction)
     files, listing, error = discover(calls)
     if error is not None:
@@ -168,40 +166,34 @@ def _assign(files: list[str], members: list[str]) -> Step:
     return Step(text, tuple(plan))
 
 
-def member_messages(inbox: Sequence[str]) -> list[tuple[str, str]]:
-    """(sender, text) of the team messages injected into the lead's conversation."""
-    out = []
-    for text in inbox:
-        m = _SENDER.match(text)
-        if m is not None:
-            out.append((m[1], text))
-    return out
+def _board(wait: Call) -> list[TaskBrief]:
+    waited = wait.result(TeamWaited)
+    return waited.tasks if waited is not None else []
 
 
 def _open_tasks(wait: Call) -> bool:
     if not wait.ok:
         return True
-    return any(v.status in _OPEN for v in task_views(wait.output or ""))
+    return any(t.status.value in _OPEN for t in _board(wait))
 
 
 def _idle_with_work(wait: Call) -> dict[str, list[str]]:
     """Members with pending tasks assigned and none in progress (they may have stopped early)."""
-    views = task_views(wait.output or "")
-    busy = {v.owner for v in views if v.status == "in_progress"}
+    tasks = _board(wait)
+    busy = {t.owner for t in tasks if t.status is TaskStatus.IN_PROGRESS}
     waiting: dict[str, list[str]] = {}
-    for v in views:
-        who = _ASSIGNED.search(v.header)
-        if v.status == "pending" and who and who[1] not in busy:
-            waiting.setdefault(who[1], []).append(v.id)
+    for t in tasks:
+        if t.status is TaskStatus.PENDING and t.assignee and t.assignee not in busy:
+            waiting.setdefault(t.assignee, []).append(t.id)
     return waiting
 
 
 def _assignees(calls: Sequence[Call]) -> dict[str, str]:
     out: dict[str, str] = {}
     for c in _ok(calls, "assignTask"):
-        ids = task_ids(c.output or "")
-        if ids and c.arg("assignee"):
-            out[ids[0]] = c.arg("assignee")
+        assigned = c.result(TaskAssigned)
+        if assigned is not None and assigned.task.assignee:
+            out[assigned.task.id] = assigned.task.assignee
     return out
 
 
@@ -214,25 +206,25 @@ def _findings(owner: str, text: str) -> list[Finding]:
 
 
 def _report(
-    target: str, files: list[str], calls: Sequence[Call], inbox: Sequence[str], model_label: str
+    target: str,
+    files: list[str],
+    calls: Sequence[Call],
+    inbox: Sequence[tuple[str, str]],
+    model_label: str,
 ) -> str:
     waits = _ok(calls, "waitForTeam")
-    views = task_views(waits[-1].output or "") if waits else []
+    views = _board(waits[-1]) if waits else []
     assignees = _assignees(calls)
     members = [c.arg("name") for c in _ok(calls, "spawnMember")]
     by_member: dict[str, list[Finding]] = {m: [] for m in members}
     problems: list[str] = []
     for v in views:
         owner = v.owner or assignees.get(v.id) or "unknown"
-        if v.status != "completed":
-            problems.append(f"- `{v.id}` ({owner}): {v.status or 'unknown status'}")
+        if v.status is not TaskStatus.COMPLETED:
+            problems.append(f"- `{v.id}` ({owner}): {v.status.value}")
             continue
-        if v.clipped:
-            problems.append(
-                f"- `{v.id}` ({owner}): the result was cut short; findings may be missing"
-            )
-        by_member.setdefault(owner, []).extend(_findings(owner, v.text))
-    for sender, text in member_messages(inbox):
+        by_member.setdefault(owner, []).extend(_findings(owner, v.result or ""))
+    for sender, text in inbox:
         if sender in by_member:
             by_member[sender].extend(_findings(sender, text))
     flagged = {f.file for fs in by_member.values() for f in fs}

@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..teams.models import TaskStatus
+from ..teams.results import BoardListing
 from .analyzer import analyze_source
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines, sort_findings
 from .transcript import (
@@ -24,7 +26,6 @@ from .transcript import (
     rebuild_source,
     short_message,
     task_ids,
-    task_views,
 )
 
 SPEC_OF_CATEGORY: dict[Category, str] = {c: s for s, c in CATEGORY_OF_SPEC.items()}
@@ -185,11 +186,11 @@ def _claim(role: Role, instruction: str, calls: Sequence[Call], turn: _Turn) -> 
 
 
 def _owned_on_board(role: Role, calls: Sequence[Call]) -> list[str]:
-    boards = [c.output for c in calls if c.name == "listTasks" and c.ok and c.output]
+    boards = [b for c in calls if c.name == "listTasks" and (b := c.result(BoardListing))]
     if not boards:
         return []
-    views = task_views(boards[-1])
-    return [v.id for v in views if v.status == "in_progress" and v.owner == role.name]
+    held = (t for t in boards[-1].tasks if t.status is TaskStatus.IN_PROGRESS)
+    return [t.id for t in held if t.owner == role.name]
 
 
 def _reads(

@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from ..model.base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolCallDelta, Usage
+from ..teams.delivery import TEAM_SENDER
 from .offline_lead import lead_step
 from .offline_member import member_role, member_step
 from .transcript import Call, Step
@@ -106,7 +107,8 @@ def decide(request: ModelRequest) -> Step:
     if "createTeam" in offered or LEAD_TOOLS & {c.name for c in calls}:
         texts = _texts(turn)
         first = texts[0] if texts else ""
-        return lead_step(system, first, calls, texts[1:], model_label=MODEL_NAME, can_act=can_act)
+        inbox = team_messages(turn)
+        return lead_step(system, first, calls, inbox, model_label=MODEL_NAME, can_act=can_act)
     role = member_role(system)
     if "claimTask" in offered or role.spec is not None or any(c.name == "claimTask" for c in calls):
         texts = _texts(turn)
@@ -142,9 +144,19 @@ def tool_calls(messages: Sequence[Msg]) -> list[Call]:
                     input=dict(use.input),
                     output=None if r is None else r.output,
                     is_error=bool(r is not None and r.is_error),
+                    data=None if r is None else r.data,
                 )
             )
     return out
+
+
+def team_messages(messages: Sequence[Msg]) -> list[tuple[str, str]]:
+    """(sender, text) of the team messages injected into the conversation (by their metadata)."""
+    return [
+        (str(m.metadata[TEAM_SENDER]), m.get_text_content())
+        for m in messages
+        if TEAM_SENDER in m.metadata
+    ]
 
 
 def _texts(messages: Sequence[Msg]) -> list[str]:

@@ -1,8 +1,9 @@
-"""Reading tool output back into data: what the offline model does with the results it is given.
+"""What the offline model reads from the results it is given.
 
-Pure text functions, no I/O: the source of a file from ``read_file``'s line-numbered chunks, the paths
-of a ``glob_files`` listing, the files named in a task description, and the split of a file list into
-review tasks. The offline model (:mod:`.offline_model`) decides every step from the
+Team and subagent tools return structured results (:meth:`Call.result`). The file tools return text
+made for a model, read here with pure functions, no I/O: the source of a file from ``read_file``'s
+line-numbered chunks, the paths of a ``glob_files`` listing, the files named in a task description,
+and the split of a file list into review tasks. The offline model (:mod:`.offline_model`) decides every step from the
 conversation with these; nothing here looks at the disk.
 """
 
@@ -12,6 +13,11 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..tools import ToolOutput
+
+OutputT = TypeVar("OutputT", bound=ToolOutput)
 
 _NUMBERED = re.compile(r"^\s*(\d+)\t(.*)$")
 _MORE = re.compile(r"^\.\.\. more lines follow; call read_file with offset=(\d+)")
@@ -128,12 +134,14 @@ def describe_group(files: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call of the conversation and its result (``output`` None: no result yet)."""
+    """One tool call of the conversation and its result (``output`` None: no result yet);
+    ``data`` is the tool's structured result, when it returns one."""
 
     name: str
     input: dict[str, object]
     output: str | None = None
     is_error: bool = False
+    data: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -148,6 +156,12 @@ class Call:
         value = self.input.get(key)
         return value if isinstance(value, str) else ""
 
+    def result(self, kind: type[OutputT]) -> OutputT | None:
+        """The structured result as ``kind``, or None (no result yet, an error, or text only)."""
+        if not self.ok or self.data is None:
+            return None
+        return kind.model_validate(self.data)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -157,11 +171,6 @@ class Step:
     calls: tuple[tuple[str, dict[str, object]], ...] = ()
 
 
-_HEADER = re.compile(r"^(t-\d+)\b")
-_FIELD = re.compile(r"^\s*(?:result|error):\s?")
-_CLIPPED = re.compile(r"\.\.\. \[\d+ more chars\]\s*$")
-_STATUS = re.compile(r"\b(pending|in_progress|completed|failed|cancelled)\b")
-_OWNER = re.compile(r"\bowner[\s:=]+['\"`]?([A-Za-z0-9_.-]+)")
 _INTERRUPTED = ("the tool call did not complete", "interrupted")
 _TASK_ID = re.compile(r"\bt-\d+\b")
 
@@ -201,36 +210,3 @@ def fit_lines(
         kept.append(line)
         size += len(line) + 1
     return kept, []
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """One task as the lead read it from a team summary; ``clipped``: its result was cut short."""
-
-    id: str
-    status: str
-    owner: str | None
-    text: str
-    clipped: bool = False
-    header: str = ""
-
-
-def task_views(summary: str) -> list[TaskView]:
-    """Tasks in a ``waitForTeam`` / ``listTasks`` text: a block starts at a line beginning with a
-    task id (``t-3 [completed] 'title' owner=reviewer``); the lines after it are its result."""
-    blocks: list[tuple[str, str, list[str]]] = []
-    for line in summary.splitlines():
-        m = _HEADER.match(line)
-        if m is not None and m[1] not in {b[0] for b in blocks}:
-            blocks.append((m[1], line, []))
-        elif blocks:
-            blocks[-1][2].append(_FIELD.sub("", line, count=1))
-    out = []
-    for task_id, header, body in blocks:
-        status = _STATUS.search(header) or _STATUS.search("\n".join(body))
-        owner = _OWNER.search(header)
-        clipped = bool(body) and _CLIPPED.search(body[-1]) is not None
-        text = "\n".join(body[:-1] if clipped else body)
-        found = status[1] if status else ""
-        out.append(TaskView(task_id, found, owner[1] if owner else None, text, clipped, header))
-    return out

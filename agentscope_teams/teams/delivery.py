@@ -19,6 +19,8 @@ from .models import TeamMessage
 
 #: Metadata key of an injected team message; its value is ``team_id/recipient/seq``.
 TEAM_MESSAGE = "team_message"
+#: Metadata key of an injected team message's sender.
+TEAM_SENDER = "team_sender"
 _PAGE = 100
 
 
@@ -29,7 +31,7 @@ def message_id(team_id: str, msg: TeamMessage) -> str:
 def as_msg(team_id: str, msg: TeamMessage) -> Msg:
     kind = "Broadcast" if msg.broadcast else "Message"
     text = f"{kind} from {msg.sender} (team {team_id}):\n{msg.content}"
-    meta = {TEAM_MESSAGE: message_id(team_id, msg), "team_sender": msg.sender}
+    meta = {TEAM_MESSAGE: message_id(team_id, msg), TEAM_SENDER: msg.sender}
     return UserMsg(text, name="team", metadata=meta)
 
 

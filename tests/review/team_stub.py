@@ -14,6 +14,14 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import Msg
 from agentscope_teams.model import ChatModel
 from agentscope_teams.state import AgentState
+from agentscope_teams.teams.models import TaskStatus
+from agentscope_teams.teams.results import (
+    MemberSpawned,
+    TaskAssigned,
+    TaskBrief,
+    TeamCreated,
+    TeamWaited,
+)
 from agentscope_teams.tools import Tool, ToolEnv, Toolkit, filesystem_tools, tool
 
 SPECS = Path(__file__).resolve().parents[2] / "agentscope_teams" / "review" / "specs"
@@ -39,26 +47,33 @@ class StubTeam:
     messages: list[tuple[str, str, str]] = field(default_factory=list)
     states: dict[str, AgentState] = field(default_factory=dict)
 
-    def summary(self) -> str:
-        lines = []
-        for t in self.tasks.values():
-            lines.append(f"{t.id} [{t.status}] {t.title} (owner: {t.owner or '-'})")
-            lines += [f"    {line}" for line in t.result.splitlines()]
-        return "\n".join(lines)
+    def board(self) -> list[TaskBrief]:
+        return [
+            TaskBrief(
+                id=t.id,
+                title=t.title,
+                status=TaskStatus(t.status),
+                owner=t.owner,
+                assignee=t.assignee,
+                result=t.result or None,
+            )
+            for t in self.tasks.values()
+        ]
 
     def lead_tools(self) -> list[Tool]:
         @tool
-        def createTeam(name: str, description: str = "") -> str:
+        def createTeam(name: str, description: str = "") -> TeamCreated:
             """Create the team."""
-            return f"created team {name} (team-1)"
+            specs = sorted(p.stem for p in SPECS.glob("*.md"))
+            return TeamCreated(team_id="team-1", name=name, lead="lead", specs=specs)
 
         @tool
-        def spawnMember(name: str, spec: str, team_id: str | None = None) -> str:
+        def spawnMember(name: str, spec: str, team_id: str | None = None) -> MemberSpawned:
             """Spawn a member."""
             if not (SPECS / f"{spec}.md").exists():
                 raise ValueError(f"unknown spec {spec}")
             self.members[name] = spec
-            return f"spawned {name} ({spec})"
+            return MemberSpawned(team_id="team-1", member=name, spec=spec, runs_in="local")
 
         @tool
         def assignTask(
@@ -67,18 +82,21 @@ class StubTeam:
             assignee: str | None = None,
             blocked_by: list[str] | None = None,
             team_id: str | None = None,
-        ) -> str:
+        ) -> TaskAssigned:
             """Assign a task."""
             task = StubTask(f"t-{len(self.tasks) + 1}", title, description, assignee)
             self.tasks[task.id] = task
-            return f"created task {task.id}"
+            brief = TaskBrief(id=task.id, title=title, status=TaskStatus.PENDING, assignee=assignee)
+            return TaskAssigned(task=brief)
 
         @tool
-        async def waitForTeam(timeout_seconds: float = 120, team_id: str | None = None) -> str:
+        async def waitForTeam(
+            timeout_seconds: float = 120, team_id: str | None = None
+        ) -> TeamWaited:
             """Run every member once, then summarize the board."""
             for name in self.members:
                 await self.run_member(name)
-            return self.summary()
+            return TeamWaited(done=True, seconds=timeout_seconds, tasks=self.board())
 
         return [createTeam, spawnMember, assignTask, waitForTeam]
 

@@ -24,6 +24,9 @@ from agentscope_teams.model import (
 from agentscope_teams.review.offline_files import discover
 from agentscope_teams.review.offline_model import OfflineReviewModel
 from agentscope_teams.review.transcript import Call, files_in_text, rebuild_source, split_files
+from agentscope_teams.teams.models import TaskStatus
+from agentscope_teams.teams.results import BoardListing, TaskAssigned, TaskBrief, TeamWaited
+from agentscope_teams.tools import ToolOutput
 
 from .team_stub import SPECS, StubTeam
 
@@ -43,10 +46,17 @@ def request(system: str, messages: list[Msg], tools: list[ToolSchema]) -> ModelR
     return ModelRequest(system_prompt=system, messages=messages, tools=tools)
 
 
-def answered(name: str, args: dict[str, object], output: str, error: bool = False) -> list[Msg]:
-    """An assistant tool call and its result."""
-    call = ToolUseBlock(id=f"c-{name}-{len(output)}", name=name, input=args)
-    result = ToolResultBlock(tool_use_id=call.id, name=name, output=output, is_error=error)
+IN_PROGRESS = TaskStatus.IN_PROGRESS
+
+
+def answered(
+    name: str, args: dict[str, object], output: str | ToolOutput, error: bool = False
+) -> list[Msg]:
+    """An assistant tool call and its result (a structured one as the toolkit records it)."""
+    text = output.render() if isinstance(output, ToolOutput) else output
+    data = output.data() if isinstance(output, ToolOutput) else None
+    call = ToolUseBlock(id=f"c-{name}-{len(text)}", name=name, input=args)
+    result = ToolResultBlock(tool_use_id=call.id, name=name, output=text, is_error=error, data=data)
     return [
         Msg(role="assistant", name="m", content=[call]),
         Msg(role="user", name="tool", content=[result]),
@@ -260,7 +270,12 @@ async def test_a_member_that_lost_its_claim_finds_it_on_the_board() -> None:
         ("listTasks", {"status": "in_progress"})
     ]
 
-    board = "t-4 [in_progress] 'Code review: a.py' owner=reviewer\nt-5 [in_progress] 'x' owner=perf-tester"
+    board = BoardListing(
+        tasks=[
+            TaskBrief(id="t-4", title="Code review: a.py", status=IN_PROGRESS, owner="reviewer"),
+            TaskBrief(id="t-5", title="x", status=IN_PROGRESS, owner="perf-tester"),
+        ]
+    )
     history += answered("listTasks", {"status": "in_progress"}, board)
     step = await model.generate(request(system, history, MEMBER_TOOLS))
     assert [(c.name, c.input) for c in step.tool_calls] == [("claimTask", {"task_id": "t-4"})]
@@ -271,12 +286,24 @@ async def test_the_lead_nudges_members_whose_tasks_wait_and_waits_again() -> Non
     history += answered("createTeam", {"name": "code-review"}, "Created team team-1.")
     for name in ("reviewer", "security-scanner", "perf-tester"):
         history += answered("spawnMember", {"name": name, "spec": name}, f"Spawned {name}.")
-    history += answered("assignTask", {"title": "t", "assignee": "reviewer"}, "Created task t-1.")
-    timed_out = (
-        "Timed out after 30s with 2 of 3 tasks still open.\n"
-        "t-1 [completed] 'a' owner=reviewer\n  result: no findings\n"
-        "t-2 [pending] 'b' assigned to security-scanner\n"
-        "t-3 [in_progress] 'c' owner=perf-tester"
+    assigned = TaskBrief(id="t-1", title="t", status=TaskStatus.PENDING, assignee="reviewer")
+    history += answered(
+        "assignTask", {"title": "t", "assignee": "reviewer"}, TaskAssigned(task=assigned)
+    )
+    timed_out = TeamWaited(
+        done=False,
+        seconds=30,
+        tasks=[
+            TaskBrief(
+                id="t-1",
+                title="a",
+                status=TaskStatus.COMPLETED,
+                owner="reviewer",
+                result="no findings",
+            ),
+            TaskBrief(id="t-2", title="b", status=TaskStatus.PENDING, assignee="security-scanner"),
+            TaskBrief(id="t-3", title="c", status=IN_PROGRESS, owner="perf-tester"),
+        ],
     )
     history += answered("waitForTeam", {"timeout_seconds": 30}, timed_out)
 
