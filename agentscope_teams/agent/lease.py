@@ -33,6 +33,7 @@ from types import TracebackType
 import anyio
 
 from ..errors import SessionBusyError, VersionConflict
+from ..keys import address_of
 from ..store.base import BaseStore, Key
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,7 @@ async def acquire(lease: Lease, wait_timeout: float) -> None:
     while not await lease.try_acquire():
         if time.monotonic() >= deadline:
             raise SessionBusyError(
-                f"session {lease.key[1:]!r} is busy: another call holds it and did not finish "
+                f"session {address_of(lease.key)!r} is busy: another call holds it and did not finish "
                 f"within {wait_timeout:g}s; retry later or raise busy_timeout"
             )
         await anyio.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
@@ -221,7 +222,7 @@ class SessionGuard:
             await self.lock.acquire()
         if waited.cancelled_caught:
             raise SessionBusyError(
-                f"session {self.key[1:]!r} is busy: an earlier call in this process did not "
+                f"session {address_of(self.key)!r} is busy: an earlier call in this process did not "
                 f"finish within {self.wait_timeout:g}s; retry later or raise busy_timeout"
             )
 

@@ -1,7 +1,7 @@
 """Tokens: who a request is, derived only from its ``Authorization: Bearer`` token.
 
 A token is ``"ast_" + base64url(32 random bytes)``. The server keeps only its SHA-256
-(``("tokens", <hex digest>)`` -> :class:`TokenRecord`), so a copy of the store holds no usable token;
+(a :class:`TokenRecord` at its digest's key), so a copy of the store holds no usable token;
 the token itself is shown once, when it is issued. There is no default secret and no token that is
 valid before one was issued. Kinds:
 
@@ -13,8 +13,9 @@ valid before one was issued. Kinds:
 * ``stream``: a ticket valid for ``STREAM_TICKET_SECONDS`` that opens one team's event stream, for
   ``EventSource`` (which cannot send headers); refused everywhere else.
 
-Member and stream tokens are also indexed under ``("token-index", org, user, team_id, member, hash)``
-so deleting a team revokes them and re-issuing a member's token revokes the previous one.
+Member and stream tokens are also indexed per team and member, so deleting a team revokes them and
+re-issuing a member's token revokes the previous one. Key layout: :mod:`agentscope_teams.keys`
+(families ``token`` and ``token-index``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..context import RuntimeContext, org_segment, user_segment
+from ..context import RuntimeContext
+from ..keys import token_digest_of, token_index_key, token_index_prefix, token_key
 from ..message import utcnow
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
@@ -91,21 +93,15 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def token_key(digest: str) -> Key:
-    return ("tokens", digest)
-
-
-def index_prefix(org_id: str | None, user_id: str | None, team_id: str, *rest: str) -> Key:
-    return ("token-index", org_segment(org_id), user_segment(user_id), team_id, *rest)
-
-
 async def _issue(store: BaseStore, record: TokenRecord, ttl: float | None) -> str:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     digest = hash_token(token)
     value = record.model_dump_json().encode()
     await store.put(token_key(digest), value, expected_version=0, ttl=ttl)
     if record.team_id is not None and record.member is not None:
-        index = index_prefix(record.org_id, record.user_id, record.team_id, record.member, digest)
+        index = token_index_key(
+            record.org_id, record.user_id, record.team_id, record.member, digest
+        )
         await store.put(index, b"{}", ttl=ttl)
     return token
 
@@ -130,7 +126,7 @@ async def issue_member_token(
     store: BaseStore, org_id: str | None, user_id: str | None, team_id: str, member: str
 ) -> str:
     """A new token for ``member`` of ``team_id``; the member's previous tokens are revoked."""
-    await _revoke_prefix(store, index_prefix(org_id, user_id, team_id, member))
+    await _revoke_prefix(store, token_index_prefix(org_id, user_id, team_id, member))
     record = TokenRecord(
         kind=TokenKind.MEMBER, org_id=org_id, user_id=user_id, team_id=team_id, member=member
     )
@@ -154,7 +150,7 @@ async def _revoke_prefix(store: BaseStore, prefix: Key) -> int:
     count = 0
     while page := await store.list_keys(prefix, limit=500):
         for key in page:
-            await store.delete(token_key(key[-1]))
+            await store.delete(token_key(token_digest_of(key)))
             await store.delete(key)
             count += 1
     return count
@@ -164,16 +160,20 @@ async def revoke_team_tokens(
     store: BaseStore, org_id: str | None, user_id: str | None, team_id: str
 ) -> int:
     """Revoke every member token and stream ticket of a team; returns how many."""
-    return await _revoke_prefix(store, index_prefix(org_id, user_id, team_id))
+    return await _revoke_prefix(store, token_index_prefix(org_id, user_id, team_id))
 
 
 async def revoke_token(store: BaseStore, principal: Principal) -> None:
     await store.delete(token_key(principal.token_hash))
     if principal.team_id is not None and principal.member is not None:
-        index = index_prefix(
-            principal.org_id, principal.user_id, principal.team_id, principal.member
+        index = token_index_key(
+            principal.org_id,
+            principal.user_id,
+            principal.team_id,
+            principal.member,
+            principal.token_hash,
         )
-        await store.delete((*index, principal.token_hash))
+        await store.delete(index)
 
 
 def bearer_token(header: str | None) -> str:

@@ -6,10 +6,10 @@ Subagent runs are read as stored: an active run whose executing lease is gone is
 
 from __future__ import annotations
 
-from ..context import org_segment, user_segment
+from ..keys import RUN, RunKeys, family_of, user_runs_prefix
 from ..sessions import SessionRecord, SessionStorage
 from ..store.base import Key
-from ..subagents.runs import RUNS, RunBook, RunRecord
+from ..subagents.runs import RunBook, RunRecord
 from . import schemas as s
 from .errors import ControlPlaneError
 from .routing import Call, Endpoint
@@ -49,10 +49,10 @@ async def get_session(call: Call) -> SessionRecord:
 
 async def _run_keys(call: Call) -> list[Key]:
     p = call.principal
-    prefix: Key = (RUNS, org_segment(p.org_id), user_segment(p.user_id))
+    prefix = user_runs_prefix(p.org_id, p.user_id)
     keys: list[Key] = []
     while page := await call.store.list_keys(prefix, limit=500, after=keys[-1] if keys else None):
-        keys.extend(k for k in page if len(k) == 5)
+        keys.extend(k for k in page if family_of(k) is RUN)
         if len(page) < 500:
             break
     return keys
@@ -61,12 +61,13 @@ async def _run_keys(call: Call) -> list[Key]:
 async def list_runs(call: Call) -> list[s.RunSummary]:
     out = []
     for key in await _run_keys(call):
-        book = RunBook(call.store, key[1], key[2], key[3])
-        rec = await book.get(key[4])
+        run_keys, run_id = RunKeys.parse(key)
+        book = RunBook(call.store, *run_keys.scope)
+        rec = await book.get(run_id)
         if rec is None:
             continue
-        alive = await call.store.get(book.lease(rec.run_id, 1).key) is not None
-        out.append(_summary(rec, key[3].removeprefix("s:"), alive))
+        alive = await call.store.get(run_keys.lease(rec.run_id)) is not None
+        out.append(_summary(rec, run_keys.session_id, alive))
     return sorted(out, key=lambda r: r.created_at, reverse=True)
 
 

@@ -44,14 +44,10 @@ class Notice(BaseModel):
 
 
 class Inbox:
-    """A notice stream and its acknowledged cursor."""
+    """A notice stream and its acknowledged cursor (keys: :class:`~agentscope_teams.keys.RunKeys`)."""
 
     def __init__(self, store: BaseStore, stream: Key, cursor_key: Key) -> None:
         self.store, self.stream, self.cursor_key = store, stream, cursor_key
-
-    @classmethod
-    def of(cls, store: BaseStore, kind: str, *segments: str) -> Inbox:
-        return cls(store, (kind, *segments), (kind + "-ack", *segments))
 
     async def post(self, notice: Notice) -> int:
         """Append ``notice`` durably; returns its sequence number."""

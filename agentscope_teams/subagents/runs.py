@@ -1,13 +1,7 @@
 """Run records: one per subagent run, in the store, registered per (org, user, parent session).
 
-Keys (typed segments from :meth:`RuntimeContext.scope`, escaped again by the store)::
-
-    ("subagents", "o:<org>", "u:<user>", "s:<parent session>", <run id>)        the RunRecord
-    ("subagent-leases", "o:<org>", "u:<user>", "s:<parent session>", <run id>)  the executing lease
-    ("subagent-inbox", "o:<org>", "u:<user>", "a:<parent agent>", "s:<parent session>")  notices
-    ("subagent-mail", "o:<org>", "u:<user>", "s:<parent session>", <run id>)    agent_send queue
-
-(the two streams have ``-ack`` cursor keys beside them, see :mod:`.inbox`).
+Their keys (the record, the executing lease, the parent's notice inbox and each run's ``agent_send``
+mail, with ``-ack`` cursors beside the two streams) are :class:`~agentscope_teams.keys.RunKeys`.
 
 Every write is a compare-and-set (:meth:`RunBook.update`). The process executing a run holds its lease
 (a key with a store TTL, renewed by heartbeat). A reader that finds an active (pending / running) record
@@ -29,13 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import VersionConflict
+from ..keys import RunKeys
 from ..message import utcnow
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
 from .inbox import Inbox, Notice
 
 RUN_SCHEMA_VERSION = 1
-RUNS, LEASES = "subagents", "subagent-leases"
 
 
 class RunStatus(StrEnum):
@@ -122,26 +116,26 @@ class RunBook:
     def __init__(self, store: BaseStore, org: str, user: str, session: str) -> None:
         self.store = store
         self.scope = (org, user, session)
+        self.keys = RunKeys(self.scope)
 
     @classmethod
     def for_ctx(cls, store: BaseStore, ctx: RuntimeContext) -> RunBook:
         return cls(store, *ctx.scope())
 
     def key(self, run_id: str) -> Key:
-        return (RUNS, *self.scope, run_id)
+        return self.keys.run(run_id)
 
     def lease(self, run_id: str, ttl: float) -> Lease:
         """The executing process's claim on a run (the agent layer's store lease)."""
-        return Lease(self.store, (LEASES, *self.scope, run_id), ttl)
+        return Lease(self.store, self.keys.lease(run_id), ttl)
 
     def inbox(self, parent_agent: str) -> Inbox:
         """The notification inbox of the parent agent's session."""
-        org, user, session = self.scope
-        return Inbox.of(self.store, "subagent-inbox", org, user, "a:" + parent_agent, session)
+        return Inbox(self.store, *self.keys.inbox(parent_agent))
 
     def mail(self, run_id: str) -> Inbox:
         """Messages queued for a running child (``agent_send``)."""
-        return Inbox.of(self.store, "subagent-mail", *self.scope, run_id)
+        return Inbox(self.store, *self.keys.mail(run_id))
 
     async def create(self, rec: RunRecord) -> None:
         await self.store.put(self.key(rec.run_id), _dump(rec), expected_version=0)
@@ -179,12 +173,13 @@ class RunBook:
         keys: list[Key] = []
         after: Key | None = None
         while len(keys) < limit:
-            page = await self.store.list_keys((RUNS, *self.scope), limit=500, after=after)
+            page = await self.store.list_keys(self.keys.prefix(), limit=500, after=after)
             keys += page
             if len(page) < 500:
                 break
             after = page[-1]
-        runs = [r for k in keys if (r := await self.load(k[-1])) is not None]
+        ids = [RunKeys.parse(key)[1] for key in keys]
+        runs = [r for run_id in ids if (r := await self.load(run_id)) is not None]
         return sorted(runs, key=lambda r: r.created_at)
 
     async def load(self, run_id: str) -> RunRecord | None:
@@ -193,7 +188,7 @@ class RunBook:
         return None if rec is None else await self.reconcile(rec)
 
     async def reconcile(self, rec: RunRecord) -> RunRecord:
-        if rec.status.active and await self.store.get(self.lease(rec.run_id, 1).key) is None:
+        if rec.status.active and await self.store.get(self.keys.lease(rec.run_id)) is None:
             error = "the process running it stopped before it finished (its lease expired)"
 
             def lose(r: RunRecord) -> RunRecord | None:

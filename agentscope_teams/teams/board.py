@@ -185,7 +185,7 @@ class TaskBoard:
         self, key: Key, member: str, lease: float, cache: dict[str, TaskStatus | None]
     ) -> tuple[Task | None, bool]:
         """Try one index entry: (claimed task or None, whether a race was lost)."""
-        task = await self.load(key[-1])
+        task = await self.load(self.keys.task_id_of(key))
         if task is None or task.status.finished:
             await self.store.delete(key)
             return None, False
@@ -261,7 +261,10 @@ class TaskBoard:
 
     async def list_tasks(self, status: TaskStatus | None = None) -> list[Task]:
         """Every task (oldest first) with ``blocked_reason`` computed; a full scan of the board."""
-        found = [await self.load(k[-1]) for k in await self._scan(self.keys.tasks_prefix())]
+        found = [
+            await self.load(self.keys.task_id_of(k))
+            for k in await self._scan(self.keys.tasks_prefix())
+        ]
         tasks = {t.id: t for t in found if t is not None}
         out = []
         for t in sorted(tasks.values(), key=lambda t: t.seq):
@@ -275,7 +278,7 @@ class TaskBoard:
         """Unfinished tasks, read through the open index (cleaning stale entries on the way)."""
         out = []
         for key in await self._scan(self.keys.open_prefix()):
-            task = await self.load(key[-1])
+            task = await self.load(self.keys.task_id_of(key))
             if task is None or task.status.finished:
                 await self.store.delete(key)
             else:
@@ -296,7 +299,7 @@ class TaskBoard:
         """Full scan: make sure every unfinished task has an open-index entry. Returns the count."""
         count = 0
         for key in await self._scan(self.keys.tasks_prefix()):
-            task = await self.load(key[-1])
+            task = await self.load(self.keys.task_id_of(key))
             if task is not None and not task.status.finished:
                 await self.store.put(self.keys.open(task), task.id.encode())
                 count += 1

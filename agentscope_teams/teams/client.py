@@ -1,7 +1,7 @@
 """``LocalTeamClient``: the :class:`TeamClient` protocol over any ``BaseStore``.
 
-A client is bound to one :class:`RuntimeContext`; every key it touches starts with
-``("teams", *ctx.owner_scope())``, so another user's team with the same id is simply absent
+A client is bound to one :class:`RuntimeContext`; every key it touches is in its owner scope
+(:class:`~agentscope_teams.keys.TeamKeys`), so another user's team with the same id is simply absent
 (:class:`UnknownTeamError`, which never reveals whether the id exists elsewhere). Each operation loads
 the team record to check that the acting member belongs to it, then delegates to
 :class:`~.board.TaskBoard` or :class:`~.mailbox.Mailbox`.

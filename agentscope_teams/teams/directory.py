@@ -1,12 +1,9 @@
 """The team directory: one global record per team telling member runtimes how to serve it.
 
 Teams are scoped to (org, user), but a worker (``agentscope-teams worker``) serves teams of every
-user of a store, so it needs a place to find them. ``createTeam`` writes::
-
-    ("team-runtime", org, user, team_id) -> TeamRuntimeRecord (org_id, user_id, mode, workspace, ...)
-
-with the typed org and user segments of the lead's context. Workers page through the prefix
-``("team-runtime",)`` (or ``("team-runtime", org)`` for ``--org``) and serve teams whose ``mode`` is
+user of a store, so it needs a place to find them. ``createTeam`` writes a :class:`TeamRuntimeRecord`
+at the team's directory key (layout: :mod:`agentscope_teams.keys`, family ``team-runtime``). Workers
+page through every record (or those of one org, for ``--org``) and serve teams whose ``mode`` is
 not ``"local"``. ``deleteTeam`` removes the record; a worker also removes records whose team is gone.
 The directory is infrastructure: a worker acts for every tenant it finds, so run workers as trusted
 services (or restrict them with ``--org``).
@@ -20,13 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..context import RuntimeContext, org_segment
+from ..context import RuntimeContext
+from ..keys import directory_key, directory_prefix
 from ..message import utcnow
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
 
 RECORD_SCHEMA_VERSION = 1
-PREFIX = "team-runtime"
 RunMembers = Literal["local", "workers", "any"]
 
 
@@ -54,30 +51,26 @@ class TeamRuntimeRecord(BaseModel):
         return RuntimeContext(session_id=session_id, user_id=self.user_id, org_id=self.org_id)
 
 
-def record_key(ctx: RuntimeContext, team_id: str) -> Key:
-    return (PREFIX, *ctx.owner_scope(), team_id)
-
-
 async def put_record(store: BaseStore, ctx: RuntimeContext, record: TeamRuntimeRecord) -> None:
-    await store.put(record_key(ctx, record.team_id), record.model_dump_json().encode())
+    await store.put(directory_key(ctx, record.team_id), record.model_dump_json().encode())
 
 
 async def get_record(
     store: BaseStore, ctx: RuntimeContext, team_id: str
 ) -> TeamRuntimeRecord | None:
-    entry = await store.get(record_key(ctx, team_id))
+    entry = await store.get(directory_key(ctx, team_id))
     return None if entry is None else TeamRuntimeRecord.model_validate_json(entry.value)
 
 
 async def delete_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> None:
-    await store.delete(record_key(ctx, team_id))
+    await store.delete(directory_key(ctx, team_id))
 
 
 async def scan_records(
     store: BaseStore, org_id: str | None = None, *, any_org: bool = True
 ) -> AsyncIterator[TeamRuntimeRecord]:
     """Every record of the store (``any_org``), or of ``org_id`` only (None = no org)."""
-    prefix: Key = (PREFIX,) if any_org else (PREFIX, org_segment(org_id))
+    prefix = directory_prefix(org_id, any_org=any_org)
     after: Key | None = None
     while page := await store.list_keys(prefix, limit=200, after=after):
         for key in page:

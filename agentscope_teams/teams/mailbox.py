@@ -1,11 +1,11 @@
 """The team mailbox: one durable stream per recipient plus an acknowledged cursor per member.
 
-* ``("teams", org, user, team_id, "inbox", member)`` is a store stream: ``append`` allocates the
-  message's ``seq`` in the store (unique across processes and restarts), and ``read`` returns messages
-  in ``seq`` order. Messages one sender sends to one recipient keep their order.
-* ``("teams", org, user, team_id, "cursor", member)`` holds the last ``seq`` the member acknowledged.
-  It is updated with a conditional write and never moves backwards, so :meth:`Mailbox.unread` resumes
-  where the member stopped, in a new client or a new process.
+* A member's inbox (:meth:`~agentscope_teams.keys.TeamKeys.inbox`) is a store stream: ``append``
+  allocates the message's ``seq`` in the store (unique across processes and restarts), and ``read``
+  returns messages in ``seq`` order. Messages one sender sends to one recipient keep their order.
+* Its cursor key (:meth:`~agentscope_teams.keys.TeamKeys.cursor`) holds the last ``seq`` the member
+  acknowledged. It is updated with a conditional write and never moves backwards, so
+  :meth:`Mailbox.unread` resumes where the member stopped, in a new client or a new process.
 * A broadcast is one append per recipient, up to :data:`BROADCAST_CONCURRENCY` at a time (not atomic
   as a whole: a crash in the middle delivers it to some recipients only). The limit stays below the
   SQL store's default connection pool (5): more would open overflow connections per append, which

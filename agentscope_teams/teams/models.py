@@ -1,23 +1,13 @@
-"""Persisted records of Agent Teams (teams, tasks, messages), their key layout and their errors.
+"""Persisted records of Agent Teams (teams, tasks, messages).
 
 Every record is a pydantic model with ``schema_version``; reading a newer record raises
 :class:`~agentscope_teams.errors.SchemaVersionError`. Fields that are not persisted (a task's store
 ``version`` and computed ``blocked_reason``, a message's ``seq``) are filled in when a record is read.
-
-Key layout, all under the owner scope of the caller (``ctx.owner_scope()`` = typed org and user)::
-
-    ("teams", org, user, "_index", team_id)               registry entry (list_teams)
-    ("teams", org, user, team_id, "team")                 the Team record
-    ("teams", org, user, team_id, "task", task_id)        one Task record per task
-    ("teams", org, user, team_id, "open", seq12, task_id) open-task index (see board.py)
-    ("teams", org, user, team_id, "cursor", member)       a member's acknowledged inbox cursor
-    stream ("teams", org, user, team_id, "task-seq")      allocates task numbers (t-<seq>)
-    stream ("teams", org, user, team_id, "inbox", member) a member's inbox
+Their keys are :class:`~agentscope_teams.keys.TeamKeys` (re-exported here).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -25,14 +15,13 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..context import validate_identifier
+from ..keys import TeamKeys as TeamKeys  # re-exported: keys of teams live in the registry
 from ..message import new_id, utcnow
 from ..state import check_schema_version
-from ..store.base import Key
 
 TEAM_SCHEMA_VERSION = 1
 TASK_SCHEMA_VERSION = 1
 MESSAGE_SCHEMA_VERSION = 1
-REGISTRY_SEGMENT = "_index"
 
 
 class TeamStatus(StrEnum):
@@ -192,47 +181,3 @@ class InboxCursor(BaseModel):
     @classmethod
     def _check_version(cls, data: Any) -> Any:
         return check_schema_version(data, MESSAGE_SCHEMA_VERSION, "InboxCursor")
-
-
-def registry_key(scope: tuple[str, str], team_id: str) -> Key:
-    return ("teams", *scope, REGISTRY_SEGMENT, team_id)
-
-
-def registry_prefix(scope: tuple[str, str]) -> Key:
-    return ("teams", *scope, REGISTRY_SEGMENT)
-
-
-@dataclass(frozen=True, slots=True)
-class TeamKeys:
-    """Every key and stream of one team in one owner scope."""
-
-    scope: tuple[str, str]
-    team_id: str
-
-    @property
-    def base(self) -> Key:
-        return ("teams", *self.scope, self.team_id)
-
-    def team(self) -> Key:
-        return (*self.base, "team")
-
-    def task(self, task_id: str) -> Key:
-        return (*self.base, "task", task_id)
-
-    def tasks_prefix(self) -> Key:
-        return (*self.base, "task")
-
-    def open_prefix(self) -> Key:
-        return (*self.base, "open")
-
-    def open(self, task: Task) -> Key:
-        return (*self.base, "open", f"{task.seq:012d}", task.id)
-
-    def task_seq(self) -> Key:
-        return (*self.base, "task-seq")
-
-    def inbox(self, member: str) -> Key:
-        return (*self.base, "inbox", member)
-
-    def cursor(self, member: str) -> Key:
-        return (*self.base, "cursor", member)

@@ -11,16 +11,9 @@ from ..errors import (
     UnknownTeamError,
     VersionConflict,
 )
+from ..keys import REGISTRY_SEGMENT, TeamKeys, team_id_of, team_index_prefix
 from ..store.base import BaseStore, Key
-from .models import (
-    REGISTRY_SEGMENT,
-    Member,
-    Team,
-    TeamKeys,
-    TeamStatus,
-    registry_key,
-    registry_prefix,
-)
+from .models import Member, Team, TeamStatus
 
 TeamChange = Callable[[Team], Team | None]
 
@@ -38,7 +31,7 @@ class TeamRegistry:
         return TeamKeys(self.scope, team_id)
 
     def _registry(self, team_id: str) -> Key:
-        return registry_key(self.scope, team_id)
+        return self._keys(team_id).index()
 
     async def _load(self, team_id: str) -> tuple[Team, int] | None:
         entry = await self.store.get(self._keys(team_id).team())
@@ -102,10 +95,10 @@ class TeamRegistry:
         teams: list[Team] = []
         after: Key | None = None
         while page := await self.store.list_keys(
-            registry_prefix(self.scope), limit=500, after=after
+            team_index_prefix(self.scope), limit=500, after=after
         ):
             for key in page:
-                found = await self._load(key[-1])
+                found = await self._load(team_id_of(key))
                 if found is not None and found[0].status is not TeamStatus.DELETED:
                     teams.append(found[0])
             after = page[-1]

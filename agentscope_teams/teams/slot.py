@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..context import RuntimeContext
+from ..keys import TeamKeys
 from ..store.base import Key
 from .builder import MemberBuilder
 from .work import OfferKey
@@ -20,12 +21,10 @@ from .work import OfferKey
 if TYPE_CHECKING:
     from .extension import TeamMemberExtension
 
-LEASE_PREFIX = "team-member-lease"
-
 
 def lease_key(ref: TeamRef, member: str) -> Key:
     """The key of the lease of ``member`` (at most one process runs a member)."""
-    return (LEASE_PREFIX, *ref.key, member)
+    return TeamKeys(ref.ctx.owner_scope(), ref.team_id).member_lease(member)
 
 
 @dataclass
@@ -62,10 +61,10 @@ class Slot:
     def reoffer_held(self, offers: set[OfferKey], limit: int) -> None:
         """Offer again, up to ``limit`` times each, the in-progress tasks of a call that ended without
         reporting them (for example at its step limit): they are the member's to finish."""
-        for key in offers:
-            if key[1] == "in_progress" and self.rewakes[key] < limit:
-                self.rewakes[key] += 1
-                self.offered.discard(key)
+        for offer in offers:
+            if offer[1] == "in_progress" and self.rewakes[offer] < limit:
+                self.rewakes[offer] += 1
+                self.offered.discard(offer)
 
     @property
     def busy(self) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..keys import directory_key
 from ..model.base import ChatModel
 from ..model.factory import resolve_model
 from ..store.base import BaseStore, Key
@@ -32,7 +33,7 @@ from ..subagents.spec import SubagentSpec
 from ..tools import Toolkit, filesystem_tools
 from .builder import MemberBuilder
 from .client import LocalTeamClient
-from .directory import TeamRuntimeRecord, delete_record, record_key, scan_records
+from .directory import TeamRuntimeRecord, delete_record, scan_records
 from .protocol import TeamClient
 from .runtime import TeamRuntime
 from .slot import TeamRef
@@ -110,7 +111,7 @@ class Worker:
         for record in records:
             if record.mode == "local":
                 continue
-            key = record_key(record.context(), record.team_id)
+            key = directory_key(record.context(), record.team_id)
             refs[key] = self.refs.get(key) or self._ref(record)
         self.refs = refs
         return list(refs.values())

@@ -28,7 +28,6 @@ from agentscope_teams.teams import (
 from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.teams.delivery import TEAM_MESSAGE
 from agentscope_teams.teams.lead_state import TeamLeadState
-from agentscope_teams.teams.slot import LEASE_PREFIX
 
 from .helpers import eventually, lead_messages, members_idle, team_id_of
 from .scripts import (
@@ -148,7 +147,9 @@ async def test_a_member_leased_elsewhere_is_not_run_here(
     client = LocalTeamClient(local_store, alice)
     team = await client.create_team("leased")
     await client.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "x"))
-    other = Lease(local_store, (LEASE_PREFIX, *alice.owner_scope(), team.id, "reviewer"), 30.0)
+    other = Lease(
+        local_store, ("team-member-lease", *alice.owner_scope(), team.id, "reviewer"), 30.0
+    )
     assert await other.try_acquire()  # a worker runs this member
     member_model = ScriptedModel(member_script)
     builder = MemberBuilder(

@@ -1,0 +1,205 @@
+"""Key families: the declaration of every logical key layout, and the generic parser over them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..context import validate_identifier
+from ..store.base import Key
+
+#: The segment of the per-user team registry (``list_teams``); no team may have this id.
+REGISTRY_SEGMENT = "_index"
+#: Placeholders whose segment carries a type prefix (see :mod:`agentscope_teams.context`).
+TYPED = {"org": "o:", "user": "u:", "agent": "a:", "session": "s:"}
+SEQ_WIDTH = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One key layout: ``(literal, *shape)``, where a shape segment is a word or a ``{placeholder}``.
+
+    ``group`` is how many leading segments (the literal included) group its keys: every key with
+    the same group prefix must live in one Redis Cluster hash slot. ``stream`` families name store
+    streams (``append`` / ``read``), not keys.
+    """
+
+    name: str
+    literal: str
+    shape: tuple[str, ...]
+    group: int
+    stream: bool = False
+    about: str = ""
+    _slots: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        slots = tuple(i for i, s in enumerate(self.shape) if s.startswith("{"))
+        object.__setattr__(self, "_slots", slots)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The placeholder names, in order."""
+        return tuple(self.shape[i][1:-1] for i in self._slots)
+
+    def key(self, *values: str) -> Key:
+        """The key with ``values`` in its placeholders (values are already typed segments)."""
+        if len(values) != len(self._slots):
+            raise ValueError(f"{self.name} keys take {len(self._slots)} values, got {len(values)}")
+        segments = list(self.shape)
+        for i, value in zip(self._slots, values, strict=True):
+            segments[i] = value
+        return (self.literal, *segments)
+
+    def prefix(self, *values: str) -> Key:
+        """The prefix holding the first ``len(values)`` placeholders and the words after them."""
+        out, given = [self.literal], iter(values)
+        for segment in self.shape:
+            if segment.startswith("{"):
+                value = next(given, None)
+                if value is None:
+                    break
+                segment = value
+            out.append(segment)
+        return tuple(out)
+
+    def match(self, key: Key) -> dict[str, str] | None:
+        """The placeholder values of ``key`` (raw segments), or None if it is not of this family."""
+        if len(key) != len(self.shape) + 1 or key[0] != self.literal:
+            return None
+        found: dict[str, str] = {}
+        for pattern, segment in zip(self.shape, key[1:], strict=True):
+            if not pattern.startswith("{"):
+                if segment != pattern:
+                    return None
+                continue
+            name = pattern[1:-1]
+            if not _fits(name, segment):
+                return None
+            found[name] = segment
+        return found
+
+
+def _fits(name: str, segment: str) -> bool:
+    typed = TYPED.get(name)
+    if typed is not None:
+        return segment.startswith(typed) and (name in ("org", "user") or len(segment) > 2)
+    if name == "team":
+        return segment != REGISTRY_SEGMENT
+    if name == "seq":
+        return len(segment) == SEQ_WIDTH and segment.isdigit()
+    return True
+
+
+def typed(name: str, value: str) -> str:
+    """The typed segment of an agent or session id (validated)."""
+    return TYPED[name] + validate_identifier(value, f"{name}_id")
+
+
+def untyped(segment: str, name: str) -> str | None:
+    """The id in a typed segment (``"o:"`` / ``"u:"`` alone: None)."""
+    prefix = TYPED[name]
+    if not segment.startswith(prefix):
+        raise ValueError(f"{segment!r} is not a {name} segment (it must start with {prefix!r})")
+    return segment[len(prefix) :] or None
+
+
+_O, _U, _A, _S, _T = "{org}", "{user}", "{agent}", "{session}", "{team}"
+
+# fmt: off
+SESSION = Family("session", "sessions", (_O, _U, _A, _S), 3, about="a session record")
+SESSION_LEASE = Family("session-lease", "leases", (_O, _U, _A, _S), 3,
+                       about="the lease of the process running a call of the session")
+RUN = Family("run", "subagents", (_O, _U, _S, "{run}"), 3,
+             about="a subagent RunRecord of a parent session")
+RUN_LEASE = Family("run-lease", "subagent-leases", (_O, _U, _S, "{run}"), 3,
+                   about="the lease of the process executing a run")
+RUN_INBOX = Family("run-inbox", "subagent-inbox", (_O, _U, _A, _S), 3, stream=True,
+                   about="run notices for the parent agent's session")
+RUN_INBOX_ACK = Family("run-inbox-ack", "subagent-inbox-ack", (_O, _U, _A, _S), 3,
+                       about="the acknowledged cursor of a run inbox")
+RUN_MAIL = Family("run-mail", "subagent-mail", (_O, _U, _S, "{run}"), 3, stream=True,
+                  about="agent_send messages queued for a running child")
+RUN_MAIL_ACK = Family("run-mail-ack", "subagent-mail-ack", (_O, _U, _S, "{run}"), 3,
+                      about="the acknowledged cursor of a run's mail")
+TEAM_INDEX = Family("team-index", "teams", (_O, _U, REGISTRY_SEGMENT, _T), 4,
+                    about="a user's registry of teams (list_teams); grouped per user")
+TEAM = Family("team", "teams", (_O, _U, _T, "team"), 4, about="the Team record")
+TASK = Family("task", "teams", (_O, _U, _T, "task", "{task}"), 4, about="one Task record")
+TASK_SEQ = Family("task-seq", "teams", (_O, _U, _T, "task-seq"), 4, stream=True,
+                  about="allocates task numbers (t-<seq>)")
+OPEN_TASK = Family("open-task", "teams", (_O, _U, _T, "open", "{seq}", "{task}"), 4,
+                   about="open-task index entry, seq zero-padded to 12 digits")
+MEMBER_INBOX = Family("member-inbox", "teams", (_O, _U, _T, "inbox", "{member}"), 4, stream=True,
+                      about="a member's mailbox")
+INBOX_CURSOR = Family("inbox-cursor", "teams", (_O, _U, _T, "cursor", "{member}"), 4,
+                      about="a member's acknowledged mailbox cursor")
+MEMBER_LEASE = Family("member-lease", "team-member-lease", (_O, _U, _T, "{member}"), 4,
+                      about="the lease of the process running a member (runtime slot)")
+TEAM_RUNTIME = Family("team-runtime", "team-runtime", (_O, _U, _T), 4,
+                      about="the directory record telling workers how to serve a team")
+TOKEN = Family("token", "tokens", ("{digest}",), 2, about="a control-plane token, by SHA-256")
+TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{digest}"), 4,
+                     about="member and stream tokens of a team (revocation)")
+
+#: Every key family, in the order of the table in :mod:`agentscope_teams.keys`.
+FAMILIES: tuple[Family, ...] = (
+    SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
+    TEAM_INDEX, TEAM, TASK, TASK_SEQ, OPEN_TASK, MEMBER_INBOX, INBOX_CURSOR, MEMBER_LEASE,
+    TEAM_RUNTIME, TOKEN, TOKEN_INDEX,
+)
+# fmt: on
+
+
+def _group_sizes() -> dict[str, int]:
+    """Group size per literal (families sharing a literal must share it: group_of reads only that)."""
+    sizes: dict[str, int] = {}
+    for family in FAMILIES:
+        if sizes.setdefault(family.literal, family.group) != family.group:
+            raise AssertionError(f"families under {family.literal!r} must share one group size")
+    return sizes
+
+
+_GROUPS = _group_sizes()
+
+
+def family_of(key: Key) -> Family | None:
+    """The family ``key`` belongs to, or None."""
+    for family in FAMILIES:
+        if family.match(key) is not None:
+            return family
+    return None
+
+
+def parse(key: Key) -> tuple[Family, dict[str, str]]:
+    """The family of ``key`` and its placeholder values; ``ValueError`` for an unknown key."""
+    for family in FAMILIES:
+        found = family.match(key)
+        if found is not None:
+            return family, found
+    raise ValueError(f"{key!r} is not a key of any family in agentscope_teams.keys")
+
+
+def parse_as(family: Family, key: Key) -> dict[str, str]:
+    """The placeholder values of ``key``; ``ValueError`` unless it is a ``family`` key."""
+    found = family.match(key)
+    if found is None:
+        raise ValueError(
+            f"{key!r} is not a {family.name} key ({family.literal!r}, *{family.shape})"
+        )
+    return found
+
+
+def group_of(key: Key) -> Key:
+    """The grouping prefix of ``key`` (every key sharing it must share a Redis Cluster hash slot).
+
+    It reads only the leading literal, so it is cheap and also accepts a prefix that reaches the
+    group. ``ValueError`` for an unknown literal or a prefix shorter than its group.
+    """
+    size = _GROUPS.get(key[0]) if key else None
+    if size is None:
+        known = ", ".join(sorted(_GROUPS))
+        raise ValueError(f"{key!r} is not in a known key family; the known literals are {known}")
+    if len(key) < size:
+        raise ValueError(
+            f"{key!r} is shorter than its group ({size} segments): it spans several groups"
+        )
+    return key[:size]

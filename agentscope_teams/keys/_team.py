@@ -1,0 +1,114 @@
+"""Keys of Agent Teams: the per-user registry, every key and stream of one team, the directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..context import RuntimeContext, org_segment
+from ..store.base import Key
+from ._family import (
+    INBOX_CURSOR,
+    MEMBER_INBOX,
+    MEMBER_LEASE,
+    OPEN_TASK,
+    SEQ_WIDTH,
+    TASK,
+    TASK_SEQ,
+    TEAM,
+    TEAM_INDEX,
+    TEAM_RUNTIME,
+    family_of,
+    parse_as,
+)
+
+
+class Numbered(Protocol):
+    """What the open index needs of a task: its id and its sequence number."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TeamKeys:
+    """Every key and stream of one team in one owner scope (typed org and user segments)."""
+
+    scope: tuple[str, str]
+    team_id: str
+
+    @property
+    def base(self) -> Key:
+        """The prefix of every key of the team (its group)."""
+        return self.team()[: TEAM.group]
+
+    def team(self) -> Key:
+        return TEAM.key(*self.scope, self.team_id)
+
+    def index(self) -> Key:
+        """The team's entry in its owner's registry (grouped per user, not per team)."""
+        return team_index_key(self.scope, self.team_id)
+
+    def task(self, task_id: str) -> Key:
+        return TASK.key(*self.scope, self.team_id, task_id)
+
+    def tasks_prefix(self) -> Key:
+        return TASK.prefix(*self.scope, self.team_id)
+
+    def open_prefix(self) -> Key:
+        return OPEN_TASK.prefix(*self.scope, self.team_id)
+
+    def open(self, task: Numbered) -> Key:
+        return OPEN_TASK.key(*self.scope, self.team_id, f"{task.seq:0{SEQ_WIDTH}d}", task.id)
+
+    def task_seq(self) -> Key:
+        return TASK_SEQ.key(*self.scope, self.team_id)
+
+    def inbox(self, member: str) -> Key:
+        return MEMBER_INBOX.key(*self.scope, self.team_id, member)
+
+    def cursor(self, member: str) -> Key:
+        return INBOX_CURSOR.key(*self.scope, self.team_id, member)
+
+    def member_lease(self, member: str) -> Key:
+        """The lease of the process running ``member`` (at most one process runs a member)."""
+        return MEMBER_LEASE.key(*self.scope, self.team_id, member)
+
+    def directory(self) -> Key:
+        """The team's directory record (how workers serve it)."""
+        return TEAM_RUNTIME.key(*self.scope, self.team_id)
+
+    def task_id_of(self, key: Key) -> str:
+        """The task id of one of this team's task or open-index keys; ``ValueError`` otherwise."""
+        family = family_of(key)
+        if family not in (TASK, OPEN_TASK) or key[1:4] != (*self.scope, self.team_id):
+            raise ValueError(f"{key!r} is not a task or open-index key of team {self.team_id!r}")
+        return key[-1]
+
+
+def team_index_key(scope: tuple[str, str], team_id: str) -> Key:
+    """The registry entry of ``team_id`` in its owner's registry."""
+    return TEAM_INDEX.key(*scope, team_id)
+
+
+def team_index_prefix(scope: tuple[str, str]) -> Key:
+    """The prefix of an owner's registry (every team it created)."""
+    return TEAM_INDEX.prefix(*scope)
+
+
+def team_id_of(index_key: Key) -> str:
+    """The team id of a registry entry key; ``ValueError`` for any other key."""
+    return parse_as(TEAM_INDEX, index_key)["team"]
+
+
+def directory_key(ctx: RuntimeContext, team_id: str) -> Key:
+    """The directory record of a team owned by ``ctx``'s (org, user)."""
+    return TeamKeys(ctx.owner_scope(), team_id).directory()
+
+
+def directory_prefix(org_id: str | None = None, *, any_org: bool = True) -> Key:
+    """The prefix of every directory record (``any_org``), else of ``org_id`` (None: no org)."""
+    return TEAM_RUNTIME.prefix() if any_org else TEAM_RUNTIME.prefix(org_segment(org_id))

@@ -1,0 +1,23 @@
+"""Sessions: the seed's session API over any store (:mod:`.storage`), its records (:mod:`.records`)."""
+
+from __future__ import annotations
+
+from .records import (
+    SESSION_SCHEMA_VERSION,
+    SessionConfig,
+    SessionRecord,
+    SessionSource,
+)
+from .records import _Body as _Body  # the persisted body (bench/session_roundtrip.py parses it)
+from .redis_storage import RedisStorage
+from .storage import SessionStorage, session_key
+
+__all__ = [
+    "SESSION_SCHEMA_VERSION",
+    "RedisStorage",
+    "SessionConfig",
+    "SessionRecord",
+    "SessionSource",
+    "SessionStorage",
+    "session_key",
+]

@@ -1,0 +1,53 @@
+"""SessionStorage's addressed methods: the seed's methods and the ``*_at`` ones see the same records."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentscope_teams import AgentState, RuntimeContext, UserMsg
+from agentscope_teams.errors import VersionConflict
+from agentscope_teams.keys import SessionAddress
+from agentscope_teams.sessions import SessionConfig, SessionSource, SessionStorage
+from agentscope_teams.store import InMemoryStore
+
+CTX = RuntimeContext(session_id="s1", user_id="alice", org_id="acme")
+ADDR = SessionAddress.of(CTX, "lead")
+
+
+async def test_create_update_get_delete_at_an_address() -> None:
+    storage = SessionStorage(InMemoryStore())
+    created = await storage.create_at(
+        ADDR, config=SessionConfig(model="m"), state=AgentState(), source=SessionSource.API
+    )
+    assert (created.org_id, created.user_id, created.agent_id, created.session_id) == (
+        "acme",
+        "alice",
+        "lead",
+        "s1",
+    )
+    assert created.version == 1 and created.state.session_id == "s1"
+    with pytest.raises(VersionConflict):
+        await storage.create_at(ADDR)
+    state = created.state
+    state.context.append(UserMsg("hi"))
+    assert await storage.update_at(ADDR, state) == 2
+    with pytest.raises(VersionConflict):
+        await storage.update_at(ADDR, state, expected_version=1)
+    seed = await storage.get_session("alice", "lead", "s1", org_id="acme")
+    assert seed == await storage.get_at(ADDR)
+    assert seed is not None and seed.version == 2 and seed.source is SessionSource.API
+    assert [r.session_id for r in await storage.list_sessions("alice", org_id="acme")] == ["s1"]
+    assert await storage.delete_at(ADDR)
+    assert await storage.get_at(ADDR) is None
+    assert await storage.get_session("alice", "lead", "s1", org_id="acme") is None
+
+
+async def test_update_at_a_missing_session_is_a_key_error() -> None:
+    storage = SessionStorage(InMemoryStore())
+    with pytest.raises(KeyError, match="create it with upsert_session first"):
+        await storage.update_at(ADDR, AgentState())
+    record = await storage.upsert_at(ADDR, state=AgentState())
+    assert record.version == 1
+    assert await storage.upsert_session(
+        user_id="alice", agent_id="lead", session_id="s1", org_id="acme"
+    ) == await storage.get_at(ADDR)
