@@ -224,18 +224,9 @@ def test_directory_and_token_prefixes() -> None:
     assert k.token_digest_of(k.token_index_key("acme", "alice", "team-1", "bob", "ff")) == "ff"
 
 
-# Files another part of issue 11 is rewriting: they must still offend (else drop them from here).
-PENDING = {"agent/harness.py"}
-
-
 def test_no_module_outside_the_registry_builds_or_slices_keys() -> None:
-    found = scan(PACKAGE)
-    offenders = {path for path, _, _ in found}
-    assert offenders >= PENDING, f"{PENDING - offenders} no longer build keys: remove from PENDING"
-    unexpected = [f"{p}:{line}: {what}" for p, line, what in found if p not in PENDING]
-    assert not unexpected, "build or parse keys with agentscope_teams.keys:\n" + "\n".join(
-        unexpected
-    )
+    found = [f"{p}:{line}: {what}" for p, line, what in scan(PACKAGE)]
+    assert not found, "build or parse keys with agentscope_teams.keys:\n" + "\n".join(found)
 
 
 SNIPPETS = {

@@ -25,10 +25,11 @@ import anyio
 from ..context import RuntimeContext, use_context
 from ..errors import ConfigurationError
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
+from ..keys import SessionAddress
 from ..message import Msg
 from ..model import ChatModel
 from ..model.factory import resolve_model
-from ..sessions import SessionRecord, SessionSource, SessionStorage, session_key
+from ..sessions import SessionRecord, SessionSource, SessionStorage
 from ..state import AgentState
 from ..store.base import BaseStore, StoreBase, encode_segment
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
@@ -160,21 +161,26 @@ class SessionAgent:
         if errors and not closed:
             raise errors[0]
 
+    def address(self, ctx: RuntimeContext) -> SessionAddress:
+        """Where ``ctx``'s session with this agent lives (its record and lease keys)."""
+        return SessionAddress.of(ctx, self.name)
+
     async def get_agent_state(self, ctx: RuntimeContext) -> AgentState:
         """The saved state of ``ctx``'s session (an empty state if it has none)."""
-        record = await self._load(ctx)
+        record = await self.sessions.get_at(self.address(ctx))
         return record.state if record else AgentState(session_id=ctx.session_id)
 
     async def clear_context(self, ctx: RuntimeContext) -> None:
         """Forget the conversation of ``ctx``'s session; permissions, tools and tasks are kept."""
-        async with self._exclusive(ctx) as lease:
-            record = await self._load(ctx)
+        addr = self.address(ctx)
+        async with self._exclusive(addr) as lease:
+            record = await self.sessions.get_at(addr)
             if record is None:
                 return
             record.state.clear_context()
             if lease is not None:
                 await lease.verify()
-            await self._save_state(ctx, record.state, record.version)
+            await self._save_state(addr, record.state, record.version)
 
     async def list_sessions(self, ctx: RuntimeContext) -> list[SessionRecord]:
         """The sessions of ``ctx``'s user with this agent."""
@@ -182,10 +188,9 @@ class SessionAgent:
 
     async def delete_session(self, ctx: RuntimeContext) -> bool:
         """Delete ``ctx``'s session; True if it existed."""
-        async with self._exclusive(ctx):
-            return await self.sessions.delete_session(
-                ctx.user_id, self.name, ctx.session_id, org_id=ctx.org_id
-            )
+        addr = self.address(ctx)
+        async with self._exclusive(addr):
+            return await self.sessions.delete_at(addr)
 
     async def __aenter__(self) -> Self:
         """Set up the store if this agent created it (from a URL or by default)."""
@@ -205,55 +210,40 @@ class SessionAgent:
 
     # -- internals -------------------------------------------------------------------------------
 
-    async def _load(self, ctx: RuntimeContext) -> SessionRecord | None:
-        return await self.sessions.get_session(
-            ctx.user_id, self.name, ctx.session_id, org_id=ctx.org_id
-        )
-
-    async def _save_state(self, ctx: RuntimeContext, state: AgentState, version: int) -> int:
+    async def _save_state(self, addr: SessionAddress, state: AgentState, version: int) -> int:
         if version == 0:
-            record = await self.sessions.upsert_session(
-                user_id=ctx.user_id,
-                agent_id=self.name,
-                state=state,
-                session_id=ctx.session_id,
-                source=self.session_source,
-                org_id=ctx.org_id,
-                expected_version=0,
-            )
+            record = await self.sessions.create_at(addr, state=state, source=self.session_source)
             return record.version
-        return await self.sessions.update_session_state(
-            user_id=ctx.user_id,
-            agent_id=self.name,
-            session_id=ctx.session_id,
-            state=state,
-            expected_version=version,
-            org_id=ctx.org_id,
-        )
+        return await self.sessions.update_at(addr, state, expected_version=version)
 
-    def _exclusive(self, ctx: RuntimeContext) -> SessionGuard:
-        key = session_key(ctx.org_id, ctx.user_id, self.name, ctx.session_id)
-        lock = self._locks.get(key)
+    def _exclusive(self, addr: SessionAddress) -> SessionGuard:
+        lock = self._locks.get(addr.key)
         if lock is None:
-            lock = self._locks[key] = anyio.Lock()
+            lock = self._locks[addr.key] = anyio.Lock()
         shared = getattr(self.store, "shared_across_processes", True)
         return SessionGuard(
             lock,
             self.store if shared else None,
-            ("leases", *key[1:]),
+            addr.lease_key,
             ttl=self.lease_ttl,
             wait_timeout=self.busy_timeout,
         )
 
     async def _run(self, input: ReplyInput, ctx: RuntimeContext, sink: Any) -> None:
+        addr = self.address(ctx)
         with use_context(ctx):
-            async with self._exclusive(ctx) as lease:
-                await self._run_locked(input, ctx, sink, lease)
+            async with self._exclusive(addr) as lease:
+                await self._run_locked(input, ctx, addr, sink, lease)
 
     async def _run_locked(
-        self, input: ReplyInput, ctx: RuntimeContext, sink: Any, lease: Lease | None
+        self,
+        input: ReplyInput,
+        ctx: RuntimeContext,
+        addr: SessionAddress,
+        sink: Any,
+        lease: Lease | None,
     ) -> None:
-        record = await self._load(ctx)
+        record = await self.sessions.get_at(addr)
         state = record.state if record else AgentState(session_id=ctx.session_id)
         version = record.version if record else 0
         loaded = _change_marker(state)
@@ -266,7 +256,7 @@ class SessionAgent:
             nonlocal version
             if lease is not None:
                 await lease.verify()
-            version = await self._save_state(ctx, s, version)
+            version = await self._save_state(addr, s, version)
             for ext in self.extensions:
                 await ext.after_save(scope)
 

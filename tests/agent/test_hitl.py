@@ -50,7 +50,7 @@ class Session:
         return await self.agent.get_agent_state(self.setup.ctx)
 
     async def version(self) -> int:
-        record = await self.agent._load(self.setup.ctx)
+        record = await self.agent.sessions.get_at(self.agent.address(self.setup.ctx))
         return 0 if record is None else record.version
 
     async def pause(self, text: str = GUARDED) -> RequireUserConfirmEvent:
@@ -122,12 +122,12 @@ async def _rejected_confirmations_change_nothing(
     ]
     async with setup.store.open() as store:
         agent = helpers.build_agent(setup, store, ScriptedModel([]))
-        before = await agent._load(setup.ctx)
+        before = await agent.sessions.get_at(agent.address(setup.ctx))
         assert before is not None
         for event in bad:
             with pytest.raises(HITLError):
                 await agent.call(event, setup.ctx)
-        after = await agent._load(setup.ctx)
+        after = await agent.sessions.get_at(agent.address(setup.ctx))
     assert after is not None and after.version == before.version
     assert after.state == before.state and effects(setup) == []
 
