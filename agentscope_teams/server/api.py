@@ -87,6 +87,10 @@ async def list_tasks(call: Call) -> list[Task]:
     return await call.client.list_tasks(call.team_id, status)
 
 
+async def open_board(call: Call) -> list[Task]:
+    return await call.client.open_board(call.team_id)
+
+
 async def assign_task(call: Call) -> Task:
     body = await call.body(s.AssignTask)
     actor = await call.acting(body.actor, default_lead=True)
@@ -102,7 +106,11 @@ async def claim_next(call: Call) -> s.ClaimResult:
     body = await call.body(s.Claim)
     member = await call.acting(body.member)
     task = await call.client.claim_task(
-        call.team_id, member, body.task_id, lease_seconds=body.lease_seconds
+        call.team_id,
+        member,
+        body.task_id,
+        lease_seconds=body.lease_seconds,
+        prefer_own=body.prefer_own,
     )
     return s.ClaimResult(task=task)
 
@@ -224,6 +232,14 @@ ENDPOINTS = [
         response=Task,
         many=True,
         query=(("status", "only tasks with this status"),),
+    ),
+    _ep(
+        "GET",
+        T + "/open",
+        open_board,
+        "Unfinished tasks, then the finished tasks pending ones wait on (no full scan)",
+        response=Task,
+        many=True,
     ),
     _ep(
         "POST",

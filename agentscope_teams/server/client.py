@@ -185,8 +185,14 @@ class ControlPlaneTeamClient:
         task_id: str | None = None,
         *,
         lease_seconds: float | None = None,
+        prefer_own: bool = False,
     ) -> Task | None:
-        body = {"member": member, "task_id": task_id, "lease_seconds": lease_seconds}
+        body = {
+            "member": member,
+            "task_id": task_id,
+            "lease_seconds": lease_seconds,
+            "prefer_own": prefer_own,
+        }
         data = await self._call("POST", self._team(team_id) + "/claim", body)
         return s.ClaimResult.model_validate(data).task
 
@@ -225,6 +231,9 @@ class ControlPlaneTeamClient:
         return _TASKS.validate_python(
             await self._call("GET", self._team(team_id) + "/tasks", params=params)
         )
+
+    async def open_board(self, team_id: str) -> list[Task]:
+        return _TASKS.validate_python(await self._call("GET", self._team(team_id) + "/open"))
 
     async def reap_expired(self, team_id: str) -> list[Task]:
         return _TASKS.validate_python(await self._call("POST", self._team(team_id) + "/reap"))

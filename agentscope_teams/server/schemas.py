@@ -59,6 +59,7 @@ class Claim(_Input):
     member: str | None = None
     task_id: str | None = None
     lease_seconds: float | None = Field(default=None, gt=0)
+    prefer_own: bool = False
 
 
 class Complete(_Input):

@@ -1,49 +1,43 @@
 """The task board: tasks as versioned records, every transition one conditional write.
 
-**Transitions.** A task is read, a new record is computed by a pure rule (:mod:`.rules`) and written
-with ``put(expected_version=<version read>)``. The task record is the only truth: exactly one of two
-racing claimers wins the conditional write; the loser re-reads (named claim: it then sees the winner
-and gets :class:`ClaimConflict`) or moves on to another candidate (anonymous claim).
+**Transitions.** A task is read, the new record is computed by a pure rule (:mod:`.rules`; who may
+claim is :func:`~.eligibility.claim_verdict`) and written with ``put(expected_version=<version
+read>)``. Of two racing claimers exactly one wins; the loser re-reads (a named claim then gets
+:class:`ClaimConflict`) or moves on to another candidate (an anonymous claim).
 
-**Finding work without scanning the board.** Each unfinished task has an entry in the *open index*,
-``(..., team_id, "open", <seq, 12 digits>, task_id)``. It is written right after the task is created
-and deleted after the task reaches a final status (completed, failed, cancelled). Since a final status
-never changes again, deleting an entry can never race with a task coming back, so the index needs no
-versions of its own. ``claim_next`` pages through the index in task order (oldest first), so its cost
-is proportional to the number of unfinished tasks (pending + in progress), never to the board size.
-Entries of finished or vanished tasks met on the way are deleted (the index is a hint that may be
-slightly stale). After losing a race a claimer shuffles the remaining candidates of its page, so a
-herd of claimers spreads out instead of colliding on every task in turn.
+**The open index.** Each unfinished task has an entry ``(..., team_id, "open", <seq12>, task_id)``,
+written right after the task is created and deleted once it is finished (a final status never
+changes, so the index needs no versions). What looks for work reads it, never the whole board:
+``claim_next`` pages through it oldest first and stops at the first claimable task; with
+``prefer_own`` (the ``claimTask`` tool) it first reads every unfinished task, and so does
+:meth:`TaskBoard.open_board` (the member runtime's poll). Their cost grows with the unfinished tasks
+(and the finished tasks pending ones wait on), never with the board's history. Stale entries met on
+the way are deleted. After losing a race a claimer shuffles the rest of its page.
 
-The in-progress entries also make lease expiry cheap to find: a claimer that meets a task whose lease
-ran out returns it to pending and claims it in the same write (or fails it once ``attempts`` reached
-``max_attempts``); :meth:`TaskBoard.reap_expired` does the same sweep without claiming. A crash between
-creating a task and writing its index entry leaves a task that only a named claim finds;
-:meth:`TaskBoard.rebuild_index` (a full scan, for maintenance) repairs that.
-
-**Time.** Leases use wall-clock UTC (``lease_expires_at``) because claimers run in several processes
-and hosts; keep clocks NTP-synchronised and leases much longer than the expected skew.
+A claim that meets an expired lease returns the task to pending and claims it in the same write (or
+fails it at ``max_attempts``); :meth:`TaskBoard.reap_expired` sweeps without claiming. A task whose
+index entry a crash lost is found only by a named claim until :meth:`TaskBoard.rebuild_index` (a
+full scan) repairs the index. Leases use wall-clock UTC, since claimers run in several processes and
+hosts: keep clocks NTP-synchronised and leases much longer than the expected skew.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from ..errors import (
-    ClaimConflict,
-    TaskStateError,
-    UnknownTaskError,
-    VersionConflict,
-)
+from ..errors import TeamError, UnknownTaskError, VersionConflict
 from ..message import utcnow
 from ..store.base import BaseStore, Key
-from . import rules
+from . import eligibility, rules
+from .eligibility import ClaimOutcome, ClaimVerdict, blocked_reason, claimed_record
 from .models import Task, TaskStatus, TeamKeys
 from .rules import Change
 
 PAGE = 64
+Blockers = dict[str, TaskStatus | None]
 
 
 class TaskBoard:
@@ -127,45 +121,30 @@ class TaskBoard:
         while True:
             task = await self._must_load(task_id)
             now = self.clock()
-            if task.status is TaskStatus.IN_PROGRESS and task.owner == member:
-                new = rules.renewed(task, now, lease_seconds)
-            else:
-                new = await self._claim_named(task, member, now, lease_seconds)
+            verdict = await self._verdict(task, member, now, {})
+            exhausted = verdict.outcome is ClaimOutcome.EXHAUSTED  # record the failure first
+            if exhausted and await self._settle_expired(rules.expired(task, now)) is None:
+                continue
+            if not verdict.ok:
+                raise verdict.error()
             try:
-                written = await self._write(new)
+                return await self._write(claimed_record(verdict, task, member, now, lease_seconds))
             except VersionConflict:
                 continue
-            if written.status is TaskStatus.FAILED:
-                await self._drop_open(written)
-                raise TaskStateError(written.error or f"task {task_id!r} failed")
-            return written
 
-    async def _claim_named(self, task: Task, member: str, now: datetime, lease: float) -> Task:
-        if task.status is TaskStatus.IN_PROGRESS:
-            if not task.lease_expired(now):
-                raise ClaimConflict(task.id, task.owner)
-            task = rules.expired(task, now)
-            if task.status is TaskStatus.FAILED:
-                return task
-        if task.status.finished:
-            raise TaskStateError(
-                f"task {task.id!r} is already {task.status.value}; it cannot be claimed again"
-            )
-        if task.assignee not in (None, member):
-            raise ClaimConflict(
-                task.id,
-                None,
-                f"task {task.id!r} is assigned to {task.assignee!r}, not {member!r}; "
-                "claim another task",
-            )
-        reason = rules.blocked_reason(task, await self._blocker_states(task, {}))
-        if reason:
-            raise TaskStateError(f"task {task.id!r} cannot be claimed yet: it is {reason}")
-        return rules.claimed(task, member, now, lease)
+    async def claim_next(
+        self, member: str, lease_seconds: float, *, prefer_own: bool = False
+    ) -> Task | None:
+        """Claim the oldest claimable task from the open index, or return None when there is none.
 
-    async def claim_next(self, member: str, lease_seconds: float) -> Task | None:
-        """Claim the oldest claimable task from the open index, or return None when there is none."""
-        cache: dict[str, TaskStatus | None] = {}
+        With ``prefer_own``, a task ``member`` holds already (its process died, or the reply to its
+        claim was lost) comes first: the oldest is returned with its lease renewed.
+        """
+        for held in await self.open_tasks() if prefer_own else ():
+            if eligibility.holds(held, member):
+                with contextlib.suppress(TeamError):  # taken over or finished meanwhile
+                    return await self.claim(member, held.id, lease_seconds)
+        cache: Blockers = {}
         after: Key | None = None
         while True:
             page = await self.store.list_keys(self.keys.open_prefix(), limit=PAGE, after=after)
@@ -182,7 +161,7 @@ class TaskBoard:
             after = page[-1]
 
     async def _try_candidate(
-        self, key: Key, member: str, lease: float, cache: dict[str, TaskStatus | None]
+        self, key: Key, member: str, lease: float, cache: Blockers
     ) -> tuple[Task | None, bool]:
         """Try one index entry: (claimed task or None, whether a race was lost)."""
         task = await self.load(self.keys.task_id_of(key))
@@ -190,21 +169,24 @@ class TaskBoard:
             await self.store.delete(key)
             return None, False
         now = self.clock()
-        if task.status is TaskStatus.IN_PROGRESS:
-            if not task.lease_expired(now):
-                return None, False
-            task = rules.expired(task, now)
-            if task.status is TaskStatus.FAILED or task.assignee not in (None, member):
-                await self._settle_expired(task)
-                return None, False
-        elif task.assignee not in (None, member) or rules.blocked_reason(
-            task, await self._blocker_states(task, cache)
-        ):
+        verdict = await self._verdict(task, member, now, cache, renew_own=False)
+        if not verdict.ok:
+            if verdict.lease_expired:
+                await self._settle_expired(rules.expired(task, now))
             return None, False
         try:
-            return await self._write(rules.claimed(task, member, now, lease)), False
+            return await self._write(claimed_record(verdict, task, member, now, lease)), False
         except VersionConflict:
             return None, True
+
+    async def _verdict(
+        self, task: Task, member: str, now: datetime, cache: Blockers, renew_own: bool = True
+    ) -> ClaimVerdict:
+        """The claim rule's verdict, reading the blockers only when it turns on them."""
+        states: Blockers = {}
+        if eligibility.needs_blockers(task, member, now, renew_own=renew_own):
+            states = await self._blocker_states(task, cache)
+        return eligibility.claim_verdict(task, member, states, now, renew_own=renew_own)
 
     async def _settle_expired(self, task: Task) -> Task | None:
         """Write an expired task back (pending or failed); None if someone else changed it first."""
@@ -215,9 +197,7 @@ class TaskBoard:
         await self._drop_open(written)
         return written
 
-    async def _blocker_states(
-        self, task: Task, cache: dict[str, TaskStatus | None]
-    ) -> dict[str, TaskStatus | None]:
+    async def _blocker_states(self, task: Task, cache: Blockers) -> Blockers:
         for b in task.blocked_by:
             if b not in cache:
                 found = await self.load(b)
@@ -248,7 +228,7 @@ class TaskBoard:
     async def get(self, task_id: str) -> Task:
         """The task with its computed ``blocked_reason``."""
         task = await self._must_load(task_id)
-        reason = rules.blocked_reason(task, await self._blocker_states(task, {}))
+        reason = blocked_reason(task, await self._blocker_states(task, {}))
         return task.model_copy(update={"blocked_reason": reason})
 
     async def _scan(self, prefix: Key) -> list[Key]:
@@ -269,7 +249,7 @@ class TaskBoard:
         out = []
         for t in sorted(tasks.values(), key=lambda t: t.seq):
             states = {b: (tasks[b].status if b in tasks else None) for b in t.blocked_by}
-            t.blocked_reason = rules.blocked_reason(t, states)
+            t.blocked_reason = blocked_reason(t, states)
             if status is None or t.status is status:
                 out.append(t)
         return out
@@ -284,6 +264,21 @@ class TaskBoard:
             else:
                 out.append(task)
         return out
+
+    async def open_board(self) -> list[Task]:
+        """Unfinished tasks (oldest first, with ``blocked_reason``), then the finished tasks pending
+        ones wait on: what judging claims needs (:mod:`.eligibility`), without a scan of the board."""
+        tasks = await self.open_tasks()
+        states: Blockers = {t.id: t.status for t in tasks}
+        waited_on: list[Task] = []
+        for t in tasks:
+            for b in t.blocked_by if t.status is TaskStatus.PENDING else ():
+                if b not in states:
+                    found = await self.load(b)
+                    states[b] = None if found is None else found.status
+                    waited_on += [found] if found is not None else []
+            t.blocked_reason = blocked_reason(t, {b: states.get(b) for b in t.blocked_by})
+        return [*tasks, *sorted(waited_on, key=lambda t: t.seq)]
 
     async def reap_expired(self) -> list[Task]:
         """Return every task whose lease expired to pending (or fail it at max_attempts)."""

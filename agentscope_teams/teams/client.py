@@ -171,11 +171,12 @@ class LocalTeamClient(TeamRegistry):
         task_id: str | None = None,
         *,
         lease_seconds: float | None = None,
+        prefer_own: bool = False,
     ) -> Task | None:
         _, board = await self._board(team_id, member)
         lease = self.lease_seconds if lease_seconds is None else lease_seconds
         if task_id is None:
-            return await board.claim_next(member, lease)
+            return await board.claim_next(member, lease, prefer_own=prefer_own)
         return await board.claim(member, task_id, lease)
 
     async def complete_task(
@@ -213,6 +214,10 @@ class LocalTeamClient(TeamRegistry):
     async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> list[Task]:
         _, board = await self._board(team_id)
         return await board.list_tasks(status)
+
+    async def open_board(self, team_id: str) -> list[Task]:
+        _, board = await self._board(team_id)
+        return await board.open_board()
 
     async def reap_expired(self, team_id: str) -> list[Task]:
         _, board = await self._board(team_id)

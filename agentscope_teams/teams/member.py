@@ -43,10 +43,14 @@ class TeamMember:
         )
 
     async def claim(
-        self, task_id: str | None = None, *, lease_seconds: float | None = None
+        self,
+        task_id: str | None = None,
+        *,
+        lease_seconds: float | None = None,
+        prefer_own: bool = False,
     ) -> Task | None:
         return await self.client.claim_task(
-            self.team_id, self.name, task_id, lease_seconds=lease_seconds
+            self.team_id, self.name, task_id, lease_seconds=lease_seconds, prefer_own=prefer_own
         )
 
     async def complete(self, task_id: str, result: str = "") -> Task:
@@ -68,6 +72,9 @@ class TeamMember:
 
     async def tasks(self, status: TaskStatus | None = None) -> list[Task]:
         return await self.client.list_tasks(self.team_id, status)
+
+    async def open_board(self) -> list[Task]:
+        return await self.client.open_board(self.team_id)
 
     async def send(self, to: str, content: str) -> TeamMessage:
         return await self.client.send_message(self.team_id, self.name, to, content)

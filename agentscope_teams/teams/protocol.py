@@ -1,10 +1,11 @@
 """``TeamClient``: the Agent Teams API as a protocol, plain pydantic data in and out.
 
-:class:`~agentscope_teams.teams.client.LocalTeamClient` implements it over any ``BaseStore``; an HTTP
-client against the control plane can implement the same protocol. The acting member is always an
-explicit argument (``member`` / ``sender`` / ``actor``), never read from a message body; a server
-checks it against the caller's token. :class:`~agentscope_teams.teams.client.TeamMember` binds one
-member to a client for tools.
+:class:`~agentscope_teams.teams.client.LocalTeamClient` implements it over any ``BaseStore``, and
+:class:`~agentscope_teams.server.client.ControlPlaneTeamClient` over the control plane's HTTP API.
+The acting member is always an explicit argument (``member`` / ``sender`` / ``actor``); a server
+checks it against the caller's token. :class:`~agentscope_teams.teams.member.TeamMember` binds one
+member to a client for tools. Whether a member may claim a task is decided by
+:func:`~agentscope_teams.teams.eligibility.claim_verdict` behind every implementation.
 """
 
 from __future__ import annotations
@@ -56,7 +57,14 @@ class TeamClient(Protocol):
         task_id: str | None = None,
         *,
         lease_seconds: float | None = None,
-    ) -> Task | None: ...
+        prefer_own: bool = False,
+    ) -> Task | None:
+        """Claim ``task_id``, or the oldest task ``member`` may claim (None if there is none).
+
+        A member claiming a task it holds renews its lease. With ``prefer_own`` (and no
+        ``task_id``), a task the member holds already is returned (lease renewed) before a new one.
+        """
+        ...
 
     async def complete_task(
         self, team_id: str, member: str, task_id: str, result: str = ""
@@ -77,6 +85,11 @@ class TeamClient(Protocol):
     async def get_task(self, team_id: str, task_id: str) -> Task: ...
 
     async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> list[Task]: ...
+
+    async def open_board(self, team_id: str) -> list[Task]:
+        """Unfinished tasks (oldest first, with ``blocked_reason``), then the finished tasks pending
+        ones wait on; read through the open index, never a scan of the whole board."""
+        ...
 
     async def reap_expired(self, team_id: str) -> list[Task]: ...
 

@@ -2,11 +2,13 @@
 
 Nothing here touches the store; :mod:`.board` writes the result with one conditional ``put``. A
 ``Change`` returns None when there is nothing to write (an idempotent repeat of the same request).
+Whether a member may claim a task (and why not) is not decided here but in :mod:`.eligibility`;
+:func:`claimed`, :func:`renewed` and :func:`expired` are the records a claim it allows writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -89,23 +91,6 @@ def expired(task: Task, now: datetime) -> Task:
         owner=None,
         lease_expires_at=None,
     )
-
-
-def blocked_reason(task: Task, states: Mapping[str, TaskStatus | None]) -> str | None:
-    """Why a pending task cannot start, from its blockers' statuses (None = deleted), or None."""
-    if task.status is not TaskStatus.PENDING:
-        return None
-    dead = [
-        f"{'deleted' if s is None else s.value} task {b!r}"
-        for b, s in states.items()
-        if s is None or s in (TaskStatus.FAILED, TaskStatus.CANCELLED)
-    ]
-    if dead:
-        return "blocked by " + ", ".join(dead)
-    waiting = [b for b, s in states.items() if s is not TaskStatus.COMPLETED]
-    if waiting:
-        return "waiting for unfinished task(s) " + ", ".join(map(repr, waiting))
-    return None
 
 
 def require_owner(task: Task, member: str, verb: str) -> None:

@@ -1,11 +1,13 @@
 """``TeamRuntime``: runs team members in this process, one member per process at a time.
 
 A supervisor loop looks at every team it serves (``watch``-ed by the lead, or found by a worker's
-``discover``) every ``poll`` seconds, or at once after :meth:`TeamRuntime.nudge`. For each member
-that is not busy it checks, cheaply, for new work (:mod:`.work`: unread messages, tasks it may take
-that it was not offered yet). With work, it takes the member's **lease** (a store key with a TTL,
-written with ``expected_version=0``; see :class:`~agentscope_teams.agent.lease.Lease`) unless it holds
-it already, and starts ``member.call("You have new work: ...")`` in an asyncio task (strong refs,
+``discover``) every ``poll`` seconds, or at once after :meth:`TeamRuntime.nudge`. Per team it reads
+the unfinished tasks once (:meth:`~.protocol.TeamClient.open_board`, through the open index: the
+cost grows with unfinished tasks, not with the board's history); then, for each member that is not
+busy, its unread messages, to find new work (:mod:`.work`: messages, and tasks it may take that it
+was not offered yet). With work, it takes the member's **lease** (a store key with a TTL, written
+with ``expected_version=0``; see :class:`~agentscope_teams.agent.lease.Lease`) unless it holds it
+already, and starts ``member.call("You have new work: ...")`` in an asyncio task (strong refs,
 fresh contextvars). Status goes ``running`` during a call and ``idle`` after it.
 
 A heartbeat renews every held lease each ``lease_ttl / 3`` seconds and the task leases of the tasks
@@ -158,7 +160,7 @@ class TeamRuntime:
             self.refs.pop(ref.key, None)
             await self._drop(ref, client)
             return
-        tasks = await client.list_tasks(team.id)
+        tasks = await client.open_board(team.id)  # the open index, not the whole board
         for member in team.members:
             key = (*ref.key, member.name)
             slot = self.slots.get(key)

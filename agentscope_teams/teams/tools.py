@@ -25,7 +25,6 @@ from . import summary
 from .delivery import MemberCallData
 from .lead_calls import LeadCalls
 from .member import TeamMember
-from .models import TaskStatus
 from .results import BoardListing, BroadcastSent, MessageSent, TaskReported
 from .schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
 
@@ -98,12 +97,10 @@ class MemberCalls:
         self.ext.changed()
 
     async def claim(self, task_id: str | None) -> str:
-        if task_id is None:  # a task it holds already comes first (e.g. after a takeover)
-            mine = await self.view.tasks(TaskStatus.IN_PROGRESS)
-            task_id = next((t.id for t in mine if t.owner == self.view.name), None)
-        task = await self.view.claim(task_id)
+        # a task it holds already comes first (e.g. after a takeover): the board finds it
+        task = await self.view.claim(task_id, prefer_own=True)
         if task is None:
-            open_ = [t for t in await self.view.tasks() if not t.status.finished]
+            open_ = [t for t in await self.view.open_board() if not t.status.finished]
             return (
                 f"No task is claimable by {self.view.name} right now ({len(open_)} open tasks are "
                 "taken, blocked or assigned to others). Check your messages or stop."

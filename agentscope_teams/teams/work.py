@@ -1,32 +1,35 @@
 """What wakes a member: unread messages and tasks it may take, and the prompt that tells it so.
 
-A task is *offerable* to member ``m`` when it is pending, unblocked and unassigned or assigned to
-``m``; in progress and owned by ``m`` (a process that took the member over finishes its tasks); or
-in progress with an expired lease and claimable by ``m``. Each offer is keyed by (task id, status,
-attempts), so a task is offered again only after it changed (for example it came back to pending
-after a lease expired), never in a loop to a member that chose not to take it.
+The tasks come from :meth:`~.protocol.TeamClient.open_board` (the open index, never a scan of the
+whole board). A task is *offerable* to member ``m`` when the claim rule
+(:func:`~.eligibility.claim_verdict`) lets ``m`` claim it: pending, unblocked and unassigned or
+assigned to ``m``; in progress and owned by ``m`` (a process that took the member over finishes its
+tasks); or in progress with an expired lease and claimable by ``m``. A task whose lease ran out with
+every attempt used is offered too: the member's claim records it as failed. Each offer is keyed by
+(task id, status, attempts), so a task is offered again only after it changed (for example it came
+back to pending after a lease expired), never in a loop to a member that chose not to take it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from ..message import utcnow
+from . import eligibility
 from .models import Task, TaskStatus, Team, TeamMessage
 from .protocol import TeamClient
 
 OfferKey = tuple[str, str, int]
 
 
-def offerable(task: Task, member: str, now: datetime) -> bool:
-    if task.status is TaskStatus.PENDING:
-        return task.blocked_reason is None and task.assignee in (None, member)
-    if task.status is TaskStatus.IN_PROGRESS:
-        if task.owner == member:
-            return True
-        return task.lease_expired(now) and task.assignee in (None, member)
-    return False
+def offerable(
+    task: Task, member: str, states: Mapping[str, TaskStatus | None], now: datetime
+) -> bool:
+    """Whether to wake ``member`` for ``task``; ``states`` holds the status of its blockers."""
+    blockers = {b: states.get(b) for b in task.blocked_by}
+    return eligibility.offerable(eligibility.claim_verdict(task, member, blockers, now))
 
 
 def offer_key(task: Task) -> OfferKey:
@@ -44,9 +47,10 @@ class Work:
 async def find_work(
     client: TeamClient, team: Team, member: str, tasks: list[Task], offered: set[OfferKey]
 ) -> Work | None:
-    """The member's new work (unread messages, tasks not offered yet), or None."""
-    now = utcnow()
-    tasks = [t for t in tasks if offerable(t, member, now)]
+    """The member's new work (unread messages, tasks not offered yet), or None; ``tasks`` is what
+    :meth:`~.protocol.TeamClient.open_board` returned."""
+    now, states = utcnow(), {t.id: t.status for t in tasks}
+    tasks = [t for t in tasks if offerable(t, member, states, now)]
     offers = {offer_key(t) for t in tasks}
     unread = await client.unread(team.id, member, limit=20)
     if not unread and not offers - offered:

@@ -72,6 +72,30 @@ async def test_the_protocol_over_http(served: Served) -> None:
         assert await op.list_teams() == []
 
 
+async def test_own_task_first_and_the_open_board_over_http(served: Served) -> None:
+    async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
+        team = await op.create_team("crew", members=[Member(name="w1")])
+        a = await op.assign_task(team.id, "a")
+        b = await op.assign_task(team.id, "b")
+        c = await op.assign_task(team.id, "c", blocked_by=[a.id])
+        token = op.member_tokens[(team.id, "w1")]
+
+    async with ControlPlaneTeamClient(served.base_url, token) as w1:
+        await w1.claim_task(team.id, "w1", b.id)
+        own = await w1.claim_task(team.id, "w1", prefer_own=True)
+        assert own is not None and (own.id, own.attempts) == (b.id, 1)
+        new = await w1.claim_task(team.id, "w1")
+        assert new is not None and new.id == a.id
+        await w1.complete_task(team.id, "w1", a.id)
+        board = await w1.open_board(team.id)
+        assert [(t.id, t.status) for t in board] == [
+            (b.id, TaskStatus.IN_PROGRESS),
+            (c.id, TaskStatus.PENDING),
+            (a.id, TaskStatus.COMPLETED),  # the finished task c waited on
+        ]
+        assert board[1].blocked_reason is None
+
+
 async def test_errors_map_to_the_local_classes(served: Served) -> None:
     async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
         team = await op.create_team("crew", members=[Member(name="w1"), Member(name="w2")])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 
 from agentscope_teams.state import AgentState
+from agentscope_teams.store import BaseStore, Entry, Key
 from agentscope_teams.teams import LocalTeamClient, MemberStatus
 from agentscope_teams.teams.lead_state import TeamLeadState
 
@@ -39,3 +41,35 @@ async def members_idle(client: LocalTeamClient, team_id: str) -> None:
         return all(m.status is MemberStatus.IDLE for m in team.members)
 
     await eventually(idle, within=30)
+
+
+class CountingStore:
+    """Wraps a store and records every key it reads (``gets``) and every key it lists (``listed``),
+    so a test can count what an operation touches without timing it."""
+
+    def __init__(self, inner: BaseStore) -> None:
+        self.inner = inner
+        self.gets: list[Key] = []
+        self.listed: list[Key] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def get(self, key: Key) -> Entry | None:
+        self.gets.append(key)
+        return await self.inner.get(key)
+
+    async def list_keys(
+        self, prefix: Key, *, limit: int = 1000, after: Key | None = None
+    ) -> list[Key]:
+        page = await self.inner.list_keys(prefix, limit=limit, after=after)
+        self.listed.extend(page)
+        return page
+
+    def reset(self) -> None:
+        self.gets.clear()
+        self.listed.clear()
+
+    def under(self, prefix: Key) -> int:
+        """How many keys under ``prefix`` were read or listed since the last :meth:`reset`."""
+        return sum(1 for k in [*self.gets, *self.listed] if k[: len(prefix)] == prefix)

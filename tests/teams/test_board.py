@@ -226,6 +226,55 @@ async def test_bad_assignments_are_rejected(client: LocalTeamClient) -> None:
     assert await client.list_tasks(team.id) == []
 
 
+async def test_prefer_own_returns_the_task_the_member_holds(
+    client: LocalTeamClient, clock: FakeClock
+) -> None:
+    team = await make_team(client)
+    first = await client.assign_task(team.id, "first")
+    mine = await client.assign_task(team.id, "mine")
+    await client.claim_task(team.id, "a", mine.id, lease_seconds=10)
+    clock.advance(20)  # even once its lease ran out, it is still the member's own task
+    own = await client.claim_task(team.id, "a", prefer_own=True)
+    assert own is not None and (own.id, own.owner, own.attempts) == (mine.id, "a", 1)
+    assert own.lease_expires_at is not None and own.lease_expires_at > clock.now
+    assert await client.claim_task(team.id, "b", prefer_own=True) == await client.get_task(
+        team.id, first.id
+    )  # b holds nothing: it takes the oldest claimable task
+    await client.complete_task(team.id, "b", first.id)
+    clock.advance(60)
+    again = await client.claim_task(team.id, "a")  # without prefer_own: a new attempt
+    assert again is not None and (again.id, again.attempts) == (mine.id, 2)
+
+
+async def test_named_claim_of_an_exhausted_lease_records_the_failure(
+    client: LocalTeamClient, clock: FakeClock
+) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "flaky", max_attempts=1)
+    await client.claim_task(team.id, "a", task.id, lease_seconds=1)
+    clock.advance(2)
+    with pytest.raises(TaskStateError, match="all 1 attempts are used"):
+        await client.claim_task(team.id, "b", task.id)
+    assert (await client.get_task(team.id, task.id)).status is TaskStatus.FAILED
+    assert await client.wait_for_tasks(team.id, timeout=0)
+
+
+async def test_open_board_holds_open_tasks_then_the_tasks_they_wait_on(
+    client: LocalTeamClient,
+) -> None:
+    team = await make_team(client)
+    done, failed, running = [(await client.assign_task(team.id, t)).id for t in "xyz"]
+    after_done = await client.assign_task(team.id, "after x", blocked_by=[done])
+    after_failed = await client.assign_task(team.id, "after y", blocked_by=[failed])
+    for t in (done, failed, running):
+        await client.claim_task(team.id, "a", t)
+    await client.complete_task(team.id, "a", done)
+    await client.fail_task(team.id, "a", failed, "no")
+    board = await client.open_board(team.id)
+    assert [t.id for t in board] == [running, after_done.id, after_failed.id, done, failed]
+    assert [t.blocked_reason for t in board[1:3]] == [None, f"blocked by failed task {failed!r}"]
+
+
 async def test_claim_reads_only_open_tasks(
     client: LocalTeamClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
