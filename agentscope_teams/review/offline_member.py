@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..teams.models import TaskStatus
-from ..teams.results import BoardListing
+from ..teams.results import BoardListing, TaskClaimed
 from .analyzer import analyze_source
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines, sort_findings
 from .transcript import (
@@ -115,10 +115,11 @@ def _scan(calls: Sequence[Call], category: Category | None) -> _Turn:
             continue  # it never ran: as if it had not been called
         if call.name == "claimTask" and call.output is not None:
             turn.claims += 1
-            ids = task_ids(call.output) if call.ok else []
-            turn.last_claim_empty = not ids
-            if ids:
-                turn.current = _Task(ids[0], files_in_text(call.output), i)
+            claimed = call.result(TaskClaimed)
+            task = claimed.task if claimed is not None else None
+            turn.last_claim_empty = task is None
+            if claimed is not None and task is not None:
+                turn.current = _Task(task.id, files_in_text(claimed.description), i)
         elif call.name in ("completeTask", "failTask") and call.output is not None:
             _reported(turn, call, category)
         elif call.name == "sendMessage" and call.ok:

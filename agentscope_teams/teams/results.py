@@ -170,6 +170,27 @@ class TaskAssigned(ToolOutput):
         return f"Created task {self.task.id} ({who}{blocked})."
 
 
+class TaskClaimed(ToolOutput):
+    """claimTask: the claimed task (``task`` None: nothing claimable, ``open_count`` tasks open)."""
+
+    member: str
+    task: TaskBrief | None = None
+    description: str = ""
+    open_count: int = 0
+
+    def render(self) -> str:
+        if self.task is None:
+            return (
+                f"No task is claimable by {self.member} right now ({self.open_count} open tasks "
+                "are taken, blocked or assigned to others). Check your messages or stop."
+            )
+        text = f"Claimed task {self.task.id}: {self.task.title}"
+        if self.description:
+            text += f"\n\n{self.description}"
+        report = f"completeTask(task_id={self.task.id!r}, result=...)"
+        return text + f"\n\nReport with {report} or failTask."
+
+
 class TaskReported(ToolOutput):
     """completeTask / failTask."""
 

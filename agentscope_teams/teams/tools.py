@@ -25,7 +25,14 @@ from . import summary
 from .delivery import MemberCallData
 from .lead_calls import LeadCalls
 from .member import TeamMember
-from .results import BoardListing, BroadcastSent, MessageSent, TaskReported
+from .results import (
+    BoardListing,
+    BroadcastSent,
+    MessageSent,
+    TaskBrief,
+    TaskClaimed,
+    TaskReported,
+)
 from .schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
 
 if TYPE_CHECKING:
@@ -96,21 +103,16 @@ class MemberCalls:
         self.scope.local(self.ext, MemberCallData).reported = True
         self.ext.changed()
 
-    async def claim(self, task_id: str | None) -> str:
+    async def claim(self, task_id: str | None) -> TaskClaimed:
         # a task it holds already comes first (e.g. after a takeover): the board finds it
         task = await self.view.claim(task_id, prefer_own=True)
         if task is None:
             open_ = [t for t in await self.view.open_board() if not t.status.finished]
-            return (
-                f"No task is claimable by {self.view.name} right now ({len(open_)} open tasks are "
-                "taken, blocked or assigned to others). Check your messages or stop."
-            )
+            return TaskClaimed(member=self.view.name, open_count=len(open_))
         self.ext.held.add(task.id)
         self.ext.changed()
-        text = f"Claimed task {task.id}: {task.title}"
-        if task.description:
-            text += f"\n\n{task.description}"
-        return text + f"\n\nReport with completeTask(task_id={task.id!r}, result=...) or failTask."
+        brief = TaskBrief.of(task)
+        return TaskClaimed(member=self.view.name, task=brief, description=task.description)
 
     async def complete(self, task_id: str, result: str) -> TaskReported:
         task = await self.view.complete(task_id, result)

@@ -19,6 +19,7 @@ from agentscope_teams.teams.results import (
     MemberSpawned,
     TaskAssigned,
     TaskBrief,
+    TaskClaimed,
     TeamCreated,
     TeamWaited,
 )
@@ -102,13 +103,14 @@ class StubTeam:
 
     def member_tools(self, me: str) -> list[Tool]:
         @tool
-        def claimTask(task_id: str | None = None) -> str:
+        def claimTask(task_id: str | None = None) -> TaskClaimed:
             """Claim the next task."""
             for t in self.tasks.values():
                 if t.status == "pending" and t.assignee in (None, me):
                     t.status, t.owner = "in_progress", me
-                    return f"claimed {t.id}: {t.title}\n{t.description}"
-            return "no claimable task"
+                    brief = TaskBrief(id=t.id, title=t.title, status=TaskStatus(t.status), owner=me)
+                    return TaskClaimed(member=me, task=brief, description=t.description)
+            return TaskClaimed(member=me)
 
         @tool
         def completeTask(task_id: str, result: str) -> str:

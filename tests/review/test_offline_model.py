@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -25,7 +26,13 @@ from agentscope_teams.review.offline_files import discover
 from agentscope_teams.review.offline_model import OfflineReviewModel
 from agentscope_teams.review.transcript import Call, files_in_text, rebuild_source, split_files
 from agentscope_teams.teams.models import TaskStatus
-from agentscope_teams.teams.results import BoardListing, TaskAssigned, TaskBrief, TeamWaited
+from agentscope_teams.teams.results import (
+    BoardListing,
+    TaskAssigned,
+    TaskBrief,
+    TaskClaimed,
+    TeamWaited,
+)
 from agentscope_teams.tools import ToolOutput
 
 from .team_stub import SPECS, StubTeam
@@ -49,12 +56,23 @@ def request(system: str, messages: list[Msg], tools: list[ToolSchema]) -> ModelR
 IN_PROGRESS = TaskStatus.IN_PROGRESS
 
 
+def _text_and_data(output: str | ToolOutput) -> tuple[str, dict[str, Any] | None]:
+    """A tool's result as the toolkit records it: text, and the data of a structured result."""
+    if isinstance(output, ToolOutput):
+        return output.render(), output.data()
+    return output, None
+
+
+def claimed(task_id: str, title: str, description: str) -> TaskClaimed:
+    task = TaskBrief(id=task_id, title=title, status=IN_PROGRESS, owner="reviewer")
+    return TaskClaimed(member="reviewer", task=task, description=description)
+
+
 def answered(
     name: str, args: dict[str, object], output: str | ToolOutput, error: bool = False
 ) -> list[Msg]:
     """An assistant tool call and its result (a structured one as the toolkit records it)."""
-    text = output.render() if isinstance(output, ToolOutput) else output
-    data = output.data() if isinstance(output, ToolOutput) else None
+    text, data = _text_and_data(output)
     call = ToolUseBlock(id=f"c-{name}-{len(text)}", name=name, input=args)
     result = ToolResultBlock(tool_use_id=call.id, name=name, output=text, is_error=error, data=data)
     return [
@@ -63,11 +81,12 @@ def answered(
     ]
 
 
-def replies(response: ModelResponse, outputs: dict[str, str]) -> list[Msg]:
+def replies(response: ModelResponse, outputs: dict[str, str | ToolOutput]) -> list[Msg]:
     """The assistant message of ``response`` and a result for each of its calls."""
     results = [
-        ToolResultBlock(tool_use_id=c.id, name=c.name, output=outputs[c.name])
+        ToolResultBlock(tool_use_id=c.id, name=c.name, output=text, data=data)
         for c in response.tool_calls
+        for text, data in [_text_and_data(outputs[c.name])]
     ]
     return [
         Msg(role="assistant", name="m", content=list(response.content)),
@@ -110,7 +129,7 @@ async def test_a_member_claims_reads_then_completes_with_its_own_area_only() -> 
     step = await model.generate(request(system, history, MEMBER_TOOLS))
     assert [c.name for c in step.tool_calls] == ["claimTask"]
 
-    history += answered("claimTask", {}, "claimed t-4: Perf\nReview these:\napp/loop.py\n")
+    history += answered("claimTask", {}, claimed("t-4", "Perf", "Review these:\napp/loop.py\n"))
     step = await model.generate(request(system, history, MEMBER_TOOLS))
     assert [(c.name, c.input) for c in step.tool_calls] == [("read_file", {"path": "app/loop.py"})]
 
@@ -125,13 +144,18 @@ async def test_a_member_claims_reads_then_completes_with_its_own_area_only() -> 
     assert complete["task_id"] == "t-4"
     assert "app/loop.py:5" in str(complete["result"]) and "eval" not in str(complete["result"])
 
-    outputs = {"sendMessage": "sent", "completeTask": "completed t-4", "claimTask": "no task"}
+    outputs: dict[str, str | ToolOutput] = {
+        "sendMessage": "sent",
+        "completeTask": "completed t-4",
+        "claimTask": TaskClaimed(member="reviewer"),
+    }
     history += replies(step, outputs)
     step = await model.generate(request(system, history, MEMBER_TOOLS))
     assert [(c.name, c.input) for c in step.tool_calls] == [
         ("listTasks", {"status": "in_progress"})
     ]
-    history += replies(step, {"listTasks": "t-9 [in_progress] 'x' owner=reviewer"})
+    mine = TaskBrief(id="t-9", title="x", status=IN_PROGRESS, owner="reviewer")
+    history += replies(step, {"listTasks": BoardListing(tasks=[mine])})
     step = await model.generate(request(system, history, MEMBER_TOOLS))
     assert step.tool_calls == [] and step.stop_reason == "end_turn"
     assert "completed t-4" in step.text
@@ -140,7 +164,7 @@ async def test_a_member_claims_reads_then_completes_with_its_own_area_only() -> 
 async def test_a_file_cut_short_is_read_on_from_the_offset() -> None:
     model = OfflineReviewModel()
     system = spec_prompt("reviewer")
-    history = [UserMsg("go"), *answered("claimTask", {}, "claimed t-1\nbig.py")]
+    history = [UserMsg("go"), *answered("claimTask", {}, claimed("t-1", "t-1", "big.py"))]
     first = "     1\tx = 1\n... more lines follow; call read_file with offset=1 to continue"
     history += answered("read_file", {"path": "big.py"}, first)
 
@@ -232,7 +256,7 @@ async def test_calls_cut_off_by_a_crash_are_made_again() -> None:
     model = OfflineReviewModel()
     system = spec_prompt("security-scanner")
     recovered = "the tool call did not complete: the process stopped before its result was saved"
-    history = [UserMsg("go"), *answered("claimTask", {}, "Claimed task t-2: x\n\na.py")]
+    history = [UserMsg("go"), *answered("claimTask", {}, claimed("t-2", "x", "a.py"))]
     history += answered("read_file", {"path": "a.py"}, recovered, error=True)
 
     step = await model.generate(request(system, history, MEMBER_TOOLS))
@@ -263,7 +287,7 @@ async def test_the_lead_spawns_only_the_reviewer_specs_it_is_offered() -> None:
 async def test_a_member_that_lost_its_claim_finds_it_on_the_board() -> None:
     model = OfflineReviewModel()
     system = spec_prompt("reviewer") + '\nYou are member "reviewer" of team "code-review".'
-    history = [UserMsg("go"), *answered("claimTask", {}, "No task is claimable by reviewer now.")]
+    history = [UserMsg("go"), *answered("claimTask", {}, TaskClaimed(member="reviewer"))]
 
     step = await model.generate(request(system, history, MEMBER_TOOLS))
     assert [(c.name, c.input) for c in step.tool_calls] == [

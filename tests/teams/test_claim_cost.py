@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from agentscope_teams.agent import HarnessAgent
+from agentscope_teams import HarnessAgent
 from agentscope_teams.agent.lease import Lease
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.scripted import ScriptedModel
@@ -28,7 +28,6 @@ from agentscope_teams.teams import (
     TeamRuntime,
 )
 from agentscope_teams.teams.builder import load_pool
-from agentscope_teams.teams.slot import LEASE_PREFIX
 from agentscope_teams.teams.work import find_work
 
 from .helpers import CountingStore
@@ -112,7 +111,7 @@ async def test_runtime_poll_reads_open_tasks_not_the_board(
     team = await client.get_team(team_id)
     work = await find_work(client, team, "reviewer", await client.open_board(team_id), set())
     assert work is not None and open_id in work.prompt  # there is work to find
-    other = Lease(store, (LEASE_PREFIX, *alice.owner_scope(), team_id, "reviewer"), 30.0)
+    other = Lease(store, TeamKeys(alice.owner_scope(), team_id).member_lease("reviewer"), 30.0)
     assert await other.try_acquire()  # another process runs the member: the poll only looks
 
     builder = MemberBuilder(
