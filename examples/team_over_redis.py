@@ -27,7 +27,7 @@ import anyio
 from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel
-from agentscope_teams.store import StoreBase, store_from_url
+from agentscope_teams.store import StoreBackend, store_from_url
 from agentscope_teams.subagents import SubagentSpec
 from agentscope_teams.teams import TeamLeadExtension, Worker, WorkerConfig
 
@@ -76,7 +76,7 @@ def member_brain(request: ModelRequest) -> ModelResponse | str:
     return ScriptedModel.tool_call("claimTask", {})
 
 
-def open_store(url: str, namespace: str) -> StoreBase:
+def open_store(url: str, namespace: str) -> StoreBackend:
     options: dict[str, Any] = {"namespace": namespace} if url.startswith("redis") else {}
     return store_from_url(url, **options)
 

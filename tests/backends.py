@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from agentscope_teams.store import StoreBase, store_from_url
+from agentscope_teams.store import StoreBackend, store_from_url
 
 REDIS_URL = os.environ.get("AGENTSCOPE_TEAMS_REDIS_URL", "redis://127.0.0.1:6379/0")
 POSTGRES_URL = os.environ.get(
@@ -30,7 +30,7 @@ class StoreSpec:
     backend: str
     url: str
 
-    def open(self) -> StoreBase:
+    def open(self) -> StoreBackend:
         return store_from_url(self.url)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.store import StoreBase
+from agentscope_teams.store import StoreBackend
 
 from .backends import (
     ALL_BACKENDS,
@@ -49,7 +49,7 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
 
 
 @pytest.fixture
-async def store(store_spec: StoreSpec) -> AsyncIterator[StoreBase]:
+async def store(store_spec: StoreSpec) -> AsyncIterator[StoreBackend]:
     async with store_spec.open() as s:
         yield s
 

@@ -31,7 +31,7 @@ from ..model import ChatModel
 from ..model.factory import resolve_model
 from ..sessions import SessionRecord, SessionSource, SessionStorage
 from ..state import AgentState
-from ..store.base import BaseStore, StoreBase, encode_segment
+from ..store.base import BaseStore, StoreBackend, encode_segment
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from . import compression as comp
 from .config import ReActConfig
@@ -370,5 +370,5 @@ def _check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) -
             f"a remote/shared workspace is reachable from several hosts but {kind} is not; "
             "use RedisStore or SqlStore so every host sees the same state"
         )
-    if not isinstance(store, StoreBase) and not isinstance(store, BaseStore):
+    if not isinstance(store, StoreBackend) and not isinstance(store, BaseStore):
         raise ConfigurationError(f"store must implement BaseStore, got {kind}")

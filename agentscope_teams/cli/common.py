@@ -142,7 +142,7 @@ def with_store(args: argparse.Namespace, body: Callable[[BaseStore], Awaitable[i
 
     async def runner() -> int:
         async with store_from_url(url) as store:
-            # store_from_url is annotated as returning StoreBase (the plumbing base class); every
+            # store_from_url is annotated as returning StoreBackend (the plumbing base class); every
             # backend it builds implements the BaseStore protocol.
             return await body(cast(BaseStore, store))
 

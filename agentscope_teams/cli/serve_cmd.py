@@ -63,7 +63,9 @@ def register(subparsers: SubParsers) -> None:
         "no expiry with --create-operator-token)",
     )
     parser.add_argument(
-        "--lease-seconds",
+        "--task-lease",
+        "--lease-seconds",  # the earlier name
+        dest="task_lease",
         metavar="SECONDS",
         type=float,
         default=60.0,
@@ -124,7 +126,7 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
             request_shutdown(app)
             super().handle_exit(sig, frame)
 
-    app = create_app(store, lease_seconds=args.lease_seconds)
+    app = create_app(store, task_lease=args.task_lease)
     sock = _bind(args.host, args.port)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host

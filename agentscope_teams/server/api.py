@@ -109,7 +109,7 @@ async def claim_next(call: Call) -> s.ClaimResult:
         call.team_id,
         member,
         body.task_id,
-        lease_seconds=body.lease_seconds,
+        task_lease=body.lease_seconds,
         prefer_own=body.prefer_own,
     )
     return s.ClaimResult(task=task)
@@ -122,7 +122,7 @@ async def claim(call: Call) -> Task:
     if body.task_id not in (None, task_id):
         raise ValueError(f"the body names task {body.task_id!r} but the path names {task_id!r}")
     task = await call.client.claim_task(
-        call.team_id, member, task_id, lease_seconds=body.lease_seconds
+        call.team_id, member, task_id, task_lease=body.lease_seconds
     )
     assert task is not None
     return task
@@ -146,11 +146,11 @@ async def release(call: Call) -> Task:
     return await call.client.release_task(call.team_id, member, call.path("task_id"))
 
 
-async def heartbeat(call: Call) -> Task:
+async def renew_task_lease(call: Call) -> Task:
     body = await call.body(s.Heartbeat)
     member = await call.acting(body.member)
-    return await call.client.heartbeat(
-        call.team_id, member, call.path("task_id"), lease_seconds=body.lease_seconds
+    return await call.client.renew_task_lease(
+        call.team_id, member, call.path("task_id"), task_lease=body.lease_seconds
     )
 
 
@@ -266,7 +266,7 @@ ENDPOINTS = [
     _ep(
         "POST",
         TASK + "/heartbeat",
-        heartbeat,
+        renew_task_lease,
         "Renew a task lease",
         body=s.Heartbeat,
         response=Task,

@@ -61,14 +61,14 @@ class SecurityHeaders:
 def create_app(
     store: BaseStore,
     *,
-    lease_seconds: float = 60.0,
+    task_lease: float = 60.0,
     max_body_bytes: int = 1024 * 1024,
     poll_interval: float = 0.5,
     heartbeat_seconds: float = 15.0,
 ) -> Starlette:
     """The control-plane app over ``store`` (which the caller opens and closes).
 
-    ``lease_seconds``: default task lease of claims; ``max_body_bytes``: request bodies over it get
+    ``task_lease``: default task lease of claims; ``max_body_bytes``: request bodies over it get
     413; ``poll_interval``: how often event streams read the store; ``heartbeat_seconds``: how
     often an idle event stream sends a comment.
     """
@@ -98,7 +98,7 @@ def create_app(
     app.state.store = store
     app.state.closing = False
     app.state.settings = Settings(
-        lease_seconds=lease_seconds,
+        task_lease=task_lease,
         max_body_bytes=max_body_bytes,
         poll_interval=poll_interval,
         heartbeat_seconds=heartbeat_seconds,

@@ -184,13 +184,13 @@ class ControlPlaneTeamClient:
         member: str,
         task_id: str | None = None,
         *,
-        lease_seconds: float | None = None,
+        task_lease: float | None = None,
         prefer_own: bool = False,
     ) -> Task | None:
         body = {
             "member": member,
             "task_id": task_id,
-            "lease_seconds": lease_seconds,
+            "lease_seconds": task_lease,
             "prefer_own": prefer_own,
         }
         data = await self._call("POST", self._team(team_id) + "/claim", body)
@@ -211,11 +211,11 @@ class ControlPlaneTeamClient:
     async def release_task(self, team_id: str, member: str, task_id: str) -> Task:
         return await self._transition(team_id, task_id, "release", member=member)
 
-    async def heartbeat(
-        self, team_id: str, member: str, task_id: str, *, lease_seconds: float | None = None
+    async def renew_task_lease(
+        self, team_id: str, member: str, task_id: str, *, task_lease: float | None = None
     ) -> Task:
         return await self._transition(
-            team_id, task_id, "heartbeat", member=member, lease_seconds=lease_seconds
+            team_id, task_id, "heartbeat", member=member, lease_seconds=task_lease
         )
 
     async def cancel_task(

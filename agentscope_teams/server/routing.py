@@ -32,7 +32,7 @@ Access = Literal["operator", "token"]
 class Settings:
     """Server-wide knobs (see :func:`~agentscope_teams.server.app.create_app`)."""
 
-    lease_seconds: float = 60.0
+    task_lease: float = 60.0
     max_body_bytes: int = 1024 * 1024
     poll_interval: float = 0.5
     heartbeat_seconds: float = 15.0
@@ -50,7 +50,7 @@ class Call:
     @cached_property
     def client(self) -> LocalTeamClient:
         ctx = self.principal.context()
-        return LocalTeamClient(self.store, ctx, lease_seconds=self.settings.lease_seconds)
+        return LocalTeamClient(self.store, ctx, task_lease=self.settings.task_lease)
 
     @property
     def team_id(self) -> str:

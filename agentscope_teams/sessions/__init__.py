@@ -9,11 +9,12 @@ from .records import (
     SessionSource,
 )
 from .records import _Body as _Body  # the persisted body (bench/session_roundtrip.py parses it)
-from .redis_storage import RedisStorage
+from .redis_storage import RedisSessionStorage, RedisStorage
 from .storage import SessionStorage, session_key
 
 __all__ = [
     "SESSION_SCHEMA_VERSION",
+    "RedisSessionStorage",
     "RedisStorage",
     "SessionConfig",
     "SessionRecord",

@@ -1,4 +1,8 @@
-"""``RedisStorage``: the seed's name for a :class:`SessionStorage` over a Redis store it owns."""
+"""``RedisSessionStorage`` (the seed's ``RedisStorage``): session storage over a Redis store it owns.
+
+It is a :class:`SessionStorage`, not a store: the store is the :class:`RedisStore` it creates.
+``RedisStorage`` stays the same class under the name the seed and AgentScope use.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ from urllib.parse import quote
 from .storage import SessionStorage
 
 
-class RedisStorage(SessionStorage):
-    """``SessionStorage`` over a :class:`RedisStore` it creates and closes (the seed's RedisStorage)."""
+class RedisSessionStorage(SessionStorage):
+    """``SessionStorage`` over a :class:`RedisStore` it creates and closes."""
 
     def __init__(
         self,
@@ -28,3 +32,7 @@ class RedisStorage(SessionStorage):
             auth = f":{quote(password, safe='')}@" if password else ""
             url = f"redis://{auth}{host}:{port}/{db}"
         super().__init__(RedisStore(url, **store_options), ttl=ttl, owns_store=True)
+
+
+#: The seed's (and AgentScope's) name for :class:`RedisSessionStorage`.
+RedisStorage = RedisSessionStorage

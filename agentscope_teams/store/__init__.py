@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import BaseStore, Entry, Key, StoreBase, decode_key, encode_key, validate_key
+from .base import BaseStore, Entry, Key, StoreBackend, decode_key, encode_key, validate_key
 from .memory import InMemoryStore
 from .url import redact_url, store_from_url
 
@@ -25,7 +25,7 @@ __all__ = [
     "Key",
     "RedisStore",
     "SqlStore",
-    "StoreBase",
+    "StoreBackend",
     "decode_key",
     "encode_key",
     "redact_url",
@@ -35,6 +35,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "StoreBase":  # renamed: it was easy to confuse with the BaseStore protocol
+        import warnings
+
+        warnings.warn("StoreBase is renamed StoreBackend", DeprecationWarning, stacklevel=2)
+        return StoreBackend
     if name == "JsonFileStore":
         from .jsonfile import JsonFileStore
 

@@ -172,10 +172,12 @@ class BaseStore(Protocol):
     ) -> None: ...
 
 
-class StoreBase(abc.ABC):
-    """Shared plumbing for backends: context management, size limit and argument checks.
+class StoreBackend(abc.ABC):
+    """The base class backends subclass: context management, size limit and argument checks.
 
-    Subclasses implement the :class:`BaseStore` operations; ``StoreBase`` itself satisfies the protocol.
+    :class:`BaseStore` is the protocol callers depend on; a subclass implements its operations, and
+    ``StoreBackend`` itself satisfies it. (Formerly ``StoreBase``; that name still works, with a
+    deprecation warning.)
     """
 
     #: True when several OS processes may share the store (file, SQL, Redis); False for memory.

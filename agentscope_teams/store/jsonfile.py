@@ -58,7 +58,7 @@ from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
     Key,
-    StoreBase,
+    StoreBackend,
     check_expected,
     encode_key,
     encode_prefix,
@@ -78,7 +78,7 @@ SEGMENT_MAX_ENTRIES = 1000
 SEGMENT_MAX_BYTES = 8 * 1024 * 1024
 
 
-class JsonFileStore(StoreBase):
+class JsonFileStore(StoreBackend):
     """Key-value entries and streams as JSON files under ``root``, shared by processes on one host.
 
     ``lock_timeout`` bounds how long an operation waits for a key's lock before raising

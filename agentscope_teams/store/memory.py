@@ -10,7 +10,7 @@ from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
     Key,
-    StoreBase,
+    StoreBackend,
     encode_key,
     encode_prefix,
     validate_key,
@@ -18,7 +18,7 @@ from .base import (
 )
 
 
-class InMemoryStore(StoreBase):
+class InMemoryStore(StoreBackend):
     """Process-local store. Not shared across processes; everything is lost when the process exits."""
 
     shared_across_processes = False

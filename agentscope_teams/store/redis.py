@@ -49,7 +49,7 @@ from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
     Key,
-    StoreBase,
+    StoreBackend,
     check_expected,
     decode_key,
     encode_key,
@@ -133,7 +133,7 @@ def _load_redis() -> Any:
     return redis
 
 
-class RedisStore(StoreBase):
+class RedisStore(StoreBackend):
     """A store on one Redis server, shared by every process and host that can reach it."""
 
     shared_across_processes = True

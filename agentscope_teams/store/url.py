@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError
-from .base import StoreBase
+from .base import StoreBackend
 
 SUPPORTED_SCHEMES = (
     "memory://",
@@ -26,7 +26,7 @@ def redact_url(url: str) -> str:
     return re.sub(r"(?<=://)([^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
-def store_from_url(url: str, **options: Any) -> StoreBase:
+def store_from_url(url: str, **options: Any) -> StoreBackend:
     """Build a store from a URL; ``options`` go to the backend's constructor.
 
     ``memory://``, ``file:///abs/path`` (or ``file://./rel``), ``sqlite:///path.db``,

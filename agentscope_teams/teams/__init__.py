@@ -1,21 +1,23 @@
 """Agent Teams on top of ``BaseStore``: teams, a task board with leases, and a mailbox.
 
-Layout and concurrency design: :mod:`.models` (keys), :mod:`.board` (claims and the open index),
-:mod:`.mailbox` (inboxes and cursors). Agents: :mod:`.tools` (the LLM tools), :mod:`.extension`
-(``TeamLeadExtension`` / ``TeamMemberExtension``), :mod:`.runtime` (member loops and leases),
-:mod:`.worker` (``agentscope-teams worker``) and :mod:`.directory` (how workers find teams).
+Records: :mod:`.models` (keys: :mod:`agentscope_teams.keys`). Concurrency: :mod:`.board` (claims
+and the open index), :mod:`.eligibility` (the claim rule), :mod:`.rules` (transitions),
+:mod:`.mailbox` (inboxes and cursors). Agents: :mod:`.tools` (the LLM tools, returning
+:mod:`.results`), :mod:`.extension` (``TeamLeadExtension`` / ``TeamMemberExtension``),
+:mod:`.actor` (``TeamActor``: one participant acting in a team), :mod:`.runtime` (member loops and
+leases), :mod:`.worker` (``agentscope-teams worker``) and :mod:`.directory` (how workers find teams).
 """
 
 from __future__ import annotations
 
 from ..errors import UnknownTaskError, UnknownTeamError
+from .actor import TeamActor
 from .board import TaskBoard
 from .builder import MemberBuilder, member_session_id
 from .client import LocalTeamClient
 from .directory import TeamRuntimeRecord
 from .extension import TeamLeadExtension, TeamMemberExtension
 from .mailbox import Mailbox
-from .member import TeamMember
 from .models import (
     Member,
     MemberStatus,
@@ -47,7 +49,7 @@ __all__ = [
     "TeamClient",
     "TeamKeys",
     "TeamLeadExtension",
-    "TeamMember",
+    "TeamActor",
     "TeamMemberExtension",
     "TeamMessage",
     "TeamRef",
@@ -63,3 +65,12 @@ __all__ = [
     "run_worker",
     "wait_for_team",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "TeamMember":  # renamed: too close to Member and TeamMemberExtension
+        import warnings
+
+        warnings.warn("TeamMember is renamed TeamActor", DeprecationWarning, stacklevel=2)
+        return TeamActor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

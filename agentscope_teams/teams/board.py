@@ -90,7 +90,7 @@ class TaskBoard:
         assignee: str | None = None,
         blocked_by: Sequence[str] = (),
         max_attempts: int = 3,
-        lease_seconds: float = 60.0,
+        task_lease: float = 60.0,
     ) -> Task:
         """Create a pending task; every blocker must already exist (so there are no cycles)."""
         blockers = list(dict.fromkeys(blocked_by))
@@ -110,13 +110,13 @@ class TaskBoard:
             assignee=assignee,
             blocked_by=blockers,
             max_attempts=max_attempts,
-            lease_seconds=lease_seconds,
+            lease_seconds=task_lease,
         )
         task = await self._write(task)
         await self.store.put(self.keys.open(task), task.id.encode())
         return task
 
-    async def claim(self, member: str, task_id: str, lease_seconds: float) -> Task:
+    async def claim(self, member: str, task_id: str, task_lease: float) -> Task:
         """Claim one named task: one winner; the owner claiming again renews its lease."""
         while True:
             task = await self._must_load(task_id)
@@ -128,12 +128,12 @@ class TaskBoard:
             if not verdict.ok:
                 raise verdict.error()
             try:
-                return await self._write(claimed_record(verdict, task, member, now, lease_seconds))
+                return await self._write(claimed_record(verdict, task, member, now, task_lease))
             except VersionConflict:
                 continue
 
     async def claim_next(
-        self, member: str, lease_seconds: float, *, prefer_own: bool = False
+        self, member: str, task_lease: float, *, prefer_own: bool = False
     ) -> Task | None:
         """Claim the oldest claimable task from the open index, or return None when there is none.
 
@@ -143,14 +143,14 @@ class TaskBoard:
         for held in await self.open_tasks() if prefer_own else ():
             if eligibility.holds(held, member):
                 with contextlib.suppress(TeamError):  # taken over or finished meanwhile
-                    return await self.claim(member, held.id, lease_seconds)
+                    return await self.claim(member, held.id, task_lease)
         cache: Blockers = {}
         after: Key | None = None
         while True:
             page = await self.store.list_keys(self.keys.open_prefix(), limit=PAGE, after=after)
             queue, shuffled = list(page), False
             while queue:
-                task, lost = await self._try_candidate(queue.pop(0), member, lease_seconds, cache)
+                task, lost = await self._try_candidate(queue.pop(0), member, task_lease, cache)
                 if task is not None:
                     return task
                 if lost and not shuffled:
@@ -217,8 +217,9 @@ class TaskBoard:
     async def release(self, member: str, task_id: str) -> Task:
         return await self._update(task_id, rules.release(member))
 
-    async def heartbeat(self, member: str, task_id: str, lease_seconds: float | None) -> Task:
-        return await self._update(task_id, rules.heartbeat(member, lease_seconds))
+    async def renew_lease(self, member: str, task_id: str, task_lease: float | None) -> Task:
+        """The owner extends its task lease (``task_lease`` seconds from now; None: as before)."""
+        return await self._update(task_id, rules.renew_lease(member, task_lease))
 
     async def cancel(self, actor: str, task_id: str, reason: str) -> Task:
         task = await self._update(task_id, rules.cancel(actor, reason))

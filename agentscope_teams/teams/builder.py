@@ -25,7 +25,7 @@ from ..subagents.pool import specs_from
 from ..subagents.spawn import ModelPool, spawn_agent
 from ..subagents.spec import SubagentSpec, WorkspaceMode
 from ..tools import PermissionEngine, Toolkit
-from .member import TeamMember
+from .actor import TeamActor
 from .models import Member, Team
 from .protocol import TeamClient
 
@@ -116,7 +116,7 @@ class MemberBuilder:
         from .extension import TeamMemberExtension  # extension.py builds members through here
 
         spec = self.specs[member.spec]
-        view = TeamMember(self.client_factory(self.store, ctx), team.id, member.name)
+        view = TeamActor(self.client_factory(self.store, ctx), team.id, member.name)
         ext = TeamMemberExtension(view, description=self.description, on_change=self.on_change)
         ext.team = team
         agent = spawn_agent(

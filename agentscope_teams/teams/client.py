@@ -19,9 +19,9 @@ from ..context import RuntimeContext, validate_identifier
 from ..errors import TeamError
 from ..message import new_id, utcnow
 from ..store.base import BaseStore
+from .actor import TeamActor
 from .board import TaskBoard
 from .mailbox import Mailbox
-from .member import TeamMember
 from .models import (
     Member,
     MemberStatus,
@@ -36,22 +36,22 @@ from .registry import TeamRegistry
 
 
 class LocalTeamClient(TeamRegistry):
-    """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``lease_seconds``."""
+    """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``."""
 
     def __init__(
         self,
         store: BaseStore,
         ctx: RuntimeContext,
         *,
-        lease_seconds: float = 60.0,
+        task_lease: float = 60.0,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         super().__init__(store, ctx.owner_scope())
-        self.ctx, self.lease_seconds, self.clock = ctx, lease_seconds, clock
+        self.ctx, self.task_lease, self.clock = ctx, task_lease, clock
 
-    def as_member(self, team_id: str, name: str) -> TeamMember:
+    def as_member(self, team_id: str, name: str) -> TeamActor:
         """A view acting as ``name`` in ``team_id`` (what tools of that member hold)."""
-        return TeamMember(self, team_id, name)
+        return TeamActor(self, team_id, name)
 
     async def _board(self, team_id: str, *members: str | None) -> tuple[Team, TaskBoard]:
         team = await self._team(team_id)
@@ -161,7 +161,7 @@ class LocalTeamClient(TeamRegistry):
             assignee=assignee,
             blocked_by=blocked_by,
             max_attempts=max_attempts,
-            lease_seconds=self.lease_seconds,
+            task_lease=self.task_lease,
         )
 
     async def claim_task(
@@ -170,11 +170,11 @@ class LocalTeamClient(TeamRegistry):
         member: str,
         task_id: str | None = None,
         *,
-        lease_seconds: float | None = None,
+        task_lease: float | None = None,
         prefer_own: bool = False,
     ) -> Task | None:
         _, board = await self._board(team_id, member)
-        lease = self.lease_seconds if lease_seconds is None else lease_seconds
+        lease = self.task_lease if task_lease is None else task_lease
         if task_id is None:
             return await board.claim_next(member, lease, prefer_own=prefer_own)
         return await board.claim(member, task_id, lease)
@@ -193,11 +193,11 @@ class LocalTeamClient(TeamRegistry):
         _, board = await self._board(team_id, member)
         return await board.release(member, task_id)
 
-    async def heartbeat(
-        self, team_id: str, member: str, task_id: str, *, lease_seconds: float | None = None
+    async def renew_task_lease(
+        self, team_id: str, member: str, task_id: str, *, task_lease: float | None = None
     ) -> Task:
         _, board = await self._board(team_id, member)
-        return await board.heartbeat(member, task_id, lease_seconds)
+        return await board.renew_lease(member, task_id, task_lease)
 
     async def cancel_task(
         self, team_id: str, task_id: str, *, actor: str | None = None, reason: str = ""

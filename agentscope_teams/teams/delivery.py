@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..agent.extension import ReadMark
 from ..message import Msg, UserMsg
 from ..state import AgentState
-from .member import TeamMember
+from .actor import TeamActor
 from .models import TeamMessage
 
 #: Metadata key of an injected team message; its value is ``team_id/recipient/seq``.
@@ -51,11 +51,11 @@ class MemberCallData:
 class LeadCallData:
     """What one call of a lead remembers: the team views it read, and how far, by team id."""
 
-    views: dict[str, TeamMember] = field(default_factory=dict)
+    views: dict[str, TeamActor] = field(default_factory=dict)
     marks: dict[str, ReadMark] = field(default_factory=dict)
 
 
-async def take(view: TeamMember, mark: ReadMark, state: AgentState) -> list[Msg]:
+async def take(view: TeamActor, mark: ReadMark, state: AgentState) -> list[Msg]:
     """The unseen messages of ``view``'s inbox; ``mark`` (the call's own) remembers how far it read."""
     page = await view.unread(limit=_PAGE) if mark.read is None else await view.read(after=mark.read)
     messages: list[TeamMessage] = []
@@ -76,7 +76,7 @@ async def take(view: TeamMember, mark: ReadMark, state: AgentState) -> list[Msg]
     return fresh
 
 
-async def acknowledge(view: TeamMember, mark: ReadMark) -> None:
+async def acknowledge(view: TeamActor, mark: ReadMark) -> None:
     """Acknowledge what :func:`take` read in this call (call it after the state was saved)."""
     seq = mark.to_acknowledge()
     if seq is None:

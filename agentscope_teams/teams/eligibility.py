@@ -168,16 +168,16 @@ def needs_blockers(task: Task, member: str, now: datetime, *, renew_own: bool = 
 
 
 def claimed_record(
-    verdict: ClaimVerdict, task: Task, member: str, now: datetime, lease_seconds: float
+    verdict: ClaimVerdict, task: Task, member: str, now: datetime, task_lease: float
 ) -> Task:
     """The record a claim the verdict allows writes: a renewed lease or a new attempt."""
     if verdict.outcome is ClaimOutcome.RENEW:
-        return rules.renewed(task, now, lease_seconds)
+        return rules.renewed(task, now, task_lease)
     if verdict.outcome is ClaimOutcome.RECLAIM:
         task = rules.expired(task, now)
     elif verdict.outcome is not ClaimOutcome.CLAIM:
         raise verdict.error()
-    return rules.claimed(task, member, now, lease_seconds)
+    return rules.claimed(task, member, now, task_lease)
 
 
 def offerable(verdict: ClaimVerdict) -> bool:

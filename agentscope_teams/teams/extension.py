@@ -32,12 +32,12 @@ from ..store.base import BaseStore
 from ..subagents.extension import SubagentExtension
 from ..tools import Tool
 from . import delivery
+from .actor import TeamActor
 from .builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
 from .client import LocalTeamClient
 from .delivery import LeadCallData, MemberCallData
 from .directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
 from .lead_state import TeamLeadState
-from .member import TeamMember
 from .models import Member, Team
 from .protocol import TeamClient
 from .runtime import TeamRuntime
@@ -56,7 +56,7 @@ class TeamMemberExtension(Extension):
 
     def __init__(
         self,
-        view: TeamMember,
+        view: TeamActor,
         *,
         description: str = "",
         on_change: Callable[[], None] | None = None,
@@ -100,7 +100,7 @@ class TeamMemberExtension(Extension):
 
 def _default_client(task_lease: float) -> ClientFactory:
     def make(store: BaseStore, ctx: RuntimeContext) -> TeamClient:
-        return LocalTeamClient(store, ctx, lease_seconds=task_lease)
+        return LocalTeamClient(store, ctx, task_lease=task_lease)
 
     return make
 
@@ -179,7 +179,7 @@ class TeamLeadExtension(Extension):
         try:
             if self.run_members != "workers" and not self._watching(scope, team_id):
                 await self._watch(scope, client, team_id)
-            view = data.views[team_id] = TeamMember(client, team_id, scope.agent.name)
+            view = data.views[team_id] = TeamActor(client, team_id, scope.agent.name)
             mark = data.marks.setdefault(team_id, ReadMark())
             return await delivery.take(view, mark, scope.state)
         except UnknownTeamError:

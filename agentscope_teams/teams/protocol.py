@@ -3,7 +3,7 @@
 :class:`~agentscope_teams.teams.client.LocalTeamClient` implements it over any ``BaseStore``, and
 :class:`~agentscope_teams.server.client.ControlPlaneTeamClient` over the control plane's HTTP API.
 The acting member is always an explicit argument (``member`` / ``sender`` / ``actor``); a server
-checks it against the caller's token. :class:`~agentscope_teams.teams.member.TeamMember` binds one
+checks it against the caller's token. :class:`~agentscope_teams.teams.actor.TeamActor` binds one
 member to a client for tools. Whether a member may claim a task is decided by
 :func:`~agentscope_teams.teams.eligibility.claim_verdict` behind every implementation.
 """
@@ -56,7 +56,7 @@ class TeamClient(Protocol):
         member: str,
         task_id: str | None = None,
         *,
-        lease_seconds: float | None = None,
+        task_lease: float | None = None,
         prefer_own: bool = False,
     ) -> Task | None:
         """Claim ``task_id``, or the oldest task ``member`` may claim (None if there is none).
@@ -74,8 +74,8 @@ class TeamClient(Protocol):
 
     async def release_task(self, team_id: str, member: str, task_id: str) -> Task: ...
 
-    async def heartbeat(
-        self, team_id: str, member: str, task_id: str, *, lease_seconds: float | None = None
+    async def renew_task_lease(
+        self, team_id: str, member: str, task_id: str, *, task_lease: float | None = None
     ) -> Task: ...
 
     async def cancel_task(

@@ -33,7 +33,7 @@ def created(seq: int, actor: str, now: datetime, **fields: Any) -> Task:
     return Task(id=f"t-{seq}", seq=seq, history=[event], created_at=now, updated_at=now, **fields)
 
 
-def claimed(task: Task, member: str, now: datetime, lease_seconds: float) -> Task:
+def claimed(task: Task, member: str, now: datetime, task_lease: float) -> Task:
     """``task`` (pending) claimed by ``member``: one more attempt, a fresh lease."""
     n = task.attempts + 1
     return _with(
@@ -45,14 +45,14 @@ def claimed(task: Task, member: str, now: datetime, lease_seconds: float) -> Tas
         status=TaskStatus.IN_PROGRESS,
         owner=member,
         attempts=n,
-        lease_seconds=lease_seconds,
-        lease_expires_at=now + timedelta(seconds=lease_seconds),
+        lease_seconds=task_lease,
+        lease_expires_at=now + timedelta(seconds=task_lease),
     )
 
 
-def renewed(task: Task, now: datetime, lease_seconds: float | None = None) -> Task:
-    """The owner's lease extended (no history entry: a heartbeat is not a transition)."""
-    seconds = task.lease_seconds if lease_seconds is None else lease_seconds
+def renewed(task: Task, now: datetime, task_lease: float | None = None) -> Task:
+    """The owner's task lease extended (no history entry: a renewal is not a transition)."""
+    seconds = task.lease_seconds if task_lease is None else task_lease
     return task.model_copy(
         update={
             "lease_seconds": seconds,
@@ -152,12 +152,12 @@ def release(member: str) -> Change:
     return change
 
 
-def heartbeat(member: str, lease_seconds: float | None) -> Change:
+def renew_lease(member: str, task_lease: float | None) -> Change:
     """The owner renews its lease."""
 
     def change(task: Task, now: datetime) -> Task | None:
         require_owner(task, member, "renew the lease of")
-        return renewed(task, now, lease_seconds)
+        return renewed(task, now, task_lease)
 
     return change
 

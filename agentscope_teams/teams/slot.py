@@ -84,6 +84,6 @@ class Slot:
         if self.busy and self.ext is not None:
             for task_id in list(self.ext.held):
                 try:
-                    await self.ext.view.heartbeat(task_id)
+                    await self.ext.view.renew_task_lease(task_id)
                 except Exception:  # reported, released or taken: stop renewing it
                     self.ext.held.discard(task_id)

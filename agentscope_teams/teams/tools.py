@@ -22,9 +22,9 @@ from ..agent.extension import CallScope
 from ..errors import TeamError, ToolError
 from ..tools import Tool
 from . import summary
+from .actor import TeamActor
 from .delivery import MemberCallData
-from .lead_calls import LeadCalls
-from .member import TeamMember
+from .lead_tool_calls import LeadToolCalls
 from .results import (
     BoardListing,
     BroadcastSent,
@@ -60,7 +60,7 @@ def _bind(
 
 def lead_tools(ext: TeamLeadExtension, scope: CallScope) -> list[Tool]:
     """The lead's eight tools, bound to one call of the lead."""
-    calls = LeadCalls(ext, scope)
+    calls = LeadToolCalls(ext, scope)
     return _bind(
         LEAD_TEMPLATES,
         {
@@ -78,7 +78,7 @@ def lead_tools(ext: TeamLeadExtension, scope: CallScope) -> list[Tool]:
 
 def member_tools(ext: TeamMemberExtension, scope: CallScope) -> list[Tool]:
     """The member's six tools, acting as the member ``ext`` runs (never as an argument says)."""
-    calls = MemberCalls(ext, scope)
+    calls = MemberToolCalls(ext, scope)
     return _bind(
         MEMBER_TEMPLATES,
         {
@@ -92,12 +92,12 @@ def member_tools(ext: TeamMemberExtension, scope: CallScope) -> list[Tool]:
     )
 
 
-class MemberCalls:
+class MemberToolCalls:
     """The member tools of one call; identity comes from ``ext.view``."""
 
     def __init__(self, ext: TeamMemberExtension, scope: CallScope) -> None:
         self.ext, self.scope = ext, scope
-        self.view: TeamMember = ext.view
+        self.view: TeamActor = ext.view
 
     def _reported(self) -> None:
         self.scope.local(self.ext, MemberCallData).reported = True

@@ -97,7 +97,7 @@ class Worker:
         )
 
     def client(self, store: BaseStore, ctx: Any) -> TeamClient:
-        return LocalTeamClient(store, ctx, lease_seconds=self.config.task_lease)
+        return LocalTeamClient(store, ctx, task_lease=self.config.task_lease)
 
     async def discover(self) -> list[TeamRef]:
         """The teams to serve now (refs are kept across polls, so members keep their state)."""

@@ -34,7 +34,7 @@ from agentscope_teams.message import Msg, ToolResultBlock, ToolUseBlock
 from agentscope_teams.model import ScriptedModel
 from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.state import AgentState
-from agentscope_teams.store import BaseStore, StoreBase, store_from_url
+from agentscope_teams.store import BaseStore, StoreBackend, store_from_url
 from agentscope_teams.tools import Tool, ToolEnv, tool
 
 CHILD_TIMEOUT = 60.0
@@ -50,7 +50,7 @@ class StoreArgs:
     url: str
     namespace: str | None = None
 
-    def open(self) -> StoreBase:
+    def open(self) -> StoreBackend:
         if self.namespace is None:
             return store_from_url(self.url)
         return store_from_url(self.url, namespace=self.namespace)

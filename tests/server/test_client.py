@@ -44,7 +44,7 @@ async def test_the_protocol_over_http(served: Served) -> None:
     ):
         claimed = await w1.claim_task(team.id, "w1")
         assert claimed is not None and claimed.id == a.id
-        assert (await w1.heartbeat(team.id, "w1", a.id, lease_seconds=90)).lease_seconds == 90
+        assert (await w1.renew_task_lease(team.id, "w1", a.id, task_lease=90)).lease_seconds == 90
         await w1.complete_task(team.id, "w1", a.id, "done")
         assert (await w2.get_task(team.id, b.id)).blocked_reason is None
         assert (await w2.claim_task(team.id, "w2", b.id)) is not None

@@ -15,7 +15,7 @@ from agentscope_teams.sessions import (
     SessionStorage,
     session_key,
 )
-from agentscope_teams.store import StoreBase
+from agentscope_teams.store import StoreBackend
 
 from ..backends import StoreSpec
 
@@ -47,7 +47,9 @@ def _second_turn(spec: StoreSpec, user: str) -> None:
     anyio.run(main)
 
 
-async def test_two_turns_across_processes(store_spec: StoreSpec, store: StoreBase, ns: str) -> None:
+async def test_two_turns_across_processes(
+    store_spec: StoreSpec, store: StoreBackend, ns: str
+) -> None:
     storage = SessionStorage(store)
     await _turn(storage, ns, "my name is Su")
     if store_spec.backend != "memory":
@@ -68,7 +70,7 @@ async def test_two_turns_across_processes(store_spec: StoreSpec, store: StoreBas
     assert record.version == 3
 
 
-async def test_update_absent_session_raises_key_error(store: StoreBase, ns: str) -> None:
+async def test_update_absent_session_raises_key_error(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
     with pytest.raises(KeyError, match="upsert_session"):
         await storage.update_session_state(
@@ -77,7 +79,7 @@ async def test_update_absent_session_raises_key_error(store: StoreBase, ns: str)
     assert await storage.get_session(ns, "a", "nope") is None
 
 
-async def test_stale_writer_gets_conflict(store: StoreBase, ns: str) -> None:
+async def test_stale_writer_gets_conflict(store: StoreBackend, ns: str) -> None:
     a, b = SessionStorage(store), SessionStorage(store)
     rec = await a.upsert_session(user_id=ns, agent_id="x", session_id="s", state=AgentState())
     v2 = await b.update_session_state(
@@ -101,7 +103,7 @@ async def test_stale_writer_gets_conflict(store: StoreBase, ns: str) -> None:
 
 
 async def test_unconditional_update_keeps_config_after_other_writer(
-    store: StoreBase, ns: str
+    store: StoreBackend, ns: str
 ) -> None:
     a, b = SessionStorage(store), SessionStorage(store)
     await a.upsert_session(
@@ -116,7 +118,7 @@ async def test_unconditional_update_keeps_config_after_other_writer(
     assert (loaded.version, loaded.config.model, loaded.state.summary) == (v, "m1", "last")
 
 
-async def test_isolation_users_agents_orgs(store: StoreBase, ns: str) -> None:
+async def test_isolation_users_agents_orgs(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
     cases = [
         dict(user_id=ns + "-alice", agent_id="lead", org_id=None),
@@ -141,7 +143,7 @@ async def test_isolation_users_agents_orgs(store: StoreBase, ns: str) -> None:
     ]
 
 
-async def test_hostile_ids_do_not_collide(store: StoreBase, ns: str) -> None:
+async def test_hostile_ids_do_not_collide(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
     await storage.upsert_session(
         user_id=ns + "a:b", agent_id="x", session_id="s", state=AgentState(summary="1")
@@ -156,7 +158,7 @@ async def test_hostile_ids_do_not_collide(store: StoreBase, ns: str) -> None:
     assert session_key(None, "../x", "a", "s")[2] == "u:../x"
 
 
-async def test_state_session_id_must_match(store: StoreBase, ns: str) -> None:
+async def test_state_session_id_must_match(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
     with pytest.raises(ValueError, match="belongs to one session"):
         await storage.upsert_session(
@@ -164,7 +166,7 @@ async def test_state_session_id_must_match(store: StoreBase, ns: str) -> None:
         )
 
 
-async def test_new_session_id_generated_and_delete(store: StoreBase, ns: str) -> None:
+async def test_new_session_id_generated_and_delete(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
     rec = await storage.upsert_session(user_id=ns, agent_id="a")
     assert rec.session_id and rec.state.session_id == rec.session_id
@@ -173,7 +175,7 @@ async def test_new_session_id_generated_and_delete(store: StoreBase, ns: str) ->
     assert await storage.delete_session(ns, "a", rec.session_id) is False
 
 
-async def test_config_is_immutable(store: StoreBase, ns: str) -> None:
+async def test_config_is_immutable(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
     await storage.upsert_session(
         user_id=ns, agent_id="a", session_id="s", config=SessionConfig(model="m")
@@ -184,7 +186,7 @@ async def test_config_is_immutable(store: StoreBase, ns: str) -> None:
         )
 
 
-async def test_newer_schema_version_is_refused(store: StoreBase, ns: str) -> None:
+async def test_newer_schema_version_is_refused(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
     await storage.upsert_session(user_id=ns, agent_id="a", session_id="s")
     key = session_key(None, ns, "a", "s")

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from agentscope_teams.errors import VersionConflict
-from agentscope_teams.store import Key, StoreBase
+from agentscope_teams.store import Key, StoreBackend
 
 from ..backends import StoreSpec
 
@@ -25,10 +25,10 @@ from ..backends import StoreSpec
 RUN_TIMEOUT = 180.0
 BARRIER_TIMEOUT = 120.0
 
-Job = Callable[[StoreBase, int], Awaitable[Any]]
+Job = Callable[[StoreBackend, int], Awaitable[Any]]
 
 
-async def cas_increments(key: Key, n: int, store: StoreBase, worker: int) -> int:
+async def cas_increments(key: Key, n: int, store: StoreBackend, worker: int) -> int:
     """Add 1 to the counter at ``key`` ``n`` times with read / conditional put / retry.
 
     Returns how many conflicts this worker had to retry (for the failure message only).
@@ -47,12 +47,12 @@ async def cas_increments(key: Key, n: int, store: StoreBase, worker: int) -> int
     return conflicts
 
 
-async def append_entries(stream: Key, m: int, store: StoreBase, worker: int) -> list[int]:
+async def append_entries(stream: Key, m: int, store: StoreBackend, worker: int) -> list[int]:
     """Append ``m`` payloads ``b"<worker>:<i>"``; return the seqs the store handed out, in order."""
     return [await store.append(stream, f"{worker}:{i}".encode()) for i in range(m)]
 
 
-async def create_only(keys: list[Key], store: StoreBase, worker: int) -> list[int]:
+async def create_only(keys: list[Key], store: StoreBackend, worker: int) -> list[int]:
     """Try to create every key with ``expected_version=0``; return the indexes this worker won."""
     won = []
     for i, key in enumerate(keys):

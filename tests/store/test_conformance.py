@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from agentscope_teams.errors import ValueTooLargeError, VersionConflict
-from agentscope_teams.store import Entry, Key, StoreBase, encode_key, store_from_url
+from agentscope_teams.store import Entry, Key, StoreBackend, encode_key, store_from_url
 
 from ..backends import StoreSpec
 
@@ -29,7 +29,7 @@ def by_encoding(keys: list[Key]) -> list[Key]:
     return sorted(keys, key=encode_key)
 
 
-async def wait_until_absent(store: StoreBase, key: Key) -> None:
+async def wait_until_absent(store: StoreBackend, key: Key) -> None:
     deadline = anyio.current_time() + EXPIRY_DEADLINE
     while await store.get(key) is not None:
         if anyio.current_time() > deadline:
@@ -37,7 +37,7 @@ async def wait_until_absent(store: StoreBase, key: Key) -> None:
         await anyio.sleep(0.05)
 
 
-async def list_all(store: StoreBase, prefix: Key, page: int = 100) -> list[Key]:
+async def list_all(store: StoreBackend, prefix: Key, page: int = 100) -> list[Key]:
     out: list[Key] = []
     after: Key | None = None
     while True:
@@ -52,11 +52,11 @@ async def list_all(store: StoreBase, prefix: Key, page: int = 100) -> list[Key]:
 # --------------------------------------------------------------------------- get / put / versions
 
 
-async def test_get_absent_returns_none(store: StoreBase, ns: str) -> None:
+async def test_get_absent_returns_none(store: StoreBackend, ns: str) -> None:
     assert await store.get((ns, "missing")) is None
 
 
-async def test_put_counts_versions_from_one(store: StoreBase, ns: str) -> None:
+async def test_put_counts_versions_from_one(store: StoreBackend, ns: str) -> None:
     key = (ns, "doc")
     assert await store.put(key, b"one") == 1
     assert await store.get(key) == Entry(b"one", 1)
@@ -66,7 +66,7 @@ async def test_put_counts_versions_from_one(store: StoreBase, ns: str) -> None:
     assert await store.get(key) == Entry(b"three", 3)
 
 
-async def test_keys_hold_separate_values_and_versions(store: StoreBase, ns: str) -> None:
+async def test_keys_hold_separate_values_and_versions(store: StoreBackend, ns: str) -> None:
     await store.put((ns, "a"), b"A")
     await store.put((ns, "b"), b"B1")
     await store.put((ns, "b"), b"B2")
@@ -77,7 +77,7 @@ async def test_keys_hold_separate_values_and_versions(store: StoreBase, ns: str)
 # --------------------------------------------------------------------------- compare-and-set
 
 
-async def test_create_only_succeeds_once(store: StoreBase, ns: str) -> None:
+async def test_create_only_succeeds_once(store: StoreBackend, ns: str) -> None:
     key = (ns, "lock")
     assert await store.put(key, b"first", expected_version=0) == 1
     with pytest.raises(VersionConflict) as info:
@@ -88,7 +88,7 @@ async def test_create_only_succeeds_once(store: StoreBase, ns: str) -> None:
     assert await store.get(key) == Entry(b"first", 1)
 
 
-async def test_stale_version_is_rejected_and_writes_nothing(store: StoreBase, ns: str) -> None:
+async def test_stale_version_is_rejected_and_writes_nothing(store: StoreBackend, ns: str) -> None:
     key = (ns, "doc")
     await store.put(key, b"one")
     await store.put(key, b"two")
@@ -98,7 +98,7 @@ async def test_stale_version_is_rejected_and_writes_nothing(store: StoreBase, ns
     assert await store.get(key) == Entry(b"two", 2)
 
 
-async def test_matching_version_succeeds(store: StoreBase, ns: str) -> None:
+async def test_matching_version_succeeds(store: StoreBackend, ns: str) -> None:
     key = (ns, "doc")
     await store.put(key, b"one")
     assert await store.put(key, b"two", expected_version=1) == 2
@@ -106,7 +106,7 @@ async def test_matching_version_succeeds(store: StoreBase, ns: str) -> None:
     assert await store.get(key) == Entry(b"three", 3)
 
 
-async def test_expected_version_on_absent_key_conflicts(store: StoreBase, ns: str) -> None:
+async def test_expected_version_on_absent_key_conflicts(store: StoreBackend, ns: str) -> None:
     key = (ns, "never-written")
     with pytest.raises(VersionConflict) as info:
         await store.put(key, b"x", expected_version=1)
@@ -116,7 +116,7 @@ async def test_expected_version_on_absent_key_conflicts(store: StoreBase, ns: st
     assert await store.get(key) is None
 
 
-async def test_delete_with_wrong_version_keeps_value(store: StoreBase, ns: str) -> None:
+async def test_delete_with_wrong_version_keeps_value(store: StoreBackend, ns: str) -> None:
     key = (ns, "doc")
     await store.put(key, b"one")
     await store.put(key, b"two")
@@ -126,7 +126,7 @@ async def test_delete_with_wrong_version_keeps_value(store: StoreBase, ns: str) 
     assert await store.get(key) == Entry(b"two", 2)
 
 
-async def test_delete_with_right_version_deletes(store: StoreBase, ns: str) -> None:
+async def test_delete_with_right_version_deletes(store: StoreBackend, ns: str) -> None:
     key = (ns, "doc")
     await store.put(key, b"one")
     await store.put(key, b"two")
@@ -135,7 +135,7 @@ async def test_delete_with_right_version_deletes(store: StoreBase, ns: str) -> N
     assert await store.list_keys((ns,)) == []
 
 
-async def test_unconditional_delete_then_delete_absent(store: StoreBase, ns: str) -> None:
+async def test_unconditional_delete_then_delete_absent(store: StoreBackend, ns: str) -> None:
     key = (ns, "doc")
     await store.put(key, b"v")
     assert await store.delete(key) is True
@@ -144,7 +144,7 @@ async def test_unconditional_delete_then_delete_absent(store: StoreBase, ns: str
     assert await store.delete((ns, "never-written")) is False
 
 
-async def test_recreate_after_delete_restarts_at_version_one(store: StoreBase, ns: str) -> None:
+async def test_recreate_after_delete_restarts_at_version_one(store: StoreBackend, ns: str) -> None:
     key = (ns, "doc")
     await store.put(key, b"one")
     await store.put(key, b"two")
@@ -159,7 +159,7 @@ async def test_recreate_after_delete_restarts_at_version_one(store: StoreBase, n
 # --------------------------------------------------------------------------- ttl
 
 
-async def test_ttl_entry_is_present_then_expires(store: StoreBase, ns: str) -> None:
+async def test_ttl_entry_is_present_then_expires(store: StoreBackend, ns: str) -> None:
     key = (ns, "lease")
     assert await store.put(key, b"held", ttl=TTL) == 1
     assert await store.get(key) == Entry(b"held", 1)
@@ -167,7 +167,9 @@ async def test_ttl_entry_is_present_then_expires(store: StoreBase, ns: str) -> N
     assert await store.get(key) is None
 
 
-async def test_expired_key_is_absent_for_cas_delete_and_listing(store: StoreBase, ns: str) -> None:
+async def test_expired_key_is_absent_for_cas_delete_and_listing(
+    store: StoreBackend, ns: str
+) -> None:
     # The keys written first expire no later than ``probe``; once ``probe`` is gone they are expired
     # too, and we check them without a get() that could have cleaned them up as a side effect.
     for_delete, for_cas, for_conflict, probe = (
@@ -195,7 +197,7 @@ async def test_expired_key_is_absent_for_cas_delete_and_listing(store: StoreBase
     assert await store.get(keep) == Entry(b"kept", 1)
 
 
-async def test_rewrite_replaces_the_ttl(store: StoreBase, ns: str) -> None:
+async def test_rewrite_replaces_the_ttl(store: StoreBackend, ns: str) -> None:
     renewed, made_permanent, probe = (ns, "renewed"), (ns, "permanent"), (ns, "probe")
     await store.put(renewed, b"v1", ttl=TTL)
     await store.put(made_permanent, b"v1", ttl=TTL)
@@ -209,7 +211,7 @@ async def test_rewrite_replaces_the_ttl(store: StoreBase, ns: str) -> None:
     assert await store.get(made_permanent) == Entry(b"v2", 2)
 
 
-async def test_non_positive_ttl_is_rejected(store: StoreBase, ns: str) -> None:
+async def test_non_positive_ttl_is_rejected(store: StoreBackend, ns: str) -> None:
     for ttl in (0, -1.0):
         with pytest.raises(ValueError, match="ttl"):
             await store.put((ns, "k"), b"v", ttl=ttl)
@@ -219,7 +221,7 @@ async def test_non_positive_ttl_is_rejected(store: StoreBase, ns: str) -> None:
 # --------------------------------------------------------------------------- list_keys
 
 
-async def test_list_keys_prefix_is_segment_wise(store: StoreBase, ns: str) -> None:
+async def test_list_keys_prefix_is_segment_wise(store: StoreBackend, ns: str) -> None:
     keys = [
         (ns, "a", "b"),
         (ns, "a", "b", "x"),
@@ -239,7 +241,7 @@ async def test_list_keys_prefix_is_segment_wise(store: StoreBase, ns: str) -> No
     assert await store.list_keys((ns,)) == by_encoding(keys)
 
 
-async def test_list_keys_orders_by_encoded_bytes(store: StoreBase, ns: str) -> None:
+async def test_list_keys_orders_by_encoded_bytes(store: StoreBackend, ns: str) -> None:
     # Mixed depths and characters that sort differently under case-insensitive, locale or
     # pad-space collations: byte order of the encodings is the only accepted order.
     segments = ["a", "A", "B", "b", "a ", "a b", "a-b", "a.b", "a0", "a_b", "ab", "Z", "z", "~"]
@@ -254,7 +256,7 @@ async def test_list_keys_orders_by_encoded_bytes(store: StoreBase, ns: str) -> N
         assert await store.get(key) == Entry(str(i).encode(), 1), key
 
 
-async def test_list_keys_pages_with_cursor(store: StoreBase, ns: str) -> None:
+async def test_list_keys_pages_with_cursor(store: StoreBackend, ns: str) -> None:
     keys: list[Key] = []
     for i in range(200):
         keys.append((ns, "p", f"{(i * 7919) % 1000:03d}-{i}"))
@@ -278,7 +280,7 @@ async def test_list_keys_pages_with_cursor(store: StoreBase, ns: str) -> None:
     assert len(set(listed)) == 250
 
 
-async def test_list_keys_limit_returns_the_first_keys(store: StoreBase, ns: str) -> None:
+async def test_list_keys_limit_returns_the_first_keys(store: StoreBackend, ns: str) -> None:
     keys = [(ns, c) for c in "edcba"]
     for key in keys:
         await store.put(key, b"v")
@@ -291,7 +293,7 @@ async def test_list_keys_limit_returns_the_first_keys(store: StoreBase, ns: str)
     assert await store.list_keys((ns,), after=(ns, "e")) == []
 
 
-async def test_list_keys_cursor_may_name_a_deleted_key(store: StoreBase, ns: str) -> None:
+async def test_list_keys_cursor_may_name_a_deleted_key(store: StoreBackend, ns: str) -> None:
     for c in "abcde":
         await store.put((ns, c), b"v")
     first = await store.list_keys((ns,), limit=2)
@@ -300,7 +302,7 @@ async def test_list_keys_cursor_may_name_a_deleted_key(store: StoreBase, ns: str
     assert await store.list_keys((ns,), after=first[-1]) == [(ns, "c"), (ns, "d"), (ns, "e")]
 
 
-async def test_list_keys_unknown_prefix_is_empty(store: StoreBase, ns: str) -> None:
+async def test_list_keys_unknown_prefix_is_empty(store: StoreBackend, ns: str) -> None:
     await store.put((ns, "x", "y"), b"v")
     assert await store.list_keys((ns, "nope")) == []
     assert await store.list_keys((ns, "x", "y")) == []
@@ -308,7 +310,7 @@ async def test_list_keys_unknown_prefix_is_empty(store: StoreBase, ns: str) -> N
     assert await store.list_keys((ns + "-other",)) == []
 
 
-async def test_list_keys_prefix_is_not_a_pattern(store: StoreBase, ns: str) -> None:
+async def test_list_keys_prefix_is_not_a_pattern(store: StoreBackend, ns: str) -> None:
     # Segments that are wildcards in SQL LIKE, Redis glob patterns or case-insensitive collations.
     segments = ["x", "a25", "a", "A", "_", "%", "*", "?", "[a]", "\\", "a%25", "%25"]
     for s in segments:
@@ -321,7 +323,7 @@ async def test_list_keys_prefix_is_not_a_pattern(store: StoreBase, ns: str) -> N
 # --------------------------------------------------------------------------- streams
 
 
-async def test_append_allocates_increasing_seqs(store: StoreBase, ns: str) -> None:
+async def test_append_allocates_increasing_seqs(store: StoreBackend, ns: str) -> None:
     stream = (ns, "events")
     values = [f"event-{i}".encode() for i in range(10)]
     seqs = [await store.append(stream, v) for v in values]
@@ -330,7 +332,7 @@ async def test_append_allocates_increasing_seqs(store: StoreBase, ns: str) -> No
     assert await store.read(stream) == list(zip(seqs, values, strict=True))
 
 
-async def test_read_after_and_limit(store: StoreBase, ns: str) -> None:
+async def test_read_after_and_limit(store: StoreBackend, ns: str) -> None:
     stream = (ns, "events")
     values = [f"event-{i}".encode() for i in range(30)]
     entries = [(await store.append(stream, v), v) for v in values]
@@ -341,7 +343,7 @@ async def test_read_after_and_limit(store: StoreBase, ns: str) -> None:
     assert await store.read(stream, after=entries[-1][0]) == []
 
 
-async def test_read_pages_through_a_long_stream(store: StoreBase, ns: str) -> None:
+async def test_read_pages_through_a_long_stream(store: StoreBackend, ns: str) -> None:
     stream = (ns, "long")
     expected = [(await store.append(stream, f"{i}".encode()), f"{i}".encode()) for i in range(250)]
     got: list[tuple[int, bytes]] = []
@@ -356,12 +358,12 @@ async def test_read_pages_through_a_long_stream(store: StoreBase, ns: str) -> No
     assert got == expected
 
 
-async def test_read_absent_stream_is_empty(store: StoreBase, ns: str) -> None:
+async def test_read_absent_stream_is_empty(store: StoreBackend, ns: str) -> None:
     assert await store.read((ns, "nothing")) == []
     assert await store.read((ns, "nothing"), after=5, limit=1) == []
 
 
-async def test_streams_are_independent(store: StoreBase, ns: str) -> None:
+async def test_streams_are_independent(store: StoreBackend, ns: str) -> None:
     parent, one, two = (ns, "s"), (ns, "s", "one"), (ns, "s", "two")
     for i in range(3):
         for stream in (parent, one, two):
@@ -371,7 +373,7 @@ async def test_streams_are_independent(store: StoreBase, ns: str) -> None:
         assert values == [f"{stream[-1]}-{i}".encode() for i in range(3)]
 
 
-async def test_streams_and_keys_do_not_interfere(store: StoreBase, ns: str) -> None:
+async def test_streams_and_keys_do_not_interfere(store: StoreBackend, ns: str) -> None:
     shared = (ns, "shared")
     assert await store.put(shared, b"kv") == 1
     seq = await store.append(shared, b"event")
@@ -390,7 +392,7 @@ async def test_streams_and_keys_do_not_interfere(store: StoreBase, ns: str) -> N
     assert await store.get(stream_only) == Entry(b"kv", 1)
 
 
-async def test_delete_stream(store: StoreBase, ns: str) -> None:
+async def test_delete_stream(store: StoreBackend, ns: str) -> None:
     doomed, other = (ns, "doomed"), (ns, "other")
     for i in range(3):
         await store.append(doomed, f"{i}".encode())
@@ -402,7 +404,7 @@ async def test_delete_stream(store: StoreBase, ns: str) -> None:
     assert await store.read(other) == [(kept, b"kept")]
 
 
-async def test_seqs_keep_increasing_after_delete_stream(store: StoreBase, ns: str) -> None:
+async def test_seqs_keep_increasing_after_delete_stream(store: StoreBackend, ns: str) -> None:
     # A reader holding the cursor ``last`` must not miss entries appended after a delete.
     stream = (ns, "recycled")
     last = 0
@@ -417,7 +419,7 @@ async def test_seqs_keep_increasing_after_delete_stream(store: StoreBase, ns: st
 # --------------------------------------------------------------------------- values
 
 
-async def test_one_mib_value_round_trips_byte_exact(store: StoreBase, ns: str) -> None:
+async def test_one_mib_value_round_trips_byte_exact(store: StoreBackend, ns: str) -> None:
     data = os.urandom(1 << 20)
     assert await store.put((ns, "big"), data) == 1
     entry = await store.get((ns, "big"))
@@ -440,14 +442,14 @@ async def test_one_mib_value_round_trips_byte_exact(store: StoreBase, ns: str) -
     ],
     ids=["all-bytes", "ff-fe-fd", "invalid-utf8", "nuls", "broken-json", "spaces", "crlf"],
 )
-async def test_arbitrary_bytes_round_trip(store: StoreBase, ns: str, value: bytes) -> None:
+async def test_arbitrary_bytes_round_trip(store: StoreBackend, ns: str, value: bytes) -> None:
     await store.put((ns, "k"), value)
     assert await store.get((ns, "k")) == Entry(value, 1)
     seq = await store.append((ns, "s"), value)
     assert await store.read((ns, "s")) == [(seq, value)]
 
 
-async def test_empty_value_is_a_value(store: StoreBase, ns: str) -> None:
+async def test_empty_value_is_a_value(store: StoreBackend, ns: str) -> None:
     assert await store.put((ns, "empty"), b"") == 1
     assert await store.get((ns, "empty")) == Entry(b"", 1)
     assert await store.list_keys((ns,)) == [(ns, "empty")]
@@ -477,7 +479,7 @@ async def test_value_over_limit_raises_before_writing(store_spec: StoreSpec, ns:
         assert await small.read(stream) == [(seq, b"y" * 1024)]
 
 
-async def test_non_bytes_value_is_rejected(store: StoreBase, ns: str) -> None:
+async def test_non_bytes_value_is_rejected(store: StoreBackend, ns: str) -> None:
     with pytest.raises(TypeError):
         await store.put((ns, "k"), "text")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
@@ -550,7 +552,9 @@ HOSTILE_SEGMENTS = [
 ]
 
 
-async def assert_round_trip_without_collisions(store: StoreBase, ns: str, keys: list[Key]) -> None:
+async def assert_round_trip_without_collisions(
+    store: StoreBackend, ns: str, keys: list[Key]
+) -> None:
     assert len(set(keys)) == len(keys)
     for i, key in enumerate(keys):
         assert await store.put(key, f"value-{i}".encode(), expected_version=0) == 1, key
@@ -559,7 +563,7 @@ async def assert_round_trip_without_collisions(store: StoreBase, ns: str, keys: 
     assert await list_all(store, (ns,)) == by_encoding(keys)
 
 
-async def test_unicode_segments_round_trip(store: StoreBase, ns: str) -> None:
+async def test_unicode_segments_round_trip(store: StoreBackend, ns: str) -> None:
     keys: list[Key] = [(ns, s) for s in UNICODE_SEGMENTS]
     keys += [(ns, "dir", s, "leaf") for s in UNICODE_SEGMENTS]
     await assert_round_trip_without_collisions(store, ns, keys)
@@ -567,14 +571,14 @@ async def test_unicode_segments_round_trip(store: StoreBase, ns: str) -> None:
         assert await store.list_keys((ns, "dir", s)) == [(ns, "dir", s, "leaf")], s
 
 
-async def test_hostile_segments_round_trip_without_collisions(store: StoreBase, ns: str) -> None:
+async def test_hostile_segments_round_trip_without_collisions(store: StoreBackend, ns: str) -> None:
     keys: list[Key] = [(ns, s) for s in HOSTILE_SEGMENTS]
     # Keys whose naive joins would collide with single-segment keys above.
     keys += [(ns, "a", "b"), (ns, "a", "b", "c"), (ns, "..", "x"), (ns, ".", "x")]
     await assert_round_trip_without_collisions(store, ns, keys)
 
 
-async def test_hostile_prefixes_list_only_their_children(store: StoreBase, ns: str) -> None:
+async def test_hostile_prefixes_list_only_their_children(store: StoreBackend, ns: str) -> None:
     for s in HOSTILE_SEGMENTS:
         await store.put((ns, "dir", s, "leaf"), s.encode())
     for s in HOSTILE_SEGMENTS:
@@ -582,7 +586,7 @@ async def test_hostile_prefixes_list_only_their_children(store: StoreBase, ns: s
         assert await store.get((ns, "dir", s, "leaf")) == Entry(s.encode(), 1), s
 
 
-async def test_hostile_stream_names_are_distinct(store: StoreBase, ns: str) -> None:
+async def test_hostile_stream_names_are_distinct(store: StoreBackend, ns: str) -> None:
     streams: list[Key] = [(ns, s) for s in HOSTILE_SEGMENTS + UNICODE_SEGMENTS]
     streams.append((ns, "a", "b"))
     for stream in streams:
@@ -591,7 +595,7 @@ async def test_hostile_stream_names_are_distinct(store: StoreBase, ns: str) -> N
         assert [v for _, v in await store.read(stream)] == [repr(stream).encode()], stream
 
 
-async def test_long_segments_round_trip(store: StoreBase, ns: str) -> None:
+async def test_long_segments_round_trip(store: StoreBackend, ns: str) -> None:
     keys: list[Key] = [(ns, "x" * 300), (ns, "日" * 100), (ns, "/" * 100), (ns, "x" * 299)]
     await assert_round_trip_without_collisions(store, ns, keys)
 
@@ -611,7 +615,7 @@ BAD_KEYS: list[tuple[str, Callable[[str], object]]] = [
 
 @pytest.mark.parametrize("make_key", [m for _, m in BAD_KEYS], ids=[i for i, _ in BAD_KEYS])
 async def test_invalid_keys_raise_value_error(
-    store: StoreBase, ns: str, make_key: Callable[[str], object]
+    store: StoreBackend, ns: str, make_key: Callable[[str], object]
 ) -> None:
     bad: object = make_key(ns)
     ops: list[tuple[str, Callable[[], Awaitable[object]]]] = [
@@ -640,7 +644,7 @@ async def test_invalid_keys_raise_value_error(
     assert await store.list_keys((ns,)) == []
 
 
-async def test_invalid_arguments_raise_value_error(store: StoreBase, ns: str) -> None:
+async def test_invalid_arguments_raise_value_error(store: StoreBackend, ns: str) -> None:
     key = (ns, "k")
     await store.put(key, b"v")
     for call in (

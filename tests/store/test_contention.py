@@ -10,7 +10,7 @@ from itertools import pairwise
 
 import pytest
 
-from agentscope_teams.store import Entry, StoreBase
+from agentscope_teams.store import Entry, StoreBackend
 
 from ..backends import SHARED_BACKENDS, StoreSpec
 from .helpers import append_entries, cas_increments, create_only, run_workers
@@ -24,7 +24,7 @@ CREATE_KEYS = 25
 
 
 @pytest.fixture
-def shared_store(store: StoreBase, store_spec: StoreSpec) -> StoreBase:
+def shared_store(store: StoreBackend, store_spec: StoreSpec) -> StoreBackend:
     """The parent's store (its setup has run), skipping stores that live in one process."""
     if not store.shared_across_processes:
         assert store_spec.backend not in SHARED_BACKENDS, (
@@ -35,7 +35,7 @@ def shared_store(store: StoreBase, store_spec: StoreSpec) -> StoreBase:
 
 
 async def test_cas_increments_from_processes_lose_nothing(
-    shared_store: StoreBase, store_spec: StoreSpec, ns: str
+    shared_store: StoreBackend, store_spec: StoreSpec, ns: str
 ) -> None:
     key = (ns, "counter")
     job = partial(cas_increments, key, INCREMENTS)
@@ -46,7 +46,7 @@ async def test_cas_increments_from_processes_lose_nothing(
 
 
 async def test_appends_from_processes_get_unique_increasing_seqs(
-    shared_store: StoreBase, store_spec: StoreSpec, ns: str
+    shared_store: StoreBackend, store_spec: StoreSpec, ns: str
 ) -> None:
     stream = (ns, "events")
     returned: list[list[int]] = run_workers(
@@ -74,7 +74,7 @@ async def test_appends_from_processes_get_unique_increasing_seqs(
 
 
 async def test_create_only_has_one_winner_per_key_across_processes(
-    shared_store: StoreBase, store_spec: StoreSpec, ns: str
+    shared_store: StoreBackend, store_spec: StoreSpec, ns: str
 ) -> None:
     keys = [(ns, "claim", f"{i:02d}") for i in range(CREATE_KEYS)]
     won: list[list[int]] = run_workers(store_spec, partial(create_only, keys), WORKERS)

@@ -37,7 +37,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def client(store: BaseStore, alice: RuntimeContext, clock: FakeClock) -> LocalTeamClient:
-    return LocalTeamClient(store, alice, lease_seconds=30.0, clock=clock)
+    return LocalTeamClient(store, alice, task_lease=30.0, clock=clock)
 
 
 @pytest.fixture

@@ -129,7 +129,7 @@ async def test_only_the_owner_finishes_a_task(client: LocalTeamClient) -> None:
         client.complete_task(team.id, "b", task.id, "x"),
         client.fail_task(team.id, "b", task.id, "x"),
         client.release_task(team.id, "b", task.id),
-        client.heartbeat(team.id, "b", task.id),
+        client.renew_task_lease(team.id, "b", task.id),
     ):
         with pytest.raises(NotTaskOwnerError, match=msg):
             await op
@@ -154,9 +154,9 @@ async def test_release_returns_the_task_to_pending(client: LocalTeamClient) -> N
 async def test_expired_lease_is_taken_over(client: LocalTeamClient, clock: FakeClock) -> None:
     team = await make_team(client)
     task = await client.assign_task(team.id, "slow")
-    await client.claim_task(team.id, "a", task.id, lease_seconds=10)
+    await client.claim_task(team.id, "a", task.id, task_lease=10)
     clock.advance(5)
-    await client.heartbeat(team.id, "a", task.id)
+    await client.renew_task_lease(team.id, "a", task.id)
     clock.advance(8)
     assert await client.claim_task(team.id, "b") is None
     with pytest.raises(ClaimConflict):
@@ -174,9 +174,9 @@ async def test_lease_expiry_fails_the_task_at_max_attempts(
 ) -> None:
     team = await make_team(client)
     task = await client.assign_task(team.id, "flaky", max_attempts=2)
-    await client.claim_task(team.id, "a", task.id, lease_seconds=1)
+    await client.claim_task(team.id, "a", task.id, task_lease=1)
     clock.advance(2)
-    await client.claim_task(team.id, "b", task.id, lease_seconds=1)
+    await client.claim_task(team.id, "b", task.id, task_lease=1)
     clock.advance(2)
     assert not await client.wait_for_tasks(team.id, timeout=0)
     reaped = await client.reap_expired(team.id)
@@ -192,7 +192,7 @@ async def test_reap_returns_expired_task_to_pending(
 ) -> None:
     team = await make_team(client)
     task = await client.assign_task(team.id, "x")
-    await client.claim_task(team.id, "a", task.id, lease_seconds=1)
+    await client.claim_task(team.id, "a", task.id, task_lease=1)
     assert await client.reap_expired(team.id) == []
     clock.advance(2)
     (reaped,) = await client.reap_expired(team.id)
@@ -232,7 +232,7 @@ async def test_prefer_own_returns_the_task_the_member_holds(
     team = await make_team(client)
     first = await client.assign_task(team.id, "first")
     mine = await client.assign_task(team.id, "mine")
-    await client.claim_task(team.id, "a", mine.id, lease_seconds=10)
+    await client.claim_task(team.id, "a", mine.id, task_lease=10)
     clock.advance(20)  # even once its lease ran out, it is still the member's own task
     own = await client.claim_task(team.id, "a", prefer_own=True)
     assert own is not None and (own.id, own.owner, own.attempts) == (mine.id, "a", 1)
@@ -251,7 +251,7 @@ async def test_named_claim_of_an_exhausted_lease_records_the_failure(
 ) -> None:
     team = await make_team(client)
     task = await client.assign_task(team.id, "flaky", max_attempts=1)
-    await client.claim_task(team.id, "a", task.id, lease_seconds=1)
+    await client.claim_task(team.id, "a", task.id, task_lease=1)
     clock.advance(2)
     with pytest.raises(TaskStateError, match="all 1 attempts are used"):
         await client.claim_task(team.id, "b", task.id)

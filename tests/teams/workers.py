@@ -27,8 +27,8 @@ def context(args: CtxArgs) -> RuntimeContext:
     return RuntimeContext(metadata={}, **args)
 
 
-def client_for(store: object, ctx: CtxArgs, lease_seconds: float = 60.0) -> LocalTeamClient:
-    return LocalTeamClient(cast(BaseStore, store), context(ctx), lease_seconds=lease_seconds)
+def client_for(store: object, ctx: CtxArgs, task_lease: float = 60.0) -> LocalTeamClient:
+    return LocalTeamClient(cast(BaseStore, store), context(ctx), task_lease=task_lease)
 
 
 def _child(target: Callable[..., Any], barrier: Barrier, out: Any, index: int, args: Any) -> None:
@@ -76,7 +76,7 @@ def claim_all(
     async def main() -> list[tuple[str, str]]:
         log: list[tuple[str, str]] = []
         async with spec.open() as store:
-            client = client_for(store, ctx, lease_seconds=600)
+            client = client_for(store, ctx, task_lease=600)
 
             async def claimer(member: str) -> None:
                 while (task := await client.claim_task(team_id, member)) is not None:
@@ -99,7 +99,7 @@ def claim_one(
     async def main() -> list[tuple[str, str]]:
         outcomes: list[tuple[str, str]] = []
         async with spec.open() as store:
-            client = client_for(store, ctx, lease_seconds=600)
+            client = client_for(store, ctx, task_lease=600)
 
             async def claimer(member: str) -> None:
                 try:
@@ -123,7 +123,7 @@ def claim_and_hang(
 
     async def main() -> None:
         async with spec.open() as store:
-            client = client_for(store, ctx, lease_seconds=1)
+            client = client_for(store, ctx, task_lease=1)
             await client.claim_task(team_id, member, task_id)
             claimed.set()
             await anyio.sleep(CHILD_DEADLINE)

@@ -36,7 +36,7 @@ from ..base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
     Key,
-    StoreBase,
+    StoreBackend,
     check_expected,
     decode_key,
     encode_key,
@@ -53,7 +53,7 @@ from .writes import Statements, ref
 T = TypeVar("T")
 
 
-class SqlStore(StoreBase):
+class SqlStore(StoreBackend):
     """A :class:`BaseStore` on SQLite, MySQL/MariaDB or PostgreSQL through SQLAlchemy async Core.
 
     ``url`` is a URL (``sqlite:///path.db``, ``postgresql://...``, ``postgres://...``,

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from ..agent.extension import CallScope
 from ..errors import ToolError
 from . import summary
+from .actor import TeamActor
 from .lead_state import TeamLeadState
-from .member import TeamMember
 from .protocol import TeamClient
 from .results import (
     BoardListing,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .extension import TeamLeadExtension
 
 
-class LeadCalls:
+class LeadToolCalls:
     """The lead's tools, acting as the lead agent's name in its current (or a named) team."""
 
     def __init__(self, ext: TeamLeadExtension, scope: CallScope) -> None:
@@ -48,8 +48,8 @@ class LeadCalls:
             raise ToolError(f"team {tid} is led by {team.lead!r}, not by you ({self.lead!r})")
         return tid
 
-    def view(self, team_id: str | None) -> TeamMember:
-        return TeamMember(self.client, self.team_id(team_id), self.lead)
+    def view(self, team_id: str | None) -> TeamActor:
+        return TeamActor(self.client, self.team_id(team_id), self.lead)
 
     async def create(self, name: str, description: str) -> TeamCreated:
         team = await self.ext.create_team(self.scope, self.client, name, description)

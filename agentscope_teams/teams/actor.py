@@ -1,7 +1,9 @@
-"""``TeamMember``: one member's view of a team, the identity bound once instead of passed per call.
+"""``TeamActor``: one participant (the lead or a member) acting in a team, its name bound once.
 
-Tools of a member hold a ``TeamMember``; the sender of a message and the claimer of a task are always
-the bound name, never something a model writes into a tool argument.
+Not to be confused with :class:`~.models.Member` (a member's record in the team) or
+:class:`~.extension.TeamMemberExtension` (what a member agent runs with). The tools of an agent hold
+a ``TeamActor``; the sender of a message and the claimer of a task are always the bound name, never
+something a model writes into a tool argument. (Formerly ``TeamMember``.)
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ from .models import Task, TaskStatus, Team, TeamMessage
 from .protocol import TeamClient
 
 
-class TeamMember:
+class TeamActor:
     """Acts as ``name`` in team ``team_id`` through any :class:`TeamClient`."""
 
     def __init__(self, client: TeamClient, team_id: str, name: str) -> None:
         self.client, self.team_id, self.name = client, team_id, name
 
     def __repr__(self) -> str:
-        return f"TeamMember(team_id={self.team_id!r}, name={self.name!r})"
+        return f"TeamActor(team_id={self.team_id!r}, name={self.name!r})"
 
     async def team(self) -> Team:
         return await self.client.get_team(self.team_id)
@@ -46,11 +48,11 @@ class TeamMember:
         self,
         task_id: str | None = None,
         *,
-        lease_seconds: float | None = None,
+        task_lease: float | None = None,
         prefer_own: bool = False,
     ) -> Task | None:
         return await self.client.claim_task(
-            self.team_id, self.name, task_id, lease_seconds=lease_seconds, prefer_own=prefer_own
+            self.team_id, self.name, task_id, task_lease=task_lease, prefer_own=prefer_own
         )
 
     async def complete(self, task_id: str, result: str = "") -> Task:
@@ -62,9 +64,9 @@ class TeamMember:
     async def release(self, task_id: str) -> Task:
         return await self.client.release_task(self.team_id, self.name, task_id)
 
-    async def heartbeat(self, task_id: str, *, lease_seconds: float | None = None) -> Task:
-        return await self.client.heartbeat(
-            self.team_id, self.name, task_id, lease_seconds=lease_seconds
+    async def renew_task_lease(self, task_id: str, *, task_lease: float | None = None) -> Task:
+        return await self.client.renew_task_lease(
+            self.team_id, self.name, task_id, task_lease=task_lease
         )
 
     async def get_task(self, task_id: str) -> Task:
