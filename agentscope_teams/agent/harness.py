@@ -31,7 +31,13 @@ from ..model import ChatModel
 from ..model.factory import resolve_model
 from ..sessions import SessionRecord, SessionSource, SessionStorage
 from ..state import AgentState
-from ..store.base import BaseStore, StoreBackend, encode_segment
+from ..store.base import (
+    BaseStore,
+    StoreBackend,
+    encode_segment,
+    shared_across_hosts,
+    shared_across_processes,
+)
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from . import compression as comp
 from .config import ReActConfig
@@ -220,7 +226,7 @@ class SessionAgent:
         lock = self._locks.get(addr.key)
         if lock is None:
             lock = self._locks[addr.key] = anyio.Lock()
-        shared = getattr(self.store, "shared_across_processes", True)
+        shared = shared_across_processes(self.store)
         return SessionGuard(
             lock,
             self.store if shared else None,
@@ -358,7 +364,7 @@ def _check_numbers(replicas: int, lease_ttl: float, busy_timeout: float) -> None
 
 def _check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) -> None:
     """Refuse, at construction, configurations that cannot work across replicas."""
-    shared_hosts = bool(getattr(store, "shared_across_hosts", False))
+    shared_hosts = shared_across_hosts(store)
     kind = type(store).__name__
     if replicas > 1 and not shared_hosts:
         raise ConfigurationError(

@@ -28,7 +28,7 @@ from ..errors import ConfigurationError
 from ..events import ReplyEndEvent, ToolResultEvent
 from ..message import new_id
 from ..model import ChatModel
-from ..store.base import BaseStore
+from ..store.base import BaseStore, shared_across_processes
 from ..store.url import store_from_url
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamStatus
 from ..teams.results import TeamCreated
@@ -110,7 +110,7 @@ class Watcher:
 
 
 async def _check_shared(store: BaseStore, workers: int) -> None:
-    if workers > 0 and not getattr(store, "shared_across_processes", False):
+    if workers > 0 and not shared_across_processes(store):
         raise ConfigurationError(
             f"--workers {workers} runs members in other processes, but {type(store).__name__} "
             "is not shared across processes; use a file, sqlite, SQL or Redis store "

@@ -25,7 +25,6 @@ from .transcript import (
     fit_lines,
     rebuild_source,
     short_message,
-    task_ids,
 )
 
 SPEC_OF_CATEGORY: dict[Category, str] = {c: s for s, c in CATEGORY_OF_SPEC.items()}
@@ -44,7 +43,6 @@ _NAME_HINT = re.compile(
     r"(?:your name is|you are (?:the )?member|member name:?)\s*[`'\"]?([A-Za-z0-9_.-]+)", re.I
 )
 _LEAD_HINT = re.compile(r"led by [`'\"]?([A-Za-z0-9_.-]+)")
-_OWNED_HINT = re.compile(r"^.*\byou own\b.*$", re.IGNORECASE | re.MULTILINE)
 MAX_FORWARDED_LINES = 8
 #: The first line of a message carrying findings that did not fit in a task result.
 OVERFLOW_HEAD = "Findings of {task} that did not fit in its result:"
@@ -81,11 +79,6 @@ def member_role(system_prompt: str) -> Role:
         spec = name
     lead = _LEAD_HINT.search(system_prompt)
     return Role(name=name, spec=spec, lead=lead[1] if lead else "lead")
-
-
-def owned_tasks(instruction: str) -> list[str]:
-    """Tasks the wake-up prompt says this member already owns ("tasks you own ...: t-3 ...")."""
-    return [t for line in _OWNED_HINT.findall(instruction) for t in task_ids(line)]
 
 
 @dataclass
@@ -143,21 +136,22 @@ def _reported(turn: _Turn, call: Call, category: Category | None) -> None:
 
 def member_step(
     role: Role,
-    instruction: str,
+    owned: Sequence[str],
     calls: Sequence[Call],
     inbox: Sequence[str],
     *,
     history: Sequence[Call] = (),
     can_act: bool = True,
 ) -> Step:
-    """The next step of a member; ``instruction`` started the turn, ``inbox``: teammates'
-    messages injected since, ``history``: every tool call in the context (earlier turns too)."""
+    """The next step of a member; ``owned``: the tasks its wake-up message says it owns,
+    ``inbox``: teammates' messages injected since, ``history``: every tool call in the context
+    (earlier turns too)."""
     turn = _scan(calls, role.category)
     if not can_act:
         return Step(_summary(role, turn, inbox, history))
     task = turn.current
     if task is None:
-        return _claim(role, instruction, calls, turn) or Step(_summary(role, turn, inbox, history))
+        return _claim(role, owned, calls, turn) or Step(_summary(role, turn, inbox, history))
     reads, unreadable = _reads(task, calls)
     if reads:
         label = "file" if len(reads) == 1 else "files"
@@ -165,13 +159,11 @@ def member_step(
     return _finish(role, task, calls, unreadable)
 
 
-def _claim(role: Role, instruction: str, calls: Sequence[Call], turn: _Turn) -> Step | None:
+def _claim(role: Role, owned: Sequence[str], calls: Sequence[Call], turn: _Turn) -> Step | None:
     """The next claim: a task this member owns (from the wake-up prompt or the board), else the
     next claimable one; when nothing was claimable, one look at the board for tasks it owns."""
     tried = {c.arg("task_id") for c in calls if c.name == "claimTask"}
-    owned = [
-        t for t in [*owned_tasks(instruction), *_owned_on_board(role, calls)] if t not in tried
-    ]
+    owned = [t for t in [*owned, *_owned_on_board(role, calls)] if t not in tried]
     if owned:
         args: dict[str, object] = {"task_id": owned[0]}
         return Step(f"Taking up my task {owned[0]} again.", (("claimTask", args),))

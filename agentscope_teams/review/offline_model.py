@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Sequence
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from ..model.base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolCallDelta, Usage
 from ..teams.delivery import TEAM_SENDER
+from ..teams.work import WAKE
 from .offline_lead import lead_step
 from .offline_member import member_role, member_step
 from .transcript import Call, Step
@@ -112,9 +113,9 @@ def decide(request: ModelRequest) -> Step:
     role = member_role(system)
     if "claimTask" in offered or role.spec is not None or any(c.name == "claimTask" for c in calls):
         texts = _texts(turn)
-        first = texts[0] if texts else ""
         history = tool_calls(request.messages)
-        return member_step(role, first, calls, texts[1:], history=history, can_act=can_act)
+        owned = woken_for(turn)
+        return member_step(role, owned, calls, texts[1:], history=history, can_act=can_act)
     return Step(UNSUPPORTED)
 
 
@@ -148,6 +149,15 @@ def tool_calls(messages: Sequence[Msg]) -> list[Call]:
                 )
             )
     return out
+
+
+def woken_for(messages: Sequence[Msg]) -> list[str]:
+    """The task ids a member's wake-up message says it owns (its metadata, see ``teams.work``)."""
+    for m in messages:
+        wake = m.metadata.get(WAKE)
+        if isinstance(wake, dict):
+            return [str(t) for t in wake.get("own", [])]
+    return []
 
 
 def team_messages(messages: Sequence[Msg]) -> list[tuple[str, str]]:

@@ -172,12 +172,6 @@ class Step:
 
 
 _INTERRUPTED = ("the tool call did not complete", "interrupted")
-_TASK_ID = re.compile(r"\bt-\d+\b")
-
-
-def task_ids(text: str) -> list[str]:
-    """Task ids (``t-<n>``) in the order they appear, without duplicates."""
-    return list(dict.fromkeys(_TASK_ID.findall(text)))
 
 
 #: Task results longer than this are cut by the team's ``waitForTeam`` summary: stay below it.

@@ -172,6 +172,21 @@ class BaseStore(Protocol):
     ) -> None: ...
 
 
+def shared_across_processes(store: object) -> bool:
+    """Whether several OS processes may share ``store`` (its ``shared_across_processes`` flag).
+
+    Every :class:`StoreBackend` declares the flag; a store that does not is assumed shared, so
+    callers keep their cross-process guards (leases, fencing) rather than drop them.
+    """
+    return bool(getattr(store, "shared_across_processes", True))
+
+
+def shared_across_hosts(store: object) -> bool:
+    """Whether several hosts may share ``store`` (its ``shared_across_hosts`` flag; default False,
+    so a configuration that needs several hosts is refused unless the store says it can)."""
+    return bool(getattr(store, "shared_across_hosts", False))
+
+
 class StoreBackend(abc.ABC):
     """The base class backends subclass: context management, size limit and argument checks.
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import anyio
 
 from ..errors import VersionConflict
-from ..store.base import BaseStore
+from ..store.base import BaseStore, shared_across_processes
 from .models import InboxCursor, TeamKeys, TeamMessage
 
 BROADCAST_CONCURRENCY = 4
@@ -49,7 +49,7 @@ class Mailbox:
 
         The first failed append is raised as is once the others have finished.
         """
-        if not getattr(self.store, "shared_across_processes", True) or len(recipients) < 2:
+        if not shared_across_processes(self.store) or len(recipients) < 2:
             return [await self.deliver(sender, r, content, broadcast=True) for r in recipients]
         sent: list[TeamMessage | None] = [None] * len(recipients)
         errors: list[Exception] = []

@@ -13,10 +13,10 @@ back to pending after a lease expired), never in a loop to a member that chose n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..message import utcnow
+from ..message import Msg, UserMsg, utcnow
 from . import eligibility
 from .models import Task, TaskStatus, Team, TeamMessage
 from .protocol import TeamClient
@@ -36,12 +36,25 @@ def offer_key(task: Task) -> OfferKey:
     return (task.id, task.status.value, task.attempts)
 
 
+#: Metadata key of a wake-up message: ``{"own": [task ids], "free": [task ids]}``.
+WAKE = "team_wake"
+
+
 @dataclass
 class Work:
-    """New work for one member: the prompt to send and the offers it makes."""
+    """New work for one member: the prompt to send, the offers it makes, and the ids of the tasks
+    it owns (not reported yet) and may claim."""
 
     prompt: str
     offers: set[OfferKey]
+    own: list[str] = field(default_factory=list)
+    free: list[str] = field(default_factory=list)
+
+    def message(self) -> Msg:
+        """The wake-up message: the prompt, with the task ids as data in its metadata."""
+        return UserMsg(
+            self.prompt, name="team", metadata={WAKE: {"own": self.own, "free": self.free}}
+        )
 
 
 async def find_work(
@@ -55,7 +68,9 @@ async def find_work(
     unread = await client.unread(team.id, member, limit=20)
     if not unread and not offers - offered:
         return None
-    return Work(prompt(team, member, unread, tasks), offers)
+    own = [t.id for t in tasks if t.owner == member]
+    free = [t.id for t in tasks if t.owner != member]
+    return Work(prompt(team, member, unread, tasks), offers, own, free)
 
 
 def prompt(team: Team, member: str, unread: list[TeamMessage], tasks: list[Task]) -> str:

@@ -33,6 +33,7 @@ from agentscope_teams.teams.results import (
     TaskClaimed,
     TeamWaited,
 )
+from agentscope_teams.teams.work import Work
 from agentscope_teams.tools import ToolOutput
 
 from .team_stub import SPECS, StubTeam
@@ -265,9 +266,9 @@ async def test_calls_cut_off_by_a_crash_are_made_again() -> None:
 
 
 async def test_a_member_takes_up_the_task_it_already_owns() -> None:
-    wake = "You have new work:\n- tasks you own that are not reported yet: t-7 'Security review'"
+    work = Work("You have new work: ...", offers=set(), own=["t-7"])
     step = await OfflineReviewModel().generate(
-        request(spec_prompt("security-scanner"), [UserMsg(wake)], MEMBER_TOOLS)
+        request(spec_prompt("security-scanner"), [work.message()], MEMBER_TOOLS)
     )
     assert [(c.name, c.input) for c in step.tool_calls] == [("claimTask", {"task_id": "t-7"})]
 
