@@ -74,7 +74,9 @@ def resolve_dir(path: Path | str) -> Path:
 class ToolEnv:
     """Where and for whom a tool runs: the workspace root, the caller's identity and injected services.
 
-    ``workspace`` is resolved (symlinks included) on construction; file tools never leave it.
+    ``workspace`` is resolved (symlinks included) on construction; file tools never leave it. An
+    agent's calls put its read-only :class:`~agentscope_teams.agent.AgentView` in
+    ``extras["agent"]``.
     """
 
     workspace: Path
