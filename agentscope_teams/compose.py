@@ -23,8 +23,6 @@ from .errors import ConfigurationError
 from .model.base import ChatModel
 from .sessions import SessionSource
 from .store.base import BaseStore
-from .subagents.extension import SubagentExtension
-from .teams.extension import TeamLeadExtension
 from .tools import PermissionEngine, Tool
 
 
@@ -43,6 +41,10 @@ def extensions_from_specs(
     ``model_aliases``, ``lease_ttl``, ``workspace_root``, ``models``); ``team_options`` to
     :class:`TeamLeadExtension` (``run_members``, ``member_model``, ``task_lease``, ...).
     """
+    # imported here, when specs are given, so that ``import agentscope_teams`` stays cheap
+    from .subagents.extension import SubagentExtension
+    from .teams.extension import TeamLeadExtension
+
     sub = SubagentExtension.build(agent, specs, **subagent_options)
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:

@@ -168,8 +168,17 @@ def test_submodule_names_from_the_spec() -> None:
 
 
 def test_the_top_level_import_stays_cheap() -> None:
-    """``import agentscope_teams`` loads neither the review engine nor optional backends or SDKs."""
-    heavy = ("agentscope_teams.review", "redis", "sqlalchemy", "openai", "rich", "httpx")
+    """``import agentscope_teams`` loads neither the review engine nor optional backends or SDKs,
+    nor the teams package (loaded when an agent is given specs)."""
+    heavy = (
+        "agentscope_teams.review",
+        "agentscope_teams.teams",
+        "redis",
+        "sqlalchemy",
+        "openai",
+        "rich",
+        "httpx",
+    )
     code = (
         "import sys, agentscope_teams\n"
         f"heavy = {heavy!r}\n"

@@ -255,7 +255,9 @@ class SessionAgent:
         loaded = _change_marker(state)
         workspace = self.workspace_for(ctx)
         await self._ensure_dir(workspace)
-        env = ToolEnv(workspace=workspace, ctx=ctx, agent_name=self.name, extras={"agent": self.view})
+        env = ToolEnv(
+            workspace=workspace, ctx=ctx, agent_name=self.name, extras={"agent": self.view}
+        )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
         async def save(s: AgentState) -> None:
