@@ -12,6 +12,7 @@ from .common import SubParsers, add_command, add_json_option, print_json_line, s
 EXAMPLES = (
     "agentscope-teams specs check specs/",
     "agentscope-teams specs check specs/ --json",
+    "agentscope-teams specs check --strict .claude/agents/",
 )
 
 
@@ -28,18 +29,25 @@ def register(subparsers: SubParsers) -> None:
         help="load every spec in DIR and report specs, warnings and errors (file:line)",
         description="Load every *.md spec in DIR leniently and print a table of the specs, their "
         "warnings and every error with its file and line. Exit code 0 when every file loaded "
-        "(warnings allowed), 1 when any file has an error.",
+        "(warnings allowed), 1 when any file has an error. A frontmatter that is not valid YAML "
+        "only because a value holds an unquoted ': ' loads with a warning; --strict refuses it.",
         examples=EXAMPLES,
     )
     check.add_argument("directory", metavar="DIR", type=Path, help="spec directory")
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse frontmatter that is not strict YAML (an unquoted value containing ': '), "
+        "instead of loading it with a warning",
+    )
     add_json_option(check)
     check.set_defaults(handler=handle_check)
 
 
 def handle_check(args: argparse.Namespace) -> int:
     if not args.json:
-        return check_specs(args.directory, console=stdout_console())
-    result = load_specs(args.directory, strict=False)
+        return check_specs(args.directory, console=stdout_console(), strict_yaml=args.strict)
+    result = load_specs(args.directory, strict=False, strict_yaml=args.strict)
     for name in sorted(result.specs):
         spec = result.specs[name]
         print_json_line(

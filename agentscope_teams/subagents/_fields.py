@@ -36,7 +36,11 @@ SPEC_KEYS = frozenset(
 _CLAUDE_CODE_KEYS = frozenset(
     {"color", "permissionMode", "disallowedTools", "skills", "hooks", "memory", "mcpServers"}
 )
-NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: Subagent names: an identifier only (keys and paths escape every segment), so dotted names
+#: written for Claude Code (``dotnet-framework-4.8-expert``) load; no leading or trailing dot, so a
+#: name is never a hidden file nor a name Windows trims.
+NAME_RE = re.compile(r"(?!\.)[A-Za-z0-9_.-]{1,64}(?<!\.)")
+NAME_RULE = "1-64 letters, digits, '-', '_' or '.' (but must not start or end with '.')"
 _TOOL_NAME_RE = re.compile(
     r"[a-z][A-Za-z0-9_]*"
 )  # read_file, claimTask; Claude Code's are Capitalized
@@ -206,9 +210,7 @@ def normalize_input(data: Mapping[str, Any], aliases: Mapping[str, str] | None) 
 def check_name(value: Any) -> Any:
     if isinstance(value, str) and NAME_RE.fullmatch(value):
         return value
-    raise ValueError(
-        f"name must be 1-64 letters, digits, '-' or '_', got {describe(value)}; rename the subagent"
-    )
+    raise ValueError(f"name must be {NAME_RULE}, got {describe(value)}; rename the subagent")
 
 
 def check_description(value: Any) -> Any:

@@ -22,12 +22,14 @@ import yaml
 from ..errors import SpecError
 from ._fields import (
     NAME_RE,
+    NAME_RULE,
     SPEC_KEYS,
     describe,
     merge_steps,
     normalize_fields,
     unknown_key_note,
 )
+from ._lenient import lenient_note, quote_values
 
 _LINE_SPLIT_RE = re.compile(r"\r\n|\r|\n")
 
@@ -39,6 +41,7 @@ class Frontmatter:
     start: int  # file line of the opening `---`
     end: int  # file line of the closing `---`
     body: str
+    lenient: list[tuple[int, str]] = field(default_factory=list)  # (file line, key) quoted
 
 
 def read_text(path: Path) -> str:
@@ -55,7 +58,9 @@ def read_text(path: Path) -> str:
     return text.removeprefix("\ufeff")
 
 
-def split_frontmatter(path: Path, text: str) -> Frontmatter:
+def split_frontmatter(path: Path, text: str, *, strict_yaml: bool = False) -> Frontmatter:
+    """Split off and parse the frontmatter: strict YAML first, then (unless ``strict_yaml``) the
+    lenient reading of values that hold an unquoted ': ' (:mod:`._lenient`)."""
     lines = _LINE_SPLIT_RE.split(text)
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None or lines[first].rstrip() != "---":
@@ -72,8 +77,17 @@ def split_frontmatter(path: Path, text: str) -> Frontmatter:
             first + 1,
             "the frontmatter opened on this line is never closed; add a `---` line after the last key",
         )
-    node, data = _parse_yaml(path, "\n".join(lines[first + 1 : close]), first + 2)
-    return Frontmatter(data, node, first + 1, close + 1, "\n".join(lines[close + 1 :]))
+    yaml_text, body = "\n".join(lines[first + 1 : close]), "\n".join(lines[close + 1 :])
+    try:
+        node, data = _parse_yaml(path, yaml_text, first + 2)
+    except SpecError:
+        rescued = None if strict_yaml else quote_values(yaml_text)
+        if rescued is None:
+            raise
+        node, data = _parse_yaml(path, rescued[0], first + 2)  # what is left is reported
+        lenient = [(first + 2 + q.index, q.key) for q in rescued[1]]
+        return Frontmatter(data, node, first + 1, close + 1, body, lenient)
+    return Frontmatter(data, node, first + 1, close + 1, body)
 
 
 def _parse_yaml(path: Path, text: str, first_line: int) -> tuple[yaml.Node | None, Any]:
@@ -164,9 +178,11 @@ class Draft:
             self.failed.add(key)
 
 
-def draft_spec(path: Path, aliases: Mapping[str, str] | None) -> Draft:
+def draft_spec(
+    path: Path, aliases: Mapping[str, str] | None, *, strict_yaml: bool = False
+) -> Draft:
     """Read ``path`` into a :class:`Draft`; raises :class:`SpecError` if there is no frontmatter."""
-    fm = split_frontmatter(path, read_text(path))
+    fm = split_frontmatter(path, read_text(path), strict_yaml=strict_yaml)
     draft = Draft(path, fm.start)
     if fm.data is None:
         draft.fail(fm.start, "the frontmatter is empty; add at least a `description:` line")
@@ -201,6 +217,7 @@ def _fill(draft: Draft, fm: Frontmatter, aliases: Mapping[str, str] | None) -> N
         draft.fail(line, reason, key)
     _resolve_workspace_path(data, draft.path)
     notes += field_notes
+    notes += [(line, lenient_note(key)) for line, key in fm.lenient]
     if not fm.body.strip():
         notes.append((fm.end, "the body is empty, so the subagent has no system prompt"))
     notes.sort(key=lambda note: note[0])
@@ -220,8 +237,8 @@ def _default_name(draft: Draft, data: dict[str, Any], line: int) -> None:
     data["name"] = stem
     if not NAME_RE.fullmatch(stem):
         reason = (
-            f"the file name {stem!r} is not a valid subagent name (1-64 letters, digits, "
-            "'-' or '_'); add a `name:` key or rename the file"
+            f"the file name {stem!r} is not a valid subagent name ({NAME_RULE}); "
+            "add a `name:` key or rename the file"
         )
         draft.fail(line, reason, "name")
 

@@ -2,7 +2,9 @@
 
 :func:`check_specs` is what ``agentscope-teams specs check DIR`` runs; :func:`render_spec_check`
 prints an already loaded :class:`SpecLoadResult`. Both return the exit code: 0 when every file
-loaded (warnings allowed), 1 when any file has an error.
+loaded (warnings allowed), 1 when any file has an error. With ``strict_yaml``
+(``specs check --strict``) a frontmatter that only loads leniently (an unquoted value holding ': ')
+is an error, as it is for strict YAML readers.
 """
 
 from __future__ import annotations
@@ -91,11 +93,14 @@ def check_specs(
     *,
     model_aliases: Mapping[str, str] | None = None,
     console: Console | None = None,
+    strict_yaml: bool = False,
 ) -> int:
     """Load ``directory`` leniently, print the report and return the exit code (0 ok, 1 errors)."""
     console = console or Console()
     try:
-        result = load_specs(directory, strict=False, model_aliases=model_aliases)
+        result = load_specs(
+            directory, strict=False, model_aliases=model_aliases, strict_yaml=strict_yaml
+        )
     except SpecError as exc:  # the directory itself is missing or not a directory
         console.print(Text(str(exc), style="bold red"))
         return 1

@@ -194,10 +194,18 @@ class SubagentSpec(BaseModel):
 
     @classmethod
     def from_file(
-        cls, path: Path | str, *, model_aliases: Mapping[str, str] | None = None
+        cls,
+        path: Path | str,
+        *,
+        model_aliases: Mapping[str, str] | None = None,
+        strict_yaml: bool = False,
     ) -> SubagentSpec:
-        """Load one spec file. Raises :class:`SpecError` (:class:`SpecErrors` for several problems)."""
-        parsed = _parse_spec_file(Path(path), model_aliases)
+        """Load one spec file. Raises :class:`SpecError` (:class:`SpecErrors` for several problems).
+
+        A frontmatter that is not YAML only because a value holds an unquoted ': ' loads with a
+        warning ("loaded leniently"); with ``strict_yaml`` it is an error.
+        """
+        parsed = _parse_spec_file(Path(path), model_aliases, strict_yaml)
         if parsed.errors:
             raise parsed.errors[0] if len(parsed.errors) == 1 else SpecErrors(parsed.errors)
         assert parsed.spec is not None
@@ -235,12 +243,14 @@ def load_specs(
     *,
     strict: bool = True,
     model_aliases: Mapping[str, str] | None = None,
+    strict_yaml: bool = False,
 ) -> SpecLoadResult:
     """Load every ``*.md`` spec in ``directory`` (not recursive), in file-name order.
 
     With ``strict`` (the default) any problem in any file raises one :class:`SpecErrors` listing
     them all; with ``strict=False`` the valid specs load and the problems are returned in
     ``errors``. Names are unique: the second file using a name is an error naming both files.
+    ``strict_yaml`` refuses what :meth:`SubagentSpec.from_file` loads leniently.
     """
     root = Path(directory)
     if not root.is_dir():
@@ -251,7 +261,7 @@ def load_specs(
     result = SpecLoadResult()
     origin: dict[str, str] = {}
     for path in sorted(p for p in root.glob("*.md") if p.is_file() and not p.name.startswith(".")):
-        parsed = _parse_spec_file(path, model_aliases)
+        parsed = _parse_spec_file(path, model_aliases, strict_yaml)
         result.errors.extend(parsed.errors)
         result.warnings.extend(parsed.warnings)
         spec = parsed.spec
@@ -285,9 +295,9 @@ class _Parsed:
     name_line: int = 1
 
 
-def _parse_spec_file(path: Path, aliases: Mapping[str, str] | None) -> _Parsed:
+def _parse_spec_file(path: Path, aliases: Mapping[str, str] | None, strict_yaml: bool) -> _Parsed:
     try:
-        draft = draft_spec(path, aliases)
+        draft = draft_spec(path, aliases, strict_yaml=strict_yaml)
     except SpecError as exc:
         return _Parsed(errors=[exc])
     warnings = [SpecWarning(path, line, message) for line, message in draft.notes]

@@ -32,9 +32,9 @@ def test_a_bad_spec_names_file_and_line_and_exits_one(cli: Cli, tmp_path: Path) 
 
 
 def test_json_lines(cli: Cli, tmp_path: Path) -> None:
-    shutil.copy(CORPUS / "bad" / "yaml-unquoted-colon.md", tmp_path)
+    shutil.copy(CORPUS / "wild" / "yaml-unquoted-colon.md", tmp_path)
     shutil.copy(REPO / "specs" / "reviewer.md", tmp_path)
-    result = cli("specs", "check", str(tmp_path), "--json")
+    result = cli("specs", "check", str(tmp_path), "--json", "--strict")
     assert result.returncode == 1
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["kind"] for line in lines] == ["spec", "error"]
@@ -47,3 +47,30 @@ def test_missing_directory_exits_one(cli: Cli, tmp_path: Path) -> None:
     result = cli("specs", "check", str(tmp_path / "missing"))
     assert result.returncode == 1
     assert "spec directory does not exist" in result.stdout
+
+
+def test_unquoted_colon_is_a_warning_and_strict_refuses_it(cli: Cli, tmp_path: Path) -> None:
+    shutil.copy(CORPUS / "wild" / "colon-in-description.md", tmp_path)
+    shutil.copy(CORPUS / "wild" / "dotnet-framework-4.8-expert.md", tmp_path)
+    result = cli("specs", "check", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "dotnet-framework-4.8-expert" in result.stdout
+    assert "loaded leniently" in result.stdout
+    assert "2 specs loaded, 2 warnings, 0 errors" in result.stdout  # and the unmapped 'sonnet'
+
+    result = cli("specs", "check", "--strict", str(tmp_path))
+    assert result.returncode == 1
+    assert f"{tmp_path / 'colon-in-description.md'}:3: invalid YAML" in result.stdout
+    assert "1 spec loaded, 1 warning, 1 error" in result.stdout
+    assert result.stderr == ""
+
+    result = cli("specs", "check", str(tmp_path), "--json")
+    assert result.returncode == 0
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(line["kind"], line["name"]) for line in lines] == [
+        ("spec", "dotnet-framework-4.8-expert"),
+        ("spec", "release-notes-writer"),
+    ]
+    assert lines[1]["warnings"][0].startswith(
+        "line 3: loaded leniently: quote the value of 'description'"
+    )

@@ -33,14 +33,29 @@ def test_clean_directory_exits_zero_and_lists_specs() -> None:
 def test_errors_are_listed_with_file_and_line_and_exit_one(tmp_path: Path) -> None:
     shutil.copy(CORPUS / "good" / "as-reviewer.md", tmp_path)
     shutil.copy(CORPUS / "bad" / "workspace-bad-mode.md", tmp_path)
-    shutil.copy(CORPUS / "bad" / "yaml-unquoted-colon.md", tmp_path)
+    shutil.copy(CORPUS / "wild" / "yaml-unquoted-colon.md", tmp_path)
     console = _console()
-    assert check_specs(tmp_path, console=console) == 1
+    assert check_specs(tmp_path, console=console, strict_yaml=True) == 1
     out = console.export_text()
     assert "as-reviewer" in out
     assert f"{tmp_path / 'workspace-bad-mode.md'}:5: workspace.mode must be one of" in out
     assert f"{tmp_path / 'yaml-unquoted-colon.md'}:3: invalid YAML" in out
     assert "1 spec loaded, 0 warnings, 2 errors" in out
+
+
+def test_unquoted_colon_loads_with_a_warning_unless_strict(tmp_path: Path) -> None:
+    shutil.copy(CORPUS / "wild" / "colon-in-description.md", tmp_path)
+    console = _console()
+    assert check_specs(tmp_path, console=console) == 0
+    out = console.export_text()
+    assert "release-notes-writer" in out
+    assert "line 3: loaded leniently: quote the value" in out
+    assert "1 spec loaded, 1 warning, 0 errors" in out
+    console = _console()
+    assert check_specs(tmp_path, console=console, strict_yaml=True) == 1
+    out = console.export_text()
+    assert f"{tmp_path / 'colon-in-description.md'}:3: invalid YAML" in out
+    assert "0 specs loaded, 0 warnings, 1 error" in out
 
 
 def test_markup_in_descriptions_is_printed_literally(tmp_path: Path) -> None:
