@@ -106,8 +106,8 @@ class MemberBuilder:
         spec = self.specs[member.spec]
         if spec.workspace.mode is WorkspaceMode.SHARED:
             return self.workspace
-        owner = (encode_segment(s) for s in ctx.owner_scope())
-        return self.root.joinpath("team-members", *owner, team_id, member.name)
+        segments = (*ctx.owner_scope(), team_id, member.name)  # escaped: '..' stays a name
+        return self.root.joinpath("team-members", *(encode_segment(s) for s in segments))
 
     def build(
         self, ctx: RuntimeContext, team: Team, member: Member
