@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from starlette.responses import JSONResponse
+
 from ..errors import UnknownMemberError
 from ..teams import Member, Task, TaskStatus, Team
 from . import schemas as s
-from .auth import issue_member_token, revoke_team_tokens
+from .auth import first_member_token, issue_member_token, revoke_team_tokens
 from .routing import Call, Endpoint
 
 T = "/api/teams/{team_id}"
@@ -32,14 +34,14 @@ async def create_team(call: Call) -> s.CreatedTeam:
     team = await call.client.create_team(body.name, body.lead, members)
     p = call.principal
     tokens = {
-        m.name: await issue_member_token(call.store, p.org_id, p.user_id, team.id, m.name)
+        m.name: await first_member_token(call.store, p.org_id, p.user_id, team.id, m.name)
         for m in team.members
     }
     return s.CreatedTeam(team=team, tokens=tokens)
 
 
 async def get_team(call: Call) -> Team:
-    return await call.client.get_team(call.team_id)
+    return await call.team()
 
 
 async def delete_team(call: Call) -> None:
@@ -55,13 +57,18 @@ async def set_team_status(call: Call) -> Team:
     return await call.client.set_team_status(team.id, body.status)
 
 
-async def spawn_member(call: Call) -> s.SpawnedMember:
+async def spawn_member(call: Call) -> JSONResponse:
+    """201 and a token when this request created the member (the team's conditional write
+    decides, so one racer wins); 200 and no token when it existed: nothing minted or revoked."""
     body = await call.body(s.SpawnMember)
     team = await call.require_lead("spawn members")
-    member = await call.client.spawn_member(team.id, body.name, body.spec, body.session_id)
-    p = call.principal
-    token = await issue_member_token(call.store, p.org_id, p.user_id, team.id, member.name)
-    return s.SpawnedMember(member=member, token=token)
+    member, created = await call.client.add_member(team.id, body.name, body.spec, body.session_id)
+    token = None
+    if created:
+        p = call.principal
+        token = await first_member_token(call.store, p.org_id, p.user_id, team.id, member.name)
+    spawned = s.SpawnedMember(member=member, token=token)
+    return JSONResponse(spawned.model_dump(mode="json"), status_code=201 if created else 200)
 
 
 async def set_member_status(call: Call) -> Member:
@@ -71,7 +78,7 @@ async def set_member_status(call: Call) -> Member:
 
 
 async def member_token(call: Call) -> s.IssuedToken:
-    team = await call.client.get_team(call.team_id)
+    team = await call.team()
     name = call.path("name")
     if name not in team.participants():
         raise UnknownMemberError(f"{name!r} is not a participant of team {team.id!r}")
@@ -202,10 +209,11 @@ ENDPOINTS = [
         "POST",
         T + "/members",
         spawn_member,
-        "Spawn a member (operator or lead)",
+        "Spawn a member (operator or lead); 200 without a token if it already exists",
         body=s.SpawnMember,
         response=s.SpawnedMember,
         status=201,
+        also_ok=(200,),
     ),
     _ep(
         "PUT",

@@ -14,7 +14,10 @@ valid before one was issued. Kinds:
   ``EventSource`` (which cannot send headers); refused everywhere else.
 
 Member and stream tokens are also indexed per team and member, so deleting a team revokes them and
-re-issuing a member's token revokes the previous one. Key layout: :mod:`agentscope_teams.keys`
+re-issuing a member's token revokes the previous one. Who may mint a member token for whom: the
+operator for any participant of its teams (re-issuing revokes the old one); an operator or lead
+only for a participant its own request just created (a new team's members, a spawn that created
+the member). Re-spawning an existing member returns it without a token and revokes nothing. Key layout: :mod:`agentscope_teams.keys`
 (families ``token`` and ``token-index``).
 """
 
@@ -125,8 +128,23 @@ async def issue_operator_token(
 async def issue_member_token(
     store: BaseStore, org_id: str | None, user_id: str | None, team_id: str, member: str
 ) -> str:
-    """A new token for ``member`` of ``team_id``; the member's previous tokens are revoked."""
+    """A new token for ``member`` of ``team_id``; the member's previous tokens are revoked.
+
+    The operator's power (and the library's, for provisioning): the HTTP API calls it only from
+    operator-only endpoints. A new participant's first token comes from :func:`first_member_token`.
+    """
     await _revoke_prefix(store, token_index_prefix(org_id, user_id, team_id, member))
+    return await first_member_token(store, org_id, user_id, team_id, member)
+
+
+async def first_member_token(
+    store: BaseStore, org_id: str | None, user_id: str | None, team_id: str, member: str
+) -> str:
+    """The token of a participant this request just created; revokes nothing.
+
+    Only for a member that did not exist before (a new team's members, a spawn that created the
+    member): minting for an existing participant would let its spawner act as it.
+    """
     record = TokenRecord(
         kind=TokenKind.MEMBER, org_id=org_id, user_id=user_id, team_id=team_id, member=member
     )

@@ -6,8 +6,8 @@ never touches the store. Errors come back as the same classes a
 ``UnknownTeamError``, ...), mapped from the status code and the error ``type`` (see
 :mod:`.errors`); 401/403 raise :class:`~.errors.ControlPlaneAuthError`.
 
-With an operator token, :meth:`create_team` and :meth:`spawn_member` also receive each new member's
-token; they are kept in :attr:`ControlPlaneTeamClient.member_tokens` (``(team_id, name) -> token``)
+:meth:`create_team` and :meth:`spawn_member` (operator or lead) also receive each *new* member's
+token (re-spawning an existing member returns none); they are kept in :attr:`ControlPlaneTeamClient.member_tokens` (``(team_id, name) -> token``)
 to hand to the workers.
 """
 
@@ -130,7 +130,8 @@ class ControlPlaneTeamClient:
         body = {"name": name, "spec": spec, "session_id": session_id}
         data = await self._call("POST", self._team(team_id) + "/members", body)
         spawned = s.SpawnedMember.model_validate(data)
-        self.member_tokens[(team_id, name)] = spawned.token
+        if spawned.token is not None:  # None: the member existed; its token is unchanged
+            self.member_tokens[(team_id, name)] = spawned.token
         return spawned.member
 
     async def issue_member_token(self, team_id: str, name: str) -> str:

@@ -10,7 +10,12 @@ connection first receives the current state, so a client that reconnects simply 
     event: task      data: Task          (with history, owner, blockers, blocked_reason)
     event: message   data: TeamMessage   (seq is per recipient inbox)
     event: team      data: {"id", "status": "deleted"}   then the stream ends
+    event: error     data: {"type", "message", ...}      a store error; then the stream ends
     : ping                               (a comment every heartbeat interval)
+
+A team the caller cannot see (another org's or user's, an unknown id, a deleted team) answers 404
+before the stream opens, by the same check as every other per-team route
+(:meth:`~.routing.Call.team`): "deleted" is only ever said of a team the stream was following.
 
 ``EventSource`` cannot send headers: it passes a ticket from ``POST .../events/ticket`` as
 ``?ticket=``; other clients send their token as ``Authorization: Bearer``.
@@ -27,9 +32,10 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ..errors import AgentScopeTeamsError
 from ..teams import LocalTeamClient, MemberStatus, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
-from .errors import ControlPlaneAuthError
+from .errors import ControlPlaneAuthError, error_body
 from .routing import Call, Settings, error_response, principal_of
 
 PATH = "/api/teams/{team_id}/events"
@@ -108,7 +114,8 @@ async def team_events(request: Request) -> Response:
     try:
         principal = await _principal(request)
         call = Call(request, principal, request.app.state.store, settings)
-        watcher = TeamWatcher(call.client, call.team_id, principal.member)
+        team = await call.team()
+        watcher = TeamWatcher(call.client, team.id, principal.member)
         first, gone = await watcher.poll()
     except Exception as exc:
         return error_response(exc)
@@ -126,7 +133,10 @@ async def team_events(request: Request) -> Response:
                 yield ": ping\n\n"
             await anyio.sleep(settings.poll_interval)
             idle += settings.poll_interval
-            frames, done = await watcher.poll()
+            try:
+                frames, done = await watcher.poll()
+            except AgentScopeTeamsError as exc:  # e.g. the store went away: say so, then end
+                frames, done = [frame("error", error_body(exc)["error"])], True
             if frames:
                 idle = 0.0
 

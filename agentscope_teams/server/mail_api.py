@@ -60,7 +60,7 @@ async def revoke(call: Call) -> None:
 
 
 async def ticket(call: Call) -> s.IssuedToken:
-    team = await call.client.get_team(call.team_id)
+    team = await call.team()
     token = await issue_stream_ticket(call.principal, call.store, team.id)
     return s.IssuedToken(token=token, expires_in=STREAM_TICKET_SECONDS)
 

@@ -21,15 +21,18 @@ _ERRORS = {
     "403": "The token may not do this (another team, another member, operator only)",
     "404": "Unknown team, task or member",
     "409": "Conflict: ClaimConflict, VersionConflict, NotTaskOwnerError, TaskStateError",
-    "422": "Invalid request body, identifier or query parameter",
+    "413": "The request body is over the size limit",
+    "422": "Invalid request body (not JSON, nested too deep, wrong fields), identifier or query",
+    "500": "A library error (typed) or an unexpected one (InternalError)",
+    "503": "The store behind the server cannot be reached",
 }
 DESCRIPTION = """\
 The agentscope-teams control plane: the TeamClient operations over HTTP.
 
 Every request carries `Authorization: Bearer <token>`; identity (org, user, member) comes only from
 the token. Operator tokens are printed by `agentscope-teams serve`; member tokens are returned once
-when a member is spawned. Errors are `{"error": {"type", "message", ...}}` with the status codes
-listed per operation."""
+when a member is spawned. Errors are `{"error": {"type", "message", ...}}` (plus the error's structured fields, e.g.
+`task_id`, `key`, `file`, `line`) with the status codes listed per operation."""
 
 
 def _ref(model: type[BaseModel]) -> dict[str, Any]:
@@ -71,7 +74,7 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
         ok["content"] = _content(ep.response, ep.many)
     if ep.status == 204:
         ok["description"] = "No content"
-    op["responses"] = {str(ep.status): ok}
+    op["responses"] = {str(code): ok for code in (ep.status, *ep.also_ok)}
     op["responses"].update(
         {
             code: {"description": text, "content": _content(ErrorBody, False)}

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -18,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..errors import AgentScopeTeamsError
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, Team
 from .auth import Principal, authenticate, bearer_token
@@ -25,6 +28,10 @@ from .errors import ControlPlaneAuthError, ControlPlaneError, error_body, status
 
 log = logging.getLogger("agentscope_teams.server")
 M = TypeVar("M", bound=BaseModel)
+#: Deepest nesting of arrays and objects a request body may have (checked before parsing).
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 Access = Literal["operator", "token"]
 
 
@@ -46,6 +53,7 @@ class Call:
     principal: Principal
     store: BaseStore
     settings: Settings
+    _team: Team | None = field(default=None, init=False, repr=False)
 
     @cached_property
     def client(self) -> LocalTeamClient:
@@ -65,6 +73,16 @@ class Call:
             )
         return team_id
 
+    async def team(self) -> Team:
+        """The team of the path as the caller may see it: the one visibility rule of every route.
+
+        403 for a member token of another team; 404 (``UnknownTeamError``) for a team of another
+        org or user, an id that never existed and a deleted team alike.
+        """
+        if self._team is None:
+            self._team = await self.client.get_team(self.team_id)
+        return self._team
+
     def path(self, name: str) -> str:
         value: str = self.request.path_params[name]
         return value
@@ -75,7 +93,7 @@ class Call:
 
     async def require_lead(self, what: str) -> Team:
         """The team, when the caller is an operator or the team's lead; else 403."""
-        team = await self.client.get_team(self.team_id)
+        team = await self.team()
         if not self.principal.is_operator and self.principal.member != team.lead:
             raise ControlPlaneAuthError(
                 f"only an operator or the lead {team.lead!r} may {what}, not "
@@ -97,11 +115,12 @@ class Call:
         if requested is not None:
             return requested
         if default_lead:
-            return (await self.client.get_team(self.team_id)).lead
+            return (await self.team()).lead
         raise ValueError("an operator must name the acting member (field 'member')")
 
     async def body(self, model: type[M]) -> M:
-        """The JSON body validated as ``model``; 413 past the size limit, 422 when invalid."""
+        """The JSON body validated as ``model``; 413 past the size limit, 422 when invalid
+        or nested deeper than :data:`MAX_JSON_DEPTH` (refused before the parser recurses)."""
         limit = self.settings.max_body_bytes
         declared = self.request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
@@ -111,6 +130,7 @@ class Call:
             raw += chunk
             if len(raw) > limit:
                 raise _too_large(limit)
+        check_json_depth(bytes(raw))
         try:
             data = json.loads(raw or b"{}")
         except ValueError:
@@ -124,6 +144,23 @@ class Call:
         if not raw.isdigit() or not low <= int(raw) <= high:
             raise ValueError(f"query parameter {name!r} must be an integer in {low}..{high}")
         return int(raw)
+
+
+def check_json_depth(raw: bytes, limit: int = MAX_JSON_DEPTH) -> None:
+    """``ValueError`` naming the limit when arrays and objects in ``raw`` nest deeper than it.
+
+    Strings are removed first (brackets in text do not count), then the brackets are counted;
+    an unbalanced document counts as deep as it opens. Linear in the size, in C for the most part.
+    """
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
+    if brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return
+    depth = max(accumulate(1 if b in b"[{" else -1 for b in brackets))
+    if depth > limit:
+        raise ValueError(
+            f"the request body nests arrays and objects deeper than {limit} levels; "
+            "send a flatter document"
+        )
 
 
 def _too_large(limit: int) -> ControlPlaneError:
@@ -145,12 +182,16 @@ class Endpoint:
     response: type[BaseModel] | None = None
     many: bool = False
     status: int = 200
+    #: Other success statuses the handler may answer with (same body), e.g. 200 beside 201.
+    also_ok: tuple[int, ...] = ()
     access: Access = "token"
     tag: str = "teams"
     query: Sequence[tuple[str, str]] = field(default_factory=tuple)
 
 
 def render(result: Any, status: int) -> Response:
+    if isinstance(result, Response):
+        return result
     if result is None:
         return Response(status_code=204)
     if isinstance(result, BaseModel):
@@ -163,8 +204,10 @@ def render(result: Any, status: int) -> Response:
 
 def error_response(exc: BaseException) -> JSONResponse:
     status = status_for(exc)
-    if status == 500:
+    if not isinstance(exc, (AgentScopeTeamsError, ValueError)):
         log.exception("unexpected error while serving a request", exc_info=exc)
+    elif status >= 500:
+        log.warning("%s while serving a request: %s", type(exc).__name__, exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(error_body(exc), status_code=status, headers=headers)
 
@@ -183,6 +226,8 @@ def _endpoint(ep: Endpoint) -> Callable[[Request], Awaitable[Response]]:
             call = Call(request, principal, request.app.state.store, request.app.state.settings)
             if ep.access == "operator":
                 call.require_operator(ep.summary[:1].lower() + ep.summary[1:])
+            if "team_id" in request.path_params:
+                await call.team()
             return render(await ep.handler(call), ep.status)
         except Exception as exc:
             return error_response(exc)

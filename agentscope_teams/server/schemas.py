@@ -113,10 +113,11 @@ class CreatedTeam(BaseModel):
 
 
 class SpawnedMember(BaseModel):
-    """A spawned member and its token (shown only here; re-issuing revokes it)."""
+    """A spawned member and its token: shown only here, when this request created the member
+    (201); null when the member already existed (200), whose token stays as it was."""
 
     member: Member
-    token: str
+    token: str | None
 
 
 class IssuedToken(BaseModel):

@@ -83,20 +83,31 @@ class LocalTeamClient(TeamRegistry):
     async def spawn_member(
         self, team_id: str, name: str, spec: str, session_id: str | None = None
     ) -> Member:
+        return (await self.add_member(team_id, name, spec, session_id))[0]
+
+    async def add_member(
+        self, team_id: str, name: str, spec: str, session_id: str | None = None
+    ) -> tuple[Member, bool]:
+        """:meth:`spawn_member`, and whether this call created the member (False: it existed
+        with the same spec). Decided by the conditional write, so one of racing callers wins."""
         validate_identifier(name, "member name")
+        created = False
 
         def add(team: Team) -> Team | None:
+            nonlocal created
             found = team.member(name)
+            created = False
             if found is not None and found.spec == spec and session_id in (None, found.session_id):
                 return None
             if found is not None or name == team.lead:
                 raise TeamError(f"team {team.id!r} already has a member named {name!r}")
             new = Member(name=name, spec=spec, **({"session_id": session_id} if session_id else {}))
+            created = True
             return team.model_copy(update={"members": [*team.members, new]})
 
         member = (await self._update_team(team_id, add)).member(name)
         assert member is not None
-        return member
+        return member, created
 
     async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member:
         def change(team: Team) -> Team | None:

@@ -62,3 +62,56 @@ def test_bad_input_is_422_and_oversize_is_413(served: Served, http: httpx.Client
 
 def op_auth(api: Api) -> str:
     return f"Bearer {api.token}"
+
+
+def test_deep_json_is_refused_with_the_limit_before_parsing(
+    served: Served, http: httpx.Client
+) -> None:
+    from agentscope_teams.server.routing import MAX_JSON_DEPTH
+
+    op = Api(http, served.tokens["alice"])
+    team_id, _ = make_team(op)
+    t = f"/api/teams/{team_id}"
+    headers = {"Authorization": op_auth(op), "Content-Type": "application/json"}
+    for deep in (
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"title": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001,
+        b"[" * 200_000,  # unbalanced: refused for its depth before the parser sees it
+    ):
+        r = http.post(t + "/tasks", content=deep, headers=headers)
+        assert r.status_code == 422, r.text[:200]
+        assert f"{MAX_JSON_DEPTH} levels" in r.json()["error"]["message"]
+    # Brackets inside strings are text, and a body at the limit reaches validation.
+    text = "[" * 10_000 + '\\"{' * 1000
+    assert op.ok("POST", t + "/tasks", {"title": text}, 201)["title"] == text
+    at_limit = {"title": "x", "extra": json_nest(MAX_JSON_DEPTH - 1)}
+    r = op("POST", t + "/tasks", at_limit)
+    assert r.status_code == 422 and "levels" not in r.json()["error"]["message"]
+    r = op("POST", t + "/tasks", {"title": "x", "extra": json_nest(MAX_JSON_DEPTH)})
+    assert r.status_code == 422 and f"{MAX_JSON_DEPTH} levels" in r.json()["error"]["message"]
+
+
+def test_oversize_chunked_body_is_413_without_a_length(served: Served, http: httpx.Client) -> None:
+    op = Api(http, served.tokens["alice"])
+    team_id, _ = make_team(op)
+
+    def chunks() -> object:
+        yield b'{"title": "'
+        for _ in range(300):
+            yield b"a" * 4096
+        yield b'"}'
+
+    r = http.post(
+        f"/api/teams/{team_id}/tasks",
+        content=chunks(),  # type: ignore[arg-type]
+        headers={"Authorization": op_auth(op)},
+    )
+    assert r.status_code == 413 and "limit" in r.json()["error"]["message"]
+
+
+def json_nest(depth: int) -> object:
+    """A JSON value nested ``depth`` levels deep (lists)."""
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value

@@ -81,3 +81,37 @@ def test_idle_stream_sends_heartbeats_and_needs_auth(served: Served, http: httpx
         while sse.comments < 2:
             event: Event | None = sse.next()
             assert event is not None and event.name in (":", "team", "member")
+
+
+def test_a_store_error_mid_stream_is_an_error_event_then_the_end(
+    served: Served, http: httpx.Client
+) -> None:
+    import json
+
+    import anyio
+
+    from agentscope_teams import RuntimeContext
+    from agentscope_teams.keys import TeamKeys
+    from agentscope_teams.store import store_from_url
+
+    op = Api(http, served.tokens["alice"])
+    team_id, _ = make_team(op)
+    org = op.ok("GET", "/api/whoami")["org_id"]
+    key = TeamKeys(
+        RuntimeContext(session_id="s", user_id="alice", org_id=org).owner_scope(), team_id
+    )
+
+    async def from_the_future() -> None:
+        async with store_from_url(served.store_url) as store:
+            entry = await store.get(key.team())
+            assert entry is not None
+            data = {**json.loads(entry.value), "schema_version": 99}
+            await store.put(key.team(), json.dumps(data).encode())
+
+    with http.stream("GET", f"/api/teams/{team_id}/events", headers=auth(op.token)) as response:
+        sse = SseReader(response)
+        sse.until(lambda e: e.name == "team")
+        anyio.run(from_the_future)
+        error = sse.until(lambda e: e.name == "error")
+        assert error.data["type"] == "SchemaVersionError" and "99" in error.data["message"]
+        assert sse.next() is None
