@@ -27,7 +27,13 @@ from agentscope_teams.model import ScriptedModel
 from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.subagents import RunBook, RunRecord, RunStatus, janitor, run_dir
-from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TaskStatus, TeamLeadExtension
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    MemberBuilder,
+    TaskStatus,
+    TeamLeadExtension,
+    member_session_id,
+)
 from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.tools import ToolEnv, tool
 
@@ -328,3 +334,11 @@ def lead_script_for(member: str) -> Any:
         return "finished"
 
     return script
+
+
+def test_member_session_ids_stay_valid_and_distinct() -> None:
+    assert member_session_id("team-1", "rev") == "team-team-1-rev"  # short ids are unchanged
+    long = [member_session_id("team-" + "f" * 32, name) for name in ("m" * 256, "m" * 255 + "n")]
+    assert long[0] != long[1]
+    for sid in long:
+        assert RuntimeContext(session_id=sid).session_id == sid and len(sid) == 256
