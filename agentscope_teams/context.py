@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import unicodedata
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -34,6 +35,15 @@ def validate_identifier(value: str, field: str) -> str:
                 f"{field} {value!r} contains the control character U+{ord(ch):04X}; remove it"
             )
     return value
+
+
+def fit_identifier(value: str) -> str:
+    """An id built from other ids (``team-<team>-<member>``), kept within :data:`MAX_ID_LENGTH`:
+    ``value`` itself when short enough, else its head, ``#`` and 128 bits of its SHA-256."""
+    if len(value) <= MAX_ID_LENGTH:
+        return value
+    digest = hashlib.sha256(value.encode()).hexdigest()[:32]
+    return f"{value[: MAX_ID_LENGTH - 33]}#{digest}"
 
 
 def org_segment(org_id: str | None) -> str:

@@ -185,7 +185,14 @@ class ToolError(AgentScopeTeamsError):
 
 
 class HITLError(AgentScopeTeamsError):
-    """A human-in-the-loop event does not match the paused reply (wrong reply_id or tool call)."""
+    """A human-in-the-loop event does not match the paused reply (wrong reply_id or tool call).
+
+    ``tool_call_id`` names the tool call the answer got wrong, when the error is about one call.
+    """
+
+    def __init__(self, message: str, tool_call_id: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_call_id = tool_call_id
 
 
 class CommandError(AgentScopeTeamsError):

@@ -14,7 +14,7 @@ import anyio
 
 from ..message import Block, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg
 from ..model.base import ChatModel, ModelRequest
-from ..store.base import encode_segment
+from ..store.base import PATH_SEGMENT_MAX_BYTES, path_segment
 from .config import CompressionConfig
 
 Archiver = Callable[[list[Msg]], Awaitable[None]]
@@ -153,6 +153,13 @@ def file_archiver(path: Path) -> Archiver:
 
 
 def workspace_archive_path(workspace: Path, agent: str, session_id: str) -> Path:
-    """Where the default archiver keeps an agent's removed messages inside its workspace."""
-    name = f"{encode_segment(agent)}--{encode_segment(session_id)}.jsonl"
-    return workspace / ".agentscope" / "archive" / name
+    """Where the default archiver keeps an agent's removed messages inside its workspace.
+
+    The name holds two ids, each a :func:`~agentscope_teams.store.base.path_segment`; when both
+    together are too long for one name, each gets half the budget (so the name stays under 255 bytes).
+    """
+    name = f"{path_segment(agent)}--{path_segment(session_id)}"
+    if len(name.encode()) > PATH_SEGMENT_MAX_BYTES:
+        half = PATH_SEGMENT_MAX_BYTES // 2
+        name = f"{path_segment(agent, half)}--{path_segment(session_id, half)}"
+    return workspace / ".agentscope" / "archive" / f"{name}.jsonl"

@@ -34,7 +34,7 @@ from ..state import AgentState
 from ..store.base import (
     BaseStore,
     StoreBackend,
-    encode_segment,
+    path_segment,
     shared_across_hosts,
     shared_across_processes,
 )
@@ -121,10 +121,11 @@ class SessionAgent:
         return self.loop.system_prompt
 
     def workspace_for(self, ctx: RuntimeContext) -> Path:
-        """The workspace directory of ``ctx`` (created on first use)."""
+        """The workspace directory of ``ctx`` (created on first use): one directory per org, user
+        and session, each named by :func:`~agentscope_teams.store.base.path_segment`."""
         if self.workspace_scope == "shared":
             return self.workspace
-        return self.workspace.joinpath(*(encode_segment(s) for s in ctx.scope()))
+        return self.workspace.joinpath(*map(path_segment, ctx.scope()))
 
     async def call(self, input: ReplyInput, ctx: RuntimeContext) -> Msg:
         """Run one reply for ``ctx``'s session and return its final message."""

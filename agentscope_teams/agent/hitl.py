@@ -60,22 +60,52 @@ def check_confirmation(
             f"{state.reply_id!r}; confirm with the reply_id of the RequireUserConfirmEvent"
         )
     pending = {c.id: c for c in state.awaiting_tool_calls() if c.id in state.awaiting_confirmation}
-    answers = {r.tool_call_id: r for r in event.results}
+    answers = _one_answer_per_call(event)
     unknown = sorted(set(answers) - set(pending))
     if unknown:
-        raise HITLError(f"tool call ids {unknown} are not waiting for confirmation")
+        raise HITLError(
+            f"tool call ids {unknown} are not waiting for confirmation in reply "
+            f"{state.reply_id!r}; answer only the calls of the RequireUserConfirmEvent",
+            tool_call_id=unknown[0],
+        )
     missing = [cid for cid in pending if cid not in answers]
     if missing:
-        raise HITLError(f"no decision given for paused tool calls {missing}; answer every one")
-    matched = []
-    for cid, call in pending.items():
-        answer = answers[cid]
-        if (answer.name is not None and answer.name != call.name) or (
-            answer.input is not None and answer.input != call.input
-        ):
+        raise HITLError(
+            f"no decision given for paused tool calls {missing}; answer every one",
+            tool_call_id=missing[0],
+        )
+    return [(call, _checked(call, answers[cid])) for cid, call in pending.items()]
+
+
+def _one_answer_per_call(event: UserConfirmResultEvent) -> dict[str, ConfirmResult]:
+    """The answers by tool call id; two answers for one call are refused, even if they agree."""
+    answers: dict[str, ConfirmResult] = {}
+    for answer in event.results:
+        cid = answer.tool_call_id
+        if cid in answers:
             raise HITLError(
-                f"the confirmation for tool call {cid!r} changes its name or input; a confirmation "
-                "can only accept or reject the call as the agent proposed it"
+                f"tool call {cid!r} is answered more than once in one UserConfirmResultEvent; "
+                "give exactly one decision per paused call",
+                tool_call_id=cid,
             )
-        matched.append((call, answer))
-    return matched
+        answers[cid] = answer
+    return answers
+
+
+def _checked(call: ToolUseBlock, answer: ConfirmResult) -> ConfirmResult:
+    """``answer`` if it decides ``call`` as proposed; raises ``HITLError`` otherwise."""
+    if (answer.name is not None and answer.name != call.name) or (
+        answer.input is not None and answer.input != call.input
+    ):
+        raise HITLError(
+            f"the confirmation for tool call {call.id!r} changes its name or input; a confirmation "
+            "can only accept or reject the call as the agent proposed it",
+            tool_call_id=call.id,
+        )
+    if answer.remember and not answer.confirmed:
+        raise HITLError(
+            f"the answer for tool call {call.id!r} rejects it with remember=True; remember stores "
+            "an allow rule, so it applies only to confirmed calls: set remember=False",
+            tool_call_id=call.id,
+        )
+    return answer

@@ -1,26 +1,23 @@
 """Names, records and atomic file I/O of :class:`~agentscope_teams.store.jsonfile.JsonFileStore`.
 
-Names: every directory or file name is built from :func:`encode_segment`; names ending in ``.json``
-or ``.stream`` get a ``#`` appended and segments over 200 bytes become ``<first 150 bytes>#<sha256
-prefix>``. Records: a key file is standard JSON, one field a line, the value last; a stream line is
-``{"seq": n, "text": ...}``. Writes go through a fsynced temp file and ``os.replace``.
+Names: every directory or file name is built from :func:`~.base.path_segment` (the rule every
+path made from an id follows: segments escaped to over 200 bytes become ``<first 150 bytes>#<sha256
+prefix>``); directory names ending in ``.json`` or ``.stream`` get a ``#`` appended. Records: a key
+file is standard JSON, one field a line, the value last; a stream line is ``{"seq": n, "text": ...}``. Writes go through a fsynced temp file and ``os.replace``.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from ..errors import SchemaVersionError, StoreError
-from .base import Key, encode_segment, validate_key
+from .base import Key, is_shortened, path_segment, validate_key
 
 SCHEMA_VERSION = 1
-_NAME_MAX_BYTES = 200  # encoded segments longer than this are truncated and hashed
-_NAME_KEEP_BYTES = 150
 _SUFFIXES = (".json", ".stream")
 _LINE_HEAD = b'{"seq": '
 
@@ -28,18 +25,8 @@ _LINE_HEAD = b'{"seq": '
 # -- names ---------------------------------------------------------------------------------------
 
 
-def base_name(segment: str) -> str:
-    """The encoded segment, or a truncated prefix plus a hash when it is too long for a file name."""
-    enc = encode_segment(segment)
-    raw = enc.encode()
-    if len(raw) <= _NAME_MAX_BYTES:
-        return enc
-    head = raw[:_NAME_KEEP_BYTES].decode("utf-8", "ignore")
-    return f"{head}#{hashlib.sha256(raw).hexdigest()[:32]}"
-
-
 def dir_name(segment: str) -> str:
-    base = base_name(segment)
+    base = path_segment(segment)
     return base + "#" if base.endswith(_SUFFIXES) else base
 
 
@@ -47,7 +34,7 @@ def name_segment(name: str) -> str | None:
     """The encoded segment behind a directory name or file stem; ``None`` when it was hashed."""
     if name.endswith("#"):
         return name[:-1]
-    return None if "#" in name else name
+    return None if is_shortened(name) else name
 
 
 # -- records -------------------------------------------------------------------------------------

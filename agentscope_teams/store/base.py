@@ -21,6 +21,7 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
 from __future__ import annotations
 
 import abc
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -96,6 +97,35 @@ def decode_segment(encoded: str) -> str:
             raw.extend(ch.encode())
             i += 1
     return raw.decode()
+
+
+# Escaped segments up to this many UTF-8 bytes name files as they are: room for suffixes (".json",
+# "#.tmp") under the usual 255-byte limit, and every name used so far stays unchanged.
+PATH_SEGMENT_MAX_BYTES = 200
+_PATH_HASH_HEX = 32  # 128 bits of SHA-256
+
+
+def path_segment(segment: str, max_bytes: int = PATH_SEGMENT_MAX_BYTES) -> str:
+    """One id or key segment as one path component: the one rule for every name made from an id.
+
+    The escaped segment (:func:`encode_segment`) when its UTF-8 form fits in ``max_bytes``: readable,
+    injective, and never ``.``, ``..`` or a name holding ``/``, so it cannot leave its directory.
+    A longer one becomes its first ``max_bytes * 3 // 4`` bytes (cut at a character boundary), ``#``
+    and 128 bits of the SHA-256 of the whole escaped segment, at most ``max_bytes * 3 // 4 + 33``
+    bytes. ``#`` never occurs in an escaped segment, so a shortened name never equals a kept one
+    (see :func:`is_shortened`); the hash keeps shortened names of different segments apart.
+    """
+    enc = encode_segment(segment)
+    raw = enc.encode()
+    if len(raw) <= max_bytes:
+        return enc
+    head = raw[: max_bytes * 3 // 4].decode("utf-8", "ignore")
+    return f"{head}#{hashlib.sha256(raw).hexdigest()[:_PATH_HASH_HEX]}"
+
+
+def is_shortened(name: str) -> bool:
+    """Whether a :func:`path_segment` name was shortened (it cannot be decoded back to the id)."""
+    return "#" in name
 
 
 def encode_key(key: Key) -> str:

@@ -1,6 +1,7 @@
 """``JsonFileStore``: the embedded default store, one human-readable JSON file per key.
 
-Layout under ``root`` (every name is built from :func:`encode_segment`, so no key escapes ``root``)::
+Layout under ``root`` (every name is built from :func:`~.base.path_segment`, so no key escapes
+``root``)::
 
     kv/<seg>/<seg>/<last>.json           one file per key: key, version, expires_at, value
     streams/<seg>/<last>.stream/         one directory per stream
@@ -10,8 +11,9 @@ Layout under ``root`` (every name is built from :func:`encode_segment`, so no ke
 
 * Directory names ending in ``.json`` or ``.stream`` get a ``#`` appended, so the file of key
   ``(a, b)`` (``a/b.json``) never collides with the directory of key ``(a, "b.json", c)``. Encoded
-  segments over 200 bytes become ``<first 150 bytes>#<sha256 prefix>``; the JSON file holds the real
-  key, so listing stays exact. ``#`` never occurs in an encoded segment, so these names are unique.
+  segments over 200 bytes become ``<first 150 bytes>#<sha256 prefix>`` (:func:`~.base.path_segment`,
+  the rule of every path made from an id); the JSON file holds the real key, so listing stays exact.
+  ``#`` never occurs in an encoded segment, so these names are unique.
 * Writes go to ``<name>#.tmp`` in the same directory, are fsynced, then ``os.replace``-d over the
   target and the directory is fsynced: readers see the old or the new file, never a torn one.
 * Conditional writes and seq allocation run under an ``fcntl.flock`` on one of 64 lock files picked by
@@ -42,7 +44,6 @@ from . import _jsonfile_streams as streams
 from ._jsonfile_io import (
     SCHEMA_VERSION,
     Header,
-    base_name,
     dir_name,
     fsync_dir,
     header_of,
@@ -62,6 +63,7 @@ from .base import (
     check_expected,
     encode_key,
     encode_prefix,
+    path_segment,
     validate_key,
     validate_prefix,
 )
@@ -141,7 +143,7 @@ class JsonFileStore(StoreBackend):
     # ------------------------------------------------------------------------- keys
 
     def _key_path(self, key: Key) -> Path:
-        return self._kv.joinpath(*map(dir_name, key[:-1]), base_name(key[-1]) + ".json")
+        return self._kv.joinpath(*map(dir_name, key[:-1]), path_segment(key[-1]) + ".json")
 
     def _header(self, path: Path, key: Key) -> Header | None:
         head = read_header(path)
@@ -237,7 +239,7 @@ class JsonFileStore(StoreBackend):
 
     def _stream_dir(self, stream: Key) -> Path:
         return self._streams.joinpath(
-            *map(dir_name, stream[:-1]), base_name(stream[-1]) + ".stream"
+            *map(dir_name, stream[:-1]), path_segment(stream[-1]) + ".stream"
         )
 
     async def append(self, stream: Key, value: bytes) -> int:

@@ -4,14 +4,17 @@ An isolated run works in::
 
     <workspace root>/.subagents/<org>/<user>/<parent session>/<spec>/<slot>
 
-every segment escaped with :func:`encode_segment` (``"../x"`` stays one harmless name). The slot is
+every segment named by :func:`~agentscope_teams.store.base.path_segment` (``"../x"`` stays one
+harmless name; an id too long for a file name keeps a readable head and a hash). The slot is
 ``r:<run id>`` for an unlabelled run, removed when the run ends, or ``l:<label>`` for a labelled one,
 kept so that a later run with the same label (which continues the same child session) finds its files.
 ``spec.workspace.path``, when set, seeds a new isolated directory with a copy of that directory's
 contents (the child never writes into the definition directory); shared runs ignore it.
 
 :func:`janitor` removes ``r:`` directories whose run is no longer active (a crashed process never
-removed them): it reconciles each record first, so a run whose lease expired becomes ``lost``.
+removed them): it reconciles each record first, so a run whose lease expired becomes ``lost``. A
+shortened (hashed) org, user or session directory name is matched to its ids through the run records
+in the store; a directory that matches no record has no run to keep it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from pathlib import Path
 import anyio
 
 from ..context import RuntimeContext
-from ..store.base import BaseStore, decode_segment, encode_segment
+from ..keys import RUN, RunKeys
+from ..store.base import BaseStore, decode_segment, is_shortened, path_segment
 from .runs import RunBook
 
 log = logging.getLogger(__name__)
@@ -38,8 +42,7 @@ def slot_for(run_id: str, label: str | None) -> str:
 
 def run_dir(root: Path, ctx: RuntimeContext, spec: str, slot: str) -> Path:
     """The isolated directory of a run of ``spec`` spawned in ``ctx``'s session."""
-    segments = (*ctx.scope(), spec, slot)
-    return root.joinpath(SUBAGENTS_DIR, *(encode_segment(s) for s in segments))
+    return root.joinpath(SUBAGENTS_DIR, *map(path_segment, (*ctx.scope(), spec, slot)))
 
 
 def _prepare_sync(path: Path, seed: Path | None) -> None:
@@ -98,19 +101,75 @@ async def janitor(store: BaseStore, root: Path, ctx: RuntimeContext | None = Non
     """
     base = root / SUBAGENTS_DIR
     if ctx is not None:
-        base = base.joinpath(*(encode_segment(s) for s in ctx.scope()))
+        base = base.joinpath(*map(path_segment, ctx.scope()))
     depth = 2 if ctx is not None else 5
     slots = await anyio.to_thread.run_sync(_slot_dirs, base, depth)
+    scopes = _Scopes(store, ctx)
     removed: list[Path] = []
     for slot in slots:
-        name = decode_segment(slot.name)
-        if not name.startswith("r:"):
+        slot_name = _decoded(slot.name)
+        if slot_name is None or not slot_name.startswith("r:"):
             continue  # labelled directories are kept on purpose
-        org, user, session = (decode_segment(slot.parents[i].name) for i in (3, 2, 1))
-        rec = await RunBook(store, org, user, session).load(name[2:])
+        scope = await scopes.of(tuple(slot.parents[i].name for i in (3, 2, 1)))
+        rec = None if scope is None else await RunBook(store, *scope).load(slot_name[2:])
         if rec is not None and rec.status.active:
             continue
         await remove(slot)
         log.info("janitor removed %s (run %s)", slot, rec.status if rec else "unknown")
         removed.append(slot)
     return removed
+
+
+def _decoded(name: str) -> str | None:
+    """The segment a directory name was made from; None if it was shortened or is not ours."""
+    if is_shortened(name):
+        return None
+    try:
+        return decode_segment(name)
+    except ValueError:
+        return None
+
+
+class _Scopes:
+    """The typed (org, user, session) segments behind a session's directory names."""
+
+    PAGE = 500
+
+    def __init__(self, store: BaseStore, ctx: RuntimeContext | None) -> None:
+        self.store, self.ctx = store, ctx
+        self.found: dict[tuple[str, ...], tuple[str, str, str] | None] = {}
+
+    async def of(self, names: tuple[str, ...]) -> tuple[str, str, str] | None:
+        if self.ctx is not None:
+            return self.ctx.scope()
+        if names not in self.found:
+            decoded = [_decoded(n) for n in names]
+            org, user, session = decoded
+            if org is not None and user is not None and session is not None:
+                self.found[names] = (org, user, session)
+            else:
+                self.found[names] = await self._lookup(names, decoded)
+        return self.found[names]
+
+    async def _lookup(
+        self, names: tuple[str, ...], decoded: list[str | None]
+    ) -> tuple[str, str, str] | None:
+        """A shortened name, matched against the scopes of the run records (None: no record)."""
+        known: list[str] = []
+        for segment in decoded:
+            if segment is None:
+                break
+            known.append(segment)
+        prefix, after = RUN.prefix(*known), None
+        while True:
+            page = await self.store.list_keys(prefix, limit=self.PAGE, after=after)
+            for key in page:
+                try:
+                    scope = RunKeys.parse(key)[0].scope
+                except ValueError:
+                    continue  # not a run record
+                if tuple(map(path_segment, scope)) == names:
+                    return scope
+            if len(page) < self.PAGE:
+                return None
+            after = page[-1]

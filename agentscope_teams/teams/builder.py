@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.config import ReActConfig
 from ..agent.harness import SessionAgent
-from ..context import RuntimeContext
+from ..context import RuntimeContext, fit_identifier
 from ..model.base import ChatModel
 from ..sessions import SessionSource
-from ..store.base import BaseStore, encode_segment
+from ..store.base import BaseStore, path_segment
 from ..subagents.pool import specs_from
 from ..subagents.spawn import ModelPool, spawn_agent
 from ..subagents.spec import SubagentSpec, WorkspaceMode
@@ -41,8 +41,8 @@ def load_pool(specs: Any) -> dict[str, SubagentSpec]:
 
 
 def member_session_id(team_id: str, member: str) -> str:
-    """The deterministic session id of ``member`` in ``team_id``."""
-    return f"team-{team_id}-{member}"
+    """The deterministic session id of ``member`` in ``team_id`` (a valid id for any valid name)."""
+    return fit_identifier(f"team-{team_id}-{member}")
 
 
 def preamble(team: Team | None, name: str, description: str) -> str:
@@ -106,8 +106,8 @@ class MemberBuilder:
         spec = self.specs[member.spec]
         if spec.workspace.mode is WorkspaceMode.SHARED:
             return self.workspace
-        segments = (*ctx.owner_scope(), team_id, member.name)  # escaped: '..' stays a name
-        return self.root.joinpath("team-members", *(encode_segment(s) for s in segments))
+        names = map(path_segment, (*ctx.owner_scope(), team_id, member.name))  # escaped, fitted
+        return self.root.joinpath("team-members", *names)
 
     def build(
         self, ctx: RuntimeContext, team: Team, member: Member

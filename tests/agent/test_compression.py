@@ -164,3 +164,21 @@ async def test_a_failing_summary_or_archive_removes_nothing(tmp_path: Path) -> N
 
 def long_brain_no_tools(req: ModelRequest) -> str:
     return "a summary" if req.metadata.get("purpose") == "compression" else "fine"
+
+
+# -- the archive's name -------------------------------------------------------------------------
+
+
+def test_archive_names_of_long_ids_fit_and_stay_apart(tmp_path: Path) -> None:
+    assert comp.workspace_archive_path(tmp_path, "lead", "s1").name == "lead--s1.jsonl"
+    assert comp.workspace_archive_path(tmp_path, "lead", "a:b").name == "lead--a%3Ab.jsonl"
+    ids = ["a" * 256, "a" * 255 + "b", "\U0001f600" * 63, ":" * 86, "x" * 120]
+    names = {
+        comp.workspace_archive_path(tmp_path, agent, session).name
+        for agent in ("lead", "x" * 200, "y" * 99)
+        for session in ids
+    }
+    assert len(names) == 15 and max(len(n.encode()) for n in names) <= 255
+    path = comp.workspace_archive_path(tmp_path, "x" * 200, ":" * 86)
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")  # the file system takes the name

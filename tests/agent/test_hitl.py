@@ -248,3 +248,61 @@ async def test_allowed_calls_of_a_paused_step_run_and_the_asked_one_waits(sessio
     assert orphans(seen) == ([], []) and effects(session.setup) == ["a"]
     calls = [c.id for c in step.tool_calls]
     assert [r.tool_use_id for m in seen for r in m.tool_results()] == [calls[0], calls[2], calls[1]]
+
+
+# -- answers that contradict themselves ----------------------------------------------------------
+
+
+def answer(ask: RequireUserConfirmEvent, *decisions: tuple[int, bool]) -> UserConfirmResultEvent:
+    """An answer with one ConfirmResult per (index of the paused call, confirmed) pair."""
+    results = [ConfirmResult(tool_call_id=ask.tool_calls[i].id, confirmed=c) for i, c in decisions]
+    return UserConfirmResultEvent(reply_id=ask.reply_id, results=results)
+
+
+async def test_two_decisions_for_one_call_are_refused_and_the_pause_is_kept(
+    session: Session,
+) -> None:
+    ask = await session.pause()
+    call = ask.tool_calls[0]
+    before = await session.state()
+    version = await session.version()
+    for contradictory in ([(0, False), (0, True)], [(0, True), (0, False)], [(0, True), (0, True)]):
+        with pytest.raises(HITLError, match=f"{call.id}.*more than once") as raised:
+            await session.agent.call(answer(ask, *contradictory), session.setup.ctx)
+        assert raised.value.tool_call_id == call.id
+    assert effects(session.setup) == [] and await session.version() == version
+    assert await session.state() == before
+
+    final = await session.agent.call(confirm(ask, confirmed=False), session.setup.ctx)
+    assert final.get_text_content() == f"done: {hitl_mod.REJECTED}" and effects(session.setup) == []
+
+
+async def test_remember_on_a_rejected_call_is_refused(session: Session) -> None:
+    ask = await session.pause()
+    version = await session.version()
+    with pytest.raises(HITLError, match="remember") as raised:
+        await session.agent.call(confirm(ask, confirmed=False, remember=True), session.setup.ctx)
+    assert raised.value.tool_call_id == ask.tool_calls[0].id
+    assert await session.version() == version and effects(session.setup) == []
+    await session.agent.call(confirm(ask), session.setup.ctx)
+    assert effects(session.setup) == ["hello"]
+
+
+async def test_answering_a_call_that_already_ran_is_refused(session: Session) -> None:
+    step = ScriptedModel.tool_calls([("whoami", {}), ("guarded", {"text": "a"})])
+    session.agent.loop.model = session.model = ScriptedModel([step, "finished"])
+    ask = await session.pause("go")
+    ran = step.tool_calls[0].id
+    extra = ConfirmResult(tool_call_id=ran, confirmed=True)
+    event = confirm(ask)
+    event.results.append(extra)
+    version = await session.version()
+    with pytest.raises(HITLError, match=ran):
+        await session.agent.call(event, session.setup.ctx)
+    with pytest.raises(HITLError, match="no decision"):
+        await session.agent.call(
+            UserConfirmResultEvent(reply_id=ask.reply_id, results=[]), session.setup.ctx
+        )
+    assert await session.version() == version and effects(session.setup) == []
+    await session.agent.call(confirm(ask), session.setup.ctx)
+    assert effects(session.setup) == ["a"]
