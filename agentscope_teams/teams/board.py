@@ -31,7 +31,7 @@ from datetime import datetime
 from ..errors import TeamError, UnknownTaskError, VersionConflict
 from ..message import utcnow
 from ..store.base import BaseStore, Key
-from . import eligibility, rules
+from . import eligibility, limits, rules
 from .eligibility import ClaimOutcome, ClaimVerdict, blocked_reason, claimed_record
 from .models import Task, TaskStatus, TeamKeys
 from .rules import Change
@@ -92,8 +92,18 @@ class TaskBoard:
         max_attempts: int = 3,
         task_lease: float = 60.0,
     ) -> Task:
-        """Create a pending task; every blocker must already exist (so there are no cycles)."""
-        blockers = list(dict.fromkeys(blocked_by))
+        """Create a pending task; every blocker must already exist (so there are no cycles).
+
+        Every field is checked against :mod:`.limits` before anything is written.
+        """
+        fields = {
+            "title": limits.title(title),
+            "description": limits.text(description, "description"),
+            "assignee": None if assignee is None else limits.name(assignee, "assignee"),
+            "max_attempts": limits.attempts(max_attempts),
+            "lease_seconds": limits.lease(task_lease),
+        }
+        blockers = limits.blockers(blocked_by)
         missing = [b for b in blockers if await self.load(b) is None]
         if missing:
             raise UnknownTaskError(
@@ -101,23 +111,14 @@ class TaskBoard:
                 f"in team {self.keys.team_id!r}; create the blockers first"
             )
         seq = await self.store.append(self.keys.task_seq(), b"task")
-        task = rules.created(
-            seq,
-            actor,
-            self.clock(),
-            title=title,
-            description=description,
-            assignee=assignee,
-            blocked_by=blockers,
-            max_attempts=max_attempts,
-            lease_seconds=task_lease,
-        )
+        task = rules.created(seq, actor, self.clock(), blocked_by=blockers, **fields)
         task = await self._write(task)
         await self.store.put(self.keys.open(task), task.id.encode())
         return task
 
     async def claim(self, member: str, task_id: str, task_lease: float) -> Task:
         """Claim one named task: one winner; the owner claiming again renews its lease."""
+        task_lease = limits.lease(task_lease)
         while True:
             task = await self._must_load(task_id)
             now = self.clock()
@@ -140,6 +141,7 @@ class TaskBoard:
         With ``prefer_own``, a task ``member`` holds already (its process died, or the reply to its
         claim was lost) comes first: the oldest is returned with its lease renewed.
         """
+        task_lease = limits.lease(task_lease)
         for held in await self.open_tasks() if prefer_own else ():
             if eligibility.holds(held, member):
                 with contextlib.suppress(TeamError):  # taken over or finished meanwhile
@@ -205,11 +207,13 @@ class TaskBoard:
         return {b: cache[b] for b in task.blocked_by}
 
     async def complete(self, member: str, task_id: str, result: str) -> Task:
+        result = limits.text(result, "result")
         task = await self._update(task_id, rules.finish(member, TaskStatus.COMPLETED, result))
         await self._drop_open(task)
         return task
 
     async def fail(self, member: str, task_id: str, error: str) -> Task:
+        error = limits.text(error, "error")
         task = await self._update(task_id, rules.finish(member, TaskStatus.FAILED, error))
         await self._drop_open(task)
         return task
@@ -219,9 +223,11 @@ class TaskBoard:
 
     async def renew_lease(self, member: str, task_id: str, task_lease: float | None) -> Task:
         """The owner extends its task lease (``task_lease`` seconds from now; None: as before)."""
+        task_lease = None if task_lease is None else limits.lease(task_lease)
         return await self._update(task_id, rules.renew_lease(member, task_lease))
 
     async def cancel(self, actor: str, task_id: str, reason: str) -> Task:
+        reason = limits.text(reason, "reason")
         task = await self._update(task_id, rules.cancel(actor, reason))
         await self._drop_open(task)
         return task

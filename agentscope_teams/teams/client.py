@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..context import RuntimeContext, validate_identifier
+from ..context import RuntimeContext
 from ..errors import TeamError
 from ..message import new_id, utcnow
 from ..store.base import BaseStore
+from . import limits
 from .actor import TeamActor
 from .board import TaskBoard
 from .mailbox import Mailbox
@@ -36,7 +37,11 @@ from .registry import TeamRegistry
 
 
 class LocalTeamClient(TeamRegistry):
-    """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``."""
+    """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``.
+
+    What callers hand it is checked against :mod:`.limits` (a bad ``task_lease`` here raises
+    :class:`~agentscope_teams.errors.ConfigurationError`).
+    """
 
     def __init__(
         self,
@@ -47,7 +52,7 @@ class LocalTeamClient(TeamRegistry):
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         super().__init__(store, ctx.owner_scope())
-        self.ctx, self.task_lease, self.clock = ctx, task_lease, clock
+        self.ctx, self.task_lease, self.clock = ctx, limits.config_lease(task_lease), clock
 
     def as_member(self, team_id: str, name: str) -> TeamActor:
         """A view acting as ``name`` in ``team_id`` (what tools of that member hold)."""
@@ -69,7 +74,11 @@ class LocalTeamClient(TeamRegistry):
     async def create_team(
         self, name: str, lead: str = "lead", members: Sequence[Member] = ()
     ) -> Team:
-        names = [lead, *(m.name for m in members)]
+        name = limits.name(name, "team name")
+        names = [limits.name(lead, "lead"), *(m.name for m in members)]
+        for m in members:
+            if m.spec:
+                limits.name(m.spec, f"spec of member {m.name!r}")
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise TeamError(f"member names must be unique (and differ from the lead): {dupes}")
@@ -83,7 +92,9 @@ class LocalTeamClient(TeamRegistry):
     async def spawn_member(
         self, team_id: str, name: str, spec: str, session_id: str | None = None
     ) -> Member:
-        validate_identifier(name, "member name")
+        limits.name(name, "member name")
+        if spec:
+            limits.name(spec, "spec")
 
         def add(team: Team) -> Team | None:
             found = team.member(name)
@@ -228,6 +239,7 @@ class LocalTeamClient(TeamRegistry):
 
         ``timeout`` is a deadline that yields False (not an exception), so it stays a parameter.
         """
+        timeout = limits.timeout(timeout)
         _, board = await self._board(team_id)
         deadline, delay = anyio.current_time() + timeout, 0.05
         while await board.open_tasks():

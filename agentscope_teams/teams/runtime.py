@@ -34,8 +34,9 @@ import anyio
 
 from ..agent.lease import Lease
 from ..context import RuntimeContext
-from ..errors import UnknownTeamError
+from ..errors import ConfigurationError, UnknownTeamError
 from ..store.base import BaseStore, Key
+from . import limits
 from .models import Member, MemberStatus, Team, TeamStatus
 from .protocol import TeamClient
 from .slot import Slot, TeamRef, lease_key
@@ -62,6 +63,11 @@ class TeamRuntime:
         max_members: int | None = None,
         discover: Callable[[], Awaitable[list[TeamRef]]] | None = None,
     ) -> None:
+        lease_ttl = limits.config_seconds(lease_ttl, "lease_ttl")
+        poll = limits.config_seconds(poll, "poll")
+        idle_release = limits.config_seconds(idle_release, "idle_release", allow_zero=True)
+        if max_members is not None and max_members < 1:
+            raise ConfigurationError(f"max_members must be >= 1, got {max_members}")
         self.store, self.lease_ttl, self.poll = store, lease_ttl, poll
         self.idle_release, self.max_members, self.discover = idle_release, max_members, discover
         self.refs: dict[Key, TeamRef] = {}
