@@ -97,6 +97,7 @@ def _storage_command(args: argparse.Namespace, body: _Body) -> int:
 def _problems_reported_here() -> Iterator[None]:
     """The commands print unreadable records themselves; the listing's log warning would repeat
     them (as a stray line on stderr)."""
+
     def mute(record: logging.LogRecord) -> bool:
         return False
 

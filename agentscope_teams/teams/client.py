@@ -18,6 +18,7 @@ import anyio
 from ..context import RuntimeContext
 from ..errors import TeamError
 from ..message import new_id, utcnow
+from ..sessions.listing import Listing
 from ..store.base import BaseStore
 from . import limits
 from .actor import TeamActor
@@ -222,11 +223,11 @@ class LocalTeamClient(TeamRegistry):
         _, board = await self._board(team_id)
         return await board.get(task_id)
 
-    async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> list[Task]:
+    async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> Listing[Task]:
         _, board = await self._board(team_id)
         return await board.list_tasks(status)
 
-    async def open_board(self, team_id: str) -> list[Task]:
+    async def open_board(self, team_id: str) -> Listing[Task]:
         _, board = await self._board(team_id)
         return await board.open_board()
 
@@ -263,7 +264,7 @@ class LocalTeamClient(TeamRegistry):
 
     async def read_messages(
         self, team_id: str, member: str, *, after: int = 0, limit: int = 100
-    ) -> list[TeamMessage]:
+    ) -> Listing[TeamMessage]:
         _, box = await self._mailbox(team_id, member)
         return await box.read(member, after=after, limit=limit)
 
@@ -271,7 +272,7 @@ class LocalTeamClient(TeamRegistry):
         _, box = await self._mailbox(team_id, member)
         return await box.acknowledge(member, cursor)
 
-    async def unread(self, team_id: str, member: str, *, limit: int = 100) -> list[TeamMessage]:
+    async def unread(self, team_id: str, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         _, box = await self._mailbox(team_id, member)
         return await box.unread(member, limit=limit)
 
