@@ -111,9 +111,16 @@ class LocalTeamClient(TeamRegistry):
         return member
 
     async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member:
+        """Set a member's status; on a done team only ``stopped`` (else :class:`TeamError`)."""
+
         def change(team: Team) -> Team | None:
             if self._require_member(team, name).status is status:
                 return None
+            if not team.member_status_allowed(status):
+                raise TeamError(
+                    f"team {team.id!r} is {team.status.value}: its members stay stopped, "
+                    f"{name!r} cannot become {status.value}; set the team active to run it again"
+                )
             members = [
                 m.model_copy(update={"status": status}) if m.name == name else m
                 for m in team.members
@@ -125,12 +132,15 @@ class LocalTeamClient(TeamRegistry):
         return member
 
     async def set_team_status(self, team_id: str, status: TeamStatus) -> Team:
+        """Set the team's status; ``done`` marks every member ``stopped`` in the same write."""
         if status is TeamStatus.DELETED:
             raise TeamError("use delete_team() to delete a team")
-        return await self._update_team(
-            team_id,
-            lambda t: None if t.status is status else t.model_copy(update={"status": status}),
-        )
+
+        def change(team: Team) -> Team | None:
+            new = team.with_status(status)  # done: every member stopped in the same write
+            return None if new == team else new
+
+        return await self._update_team(team_id, change)
 
     async def delete_team(self, team_id: str) -> None:
         """Mark the team deleted, then remove its records; safe to call again after a crash."""
@@ -138,7 +148,7 @@ class LocalTeamClient(TeamRegistry):
         if team.status is not TeamStatus.DELETED:
             await self._update_team(
                 team_id,
-                lambda t: t.model_copy(update={"status": TeamStatus.DELETED}),
+                lambda t: t.with_status(TeamStatus.DELETED),
                 allow_deleted=True,
             )
         keys = self._keys(team_id)

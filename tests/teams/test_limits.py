@@ -25,6 +25,7 @@ from agentscope_teams.teams import (
     TaskStatus,
     Team,
     TeamLeadExtension,
+    TeamRuntime,
     WorkerConfig,
     limits,
 )
@@ -193,6 +194,22 @@ async def test_constructors_refuse_bad_task_leases(store: BaseStore, lease: floa
     ):
         with pytest.raises(ConfigurationError, match="task_lease"):
             build()
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, 0, -1, 1e300])
+async def test_constructors_refuse_bad_durations(store: BaseStore, seconds: float) -> None:
+    for field, build in (
+        ("lease_ttl", lambda: TeamRuntime(store, lease_ttl=seconds)),
+        ("poll", lambda: TeamRuntime(store, poll=seconds)),
+        ("poll", lambda: TeamLeadExtension(SPEC_DIR, poll=seconds)),
+        ("lease_ttl", lambda: TeamLeadExtension(SPEC_DIR, lease_ttl=seconds)),
+        ("lease_ttl", lambda: WorkerConfig(specs={}, lease_ttl=seconds)),
+    ):
+        with pytest.raises(ConfigurationError, match=field):
+            build()
+    if seconds != 0:  # idle_release may be 0 (give a lease back at once)
+        with pytest.raises(ConfigurationError, match="idle_release"):
+            WorkerConfig(specs={}, idle_release=seconds)
 
 
 @pytest.mark.parametrize(
