@@ -10,6 +10,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   ├── ValueTooLargeError        a value over the configured limit; nothing was written
     │   ├── StoreUnavailableError     the server behind a store URL cannot be reached (password redacted)
     │   └── SchemaVersionError        a persisted record is newer than this code understands
+    ├── LimitError                    a number or text outside its documented bounds (field, limit)
     ├── SessionBusyError              another caller holds the session lease past the wait timeout
     ├── SpecError                     a subagent spec file is invalid (file, line, reason)
     │   └── SpecErrors                several spec problems at once (``errors``)
@@ -38,7 +39,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
 
 Errors carry their context as fields so callers never parse messages: ``VersionConflict`` (key,
 expected, found), ``ClaimConflict`` (task_id, owner), ``SpecError`` (file, line, reason),
-``ControlPlaneError`` (status) and every ``ModelError`` (status_code, code, body, model, base_url).
+``LimitError`` (field, limit), ``ControlPlaneError`` (status) and every ``ModelError`` (status_code, code, body, model, base_url).
 """
 
 from __future__ import annotations
@@ -101,6 +102,17 @@ class StoreUnavailableError(StoreError):
 
 class SchemaVersionError(StoreError):
     """A persisted record has a schema_version newer than this code understands."""
+
+
+class LimitError(AgentScopeTeamsError, ValueError):
+    """A number or a text is outside its documented bounds (``field``, ``limit``); nothing was done.
+
+    Also a ``ValueError``: a model's tool call gets it as a tool error, the control plane as 422.
+    """
+
+    def __init__(self, field: str, limit: float, message: str) -> None:
+        self.field, self.limit = field, limit
+        super().__init__(message)
 
 
 class SubagentError(AgentScopeTeamsError):

@@ -59,6 +59,7 @@ ERROR_NAMES = {
     "ValueTooLargeError",
     "StoreUnavailableError",
     "SchemaVersionError",
+    "LimitError",
     "SessionBusyError",
     "SpecError",
     "SpecErrors",

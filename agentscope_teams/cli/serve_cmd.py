@@ -80,8 +80,11 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ..teams.limits import config_lease
+
     if args.token_ttl is not None and args.token_ttl <= 0:
         raise ValueError("--token-ttl must be a positive number of seconds")
+    config_lease(args.task_lease, "--task-lease")  # refused now, not as HTTP 500 on every claim
     if args.create_operator_token:
         return with_store(args, lambda store: _create_token(args, store))
     return with_store(args, lambda store: _serve(args, store))

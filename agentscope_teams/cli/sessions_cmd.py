@@ -1,15 +1,28 @@
-"""``agentscope-teams sessions list|show|clear|delete``: stored agent sessions of one user."""
+"""``agentscope-teams sessions list|show|clear|delete``: stored agent sessions of one user.
+
+A session record that cannot be decoded (corrupt, or written by a newer version) never makes a
+command fail for the others: ``list`` shows it as one line (``--json``: a warning on stderr) with
+the command that deletes it; ``show`` and ``clear`` of it say why it cannot be read; ``delete``
+removes it without reading it.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable
+import contextlib
+import logging
+import shlex
+import sys
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeAlias
 
 from rich.text import Text
 
 from ..errors import VersionConflict
-from ..sessions import SessionRecord, SessionStorage
+from ..keys import SessionAddress
+from ..sessions import SessionRecord, SessionStorage, Unreadable
+from ..sessions.listing import UNREADABLE, describe
+from ..sessions.listing import log as listing_log
 from ..store.base import BaseStore
 from ..store.url import redact_url
 from .common import (
@@ -74,29 +87,71 @@ def register(subparsers: SubParsers) -> None:
 
 def _storage_command(args: argparse.Namespace, body: _Body) -> int:
     async def run(store: BaseStore) -> int:
-        return await body(SessionStorage(store), args)
+        with _problems_reported_here():
+            return await body(SessionStorage(store), args)
 
     return with_store(args, run)
 
 
+@contextlib.contextmanager
+def _problems_reported_here() -> Iterator[None]:
+    """The commands print unreadable records themselves; the listing's log warning would repeat
+    them (as a stray line on stderr)."""
+
+    def mute(record: logging.LogRecord) -> bool:
+        return False
+
+    listing_log.addFilter(mute)
+    try:
+        yield
+    finally:
+        listing_log.removeFilter(mute)
+
+
 async def find_session(storage: SessionStorage, args: argparse.Namespace) -> SessionRecord:
-    """The session named by ``SESSION`` / ``--agent``; a one-line error when it does not exist."""
-    if args.agent is not None:
-        record = await storage.get_session(args.user, args.agent, args.session, org_id=args.org)
-        if record is None:
-            raise _missing(args)
-        return record
-    records = await storage.list_sessions(args.user, org_id=args.org)
-    matches = [r for r in records if r.session_id == args.session]
-    if not matches:
+    """The session named by ``SESSION`` / ``--agent``; a one-line error when it does not exist or
+    cannot be read."""
+    agent = await _agent_of(storage, args)
+    try:
+        record = await storage.get_session(args.user, agent, args.session, org_id=args.org)
+    except UNREADABLE as exc:
+        raise CommandError(_unreadable_line(args, agent, describe(exc))) from None
+    if record is None:
         raise _missing(args)
-    if len(matches) > 1:
-        agents = ", ".join(sorted(repr(r.agent_id) for r in matches))
+    return record
+
+
+async def _agent_of(storage: SessionStorage, args: argparse.Namespace) -> str:
+    """``--agent``, or the one agent with a session ``SESSION`` (readable or not)."""
+    if args.agent is not None:
+        return str(args.agent)
+    listing = await storage.list_sessions(args.user, org_id=args.org)
+    agents = {r.agent_id for r in listing if r.session_id == args.session}
+    agents |= {_agent(p) for p in listing.problems if p.id == args.session}
+    if not agents:
+        raise _missing(args)
+    if len(agents) > 1:
         raise CommandError(
             f"session {args.session!r} of {who(args.user, args.org)} exists for several agents "
-            f"({agents}); choose one with --agent NAME"
+            f"({', '.join(sorted(map(repr, agents)))}); choose one with --agent NAME"
         )
-    return matches[0]
+    return agents.pop()
+
+
+def _agent(problem: Unreadable) -> str:
+    return SessionAddress.parse(problem.key).agent_id
+
+
+def _unreadable_line(args: argparse.Namespace, agent: str, reason: str) -> str:
+    """The line saying a session cannot be read, and the command that deletes it."""
+    command = (
+        f"agentscope-teams sessions delete {shlex.quote(args.session)} --agent "
+        f"{shlex.quote(agent)}{identity_flags(args.user, args.org)}"
+    )
+    return (
+        f"session {args.session!r} of agent {agent!r} cannot be read: {reason}; "
+        f"delete it with `{command}`"
+    )
 
 
 def _missing(args: argparse.Namespace) -> CommandError:
@@ -109,15 +164,23 @@ def _missing(args: argparse.Namespace) -> CommandError:
 
 
 async def _list(storage: SessionStorage, args: argparse.Namespace) -> int:
-    records = await storage.list_sessions(args.user, args.agent, org_id=args.org)
-    records.sort(key=lambda r: r.updated_at, reverse=True)
+    listing = await storage.list_sessions(args.user, args.agent, org_id=args.org)
+    records = sorted(listing, key=lambda r: r.updated_at, reverse=True)
+    bad = [
+        _unreadable_line(argparse.Namespace(**{**vars(args), "session": p.id}), _agent(p), p.reason)
+        for p in listing.problems
+    ]
     if args.json:
         for record in records:
             print_json_line(session_summary(record))
+        for line in bad:
+            print(f"warning: {line}", file=sys.stderr, flush=True)
         return 0
     console = stdout_console()
     of_agent = f" of agent {args.agent!r}" if args.agent is not None else ""
-    if not records:
+    if records:
+        console.print(sessions_table(records, f"Sessions{of_agent} of {who(args.user, args.org)}"))
+    elif not bad:
         console.print(
             Text(
                 f"no sessions{of_agent} for {who(args.user, args.org)} in store "
@@ -125,8 +188,8 @@ async def _list(storage: SessionStorage, args: argparse.Namespace) -> int:
                 style="yellow",
             )
         )
-        return 0
-    console.print(sessions_table(records, f"Sessions{of_agent} of {who(args.user, args.org)}"))
+    for line in bad:  # one line each, whatever the terminal width
+        console.print(Text(line, style="red"), soft_wrap=True)
     return 0
 
 
@@ -168,14 +231,13 @@ async def _clear(storage: SessionStorage, args: argparse.Namespace) -> int:
 
 
 async def _delete(storage: SessionStorage, args: argparse.Namespace) -> int:
-    record = await find_session(storage, args)
-    deleted = await storage.delete_session(
-        record.user_id, record.agent_id, record.session_id, org_id=record.org_id
-    )
-    if not deleted:  # deleted by somebody else in between
+    """Delete without reading the record: an unreadable session can be deleted too."""
+    agent = await _agent_of(storage, args)
+    deleted = await storage.delete_session(args.user, agent, args.session, org_id=args.org)
+    if not deleted:  # absent, or deleted by somebody else in between
         raise _missing(args)
     stdout_console().print(
-        Text(f"deleted session {record.session_id!r} of agent {record.agent_id!r}", style="green")
+        Text(f"deleted session {args.session!r} of agent {agent!r}", style="green")
     )
     return 0
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..subagents.runs import RunStatus
 from ..teams import Member, MemberStatus, Task, Team, TeamStatus
+from ..teams.limits import MAX_ATTEMPTS, MAX_TASK_LEASE
 
 
 class _Input(BaseModel):
@@ -51,14 +52,14 @@ class AssignTask(_Input):
     description: str = ""
     assignee: str | None = None
     blocked_by: list[str] = Field(default_factory=list)
-    max_attempts: int = Field(default=3, ge=1)
+    max_attempts: int = Field(default=3, ge=1, le=MAX_ATTEMPTS)
     actor: str | None = None
 
 
 class Claim(_Input):
     member: str | None = None
     task_id: str | None = None
-    lease_seconds: float | None = Field(default=None, gt=0)
+    lease_seconds: float | None = Field(default=None, gt=0, le=MAX_TASK_LEASE, allow_inf_nan=False)
     prefer_own: bool = False
 
 
@@ -78,7 +79,7 @@ class Release(_Input):
 
 class Heartbeat(_Input):
     member: str | None = None
-    lease_seconds: float | None = Field(default=None, gt=0)
+    lease_seconds: float | None = Field(default=None, gt=0, le=MAX_TASK_LEASE, allow_inf_nan=False)
 
 
 class Cancel(_Input):

@@ -1,7 +1,9 @@
-"""Sessions: the seed's session API over any store (:mod:`.storage`), its records (:mod:`.records`)."""
+"""Sessions: the seed's session API over any store (:mod:`.storage`), its records (:mod:`.records`),
+and listings that report unreadable records instead of failing (:mod:`.listing`)."""
 
 from __future__ import annotations
 
+from .listing import Listing, Unreadable
 from .records import (
     SESSION_SCHEMA_VERSION,
     SessionConfig,
@@ -14,11 +16,13 @@ from .storage import SessionStorage, session_key
 
 __all__ = [
     "SESSION_SCHEMA_VERSION",
+    "Listing",
     "RedisSessionStorage",
     "RedisStorage",
     "SessionConfig",
     "SessionRecord",
     "SessionSource",
     "SessionStorage",
+    "Unreadable",
     "session_key",
 ]

@@ -28,6 +28,7 @@ from ..keys import SESSION, SessionAddress, sessions_prefix
 from ..message import utcnow
 from ..state import AgentState, raise_if_newer
 from ..store.base import BaseStore, Key
+from .listing import UNREADABLE, Listing, Unreadable, unreadable
 from .records import (
     EMPTY_STATE,
     VERSIONED_PARTS,
@@ -248,21 +249,32 @@ class SessionStorage:
 
     async def list_sessions(
         self, user_id: str | None, agent_id: str | None = None, *, org_id: str | None = None
-    ) -> list[SessionRecord]:
-        """Every session of the user (of one agent when ``agent_id`` is given), oldest key first."""
+    ) -> Listing[SessionRecord]:
+        """Every session of the user (of one agent when ``agent_id`` is given), oldest key first.
+
+        A record that cannot be decoded (corrupt, or written by a newer version) does not stop the
+        listing: it is left out, logged, and named in the result's ``problems`` (a list of
+        :class:`~.listing.Unreadable`: the session id, its key and the reason). The result is a
+        ``list`` of the readable records, as before. :meth:`get_session` of that session raises.
+        """
         prefix = sessions_prefix(org_id, user_id, agent_id)
         records: list[SessionRecord] = []
+        problems: list[Unreadable] = []
         after: Key | None = None
         while True:
             keys = await self.store.list_keys(prefix, limit=500, after=after)
             for key in keys:
                 if SESSION.match(key) is not None:
                     addr = SessionAddress.parse(key)
-                    loaded = await self._load(addr.key)
+                    try:
+                        loaded = await self._load(addr.key)
+                    except UNREADABLE as exc:
+                        problems.append(unreadable("session", addr.session_id, addr.key, exc))
+                        continue
                     if loaded is not None:
                         records.append(self._record(addr, *loaded))
             if len(keys) < 500:
-                return records
+                return Listing(records, problems)
             after = keys[-1]
 
     async def delete_session(

@@ -25,6 +25,7 @@ from ..context import RuntimeContext
 from ..errors import VersionConflict
 from ..keys import RunKeys
 from ..message import utcnow
+from ..sessions.listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
 from .inbox import Inbox, Notice
@@ -168,8 +169,12 @@ class RunBook:
                 continue
             return new
 
-    async def list(self, *, limit: int = 10_000) -> list[RunRecord]:
-        """Every run of the scope, oldest first (reconciled: see :meth:`reconcile`)."""
+    async def list(self, *, limit: int = 10_000) -> Listing[RunRecord]:
+        """Every run of the scope, oldest first (reconciled: see :meth:`reconcile`).
+
+        A record that cannot be decoded is left out, logged and named in the result's
+        ``problems`` (:class:`~agentscope_teams.sessions.Unreadable`); the rest are listed.
+        """
         keys: list[Key] = []
         after: Key | None = None
         while len(keys) < limit:
@@ -178,9 +183,18 @@ class RunBook:
             if len(page) < 500:
                 break
             after = page[-1]
-        ids = [RunKeys.parse(key)[1] for key in keys]
-        runs = [r for run_id in ids if (r := await self.load(run_id)) is not None]
-        return sorted(runs, key=lambda r: r.created_at)
+        runs: list[RunRecord] = []
+        problems: list[Unreadable] = []
+        for key in keys:
+            run_id = RunKeys.parse(key)[1]
+            try:
+                rec = await self.load(run_id)
+            except UNREADABLE as exc:
+                problems.append(unreadable("run", run_id, key, exc))
+                continue
+            if rec is not None:
+                runs.append(rec)
+        return Listing(sorted(runs, key=lambda r: r.created_at), problems)
 
     async def load(self, run_id: str) -> RunRecord | None:
         """The record, reconciled: an orphaned active run becomes ``lost``; overdue notices go out."""

@@ -19,46 +19,34 @@ fails it at ``max_attempts``); :meth:`TaskBoard.reap_expired` sweeps without cla
 index entry a crash lost is found only by a named claim until :meth:`TaskBoard.rebuild_index` (a
 full scan) repairs the index. Leases use wall-clock UTC, since claimers run in several processes and
 hosts: keep clocks NTP-synchronised and leases much longer than the expected skew.
+
+The reads, and how they treat a task record that cannot be decoded, are
+:class:`~.board_reads.BoardReads`; the bounds of every input, :mod:`.limits`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from ..errors import TeamError, UnknownTaskError, VersionConflict
-from ..message import utcnow
-from ..store.base import BaseStore, Key
-from . import eligibility, rules
-from .eligibility import ClaimOutcome, ClaimVerdict, blocked_reason, claimed_record
-from .models import Task, TaskStatus, TeamKeys
+from ..sessions.listing import UNREADABLE
+from ..store.base import Key
+from . import eligibility, limits, rules
+from .board_reads import Blockers, BoardReads
+from .eligibility import ClaimOutcome, ClaimVerdict, claimed_record
+from .models import Task, TaskStatus
 from .rules import Change
 
 PAGE = 64
-Blockers = dict[str, TaskStatus | None]
 
 
-class TaskBoard:
-    """All task operations of one team. Membership is checked by the caller (the team client)."""
-
-    def __init__(
-        self, store: BaseStore, keys: TeamKeys, clock: Callable[[], datetime] = utcnow
-    ) -> None:
-        self.store, self.keys, self.clock = store, keys, clock
-
-    async def load(self, task_id: str) -> Task | None:
-        entry = await self.store.get(self.keys.task(task_id))
-        return None if entry is None else Task.from_bytes(entry.value, entry.version)
-
-    async def _must_load(self, task_id: str) -> Task:
-        task = await self.load(task_id)
-        if task is None:
-            raise UnknownTaskError(
-                f"no task {task_id!r} on team {self.keys.team_id!r}; list the tasks to see their ids"
-            )
-        return task
+class TaskBoard(BoardReads):
+    """All task operations of one team. Membership is checked by the caller (the team client);
+    the reads (``load``, ``get``, ``list_tasks``, ``open_tasks``, ``open_board``) are
+    :class:`~.board_reads.BoardReads`."""
 
     async def _write(self, task: Task) -> Task:
         key = self.keys.task(task.id)
@@ -92,32 +80,33 @@ class TaskBoard:
         max_attempts: int = 3,
         task_lease: float = 60.0,
     ) -> Task:
-        """Create a pending task; every blocker must already exist (so there are no cycles)."""
-        blockers = list(dict.fromkeys(blocked_by))
-        missing = [b for b in blockers if await self.load(b) is None]
+        """Create a pending task; every blocker must already exist (so there are no cycles).
+
+        Every field is checked against :mod:`.limits` before anything is written.
+        """
+        fields = {
+            "title": limits.title(title),
+            "description": limits.text(description, "description"),
+            "assignee": None if assignee is None else limits.name(assignee, "assignee"),
+            "max_attempts": limits.attempts(max_attempts),
+            "lease_seconds": limits.lease(task_lease),
+        }
+        blockers = limits.blockers(blocked_by)
+        missing = [b for b in blockers if (await self._status(b))[1] is None]
         if missing:
             raise UnknownTaskError(
                 f"cannot block on unknown task(s) {', '.join(map(repr, missing))} "
                 f"in team {self.keys.team_id!r}; create the blockers first"
             )
         seq = await self.store.append(self.keys.task_seq(), b"task")
-        task = rules.created(
-            seq,
-            actor,
-            self.clock(),
-            title=title,
-            description=description,
-            assignee=assignee,
-            blocked_by=blockers,
-            max_attempts=max_attempts,
-            lease_seconds=task_lease,
-        )
+        task = rules.created(seq, actor, self.clock(), blocked_by=blockers, **fields)
         task = await self._write(task)
         await self.store.put(self.keys.open(task), task.id.encode())
         return task
 
     async def claim(self, member: str, task_id: str, task_lease: float) -> Task:
         """Claim one named task: one winner; the owner claiming again renews its lease."""
+        task_lease = limits.lease(task_lease)
         while True:
             task = await self._must_load(task_id)
             now = self.clock()
@@ -140,6 +129,7 @@ class TaskBoard:
         With ``prefer_own``, a task ``member`` holds already (its process died, or the reply to its
         claim was lost) comes first: the oldest is returned with its lease renewed.
         """
+        task_lease = limits.lease(task_lease)
         for held in await self.open_tasks() if prefer_own else ():
             if eligibility.holds(held, member):
                 with contextlib.suppress(TeamError):  # taken over or finished meanwhile
@@ -164,7 +154,10 @@ class TaskBoard:
         self, key: Key, member: str, lease: float, cache: Blockers
     ) -> tuple[Task | None, bool]:
         """Try one index entry: (claimed task or None, whether a race was lost)."""
-        task = await self.load(self.keys.task_id_of(key))
+        try:
+            task = await self.load(self.keys.task_id_of(key))
+        except UNREADABLE:  # passed by (and kept in the index); listings report it
+            return None, False
         if task is None or task.status.finished:
             await self.store.delete(key)
             return None, False
@@ -197,19 +190,14 @@ class TaskBoard:
         await self._drop_open(written)
         return written
 
-    async def _blocker_states(self, task: Task, cache: Blockers) -> Blockers:
-        for b in task.blocked_by:
-            if b not in cache:
-                found = await self.load(b)
-                cache[b] = None if found is None else found.status
-        return {b: cache[b] for b in task.blocked_by}
-
     async def complete(self, member: str, task_id: str, result: str) -> Task:
+        result = limits.text(result, "result")
         task = await self._update(task_id, rules.finish(member, TaskStatus.COMPLETED, result))
         await self._drop_open(task)
         return task
 
     async def fail(self, member: str, task_id: str, error: str) -> Task:
+        error = limits.text(error, "error")
         task = await self._update(task_id, rules.finish(member, TaskStatus.FAILED, error))
         await self._drop_open(task)
         return task
@@ -219,67 +207,14 @@ class TaskBoard:
 
     async def renew_lease(self, member: str, task_id: str, task_lease: float | None) -> Task:
         """The owner extends its task lease (``task_lease`` seconds from now; None: as before)."""
+        task_lease = None if task_lease is None else limits.lease(task_lease)
         return await self._update(task_id, rules.renew_lease(member, task_lease))
 
     async def cancel(self, actor: str, task_id: str, reason: str) -> Task:
+        reason = limits.text(reason, "reason")
         task = await self._update(task_id, rules.cancel(actor, reason))
         await self._drop_open(task)
         return task
-
-    async def get(self, task_id: str) -> Task:
-        """The task with its computed ``blocked_reason``."""
-        task = await self._must_load(task_id)
-        reason = blocked_reason(task, await self._blocker_states(task, {}))
-        return task.model_copy(update={"blocked_reason": reason})
-
-    async def _scan(self, prefix: Key) -> list[Key]:
-        keys: list[Key] = []
-        while page := await self.store.list_keys(
-            prefix, limit=500, after=keys[-1] if keys else None
-        ):
-            keys.extend(page)
-        return keys
-
-    async def list_tasks(self, status: TaskStatus | None = None) -> list[Task]:
-        """Every task (oldest first) with ``blocked_reason`` computed; a full scan of the board."""
-        found = [
-            await self.load(self.keys.task_id_of(k))
-            for k in await self._scan(self.keys.tasks_prefix())
-        ]
-        tasks = {t.id: t for t in found if t is not None}
-        out = []
-        for t in sorted(tasks.values(), key=lambda t: t.seq):
-            states = {b: (tasks[b].status if b in tasks else None) for b in t.blocked_by}
-            t.blocked_reason = blocked_reason(t, states)
-            if status is None or t.status is status:
-                out.append(t)
-        return out
-
-    async def open_tasks(self) -> list[Task]:
-        """Unfinished tasks, read through the open index (cleaning stale entries on the way)."""
-        out = []
-        for key in await self._scan(self.keys.open_prefix()):
-            task = await self.load(self.keys.task_id_of(key))
-            if task is None or task.status.finished:
-                await self.store.delete(key)
-            else:
-                out.append(task)
-        return out
-
-    async def open_board(self) -> list[Task]:
-        """Unfinished tasks (oldest first, with ``blocked_reason``), then the finished tasks pending
-        ones wait on: what judging claims needs (:mod:`.eligibility`), without a scan of the board."""
-        tasks = await self.open_tasks()
-        states: Blockers = {t.id: t.status for t in tasks}
-        waited_on: list[Task] = []
-        for t in tasks:
-            for b in t.blocked_by if t.status is TaskStatus.PENDING else ():
-                if b not in states:
-                    found = await self.load(b)
-                    states[b] = None if found is None else found.status
-                    waited_on += [found] if found is not None else []
-            t.blocked_reason = blocked_reason(t, {b: states.get(b) for b in t.blocked_by})
-        return [*tasks, *sorted(waited_on, key=lambda t: t.seq)]
 
     async def reap_expired(self) -> list[Task]:
         """Return every task whose lease expired to pending (or fail it at max_attempts)."""
@@ -295,7 +230,11 @@ class TaskBoard:
         """Full scan: make sure every unfinished task has an open-index entry. Returns the count."""
         count = 0
         for key in await self._scan(self.keys.tasks_prefix()):
-            task = await self.load(self.keys.task_id_of(key))
+            try:
+                task = await self.load(self.keys.task_id_of(key))
+            except UNREADABLE as exc:
+                self._unreadable(self.keys.task_id_of(key), exc)  # logged
+                continue
             if task is not None and not task.status.finished:
                 await self.store.put(self.keys.open(task), task.id.encode())
                 count += 1

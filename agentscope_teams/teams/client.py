@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..context import RuntimeContext, validate_identifier
+from ..context import RuntimeContext
 from ..errors import TeamError
 from ..message import new_id, utcnow
+from ..sessions.listing import Listing
 from ..store.base import BaseStore
+from . import limits
 from .actor import TeamActor
 from .board import TaskBoard
 from .mailbox import Mailbox
@@ -36,7 +38,11 @@ from .registry import TeamRegistry
 
 
 class LocalTeamClient(TeamRegistry):
-    """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``."""
+    """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``.
+
+    What callers hand it is checked against :mod:`.limits` (a bad ``task_lease`` here raises
+    :class:`~agentscope_teams.errors.ConfigurationError`).
+    """
 
     def __init__(
         self,
@@ -47,7 +53,7 @@ class LocalTeamClient(TeamRegistry):
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         super().__init__(store, ctx.owner_scope())
-        self.ctx, self.task_lease, self.clock = ctx, task_lease, clock
+        self.ctx, self.task_lease, self.clock = ctx, limits.config_lease(task_lease), clock
 
     def as_member(self, team_id: str, name: str) -> TeamActor:
         """A view acting as ``name`` in ``team_id`` (what tools of that member hold)."""
@@ -69,7 +75,11 @@ class LocalTeamClient(TeamRegistry):
     async def create_team(
         self, name: str, lead: str = "lead", members: Sequence[Member] = ()
     ) -> Team:
-        names = [lead, *(m.name for m in members)]
+        name = limits.name(name, "team name")
+        names = [limits.name(lead, "lead"), *(m.name for m in members)]
+        for m in members:
+            if m.spec:
+                limits.name(m.spec, f"spec of member {m.name!r}")
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise TeamError(f"member names must be unique (and differ from the lead): {dupes}")
@@ -90,7 +100,9 @@ class LocalTeamClient(TeamRegistry):
     ) -> tuple[Member, bool]:
         """:meth:`spawn_member`, and whether this call created the member (False: it existed
         with the same spec). Decided by the conditional write, so one of racing callers wins."""
-        validate_identifier(name, "member name")
+        limits.name(name, "member name")
+        if spec:
+            limits.name(spec, "spec")
         created = False
 
         def add(team: Team) -> Team | None:
@@ -110,9 +122,16 @@ class LocalTeamClient(TeamRegistry):
         return member, created
 
     async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member:
+        """Set a member's status; on a done team only ``stopped`` (else :class:`TeamError`)."""
+
         def change(team: Team) -> Team | None:
             if self._require_member(team, name).status is status:
                 return None
+            if not team.member_status_allowed(status):
+                raise TeamError(
+                    f"team {team.id!r} is {team.status.value}: its members stay stopped, "
+                    f"{name!r} cannot become {status.value}; set the team active to run it again"
+                )
             members = [
                 m.model_copy(update={"status": status}) if m.name == name else m
                 for m in team.members
@@ -124,12 +143,15 @@ class LocalTeamClient(TeamRegistry):
         return member
 
     async def set_team_status(self, team_id: str, status: TeamStatus) -> Team:
+        """Set the team's status; ``done`` marks every member ``stopped`` in the same write."""
         if status is TeamStatus.DELETED:
             raise TeamError("use delete_team() to delete a team")
-        return await self._update_team(
-            team_id,
-            lambda t: None if t.status is status else t.model_copy(update={"status": status}),
-        )
+
+        def change(team: Team) -> Team | None:
+            new = team.with_status(status)  # done: every member stopped in the same write
+            return None if new == team else new
+
+        return await self._update_team(team_id, change)
 
     async def delete_team(self, team_id: str) -> None:
         """Mark the team deleted, then remove its records; safe to call again after a crash."""
@@ -137,7 +159,7 @@ class LocalTeamClient(TeamRegistry):
         if team.status is not TeamStatus.DELETED:
             await self._update_team(
                 team_id,
-                lambda t: t.model_copy(update={"status": TeamStatus.DELETED}),
+                lambda t: t.with_status(TeamStatus.DELETED),
                 allow_deleted=True,
             )
         keys = self._keys(team_id)
@@ -222,11 +244,11 @@ class LocalTeamClient(TeamRegistry):
         _, board = await self._board(team_id)
         return await board.get(task_id)
 
-    async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> list[Task]:
+    async def list_tasks(self, team_id: str, status: TaskStatus | None = None) -> Listing[Task]:
         _, board = await self._board(team_id)
         return await board.list_tasks(status)
 
-    async def open_board(self, team_id: str) -> list[Task]:
+    async def open_board(self, team_id: str) -> Listing[Task]:
         _, board = await self._board(team_id)
         return await board.open_board()
 
@@ -239,6 +261,7 @@ class LocalTeamClient(TeamRegistry):
 
         ``timeout`` is a deadline that yields False (not an exception), so it stays a parameter.
         """
+        timeout = limits.timeout(timeout)
         _, board = await self._board(team_id)
         deadline, delay = anyio.current_time() + timeout, 0.05
         while await board.open_tasks():
@@ -262,7 +285,7 @@ class LocalTeamClient(TeamRegistry):
 
     async def read_messages(
         self, team_id: str, member: str, *, after: int = 0, limit: int = 100
-    ) -> list[TeamMessage]:
+    ) -> Listing[TeamMessage]:
         _, box = await self._mailbox(team_id, member)
         return await box.read(member, after=after, limit=limit)
 
@@ -270,7 +293,7 @@ class LocalTeamClient(TeamRegistry):
         _, box = await self._mailbox(team_id, member)
         return await box.acknowledge(member, cursor)
 
-    async def unread(self, team_id: str, member: str, *, limit: int = 100) -> list[TeamMessage]:
+    async def unread(self, team_id: str, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         _, box = await self._mailbox(team_id, member)
         return await box.unread(member, limit=limit)
 

@@ -18,8 +18,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ..context import RuntimeContext
-from ..keys import directory_key, directory_prefix
+from ..keys import TEAM_RUNTIME, directory_key, directory_prefix
 from ..message import utcnow
+from ..sessions.listing import UNREADABLE, Unreadable, unreadable
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
 
@@ -67,14 +68,31 @@ async def delete_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> 
 
 
 async def scan_records(
-    store: BaseStore, org_id: str | None = None, *, any_org: bool = True
+    store: BaseStore,
+    org_id: str | None = None,
+    *,
+    any_org: bool = True,
+    problems: list[Unreadable] | None = None,
 ) -> AsyncIterator[TeamRuntimeRecord]:
-    """Every record of the store (``any_org``), or of ``org_id`` only (None = no org)."""
+    """Every record of the store (``any_org``), or of ``org_id`` only (None = no org).
+
+    A record that cannot be decoded is skipped and logged (and added to ``problems`` when given):
+    the other teams are still served.
+    """
     prefix = directory_prefix(org_id, any_org=any_org)
     after: Key | None = None
     while page := await store.list_keys(prefix, limit=200, after=after):
         for key in page:
             entry = await store.get(key)
-            if entry is not None:
-                yield TeamRuntimeRecord.model_validate_json(entry.value)
+            if entry is None:
+                continue
+            try:
+                record = TeamRuntimeRecord.model_validate_json(entry.value)
+            except UNREADABLE as exc:
+                team_id = (TEAM_RUNTIME.match(key) or {}).get("team", "?")
+                problem = unreadable("team runtime record", team_id, key, exc)
+                if problems is not None:
+                    problems.append(problem)
+                continue
+            yield record
         after = page[-1]

@@ -31,7 +31,7 @@ from ..model.factory import resolve_model
 from ..store.base import BaseStore
 from ..subagents.extension import SubagentExtension
 from ..tools import Tool
-from . import delivery
+from . import delivery, limits
 from .actor import TeamActor
 from .builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
 from .client import LocalTeamClient
@@ -123,6 +123,11 @@ class TeamLeadExtension(Extension):
     ) -> None:
         if run_members not in ("local", "workers", "any"):
             raise ConfigurationError(f"run_members must be local, workers or any: {run_members!r}")
+        task_lease = limits.config_lease(task_lease)
+        if lease_ttl is not None:
+            lease_ttl = limits.config_seconds(lease_ttl, "lease_ttl")
+        poll = limits.config_seconds(poll, "poll")
+        idle_release = limits.config_seconds(idle_release, "idle_release", allow_zero=True)
         self.specs = load_pool(specs)
         self.run_members: RunMembers = run_members
         self.member_model = resolve_model(member_model) if member_model is not None else None

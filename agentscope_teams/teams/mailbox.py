@@ -14,7 +14,8 @@
   message, so the order across recipients does not matter; one sender's messages to one recipient
   still keep their order because the broadcast returns only when every append is done.
 
-Membership (who may send, who exists) is checked by the team client, not here.
+Membership (who may send, who exists) is checked by the team client, not here; the bounds of a
+message's ``content`` and of a read's ``limit`` by :mod:`.limits`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from __future__ import annotations
 import anyio
 
 from ..errors import VersionConflict
+from ..sessions.listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, shared_across_processes
+from . import limits
 from .models import InboxCursor, TeamKeys, TeamMessage
 
 BROADCAST_CONCURRENCY = 4
@@ -38,6 +41,7 @@ class Mailbox:
         self, sender: str, recipient: str, content: str, *, broadcast: bool = False
     ) -> TeamMessage:
         """Append one message to ``recipient``'s inbox; returns it with its store-allocated seq."""
+        content = limits.text(content, "content")
         msg = TeamMessage(sender=sender, recipient=recipient, content=content, broadcast=broadcast)
         seq = await self.store.append(self.keys.inbox(recipient), msg.to_bytes())
         return msg.model_copy(update={"seq": seq})
@@ -49,6 +53,7 @@ class Mailbox:
 
         The first failed append is raised as is once the others have finished.
         """
+        content = limits.text(content, "content")
         if not shared_across_processes(self.store) or len(recipients) < 2:
             return [await self.deliver(sender, r, content, broadcast=True) for r in recipients]
         sent: list[TeamMessage | None] = [None] * len(recipients)
@@ -69,15 +74,27 @@ class Mailbox:
             raise errors[0]
         return [m for m in sent if m is not None]
 
-    async def read(self, member: str, *, after: int = 0, limit: int = 100) -> list[TeamMessage]:
-        """Messages of ``member``'s inbox with ``seq > after``, oldest first."""
-        rows = await self.store.read(self.keys.inbox(member), after=after, limit=limit)
-        out = []
-        for seq, raw in rows:
-            msg = TeamMessage.model_validate_json(raw)
+    async def read(self, member: str, *, after: int = 0, limit: int = 100) -> Listing[TeamMessage]:
+        """Messages of ``member``'s inbox with ``seq > after``, oldest first.
+
+        A message that cannot be decoded is left out, logged and named (by its seq) in the result's
+        ``problems``; acknowledging past it skips it for good.
+        """
+        limit = limits.read_limit(limit)
+        if not isinstance(after, int) or after < 0:
+            raise ValueError(f"after must be an int >= 0, got {after!r}")
+        inbox = self.keys.inbox(member)
+        out: list[TeamMessage] = []
+        problems: list[Unreadable] = []
+        for seq, raw in await self.store.read(inbox, after=after, limit=limit):
+            try:
+                msg = TeamMessage.model_validate_json(raw)
+            except UNREADABLE as exc:
+                problems.append(unreadable("message", str(seq), inbox, exc))
+                continue
             msg.seq = seq
             out.append(msg)
-        return out
+        return Listing(out, problems)
 
     async def cursor(self, member: str) -> int:
         """The last seq ``member`` acknowledged (0 when none)."""
@@ -101,7 +118,7 @@ class Mailbox:
                 continue
             return cursor
 
-    async def unread(self, member: str, *, limit: int = 100) -> list[TeamMessage]:
+    async def unread(self, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         """Messages after the acknowledged cursor (reading does not acknowledge them)."""
         return await self.read(member, after=await self.cursor(member), limit=limit)
 

@@ -87,6 +87,29 @@ class Team(BaseModel):
     def _check_lead(cls, v: str) -> str:
         return validate_identifier(v, "lead")
 
+    @property
+    def finished(self) -> bool:
+        """Done or deleted: its members are all ``stopped`` and stay so (see :meth:`with_status`)."""
+        return self.status in (TeamStatus.DONE, TeamStatus.DELETED)
+
+    def with_status(self, status: TeamStatus) -> Team:
+        """A copy in ``status``. Finishing a team (done or deleted) marks every member ``stopped``
+        in the same record, so their final status does not depend on which process held their
+        leases, or whether any did; :meth:`member_status_allowed` keeps them so."""
+        members = self.members
+        if status in (TeamStatus.DONE, TeamStatus.DELETED):
+            stopped = {"status": MemberStatus.STOPPED}
+            members = [
+                m if m.status is MemberStatus.STOPPED else m.model_copy(update=stopped)
+                for m in members
+            ]
+        return self.model_copy(update={"status": status, "members": members})
+
+    def member_status_allowed(self, status: MemberStatus) -> bool:
+        """A member of a finished team can only be ``stopped``: a late write of a call that was
+        still running when the team finished (``idle`` at its end) cannot bring it back."""
+        return not self.finished or status is MemberStatus.STOPPED
+
     def participants(self) -> list[str]:
         """The lead followed by every member name: everyone who may act or receive messages."""
         return [self.lead, *(m.name for m in self.members)]

@@ -12,6 +12,7 @@ from ..errors import (
     VersionConflict,
 )
 from ..keys import REGISTRY_SEGMENT, TeamKeys, team_id_of, team_index_prefix
+from ..sessions.listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, Key
 from .models import Member, Team, TeamStatus
 
@@ -90,16 +91,26 @@ class TeamRegistry:
     async def get_team(self, team_id: str) -> Team:
         return await self._team(team_id)
 
-    async def list_teams(self) -> list[Team]:
-        """Every live team of this (org, user), oldest first."""
+    async def list_teams(self) -> Listing[Team]:
+        """Every live team of this (org, user), oldest first.
+
+        A team record that cannot be decoded is left out, logged and named in the result's
+        ``problems``; :meth:`get_team` of it raises.
+        """
         teams: list[Team] = []
+        problems: list[Unreadable] = []
         after: Key | None = None
         while page := await self.store.list_keys(
             team_index_prefix(self.scope), limit=500, after=after
         ):
             for key in page:
-                found = await self._load(team_id_of(key))
+                team_id = team_id_of(key)
+                try:
+                    found = await self._load(team_id)
+                except UNREADABLE as exc:
+                    problems.append(unreadable("team", team_id, self._keys(team_id).team(), exc))
+                    continue
                 if found is not None and found[0].status is not TeamStatus.DELETED:
                     teams.append(found[0])
             after = page[-1]
-        return sorted(teams, key=lambda t: t.created_at)
+        return Listing(sorted(teams, key=lambda t: t.created_at), problems)

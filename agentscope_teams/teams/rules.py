@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import NotTaskOwnerError, TaskStateError
+from . import limits
 from .models import Task, TaskEvent, TaskStatus
 
 Change = Callable[[Task, datetime], Task | None]
@@ -35,6 +36,7 @@ def created(seq: int, actor: str, now: datetime, **fields: Any) -> Task:
 
 def claimed(task: Task, member: str, now: datetime, task_lease: float) -> Task:
     """``task`` (pending) claimed by ``member``: one more attempt, a fresh lease."""
+    task_lease = limits.lease(task_lease)
     n = task.attempts + 1
     return _with(
         task,
@@ -51,8 +53,12 @@ def claimed(task: Task, member: str, now: datetime, task_lease: float) -> Task:
 
 
 def renewed(task: Task, now: datetime, task_lease: float | None = None) -> Task:
-    """The owner's task lease extended (no history entry: a renewal is not a transition)."""
-    seconds = task.lease_seconds if task_lease is None else task_lease
+    """The owner's task lease extended (no history entry: a renewal is not a transition).
+
+    Without ``task_lease`` the task's own lease is renewed; one stored before the bounds of
+    :mod:`.limits` existed (say 1e12 seconds) is refused with :class:`LimitError`.
+    """
+    seconds = limits.lease(task.lease_seconds if task_lease is None else task_lease)
     return task.model_copy(
         update={
             "lease_seconds": seconds,

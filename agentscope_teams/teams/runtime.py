@@ -18,7 +18,10 @@ another process takes the members; the same member name claims its in-progress t
 
 A member shown ``running`` whose lease nobody holds (the process running it died) is shown
 ``idle`` again. Members stop when their team is deleted or marked done; :meth:`aclose` stops every
-call, releases the leases and marks the members ``stopped``.
+call, releases the leases and marks the members it holds ``stopped`` (the others may run elsewhere).
+
+Marking a team done or deleted marks every member ``stopped`` in the same write, and then only
+``stopped`` is accepted (:meth:`~.models.Team.with_status`): whichever process held a lease, or none.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ import anyio
 
 from ..agent.lease import Lease
 from ..context import RuntimeContext
-from ..errors import UnknownTeamError
+from ..errors import ConfigurationError, UnknownTeamError
 from ..store.base import BaseStore, Key
+from . import limits
 from .models import Member, MemberStatus, Team, TeamStatus
 from .protocol import TeamClient
 from .slot import Slot, TeamRef, lease_key
@@ -62,8 +66,12 @@ class TeamRuntime:
         max_members: int | None = None,
         discover: Callable[[], Awaitable[list[TeamRef]]] | None = None,
     ) -> None:
-        self.store, self.lease_ttl, self.poll = store, lease_ttl, poll
-        self.idle_release, self.max_members, self.discover = idle_release, max_members, discover
+        if max_members is not None and max_members < 1:
+            raise ConfigurationError(f"max_members must be >= 1, got {max_members}")
+        self.store, self.discover, self.max_members = store, discover, max_members
+        self.lease_ttl = limits.config_seconds(lease_ttl, "lease_ttl")
+        self.poll = limits.config_seconds(poll, "poll")
+        self.idle_release = limits.config_seconds(idle_release, "idle_release", allow_zero=True)
         self.refs: dict[Key, TeamRef] = {}
         self.slots: dict[Key, Slot] = {}
         self._skip: set[Key] = set()

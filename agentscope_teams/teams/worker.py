@@ -31,6 +31,7 @@ from ..model.factory import resolve_model
 from ..store.base import BaseStore, Key
 from ..subagents.spec import SubagentSpec
 from ..tools import Toolkit, filesystem_tools
+from . import limits
 from .builder import MemberBuilder
 from .client import LocalTeamClient
 from .directory import TeamRuntimeRecord, delete_record, scan_records
@@ -77,8 +78,12 @@ class WorkerConfig:
     def __post_init__(self) -> None:
         if self.max_members < 1:
             raise ConfigurationError(f"max_members must be >= 1, got {self.max_members}")
-        if not (self.poll > 0 and self.lease_ttl > 0 and self.task_lease > 0):
-            raise ConfigurationError("poll, lease_ttl and task_lease must be > 0 seconds")
+        self.task_lease = limits.config_lease(self.task_lease)
+        self.poll = limits.config_seconds(self.poll, "poll")
+        self.lease_ttl = limits.config_seconds(self.lease_ttl, "lease_ttl")
+        self.idle_release = limits.config_seconds(
+            self.idle_release, "idle_release", allow_zero=True
+        )
 
 
 class Worker:
