@@ -15,7 +15,7 @@ the ``type`` field (never the message text) and else from the status::
          is newer than this server: upgrade it; other records still work)
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
-         SpecError(s), ToolError, CommandError
+         LimitError (a number or text out of bounds), SpecError(s), ToolError, CommandError
     500  ConfigurationError, StoreError, SubagentError, AgentScopeTeamsError (a library error
          with its type and message); any other exception is an opaque ``InternalError``
     502  ModelError and its upstream failures, ControlPlaneError without a status
@@ -47,6 +47,7 @@ STATUS: dict[type[BaseException], int] = {
     e.SessionBusyError: 409,
     e.SpecError: 422,
     e.SpecErrors: 422,
+    e.LimitError: 422,
     e.SubagentError: 500,
     e.ChildPausedError: 409,
     e.TeamError: 409,
