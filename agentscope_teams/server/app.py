@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..store.base import BaseStore
+from ..teams.limits import config_lease
 from . import api, events, mail_api, read_api
 from .openapi import openapi_document
 from .routing import Endpoint, Settings, routes
@@ -98,7 +99,7 @@ def create_app(
     app.state.store = store
     app.state.closing = False
     app.state.settings = Settings(
-        task_lease=task_lease,
+        task_lease=config_lease(task_lease),
         max_body_bytes=max_body_bytes,
         poll_interval=poll_interval,
         heartbeat_seconds=heartbeat_seconds,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..keys import RUN, RunKeys, family_of, user_runs_prefix
 from ..sessions import SessionRecord, SessionStorage
+from ..sessions.listing import UNREADABLE, unreadable
 from ..store.base import Key
 from ..subagents.runs import RunBook, RunRecord
 from . import schemas as s
@@ -63,7 +64,11 @@ async def list_runs(call: Call) -> list[s.RunSummary]:
     for key in await _run_keys(call):
         run_keys, run_id = RunKeys.parse(key)
         book = RunBook(call.store, *run_keys.scope)
-        rec = await book.get(run_id)
+        try:
+            rec = await book.get(run_id)
+        except UNREADABLE as exc:  # one bad record is logged and skipped, never a 500
+            unreadable("run", run_id, key, exc)
+            continue
         if rec is None:
             continue
         alive = await call.store.get(run_keys.lease(rec.run_id)) is not None

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from ..agent.extension import ReadMark
 from ..errors import VersionConflict
 from ..message import Msg, UserMsg, utcnow
+from ..sessions.listing import UNREADABLE, unreadable
 from ..state import AgentState
 from ..store.base import BaseStore, Key
 
@@ -59,11 +60,16 @@ class Inbox:
         return int(json.loads(entry.value)["seq"]) if entry else 0
 
     async def pending(self, after: int) -> list[tuple[int, Notice]]:
-        """Every entry with a sequence number above ``after``, in order."""
+        """Every entry with a sequence number above ``after``, in order; an entry that cannot be
+        decoded is logged and skipped, never blocking the ones after it."""
         out: list[tuple[int, Notice]] = []
         while True:
             page = await self.store.read(self.stream, after=after, limit=_PAGE)
-            out += [(seq, Notice.model_validate_json(raw)) for seq, raw in page]
+            for seq, raw in page:
+                try:
+                    out.append((seq, Notice.model_validate_json(raw)))
+                except UNREADABLE as exc:
+                    unreadable("notice", str(seq), self.stream, exc)
             if len(page) < _PAGE:
                 return out
             after = page[-1][0]

@@ -28,6 +28,7 @@ import anyio
 
 from ..context import RuntimeContext
 from ..keys import RUN, RunKeys
+from ..sessions.listing import UNREADABLE
 from ..store.base import BaseStore, decode_segment, is_shortened, path_segment
 from .runs import RunBook
 
@@ -111,7 +112,11 @@ async def janitor(store: BaseStore, root: Path, ctx: RuntimeContext | None = Non
         if slot_name is None or not slot_name.startswith("r:"):
             continue  # labelled directories are kept on purpose
         scope = await scopes.of(tuple(slot.parents[i].name for i in (3, 2, 1)))
-        rec = None if scope is None else await RunBook(store, *scope).load(slot_name[2:])
+        try:
+            rec = None if scope is None else await RunBook(store, *scope).load(slot_name[2:])
+        except UNREADABLE as exc:  # it may belong to a live run: keep it, sweep the others
+            log.warning("janitor kept %s: its run record cannot be read (%s)", slot, exc)
+            continue
         if rec is not None and rec.status.active:
             continue
         await remove(slot)

@@ -83,7 +83,8 @@ def test_deep_json_is_refused_with_the_limit_before_parsing(
         assert f"{MAX_JSON_DEPTH} levels" in r.json()["error"]["message"]
     # Brackets inside strings are text, and a body at the limit reaches validation.
     text = "[" * 10_000 + '\\"{' * 1000
-    assert op.ok("POST", t + "/tasks", {"title": text}, 201)["title"] == text
+    body = {"title": "brackets", "description": text}
+    assert op.ok("POST", t + "/tasks", body, 201)["description"] == text
     at_limit = {"title": "x", "extra": json_nest(MAX_JSON_DEPTH - 1)}
     r = op("POST", t + "/tasks", at_limit)
     assert r.status_code == 422 and "levels" not in r.json()["error"]["message"]
@@ -115,3 +116,15 @@ def json_nest(depth: int) -> object:
     for _ in range(depth):
         value = [value]
     return value
+
+
+def test_create_app_refuses_an_absurd_task_lease() -> None:
+    import pytest
+
+    from agentscope_teams.errors import ConfigurationError
+    from agentscope_teams.server import create_app
+    from agentscope_teams.store import InMemoryStore
+
+    for bad in (0, -1, float("inf"), 1e12):
+        with pytest.raises(ConfigurationError, match="task_lease"):
+            create_app(InMemoryStore(), task_lease=bad)

@@ -86,3 +86,22 @@ def test_sessions_and_runs_of_the_operator_only(served: Served, http: httpx.Clie
         "r-orphan": "running",
         "r-live": "running",
     }
+
+
+def test_an_unreadable_run_is_skipped_and_the_others_listed(
+    served: Served, http: httpx.Client
+) -> None:
+    alice = Api(http, served.tokens["alice"])
+    org = alice.ok("GET", "/api/whoami")["org_id"]
+
+    async def run_seed() -> None:
+        async with store_from_url(served.store_url) as store:
+            await seed(store, org)
+            book = RunBook.for_ctx(
+                store, RuntimeContext(session_id="s-alice", user_id="alice", org_id=org)
+            )
+            await store.put(book.key("r-done"), b"{not json")
+
+    anyio.run(run_seed)
+    runs = {r["run_id"] for r in alice.ok("GET", "/api/subagent-runs")}
+    assert runs == {"r-orphan", "r-live"}

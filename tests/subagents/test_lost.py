@@ -172,3 +172,32 @@ async def test_runs_stopped_by_shutdown_are_lost_and_reported(
     assert rec.status is RunStatus.LOST and "shut down" in (rec.error or "")
     assert "was lost" in all_text(lead_model.requests[2])
     assert rec.workspace and not is_dir(rec.workspace)
+
+
+async def test_the_janitor_keeps_a_run_it_cannot_read_and_sweeps_the_rest(
+    tmp_path: Path, store: InMemoryStore
+) -> None:
+    root = tmp_path / "root"
+    unreadable = await orphan(store, root, "r-eeeeeeeeee")
+    gone = await orphan(store, root, "r-ffffffffff")
+    book = RunBook.for_ctx(store, ALICE)
+    await store.put(book.key("r-eeeeeeeeee"), b"{not json")
+    await anyio.sleep(0.1)  # both leases expire
+
+    removed = await janitor(store, root)
+
+    assert removed == [gone]  # the sweep went on past the bad record
+    assert unreadable.exists()  # it may belong to a live run: kept
+
+
+async def test_an_undecodable_notice_does_not_block_the_ones_after_it(
+    tmp_path: Path, store: InMemoryStore
+) -> None:
+    inbox = RunBook.for_ctx(store, ALICE).inbox("lead")
+    await inbox.post(Notice(id="r-1:completed", run_id="r-1", text="first"))
+    await store.append(inbox.stream, b"{garbage")
+    await inbox.post(Notice(id="r-2:completed", run_id="r-2", text="third"))
+
+    pending = await inbox.pending(0)
+
+    assert [(seq, n.text) for seq, n in pending] == [(1, "first"), (3, "third")]
