@@ -57,14 +57,18 @@ class ConfigurationError(AgentScopeTeamsError):
 
 
 class MissingDependencyError(ConfigurationError, ImportError):
-    """An optional dependency is missing; the message names the extra to install."""
+    """An optional dependency is missing; the message names the extra that installs everything
+    missing (``extra``) and, when known, every missing package (``missing``)."""
 
-    def __init__(self, what: str, extra: str) -> None:
-        super().__init__(
-            f"{what} needs an optional dependency that is not installed: "
-            f"run `pip install 'agentscope-teams[{extra}]'`"
+    def __init__(self, what: str, extra: str, missing: Sequence[str] = ()) -> None:
+        needs = (
+            f"needs {', '.join(missing)}, not installed"
+            if missing
+            else "needs an optional dependency that is not installed"
         )
+        super().__init__(f"{what} {needs}: run `pip install 'agentscope-teams[{extra}]'`")
         self.extra = extra
+        self.missing = tuple(missing)
 
 
 class StoreError(AgentScopeTeamsError):

@@ -23,7 +23,7 @@ from typing import Any, Literal, Self
 import anyio
 
 from ..context import RuntimeContext, use_context
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, VersionConflict
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
 from ..keys import SessionAddress
 from ..message import Msg
@@ -223,6 +223,15 @@ class SessionAgent:
             return record.version
         return await self.sessions.update_at(addr, state, expected_version=version)
 
+    async def _landed(self, addr: SessionAddress, version: int, attempted: str) -> int:
+        """The version to write over after a write was cut short (its caller cancelled after the
+        store got it): the stored version if the stored state is the one attempted, else
+        ``version``, so a write by anybody else still raises ``VersionConflict``."""
+        record = await self.sessions.get_at(addr)
+        if record is None or record.version <= version:
+            return version
+        return record.version if record.state.model_dump_json() == attempted else version
+
     def _exclusive(self, addr: SessionAddress) -> SessionGuard:
         lock = self._locks.get(addr.key)
         if lock is None:
@@ -261,11 +270,21 @@ class SessionAgent:
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
+        cut_short: str | None = None  # the state of a write whose outcome is unknown
+
         async def save(s: AgentState) -> None:
-            nonlocal version
+            nonlocal version, cut_short
             if lease is not None:
                 await lease.verify()
-            version = await self._save_state(addr, s, version)
+            if cut_short is not None:
+                version, cut_short = await self._landed(addr, version, cut_short), None
+            try:
+                version = await self._save_state(addr, s, version)
+            except VersionConflict:
+                raise  # nothing was written: somebody else's write, not ours to overwrite
+            except BaseException:
+                cut_short = s.model_dump_json()  # cancelled mid-write: it may have landed
+                raise
             for ext in self.extensions:
                 await ext.after_save(scope)
 

@@ -1,26 +1,24 @@
 """The parser, the global options and the error handling of ``agentscope-teams``.
 
 To add a command, write a module with ``register(subparsers)`` (see :mod:`.common`) and list it in
-:data:`COMMAND_MODULES`. Exit codes: 0 success, 1 a command failed (one ``error: ...`` line on
-stderr; ``--debug`` adds the traceback), 2 a usage error (argparse), 130 interrupted (Ctrl-C).
+:data:`COMMAND_MODULES`. Exit codes (see :mod:`.exits`): 0 success, 1 a command failed (one ``error: ...`` line on stderr,
+whatever the exception; ``--debug`` adds the traceback), 2 a usage error (argparse), 130 interrupted
+(Ctrl-C), 141 stdout closed by its reader (``| head``), quietly.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Protocol
 
-from rich.console import Console
-from rich.text import Text
-
 from .._version import __version__
-from ..errors import AgentScopeTeamsError
 from . import review_cmd, run_cmd, serve_cmd, sessions_cmd, specs_cmd, team_cmd, worker_cmd
 from .common import Handler, SubParsers, add_global_options, check_store_given, debug_enabled
+from .exits import EXIT_FAILED, EXIT_OK, error_message, failure, guarded_stdout, stdout_closed
+
+__all__ = ["COMMAND_MODULES", "build_parser", "error_message", "main"]
 
 
 class CommandModule(Protocol):
@@ -39,9 +37,6 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     worker_cmd,
     serve_cmd,
 )
-
-#: Errors reported as one line; anything else is a bug and keeps its traceback.
-REPORTED_ERRORS = (AgentScopeTeamsError, ValueError, KeyError, OSError)
 
 _DESCRIPTION = """\
 Stateless multi-agent LLM applications over a pluggable store: subagents and agent teams whose
@@ -80,71 +75,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command line and return its exit code (the console script exits with it)."""
-    parser = build_parser()
-    args: argparse.Namespace | None = None
-    try:
-        args = parser.parse_args(argv)
-        check_store_given(args)
-        handler: Handler = args.handler
-        return handler(args)
-    except SystemExit as exc:  # argparse: --help, --version, usage errors
-        return _exit_code(exc)
-    except KeyboardInterrupt:
-        _print_error(Text("interrupted", style="yellow"))
-        return 130
-    except BrokenPipeError:  # `agentscope-teams ... | head`: stop quietly
-        _silence_stdout()
-        return 1
-    except REPORTED_ERRORS as exc:
-        return _report(exc, debug_enabled(args))
-    except BaseExceptionGroup as group:
-        leaf = _single_leaf(group)
-        if isinstance(leaf, KeyboardInterrupt):
-            _print_error(Text("interrupted", style="yellow"))
-            return 130
-        if isinstance(leaf, REPORTED_ERRORS):
-            return _report(leaf, debug_enabled(args))
-        raise
+    """Run one command line and return its exit code (the console script exits with it).
+
+    Every command goes through here: any exception becomes an exit code and at most one line on
+    stderr (see :mod:`.exits`).
+    """
+    with guarded_stdout() as stdout:
+        args: argparse.Namespace | None = None
+        try:
+            try:
+                parser = build_parser()
+                args = parser.parse_args(argv)
+                check_store_given(args)
+                handler: Handler = args.handler
+                code = handler(args)
+            except SystemExit as exc:  # argparse: --help, --version, usage errors
+                code = _exit_code(exc)
+            sys.stdout.flush()  # a closed stdout is noticed here, not at interpreter exit
+        except BaseException as exc:
+            return failure(exc, debug_enabled(args))
+        return stdout_closed() if stdout.closed_by_reader else code
 
 
 def _exit_code(exc: SystemExit) -> int:
     if exc.code is None:
-        return 0
-    return exc.code if isinstance(exc.code, int) else 1
-
-
-def _single_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The only exception inside nested single-exception groups (task groups wrap errors)."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def error_message(exc: BaseException) -> str:
-    """The exception's message on one line (``KeyError`` without its quotes)."""
-    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
-        text = exc.args[0]
-    else:
-        text = str(exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return "; ".join(lines) or type(exc).__name__
-
-
-def _report(exc: BaseException, debug: bool) -> int:
-    if debug:
-        traceback.print_exception(exc, file=sys.stderr)
-    _print_error(Text("error: ", style="bold red").append(error_message(exc)))
-    return 1
-
-
-def _print_error(text: Text) -> None:
-    Console(stderr=True, soft_wrap=True, highlight=False).print(text)
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+        return EXIT_OK
+    return exc.code if isinstance(exc.code, int) else EXIT_FAILED

@@ -25,6 +25,7 @@ from ..errors import CommandError as CommandError  # re-exported: the commands r
 from ..errors import ConfigurationError
 from ..store.base import BaseStore
 from ..store.url import store_from_url
+from .exits import OutputConsole
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler: TypeAlias = Callable[[argparse.Namespace], int]
@@ -51,7 +52,7 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         "--store",
         metavar="URL",
         default=argparse.SUPPRESS,
-        help=f"store URL (memory://, file:///path, sqlite:///path, postgresql://, mysql://, "
+        help=f"store URL (memory://, file:///path, sqlite:////path, postgresql://, mysql://, "
         f"redis://); default ${STORE_ENV} or file://~/.agentscope_teams/store",
     )
     parser.add_argument(
@@ -156,7 +157,7 @@ def not_available(command: str) -> int:
 
 def stdout_console() -> Console:
     """Rich console for command output; markup and highlighting off so data prints literally."""
-    return Console(highlight=False, markup=False)
+    return OutputConsole(highlight=False, markup=False)
 
 
 def print_json_line(value: Any) -> None:

@@ -18,9 +18,11 @@ import anyio
 from rich.console import Console
 
 from ..model import ChatModel, model_from_string
+from ..review.offline_files import skipped_dir
 from ..review.offline_lead import SPECS_DIR
 from ..review.offline_model import OfflineReviewModel
 from .common import CommandError, SubParsers, add_command, add_json_option, store_url
+from .exits import OutputConsole
 from .review_run import ReviewConfig, run_review
 from .review_view import JsonView, LiveView, ReviewView
 
@@ -37,8 +39,8 @@ KEY_DEFAULTS = (
 EXAMPLES = (
     "agentscope-teams review examples/sample_project",
     "agentscope-teams review src/ --output review.md --json",
-    "agentscope-teams review src/ --workers 2 --store sqlite:///review.db",
-    "agentscope-teams review src/ --model openai:gpt-4o --store sqlite:///review.db",
+    "agentscope-teams review src/ --workers 2 --store sqlite:///./review.db",
+    "agentscope-teams review src/ --model openai:gpt-4o --store sqlite:///./review.db",
 )
 
 
@@ -50,7 +52,8 @@ def register(subparsers: SubParsers) -> None:
         description="Run the example code-review team on PATH and write a Markdown report, with "
         "live progress (task board, messages) in the terminal. Without an API key "
         "(DASHSCOPE_API_KEY, OPENAI_API_KEY) or --model it uses the deterministic offline model "
-        "(static analysis, no LLM).",
+        "(static analysis, no LLM). A directory without Python files is an error (exit code 1): "
+        "there is nothing to review.",
         examples=EXAMPLES,
     )
     parser.add_argument("path", metavar="PATH", type=Path, help="directory to review")
@@ -102,6 +105,11 @@ def _config(args: argparse.Namespace) -> ReviewConfig:
     path: Path = args.path
     if not path.is_dir():
         raise CommandError(f"{path} is not a directory; pass the directory to review")
+    if not has_python_files(path):
+        raise CommandError(
+            f"nothing to review: {path} has no Python files (hidden directories, virtualenvs and "
+            "site-packages are skipped); pass a directory that contains Python code"
+        )
     if args.workers < 0:
         raise CommandError(f"--workers must be 0 or more, got {args.workers}")
     if not args.timeout > 0:
@@ -124,6 +132,16 @@ def _config(args: argparse.Namespace) -> ReviewConfig:
     )
 
 
+def has_python_files(root: Path) -> bool:
+    """Whether ``root`` holds a Python file the review would look at (the lead's own rule:
+    :func:`~agentscope_teams.review.offline_files.skipped_dir`)."""
+    for _, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not skipped_dir(d)]
+        if any(name.endswith(".py") for name in files):
+            return True
+    return False
+
+
 def handle(args: argparse.Namespace) -> int:
     cfg = _config(args)
     view: ReviewView = JsonView() if args.json else LiveView(_console())
@@ -135,4 +153,4 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _console() -> Console:
-    return Console(highlight=False)
+    return OutputConsole(highlight=False)

@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -176,9 +176,10 @@ async def _drive(
 ) -> str:
     """Stream the lead's reply to the view while the watcher polls the team; the final text."""
     report = ""
-    async with anyio.create_task_group() as tg:
+    # aclosing: if the view fails (a closed stdout), the reply stops and saves here, in this task
+    async with anyio.create_task_group() as tg, aclosing(lead.stream(prompt, ctx)) as events:
         tg.start_soon(watcher.run)
-        async for event in lead.stream(prompt, ctx):
+        async for event in events:
             view.agent_event(event)
             if isinstance(event, ToolResultEvent):
                 watcher.note(event)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import uuid
+from contextlib import aclosing
 from pathlib import Path
 
 from ..compose import HarnessAgent
@@ -84,15 +85,15 @@ def handle(args: argparse.Namespace) -> int:
             store=store,
         ) as lead:
             final = ""
-            async for event in lead.stream(args.prompt, ctx):
-                if args.json:
-                    print_json_line(event.model_dump(mode="json"))
-                elif isinstance(event, ToolCallEvent):
-                    print(
-                        f"-> {event.tool_call.name}({abbreviate(str(event.tool_call.input), 100)})"
-                    )
-                elif isinstance(event, ReplyEndEvent):
-                    final = event.msg.get_text_content()
+            async with aclosing(lead.stream(args.prompt, ctx)) as events:  # stop + save on errors
+                async for event in events:
+                    if args.json:
+                        print_json_line(event.model_dump(mode="json"))
+                    elif isinstance(event, ToolCallEvent):
+                        call = event.tool_call
+                        print(f"-> {call.name}({abbreviate(str(call.input), 100)})")
+                    elif isinstance(event, ReplyEndEvent):
+                        final = event.msg.get_text_content()
             if not args.json:
                 print(final)
                 print(f"\nsession {ctx.session_id} (continue with --session {ctx.session_id})")

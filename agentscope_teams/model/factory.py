@@ -3,6 +3,9 @@
 A registered model is a name mapped to a builder: a callable, or a ``"package.module:attribute"``
 string imported on first use, so this module never imports what it names. ``"offline"`` (the
 deterministic code-review model of :mod:`agentscope_teams.review.offline_model`) is registered so.
+:func:`import_object` is the one importer of such paths (registered builders, and the command line's
+``--model python:package.module:attribute``): every failure is a
+:class:`~agentscope_teams.errors.ModelConfigurationError` naming the module and attribute.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ModelConfigurationError
+from ..errors import AgentScopeTeamsError, ModelConfigurationError
 from .base import ChatModel
 from .providers import PROVIDERS
 
@@ -91,8 +94,12 @@ def resolve_model(model: str | ChatModel, **kwargs: Any) -> ChatModel:
 def _build(name: str, **kwargs: Any) -> ChatModel:
     builder = _BUILDERS[name]
     if isinstance(builder, str):
-        builder = _import(name, builder)
-    model = builder(**kwargs)
+        what = f"the builder {builder!r} of model {name!r}"
+        found = import_object(builder, what)
+        if not callable(found):
+            raise ModelConfigurationError(f"{what} is not callable")
+        builder = found
+    model = construct(builder, f"model {name!r}", kwargs)
     if not isinstance(model, ChatModel):
         raise ModelConfigurationError(
             f"the builder of model {name!r} returned a {type(model).__name__}, not a ChatModel"
@@ -100,18 +107,48 @@ def _build(name: str, **kwargs: Any) -> ChatModel:
     return model
 
 
-def _import(name: str, path: str) -> ModelBuilder:
+def import_object(path: str, what: str) -> Any:
+    """The attribute named by ``"package.module:attribute"``; ``what`` names it in errors.
+
+    Every failure (no such module, the module raising at import, no such attribute) is a
+    :class:`ModelConfigurationError` that names the module or attribute.
+    """
     module, _, attr = path.partition(":")
     try:
-        found = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+            raise ModelConfigurationError(
+                f"cannot load {what}: there is no module {exc.name!r}; install it or add its "
+                "directory to PYTHONPATH"
+            ) from exc
         raise ModelConfigurationError(
-            f"cannot load the builder {path!r} of model {name!r}: {exc}"
+            f"cannot load {what}: importing module {module!r} failed: {exc}"
+        ) from exc
+    except Exception as exc:
+        raise ModelConfigurationError(
+            f"cannot load {what}: importing module {module!r} raised "
+            f"{type(exc).__name__}: {exc}; fix the module"
+        ) from exc
+    try:
+        return getattr(loaded, attr)
+    except AttributeError:
+        raise ModelConfigurationError(
+            f"cannot load {what}: module {module!r} has no attribute {attr!r}"
         ) from None
-    if not callable(found):
-        raise ModelConfigurationError(f"the builder {path!r} of model {name!r} is not callable")
-    builder: ModelBuilder = found
-    return builder
+
+
+def construct(builder: Callable[..., Any], what: str, kwargs: dict[str, Any]) -> Any:
+    """``builder(**kwargs)``; an error outside the library's tree becomes a ModelConfigurationError
+    naming ``what`` (the library's own errors pass unchanged)."""
+    try:
+        return builder(**kwargs)
+    except AgentScopeTeamsError:
+        raise
+    except Exception as exc:
+        raise ModelConfigurationError(
+            f"building {what} raised {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _is_import_path(path: str) -> bool:

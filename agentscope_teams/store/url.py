@@ -1,24 +1,52 @@
-"""``store_from_url``: one string names a store, for the CLI, examples and configuration files."""
+"""``store_from_url``: one string names a store, for the CLI, examples and configuration files.
+
+**File-backed URLs** (``file:``, ``sqlite:``) name a path on this host and have no host part. The
+path, after ``file://`` or after ``sqlite:///`` (SQLAlchemy's form), starts with ``/`` (absolute:
+``file:///srv/store``, ``sqlite:////srv/store.db``), ``~`` (the home directory), or ``./`` / ``../``
+(relative to the current directory, made absolute when the store is built: ``file://./store``,
+``sqlite:///./store.db``). Any other form (``file://store``, whose ``store`` would be a host name, or
+``sqlite:///store.db``) is refused with the forms to use. ``SqlStore(url)`` itself takes a SQLAlchemy
+URL as is.
+
+**Drivers**: before a backend is imported, every package its URL needs is checked at once; a
+:class:`~agentscope_teams.errors.MissingDependencyError` names all the missing ones and the one
+extra that installs them.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, MissingDependencyError
 from .base import StoreBackend
 
 SUPPORTED_SCHEMES = (
     "memory://",
     "file:///path",
-    "sqlite:///path",
+    "sqlite:////path",
     "postgresql://user@host/db",
     "mysql://user@host/db",
     "redis://host:port/db",
     "rediss://host:port/db",
 )
+
+_SQL = ("sqlalchemy", "greenlet")
+#: URL scheme -> (the extra that installs its drivers, the modules it imports with its default driver).
+DRIVERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sqlite": ("sql", (*_SQL, "aiosqlite")),
+    "postgresql": ("postgres", (*_SQL, "asyncpg")),
+    "postgres": ("postgres", (*_SQL, "asyncpg")),
+    "mysql": ("mysql", (*_SQL, "asyncmy")),
+    "mariadb": ("mysql", (*_SQL, "asyncmy")),
+    "redis": ("redis", ("redis",)),
+    "rediss": ("redis", ("redis",)),
+    "unix": ("redis", ("redis",)),
+}
 
 
 def redact_url(url: str) -> str:
@@ -26,13 +54,36 @@ def redact_url(url: str) -> str:
     return re.sub(r"(?<=://)([^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
+def require_drivers(url: str) -> None:
+    """Raise :class:`MissingDependencyError` naming every package ``url``'s backend needs and
+    lacks, with the extra that installs them. A ``+driver`` the URL names is not checked here."""
+    scheme = url.partition("://")[0].lower()
+    base, _, driver = scheme.partition("+")
+    if base not in DRIVERS:
+        return
+    extra, modules = DRIVERS[base]
+    if driver and base not in ("redis", "rediss", "unix"):
+        modules = _SQL  # the named driver is the user's choice; create_engine reports it
+    missing = [m for m in modules if not _installed(m)]
+    if missing:
+        raise MissingDependencyError(f"the store URL {redact_url(url)}", extra, missing)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def store_from_url(url: str, **options: Any) -> StoreBackend:
     """Build a store from a URL; ``options`` go to the backend's constructor.
 
-    ``memory://``, ``file:///abs/path`` (or ``file://./rel``), ``sqlite:///path.db``,
-    ``postgresql://...``, ``mysql://...`` (MariaDB too), ``redis://...`` / ``rediss://...``. SQL URLs
-    may also name their async driver (``postgresql+asyncpg://``, ``mysql+asyncmy://``,
-    ``sqlite+aiosqlite://``).
+    ``memory://``, ``file:///abs/path`` (or ``file://./rel``, ``file://~/dir``),
+    ``sqlite:////abs/path.db`` (or ``sqlite:///./rel.db``), ``postgresql://...``, ``mysql://...``
+    (MariaDB too), ``redis://...`` / ``rediss://...``. SQL URLs may also name their async driver
+    (``postgresql+asyncpg://``, ``mysql+asyncmy://``, ``sqlite+aiosqlite://``). See the module
+    docs for the rule of file-backed URLs.
     """
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     base = scheme.split("+", 1)[0]
@@ -43,16 +94,15 @@ def store_from_url(url: str, **options: Any) -> StoreBackend:
     if base == "file":
         from .jsonfile import JsonFileStore
 
-        parts = urlsplit(url)
-        raw = unquote((parts.netloc or "") + parts.path)
-        if not raw:
-            raise ConfigurationError(f"store URL {url!r} names no directory; use file:///abs/path")
-        return JsonFileStore(Path(raw).expanduser(), **options)
+        return JsonFileStore(file_store_path(url), **options)
     if base in ("sqlite", "postgresql", "postgres", "mysql", "mariadb"):
+        sql_url = sqlite_url(url) if base == "sqlite" else url
+        require_drivers(sql_url)
         from .sql import SqlStore
 
-        return SqlStore(url, **options)
+        return SqlStore(sql_url, **options)
     if base in ("redis", "rediss", "unix"):
+        require_drivers(url)
         from .redis import RedisStore
 
         return RedisStore(url, **options)
@@ -60,3 +110,58 @@ def store_from_url(url: str, **options: Any) -> StoreBackend:
         f"unsupported store URL {redact_url(url)!r}: supported forms are "
         + ", ".join(SUPPORTED_SCHEMES)
     )
+
+
+def file_store_path(url: str) -> Path:
+    """The absolute directory of a ``file:`` URL (see the module docs for the accepted forms)."""
+    raw = unquote(url.partition("://")[2])
+    if not raw:
+        raise ConfigurationError(f"store URL {url!r} names no directory; use file:///abs/path")
+    path = _local_path(raw)
+    if path is None:
+        first = raw.split("/")[0]
+        problem = (
+            f"{first!r} is not a known user's home"
+            if first.startswith("~")
+            else f"{first!r} would be a host name, and a file store is a directory on this host"
+        )
+        raise ConfigurationError(
+            f"store URL {url!r} is ambiguous: {problem}; write file:///absolute/path/{raw} "
+            f"(absolute), or file://./{raw} (relative to the current directory)"
+        )
+    return path
+
+
+def sqlite_url(url: str) -> str:
+    """A ``sqlite:`` URL with its path made absolute (see the module docs for the accepted forms)."""
+    scheme, _, rest = url.partition("://")
+    path, sep, query = rest.partition("?")
+    if not path.startswith("/"):
+        return _refuse_sqlite(url, path)
+    db = path[1:]
+    if db in ("", ":memory:"):
+        return url  # SqlStore says what to write instead
+    found = _local_path(db)
+    if found is None:
+        return _refuse_sqlite(url, db)
+    return f"{scheme}:///{found}{sep}{query}"
+
+
+def _refuse_sqlite(url: str, path: str) -> str:
+    raise ConfigurationError(
+        f"SQLite store URL {url!r} does not say where {path!r} is; write "
+        f"sqlite:////absolute/path/{path} (four slashes: an absolute path), or sqlite:///./{path} "
+        "(relative to the current directory)"
+    )
+
+
+def _local_path(raw: str) -> Path | None:
+    """``/abs``, ``~...`` or ``./rel`` / ``../rel`` as an absolute path; None for anything else."""
+    if raw.startswith("/"):
+        return Path(raw)
+    if raw.startswith("~"):
+        home = os.path.expanduser(raw)  # unchanged when the user is unknown
+        return None if home.startswith("~") else Path(home)
+    if raw in (".", "..") or raw.startswith(("./", "../")):
+        return Path(os.path.abspath(raw))
+    return None

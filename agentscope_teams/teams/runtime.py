@@ -235,14 +235,27 @@ class TeamRuntime:
         self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
     ) -> None:
         slot.offered |= work.offers
+        slot.scope = anyio.CancelScope()
         task = asyncio.get_running_loop().create_task(
-            self._call(slot, client, team, member, work),
+            self._call(slot, slot.scope, client, team, member, work),
             name=f"team member {member.name}",
             context=contextvars.Context(),
         )
         slot.call = task  # the strong reference: the slot lives until the call was awaited
 
     async def _call(
+        self,
+        slot: Slot,
+        scope: anyio.CancelScope,
+        client: TeamClient,
+        team: Team,
+        member: Member,
+        work: Work,
+    ) -> None:
+        with scope:
+            await self._call_in_scope(slot, client, team, member, work)
+
+    async def _call_in_scope(
         self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
     ) -> None:
         try:
@@ -286,7 +299,7 @@ class TeamRuntime:
 
     async def _stop(self, slot: Slot) -> None:
         if slot.call is not None and not slot.call.done():
-            slot.call.cancel()
+            slot.cancel_call()
             await asyncio.wait({slot.call})  # its outcome was logged by _call
         await self._release(slot)
 

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import anyio
+
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..context import RuntimeContext
@@ -54,6 +56,8 @@ class Slot:
     #: How often a task the member still holds after a call was offered to it again.
     rewakes: Counter[OfferKey] = field(default_factory=Counter)
     call: asyncio.Task[None] | None = None
+    #: The running call's cancel scope; see :meth:`cancel_call`.
+    scope: anyio.CancelScope | None = None
     idle_since: float = field(default_factory=time.monotonic)
     failures: int = 0
     retry_at: float = 0.0
@@ -65,6 +69,12 @@ class Slot:
             if offer[1] == "in_progress" and self.rewakes[offer] < limit:
                 self.rewakes[offer] += 1
                 self.offered.discard(offer)
+
+    def cancel_call(self) -> None:
+        """Cancel the running call through its anyio scope, not ``Task.cancel()``: a native cancel
+        cuts through the call's shielded sections (a save in flight, its last status write)."""
+        if self.scope is not None:
+            self.scope.cancel()
 
     @property
     def busy(self) -> bool:
@@ -78,8 +88,7 @@ class Slot:
         await self.lease.renew()
         if self.lease.lost:
             self.lease = None
-            if self.call is not None:
-                self.call.cancel()
+            self.cancel_call()
             return
         if self.busy and self.ext is not None:
             for task_id in list(self.ext.held):

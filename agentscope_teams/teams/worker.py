@@ -18,16 +18,15 @@ a :class:`ChatModel` or a function returning one (see :func:`model_option`).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ModelConfigurationError
 from ..keys import directory_key
 from ..model.base import ChatModel
-from ..model.factory import resolve_model
+from ..model.factory import construct, import_object, resolve_model
 from ..store.base import BaseStore, Key
 from ..subagents.spec import SubagentSpec
 from ..tools import Toolkit, filesystem_tools
@@ -44,21 +43,29 @@ PYTHON_PREFIX = "python:"
 
 def model_option(text: str | None) -> ChatModel | None:
     """A model from ``--model``: ``"provider:model"``, or ``"python:module:attr"`` naming a
-    ChatModel or a function returning one. None stays None (specs must then name a model)."""
+    ChatModel or a function returning one. None stays None (specs must then name a model).
+
+    Only the command line's option takes ``python:`` (a spec's ``model:`` never imports code).
+    Every failure is a :class:`~agentscope_teams.errors.ModelConfigurationError` naming the module
+    or attribute."""
     if text is None:
         return None
     if not text.startswith(PYTHON_PREFIX):
         return resolve_model(text)
-    module, sep, attr = text[len(PYTHON_PREFIX) :].partition(":")
+    path = text[len(PYTHON_PREFIX) :]
+    module, sep, attr = path.partition(":")
     if not sep or not module or not attr:
-        raise ConfigurationError(
+        raise ModelConfigurationError(
             f"write a Python model as 'python:package.module:attribute': {text}"
         )
-    found: Any = getattr(importlib.import_module(module), attr)
-    model = found() if callable(found) and not isinstance(found, ChatModel) else found
-    if not isinstance(model, ChatModel):
-        raise ConfigurationError(f"{text} is a {type(model).__name__}, not a ChatModel")
-    return model
+    found: Any = import_object(path, f"--model {text}")
+    if callable(found) and not isinstance(found, ChatModel):
+        found = construct(found, f"--model {text}", {})
+    if not isinstance(found, ChatModel):
+        raise ModelConfigurationError(
+            f"{path} is a {type(found).__name__}, not a ChatModel or a function returning one"
+        )
+    return found
 
 
 @dataclass

@@ -7,7 +7,7 @@ The lead (prompt: ``lead.md``) lists the Python files, creates a team, spawns th
 ``specs/`` (reviewer, security-scanner, perf-tester), assigns them tasks, waits and writes the report.
 Without ``--model`` every agent runs on :class:`OfflineReviewModel`: deterministic static analysis
 that drives the same team tools an LLM would, not an LLM. The store is in memory; use
-``store="sqlite:///review.db"`` (or Redis, SQL) to keep the sessions and the board.
+``store="sqlite:///./review.db"`` (or Redis, SQL) to keep the sessions and the board.
 """
 
 from __future__ import annotations

@@ -40,14 +40,16 @@ class Cli:
         env.update(extra)
         return env
 
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        """The console script with exactly ``args`` (no ``--store`` added)."""
+    def run(
+        self, *args: str, cwd: Path | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """The console script with exactly ``args`` (no ``--store`` added), in ``cwd`` (the repo)."""
         return subprocess.run(
             [str(CLI), *args],
             capture_output=True,
             text=True,
             env=self.env(**env),
-            cwd=REPO,
+            cwd=cwd or REPO,
             timeout=120,
             check=False,
         )

@@ -191,3 +191,23 @@ def test_a_builder_that_cannot_be_loaded_or_builds_no_model(registry: None) -> N
     register_model("wrong", lambda: "a string")
     with pytest.raises(ModelConfigurationError, match="returned a str, not a ChatModel"):
         model_from_string("wrong")
+
+
+def test_a_builder_module_that_raises_or_a_builder_that_fails_is_a_configuration_error(
+    registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "raises_at_import.py").write_text("raise RuntimeError('broken at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    register_model("broken", "raises_at_import:build")
+    with pytest.raises(ModelConfigurationError, match=r"raises_at_import.*broken at import"):
+        model_from_string("broken")
+    register_model("attr", "json:no_such_builder")
+    with pytest.raises(ModelConfigurationError, match="module 'json' has no attribute"):
+        model_from_string("attr")
+
+    def failing() -> ScriptedModel:
+        raise TypeError("needs an argument")
+
+    register_model("failing", failing)
+    with pytest.raises(ModelConfigurationError, match="model 'failing' raised TypeError"):
+        model_from_string("failing")

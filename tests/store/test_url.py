@@ -16,7 +16,12 @@ from agentscope_teams.errors import (
     StoreUnavailableError,
 )
 from agentscope_teams.store import Entry, redact_url, store_from_url
-from agentscope_teams.store.url import SUPPORTED_SCHEMES
+from agentscope_teams.store.url import (
+    SUPPORTED_SCHEMES,
+    file_store_path,
+    require_drivers,
+    sqlite_url,
+)
 
 SECRET = "hunter2-s3cret"
 
@@ -162,3 +167,94 @@ async def test_missing_driver_names_the_extra(
             await store.get(("k",))
     assert info.value.extra == extra
     assert f"pip install 'agentscope-teams[{extra}]'" in str(info.value)
+
+
+# -- file-backed URLs: one rule -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("file:///srv/store", "/srv/store"),
+        ("file:///srv/with%20space", "/srv/with space"),
+        ("file://./store", "{cwd}/store"),
+        ("file://../store", "{parent}/store"),
+        ("file://~/store", "{home}/store"),
+    ],
+)
+def test_file_urls_name_an_absolute_directory(
+    url: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = file_store_path(url)
+    assert path.is_absolute()
+    assert path == Path(expected.format(cwd=work, parent=tmp_path, home=tmp_path / "home"))
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:////srv/x.db", "sqlite:////srv/x.db"),
+        ("sqlite+aiosqlite:////srv/x.db?timeout=5", "sqlite+aiosqlite:////srv/x.db?timeout=5"),
+        ("sqlite:///./x.db", "sqlite:///{cwd}/x.db"),
+        ("sqlite:///~/x.db", "sqlite:///{home}/x.db"),
+    ],
+)
+def test_sqlite_urls_are_made_absolute(
+    url: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert sqlite_url(url) == expected.format(cwd=tmp_path, home=tmp_path / "home")
+
+
+@pytest.mark.parametrize(
+    ("url", "forms"),
+    [
+        ("file://relative/dir", ["file:///absolute/path/relative/dir", "file://./relative/dir"]),
+        ("file://host/srv/x", ["file:///absolute/path/host/srv/x", "file://./host/srv/x"]),
+        ("file://~nosuchuser12345/x", ["file:///absolute/path/~nosuchuser12345/x"]),
+        ("sqlite:///x.db", ["sqlite:////absolute/path/x.db", "sqlite:///./x.db"]),
+        ("sqlite:///tmp/x.db", ["sqlite:////absolute/path/tmp/x.db", "sqlite:///./tmp/x.db"]),
+        ("sqlite://host/x.db", ["sqlite:////absolute/path/host/x.db", "sqlite:///./host/x.db"]),
+    ],
+)
+def test_an_ambiguous_file_backed_url_is_refused_with_the_forms_to_use(
+    url: str, forms: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError) as info:
+        store_from_url(url)
+    for form in forms:
+        assert form in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+@pytest.mark.parametrize(
+    ("url", "blocked", "extra"),
+    [
+        ("postgresql://u@h/db", ["sqlalchemy", "asyncpg"], "postgres"),
+        ("mariadb://u@h/db", ["greenlet", "asyncmy"], "mysql"),
+        ("sqlite:////tmp/x.db", ["sqlalchemy", "greenlet", "aiosqlite"], "sql"),
+        ("rediss://h/0", ["redis"], "redis"),
+    ],
+)
+def test_every_missing_driver_is_named_at_once(
+    url: str, blocked: list[str], extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in blocked:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(MissingDependencyError) as info:
+        require_drivers(url)
+    assert info.value.extra == extra and list(info.value.missing) == blocked
+    assert f"needs {', '.join(blocked)}, not installed" in str(info.value)
+
+
+def test_a_named_driver_is_left_to_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "asyncpg", None)
+    require_drivers("postgresql+psycopg://u@h/db")  # psycopg is the user's choice: not checked
+    with pytest.raises(MissingDependencyError, match="asyncpg"):
+        require_drivers("postgresql://u@h/db")

@@ -18,6 +18,10 @@ try:
     from .schema import HEAD_BYTES, LATEST, make_tables
     from .store import SqlStore
 except ImportError as _e:  # pragma: no cover - exercised only without the extra
-    raise MissingDependencyError("SqlStore (SQLAlchemy)", "sql") from _e
+    raise MissingDependencyError(
+        "SqlStore (for SQLite; PostgreSQL needs the extra 'postgres', MySQL/MariaDB 'mysql')",
+        "sql",
+        [_e.name or "sqlalchemy"],
+    ) from _e
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "HEAD_BYTES", "LATEST", "SqlStore", "async_url", "make_tables"]

@@ -12,7 +12,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ...errors import ConfigurationError, MissingDependencyError
-from ..url import redact_url
+from ..url import redact_url, require_drivers
 
 # scheme -> (async dialect+driver, extra that installs the driver)
 SCHEMES = {
@@ -40,7 +40,7 @@ def async_url(url: str) -> str:
     base, _, driver = scheme.lower().partition("+")
     if not sep or base not in SCHEMES:
         raise ConfigurationError(
-            f"{redact_url(url)!r} is not a SQL store URL; use sqlite:///path.db, "
+            f"{redact_url(url)!r} is not a SQL store URL; use sqlite:////abs/path.db, "
             "postgresql://user@host/db or mysql://user@host/db"
         )
     target = SCHEMES[base][0]
@@ -48,7 +48,7 @@ def async_url(url: str) -> str:
         target = f"{target.partition('+')[0]}+{driver}"
     if base == "sqlite" and rest.strip("/") in ("", ":memory:"):
         raise ConfigurationError(
-            f"SQLite store URL {url!r} names no database file; use sqlite:///path/to/store.db "
+            f"SQLite store URL {url!r} names no database file; use sqlite:////abs/path/to/store.db "
             "(or memory:// for a process-local store)"
         )
     return f"{target}://{rest}"
@@ -68,6 +68,7 @@ def create_engine(url: str, connect_timeout: float, opts: dict[str, Any]) -> Asy
         opts.setdefault("pool_recycle", 3600)
     if args:
         opts["connect_args"] = {**args, **opts.get("connect_args", {})}
+    require_drivers(url)  # every missing package at once, not one per attempt
     try:
         return create_async_engine(full, **opts)
     except ImportError as e:
