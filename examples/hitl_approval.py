@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from contextlib import aclosing
 from pathlib import Path
 
 import anyio
@@ -62,12 +63,14 @@ def agent(store_url: str) -> HarnessAgent:
 async def start(store_url: str) -> None:
     async with agent(store_url) as janitor:
         await janitor.delete_session(CTX)  # start the demo from scratch
-        async for event in janitor.stream("Clean up the staging data.", CTX):
-            if event.type == "require_user_confirm":
-                calls = ", ".join(f"{c.name}({c.input})" for c in event.tool_calls)
-                print(f"paused: the agent wants to run {calls}")
-            elif event.type == "reply_end":
-                print(f"janitor: {event.msg.get_text_content()}")
+        # aclosing: leaving the loop early (an error, a break) stops the reply cleanly
+        async with aclosing(janitor.stream("Clean up the staging data.", CTX)) as events:
+            async for event in events:
+                if event.type == "require_user_confirm":
+                    calls = ", ".join(f"{c.name}({c.input})" for c in event.tool_calls)
+                    print(f"paused: the agent wants to run {calls}")
+                elif event.type == "reply_end":
+                    print(f"janitor: {event.msg.get_text_content()}")
     flag = "" if store_url == DEFAULT_STORE else f" --store {store_url}"
     print(f"approve with:  python examples/hitl_approval.py approve{flag}")
 

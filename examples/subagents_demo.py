@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from contextlib import aclosing
 from pathlib import Path
 
 import anyio
@@ -75,13 +76,16 @@ async def main() -> None:
             specs=specs,
             models=children,
         ) as lead:
-            async for event in lead.stream("Review my change and summarize it.", ctx):
-                if event.type == "tool_call":
-                    print(f"lead calls {event.tool_call.name} {event.tool_call.input}")
-                elif event.type == "tool_result":
-                    print(f"  -> {' '.join(event.result.output.split())[:150]}")
-                elif event.type == "reply_end":
-                    print(f"lead: {event.msg.get_text_content()}")
+            # aclosing: leaving the loop early (an error, a break) stops the reply cleanly
+            stream = lead.stream("Review my change and summarize it.", ctx)
+            async with aclosing(stream) as events:
+                async for event in events:
+                    if event.type == "tool_call":
+                        print(f"lead calls {event.tool_call.name} {event.tool_call.input}")
+                    elif event.type == "tool_result":
+                        print(f"  -> {' '.join(event.result.output.split())[:150]}")
+                    elif event.type == "reply_end":
+                        print(f"lead: {event.msg.get_text_content()}")
             sessions = await lead.sessions.list_sessions("alice", "reviewer")
             print(f"the reviewer kept its own session: {[s.session_id for s in sessions]}")
 

@@ -1,12 +1,15 @@
 """``store_from_url``: one string names a store, for the CLI, examples and configuration files.
 
-**File-backed URLs** (``file:``, ``sqlite:``) name a path on this host and have no host part. The
-path, after ``file://`` or after ``sqlite:///`` (SQLAlchemy's form), starts with ``/`` (absolute:
-``file:///srv/store``, ``sqlite:////srv/store.db``), ``~`` (the home directory), or ``./`` / ``../``
-(relative to the current directory, made absolute when the store is built: ``file://./store``,
-``sqlite:///./store.db``). Any other form (``file://store``, whose ``store`` would be a host name, or
-``sqlite:///store.db``) is refused with the forms to use. ``SqlStore(url)`` itself takes a SQLAlchemy
-URL as is.
+**File-backed URLs** (``file:``, ``sqlite:``) name a path on this host and have no host part; the
+path is made absolute when the store is built.
+
+* ``file:``: the path after ``file://`` starts with ``/`` (absolute: ``file:///srv/store``), ``~``
+  (the home directory: ``file://~/store``) or ``./`` / ``../`` (relative to the current directory:
+  ``file://./store``). Any other form (``file://store``, whose ``store`` would be a host name) is
+  refused with the forms to use.
+* ``sqlite:``: SQLAlchemy's rule. After ``sqlite:///``, a path starting with ``/`` is absolute
+  (``sqlite:////srv/store.db``, four slashes), ``~`` is the home directory, and anything else is
+  relative to the current directory (``sqlite:///store.db``). ``sqlite://host/...`` is refused.
 
 **Drivers**: before a backend is imported, every package its URL needs is checked at once; a
 :class:`~agentscope_teams.errors.MissingDependencyError` names all the missing ones and the one
@@ -141,7 +144,7 @@ def sqlite_url(url: str) -> str:
     db = path[1:]
     if db in ("", ":memory:"):
         return url  # SqlStore says what to write instead
-    found = _local_path(db)
+    found = _local_path(db) or (None if db.startswith("~") else Path(os.path.abspath(db)))
     if found is None:
         return _refuse_sqlite(url, db)
     return f"{scheme}:///{found}{sep}{query}"
@@ -149,8 +152,8 @@ def sqlite_url(url: str) -> str:
 
 def _refuse_sqlite(url: str, path: str) -> str:
     raise ConfigurationError(
-        f"SQLite store URL {url!r} does not say where {path!r} is; write "
-        f"sqlite:////absolute/path/{path} (four slashes: an absolute path), or sqlite:///./{path} "
+        f"SQLite store URL {url!r} does not say where {path!r} is on this host; write "
+        f"sqlite:////absolute/path/{path} (four slashes: an absolute path), or sqlite:///{path} "
         "(relative to the current directory)"
     )
 
