@@ -7,6 +7,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   └── MissingDependencyError    an optional driver is not installed; names the extra to install
     ├── StoreError                    the store could not do what was asked
     │   ├── VersionConflict           a conditional write lost (key, expected and found version)
+    │   │   └── LeaseLostError        a fenced write: the lease no longer names this holder (lease_key)
     │   ├── ValueTooLargeError        a value over the configured limit; nothing was written
     │   ├── StoreUnavailableError     the server behind a store URL cannot be reached (password redacted)
     │   └── SchemaVersionError        a persisted record is newer than this code understands
@@ -86,6 +87,20 @@ class VersionConflict(StoreError):
         super().__init__(
             f"version conflict on key {self.key!r}: expected version {expected}, found {shown}; "
             "reload the value and retry"
+        )
+
+
+class LeaseLostError(VersionConflict):
+    """A fenced write failed: the lease at ``lease_key`` no longer names this holder (it expired,
+    was released, or another caller took it over). Nothing was written."""
+
+    def __init__(self, key: Sequence[str], lease_key: Sequence[str]) -> None:
+        super().__init__(key, None, None)
+        self.lease_key = tuple(lease_key)
+        self.args = (
+            f"write to {self.key!r} refused: the lease {self.lease_key!r} is no longer held by "
+            "this caller (expired or taken over); another caller owns the session now, so reload "
+            "and retry the call",
         )
 
 

@@ -56,6 +56,7 @@ ERROR_NAMES = {
     "MissingDependencyError",
     "StoreError",
     "VersionConflict",
+    "LeaseLostError",
     "ValueTooLargeError",
     "StoreUnavailableError",
     "SchemaVersionError",

@@ -12,6 +12,7 @@ tool such as the CLI reviewing a directory).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import weakref
@@ -185,9 +186,7 @@ class SessionAgent:
             if record is None:
                 return
             record.state.clear_context()
-            if lease is not None:
-                await lease.verify()
-            await self._save_state(addr, record.state, record.version)
+            await self._save_state(addr, record.state, record.version, lease, last=True)
 
     async def list_sessions(self, ctx: RuntimeContext) -> list[SessionRecord]:
         """The sessions of ``ctx``'s user with this agent."""
@@ -217,11 +216,44 @@ class SessionAgent:
 
     # -- internals -------------------------------------------------------------------------------
 
-    async def _save_state(self, addr: SessionAddress, state: AgentState, version: int) -> int:
-        if version == 0:
-            record = await self.sessions.create_at(addr, state=state, source=self.session_source)
-            return record.version
-        return await self.sessions.update_at(addr, state, expected_version=version)
+    async def _save_state(
+        self,
+        addr: SessionAddress,
+        state: AgentState,
+        version: int,
+        lease: Lease | None = None,
+        *,
+        last: bool = False,
+    ) -> int:
+        """Write ``state`` over ``version`` (0: create), fenced by ``lease``; the ``last`` write of
+        a call also gives the lease back in the same store operation when nothing runs after it."""
+        fence = None if lease is None else lease.fence(release=last and self._releases_in_save())
+        try:
+            if version == 0:
+                record = await self.sessions.create_at(
+                    addr, state=state, source=self.session_source, fence=fence
+                )
+                new = record.version
+            else:
+                new = await self.sessions.update_at(
+                    addr, state, expected_version=version, fence=fence
+                )
+        except VersionConflict as exc:
+            if lease is not None:
+                lease.lost_by(exc)
+            raise
+        if lease is not None and fence is not None and fence.release:
+            lease.released()
+        return new
+
+    def _releases_in_save(self) -> bool:
+        """Whether the last save may release the lease: no extension works after saves (an
+        ``after_save`` acknowledging mail read in the call must run while the lease is held)."""
+        return all(
+            type(ext).after_save is Extension.after_save
+            and type(ext).on_reply_end is Extension.on_reply_end
+            for ext in self.extensions
+        )
 
     async def _landed(self, addr: SessionAddress, version: int, attempted: str) -> int:
         """The version to write over after a write was cut short (its caller cancelled after the
@@ -272,14 +304,12 @@ class SessionAgent:
 
         cut_short: str | None = None  # the state of a write whose outcome is unknown
 
-        async def save(s: AgentState) -> None:
+        async def save(s: AgentState, last: bool = False) -> None:
             nonlocal version, cut_short
-            if lease is not None:
-                await lease.verify()
             if cut_short is not None:
                 version, cut_short = await self._landed(addr, version, cut_short), None
             try:
-                version = await self._save_state(addr, s, version)
+                version = await self._save_state(addr, s, version, lease, last=last)
             except VersionConflict:
                 raise  # nothing was written: somebody else's write, not ours to overwrite
             except BaseException:
@@ -297,9 +327,9 @@ class SessionAgent:
                 await sink(event)
         except BaseException:
             if _change_marker(state) != loaded:  # input rejected before any change: no write
-                await _save_quietly(save, state)
+                await _save_quietly(functools.partial(save, last=True), state)
             raise
-        await save(state)
+        await save(state, last=True)
         if final is not None:
             for ext in self.extensions:
                 await ext.on_reply_end(scope, final)

@@ -1,21 +1,27 @@
 """Per-session leases in the store: one caller at a time across processes and replicas.
 
-A lease is a key written with ``expected_version=0`` and a store TTL, so a holder that dies simply lets it
-expire. The holder renews it from a heartbeat task (a compare-and-set on its own version after checking
-that the key still names it as holder: store versions restart after a key expires, so the version alone
-could match a newer holder's lease). Before every save the holder verifies the lease in the store; once
-another caller took it over, that save and every later one raise :class:`VersionConflict` (fencing).
-Waiting callers poll with backoff and give up with :class:`SessionBusyError` after ``wait_timeout``.
+A lease is a key written with ``expected_version=0``, a store TTL and ``indexed=False`` (it is never
+listed), so a holder that dies simply lets it expire. Its value names the holder (a random token) and
+never changes while it is held, so the value alone identifies the holding: store versions restart
+after a key expires, but a newer holder's value differs. The holder renews it from a heartbeat task (a
+compare-and-set on its own version after checking that the key still holds its value).
 
-Round trips: saves keep their verification (a read), because a takeover by force (someone deleting
-or overwriting a live lease) must fence the very next save, however recent the last renewal. Release
-is where a read is saved: when the holder wrote the lease less than ``2 * ttl / 3`` ago (so it cannot
-have expired and been re-created by a newer holder) and confirmed it in the store less than
-``ttl / 3`` ago (typically the verify of the final save), release is one delete conditional on the
-holder's version. The trade-off: if, inside that window, someone force-deletes the lease *and* a new
-holder re-creates it at the very same version number, that new lease is deleted too; its holder
-notices at its next verify or renewal and is fenced (:class:`VersionConflict`), as after any takeover.
-Otherwise release reads the lease first and deletes it only if it still names this holder.
+Fencing is done by the store inside each save: the holder passes :meth:`Lease.fence` to the write,
+which succeeds only while the lease key still holds this holder's value, atomically with the write
+(:class:`~agentscope_teams.store.base.Fence`). Once another caller took the lease over, or it
+expired, that save and every later one raise :class:`~agentscope_teams.errors.LeaseLostError`, a
+:class:`VersionConflict`. No separate read verifies the lease before a save.
+
+Release: the last save of a call may carry ``fence(release=True)``; the store deletes the lease in
+the same operation and the holder is :meth:`Lease.released`. Otherwise (a failed or cancelled call,
+a release save that was cut short) :meth:`Lease.release` deletes it. When the holder wrote the lease
+less than ``2 * ttl / 3`` ago (so it cannot have expired and been re-created) and confirmed it less
+than ``ttl / 3`` ago, release is one delete conditional on the holder's version. The trade-off: if,
+inside that window, someone force-deletes the lease *and* a new holder re-creates it at the very same
+version number, that new lease is deleted too; its holder is fenced at its next save or renewal, as
+after any takeover. Otherwise release reads the lease first and deletes it only if it still holds
+this holder's value. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
+after ``wait_timeout``.
 """
 
 from __future__ import annotations
@@ -32,32 +38,34 @@ from types import TracebackType
 
 import anyio
 
-from ..errors import SessionBusyError, VersionConflict
+from ..errors import LeaseLostError, SessionBusyError, VersionConflict
 from ..keys import address_of
-from ..store.base import BaseStore, Key
+from ..store.base import BaseStore, Fence, Key
 
 log = logging.getLogger(__name__)
 
 
 class Lease:
-    """A held lease; :meth:`verify` raises once it has been lost."""
+    """A held lease: :meth:`fence` fences a save with it; :meth:`verify` raises once it is lost."""
 
     def __init__(self, store: BaseStore, key: Key, ttl: float) -> None:
         self.store, self.key, self.ttl = store, key, ttl
         self.holder = uuid.uuid4().hex
         self.version = 0
         self.lost = False
+        self.done = False  # released (by release() or by a save's fence), not lost
+        self._token = json.dumps({"holder": self.holder}).encode()
         self._written_at = -math.inf  # monotonic time of the last successful write of the lease
         self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
 
     def _value(self) -> bytes:
-        return json.dumps({"holder": self.holder, "expires_at": time.time() + self.ttl}).encode()
+        return self._token
 
     async def try_acquire(self) -> bool:
         """Create the lease key if absent; False if someone holds it."""
         try:
             self.version = await self.store.put(
-                self.key, self._value(), expected_version=0, ttl=self.ttl
+                self.key, self._value(), expected_version=0, ttl=self.ttl, indexed=False
             )
         except VersionConflict:
             return False
@@ -70,10 +78,7 @@ class Lease:
         entry = await self.store.get(self.key)
         if entry is None or entry.version != self.version:
             return False
-        try:
-            mine = bool(json.loads(entry.value).get("holder") == self.holder)
-        except (ValueError, AttributeError):
-            return False
+        mine = entry.value == self._token
         if mine:
             self._confirmed_at = checked_at
         return mine
@@ -85,24 +90,30 @@ class Lease:
 
     async def renew(self) -> None:
         """Extend the lease; marks it lost if another caller holds it now."""
-        if self.lost:
+        if self.lost or self.done:
             return
         if not await self._still_mine():
-            self._mark_lost()
+            if not self.done:  # not released by a save meanwhile
+                self._mark_lost()
             return
         written_at = time.monotonic()
         try:
             self.version = await self.store.put(
-                self.key, self._value(), expected_version=self.version, ttl=self.ttl
+                self.key,
+                self._value(),
+                expected_version=self.version,
+                ttl=self.ttl,
+                indexed=False,
             )
         except VersionConflict:
-            self._mark_lost()
+            if not self.done:  # a save released it meanwhile: not a takeover
+                self._mark_lost()
             return
         self._written_at = self._confirmed_at = written_at
 
     async def heartbeat(self) -> None:
         """Renew every ``ttl / 3`` until lost; store errors are logged and retried next beat."""
-        while not self.lost:
+        while not self.lost and not self.done:
             await anyio.sleep(self.ttl / 3)
             try:
                 await self.renew()
@@ -114,6 +125,23 @@ class Lease:
         if self.lost:
             raise VersionConflict(self.key, self.version, None)
 
+    def fence(self, *, release: bool = False) -> Fence:
+        """The condition that fences a save with this lease (see the module docs); ``release``
+        also deletes the lease with that save: call :meth:`released` once the save succeeded."""
+        self.check()
+        if release:  # until the outcome is known, release() must read before it deletes
+            self._confirmed_at = -math.inf
+        return Fence(self.key, self._token, release)
+
+    def released(self) -> None:
+        """Record that a save carrying ``fence(release=True)`` deleted the lease."""
+        self.done = True
+
+    def lost_by(self, exc: BaseException) -> None:
+        """Record that a fenced save failed because the lease is gone (``LeaseLostError``)."""
+        if isinstance(exc, LeaseLostError) and exc.lease_key == self.key:
+            self._mark_lost()
+
     async def verify(self) -> None:
         """Raise :class:`VersionConflict` unless the store still holds this lease (before a save)."""
         if not self.lost and not await self._still_mine():
@@ -122,7 +150,7 @@ class Lease:
 
     async def release(self) -> None:
         """Delete the lease if it is still this holder's (see the module docs for the one case)."""
-        if self.lost:
+        if self.lost or self.done:
             return
         now = time.monotonic()
         fresh = (
@@ -131,7 +159,8 @@ class Lease:
         if not fresh and not await self._still_mine():
             return
         with suppress(VersionConflict):
-            await self.store.delete(self.key, expected_version=self.version)
+            await self.store.delete(self.key, expected_version=self.version, indexed=False)
+        self.done = True
 
 
 async def acquire(lease: Lease, wait_timeout: float) -> None:

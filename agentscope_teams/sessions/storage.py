@@ -23,11 +23,11 @@ from typing import Self
 
 from pydantic import ValidationError
 
-from ..errors import SchemaVersionError, VersionConflict
+from ..errors import LeaseLostError, SchemaVersionError, VersionConflict
 from ..keys import SESSION, SessionAddress, sessions_prefix
 from ..message import utcnow
 from ..state import AgentState, raise_if_newer
-from ..store.base import BaseStore, Key
+from ..store.base import BaseStore, Fence, Key
 from .listing import UNREADABLE, Listing, Unreadable, unreadable
 from .records import (
     EMPTY_STATE,
@@ -149,10 +149,14 @@ class SessionStorage:
         config: SessionConfig | None = None,
         state: AgentState | None = None,
         source: SessionSource = SessionSource.USER,
+        fence: Fence | None = None,
     ) -> SessionRecord:
-        """Create the session with one create-only write; ``VersionConflict`` if it exists."""
+        """Create the session with one create-only write; ``VersionConflict`` if it exists.
+
+        ``fence`` makes the write conditional on a lease too (see :class:`~..store.base.Fence`).
+        """
         return await self.upsert_at(
-            addr, config=config, state=state, source=source, expected_version=0
+            addr, config=config, state=state, source=source, expected_version=0, fence=fence
         )
 
     async def upsert_at(
@@ -163,14 +167,15 @@ class SessionStorage:
         state: AgentState | None = None,
         source: SessionSource = SessionSource.USER,
         expected_version: int | None = None,
+        fence: Fence | None = None,
     ) -> SessionRecord:
-        """:meth:`upsert_session` by address."""
+        """:meth:`upsert_session` by address; ``fence`` as in :meth:`create_at`."""
         key = addr.key
         state = state if state is not None else AgentState()
         bind_state(state, addr.session_id)
         if expected_version == 0:  # create only: one conditional write, no read first
             body = new_body(config, state, source)
-            return self._record(addr, await self._write(key, body, 0), body)
+            return self._record(addr, await self._write(key, body, 0, fence), body)
         while True:
             loaded = await self._load(key)
             found = 0 if loaded is None else loaded[0]
@@ -188,9 +193,9 @@ class SessionStorage:
                     )
                 body = old.model_copy(update={"state": state, "updated_at": utcnow()})
             try:
-                return self._record(addr, await self._write(key, body, found), body)
-            except VersionConflict:
-                if expected_version is not None:
+                return self._record(addr, await self._write(key, body, found, fence), body)
+            except VersionConflict as exc:
+                if expected_version is not None or isinstance(exc, LeaseLostError):
                     raise
 
     async def update_session_state(
@@ -212,9 +217,14 @@ class SessionStorage:
         return await self.update_at(addr, state, expected_version=expected_version)
 
     async def update_at(
-        self, addr: SessionAddress, state: AgentState, *, expected_version: int | None = None
+        self,
+        addr: SessionAddress,
+        state: AgentState,
+        *,
+        expected_version: int | None = None,
+        fence: Fence | None = None,
     ) -> int:
-        """:meth:`update_session_state` by address."""
+        """:meth:`update_session_state` by address; ``fence`` as in :meth:`create_at`."""
         key = addr.key
         bind_state(state, addr.session_id)
         seen = self._seen.get(key)
@@ -231,16 +241,21 @@ class SessionStorage:
                 raise VersionConflict(key, expected_version, version)
             body = old.model_copy(update={"state": state, "updated_at": utcnow()})
             try:
-                return await self._write(key, body, version)
-            except VersionConflict:
-                if expected_version is not None:
+                return await self._write(key, body, version, fence)
+            except VersionConflict as exc:
+                if expected_version is not None or isinstance(exc, LeaseLostError):
                     raise
                 seen = None
 
-    async def _write(self, key: Key, body: _Body, expected: int) -> int:
+    async def _write(self, key: Key, body: _Body, expected: int, fence: Fence | None) -> int:
         data = body.model_dump_json().encode()
         try:
-            version = await self.store.put(key, data, expected_version=expected, ttl=self.ttl)
+            if fence is None:  # keeps stores written before fences existed working
+                version = await self.store.put(key, data, expected_version=expected, ttl=self.ttl)
+            else:
+                version = await self.store.put(
+                    key, data, expected_version=expected, ttl=self.ttl, fence=fence
+                )
         except VersionConflict:
             self._seen.pop(key, None)
             raise

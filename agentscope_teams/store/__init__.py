@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import BaseStore, Entry, Key, StoreBackend, decode_key, encode_key, validate_key
+from .base import (
+    BaseStore,
+    Entry,
+    Fence,
+    Key,
+    StoreBackend,
+    decode_key,
+    encode_key,
+    validate_key,
+)
 from .memory import InMemoryStore
 from .url import redact_url, store_from_url
 
@@ -20,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseStore",
     "Entry",
+    "Fence",
     "InMemoryStore",
     "JsonFileStore",
     "Key",

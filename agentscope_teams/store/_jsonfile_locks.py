@@ -82,23 +82,34 @@ class StripeLocks:
         self.timeout = timeout
         self._locks: dict[int, anyio.Lock] = {}
 
-    async def run(self, stripe: int, fn: Callable[[], T]) -> T:
-        """Run ``fn`` in a worker thread holding the stripe's in-process lock and its file lock."""
-        deadline = time.monotonic() + self.timeout
-        lock = self._locks.get(stripe)
-        if lock is None:
-            lock = self._locks[stripe] = anyio.Lock()
-        with anyio.move_on_after(self.timeout) as scope:
-            await lock.acquire()
-        if scope.cancelled_caught:
-            raise self._timeout_error(stripe)
-        try:
-            return await anyio.to_thread.run_sync(self._run_flocked, stripe, deadline, fn)
-        finally:
-            lock.release()
+    async def run(self, stripe: int | tuple[int, ...], fn: Callable[[], T]) -> T:
+        """Run ``fn`` in a worker thread holding the stripes' in-process locks and file locks.
 
-    def _run_flocked(self, stripe: int, deadline: float, fn: Callable[[], T]) -> T:
-        with self.flock(stripe, deadline):
+        Several stripes (a fenced write touches two keys) are taken in ascending order, the same
+        order everywhere, so two operations never wait on each other in a cycle.
+        """
+        stripes = (stripe,) if isinstance(stripe, int) else tuple(sorted(set(stripe)))
+        deadline = time.monotonic() + self.timeout
+        held: list[anyio.Lock] = []
+        try:
+            with anyio.move_on_after(self.timeout) as scope:
+                for s in stripes:
+                    lock = self._locks.get(s)
+                    if lock is None:
+                        lock = self._locks[s] = anyio.Lock()
+                    await lock.acquire()
+                    held.append(lock)
+            if scope.cancelled_caught:
+                raise self._timeout_error(stripes[len(held)])
+            return await anyio.to_thread.run_sync(self._run_flocked, stripes, deadline, fn)
+        finally:
+            for lock in reversed(held):
+                lock.release()
+
+    def _run_flocked(self, stripes: tuple[int, ...], deadline: float, fn: Callable[[], T]) -> T:
+        with contextlib.ExitStack() as stack:
+            for s in stripes:
+                stack.enter_context(self.flock(s, deadline))
             return fn()
 
     @contextmanager

@@ -16,6 +16,14 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
   strictly increasing per stream and unique across processes; ``read`` returns ``(seq, value)`` pairs with
   ``seq > after`` in order.
 * Values larger than ``max_value_bytes`` raise :class:`ValueTooLargeError` before anything is written.
+* ``indexed=False`` (``put`` / ``delete``) marks a key that is never listed (leases): a backend may
+  skip its listing index for it (Redis does), so such a key may be missing from ``list_keys``. A key
+  is written and deleted with the same flag every time. Backends without an index ignore it.
+* ``put(fence=Fence(k, v))`` writes only if key ``k`` (another key) currently holds exactly the value
+  ``v``, checked atomically with the write and its version condition; otherwise it raises
+  :class:`~agentscope_teams.errors.LeaseLostError` (a :class:`VersionConflict`) and writes nothing.
+  ``Fence(..., release=True)`` also deletes ``k`` in the same operation when the write succeeds.
+  This is how a lease holder's save is fenced without a separate read.
 """
 
 from __future__ import annotations
@@ -48,6 +56,21 @@ class Entry:
 
     value: bytes
     version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A condition a ``put`` checks atomically on another key: ``key`` holds exactly ``value``.
+
+    A lease holder fences its writes with its lease (key and the value it wrote), so a write after a
+    takeover fails. ``release`` deletes ``key`` in the same operation when the write succeeds (the
+    last write of a call gives the lease back). ``key`` must differ from the written key; on Redis it
+    should share the written key's server (see :mod:`.redis`).
+    """
+
+    key: Key
+    value: bytes
+    release: bool = False
 
 
 def validate_key(key: Sequence[str], what: str = "key") -> Key:
@@ -174,9 +197,13 @@ class BaseStore(Protocol):
         *,
         expected_version: int | None = None,
         ttl: float | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> int: ...
 
-    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool: ...
+    async def delete(
+        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+    ) -> bool: ...
 
     async def list_keys(
         self, prefix: Key, *, limit: int = 1000, after: Key | None = None
@@ -244,10 +271,14 @@ class StoreBackend(abc.ABC):
         *,
         expected_version: int | None = None,
         ttl: float | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> int: ...
 
     @abc.abstractmethod
-    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool: ...
+    async def delete(
+        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+    ) -> bool: ...
 
     @abc.abstractmethod
     async def list_keys(
@@ -291,6 +322,18 @@ class StoreBackend(abc.ABC):
         check_expected(expected_version)
         check_ttl(ttl)
         return k
+
+    @staticmethod
+    def _check_fence(key: Key, fence: Fence | None) -> Fence | None:
+        """``fence`` with its key validated; ``ValueError`` if it names the written key itself."""
+        if fence is None:
+            return None
+        fk = validate_key(fence.key, "fence key")
+        if fk == key:
+            raise ValueError(f"a fence must name another key than the one written, got {key!r}")
+        if not isinstance(fence.value, bytes | bytearray | memoryview):
+            raise TypeError(f"fence value must be bytes, got {type(fence.value).__name__}")
+        return fence if fk is fence.key else Fence(fk, bytes(fence.value), fence.release)
 
     def _check_append(self, stream: Sequence[str], value: bytes) -> Key:
         k = validate_key(stream, "stream")

@@ -22,6 +22,8 @@ Layout under ``root`` (every name is built from :func:`~.base.path_segment`, so 
   in-process ``anyio.Lock`` per stripe keeps waiting coroutines off the worker threads.
 * A stream line is only valid once its trailing newline is on disk; readers ignore a partial last line
   and the next ``append`` truncates it (a SIGKILL mid-append loses only that unreturned entry).
+* A fenced ``put`` holds the locks of both keys (ascending stripe order), checks the fence, writes,
+  and deletes the fence key on release; ``indexed`` is ignored (listing walks the directories).
 * Expired entries are skipped by readers and overwritten or removed by the next write or delete.
 
 Safe for several processes on one host (local file system with ``flock``), not across hosts.
@@ -39,7 +41,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from ..errors import ConfigurationError, StoreError, VersionConflict
+from ..errors import ConfigurationError, LeaseLostError, StoreError, VersionConflict
 from . import _jsonfile_streams as streams
 from ._jsonfile_io import (
     SCHEMA_VERSION,
@@ -58,6 +60,7 @@ from ._jsonfile_locks import LOCK_STRIPES, StripeLocks, stripe_of
 from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
+    Fence,
     Key,
     StoreBackend,
     check_expected,
@@ -174,24 +177,40 @@ class JsonFileStore(StoreBackend):
         *,
         expected_version: int | None = None,
         ttl: float | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> int:
         k = self._check_put(key, value, expected_version, ttl)
+        f = self._check_fence(k, fence)
         data = bytes(value)
+        stripes = stripe_of("kv", k) if f is None else (stripe_of("kv", k), stripe_of("kv", f.key))
         return await self._locks.run(
-            stripe_of("kv", k), lambda: self._put_sync(k, data, expected_version, ttl)
+            stripes, lambda: self._put_sync(k, data, expected_version, ttl, f)
         )
 
-    def _put_sync(self, key: Key, value: bytes, expected: int | None, ttl: float | None) -> int:
+    def _put_sync(
+        self, key: Key, value: bytes, expected: int | None, ttl: float | None, fence: Fence | None
+    ) -> int:
+        """The write, under the locks of ``key`` and of the fence's key (when fenced)."""
+        now = time.time()
+        if fence is not None:
+            held = self._get_sync(fence.key)
+            if held is None or held.value != fence.value:
+                raise LeaseLostError(key, fence.key)
         path = self._key_path(key)
         head = self._header(path, key)
-        found = head.version if head is not None and head.live(time.time()) else 0
+        found = head.version if head is not None and head.live(now) else 0
         if expected is not None and expected != found:
             raise VersionConflict(key, expected, found)
-        expires = None if ttl is None else time.time() + ttl
+        expires = None if ttl is None else now + ttl
         write_atomic(path, render(key, found + 1, expires, value))
+        if fence is not None and fence.release:
+            self._delete_sync(fence.key, None)
         return found + 1
 
-    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+    async def delete(
+        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+    ) -> bool:
         k = validate_key(key)
         check_expected(expected_version)
         return await self._locks.run(

@@ -1,14 +1,19 @@
-"""``InMemoryStore``: a dict behind an anyio lock, for tests and single-process demos."""
+"""``InMemoryStore``: a dict in one event loop, for tests and single-process demos.
+
+Operations do not await, so each one (a fenced put with its fence check and release included) is
+atomic within the loop. ``indexed`` is ignored: listing scans the dict.
+"""
 
 from __future__ import annotations
 
 import bisect
 import time
 
-from ..errors import VersionConflict
+from ..errors import LeaseLostError, VersionConflict
 from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
+    Fence,
     Key,
     StoreBackend,
     encode_key,
@@ -50,8 +55,15 @@ class InMemoryStore(StoreBackend):
         *,
         expected_version: int | None = None,
         ttl: float | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> int:
         k = self._check_put(key, value, expected_version, ttl)
+        fence = self._check_fence(k, fence)
+        if fence is not None:
+            held = self._live(encode_key(fence.key))
+            if held is None or held[1] != fence.value:
+                raise LeaseLostError(k, fence.key)
         enc = encode_key(k)
         item = self._live(enc)
         found = 0 if item is None else item[2]
@@ -60,9 +72,13 @@ class InMemoryStore(StoreBackend):
         version = found + 1
         expires = None if ttl is None else time.monotonic() + ttl
         self._data[enc] = (k, bytes(value), version, expires)
+        if fence is not None and fence.release:
+            del self._data[encode_key(fence.key)]
         return version
 
-    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+    async def delete(
+        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+    ) -> bool:
         k = validate_key(key)
         enc = encode_key(k)
         item = self._live(enc)

@@ -21,6 +21,12 @@ Cluster would reject those two scripts with CROSSSLOT; running there needs the s
 kept outside the scripts. Likewise ``list_keys`` checks a page of entries with one script, whose keys
 share a slot only when the prefix has at least ``T`` segments.
 
+Keys written with ``indexed=False`` (leases) go through the same scripts with no index keys: no
+index is touched on create or delete, and ``list_keys`` never shows them. Fenced writes
+(``put(fence=...)``) use variants of the put/update scripts that first compare the fence key's value
+(``HGET v``) and, on release, ``DEL`` it after the write: one command. The fence key is passed in
+KEYS, so on one server the check is atomic; on Redis Cluster it must hash to the entry's slot.
+
 Expiry: an expired entry stays a member of its indexes until a ``list_keys`` meets it (listing
 checks that each member's entry exists, then removes the member from every index of the key,
 atomically, so a concurrent re-create is kept) or the key is deleted.
@@ -41,6 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import (
     ConfigurationError,
+    LeaseLostError,
     MissingDependencyError,
     StoreUnavailableError,
     VersionConflict,
@@ -48,6 +55,7 @@ from ..errors import (
 from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
+    Fence,
     Key,
     StoreBackend,
     check_expected,
@@ -109,6 +117,26 @@ for i = 2, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i]) end
 return {1, found}
 """
 
+# Fenced variants: the fence key is the last of KEYS; the last two ARGV are the value the fence key
+# must hold and '1' to delete the fence key (release) once the write succeeded. The check comes
+# first: a lost fence returns {-1, 0} and writes nothing.
+_FENCE_CHECK = """
+local fence = KEYS[#KEYS]
+if redis.call('HGET', fence, 'v') ~= ARGV[#ARGV - 1] then return {-1, 0} end
+"""
+_FENCE_RELEASE = "if ARGV[#ARGV] == '1' then redis.call('DEL', fence) end\n"
+_DONE = "return {1, version}"
+
+
+def _fenced(script: str) -> str:
+    body = script.replace("for i = 2, #KEYS do", "for i = 2, #KEYS - 1 do")
+    assert body.count(_DONE) == 1
+    return _FENCE_CHECK + body.replace(_DONE, _FENCE_RELEASE + _DONE)
+
+
+_PUT_FENCED = _fenced(_PUT)
+_UPDATE_FENCED = _fenced(_UPDATE)
+
 # KEYS: entries. Whether each exists, in one command (listing checks a page of index members).
 _EXISTS = """
 local out = {}
@@ -122,6 +150,9 @@ local seq = redis.call('INCR', KEYS[2])
 redis.call('XADD', KEYS[1], string.format('0-%d', seq), 'v', ARGV[1])
 return seq
 """
+
+
+_SCRIPTS = (_PUT, _UPDATE, _DELETE, _EXISTS, _APPEND, _PUT_FENCED, _UPDATE_FENCED)
 
 
 def _load_redis() -> Any:
@@ -181,6 +212,8 @@ class RedisStore(StoreBackend):
         self._delete = client.register_script(_DELETE)
         self._exists = client.register_script(_EXISTS)
         self._append = client.register_script(_APPEND)
+        self._put_fenced = client.register_script(_PUT_FENCED)
+        self._update_fenced = client.register_script(_UPDATE_FENCED)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -251,7 +284,7 @@ class RedisStore(StoreBackend):
         with self._guard():
             async with self._client.pipeline(transaction=False) as pipe:
                 pipe.ping()
-                for script in (_PUT, _UPDATE, _DELETE, _EXISTS, _APPEND):
+                for script in _SCRIPTS:
                     pipe.script_load(script)
                 await pipe.execute()
 
@@ -278,30 +311,47 @@ class RedisStore(StoreBackend):
         *,
         expected_version: int | None = None,
         ttl: float | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> int:
         k = self._check_put(key, value, expected_version, ttl)
+        f = self._check_fence(k, fence)
         name, indexes, members = self._names_of(k)
+        if expected_version or not indexed:  # no index to touch: it exists, or is never listed
+            indexes, members = [], []
         ttl_ms = "" if ttl is None else str(max(1, math.ceil(ttl * 1000)))
-        args: list[bytes | str] = [_expected(expected_version), bytes(value), ttl_ms]
+        args: list[bytes | str] = [_expected(expected_version), bytes(value), ttl_ms, *members]
+        keys = [name, *indexes]
         with self._guard():
-            if expected_version:  # the entry exists if the write succeeds: no index to touch
-                ok, found = await self._update(keys=[name], args=args)
+            if f is not None:
+                keys.append(self._names_of(f.key)[0])
+                args += [bytes(f.value), "1" if f.release else ""]
+                script = self._update_fenced if expected_version else self._put_fenced
             else:
-                ok, found = await self._put(keys=[name, *indexes], args=[*args, *members])
+                script = self._update if expected_version else self._put
+            ok, found = await script(keys=keys, args=args)
+        if ok < 0 and f is not None:
+            raise LeaseLostError(k, f.key)
         if not ok:
             raise VersionConflict(k, expected_version, int(found))
         return int(found)
 
-    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+    async def delete(
+        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+    ) -> bool:
         k = validate_key(key)
         check_expected(expected_version)
-        ok, found = await self._delete_script(k, _expected(expected_version))
+        ok, found = await self._delete_script(k, _expected(expected_version), indexed)
         if not ok:
             raise VersionConflict(k, expected_version, int(found))
         return int(found) > 0
 
-    async def _delete_script(self, key: Key, expected: str) -> tuple[int, int]:
+    async def _delete_script(
+        self, key: Key, expected: str, indexed: bool = True
+    ) -> tuple[int, int]:
         name, indexes, members = self._names_of(key)
+        if not indexed:
+            indexes, members = [], []
         with self._guard():
             ok, found = await self._delete(keys=[name, *indexes], args=[expected, *members])
         return int(ok), int(found)

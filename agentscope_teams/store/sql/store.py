@@ -7,6 +7,9 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
   ``chunk_bytes``).
 * ``put``: one upsert, a create-only insert or a versioned ``UPDATE`` (see :mod:`.writes`); the row
   count says who won. A failed condition costs one more ``SELECT`` to report the version found.
+  A fenced put runs in one transaction: ``SELECT ... FOR UPDATE`` of the fence row (SQLite: the
+  ``BEGIN IMMEDIATE`` write lock), the write, and on release the fence row's ``DELETE``.
+  ``indexed`` is ignored: rows are listed by their key columns.
 * ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
   (``RETURNING nparts`` where supported) and then its chunks, if it had any.
 * ``list_keys``: ``SELECT ekey ... ORDER BY khead, ekey LIMIT n`` (byte order of the encoding).
@@ -31,10 +34,11 @@ import anyio
 from sqlalchemy import ColumnElement, Double, and_, delete, insert, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ...errors import ConfigurationError, VersionConflict
+from ...errors import ConfigurationError, LeaseLostError, VersionConflict
 from ..base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
+    Fence,
     Key,
     StoreBackend,
     check_expected,
@@ -175,12 +179,18 @@ class SqlStore(StoreBackend):
         *,
         expected_version: int | None = None,
         ttl: float | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> int:
         r = ref(self._check_put(key, value, expected_version, ttl))
+        f = self._check_fence(r.key, fence)
+        fr = None if f is None else ref(f.key)
         inline, chunks = ch.split(value, self.chunk_bytes)
         row = self._sql.row(r, inline, len(chunks), ttl)
 
         async def run(conn: AsyncConnection) -> int:
+            if f is not None and fr is not None and not await self._sql.holds(conn, fr.h, f.value):
+                raise LeaseLostError(r.key, f.key)
             version = await self._sql.write_row(conn, r, row, expected_version)
             if version is None:
                 found = await self._sql.live_version(conn, r.h)
@@ -191,11 +201,17 @@ class SqlStore(StoreBackend):
                 part = self._t.kv_part
                 await conn.execute(delete(part).where(part.c.khash == r.h))
                 await ch.insert_chunks(conn, part, {"khash": r.h}, chunks)
+            if f is not None and fr is not None and f.release:
+                await self._sql.delete_row(conn, fr.h, [self._t.kv.c.khash == fr.h])
             return version
 
-        return await self._run("put", run, write=True, single=not chunks)
+        # A fenced write is a transaction: the fence row stays locked from the check to the commit.
+        single = not chunks and f is None
+        return await self._run("put", run, write=True, single=single)
 
-    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+    async def delete(
+        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+    ) -> bool:
         r = ref(validate_key(key))
         check_expected(expected_version)
         kv = self._t.kv

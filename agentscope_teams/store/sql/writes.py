@@ -182,6 +182,21 @@ class Statements:
             await conn.execute(delete(part).where(part.c.khash == h))
         return deleted
 
+    async def holds(self, conn: AsyncConnection, h: bytes, value: bytes) -> bool:
+        """Whether the live row ``h`` holds exactly ``value``; locks the row until commit."""
+        kv, part = self.t.kv, self.t.kv_part
+        stmt = select(kv.c.value, kv.c.nparts).where(kv.c.khash == h, self.live())
+        found = (await conn.execute(stmt.with_for_update())).first()
+        if found is None:
+            return False
+        stored, nparts = bytes(found[0]), int(found[1])
+        if nparts:
+            rows = await conn.scalars(
+                select(part.c.data).where(part.c.khash == h).order_by(part.c.n)
+            )
+            stored = b"".join(bytes(d) for d in rows)
+        return stored == bytes(value)
+
     async def live_version(self, conn: AsyncConnection, h: bytes) -> int:
         c = self.t.kv.c
         found = await conn.scalar(select(c.version).where(c.khash == h, self.live()))
