@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 
 from . import (
+    call_commands,
     call_overhead,
     cas_put,
     harness_concurrency,
@@ -36,6 +37,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "session_roundtrip": session_roundtrip.run,
     "react_overhead": react_overhead.run,
     "call_overhead": call_overhead.run,
+    "call_commands": call_commands.run,
     "harness_concurrency": harness_concurrency.run,
     "state_size": state_size.run,
     "task_claim": task_claim.run,

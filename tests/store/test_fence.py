@@ -1,0 +1,142 @@
+"""Fenced writes and unindexed keys, on every backend (``put(fence=...)``, ``indexed=False``).
+
+A fenced put writes only while another key (a lease) holds a given value, checked atomically with
+the write; ``release=True`` deletes that key in the same operation. Every key starts with the test's
+``ns`` segment, so tests sharing a server never see each other's data.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from agentscope_teams.agent.lease import Lease
+from agentscope_teams.errors import LeaseLostError, VersionConflict
+from agentscope_teams.store import Fence, Key, StoreBackend
+
+from ..backends import StoreSpec
+
+EXPIRY_DEADLINE = 20.0
+
+
+def keys(ns: str) -> tuple[Key, Key]:
+    """A record key and its lease key, in one (family, org, user) group as sessions and leases."""
+    return ("sessions", ns, "u", "a", "s"), ("leases", ns, "u", "a", "s")
+
+
+async def test_a_fenced_put_writes_while_the_fence_holds(store: StoreBackend, ns: str) -> None:
+    rec, lease = keys(ns)
+    await store.put(lease, b"me", expected_version=0, ttl=30, indexed=False)
+    assert await store.put(rec, b"v1", expected_version=0, fence=Fence(lease, b"me")) == 1
+    assert await store.put(rec, b"v2", expected_version=1, fence=Fence(lease, b"me")) == 2
+    assert await store.put(rec, b"v3", fence=Fence(lease, b"me")) == 3
+    entry = await store.get(rec)
+    assert entry is not None and (entry.value, entry.version) == (b"v3", 3)
+    held = await store.get(lease)
+    assert held is not None and held.value == b"me"  # a fence without release keeps the lease
+
+
+@pytest.mark.parametrize("takeover", ["deleted", "overwritten", "never held"])
+async def test_a_lost_fence_raises_lease_lost_and_writes_nothing(
+    store: StoreBackend, ns: str, takeover: str
+) -> None:
+    rec, lease = keys(ns)
+    await store.put(rec, b"old")
+    if takeover == "overwritten":
+        await store.put(lease, b"intruder", ttl=30, indexed=False)
+    elif takeover == "deleted":
+        await store.put(lease, b"me", ttl=30, indexed=False)
+        assert await store.delete(lease, indexed=False)
+    for expected in (None, 0, 1):
+        with pytest.raises(LeaseLostError) as info:
+            await store.put(rec, b"new", expected_version=expected, fence=Fence(lease, b"me", True))
+        assert isinstance(info.value, VersionConflict)  # what the SPEC promises a stale holder
+        assert info.value.key == rec and info.value.lease_key == lease
+    entry = await store.get(rec)
+    assert entry is not None and (entry.value, entry.version) == (b"old", 1)
+    held = await store.get(lease)
+    assert (held.value if held else None) == (b"intruder" if takeover == "overwritten" else None)
+
+
+async def test_release_deletes_the_fence_key_with_the_write(store: StoreBackend, ns: str) -> None:
+    rec, lease = keys(ns)
+    await store.put(lease, b"me", expected_version=0, ttl=30, indexed=False)
+    assert await store.put(rec, b"v1", expected_version=0, fence=Fence(lease, b"me", True)) == 1
+    assert await store.get(lease) is None
+    # The released lease can be taken again, at version 1, by anybody.
+    assert await store.put(lease, b"next", expected_version=0, ttl=30, indexed=False) == 1
+    assert await store.put(rec, b"v2", expected_version=1, fence=Fence(lease, b"next", True)) == 2
+    assert await store.get(lease) is None
+
+
+async def test_a_failed_version_check_neither_writes_nor_releases(
+    store: StoreBackend, ns: str
+) -> None:
+    rec, lease = keys(ns)
+    await store.put(rec, b"old")
+    await store.put(lease, b"me", expected_version=0, ttl=30, indexed=False)
+    with pytest.raises(VersionConflict) as info:
+        await store.put(rec, b"new", expected_version=5, fence=Fence(lease, b"me", True))
+    assert not isinstance(info.value, LeaseLostError) and info.value.found == 1
+    held = await store.get(lease)
+    assert held is not None and held.value == b"me"
+
+
+async def test_an_expired_fence_key_fences(store: StoreBackend, ns: str) -> None:
+    """A holder that stopped renewing (a crashed call) loses its lease on expiry."""
+    rec, lease = keys(ns)
+    await store.put(lease, b"me", expected_version=0, ttl=0.3, indexed=False)
+    deadline = anyio.current_time() + EXPIRY_DEADLINE
+    while await store.get(lease) is not None:
+        assert anyio.current_time() < deadline, "the lease did not expire"
+        await anyio.sleep(0.05)
+    with pytest.raises(LeaseLostError):
+        await store.put(rec, b"late", fence=Fence(lease, b"me"))
+    assert await store.get(rec) is None
+
+
+async def test_a_fence_must_name_another_key(store: StoreBackend, ns: str) -> None:
+    rec, _ = keys(ns)
+    with pytest.raises(ValueError, match="another key"):
+        await store.put(rec, b"x", fence=Fence(rec, b"x"))
+    with pytest.raises(ValueError):
+        await store.put(rec, b"x", fence=Fence((), b"x"))
+
+
+async def test_unindexed_keys_read_write_and_delete_like_others(
+    store_spec: StoreSpec, store: StoreBackend, ns: str
+) -> None:
+    _, lease = keys(ns)
+    assert await store.put(lease, b"a", expected_version=0, ttl=30, indexed=False) == 1
+    with pytest.raises(VersionConflict):
+        await store.put(lease, b"b", expected_version=0, indexed=False)
+    assert await store.put(lease, b"b", expected_version=1, ttl=30, indexed=False) == 2
+    entry = await store.get(lease)
+    assert entry is not None and (entry.value, entry.version) == (b"b", 2)
+    if store_spec.backend == "redis":  # no index maintenance: never listed
+        assert await store.list_keys(("leases", ns)) == []
+    assert await store.delete(lease, expected_version=2, indexed=False)
+    assert await store.get(lease) is None
+    assert await store.list_keys(("leases", ns)) == []
+
+
+async def test_a_taken_over_lease_fences_its_holder_and_not_the_winner(
+    store: StoreBackend, ns: str
+) -> None:
+    """Lease level: the stale holder's save fails, the new holder's succeeds and releases."""
+    rec, lease_key = keys(ns)
+    stale, winner = Lease(store, lease_key, 0.3), Lease(store, lease_key, 30)
+    assert await stale.try_acquire()
+    assert await store.put(rec, b"stale", expected_version=0, fence=stale.fence()) == 1
+    deadline = anyio.current_time() + EXPIRY_DEADLINE
+    while not await winner.try_acquire():  # the stale holder stopped renewing: its lease expires
+        assert anyio.current_time() < deadline, "the stale lease did not expire"
+        await anyio.sleep(0.05)
+    with pytest.raises(LeaseLostError):
+        await store.put(rec, b"lost", expected_version=1, fence=stale.fence())
+    assert await store.put(rec, b"won", expected_version=1, fence=winner.fence(release=True)) == 2
+    winner.released()
+    assert await store.get(lease_key) is None
+    await winner.release()  # nothing left to do: no store access, no error
+    entry = await store.get(rec)
+    assert entry is not None and entry.value == b"won"
