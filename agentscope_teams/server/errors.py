@@ -10,7 +10,7 @@ the ``type`` field (never the message text) and else from the status::
     401  ControlPlaneAuthError   no token, an unknown / revoked / expired token
     403  ControlPlaneAuthError   a valid token acting outside its scope (another team or member)
     404  UnknownTeamError, UnknownTaskError, UnknownMemberError
-    409  ClaimConflict, VersionConflict, NotTaskOwnerError, TaskStateError, TeamError,
+    409  ClaimConflict, VersionConflict, LeaseLostError, NotTaskOwnerError, TaskStateError, TeamError,
          SessionBusyError, HITLError, ChildPausedError, SchemaVersionError (the stored record
          is newer than this server: upgrade it; other records still work)
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
@@ -41,6 +41,7 @@ STATUS: dict[type[BaseException], int] = {
     e.MissingDependencyError: 500,
     e.StoreError: 500,
     e.VersionConflict: 409,
+    e.LeaseLostError: 409,
     e.ValueTooLargeError: 413,
     e.StoreUnavailableError: 503,
     e.SchemaVersionError: 409,
