@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -154,6 +155,11 @@ class JsonFileStore(StoreBackend):
     async def get(self, key: Key) -> Entry | None:
         k = validate_key(key)
         return await anyio.to_thread.run_sync(self._get_sync, k)
+
+    async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
+        """Every file read in one worker thread."""
+        checked = [validate_key(k) for k in keys]
+        return await anyio.to_thread.run_sync(lambda: [self._get_sync(k) for k in checked])
 
     def _get_sync(self, key: Key) -> Entry | None:
         path = self._key_path(key)
