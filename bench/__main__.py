@@ -18,6 +18,7 @@ import anyio
 from . import (
     call_overhead,
     cas_put,
+    claim_held,
     harness_concurrency,
     mailbox_latency,
     react_overhead,
@@ -39,6 +40,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "harness_concurrency": harness_concurrency.run,
     "state_size": state_size.run,
     "task_claim": task_claim.run,
+    "claim_held": claim_held.run,
     "mailbox_latency": mailbox_latency.run,
     "spawn_overhead": spawn_overhead.run,
 }
