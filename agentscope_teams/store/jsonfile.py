@@ -214,7 +214,10 @@ class JsonFileStore(StoreBackend):
         if head is None:
             return False
         path.unlink(missing_ok=True)
-        fsync_dir(path.parent)
+        try:
+            fsync_dir(path.parent)
+        except FileNotFoundError:  # a delete of a sibling key (another stripe) pruned it: empty
+            return live
         self._prune_dirs(path.parent)
         return live
 
