@@ -19,6 +19,7 @@ from . import (
     call_commands,
     call_overhead,
     cas_put,
+    claim_held,
     harness_concurrency,
     mailbox_latency,
     react_overhead,
@@ -41,6 +42,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "harness_concurrency": harness_concurrency.run,
     "state_size": state_size.run,
     "task_claim": task_claim.run,
+    "claim_held": claim_held.run,
     "mailbox_latency": mailbox_latency.run,
     "spawn_overhead": spawn_overhead.run,
 }

@@ -4,6 +4,7 @@ builds or slices keys."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,9 @@ SESSION = SessionAddress("acme", "alice", "lead", "s1")
 
 class _Task:
     id, seq = "t-7", 7
+
+
+EXPIRES = datetime(2026, 1, 1, 0, 0, 0, 123456, tzinfo=UTC)
 
 
 # (family, key built by the registry's typed API, the persisted tuple it must stay, its group)
@@ -80,9 +84,21 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("teams", *OWNER, "team-1"),
     ),
     (
-        k.OPEN_TASK,
+        k.PENDING_TASK,
         TEAM.open(_Task()),
         ("teams", *OWNER, "team-1", "open", "000000000007", "t-7"),
+        ("teams", *OWNER, "team-1"),
+    ),
+    (
+        k.HELD_TASK,
+        TEAM.held("t-7", EXPIRES),
+        ("teams", *OWNER, "team-1", "held", "01767225600123", "t-7"),
+        ("teams", *OWNER, "team-1"),
+    ),
+    (
+        k.OWNED_TASK,
+        TEAM.owned("bob", _Task()),
+        ("teams", *OWNER, "team-1", "owned", "bob", "000000000007", "t-7"),
         ("teams", *OWNER, "team-1"),
     ),
     (
@@ -208,6 +224,12 @@ def test_team_keys_parse() -> None:
     assert TEAM.base == ("teams", *OWNER, "team-1")
     assert TEAM.tasks_prefix() == (*TEAM.base, "task")
     assert TEAM.open_prefix() == (*TEAM.base, "open")
+    assert k.OPEN_TASK is k.PENDING_TASK  # the old name of the pending index
+    assert TEAM.task_id_of(TEAM.held("t-7", EXPIRES)) == "t-7"
+    assert TEAM.task_id_of(TEAM.owned("bob", _Task())) == "t-7"
+    assert TEAM.expiry_of(TEAM.held("t-7", EXPIRES)) == EXPIRES.replace(microsecond=123000)
+    assert TEAM.held_prefix() == (*TEAM.base, "held")
+    assert TEAM.owned_prefix("bob") == (*TEAM.base, "owned", "bob")
     assert k.team_index_prefix(OWNER) == ("teams", *OWNER, "_index")
     assert k.team_id_of(TEAM.index()) == "team-1"
     # an index entry of a team named like a team-record word is still an index entry

@@ -23,7 +23,9 @@ team-index     ("teams", o, u, "_index", team_id)                        (lit, o
 team           ("teams", o, u, team_id, "team")                          (lit, o, u, team_id)
 task           ("teams", o, u, team_id, "task", task_id)                 (lit, o, u, team_id)
 task-seq       stream ("teams", o, u, team_id, "task-seq")               (lit, o, u, team_id)
-open-task      ("teams", o, u, team_id, "open", seq12, task_id)          (lit, o, u, team_id)
+pending-task   ("teams", o, u, team_id, "open", seq12, task_id)          (lit, o, u, team_id)
+held-task      ("teams", o, u, team_id, "held", expiry14, task_id)       (lit, o, u, team_id)
+owned-task     ("teams", o, u, team_id, "owned", member, seq12, task)    (lit, o, u, team_id)
 member-inbox   stream ("teams", o, u, team_id, "inbox", member)          (lit, o, u, team_id)
 inbox-cursor   ("teams", o, u, team_id, "cursor", member)                (lit, o, u, team_id)
 member-lease   ("team-member-lease", o, u, team_id, member)              (lit, o, u, team_id)
@@ -33,8 +35,11 @@ token-index    ("token-index", o, u, team_id, member, sha256_hex)        (lit, o
 =============  ========================================================  =====================
 
 Sessions, leases and runs group per user, everything of a team per team, the team registry per
-user, tokens per token. ``seq12`` is the task's number zero-padded to 12 digits, so the open index
-lists oldest first. The team id ``"_index"`` is reserved. Each family is a :class:`Family` in
+user, tokens per token. ``seq12`` is the task's number zero-padded to 12 digits, so the pending
+index lists oldest first; its segment is still ``"open"`` (it held every unfinished task before
+in-progress tasks moved to ``held-task``), so boards written before keep their entries.
+``expiry14`` is a lease expiry in milliseconds since the epoch, so the in-progress index lists the
+earliest expiry first. The team id ``"_index"`` is reserved. Each family is a :class:`Family` in
 :data:`FAMILIES`; the typed builders (:class:`SessionAddress`, :class:`RunKeys`,
 :class:`TeamKeys`, the token and directory functions) are the only code that makes these tuples.
 """
@@ -44,10 +49,13 @@ from __future__ import annotations
 from ..store.base import Key
 from ._family import (
     FAMILIES,
+    HELD_TASK,
     INBOX_CURSOR,
     MEMBER_INBOX,
     MEMBER_LEASE,
     OPEN_TASK,
+    OWNED_TASK,
+    PENDING_TASK,
     REGISTRY_SEGMENT,
     RUN,
     RUN_INBOX,
@@ -90,10 +98,13 @@ def address_of(key: Key) -> Key:
 
 __all__ = [
     "FAMILIES",
+    "HELD_TASK",
     "INBOX_CURSOR",
     "MEMBER_INBOX",
     "MEMBER_LEASE",
     "OPEN_TASK",
+    "OWNED_TASK",
+    "PENDING_TASK",
     "REGISTRY_SEGMENT",
     "RUN",
     "RUN_INBOX",

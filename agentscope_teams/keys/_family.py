@@ -12,6 +12,8 @@ REGISTRY_SEGMENT = "_index"
 #: Placeholders whose segment carries a type prefix (see :mod:`agentscope_teams.context`).
 TYPED = {"org": "o:", "user": "u:", "agent": "a:", "session": "s:"}
 SEQ_WIDTH = 12
+#: Digits of a lease expiry in milliseconds since the epoch (until the year 5138).
+EXPIRY_WIDTH = 14
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,8 @@ def _fits(name: str, segment: str) -> bool:
         return segment != REGISTRY_SEGMENT
     if name == "seq":
         return len(segment) == SEQ_WIDTH and segment.isdigit()
+    if name == "expiry":
+        return len(segment) == EXPIRY_WIDTH and segment.isdigit()
     return True
 
 
@@ -126,8 +130,13 @@ TEAM = Family("team", "teams", (_O, _U, _T, "team"), 4, about="the Team record")
 TASK = Family("task", "teams", (_O, _U, _T, "task", "{task}"), 4, about="one Task record")
 TASK_SEQ = Family("task-seq", "teams", (_O, _U, _T, "task-seq"), 4, stream=True,
                   about="allocates task numbers (t-<seq>)")
-OPEN_TASK = Family("open-task", "teams", (_O, _U, _T, "open", "{seq}", "{task}"), 4,
-                   about="open-task index entry, seq zero-padded to 12 digits")
+PENDING_TASK = Family("pending-task", "teams", (_O, _U, _T, "open", "{seq}", "{task}"), 4,
+                      about="pending index entry (a claim candidate), seq zero-padded to 12 digits")
+OPEN_TASK = PENDING_TASK  # its name before in-progress tasks moved to HELD_TASK; same layout
+HELD_TASK = Family("held-task", "teams", (_O, _U, _T, "held", "{expiry}", "{task}"), 4,
+                   about="in-progress index entry by lease expiry (ms, 14 digits, <= the real one)")
+OWNED_TASK = Family("owned-task", "teams", (_O, _U, _T, "owned", "{member}", "{seq}", "{task}"), 4,
+                    about="a member's in-progress tasks (claim_next's prefer_own)")
 MEMBER_INBOX = Family("member-inbox", "teams", (_O, _U, _T, "inbox", "{member}"), 4, stream=True,
                       about="a member's mailbox")
 INBOX_CURSOR = Family("inbox-cursor", "teams", (_O, _U, _T, "cursor", "{member}"), 4,
@@ -143,7 +152,7 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 #: Every key family, in the order of the table in :mod:`agentscope_teams.keys`.
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
-    TEAM_INDEX, TEAM, TASK, TASK_SEQ, OPEN_TASK, MEMBER_INBOX, INBOX_CURSOR, MEMBER_LEASE,
+    TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, MEMBER_LEASE,
     TEAM_RUNTIME, TOKEN, TOKEN_INDEX,
 )
 # fmt: on

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 from ..context import RuntimeContext, org_segment
 from ..store.base import Key
 from ._family import (
+    EXPIRY_WIDTH,
+    HELD_TASK,
     INBOX_CURSOR,
     MEMBER_INBOX,
     MEMBER_LEASE,
-    OPEN_TASK,
+    OWNED_TASK,
+    PENDING_TASK,
     SEQ_WIDTH,
     TASK,
     TASK_SEQ,
@@ -59,10 +63,35 @@ class TeamKeys:
         return TASK.prefix(*self.scope, self.team_id)
 
     def open_prefix(self) -> Key:
-        return OPEN_TASK.prefix(*self.scope, self.team_id)
+        """The pending index (claim candidates, oldest first; named "open" in older boards)."""
+        return PENDING_TASK.prefix(*self.scope, self.team_id)
 
     def open(self, task: Numbered) -> Key:
-        return OPEN_TASK.key(*self.scope, self.team_id, f"{task.seq:0{SEQ_WIDTH}d}", task.id)
+        """``task``'s pending-index entry."""
+        return PENDING_TASK.key(*self.scope, self.team_id, f"{task.seq:0{SEQ_WIDTH}d}", task.id)
+
+    def held_prefix(self) -> Key:
+        """The in-progress index, earliest lease expiry first."""
+        return HELD_TASK.prefix(*self.scope, self.team_id)
+
+    def held(self, task_id: str, expires: datetime) -> Key:
+        """An in-progress-index entry of ``task_id`` recording the lease expiry ``expires``."""
+        ms = int(expires.timestamp() * 1000)  # floored: never later than the real expiry
+        return HELD_TASK.key(*self.scope, self.team_id, f"{ms:0{EXPIRY_WIDTH}d}", task_id)
+
+    def expiry_of(self, held: Key) -> datetime:
+        """The lease expiry an in-progress-index entry records."""
+        ms = int(parse_as(HELD_TASK, held)["expiry"])
+        return datetime.fromtimestamp(ms / 1000, UTC)
+
+    def owned_prefix(self, member: str) -> Key:
+        """``member``'s in-progress tasks, oldest first."""
+        return OWNED_TASK.prefix(*self.scope, self.team_id, member)
+
+    def owned(self, member: str, task: Numbered) -> Key:
+        return OWNED_TASK.key(
+            *self.scope, self.team_id, member, f"{task.seq:0{SEQ_WIDTH}d}", task.id
+        )
 
     def task_seq(self) -> Key:
         return TASK_SEQ.key(*self.scope, self.team_id)
@@ -82,10 +111,11 @@ class TeamKeys:
         return TEAM_RUNTIME.key(*self.scope, self.team_id)
 
     def task_id_of(self, key: Key) -> str:
-        """The task id of one of this team's task or open-index keys; ``ValueError`` otherwise."""
+        """The task id of one of this team's task or task-index keys; ``ValueError`` otherwise."""
         family = family_of(key)
-        if family not in (TASK, OPEN_TASK) or key[1:4] != (*self.scope, self.team_id):
-            raise ValueError(f"{key!r} is not a task or open-index key of team {self.team_id!r}")
+        indexes = (TASK, PENDING_TASK, HELD_TASK, OWNED_TASK)
+        if family not in indexes or key[1:4] != (*self.scope, self.team_id):
+            raise ValueError(f"{key!r} is not a task or task-index key of team {self.team_id!r}")
         return key[-1]
 
 

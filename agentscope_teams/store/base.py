@@ -24,6 +24,10 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
   :class:`~agentscope_teams.errors.LeaseLostError` (a :class:`VersionConflict`) and writes nothing.
   ``Fence(..., release=True)`` also deletes ``k`` in the same operation when the write succeeds.
   This is how a lease holder's save is fenced without a separate read.
+* ``get_many(keys)`` (optional; :func:`get_many` calls it when a store has it, else loops ``get``)
+  returns what ``get`` would for each key, in order, in one round trip where the backend allows it
+  (a Redis pipeline, one ``SELECT ... IN`` per chunk on SQL). Callers pass keys of one group
+  (:func:`agentscope_teams.keys.group_of`): on Redis Cluster one call must stay in one hash slot.
 """
 
 from __future__ import annotations
@@ -229,6 +233,16 @@ class BaseStore(Protocol):
     ) -> None: ...
 
 
+async def get_many(store: BaseStore, keys: Sequence[Key]) -> list[Entry | None]:
+    """The entries of ``keys`` in order (None where absent): the store's own ``get_many`` (one
+    round trip where the backend has one) or, for a store without it, one ``get`` per key."""
+    native = getattr(store, "get_many", None)
+    if native is None:
+        return [await store.get(k) for k in keys]
+    found: list[Entry | None] = await native(list(keys))
+    return found
+
+
 def shared_across_processes(store: object) -> bool:
     """Whether several OS processes may share ``store`` (its ``shared_across_processes`` flag).
 
@@ -262,6 +276,13 @@ class StoreBackend(abc.ABC):
 
     @abc.abstractmethod
     async def get(self, key: Key) -> Entry | None: ...
+
+    async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
+        """What :meth:`get` returns for each of ``keys``, in order; by default one ``get`` each.
+
+        Backends with a batched read override it. Pass keys of one group (see the module docs).
+        """
+        return [await self.get(k) for k in keys]
 
     @abc.abstractmethod
     async def put(

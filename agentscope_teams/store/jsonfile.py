@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -158,6 +159,11 @@ class JsonFileStore(StoreBackend):
         k = validate_key(key)
         return await anyio.to_thread.run_sync(self._get_sync, k)
 
+    async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
+        """Every file read in one worker thread."""
+        checked = [validate_key(k) for k in keys]
+        return await anyio.to_thread.run_sync(lambda: [self._get_sync(k) for k in checked])
+
     def _get_sync(self, key: Key) -> Entry | None:
         path = self._key_path(key)
         try:
@@ -227,7 +233,10 @@ class JsonFileStore(StoreBackend):
         if head is None:
             return False
         path.unlink(missing_ok=True)
-        fsync_dir(path.parent)
+        try:
+            fsync_dir(path.parent)
+        except FileNotFoundError:  # a delete of a sibling key (another stripe) pruned it: empty
+            return live
         self._prune_dirs(path.parent)
         return live
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Sequence
 
 from ..errors import LeaseLostError, VersionConflict
 from .base import (
@@ -47,6 +48,12 @@ class InMemoryStore(StoreBackend):
     async def get(self, key: Key) -> Entry | None:
         item = self._live(encode_key(validate_key(key)))
         return None if item is None else Entry(item[1], item[2])
+
+    async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
+        checked = [encode_key(validate_key(k)) for k in keys]
+        return [
+            None if (item := self._live(e)) is None else Entry(item[1], item[2]) for e in checked
+        ]
 
     async def put(
         self,

@@ -5,19 +5,21 @@ claim is :func:`~.eligibility.claim_verdict`) and written with ``put(expected_ve
 read>)``. Of two racing claimers exactly one wins; the loser re-reads (a named claim then gets
 :class:`ClaimConflict`) or moves on to another candidate (an anonymous claim).
 
-**The open index.** Each unfinished task has an entry ``(..., team_id, "open", <seq12>, task_id)``,
-written right after the task is created and deleted once it is finished (a final status never
-changes, so the index needs no versions). What looks for work reads it, never the whole board:
-``claim_next`` pages through it oldest first and stops at the first claimable task; with
-``prefer_own`` (the ``claimTask`` tool) it first reads every unfinished task, and so does
-:meth:`TaskBoard.open_board` (the member runtime's poll). Their cost grows with the unfinished tasks
-(and the finished tasks pending ones wait on), never with the board's history. Stale entries met on
-the way are deleted. After losing a race a claimer shuffles the rest of its page.
+**The indexes.** What looks for work reads the task indexes (:mod:`.board_index`), never the whole
+board: pending tasks by sequence, in-progress tasks by lease expiry, and each member's own. Every
+transition keeps them in step. ``claim_next`` first reads the few in-progress entries whose recorded
+expiry has passed (a bounded read: expired leases are reclaimed first), then pages through the
+pending index oldest first, reading a small batch of tasks per round trip, and stops at the first
+claimable task; with ``prefer_own`` (the ``claimTask`` tool) it first reads the member's own
+in-progress tasks. A claim's cost does not grow with how many tasks other members hold, nor with the
+board's history. After losing a race a claimer shuffles the rest of its page.
+:meth:`TaskBoard.open_board` (the member runtime's poll) reads every unfinished task.
 
 A claim that meets an expired lease returns the task to pending and claims it in the same write (or
 fails it at ``max_attempts``); :meth:`TaskBoard.reap_expired` sweeps without claiming. A task whose
-index entry a crash lost is found only by a named claim until :meth:`TaskBoard.rebuild_index` (a
-full scan) repairs the index. Leases use wall-clock UTC, since claimers run in several processes and
+index entry was lost (deleted by hand) is found only by a named claim until
+:meth:`TaskBoard.rebuild_index` (a full scan) repairs the indexes; it also migrates a board written
+before in-progress tasks had their own index (claimers otherwise migrate it as they go). Leases use wall-clock UTC, since claimers run in several processes and
 hosts: keep clocks NTP-synchronised and leases much longer than the expected skew.
 
 The reads, and how they treat a task record that cannot be decoded, are
@@ -32,18 +34,20 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..errors import TeamError, UnknownTaskError, VersionConflict
-from ..sessions.listing import UNREADABLE
 from ..store.base import Key
 from . import eligibility, limits, rules
-from .board_reads import Blockers, BoardReads
+from .board_index import BoardIndex
+from .board_reads import Blockers, Read
 from .eligibility import ClaimOutcome, ClaimVerdict, claimed_record
 from .models import Task, TaskStatus
 from .rules import Change
 
 PAGE = 64
+#: Pending candidates read per batched round trip while looking for work.
+BATCH = 8
 
 
-class TaskBoard(BoardReads):
+class TaskBoard(BoardIndex):
     """All task operations of one team. Membership is checked by the caller (the team client);
     the reads (``load``, ``get``, ``list_tasks``, ``open_tasks``, ``open_board``) are
     :class:`~.board_reads.BoardReads`."""
@@ -53,6 +57,12 @@ class TaskBoard(BoardReads):
         version = await self.store.put(key, task.to_bytes(), expected_version=task.version)
         return task.model_copy(update={"version": version})
 
+    async def _commit(self, old: Task, new: Task) -> Task:
+        """Write ``new`` over ``old`` (conditional on its version), then update the indexes."""
+        written = await self._write(new)
+        await self._moved(old, written)
+        return written
+
     async def _update(self, task_id: str, change: Change) -> Task:
         """Read-modify-write until the conditional write wins or ``change`` refuses (raises)."""
         while True:
@@ -61,13 +71,9 @@ class TaskBoard(BoardReads):
             if new is None:
                 return task
             try:
-                return await self._write(new)
+                return await self._commit(task, new)
             except VersionConflict:
                 continue
-
-    async def _drop_open(self, task: Task) -> None:
-        if task.status.finished:
-            await self.store.delete(self.keys.open(task))
 
     async def create(
         self,
@@ -101,7 +107,7 @@ class TaskBoard(BoardReads):
         seq = await self.store.append(self.keys.task_seq(), b"task")
         task = rules.created(seq, actor, self.clock(), blocked_by=blockers, **fields)
         task = await self._write(task)
-        await self.store.put(self.keys.open(task), task.id.encode())
+        await self._moved(None, task)
         return task
 
     async def claim(self, member: str, task_id: str, task_lease: float) -> Task:
@@ -112,63 +118,89 @@ class TaskBoard(BoardReads):
             now = self.clock()
             verdict = await self._verdict(task, member, now, {})
             exhausted = verdict.outcome is ClaimOutcome.EXHAUSTED  # record the failure first
-            if exhausted and await self._settle_expired(rules.expired(task, now)) is None:
+            if exhausted and await self._settle_expired(task, now) is None:
                 continue
             if not verdict.ok:
                 raise verdict.error()
             try:
-                return await self._write(claimed_record(verdict, task, member, now, task_lease))
+                return await self._commit(
+                    task, claimed_record(verdict, task, member, now, task_lease)
+                )
             except VersionConflict:
                 continue
 
     async def claim_next(
         self, member: str, task_lease: float, *, prefer_own: bool = False
     ) -> Task | None:
-        """Claim the oldest claimable task from the open index, or return None when there is none.
+        """Claim a task whose lease expired, else the oldest claimable pending task; None if none.
 
         With ``prefer_own``, a task ``member`` holds already (its process died, or the reply to its
         claim was lost) comes first: the oldest is returned with its lease renewed.
         """
         task_lease = limits.lease(task_lease)
-        for held in await self.open_tasks() if prefer_own else ():
-            if eligibility.holds(held, member):
-                with contextlib.suppress(TeamError):  # taken over or finished meanwhile
-                    return await self.claim(member, held.id, task_lease)
+        for held in await self._owned(member) if prefer_own else ():
+            with contextlib.suppress(TeamError):  # taken over or finished meanwhile
+                return await self.claim(member, held.id, task_lease)
         cache: Blockers = {}
-        after: Key | None = None
-        while True:
-            page = await self.store.list_keys(self.keys.open_prefix(), limit=PAGE, after=after)
-            queue, shuffled = list(page), False
-            while queue:
-                task, lost = await self._try_candidate(queue.pop(0), member, task_lease, cache)
-                if task is not None:
-                    return task
-                if lost and not shuffled:
-                    random.shuffle(queue)
-                    shuffled = True
-            if len(page) < PAGE:
-                return None
-            after = page[-1]
+        now = self.clock()
+        for key, task in await self._lapsed(now):
+            if await self._repair_held(key, task, now):
+                assert isinstance(task, Task)
+                claimed, _ = await self._attempt(task, member, task_lease, cache)
+                if claimed is not None:
+                    return claimed
+        async for page in self._pages(self.keys.open_prefix(), PAGE):
+            claimed = await self._claim_from(page, member, task_lease, cache)
+            if claimed is not None:
+                return claimed
+        return None
 
-    async def _try_candidate(
-        self, key: Key, member: str, lease: float, cache: Blockers
+    async def _claim_from(
+        self, page: list[Key], member: str, lease: float, cache: Blockers
+    ) -> Task | None:
+        """Try the pending entries of ``page`` in order, a batch of tasks per round trip."""
+        queue, shuffled = list(page), False
+        while queue:
+            batch, queue = queue[:BATCH], queue[BATCH:]
+            entries = await self._entries(batch)
+            for i, (key, task) in enumerate(entries):
+                claimed, lost = await self._candidate(key, task, member, lease, cache)
+                if claimed is not None:
+                    return claimed
+                if lost:  # the rest of the batch is likely stale: read it again, shuffled
+                    queue = [k for k, _ in entries[i + 1 :]] + queue
+                    if not shuffled:
+                        random.shuffle(queue)
+                        shuffled = True
+                    break
+        return None
+
+    async def _candidate(
+        self, key: Key, task: Read, member: str, lease: float, cache: Blockers
     ) -> tuple[Task | None, bool]:
-        """Try one index entry: (claimed task or None, whether a race was lost)."""
-        try:
-            task = await self.load(self.keys.task_id_of(key))
-        except UNREADABLE:  # passed by (and kept in the index); listings report it
+        """One pending-index entry as read: (claimed task or None, whether a race was lost)."""
+        if isinstance(task, Exception):  # passed by (and kept in the index); listings report it
             return None, False
-        if task is None or task.status.finished:
-            await self.store.delete(key)
-            return None, False
+        if task is None or task.status is not TaskStatus.PENDING:
+            await self._repair_pending(key, task)
+            if task is None or not task.lease_expired(self.clock()):
+                return None, False
+        return await self._attempt(task, member, lease, cache)
+
+    async def _attempt(
+        self, task: Task, member: str, lease: float, cache: Blockers
+    ) -> tuple[Task | None, bool]:
+        """Claim ``task`` as read if the claim rule allows: (claimed or None, whether it lost)."""
         now = self.clock()
         verdict = await self._verdict(task, member, now, cache, renew_own=False)
         if not verdict.ok:
             if verdict.lease_expired:
-                await self._settle_expired(rules.expired(task, now))
+                await self._settle_expired(task, now)
             return None, False
         try:
-            return await self._write(claimed_record(verdict, task, member, now, lease)), False
+            return await self._commit(
+                task, claimed_record(verdict, task, member, now, lease)
+            ), False
         except VersionConflict:
             return None, True
 
@@ -181,26 +213,20 @@ class TaskBoard(BoardReads):
             states = await self._blocker_states(task, cache)
         return eligibility.claim_verdict(task, member, states, now, renew_own=renew_own)
 
-    async def _settle_expired(self, task: Task) -> Task | None:
+    async def _settle_expired(self, task: Task, now: datetime) -> Task | None:
         """Write an expired task back (pending or failed); None if someone else changed it first."""
         try:
-            written = await self._write(task)
+            return await self._commit(task, rules.expired(task, now))
         except VersionConflict:
             return None
-        await self._drop_open(written)
-        return written
 
     async def complete(self, member: str, task_id: str, result: str) -> Task:
         result = limits.text(result, "result")
-        task = await self._update(task_id, rules.finish(member, TaskStatus.COMPLETED, result))
-        await self._drop_open(task)
-        return task
+        return await self._update(task_id, rules.finish(member, TaskStatus.COMPLETED, result))
 
     async def fail(self, member: str, task_id: str, error: str) -> Task:
         error = limits.text(error, "error")
-        task = await self._update(task_id, rules.finish(member, TaskStatus.FAILED, error))
-        await self._drop_open(task)
-        return task
+        return await self._update(task_id, rules.finish(member, TaskStatus.FAILED, error))
 
     async def release(self, member: str, task_id: str) -> Task:
         return await self._update(task_id, rules.release(member))
@@ -212,30 +238,30 @@ class TaskBoard(BoardReads):
 
     async def cancel(self, actor: str, task_id: str, reason: str) -> Task:
         reason = limits.text(reason, "reason")
-        task = await self._update(task_id, rules.cancel(actor, reason))
-        await self._drop_open(task)
-        return task
+        return await self._update(task_id, rules.cancel(actor, reason))
 
     async def reap_expired(self) -> list[Task]:
         """Return every task whose lease expired to pending (or fail it at max_attempts)."""
         reaped = []
         for task in await self.open_tasks():
             if task.lease_expired(self.clock()):
-                settled = await self._settle_expired(rules.expired(task, self.clock()))
+                settled = await self._settle_expired(task, self.clock())
                 if settled is not None:
                     reaped.append(settled)
         return reaped
 
     async def rebuild_index(self) -> int:
-        """Full scan: make sure every unfinished task has an open-index entry. Returns the count."""
+        """Full scan: give every unfinished task its index entries (pending, or held and owned),
+        moving in-progress tasks out of the pending index of an older board. Returns the count."""
         count = 0
-        for key in await self._scan(self.keys.tasks_prefix()):
-            try:
-                task = await self.load(self.keys.task_id_of(key))
-            except UNREADABLE as exc:
-                self._unreadable(self.keys.task_id_of(key), exc)  # logged
-                continue
-            if task is not None and not task.status.finished:
-                await self.store.put(self.keys.open(task), task.id.encode())
-                count += 1
+        async for page in self._pages(self.keys.tasks_prefix()):
+            for key, task in await self._entries(page):
+                if isinstance(task, Exception):
+                    self._unreadable(self.keys.task_id_of(key), task)  # logged
+                elif task is not None and not task.status.finished:
+                    if task.status is TaskStatus.IN_PROGRESS:  # re-homed, out of the pending index
+                        await self._repair_pending(self.keys.open(task), task)
+                    else:
+                        await self._put_entry(self.keys.open(task), task)
+                    count += 1
         return count

@@ -197,6 +197,44 @@ async def test_expired_key_is_absent_for_cas_delete_and_listing(
     assert await store.get(keep) == Entry(b"kept", 1)
 
 
+async def test_get_many_reads_like_get_in_order(store: StoreBackend, ns: str) -> None:
+    a, b, gone, absent = (ns, "m", "a"), (ns, "m", "b"), (ns, "m", "gone"), (ns, "m", "absent")
+    await store.put(a, b"one")
+    await store.put(b, b"two")
+    await store.put(b, b"two again")
+    await store.put(gone, b"x")
+    await store.delete(gone)
+    keys = [b, absent, a, gone, b]  # any order, repeats and absent keys allowed
+    assert await store.get_many(keys) == [await store.get(k) for k in keys]
+    two, one = Entry(b"two again", 2), Entry(b"one", 1)
+    assert await store.get_many(keys) == [two, None, one, None, two]
+    assert await store.get_many([]) == []
+
+
+async def test_get_many_of_a_large_batch(store: StoreBackend, ns: str) -> None:
+    keys = [(ns, "batch", f"k{i:04d}") for i in range(1200)]  # over one SQL chunk
+    for i, key in enumerate(keys[::3]):
+        await store.put(key, str(i).encode())
+    found = await store.get_many(keys)
+    assert [e.value if e else None for e in found] == [
+        str(i // 3).encode() if i % 3 == 0 else None for i in range(len(keys))
+    ]
+
+
+async def test_get_many_chunked_value_and_expired_entry(store: StoreBackend, ns: str) -> None:
+    big, short = (ns, "gm", "big"), (ns, "gm", "short")
+    data = os.urandom((1 << 20) + 17)  # over the SQL chunk size: stored in parts
+    await store.put(big, data)
+    await store.put(short, b"soon gone", ttl=TTL)
+    await wait_until_absent(store, short)
+    assert await store.get_many([short, big]) == [None, Entry(data, 1)]
+
+
+async def test_get_many_rejects_invalid_keys(store: StoreBackend, ns: str) -> None:
+    with pytest.raises(ValueError):
+        await store.get_many([(ns, "ok"), (ns, "")])
+
+
 async def test_rewrite_replaces_the_ttl(store: StoreBackend, ns: str) -> None:
     renewed, made_permanent, probe = (ns, "renewed"), (ns, "permanent"), (ns, "probe")
     await store.put(renewed, b"v1", ttl=TTL)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
 
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import BaseStore, Entry, Key
+from agentscope_teams.store.base import get_many
 from agentscope_teams.teams import LocalTeamClient, MemberStatus
 from agentscope_teams.teams.lead_state import TeamLeadState
 
@@ -44,31 +46,61 @@ async def members_idle(client: LocalTeamClient, team_id: str) -> None:
 
 
 class CountingStore:
-    """Wraps a store and records every key it reads (``gets``) and every key it lists (``listed``),
-    so a test can count what an operation touches without timing it."""
+    """Wraps a store and records every key it reads (``gets``, by ``get`` or ``get_many``) and every
+    key it lists (``listed``), and counts the calls of each operation (``calls``, one per store round
+    trip of a batched read), so a test can count what an operation touches without timing it."""
 
     def __init__(self, inner: BaseStore) -> None:
         self.inner = inner
         self.gets: list[Key] = []
         self.listed: list[Key] = []
+        self.calls: Counter[str] = Counter()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     async def get(self, key: Key) -> Entry | None:
         self.gets.append(key)
+        self.calls["get"] += 1
         return await self.inner.get(key)
+
+    async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
+        self.gets.extend(keys)
+        self.calls["get_many"] += 1
+        return await get_many(self.inner, keys)
 
     async def list_keys(
         self, prefix: Key, *, limit: int = 1000, after: Key | None = None
     ) -> list[Key]:
         page = await self.inner.list_keys(prefix, limit=limit, after=after)
         self.listed.extend(page)
+        self.calls["list_keys"] += 1
         return page
+
+    async def put(
+        self,
+        key: Key,
+        value: bytes,
+        *,
+        expected_version: int | None = None,
+        ttl: float | None = None,
+    ) -> int:
+        self.calls["put"] += 1
+        return await self.inner.put(key, value, expected_version=expected_version, ttl=ttl)
+
+    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+        self.calls["delete"] += 1
+        return await self.inner.delete(key, expected_version=expected_version)
+
+    @property
+    def total(self) -> int:
+        """Every counted store call since the last :meth:`reset`."""
+        return sum(self.calls.values())
 
     def reset(self) -> None:
         self.gets.clear()
         self.listed.clear()
+        self.calls.clear()
 
     def under(self, prefix: Key) -> int:
         """How many keys under ``prefix`` were read or listed since the last :meth:`reset`."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from agentscope_teams.errors import (
@@ -11,7 +13,7 @@ from agentscope_teams.errors import (
     TeamError,
     UnknownMemberError,
 )
-from agentscope_teams.store import Entry, Key
+from agentscope_teams.store import BaseStore
 from agentscope_teams.teams import (
     LocalTeamClient,
     Member,
@@ -23,6 +25,7 @@ from agentscope_teams.teams import (
 )
 
 from .conftest import FakeClock
+from .helpers import CountingStore
 
 pytestmark = pytest.mark.anyio
 
@@ -275,29 +278,23 @@ async def test_open_board_holds_open_tasks_then_the_tasks_they_wait_on(
     assert [t.blocked_reason for t in board[1:3]] == [None, f"blocked by failed task {failed!r}"]
 
 
-async def test_claim_reads_only_open_tasks(
-    client: LocalTeamClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_claim_reads_only_open_tasks(client: LocalTeamClient) -> None:
     """A claim costs reads proportional to unfinished tasks, not to the size of the board."""
     team = await make_team(client)
     tasks = [await client.assign_task(team.id, f"t{i}") for i in range(60)]
     for t in tasks[:56]:
         await client.claim_task(team.id, "a", t.id)
         await client.complete_task(team.id, "a", t.id)
-    gets = 0
-    real_get = client.store.get
-
-    async def counting_get(key: Key) -> Entry | None:
-        nonlocal gets
-        gets += 1
-        return await real_get(key)
-
-    monkeypatch.setattr(client.store, "get", counting_get)
-    claimed = await client.claim_task(team.id, "b")
+    counting = CountingStore(client.store)
+    board_client = LocalTeamClient(cast(BaseStore, counting), client.ctx, clock=client.clock)
+    claimed = await board_client.claim_task(team.id, "b")
     assert claimed is not None and claimed.id == tasks[56].id
-    assert gets <= 3  # the team record and the first open task (the index holds only 4 entries)
     keys = TeamKeys(client.ctx.owner_scope(), team.id)
-    assert len(await client.store.list_keys(keys.open_prefix())) == 4
+    # the team record and the unfinished tasks at most (4 of them), never the 56 finished ones
+    assert counting.under(keys.tasks_prefix()) <= 4
+    assert counting.calls["get"] + counting.calls["get_many"] <= 3
+    assert len(await client.store.list_keys(keys.open_prefix())) == 3  # pending
+    assert len(await client.store.list_keys(keys.held_prefix())) == 1  # in progress
 
 
 async def test_lost_index_entry_is_rebuilt(client: LocalTeamClient) -> None:

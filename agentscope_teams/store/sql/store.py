@@ -27,7 +27,7 @@ once, lazily, when it was not called.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -49,6 +49,7 @@ from ..base import (
     validate_prefix,
 )
 from . import chunks as ch
+from . import reads
 from .database import Database, Retry
 from .dialect import NOW_SQL, create_engine
 from .schema import HEAD_BYTES, make_tables, migrate
@@ -171,6 +172,18 @@ class SqlStore(StoreBackend):
             return Entry(bytes(value), int(version))
 
         return await self._run("get", run, single=True)
+
+    async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
+        """One ``SELECT ... WHERE khash IN (...)`` per chunk of keys (:mod:`.reads`)."""
+        hs = reads.hashes(keys)
+        found: dict[bytes, Entry] = {}
+        for chunk in reads.chunks(hs):
+
+            async def run(conn: AsyncConnection, chunk: list[bytes] = chunk) -> dict[bytes, Entry]:
+                return await reads.read_chunk(conn, self._t, self._sql.live(), chunk)
+
+            found.update(await self._run("get_many", run, single=True))
+        return [found.get(h) for h in hs]
 
     async def put(
         self,
