@@ -227,7 +227,11 @@ class SessionAgent:
     ) -> int:
         """Write ``state`` over ``version`` (0: create), fenced by ``lease``; the ``last`` write of
         a call also gives the lease back in the same store operation when nothing runs after it."""
-        fence = None if lease is None else lease.fence(release=last and self._releases_in_save())
+        fence = None
+        if lease is not None and lease.fenced_by_store:
+            fence = lease.fence(release=last and self._releases_in_save())
+        elif lease is not None:  # a store without fenced writes: one verify read first
+            await lease.verify()
         try:
             if version == 0:
                 record = await self.sessions.create_at(

@@ -40,7 +40,7 @@ import anyio
 
 from ..errors import LeaseLostError, SessionBusyError, VersionConflict
 from ..keys import address_of
-from ..store.base import BaseStore, Fence, Key
+from ..store.base import BaseStore, Fence, Key, takes_write_options
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +58,32 @@ class Lease:
         self._written_at = -math.inf  # monotonic time of the last successful write of the lease
         self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
 
+    async def _put(self, *, expected_version: int) -> int:
+        """Write the lease, unindexed where the store takes the option (a lease is never listed)."""
+        if takes_write_options(self.store):
+            return await self.store.put(
+                self.key,
+                self._value(),
+                expected_version=expected_version,
+                ttl=self.ttl,
+                indexed=False,
+            )
+        return await self.store.put(
+            self.key, self._value(), expected_version=expected_version, ttl=self.ttl
+        )
+
+    @property
+    def fenced_by_store(self) -> bool:
+        """Whether saves can carry :meth:`fence`; else the holder verifies before each save."""
+        return takes_write_options(self.store)
+
     def _value(self) -> bytes:
         return self._token
 
     async def try_acquire(self) -> bool:
         """Create the lease key if absent; False if someone holds it."""
         try:
-            self.version = await self.store.put(
-                self.key, self._value(), expected_version=0, ttl=self.ttl, indexed=False
-            )
+            self.version = await self._put(expected_version=0)
         except VersionConflict:
             return False
         self._written_at = self._confirmed_at = time.monotonic()
@@ -98,13 +115,7 @@ class Lease:
             return
         written_at = time.monotonic()
         try:
-            self.version = await self.store.put(
-                self.key,
-                self._value(),
-                expected_version=self.version,
-                ttl=self.ttl,
-                indexed=False,
-            )
+            self.version = await self._put(expected_version=self.version)
         except VersionConflict:
             if not self.done:  # a save released it meanwhile: not a takeover
                 self._mark_lost()
@@ -159,7 +170,10 @@ class Lease:
         if not fresh and not await self._still_mine():
             return
         with suppress(VersionConflict):
-            await self.store.delete(self.key, expected_version=self.version, indexed=False)
+            if takes_write_options(self.store):
+                await self.store.delete(self.key, expected_version=self.version, indexed=False)
+            else:
+                await self.store.delete(self.key, expected_version=self.version)
         self.done = True
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import inspect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -240,6 +241,22 @@ async def get_many(store: BaseStore, keys: Sequence[Key]) -> list[Entry | None]:
     if native is None:
         return [await store.get(k) for k in keys]
     found: list[Entry | None] = await native(list(keys))
+    return found
+
+
+_WRITE_OPTIONS: dict[type, bool] = {}
+
+
+def takes_write_options(store: object) -> bool:
+    """Whether ``store.put`` / ``delete`` take ``indexed=`` and ``fence=`` (every
+    :class:`StoreBackend` does; a store written against the first protocol may not, and callers then
+    fall back: a separate verify read instead of the fence, indexed writes). Cached per type."""
+    kind = type(store)
+    found = _WRITE_OPTIONS.get(kind)
+    if found is None:
+        params = inspect.signature(store.put).parameters.values()  # type: ignore[attr-defined]
+        found = any(p.name == "fence" or p.kind is p.VAR_KEYWORD for p in params)
+        _WRITE_OPTIONS[kind] = found
     return found
 
 

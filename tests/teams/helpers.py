@@ -77,20 +77,13 @@ class CountingStore:
         self.calls["list_keys"] += 1
         return page
 
-    async def put(
-        self,
-        key: Key,
-        value: bytes,
-        *,
-        expected_version: int | None = None,
-        ttl: float | None = None,
-    ) -> int:
+    async def put(self, key: Key, value: bytes, **options: Any) -> int:
         self.calls["put"] += 1
-        return await self.inner.put(key, value, expected_version=expected_version, ttl=ttl)
+        return await self.inner.put(key, value, **options)
 
-    async def delete(self, key: Key, *, expected_version: int | None = None) -> bool:
+    async def delete(self, key: Key, **options: Any) -> bool:
         self.calls["delete"] += 1
-        return await self.inner.delete(key, expected_version=expected_version)
+        return await self.inner.delete(key, **options)
 
     @property
     def total(self) -> int:
