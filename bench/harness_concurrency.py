@@ -7,7 +7,9 @@ everything above that is the framework. Concurrent calls overlap their waits; th
 1,000 of them finish within 2x the time of one call alone, on the in-memory store and on Redis.
 
 Reported per store, as the median over runs ± interquartile spread: one call alone, the wall time of
-N concurrent calls, their ratio, and the framework's CPU time per call implied by the difference.
+N concurrent calls, their ratio, the process CPU per call of the N calls and of N concurrent replies
+of the loop alone (same model and tools, no store) in the same runs, and their difference: the
+framework's CPU per call.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import anyio
 
-from agentscope_teams import HarnessAgent
+from agentscope_teams import AgentState, HarnessAgent, ReActAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import BaseStore, store_from_url
 
@@ -39,27 +43,43 @@ async def _one(agent: HarnessAgent, user: str) -> float:
     return time.perf_counter() - t0
 
 
-async def _many(agent: HarnessAgent, user: str, n: int) -> float:
-    t0 = time.perf_counter()
+async def _loop_one(loop: ReActAgent, _: str) -> float:
+    await loop.reply("go", AgentState(session_id="s-" + uuid.uuid4().hex))
+    return 0.0
+
+
+async def _many(
+    call: Callable[[Any, str], Coroutine[Any, Any, float]], agent: Any, user: str, n: int
+) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds per call) of ``n`` concurrent calls."""
+    c0, t0 = time.process_time(), time.perf_counter()
     async with anyio.create_task_group() as tg:
         for _ in range(n):
-            tg.start_soon(_one, agent, user)
-    return time.perf_counter() - t0
+            tg.start_soon(call, agent, user)
+    return time.perf_counter() - t0, (time.process_time() - c0) / n
 
 
 async def _measure(
     store: BaseStore, workspace: Path, n: int, singles: int, runs: int
-) -> tuple[Sample, Sample]:
+) -> tuple[Sample, Sample, Sample, Sample]:
+    """One call alone, N concurrent calls (wall), their CPU per call, and the loop alone's CPU
+    per call at the same concurrency (same model, no store, no harness), interleaved run by run."""
     model = BareModel(tool_iters=1, delay=STEP_DELAY)
     agent = HarnessAgent("bench", model, workspace=workspace, store=store, tools=[noop])
+    loop = ReActAgent("bench", model, "", agent.loop.toolkit, agent.loop.config)
     user = "bench-" + uuid.uuid4().hex[:8]
     await _one(agent, user)  # warm-up: imports, pools, first connections
     one: list[float] = []
     many: list[float] = []
+    cpu: list[float] = []
+    loop_cpu: list[float] = []
     for _ in range(runs):
         one += [await _one(agent, user) for _ in range(singles)]
-        many.append(await _many(agent, user, n))
-    return Sample("one", one), Sample("many", many)
+        wall, per_call = await _many(_one, agent, user, n)
+        many.append(wall)
+        cpu.append(per_call)
+        loop_cpu.append((await _many(_loop_one, loop, user, n))[1])
+    return Sample("one", one), Sample("many", many), Sample("cpu", cpu), Sample("loop", loop_cpu)
 
 
 async def run(fast: bool = False) -> str:
@@ -72,7 +92,7 @@ async def run(fast: bool = False) -> str:
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 async with store_from_url(url, **options) as store:
-                    one, many = await _measure(store, Path(tmp), n, singles, runs)
+                    one, many, cpu_s, loop_s = await _measure(store, Path(tmp), n, singles, runs)
         except Exception as exc:  # a service that is down: say so, keep the other rows
             verdicts.append(f"{name}: not measured ({type(exc).__name__}: {exc})")
             continue
@@ -80,7 +100,7 @@ async def run(fast: bool = False) -> str:
             if url.startswith("redis"):
                 await drop_redis_namespace(namespace)
         r = many.median / one.median
-        cpu = max(0.0, many.median - one.median) / n
+        cpu = cpu_s.median - loop_s.median
         rows.append(
             [
                 name,
@@ -88,6 +108,9 @@ async def run(fast: bool = False) -> str:
                 str(n),
                 fmt(many, ms),
                 f"{r:.2f}",
+                fmt(cpu_s),
+                fmt(loop_s),
+                f"{cpu_s.median / loop_s.median:.1f}",
                 us(cpu),
                 f"{n / many.median:,.0f}",
             ]
@@ -106,11 +129,17 @@ async def run(fast: bool = False) -> str:
         "concurrent calls",
         "wall ms",
         "wall / one call",
-        "framework µs per call",
+        "CPU µs per call",
+        "loop alone CPU µs per call",
+        "CPU x loop",
+        "framework CPU µs per call",
         "calls/s",
     ]
     intro = (
         f"HarnessAgent (default tools + a no-op tool), model awaiting {STEP_DELAY * 1000:.0f} ms per "
-        "step, 2 steps per call, every call a new session; median over runs ± interquartile spread."
+        "step, 2 steps per call, every call a new session; median over runs ± interquartile spread. "
+        "CPU is the process's (time.process_time) over the N concurrent calls, per call; the loop "
+        "alone (same model and tools, no store, no harness) runs N concurrent replies in the same "
+        "runs, and framework CPU is the difference."
     )
     return section("Concurrent HarnessAgent.call()", intro, table(head, rows), verdicts)

@@ -48,8 +48,6 @@ from .react import ReActAgent, ReplyOptions
 
 log = logging.getLogger(__name__)
 
-_MADE_DIRS_MAX = 4096  # workspace directories remembered as created, per agent
-
 DEFAULT_STORE_DIR = Path.home() / ".agentscope_teams" / "store"
 
 
@@ -112,7 +110,6 @@ class SessionAgent:
             workspace=self.workspace,
         )
         self.extensions: list[Extension] = list(extensions)
-        self._made_dirs: dict[Path, None] = {}  # workspaces created so far, oldest first
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -122,8 +119,13 @@ class SessionAgent:
         return self.loop.system_prompt
 
     def workspace_for(self, ctx: RuntimeContext) -> Path:
-        """The workspace directory of ``ctx`` (created on first use): one directory per org, user
-        and session, each named by :func:`~agentscope_teams.store.base.path_segment`."""
+        """The workspace directory of ``ctx``: one directory per org, user and session, each named
+        by :func:`~agentscope_teams.store.base.path_segment`, below the root resolved once.
+
+        Nothing is created or resolved here: the directory is made when a tool that takes a
+        :class:`~agentscope_teams.tools.ToolEnv` first runs (or the archive is first written),
+        so a call that touches no file costs no file-system access.
+        """
         if self.workspace_scope == "shared":
             return self.workspace
         return self.workspace.joinpath(*map(path_segment, ctx.scope()))
@@ -299,10 +301,15 @@ class SessionAgent:
         state = record.state if record else AgentState(session_id=ctx.session_id)
         version = record.version if record else 0
         loaded = _change_marker(state)
-        workspace = self.workspace_for(ctx)
-        await self._ensure_dir(workspace)
+        # The root was resolved at construction and path_segment names are plain names (never
+        # "." / ".." / holding "/"), so the session path needs no resolve (file tools still
+        # realpath every argument against it, which fails closed if a component is a symlink).
         env = ToolEnv(
-            workspace=workspace, ctx=ctx, agent_name=self.name, extras={"agent": self.view}
+            workspace=self.workspace_for(ctx),
+            ctx=ctx,
+            agent_name=self.name,
+            extras={"agent": self.view},
+            resolved=True,
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
@@ -338,15 +345,6 @@ class SessionAgent:
             for ext in self.extensions:
                 await ext.on_reply_end(scope, final)
 
-    async def _ensure_dir(self, workspace: Path) -> None:
-        """Create ``workspace`` (in a thread) unless this agent already did; remembers a bounded set."""
-        if workspace in self._made_dirs:
-            return
-        await anyio.to_thread.run_sync(lambda: workspace.mkdir(parents=True, exist_ok=True))
-        if len(self._made_dirs) >= _MADE_DIRS_MAX:
-            del self._made_dirs[next(iter(self._made_dirs))]
-        self._made_dirs[workspace] = None
-
     def _options(self, scope: CallScope, save: Any) -> ReplyOptions:
         tools = [t for ext in self.extensions for t in ext.tools(scope)]
         toolkit = self.loop.toolkit.merged(Toolkit(tools)) if tools else self.loop.toolkit
@@ -358,13 +356,16 @@ class SessionAgent:
 
             return inject
 
-        archive = comp.workspace_archive_path(scope.env.workspace, self.name, scope.ctx.session_id)
+        async def archiver(msgs: list[Msg]) -> None:  # the path is worked out only if needed
+            path = comp.workspace_archive_path(scope.env.workspace, self.name, scope.ctx.session_id)
+            await comp.file_archiver(path)(msgs)
+
         return ReplyOptions(
             toolkit=toolkit,
             env=scope.env,
             injectors=[injector(ext) for ext in self.extensions],
             checkpoint=save,
-            archiver=comp.file_archiver(archive),
+            archiver=archiver,
             system_suffix=suffix,
         )
 

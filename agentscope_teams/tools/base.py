@@ -7,7 +7,7 @@ import contextvars
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -47,6 +47,10 @@ Validator = Callable[[dict[str, Any]], dict[str, Any]]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
+_SCHEMAS_MAX = 4096
+_schemas: dict[tuple[str, str, int], tuple[dict[str, Any], ToolSchema]] = {}
+"""Built tool schemas, bounded (per process)."""
+
 _RESOLVED_MAX = 1024
 _resolved: dict[str, Path] = {}
 
@@ -74,19 +78,41 @@ def resolve_dir(path: Path | str) -> Path:
 class ToolEnv:
     """Where and for whom a tool runs: the workspace root, the caller's identity and injected services.
 
-    ``workspace`` is resolved (symlinks included) on construction; file tools never leave it. An
-    agent's calls put its read-only :class:`~agentscope_teams.agent.AgentView` in
-    ``extras["agent"]``.
+    ``workspace`` is resolved (symlinks included) on construction; file tools never leave it. A caller
+    that already holds a real path (absolute, no symlink, ``.`` or ``..`` component) passes
+    ``resolved=True`` and it is used as given, with no file-system access: the agent does this for
+    each session (its resolved root joined with escaped names). The directory need not exist: tools
+    that take a ``ToolEnv`` create it when they first run (:meth:`ensure_workspace`). An agent's
+    calls put its read-only :class:`~agentscope_teams.agent.AgentView` in ``extras["agent"]``.
     """
 
     workspace: Path
     ctx: RuntimeContext | None = None
     agent_name: str = ""
     extras: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    resolved: InitVar[bool] = False
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "workspace", resolve_dir(self.workspace))
+    def __post_init__(self, resolved: bool) -> None:
+        if not resolved:
+            object.__setattr__(self, "workspace", resolve_dir(self.workspace))
+        else:
+            ws = self.workspace if isinstance(self.workspace, Path) else Path(self.workspace)
+            if not ws.is_absolute() or ".." in ws.parts:
+                raise ValueError(f"a resolved workspace must be absolute without '..', got {ws}")
+            object.__setattr__(self, "workspace", ws)
         object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
+
+    def ensure_workspace(self) -> Path:
+        """Create the workspace directory (and its parents) if it does not exist; returns it.
+
+        One ``stat`` when it exists. Called by every tool that takes a ``ToolEnv`` before it runs
+        (in the tool's worker thread for sync tools), so a call that runs no such tool touches no
+        directory.
+        """
+        ws = self.workspace
+        if not os.path.isdir(ws):
+            os.makedirs(ws, exist_ok=True)
+        return ws
 
 
 _current_env: contextvars.ContextVar[ToolEnv | None] = contextvars.ContextVar(
@@ -155,8 +181,21 @@ class Tool:
             )
 
     def schema(self) -> ToolSchema:
-        """What the model is told about this tool."""
-        return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
+        """What the model is told about this tool: a frozen model, built once per (name,
+        description, parameters object) and shared by copies (``dataclasses.replace(t, func=...)``).
+
+        Change a tool by assigning a new ``parameters`` (or :func:`dataclasses.replace`), not by
+        editing the dict in place: an edit in place is not seen by a schema already built.
+        """
+        key = (self.name, self.description, id(self.parameters))
+        found = _schemas.get(key)
+        if found is not None and found[0] is self.parameters:
+            return found[1]
+        built = ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
+        if len(_schemas) >= _SCHEMAS_MAX:
+            _schemas.clear()
+        _schemas[key] = (self.parameters, built)  # keeps ``parameters`` alive: its id stays unique
+        return built
 
     @property
     def argument_names(self) -> list[str]:

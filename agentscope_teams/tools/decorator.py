@@ -154,11 +154,15 @@ def make_tool(
     is_async = inspect.iscoroutinefunction(fn)
 
     async def call(**kwargs: Any) -> Any:
+        env: ToolEnv | None = None
         for param, kind in env_params.items():
-            kwargs[param] = current_tool_env() if kind == "required" else get_tool_env()
+            value = kwargs[param] = current_tool_env() if kind == "required" else get_tool_env()
+            env = env or value
         if is_async:
+            if env is not None:
+                env.ensure_workspace()  # one stat once it exists: cheap enough for the loop
             return await fn(**kwargs)
-        result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+        result = await anyio.to_thread.run_sync(functools.partial(_in_thread, env, fn, kwargs))
         return (await result) if inspect.isawaitable(result) else result
 
     tool_obj = Tool(
@@ -183,6 +187,13 @@ def make_tool(
 
     tool_obj.validator = validate
     return tool_obj
+
+
+def _in_thread(env: ToolEnv | None, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Run a sync tool in its worker thread, creating the workspace first if it takes a ToolEnv."""
+    if env is not None:
+        env.ensure_workspace()
+    return fn(**kwargs)
 
 
 @overload

@@ -211,12 +211,12 @@ class PermissionEngine:
         workspace: Path | None = None,
     ) -> PermissionDecision:
         """The decision for one call, with its reason. ``workspace`` (default: the current
-        ToolEnv's) lets path patterns see through symlinks and absolute paths."""
-        ws = _workspace(workspace)
+        ToolEnv's) lets path patterns see through symlinks and absolute paths; it is resolved
+        only when a rule's pattern is matched against a path."""
         rules = [*self.rules, *(context.rules if context is not None else ())]
         mode = self.effective_mode(context)
         for rule in rules:
-            if rule.behavior == "deny" and rule_matches(rule, tool, arguments, workspace=ws):
+            if rule.behavior == "deny" and rule_matches(rule, tool, arguments, workspace=workspace):
                 return PermissionDecision(
                     "deny", f"denied by rule deny {format_rule(rule)}; do not retry this call", rule
                 )
@@ -228,7 +228,9 @@ class PermissionEngine:
             )
         for behavior in ("ask", "allow"):
             for rule in rules:
-                if rule.behavior == behavior and rule_matches(rule, tool, arguments, workspace=ws):
+                if rule.behavior == behavior and rule_matches(
+                    rule, tool, arguments, workspace=workspace
+                ):
                     verb = "requires confirmation" if behavior == "ask" else "allowed"
                     reason = f"{verb} by rule {behavior} {format_rule(rule)}"
                     return PermissionDecision(rule.behavior, reason, rule)

@@ -63,6 +63,7 @@ class Toolkit:
             raise ValueError(f"max_output_chars must be positive, got {max_output_chars}")
         self.max_output_chars = max_output_chars
         self._tools: dict[str, Tool] = {}
+        self._schemas: list[ToolSchema] | None = None  # built on first use, dropped by register
         for t in tools:
             self.register(t)
 
@@ -75,6 +76,7 @@ class Toolkit:
                 "name (tool(name=...))"
             )
         self._tools[t.name] = t
+        self._schemas = None
         return t
 
     def get(self, name: str) -> Tool | None:
@@ -89,8 +91,14 @@ class Toolkit:
         return list(self._tools.values())
 
     def schemas(self) -> list[ToolSchema]:
-        """What the model is told about every tool, in registration order."""
-        return [t.schema() for t in self._tools.values()]
+        """What the model is told about every tool, in registration order.
+
+        Built once per toolkit (again after :meth:`register`) from each tool's cached
+        :meth:`Tool.schema`, so a derived toolkit (:meth:`merged`) builds no schema anew.
+        """
+        if self._schemas is None:
+            self._schemas = [t.schema() for t in self._tools.values()]
+        return list(self._schemas)
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
