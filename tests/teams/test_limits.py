@@ -45,11 +45,6 @@ async def store() -> AsyncIterator[BaseStore]:
         yield s
 
 
-@pytest.fixture
-def client(store: BaseStore, alice: RuntimeContext, clock: FakeClock) -> LocalTeamClient:
-    return LocalTeamClient(store, alice, task_lease=30.0, clock=clock)
-
-
 async def crew(client: LocalTeamClient) -> Team:
     return await client.create_team("crew", members=[Member(name="a", spec="worker")])
 

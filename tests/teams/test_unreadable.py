@@ -16,8 +16,6 @@ from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, Member, Team, TeamKeys, Worker, WorkerConfig
 from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record, scan_records
 
-from .conftest import FakeClock
-
 pytestmark = pytest.mark.anyio
 GARBAGE = b"\x00not json"
 
@@ -27,11 +25,6 @@ async def store() -> AsyncIterator[BaseStore]:
     """The in-memory store: decoding does not depend on the backend."""
     async with store_from_url("memory://") as s:
         yield s
-
-
-@pytest.fixture
-def client(store: BaseStore, alice: RuntimeContext, clock: FakeClock) -> LocalTeamClient:
-    return LocalTeamClient(store, alice, task_lease=30.0, clock=clock)
 
 
 async def crew(client: LocalTeamClient) -> Team:
