@@ -24,7 +24,7 @@ from typing import Any, Literal, Self
 import anyio
 
 from ..context import RuntimeContext, use_context
-from ..errors import ConfigurationError, VersionConflict
+from ..errors import VersionConflict
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
 from ..keys import SessionAddress
 from ..message import Msg
@@ -34,21 +34,19 @@ from ..sessions import SessionRecord, SessionSource, SessionStorage
 from ..state import AgentState
 from ..store.base import (
     BaseStore,
-    StoreBackend,
     path_segment,
-    shared_across_hosts,
     shared_across_processes,
 )
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from . import compression as comp
 from .config import ReActConfig
+from .construction import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR  # re-exported
+from .construction import check_deployment, check_numbers, resolve_store
 from .extension import AgentView, CallScope, Extension
 from .lease import Lease, SessionGuard
 from .react import ReActAgent, ReplyOptions
 
 log = logging.getLogger(__name__)
-
-DEFAULT_STORE_DIR = Path.home() / ".agentscope_teams" / "store"
 
 
 class SessionAgent:
@@ -80,11 +78,11 @@ class SessionAgent:
         session_source: SessionSource = SessionSource.USER,
         depth: int = 0,
     ) -> None:
-        _check_numbers(replicas, lease_ttl, busy_timeout)
+        check_numbers(replicas, lease_ttl, busy_timeout)
         self.name = name
         self.model = resolve_model(model)
-        self.store: BaseStore = _resolve_store(store)
-        _check_deployment(self.store, replicas, remote_workspace)
+        self.store: BaseStore = resolve_store(store)
+        check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
         toolkit = Toolkit([*(filesystem_tools() if builtin_tools else []), *tools])
@@ -396,42 +394,3 @@ async def _save_quietly(save: Callable[[AgentState], Awaitable[None]], state: Ag
             await save(state)
         except Exception as exc:
             log.warning("could not save session %r after a failure: %s", state.session_id, exc)
-
-
-def _resolve_store(store: BaseStore | str | None) -> BaseStore:
-    if store is None:
-        from ..store.jsonfile import JsonFileStore
-
-        return JsonFileStore(DEFAULT_STORE_DIR)
-    if isinstance(store, str):
-        from ..store.url import store_from_url
-
-        return store_from_url(store)
-    return store
-
-
-def _check_numbers(replicas: int, lease_ttl: float, busy_timeout: float) -> None:
-    if replicas < 1:
-        raise ConfigurationError(f"replicas must be >= 1, got {replicas}")
-    if not lease_ttl > 0:
-        raise ConfigurationError(f"lease_ttl must be > 0 seconds, got {lease_ttl!r}")
-    if not busy_timeout >= 0:
-        raise ConfigurationError(f"busy_timeout must be >= 0 seconds, got {busy_timeout!r}")
-
-
-def _check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) -> None:
-    """Refuse, at construction, configurations that cannot work across replicas."""
-    shared_hosts = shared_across_hosts(store)
-    kind = type(store).__name__
-    if replicas > 1 and not shared_hosts:
-        raise ConfigurationError(
-            f"replicas={replicas} needs a store shared across hosts, but {kind} is local to one "
-            "host; use RedisStore or SqlStore (e.g. store='redis://host:6379/0')"
-        )
-    if remote_workspace and not shared_hosts:
-        raise ConfigurationError(
-            f"a remote/shared workspace is reachable from several hosts but {kind} is not; "
-            "use RedisStore or SqlStore so every host sees the same state"
-        )
-    if not isinstance(store, StoreBackend) and not isinstance(store, BaseStore):
-        raise ConfigurationError(f"store must implement BaseStore, got {kind}")
