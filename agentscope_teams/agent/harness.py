@@ -24,7 +24,6 @@ from typing import Any, Literal, Self
 import anyio
 
 from ..context import RuntimeContext, use_context
-from ..errors import VersionConflict
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
 from ..keys import SessionAddress
 from ..message import Msg
@@ -45,6 +44,7 @@ from .construction import check_deployment, check_numbers, resolve_store
 from .extension import AgentView, CallScope, Extension
 from .lease import Lease, SessionGuard
 from .react import ReActAgent, ReplyOptions
+from .writer import SessionWriter
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class SessionAgent:
             if record is None:
                 return
             record.state.clear_context()
-            await self._save_state(addr, record.state, record.version, lease, last=True)
+            await self._writer(addr, record.version, lease).save(record.state, last=True)
 
     async def list_sessions(self, ctx: RuntimeContext) -> list[SessionRecord]:
         """The sessions of ``ctx``'s user with this agent."""
@@ -216,39 +216,15 @@ class SessionAgent:
 
     # -- internals -------------------------------------------------------------------------------
 
-    async def _save_state(
-        self,
-        addr: SessionAddress,
-        state: AgentState,
-        version: int,
-        lease: Lease | None = None,
-        *,
-        last: bool = False,
-    ) -> int:
-        """Write ``state`` over ``version`` (0: create), fenced by ``lease``; the ``last`` write of
-        a call also gives the lease back in the same store operation when nothing runs after it."""
-        fence = None
-        if lease is not None and lease.fenced_by_store:
-            fence = lease.fence(release=last and self._releases_in_save())
-        elif lease is not None:  # a store without fenced writes: one verify read first
-            await lease.verify()
-        try:
-            if version == 0:
-                record = await self.sessions.create_at(
-                    addr, state=state, source=self.session_source, fence=fence
-                )
-                new = record.version
-            else:
-                new = await self.sessions.update_at(
-                    addr, state, expected_version=version, fence=fence
-                )
-        except VersionConflict as exc:
-            if lease is not None:
-                lease.lost_by(exc)
-            raise
-        if lease is not None and fence is not None and fence.release:
-            lease.released()
-        return new
+    def _writer(self, addr: SessionAddress, version: int, lease: Lease | None) -> SessionWriter:
+        return SessionWriter(
+            self.sessions,
+            addr,
+            version,
+            lease,
+            source=self.session_source,
+            release_last=self._releases_in_save(),
+        )
 
     def _releases_in_save(self) -> bool:
         """Whether the last save may release the lease: no extension works after saves (an
@@ -258,15 +234,6 @@ class SessionAgent:
             and type(ext).on_reply_end is Extension.on_reply_end
             for ext in self.extensions
         )
-
-    async def _landed(self, addr: SessionAddress, version: int, attempted: str) -> int:
-        """The version to write over after a write was cut short (its caller cancelled after the
-        store got it): the stored version if the stored state is the one attempted, else
-        ``version``, so a write by anybody else still raises ``VersionConflict``."""
-        record = await self.sessions.get_at(addr)
-        if record is None or record.version <= version:
-            return version
-        return record.version if record.state.model_dump_json() == attempted else version
 
     def _exclusive(self, addr: SessionAddress) -> SessionGuard:
         lock = self._locks.get(addr.key)
@@ -311,19 +278,10 @@ class SessionAgent:
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
-        cut_short: str | None = None  # the state of a write whose outcome is unknown
+        writer = self._writer(addr, version, lease)
 
         async def save(s: AgentState, last: bool = False) -> None:
-            nonlocal version, cut_short
-            if cut_short is not None:
-                version, cut_short = await self._landed(addr, version, cut_short), None
-            try:
-                version = await self._save_state(addr, s, version, lease, last=last)
-            except VersionConflict:
-                raise  # nothing was written: somebody else's write, not ours to overwrite
-            except BaseException:
-                cut_short = s.model_dump_json()  # cancelled mid-write: it may have landed
-                raise
+            await writer.save(s, last=last)
             for ext in self.extensions:
                 await ext.after_save(scope)
 
