@@ -5,7 +5,8 @@ The agent knows no extension by name. Each one is given, per call, a :class:`Cal
 workspace root), the caller's context, the session state and the tool environment. Per call, an
 extension may offer tools, add to the system prompt, inject messages before each reasoning step,
 learn when the state was saved (to acknowledge what it injected: delivery is at-least-once,
-acknowledged only after the state holding the message is durable) and when the reply ended.
+acknowledged only after the state holding the message is durable) and when the reply ended, and
+say (:meth:`Extension.works_after_save`) whether those hooks still need the session lease.
 
 Per-call scratch data is typed: :meth:`CallScope.local` gives each owner one object of its own
 class for the duration of the call. Persisted extension data is typed too: see
@@ -101,6 +102,22 @@ class Extension:
 
     async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
         return None
+
+    def works_after_save(self, scope: CallScope) -> bool:
+        """Whether this call's ``after_save`` / ``on_reply_end`` need the session lease still held
+        after the last save (asked just before it, per call).
+
+        If no extension does, the last save gives the lease back in the same store operation;
+        otherwise the lease is released separately after those hooks ran. An extension that
+        acknowledges what it injected must say True while something is left to acknowledge
+        (acknowledging after the lease is gone could let another process deliver it again). The
+        default is True for any subclass overriding either hook, so extensions that do not
+        answer stay safe.
+        """
+        kind = type(self)
+        return kind.after_save is not Extension.after_save or (
+            kind.on_reply_end is not Extension.on_reply_end
+        )
 
     async def aclose(self) -> None:
         """Stop background work this extension started (runs, member loops)."""

@@ -216,24 +216,25 @@ class SessionAgent:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _writer(self, addr: SessionAddress, version: int, lease: Lease | None) -> SessionWriter:
+    def _writer(
+        self, addr: SessionAddress, version: int, lease: Lease | None, *, release_last: bool = True
+    ) -> SessionWriter:
+        """The writer of one call (``release_last`` is set again before a call's last save) or of
+        a ``clear_context``, which runs no extension hook and so always releases in its save."""
         return SessionWriter(
             self.sessions,
             addr,
             version,
             lease,
             source=self.session_source,
-            release_last=self._releases_in_save(),
+            release_last=release_last,
         )
 
-    def _releases_in_save(self) -> bool:
-        """Whether the last save may release the lease: no extension works after saves (an
-        ``after_save`` acknowledging mail read in the call must run while the lease is held)."""
-        return all(
-            type(ext).after_save is Extension.after_save
-            and type(ext).on_reply_end is Extension.on_reply_end
-            for ext in self.extensions
-        )
+    def _releases_in_save(self, scope: CallScope) -> bool:
+        """Whether this call's last save may release the lease: no extension still works after it
+        (an ``after_save`` acknowledging mail read in this call must run while the lease is held);
+        asked at the last save, since it depends on what the call injected."""
+        return not any(ext.works_after_save(scope) for ext in self.extensions)
 
     def _exclusive(self, addr: SessionAddress) -> SessionGuard:
         lock = self._locks.get(addr.key)
@@ -278,9 +279,11 @@ class SessionAgent:
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
-        writer = self._writer(addr, version, lease)
+        writer = self._writer(addr, version, lease, release_last=False)
 
         async def save(s: AgentState, last: bool = False) -> None:
+            if last:
+                writer.release_last = self._releases_in_save(scope)
             await writer.save(s, last=last)
             for ext in self.extensions:
                 await ext.after_save(scope)

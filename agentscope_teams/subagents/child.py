@@ -38,6 +38,10 @@ class MailExtension(Extension):
     async def after_save(self, scope: CallScope) -> None:
         await acknowledge(self.mail, scope.local(self, ReadMark))
 
+    def works_after_save(self, scope: CallScope) -> bool:
+        """Only when this call read mail it has not acknowledged yet."""
+        return scope.local(self, ReadMark).to_acknowledge() is not None
+
 
 def build_child(
     parent: AgentView,

@@ -159,6 +159,10 @@ class SubagentExtension(Extension):
         inbox = RunBook.for_ctx(self.agent.store, scope.ctx).inbox(self.agent.name)
         await acknowledge(inbox, scope.local(self, _CallData).inbox)
 
+    def works_after_save(self, scope: CallScope) -> bool:
+        """Only when this call read notices it has not acknowledged yet (see :mod:`.inbox`)."""
+        return scope.local(self, _CallData).inbox.to_acknowledge() is not None
+
     async def _sweep(self, book: RunBook, memo: SubagentMemo) -> None:
         """Reconcile the runs the session waits for (lost ones post their notice now)."""
         for run_id in list(memo.watch):

@@ -5,7 +5,8 @@ acknowledged sequence number. Delivery into an :class:`AgentState` is two-phase:
 
 1. :func:`take` (before a reasoning step) reads the entries after the cursor and returns those whose
    id is not already in the state's context (message metadata ``inbox_notice``) or in ``skip``; the
-   caller appends them to the context. It remembers, per call, how far it read.
+   caller appends them to the context. It remembers, per call, how far it read (and the cursor it
+   started from, so a call that read nothing new has nothing to acknowledge).
 2. :func:`acknowledge` (after the state holding them was saved) moves the cursor there with a CAS.
 
 A crash between the two re-reads the entries later, and the id check skips the ones already in the
@@ -103,7 +104,10 @@ async def take(
     ``mark`` is the call's own: it remembers how far this call has read, so later steps read only
     new entries and :func:`acknowledge` knows what to acknowledge.
     """
-    after = await inbox.cursor() if mark.read is None else mark.read
+    if mark.read is None:  # the first read of the call starts at the acknowledged cursor,
+        after = mark.acked = await inbox.cursor()  # which needs no acknowledging again
+    else:
+        after = mark.read
     seen = injected_ids(state) | (skip or set())
     fresh: list[Notice] = []
     for seq, notice in await inbox.pending(after):

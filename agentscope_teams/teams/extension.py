@@ -86,6 +86,14 @@ class TeamMemberExtension(Extension):
     async def after_save(self, scope: CallScope) -> None:
         await delivery.acknowledge(self.view, scope.local(self, MemberCallData).mark)
 
+    def works_after_save(self, scope: CallScope) -> bool:
+        """When this call read messages it has not acknowledged yet, or when its reply may still
+        be sent to the lead (nothing was reported): that send stays under the session lease so a
+        member's replies reach the lead in the order of its calls (a next call of this member's
+        session, in another process, cannot start and report before this reply is sent)."""
+        data = scope.local(self, MemberCallData)
+        return data.mark.to_acknowledge() is not None or not data.reported
+
     async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
         text = final.get_text_content().strip()
         if scope.local(self, MemberCallData).reported or not text:
@@ -198,6 +206,11 @@ class TeamLeadExtension(Extension):
                 await delivery.acknowledge(view, data.marks[team_id])
             except UnknownTeamError:
                 continue
+
+    def works_after_save(self, scope: CallScope) -> bool:
+        """Only when this call read team messages it has not acknowledged yet."""
+        marks = scope.local(self, LeadCallData).marks.values()
+        return any(mark.to_acknowledge() is not None for mark in marks)
 
     async def aclose(self) -> None:
         """Stop the member loops this process runs (their leases are released)."""

@@ -1,0 +1,103 @@
+"""Redis commands of a one-step call of a ``HarnessAgent`` with specs (issue 14), counted.
+
+The subagent and team lead extensions acknowledge in ``after_save`` what they injected, so when a
+call injected something its last save keeps the lease and the release follows the acknowledgement
+(at-least-once delivery); when it injected nothing, the last save releases the lease itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
+from agentscope_teams.agent import ReActConfig
+from agentscope_teams.keys import SessionAddress
+from agentscope_teams.store import RedisStore
+from agentscope_teams.subagents import RunBook
+from agentscope_teams.subagents.inbox import INBOX_META, Notice
+
+from ..agent.conftest import _drop_redis_namespace
+from ..agent.test_call_commands import Counted
+from ..backends import REDIS_URL, unique_namespace
+from ..conftest import require_service
+from .helpers import spec
+
+#: Lease create, session read, inbox cursor read, inbox stream read, fenced save with release
+#: (before: 7, the separate lease delete and an acknowledgement read of an unchanged cursor).
+WITH_SPECS_EXISTING_SESSION = 5
+
+CTX = RuntimeContext(session_id="s1", user_id="u1", org_id="o1")
+
+
+@pytest.fixture
+async def redis_store() -> AsyncIterator[RedisStore]:
+    require_service("redis")
+    namespace = unique_namespace()
+    async with RedisStore(REDIS_URL, namespace=namespace) as store:
+        yield store
+    await _drop_redis_namespace(namespace)
+
+
+def lead(store: RedisStore, workspace: Path) -> HarnessAgent:
+    return HarnessAgent(
+        "lead",
+        ScriptedModel(lambda request: "echo: " + request.messages[-1].get_text_content()),
+        workspace=workspace,
+        store=store,
+        builtin_tools=False,
+        config=ReActConfig(stream_model=False),
+        specs=[spec("helper")],
+    )
+
+
+async def test_a_one_step_call_with_specs_releases_in_the_save(
+    redis_store: RedisStore, tmp_path: Path
+) -> None:
+    counted = Counted(redis_store._client)
+    bot = lead(redis_store, tmp_path)
+    await bot.call("hello", CTX)
+    counted.on = True
+    reply = await bot.call("again", CTX)
+    sent = counted.take()
+    counted.on = False
+
+    assert reply.get_text_content() == "echo: again"
+    print(f"redis commands, one-step call with specs, existing session: {sent}")
+    assert len(sent) == WITH_SPECS_EXISTING_SESSION, sent
+    addr = SessionAddress.of(CTX, "lead")
+    assert await redis_store.get(addr.lease_key) is None  # released by the save itself
+
+
+async def test_a_notice_injected_is_acknowledged_before_the_release(
+    redis_store: RedisStore, tmp_path: Path
+) -> None:
+    counted = Counted(redis_store._client)
+    bot = lead(redis_store, tmp_path)
+    await bot.call("hello", CTX)
+    inbox = RunBook.for_ctx(redis_store, CTX).inbox("lead")
+    seq = await inbox.post(Notice(id="r-1:completed", run_id="r-1", text="result of r-1"))
+    counted.on = True
+    await bot.call("again", CTX)
+    sent = counted.take()
+    counted.on = False
+
+    addr = SessionAddress.of(CTX, "lead")
+    record = await bot.sessions.get_at(addr)
+    assert record is not None
+    assert [m.metadata.get(INBOX_META) for m in record.state.context].count("r-1:completed") == 1
+    assert await inbox.cursor() == seq  # acknowledged
+    assert await redis_store.get(addr.lease_key) is None  # and released after that
+    # The save kept the lease: acknowledgement (read + CAS write), then a separate release.
+    assert len(sent) > WITH_SPECS_EXISTING_SESSION, sent
+
+    counted.on = True
+    await bot.call("once more", CTX)  # nothing new: the save releases again, nothing re-injected
+    again = counted.take()
+    counted.on = False
+    assert len(again) == WITH_SPECS_EXISTING_SESSION, again
+    record = await bot.sessions.get_at(addr)
+    assert record is not None
+    assert [m.metadata.get(INBOX_META) for m in record.state.context].count("r-1:completed") == 1
