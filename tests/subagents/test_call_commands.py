@@ -101,3 +101,21 @@ async def test_a_notice_injected_is_acknowledged_before_the_release(
     record = await bot.sessions.get_at(addr)
     assert record is not None
     assert [m.metadata.get(INBOX_META) for m in record.state.context].count("r-1:completed") == 1
+
+
+def test_extensions_that_do_not_answer_keep_the_lease_after_the_save() -> None:
+    from typing import Any, cast
+
+    from agentscope_teams.agent.extension import Extension
+
+    class Acks(Extension):
+        async def after_save(self, scope: Any) -> None:
+            return None
+
+    class Ends(Extension):
+        async def on_reply_end(self, scope: Any, final: Any) -> None:
+            return None
+
+    scope = cast(Any, None)
+    assert not Extension().works_after_save(scope)
+    assert Acks().works_after_save(scope) and Ends().works_after_save(scope)
