@@ -120,6 +120,12 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("team-member-lease", *OWNER, "team-1"),
     ),
     (
+        k.TEAM_SIGNAL,
+        TEAM.signal(),
+        ("teams", *OWNER, "team-1", "signal"),
+        ("teams", *OWNER, "team-1"),
+    ),
+    (
         k.TEAM_RUNTIME,
         TEAM.directory(),
         ("team-runtime", *OWNER, "team-1"),

@@ -29,13 +29,15 @@ owned-task     ("teams", o, u, team_id, "owned", member, seq12, task)    (lit, o
 member-inbox   stream ("teams", o, u, team_id, "inbox", member)          (lit, o, u, team_id)
 inbox-cursor   ("teams", o, u, team_id, "cursor", member)                (lit, o, u, team_id)
 member-lease   ("team-member-lease", o, u, team_id, member)              (lit, o, u, team_id)
+team-signal    ("teams", o, u, team_id, "signal")                        (lit, o, u, team_id)
 team-runtime   ("team-runtime", o, u, team_id)                           (lit, o, u, team_id)
 token          ("tokens", sha256_hex)                                    (lit, sha256_hex)
 token-index    ("token-index", o, u, team_id, member, sha256_hex)        (lit, o, u, team_id)
 =============  ========================================================  =====================
 
 Sessions, leases and runs group per user, everything of a team per team, the team registry per
-user, tokens per token. ``seq12`` is the task's number zero-padded to 12 digits, so the pending
+user, tokens per token. ``team-signal`` names a wake-up channel (store signals, see
+:func:`~agentscope_teams.store.base.signals_of`), never an entry. ``seq12`` is the task's number zero-padded to 12 digits, so the pending
 index lists oldest first; its segment is still ``"open"`` (it held every unfinished task before
 in-progress tasks moved to ``held-task``), so boards written before keep their entries.
 ``expiry14`` is a lease expiry in milliseconds since the epoch, so the in-progress index lists the
@@ -70,6 +72,7 @@ from ._family import (
     TEAM,
     TEAM_INDEX,
     TEAM_RUNTIME,
+    TEAM_SIGNAL,
     TOKEN,
     TOKEN_INDEX,
     Family,
@@ -119,6 +122,7 @@ __all__ = [
     "TEAM",
     "TEAM_INDEX",
     "TEAM_RUNTIME",
+    "TEAM_SIGNAL",
     "TOKEN",
     "TOKEN_INDEX",
     "Family",

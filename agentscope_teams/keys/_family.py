@@ -143,6 +143,8 @@ INBOX_CURSOR = Family("inbox-cursor", "teams", (_O, _U, _T, "cursor", "{member}"
                       about="a member's acknowledged mailbox cursor")
 MEMBER_LEASE = Family("member-lease", "team-member-lease", (_O, _U, _T, "{member}"), 4,
                       about="the lease of the process running a member (runtime slot)")
+TEAM_SIGNAL = Family("team-signal", "teams", (_O, _U, _T, "signal"), 4,
+                     about="the team's wake-up channel (store signals; never written as an entry)")
 TEAM_RUNTIME = Family("team-runtime", "team-runtime", (_O, _U, _T), 4,
                       about="the directory record telling workers how to serve a team")
 TOKEN = Family("token", "tokens", ("{digest}",), 2, about="a control-plane token, by SHA-256")
@@ -153,7 +155,7 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
     TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, MEMBER_LEASE,
-    TEAM_RUNTIME, TOKEN, TOKEN_INDEX,
+    TEAM_SIGNAL, TEAM_RUNTIME, TOKEN, TOKEN_INDEX,
 )
 # fmt: on
 

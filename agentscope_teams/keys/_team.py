@@ -22,6 +22,7 @@ from ._family import (
     TEAM,
     TEAM_INDEX,
     TEAM_RUNTIME,
+    TEAM_SIGNAL,
     family_of,
     parse_as,
 )
@@ -105,6 +106,10 @@ class TeamKeys:
     def member_lease(self, member: str) -> Key:
         """The lease of the process running ``member`` (at most one process runs a member)."""
         return MEMBER_LEASE.key(*self.scope, self.team_id, member)
+
+    def signal(self) -> Key:
+        """The team's wake-up channel: signalled after board and mailbox writes."""
+        return TEAM_SIGNAL.key(*self.scope, self.team_id)
 
     def directory(self) -> Key:
         """The team's directory record (how workers serve it)."""

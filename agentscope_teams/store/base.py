@@ -28,6 +28,13 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
   returns what ``get`` would for each key, in order, in one round trip where the backend allows it
   (a Redis pipeline, one ``SELECT ... IN`` per chunk on SQL). Callers pass keys of one group
   (:func:`agentscope_teams.keys.group_of`): on Redis Cluster one call must stay in one hash slot.
+* Signals (optional capability, :class:`Signals`, found with :func:`signals_of`): ``signal(channel)``
+  wakes every task currently in ``wait_signal`` on that channel, in any process sharing the store;
+  ``wait_signal(channels, timeout)`` returns True when one of ``channels`` was signalled, False at the
+  timeout. Delivery is best effort (a signal sent while nobody waits is lost, a subscriber that
+  reconnects may miss some): callers keep a poll as the fallback. Channels are keys
+  (``team-signal``) but never entries. The in-memory store and Redis (pub/sub) have them; the other
+  backends do not, and their callers poll.
 """
 
 from __future__ import annotations
@@ -70,11 +77,13 @@ __all__ = [
     "encode_key",
     "encode_prefix",
     "encode_segment",
+    "Signals",
     "get_many",
     "is_shortened",
     "path_segment",
     "shared_across_hosts",
     "shared_across_processes",
+    "signals_of",
     "takes_write_options",
     "validate_key",
     "validate_prefix",
@@ -178,6 +187,23 @@ async def get_many(store: BaseStore, keys: Sequence[Key]) -> list[Entry | None]:
         return [await store.get(k) for k in keys]
     found: list[Entry | None] = await native(list(keys))
     return found
+
+
+@runtime_checkable
+class Signals(Protocol):
+    """The optional wake-up capability of a store (see the module docs)."""
+
+    async def signal(self, channel: Key) -> None: ...
+
+    async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool: ...  # noqa: ASYNC109
+
+
+def signals_of(store: object) -> Signals | None:
+    """``store`` as :class:`Signals` when it has the capability (and it is not switched off with
+    ``signals_enabled = False``), else None: the caller polls."""
+    if not getattr(store, "signals_enabled", True):
+        return None
+    return store if isinstance(store, Signals) else None
 
 
 _WRITE_OPTIONS: dict[type, bool] = {}

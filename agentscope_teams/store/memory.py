@@ -2,6 +2,9 @@
 
 Operations do not await, so each one (a fenced put with its fence check and release included) is
 atomic within the loop. ``indexed`` is ignored: listing scans the dict.
+
+Signals (:class:`~.base.Signals`): ``wait_signal`` parks an :class:`anyio.Event` under each channel;
+``signal`` sets the events of that channel. Set ``signals_enabled = False`` to make callers poll.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Sequence
+
+import anyio
 
 from ..errors import LeaseLostError, VersionConflict
 from .base import (
@@ -35,6 +40,8 @@ class InMemoryStore(StoreBackend):
         self._data: dict[str, tuple[Key, bytes, int, float | None]] = {}
         self._streams: dict[Key, tuple[list[int], list[bytes]]] = {}
         self._stream_hwm: dict[Key, int] = {}
+        self._waiters: dict[Key, set[anyio.Event]] = {}
+        self.signals_enabled = True
 
     def _live(self, enc: str) -> tuple[Key, bytes, int, float | None] | None:
         item = self._data.get(enc)
@@ -130,3 +137,26 @@ class InMemoryStore(StoreBackend):
 
     async def delete_stream(self, stream: Key) -> bool:
         return self._streams.pop(validate_key(stream, "stream"), None) is not None
+
+    # -- signals ---------------------------------------------------------------------------
+
+    async def signal(self, channel: Key) -> None:
+        for event in self._waiters.get(validate_key(channel, "channel"), ()):
+            event.set()
+
+    async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool:  # noqa: ASYNC109
+        """True when one of ``channels`` is signalled within ``timeout`` seconds, else False."""
+        event, keys = anyio.Event(), [validate_key(c, "channel") for c in channels]
+        for k in keys:
+            self._waiters.setdefault(k, set()).add(event)
+        try:
+            with anyio.move_on_after(timeout):
+                await event.wait()
+            return event.is_set()
+        finally:
+            for k in keys:
+                waiting = self._waiters.get(k)
+                if waiting is not None:
+                    waiting.discard(event)
+                    if not waiting:
+                        del self._waiters[k]

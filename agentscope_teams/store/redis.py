@@ -27,6 +27,10 @@ index is touched on create or delete, and ``list_keys`` never shows them. Fenced
 (``HGET v``) and, on release, ``DEL`` it after the write: one command. The fence key is passed in
 KEYS, so on one server the check is atomic; on Redis Cluster it must hash to the entry's slot.
 
+Signals (:class:`~.base.Signals`): ``signal(channel)`` is a ``PUBLISH`` on ``<name>:signal`` (the
+channel key's name, so it carries the team's hash tag); waiting goes through one shared pub/sub
+connection per store (:mod:`._redis_signals`). Set ``signals_enabled = False`` to make callers poll.
+
 Expiry: an expired entry stays a member of its indexes until a ``list_keys`` meets it (listing
 checks that each member's entry exists, then removes the member from every index of the key,
 atomically, so a concurrent re-create is kept) or the key is deleted.
@@ -52,6 +56,7 @@ from ..errors import (
     StoreUnavailableError,
     VersionConflict,
 )
+from ._redis_signals import Subscriber
 from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
@@ -214,6 +219,8 @@ class RedisStore(StoreBackend):
         self._append = client.register_script(_APPEND)
         self._put_fenced = client.register_script(_PUT_FENCED)
         self._update_fenced = client.register_script(_UPDATE_FENCED)
+        self._subscriber = Subscriber(client)
+        self.signals_enabled = True
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -289,6 +296,7 @@ class RedisStore(StoreBackend):
                 await pipe.execute()
 
     async def aclose(self) -> None:
+        await self._subscriber.aclose()
         if self._owns_client:
             await self._client.aclose()
 
@@ -438,6 +446,20 @@ class RedisStore(StoreBackend):
         name = self._name(validate_key(stream, "stream"), ":stream")
         with self._guard():
             return bool(await self._client.delete(name))
+
+    # -- signals ---------------------------------------------------------------------------
+
+    async def signal(self, channel: Key) -> None:
+        """``PUBLISH`` on ``channel``: wakes its waiters in every process on this server."""
+        name = self._name(validate_key(channel, "channel"), ":signal")
+        with self._guard():
+            await self._client.publish(name, b"1")
+
+    async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool:  # noqa: ASYNC109
+        """True when one of ``channels`` is signalled within ``timeout``; False at the timeout or,
+        after sleeping it, when the subscriber cannot connect (logged)."""
+        names = [self._name(validate_key(c, "channel"), ":signal") for c in channels]
+        return await self._subscriber.wait(names, timeout)
 
 
 def _expected(expected_version: int | None) -> str:

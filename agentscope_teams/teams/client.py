@@ -5,10 +5,18 @@ A client is bound to one :class:`RuntimeContext`; every key it touches is in its
 (:class:`UnknownTeamError`, which never reveals whether the id exists elsewhere). Each operation loads
 the team record to check that the acting member belongs to it, then delegates to
 :class:`~.board.TaskBoard` or :class:`~.mailbox.Mailbox`.
+
+After a write that can give a member work (a task assigned, completed, failed, released or
+cancelled; a message sent or broadcast) the client signals the team's channel
+(:meth:`~agentscope_teams.keys.TeamKeys.signal`) when the store has signals
+(:func:`~agentscope_teams.store.base.signals_of`), in one place (:meth:`LocalTeamClient._changed`),
+so runtimes waiting on it look at once instead of at their next poll. A failed signal is logged,
+never raised: the write happened, and the poll still finds it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -19,7 +27,7 @@ from ..context import RuntimeContext
 from ..errors import TeamError
 from ..message import new_id, utcnow
 from ..sessions.listing import Listing
-from ..store.base import BaseStore
+from ..store.base import BaseStore, signals_of
 from . import limits
 from .actor import TeamActor
 from .board import TaskBoard
@@ -35,6 +43,8 @@ from .models import (
 )
 from .protocol import TeamClient
 from .registry import TeamRegistry
+
+log = logging.getLogger(__name__)
 
 
 class LocalTeamClient(TeamRegistry):
@@ -65,6 +75,16 @@ class LocalTeamClient(TeamRegistry):
             if m is not None:
                 self._require(team, m)
         return team, TaskBoard(self.store, self._keys(team_id), self.clock)
+
+    async def _changed(self, team_id: str) -> None:
+        """Wake the runtimes serving ``team_id`` (its signal channel), if the store has signals."""
+        signals = signals_of(self.store)
+        if signals is None:
+            return
+        try:
+            await signals.signal(self._keys(team_id).signal())
+        except Exception as exc:  # the write is done; pollers find it
+            log.warning("could not signal team %s: %s", team_id, exc)
 
     async def _mailbox(self, team_id: str, *members: str) -> tuple[Team, Mailbox]:
         team = await self._team(team_id)
@@ -187,7 +207,7 @@ class LocalTeamClient(TeamRegistry):
         actor: str | None = None,
     ) -> Task:
         team, board = await self._board(team_id, actor, assignee)
-        return await board.create(
+        task = await board.create(
             actor or team.lead,
             title,
             description,
@@ -196,6 +216,8 @@ class LocalTeamClient(TeamRegistry):
             max_attempts=max_attempts,
             task_lease=self.task_lease,
         )
+        await self._changed(team_id)
+        return task
 
     async def claim_task(
         self,
@@ -216,15 +238,21 @@ class LocalTeamClient(TeamRegistry):
         self, team_id: str, member: str, task_id: str, result: str = ""
     ) -> Task:
         _, board = await self._board(team_id, member)
-        return await board.complete(member, task_id, result)
+        task = await board.complete(member, task_id, result)
+        await self._changed(team_id)
+        return task
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
         _, board = await self._board(team_id, member)
-        return await board.fail(member, task_id, error)
+        task = await board.fail(member, task_id, error)
+        await self._changed(team_id)
+        return task
 
     async def release_task(self, team_id: str, member: str, task_id: str) -> Task:
         _, board = await self._board(team_id, member)
-        return await board.release(member, task_id)
+        task = await board.release(member, task_id)
+        await self._changed(team_id)
+        return task
 
     async def renew_task_lease(
         self, team_id: str, member: str, task_id: str, *, task_lease: float | None = None
@@ -238,7 +266,9 @@ class LocalTeamClient(TeamRegistry):
         team, board = await self._board(team_id, actor)
         if actor not in (None, team.lead):
             raise TeamError(f"only the lead {team.lead!r} may cancel tasks, not {actor!r}")
-        return await board.cancel(team.lead, task_id, reason)
+        task = await board.cancel(team.lead, task_id, reason)
+        await self._changed(team_id)
+        return task
 
     async def get_task(self, team_id: str, task_id: str) -> Task:
         _, board = await self._board(team_id)
@@ -276,12 +306,16 @@ class LocalTeamClient(TeamRegistry):
         _, box = await self._mailbox(team_id, sender, to)
         if to == sender:
             raise TeamError(f"{sender!r} cannot send a message to itself")
-        return await box.deliver(sender, to, content)
+        message = await box.deliver(sender, to, content)
+        await self._changed(team_id)
+        return message
 
     async def broadcast_message(self, team_id: str, sender: str, content: str) -> list[TeamMessage]:
         team, box = await self._mailbox(team_id, sender)
         others = [p for p in team.participants() if p != sender]
-        return await box.broadcast(sender, others, content)
+        messages = await box.broadcast(sender, others, content)
+        await self._changed(team_id)
+        return messages
 
     async def read_messages(
         self, team_id: str, member: str, *, after: int = 0, limit: int = 100

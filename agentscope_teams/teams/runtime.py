@@ -20,6 +20,15 @@ A member shown ``running`` whose lease nobody holds (the process running it died
 ``idle`` again. Members stop when their team is deleted or marked done; :meth:`aclose` stops every
 call, releases the leases and marks the members it holds ``stopped`` (the others may run elsewhere).
 
+Push wake-ups: when the store has signals (:func:`~agentscope_teams.store.base.signals_of`;
+memory and Redis), a listener task waits on the signal channels of every team served
+(:meth:`~agentscope_teams.keys.TeamKeys.signal`, signalled by the client after board and mailbox
+writes) and nudges the supervisor, so a member's claim begins right after the write instead of at
+the next poll. The poll stays as the fallback: a missed signal (nobody listening yet, a subscriber
+reconnecting, a store without signals) only delays the work until the next poll, so with signals a
+longer ``poll`` (e.g. 5-30 s) is fine; without them keep it short. ``listening`` is the set of
+channels the listener currently waits on.
+
 Marking a team done or deleted marks every member ``stopped`` in the same write, and then only
 ``stopped`` is accepted (:meth:`~.models.Team.with_status`): whichever process held a lease, or none.
 """
@@ -38,7 +47,8 @@ import anyio
 from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, UnknownTeamError
-from ..store.base import BaseStore, Key
+from ..keys import TeamKeys
+from ..store.base import BaseStore, Key, Signals, signals_of
 from . import limits
 from .models import Member, MemberStatus, Team, TeamStatus
 from .protocol import TeamClient
@@ -51,6 +61,8 @@ MAX_REWAKES = 3
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF = 60.0
+#: The longest a signal listener waits before it re-reads the set of teams served.
+LISTEN_REFRESH = 1.0
 
 
 class TeamRuntime:
@@ -78,10 +90,15 @@ class TeamRuntime:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # a step and stop_team never interleave
+        self._served: dict[Key, TeamRef] = {}  # every team the last step looked at
+        self._channels_changed = asyncio.Event()
+        self.listening: frozenset[Key] = frozenset()
+        self.steps = 0  # supervisor steps done (tests wait for the first)
 
     def watch(self, ref: TeamRef) -> None:
         """Serve ``ref``'s members from now on (starts the supervisor if needed)."""
         self.refs.setdefault(ref.key, ref)
+        self._channels_changed.set()
         self.start()
         self.nudge()
 
@@ -120,6 +137,9 @@ class TeamRuntime:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._heartbeat)
+                signals = signals_of(self.store)
+                if signals is not None:
+                    tg.start_soon(self._listen, signals)
                 while True:
                     self._wake.clear()  # nudges during the step wake the next one at once
                     await self.step()
@@ -130,10 +150,51 @@ class TeamRuntime:
             with anyio.CancelScope(shield=True):
                 await self._shutdown()
 
+    def _channels(self) -> frozenset[Key]:
+        refs = {**self._served, **self.refs}
+        return frozenset(TeamKeys(r.ctx.owner_scope(), r.team_id).signal() for r in refs.values())
+
+    async def _listen(self, signals: Signals) -> None:
+        """Nudge the supervisor whenever a served team's channel is signalled (see the module
+        docs). A failing store is logged and retried after ``poll``: the poll covers the gap."""
+        while True:
+            self._channels_changed.clear()
+            channels = self._channels()
+            self.listening = channels
+            if not channels:
+                with anyio.move_on_after(LISTEN_REFRESH):
+                    await self._channels_changed.wait()
+                continue
+            woke = False
+            try:
+                async with anyio.create_task_group() as tg:
+
+                    async def changed(scope: anyio.CancelScope = tg.cancel_scope) -> None:
+                        await self._channels_changed.wait()
+                        scope.cancel()
+
+                    tg.start_soon(changed)
+                    woke = await signals.wait_signal(sorted(channels), LISTEN_REFRESH)
+                    tg.cancel_scope.cancel()
+            except Exception as exc:
+                self.listening = frozenset()
+                log.warning("waiting for team signals failed, polling instead: %s", exc)
+                await anyio.sleep(self.poll)
+                continue
+            if woke:
+                self.nudge()
+
+    def _note_served(self, refs: list[TeamRef]) -> None:
+        served = {r.key: r for r in refs}
+        if served.keys() != self._served.keys():
+            self._served = served
+            self._channels_changed.set()
+
     async def step(self) -> None:
         """One look at every served team."""
         async with self._lock:
             await self._step()
+            self.steps += 1
 
     async def _step(self) -> None:
         refs, complete = list(self.refs.values()), True
@@ -148,6 +209,7 @@ class TeamRuntime:
                 await self._serve(ref)
             except Exception as exc:
                 log.warning("could not serve team %s: %s", ref.team_id, exc)
+        self._note_served(refs)
         served = {r.key for r in refs}
         for key, slot in list(self.slots.items()):  # teams no longer served (stopped, vanished)
             if complete and slot.ref.key not in served:
