@@ -7,10 +7,7 @@ call injected something its last save keeps the lease and the release follows th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
 from agentscope_teams.agent import ReActConfig
@@ -19,10 +16,8 @@ from agentscope_teams.store import RedisStore
 from agentscope_teams.subagents import RunBook
 from agentscope_teams.subagents.inbox import INBOX_META, Notice
 
-from ..agent.conftest import _drop_redis_namespace
 from ..agent.test_call_commands import Counted
-from ..backends import REDIS_URL, unique_namespace
-from ..conftest import require_service
+from ..agent.test_call_commands import redis_store as redis_store  # the fixture
 from .helpers import spec
 
 #: Lease create, session read, inbox cursor read, inbox stream read, fenced save with release
@@ -30,15 +25,6 @@ from .helpers import spec
 WITH_SPECS_EXISTING_SESSION = 5
 
 CTX = RuntimeContext(session_id="s1", user_id="u1", org_id="o1")
-
-
-@pytest.fixture
-async def redis_store() -> AsyncIterator[RedisStore]:
-    require_service("redis")
-    namespace = unique_namespace()
-    async with RedisStore(REDIS_URL, namespace=namespace) as store:
-        yield store
-    await _drop_redis_namespace(namespace)
 
 
 def lead(store: RedisStore, workspace: Path) -> HarnessAgent:
