@@ -29,6 +29,7 @@ from . import (
     state_size,
     store_latency,
     task_claim,
+    wakeup_latency,
 )
 from .anchor import anchor_python
 from .stats import machine
@@ -47,6 +48,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "claim_held": claim_held.run,
     "mailbox_latency": mailbox_latency.run,
     "spawn_overhead": spawn_overhead.run,
+    "wakeup_latency": wakeup_latency.run,
 }
 
 
