@@ -17,6 +17,7 @@ LAYERS: dict[str, int] = {
     "state": 2,
     "store": 3,
     "keys": 4,
+    "listing": 4,
     "sessions": 5,
     "model": 6,
     "events": 7,

@@ -20,9 +20,9 @@ from rich.text import Text
 
 from ..errors import VersionConflict
 from ..keys import SessionAddress
+from ..listing import UNREADABLE, describe
+from ..listing import log as listing_log
 from ..sessions import SessionRecord, SessionStorage, Unreadable
-from ..sessions.listing import UNREADABLE, describe
-from ..sessions.listing import log as listing_log
 from ..store.base import BaseStore
 from ..store.url import redact_url
 from .common import (

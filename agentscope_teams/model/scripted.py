@@ -38,6 +38,17 @@ ScriptItem: TypeAlias = ModelResponse | str | BaseException | ScriptFunction
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
 
 
+def replay(response: ModelResponse) -> list[StreamItem]:
+    """A finished response as a stream would deliver it: word-sized text deltas, one delta per tool
+    call, then the response (for models that compute the whole answer at once)."""
+    items: list[StreamItem] = [TextDelta(text=w) for w in _WORDS.findall(response.text)]
+    items += [
+        ToolCallDelta(index=i, id=c.id, name=c.name, arguments=json.dumps(c.input))
+        for i, c in enumerate(response.tool_calls)
+    ]
+    return [*items, response]
+
+
 def _snapshot(request: ModelRequest) -> ModelRequest:
     """A copy of ``request`` immune to later changes of the conversation, without a deep copy.
 
@@ -109,14 +120,8 @@ class ScriptedModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         """Word-sized :class:`TextDelta` items, one :class:`ToolCallDelta` per call, then the response."""
-        response = await self.generate(request)
-        for word in _WORDS.findall(response.text):
-            yield TextDelta(text=word)
-        for index, call in enumerate(response.tool_calls):
-            yield ToolCallDelta(
-                index=index, id=call.id, name=call.name, arguments=json.dumps(call.input)
-            )
-        yield response
+        for item in replay(await self.generate(request)):
+            yield item
 
     def _next(self, request: ModelRequest) -> ScriptItem:
         """Record the request and take the next item (no await: arrival order is consumption order)."""

@@ -31,11 +31,11 @@ or ``OfflineReviewModel()``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Sequence
 
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
-from ..model.base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolCallDelta, Usage
+from ..model.base import ModelRequest, ModelResponse, StreamItem, Usage
+from ..model.scripted import replay
 from ..teams.delivery import TEAM_SENDER
 from ..teams.work import WAKE
 from .offline_lead import lead_step
@@ -45,7 +45,6 @@ from .transcript import Call, Step
 MODEL_NAME = "offline-review (deterministic, no LLM)"
 LEAD_TOOLS = frozenset({"createTeam", "spawnMember", "assignTask", "waitForTeam"})
 _SUMMARY_MARK = "\n\n## Summary of the earlier conversation"
-_WORDS = re.compile(r"\s*\S+\s*|\s+")
 UNSUPPORTED = (
     "I am the offline review model: deterministic static analysis, not an LLM. I only play the "
     "code-review team of `agentscope-teams review PATH` (the lead and its reviewers); set an API key "
@@ -81,14 +80,8 @@ class OfflineReviewModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         """Word-sized text deltas, one delta per tool call, then the response."""
-        response = await self.generate(request)
-        for word in _WORDS.findall(response.text):
-            yield TextDelta(text=word)
-        for index, call in enumerate(response.tool_calls):
-            yield ToolCallDelta(
-                index=index, id=call.id, name=call.name, arguments=json.dumps(call.input)
-            )
-        yield response
+        for item in replay(await self.generate(request)):
+            yield item
 
 
 def offline_model() -> OfflineReviewModel:

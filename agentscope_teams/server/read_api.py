@@ -7,8 +7,8 @@ Subagent runs are read as stored: an active run whose executing lease is gone is
 from __future__ import annotations
 
 from ..keys import RUN, RunKeys, family_of, user_runs_prefix
+from ..listing import UNREADABLE, unreadable
 from ..sessions import SessionRecord, SessionStorage
-from ..sessions.listing import UNREADABLE, unreadable
 from ..store.base import Key
 from ..subagents.runs import RunBook, RunRecord
 from . import schemas as s

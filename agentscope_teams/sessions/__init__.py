@@ -3,7 +3,7 @@ and listings that report unreadable records instead of failing (:mod:`.listing`)
 
 from __future__ import annotations
 
-from .listing import Listing, Unreadable
+from ..listing import Listing, Unreadable  # re-exported: the listings of every record kind
 from .records import (
     SESSION_SCHEMA_VERSION,
     SessionConfig,

@@ -25,10 +25,10 @@ from pydantic import ValidationError
 
 from ..errors import LeaseLostError, SchemaVersionError, VersionConflict
 from ..keys import SESSION, SessionAddress, sessions_prefix
+from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
 from ..state import AgentState, raise_if_newer
 from ..store.base import BaseStore, Fence, Key
-from .listing import UNREADABLE, Listing, Unreadable, unreadable
 from .records import (
     EMPTY_STATE,
     VERSIONED_PARTS,

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from ..agent.extension import ReadMark
 from ..errors import VersionConflict
+from ..listing import UNREADABLE, unreadable
 from ..message import Msg, UserMsg, utcnow
-from ..sessions.listing import UNREADABLE, unreadable
 from ..state import AgentState
 from ..store.base import BaseStore, Key
 

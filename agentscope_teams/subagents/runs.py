@@ -24,8 +24,8 @@ from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import VersionConflict
 from ..keys import RunKeys
+from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
-from ..sessions.listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
 from .inbox import Inbox, Notice

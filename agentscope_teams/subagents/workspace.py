@@ -28,7 +28,7 @@ import anyio
 
 from ..context import RuntimeContext
 from ..keys import RUN, RunKeys
-from ..sessions.listing import UNREADABLE
+from ..listing import UNREADABLE
 from ..store.base import BaseStore, decode_segment, is_shortened, path_segment
 from .runs import RunBook
 

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 
 from ..errors import UnknownTaskError
+from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
-from ..sessions.listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, Entry, Key, get_many
 from .eligibility import blocked_reason
 from .models import Task, TaskStatus, TeamKeys

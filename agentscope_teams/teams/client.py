@@ -25,8 +25,8 @@ import anyio
 
 from ..context import RuntimeContext
 from ..errors import TeamError
+from ..listing import Listing
 from ..message import new_id, utcnow
-from ..sessions.listing import Listing
 from ..store.base import BaseStore, signals_of
 from . import limits
 from .actor import TeamActor

@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field, model_validator
 
 from ..context import RuntimeContext
 from ..keys import TEAM_RUNTIME, directory_key, directory_prefix
+from ..listing import UNREADABLE, Unreadable, unreadable
 from ..message import utcnow
-from ..sessions.listing import UNREADABLE, Unreadable, unreadable
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import anyio
 
 from ..errors import VersionConflict
-from ..sessions.listing import UNREADABLE, Listing, Unreadable, unreadable
+from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, shared_across_processes
 from . import limits
 from .models import InboxCursor, TeamKeys, TeamMessage

@@ -12,7 +12,7 @@ from ..errors import (
     VersionConflict,
 )
 from ..keys import REGISTRY_SEGMENT, TeamKeys, team_id_of, team_index_prefix
-from ..sessions.listing import UNREADABLE, Listing, Unreadable, unreadable
+from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, Key
 from .models import Member, Team, TeamStatus
 

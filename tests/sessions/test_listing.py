@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from agentscope_teams.errors import SchemaVersionError
+from agentscope_teams.listing import Listing
 from agentscope_teams.sessions import SessionStorage, session_key
-from agentscope_teams.sessions.listing import Listing
 from agentscope_teams.store import StoreBackend
 
 pytestmark = pytest.mark.anyio

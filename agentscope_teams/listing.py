@@ -1,4 +1,5 @@
-"""Listings that decode many records: one unreadable record is reported, never hides the rest.
+"""Listings that decode many records (sessions, runs, tasks, teams, messages): one unreadable record
+is reported, never hides the rest.
 
 Every listing of stored records (``SessionStorage.list_sessions``, ``RunBook.list``, the task
 board's ``list_tasks`` / ``open_tasks`` / ``open_board``, ``list_teams``, a team inbox read, the
@@ -21,8 +22,8 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from ..errors import SchemaVersionError
-from ..store.base import Key
+from .errors import SchemaVersionError
+from .store.base import Key
 
 T = TypeVar("T")
 
