@@ -50,13 +50,17 @@ async def read_chunk(
     rows: dict[bytes, list[Any]] = {}
     for row in (await conn.execute(many_statement(t, live, hs))).all():
         rows.setdefault(bytes(row[0]), []).append(row)
-    out: dict[bytes, Entry] = {}
-    for h, found in rows.items():
-        version, value, nparts = found[0][1], found[0][2], found[0][3]
-        if nparts:
-            parts = [r[4] for r in found]
-            if len(parts) != nparts or any(p is None for p in parts):
-                raise Retry
-            value = b"".join(parts)
-        out[h] = Entry(bytes(value), int(version))
-    return out
+    return {h: entry_of(found, at=1) for h, found in rows.items()}
+
+
+def entry_of(rows: Sequence[Any], *, at: int = 0) -> Entry:
+    """The entry of one key's result rows, whose columns from ``at`` on are (version, head value,
+    number of parts, part): the head value, or the parts joined (``Retry`` when a concurrent write
+    left them torn)."""
+    version, value, nparts = rows[0][at], rows[0][at + 1], rows[0][at + 2]
+    if nparts:
+        parts = [r[at + 3] for r in rows]
+        if len(parts) != nparts or any(p is None for p in parts):
+            raise Retry
+        value = b"".join(parts)
+    return Entry(bytes(value), int(version))

@@ -161,15 +161,7 @@ class SqlStore(StoreBackend):
 
         async def run(conn: AsyncConnection) -> Entry | None:
             rows = (await conn.execute(stmt)).all()
-            if not rows:
-                return None
-            version, value, nparts = rows[0][0], rows[0][1], rows[0][2]
-            if nparts:
-                chunks = [r[3] for r in rows]
-                if len(chunks) != nparts or any(c is None for c in chunks):
-                    raise Retry
-                value = b"".join(chunks)
-            return Entry(bytes(value), int(version))
+            return reads.entry_of(rows) if rows else None
 
         return await self._run("get", run, single=True)
 
