@@ -92,12 +92,22 @@ def blockage(task: Task, states: Mapping[str, TaskStatus | None]) -> Blockage | 
         if s is None or s in (TaskStatus.FAILED, TaskStatus.CANCELLED)
     ]
     if dead:
-        return Blockage(ClaimOutcome.BLOCKED, "blocked by " + ", ".join(dead))
+        return Blockage(ClaimOutcome.BLOCKED, DEAD_BLOCKERS + ", ".join(dead))
     waiting = [b for b, s in states.items() if s is not TaskStatus.COMPLETED]
     if waiting:
         reason = "waiting for unfinished task(s) " + ", ".join(map(repr, waiting))
         return Blockage(ClaimOutcome.WAITING, reason)
     return None
+
+
+#: How ``blocked_reason`` starts when a blocker failed, was cancelled or deleted.
+DEAD_BLOCKERS = "blocked by "
+
+
+def never_starts(status: TaskStatus, blocked_reason: str | None) -> bool:
+    """A pending task that can never start: one of its blockers failed, was cancelled or deleted
+    (what :func:`blocked_reason` says of it)."""
+    return status is TaskStatus.PENDING and (blocked_reason or "").startswith(DEAD_BLOCKERS)
 
 
 def blocked_reason(task: Task, states: Mapping[str, TaskStatus | None]) -> str | None:

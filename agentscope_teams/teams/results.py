@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..tools import ToolOutput
+from .eligibility import never_starts
 from .models import Task, TaskStatus
 
 #: Longest task result or error shown in full by waitForTeam (a member's whole report must fit).
@@ -52,8 +53,7 @@ class TaskBrief(ToolOutput):
     @property
     def stuck(self) -> bool:
         """Pending but never able to start: a blocker failed, was cancelled or deleted."""
-        reason = self.blocked_reason or ""
-        return self.status is TaskStatus.PENDING and reason.startswith("blocked by")
+        return never_starts(self.status, self.blocked_reason)
 
     def line(self, *, full: bool = False) -> str:
         """One task: id, status, title, owner or assignee, and its result, error or blocker."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from .eligibility import never_starts
 from .models import Task, TaskStatus
 from .protocol import TeamClient
 
@@ -27,9 +28,8 @@ def parse_status(status: str | None) -> TaskStatus | None:
 
 
 def stuck(task: Task) -> bool:
-    """A pending task that can never start: one of its blockers failed, was cancelled or deleted."""
-    reason = task.blocked_reason or ""
-    return task.status is TaskStatus.PENDING and reason.startswith("blocked by")
+    """A pending task that can never start (see :func:`~.eligibility.never_starts`)."""
+    return never_starts(task.status, task.blocked_reason)
 
 
 def settled(task: Task) -> bool:
