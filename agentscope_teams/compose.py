@@ -7,7 +7,9 @@ subagent and team layers, is the one place that puts them together:
   tools (:class:`~agentscope_teams.subagents.SubagentExtension`) and, for a top-level agent, the
   team lead tools (:class:`~agentscope_teams.teams.TeamLeadExtension`) over the same specs.
 * :class:`HarnessAgent` is a ``SessionAgent`` whose constructor also takes ``specs=`` (and the
-  subagent and team options) and adds those extensions.
+  subagent and team options) and adds those extensions, and ``mcp_servers=`` (a ``.mcp.json``, a
+  directory holding one, or a mapping): the tools of those MCP servers for the agent, and for its
+  subagents and team members the MCP tools their spec selects (:mod:`agentscope_teams.mcp`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .agent.config import ReActConfig
 from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
 from .errors import ConfigurationError
+from .mcp import McpToolset
 from .model.base import ChatModel
 from .sessions import SessionSource
 from .store.base import BaseStore
@@ -32,6 +35,7 @@ def extensions_from_specs(
     *,
     teams: bool | None = None,
     team_options: Mapping[str, Any] | None = None,
+    mcp: McpToolset | None = None,
     **subagent_options: Any,
 ) -> list[Extension]:
     """The subagent extension for ``specs`` and, when ``teams`` (default: a top-level agent, depth
@@ -39,16 +43,17 @@ def extensions_from_specs(
 
     ``subagent_options`` go to :meth:`SubagentExtension.build` (``max_depth``, ``max_concurrent``,
     ``model_aliases``, ``lease_ttl``, ``workspace_root``, ``models``); ``team_options`` to
-    :class:`TeamLeadExtension` (``run_members``, ``member_model``, ``task_lease``, ...).
+    :class:`TeamLeadExtension` (``run_members``, ``member_model``, ``task_lease``, ...). With
+    ``mcp``, children and members get the MCP tools their spec selects.
     """
     # imported here, when specs are given, so that ``import agentscope_teams`` stays cheap
     from .subagents.extension import SubagentExtension
     from .teams.extension import TeamLeadExtension
 
-    sub = SubagentExtension.build(agent, specs, **subagent_options)
+    sub = SubagentExtension.build(agent, specs, mcp=mcp, **subagent_options)
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:
-        options = {"models": sub.models, **(team_options or {})}
+        options = {"models": sub.models, "mcp": mcp, **(team_options or {})}
         found.append(TeamLeadExtension(sub.specs, **options))
     return found
 
@@ -56,7 +61,13 @@ def extensions_from_specs(
 class HarnessAgent(SessionAgent):
     """A :class:`SessionAgent` with subagents and teams from ``specs`` (a directory, specs, or a
     mapping of them); see :func:`extensions_from_specs` for ``teams``, ``team_options`` and the
-    subagent options. Without ``specs`` it is a plain ``SessionAgent``."""
+    subagent options. Without ``specs`` it is a plain ``SessionAgent``.
+
+    ``mcp_servers`` adds MCP tools (``mcp__<server>__<tool>``): a path to a ``.mcp.json`` (or a
+    directory holding one), a mapping in the same format, or an :class:`~.mcp.McpToolset` shared
+    with other agents (then this agent does not stop its servers). ``mcp_options`` go to the
+    :class:`~.mcp.McpPool` (``max_live``, ``idle_timeout``, ``call_timeout``, ``startup_timeout``).
+    Servers start lazily and stop at :meth:`aclose`."""
 
     def __init__(
         self,
@@ -81,6 +92,8 @@ class HarnessAgent(SessionAgent):
         depth: int = 0,
         teams: bool | None = None,
         team_options: Mapping[str, Any] | None = None,
+        mcp_servers: Any = None,
+        mcp_options: Mapping[str, Any] | None = None,
         **subagent_options: Any,
     ) -> None:
         super().__init__(
@@ -102,9 +115,18 @@ class HarnessAgent(SessionAgent):
             session_source=session_source,
             depth=depth,
         )
+        self._owns_mcp = not isinstance(mcp_servers, McpToolset)
+        self.mcp = McpToolset.from_config(mcp_servers, **(mcp_options or {}))
+        if self.mcp.servers:
+            self.extensions.append(self.mcp.extension())
         if specs is not None:
             self.extensions += extensions_from_specs(
-                self.view, specs, teams=teams, team_options=team_options, **subagent_options
+                self.view,
+                specs,
+                teams=teams,
+                team_options=team_options,
+                mcp=self.mcp,
+                **subagent_options,
             )
         elif subagent_options or teams or team_options:
             named = sorted(
@@ -115,3 +137,12 @@ class HarnessAgent(SessionAgent):
                 }
             )
             raise ConfigurationError(f"options {named} need specs=")
+
+    async def aclose(self) -> None:
+        """Stop the extensions' background work and the MCP servers this agent started, then
+        close the store if this agent created it."""
+        try:
+            await super().aclose()
+        finally:
+            if self._owns_mcp:
+                await self.mcp.aclose()

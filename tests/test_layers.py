@@ -23,14 +23,15 @@ LAYERS: dict[str, int] = {
     "events": 7,
     "tools": 7,
     "agent": 8,
-    "subagents": 9,
-    "teams": 10,
-    "compose": 11,
-    "review": 12,
-    "server": 13,
-    "cli": 14,
-    "__init__": 15,
-    "__main__": 16,
+    "mcp": 9,
+    "subagents": 10,
+    "teams": 11,
+    "compose": 12,
+    "review": 13,
+    "server": 14,
+    "cli": 15,
+    "__init__": 16,
+    "__main__": 17,
 }
 
 

@@ -3,7 +3,7 @@
 The agent knows no extension by name. Each one is given, per call, a :class:`CallScope`: a frozen
 :class:`AgentView` of what it may use (model, toolkit, config, permissions, store, timeouts, depth,
 workspace root), the caller's context, the session state and the tool environment. Per call, an
-extension may offer tools, add to the system prompt, inject messages before each reasoning step,
+extension may prepare (async, before anything else), offer tools, add to the system prompt, inject messages before each reasoning step,
 learn when the state was saved (to acknowledge what it injected: delivery is at-least-once,
 acknowledged only after the state holding the message is durable) and when the reply ended, and
 say (:meth:`Extension.works_after_save`) whether those hooks still need the session lease.
@@ -87,6 +87,11 @@ class ReadMark:
 
 class Extension:
     """Base class with no-op hooks; subclasses override what they need."""
+
+    async def prepare(self, scope: CallScope) -> None:
+        """Once per call, before :meth:`tools` and :meth:`system_prompt` are asked (e.g. to
+        list a remote server's tools)."""
+        return None
 
     def tools(self, scope: CallScope) -> list[Tool]:
         return []

@@ -288,6 +288,8 @@ class SessionAgent:
             for ext in self.extensions:
                 await ext.after_save(scope)
 
+        for ext in self.extensions:
+            await ext.prepare(scope)
         options = self._options(scope, save)
         final: Msg | None = None
         try:

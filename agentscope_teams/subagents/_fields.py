@@ -31,10 +31,20 @@ NATIVE_TOOLS = frozenset(CLAUDE_CODE_TOOLS.values())
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku"})
 #: Keys a spec's frontmatter may hold; any other key is kept in ``extra`` with a warning.
 SPEC_KEYS = frozenset(
-    {"name", "description", "workspace", "model", "steps", "max_iters", "tools", "context"}
+    {
+        "name",
+        "description",
+        "workspace",
+        "model",
+        "steps",
+        "max_iters",
+        "tools",
+        "context",
+        "mcpServers",
+    }
 )
 _CLAUDE_CODE_KEYS = frozenset(
-    {"color", "permissionMode", "disallowedTools", "skills", "hooks", "memory", "mcpServers"}
+    {"color", "permissionMode", "disallowedTools", "skills", "hooks", "memory"}
 )
 #: Subagent names: an identifier only (keys and paths escape every segment), so dotted names
 #: written for Claude Code (``dotnet-framework-4.8-expert``) load; no leading or trailing dot, so a
@@ -44,6 +54,8 @@ NAME_RULE = "1-64 letters, digits, '-', '_' or '.' (but must not start or end wi
 _TOOL_NAME_RE = re.compile(
     r"[a-z][A-Za-z0-9_]*"
 )  # read_file, claimTask; Claude Code's are Capitalized
+#: MCP tool selections: ``mcp__<server>`` (all its tools) or ``mcp__<server>__<tool>`` (globs allowed).
+_MCP_NAME_RE = re.compile(r"mcp__[A-Za-z0-9_-]+(?:__[A-Za-z0-9_*?.\[\]-]+)?")
 _TOOL_SPLIT_RE = re.compile(r",(?![^(]*\))")  # commas outside "Bash(git diff:*)" patterns
 
 
@@ -94,8 +106,9 @@ def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]
     """Return ``(tools, unavailable_tools, warnings)``; Claude Code names map to native ones.
 
     Names of this runtime start with a lowercase letter (``read_file``, ``claimTask``, a custom
-    ``search_docs``); Claude Code's other tools (``Bash``, ``WebFetch``) and MCP tools
-    (``mcp__github__create_issue``) are not offered here and are reported.
+    ``search_docs``); MCP tools (``mcp__github__create_issue``, or ``mcp__github`` for every tool of
+    that server) are kept and served by the agent's MCP servers; Claude Code's other tools
+    (``Bash``, ``WebFetch``) are not offered here and are reported.
     """
     names = split_tools(value)
     if names is None:
@@ -104,7 +117,9 @@ def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]
     unavailable: list[str] = []
     for name in names:
         native = CLAUDE_CODE_TOOLS.get(name, name)
-        if _TOOL_NAME_RE.fullmatch(native) and not native.startswith("mcp__"):
+        if _MCP_NAME_RE.fullmatch(native) or (
+            _TOOL_NAME_RE.fullmatch(native) and not native.startswith("mcp__")
+        ):
             if native not in tools:
                 tools.append(native)
         elif name not in unavailable:
@@ -287,3 +302,41 @@ def unknown_key_note(key: str) -> str:
         return f"Claude Code key {key!r} is ignored (kept in `extra`)"
     hint = f"; did you mean {key.lower()!r}?" if key.lower() in SPEC_KEYS else ""
     return f"unknown key {key!r} is ignored (kept in `extra`){hint}"
+
+
+def check_mcp_servers(value: Any) -> Any:
+    """Read ``mcpServers`` as Claude Code writes it: a list whose entries name a configured server
+    (``- github``) or define one inline (``- time: {command: ..., args: [...]}``), or a mapping of
+    names to servers. Returns ``{name: server, or None for a reference}``."""
+    from ..errors import ConfigurationError
+    from ..mcp.config import parse_server
+
+    if value is None:
+        return {}
+    entries: list[tuple[str, Any]] = []
+    if isinstance(value, Mapping):
+        entries = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if isinstance(item, str) and item.strip():
+                entries.append((item.strip(), None))
+            elif isinstance(item, Mapping) and len(item) == 1:
+                entries += [(str(k), v) for k, v in item.items()]
+            else:
+                raise ValueError(
+                    f"mcpServers[{index}] must be a server name or a one-key mapping "
+                    f"`name: {{command: ...}}`, got {describe(item)}"
+                )
+    else:
+        raise ValueError(
+            f"mcpServers must be a list of server names or definitions, got {describe(value)}"
+        )
+    servers: dict[str, Any] = {}
+    for name, raw in entries:
+        if isinstance(raw, str):  # an entry `name: name` is a reference too
+            raw = None
+        try:
+            servers[name] = None if raw is None else parse_server(name, raw, "mcpServers")
+        except ConfigurationError as exc:
+            raise ValueError(str(exc).removeprefix("mcpServers: ")) from None
+    return servers

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..agent.harness import SessionAgent
@@ -23,6 +24,9 @@ from ..state import AgentState
 from .inbox import Inbox, acknowledge, take
 from .spawn import spawn_agent
 from .spec import SubagentSpec
+
+if TYPE_CHECKING:
+    from ..mcp import McpToolset
 
 
 class MailExtension(Extension):
@@ -51,6 +55,7 @@ def build_child(
     workspace: Path,
     mail: Inbox,
     lease_ttl: float,
+    mcp: McpToolset | None = None,
 ) -> SessionAgent:
     """The child agent of one run, one level below ``parent``, reading its ``agent_send`` mail."""
     return spawn_agent(
@@ -67,6 +72,7 @@ def build_child(
         busy_timeout=parent.busy_timeout,
         session_source=SessionSource.SUBAGENT,
         depth=parent.depth + 1,
+        mcp=mcp,
     )
 
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..errors import ConfigurationError, ToolError
@@ -32,6 +32,9 @@ from .spec import ContextMode, SubagentSpec, WorkspaceMode
 from .tools import bind_tools
 from .workspace import prepare, run_dir, slot_for
 
+if TYPE_CHECKING:
+    from ..mcp import McpToolset
+
 log = logging.getLogger(__name__)
 
 NOTICE_SENDER = "subagents"
@@ -46,7 +49,7 @@ class _CallData:
 
 
 def _warn(agent: AgentView, spec: SubagentSpec) -> None:
-    unknown = agent.toolkit.unknown(spec.tools or [])
+    unknown = [t for t in agent.toolkit.unknown(spec.tools or []) if not t.startswith("mcp__")]
     if unknown:
         log.warning("subagent %s: %s are not tools of %s; ignored", spec.name, unknown, agent.name)
     path = spec.workspace.path
@@ -69,8 +72,10 @@ class SubagentExtension(Extension):
         lease_ttl: float,
         workspace_root: Path,
         models: Mapping[str, ChatModel] | None = None,
+        mcp: McpToolset | None = None,
     ) -> None:
         self.agent, self.specs = agent, specs
+        self.mcp = mcp
         self.max_depth, self.max_concurrent = max_depth, max_concurrent
         self.lease_ttl = lease_ttl
         self.root = workspace_root
@@ -94,13 +99,15 @@ class SubagentExtension(Extension):
         lease_ttl: float | None = None,
         workspace_root: Path | str | None = None,
         models: Mapping[str, ChatModel] | None = None,
+        mcp: McpToolset | None = None,
     ) -> SubagentExtension:
         """Load ``specs`` (a directory, specs, or a mapping) and check the limits.
 
         ``lease_ttl`` (default: the agent's) bounds how long a crashed process's run stays
         "running"; ``workspace_root`` (default: the agent's workspace) holds isolated run dirs;
         ``models`` maps a spec's ``model`` name to a model object (shared clients, scripted tests)
-        before it is parsed as ``"provider:model"``.
+        before it is parsed as ``"provider:model"``; ``mcp`` gives children the MCP tools their
+        spec selects.
         """
         if max_depth < 1 or max_concurrent < 1:
             raise ConfigurationError(
@@ -121,6 +128,7 @@ class SubagentExtension(Extension):
             lease_ttl=ttl,
             workspace_root=root,
             models=models,
+            mcp=mcp,
         )
 
     @property
@@ -238,6 +246,7 @@ class SubagentExtension(Extension):
                 workspace=workspace or scope.env.workspace,
                 mail=book.mail(run_id),
                 lease_ttl=self.lease_ttl,
+                mcp=self.mcp,
             )
             if agent.depth + 1 < self.max_depth:
                 child.extensions.append(self._for_child(child.view))
@@ -270,6 +279,7 @@ class SubagentExtension(Extension):
             lease_ttl=self.lease_ttl,
             workspace_root=self.root,
             models=self.models,
+            mcp=self.mcp,
         )
 
     async def aclose(self) -> None:

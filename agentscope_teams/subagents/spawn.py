@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..agent.config import ReActConfig
 from ..agent.extension import Extension
@@ -21,6 +22,9 @@ from ..sessions import SessionSource
 from ..store.base import BaseStore
 from ..tools import PermissionEngine, Toolkit
 from .spec import SubagentSpec
+
+if TYPE_CHECKING:
+    from ..mcp import McpToolset
 
 
 class ModelPool:
@@ -67,9 +71,14 @@ def spawn_agent(
     busy_timeout: float,
     session_source: SessionSource,
     depth: int = 0,
+    mcp: McpToolset | None = None,
 ) -> SessionAgent:
-    """An agent running ``spec`` as ``name`` in ``workspace``, sharing ``store``."""
+    """An agent running ``spec`` as ``name`` in ``workspace``, sharing ``store``; with ``mcp``,
+    it also gets the MCP tools the spec selects (:meth:`McpToolset.for_spec`)."""
     tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
+    mcp_tools = mcp.for_spec(spec) if mcp is not None else None
+    if mcp_tools is not None:
+        extensions = [*extensions, mcp_tools]
     if spec.steps is not None:
         config = config.model_copy(update={"max_iters": spec.steps})
     return SessionAgent(

@@ -10,12 +10,14 @@ The body is the subagent's system prompt::
     model: openai:gpt-4o-mini # optional: inherit (default); sonnet/opus/haiku via model_aliases
     steps: 8                  # optional, alias max_iters
     tools: [read_file, grep_files]  # or "Read, Grep"; absent: inherit the parent's tools
+    mcpServers: [github]      # optional: configured MCP servers by name, or inline definitions
     context: fresh            # fresh (default) | fork
     ---
     You are a subagent focused on code review.
 
 Files written for Claude Code (``.claude/agents/*.md``) load unchanged: its tool names are mapped
-(``Read`` -> ``read_file``, ...), tools this runtime does not offer (``Bash``, ``mcp__*``) are listed in
+(``Read`` -> ``read_file``, ...), MCP tools (``mcp__<server>__<tool>``) are served by the agent's MCP servers (see
+:mod:`agentscope_teams.mcp`), tools this runtime does not offer (``Bash``) are listed in
 :attr:`SubagentSpec.unavailable_tools`, and unknown keys (``color``, ...) are kept in
 :attr:`SubagentSpec.extra`, each with a warning. Every problem is a :class:`SpecError` naming the file and
 the line in the file; :func:`load_specs` collects the problems of every file before raising
@@ -41,6 +43,7 @@ from pydantic import (
 )
 
 from ..errors import SpecError, SpecErrors
+from ..mcp.config import HttpServer, StdioServer
 from ._fields import (
     CLAUDE_CODE_TOOLS,
     CLAUDE_MODEL_ALIASES,
@@ -48,6 +51,7 @@ from ._fields import (
     SPEC_KEYS,
     check_choice,
     check_description,
+    check_mcp_servers,
     check_name,
     check_path,
     check_steps,
@@ -121,7 +125,7 @@ class SubagentSpec(BaseModel):
     keys, which go in ``extra`` explicitly.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     name: str
     description: str
@@ -131,6 +135,9 @@ class SubagentSpec(BaseModel):
     tools: list[str] | None = None
     unavailable_tools: list[str] = Field(default_factory=list)
     context: ContextMode = ContextMode.FRESH
+    mcp_servers: dict[str, StdioServer | HttpServer | None] = Field(
+        default_factory=dict, alias="mcpServers"
+    )
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     extra: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
@@ -172,6 +179,11 @@ class SubagentSpec(BaseModel):
     @classmethod
     def _check_tools(cls, value: Any) -> Any:
         return split_tools(value)
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _check_mcp_servers(cls, value: Any) -> Any:
+        return check_mcp_servers(value)
 
     @field_validator("context", mode="before")
     @classmethod

@@ -30,6 +30,7 @@ from .models import Member, Team
 from .protocol import TeamClient
 
 if TYPE_CHECKING:
+    from ..mcp import McpToolset
     from .extension import TeamMemberExtension
 
 ClientFactory = Callable[[BaseStore, RuntimeContext], TeamClient]
@@ -87,6 +88,7 @@ class MemberBuilder:
     busy_timeout: float = 60.0
     description: str = ""
     on_change: Callable[[], None] | None = None
+    mcp: McpToolset | None = None
 
     def __post_init__(self) -> None:
         self.pool = ModelPool(self.model, self.models)  # shares ``models``: names resolve once
@@ -132,5 +134,6 @@ class MemberBuilder:
             lease_ttl=self.lease_ttl,
             busy_timeout=self.busy_timeout,
             session_source=SessionSource.TEAM,
+            mcp=self.mcp,
         )
         return agent, ext

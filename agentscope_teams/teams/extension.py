@@ -47,6 +47,7 @@ from .tools import lead_tools, member_tools
 if TYPE_CHECKING:
     from ..agent.harness import SessionAgent
     from ..context import RuntimeContext
+    from ..mcp import McpToolset
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ class TeamLeadExtension(Extension):
         lease_ttl: float | None = None,
         poll: float = 0.5,
         idle_release: float = 60.0,
+        mcp: McpToolset | None = None,
     ) -> None:
         if run_members not in ("local", "workers", "any"):
             raise ConfigurationError(f"run_members must be local, workers or any: {run_members!r}")
@@ -143,6 +145,7 @@ class TeamLeadExtension(Extension):
         self.client_factory = client_factory or _default_client(task_lease)
         self.lease_ttl, self.poll, self.idle_release = lease_ttl, poll, idle_release
         self.runtime: TeamRuntime | None = None
+        self.mcp = mcp  # members get the MCP tools their spec selects
 
     @classmethod
     def build(cls, agent: SessionAgent, specs: Any = None, **options: Any) -> TeamLeadExtension:
@@ -282,5 +285,6 @@ class TeamLeadExtension(Extension):
             busy_timeout=agent.busy_timeout,
             description=record.description if record else "",
             on_change=self.changed,
+            mcp=self.mcp,
         )
         self.runtime.watch(TeamRef(scope.ctx, team_id, builder))

@@ -14,7 +14,8 @@ Evaluation order, first hit wins:
 The rules are the engine's configured rules followed by ``context.rules`` (accepted during HITL).
 The mode is ``context.mode`` (the session's) unless that is ``"default"``, then the engine's mode.
 
-A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed) and optionally a
+A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed, ``mcp__<server>``
+for every tool of an MCP server) and optionally a
 pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
@@ -126,6 +127,8 @@ def _workspace(workspace: Path | None) -> Path | None:
 
 def _tool_matches(pattern: str, name: str) -> bool:
     pattern, name = resolve_tool_name(pattern), resolve_tool_name(name)
+    if pattern.startswith("mcp__") and "__" not in pattern[5:] and name.startswith(pattern + "__"):
+        return True  # `mcp__<server>` names every tool of that MCP server, as in Claude Code
     return pattern == name or (any(c in pattern for c in "*?[") and fnmatchcase(name, pattern))
 
 

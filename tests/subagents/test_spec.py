@@ -205,10 +205,11 @@ def test_claude_code_tool_names_are_mapped() -> None:
     )
 
 
-def test_mcp_and_patterned_tools_are_unavailable_not_errors() -> None:
+def test_mcp_tools_are_kept_and_patterned_tools_are_unavailable_not_errors() -> None:
     triager = SubagentSpec.from_file(GOOD / "cc-github-triager.md")
-    assert triager.tools == ["read_file"]
-    assert triager.unavailable_tools == ["mcp__github__create_issue", "mcp__github__list_issues"]
+    # MCP tools are served by the agent's MCP servers (agentscope_teams.mcp), not dropped
+    assert triager.tools == ["read_file", "mcp__github__create_issue", "mcp__github__list_issues"]
+    assert triager.unavailable_tools == []
     historian = SubagentSpec.from_file(GOOD / "cc-bash-patterns.md")
     assert historian.tools == ["read_file"]
     assert historian.unavailable_tools == [
@@ -231,7 +232,7 @@ def test_tools_absent_inherit_and_empty_list_means_none() -> None:
 def test_model_aliases_inherit_and_full_names() -> None:
     triager = SubagentSpec.from_file(GOOD / "cc-github-triager.md", model_aliases=ALIASES)
     assert triager.model is None  # haiku is not configured
-    assert "line 5: model alias 'haiku' is not configured" in triager.warnings[1]
+    assert "line 5: model alias 'haiku' is not configured" in triager.warnings[0]
     assert SubagentSpec.from_file(GOOD / "cc-permission-mode.md", model_aliases=ALIASES).model == (
         "openai:o3"
     )

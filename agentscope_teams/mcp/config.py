@@ -1,0 +1,239 @@
+"""MCP server configuration in Claude Code's format: ``.mcp.json``, a spec's ``mcpServers``, or code.
+
+A configuration maps server names to servers::
+
+    {"mcpServers": {
+        "git":    {"command": "python", "args": ["-m", "mcp_server_git"], "env": {"X": "${X}"}},
+        "search": {"type": "http", "url": "https://mcp.example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"}}}}
+
+A server without ``type`` (or ``"type": "stdio"``) is a command run as a subprocess speaking MCP on
+its stdin/stdout; ``"type": "http"`` (also ``"streamable-http"``) is a streamable-HTTP endpoint.
+``${VAR}`` and ``${VAR:-default}`` are expanded, as Claude Code does, in ``command``, ``args``,
+``env``, ``url`` and ``headers`` when the configuration is read; an unset variable without a
+default is an error naming the file, the server, the field and the variable.
+
+Secrets never reach a log, a repr or an error: :class:`StdioServer` and :class:`HttpServer` show
+the names of environment variables and headers, never their values, and a URL without its
+user-info and query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigurationError
+
+__all__ = [
+    "HttpServer",
+    "ServerConfig",
+    "StdioServer",
+    "expand_env",
+    "load_mcp_json",
+    "parse_server",
+    "parse_servers",
+    "safe_url",
+]
+
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
+
+
+class StdioServer(BaseModel):
+    """A server run as a subprocess (one per (org, user), see :mod:`agentscope_teams.mcp.pool`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+    def __repr__(self) -> str:
+        env = ", ".join(sorted(self.env))
+        return f"StdioServer(command={self.command!r}, args=<{len(self.args)} args>, env=[{env}])"
+
+    __str__ = __repr__
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+class HttpServer(BaseModel):
+    """A streamable-HTTP server (``"type": "http"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["http"] = "http"
+    url: str = Field(min_length=1)
+    headers: Mapping[str, str] = Field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        headers = ", ".join(sorted(self.headers))
+        return f"HttpServer(url={safe_url(self.url)!r}, headers=[{headers}])"
+
+    __str__ = __repr__
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+ServerConfig = StdioServer | HttpServer
+
+
+def _fingerprint(server: StdioServer | HttpServer) -> str:
+    """A digest of the whole configuration: two servers share connections only if it is equal."""
+    raw = json.dumps(server.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def safe_url(url: str) -> str:
+    """``url`` without user-info, query and fragment (where tokens hide), for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid url>"
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def expand_env(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+    """``value`` with ``${VAR}`` and ``${VAR:-default}`` replaced from ``environ`` (default:
+    ``os.environ``); an unset variable without a default raises naming ``where``."""
+    env = os.environ if environ is None else environ
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match[1], match[2]
+        found = env.get(name)
+        if found is not None and (found != "" or default is None):
+            return found
+        if default is not None:
+            return default
+        raise ConfigurationError(
+            f"{where}: environment variable {name} is not set; set it or write "
+            f"${{{name}:-default}} to give a default"
+        )
+
+    return _VAR.sub(replace, value)
+
+
+def parse_server(
+    name: str, raw: Any, source: str, environ: Mapping[str, str] | None = None
+) -> StdioServer | HttpServer:
+    """One server entry of ``source`` (a file name or ``"mcp_servers"``), expanded and checked."""
+    where = f"{source}: mcpServers.{name}"
+    if not isinstance(name, str) or not SERVER_NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"{source}: mcpServers: invalid server name {name!r}; use 1-48 letters, digits, "
+            "'-' or '_' (it becomes part of the tool names mcp__<server>__<tool>)"
+        )
+    if isinstance(raw, StdioServer | HttpServer):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ConfigurationError(
+            f"{where}: a server must be a mapping with `command` (stdio) or `type: http` and "
+            f"`url`, got {type(raw).__name__}"
+        )
+    data = dict(raw)
+    kind = data.get("type", "stdio")
+    if kind == "sse":
+        raise ConfigurationError(
+            f"{where}.type: the deprecated SSE transport is not supported; use the server's "
+            'streamable-HTTP endpoint with "type": "http"'
+        )
+    if kind in _HTTP_TYPES:
+        data["type"] = "http"
+        model: type[StdioServer | HttpServer] = HttpServer
+    elif kind == "stdio":
+        model = StdioServer
+    else:
+        raise ConfigurationError(
+            f'{where}.type: unknown transport {kind!r}; use "stdio" (the default) or "http"'
+        )
+    _expand_fields(data, where, environ)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        reason = (
+            f"unknown key (a {model.__name__} takes {', '.join(model.model_fields)})"
+            if first["type"] == "extra_forbidden"
+            else first["msg"]
+        )
+        raise ConfigurationError(f"{where}.{field}: {reason}") from None
+
+
+def _expand_fields(data: dict[str, Any], where: str, environ: Mapping[str, str] | None) -> None:
+    """Expand ``${VAR}`` in the string fields a server reads (values of env and headers only)."""
+    for field in ("command", "url", "cwd"):
+        if isinstance(data.get(field), str):
+            data[field] = expand_env(data[field], f"{where}.{field}", environ)
+    args = data.get("args")
+    if isinstance(args, list | tuple):
+        data["args"] = [
+            expand_env(a, f"{where}.args[{i}]", environ) if isinstance(a, str) else a
+            for i, a in enumerate(args)
+        ]
+    for field in ("env", "headers"):
+        table = data.get(field)
+        if isinstance(table, Mapping):
+            data[field] = {
+                k: expand_env(v, f"{where}.{field}.{k}", environ) if isinstance(v, str) else v
+                for k, v in table.items()
+            }
+
+
+def parse_servers(
+    raw: Any, source: str, environ: Mapping[str, str] | None = None
+) -> dict[str, StdioServer | HttpServer]:
+    """Servers by name from a mapping: ``{"mcpServers": {...}}`` (a ``.mcp.json``) or the inner
+    ``{name: server}`` mapping."""
+    if isinstance(raw, Mapping) and "mcpServers" in raw:
+        extra = sorted(set(raw) - {"mcpServers"})
+        if extra:
+            raise ConfigurationError(
+                f"{source}: unknown top-level keys {extra}; an MCP configuration holds only "
+                "`mcpServers`"
+            )
+        raw = raw["mcpServers"]
+    if not isinstance(raw, Mapping):
+        raise ConfigurationError(
+            f"{source}: mcpServers must be a mapping of server names to servers, "
+            f"got {type(raw).__name__}"
+        )
+    return {name: parse_server(name, value, source, environ) for name, value in raw.items()}
+
+
+def load_mcp_json(
+    path: Path | str, environ: Mapping[str, str] | None = None
+) -> dict[str, StdioServer | HttpServer]:
+    """The servers of a ``.mcp.json`` file (or of the ``.mcp.json`` in a directory)."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / ".mcp.json"
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{file}: cannot read the MCP configuration: {exc.strerror or exc}"
+        ) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(
+            f"{file}:{exc.lineno}: invalid JSON in the MCP configuration: {exc.msg}"
+        ) from None
+    return parse_servers(data, str(file), environ)

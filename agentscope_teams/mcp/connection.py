@@ -1,0 +1,256 @@
+"""One live connection to one MCP server, held open by a task of its own.
+
+The SDK's transports are async context managers bound to the task that entered them; a connection
+outlives the agent call that started it, so :class:`Connection` enters the client in a background
+asyncio task (as the subagent and team runtimes do) and tool calls from any task of the same event
+loop use the session it holds. The task ends, closing the server, on :meth:`Connection.aclose`,
+after ``idle_timeout`` seconds without a call in flight, or when the server goes away (a crashed
+process, a closed HTTP session): the connection is then :attr:`~Connection.dead` and its pool
+starts a new one on the next use.
+
+A stdio server's stderr goes to a temporary file; its last lines are quoted when the server fails
+to start or stops, so the model and the logs say why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import tempfile
+from collections.abc import AsyncIterator
+from typing import IO, Any
+
+import anyio
+
+from ..errors import ConfigurationError, MissingDependencyError, ToolError
+from .config import HttpServer, StdioServer, safe_url
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL = 400
+STDERR_LINES = 3
+
+
+def _sdk() -> Any:
+    try:
+        import mcp
+    except ImportError as exc:
+        raise MissingDependencyError("MCP servers", "mcp", ["mcp"]) from exc
+    return mcp
+
+
+class ServerGone(Exception):
+    """The server stopped (or never answered) while a call was in flight."""
+
+
+class Connection:
+    """A started (or starting) client session to ``server`` called ``name``."""
+
+    def __init__(self, name: str, server: StdioServer | HttpServer, *, idle_timeout: float) -> None:
+        self.name, self.server, self.idle_timeout = name, server, idle_timeout
+        self.in_flight = 0
+        self.last_used = anyio.current_time()
+        self.loop = asyncio.get_running_loop()
+        self.tools: list[Any] = []
+        self._client: Any = None
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._touched = anyio.Event()
+        self._error: BaseException | None = None
+        self._stderr: IO[str] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._broken = False
+
+    @property
+    def dead(self) -> bool:
+        """True once the server stopped, the holding task ended (closed, idle, crashed) or it
+        runs on another event loop than the caller's."""
+        task = self._task
+        return self._broken or task is None or task.done() or self.loop is not _running_loop()
+
+    async def start(self, seconds: float) -> None:
+        """Start the server, connect and list its tools; raises ``ToolError`` saying why not."""
+        self._task = self.loop.create_task(
+            self._hold(), name=f"mcp server {self.name}", context=contextvars.Context()
+        )
+        with anyio.move_on_after(seconds) as scope:
+            await self._ready.wait()
+        if scope.cancelled_caught:
+            await self.aclose()
+            raise ToolError(
+                f"MCP server {self.name!r} did not start within {seconds:g} seconds"
+                f"{self._stderr_tail()}"
+            )
+        if self._error is not None:
+            await self.aclose()
+            raise ToolError(
+                f"MCP server {self.name!r} could not start: {_describe(self._error)}"
+                f"{self._stderr_tail()}"
+            )
+
+    async def call(self, tool: str, arguments: dict[str, Any], seconds: float) -> Any:
+        """``tools/call``; ``TimeoutError`` after ``seconds``, ``ServerGone`` if the server stopped."""
+        if self.dead or self._client is None:
+            raise ServerGone(f"MCP server {self.name!r} is not running")
+        self.in_flight += 1
+        self.last_used = anyio.current_time()
+        try:
+            with anyio.fail_after(seconds):
+                return await self._client.call_tool(tool, arguments)
+        except TimeoutError:
+            raise
+        except Exception as exc:
+            if self._is_protocol_error(exc) and not self.dead:
+                raise
+            self._broken = True
+            self._stop.set()
+            raise ServerGone(
+                f"MCP server {self.name!r} stopped while running {tool!r}: {_describe(exc)}"
+                f"{self._stderr_tail()}"
+            ) from exc
+        finally:
+            self.in_flight -= 1
+            self.last_used = anyio.current_time()
+            self._touched.set()
+
+    async def aclose(self) -> None:
+        """Stop the server (if this loop still runs its task) and wait for the task to end."""
+        self._stop.set()
+        task = self._task
+        if task is not None and not task.done() and self.loop is _running_loop():
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(task), timeout=10)
+            if not task.done():
+                task.cancel()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    # -- the holding task -----------------------------------------------------------------------
+
+    async def _hold(self) -> None:
+        try:
+            async with self._open() as client:
+                self._client = client
+                self.tools = await _list_all(client)
+                self._ready.set()
+                await self._wait_until_done()
+        except BaseException as exc:  # reported to the starter, or seen as ``dead`` by the pool
+            self._error = exc
+            if not isinstance(exc, Exception):
+                raise
+            if self._ready.is_set():
+                log.warning("MCP server %r stopped: %s", self.name, _describe(exc))
+        finally:
+            self._client = None
+            self._ready.set()
+
+    async def _wait_until_done(self) -> None:
+        """Until ``aclose`` or ``idle_timeout`` seconds with no call in flight."""
+        while not self._stop.is_set():
+            idle_for = anyio.current_time() - self.last_used
+            wait = self.idle_timeout - idle_for if self.in_flight == 0 else self.idle_timeout
+            if wait <= 0:
+                log.info("closing idle MCP server %r", self.name)
+                return
+            self._touched = anyio.Event()
+            with anyio.move_on_after(wait):
+                async with anyio.create_task_group() as tg:
+
+                    async def stop_waits() -> None:
+                        await self._stop.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(stop_waits)
+                    await self._touched.wait()
+                    tg.cancel_scope.cancel()
+
+    @contextlib.asynccontextmanager
+    async def _open(self) -> AsyncIterator[Any]:
+        mcp = _sdk()
+        if isinstance(self.server, StdioServer):
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            # closed in aclose(): it outlives this block so a crash can still be explained
+            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            params = StdioServerParameters(
+                command=self.server.command,
+                args=list(self.server.args),
+                env=dict(self.server.env) or None,
+                cwd=self.server.cwd,
+            )
+            async with mcp.Client(stdio_client(params, errlog=self._stderr), cache=None) as c:
+                yield c
+            return
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http = create_mcp_http_client(headers=dict(self.server.headers) or None)
+        async with (
+            http,
+            mcp.Client(streamable_http_client(self.server.url, http_client=http), cache=None) as c,
+        ):
+            yield c
+
+    def _is_protocol_error(self, exc: BaseException) -> bool:
+        """An error answer of a live server (bad arguments, unknown tool), not a lost connection."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        return isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED
+
+    def _stderr_tail(self) -> str:
+        err = self._stderr
+        if err is None:
+            return ""
+        try:
+            err.flush()
+            size = err.seek(0, 2)
+            err.seek(max(0, size - 4 * STDERR_TAIL))
+            lines = [line.strip() for line in err.read().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return ""
+        tail = " | ".join(lines[-STDERR_LINES:])[-STDERR_TAIL:]
+        return f"; its stderr ends with: {tail}" if tail else ""
+
+    def __repr__(self) -> str:
+        where = (
+            safe_url(self.server.url)
+            if isinstance(self.server, HttpServer)
+            else self.server.command
+        )
+        return f"Connection({self.name!r}, {where!r}, dead={self.dead})"
+
+
+async def _list_all(client: Any) -> list[Any]:
+    """Every tool of the server, page by page (bounded)."""
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(100):
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming the failure (exception groups unwrapped); never a secret-bearing repr."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found ({exc.filename or exc})"
+    if isinstance(exc, ConfigurationError):
+        return str(exc)
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"

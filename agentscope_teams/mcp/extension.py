@@ -1,0 +1,155 @@
+"""``McpToolset`` (an agent's MCP servers and pool) and ``McpExtension`` (their tools, per call).
+
+:class:`McpToolset` is made once by the composition root (``HarnessAgent(mcp_servers=...)``) from a
+``.mcp.json``, a mapping or a directory holding one; it owns the :class:`~.pool.McpPool`. The agent
+gets :meth:`McpToolset.extension` (every tool of every server); a subagent or team member built
+from a spec gets :meth:`McpToolset.for_spec`: the MCP tools its ``tools:`` list names
+(``mcp__<server>__<tool>``, or ``mcp__<server>`` for all of a server's tools; no ``tools:`` means all
+of them) plus every tool of the servers its ``mcpServers`` defines inline or names.
+
+Before each call :meth:`McpExtension.prepare` makes sure every selected server has been listed
+once (starting the caller's server only if no user listed it yet). A server that cannot start is
+left out of that call and named in the system prompt; it is tried again at the next call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..agent.extension import CallScope, Extension
+from ..errors import ConfigurationError, ToolError
+from ..tools import Tool
+from .config import HttpServer, StdioServer, load_mcp_json, parse_servers
+from .pool import McpPool, NamedServer
+from .tools import build_tools, names_servers, selects
+
+log = logging.getLogger(__name__)
+
+
+class McpToolset:
+    """The MCP servers of one agent, by name, and the pool their connections live in."""
+
+    def __init__(
+        self, servers: Mapping[str, StdioServer | HttpServer], pool: McpPool | None = None
+    ) -> None:
+        self.servers = {name: NamedServer(name, cfg) for name, cfg in servers.items()}
+        self.pool = pool if pool is not None else McpPool()
+        self._tools: dict[tuple[str, str], tuple[int, list[Tool]]] = {}
+
+    @classmethod
+    def from_config(cls, config: Any, **pool_options: Any) -> McpToolset:
+        """From a ``.mcp.json`` path (or a directory holding one), a mapping (``{"mcpServers":
+        ...}`` or ``{name: server}``), or an existing toolset."""
+        if isinstance(config, McpToolset):
+            return config
+        if config is None:
+            servers: dict[str, StdioServer | HttpServer] = {}
+        elif isinstance(config, str | Path):
+            servers = load_mcp_json(config)
+        elif isinstance(config, Mapping):
+            servers = parse_servers(config, "mcp_servers")
+        else:
+            raise ConfigurationError(
+                "mcp_servers must be a path to a .mcp.json, a mapping of server names to servers "
+                f"or an McpToolset, got {type(config).__name__}"
+            )
+        return cls(servers, McpPool(**pool_options))
+
+    def extension(self) -> McpExtension:
+        """Every tool of every server of this toolset."""
+        return McpExtension(self, list(self.servers.values()), None)
+
+    def for_spec(self, spec: Any) -> McpExtension | None:
+        """The MCP tools of a subagent or member built from ``spec`` (None if it has none)."""
+        entries: list[str] | None = spec.tools
+        inline: Mapping[str, Any] = getattr(spec, "mcp_servers", None) or {}
+        chosen: dict[str, NamedServer] = {}
+        wanted = set(self.servers) if entries is None else names_servers(entries)
+        for name in sorted(wanted | {n for n, cfg in inline.items() if cfg is None}):
+            if name in self.servers:
+                chosen[name] = self.servers[name]
+            else:
+                log.warning(
+                    "spec %s names MCP server %r, which is not configured (mcp_servers=); "
+                    "its tools are left out",
+                    spec.name,
+                    name,
+                )
+        whole = {n for n in inline}
+        for name, cfg in inline.items():
+            if cfg is not None:
+                chosen[name] = NamedServer(name, cfg)
+        if not chosen:
+            return None
+        return McpExtension(self, list(chosen.values()), entries, whole=whole)
+
+    def tools_of(self, server: NamedServer, listing: list[Any]) -> list[Tool]:
+        """The Tool objects of ``server``'s listing, built once per listing."""
+        slot = (server.name, server.fingerprint)
+        cached = self._tools.get(slot)
+        if cached is not None and cached[0] == id(listing):
+            return cached[1]
+        built = build_tools(self.pool, server, listing)
+        self._tools[slot] = (id(listing), built)
+        return built
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+@dataclass
+class _CallNotes:
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+class McpExtension(Extension):
+    """Offers the selected MCP tools to one agent's calls (see the module docstring)."""
+
+    def __init__(
+        self,
+        toolset: McpToolset,
+        servers: Sequence[NamedServer],
+        entries: Sequence[str] | None,
+        *,
+        whole: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
+        self.toolset, self.servers, self.entries, self.whole = toolset, servers, entries, whole
+
+    async def prepare(self, scope: CallScope) -> None:
+        notes = scope.local(self, _CallNotes)
+        for server in self.servers:
+            try:
+                await self.toolset.pool.ensure_listing(server, scope.ctx)
+            except ToolError as exc:
+                log.warning("%s", exc)
+                notes.unavailable[server.name] = str(exc)
+
+    def tools(self, scope: CallScope) -> list[Tool]:
+        picked: list[Tool] = []
+        for server in self.servers:
+            listing = self.toolset.pool.listing(server)
+            if listing is None:
+                continue
+            entries = None if server.name in self.whole else self.entries
+            picked += [
+                t
+                for t in self.toolset.tools_of(server, listing)
+                if selects(entries, server.name, t.name)
+            ]
+        return picked
+
+    def system_prompt(self, scope: CallScope) -> str:
+        unavailable = scope.local(self, _CallNotes).unavailable
+        if not unavailable:
+            return ""
+        lines = [f"- {name}: {reason}" for name, reason in unavailable.items()]
+        return "## Unavailable MCP servers\nTheir tools are missing in this call:\n" + "\n".join(
+            lines
+        )
+
+    def works_after_save(self, scope: CallScope) -> bool:
+        return False

@@ -1,0 +1,237 @@
+"""MCP tools over stdio, against real servers: mcp-server-time, mcp-server-git and a test server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
+from agentscope_teams.store import InMemoryStore
+
+from .helpers import ECHO, TIME, git_server, results_seen, tool_names_offered
+
+
+def ctx(user: str = "alice", session: str = "s1") -> RuntimeContext:
+    return RuntimeContext(session_id=session, user_id=user, org_id="acme")
+
+
+def agent(model: ScriptedModel, servers: dict[str, object], **kw: object) -> HarnessAgent:
+    return HarnessAgent(
+        "lead", model, "You use tools.", store=InMemoryStore(), mcp_servers=servers, **kw
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "dev@example.com")
+    git("config", "user.name", "Dev")
+    (root / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    git("add", "app.py")
+    git("commit", "-q", "-m", "Add the adder")
+    (root / "app.py").write_text("def add(a, b):\n    return a - b  # oops\n")
+    return root
+
+
+async def test_time_server_tool_result_reaches_the_model() -> None:
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("mcp__time__get_current_time", {"timezone": "Europe/Paris"}),
+            "It is late.",
+        ]
+    )
+    lead = agent(model, {"time": TIME})
+    try:
+        reply = await lead.call("What time is it in Paris?", ctx())
+    finally:
+        await lead.aclose()
+    assert reply.get_text_content() == "It is late."
+    offered = tool_names_offered(model)
+    assert "mcp__time__get_current_time" in offered and "mcp__time__convert_time" in offered
+    schema = next(t for t in model.requests[0].tools if t.name == "mcp__time__get_current_time")
+    assert "timezone" in schema.parameters["properties"]  # the server's own JSON schema
+    [result] = results_seen(model)
+    assert not result.is_error
+    assert '"timezone": "Europe/Paris"' in result.output
+
+
+async def test_git_log_and_diff_reach_the_model(repo: Path) -> None:
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("mcp__git__git_log", {"repo_path": str(repo), "max_count": 5}),
+            ScriptedModel.tool_call(
+                "mcp__git__git_diff", {"repo_path": str(repo), "target": "HEAD"}
+            ),
+            "Reviewed.",
+        ]
+    )
+    lead = agent(model, {"git": git_server(repo)})
+    try:
+        await lead.call("Review the last change", ctx())
+    finally:
+        await lead.aclose()
+    log_result, diff_result = results_seen(model)
+    assert not log_result.is_error and "Add the adder" in log_result.output
+    assert not diff_result.is_error
+    assert (
+        "-    return a + b" in diff_result.output
+        and "+    return a - b  # oops" in diff_result.output
+    )
+
+
+async def test_a_tool_error_result_is_an_error_the_model_reads() -> None:
+    model = ScriptedModel(
+        [ScriptedModel.tool_call("mcp__echo__fail", {"reason": "quota exceeded"}), "ok"]
+    )
+    lead = agent(model, {"echo": ECHO})
+    try:
+        await lead.call("go", ctx())
+    finally:
+        await lead.aclose()
+    [result] = results_seen(model)
+    assert result.is_error and "quota exceeded" in result.output
+
+
+async def test_bad_arguments_are_an_error_the_model_reads() -> None:
+    model = ScriptedModel([ScriptedModel.tool_call("mcp__echo__echo", {"txt": 1}), "ok"])
+    lead = agent(model, {"echo": ECHO})
+    try:
+        await lead.call("go", ctx())
+    finally:
+        await lead.aclose()
+    [result] = results_seen(model)
+    assert result.is_error and "text: missing required argument" in result.output
+
+
+def _pid(text: str) -> int:
+    return int(text.split("(pid ", 1)[1].split(",", 1)[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat")
+    return not (state.exists() and state.read_text().split()[2] == "Z")
+
+
+async def test_a_crash_is_a_readable_error_then_the_server_restarts() -> None:
+    echo = ScriptedModel.tool_call
+    model = ScriptedModel(
+        [
+            echo("mcp__echo__echo", {"text": "one"}),
+            "first",
+            echo("mcp__echo__crash", {}),
+            "second",
+            echo("mcp__echo__echo", {"text": "two"}),
+            "third",
+        ]
+    )
+    lead = agent(model, {"echo": ECHO})
+    try:
+        await lead.call("1", ctx())
+        first = results_seen(model)[-1].output
+        await lead.call("2", ctx())
+        crashed = results_seen(model)[-1]
+        await lead.call("3", ctx())
+        again = results_seen(model)[-1]
+    finally:
+        await lead.aclose()
+    assert crashed.is_error
+    assert "MCP server 'echo' stopped while running 'crash'" in crashed.output
+    assert "crashing on purpose" in crashed.output  # the server's stderr says why
+    assert "restarted at the next call" in crashed.output
+    assert not again.is_error and "echo: two" in again.output
+    assert _pid(again.output) != _pid(first)
+    assert lead.mcp.pool.starts == 2
+
+
+async def test_one_server_per_user_started_lazily_and_stopped_on_aclose() -> None:
+    def brain(request: object) -> object:
+        return ScriptedModel.tool_call("mcp__echo__echo", {"text": "hi"})
+
+    calls = {"n": 0}
+
+    def script(request: object) -> object:
+        calls["n"] += 1
+        return brain(request) if calls["n"] % 2 else "done"
+
+    model = ScriptedModel(script)
+    lead = agent(model, {"echo": ECHO})
+    quiet = ScriptedModel(["no tools needed"])
+    try:
+        await lead.call("a", ctx("alice"))
+        alice = _pid(results_seen(model)[-1].output)
+        assert lead.mcp.pool.starts == 1
+        # bob's first call lists the tools from the cache: no server of his starts yet
+        lead.model = quiet  # the loop reads the agent's loop model; replace it there too
+        lead.loop.model = quiet
+        await lead.call("b", ctx("bob"))
+        assert "mcp__echo__echo" in tool_names_offered(quiet)
+        assert lead.mcp.pool.starts == 1
+        lead.loop.model = model
+        await lead.call("b", ctx("bob", "s2"))
+        bob = _pid(results_seen(model)[-1].output)
+        await lead.call("a again", ctx("alice", "s3"))
+        alice_again = _pid(results_seen(model)[-1].output)
+        assert lead.mcp.pool.starts == 2
+        assert bob != alice and alice_again == alice  # per user, reused across sessions
+        assert _alive(alice) and _alive(bob)
+    finally:
+        await lead.aclose()
+    assert not _alive(alice) and not _alive(bob)
+    assert lead.mcp.pool.live() == []
+
+
+async def test_max_live_closes_the_least_recently_used_idle_server() -> None:
+    turn = {"n": 0}
+
+    def script(request: object) -> object:
+        turn["n"] += 1
+        return ScriptedModel.tool_call("mcp__echo__echo", {"text": "x"}) if turn["n"] % 2 else "ok"
+
+    model = ScriptedModel(script)
+    lead = agent(model, {"echo": ECHO}, mcp_options={"max_live": 1})
+    try:
+        await lead.call("a", ctx("alice"))
+        alice = _pid(results_seen(model)[-1].output)
+        await lead.call("b", ctx("bob"))
+        bob = _pid(results_seen(model)[-1].output)
+        assert len(lead.mcp.pool.live()) == 1
+        assert not _alive(alice) and _alive(bob)
+    finally:
+        await lead.aclose()
+
+
+async def test_a_call_past_the_timeout_is_a_readable_error() -> None:
+    model = ScriptedModel([ScriptedModel.tool_call("mcp__echo__sleep", {"seconds": 30}), "ok"])
+    lead = agent(model, {"echo": ECHO}, mcp_options={"call_timeout": 0.5})
+    try:
+        await lead.call("go", ctx())
+    finally:
+        await lead.aclose()
+    [result] = results_seen(model)
+    assert result.is_error and "did not answer within 0.5 seconds" in result.output
+
+
+async def test_a_server_that_cannot_start_is_named_and_the_call_goes_on() -> None:
+    model = ScriptedModel(["fine without it"])
+    lead = agent(model, {"ghost": {"command": "/nonexistent/mcp-ghost"}})
+    try:
+        reply = await lead.call("go", ctx())
+    finally:
+        await lead.aclose()
+    assert reply.get_text_content() == "fine without it"
+    prompt = model.requests[0].system_prompt
+    assert "Unavailable MCP servers" in prompt and "ghost" in prompt
+    assert "command not found" in prompt
