@@ -65,7 +65,9 @@ class HarnessAgent(SessionAgent):
 
     ``mcp_servers`` adds MCP tools (``mcp__<server>__<tool>``): a path to a ``.mcp.json`` (or a
     directory holding one), a mapping in the same format, or an :class:`~.mcp.McpToolset` shared
-    with other agents (then this agent does not stop its servers). ``mcp_options`` go to the
+    with other agents (then this agent does not stop its servers). ``mcp_tools`` picks this
+    agent's own MCP tools by name (``mcp__<server>__<tool>``, ``mcp__<server>``; default: all);
+    its subagents pick theirs in their spec's ``tools:``. ``mcp_options`` go to the
     :class:`~.mcp.McpPool` (``max_live``, ``idle_timeout``, ``call_timeout``, ``startup_timeout``).
     Servers start lazily and stop at :meth:`aclose`."""
 
@@ -93,6 +95,7 @@ class HarnessAgent(SessionAgent):
         teams: bool | None = None,
         team_options: Mapping[str, Any] | None = None,
         mcp_servers: Any = None,
+        mcp_tools: Sequence[str] | None = None,
         mcp_options: Mapping[str, Any] | None = None,
         **subagent_options: Any,
     ) -> None:
@@ -118,7 +121,7 @@ class HarnessAgent(SessionAgent):
         self._owns_mcp = not isinstance(mcp_servers, McpToolset)
         self.mcp = McpToolset.from_config(mcp_servers, **(mcp_options or {}))
         if self.mcp.servers:
-            self.extensions.append(self.mcp.extension())
+            self.extensions.append(self.mcp.extension(mcp_tools))
         if specs is not None:
             self.extensions += extensions_from_specs(
                 self.view,

@@ -6,6 +6,8 @@ tasks, waits for the team and answers with the report, written to ``--output``. 
 and without an API key in the environment the team runs on the ``"offline"`` model
 (:class:`~agentscope_teams.review.offline_model.OfflineReviewModel`):
 deterministic static analysis driving the same tools, not an LLM, and the output says so.
+With ``--changed-since REF`` only the Python files changed since REF are reviewed: the lead reads
+the diff through the git MCP server (:mod:`.review_changes`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..review.offline_lead import SPECS_DIR
 from ..review.offline_model import OfflineReviewModel
 from .common import CommandError, SubParsers, add_command, add_json_option, store_url
 from .exits import OutputConsole
+from .review_changes import changed_since
 from .review_run import ReviewConfig, run_review
 from .review_view import JsonView, LiveView, ReviewView
 
@@ -41,6 +44,7 @@ EXAMPLES = (
     "agentscope-teams review src/ --output review.md --json",
     "agentscope-teams review src/ --workers 2 --store sqlite:///./review.db",
     "agentscope-teams review src/ --model openai:gpt-4o --store sqlite:///./review.db",
+    "agentscope-teams review src/ --changed-since main",
 )
 
 
@@ -88,6 +92,13 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--timeout", metavar="SECONDS", type=float, default=600.0, help="give up after SECONDS"
     )
+    parser.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="review only the Python files changed since the git ref REF (a branch, tag or "
+        "commit); the lead reads the diff through the git MCP server (needs the mcp extra and "
+        "mcp-server-git)",
+    )
     add_json_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -117,6 +128,7 @@ def _config(args: argparse.Namespace) -> ReviewConfig:
     if not (args.specs / "reviewer.md").is_file():
         raise CommandError(f"{args.specs} has no reviewer.md; pass a spec directory with --specs")
     name, model = choose_model(args.model)
+    changes = changed_since(path.resolve(), args.changed_since) if args.changed_since else None
     return ReviewConfig(
         path=path.resolve(),
         target=path.as_posix(),
@@ -129,6 +141,7 @@ def _config(args: argparse.Namespace) -> ReviewConfig:
         output=args.output,
         timeout=args.timeout,
         prompt=LEAD_PROMPT.read_text(encoding="utf-8"),
+        changes=changes,
     )
 
 

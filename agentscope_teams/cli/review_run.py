@@ -34,6 +34,7 @@ from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamSt
 from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
 from .common import CommandError
+from .review_changes import LEAD_GIT_TOOLS, ChangedSince
 from .review_stats import summarize
 from .review_view import ReviewSummary, ReviewView
 
@@ -57,11 +58,13 @@ class ReviewConfig:
     output: Path
     timeout: float
     prompt: str
+    changes: ChangedSince | None = None
 
     def instruction(self) -> str:
+        changes = self.changes.instruction_lines() if self.changes else ""
         return (
             f"Review the Python code of this directory with your team.\nTarget: {self.target}\n"
-            "Answer with the review report in Markdown, as your instructions describe."
+            f"{changes}Answer with the review report in Markdown, as your instructions describe."
         )
 
 
@@ -168,6 +171,8 @@ def _lead(cfg: ReviewConfig, store: BaseStore, extension: TeamLeadExtension) -> 
         builtin_tools=False,
         extensions=[extension],
         config=_config(cfg),
+        mcp_servers=cfg.changes.mcp_servers() if cfg.changes else None,
+        mcp_tools=LEAD_GIT_TOOLS,
     )
 
 
@@ -203,6 +208,7 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
         )
         stack.push_async_callback(extension.aclose)
         lead = _lead(cfg, store, extension)
+        stack.push_async_callback(lead.mcp.aclose)  # the git MCP server of --changed-since
         log = await _start_workers(cfg, stack) if cfg.workers else None
         try:
             with anyio.fail_after(cfg.timeout):

@@ -59,9 +59,14 @@ class McpToolset:
             )
         return cls(servers, McpPool(**pool_options))
 
-    def extension(self) -> McpExtension:
-        """Every tool of every server of this toolset."""
-        return McpExtension(self, list(self.servers.values()), None)
+    def extension(self, select: Sequence[str] | None = None) -> McpExtension:
+        """The tools ``select`` names (``mcp__<server>__<tool>``, ``mcp__<server>``, globs) of this
+        toolset's servers; every tool of every server when ``select`` is None."""
+        servers = list(self.servers.values())
+        if select is not None:
+            wanted = names_servers(select)
+            servers = [s for s in servers if s.name in wanted]
+        return McpExtension(self, servers, select)
 
     def for_spec(self, spec: Any) -> McpExtension | None:
         """The MCP tools of a subagent or member built from ``spec`` (None if it has none)."""

@@ -5,11 +5,17 @@
 separately (skipping hidden directories, virtualenvs and ``site-packages``), level by level, until
 every listing is whole. It works from the calls already made and their results, like the rest of
 the offline model.
+
+For ``agentscope-teams review PATH --changed-since REF`` the instruction names the ref and the
+repository (:class:`ChangeScope`): :func:`discover_changed` asks the git MCP server for
+``git_diff`` against the ref and keeps the Python files the diff shows.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .analyzer import SKIP_DIRS
 from .transcript import Call, glob_paths
@@ -69,3 +75,69 @@ def discover(calls: Sequence[Call]) -> tuple[list[str], Plan, str | None]:
     root = globs.get(".")
     error = root.output if root is not None and root.is_error else None
     return sorted(set(files)), plan, error
+
+
+# -- reviewing only what changed (``review --changed-since REF``, through the git MCP server) ------
+
+GIT_DIFF = "mcp__git__git_diff"
+_LINE = re.compile(r"^(?P<key>changed since|repository|target in repository):\s*(?P<v>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class ChangeScope:
+    """What the instruction of a ``--changed-since`` review says: the ref, the repository root
+    and where the reviewed directory is inside it (``.`` for the root)."""
+
+    since: str
+    repository: str
+    prefix: str
+
+    @classmethod
+    def of(cls, instruction: str) -> ChangeScope | None:
+        found: dict[str, str] = {}
+        for line in instruction.splitlines():
+            m = _LINE.match(line.strip().lower())
+            if m is not None:
+                raw = line.split(":", 1)[1].strip()
+                found[m["key"]] = raw.strip("`")
+        if "changed since" not in found or "repository" not in found:
+            return None
+        prefix = found.get("target in repository", ".").strip("/") or "."
+        return cls(found["changed since"], found["repository"], prefix)
+
+    def diff_call(self) -> tuple[str, dict[str, object]]:
+        args: dict[str, object] = {
+            "repo_path": self.repository,
+            "target": self.since,
+            "context_lines": 0,
+        }
+        return GIT_DIFF, args
+
+    def files(self, diff: str) -> list[str]:
+        """The reviewable Python files the diff shows as present after the change, relative to
+        the reviewed directory (the lead's workspace)."""
+        found: list[str] = []
+        for line in diff.splitlines():
+            if not line.startswith("+++ b/"):
+                continue  # `+++ /dev/null`: the file was deleted
+            path = line[len("+++ b/") :].strip()
+            if self.prefix != ".":
+                if not path.startswith(self.prefix + "/"):
+                    continue
+                path = path[len(self.prefix) + 1 :]
+            if reviewable(path):
+                found.append(path)
+        return sorted(set(found))
+
+
+def discover_changed(
+    scope: ChangeScope, calls: Sequence[Call]
+) -> tuple[list[str], Plan, str | None]:
+    """Like :func:`discover`, from one ``git_diff`` call of the git MCP server."""
+    done = [c for c in calls if c.name == GIT_DIFF and c.output is not None]
+    if not done:
+        return [], [scope.diff_call()], None
+    last = done[-1]
+    if last.is_error:
+        return [], [], last.output
+    return scope.files(last.output or ""), [], None

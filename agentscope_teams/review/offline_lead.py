@@ -20,7 +20,7 @@ from ..teams.models import TaskStatus
 from ..teams.results import TaskAssigned, TaskBrief, TeamWaited
 from .analyzer import RULES
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines
-from .offline_files import discover
+from .offline_files import ChangeScope, discover, discover_changed
 from .report import render_markdown
 from .transcript import (
     Call,
@@ -92,7 +92,8 @@ def lead_step(
     """The lead's next step; ``instruction``: the user message that started the turn, ``inbox``:
     (sender, text) of the team messages injected since."""
     target = target_of(instruction)
-    files, listing, error = discover(calls)
+    changes = ChangeScope.of(instruction)
+    files, listing, error = discover_changed(changes, calls) if changes else discover(calls)
     if error is not None:
         return Step(f"I could not list the files of {target}: {error}; nothing was reviewed.")
     if listing and not can_act:
@@ -102,7 +103,12 @@ def lead_step(
     if listing:
         return Step("Listing the Python files to review.", tuple(listing))
     if not files:
-        return Step(render_markdown({}, target, model_label) + "\nNo Python files found.\n")
+        none = (
+            f"No Python file changed since {changes.since}."
+            if changes
+            else "No Python files found."
+        )
+        return Step(render_markdown({}, target, model_label) + f"\n{none}\n")
     plan = _team_plan(system_prompt, target, files, calls) if can_act else None
     if plan is not None:
         return plan
