@@ -120,6 +120,8 @@ class HarnessAgent(SessionAgent):
         )
         self._owns_mcp = not isinstance(mcp_servers, McpToolset)
         self.mcp = McpToolset.from_config(mcp_servers, **(mcp_options or {}))
+        if mcp_tools is not None:
+            self.mcp.inherited = list(mcp_tools)
         if self.mcp.servers:
             self.extensions.append(self.mcp.extension(mcp_tools))
         if specs is not None:

@@ -86,8 +86,10 @@ class Connection:
         if self._error is not None:
             await self.aclose()
             raise ToolError(
-                f"MCP server {self.name!r} could not start: {_describe(self._error)}"
-                f"{self._stderr_tail()}"
+                self.scrub(
+                    f"MCP server {self.name!r} could not start: {_describe(self._error)}"
+                    f"{self._stderr_tail()}"
+                )
             )
 
     async def call(self, tool: str, arguments: dict[str, Any], seconds: float) -> Any:
@@ -107,8 +109,10 @@ class Connection:
             self._broken = True
             self._stop.set()
             raise ServerGone(
-                f"MCP server {self.name!r} stopped while running {tool!r}: {_describe(exc)}"
-                f"{self._stderr_tail()}"
+                self.scrub(
+                    f"MCP server {self.name!r} stopped while running {tool!r}: {_describe(exc)}"
+                    f"{self._stderr_tail()}"
+                )
             ) from exc
         finally:
             self.in_flight -= 1
@@ -116,14 +120,16 @@ class Connection:
             self._touched.set()
 
     async def aclose(self) -> None:
-        """Stop the server (if this loop still runs its task) and wait for the task to end."""
-        self._stop.set()
+        """Stop the server and wait for its task to end. A connection of another event loop (a
+        finished ``anyio.run``) cannot be reached from this one: it is only forgotten."""
         task = self._task
-        if task is not None and not task.done() and self.loop is _running_loop():
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(task), timeout=10)
-            if not task.done():
-                task.cancel()
+        if self.loop is _running_loop():
+            self._stop.set()
+            if task is not None and not task.done():
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(task), timeout=10)
+                if not task.done():
+                    task.cancel()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -142,7 +148,7 @@ class Connection:
             if not isinstance(exc, Exception):
                 raise
             if self._ready.is_set():
-                log.warning("MCP server %r stopped: %s", self.name, _describe(exc))
+                log.warning("MCP server %r stopped: %s", self.name, self.scrub(_describe(exc)))
         finally:
             self._client = None
             self._ready.set()
@@ -193,6 +199,20 @@ class Connection:
             mcp.Client(streamable_http_client(self.server.url, http_client=http), cache=None) as c,
         ):
             yield c
+
+    def scrub(self, text: str) -> str:
+        """``text`` without this server's secrets: header and environment values, and the URL
+        (user-info and query) replaced by what :func:`safe_url` keeps."""
+        server = self.server
+        if isinstance(server, HttpServer):
+            text = text.replace(server.url, safe_url(server.url))
+            secrets = list(server.headers.values())
+        else:
+            secrets = list(server.env.values())
+        for value in secrets:
+            if len(value) >= 4:
+                text = text.replace(value, "***")
+        return text
 
     def _is_protocol_error(self, exc: BaseException) -> bool:
         """An error answer of a live server (bad arguments, unknown tool), not a lost connection."""

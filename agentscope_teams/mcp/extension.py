@@ -38,6 +38,8 @@ class McpToolset:
     ) -> None:
         self.servers = {name: NamedServer(name, cfg) for name, cfg in servers.items()}
         self.pool = pool if pool is not None else McpPool()
+        #: What a spec without ``tools:`` inherits (the agent's own ``mcp_tools``; None: all).
+        self.inherited: Sequence[str] | None = None
         self._tools: dict[tuple[str, str], tuple[int, list[Tool]]] = {}
 
     @classmethod
@@ -70,7 +72,7 @@ class McpToolset:
 
     def for_spec(self, spec: Any) -> McpExtension | None:
         """The MCP tools of a subagent or member built from ``spec`` (None if it has none)."""
-        entries: list[str] | None = spec.tools
+        entries: Sequence[str] | None = spec.tools if spec.tools is not None else self.inherited
         inline: Mapping[str, Any] = getattr(spec, "mcp_servers", None) or {}
         chosen: dict[str, NamedServer] = {}
         wanted = set(self.servers) if entries is None else names_servers(entries)

@@ -86,3 +86,19 @@ async def test_a_refused_connection_is_named_without_the_secret(http_url: str) -
     assert "wrong-token" not in prompt and "mcp__notes__add_note" not in [
         t.name for t in model.requests[0].tools
     ]
+
+
+async def test_an_unreachable_url_is_named_without_its_query_or_user_info() -> None:
+    port = free_port()  # nothing listens there
+    url = f"http://user:hunter22@127.0.0.1:{port}/mcp?api_key=topsecret99"
+    model = ScriptedModel(["no tools"])
+    agent = HarnessAgent(
+        "lead", model, store=InMemoryStore(), mcp_servers={"api": {"type": "http", "url": url}}
+    )
+    try:
+        await agent.call("go", RuntimeContext(session_id="s1", user_id="alice"))
+    finally:
+        await agent.aclose()
+    prompt = model.requests[0].system_prompt
+    assert "MCP server 'api' could not start" in prompt
+    assert "topsecret99" not in prompt and "hunter22" not in prompt

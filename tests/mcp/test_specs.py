@@ -133,3 +133,30 @@ async def test_env_vars_in_mcp_json_are_expanded(
         await lead.aclose()
     [result] = results_seen(model)
     assert "token from-the-environment" in result.output
+
+
+async def test_a_spec_without_tools_inherits_the_lead_s_mcp_tools_only() -> None:
+    spec = SubagentSpec(name="helper", description="Helps.", system_prompt="You help.")
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_call("agent_spawn", {"agent": "helper", "task": "help"}),
+            "helped",
+            "done",
+        ]
+    )
+    lead = HarnessAgent(
+        "lead",
+        model,
+        specs=[spec],
+        mcp_servers={"echo": ECHO},
+        mcp_tools=["mcp__echo__echo"],
+        store=InMemoryStore(),
+    )
+    try:
+        await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    lead_mcp = [t.name for t in model.requests[0].tools if t.name.startswith("mcp__")]
+    child = child_requests(model, "You help.")[0]
+    child_mcp = [t.name for t in child.tools if t.name.startswith("mcp__")]
+    assert lead_mcp == child_mcp == ["mcp__echo__echo"]
