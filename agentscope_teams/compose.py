@@ -58,6 +58,18 @@ def extensions_from_specs(
     return found
 
 
+def project_mcp_json(specs: Any) -> Path | None:
+    """The ``.mcp.json`` of the project a spec directory belongs to, as Claude Code lays it out:
+    in the directory itself, or at the project root of ``<root>/.claude/agents``; else None."""
+    if not isinstance(specs, str | Path):
+        return None
+    folder = Path(specs)
+    candidates = [folder / ".mcp.json"]
+    if folder.resolve().parent.name == ".claude":
+        candidates.append(folder.resolve().parent.parent / ".mcp.json")
+    return next((c for c in candidates if c.is_file()), None)
+
+
 class HarnessAgent(SessionAgent):
     """A :class:`SessionAgent` with subagents and teams from ``specs`` (a directory, specs, or a
     mapping of them); see :func:`extensions_from_specs` for ``teams``, ``team_options`` and the
@@ -65,7 +77,9 @@ class HarnessAgent(SessionAgent):
 
     ``mcp_servers`` adds MCP tools (``mcp__<server>__<tool>``): a path to a ``.mcp.json`` (or a
     directory holding one), a mapping in the same format, or an :class:`~.mcp.McpToolset` shared
-    with other agents (then this agent does not stop its servers). ``mcp_tools`` picks this
+    with other agents (then this agent does not stop its servers). When it is not given and
+    ``specs`` is a directory, the project's ``.mcp.json`` is used if there is one
+    (:func:`project_mcp_json`); ``mcp_servers={}`` turns that off. ``mcp_tools`` picks this
     agent's own MCP tools by name (``mcp__<server>__<tool>``, ``mcp__<server>``; default: all);
     its subagents pick theirs in their spec's ``tools:``. ``mcp_options`` go to the
     :class:`~.mcp.McpPool` (``max_live``, ``idle_timeout``, ``call_timeout``, ``startup_timeout``).
@@ -119,6 +133,8 @@ class HarnessAgent(SessionAgent):
             depth=depth,
         )
         self._owns_mcp = not isinstance(mcp_servers, McpToolset)
+        if mcp_servers is None:
+            mcp_servers = project_mcp_json(specs)
         self.mcp = McpToolset.from_config(mcp_servers, **(mcp_options or {}))
         if mcp_tools is not None:
             self.mcp.inherited = list(mcp_tools)

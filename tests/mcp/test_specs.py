@@ -160,3 +160,18 @@ async def test_a_spec_without_tools_inherits_the_lead_s_mcp_tools_only() -> None
     child = child_requests(model, "You help.")[0]
     child_mcp = [t.name for t in child.tools if t.name.startswith("mcp__")]
     assert lead_mcp == child_mcp == ["mcp__echo__echo"]
+
+
+async def test_the_project_mcp_json_of_a_claude_code_layout_is_found(tmp_path: Path) -> None:
+    root = project(tmp_path, {"time": TIME}, {"clock": CLOCK})
+    model = ScriptedModel(["nothing to do"])
+    lead = HarnessAgent("lead", model, specs=root / ".claude" / "agents", store=InMemoryStore())
+    off = HarnessAgent(
+        "lead", model, specs=root / ".claude" / "agents", mcp_servers={}, store=InMemoryStore()
+    )
+    try:
+        assert list(lead.mcp.servers) == ["time"]
+        assert off.mcp.servers == {}
+    finally:
+        await lead.aclose()
+        await off.aclose()

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
+from agentscope_teams.message import ToolResultBlock
+from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.store import InMemoryStore
 
 from .helpers import ECHO, TIME, git_server, results_seen, tool_names_offered
@@ -156,33 +158,32 @@ async def test_a_crash_is_a_readable_error_then_the_server_restarts() -> None:
     assert lead.mcp.pool.starts == 2
 
 
+def echo_brain(request: ModelRequest) -> ModelResponse | str:
+    """Echo once per turn; answer without tools when asked to."""
+    last = request.messages[-1]
+    if last.role == "user" and last.get_text_content() == "no tools":
+        return "nothing to call"
+    if any(
+        isinstance(b, ToolResultBlock) for b in last.content if not isinstance(last.content, str)
+    ):
+        return "done"
+    return ScriptedModel.tool_call("mcp__echo__echo", {"text": "hi"})
+
+
 async def test_one_server_per_user_started_lazily_and_stopped_on_aclose() -> None:
-    def brain(request: object) -> object:
-        return ScriptedModel.tool_call("mcp__echo__echo", {"text": "hi"})
-
-    calls = {"n": 0}
-
-    def script(request: object) -> object:
-        calls["n"] += 1
-        return brain(request) if calls["n"] % 2 else "done"
-
-    model = ScriptedModel(script)
+    model = ScriptedModel(echo_brain)
     lead = agent(model, {"echo": ECHO})
-    quiet = ScriptedModel(["no tools needed"])
     try:
-        await lead.call("a", ctx("alice"))
+        await lead.call("echo", ctx("alice"))
         alice = _pid(results_seen(model)[-1].output)
         assert lead.mcp.pool.starts == 1
         # bob's first call lists the tools from the cache: no server of his starts yet
-        lead.model = quiet  # the loop reads the agent's loop model; replace it there too
-        lead.loop.model = quiet
-        await lead.call("b", ctx("bob"))
-        assert "mcp__echo__echo" in tool_names_offered(quiet)
+        await lead.call("no tools", ctx("bob"))
+        assert "mcp__echo__echo" in [t.name for t in model.requests[-1].tools]
         assert lead.mcp.pool.starts == 1
-        lead.loop.model = model
-        await lead.call("b", ctx("bob", "s2"))
+        await lead.call("echo", ctx("bob", "s2"))
         bob = _pid(results_seen(model)[-1].output)
-        await lead.call("a again", ctx("alice", "s3"))
+        await lead.call("echo", ctx("alice", "s3"))
         alice_again = _pid(results_seen(model)[-1].output)
         assert lead.mcp.pool.starts == 2
         assert bob != alice and alice_again == alice  # per user, reused across sessions
@@ -194,18 +195,12 @@ async def test_one_server_per_user_started_lazily_and_stopped_on_aclose() -> Non
 
 
 async def test_max_live_closes_the_least_recently_used_idle_server() -> None:
-    turn = {"n": 0}
-
-    def script(request: object) -> object:
-        turn["n"] += 1
-        return ScriptedModel.tool_call("mcp__echo__echo", {"text": "x"}) if turn["n"] % 2 else "ok"
-
-    model = ScriptedModel(script)
+    model = ScriptedModel(echo_brain)
     lead = agent(model, {"echo": ECHO}, mcp_options={"max_live": 1})
     try:
-        await lead.call("a", ctx("alice"))
+        await lead.call("echo", ctx("alice"))
         alice = _pid(results_seen(model)[-1].output)
-        await lead.call("b", ctx("bob"))
+        await lead.call("echo", ctx("bob"))
         bob = _pid(results_seen(model)[-1].output)
         assert len(lead.mcp.pool.live()) == 1
         assert not _alive(alice) and _alive(bob)
