@@ -61,14 +61,20 @@ class Connection:
         self._error: BaseException | None = None
         self._stderr: IO[str] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._broken = False
+        self._broken = False  # stopped, crashed or closing: never used again
 
     @property
     def dead(self) -> bool:
-        """True once the server stopped, the holding task ended (closed, idle, crashed) or it
-        runs on another event loop than the caller's."""
+        """True once the server stopped (also between calls), the holding task ended (closed,
+        idle, crashed) or it runs on another event loop than the caller's."""
         task = self._task
-        return self._broken or task is None or task.done() or self.loop is not _running_loop()
+        return (
+            self._broken
+            or task is None
+            or task.done()
+            or self.loop is not _running_loop()
+            or _transport_closed(self._client)
+        )
 
     async def start(self, seconds: float) -> None:
         """Start the server, connect and list its tools; raises ``ToolError`` saying why not."""
@@ -141,6 +147,7 @@ class Connection:
             async with self._open() as client:
                 self._client = client
                 self.tools = await _list_all(client)
+                self.last_used = anyio.current_time()  # idle from now, not from the spawn
                 self._ready.set()
                 await self._wait_until_done()
         except BaseException as exc:  # reported to the starter, or seen as ``dead`` by the pool
@@ -160,6 +167,7 @@ class Connection:
             wait = self.idle_timeout - idle_for if self.in_flight == 0 else self.idle_timeout
             if wait <= 0:
                 log.info("closing idle MCP server %r", self.name)
+                self._broken = True  # no new call may start on it from now on
                 return
             self._touched = anyio.Event()
             with anyio.move_on_after(wait):
@@ -255,6 +263,18 @@ async def _list_all(client: Any) -> list[Any]:
         if cursor is None:
             break
     return tools
+
+
+def _transport_closed(client: Any) -> bool:
+    """Whether the SDK saw the server's end of the connection close (a stdio server that exited
+    between calls): its JSON-RPC dispatcher is then closed for good. Read through ``getattr`` (the
+    SDK offers no public flag; a later SDK without it makes this False, and a dead server is then
+    found by the next call, which fails with a readable error and restarts it)."""
+    if client is None:
+        return False
+    session = getattr(client, "_session", None)
+    dispatcher = getattr(session, "_dispatcher", None)
+    return getattr(dispatcher, "_closed", False) is True
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
@@ -230,3 +232,40 @@ async def test_a_server_that_cannot_start_is_named_and_the_call_goes_on() -> Non
     prompt = model.requests[0].system_prompt
     assert "Unavailable MCP servers" in prompt and "ghost" in prompt
     assert "command not found" in prompt
+
+
+async def test_an_idle_server_closes_itself_and_restarts_on_the_next_call() -> None:
+    model = ScriptedModel(echo_brain)
+    lead = agent(model, {"echo": ECHO}, mcp_options={"idle_timeout": 0.5})
+    try:
+        await lead.call("echo", ctx())
+        first = _pid(results_seen(model)[-1].output)
+        for _ in range(100):  # the server's own task closes it; wait for that, boundedly
+            if not _alive(first):
+                break
+            await anyio.sleep(0.1)
+        assert not _alive(first) and lead.mcp.pool.live() == []
+        await lead.call("echo", ctx())
+        second = _pid(results_seen(model)[-1].output)
+    finally:
+        await lead.aclose()
+    assert second != first and lead.mcp.pool.starts == 2
+
+
+async def test_a_server_that_died_between_calls_is_restarted_transparently() -> None:
+    model = ScriptedModel(echo_brain)
+    lead = agent(model, {"echo": ECHO})
+    try:
+        await lead.call("echo", ctx())
+        first = _pid(results_seen(model)[-1].output)
+        os.kill(first, signal.SIGKILL)
+        for _ in range(100):
+            if not _alive(first) and lead.mcp.pool.live() == []:
+                break
+            await anyio.sleep(0.1)
+        await lead.call("echo", ctx())
+        result = results_seen(model)[-1]
+    finally:
+        await lead.aclose()
+    assert not result.is_error and _pid(result.output) != first
+    assert lead.mcp.pool.starts == 2
