@@ -110,8 +110,8 @@ class Connection:
         except TimeoutError:
             raise
         except Exception as exc:
-            if self._is_protocol_error(exc) and not self.dead:
-                raise
+            if not (_closed_connection(exc) or self.dead):
+                raise  # an error answer of a live server: the pool makes it a tool error
             self._broken = True
             self._stop.set()
             raise ServerGone(
@@ -222,13 +222,6 @@ class Connection:
                 text = text.replace(value, "***")
         return text
 
-    def _is_protocol_error(self, exc: BaseException) -> bool:
-        """An error answer of a live server (bad arguments, unknown tool), not a lost connection."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED
-
-        return isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED
-
     def _stderr_tail(self) -> str:
         err = self._stderr
         if err is None:
@@ -263,6 +256,14 @@ async def _list_all(client: Any) -> list[Any]:
         if cursor is None:
             break
     return tools
+
+
+def _closed_connection(exc: BaseException) -> bool:
+    """The SDK's "connection closed" error (the server went away), as opposed to an error answer."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
 
 
 def _transport_closed(client: Any) -> bool:

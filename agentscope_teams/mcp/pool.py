@@ -132,6 +132,14 @@ class McpPool:
             raise ToolError(
                 f"MCP server {server.name!r} refused the call of {tool!r}: {exc.message}"
             ) from None
+        except Exception as exc:  # an answer this client cannot read (it does not fit the schema)
+            log.warning("MCP tool %r of server %r failed", tool, server.name, exc_info=True)
+            raise ToolError(
+                conn.scrub(
+                    f"MCP tool {tool!r} of server {server.name!r} failed: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+            ) from None
 
     async def aclose(self) -> None:
         """Stop every server of this pool."""
