@@ -6,12 +6,15 @@ file reader (:mod:`._frontmatter`), which also tags every problem with its line 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from ..agent.output import check_json_schema
 
 #: Claude Code tool names and the tools of this runtime that do the same job.
 CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
@@ -31,7 +34,17 @@ NATIVE_TOOLS = frozenset(CLAUDE_CODE_TOOLS.values())
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku"})
 #: Keys a spec's frontmatter may hold; any other key is kept in ``extra`` with a warning.
 SPEC_KEYS = frozenset(
-    {"name", "description", "workspace", "model", "steps", "max_iters", "tools", "context"}
+    {
+        "name",
+        "description",
+        "workspace",
+        "model",
+        "steps",
+        "max_iters",
+        "tools",
+        "context",
+        "output",
+    }
 )
 _CLAUDE_CODE_KEYS = frozenset(
     {"color", "permissionMode", "disallowedTools", "skills", "hooks", "memory", "mcpServers"}
@@ -229,6 +242,28 @@ def check_steps(value: Any) -> Any:
     raise ValueError(
         f"steps must be a positive integer (iterations per spawn), got {describe(value)}"
     )
+
+
+def check_output(value: Any) -> Any:
+    """``output``: a JSON schema, as a YAML/JSON mapping or as JSON text; None stays."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(
+                f"output must be a JSON schema (a mapping, or JSON text): the text is not JSON ({exc})"
+            ) from None
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            "output must be a JSON schema (a mapping such as `type: object` with `properties`), "
+            f"got {describe(value)}"
+        )
+    try:
+        return check_json_schema(value)
+    except ValueError as exc:
+        raise ValueError(f"output is {exc}; fix the schema") from None
 
 
 def check_choice(value: Any, enum: type[StrEnum], what: str) -> Any:

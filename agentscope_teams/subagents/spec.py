@@ -11,6 +11,10 @@ The body is the subagent's system prompt::
     steps: 8                  # optional, alias max_iters
     tools: [read_file, grep_files]  # or "Read, Grep"; absent: inherit the parent's tools
     context: fresh            # fresh (default) | fork
+    output:                   # optional: a JSON schema; agent_spawn then returns validated data
+      type: object
+      properties: {verdict: {enum: [approve, reject]}}
+      required: [verdict]
     ---
     You are a subagent focused on code review.
 
@@ -40,6 +44,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..agent.output import OutputType
 from ..errors import SpecError, SpecErrors
 from ._fields import (
     CLAUDE_CODE_TOOLS,
@@ -49,6 +54,7 @@ from ._fields import (
     check_choice,
     check_description,
     check_name,
+    check_output,
     check_path,
     check_steps,
     describe,
@@ -132,6 +138,11 @@ class SubagentSpec(BaseModel):
     unavailable_tools: list[str] = Field(default_factory=list)
     context: ContextMode = ContextMode.FRESH
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    #: A JSON schema the run's answer must match (``output:`` in the frontmatter).
+    output: dict[str, Any] | None = None
+    #: The same as a Python type (a pydantic model, ...), for specs built in code; the run's
+    #: result data is then validated by it. Not serialized.
+    output_type: Any = Field(default=None, exclude=True)
     extra: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     source: Path | None = None
@@ -172,6 +183,27 @@ class SubagentSpec(BaseModel):
     @classmethod
     def _check_tools(cls, value: Any) -> Any:
         return split_tools(value)
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _check_output(cls, value: Any) -> Any:
+        return check_output(value)
+
+    @model_validator(mode="after")
+    def _one_output(self) -> SubagentSpec:
+        if self.output is not None and self.output_type is not None:
+            raise ValueError("give output (a JSON schema) or output_type (a type), not both")
+        if self.output_type is not None:
+            OutputType.of(self.output_type)  # a type without a JSON schema fails here
+        return self
+
+    def output_spec(self) -> OutputType | None:
+        """What a run of this spec returns (None: text)."""
+        if self.output_type is not None:
+            return OutputType.of(self.output_type)
+        if self.output is not None:
+            return OutputType.from_schema(self.output, f"{self.name} output")
+        return None
 
     @field_validator("context", mode="before")
     @classmethod
