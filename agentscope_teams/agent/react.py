@@ -30,7 +30,7 @@ from ..events import (
     UserInterruptEvent,
 )
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
-from ..model.base import ChatModel, ModelRequest, ModelResponse, TextDelta, ToolSchema
+from ..model.base import ChatModel, ModelRequest, ModelResponse, TextDelta, ToolSchema, Usage
 from ..state import AgentState
 from ..tools import PermissionEngine, ToolEnv, Toolkit
 from . import compression as comp
@@ -319,7 +319,10 @@ class _Reply(StepRunner):
             return None
         if called:  # the answer was a tool call: the reply ends with the value as text
             text = json.dumps(verdict.data, ensure_ascii=False)
-            response = response.model_copy(update={"content": [TextBlock(text=text)]})
+            # usage stays on the message of the model call: this one is not a call
+            response = response.model_copy(
+                update={"content": [TextBlock(text=text)], "usage": Usage()}
+            )
         msg = self._record(response, final=True)
         msg.set_output(verdict.value, verdict.data)
         OutputState.drop(state)

@@ -20,7 +20,7 @@ from agentscope_teams import (
     ScriptedModel,
 )
 from agentscope_teams.events import RequireUserConfirmEvent, UserConfirmResultEvent
-from agentscope_teams.model import ModelRequest
+from agentscope_teams.model import ModelRequest, Usage
 from agentscope_teams.store import store_from_url
 
 from .helpers import run_fresh
@@ -41,7 +41,7 @@ def results_named(request: ModelRequest, name: str) -> list[str]:
 
 
 async def test_tool_mode_offers_final_result_and_returns_the_typed_value(tmp_path: Path) -> None:
-    model = ScriptedModel([ScriptedModel.final_result(GOOD)])
+    model = ScriptedModel([ScriptedModel.final_result(GOOD, usage=Usage(input_tokens=5))])
     agent = agent_with(model, tmp_path)
     msg = await agent.call("review a.py", CTX, output_type=Report)
     assert isinstance(msg.output, Report)
@@ -56,6 +56,8 @@ async def test_tool_mode_offers_final_result_and_returns_the_typed_value(tmp_pat
     assert state.awaiting_tool_calls() == []
     assert state.context[-1].metadata["output"] == GOOD
     assert "structured_output" not in state.middle_context
+    used = [m.metadata["usage"]["input_tokens"] for m in state.context if "usage" in m.metadata]
+    assert sum(used) == 5  # counted once, on the message of the model call
     # read back from the store, the typed accessor validates the saved JSON again
     assert state.context[-1].output_as(Report) == msg.output
 
