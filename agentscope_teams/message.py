@@ -96,6 +96,13 @@ class Msg(BaseModel):
             return self._output  # type: ignore[no-any-return]
         return TypeAdapter(kind).validate_python(self.metadata[OUTPUT_KEY])
 
+    def __eq__(self, other: object) -> bool:
+        """Messages with equal fields are equal: the validated output value attached by
+        :meth:`set_output` is the typed form of ``metadata["output"]`` and is not compared."""
+        if not isinstance(other, Msg):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
     def set_output(self, value: Any, data: Any) -> None:
         """Attach a validated output: ``value`` for this process, ``data`` (its JSON form) in
         ``metadata`` so it is saved with the message."""

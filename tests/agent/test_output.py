@@ -60,6 +60,7 @@ async def test_tool_mode_offers_final_result_and_returns_the_typed_value(tmp_pat
     assert sum(used) == 5  # counted once, on the message of the model call
     # read back from the store, the typed accessor validates the saved JSON again
     assert state.context[-1].output_as(Report) == msg.output
+    assert state.context[-1] == msg  # the stored message equals the returned one
 
 
 async def test_invalid_output_goes_back_with_field_paths_then_is_corrected(tmp_path: Path) -> None:
