@@ -242,19 +242,28 @@ def strict_compatible(schema: Mapping[str, Any]) -> bool:
     return True
 
 
+class InvalidSchema(ValueError):
+    """A JSON schema that is not valid; ``path`` is where inside the schema (keys and indexes)."""
+
+    def __init__(self, message: str, path: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 def check_json_schema(schema: Any) -> dict[str, Any]:
-    """A copy of ``schema`` if it is a valid JSON schema (draft 2020-12), else ``ValueError``
-    naming the path of the problem inside the schema."""
+    """A copy of ``schema`` if it is a valid JSON schema (draft 2020-12), else
+    :class:`InvalidSchema` (a ``ValueError``) naming the path of the problem inside the schema."""
     if not isinstance(schema, Mapping):
-        raise ValueError(f"a JSON schema must be a mapping, got {type(schema).__name__}")
+        raise InvalidSchema(f"a JSON schema must be a mapping, got {type(schema).__name__}")
     import jsonschema  # imported when a schema is used: it is not needed otherwise
 
     data = copy.deepcopy(dict(schema))
     try:
         jsonschema.Draft202012Validator.check_schema(data)
     except jsonschema.SchemaError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ValueError(f"not a valid JSON schema at {where}: {exc.message}") from None
+        path = tuple(str(p) for p in exc.absolute_path)
+        where = ".".join(path) or "(top level)"
+        raise InvalidSchema(f"not a valid JSON schema at {where}: {exc.message}", path) from None
     return data
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..agent.output import check_json_schema
+from ..agent.output import InvalidSchema, check_json_schema
 
 #: Claude Code tool names and the tools of this runtime that do the same job.
 CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
@@ -85,6 +85,14 @@ class BadToolEntry(ValueError):
     def __init__(self, index: int, value: Any) -> None:
         super().__init__(f"tools[{index}] must be a tool name, got {describe(value)}")
         self.index = index
+
+
+class BadOutputSchema(ValueError):
+    """An invalid ``output:`` schema; ``path`` locates the problem inside it (for the line)."""
+
+    def __init__(self, message: str, path: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def split_tools(value: Any) -> list[str] | None:
@@ -262,8 +270,8 @@ def check_output(value: Any) -> Any:
         )
     try:
         return check_json_schema(value)
-    except ValueError as exc:
-        raise ValueError(f"output is {exc}; fix the schema") from None
+    except InvalidSchema as exc:
+        raise BadOutputSchema(f"output is {exc}; fix the schema", exc.path) from None
 
 
 def check_choice(value: Any, enum: type[StrEnum], what: str) -> Any:

@@ -51,6 +51,7 @@ from ._fields import (
     CLAUDE_MODEL_ALIASES,
     NATIVE_TOOLS,
     SPEC_KEYS,
+    BadOutputSchema,
     check_choice,
     check_description,
     check_name,
@@ -342,6 +343,9 @@ def _parse_spec_file(path: Path, aliases: Mapping[str, str] | None, strict_yaml:
         except ValidationError as exc:
             for error in exc.errors():
                 loc = [str(part) for part in error["loc"]]
+                problem = (error.get("ctx") or {}).get("error")
+                if isinstance(problem, BadOutputSchema):
+                    loc += problem.path  # the line of the key inside the schema
                 if not loc or loc[0] not in draft.failed:
                     line = line_for(loc, draft.lines, draft.start)
                     parsed.errors.append(

@@ -131,7 +131,7 @@ def test_a_bad_output_schema_names_the_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         load_specs(specs)
     message = str(caught.value)
-    assert "judge.md:4" in message  # the line of `output:`
+    assert "judge.md:8" in message  # the line of the bad key inside the schema
     assert "output is not a valid JSON schema at properties.reasons.type" in message
 
 
