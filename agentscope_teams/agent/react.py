@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ModelResponseError
+from ..errors import ConfigurationError, ModelResponseError
 from ..events import (
     AgentEvent,
     ConfirmResult,
@@ -30,7 +30,15 @@ from ..events import (
     UserInterruptEvent,
 )
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
-from ..model.base import ChatModel, ModelRequest, ModelResponse, TextDelta, ToolSchema, Usage
+from ..model.base import (
+    FINAL_RESULT_TOOL,
+    ChatModel,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolSchema,
+    Usage,
+)
 from ..state import AgentState
 from ..tools import PermissionEngine, ToolEnv, Toolkit
 from . import compression as comp
@@ -137,6 +145,11 @@ class _Reply(StepRunner):
             self.output = OutputRun.resume(self.opts.output, self.state, self.cfg.output_retries)
         else:
             self.messages = _as_messages(input)
+        if self.opts.output is not None and self.toolkit.get(FINAL_RESULT_TOOL) is not None:
+            raise ConfigurationError(
+                f"a tool is named {FINAL_RESULT_TOOL!r}, the name structured output uses for the "
+                "final answer; rename that tool to use output_type="
+            )
 
     async def start(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
         state = self.state

@@ -212,11 +212,27 @@ async def test_the_last_step_offers_only_final_result(tmp_path: Path) -> None:
 
 async def test_a_type_without_a_json_schema_is_refused_before_the_call(tmp_path: Path) -> None:
     from agentscope_teams import ConfigurationError
+    from agentscope_teams.tools import tool
 
     model = ScriptedModel(["x"])
     with pytest.raises(ConfigurationError, match="has no JSON schema"):
         await agent_with(model, tmp_path).call("x", CTX, output_type=object())
     assert model.requests == []
+
+    @tool
+    async def final_result(x: int) -> str:
+        """Clashes with the final-answer tool.
+
+        Args:
+            x: A number.
+        """
+        return ""
+
+    clash = agent_with(model, tmp_path, tools=[final_result])
+    with pytest.raises(ConfigurationError, match="rename that tool"):
+        await clash.call("x", CTX, output_type=int)
+    assert model.requests == []
+    assert (await clash.get_agent_state(CTX)).context == []  # nothing was saved
 
 
 async def _pause(store_url: str, workspace: Path) -> tuple[RequireUserConfirmEvent, str]:
