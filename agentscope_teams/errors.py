@@ -26,6 +26,10 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   └── UnknownTaskError          no such task on the team's board
     ├── ToolError                     raised inside a tool: returned to the model as an error result
     ├── HITLError                     a confirmation that does not match the paused reply
+    ├── OutputError                   structured output (``output_type=``, spec ``output:``, task data)
+    │   ├── OutputValidationError     a value does not match its schema (problems with field paths)
+    │   ├── OutputRetriesExceededError  the model gave no valid output within the retry limit
+    │   └── OutputTypeMismatchError   a paused reply is resumed with a type whose schema differs
     ├── CommandError                  a CLI command could not do what was asked
     ├── ControlPlaneError             the control plane answered an unexpected status, or is unreachable
     │   └── ControlPlaneAuthError     401/403: a missing, unknown or expired token, or out of scope
@@ -40,7 +44,8 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
 
 Errors carry their context as fields so callers never parse messages: ``VersionConflict`` (key,
 expected, found), ``ClaimConflict`` (task_id, owner), ``SpecError`` (file, line, reason),
-``LimitError`` (field, limit), ``ControlPlaneError`` (status) and every ``ModelError`` (status_code, code, body, model, base_url).
+``LimitError`` (field, limit), ``OutputValidationError`` (output_name, problems),
+``OutputRetriesExceededError`` (output_name, attempts, problems, reply_id), ``ControlPlaneError`` (status) and every ``ModelError`` (status_code, code, body, model, base_url).
 """
 
 from __future__ import annotations
@@ -224,6 +229,55 @@ class HITLError(AgentScopeTeamsError):
     def __init__(self, message: str, tool_call_id: str | None = None) -> None:
         super().__init__(message)
         self.tool_call_id = tool_call_id
+
+
+class OutputError(AgentScopeTeamsError):
+    """Structured output could not be produced or checked (see :mod:`agentscope_teams.agent.output`)."""
+
+
+class OutputValidationError(OutputError, ValueError):
+    """A value does not match its schema. ``problems`` holds one line per problem, each starting
+    with the field path (``items.0.line: Input should be a valid integer``); ``output_name``
+    names the schema. Also a ``ValueError``: a team tool turns it into a tool error."""
+
+    def __init__(self, output_name: str, problems: Sequence[str], message: str = "") -> None:
+        self.output_name = output_name
+        self.problems = list(problems)
+        listing = "\n".join(f"- {p}" for p in self.problems)
+        super().__init__(message or f"the value does not match {output_name}:\n{listing}")
+
+
+class OutputRetriesExceededError(OutputError):
+    """The model did not give an output matching ``output_name`` within the retry limit
+    (``attempts`` answers were rejected; ``problems`` are those of the last one). The reply is
+    over and its conversation is saved; raise the retry limit
+    (``ReActConfig.output_retries``) or simplify the schema."""
+
+    def __init__(
+        self, output_name: str, attempts: int, problems: Sequence[str], reply_id: str = ""
+    ) -> None:
+        self.output_name, self.attempts, self.reply_id = output_name, attempts, reply_id
+        self.problems = list(problems)
+        listing = "\n".join(f"- {p}" for p in self.problems)
+        super().__init__(
+            f"the model gave no valid {output_name} after {attempts} attempt(s); the last one "
+            f"had these problems:\n{listing}\nRaise ReActConfig.output_retries or simplify the "
+            "output type"
+        )
+
+
+class OutputTypeMismatchError(OutputError):
+    """A paused reply was resumed with an ``output_type`` whose JSON schema is not the one the
+    reply started with (``output_name`` is the stored one). Nothing was changed: resume with the
+    same type, or without ``output_type`` to get the value as JSON data."""
+
+    def __init__(self, output_name: str, given: str, reply_id: str) -> None:
+        self.output_name, self.given, self.reply_id = output_name, given, reply_id
+        super().__init__(
+            f"reply {reply_id} is paused with output type {output_name!r}, but it was resumed "
+            f"with {given!r} whose JSON schema differs; resume with the same type, or without "
+            "output_type to get the value as JSON data"
+        )
 
 
 class CommandError(AgentScopeTeamsError):

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+
+T = TypeVar("T")
+
+#: ``Msg.metadata`` key of a reply's structured output (its JSON data).
+OUTPUT_KEY = "output"
 
 
 def new_id(prefix: str = "") -> str:
@@ -71,6 +76,38 @@ class Msg(BaseModel):
     content: str | list[Block]
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
+    _output: Any = PrivateAttr(default=None)
+
+    @property
+    def output(self) -> Any:
+        """The structured output of a reply made with ``output_type=``: the validated value (a
+        model instance, ...) in the process that validated it; for a message read back from the
+        store, its JSON data (:meth:`output_as` validates it again). None without one."""
+        if self._output is not None:
+            return self._output
+        return self.metadata.get(OUTPUT_KEY)
+
+    def output_as(self, kind: type[T]) -> T:
+        """The structured output as ``kind`` (typed): the validated value if it already is one,
+        else its JSON data validated by pydantic. ``ValueError`` if the message has none."""
+        if OUTPUT_KEY not in self.metadata:
+            raise ValueError(f"message {self.id} has no structured output (no output_type)")
+        if self._output is not None and _is_instance(self._output, kind):
+            return self._output  # type: ignore[no-any-return]
+        return TypeAdapter(kind).validate_python(self.metadata[OUTPUT_KEY])
+
+    def __eq__(self, other: object) -> bool:
+        """Messages with equal fields are equal: the validated output value attached by
+        :meth:`set_output` is the typed form of ``metadata["output"]`` and is not compared."""
+        if not isinstance(other, Msg):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def set_output(self, value: Any, data: Any) -> None:
+        """Attach a validated output: ``value`` for this process, ``data`` (its JSON form) in
+        ``metadata`` so it is saved with the message."""
+        self._output = value
+        self.metadata[OUTPUT_KEY] = data
 
     @property
     def blocks(self) -> list[Block]:
@@ -90,6 +127,13 @@ class Msg(BaseModel):
 
     def tool_results(self) -> list[ToolResultBlock]:
         return [b for b in self.blocks if isinstance(b, ToolResultBlock)]
+
+
+def _is_instance(value: Any, kind: Any) -> bool:
+    try:
+        return isinstance(value, kind)
+    except TypeError:  # a generic alias such as list[int]: validate instead
+        return False
 
 
 def UserMsg(content: str | list[Block], name: str = "user", **kw: Any) -> Msg:

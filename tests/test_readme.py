@@ -31,3 +31,16 @@ def test_readme_first_screen_has_the_two_commands() -> None:
     assert "agentscope-teams review examples/sample_project" in blocks[0]
     assert "pytest" in blocks[1]
     assert text.index(blocks[1]) < 2500
+
+
+def test_readme_structured_output_example_runs(tmp_path: Path) -> None:
+    section = README.read_text().split("## Structured output", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None, "the README lost its structured-output example"
+    script = tmp_path / "structured.py"
+    script.write_text(block.group(1))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "10"

@@ -20,7 +20,9 @@ class CompressionConfig(BaseModel):
 
 
 class ReActConfig(BaseModel):
-    """How the loop runs: iteration cap, tool parallelism, compression, recovery, streaming."""
+    """How the loop runs: iteration cap, tool parallelism, compression, recovery, streaming, and
+    how many invalid structured outputs (``output_type=``) a reply sends back to the model before
+    it fails with ``OutputRetriesExceededError``."""
 
     model_config = ConfigDict(extra="forbid")
     max_iters: int = Field(default=20, ge=1)
@@ -28,3 +30,4 @@ class ReActConfig(BaseModel):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     recover_pending_tools: bool = True
     stream_model: bool = True
+    output_retries: int = Field(default=2, ge=0)

@@ -43,6 +43,7 @@ from .construction import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR  # re-exported
 from .construction import check_deployment, check_numbers, resolve_store
 from .extension import AgentView, CallScope, Extension
 from .lease import Lease, SessionGuard
+from .output import OutputType
 from .react import ReActAgent, ReplyOptions
 from .writer import SessionWriter
 
@@ -128,31 +129,40 @@ class SessionAgent:
             return self.workspace
         return self.workspace.joinpath(*map(path_segment, ctx.scope()))
 
-    async def call(self, input: ReplyInput, ctx: RuntimeContext) -> Msg:
-        """Run one reply for ``ctx``'s session and return its final message."""
+    async def call(self, input: ReplyInput, ctx: RuntimeContext, *, output_type: Any = None) -> Msg:
+        """Run one reply for ``ctx``'s session and return its final message.
+
+        With ``output_type`` (a pydantic model, any type pydantic's ``TypeAdapter`` handles, or a
+        JSON schema mapping) the reply ends with a validated value: ``msg.output`` (typed:
+        ``msg.output_as(T)``), its JSON data in ``msg.metadata["output"]``; see
+        :mod:`.output_run`. A confirmation resuming a paused reply takes the same type again, or
+        none to get the value as JSON data.
+        """
         final: list[Msg] = []
 
         async def sink(event: AgentEvent) -> None:
             if isinstance(event, ReplyEndEvent):
                 final.append(event.msg)
 
-        await self._run(input, ctx, sink)
+        await self._run(input, ctx, sink, _output(output_type))
         return final[-1]
 
     async def stream(
-        self, input: ReplyInput, ctx: RuntimeContext
+        self, input: ReplyInput, ctx: RuntimeContext, *, output_type: Any = None
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run one reply for ``ctx``'s session, yielding its events as they happen.
 
         Closing the stream early (``contextlib.aclosing``) cancels the reply; its state is saved.
+        ``output_type`` is as for :meth:`call`; the ``ReplyEndEvent`` message carries the output.
         """
         send, recv = anyio.create_memory_object_stream[AgentEvent](math.inf)
         errors: list[Exception] = []
+        output = _output(output_type)
 
         async def worker() -> None:
             async with send:
                 try:
-                    await self._run(input, ctx, send.send)
+                    await self._run(input, ctx, send.send, output)
                 except Exception as exc:  # raised below as is, not wrapped in an ExceptionGroup
                     errors.append(exc)
 
@@ -249,11 +259,13 @@ class SessionAgent:
             wait_timeout=self.busy_timeout,
         )
 
-    async def _run(self, input: ReplyInput, ctx: RuntimeContext, sink: Any) -> None:
+    async def _run(
+        self, input: ReplyInput, ctx: RuntimeContext, sink: Any, output: OutputType | None = None
+    ) -> None:
         addr = self.address(ctx)
         with use_context(ctx):
             async with self._exclusive(addr) as lease:
-                await self._run_locked(input, ctx, addr, sink, lease)
+                await self._run_locked(input, ctx, addr, sink, lease, output)
 
     async def _run_locked(
         self,
@@ -262,6 +274,7 @@ class SessionAgent:
         addr: SessionAddress,
         sink: Any,
         lease: Lease | None,
+        output: OutputType | None = None,
     ) -> None:
         record = await self.sessions.get_at(addr)
         state = record.state if record else AgentState(session_id=ctx.session_id)
@@ -291,6 +304,7 @@ class SessionAgent:
         for ext in self.extensions:
             await ext.prepare(scope)
         options = self._options(scope, save)
+        options.output = output
         final: Msg | None = None
         try:
             async for event in self.loop.reply_stream(input, state, options):
@@ -329,6 +343,11 @@ class SessionAgent:
             archiver=archiver,
             system_suffix=suffix,
         )
+
+
+def _output(output_type: Any) -> OutputType | None:
+    """The output type of a call (checked before the call takes the session)."""
+    return None if output_type is None else OutputType.of(output_type)
 
 
 def _change_marker(state: AgentState) -> tuple[object, ...]:

@@ -8,11 +8,12 @@ instance serves concurrent sessions. Cancelling a reply closes every unfinished 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ModelResponseError
+from ..errors import ConfigurationError, ModelResponseError
 from ..events import (
     AgentEvent,
     ConfirmResult,
@@ -29,13 +30,23 @@ from ..events import (
     UserInterruptEvent,
 )
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
-from ..model.base import ChatModel, ModelRequest, ModelResponse, TextDelta, ToolSchema
+from ..model.base import (
+    FINAL_RESULT_TOOL,
+    ChatModel,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolSchema,
+    Usage,
+)
 from ..state import AgentState
 from ..tools import PermissionEngine, ToolEnv, Toolkit
 from . import compression as comp
 from . import hitl
 from .acting import StepRunner
 from .config import ReActConfig
+from .output import OutputType
+from .output_run import OutputRun, OutputState, Verdict, model_mode
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +69,8 @@ class ReplyOptions:
     checkpoint: Checkpoint | None = None
     archiver: comp.Archiver | None = None
     system_suffix: str = ""
+    #: The structured output the reply must return (None: a text reply); see :mod:`.output_run`.
+    output: OutputType | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -120,20 +133,29 @@ class _Reply(StepRunner):
         self.messages: list[Msg] = []
         self.decisions: list[tuple[ToolUseBlock, ConfirmResult]] = []
         self.tokens = comp.TokenCounter()
+        self.output: OutputRun | None = None
 
     def validate(self, input: ReplyInput) -> None:
-        """Check ``input`` against the state; raises (HITLError, TypeError) without changing it."""
+        """Check ``input`` against the state; raises (HITLError, TypeError,
+        OutputTypeMismatchError) without changing it."""
         if isinstance(input, UserInterruptEvent):
             hitl.check_interrupt(self.state, input)
         elif isinstance(input, UserConfirmResultEvent):
             self.decisions = hitl.check_confirmation(self.state, input)
+            self.output = OutputRun.resume(self.opts.output, self.state, self.cfg.output_retries)
         else:
             self.messages = _as_messages(input)
+        if self.opts.output is not None and self.toolkit.get(FINAL_RESULT_TOOL) is not None:
+            raise ConfigurationError(
+                f"a tool is named {FINAL_RESULT_TOOL!r}, the name structured output uses for the "
+                "final answer; rename that tool to use output_type="
+            )
 
     async def start(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
         state = self.state
         if isinstance(input, UserInterruptEvent):
             yield ReplyStartEvent(session_id=state.session_id, **self._ev())
+            OutputState.drop(state)
             closed = hitl.close_pending(state, hitl.INTERRUPTED_BY_USER)
             note = AssistantMsg(
                 f"Interrupted; {len(closed)} pending tool call(s) were not run.",
@@ -165,6 +187,10 @@ class _Reply(StepRunner):
         state.awaiting_confirmation.clear()
         state.reply_id = new_id()
         state.cur_iter = 0
+        OutputState.drop(state)
+        if self.opts.output is not None:
+            mode = model_mode(self.agent.model)
+            self.output = OutputRun.start(self.opts.output, mode, state, self.cfg.output_retries)
         yield ReplyStartEvent(session_id=state.session_id, **self._ev())
         if closed:
             yield HintEvent(
@@ -188,7 +214,16 @@ class _Reply(StepRunner):
                 else:
                     yield item
             response = got[-1]
-            if final or not response.tool_calls:
+            verdict = self.output.judge(response, final) if self.output is not None else None
+            if verdict is not None:
+                done = self._settle(response, verdict)
+                if done is not None:
+                    yield ReplyEndEvent(msg=done, **self._ev())
+                    return
+                if self.opts.checkpoint is not None:
+                    await self.opts.checkpoint(state)
+                continue
+            if self.output is None and (final or not response.tool_calls):
                 yield ReplyEndEvent(msg=self._record(response, final=True), **self._ev())
                 return
             self._record(response, final=False)
@@ -244,10 +279,16 @@ class _Reply(StepRunner):
         messages = list(self.state.context)
         tools: list[ToolSchema] = []
         if final:
-            messages.append(UserMsg(MAX_ITERS_HINT, name="system"))
+            hint = MAX_ITERS_HINT if self.output is None else self.output.final_hint()
+            messages.append(UserMsg(hint, name="system"))
         else:
             tools = self.toolkit.schemas()
-        return ModelRequest(system_prompt=system, messages=messages, tools=tools)
+        schema = None
+        if self.output is not None:
+            tools, schema = self.output.shape(tools, final)
+        return ModelRequest(
+            system_prompt=system, messages=messages, tools=tools, response_schema=schema
+        )
 
     async def _reason(self, final: bool) -> AsyncIterator[AgentEvent | ModelResponse]:
         iteration = self.state.cur_iter
@@ -269,6 +310,36 @@ class _Reply(StepRunner):
         self.state.cur_iter += 1
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
         yield response
+
+    def _settle(self, response: ModelResponse, verdict: Verdict) -> Msg | None:
+        """Put a judged structured answer in the context: the final message if it was accepted
+        (None if it was rejected and goes back to the model; raises past the retry limit)."""
+        assert self.output is not None
+        state = self.state
+        called = bool(response.tool_calls)
+        if not verdict.accepted or called:
+            self._record(response, final=False)
+        if verdict.results:
+            state.context.append(hitl.tool_results_msg(verdict.results))
+        if not verdict.accepted:
+            if verdict.feedback:
+                state.context.append(UserMsg(verdict.feedback, name="output-check"))
+            try:
+                self.output.rejected(verdict, state.reply_id)
+            except Exception:
+                OutputState.drop(state)
+                raise
+            return None
+        if called:  # the answer was a tool call: the reply ends with the value as text
+            text = json.dumps(verdict.data, ensure_ascii=False)
+            # usage stays on the message of the model call: this one is not a call
+            response = response.model_copy(
+                update={"content": [TextBlock(text=text)], "usage": Usage()}
+            )
+        msg = self._record(response, final=True)
+        msg.set_output(verdict.value, verdict.data)
+        OutputState.drop(state)
+        return msg
 
     def _record(self, response: ModelResponse, final: bool) -> Msg:
         content: list[TextBlock | ToolUseBlock] = list(response.content)

@@ -37,12 +37,42 @@ class ToolSchema(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
+StructuredOutputMode = Literal["native", "tool"]
+"""How a model returns structured output: ``native`` (the provider constrains the answer to a JSON
+schema, :attr:`ModelRequest.response_schema`) or ``tool`` (the model calls a final-answer tool
+whose arguments are the schema). A model says which through a ``structured_output`` attribute;
+one without it gets ``tool``."""
+
+
+FINAL_RESULT_TOOL = "final_result"
+"""The final-answer tool of ``tool`` mode: its arguments are the output (wrapped as
+``{"result": value}`` when the output type is not a JSON object)."""
+
+
+class ResponseSchema(BaseModel):
+    """Native structured output: the answer must be JSON matching ``json_schema`` (an object).
+
+    ``strict`` asks the provider to enforce the schema exactly; it is set only when the schema is
+    in the subset strict mode accepts (every object closed and every property required).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    json_schema: dict[str, Any]
+    description: str = ""
+    strict: bool = False
+
+
 class ModelRequest(BaseModel):
-    """One model call. ``messages`` never contain a system message: ``system_prompt`` carries it."""
+    """One model call. ``messages`` never contain a system message: ``system_prompt`` carries it.
+
+    ``response_schema`` asks for native structured output; a model without it ignores the field.
+    """
 
     system_prompt: str = ""
     messages: list[Msg]
     tools: list[ToolSchema] = Field(default_factory=list)
+    response_schema: ResponseSchema | None = None
     max_tokens: int | None = None
     temperature: float | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -22,9 +22,9 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from ..errors import ModelConfigurationError
-from .base import ModelRequest, ModelResponse, StreamItem
+from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode
 from .openai_errors import ErrorMapper, Failure
-from .openai_format import to_openai_messages, to_openai_tools
+from .openai_format import to_openai_messages, to_openai_response_format, to_openai_tools
 from .openai_response import StreamAssembler, parse_completion
 from .providers import get_provider, redact_url, resolve_api_key, resolve_base_url
 from .retry import backoff_delay
@@ -55,6 +55,7 @@ class OpenAIChatModel:
         backoff_max: float = 20.0,
         extra_body: dict[str, Any] | None = None,
         provider: str = "openai",
+        structured_output: StructuredOutputMode | None = None,
     ) -> None:
         if not model.strip():
             raise ModelConfigurationError(f"empty model id for provider {provider!r}")
@@ -70,6 +71,16 @@ class OpenAIChatModel:
         self.max_retries, self.timeout = max_retries, timeout
         self.backoff_base, self.backoff_max = backoff_base, backoff_max
         self.extra_body = dict(extra_body or {})
+        if structured_output not in (None, "native", "tool"):
+            raise ModelConfigurationError(
+                f"structured_output must be 'native' or 'tool', got {structured_output!r}"
+            )
+        #: How this model returns structured output (see ``StructuredOutputMode``): ``native``
+        #: (``response_format`` JSON schema) by default for OpenAI itself, ``tool`` (a final-answer
+        #: tool) for other endpoints, where JSON-schema response formats are not always supported.
+        self.structured_output: StructuredOutputMode = structured_output or (
+            "native" if provider == "openai" else "tool"
+        )
         self._errors = ErrorMapper(
             model=model,
             provider=provider,
@@ -144,6 +155,8 @@ class OpenAIChatModel:
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(request)}
         if request.tools:
             kwargs["tools"] = to_openai_tools(request.tools)
+        if request.response_schema is not None:
+            kwargs["response_format"] = to_openai_response_format(request.response_schema)
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
         if request.temperature is not None:

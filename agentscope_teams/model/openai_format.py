@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
-from .base import ModelRequest, ToolSchema
+from .base import ModelRequest, ResponseSchema, ToolSchema
 
 MISSING_RESULT = "error: no result was recorded for this tool call (it was interrupted)"
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -54,6 +54,19 @@ def to_openai_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
         }
         for t in tools
     ]
+
+
+def to_openai_response_format(schema: ResponseSchema) -> dict[str, Any]:
+    """The ``response_format`` parameter asking for JSON matching ``schema`` (native structured
+    output). The name is made safe for the endpoint (``[A-Za-z0-9_-]{1,64}``)."""
+    spec: dict[str, Any] = {
+        "name": _NAME_UNSAFE.sub("_", schema.name)[:64] or "output",
+        "schema": schema.json_schema,
+        "strict": schema.strict,
+    }
+    if schema.description:
+        spec["description"] = schema.description
+    return {"type": "json_schema", "json_schema": spec}
 
 
 def _steps(blocks: list[Block]) -> list[list[Block]]:

@@ -30,7 +30,16 @@ import anyio
 
 from ..errors import ModelError
 from ..message import TextBlock, ToolUseBlock, new_id
-from .base import ModelRequest, ModelResponse, StreamItem, TextDelta, ToolCallDelta, Usage
+from .base import (
+    FINAL_RESULT_TOOL,
+    ModelRequest,
+    ModelResponse,
+    StreamItem,
+    StructuredOutputMode,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 
 ScriptResult: TypeAlias = ModelResponse | str
 ScriptFunction: TypeAlias = Callable[[ModelRequest], ScriptResult | Awaitable[ScriptResult]]
@@ -82,11 +91,16 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         delay: float = 0.0,
+        structured_output: StructuredOutputMode = "tool",
     ) -> None:
         if isinstance(responses, str | ModelResponse):
             raise TypeError("ScriptedModel takes a list of responses: wrap the response in [...]")
         self.name = name
         self.delay = delay
+        #: How an agent asks this model for structured output: ``tool`` (it must call the
+        #: ``final_result`` tool, see :meth:`final_result`) or ``native`` (it answers JSON text; the
+        #: schema is in each recorded request's ``response_schema``).
+        self.structured_output: StructuredOutputMode = structured_output
         self.requests: list[ModelRequest] = []
         self._function = None if isinstance(responses, Sequence) else responses
         self._script: list[ScriptItem] = list(responses) if isinstance(responses, Sequence) else []
@@ -166,6 +180,14 @@ class ScriptedModel:
         """One tool call (``stop_reason="tool_use"``), optionally preceded by text."""
         call = ToolUseBlock(id=id or new_id("call_"), name=name, input=input or {})
         return ScriptedModel.tool_calls([call], text=text, usage=usage)
+
+    @staticmethod
+    def final_result(data: Any, *, text: str = "", usage: Usage | None = None) -> ModelResponse:
+        """The final-answer tool call of structured output (``tool`` mode). ``data`` is the value;
+        a value that is not a JSON object is sent as ``{"result": data}``, as the tool's schema
+        asks for such types."""
+        arguments = data if isinstance(data, dict) else {"result": data}
+        return ScriptedModel.tool_call(FINAL_RESULT_TOOL, arguments, text=text, usage=usage)
 
     @staticmethod
     def tool_calls(

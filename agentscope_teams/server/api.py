@@ -138,7 +138,9 @@ async def claim(call: Call) -> Task:
 async def complete(call: Call) -> Task:
     body = await call.body(s.Complete)
     member = await call.acting(body.member)
-    return await call.client.complete_task(call.team_id, member, call.path("task_id"), body.result)
+    return await call.client.complete_task(
+        call.team_id, member, call.path("task_id"), body.result, data=body.data
+    )
 
 
 async def fail(call: Call) -> Task:

@@ -13,7 +13,7 @@ to hand to the workers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote
@@ -168,8 +168,10 @@ class ControlPlaneTeamClient:
         max_attempts: int = 3,
         *,
         actor: str | None = None,
+        result_schema: Mapping[str, Any] | None = None,
     ) -> Task:
         body = {
+            "result_schema": None if result_schema is None else dict(result_schema),
             "title": title,
             "description": description,
             "assignee": assignee,
@@ -202,9 +204,11 @@ class ControlPlaneTeamClient:
         return Task.model_validate(await self._call("POST", path, body))
 
     async def complete_task(
-        self, team_id: str, member: str, task_id: str, result: str = ""
+        self, team_id: str, member: str, task_id: str, result: str = "", *, data: Any = None
     ) -> Task:
-        return await self._transition(team_id, task_id, "complete", member=member, result=result)
+        return await self._transition(
+            team_id, task_id, "complete", member=member, result=result, data=data
+        )
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
         return await self._transition(team_id, task_id, "fail", member=member, error=error)

@@ -11,14 +11,16 @@ the ``type`` field (never the message text) and else from the status::
     403  ControlPlaneAuthError   a valid token acting outside its scope (another team or member)
     404  UnknownTeamError, UnknownTaskError, UnknownMemberError
     409  ClaimConflict, VersionConflict, LeaseLostError, NotTaskOwnerError, TaskStateError, TeamError,
-         SessionBusyError, HITLError, ChildPausedError, SchemaVersionError (the stored record
-         is newer than this server: upgrade it; other records still work)
+         SessionBusyError, HITLError, ChildPausedError, OutputTypeMismatchError, SchemaVersionError
+         (the stored record is newer than this server: upgrade it; other records still work)
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
-         LimitError (a number or text out of bounds), SpecError(s), ToolError, CommandError
-    500  ConfigurationError, StoreError, SubagentError, AgentScopeTeamsError (a library error
+         LimitError (a number or text out of bounds), SpecError(s), ToolError, CommandError,
+         OutputValidationError (a value that does not match its schema)
+    500  ConfigurationError, StoreError, SubagentError, OutputError, AgentScopeTeamsError (a library error
          with its type and message); any other exception is an opaque ``InternalError``
-    502  ModelError and its upstream failures, ControlPlaneError without a status
+    502  ModelError and its upstream failures, OutputRetriesExceededError (the model gave no valid
+         output), ControlPlaneError without a status
     503  StoreUnavailableError, RateLimitError (an upstream limit, not the caller's)
     504  ModelTimeoutError
 """
@@ -60,6 +62,10 @@ STATUS: dict[type[BaseException], int] = {
     e.UnknownTaskError: 404,
     e.ToolError: 422,
     e.HITLError: 409,
+    e.OutputError: 500,
+    e.OutputValidationError: 422,
+    e.OutputRetriesExceededError: 502,
+    e.OutputTypeMismatchError: 409,
     e.CommandError: 422,
     e.ControlPlaneError: 502,
     e.ControlPlaneAuthError: 403,

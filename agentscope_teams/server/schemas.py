@@ -8,6 +8,7 @@ operator token may name any participant of its own teams.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +55,7 @@ class AssignTask(_Input):
     blocked_by: list[str] = Field(default_factory=list)
     max_attempts: int = Field(default=3, ge=1, le=MAX_ATTEMPTS)
     actor: str | None = None
+    result_schema: dict[str, Any] | None = None
 
 
 class Claim(_Input):
@@ -66,6 +68,7 @@ class Claim(_Input):
 class Complete(_Input):
     member: str | None = None
     result: str = ""
+    data: Any = None
 
 
 class Fail(_Input):

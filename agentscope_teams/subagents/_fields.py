@@ -6,12 +6,15 @@ file reader (:mod:`._frontmatter`), which also tags every problem with its line 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from ..agent.output import InvalidSchema, check_json_schema
 
 #: Claude Code tool names and the tools of this runtime that do the same job.
 CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
@@ -41,6 +44,7 @@ SPEC_KEYS = frozenset(
         "tools",
         "context",
         "mcpServers",
+        "output",
     }
 )
 _CLAUDE_CODE_KEYS = frozenset(
@@ -84,6 +88,14 @@ class BadToolEntry(ValueError):
     def __init__(self, index: int, value: Any) -> None:
         super().__init__(f"tools[{index}] must be a tool name, got {describe(value)}")
         self.index = index
+
+
+class BadOutputSchema(ValueError):
+    """An invalid ``output:`` schema; ``path`` locates the problem inside it (for the line)."""
+
+    def __init__(self, message: str, path: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def split_tools(value: Any) -> list[str] | None:
@@ -244,6 +256,28 @@ def check_steps(value: Any) -> Any:
     raise ValueError(
         f"steps must be a positive integer (iterations per spawn), got {describe(value)}"
     )
+
+
+def check_output(value: Any) -> Any:
+    """``output``: a JSON schema, as a YAML/JSON mapping or as JSON text; None stays."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(
+                f"output must be a JSON schema (a mapping, or JSON text): the text is not JSON ({exc})"
+            ) from None
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            "output must be a JSON schema (a mapping such as `type: object` with `properties`), "
+            f"got {describe(value)}"
+        )
+    try:
+        return check_json_schema(value)
+    except InvalidSchema as exc:
+        raise BadOutputSchema(f"output is {exc}; fix the schema", exc.path) from None
 
 
 def check_choice(value: Any, enum: type[StrEnum], what: str) -> Any:

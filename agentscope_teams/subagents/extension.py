@@ -266,6 +266,7 @@ class SubagentExtension(Extension):
                 workspace=workspace,
                 keep_workspace=label is not None,
                 snapshot=fork_snapshot(scope.state) if fork else None,
+                output=spec.output_spec(),
             )
         )
 

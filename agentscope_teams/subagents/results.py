@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from ..tools import ToolOutput
 from .runs import RunRecord, RunStatus
@@ -40,11 +40,14 @@ class RunBrief(ToolOutput):
 
 
 class RunCompleted(ToolOutput):
-    """A run's final answer (a failed run is a tool error instead)."""
+    """A run's final answer (a failed run is a tool error instead); ``output`` is its validated
+    structured output (JSON) when the spec declares one (``output:``), else None. Code reads it
+    from ``ToolResultBlock.data["output"]`` (:func:`~agentscope_teams.tools.output_of`)."""
 
     run_id: str
     spec: str
     result: str
+    output: Any = None
 
     def render(self) -> str:
         return f"Run {self.run_id} ({self.spec}) completed:\n{self.result}"

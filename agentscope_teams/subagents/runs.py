@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +59,8 @@ class RunRecord(BaseModel):
     label: str | None = None
     status: RunStatus = RunStatus.PENDING
     result: str | None = None
+    #: The validated structured output (JSON) of a spec with ``output:``; None otherwise.
+    output: Any = None
     error: str | None = None
     child_session: str
     depth: int

@@ -22,15 +22,17 @@ import logging
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import sniffio
 
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
+from ..agent.output import OutputType
 from ..context import RuntimeContext
 from ..errors import ConfigurationError
-from ..message import utcnow
+from ..message import OUTPUT_KEY, utcnow
 from ..state import AgentState
 from ..store.base import Key
 from .child import answer_of, seed_session
@@ -57,6 +59,8 @@ class Launch:
     workspace: Path | None = None
     keep_workspace: bool = False
     snapshot: AgentState | None = None
+    #: The structured output of the spec (``output:`` / ``output_type``): each turn returns it.
+    output: OutputType | None = None
 
 
 @dataclass
@@ -172,13 +176,17 @@ class Runner:
         mail = book.mail(run_id)
         text: str | None = launch.record.task
         for _ in range(MAX_TURNS):
-            answer = answer_of(await launch.child.call(text, launch.ctx))
+            msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
+            answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
             read = await mail.cursor()
 
-            def complete(r: RunRecord, answer: str = answer, read: int = read) -> RunRecord | None:
+            def complete(
+                r: RunRecord, answer: str = answer, output: Any = output, read: int = read
+            ) -> RunRecord | None:
                 if not r.status.active or r.mail_seq > read:
                     return None  # finished elsewhere, or a message arrived: another turn
-                return r.finished(RunStatus.COMPLETED, result=answer)
+                done = r.finished(RunStatus.COMPLETED, result=answer)
+                return done if launch.output is None else done.model_copy(update={"output": output})
 
             rec = await book.update(run_id, complete)
             if rec is None or not rec.status.active:

@@ -12,6 +12,10 @@ The body is the subagent's system prompt::
     tools: [read_file, grep_files]  # or "Read, Grep"; absent: inherit the parent's tools
     mcpServers: [github]      # optional: configured MCP servers by name, or inline definitions
     context: fresh            # fresh (default) | fork
+    output:                   # optional: a JSON schema; agent_spawn then returns validated data
+      type: object
+      properties: {verdict: {enum: [approve, reject]}}
+      required: [verdict]
     ---
     You are a subagent focused on code review.
 
@@ -42,6 +46,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..agent.output import OutputType
 from ..errors import SpecError, SpecErrors
 from ..mcp.config import HttpServer, StdioServer
 from ._fields import (
@@ -49,10 +54,12 @@ from ._fields import (
     CLAUDE_MODEL_ALIASES,
     NATIVE_TOOLS,
     SPEC_KEYS,
+    BadOutputSchema,
     check_choice,
     check_description,
     check_mcp_servers,
     check_name,
+    check_output,
     check_path,
     check_steps,
     describe,
@@ -139,6 +146,11 @@ class SubagentSpec(BaseModel):
         default_factory=dict, alias="mcpServers"
     )
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    #: A JSON schema the run's answer must match (``output:`` in the frontmatter).
+    output: dict[str, Any] | None = None
+    #: The same as a Python type (a pydantic model, ...), for specs built in code; the run's
+    #: result data is then validated by it. Not serialized.
+    output_type: Any = Field(default=None, exclude=True)
     extra: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     source: Path | None = None
@@ -184,6 +196,27 @@ class SubagentSpec(BaseModel):
     @classmethod
     def _check_mcp_servers(cls, value: Any) -> Any:
         return check_mcp_servers(value)
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _check_output(cls, value: Any) -> Any:
+        return check_output(value)
+
+    @model_validator(mode="after")
+    def _one_output(self) -> SubagentSpec:
+        if self.output is not None and self.output_type is not None:
+            raise ValueError("give output (a JSON schema) or output_type (a type), not both")
+        if self.output_type is not None:
+            OutputType.of(self.output_type)  # a type without a JSON schema fails here
+        return self
+
+    def output_spec(self) -> OutputType | None:
+        """What a run of this spec returns (None: text)."""
+        if self.output_type is not None:
+            return OutputType.of(self.output_type)
+        if self.output is not None:
+            return OutputType.from_schema(self.output, f"{self.name} output")
+        return None
 
     @field_validator("context", mode="before")
     @classmethod
@@ -322,6 +355,9 @@ def _parse_spec_file(path: Path, aliases: Mapping[str, str] | None, strict_yaml:
         except ValidationError as exc:
             for error in exc.errors():
                 loc = [str(part) for part in error["loc"]]
+                problem = (error.get("ctx") or {}).get("error")
+                if isinstance(problem, BadOutputSchema):
+                    loc += problem.path  # the line of the key inside the schema
                 if not loc or loc[0] not in draft.failed:
                     line = line_for(loc, draft.lines, draft.start)
                     parsed.errors.append(

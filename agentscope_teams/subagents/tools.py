@@ -131,7 +131,9 @@ def bind_tools(ext: SubagentExtension, scope: CallScope) -> list[Tool]:
 def outcome(rec: RunRecord) -> RunCompleted:
     """A finished run as a tool result; failures are tool errors."""
     if rec.status is RunStatus.COMPLETED:
-        return RunCompleted(run_id=rec.run_id, spec=rec.spec, result=rec.result or "")
+        return RunCompleted(
+            run_id=rec.run_id, spec=rec.spec, result=rec.result or "", output=rec.output
+        )
     raise ToolError(f"Run {rec.run_id} ({rec.spec}) {rec.status}: {rec.error}")
 
 

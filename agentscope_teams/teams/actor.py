@@ -8,7 +8,8 @@ something a model writes into a tool argument. (Formerly ``TeamMember``.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .models import Task, TaskStatus, Team, TeamMessage
 from .protocol import TeamClient
@@ -33,6 +34,7 @@ class TeamActor:
         assignee: str | None = None,
         blocked_by: Sequence[str] = (),
         max_attempts: int = 3,
+        result_schema: Mapping[str, Any] | None = None,
     ) -> Task:
         return await self.client.assign_task(
             self.team_id,
@@ -42,6 +44,7 @@ class TeamActor:
             blocked_by=blocked_by,
             max_attempts=max_attempts,
             actor=self.name,
+            result_schema=result_schema,
         )
 
     async def claim(
@@ -55,8 +58,8 @@ class TeamActor:
             self.team_id, self.name, task_id, task_lease=task_lease, prefer_own=prefer_own
         )
 
-    async def complete(self, task_id: str, result: str = "") -> Task:
-        return await self.client.complete_task(self.team_id, self.name, task_id, result)
+    async def complete(self, task_id: str, result: str = "", data: Any = None) -> Task:
+        return await self.client.complete_task(self.team_id, self.name, task_id, result, data=data)
 
     async def fail(self, task_id: str, error: str) -> Task:
         return await self.client.fail_task(self.team_id, self.name, task_id, error)

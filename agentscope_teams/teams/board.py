@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from ..errors import TeamError, UnknownTaskError, VersionConflict
 from ..store.base import Key
@@ -85,12 +86,15 @@ class TaskBoard(BoardIndex):
         blocked_by: Sequence[str] = (),
         max_attempts: int = 3,
         task_lease: float = 60.0,
+        result_schema: Mapping[str, Any] | None = None,
     ) -> Task:
         """Create a pending task; every blocker must already exist (so there are no cycles).
 
-        Every field is checked against :mod:`.limits` before anything is written.
+        Every field is checked against :mod:`.limits` before anything is written;
+        ``result_schema`` (a JSON schema) is what its completion's ``data`` must match.
         """
         fields = {
+            "result_schema": limits.result_schema(result_schema),
             "title": limits.title(title),
             "description": limits.text(description, "description"),
             "assignee": None if assignee is None else limits.name(assignee, "assignee"),
@@ -220,9 +224,12 @@ class TaskBoard(BoardIndex):
         except VersionConflict:
             return None
 
-    async def complete(self, member: str, task_id: str, result: str) -> Task:
+    async def complete(self, member: str, task_id: str, result: str, data: Any = None) -> Task:
+        """Complete an owned task with its ``result`` text and structured ``data`` (checked
+        against the task's ``result_schema``; invalid data raises and nothing is written)."""
         result = limits.text(result, "result")
-        return await self._update(task_id, rules.finish(member, TaskStatus.COMPLETED, result))
+        data = limits.json_size(data, "data")
+        return await self._update(task_id, rules.finish(member, TaskStatus.COMPLETED, result, data))
 
     async def fail(self, member: str, task_id: str, error: str) -> Task:
         error = limits.text(error, "error")

@@ -17,9 +17,9 @@ never raised: the write happened, and the poll still finds it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -205,6 +205,7 @@ class LocalTeamClient(TeamRegistry):
         max_attempts: int = 3,
         *,
         actor: str | None = None,
+        result_schema: Mapping[str, Any] | None = None,
     ) -> Task:
         team, board = await self._board(team_id, actor, assignee)
         task = await board.create(
@@ -215,6 +216,7 @@ class LocalTeamClient(TeamRegistry):
             blocked_by=blocked_by,
             max_attempts=max_attempts,
             task_lease=self.task_lease,
+            result_schema=result_schema,
         )
         await self._changed(team_id)
         return task
@@ -235,10 +237,10 @@ class LocalTeamClient(TeamRegistry):
         return await board.claim(member, task_id, lease)
 
     async def complete_task(
-        self, team_id: str, member: str, task_id: str, result: str = ""
+        self, team_id: str, member: str, task_id: str, result: str = "", *, data: Any = None
     ) -> Task:
         _, board = await self._board(team_id, member)
-        task = await board.complete(member, task_id, result)
+        task = await board.complete(member, task_id, result, data)
         await self._changed(team_id)
         return task
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..agent.extension import CallScope
 from ..errors import ToolError
@@ -85,8 +85,12 @@ class LeadToolCalls:
         assignee: str | None,
         blocked_by: list[str],
         team_id: str | None,
+        result_schema: dict[str, Any] | None = None,
     ) -> TaskAssigned:
-        task = await self.view(team_id).assign(title, description, assignee, blocked_by)
+        view = self.view(team_id)
+        task = await view.assign(
+            title, description, assignee, blocked_by, result_schema=result_schema
+        )
         self.ext.changed()
         return TaskAssigned(task=TaskBrief.of(task))
 

@@ -16,6 +16,8 @@ what                                   bounds
 ``max_attempts``                       an int, ``1 <= n <= MAX_ATTEMPTS`` (100)
 ``blocked_by``                         at most ``MAX_BLOCKERS`` (100) ids, each an identifier
 ``title``                              1 to ``MAX_TITLE`` (500) characters on one line
+``result_schema``, result ``data``     a valid JSON schema / any JSON value, at most
+                                       ``MAX_TEXT`` characters as JSON
 ``description``, ``result``,           at most ``MAX_TEXT`` (100,000) characters; newlines and
 ``error``, ``reason``, ``content``     tabs are fine, other control characters are not
 team, lead, member and spec names      identifiers (1-256 characters, no control characters,
@@ -30,10 +32,13 @@ Records are not re-checked when they are read: a record written before a bound e
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
+from ..agent.output import check_json_schema
 from ..context import validate_identifier
 from ..errors import ConfigurationError, LimitError
 
@@ -70,6 +75,30 @@ def lease(value: object, field: str = "lease_seconds") -> float:
             f"got {_shown(value)}; renew the lease to keep a task longer",
         )
     return seconds
+
+
+def json_size(value: object, field: str) -> object:
+    """``value`` if its JSON text is at most ``MAX_TEXT`` characters, else :class:`LimitError`."""
+    try:
+        size = len(json.dumps(value))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{field} must be JSON data: {exc}") from None
+    if size > MAX_TEXT:
+        raise LimitError(
+            field, MAX_TEXT, f"{field} is {size} characters as JSON, over the limit of {MAX_TEXT}"
+        )
+    return value
+
+
+def result_schema(value: object) -> dict[str, Any] | None:
+    """A task's ``result_schema``: None, or a valid JSON schema within the size bound."""
+    if value is None:
+        return None
+    json_size(value, "result_schema")
+    try:
+        return check_json_schema(value)
+    except ValueError as exc:
+        raise ValueError(f"result_schema is {exc}") from None
 
 
 def config_lease(value: object, field: str = "task_lease") -> float:

@@ -140,6 +140,11 @@ class Task(BaseModel):
     assignee: str | None = None
     blocked_by: list[str] = Field(default_factory=list)
     result: str | None = None
+    #: A JSON schema the completing member's ``data`` must match (None: any data, or none).
+    result_schema: dict[str, Any] | None = None
+    #: The structured result given with ``completeTask(data=...)`` (JSON), validated against
+    #: ``result_schema`` when the task declares one.
+    result_data: Any = None
     error: str | None = None
     lease_expires_at: datetime | None = None
     lease_seconds: float = Field(default=60.0, gt=0)

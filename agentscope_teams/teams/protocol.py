@@ -10,8 +10,8 @@ member to a client for tools. Whether a member may claim a task is decided by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from .models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
 
@@ -48,7 +48,11 @@ class TeamClient(Protocol):
         max_attempts: int = 3,
         *,
         actor: str | None = None,
-    ) -> Task: ...
+        result_schema: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """Create a task; with ``result_schema`` (a JSON schema) its completion must carry
+        ``data`` matching it."""
+        ...
 
     async def claim_task(
         self,
@@ -67,8 +71,11 @@ class TeamClient(Protocol):
         ...
 
     async def complete_task(
-        self, team_id: str, member: str, task_id: str, result: str = ""
-    ) -> Task: ...
+        self, team_id: str, member: str, task_id: str, result: str = "", *, data: Any = None
+    ) -> Task:
+        """Complete an owned task with ``result`` text and structured ``data`` (JSON), checked
+        against the task's ``result_schema`` (``OutputValidationError``; nothing written)."""
+        ...
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task: ...
 

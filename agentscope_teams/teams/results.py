@@ -6,8 +6,9 @@ Code that needs a result (the review transcript, the CLI) reads these models fro
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -34,6 +35,9 @@ class TaskBrief(ToolOutput):
     blocked_by: list[str] = Field(default_factory=list)
     blocked_reason: str | None = None
     result: str | None = None
+    #: The task's declared result schema and the structured result it was completed with.
+    result_schema: dict[str, Any] | None = None
+    result_data: Any = None
     error: str | None = None
 
     @classmethod
@@ -47,6 +51,8 @@ class TaskBrief(ToolOutput):
             blocked_by=list(task.blocked_by),
             blocked_reason=task.blocked_reason,
             result=task.result,
+            result_schema=task.result_schema,
+            result_data=task.result_data,
             error=task.error,
         )
 
@@ -68,6 +74,8 @@ class TaskBrief(ToolOutput):
         limit = MAX_TEXT if full else 200
         if self.status is TaskStatus.COMPLETED:
             text += f"\n  result: {clip(self.result or '', limit)}"
+            if self.result_data is not None:
+                text += f"\n  data: {clip(json.dumps(self.result_data, ensure_ascii=False), limit)}"
         elif self.error:
             text += f"\n  error: {clip(self.error, limit)}"
         return text
@@ -187,8 +195,15 @@ class TaskClaimed(ToolOutput):
         text = f"Claimed task {self.task.id}: {self.task.title}"
         if self.description:
             text += f"\n\n{self.description}"
-        report = f"completeTask(task_id={self.task.id!r}, result=...)"
-        return text + f"\n\nReport with {report} or failTask."
+        if self.task.result_schema is None:
+            report = f"completeTask(task_id={self.task.id!r}, result=...)"
+            return text + f"\n\nReport with {report} or failTask."
+        schema = json.dumps(self.task.result_schema, ensure_ascii=False)
+        report = f"completeTask(task_id={self.task.id!r}, result=<a summary>, data=<JSON>)"
+        return (
+            text + f"\n\nReport with {report}, where data matches this JSON schema:\n{schema}\n"
+            "or with failTask."
+        )
 
 
 class TaskReported(ToolOutput):

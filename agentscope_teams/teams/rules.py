@@ -8,11 +8,13 @@ Whether a member may claim a task (and why not) is not decided here but in :mod:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..errors import NotTaskOwnerError, TaskStateError
+from ..agent.output import OutputType
+from ..errors import NotTaskOwnerError, OutputValidationError, TaskStateError
 from . import limits
 from .models import Task, TaskEvent, TaskStatus
 
@@ -115,8 +117,25 @@ def require_owner(task: Task, member: str, verb: str) -> None:
     raise TaskStateError(f"task {task.id!r} is already {task.status.value}; cannot {verb} it")
 
 
-def finish(member: str, status: TaskStatus, text: str) -> Change:
-    """Complete (``text`` = result) or fail (``text`` = error); a repeat by the owner is a no-op."""
+def checked_data(task: Task, data: Any) -> Any:
+    """``data`` validated against the task's ``result_schema`` (any data when it has none);
+    :class:`OutputValidationError` (a ``ValueError``) lists every problem with its path."""
+    if task.result_schema is None:
+        return data
+    output = OutputType.from_schema(task.result_schema, f"the result of task {task.id}")
+    if data is None:
+        raise OutputValidationError(
+            output.name,
+            ["data: required, this task declares a result schema"],
+            f"task {task.id!r} declares a result schema: complete it with data matching it "
+            f"(listTasks or claimTask shows the schema): {json.dumps(task.result_schema)}",
+        )
+    return output.validate(data)
+
+
+def finish(member: str, status: TaskStatus, text: str, data: Any = None) -> Change:
+    """Complete (``text`` = result, ``data`` checked by :func:`checked_data`) or fail (``text`` =
+    error); a repeat by the owner is a no-op. Invalid data raises and nothing is written."""
     verb = "complete" if status is TaskStatus.COMPLETED else "fail"
     field = "result" if status is TaskStatus.COMPLETED else "error"
 
@@ -124,6 +143,9 @@ def finish(member: str, status: TaskStatus, text: str) -> Change:
         if task.status is status and task.owner == member:
             return None
         require_owner(task, member, verb)
+        extra: dict[str, Any] = {}
+        if status is TaskStatus.COMPLETED:
+            extra["result_data"] = checked_data(task, data)
         detail = text if len(text) <= 200 else text[:197] + "..."
         return _with(
             task,
@@ -134,6 +156,7 @@ def finish(member: str, status: TaskStatus, text: str) -> Change:
             status=status,
             lease_expires_at=None,
             **{field: text},
+            **extra,
         )
 
     return change

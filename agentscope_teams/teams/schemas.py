@@ -66,6 +66,7 @@ async def assign_task(
     assignee: str | None = None,
     blocked_by: list[str] = [],  # noqa: B006 - a schema default; the template is never called
     team_id: TeamId = None,
+    result_schema: dict[str, Any] | None = None,
 ) -> str:
     """Put a task on the team board; returns its id.
 
@@ -75,6 +76,8 @@ async def assign_task(
         assignee: Member who must do it; omit to let any member claim it.
         blocked_by: Ids of tasks that must be completed before this one can start.
         team_id: The team; default: your current team.
+        result_schema: Optional JSON schema of the structured result: the member must complete
+            the task with data matching it, which you then read as data.
     """
     raise NotImplementedError
 
@@ -88,12 +91,14 @@ async def claim_task(task_id: str | None = None) -> str:
     raise NotImplementedError
 
 
-async def complete_task(task_id: str, result: str) -> str:
+async def complete_task(task_id: str, result: str, data: Any = None) -> str:
     """Mark a task you claimed as completed, with its result (the lead reads it).
 
     Args:
         task_id: The task's id.
         result: The outcome: findings, answer or what was done.
+        data: The structured result, as JSON; required when the task declares a result schema
+            (claimTask shows it), and checked against it.
     """
     raise NotImplementedError
 

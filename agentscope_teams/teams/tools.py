@@ -114,8 +114,8 @@ class MemberToolCalls:
         brief = TaskBrief.of(task)
         return TaskClaimed(member=self.view.name, task=brief, description=task.description)
 
-    async def complete(self, task_id: str, result: str) -> TaskReported:
-        task = await self.view.complete(task_id, result)
+    async def complete(self, task_id: str, result: str, data: Any = None) -> TaskReported:
+        task = await self.view.complete(task_id, result, data)
         self.ext.held.discard(task.id)
         self._reported()
         return TaskReported(task_id=task.id, status="completed")

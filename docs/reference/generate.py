@@ -224,6 +224,9 @@ SPEC_KEY_DOCS = {
     "context": "`fresh` (default: an empty context) or `fork` (a snapshot of the parent's context).",
     "workspace": "`mode: isolated` (default: the run's own directory) or `shared` (the parent's), "
     "and an optional `path` relative to the spec file.",
+    "output": "A JSON schema (YAML mapping or JSON text) the run's answer must match; `agent_spawn` "
+    "and `agent_wait` then return the validated value in `RunCompleted.output`. Checked at load. "
+    "In code: `SubagentSpec(output_type=SomeModel)`.",
 }
 
 

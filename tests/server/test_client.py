@@ -140,3 +140,22 @@ async def test_unreachable_server_is_a_clear_error() -> None:
     async with ControlPlaneTeamClient(f"http://127.0.0.1:{port}", "ast_x") as client:
         with pytest.raises(ControlPlaneError, match="cannot reach the control plane"):
             await client.list_teams()
+
+
+async def test_task_result_schema_and_data_over_http(served: Served) -> None:
+    from agentscope_teams import OutputValidationError
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
+        team = await op.create_team("crew", members=[Member(name="w1")])
+        task = await op.assign_task(team.id, "count", result_schema=schema)
+        assert task.result_schema == schema
+        token = op.member_tokens[(team.id, "w1")]
+    async with ControlPlaneTeamClient(served.base_url, token) as w1:
+        await w1.claim_task(team.id, "w1", task.id)
+        with pytest.raises(OutputValidationError) as caught:  # 422, rebuilt from its type
+            await w1.complete_task(team.id, "w1", task.id, "r", data={"n": "many"})
+        assert caught.value.problems == ["n: 'many' is not of type 'integer'"]
+        assert (await w1.get_task(team.id, task.id)).status is TaskStatus.IN_PROGRESS
+        done = await w1.complete_task(team.id, "w1", task.id, "r", data={"n": 4})
+        assert done.status is TaskStatus.COMPLETED and done.result_data == {"n": 4}
