@@ -1,7 +1,7 @@
 """Run under AgentScope 2.0.11 (the anchor venv): store sessions with its own storage classes.
 
-    python write_sessions.py redis HOST PORT DB PREFIX
-    python write_sessions.py sql SQLALCHEMY_ASYNC_URL
+    python write_sessions.py USER redis HOST PORT DB PREFIX
+    python write_sessions.py USER sql SQLALCHEMY_ASYNC_URL
 
 Prints one JSON object: ``{"sessions": {name: record dump}}`` as AgentScope's ``get_session``
 returns them after writing, so the test compares the import against what AgentScope itself reads.
@@ -23,19 +23,23 @@ from agentscope.app.storage import (
 )
 from agentscope.message import (
     Base64Source,
+    DataBlock,
     HintBlock,
     Msg,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
-    DataBlock,
 )
-from agentscope.permission import PermissionContext, PermissionMode, PermissionRule
-from agentscope.permission import PermissionBehavior
+from agentscope.permission import (
+    PermissionBehavior,
+    PermissionContext,
+    PermissionMode,
+    PermissionRule,
+)
 from agentscope.state import AgentState, Task
 
-USER = "alice"
+USER = sys.argv[1]
 
 
 def _rule(tool: str, content: str | None, behavior: PermissionBehavior) -> PermissionRule:
@@ -104,7 +108,11 @@ def _asking_state() -> AgentState:
     state.context.append(Msg(name="user", role="user", content=[TextBlock(text="delete tmp")]))
     state.append_context(
         "coder",
-        [ToolCallBlock(id="call-ask", name="Bash", input='{"command": "rm -r tmp"}', state="asking")],
+        [
+            ToolCallBlock(
+                id="call-ask", name="Bash", input='{"command": "rm -r tmp"}', state="asking"
+            )
+        ],
     )
     return state
 
@@ -181,8 +189,8 @@ async def write(storage: Any) -> dict[str, Any]:
 
 
 async def main() -> None:
-    if sys.argv[1] == "redis":
-        host, port, db, prefix = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    if sys.argv[2] == "redis":
+        host, port, db, prefix = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
         templates = {
             name: value.replace("agentscope:", prefix + ":", 1)
             for name, value in RedisStorage.KeyConfig().model_dump().items()
@@ -193,7 +201,7 @@ async def main() -> None:
     else:
         from agentscope.app.storage import AsyncSQLAlchemyStorage
 
-        storage = AsyncSQLAlchemyStorage(sys.argv[2])
+        storage = AsyncSQLAlchemyStorage(sys.argv[3])
     async with storage:
         result = await write(storage)
     print(json.dumps(result))
