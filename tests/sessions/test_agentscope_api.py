@@ -199,3 +199,24 @@ async def test_version_1_records_still_load(store: StoreBackend, ns: str) -> Non
     await storage.update_session_state(ns, "a", "old", state)
     again = await SessionStorage(store).get_session(ns, "a", "old")
     assert again is not None and again.origin.type == "subagent"
+
+
+async def test_redis_storage_as_the_seed_opens_it(ns: str) -> None:
+    """``async with RedisStorage(host=..., port=...)`` and AgentScope's positional arguments."""
+    from urllib.parse import urlsplit
+
+    from agentscope_teams.sessions import RedisStorage
+
+    from ..backends import REDIS_URL
+    from ..conftest import require_service
+
+    require_service("redis")
+    parts = urlsplit(REDIS_URL)
+    host, port, db = parts.hostname or "127.0.0.1", parts.port or 6379, int(parts.path[1:] or 0)
+    async with RedisStorage(host, port, db, None, key_ttl=600) as storage:
+        record = await storage.upsert_session(ns, "agent-1", SessionConfig(workspace_id="w"))
+        await storage.update_session_state(ns, "agent-1", record.id, AgentState())
+        assert [r.id for r in await storage.list_sessions(ns, "agent-1")] == [record.id]
+        assert await storage.delete_session(ns, "agent-1", record.id) is True
+    with pytest.raises(TypeError, match="key_config"):
+        RedisStorage(host=host, port=port, key_config=object())

@@ -34,11 +34,19 @@ def _redis_source(python: Path, user: str) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def redis_source(agentscope_python: Path) -> tuple[str, str, dict[str, Any]]:
+def redis_source(agentscope_python: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """AgentScope's sessions of a fresh user in Redis, under a key prefix of their own."""
+    import redis
+
     user = "as-" + uuid.uuid4().hex[:10]
     url, written = _redis_source(agentscope_python, user)
-    return user, url, written
+    try:
+        yield user, url, written
+    finally:
+        client = redis.Redis.from_url(REDIS_URL)
+        for name in client.scan_iter(match=f"astest-{user}:*"):
+            client.delete(name)
+        client.close()
 
 
 def _outcomes(report: Any) -> dict[str, str]:
@@ -94,6 +102,33 @@ async def test_sqlite_sessions_import_and_source_changes_update(
         report = await import_agentscope_sessions(f"sqlite:///{db}", storage)
         assert report.counts() == {"created": 0, "updated": 4, "unchanged": 0, "refused": 2}
         await check_imported(storage, "alice", None, rewritten)
+        await _agent_resumes(store, tmp_path)
+
+
+async def _agent_resumes(store: StoreBackend, tmp_path: Path) -> None:
+    """Our agent continues the imported tool session: the model sees the converted history."""
+    from agentscope_teams import HarnessAgent, RuntimeContext
+    from agentscope_teams.model import ScriptedModel
+
+    model = ScriptedModel(["Anything else?"])
+    agent = HarnessAgent(
+        "coder", model, store=store, builtin_tools=False, workspace=tmp_path / "ws"
+    )
+    reply = await agent.call("thanks", RuntimeContext(session_id="s-tools", user_id="alice"))
+    assert reply.get_text_content() == "Anything else?"
+    seen = [(m.role, [b.type for b in m.blocks]) for m in model.requests[0].messages]
+    assert seen[-7:] == [
+        ("user", ["text"]),
+        ("assistant", ["text", "tool_use"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["text"]),
+        ("user", ["text"]),
+    ]
+    record = await SessionStorage(store).get_session("alice", "coder", "s-tools")
+    assert record is not None and record.state.context[-1].get_text_content() == "Anything else?"
+    assert record.team_id == "team-7"  # the agent's own writes keep what the import set
 
 
 @pytest.fixture
