@@ -80,11 +80,14 @@ def _line(item: SessionImport, dry_run: bool) -> str:
 def _summary(report: ImportReport) -> str:
     counts = report.counts()
     converted = counts["created"] + counts["updated"] + counts["unchanged"]
-    would = "would " if report.dry_run else ""
+    if report.dry_run:
+        head, verbs = "would convert", ("would create", "would update")
+    else:
+        head, verbs = "converted", ("created", "updated")
     return (
-        f"{would}convert {converted} session(s) from {report.source} ({would}create "
-        f"{counts['created']}, {would}update {counts['updated']}, unchanged "
-        f"{counts['unchanged']}); refused {counts['refused']}"
+        f"{head} {converted} session(s) from {report.source} ({verbs[0]} {counts['created']}, "
+        f"{verbs[1]} {counts['updated']}, unchanged {counts['unchanged']}); "
+        f"refused {counts['refused']}"
     )
 
 

@@ -49,7 +49,8 @@ def test_import_dry_run_then_real_then_again(
 
     again = cli.run("sessions", "import", "--from", source, "--to", target)
     assert sum(line.startswith("unchanged") for line in again.stdout.splitlines()) == 4
-    assert "create 0, update 0, unchanged 4" in again.stdout
+    assert "converted 4 session(s)" in again.stdout
+    assert "created 0, updated 0, unchanged 4" in again.stdout
 
 
 @pytest.mark.parametrize(
