@@ -1,4 +1,5 @@
-"""``agentscope-teams sessions list|show|clear|delete``: stored agent sessions of one user.
+"""``agentscope-teams sessions list|show|clear|delete|import``: stored agent sessions of one user
+(``import``: see :mod:`.sessions_import_cmd`).
 
 A session record that cannot be decoded (corrupt, or written by a newer version) never makes a
 command fail for the others: ``list`` shows it as one line (``--json``: a warning on stderr) with
@@ -39,6 +40,7 @@ from .common import (
     with_store,
 )
 from .session_view import conversation, session_summary, sessions_table
+from .sessions_import_cmd import register as register_import
 
 EXAMPLES = (
     "agentscope-teams sessions list --user alice",
@@ -56,7 +58,7 @@ def register(subparsers: SubParsers) -> None:
     group = add_command(
         subparsers,
         "sessions",
-        help="list, show, clear or delete stored sessions",
+        help="list, show, clear, delete or import stored sessions",
         examples=EXAMPLES,
     )
     commands = group.add_subparsers(
@@ -83,6 +85,7 @@ def register(subparsers: SubParsers) -> None:
         if name == "show":
             add_json_option(parser)
         parser.set_defaults(handler=handler)
+    register_import(commands)
 
 
 def _storage_command(args: argparse.Namespace, body: _Body) -> int:

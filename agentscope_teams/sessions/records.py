@@ -1,37 +1,21 @@
-"""Session records: the config fixed at creation, what is persisted, and what a load returns."""
+"""Session records: what is persisted (:class:`_Body`) and what a load returns (:class:`SessionRecord`).
+
+Schema version 2 added ``origin``, ``team_id`` and ``config_version``; version-1 records load with
+their origin taken from ``source``, no team and config version 1.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, model_validator
 
 from ..message import utcnow
 from ..state import STATE_SCHEMA_VERSION, AgentState, check_schema_version
+from .config import SessionConfig
+from .origins import ChannelOrigin, ScheduleOrigin, SessionOrigin, SessionSource, origin_of
 
-SESSION_SCHEMA_VERSION = 1
-
-
-class SessionSource(StrEnum):
-    """Who opened the session."""
-
-    USER = "user"
-    API = "api"
-    SUBAGENT = "subagent"
-    TEAM = "team"
-    SYSTEM = "system"
-
-
-class SessionConfig(BaseModel):
-    """Configuration fixed when the session is created (model, workspace, free-form metadata)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    model: str | None = None
-    system_prompt: str | None = None
-    workspace: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+SESSION_SCHEMA_VERSION = 2
 
 
 class _Body(BaseModel):
@@ -41,6 +25,10 @@ class _Body(BaseModel):
     config: SessionConfig
     state: AgentState
     source: SessionSource = SessionSource.USER
+    origin: SessionOrigin | None = None
+    team_id: str | None = None
+    #: 1 at creation, +1 each time ``upsert_session`` replaces the config with a different one.
+    config_version: int = 1
     created_at: datetime
     updated_at: datetime
 
@@ -51,6 +39,10 @@ class _Body(BaseModel):
         )
         return self
 
+    def origin_or_source(self) -> SessionOrigin:
+        """The stored origin; for a version-1 record, the plain origin of its source."""
+        return self.origin if self.origin is not None else origin_of(source=self.source)
+
 
 EMPTY_STATE = AgentState()
 VERSIONED_PARTS = {
@@ -60,7 +52,11 @@ VERSIONED_PARTS = {
 
 
 class SessionRecord(BaseModel):
-    """A session as loaded: addressing ids, config, state, store version and timestamps."""
+    """A session as loaded: addressing ids, config, state, store version, origin and timestamps.
+
+    ``id`` is AgentScope's name for ``session_id``; ``source_schedule_id`` (and the channel ids)
+    read the origin as AgentScope's deprecated flat properties do.
+    """
 
     org_id: str | None
     user_id: str | None
@@ -70,8 +66,36 @@ class SessionRecord(BaseModel):
     state: AgentState
     version: int
     source: SessionSource
+    origin: SessionOrigin
+    team_id: str | None = None
+    config_version: int = 1
     created_at: datetime
     updated_at: datetime
+
+    @property
+    def id(self) -> str:
+        """The session id (AgentScope's name for it)."""
+        return self.session_id
+
+    @property
+    def source_schedule_id(self) -> str | None:
+        """The schedule that opened the session, if one did."""
+        return self.origin.schedule_id if isinstance(self.origin, ScheduleOrigin) else None
+
+    @property
+    def source_channel_id(self) -> str | None:
+        """The channel that opened the session, if one did."""
+        return self.origin.channel_id if isinstance(self.origin, ChannelOrigin) else None
+
+    @property
+    def source_chat_id(self) -> str | None:
+        """The platform chat the session answers, if a channel opened it."""
+        return self.origin.chat_id if isinstance(self.origin, ChannelOrigin) else None
+
+    @property
+    def source_chat_name(self) -> str | None:
+        """That chat's title, when the platform gave one."""
+        return self.origin.chat_name if isinstance(self.origin, ChannelOrigin) else None
 
 
 def bind_state(state: AgentState, session_id: str) -> None:
@@ -84,8 +108,19 @@ def bind_state(state: AgentState, session_id: str) -> None:
         )
 
 
-def new_body(config: SessionConfig | None, state: AgentState, source: SessionSource) -> _Body:
+def new_body(
+    config: SessionConfig | None,
+    state: AgentState,
+    origin: SessionOrigin,
+    team_id: str | None = None,
+) -> _Body:
     now = utcnow()
     return _Body(
-        config=config or SessionConfig(), state=state, source=source, created_at=now, updated_at=now
+        config=config or SessionConfig(),
+        state=state,
+        source=SessionSource(origin.type),
+        origin=origin,
+        team_id=team_id,
+        created_at=now,
+        updated_at=now,
     )

@@ -1,8 +1,8 @@
 """Sessions: the seed's ``get_session`` / ``upsert_session`` / ``update_session_state`` over any store.
 
 One record per (org, user, agent, session) at its :class:`SessionAddress`'s key (the layout is in
-:mod:`agentscope_teams.keys`): the immutable :class:`SessionConfig`, the mutable :class:`AgentState`,
-timestamps and the source. Its version is the store's, so a stale writer gets
+:mod:`agentscope_teams.keys`): the :class:`SessionConfig` (replaceable by ``upsert_session``, counted
+in ``config_version``), the mutable :class:`AgentState`, timestamps, the origin and the team. Its version is the store's, so a stale writer gets
 :class:`VersionConflict` instead of silently overwriting. The ``*_at`` methods take an address built
 once per call; the seed's methods, which take the ids, build one and delegate to them.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from pydantic import ValidationError
 
@@ -29,18 +29,34 @@ from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
 from ..state import AgentState, raise_if_newer
 from ..store.base import BaseStore, Fence, Key
+from .config import SessionConfig
+from .origins import SessionOrigin, SessionSource, origin_of
+from .queries import ImportOutcome, ListOrder, by_channel, by_schedule, ordered, same_body
 from .records import (
     EMPTY_STATE,
     VERSIONED_PARTS,
-    SessionConfig,
     SessionRecord,
-    SessionSource,
     _Body,
     bind_state,
     new_body,
 )
 
 _CACHE_SIZE = 4096
+
+
+def _fresh(state: AgentState | None, addr: SessionAddress) -> AgentState:
+    return state if state is not None else AgentState(session_id=addr.session_id)
+
+
+def _updated(old: _Body, config: SessionConfig | None, state: AgentState | None) -> _Body:
+    """``old`` with a new config (counted when it differs) and/or state; ``None`` keeps either."""
+    update: dict[str, Any] = {"updated_at": utcnow()}
+    if state is not None:
+        update["state"] = state
+    if config is not None and config != old.config:
+        update["config"] = config
+        update["config_version"] = old.config_version + 1
+    return old.model_copy(update=update)
 
 
 def session_key(org_id: str | None, user_id: str | None, agent_id: str, session_id: str) -> Key:
@@ -105,6 +121,9 @@ class SessionStorage:
             state=b.state,
             version=version,
             source=b.source,
+            origin=b.origin_or_source(),
+            team_id=b.team_id,
+            config_version=b.config_version,
             created_at=b.created_at,
             updated_at=b.updated_at,
         )
@@ -122,24 +141,34 @@ class SessionStorage:
 
     async def upsert_session(
         self,
-        *,
         user_id: str | None,
         agent_id: str,
         config: SessionConfig | None = None,
         state: AgentState | None = None,
         session_id: str | None = None,
-        source: SessionSource = SessionSource.USER,
+        origin: SessionOrigin | None = None,
+        source: SessionSource | str | None = None,
+        source_schedule_id: str | None = None,
+        source_chat_id: str | None = None,
+        source_chat_name: str | None = None,
+        source_channel_id: str | None = None,
+        *,
         org_id: str | None = None,
         expected_version: int | None = None,
     ) -> SessionRecord:
-        """Create the session (a new id when ``session_id`` is None) or replace its state.
+        """Create the session (a new id when ``session_id`` is None) or update it.
 
-        The config of an existing session cannot change: a different config raises ``ValueError``.
+        On an existing session a given ``config`` replaces the stored one (``config_version`` + 1
+        when it differs) and a given ``state`` replaces the state; ``None`` keeps either. The origin
+        (``origin``, or AgentScope's flat ``source`` / ``source_*`` arguments) is fixed at creation.
         ``expected_version`` (0 = create only) makes the write conditional: ``VersionConflict``.
         """
         addr = SessionAddress(org_id, user_id, agent_id, session_id or uuid.uuid4().hex)
+        found = origin_of(
+            origin, source, source_schedule_id, source_chat_id, source_chat_name, source_channel_id
+        )
         return await self.upsert_at(
-            addr, config=config, state=state, source=source, expected_version=expected_version
+            addr, config=config, state=state, origin=found, expected_version=expected_version
         )
 
     async def create_at(
@@ -149,6 +178,7 @@ class SessionStorage:
         config: SessionConfig | None = None,
         state: AgentState | None = None,
         source: SessionSource = SessionSource.USER,
+        origin: SessionOrigin | None = None,
         fence: Fence | None = None,
     ) -> SessionRecord:
         """Create the session with one create-only write; ``VersionConflict`` if it exists.
@@ -156,7 +186,13 @@ class SessionStorage:
         ``fence`` makes the write conditional on a lease too (see :class:`~..store.base.Fence`).
         """
         return await self.upsert_at(
-            addr, config=config, state=state, source=source, expected_version=0, fence=fence
+            addr,
+            config=config,
+            state=state,
+            source=source,
+            origin=origin,
+            expected_version=0,
+            fence=fence,
         )
 
     async def upsert_at(
@@ -166,15 +202,18 @@ class SessionStorage:
         config: SessionConfig | None = None,
         state: AgentState | None = None,
         source: SessionSource = SessionSource.USER,
+        origin: SessionOrigin | None = None,
         expected_version: int | None = None,
         fence: Fence | None = None,
     ) -> SessionRecord:
-        """:meth:`upsert_session` by address; ``fence`` as in :meth:`create_at`."""
+        """:meth:`upsert_session` by address (``origin`` wins over ``source``); ``fence`` as in
+        :meth:`create_at`."""
         key = addr.key
-        state = state if state is not None else AgentState()
-        bind_state(state, addr.session_id)
+        if state is not None:
+            bind_state(state, addr.session_id)
+        made = origin if origin is not None else origin_of(source=source)
         if expected_version == 0:  # create only: one conditional write, no read first
-            body = new_body(config, state, source)
+            body = new_body(config, _fresh(state, addr), made)
             return self._record(addr, await self._write(key, body, 0, fence), body)
         while True:
             loaded = await self._load(key)
@@ -182,16 +221,9 @@ class SessionStorage:
             if expected_version is not None and found != expected_version:
                 raise VersionConflict(key, expected_version, found)
             if loaded is None:
-                body = new_body(config, state, source)
+                body = new_body(config, _fresh(state, addr), made)
             else:
-                old = loaded[1]
-                if config is not None and config != old.config:
-                    raise ValueError(
-                        f"session {addr.session_id!r} of agent {addr.agent_id!r} already exists "
-                        "with another config; a session's config is fixed at creation (delete the "
-                        "session first)"
-                    )
-                body = old.model_copy(update={"state": state, "updated_at": utcnow()})
+                body = _updated(loaded[1], config, state)
             try:
                 return self._record(addr, await self._write(key, body, found, fence), body)
             except VersionConflict as exc:
@@ -200,13 +232,13 @@ class SessionStorage:
 
     async def update_session_state(
         self,
-        *,
         user_id: str | None,
         agent_id: str,
         session_id: str,
         state: AgentState,
-        expected_version: int | None = None,
+        *,
         org_id: str | None = None,
+        expected_version: int | None = None,
     ) -> int:
         """Replace the session's state and return the new version.
 
@@ -263,34 +295,119 @@ class SessionStorage:
         return version
 
     async def list_sessions(
-        self, user_id: str | None, agent_id: str | None = None, *, org_id: str | None = None
+        self,
+        user_id: str | None,
+        agent_id: str | None = None,
+        *,
+        org_id: str | None = None,
+        order: ListOrder = "newest",
     ) -> Listing[SessionRecord]:
-        """Every session of the user (of one agent when ``agent_id`` is given), oldest key first.
+        """Every session of the user (of one agent when ``agent_id`` is given).
 
-        A record that cannot be decoded (corrupt, or written by a newer version) does not stop the
-        listing: it is left out, logged, and named in the result's ``problems`` (a list of
-        :class:`~.listing.Unreadable`: the session id, its key and the reason). The result is a
-        ``list`` of the readable records, as before. :meth:`get_session` of that session raises.
+        ``order``: ``"newest"`` (AgentScope's order: latest ``created_at`` first), ``"oldest"``, or
+        ``"key"`` (store key order). A record that cannot be decoded (corrupt, or written by a newer
+        version) does not stop the listing: it is left out, logged, and named in the result's
+        ``problems`` (a list of :class:`~.listing.Unreadable`: the session id, its key and the
+        reason). The result is a ``list`` of the readable records. :meth:`get_session` of that
+        session raises.
         """
-        prefix = sessions_prefix(org_id, user_id, agent_id)
-        records: list[SessionRecord] = []
-        problems: list[Unreadable] = []
+        found = await self._scan(sessions_prefix(org_id, user_id, agent_id))
+        return Listing(ordered(found, order), found.problems)
+
+    async def list_sessions_by_schedule(
+        self, user_id: str | None, schedule_id: str, *, org_id: str | None = None
+    ) -> Listing[SessionRecord]:
+        """The user's sessions a schedule opened (``ScheduleOrigin``), newest first."""
+        found = await self._scan(sessions_prefix(org_id, user_id))
+        return Listing(ordered(by_schedule(found, schedule_id), "newest"), found.problems)
+
+    async def list_sessions_by_channel(
+        self, user_id: str | None, channel_id: str, *, org_id: str | None = None
+    ) -> Listing[SessionRecord]:
+        """The user's sessions a channel opened (``ChannelOrigin``), newest first."""
+        found = await self._scan(sessions_prefix(org_id, user_id))
+        return Listing(ordered(by_channel(found, channel_id), "newest"), found.problems)
+
+    async def set_session_team_id(
+        self,
+        user_id: str | None,
+        session_id: str,
+        team_id: str | None,
+        *,
+        agent_id: str | None = None,
+        org_id: str | None = None,
+    ) -> None:
+        """Set (or clear with ``None``) the team the session belongs to.
+
+        A no-op if the session does not exist or already has ``team_id``. Without ``agent_id`` the
+        session is looked up among all the user's agents (AgentScope's signature has no agent).
+        """
+        for addr in await self._addresses(org_id, user_id, agent_id, session_id):
+            while True:
+                loaded = await self._load(addr.key)
+                if loaded is None or loaded[1].team_id == team_id:
+                    break
+                version, old = loaded
+                body = old.model_copy(update={"team_id": team_id, "updated_at": utcnow()})
+                try:
+                    await self._write(addr.key, body, version, None)
+                    break
+                except VersionConflict:
+                    continue  # another writer got there first: re-read and apply again
+
+    async def _addresses(
+        self, org_id: str | None, user_id: str | None, agent_id: str | None, session_id: str
+    ) -> list[SessionAddress]:
+        if agent_id is not None:
+            return [SessionAddress(org_id, user_id, agent_id, session_id)]
+        keys = await self._keys(sessions_prefix(org_id, user_id))
+        return [a for a in map(SessionAddress.parse, keys) if a.session_id == session_id]
+
+    async def _keys(self, prefix: Key) -> list[Key]:
+        keys: list[Key] = []
         after: Key | None = None
         while True:
-            keys = await self.store.list_keys(prefix, limit=500, after=after)
-            for key in keys:
-                if SESSION.match(key) is not None:
-                    addr = SessionAddress.parse(key)
-                    try:
-                        loaded = await self._load(addr.key)
-                    except UNREADABLE as exc:
-                        problems.append(unreadable("session", addr.session_id, addr.key, exc))
-                        continue
-                    if loaded is not None:
-                        records.append(self._record(addr, *loaded))
-            if len(keys) < 500:
-                return Listing(records, problems)
-            after = keys[-1]
+            page = await self.store.list_keys(prefix, limit=500, after=after)
+            keys.extend(k for k in page if SESSION.match(k) is not None)
+            if len(page) < 500:
+                return keys
+            after = page[-1]
+
+    async def _scan(self, prefix: Key) -> Listing[SessionRecord]:
+        """Every readable record under ``prefix`` in key order, the unreadable ones as problems."""
+        records: list[SessionRecord] = []
+        problems: list[Unreadable] = []
+        for key in await self._keys(prefix):
+            addr = SessionAddress.parse(key)
+            try:
+                loaded = await self._load(addr.key)
+            except UNREADABLE as exc:
+                problems.append(unreadable("session", addr.session_id, addr.key, exc))
+                continue
+            if loaded is not None:
+                records.append(self._record(addr, *loaded))
+        return Listing(records, problems)
+
+    async def import_at(
+        self, addr: SessionAddress, body: _Body, *, dry_run: bool = False
+    ) -> ImportOutcome:
+        """Write a converted record as is (timestamps included) unless the stored one equals it.
+
+        Returns ``"created"``, ``"updated"`` or ``"unchanged"`` (nothing written, so importing the
+        same data twice leaves every version as it was); ``dry_run`` says which without writing.
+        """
+        bind_state(body.state, addr.session_id)
+        while True:
+            loaded = await self._load(addr.key)
+            if loaded is not None and same_body(loaded[1], body):
+                return "unchanged"
+            if dry_run:
+                return "created" if loaded is None else "updated"
+            try:
+                await self._write(addr.key, body, 0 if loaded is None else loaded[0], None)
+            except VersionConflict:
+                continue
+            return "created" if loaded is None else "updated"
 
     async def delete_session(
         self,

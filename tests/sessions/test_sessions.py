@@ -175,15 +175,25 @@ async def test_new_session_id_generated_and_delete(store: StoreBackend, ns: str)
     assert await storage.delete_session(ns, "a", rec.session_id) is False
 
 
-async def test_config_is_immutable(store: StoreBackend, ns: str) -> None:
+async def test_config_change_is_accepted_and_counted(store: StoreBackend, ns: str) -> None:
     storage = SessionStorage(store)
-    await storage.upsert_session(
+    first = await storage.upsert_session(
         user_id=ns, agent_id="a", session_id="s", config=SessionConfig(model="m")
     )
-    with pytest.raises(ValueError, match="config is fixed"):
+    state = first.state
+    state.context.append(UserMsg("kept"))
+    await storage.update_session_state(ns, "a", "s", state)
+    changed = await storage.upsert_session(ns, "a", SessionConfig(model="other"), session_id="s")
+    assert (changed.config.model, changed.config_version, changed.version) == ("other", 2, 3)
+    assert [m.get_text_content() for m in changed.state.context] == ["kept"]  # state=None keeps it
+    same = await storage.upsert_session(ns, "a", SessionConfig(model="other"), session_id="s")
+    assert (same.config_version, same.version) == (2, 4)
+    with pytest.raises(VersionConflict):  # a writer that read version 3 is still refused
         await storage.upsert_session(
-            user_id=ns, agent_id="a", session_id="s", config=SessionConfig(model="other")
+            ns, "a", SessionConfig(model="third"), session_id="s", expected_version=3
         )
+    loaded = await SessionStorage(store).get_session(ns, "a", "s")
+    assert loaded is not None and loaded.config.model == "other"
 
 
 async def test_newer_schema_version_is_refused(store: StoreBackend, ns: str) -> None:

@@ -1,0 +1,94 @@
+"""``SessionConfig``: what a session is set up with, with AgentScope 2.0's field names accepted.
+
+``workspace_id`` (AgentScope's name) is the same field as ``workspace``. The model configs are
+kept as given; this project's agents read ``model`` / ``system_prompt``, not ``chat_model_config``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ChatModelConfig(_Frozen):
+    """A chat model chosen for the session (AgentScope's shape): provider, credential, model."""
+
+    type: str
+    credential_id: str
+    model: str
+    model_class: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class TTSModelConfig(_Frozen):
+    """A text-to-speech model for the session."""
+
+    type: str
+    credential_id: str
+    model: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class RealtimeModelConfig(_Frozen):
+    """A realtime voice model for the session."""
+
+    type: str
+    credential_id: str
+    model: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionKnowledgeConfig(_Frozen):
+    """Knowledge bases attached to the session and the retrieval parameters."""
+
+    knowledge_base_ids: list[str] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionNaming(_Frozen):
+    """Whether the display name may still be replaced by a generated title."""
+
+    auto: bool = False
+
+
+class SessionConfig(BaseModel):
+    """The session's configuration. Frozen: change it with ``config.model_copy(update=...)`` and
+    ``upsert_session`` (a config change is a new store version of the record)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str | None = None
+    system_prompt: str | None = None
+    workspace: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    name: str | None = None
+    naming: SessionNaming = Field(default_factory=SessionNaming)
+    cwd: str | None = None
+    chat_model_config: ChatModelConfig | None = None
+    fallback_chat_model_config: ChatModelConfig | None = None
+    tts_model_config: TTSModelConfig | None = None
+    realtime_model_config: RealtimeModelConfig | None = None
+    knowledge_config: SessionKnowledgeConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _workspace_id(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "workspace_id" in data:
+            data = dict(data)
+            workspace_id = data.pop("workspace_id")
+            if data.get("workspace") not in (None, workspace_id):
+                raise ValueError(
+                    f"workspace_id={workspace_id!r} and workspace={data['workspace']!r} name the "
+                    "same field; give one of them"
+                )
+            data["workspace"] = workspace_id
+        return data
+
+    @property
+    def workspace_id(self) -> str | None:
+        """AgentScope's name for :attr:`workspace`."""
+        return self.workspace

@@ -1,0 +1,158 @@
+"""Reading the session records AgentScope 2.0's storages wrote, as parsed JSON dicts.
+
+* ``redis://host:port/db`` (``rediss://`` too): ``RedisStorage``'s layout, one JSON string per
+  session at ``<prefix>:user:<user_id>:session:<session_id>``. ``?prefix=`` names the prefix when the
+  storage was given a ``KeyConfig`` with another one (default ``agentscope``).
+* ``sqlite:///path.db``, ``postgresql://...``, ``mysql://...`` (a ``+driver`` is accepted):
+  ``AsyncSQLAlchemyStorage``'s ``sessions`` table (``?table=`` for another name), whose ``payload``
+  JSON holds what the id, timestamp and owner columns do not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from ...errors import ConfigurationError
+from ...store.url import redact_url
+
+_REDIS = ("redis", "rediss")
+_SQL = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True)
+class Found:
+    """One stored record: where it was (for reports) and its JSON, or why it could not be parsed."""
+
+    where: str
+    raw: dict[str, Any] | None
+    problem: str | None = None
+
+
+def _split(url: str) -> tuple[str, str, dict[str, str]]:
+    """(scheme, the URL without its query, the query options)."""
+    plain, _, query = url.partition("?")
+    options = {k: v[-1] for k, v in parse_qs(query).items()}
+    return plain.partition("://")[0].lower(), plain, options
+
+
+def check_source_url(url: str) -> None:
+    """Raise :class:`ConfigurationError` if ``url`` names no AgentScope storage this can read."""
+    scheme, plain, options = _split(url)
+    base = scheme.partition("+")[0]
+    if base not in (*_REDIS, *_SQL):
+        raise ConfigurationError(
+            f"--from {redact_url(url)!r}: not an AgentScope storage URL; use redis://host:6379/0 "
+            "(RedisStorage) or sqlite:////abs/path.db, postgresql://user@host/db, "
+            "mysql://user@host/db (AsyncSQLAlchemyStorage)"
+        )
+    table = options.get("table", "sessions")
+    if not _NAME.match(table):
+        raise ConfigurationError(f"--from {redact_url(url)!r}: table={table!r} is not a table name")
+    if base == "sqlite":
+        path = plain.partition("://")[2][1:]
+        if not path or not Path(path).is_file():
+            raise ConfigurationError(
+                f"--from {url!r}: no SQLite database file at {path!r}; use sqlite:////abs/path.db "
+                "(four slashes for an absolute path)"
+            )
+
+
+async def read_records(url: str) -> AsyncIterator[Found]:
+    """Every session record stored at ``url``, in a stable order (by key / by id)."""
+    check_source_url(url)
+    scheme = _split(url)[0].partition("+")[0]
+    reader = _redis_records if scheme in _REDIS else _sql_records
+    async for found in reader(url):
+        yield found
+
+
+def _parsed(where: str, text: str | bytes) -> Found:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return Found(where, None, f"not JSON: {exc}")
+    if not isinstance(value, dict):
+        return Found(where, None, "not a JSON object")
+    return Found(where, value)
+
+
+async def _redis_records(url: str) -> AsyncIterator[Found]:
+    import redis.asyncio as aioredis
+
+    _, plain, options = _split(url)
+    prefix = options.get("prefix", "agentscope")
+    shape = re.compile(re.escape(prefix) + r":user:.+:session:[^:]+")
+    client = aioredis.Redis.from_url(plain)
+    try:
+        names = sorted(
+            {
+                name.decode()
+                async for name in client.scan_iter(match=f"{_glob(prefix)}:user:*:session:*")
+                if shape.fullmatch(name.decode())
+            }
+        )
+        for name in names:
+            value = await client.get(name)
+            if value is not None:  # deleted or expired since the scan
+                yield _parsed(name, value)
+    finally:
+        await client.aclose()
+
+
+def _glob(text: str) -> str:
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+async def _sql_records(url: str) -> AsyncIterator[Found]:
+    from sqlalchemy import text
+
+    from ...store.sql.dialect import create_engine
+
+    _, plain, options = _split(url)
+    table = options.get("table", "sessions")
+    engine = create_engine(plain, 10.0, {})
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text(
+                    "SELECT id, created_at, updated_at, user_id, agent_id, team_id, source, "
+                    "source_schedule_id, payload "
+                    f"FROM {table} ORDER BY id"
+                )
+            )
+            for row in rows:
+                payload = row.payload
+                where = f"{table}/{row.id}"
+                if isinstance(payload, str | bytes):  # JSON text on dialects without a JSON type
+                    found = _parsed(where, payload)
+                else:
+                    found = Found(where, payload if isinstance(payload, dict) else None, None)
+                if found.raw is None:
+                    yield found
+                    continue
+                raw = dict(found.raw)
+                raw.update(
+                    id=row.id,
+                    created_at=_iso(row.created_at),
+                    updated_at=_iso(row.updated_at),
+                    user_id=row.user_id,
+                    agent_id=row.agent_id,
+                    team_id=row.team_id,
+                )
+                if "origin" not in raw:  # a row from before ``origin``: the columns hold it
+                    raw.update(source=row.source, source_schedule_id=row.source_schedule_id)
+                yield Found(found.where, raw)
+    finally:
+        await engine.dispose()
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
