@@ -25,8 +25,7 @@ Members are not removed when keys are deleted: listings skip the stale ones.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -140,20 +139,25 @@ def describe_cluster(client: Any) -> str:
 
 class Gate:
     """At most ``limit`` operations at once per event loop; past it callers wait up to
-    ``timeout`` seconds for a turn (then :class:`StoreUnavailableError`)."""
+    ``timeout`` seconds for a turn (then :class:`StoreUnavailableError`). ``async with gate:``."""
 
     def __init__(self, limit: int, timeout: float, where: str) -> None:
         self._limit, self._timeout, self._where = limit, timeout, where
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    @asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
+    def turn(self) -> Gate:
+        return self
+
+    async def __aenter__(self) -> None:
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:
+        if self._loop is not loop:  # a new event loop (tests): a semaphore belongs to one loop
             self._sem, self._loop = asyncio.Semaphore(self._limit), loop
         sem = self._sem
         assert sem is not None
+        if not sem.locked():  # the common case: a turn is free, take it without a timer
+            await sem.acquire()
+            return
         try:
             await asyncio.wait_for(sem.acquire(), self._timeout)
         except TimeoutError as exc:
@@ -161,10 +165,10 @@ class Gate:
                 f"no free connection to Redis Cluster {self._where} within {self._timeout} s "
                 f"({self._limit} operations in flight); raise max_connections or pool_timeout"
             ) from exc
-        try:
-            yield
-        finally:
-            sem.release()
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._sem is not None
+        self._sem.release()
 
 
 def node_of(exc: BaseException) -> str | None:

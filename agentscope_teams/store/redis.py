@@ -12,20 +12,22 @@ The name of a key or prefix ``(s1, .., sn)`` is ``N:{s1/../sT}/sT+1/../sn`` (``N
     <name>:stream          stream entries: a Redis stream whose ids are ``0-<seq>``
     <name>:seq             the stream's counter (INCR); delete_stream keeps it, so seqs never repeat
 
-Hash tags: the tag is the first ``T`` segments, so an entry, its stream, its counter and the indexes
-of its prefixes with at least ``T`` segments share one Redis Cluster slot; append is a script over
-same-tag keys only. The put/delete scripts additionally update the indexes of the key's prefixes
-*shorter* than ``T`` (the empty prefix and the first ``T - 1`` levels), which hash to other slots.
-That is fine on one Redis server (with replicas or Sentinel), which this store targets. Redis
-Cluster would reject those two scripts with CROSSSLOT; running there needs the short-prefix indexes
-kept outside the scripts. Likewise ``list_keys`` checks a page of entries with one script, whose keys
-share a slot only when the prefix has at least ``T`` segments.
+Hash tags (one server): the tag is the first ``T`` segments, so an entry, its stream, its counter and
+the indexes of its prefixes with at least ``T`` segments share one hash slot. The put/delete scripts
+also update the indexes of the key's prefixes *shorter* than ``T``; on one server that is fine.
+
+**Redis Cluster** (a ``RedisCluster`` client, URL ``redis+cluster://host:port[,host:port...]/``):
+keys are tagged by their key-registry group without the family literal, and the scripts only touch
+indexes in the key's own slot; prefixes shorter than the tag are listed through tag registries
+written outside the scripts. The single-server layout above is unchanged. See
+:mod:`._redis_cluster` and ``docs/redis-cluster.md``.
 
 Keys written with ``indexed=False`` (leases) go through the same scripts with no index keys: no
 index is touched on create or delete, and ``list_keys`` never shows them. Fenced writes
 (``put(fence=...)``) use variants of the put/update scripts that first compare the fence key's value
 (``HGET v``) and, on release, ``DEL`` it after the write: one command. The fence key is passed in
-KEYS, so on one server the check is atomic; on Redis Cluster it must hash to the entry's slot.
+KEYS, so the check is atomic; on Redis Cluster it must hash to the entry's slot (a session's lease
+does: same user group), else the put raises ``ConfigurationError``.
 
 Signals (:class:`~.base.Signals`): ``signal(channel)`` is a ``PUBLISH`` on ``<name>:signal`` (the
 channel key's name, so it carries the team's hash tag); waiting goes through one shared pub/sub

@@ -331,3 +331,21 @@ async def test_a_harness_agent_session_round_trips_on_the_cluster(
         assert sorted(r.session_id for r in await agent.list_sessions(ctx)) == ["s1", "s2"]
         assert await agent.delete_session(ctx)
         assert [r.session_id for r in await agent.list_sessions(ctx)] == ["s2"]
+
+
+async def test_a_fence_in_another_slot_is_refused_before_anything_is_written(
+    store: RedisStore,
+) -> None:
+    from agentscope_teams.store import Fence
+
+    ns = store.namespace
+    team = TeamKeys((f"o:{ns}", "u:bob"), "t-1")
+    other_team = TeamKeys((f"o:{ns}", "u:bob"), "t-2")
+    await store.put(other_team.member_lease("m1"), b"me", indexed=False)
+    assert slot(store, team.team()) != slot(store, other_team.member_lease("m1"))
+    with pytest.raises(ConfigurationError, match="another Redis Cluster hash slot"):
+        await store.put(team.team(), b"v", fence=Fence(other_team.member_lease("m1"), b"me"))
+    assert await store.get(team.team()) is None
+    # In the same group the fence works as on one server.
+    await store.put(team.member_lease("m1"), b"me", indexed=False)
+    assert await store.put(team.team(), b"v", fence=Fence(team.member_lease("m1"), b"me")) == 1

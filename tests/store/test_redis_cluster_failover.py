@@ -30,7 +30,7 @@ from . import cluster_workers
 
 pytestmark = pytest.mark.anyio
 
-PROCS, PER_PROC, TASKS = 4, 4, 240
+PROCS, PER_PROC, TASKS = 4, 4, 160
 
 
 @pytest.fixture(scope="module")

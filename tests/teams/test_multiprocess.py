@@ -24,7 +24,7 @@ PROCS, PER_PROC = 4, 4
 TASKS = {
     "file": 400,
     "redis": 400,
-    "redis-cluster": 400,
+    "redis-cluster": 200,
     "sqlite": 200,
     "mariadb": 200,
     "postgres": 200,
