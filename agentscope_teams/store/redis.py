@@ -46,6 +46,7 @@ connections".
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -78,6 +79,8 @@ from .url import redact_url
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis, RedisCluster
+
+log = logging.getLogger(__name__)
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_CONNECTIONS = 64
@@ -347,11 +350,7 @@ class RedisStore(StoreBackend):
         discover its nodes and load the scripts on every primary (a promoted replica loads them
         on first use: EVALSHA falls back to SCRIPT LOAD on NOSCRIPT)."""
         if self.cluster:
-            with self._guard():
-                await self._client.initialize()
-                for node in self._client.get_primaries():
-                    for script in _SCRIPTS:
-                        await self._client.execute_command("SCRIPT LOAD", script, target_nodes=node)
+            await self._setup_cluster()
             return
         with self._guard():
             async with self._client.pipeline(transaction=False) as pipe:
@@ -359,6 +358,25 @@ class RedisStore(StoreBackend):
                 for script in _SCRIPTS:
                     pipe.script_load(script)
                 await pipe.execute()
+
+    async def _setup_cluster(self) -> None:
+        """Discover the nodes and load the scripts on every primary that answers: a primary down
+        (a failover in progress) loads them on first use instead, through the NOSCRIPT fallback.
+        StoreUnavailableError when no primary answers."""
+        with self._guard():
+            await self._client.initialize()
+        failures: list[StoreUnavailableError] = []
+        primaries = self._client.get_primaries()
+        for node in primaries:
+            try:
+                with self._guard():
+                    for script in _SCRIPTS:
+                        await self._client.execute_command("SCRIPT LOAD", script, target_nodes=node)
+            except StoreUnavailableError as exc:
+                failures.append(exc)
+                log.warning("Redis Cluster node %s did not load the scripts: %s", node.name, exc)
+        if failures and len(failures) == len(primaries):
+            raise failures[0]
 
     async def aclose(self) -> None:
         await self._subscriber.aclose()

@@ -349,3 +349,19 @@ async def test_a_fence_in_another_slot_is_refused_before_anything_is_written(
     # In the same group the fence works as on one server.
     await store.put(team.member_lease("m1"), b"me", indexed=False)
     assert await store.put(team.team(), b"v", fence=Fence(team.member_lease("m1"), b"me")) == 1
+
+
+async def test_an_unreachable_cluster_is_unavailable_and_its_password_stays_secret() -> None:
+    import socket
+
+    from agentscope_teams.errors import StoreUnavailableError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(StoreUnavailableError) as info:
+        async with store_from_url(f"redis+cluster://user:s3cret@127.0.0.1:{port}/"):
+            pass
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message and "s3cret" not in message
+    assert "Redis Cluster" in message
