@@ -17,9 +17,13 @@ POSTGRES_URL = os.environ.get(
 )
 MYSQL_URL = os.environ.get("AGENTSCOPE_TEAMS_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 REQUIRE_SERVICES = os.environ.get("AGENTSCOPE_TEAMS_REQUIRE_SERVICES") == "1"
+#: An existing Redis Cluster to test against; unset, the tests start their own (tests/_redis_cluster).
+REDIS_CLUSTER_URL = os.environ.get("AGENTSCOPE_TEAMS_REDIS_CLUSTER_URL")
 
-ALL_BACKENDS = ("memory", "file", "sqlite", "mariadb", "postgres", "redis")
-SHARED_BACKENDS = ("file", "sqlite", "mariadb", "postgres", "redis")
+ALL_BACKENDS = ("memory", "file", "sqlite", "mariadb", "postgres", "redis", "redis-cluster")
+SHARED_BACKENDS = ("file", "sqlite", "mariadb", "postgres", "redis", "redis-cluster")
+#: Backends on a Redis server (single or cluster): keys written with ``indexed=False`` are unlisted.
+REDIS_BACKENDS = ("redis", "redis-cluster")
 SERVICE_URLS = {"mariadb": MYSQL_URL, "postgres": POSTGRES_URL, "redis": REDIS_URL}
 
 
@@ -45,7 +49,11 @@ def service_reachable(url: str) -> bool:
         return False
 
 
-def make_spec(backend: str, tmp_path: Path) -> StoreSpec:
+def make_spec(backend: str, tmp_path: Path, cluster_url: str | None = None) -> StoreSpec:
+    """The spec of ``backend``; ``redis-cluster`` needs the URL of a running cluster."""
+    if backend == "redis-cluster":
+        assert cluster_url is not None, "a redis-cluster spec needs the cluster's URL"
+        return StoreSpec(backend, cluster_url)
     if backend == "memory":
         return StoreSpec(backend, "memory://")
     if backend == "file":

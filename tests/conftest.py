@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from agentscope_teams.store import StoreBackend
 
+from ._redis_cluster import LocalCluster, cluster_binaries
 from .backends import (
     ALL_BACKENDS,
+    REDIS_CLUSTER_URL,
     REQUIRE_SERVICES,
     SERVICE_URLS,
     StoreSpec,
@@ -42,8 +44,36 @@ def require_service(backend: str) -> None:
     pytest.skip(msg)
 
 
+def start_cluster(workdir: Path) -> LocalCluster:
+    """A fresh 6-node Redis Cluster; skips (fails in CI) when redis-server is not installed."""
+    if cluster_binaries() is None:
+        msg = "redis-server / redis-cli are not installed, so no Redis Cluster can be started"
+        if REQUIRE_SERVICES:
+            pytest.fail(msg + " and AGENTSCOPE_TEAMS_REQUIRE_SERVICES=1 forbids skipping")
+        pytest.skip(msg)
+    pytest.importorskip("redis")
+    cluster = LocalCluster(workdir)
+    cluster.start()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a Redis Cluster shared by the whole run (started once, stopped at the end)."""
+    if REDIS_CLUSTER_URL:
+        yield REDIS_CLUSTER_URL
+        return
+    cluster = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(params=ALL_BACKENDS)
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    if request.param == "redis-cluster":
+        return make_spec(request.param, tmp_path, request.getfixturevalue("redis_cluster_url"))
     require_service(request.param)
     return make_spec(request.param, tmp_path)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..context import validate_identifier
+from ..store._redis_cluster import declare_groups
 from ..store.base import Key
 
 #: The segment of the per-user team registry (``list_teams``); no team may have this id.
@@ -170,6 +171,7 @@ def _group_sizes() -> dict[str, int]:
 
 
 _GROUPS = _group_sizes()
+declare_groups(_GROUPS)  # RedisStore tags keys by these groups on Redis Cluster
 
 
 def family_of(key: Key) -> Family | None:

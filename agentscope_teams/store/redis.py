@@ -12,20 +12,22 @@ The name of a key or prefix ``(s1, .., sn)`` is ``N:{s1/../sT}/sT+1/../sn`` (``N
     <name>:stream          stream entries: a Redis stream whose ids are ``0-<seq>``
     <name>:seq             the stream's counter (INCR); delete_stream keeps it, so seqs never repeat
 
-Hash tags: the tag is the first ``T`` segments, so an entry, its stream, its counter and the indexes
-of its prefixes with at least ``T`` segments share one Redis Cluster slot; append is a script over
-same-tag keys only. The put/delete scripts additionally update the indexes of the key's prefixes
-*shorter* than ``T`` (the empty prefix and the first ``T - 1`` levels), which hash to other slots.
-That is fine on one Redis server (with replicas or Sentinel), which this store targets. Redis
-Cluster would reject those two scripts with CROSSSLOT; running there needs the short-prefix indexes
-kept outside the scripts. Likewise ``list_keys`` checks a page of entries with one script, whose keys
-share a slot only when the prefix has at least ``T`` segments.
+Hash tags (one server): the tag is the first ``T`` segments, so an entry, its stream, its counter and
+the indexes of its prefixes with at least ``T`` segments share one hash slot. The put/delete scripts
+also update the indexes of the key's prefixes *shorter* than ``T``; on one server that is fine.
+
+**Redis Cluster** (a ``RedisCluster`` client, URL ``redis+cluster://host:port[,host:port...]/``):
+keys are tagged by their key-registry group without the family literal, and the scripts only touch
+indexes in the key's own slot; prefixes shorter than the tag are listed through tag registries
+written outside the scripts. The single-server layout above is unchanged. See
+:mod:`._redis_cluster` and ``docs/redis-cluster.md``.
 
 Keys written with ``indexed=False`` (leases) go through the same scripts with no index keys: no
 index is touched on create or delete, and ``list_keys`` never shows them. Fenced writes
 (``put(fence=...)``) use variants of the put/update scripts that first compare the fence key's value
 (``HGET v``) and, on release, ``DEL`` it after the write: one command. The fence key is passed in
-KEYS, so on one server the check is atomic; on Redis Cluster it must hash to the entry's slot.
+KEYS, so the check is atomic; on Redis Cluster it must hash to the entry's slot (a session's lease
+does: same user group), else the put raises ``ConfigurationError``.
 
 Signals (:class:`~.base.Signals`): ``signal(channel)`` is a ``PUBLISH`` on ``<name>:signal`` (the
 channel key's name, so it carries the team's hash tag); waiting goes through one shared pub/sub
@@ -44,6 +46,7 @@ connections".
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -56,6 +59,7 @@ from ..errors import (
     StoreUnavailableError,
     VersionConflict,
 )
+from . import _redis_cluster as cluster
 from ._redis_signals import Subscriber
 from .base import (
     DEFAULT_MAX_VALUE_BYTES,
@@ -74,7 +78,9 @@ from .base import (
 from .url import redact_url
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from redis.asyncio import Redis, RedisCluster
+
+log = logging.getLogger(__name__)
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_CONNECTIONS = 64
@@ -169,8 +175,26 @@ def _load_redis() -> Any:
     return redis
 
 
+class _NoTurn:
+    """The gate of a single server: its blocking pool already makes callers wait."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_TURN = _NoTurn()
+
+
+def _no_turn() -> _NoTurn:
+    return _NO_TURN
+
+
 class RedisStore(StoreBackend):
-    """A store on one Redis server, shared by every process and host that can reach it."""
+    """A store on one Redis server or a Redis Cluster, shared by every process and host that can
+    reach it."""
 
     shared_across_processes = True
     shared_across_hosts = True
@@ -179,7 +203,7 @@ class RedisStore(StoreBackend):
         self,
         url: str | None = None,
         *,
-        client: Redis | None = None,
+        client: Redis | RedisCluster | None = None,
         namespace: str = "ast",
         hash_tag_segments: int = 3,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
@@ -200,10 +224,24 @@ class RedisStore(StoreBackend):
         self._streams: dict[Key, tuple[str, str]] = {}
         if client is None:
             url = url or DEFAULT_URL
-            client = _client_from_url(redis, url, max_connections, pool_timeout)
-        self._client: Redis = client
-        self._where = redact_url(url) if url is not None else _describe(client)
-        if client.connection_pool.connection_kwargs.get("decode_responses"):
+            if cluster.is_cluster_url(url):
+                _check_pool(max_connections, pool_timeout)
+                client = cluster.cluster_client(redis, url, max_connections)
+            else:
+                client = _client_from_url(redis, url, max_connections, pool_timeout)
+        self._client: Any = cast(Any, client)
+        #: True on Redis Cluster: keys are tagged by their key-registry group (see the module docs).
+        self.cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
+        self._registered: set[tuple[str, str]] = set()  # range members this store has written
+        if self.cluster:
+            self._where = cluster.describe_cluster(client)
+            self._turn: Any = cluster.Gate(max_connections, pool_timeout, self._where).turn
+            kwargs = client.get_connection_kwargs()
+        else:
+            self._where = redact_url(url) if url is not None else _describe(self._client)
+            self._turn = _no_turn
+            kwargs = self._client.connection_pool.connection_kwargs
+        if kwargs.get("decode_responses"):
             raise ConfigurationError(
                 f"the Redis client for {self._where} has decode_responses=True; RedisStore stores "
                 "bytes, so pass a client created with decode_responses=False"
@@ -211,6 +249,7 @@ class RedisStore(StoreBackend):
         self._errors: tuple[type[Exception], ...] = (
             redis.exceptions.ConnectionError,
             redis.exceptions.TimeoutError,
+            *(cluster.cluster_errors(redis) if self.cluster else ()),
         )
         self._put = client.register_script(_PUT)
         self._update = client.register_script(_UPDATE)
@@ -229,22 +268,41 @@ class RedisStore(StoreBackend):
         try:
             yield
         except self._errors as exc:
+            if self.cluster:
+                node = cluster.node_of(exc)
+                at = f" (node {node})" if node else ""
+                raise StoreUnavailableError(
+                    f"Redis Cluster {self._where}{at} is unavailable ({type(exc).__name__}: "
+                    f"{exc}); check that its nodes are running and reachable, that every slot is "
+                    "served (a failover takes a few seconds), and that the URL and credentials "
+                    "are right"
+                ) from exc
             raise StoreUnavailableError(
                 f"Redis at {self._where} is unavailable ({exc}); check that the server is running "
                 "and reachable and that the URL and credentials are right"
             ) from exc
 
     def _name(self, key: Key, kind: str = "") -> str:
+        """THE Redis name of ``key`` (``kind`` names a companion: ``:idx``, ``:stream``, ...).
+
+        Every name with the same key-registry group shares one cluster slot (module docs)."""
         return self._name_encoded([encode_segment(s) for s in key], kind)
 
     def _name_encoded(self, enc: list[str], kind: str = "") -> str:
         """The Redis name of a key given as its escaped segments."""
         t = self.hash_tag_segments
+        if self.cluster:
+            return cluster.cluster_name(self.namespace, enc, kind, t)
         tail = "".join("/" + e for e in enc[t:])
         return f"{self.namespace}:{{{'/'.join(enc[:t])}}}{tail}{kind}"
 
     def _index(self, prefix: Key) -> str:
         return self._name(prefix, ":idx") if prefix else f"{self.namespace}::idx"
+
+    def _index_depth(self, enc: list[str]) -> int:
+        """The shortest proper prefix of a key (escaped) whose index its scripts maintain: 0 on one
+        server; on a cluster its tag prefix (shorter ones use tag registries)."""
+        return cluster.tag_length(enc, self.hash_tag_segments)[0] if self.cluster else 0
 
     def _names_of(self, key: Key) -> tuple[str, list[str], list[str]]:
         """``key``'s entry name, the index keys of its proper prefixes and its member in each.
@@ -257,9 +315,10 @@ class RedisStore(StoreBackend):
             if len(self._names) >= _NAME_CACHE_SIZE:
                 self._names.clear()  # cheap and rare: a working set larger than the cache
             enc = [encode_segment(s) for s in key]
-            indexes = [f"{self.namespace}::idx"]
-            indexes += [self._name_encoded(enc[:d], ":idx") for d in range(1, len(enc))]
-            members = ["/".join(enc[d:]) for d in range(len(enc))]
+            first = self._index_depth(enc)
+            indexes = [f"{self.namespace}::idx"] if first == 0 else []
+            indexes += [self._name_encoded(enc[:d], ":idx") for d in range(max(first, 1), len(enc))]
+            members = ["/".join(enc[d:]) for d in range(first, len(enc))]
             names = self._names[key] = (self._name_encoded(enc), indexes, members)
         return names
 
@@ -287,13 +346,37 @@ class RedisStore(StoreBackend):
         return validate_key(key, what)
 
     async def setup(self) -> None:
-        """Check that the server answers and load the scripts (one round trip)."""
+        """Check that the server answers and load the scripts (one round trip); on a cluster,
+        discover its nodes and load the scripts on every primary (a promoted replica loads them
+        on first use: EVALSHA falls back to SCRIPT LOAD on NOSCRIPT)."""
+        if self.cluster:
+            await self._setup_cluster()
+            return
         with self._guard():
             async with self._client.pipeline(transaction=False) as pipe:
                 pipe.ping()
                 for script in _SCRIPTS:
                     pipe.script_load(script)
                 await pipe.execute()
+
+    async def _setup_cluster(self) -> None:
+        """Discover the nodes and load the scripts on every primary that answers: a primary down
+        (a failover in progress) loads them on first use instead, through the NOSCRIPT fallback.
+        StoreUnavailableError when no primary answers."""
+        with self._guard():
+            await self._client.initialize()
+        failures: list[StoreUnavailableError] = []
+        primaries = self._client.get_primaries()
+        for node in primaries:
+            try:
+                with self._guard():
+                    for script in _SCRIPTS:
+                        await self._client.execute_command("SCRIPT LOAD", script, target_nodes=node)
+            except StoreUnavailableError as exc:
+                failures.append(exc)
+                log.warning("Redis Cluster node %s did not load the scripts: %s", node.name, exc)
+        if failures and len(failures) == len(primaries):
+            raise failures[0]
 
     async def aclose(self) -> None:
         await self._subscriber.aclose()
@@ -306,15 +389,16 @@ class RedisStore(StoreBackend):
         k = self._valid(key, self._names, "key")
         names = self._names.get(k)
         name = names[0] if names is not None else self._name(k)  # a read needs no index names
-        with self._guard():
-            value, version = await self._client.hmget(name, ["v", "n"])
+        async with self._turn():
+            with self._guard():
+                value, version = await self._client.hmget(name, ["v", "n"])
         if value is None or version is None:
             return None
         return Entry(cast(bytes, value), int(version))
 
     async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
-        """One pipelined ``HMGET`` per key: one round trip. On Redis Cluster pass keys of one
-        group (one hash slot), as the board does with its team's task keys."""
+        """One pipelined ``HMGET`` per key: one round trip (on a cluster, one per node holding
+        some of the keys; pass keys of one group, as the board does, for one round trip)."""
         names = []
         for key in keys:
             k = self._valid(key, self._names, "key")
@@ -322,11 +406,12 @@ class RedisStore(StoreBackend):
             names.append(cached[0] if cached is not None else self._name(k))
         if not names:
             return []
-        with self._guard():
-            async with self._client.pipeline(transaction=False) as pipe:
-                for name in names:
-                    pipe.hmget(name, ["v", "n"])
-                rows = await pipe.execute()
+        async with self._turn():
+            with self._guard():
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for name in names:
+                        pipe.hmget(name, ["v", "n"])
+                    rows = await pipe.execute()
         return [
             None if value is None or version is None else Entry(cast(bytes, value), int(version))
             for value, version in rows
@@ -350,26 +435,60 @@ class RedisStore(StoreBackend):
         ttl_ms = "" if ttl is None else str(max(1, math.ceil(ttl * 1000)))
         args: list[bytes | str] = [_expected(expected_version), bytes(value), ttl_ms, *members]
         keys = [name, *indexes]
-        with self._guard():
-            if f is not None:
-                keys.append(self._names_of(f.key)[0])
-                args += [bytes(f.value), "1" if f.release else ""]
-                script = self._update_fenced if expected_version else self._put_fenced
-            else:
-                script = self._update if expected_version else self._put
-            ok, found = await script(keys=keys, args=args)
+        if f is not None:
+            keys.append(self._fence_name(k, name, f.key))
+            args += [bytes(f.value), "1" if f.release else ""]
+            script = self._update_fenced if expected_version else self._put_fenced
+        else:
+            script = self._update if expected_version else self._put
+        async with self._turn():
+            if self.cluster and indexed and not expected_version:  # it may create the key
+                await self._register(k)
+            with self._guard():
+                ok, found = await script(keys=keys, args=args)
         if ok < 0 and f is not None:
             raise LeaseLostError(k, f.key)
         if not ok:
             raise VersionConflict(k, expected_version, int(found))
         return int(found)
 
+    def _fence_name(self, key: Key, name: str, fence: Key) -> str:
+        """The fence key's name; on a cluster it must share the written key's slot."""
+        fence_name = self._names_of(fence)[0]
+        if self.cluster and self._client.keyslot(fence_name) != self._client.keyslot(name):
+            raise ConfigurationError(
+                f"the fence key {fence!r} is in another Redis Cluster hash slot than {key!r}; a "
+                "fenced write needs both keys in one key-registry group (agentscope_teams.keys)"
+            )
+        return fence_name
+
+    async def _register(self, key: Key) -> None:
+        """Add ``key``'s tag prefix to the tag registries of its short prefixes (cluster only):
+        one pipelined round trip, skipped when this store has written those members before."""
+        enc = [encode_segment(s) for s in key]
+        todo = [
+            (reg, member)
+            for reg, member, _ in cluster.registrations(self.namespace, enc, self.hash_tag_segments)
+            if (reg, member) not in self._registered
+        ]
+        if not todo:
+            return
+        with self._guard():
+            async with self._client.pipeline(transaction=False) as pipe:
+                for reg, member in todo:
+                    pipe.zadd(reg, {member: 0})
+                await pipe.execute()
+        if len(self._registered) >= 16 * _NAME_CACHE_SIZE:
+            self._registered.clear()
+        self._registered.update(todo)
+
     async def delete(
         self, key: Key, *, expected_version: int | None = None, indexed: bool = True
     ) -> bool:
         k = validate_key(key)
         check_expected(expected_version)
-        ok, found = await self._delete_script(k, _expected(expected_version), indexed)
+        async with self._turn():
+            ok, found = await self._delete_script(k, _expected(expected_version), indexed)
         if not ok:
             raise VersionConflict(k, expected_version, int(found))
         return int(found) > 0
@@ -389,9 +508,17 @@ class RedisStore(StoreBackend):
     ) -> list[Key]:
         self._check_page(limit)
         p = validate_prefix(prefix)
-        start = _range_start(
-            encode_prefix(p), None if after is None else encode_key(validate_key(after, "after"))
-        )
+        a = None if after is None else validate_key(after, "after")
+        async with self._turn():
+            if self.cluster and cluster.is_short(
+                [encode_segment(s) for s in p], self.hash_tag_segments
+            ):
+                return await self._list_registry(p, limit, a)
+            return await self._list_index(p, limit, a)
+
+    async def _list_index(self, p: Key, limit: int, after: Key | None) -> list[Key]:
+        """Keys below ``p`` from its index (every key below it shares one slot on a cluster)."""
+        start = _range_start(encode_prefix(p), None if after is None else encode_key(after))
         prefix_enc = [encode_segment(s) for s in p]
         out: list[Key] = []
         while start is not None and len(out) < limit:
@@ -404,6 +531,58 @@ class RedisStore(StoreBackend):
             out.extend(await self._live([p + decode_key(m) for m in members], names))
             start = "(" + members[-1] if len(members) == batch else None
         return out[:limit]
+
+    async def _list_registry(self, p: Key, limit: int, after: Key | None) -> list[Key]:
+        """Keys below a short prefix ``p`` (cluster): its tag registry in order, each range member
+        listed through its tag's index, single members checked to exist (stale ones skipped)."""
+        start, resume = self._registry_start(p, after)
+        registry = cluster.registry_name(self.namespace, [encode_segment(s) for s in p])
+        out: list[Key] = []
+        while start is not None and len(out) < limit:
+            batch = max(limit - len(out), 32)
+            with self._guard():
+                raw = await self._client.zrangebylex(registry, start, "+", 0, batch)
+            members = [cast(bytes, m).decode() for m in raw]
+            singles: list[Key] = []
+            for m in members:
+                if not m.endswith("/"):
+                    singles.append(p + decode_key(m))
+                    continue
+                out.extend(await self._existing(singles))
+                singles = []
+                tag = p + decode_key(m[:-1])
+                from_ = resume if resume is not None and resume[: len(tag)] == tag else None
+                out.extend(await self._list_index(tag, limit - len(out), from_))
+                resume = None
+                if len(out) >= limit:
+                    return out[:limit]
+            out.extend(await self._existing(singles))
+            start = "(" + members[-1] if len(members) == batch else None
+        return out[:limit]
+
+    def _registry_start(self, p: Key, after: Key | None) -> tuple[str | None, Key | None]:
+        """Where a registry listing of ``p`` starts after ``after``: the ZRANGEBYLEX start (None:
+        nothing can follow) and the key to resume from inside the first range member."""
+        if after is None:
+            return "-", None
+        start = _range_start(encode_prefix(p), encode_key(after))
+        if start is None or start == "-":
+            return start, None
+        enc = [encode_segment(s) for s in after]
+        n = cluster.tag_length(enc, self.hash_tag_segments)[0]
+        rel = "/".join(enc[len(p) : n])
+        return ("[" + rel + "/", after) if len(enc) > n else ("(" + rel, None)
+
+    async def _existing(self, keys: list[Key]) -> list[Key]:
+        """The keys (of any slots) whose entries exist: one pipelined EXISTS each."""
+        if not keys:
+            return []
+        with self._guard():
+            async with self._client.pipeline(transaction=False) as pipe:
+                for k in keys:
+                    pipe.exists(self._name(k))
+                found = await pipe.execute()
+        return [k for k, n in zip(keys, found, strict=True) if n]
 
     async def _live(self, keys: list[Key], names: list[str]) -> list[Key]:
         """The keys whose entries exist; drops the index members of the others."""
@@ -421,8 +600,9 @@ class RedisStore(StoreBackend):
     async def append(self, stream: Key, value: bytes) -> int:
         k = self._check_append(stream, value)
         names = self._stream_names(k)
-        with self._guard():
-            seq = await self._append(keys=list(names), args=[bytes(value)])
+        async with self._turn():
+            with self._guard():
+                seq = await self._append(keys=list(names), args=[bytes(value)])
         return int(seq)
 
     async def read(
@@ -430,10 +610,11 @@ class RedisStore(StoreBackend):
     ) -> list[tuple[int, bytes]]:
         k = self._valid(stream, self._streams, "stream")
         self._check_page(limit, after)
-        with self._guard():
-            rows = await self._client.xrange(
-                self._stream_names(k)[0], min=f"0-{after + 1}", max="+", count=limit
-            )
+        async with self._turn():
+            with self._guard():
+                rows = await self._client.xrange(
+                    self._stream_names(k)[0], min=f"0-{after + 1}", max="+", count=limit
+                )
         return [
             (
                 int(cast(bytes, rid).split(b"-")[1]),
@@ -444,16 +625,18 @@ class RedisStore(StoreBackend):
 
     async def delete_stream(self, stream: Key) -> bool:
         name = self._name(validate_key(stream, "stream"), ":stream")
-        with self._guard():
-            return bool(await self._client.delete(name))
+        async with self._turn():
+            with self._guard():
+                return bool(await self._client.delete(name))
 
     # -- signals ---------------------------------------------------------------------------
 
     async def signal(self, channel: Key) -> None:
         """``PUBLISH`` on ``channel``: wakes its waiters in every process on this server."""
         name = self._name(validate_key(channel, "channel"), ":signal")
-        with self._guard():
-            await self._client.publish(name, b"1")
+        async with self._turn():
+            with self._guard():
+                await self._client.publish(name, b"1")
 
     async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool:  # noqa: ASYNC109
         """True when one of ``channels`` is signalled within ``timeout``; False at the timeout or,
@@ -486,6 +669,13 @@ def _check_options(namespace: str, hash_tag_segments: int) -> None:
         )
 
 
+def _check_pool(max_connections: int, pool_timeout: float) -> None:
+    if not isinstance(max_connections, int) or max_connections < 1:
+        raise ConfigurationError(f"max_connections must be an int >= 1, got {max_connections!r}")
+    if not pool_timeout > 0:
+        raise ConfigurationError(f"pool_timeout must be > 0 seconds, got {pool_timeout!r}")
+
+
 def _client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: float) -> Redis:
     """A client owning a blocking pool: past ``max_connections`` callers wait for a connection.
 
@@ -494,10 +684,7 @@ def _client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: f
     condition and timeout, not waiting, so the default stays at 64 connections per store. Replies
     are parsed by ``hiredis`` when installed (the ``redis`` extra installs it).
     """
-    if not isinstance(max_connections, int) or max_connections < 1:
-        raise ConfigurationError(f"max_connections must be an int >= 1, got {max_connections!r}")
-    if not pool_timeout > 0:
-        raise ConfigurationError(f"pool_timeout must be > 0 seconds, got {pool_timeout!r}")
+    _check_pool(max_connections, pool_timeout)
     try:
         pool = redis.asyncio.BlockingConnectionPool.from_url(
             url,

@@ -36,6 +36,7 @@ SUPPORTED_SCHEMES = (
     "mysql://user@host/db",
     "redis://host:port/db",
     "rediss://host:port/db",
+    "redis+cluster://host:port[,host:port...]/",
 )
 
 _SQL = ("sqlalchemy", "greenlet")
@@ -84,7 +85,9 @@ def store_from_url(url: str, **options: Any) -> StoreBackend:
 
     ``memory://``, ``file:///abs/path`` (or ``file://./rel``, ``file://~/dir``),
     ``sqlite:////abs/path.db`` (or ``sqlite:///./rel.db``), ``postgresql://...``, ``mysql://...``
-    (MariaDB too), ``redis://...`` / ``rediss://...``. SQL URLs may also name their async driver
+    (MariaDB too), ``redis://...`` / ``rediss://...``, and a Redis Cluster as
+    ``redis+cluster://[user:password@]host:port[,host:port...]/`` (every listed node is a startup
+    node; ``rediss+cluster://`` for TLS). SQL URLs may also name their async driver
     (``postgresql+asyncpg://``, ``mysql+asyncmy://``, ``sqlite+aiosqlite://``). See the module
     docs for the rule of file-backed URLs.
     """

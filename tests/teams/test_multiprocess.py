@@ -21,7 +21,14 @@ pytestmark = pytest.mark.anyio
 
 PROCS, PER_PROC = 4, 4
 #: Tasks raced over per backend: the SQL backends pay a commit per write, so they race over fewer.
-TASKS = {"file": 400, "redis": 400, "sqlite": 200, "mariadb": 200, "postgres": 200}
+TASKS = {
+    "file": 400,
+    "redis": 400,
+    "redis-cluster": 200,
+    "sqlite": 200,
+    "mariadb": 200,
+    "postgres": 200,
+}
 DEADLINE = 60.0
 
 

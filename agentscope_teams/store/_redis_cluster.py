@@ -1,0 +1,206 @@
+"""Redis Cluster pieces of :class:`~agentscope_teams.store.redis.RedisStore`: hash tags, the
+``redis+cluster://`` URL, the waiting connection gate and the node an error came from.
+
+**Hash tags** (cluster mode only; a single server keeps its layout). A key whose first segment is
+a key-registry literal (:mod:`agentscope_teams.keys` declares each literal's group size ``G`` with
+:func:`declare_groups`) and that has at least ``G`` segments is tagged with segments ``1 .. G-1``:
+its group *without* the literal, so a session and its lease, or a user's sessions and runs, share
+one slot, and a team's records, indexes, streams, signals and member leases share the team's slot.
+Its name is ``N:<literal>{<s1/../sG-1>}/<rest>``. A key of a registry literal shorter than its
+group is its own tag (``N:{<whole key>}``). Any other key (arbitrary keys) is tagged with its first
+``hash_tag_segments`` segments and named as on a single server: ``N:{<s1/../sT>}/<rest>``. The *tag prefix* of a key is the part of it
+its tag covers (``key[:G]`` or ``key[:T]``; the whole key when it is shorter).
+
+**Listings.** A prefix at least as long as its keys' tag prefix has an index in their slot,
+maintained atomically by the put/delete scripts. A shorter prefix (the empty one, a literal, a user
+above their teams) has a *tag registry* instead: a sorted set ``N:{<prefix>}:tags`` (``N::tags`` for
+the empty prefix) with one member per tag prefix below it: ``<rel>`` for a key that is its own tag
+prefix, ``<rel>/`` for the keys strictly below a tag prefix (listed through that tag's index).
+These members sort exactly as the keys they stand for, so a listing walks the registry in order.
+The registry is written in a separate command *before* the entry's script (a crash in between
+leaves a member without a key, which listings skip), and never inside a cross-slot script.
+Members are not removed when keys are deleted: listings skip the stale ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..errors import ConfigurationError, StoreUnavailableError
+
+_GROUPS: dict[str, int] = {}
+
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
+
+
+def declare_groups(sizes: Mapping[str, int]) -> None:
+    """Record the group size of each key-registry literal (called by :mod:`agentscope_teams.keys`)."""
+    _GROUPS.update(sizes)
+
+
+def tag_length(enc: Sequence[str], tag_segments: int) -> tuple[int, bool]:
+    """How many leading segments of a key (escaped) its tag covers, and whether it is a registry
+    key (tagged without its literal)."""
+    size = _GROUPS.get(enc[0])
+    if size is None:
+        return min(len(enc), tag_segments), False
+    if len(enc) >= size:
+        return size, True
+    return len(enc), False  # a registry literal's key shorter than its group: its own tag
+
+
+def cluster_name(namespace: str, enc: Sequence[str], kind: str, tag_segments: int) -> str:
+    """The Redis name of a key or prefix of at least its tag's length, given escaped segments."""
+    n, registry = tag_length(enc, tag_segments)
+    tail = "".join("/" + e for e in enc[n:])
+    if registry:
+        return f"{namespace}:{enc[0]}{{{'/'.join(enc[1:n])}}}{tail}{kind}"
+    return f"{namespace}:{{{'/'.join(enc[:n])}}}{tail}{kind}"
+
+
+def is_short(enc_prefix: Sequence[str], tag_segments: int) -> bool:
+    """Whether a prefix is shorter than the tag prefix of the keys below it (listed through a tag
+    registry, not an index)."""
+    if not enc_prefix:
+        return True
+    size = _GROUPS.get(enc_prefix[0])
+    return len(enc_prefix) < (size if size is not None else tag_segments)
+
+
+def registry_name(namespace: str, enc_prefix: Sequence[str]) -> str:
+    """The tag registry of a short prefix."""
+    return f"{namespace}:{{{'/'.join(enc_prefix)}}}:tags" if enc_prefix else f"{namespace}::tags"
+
+
+def registrations(
+    namespace: str, enc: Sequence[str], tag_segments: int
+) -> list[tuple[str, str, bool]]:
+    """(registry, member, is a range member) for every short prefix of a key (escaped segments)."""
+    n, _ = tag_length(enc, tag_segments)
+    below = len(enc) > n
+    return [
+        (registry_name(namespace, enc[:d]), "/".join(enc[d:n]) + ("/" if below else ""), below)
+        for d in range(n)
+    ]
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.partition("://")[0].lower() in CLUSTER_SCHEMES
+
+
+def cluster_client(redis: Any, url: str, max_connections: int) -> Any:
+    """A ``RedisCluster`` for ``redis+cluster://[user:password@]host:port[,host:port...]/``.
+
+    Every listed node is a startup node. Each node's pool holds ``max_connections`` plus a few for
+    the signal subscriber; the store's :class:`Gate` keeps operations below that, so a full pool
+    makes callers wait instead of raising ``MaxConnectionsError``.
+    """
+    from .url import redact_url
+
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    user, password = parts.username, parts.password
+    nodes = []
+    for item in netloc.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigurationError(
+                f"invalid Redis Cluster URL {redact_url(url)!r}: {item!r} is not host:port; use "
+                "redis+cluster://[user:password@]host:port[,host:port...]/"
+            )
+        nodes.append(redis.asyncio.cluster.ClusterNode(host.strip("[]"), int(port)))
+    if parts.path not in ("", "/"):
+        raise ConfigurationError(
+            f"invalid Redis Cluster URL {redact_url(url)!r}: a cluster has only database 0, so "
+            "the URL takes no /db path"
+        )
+    return redis.asyncio.cluster.RedisCluster(
+        startup_nodes=nodes,
+        username=unquote(user) if user else None,
+        password=unquote(password) if password else None,
+        ssl=parts.scheme.lower().startswith("rediss"),
+        max_connections=max_connections + 4,
+        socket_connect_timeout=5,
+    )
+
+
+def describe_cluster(client: Any) -> str:
+    """A password-free description of a cluster client: its startup nodes."""
+    nodes = getattr(client.nodes_manager, "startup_nodes", {}) or {}
+    names = ",".join(sorted(nodes)) or "?"
+    return f"redis+cluster://{names}/"
+
+
+class Gate:
+    """At most ``limit`` operations at once per event loop; past it callers wait up to
+    ``timeout`` seconds for a turn (then :class:`StoreUnavailableError`). ``async with gate:``."""
+
+    def __init__(self, limit: int, timeout: float, where: str) -> None:
+        self._limit, self._timeout, self._where = limit, timeout, where
+        self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def turn(self) -> Gate:
+        return self
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop (tests): a semaphore belongs to one loop
+            self._sem, self._loop = asyncio.Semaphore(self._limit), loop
+        sem = self._sem
+        assert sem is not None
+        if not sem.locked():  # the common case: a turn is free, take it without a timer
+            await sem.acquire()
+            return
+        try:
+            await asyncio.wait_for(sem.acquire(), self._timeout)
+        except TimeoutError as exc:
+            raise StoreUnavailableError(
+                f"no free connection to Redis Cluster {self._where} within {self._timeout} s "
+                f"({self._limit} operations in flight); raise max_connections or pool_timeout"
+            ) from exc
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._sem is not None
+        self._sem.release()
+
+
+def node_of(exc: BaseException) -> str | None:
+    """The cluster node an error came from, when redis-py says."""
+    name = getattr(exc, "last_failed_node_name", None)
+    if name:
+        return str(name)
+    host, port = getattr(exc, "host", None), getattr(exc, "port", None)
+    if host and port:
+        return f"{host}:{port}"
+    conn = getattr(exc, "connection", None)
+    name = getattr(conn, "name", None)
+    return str(name) if name else None
+
+
+def cluster_errors(redis: Any) -> tuple[type[Exception], ...]:
+    """The redis-py errors that mean the cluster (or a node of it) cannot serve now."""
+    e = redis.exceptions
+    return tuple(
+        getattr(e, n)
+        for n in (
+            "ClusterDownError",
+            "TryAgainError",
+            "MovedError",
+            "AskError",
+            "ClusterError",
+            "SlotNotCoveredError",
+            "MasterDownError",
+            "ReadOnlyError",
+            "BusyLoadingError",
+            "MaxConnectionsError",
+            "RedisClusterException",
+        )
+        if hasattr(e, n)
+    )

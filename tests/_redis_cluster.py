@@ -1,0 +1,184 @@
+"""A throwaway Redis Cluster for tests: 6 local ``redis-server`` processes (3 primaries, 3 replicas).
+
+:class:`LocalCluster` picks free loopback ports (each port and its cluster-bus port, port + 10000),
+starts the servers with a short node timeout (so a killed primary fails over in a few seconds),
+joins them with ``redis-cli --cluster create --cluster-replicas 1`` and waits for
+``cluster_state:ok`` on every node. ``kill_primary`` SIGKILLs one primary, for failover tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NODES = 6
+#: Milliseconds without an answer before a node is failed and its replica promoted.
+NODE_TIMEOUT_MS = 1000
+
+
+def cluster_binaries() -> tuple[str, str] | None:
+    """Paths of ``redis-server`` and ``redis-cli``, or None when either is missing."""
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    return (server, cli) if server and cli else None
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` ports whose cluster-bus ports (port + 10000) are free too."""
+    found: list[int] = []
+    while len(found) < count:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port + 10000 < 65536 and port not in found and _port_free(port + 10000):
+            found.append(port)
+    return found
+
+
+def _cli(cli: str, port: int, *args: str, timeout: float = 5) -> str:
+    done = subprocess.run(
+        [cli, "-h", "127.0.0.1", "-p", str(port), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done.stdout
+
+
+@dataclass
+class LocalCluster:
+    """Six ``redis-server`` processes joined into one cluster under ``workdir``."""
+
+    workdir: Path
+    ports: list[int] = field(default_factory=list)
+    processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        """The ``redis+cluster://`` URL listing every node as a startup node."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports) + "/"
+
+    def start(self) -> None:
+        binaries = cluster_binaries()
+        assert binaries is not None, "redis-server and redis-cli are needed"
+        server, cli = binaries
+        for _attempt in range(3):  # a port taken between choosing and binding: choose again
+            self.ports = _free_ports(NODES)
+            for port in self.ports:
+                self._start_node(server, port)
+            if self._all_answer(cli):
+                break
+            self.stop()
+        else:
+            raise RuntimeError(f"could not start {NODES} redis-server processes in {self.workdir}")
+        nodes = [f"127.0.0.1:{p}" for p in self.ports]
+        created = subprocess.run(
+            [cli, "--cluster", "create", *nodes, "--cluster-replicas", "1", "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if created.returncode != 0:
+            self.stop()
+            raise RuntimeError(
+                f"redis-cli --cluster create failed: {created.stdout}{created.stderr}"
+            )
+        self.wait_ok(cli, self.ports)
+        self._wait_replicas_synced(cli)
+
+    def _start_node(self, server: str, port: int) -> None:
+        node_dir = self.workdir / str(port)
+        node_dir.mkdir(parents=True, exist_ok=True)
+        self.processes[port] = subprocess.Popen(
+            [
+                server,
+                "--port", str(port),
+                "--bind", "127.0.0.1",
+                "--dir", str(node_dir),
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+                "--cluster-replica-validity-factor", "0",
+                "--save", "",
+                "--appendonly", "no",
+                "--protected-mode", "no",
+                "--logfile", str(node_dir / "redis.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def _all_answer(self, cli: str) -> bool:
+        deadline = time.monotonic() + 10
+        waiting = set(self.ports)
+        while waiting and time.monotonic() < deadline:
+            for port in list(waiting):
+                if self.processes[port].poll() is not None:
+                    return False
+                if _cli(cli, port, "ping").strip() == "PONG":
+                    waiting.discard(port)
+            time.sleep(0.05)
+        return not waiting
+
+    def wait_ok(self, cli: str, ports: list[int], timeout: float = 30) -> None:
+        """Block until every node in ``ports`` reports ``cluster_state:ok``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all("cluster_state:ok" in _cli(cli, p, "cluster", "info") for p in ports):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"the cluster on ports {ports} did not reach cluster_state:ok")
+
+    def _wait_replicas_synced(self, cli: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            roles = [_cli(cli, p, "info", "replication") for p in self.ports]
+            replicas = [r for r in roles if "role:slave" in r]
+            if len(replicas) == NODES // 2 and all("master_link_status:up" in r for r in replicas):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the cluster's replicas did not finish their first sync")
+
+    def primaries(self) -> list[int]:
+        """Ports of the live nodes that are primaries now."""
+        binaries = cluster_binaries()
+        assert binaries is not None
+        return [
+            p
+            for p in self.ports
+            if self.processes[p].poll() is None
+            and "role:master" in _cli(binaries[1], p, "info", "replication")
+        ]
+
+    def kill_primary(self, port: int) -> None:
+        """SIGKILL the node on ``port`` (no shutdown, no save): its replica takes over."""
+        self.processes[port].send_signal(signal.SIGKILL)
+        self.processes[port].wait(timeout=10)
+
+    def wait_failover(self, timeout: float = 30) -> None:
+        """Block until the surviving nodes report ``cluster_state:ok`` again."""
+        binaries = cluster_binaries()
+        assert binaries is not None
+        alive = [p for p in self.ports if self.processes[p].poll() is None]
+        self.wait_ok(binaries[1], alive, timeout)
+
+    def stop(self) -> None:
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                proc.kill()
+        for proc in self.processes.values():
+            proc.wait(timeout=10)
+        self.processes.clear()

@@ -1,0 +1,101 @@
+"""Child-process side of the Redis Cluster failover test (imported by spawned processes).
+
+A claimer does a task (appends it to its log) only after its claim returned it, then completes it.
+When the store is unavailable it waits and tries again; a claim whose answer was lost may still
+have succeeded, so the claimer then looks for in-progress tasks it owns and has not done yet
+(it holds their lease: nobody else may take them), and does those first.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from agentscope_teams.errors import AgentScopeTeamsError, StoreUnavailableError
+from agentscope_teams.teams import LocalTeamClient, Task, TaskStatus
+
+from ..backends import StoreSpec
+from ..teams.workers import CtxArgs, client_for
+
+#: Seconds a claimed task's lease lasts: longer than a failover, so a claimer that keeps retrying
+#: its completion through the outage still holds the task when the cluster is back.
+TASK_LEASE = 30.0
+
+
+async def _complete(client: LocalTeamClient, team_id: str, member: str, task: Task) -> int:
+    """Complete ``task``; through an outage, until the record says it is completed by ``member``.
+    Returns how many StoreUnavailableError were seen."""
+    unavailable = 0
+    while True:
+        try:
+            await client.complete_task(team_id, member, task.id, f"done by {member}")
+            return unavailable
+        except StoreUnavailableError:
+            unavailable += 1
+        except AgentScopeTeamsError:
+            pass  # an earlier attempt may have completed it: the record decides
+        await anyio.sleep(0.2)
+        try:
+            now = await client.get_task(team_id, task.id)
+        except StoreUnavailableError:
+            unavailable += 1
+            continue
+        if now.status is TaskStatus.COMPLETED:
+            assert now.owner == member, f"{task.id} completed by {now.owner}, done by {member}"
+            return unavailable
+
+
+async def _mine_not_done(
+    client: LocalTeamClient, team_id: str, member: str, done: set[str]
+) -> list[Task]:
+    tasks = await client.list_tasks(team_id, TaskStatus.IN_PROGRESS)
+    return [t for t in tasks if t.owner == member and t.id not in done]
+
+
+def claim_through_outages(
+    spec: StoreSpec, ctx: CtxArgs, team_id: str, members: list[str]
+) -> tuple[list[tuple[str, str]], int]:
+    """Each member claims, does and completes tasks until every task is finished.
+
+    Returns the log of (member, task id) done and the number of StoreUnavailableError seen. Any
+    other error (a raw redis-py exception) fails the child, and so the test.
+    """
+
+    async def main() -> tuple[list[tuple[str, str]], int]:
+        log: list[tuple[str, str]] = []
+        unavailable = 0
+        async with spec.open() as store:
+            client = client_for(store, ctx, task_lease=TASK_LEASE)
+
+            async def claimer(member: str) -> None:
+                nonlocal unavailable
+                done: set[str] = set()
+                unsure = False
+                while True:
+                    try:
+                        if unsure:  # a lost answer may hide a claim we won
+                            todo = await _mine_not_done(client, team_id, member, done)
+                            unsure = False
+                        else:
+                            task = await client.claim_task(team_id, member)
+                            todo = [] if task is None else [task]
+                            if task is None:
+                                if await client.wait_for_tasks(team_id, timeout=0):
+                                    return
+                                await anyio.sleep(0.2)
+                                continue
+                    except StoreUnavailableError:
+                        unavailable += 1
+                        unsure = True
+                        await anyio.sleep(0.2)
+                        continue
+                    for task in todo:
+                        log.append((member, task.id))  # the work, done once per claim won
+                        done.add(task.id)
+                        unavailable += await _complete(client, team_id, member, task)
+
+            async with anyio.create_task_group() as tg:
+                for m in members:
+                    tg.start_soon(claimer, m)
+        return log, unavailable
+
+    return anyio.run(main)

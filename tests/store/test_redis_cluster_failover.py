@@ -1,0 +1,126 @@
+"""Redis Cluster failover: a primary SIGKILLed while 4 processes x 4 claimers drain a board.
+
+The cluster is this module's own (killing a node of the shared one would disturb other tests).
+While the killed primary's slots have no server, callers get StoreUnavailableError naming the
+node, never a raw redis-py error; once its replica is promoted the same calls succeed, and every
+task ends completed, done exactly once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import pytest
+
+pytest.importorskip("redis")
+
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.errors import StoreUnavailableError
+from agentscope_teams.keys import TeamKeys
+from agentscope_teams.store.redis import RedisStore
+from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus
+
+from .._redis_cluster import LocalCluster
+from ..backends import StoreSpec, unique_namespace
+from ..conftest import start_cluster
+from ..teams import workers
+from . import cluster_workers
+
+pytestmark = pytest.mark.anyio
+
+PROCS, PER_PROC, TASKS = 4, 4, 160
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = start_cluster(tmp_path_factory.mktemp("failover-cluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+async def store(own_cluster: LocalCluster) -> AsyncIterator[RedisStore]:
+    async with RedisStore(own_cluster.url) as s:  # the namespace the children's specs open
+        yield s
+
+
+async def _all_processes_at_work(client: LocalTeamClient, team_id: str) -> bool:
+    """Whether every claimer process has completed a task (so each has its store open)."""
+    done = await client.list_tasks(team_id, TaskStatus.COMPLETED)
+    return len({task.owner.split("-")[0] for task in done if task.owner}) == PROCS
+
+
+async def _until_unavailable(store: RedisStore, key: tuple[str, ...]) -> StoreUnavailableError:
+    """Read ``key`` until the store reports the outage (any other error fails the test)."""
+    with anyio.fail_after(30):
+        while True:
+            try:
+                await store.get(key)
+            except StoreUnavailableError as exc:
+                return exc
+            await anyio.sleep(0.01)
+
+
+async def _until_available(store: RedisStore, key: tuple[str, ...]) -> int:
+    """Read ``key`` until it works again; returns the StoreUnavailableError seen meanwhile."""
+    seen = 0
+    with anyio.fail_after(60):
+        while True:
+            try:
+                await store.get(key)
+                return seen
+            except StoreUnavailableError:
+                seen += 1
+                await anyio.sleep(0.1)
+
+
+async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
+    own_cluster: LocalCluster, store: RedisStore
+) -> None:
+    ctx = RuntimeContext(session_id="s-lead", user_id="alice", org_id=unique_namespace())
+    groups = [[f"w{p}-{i}" for i in range(PER_PROC)] for p in range(PROCS)]
+    client = LocalTeamClient(store, ctx)
+    team = await client.create_team("swarm", members=[Member(name=n) for g in groups for n in g])
+    ids = [(await client.assign_task(team.id, f"job {i}")).id for i in range(TASKS)]
+    team_key = TeamKeys((f"o:{ctx.org_id}", f"u:{ctx.user_id}"), team.id).team()
+    victim = store._client.get_node_from_key(store._name(team_key))
+    assert victim.port in own_cluster.primaries()
+
+    spec = StoreSpec("redis-cluster", own_cluster.url)
+    ctx_args = {"session_id": "s-lead", "user_id": "alice", "org_id": ctx.org_id or ""}
+    args = [(spec, ctx_args, team.id, g) for g in groups]
+    results: list[tuple[list[tuple[str, str]], int]] = []
+
+    async def run_claimers() -> None:
+        results.extend(
+            await anyio.to_thread.run_sync(
+                workers.run_children, cluster_workers.claim_through_outages, args
+            )
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_claimers)
+        with anyio.fail_after(120):  # mid-run: every process at work, most tasks not done
+            while not await _all_processes_at_work(client, team.id):  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        own_cluster.kill_primary(victim.port)
+        async with RedisStore(own_cluster.url) as fresh:  # opens with a primary down
+            assert fresh.cluster
+        outage = await _until_unavailable(store, team_key)
+        assert f"(node 127.0.0.1:{victim.port})" in str(outage)  # the node is named
+        await anyio.to_thread.run_sync(own_cluster.wait_failover)
+        await _until_available(store, team_key)
+
+    assert own_cluster.processes[victim.port].poll() is not None
+    assert victim.port not in own_cluster.primaries()
+    done = [entry for log, _ in results for entry in log]
+    assert Counter(task_id for _, task_id in done) == Counter(ids)  # none lost, none done twice
+    owner_of = dict((task_id, member) for member, task_id in done)
+    for task in await client.list_tasks(team.id):
+        assert task.status is TaskStatus.COMPLETED
+        assert task.owner == owner_of[task.id] and task.result == f"done by {task.owner}"
+    assert sum(seen for _, seen in results) > 0, "the claimers saw the outage as StoreUnavailable"
