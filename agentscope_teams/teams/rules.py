@@ -115,6 +115,11 @@ def require_owner(task: Task, member: str, verb: str) -> None:
     raise TaskStateError(f"task {task.id!r} is already {task.status.value}; cannot {verb} it")
 
 
+def finish_detail(text: str) -> str:
+    """The history detail of a completion or failure: its text, cut to 200 characters."""
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def finish(member: str, status: TaskStatus, text: str) -> Change:
     """Complete (``text`` = result) or fail (``text`` = error); a repeat by the owner is a no-op."""
     verb = "complete" if status is TaskStatus.COMPLETED else "fail"
@@ -124,13 +129,12 @@ def finish(member: str, status: TaskStatus, text: str) -> Change:
         if task.status is status and task.owner == member:
             return None
         require_owner(task, member, verb)
-        detail = text if len(text) <= 200 else text[:197] + "..."
         return _with(
             task,
             now,
             member,
             status.value,
-            detail,
+            finish_detail(text),
             status=status,
             lease_expires_at=None,
             **{field: text},
