@@ -24,6 +24,10 @@ hosts: keep clocks NTP-synchronised and leases much longer than the expected ske
 
 The reads, and how they treat a task record that cannot be decoded, are
 :class:`~.board_reads.BoardReads`; the bounds of every input, :mod:`.limits`.
+
+**The native path.** When the store has a native queue (:mod:`.queue`: Redis, PostgreSQL,
+MariaDB), the transitions above run there instead, one round trip (or one short transaction)
+each, over the queue's own index; everything said here about the indexes is the generic path's.
 """
 
 from __future__ import annotations

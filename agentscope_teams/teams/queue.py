@@ -129,4 +129,10 @@ def board_queue_of(store: BaseStore, keys: TeamKeys) -> BoardQueue | None:
 
         if isinstance(store, RedisStore) and redis_queue_supported(store):
             return RedisBoardQueue(store, keys)
+    if kind == "SqlStore":
+        from ..store.sql import SqlStore
+        from .queue_sql import sql_queue_of
+
+        if isinstance(store, SqlStore):
+            return sql_queue_of(store, keys)
     return None

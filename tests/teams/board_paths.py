@@ -18,7 +18,7 @@ from ..backends import ALL_BACKENDS, StoreSpec, make_spec
 from ..conftest import require_service
 
 #: Backends whose board has a native queue.
-NATIVE_BACKENDS = ("redis",)
+NATIVE_BACKENDS = ("redis", "postgres", "mariadb")
 BOARD_PATHS = [(b, "generic") for b in ALL_BACKENDS] + [(b, "native") for b in NATIVE_BACKENDS]
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import anyio
 
+from agentscope_teams.errors import NotTaskOwnerError, TaskStateError
+
 from ..backends import StoreSpec
 from .workers import CHILD_DEADLINE, CtxArgs, client_for
 
@@ -42,7 +44,10 @@ def drain(
                             await anyio.sleep(0.1)
                             continue
                         await anyio.sleep(WORK)
-                        await client.complete_task(team_id, member, task.id, member)
+                        try:
+                            await client.complete_task(team_id, member, task.id, member)
+                        except (NotTaskOwnerError, TaskStateError):  # too slow (a loaded machine):
+                            continue  # the lease ran out, another claimer took the task over
                         done.append((member, task.id))
 
             async with anyio.create_task_group() as tg:
@@ -69,8 +74,13 @@ def hold(
 
             async def claimer(member: str) -> None:
                 nonlocal count
-                # the tasks exist before this process starts: there is one for every member
-                assert await client.claim_task(team_id, member) is not None
+                # the tasks exist before this process starts: there is one for every member (a
+                # claim may still find none while another claimer's locking read holds them)
+                task = None
+                while task is None:
+                    task = await client.claim_task(team_id, member)
+                    if task is None:
+                        await anyio.sleep(0.01)
                 count += 1
                 if count == len(members):
                     held.set()

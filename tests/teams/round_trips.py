@@ -1,5 +1,6 @@
 """Counting a store's round trips to its server (not its ``BaseStore`` calls): every Redis command
-sent (a script call is one), every SQL statement executed."""
+sent (a script call is one), every SQL statement executed and every BEGIN and COMMIT of a
+transaction (PostgreSQL's autocommit statements have neither)."""
 
 from __future__ import annotations
 
@@ -47,10 +48,23 @@ async def count_round_trips(store: BaseStore) -> AsyncIterator[RoundTrips]:
         def on_execute(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
             counter.seen.append(statement.split(None, 1)[0].upper())
 
-        event.listen(engine, "before_cursor_execute", on_execute)
+        def on_begin(conn: Any) -> None:
+            # asyncpg sends BEGIN; the MySQL drivers begin implicitly with the first statement
+            autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+            if conn.dialect.name == "postgresql" and not autocommit:
+                counter.seen.append("BEGIN")
+
+        def on_commit(conn: Any) -> None:
+            if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+                counter.seen.append("COMMIT")
+
+        hooks = {"before_cursor_execute": on_execute, "begin": on_begin, "commit": on_commit}
+        for name, hook in hooks.items():
+            event.listen(engine, name, hook)
         try:
             yield counter
         finally:
-            event.remove(engine, "before_cursor_execute", on_execute)
+            for name, hook in hooks.items():
+                event.remove(engine, name, hook)
         return
     raise TypeError(f"cannot count the round trips of {kind}")
