@@ -241,7 +241,7 @@ async def _cas_put(url: str, namespace: str, ops: int, rounds: int) -> Sample:
 
 
 async def run(fast: bool = False) -> str:
-    tasks, runs, lead = (16, 1, 0.4) if fast else (240, 3, 1.0)
+    tasks, runs, lead = (16, 1, 0.4) if fast else (160, 3, 1.0)
     ops, rounds = (10, 3) if fast else (100, 9)
     backends = [("redis", REDIS_URL), ("postgres", POSTGRES_URL), ("mariadb", MYSQL_URL)]
     before = os.environ.get(NATIVE_ENV)

@@ -133,7 +133,7 @@ class RedisBoardQueue:
                 return self._task(reply[1], reply[2])
             if int(reply[0]) == 0:
                 return None
-            offset, own = offset + SCAN, ""
+            offset, own = int(reply[1]), ""
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
         return await self._named("CLAIM", task_id, now, member, lease, round(lease * 1000))

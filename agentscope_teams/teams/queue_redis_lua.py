@@ -11,7 +11,8 @@ now in ms, ``ARGV[4]`` now as the records write it (ISO 8601). The rule mirrors
 
 Replies: ``{1, json, version}`` written, ``{0, json, version}`` nothing to write, ``{-1, json,
 version}`` refused (the board derives the error from the record), ``{-2}`` no such task;
-``claim_next`` returns ``{1, ...}``, ``{0}`` (nothing claimable) or ``{2}`` (scan limit reached).
+``claim_next`` returns ``{1, ...}``, ``{0}`` (nothing claimable) or ``{2, offset}`` (scan limit
+reached: call again from ``offset``).
 """
 
 PRELUDE = r"""
@@ -220,22 +221,24 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)) 
     end
   end
 end
-local offset, limit = tonumber(ARGV[9]), tonumber(ARGV[10])
-local ids = redis.call('ZRANGE', P, offset, offset + limit - 1)
-for _, id in ipairs(ids) do
-  local t, raw = load(id)
-  if raw == nil then
-    redis.call('ZREM', P, id)
-  elseif t ~= nil then
-    if t.status ~= 'pending' then
-      redis.call('ZREM', P, id)
-    elseif verdict(t, member, false) == 'claim' then
+-- The pending set, oldest first, a few ids per read (usually the first is claimable).
+local offset, limit, step = tonumber(ARGV[9]), tonumber(ARGV[10]), 8
+local seen = 0
+while seen < limit do
+  local ids = redis.call('ZRANGE', P, offset, offset + step - 1)
+  for _, id in ipairs(ids) do
+    local t, raw = load(id)
+    if raw == nil or (t ~= nil and t.status ~= 'pending') then
+      redis.call('ZREM', P, id)  -- stale: the next read starts one earlier
+      offset = offset - 1
+    elseif t ~= nil and verdict(t, member, false) == 'claim' then
       return claimed(t, member, lease, lease_ms)
     end
   end
+  if #ids < step then return {0} end
+  offset, seen = offset + step, seen + step
 end
-if #ids == limit then return {2} end
-return {0}
+return {2, offset}
 """
 )
 

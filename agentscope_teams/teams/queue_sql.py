@@ -166,8 +166,11 @@ class SqlBoardQueue:
             )
         return new.model_copy(update={"version": old.version + 1})
 
-    async def _transition(self, task_id: str, decide: Decide, now: datetime) -> Outcome:
-        """Lock ``task_id``'s row, let ``decide`` judge the record, write what it returns."""
+    async def _transition(
+        self, task_id: str, decide: Decide, now: datetime, *, claimer: str | None = None
+    ) -> Outcome:
+        """Lock ``task_id``'s row, let ``decide`` judge the record (with its blockers' statuses
+        when a claim by ``claimer`` turns on them), write what it returns."""
 
         async def run(conn: AsyncConnection) -> Outcome:
             row = (
@@ -178,7 +181,8 @@ class SqlBoardQueue:
             if row is None:
                 return Outcome(Verdict.MISSING)
             task = self._decode(row)
-            states = await self._statuses(conn, task.blocked_by) if task.blocked_by else {}
+            wanted = claimer is not None and eligibility.needs_blockers(task, claimer, now)
+            states = await self._statuses(conn, task.blocked_by) if wanted else {}
             verdict, new, answer = decide(task, states, now)
             if new is not None:
                 written = await self._write(conn, task, new)
@@ -331,7 +335,7 @@ class SqlBoardQueue:
             new = eligibility.claimed_record(verdict, task, member, at, lease)
             return Verdict.DONE, new, new
 
-        return await self._transition(task_id, decide, now)
+        return await self._transition(task_id, decide, now, claimer=member)
 
     async def finish(self, member: str, task_id: str, how: Finish, now: datetime) -> Outcome:
         return await self._changed(task_id, rules.finish(member, how.status, how.text), now)

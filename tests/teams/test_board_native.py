@@ -253,3 +253,18 @@ async def test_both_paths_write_the_same_records(
         TaskStatus.PENDING,
         TaskStatus.PENDING,
     ]
+
+
+async def test_a_claim_passes_tasks_routed_to_others(client: LocalTeamClient) -> None:
+    """300 pending tasks for ``b`` ahead of one for anyone: ``a`` gets that one (on Redis the
+    script passes 256 at a time, so this crosses a second call), ``b`` still gets its own."""
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    for i in range(300):
+        await board.create("lead", f"for b {i}", assignee="b")
+    free = await board.create("lead", "for anyone")
+    claimed = await board.claim_next("a", 30)
+    assert claimed is not None and claimed.id == free.id
+    assert await board.claim_next("a", 30) is None
+    mine = await board.claim_next("b", 30)
+    assert mine is not None and (mine.seq, mine.assignee) == (1, "b")
