@@ -1,4 +1,5 @@
-"""A claim's cost with 1,000 tasks held by another member vs none (memory, Redis, PostgreSQL).
+"""A claim's cost with 1,000 tasks held by another member vs none (memory, Redis, PostgreSQL), on
+the board's native path where the backend has one and on the generic path.
 
 Two teams on the same store: one where member ``h`` holds ``HELD`` in-progress tasks, one where it
 holds none; both have the same pending tasks. Member ``b`` claims the next task (``claim_task``
@@ -9,6 +10,7 @@ round. Before issue 13 held tasks stayed in the open index and every claim read 
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import uuid
@@ -17,6 +19,7 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient
 from agentscope_teams.teams.models import Member
+from agentscope_teams.teams.queue import NATIVE_ENV
 
 from .fixtures import POSTGRES_URL, REDIS_URL, drop_redis_namespace
 from .stats import Sample, fmt, ms, section, table, verdict
@@ -65,24 +68,36 @@ async def _measure(store: BaseStore, held: int, rounds: int, per_round: int) -> 
 
 async def run(fast: bool = False) -> str:
     held, rounds, per_round = (50, 3, 5) if fast else (HELD, 7, 20)
-    backends = [("memory", "memory://"), ("redis", REDIS_URL), ("postgres", POSTGRES_URL)]
+    backends = [
+        ("memory", "memory://", "generic"),
+        ("redis", REDIS_URL, "native"),
+        ("redis", REDIS_URL, "generic"),
+        ("postgres", POSTGRES_URL, "native"),
+        ("postgres", POSTGRES_URL, "generic"),
+    ]
     rows, verdicts = [], []
-    for name, url in backends:
+    before = os.environ.get(NATIVE_ENV)
+    for name, url, path in backends:
         namespace = f"bench-held-{uuid.uuid4().hex[:8]}"
         options = {"namespace": namespace} if url.startswith("redis") else {}
+        os.environ[NATIVE_ENV] = "1" if path == "native" else "0"
         try:
             async with store_from_url(url, **options) as store:
                 found = await _measure(store, held, rounds, per_round)
         except Exception as exc:  # a service that is down: say so, keep the other rows
-            verdicts.append(f"{name}: not measured ({type(exc).__name__}: {exc})")
+            verdicts.append(f"{name} ({path}): not measured ({type(exc).__name__}: {exc})")
             continue
         finally:
             if url.startswith("redis"):
                 await drop_redis_namespace(namespace)
+            if before is None:
+                os.environ.pop(NATIVE_ENV, None)
+            else:
+                os.environ[NATIVE_ENV] = before
         cost = found[held].median / found[0].median
-        rows.append([name, fmt(found[0], ms), fmt(found[held], ms), f"{cost:.2f}"])
+        rows.append([name, path, fmt(found[0], ms), fmt(found[held], ms), f"{cost:.2f}"])
         verdicts.append(
-            f"{name}: claim with {held:,} held ≤ {TARGET}x none: {cost:.2f}x — "
+            f"{name} ({path}): claim with {held:,} held ≤ {TARGET}x none: {cost:.2f}x — "
             + verdict(cost <= TARGET, "see the profile notes")
         )
     intro = (
@@ -90,5 +105,5 @@ async def run(fast: bool = False) -> str:
         f"median claim latency (the claim only, each task then completed) ± interquartile spread "
         f"of the round medians. Before issue 13: 1,019 store calls and 133x with 1,000 held."
     )
-    head = ["backend", "claim ms, 0 held", f"claim ms, {held:,} held", "ratio"]
+    head = ["backend", "path", "claim ms, 0 held", f"claim ms, {held:,} held", "ratio"]
     return section("Claim cost vs held tasks", intro, table(head, rows), verdicts)

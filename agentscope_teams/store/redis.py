@@ -350,27 +350,31 @@ class RedisStore(StoreBackend):
         discover its nodes and load the scripts on every primary (a promoted replica loads them
         on first use: EVALSHA falls back to SCRIPT LOAD on NOSCRIPT)."""
         if self.cluster:
-            await self._setup_cluster()
-            return
-        with self._guard():
-            async with self._client.pipeline(transaction=False) as pipe:
-                pipe.ping()
-                for script in _SCRIPTS:
-                    pipe.script_load(script)
-                await pipe.execute()
+            with self._guard():
+                await self._client.initialize()
+        await self.load_scripts(_SCRIPTS, ping=True)
 
-    async def _setup_cluster(self) -> None:
-        """Discover the nodes and load the scripts on every primary that answers: a primary down
-        (a failover in progress) loads them on first use instead, through the NOSCRIPT fallback.
-        StoreUnavailableError when no primary answers."""
-        with self._guard():
-            await self._client.initialize()
+    async def load_scripts(self, scripts: Sequence[str], *, ping: bool = False) -> None:
+        """Load ``scripts`` (Lua sources) so that their first EVALSHA needs no NOSCRIPT retry:
+        on one server in one pipelined round trip (with a PING when ``ping``); on a cluster on
+        every primary that answers (a primary down, a failover in progress, loads them on first
+        use instead). StoreUnavailableError when no primary answers. Layers above that run
+        scripts of their own (the native board queue) load them through this too."""
+        if not self.cluster:
+            with self._guard():
+                async with self._client.pipeline(transaction=False) as pipe:
+                    if ping:
+                        pipe.ping()
+                    for script in scripts:
+                        pipe.script_load(script)
+                    await pipe.execute()
+            return
         failures: list[StoreUnavailableError] = []
         primaries = self._client.get_primaries()
         for node in primaries:
             try:
                 with self._guard():
-                    for script in _SCRIPTS:
+                    for script in scripts:
                         await self._client.execute_command("SCRIPT LOAD", script, target_nodes=node)
             except StoreUnavailableError as exc:
                 failures.append(exc)

@@ -24,13 +24,17 @@ hosts: keep clocks NTP-synchronised and leases much longer than the expected ske
 
 The reads, and how they treat a task record that cannot be decoded, are
 :class:`~.board_reads.BoardReads`; the bounds of every input, :mod:`.limits`.
+
+**The native path.** When the store has a native queue (:mod:`.queue`: Redis, PostgreSQL,
+MariaDB), the transitions above run there instead, one round trip (or one short transaction)
+each, over the queue's own index; everything said here about the indexes is the generic path's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -41,11 +45,14 @@ from .board_index import BoardIndex
 from .board_reads import Blockers, Read
 from .eligibility import ClaimOutcome, ClaimVerdict, claimed_record
 from .models import Task, TaskStatus
+from .queue import BoardQueue, Finish, Outcome, Verdict
 from .rules import Change
 
 PAGE = 64
 #: Pending candidates read per batched round trip while looking for work.
 BATCH = 8
+#: Times a native transition is retried when its refusal meets a record the rule allows.
+NATIVE_RETRIES = 5
 
 
 class TaskBoard(BoardIndex):
@@ -111,12 +118,22 @@ class TaskBoard(BoardIndex):
         seq = await self.store.append(self.keys.task_seq(), b"task")
         task = rules.created(seq, actor, self.clock(), blocked_by=blockers, **fields)
         task = await self._write(task)
-        await self._moved(None, task)
+        if self.queue is not None:
+            await self.queue.enqueue(task)
+        else:
+            await self._moved(None, task)
         return task
 
     async def claim(self, member: str, task_id: str, task_lease: float) -> Task:
         """Claim one named task: one winner; the owner claiming again renews its lease."""
         task_lease = limits.lease(task_lease)
+        if self.queue is not None:
+            queue = self.queue
+            return await self._native(
+                task_id,
+                lambda now: queue.claim(member, task_id, task_lease, now),
+                lambda task, now: self._claim_refused(task, member, now),
+            )
         while True:
             task = await self._must_load(task_id)
             now = self.clock()
@@ -142,6 +159,10 @@ class TaskBoard(BoardIndex):
         claim was lost) comes first: the oldest is returned with its lease renewed.
         """
         task_lease = limits.lease(task_lease)
+        if self.queue is not None:
+            return await self.queue.claim_next(
+                member, task_lease, self.clock(), prefer_own=prefer_own
+            )
         for held in await self._owned(member) if prefer_own else ():
             with contextlib.suppress(TeamError):  # taken over or finished meanwhile
                 return await self.claim(member, held.id, task_lease)
@@ -229,26 +250,95 @@ class TaskBoard(BoardIndex):
         against the task's ``result_schema``; invalid data raises and nothing is written)."""
         result = limits.text(result, "result")
         data = limits.json_size(data, "data")
-        return await self._update(task_id, rules.finish(member, TaskStatus.COMPLETED, result, data))
+        return await self._finish(member, task_id, TaskStatus.COMPLETED, result, data)
 
     async def fail(self, member: str, task_id: str, error: str) -> Task:
         error = limits.text(error, "error")
-        return await self._update(task_id, rules.finish(member, TaskStatus.FAILED, error))
+        return await self._finish(member, task_id, TaskStatus.FAILED, error)
+
+    async def _finish(
+        self, member: str, task_id: str, status: TaskStatus, text: str, data: Any = None
+    ) -> Task:
+        change = rules.finish(member, status, text, data)
+        if self.queue is None:
+            return await self._update(task_id, change)
+        queue, detail = self.queue, rules.finish_detail(text)
+        how = Finish(status, text, detail, data)
+
+        async def refused(task: Task, now: datetime) -> None:
+            # The queue refuses a task with a result schema until the data has been checked
+            # against it: the rule checks it here (invalid data raises), and the next attempt
+            # carries the data as the rule validated it.
+            nonlocal how
+            new = change(task, now)
+            if new is not None and task.result_schema is not None:
+                how = Finish(status, text, detail, new.result_data, checked=True)
+
+        return await self._native(
+            task_id, lambda now: queue.finish(member, task_id, how, now), refused
+        )
 
     async def release(self, member: str, task_id: str) -> Task:
-        return await self._update(task_id, rules.release(member))
+        change = rules.release(member)
+        if self.queue is None:
+            return await self._update(task_id, change)
+        queue = self.queue
+        return await self._native(
+            task_id, lambda now: queue.release(member, task_id, now), _refused(change)
+        )
 
     async def renew_lease(self, member: str, task_id: str, task_lease: float | None) -> Task:
         """The owner extends its task lease (``task_lease`` seconds from now; None: as before)."""
-        task_lease = None if task_lease is None else limits.lease(task_lease)
-        return await self._update(task_id, rules.renew_lease(member, task_lease))
+        lease = None if task_lease is None else limits.lease(task_lease)
+        change = rules.renew_lease(member, lease)
+        if self.queue is None:
+            return await self._update(task_id, change)
+        queue = self.queue
+        return await self._native(
+            task_id, lambda now: queue.renew(member, task_id, lease, now), _refused(change)
+        )
 
     async def cancel(self, actor: str, task_id: str, reason: str) -> Task:
         reason = limits.text(reason, "reason")
-        return await self._update(task_id, rules.cancel(actor, reason))
+        change = rules.cancel(actor, reason)
+        if self.queue is None:
+            return await self._update(task_id, change)
+        queue = self.queue
+        return await self._native(
+            task_id, lambda now: queue.cancel(actor, task_id, reason, now), _refused(change)
+        )
+
+    async def _native(
+        self,
+        task_id: str,
+        call: Callable[[datetime], Awaitable[Outcome]],
+        refused: Callable[[Task, datetime], Awaitable[None]],
+    ) -> Task:
+        """Run one native transition; a refusal raises the Python rule's error for the record the
+        queue read (``refused``). Should the rule allow it after all (the record changed in
+        between), the transition runs again."""
+        for _ in range(NATIVE_RETRIES):
+            now = self.clock()
+            out = await call(now)
+            if out.verdict is Verdict.MISSING or out.task is None:
+                raise self._missing(task_id)
+            if out.verdict is not Verdict.REFUSED:
+                return out.task
+            await refused(out.task, now)
+        raise TeamError(
+            f"the native queue refused {task_id!r} {NATIVE_RETRIES} times while the claim rule "
+            "allowed it; run the board with AGENTSCOPE_TEAMS_BOARD_NATIVE=0 and report this"
+        )
+
+    async def _claim_refused(self, task: Task, member: str, now: datetime) -> None:
+        verdict = await self._verdict(task, member, now, {})
+        if not verdict.ok:
+            raise verdict.error()
 
     async def reap_expired(self) -> list[Task]:
         """Return every task whose lease expired to pending (or fail it at max_attempts)."""
+        if self.queue is not None:
+            return await self.queue.reap(self.clock())
         reaped = []
         for task in await self.open_tasks():
             if task.lease_expired(self.clock()):
@@ -259,7 +349,10 @@ class TaskBoard(BoardIndex):
 
     async def rebuild_index(self) -> int:
         """Full scan: give every unfinished task its index entries (pending, or held and owned),
-        moving in-progress tasks out of the pending index of an older board. Returns the count."""
+        moving in-progress tasks out of the pending index of an older board. Returns the count.
+        With a native queue, its index is rebuilt from the records instead."""
+        if self.queue is not None:
+            return await self._rebuild_queue(self.queue)
         count = 0
         async for page in self._pages(self.keys.tasks_prefix()):
             for key, task in await self._entries(page):
@@ -272,3 +365,29 @@ class TaskBoard(BoardIndex):
                         await self._put_entry(self.keys.open(task), task)
                     count += 1
         return count
+
+    async def drop_index(self) -> None:
+        """Delete the native queue's index, if any (the team's records are being deleted; the
+        generic index entries are records under the team's prefix and go with them)."""
+        if self.queue is not None:
+            await self.queue.drop()
+
+    async def _rebuild_queue(self, queue: BoardQueue) -> int:
+        tasks: list[Task] = []
+        async for page in self._pages(self.keys.tasks_prefix()):
+            for key, task in await self._entries(page):
+                if isinstance(task, Exception):
+                    self._unreadable(self.keys.task_id_of(key), task)  # logged
+                elif task is not None:
+                    tasks.append(task)
+        await queue.rebuild(tasks)
+        return sum(1 for t in tasks if not t.status.finished)
+
+
+def _refused(change: Change) -> Callable[[Task, datetime], Awaitable[None]]:
+    """The refusal of a native transition: ``change`` raises the rule's error for the record."""
+
+    async def refused(task: Task, now: datetime) -> None:
+        change(task, now)
+
+    return refused

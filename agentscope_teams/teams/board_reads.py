@@ -22,6 +22,7 @@ from ..message import utcnow
 from ..store.base import BaseStore, Entry, Key, get_many
 from .eligibility import blocked_reason
 from .models import Task, TaskStatus, TeamKeys
+from .queue import BoardQueue, board_queue_of, native_wanted
 
 Blockers = dict[str, TaskStatus | None]
 #: Keys per listing page (one ``list_keys`` and one ``get_many`` each).
@@ -34,9 +35,17 @@ class BoardReads:
     """The reads of one team's board; :class:`~.board.TaskBoard` adds the transitions."""
 
     def __init__(
-        self, store: BaseStore, keys: TeamKeys, clock: Callable[[], datetime] = utcnow
+        self,
+        store: BaseStore,
+        keys: TeamKeys,
+        clock: Callable[[], datetime] = utcnow,
+        *,
+        native: bool | None = None,
     ) -> None:
         self.store, self.keys, self.clock = store, keys, clock
+        #: The store's native queue (:mod:`.queue`), or None: the generic path. ``native=False``
+        #: forces the generic path; None follows ``AGENTSCOPE_TEAMS_BOARD_NATIVE`` (default on).
+        self.queue = board_queue_of(store, keys) if native_wanted(native) else None
 
     async def load(self, task_id: str) -> Task | None:
         """The task, or None; an undecodable record raises (``UNREADABLE``)."""
@@ -51,10 +60,13 @@ class BoardReads:
     async def _must_load(self, task_id: str) -> Task:
         task = await self.load(task_id)
         if task is None:
-            raise UnknownTaskError(
-                f"no task {task_id!r} on team {self.keys.team_id!r}; list the tasks to see their ids"
-            )
+            raise self._missing(task_id)
         return task
+
+    def _missing(self, task_id: str) -> UnknownTaskError:
+        return UnknownTaskError(
+            f"no task {task_id!r} on team {self.keys.team_id!r}; list the tasks to see their ids"
+        )
 
     def _unreadable(self, task_id: str, exc: Exception) -> Unreadable:
         return unreadable("task", task_id, self.keys.task(task_id), exc)
@@ -122,6 +134,8 @@ class BoardReads:
     async def open_tasks(self) -> Listing[Task]:
         """Unfinished tasks (oldest first), read through the pending and in-progress indexes; entries
         of finished or deleted tasks met on the way are deleted."""
+        if self.queue is not None:
+            return await self._queued_open_tasks(self.queue)
         found: dict[str, Task] = {}
         problems: dict[str, Unreadable] = {}
         for prefix in (self.keys.open_prefix(), self.keys.held_prefix()):
@@ -134,6 +148,17 @@ class BoardReads:
                         await self.store.delete(key)  # a final state: the entry is stale for good
                     else:
                         found[task.id] = task
+        out = sorted(found.values(), key=lambda t: t.seq)
+        return Listing(out, list(problems.values()))
+
+    async def _queued_open_tasks(self, queue: BoardQueue) -> Listing[Task]:
+        found: dict[str, Task] = {}
+        problems: dict[str, Unreadable] = {}
+        for task_id, task in await queue.open_tasks():
+            if isinstance(task, Exception):
+                problems[task_id] = self._unreadable(task_id, task)
+            elif not task.status.finished:
+                found[task.id] = task
         out = sorted(found.values(), key=lambda t: t.seq)
         return Listing(out, list(problems.values()))
 

@@ -183,6 +183,7 @@ class LocalTeamClient(TeamRegistry):
                 allow_deleted=True,
             )
         keys = self._keys(team_id)
+        await TaskBoard(self.store, keys, self.clock).drop_index()
         after = None
         while page := await self.store.list_keys(keys.base, limit=500, after=after):
             for key in page:

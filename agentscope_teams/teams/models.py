@@ -8,6 +8,7 @@ Their keys are :class:`~agentscope_teams.keys.TeamKeys` (re-exported here).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -127,6 +128,11 @@ class TaskEvent(BaseModel):
     detail: str = ""
 
 
+_NOT_STORED = {"version", "blocked_reason"}
+#: Structured fields a task record stores as JSON text (see :meth:`Task.to_bytes`).
+_AS_TEXT = {"result_schema": "result_schema_json", "result_data": "result_data_json"}
+
+
 class Task(BaseModel):
     """A task on the board. ``version`` is the store version it was read at (not persisted)."""
 
@@ -159,10 +165,26 @@ class Task(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _check_version(cls, data: Any) -> Any:
-        return check_schema_version(data, TASK_SCHEMA_VERSION, "Task")
+        data = check_schema_version(data, TASK_SCHEMA_VERSION, "Task")
+        if isinstance(data, dict) and any(f in data for f in _AS_TEXT.values()):
+            data = dict(data)
+            for field, stored in _AS_TEXT.items():
+                text = data.pop(stored, None)
+                if text is not None:
+                    data[field] = json.loads(text)
+        return data
 
     def to_bytes(self) -> bytes:
-        return self.model_dump_json(exclude={"version", "blocked_reason"}).encode()
+        """The stored record. ``result_schema`` and ``result_data`` are stored as JSON text
+        (``*_json``) so that a native queue rewriting the record (Redis Lua's cjson turns ``[]``
+        into ``{}``) carries them byte for byte."""
+        if self.result_schema is None and self.result_data is None:
+            return self.model_dump_json(exclude=_NOT_STORED).encode()
+        record = self.model_dump(mode="json", exclude=_NOT_STORED | set(_AS_TEXT))
+        for field, stored in _AS_TEXT.items():
+            value = getattr(self, field)
+            record[stored] = None if value is None else json.dumps(value)
+        return json.dumps(record).encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes, version: int) -> Task:

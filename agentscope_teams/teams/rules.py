@@ -133,6 +133,11 @@ def checked_data(task: Task, data: Any) -> Any:
     return output.validate(data)
 
 
+def finish_detail(text: str) -> str:
+    """The history detail of a completion or failure: its text, cut to 200 characters."""
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def finish(member: str, status: TaskStatus, text: str, data: Any = None) -> Change:
     """Complete (``text`` = result, ``data`` checked by :func:`checked_data`) or fail (``text`` =
     error); a repeat by the owner is a no-op. Invalid data raises and nothing is written."""
@@ -146,13 +151,12 @@ def finish(member: str, status: TaskStatus, text: str, data: Any = None) -> Chan
         extra: dict[str, Any] = {}
         if status is TaskStatus.COMPLETED:
             extra["result_data"] = checked_data(task, data)
-        detail = text if len(text) <= 200 else text[:197] + "..."
         return _with(
             task,
             now,
             member,
             status.value,
-            detail,
+            finish_detail(text),
             status=status,
             lease_expires_at=None,
             **{field: text},

@@ -1,8 +1,7 @@
-"""Task board semantics in one process, over every backend."""
+"""Task board semantics in one process, over every backend and both board paths (generic and
+native, :mod:`.board_paths`): the conformance scenarios of the claim rule."""
 
 from __future__ import annotations
-
-from typing import cast
 
 import pytest
 
@@ -13,19 +12,16 @@ from agentscope_teams.errors import (
     TeamError,
     UnknownMemberError,
 )
-from agentscope_teams.store import BaseStore
 from agentscope_teams.teams import (
     LocalTeamClient,
     Member,
-    TaskBoard,
     TaskStatus,
     Team,
-    TeamKeys,
     UnknownTaskError,
 )
 
+from .board_paths import both_paths  # noqa: F401 (both paths of every backend)
 from .conftest import FakeClock
-from .helpers import CountingStore
 
 pytestmark = pytest.mark.anyio
 
@@ -276,33 +272,3 @@ async def test_open_board_holds_open_tasks_then_the_tasks_they_wait_on(
     board = await client.open_board(team.id)
     assert [t.id for t in board] == [running, after_done.id, after_failed.id, done, failed]
     assert [t.blocked_reason for t in board[1:3]] == [None, f"blocked by failed task {failed!r}"]
-
-
-async def test_claim_reads_only_open_tasks(client: LocalTeamClient) -> None:
-    """A claim costs reads proportional to unfinished tasks, not to the size of the board."""
-    team = await make_team(client)
-    tasks = [await client.assign_task(team.id, f"t{i}") for i in range(60)]
-    for t in tasks[:56]:
-        await client.claim_task(team.id, "a", t.id)
-        await client.complete_task(team.id, "a", t.id)
-    counting = CountingStore(client.store)
-    board_client = LocalTeamClient(cast(BaseStore, counting), client.ctx, clock=client.clock)
-    claimed = await board_client.claim_task(team.id, "b")
-    assert claimed is not None and claimed.id == tasks[56].id
-    keys = TeamKeys(client.ctx.owner_scope(), team.id)
-    # the team record and the unfinished tasks at most (4 of them), never the 56 finished ones
-    assert counting.under(keys.tasks_prefix()) <= 4
-    assert counting.calls["get"] + counting.calls["get_many"] <= 3
-    assert len(await client.store.list_keys(keys.open_prefix())) == 3  # pending
-    assert len(await client.store.list_keys(keys.held_prefix())) == 1  # in progress
-
-
-async def test_lost_index_entry_is_rebuilt(client: LocalTeamClient) -> None:
-    team = await make_team(client)
-    task = await client.assign_task(team.id, "orphan")
-    keys = TeamKeys(client.ctx.owner_scope(), team.id)
-    await client.store.delete(keys.open(task))
-    assert await client.claim_task(team.id, "a") is None
-    assert await TaskBoard(client.store, keys).rebuild_index() == 1
-    claimed = await client.claim_task(team.id, "a")
-    assert claimed is not None and claimed.id == task.id

@@ -1,16 +1,26 @@
-"""The board's task indexes on every backend: paged listings, held tasks out of the pending index,
-expired leases found by expiry, and boards written before the split."""
+"""The generic path's task indexes on every backend: paged listings, held tasks out of the pending
+index, expired leases found by expiry, and boards written before the split. (A native queue keeps
+its own index: ``test_board_native``.)"""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
-from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
+from agentscope_teams.store import BaseStore
+from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, Team, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 
+from .board_paths import generic_path  # noqa: F401 (the generic path of every backend)
 from .conftest import FakeClock
+from .helpers import CountingStore
 
 pytestmark = pytest.mark.anyio
+
+
+async def make_team(client: LocalTeamClient) -> Team:
+    return await client.create_team("crew", members=[Member(name="a"), Member(name="b")])
 
 
 async def setup(client: LocalTeamClient) -> tuple[str, TeamKeys, TaskBoard]:
@@ -111,4 +121,34 @@ async def test_a_stale_read_never_loses_a_pending_entry(client: LocalTeamClient)
     await board._repair_pending(keys.open(task), stale)  # as a reader that saw it in progress
     assert await ids(client, keys, keys.open_prefix()) == [task.id]
     claimed = await client.claim_task(team_id, "b")
+    assert claimed is not None and claimed.id == task.id
+
+
+async def test_claim_reads_only_open_tasks(client: LocalTeamClient) -> None:
+    """A claim costs reads proportional to unfinished tasks, not to the size of the board."""
+    team = await make_team(client)
+    tasks = [await client.assign_task(team.id, f"t{i}") for i in range(60)]
+    for t in tasks[:56]:
+        await client.claim_task(team.id, "a", t.id)
+        await client.complete_task(team.id, "a", t.id)
+    counting = CountingStore(client.store)
+    board_client = LocalTeamClient(cast(BaseStore, counting), client.ctx, clock=client.clock)
+    claimed = await board_client.claim_task(team.id, "b")
+    assert claimed is not None and claimed.id == tasks[56].id
+    keys = TeamKeys(client.ctx.owner_scope(), team.id)
+    # the team record and the unfinished tasks at most (4 of them), never the 56 finished ones
+    assert counting.under(keys.tasks_prefix()) <= 4
+    assert counting.calls["get"] + counting.calls["get_many"] <= 3
+    assert len(await client.store.list_keys(keys.open_prefix())) == 3  # pending
+    assert len(await client.store.list_keys(keys.held_prefix())) == 1  # in progress
+
+
+async def test_lost_index_entry_is_rebuilt(client: LocalTeamClient) -> None:
+    team = await make_team(client)
+    task = await client.assign_task(team.id, "orphan")
+    keys = TeamKeys(client.ctx.owner_scope(), team.id)
+    await client.store.delete(keys.open(task))
+    assert await client.claim_task(team.id, "a") is None
+    assert await TaskBoard(client.store, keys).rebuild_index() == 1
+    claimed = await client.claim_task(team.id, "a")
     assert claimed is not None and claimed.id == task.id

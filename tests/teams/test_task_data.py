@@ -51,6 +51,23 @@ async def test_valid_data_is_stored_and_read_back(client: LocalTeamClient) -> No
     assert again.result == "one finding"
 
 
+async def test_empty_lists_and_numbers_survive_every_transition(client: LocalTeamClient) -> None:
+    """A native queue rewrites the task record on every transition (Redis: in Lua, whose cjson
+    turns ``[]`` into ``{}``): the schema and the data come back exactly as given."""
+    schema = {**FINDINGS, "properties": {**FINDINGS["properties"], "tags": {"type": "array"}}}
+    schema["required"] = ["findings"]
+    schema["examples"] = [{"findings": [], "tags": []}]
+    team_id, task = await _claimed(client, schema=schema)
+    await client.release_task(team_id, "rev", task.id)
+    task = await client.claim_task(team_id, "rev", task.id)
+    assert task is not None
+    data = {"findings": [], "tags": [], "score": 0.5, "big": 2**53}
+    await client.complete_task(team_id, "rev", task.id, "nothing found", data=data)
+    again = await client.get_task(team_id, task.id)
+    assert again.result_schema == schema and again.result_data == data
+    assert json.dumps(again.result_data) == json.dumps(data)
+
+
 async def test_invalid_or_missing_data_is_refused_and_nothing_is_written(
     client: LocalTeamClient,
 ) -> None:

@@ -1,0 +1,142 @@
+"""The board's optional native queue: one round trip per transition where the backend allows it.
+
+:class:`~.board.TaskBoard` asks :func:`board_queue_of` for a :class:`BoardQueue` of its store. A
+backend that has one (Redis: :mod:`.queue_redis`; PostgreSQL and MariaDB: :mod:`.queue_sql`) runs
+the hot transitions (claim next, named claim, complete, fail, release, renew, cancel, lease expiry)
+as one server-side operation each; the others (memory, file, SQLite) return None and the board keeps
+its generic path: conditional ``put`` s over :class:`~agentscope_teams.store.base.BaseStore`.
+
+**One truth, one rule.** The task record (the JSON :class:`~.models.Task` under its store key) stays
+the single truth and every transition writes it with version + 1, so ``store.get`` and the generic
+reads see the same records. Each backend encodes the claim rule of :mod:`.eligibility` once (a Lua
+function, a SQL predicate); the board's conformance tests run every scenario on both paths of every
+backend, which is what keeps the encodings equal to :func:`~.eligibility.claim_verdict`. A queue
+only *decides*: a refusal comes back as :data:`Verdict.REFUSED` with the record as read, and the
+board raises the error the Python rule gives for it, so the texts a model reads have one home.
+
+**The indexes.** A native queue keeps its own index of pending and in-progress tasks (Redis sorted
+sets in the team's hash slot, a tasks table on SQL), which replaces the generic path's index entries
+for a board on that store: both paths read the records, but each finds work through its own index.
+All processes serving a team must use the same path (the default: native where available). Set
+``AGENTSCOPE_TEAMS_BOARD_NATIVE=0`` (or ``TaskBoard(..., native=False)``) to force the generic path
+everywhere, as the benchmarks do for their baseline; :meth:`~.board.TaskBoard.rebuild_index`
+rebuilds the index of the path in use from the records (say, after switching paths).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import IntEnum
+from typing import Any, Protocol
+
+from ..store.base import BaseStore
+from .models import Task, TaskStatus, TeamKeys
+
+#: Set to ``0`` to force the board's generic path on every backend.
+NATIVE_ENV = "AGENTSCOPE_TEAMS_BOARD_NATIVE"
+
+
+class Verdict(IntEnum):
+    """What a native transition did."""
+
+    DONE = 1  #: written (version + 1)
+    UNCHANGED = 0  #: an idempotent repeat: nothing written
+    REFUSED = -1  #: the rule refused: the board raises the error for the record as read
+    MISSING = -2  #: no such task
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A native transition's verdict and the record it wrote (or read, when refused)."""
+
+    verdict: Verdict
+    task: Task | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """A completion or failure: the status, the text, the history detail (see
+    :func:`~.rules.finish_detail`) and a completion's structured ``data``. A queue that does not
+    run :func:`~.rules.finish` itself refuses to complete a task declaring a ``result_schema``
+    unless ``checked`` (the board validated ``data`` against that schema)."""
+
+    status: TaskStatus
+    text: str
+    detail: str
+    data: Any = None
+    checked: bool = False
+
+
+class BoardQueue(Protocol):
+    """The native operations of one team's board (see the module docs).
+
+    Times are the board's clock (wall-clock UTC), passed in so every path judges leases alike.
+    ``*_tasks`` return records decoded; an undecodable record comes back as its exception.
+    """
+
+    async def enqueue(self, task: Task) -> None:
+        """Index a task just created (its record is written already)."""
+        ...
+
+    async def claim_next(
+        self, member: str, lease: float, now: datetime, *, prefer_own: bool
+    ) -> Task | None: ...
+
+    async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome: ...
+
+    async def finish(self, member: str, task_id: str, how: Finish, now: datetime) -> Outcome: ...
+
+    async def release(self, member: str, task_id: str, now: datetime) -> Outcome: ...
+
+    async def renew(
+        self, member: str, task_id: str, lease: float | None, now: datetime
+    ) -> Outcome: ...
+
+    async def cancel(self, actor: str, task_id: str, reason: str, now: datetime) -> Outcome: ...
+
+    async def reap(self, now: datetime) -> list[Task]:
+        """Settle every expired lease (back to pending, or failed at max attempts)."""
+        ...
+
+    async def open_tasks(self) -> list[tuple[str, Task | Exception]]:
+        """Every pending and in-progress task as (id, record or why it cannot be decoded)."""
+        ...
+
+    async def rebuild(self, tasks: Sequence[Task]) -> None:
+        """Replace the queue's index with one computed from ``tasks`` (every task of the team)."""
+        ...
+
+    async def drop(self) -> None:
+        """Delete the queue's index (the team is being deleted)."""
+        ...
+
+
+def native_wanted(native: bool | None) -> bool:
+    """Whether a board should use a native queue: ``native`` if given, else the environment."""
+    if native is not None:
+        return native
+    return os.environ.get(NATIVE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def board_queue_of(store: BaseStore, keys: TeamKeys) -> BoardQueue | None:
+    """The native queue of ``store`` for the team of ``keys``, or None (the generic path).
+
+    Backends are recognised by type, importing their queue module only then.
+    """
+    kind = type(store).__name__
+    if kind == "RedisStore":
+        from ..store.redis import RedisStore
+        from .queue_redis import RedisBoardQueue, redis_queue_supported
+
+        if isinstance(store, RedisStore) and redis_queue_supported(store):
+            return RedisBoardQueue(store, keys)
+    if kind == "SqlStore":
+        from ..store.sql import SqlStore
+        from .queue_sql import sql_queue_of
+
+        if isinstance(store, SqlStore):
+            return sql_queue_of(store, keys)
+    return None

@@ -1,0 +1,401 @@
+"""The board's native queue on PostgreSQL and MariaDB/MySQL: a tasks table beside the records.
+
+Each task has a row in ``p_task`` (:mod:`agentscope_teams.store.sql.schema`, migration 2) with the
+columns a claim filters on (status, assignee, owner, attempts, lease expiry, blockers left, dead
+blockers, sequence) and its JSON record in ``p_kv`` as ever (``store.get`` reads it). Every
+transition writes both in one transaction, the record with version + 1.
+
+* **claim next** takes the oldest claimable row with ``FOR UPDATE SKIP LOCKED`` (concurrent claimers
+  skip each other's rows instead of queueing on them): a pending row with no blockers left, none
+  dead and routed to nobody or to the member, or an in-progress row whose lease ran out (reclaimed:
+  expired leases come first, as on the generic path). On PostgreSQL it is one statement
+  (:mod:`.queue_sql_pg`: a CTE picks the row, ``UPDATE ... RETURNING`` moves it and rewrites the
+  JSON record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
+  ``SELECT ... FOR UPDATE SKIP LOCKED``, the record computed by :mod:`.rules`, two ``UPDATE`` s.
+* **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
+  Python rule (:mod:`.eligibility`, :mod:`.rules`) on the record and write the result; completing
+  or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
+  same transaction.
+* **expired leases** that the claimer may not take (every attempt used, or routed to another
+  member) are settled when a claim finds nothing else, and by ``reap``.
+
+A blocker deleted by hand is not seen by the counters (the generic path reports it as blocking);
+:meth:`~.board.TaskBoard.rebuild_index` recomputes every row from the records. Records written here
+are stored inline (task records stay far below the store's chunk size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import and_, delete, func, insert, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..errors import StoreError, TeamError
+from ..listing import UNREADABLE
+from ..store.base import encode_key
+from ..store.sql.writes import ref
+from . import eligibility, rules
+from .eligibility import ClaimOutcome
+from .models import Task, TaskStatus, TeamKeys
+from .queue import BoardQueue, Finish, Outcome, Verdict
+
+if TYPE_CHECKING:
+    from ..store.sql import SqlStore
+
+T = TypeVar("T")
+Blockers = dict[str, TaskStatus | None]
+#: (verdict, record to write or None, record to answer with)
+Decision = tuple[Verdict, Task | None, Task]
+Decide = Callable[[Task, Blockers, datetime], Decision]
+#: Expired leases one empty claim settles.
+SETTLE_PAGE = 8
+_DEAD = (TaskStatus.FAILED.value, TaskStatus.CANCELLED.value)
+
+
+_MYSQL_PICK = """
+SELECT p.task_id, k.value, k.version, k.nparts FROM (
+  (SELECT task_id, khash, 0 AS pass FROM {task}
+   WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
+     AND attempts < max_attempts AND (assignee IS NULL OR assignee = :member)
+   ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED)
+  UNION ALL
+  (SELECT task_id, khash, 1 AS pass FROM {task}
+   WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
+     AND (assignee IS NULL OR assignee = :member)
+   ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+) AS p JOIN {kv} k ON k.khash = p.khash
+ORDER BY p.pass LIMIT 1
+"""
+
+
+def sql_queue_of(store: SqlStore, keys: TeamKeys) -> BoardQueue | None:
+    """PostgreSQL and MySQL/MariaDB have a native queue; SQLite keeps the generic path."""
+    kind = store._db.kind
+    if kind == "postgresql":
+        from .queue_sql_pg import PostgresBoardQueue
+
+        return PostgresBoardQueue(store, keys)
+    if kind == "mysql":
+        return SqlBoardQueue(store, keys)
+    return None
+
+
+def columns(task: Task) -> dict[str, Any]:
+    """The row columns that follow a record's state."""
+    until = task.lease_expires_at
+    return {
+        "status": task.status.value,
+        "assignee": task.assignee,
+        "owner": task.owner,
+        "attempts": task.attempts,
+        "max_attempts": task.max_attempts,
+        "lease_until": None if until is None else until.timestamp(),
+    }
+
+
+class SqlBoardQueue:
+    """The queue of one team's board on a SQL store (MariaDB/MySQL as is; PostgreSQL overrides
+    the claim with one statement)."""
+
+    def __init__(self, store: SqlStore, keys: TeamKeys) -> None:
+        self.store, self.keys = store, keys
+        self.t = store._t
+        self.team = hashlib.sha256(encode_key(keys.tasks_prefix()).encode()).digest()
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    async def _tx(self, op: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        return await self.store._run(f"board {op}", fn, write=True)
+
+    def _of_team(self) -> Any:
+        return self.t.task.c.team == self.team
+
+    def _locked_rows(self, *where: Any) -> Any:
+        """Task rows with their records (inline value), locked."""
+        t, kv = self.t.task, self.t.kv
+        return (
+            select(t.c.task_id, kv.c.value, kv.c.version, kv.c.nparts)
+            .select_from(t.join(kv, kv.c.khash == t.c.khash))
+            .where(self._of_team(), *where)
+        )
+
+    def _decode(self, row: Any) -> Task:
+        if row.nparts:
+            raise StoreError(
+                f"task {row.task_id!r} of team {self.keys.team_id!r} is stored in parts; the "
+                "native queue reads inline records only: run the board with "
+                "AGENTSCOPE_TEAMS_BOARD_NATIVE=0"
+            )
+        return Task.from_bytes(bytes(row.value), int(row.version))
+
+    async def _statuses(self, conn: AsyncConnection, ids: Sequence[str]) -> Blockers:
+        t = self.t.task
+        rows = await conn.execute(
+            select(t.c.task_id, t.c.status).where(self._of_team(), t.c.task_id.in_(list(ids)))
+        )
+        found = {r.task_id: TaskStatus(r.status) for r in rows}
+        return {b: found.get(b) for b in ids}
+
+    async def _write(self, conn: AsyncConnection, old: Task, new: Task) -> Task:
+        """Write ``new`` over ``old`` (its row locked): record, columns, dependents' counters."""
+        kv, t, dep = self.t.kv, self.t.task, self.t.task_dep
+        h = ref(self.keys.task(old.id)).h
+        record = {"value": new.to_bytes(), "nparts": 0, "version": kv.c.version + 1}
+        row = update(t).where(self._of_team(), t.c.task_id == old.id)
+        if self.store._db.kind == "mysql":  # one multi-table UPDATE: one round trip fewer
+            both = {**{kv.c[k]: v for k, v in record.items()}}
+            both.update({t.c[k]: v for k, v in columns(new).items()})
+            await conn.execute(row.where(kv.c.khash == t.c.khash).values(both))
+        else:
+            await conn.execute(update(kv).where(kv.c.khash == h).values(record))
+            await conn.execute(row.values(**columns(new)))
+        if new.status.finished and not old.status.finished:
+            counter = "blockers_left" if new.status is TaskStatus.COMPLETED else "dead_blockers"
+            step = -1 if counter == "blockers_left" else 1
+            waiting = select(dep.c.task_id).where(
+                dep.c.team == self.team, dep.c.blocker_id == old.id
+            )
+            await conn.execute(
+                update(t)
+                .where(self._of_team(), t.c.task_id.in_(waiting))
+                .values({counter: getattr(t.c, counter) + step})
+            )
+        return new.model_copy(update={"version": old.version + 1})
+
+    async def _transition(
+        self, task_id: str, decide: Decide, now: datetime, *, claimer: str | None = None
+    ) -> Outcome:
+        """Lock ``task_id``'s row, let ``decide`` judge the record (with its blockers' statuses
+        when a claim by ``claimer`` turns on them), write what it returns."""
+
+        async def run(conn: AsyncConnection) -> Outcome:
+            row = (
+                await conn.execute(
+                    self._locked_rows(self.t.task.c.task_id == task_id).with_for_update()
+                )
+            ).first()
+            if row is None:
+                return Outcome(Verdict.MISSING)
+            task = self._decode(row)
+            wanted = claimer is not None and eligibility.needs_blockers(task, claimer, now)
+            states = await self._statuses(conn, task.blocked_by) if wanted else {}
+            verdict, new, answer = decide(task, states, now)
+            if new is not None:
+                written = await self._write(conn, task, new)
+                answer = written if answer is new else answer
+            return Outcome(verdict, answer)
+
+        return await self._tx("transition", run)
+
+    async def _changed(self, task_id: str, change: rules.Change, now: datetime) -> Outcome:
+        def decide(task: Task, _: Blockers, at: datetime) -> Decision:
+            try:
+                new = change(task, at)
+            except TeamError:
+                return Verdict.REFUSED, None, task
+            if new is None:
+                return Verdict.UNCHANGED, None, task
+            return Verdict.DONE, new, new
+
+        return await self._transition(task_id, decide, now)
+
+    # -- the queue -------------------------------------------------------------------------
+
+    async def enqueue(self, task: Task) -> None:
+        t, dep = self.t.task, self.t.task_dep
+
+        async def run(conn: AsyncConnection) -> None:
+            states: Blockers = {}
+            if task.blocked_by:  # the blockers' rows stay locked: none finishes unseen
+                lock = (
+                    select(t.c.task_id, t.c.status)
+                    .where(self._of_team(), t.c.task_id.in_(task.blocked_by))
+                    .with_for_update(read=True)
+                )
+                found = {r.task_id: r.status for r in await conn.execute(lock)}
+                states = {b: found.get(b) for b in task.blocked_by}
+            await conn.execute(insert(t).values(**self._row(task, states)))
+            if task.blocked_by:
+                rows = [
+                    {"team": self.team, "blocker_id": b, "task_id": task.id}
+                    for b in task.blocked_by
+                ]
+                await conn.execute(insert(dep), rows)
+
+        await self._tx("enqueue", run)
+
+    def _row(self, task: Task, states: dict[str, Any]) -> dict[str, Any]:
+        left = sum(1 for s in states.values() if s != TaskStatus.COMPLETED.value)
+        dead = sum(1 for s in states.values() if s is None or s in _DEAD)
+        return {
+            "team": self.team,
+            "task_id": task.id,
+            "khash": ref(self.keys.task(task.id)).h,
+            "seq": task.seq,
+            "blockers_left": left,
+            "dead_blockers": dead,
+            **columns(task),
+        }
+
+    async def claim_next(
+        self, member: str, lease: float, now: datetime, *, prefer_own: bool
+    ) -> Task | None:
+        if prefer_own:
+            for task_id in await self._own(member):
+                out = await self.claim(member, task_id, lease, now)
+                if out.verdict is Verdict.DONE:
+                    return out.task
+        claimed = await self._claim_one(member, lease, now)
+        if claimed is None and any(
+            t.status is TaskStatus.PENDING for t in await self._settle(now, member, SETTLE_PAGE)
+        ):
+            claimed = await self._claim_one(member, lease, now)
+        return claimed
+
+    async def _own(self, member: str) -> list[str]:
+        c = self.t.task.c
+        stmt = (
+            select(c.task_id)
+            .where(self._of_team(), c.owner == member, c.status == TaskStatus.IN_PROGRESS.value)
+            .order_by(c.seq)
+        )
+
+        async def run(conn: AsyncConnection) -> list[str]:
+            return list(await conn.scalars(stmt))
+
+        return await self.store._run("board own", run, single=True)
+
+    async def _claim_one(self, member: str, lease: float, now: datetime) -> Task | None:
+        """One transaction: the oldest claimable row, skipping locked ones, claimed.
+
+        InnoDB locks every row a locking read examines (until the commit), so the pick is two
+        index-ordered scans that stop at their first match: the earliest expired lease, and the
+        oldest pending row with no blockers left (``UNION ALL``, expired first).
+        """
+        pick = text(_MYSQL_PICK.format(task=self.t.task.name, kv=self.t.kv.name))
+        params = {"team": self.team, "member": member, "now": now.timestamp()}
+
+        async def run(conn: AsyncConnection) -> Task | None:
+            row = (await conn.execute(pick, params)).first()
+            if row is None:
+                return None
+            task = self._decode(row)
+            done = dict.fromkeys(task.blocked_by, TaskStatus.COMPLETED)  # counted by the row
+            verdict = eligibility.claim_verdict(task, member, done, now, renew_own=False)
+            if not verdict.ok:  # the row disagrees with its record: repair it, claim another
+                await self._repair(conn, task)
+                return None
+            new = eligibility.claimed_record(verdict, task, member, now, lease)
+            return await self._write(conn, task, new)
+
+        return await self._tx("claim", run)
+
+    async def _repair(self, conn: AsyncConnection, task: Task) -> None:
+        t = self.t.task
+        await conn.execute(
+            update(t).where(self._of_team(), t.c.task_id == task.id).values(**columns(task))
+        )
+
+    async def _settle(self, now: datetime, member: str | None, limit: int | None) -> list[Task]:
+        """Expired leases back to pending (or failed at max attempts); with ``member``, only those
+        the member may not claim (a claim takes the others)."""
+        c = self.t.task.c
+        expired = and_(c.status == TaskStatus.IN_PROGRESS.value, c.lease_until <= now.timestamp())
+        if member is not None:
+            expired = and_(
+                expired,
+                or_(
+                    c.attempts >= c.max_attempts, and_(c.assignee.isnot(None), c.assignee != member)
+                ),
+            )
+        stmt = self._locked_rows(expired).order_by(c.lease_until).limit(limit)
+        stmt = stmt.with_for_update(skip_locked=True)
+
+        async def run(conn: AsyncConnection) -> list[Task]:
+            out = []
+            for row in (await conn.execute(stmt)).all():
+                task = self._decode(row)
+                if task.lease_expired(now):
+                    out.append(await self._write(conn, task, rules.expired(task, now)))
+            return out
+
+        return await self._tx("settle", run)
+
+    async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
+        def decide(task: Task, states: Blockers, at: datetime) -> Decision:
+            verdict = eligibility.claim_verdict(task, member, states, at)
+            if verdict.outcome is ClaimOutcome.EXHAUSTED:  # record the failure, refuse as read
+                return Verdict.REFUSED, rules.expired(task, at), task
+            if not verdict.ok:
+                return Verdict.REFUSED, None, task
+            new = eligibility.claimed_record(verdict, task, member, at, lease)
+            return Verdict.DONE, new, new
+
+        return await self._transition(task_id, decide, now, claimer=member)
+
+    async def finish(self, member: str, task_id: str, how: Finish, now: datetime) -> Outcome:
+        return await self._changed(
+            task_id, rules.finish(member, how.status, how.text, how.data), now
+        )
+
+    async def release(self, member: str, task_id: str, now: datetime) -> Outcome:
+        return await self._changed(task_id, rules.release(member), now)
+
+    async def renew(self, member: str, task_id: str, lease: float | None, now: datetime) -> Outcome:
+        return await self._changed(task_id, rules.renew_lease(member, lease), now)
+
+    async def cancel(self, actor: str, task_id: str, reason: str, now: datetime) -> Outcome:
+        return await self._changed(task_id, rules.cancel(actor, reason), now)
+
+    async def reap(self, now: datetime) -> list[Task]:
+        return await self._settle(now, None, None)
+
+    async def open_tasks(self) -> list[tuple[str, Task | Exception]]:
+        c = self.t.task.c
+        unfinished = c.status.in_([TaskStatus.PENDING.value, TaskStatus.IN_PROGRESS.value])
+        stmt = self._locked_rows(unfinished).order_by(c.seq)
+
+        async def run(conn: AsyncConnection) -> list[tuple[str, Task | Exception]]:
+            out: list[tuple[str, Task | Exception]] = []
+            for row in (await conn.execute(stmt)).all():
+                try:
+                    out.append((row.task_id, self._decode(row)))
+                except UNREADABLE as exc:
+                    out.append((row.task_id, exc))
+            return out
+
+        return await self.store._run("board open", run, single=True)
+
+    async def rebuild(self, tasks: Sequence[Task]) -> None:
+        status = {t.id: t.status.value for t in tasks}
+
+        async def run(conn: AsyncConnection) -> None:
+            await self._delete_rows(conn)
+            for task in tasks:
+                states = {b: status.get(b) for b in task.blocked_by}
+                await conn.execute(insert(self.t.task).values(**self._row(task, states)))
+                for b in task.blocked_by:
+                    row = {"team": self.team, "blocker_id": b, "task_id": task.id}
+                    await conn.execute(insert(self.t.task_dep).values(**row))
+
+        await self._tx("rebuild", run)
+
+    async def _delete_rows(self, conn: AsyncConnection) -> None:
+        await conn.execute(delete(self.t.task).where(self._of_team()))
+        await conn.execute(delete(self.t.task_dep).where(self.t.task_dep.c.team == self.team))
+
+    async def drop(self) -> None:
+        await self._tx("drop", self._delete_rows)
+
+    async def size(self) -> int:
+        """Rows of this team (for tests)."""
+
+        async def run(conn: AsyncConnection) -> int:
+            stmt = select(func.count()).select_from(self.t.task).where(self._of_team())
+            return int(await conn.scalar(stmt) or 0)
+
+        return await self.store._run("board size", run, single=True)

@@ -1,0 +1,70 @@
+"""Counting a store's round trips to its server (not its ``BaseStore`` calls): every Redis command
+sent (a script call is one), every SQL statement executed and every BEGIN and COMMIT of a
+transaction (PostgreSQL's autocommit statements have neither)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscope_teams.store import BaseStore
+
+
+@dataclass
+class RoundTrips:
+    seen: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.seen)
+
+
+@asynccontextmanager
+async def count_round_trips(store: BaseStore) -> AsyncIterator[RoundTrips]:
+    """Count what ``store`` sends to its server inside the block (Redis commands, SQL statements)."""
+    counter = RoundTrips()
+    kind = type(store).__name__
+    if kind == "RedisStore":
+        client: Any = store._client  # type: ignore[attr-defined]
+        original = client.execute_command
+
+        async def counted(*args: Any, **options: Any) -> Any:
+            counter.seen.append(str(args[0]))
+            return await original(*args, **options)
+
+        client.execute_command = counted
+        try:
+            yield counter
+        finally:
+            del client.execute_command
+        return
+    if kind == "SqlStore":
+        from sqlalchemy import event
+
+        engine = store._engine.sync_engine  # type: ignore[attr-defined]
+
+        def on_execute(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+            counter.seen.append(statement.split(None, 1)[0].upper())
+
+        def on_begin(conn: Any) -> None:
+            # asyncpg sends BEGIN; the MySQL drivers begin implicitly with the first statement
+            autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+            if conn.dialect.name == "postgresql" and not autocommit:
+                counter.seen.append("BEGIN")
+
+        def on_commit(conn: Any) -> None:
+            if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+                counter.seen.append("COMMIT")
+
+        hooks = {"before_cursor_execute": on_execute, "begin": on_begin, "commit": on_commit}
+        for name, hook in hooks.items():
+            event.listen(engine, name, hook)
+        try:
+            yield counter
+        finally:
+            for name, hook in hooks.items():
+                event.remove(engine, name, hook)
+        return
+    raise TypeError(f"cannot count the round trips of {kind}")

@@ -1,0 +1,270 @@
+"""The board's native queues (:mod:`agentscope_teams.teams.queue`): round trips counted, records
+that stay the store's entries, the index rebuilt, and both paths writing the same records.
+
+The scenarios of the claim rule run on both paths in ``test_board``; this module checks what only
+a native queue has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.errors import TaskStateError
+from agentscope_teams.store import StoreBackend
+from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, TeamKeys
+from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queue_redis import RedisBoardQueue
+from agentscope_teams.teams.queue_sql import SqlBoardQueue
+
+from ..backends import StoreSpec
+from .board_paths import NATIVE_BACKENDS, native_spec
+from .conftest import FakeClock
+from .round_trips import count_round_trips
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=NATIVE_BACKENDS)
+def store_spec(request: pytest.FixtureRequest, tmp_path: Any) -> StoreSpec:
+    return native_spec(request, tmp_path)
+
+
+@pytest.fixture
+async def store(store_spec: StoreSpec) -> AsyncIterator[StoreBackend]:
+    async with store_spec.open() as s:
+        yield s
+
+
+async def crew(client: LocalTeamClient) -> tuple[str, TeamKeys]:
+    team = await client.create_team("crew", members=[Member(name="a"), Member(name="b")])
+    return team.id, TeamKeys(client.ctx.owner_scope(), team.id)
+
+
+def native_board(client: LocalTeamClient, keys: TeamKeys) -> TaskBoard:
+    board = TaskBoard(client.store, keys, client.clock, native=True)
+    assert board.queue is not None, "this backend should have a native queue"
+    return board
+
+
+#: Round trips of each board operation: Redis runs one script; PostgreSQL's claim is one
+#: autocommit statement and a named transition a transaction (BEGIN, the locked read, the record
+#: and row updates, the dependents' counters when a task finishes, COMMIT); MariaDB's is a
+#: transaction begun implicitly (the locked read, one multi-table UPDATE, COMMIT).
+_ONE_SCRIPT = dict.fromkeys(
+    ("claim_next", "claim", "renew", "complete", "fail", "release", "prefer_own"), 1
+)
+ROUND_TRIPS = {
+    "redis": _ONE_SCRIPT,
+    "redis-cluster": _ONE_SCRIPT,
+    "postgres": {
+        "claim_next": 1,
+        "claim": 5,
+        "renew": 5,
+        "complete": 6,
+        "fail": 6,
+        "release": 5,
+        "prefer_own": 6,
+    },
+    "mariadb": {
+        "claim_next": 3,
+        "claim": 3,
+        "renew": 3,
+        "complete": 4,
+        "fail": 4,
+        "release": 3,
+        "prefer_own": 5,
+    },
+}
+
+
+async def test_round_trips_per_transition(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    for i in range(4):
+        await board.create("lead", f"task {i}")
+    await board.claim_next("a", 30)  # loads the scripts (a first call may add a load)
+    ops: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        ("claim_next", lambda: board.claim_next("a", 30)),
+        ("prefer_own", lambda: board.claim_next("a", 30, prefer_own=True)),  # renews t-1
+        ("claim", lambda: board.claim("b", "t-3", 30)),
+        ("renew", lambda: board.renew_lease("a", "t-2", 60)),
+        ("complete", lambda: board.complete("a", "t-2", "done")),
+        ("fail", lambda: board.fail("b", "t-3", "broke")),
+        ("release", lambda: board.release("a", "t-1")),
+    ]
+    expected = ROUND_TRIPS[store_spec.backend]
+    for name, op in ops:
+        async with count_round_trips(store) as counter:
+            assert await op() is not None
+        assert counter.count == expected[name], (name, counter.seen)
+
+
+async def test_claim_cost_does_not_grow_with_held_tasks(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    for i in range(300):
+        await board.create("lead", f"held {i}")
+    for _ in range(300):
+        assert await board.claim_next("a", 600) is not None
+    last = await board.create("lead", "the free one")
+    async with count_round_trips(store) as counter:
+        claimed = await board.claim_next("b", 30)
+    assert claimed is not None and claimed.id == last.id
+    assert counter.count == ROUND_TRIPS[store_spec.backend]["claim_next"]
+    assert [t.id for t in await board.open_tasks() if t.status is TaskStatus.PENDING] == []
+
+
+async def test_every_write_is_the_store_record_with_version_plus_one(
+    client: LocalTeamClient,
+) -> None:
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    task = await board.create("lead", "versioned")
+
+    async def stored(expected: Task) -> None:
+        entry = await client.store.get(keys.task(expected.id))
+        assert entry is not None
+        assert Task.from_bytes(entry.value, entry.version) == expected
+
+    await stored(task)
+    steps = [
+        lambda: board.claim("a", task.id, 30),
+        lambda: board.renew_lease("a", task.id, None),
+        lambda: board.release("a", task.id),
+        lambda: board.claim_next("b", 30),
+        lambda: board.complete("b", task.id, "ok"),
+    ]
+    version = task.version
+    for step in steps:
+        written = await step()
+        assert written is not None and written.version == version + 1
+        await stored(written)
+        version = written.version
+    # an idempotent repeat writes nothing
+    again = await board.complete("b", task.id, "ok")
+    assert again.version == version
+
+
+async def test_a_lost_index_is_rebuilt_from_the_records(
+    client: LocalTeamClient, clock: FakeClock
+) -> None:
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    first = await board.create("lead", "held")
+    second = await board.create("lead", "pending")
+    await board.claim("a", first.id, 10)
+    await board.queue.drop()  # type: ignore[union-attr]
+    assert await board.claim_next("b", 10) is None
+    assert await board.rebuild_index() == 2
+    claimed = await board.claim_next("b", 10)
+    assert claimed is not None and claimed.id == second.id
+    clock.advance(11)  # a's lease ran out: found again through the rebuilt held index
+    reclaimed = await board.claim_next("b", 10)
+    assert reclaimed is not None and (reclaimed.id, reclaimed.attempts) == (first.id, 2)
+
+
+async def test_deleting_the_team_drops_its_queue(
+    store: StoreBackend, client: LocalTeamClient
+) -> None:
+    team_id, keys = await crew(client)
+    board = native_board(client, keys)
+    await board.create("lead", "one")
+    await board.claim_next("a", 30)
+    await board.create("lead", "two")
+    assert await index_size(board) == 2
+    await client.delete_team(team_id)
+    assert await index_size(board) == 0
+
+
+async def index_size(board: TaskBoard) -> int:
+    """How many entries the board's native index holds (whatever their records)."""
+    queue: Any = board.queue
+    if isinstance(queue, RedisBoardQueue):
+        client = queue.store._client
+        return sum([await client.zcard(name) for name in queue._keys[:2]])
+    if isinstance(queue, SqlBoardQueue):
+        return await queue.size()
+    raise TypeError(f"no index size for {type(queue).__name__}")
+
+
+async def scenario(client: LocalTeamClient, team_id: str, clock: FakeClock) -> list[Task]:
+    """Every kind of transition, in a fixed order, on one board; returns the final records."""
+    t = [await client.assign_task(team_id, f"t{i}", max_attempts=2) for i in range(4)]
+    routed = await client.assign_task(team_id, "for b", assignee="b")
+    after = await client.assign_task(team_id, "after t0", blocked_by=[t[0].id])
+    doomed = await client.assign_task(team_id, "after t1", blocked_by=[t[1].id])
+    assert (await client.claim_task(team_id, "a", task_lease=5)).id == t[0].id  # type: ignore[union-attr]
+    await client.claim_task(team_id, "a", t[1].id, task_lease=5)
+    await client.fail_task(team_id, "a", t[1].id, "no")
+    with pytest.raises(TaskStateError, match="blocked by failed task"):
+        await client.claim_task(team_id, "b", doomed.id)
+    clock.advance(6)  # a's lease on t0 ran out: b takes it over
+    assert (await client.claim_task(team_id, "b", task_lease=5)).id == t[0].id  # type: ignore[union-attr]
+    await client.complete_task(team_id, "b", t[0].id, "done")
+    assert (await client.claim_task(team_id, "a", task_lease=5)).id == t[2].id  # type: ignore[union-attr]
+    await client.release_task(team_id, "a", t[2].id)
+    assert (await client.claim_task(team_id, "a", task_lease=5)).id == t[2].id  # type: ignore[union-attr]
+    await client.cancel_task(team_id, t[3].id, reason="not needed")
+    got = await client.claim_task(team_id, "a", task_lease=5)
+    assert got is not None and got.id == after.id
+    assert (await client.claim_task(team_id, "b", task_lease=5)).id == routed.id  # type: ignore[union-attr]
+    clock.advance(6)
+    await client.reap_expired(team_id)
+    return list(await client.list_tasks(team_id))
+
+
+def comparable(task: Task) -> dict[str, Any]:
+    """A record without what depends on when it was written."""
+    data = task.model_dump(exclude={"created_at", "updated_at", "lease_expires_at"})
+    data["history"] = [(e["actor"], e["action"], e["detail"]) for e in data["history"]]
+    data["id"] = task.seq
+    data["blocked_by"] = len(task.blocked_by)
+    data["leased"] = task.lease_expires_at is not None
+    return data
+
+
+async def test_both_paths_write_the_same_records(
+    store: StoreBackend, alice: RuntimeContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finals = {}
+    for path in ("native", "generic"):
+        clock = FakeClock()
+        monkeypatch.setenv("AGENTSCOPE_TEAMS_BOARD_NATIVE", "1" if path == "native" else "0")
+        client = LocalTeamClient(store, alice, task_lease=30, clock=clock)
+        team_id, keys = await crew(client)
+        assert (TaskBoard(store, keys).queue is not None) == (path == "native")
+        finals[path] = [comparable(t) for t in await scenario(client, team_id, clock)]
+    assert finals["native"] == finals["generic"]
+    statuses = [d["status"] for d in finals["native"]]
+    assert statuses == [
+        TaskStatus.COMPLETED,
+        TaskStatus.FAILED,
+        TaskStatus.FAILED,  # its second lease ran out at the end: reaped, every attempt used
+        TaskStatus.CANCELLED,
+        TaskStatus.PENDING,
+        TaskStatus.PENDING,
+        TaskStatus.PENDING,
+    ]
+
+
+async def test_a_claim_passes_tasks_routed_to_others(client: LocalTeamClient) -> None:
+    """300 pending tasks for ``b`` ahead of one for anyone: ``a`` gets that one (on Redis the
+    script passes 256 at a time, so this crosses a second call), ``b`` still gets its own."""
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    for i in range(300):
+        await board.create("lead", f"for b {i}", assignee="b")
+    free = await board.create("lead", "for anyone")
+    claimed = await board.claim_next("a", 30)
+    assert claimed is not None and claimed.id == free.id
+    assert await board.claim_next("a", 30) is None
+    mine = await board.claim_next("b", 30)
+    assert mine is not None and (mine.seq, mine.assignee) == (1, "b")
