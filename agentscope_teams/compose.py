@@ -81,6 +81,7 @@ class HarnessAgent(SessionAgent):
         depth: int = 0,
         teams: bool | None = None,
         team_options: Mapping[str, Any] | None = None,
+        tracer_provider: Any = None,
         **subagent_options: Any,
     ) -> None:
         super().__init__(
@@ -99,6 +100,7 @@ class HarnessAgent(SessionAgent):
             remote_workspace=remote_workspace,
             lease_ttl=lease_ttl,
             busy_timeout=busy_timeout,
+            tracer_provider=tracer_provider,
             session_source=session_source,
             depth=depth,
         )

@@ -17,7 +17,6 @@ next reader marks the run ``lost`` and posts a "lost" notice to the parent's inb
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import weakref
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pathlib import Path
 import anyio
 import sniffio
 
+from .. import tracing
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..context import RuntimeContext
@@ -104,7 +104,7 @@ class Runner:
         h = Handle(launch, launch.record)
         key = launch.book.key(h.run_id)
         task = asyncio.get_running_loop().create_task(
-            self._run(h), name=f"subagent {h.run_id}", context=contextvars.Context()
+            self._run(h), name=f"subagent {h.run_id}", context=tracing.fresh_context()
         )
         self.handles[key] = h
         self._tasks.add(task)
@@ -172,7 +172,8 @@ class Runner:
         mail = book.mail(run_id)
         text: str | None = launch.record.task
         for _ in range(MAX_TURNS):
-            answer = answer_of(await launch.child.call(text, launch.ctx))
+            with tracing.joined(launch.record.trace_context):
+                answer = answer_of(await launch.child.call(text, launch.ctx))
             read = await mail.cursor()
 
             def complete(r: RunRecord, answer: str = answer, read: int = read) -> RunRecord | None:

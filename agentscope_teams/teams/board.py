@@ -33,6 +33,7 @@ import random
 from collections.abc import Sequence
 from datetime import datetime
 
+from .. import tracing
 from ..errors import TeamError, UnknownTaskError, VersionConflict
 from ..store.base import Key
 from . import eligibility, limits, rules
@@ -72,7 +73,8 @@ class TaskBoard(BoardIndex):
                 return task
             try:
                 return await self._commit(task, new)
-            except VersionConflict:
+            except VersionConflict as exc:
+                tracing.conflict(exc.key)
                 continue
 
     async def create(
@@ -106,6 +108,7 @@ class TaskBoard(BoardIndex):
             )
         seq = await self.store.append(self.keys.task_seq(), b"task")
         task = rules.created(seq, actor, self.clock(), blocked_by=blockers, **fields)
+        task.trace_context = tracing.carrier()
         task = await self._write(task)
         await self._moved(None, task)
         return task
@@ -126,7 +129,8 @@ class TaskBoard(BoardIndex):
                 return await self._commit(
                     task, claimed_record(verdict, task, member, now, task_lease)
                 )
-            except VersionConflict:
+            except VersionConflict as exc:
+                tracing.conflict(exc.key)
                 continue
 
     async def claim_next(
@@ -201,7 +205,8 @@ class TaskBoard(BoardIndex):
             return await self._commit(
                 task, claimed_record(verdict, task, member, now, lease)
             ), False
-        except VersionConflict:
+        except VersionConflict as exc:
+            tracing.conflict(exc.key)
             return None, True
 
     async def _verdict(
