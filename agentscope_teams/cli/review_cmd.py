@@ -157,12 +157,12 @@ def handle(args: argparse.Namespace) -> int:
     try:
         with metering() as meter:
             summary = anyio.run(run_review, cfg, view)
+        if args.json:  # before review_end, which stays the last line
+            print_json_line(usage_json(meter))
         view.finish(summary)
     finally:
         view.close()
-    if args.json:
-        print_json_line(usage_json(meter))
-    else:
+    if not args.json:
         print("\n".join(usage_lines(meter)))
     return 0
 
