@@ -114,8 +114,11 @@ class StepRunner:
     ) -> None:
         env_cm = use_tool_env(self.opts.env) if self.opts.env is not None else nullcontext()
         with env_cm:
-            if len(batch) == 1:
-                await self._run_one(batch[0], results)
+            if len(batch) == 1:  # inline (no extra coroutine): the common case
+                call = batch[0]
+                with tracing.execute_tool(call.name, call.id, call.input) as span:
+                    result = results[call.id] = await self.toolkit.execute(call)
+                    span.result(result.is_error, result.output)
                 return
             async with anyio.create_task_group() as tg:
                 for call in batch:

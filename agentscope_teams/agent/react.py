@@ -261,9 +261,7 @@ class _Reply(StepRunner):
         request = self._request(final)
         response: ModelResponse | None = None
         model = self.agent.model
-        with tracing.chat(
-            model.model_name, agent=self.agent.name, messages=request.model_dump_json
-        ) as span:
+        with tracing.chat(model.model_name, self.agent.name, request) as span:
             if self.cfg.stream_model:
                 async for item in model.stream(request):
                     if isinstance(item, TextDelta):
@@ -276,14 +274,7 @@ class _Reply(StepRunner):
                 raise ModelResponseError(
                     f"model {model.model_name} ended its stream without a response"
                 )
-            usage = response.usage
-            span.response(
-                response.model,
-                usage.input_tokens,
-                usage.output_tokens,
-                response.stop_reason,
-                response.model_dump_json,
-            )
+            span.response(response)
         self.state.cur_iter += 1
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
         yield response

@@ -9,28 +9,47 @@ across the ``yield`` of a streaming generator.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from . import names
 from .active import ACTIVE, Active, otel_trace, resolve
 from .propagation import link_to
 
 
+class Response(Protocol):
+    """What ``chat`` spans read of a model response (``ModelResponse`` has it)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def usage(self) -> Any: ...
+    def model_dump_json(self) -> str: ...
+
+
+class Request(Protocol):
+    """What ``chat`` spans read of a model request (only when contents are recorded)."""
+
+    def model_dump_json(self) -> str: ...
+
+
 class NoSpan:
-    """What a hook returns when tracing is off: every method does nothing."""
+    """What a hook returns when tracing is off: every method does nothing (exact signatures:
+    this is the hot path when tracing is off)."""
 
     __slots__ = ()
 
     def __enter__(self) -> NoSpan:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, et: object, e: object, tb: object) -> None:
         return None
 
-    def response(self, *args: Any, **kwargs: Any) -> None:
+    def response(self, response: Response) -> None:
         return None
 
     def result(self, is_error: bool, output: str) -> None:
@@ -68,24 +87,15 @@ class ChatSpan(_Span):
     def __enter__(self) -> ChatSpan:
         return self
 
-    def response(
-        self,
-        model: str,
-        input_tokens: int,
-        output_tokens: int,
-        stop_reason: str,
-        output: Callable[[], str] | None = None,
-    ) -> None:
-        span = self.span
-        if model:
-            span.set_attribute(names.RESPONSE_MODEL, model)
-        span.set_attribute(names.INPUT_TOKENS, input_tokens)
-        span.set_attribute(names.OUTPUT_TOKENS, output_tokens)
-        span.set_attribute(
-            names.FINISH_REASONS, [names.FINISH_REASON_OF.get(stop_reason, stop_reason)]
-        )
-        if output is not None and self.active.capture_content:
-            span.set_attribute(names.OUTPUT_MESSAGES, output())
+    def response(self, response: Response) -> None:
+        span, usage, stop = self.span, response.usage, response.stop_reason
+        if response.model:
+            span.set_attribute(names.RESPONSE_MODEL, response.model)
+        span.set_attribute(names.INPUT_TOKENS, usage.input_tokens)
+        span.set_attribute(names.OUTPUT_TOKENS, usage.output_tokens)
+        span.set_attribute(names.FINISH_REASONS, [names.FINISH_REASON_OF.get(stop, stop)])
+        if self.active.capture_content:
+            span.set_attribute(names.OUTPUT_MESSAGES, response.model_dump_json())
 
 
 class ToolSpan(_Span):
@@ -149,10 +159,8 @@ def invoke_agent(
         ACTIVE.reset(token)
 
 
-def chat(
-    model: str, *, agent: str, provider: str = "", messages: Callable[[], str] | None = None
-) -> ChatSpan | NoSpan:
-    """``chat {model}`` for one model request (a client span, never made current)."""
+def chat(model: str, agent: str, request: Request) -> ChatSpan | NoSpan:
+    """``chat {model}`` for one model request by ``agent`` (a client span, never made current)."""
     active = ACTIVE.get()
     if active is None:
         return NO_SPAN
@@ -161,10 +169,8 @@ def chat(
         names.REQUEST_MODEL: model,
         names.AGENT_NAME: agent,
     }
-    if provider:
-        attributes[names.PROVIDER] = provider
-    if messages is not None and active.capture_content:
-        attributes[names.INPUT_MESSAGES] = messages()
+    if active.capture_content:
+        attributes[names.INPUT_MESSAGES] = request.model_dump_json()
     kind = otel_trace.SpanKind.CLIENT
     return ChatSpan(
         active, active.tracer.start_span(f"{names.CHAT} {model}", kind=kind, attributes=attributes)
