@@ -153,7 +153,12 @@ def invoke_agent(
     span = active.tracer.start_span(f"{names.INVOKE_AGENT} {agent}", attributes=attributes)
     token = ACTIVE.set(active)
     try:
-        with _Span(active, span), otel_trace.use_span(span, end_on_exit=False):
+        with (
+            _Span(active, span),
+            otel_trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ),
+        ):
             yield
     finally:
         ACTIVE.reset(token)
