@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,26 @@ async def test_the_usage_meter_counts_background_runs_too(tmp_path: Path) -> Non
     assert meter.agents["rev"] == AgentUsage(input_tokens=30, output_tokens=5, requests=1)
     assert meter.agents["lead"].requests == 2
     assert meter.total.input_tokens == 30
+
+
+def test_without_opentelemetry_installed_agents_run_untraced(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if the otel extra were not installed\n"
+        "import anyio\n"
+        "from agentscope_teams import HarnessAgent, RuntimeContext, tracing\n"
+        "from agentscope_teams.model import ScriptedModel\n"
+        "from agentscope_teams.store import InMemoryStore\n"
+        "async def main():\n"
+        "    model = ScriptedModel([ScriptedModel.tool_call('glob_files', {'pattern': '*'}), 'ok'])\n"
+        "    agent = HarnessAgent('a', model, workspace=sys.argv[1], store=InMemoryStore())\n"
+        "    with tracing.metering() as meter:\n"
+        "        msg = await agent.call('go', RuntimeContext(session_id='s'))\n"
+        "    print(tracing.AVAILABLE, tracing.carrier(), msg.get_text_content(), meter.agents['a'].requests)\n"
+        "anyio.run(main)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "None", "ok", "2"]
