@@ -8,6 +8,7 @@ duration of an ``invoke_agent`` span, so a hook on the hot path costs one ``Cont
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
 import weakref
@@ -34,9 +35,9 @@ AVAILABLE = otel_trace is not None
 
 @dataclass(frozen=True, slots=True)
 class Active:
-    """The tracing of one call: its provider, tracer and whether contents are recorded."""
+    """The tracing of one call: its tracer and whether contents are recorded (no reference to the
+    provider: it keys a weak cache of these)."""
 
-    provider: Any
     tracer: Tracer
     capture_content: bool
 
@@ -45,7 +46,10 @@ ACTIVE: contextvars.ContextVar[Active | None] = contextvars.ContextVar(
     "agentscope_teams_tracing", default=None
 )
 
-_tracers: weakref.WeakKeyDictionary[Any, Active] = weakref.WeakKeyDictionary()
+#: id(provider) -> (the provider, weakly; its Active). Bounded: an SDK tracer refers to its provider,
+#: so an entry keeps the provider alive until the cache is cleared.
+_tracers: dict[int, tuple[weakref.ref[Any], Active]] = {}
+_MAX_CACHED = 32
 
 
 def capture_content() -> bool:
@@ -65,10 +69,15 @@ def resolve(provider: Any = None) -> Active | None:
         provider = otel_trace.get_tracer_provider()
         if isinstance(provider, otel_trace.ProxyTracerProvider | otel_trace.NoOpTracerProvider):
             return None
-    found = _tracers.get(provider)
-    if found is None or found.capture_content != capture_content():
-        tracer = provider.get_tracer(names.INSTRUMENTATION, __version__)
-        found = _tracers[provider] = Active(provider, tracer, capture_content())
+    capture = capture_content()
+    cached = _tracers.get(id(provider))
+    if cached is not None and cached[0]() is provider and cached[1].capture_content == capture:
+        return cached[1]
+    if len(_tracers) >= _MAX_CACHED:
+        _tracers.clear()
+    found = Active(provider.get_tracer(names.INSTRUMENTATION, __version__), capture)
+    with contextlib.suppress(TypeError):  # a provider without weak references is not cached
+        _tracers[id(provider)] = (weakref.ref(provider), found)
     return found
 
 
