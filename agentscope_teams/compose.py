@@ -111,6 +111,7 @@ class HarnessAgent(SessionAgent):
         mcp_servers: Any = None,
         mcp_tools: Sequence[str] | None = None,
         mcp_options: Mapping[str, Any] | None = None,
+        tracer_provider: Any = None,
         **subagent_options: Any,
     ) -> None:
         super().__init__(
@@ -129,6 +130,7 @@ class HarnessAgent(SessionAgent):
             remote_workspace=remote_workspace,
             lease_ttl=lease_ttl,
             busy_timeout=busy_timeout,
+            tracer_provider=tracer_provider,
             session_source=session_source,
             depth=depth,
         )

@@ -56,6 +56,51 @@ class TasksContext(BaseModel):
     tasks: list[PlanTask] = Field(default_factory=list)
 
 
+class UsageLedger(BaseModel):
+    """Token usage the model reported for this session, and how large its last prompt was.
+
+    ``prompt_tokens`` is the last response's reported input plus output tokens: the size of the
+    context up to and including that response, whose last message (``prompt_messages`` messages in,
+    id ``prompt_last_id``) anchors it. Compression budgets start from it and estimate only what came
+    after; a context that changed below the anchor falls back to estimating everything.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    prompt_messages: int = 0
+    prompt_last_id: str = ""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def record(self, input_tokens: int, output_tokens: int, context: list[Msg]) -> None:
+        """Add one response's reported usage; ``context`` ends with that response."""
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.requests += 1
+        if input_tokens > 0 and context:
+            self.prompt_tokens = input_tokens + output_tokens
+            self.prompt_messages = len(context)
+            self.prompt_last_id = context[-1].id
+        else:
+            self.forget_prompt()
+
+    def forget_prompt(self) -> None:
+        """Drop the anchor (the context was cut or cleared)."""
+        self.prompt_tokens = self.prompt_messages = 0
+        self.prompt_last_id = ""
+
+    def anchor(self, context: list[Msg]) -> int:
+        """How many leading messages of ``context`` ``prompt_tokens`` covers (0: none)."""
+        n = self.prompt_messages
+        if self.prompt_tokens <= 0 or not 0 < n <= len(context):
+            return 0
+        return n if context[n - 1].id == self.prompt_last_id else 0
+
+
 def check_schema_version(data: Any, supported: int, what: str) -> Any:
     """Raise SchemaVersionError if a raw record says it is newer than ``supported``."""
     if isinstance(data, dict):
@@ -97,6 +142,10 @@ class AgentState(BaseModel):
     middle_context: dict[str, Any] = Field(default_factory=dict)
     #: Tool call ids the current reply is paused on, waiting for the user's confirmation.
     awaiting_confirmation: list[str] = Field(default_factory=list)
+    #: Token usage the model reported (totals and the last prompt's size).
+    usage: UsageLedger = Field(default_factory=UsageLedger)
+    #: W3C trace context of the span that paused for confirmation (the resume links to it).
+    pause_trace: dict[str, str] | None = None
 
     @model_validator(mode="after")
     def _check_version(self) -> AgentState:
@@ -149,6 +198,7 @@ class AgentState(BaseModel):
         self.reply_id = ""
         self.cur_iter = 0
         self.awaiting_confirmation.clear()
+        self.usage.forget_prompt()
 
 
 class ExtensionState(BaseModel):

@@ -31,6 +31,7 @@ from . import (
     state_size,
     store_latency,
     task_claim,
+    tracing_overhead,
     wakeup_latency,
 )
 from .anchor import anchor_python
@@ -41,6 +42,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "cas_put": cas_put.run,
     "session_roundtrip": session_roundtrip.run,
     "react_overhead": react_overhead.run,
+    "tracing_overhead": tracing_overhead.run,
     "call_overhead": call_overhead.run,
     "call_commands": call_commands.run,
     "harness_concurrency": harness_concurrency.run,

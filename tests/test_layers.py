@@ -13,6 +13,7 @@ LAYERS: dict[str, int] = {
     "_version": 0,
     "errors": 0,
     "context": 1,
+    "tracing": 1,
     "message": 1,
     "state": 2,
     "store": 3,

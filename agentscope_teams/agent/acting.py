@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from .. import tracing
 from ..events import AgentEvent, ConfirmResult, ToolCallEvent, ToolResultEvent
 from ..message import ToolResultBlock, ToolUseBlock
 from ..state import AgentState
@@ -113,15 +114,20 @@ class StepRunner:
     ) -> None:
         env_cm = use_tool_env(self.opts.env) if self.opts.env is not None else nullcontext()
         with env_cm:
-            if len(batch) == 1:
-                results[batch[0].id] = await self.toolkit.execute(batch[0])
+            if len(batch) == 1:  # inline (no extra coroutine): the common case
+                call = batch[0]
+                with tracing.execute_tool(call.name, call.id, call.input) as span:
+                    result = results[call.id] = await self.toolkit.execute(call)
+                    span.result(result.is_error, result.output)
                 return
             async with anyio.create_task_group() as tg:
                 for call in batch:
                     tg.start_soon(self._run_one, call, results)
 
     async def _run_one(self, call: ToolUseBlock, results: dict[str, ToolResultBlock]) -> None:
-        results[call.id] = await self.toolkit.execute(call)
+        with tracing.execute_tool(call.name, call.id, call.input) as span:
+            result = results[call.id] = await self.toolkit.execute(call)
+            span.result(result.is_error, result.output)
 
     def _batches(self, calls: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
         """Consecutive concurrency-safe calls form one parallel batch; others run alone, in order."""

@@ -14,6 +14,7 @@ import anyio
 
 from ..message import Block, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg
 from ..model.base import ChatModel, ModelRequest
+from ..state import UsageLedger
 from ..store.base import PATH_SEGMENT_MAX_BYTES, path_segment
 from .config import CompressionConfig
 
@@ -35,37 +36,63 @@ _TOOL_RESULT_OVERHEAD = len(
 )
 
 
-def _block_chars(block: Block) -> int:
+def text_tokens(text: str) -> float:
+    """A tokenizer-free token estimate of ``text``: about 4 characters per token for ASCII, one
+    token per wide character (CJK ideographs, kana, hangul and most symbols outside Latin scripts).
+
+    Tokenizers of the models in use (Qwen, GPT-4o, DeepSeek) spend about one token per Chinese
+    character, so counting characters / 4 undercounts Chinese about four times. Wide characters take
+    three or four UTF-8 bytes, accented Latin letters two: ``(bytes - chars) / 2`` counts the wide
+    ones (an accented letter counts half) without a per-character loop.
+    """
+    n = len(text)
+    if text.isascii():
+        return n / 4
+    wide = (len(text.encode("utf-8", "surrogatepass")) - n) / 2
+    return (n - wide) / 4 + wide
+
+
+def _block_tokens(block: Block) -> float:
     if isinstance(block, TextBlock):
-        return len(block.text) + _TEXT_OVERHEAD
+        return text_tokens(block.text) + _TEXT_OVERHEAD / 4
     if isinstance(block, ToolResultBlock):
-        return len(block.output) + len(block.tool_use_id) + len(block.name) + _TOOL_RESULT_OVERHEAD
+        ids = len(block.tool_use_id) + len(block.name) + _TOOL_RESULT_OVERHEAD
+        return text_tokens(block.output) + ids / 4
     if isinstance(block, ToolUseBlock):
         arguments = json.dumps(block.input, separators=(",", ":"), ensure_ascii=False, default=str)
-        return len(block.id) + len(block.name) + len(arguments) + _TOOL_USE_OVERHEAD
-    return len(block.model_dump_json())
+        ids = len(block.id) + len(block.name) + _TOOL_USE_OVERHEAD
+        return text_tokens(arguments) + ids / 4
+    return text_tokens(block.model_dump_json())
 
 
 def estimate_tokens(msg: Msg) -> int:
-    """A cheap size estimate (characters / 4) of one message, close to its JSON content size."""
+    """A tokenizer-free estimate of one message's tokens (:func:`text_tokens` over its JSON-sized
+    content: ASCII at 4 characters per token, CJK at one token per character)."""
     if isinstance(msg.content, str):
-        return len(msg.content) // 4 + 4
-    return sum(map(_block_chars, msg.content)) // 4 + 4
+        return int(text_tokens(msg.content)) + 4
+    return int(sum(map(_block_tokens, msg.content))) + 4
 
 
 class TokenCounter:
-    """Sums :func:`estimate_tokens` over a context, re-estimating only messages that changed.
+    """The size of a context in tokens: the size the model last reported (``state.usage``) plus an
+    estimate of the messages after it, else :func:`estimate_tokens` summed over every message.
 
-    Meant to live for one reply. Entries keep the message and its content alive, so an ``id`` is
-    never reused while cached; a message whose ``content`` was replaced or grew is re-estimated.
+    Meant to live for one reply; estimates are cached per message, re-estimating only messages that
+    changed. Entries keep the message and its content alive, so an ``id`` is never reused while
+    cached; a message whose ``content`` was replaced or grew is re-estimated.
     """
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Msg, object, int, int]] = {}
 
-    def total(self, context: list[Msg]) -> int:
+    def total(self, context: list[Msg], usage: UsageLedger | None = None) -> int:
+        start = usage.anchor(context) if usage is not None else 0
+        reported = usage.prompt_tokens if usage is not None and start else 0
+        return reported + self._estimate(context, start)
+
+    def _estimate(self, context: list[Msg], start: int) -> int:
         cache, total, seen = self._cache, 0, set()
-        for msg in context:
+        for msg in context[start:] if start else context:
             key = id(msg)
             seen.add(key)
             content = msg.content

@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class CompressionConfig(BaseModel):
     """When the context's estimated size passes ``trigger_tokens``, older messages are summarized.
 
-    Tokens are estimated as characters / 4. At least ``keep_recent_tokens`` of the newest messages are
+    The size is what the model last reported (input + output tokens of the latest response) plus an
+    estimate of the messages added since; without reported usage every message is estimated, about
+    4 characters per token for ASCII and one token per CJK character. At least ``keep_recent_tokens`` of the newest messages are
     kept verbatim; the summary is capped at ``summary_max_chars`` so a long session stays bounded.
     """
 

@@ -23,6 +23,7 @@ from typing import Any, Literal, Self
 
 import anyio
 
+from .. import tracing
 from ..context import RuntimeContext, use_context
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
 from ..keys import SessionAddress
@@ -78,6 +79,7 @@ class SessionAgent:
         busy_timeout: float = 60.0,
         session_source: SessionSource = SessionSource.USER,
         depth: int = 0,
+        tracer_provider: Any = None,
     ) -> None:
         check_numbers(replicas, lease_ttl, busy_timeout)
         self.name = name
@@ -96,6 +98,8 @@ class SessionAgent:
         self.busy_timeout = busy_timeout
         self.session_source = session_source
         self.depth = depth
+        #: An OpenTelemetry ``TracerProvider`` (None: the enclosing call's, else the global one).
+        self.tracer_provider = tracer_provider
         self.view = AgentView(
             name=name,
             model=self.model,
@@ -263,7 +267,15 @@ class SessionAgent:
         self, input: ReplyInput, ctx: RuntimeContext, sink: Any, output: OutputType | None = None
     ) -> None:
         addr = self.address(ctx)
-        with use_context(ctx):
+        span = tracing.invoke_agent(
+            self.name,
+            provider=self.tracer_provider,
+            session_id=ctx.session_id,
+            user_id=ctx.user_id,
+            org_id=ctx.org_id,
+            depth=self.depth,
+        )
+        with use_context(ctx), span:
             async with self._exclusive(addr) as lease:
                 await self._run_locked(input, ctx, addr, sink, lease, output)
 

@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from .. import tracing
 from ..errors import ConfigurationError, ModelResponseError
 from ..events import (
     AgentEvent,
@@ -166,6 +167,9 @@ class _Reply(StepRunner):
             return
         if isinstance(input, UserConfirmResultEvent):
             state.awaiting_confirmation.clear()
+            confirmed = sum(1 for _, answer in self.decisions if answer.confirmed)
+            tracing.hitl_resume(state.pause_trace, confirmed, len(self.decisions) - confirmed)
+            state.pause_trace = None
             yield ReplyStartEvent(session_id=state.session_id, **self._ev())
             async for ev in self.resume(self.decisions):
                 yield ev
@@ -238,6 +242,7 @@ class _Reply(StepRunner):
 
     async def _pause(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
         asked = [c for c in calls if c.id in self.state.awaiting_confirmation]
+        self.state.pause_trace = tracing.hitl_pause([c.name for c in asked])
         yield RequireUserConfirmEvent(tool_calls=asked, **self._ev())
         note = AssistantMsg(
             "Waiting for the user to confirm: " + ", ".join(c.name for c in asked),
@@ -253,7 +258,7 @@ class _Reply(StepRunner):
                 yield HintEvent(text=f"injected: {msg.get_text_content()[:200]}", **self._ev())
         cc = self.cfg.compression
         context = self.state.context
-        if not cc.enabled or self.tokens.total(context) <= cc.trigger_tokens:
+        if not cc.enabled or self.tokens.total(context, self.state.usage) <= cc.trigger_tokens:
             return
         split = comp.choose_split(context, cc.keep_recent_tokens)
         if split <= 0:
@@ -268,6 +273,7 @@ class _Reply(StepRunner):
             return
         self.state.summary = summary
         del context[:split]
+        self.state.usage.forget_prompt()
         yield HintEvent(text=f"compressed {split} older message(s) into the summary", **self._ev())
 
     def _request(self, final: bool) -> ModelRequest:
@@ -295,18 +301,21 @@ class _Reply(StepRunner):
         yield ModelCallStartEvent(iteration=iteration, **self._ev())
         request = self._request(final)
         response: ModelResponse | None = None
-        if self.cfg.stream_model:
-            async for item in self.agent.model.stream(request):
-                if isinstance(item, TextDelta):
-                    yield TextDeltaEvent(text=item.text, **self._ev())
-                elif isinstance(item, ModelResponse):
-                    response = item
-        else:
-            response = await self.agent.model.generate(request)
-        if response is None:
-            raise ModelResponseError(
-                f"model {self.agent.model.model_name} ended its stream without a response"
-            )
+        model = self.agent.model
+        with tracing.chat(model.model_name, self.agent.name, request) as span:
+            if self.cfg.stream_model:
+                async for item in model.stream(request):
+                    if isinstance(item, TextDelta):
+                        yield TextDeltaEvent(text=item.text, **self._ev())
+                    elif isinstance(item, ModelResponse):
+                        response = item
+            else:
+                response = await model.generate(request)
+            if response is None:
+                raise ModelResponseError(
+                    f"model {model.model_name} ended its stream without a response"
+                )
+            span.response(response)
         self.state.cur_iter += 1
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
         yield response
@@ -353,6 +362,9 @@ class _Reply(StepRunner):
             metadata={"reply_id": self.state.reply_id, "usage": response.usage.model_dump()},
         )
         self.state.context.append(msg)
+        usage = response.usage
+        self.state.usage.record(usage.input_tokens, usage.output_tokens, self.state.context)
+        tracing.record_usage(self.agent.name, usage.input_tokens, usage.output_tokens)
         return msg
 
 

@@ -10,6 +10,7 @@ so somebody else's write is never overwritten.
 
 from __future__ import annotations
 
+from .. import tracing
 from ..errors import VersionConflict
 from ..keys import SessionAddress
 from ..sessions import SessionSource, SessionStorage
@@ -65,6 +66,7 @@ class SessionWriter:
                     self.addr, state, expected_version=self.version, fence=fence
                 )
         except VersionConflict as exc:
+            tracing.conflict(exc.key)
             if lease is not None:
                 lease.lost_by(exc)
             raise

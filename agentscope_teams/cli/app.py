@@ -9,11 +9,13 @@ whatever the exception; ``--debug`` adds the traceback), 2 a usage error (argpar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from .._version import __version__
+from ..tracing.setup import configure_from_env, shutdown
 from . import review_cmd, run_cmd, serve_cmd, sessions_cmd, specs_cmd, team_cmd, worker_cmd
 from .common import Handler, SubParsers, add_global_options, check_store_given, debug_enabled
 from .exits import EXIT_FAILED, EXIT_OK, error_message, failure, guarded_stdout, stdout_closed
@@ -37,6 +39,9 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     worker_cmd,
     serve_cmd,
 )
+
+#: The commands that run agents, traced when ``OTEL_*`` variables ask for it.
+TRACED_COMMANDS = frozenset({"review", "run", "worker", "serve"})
 
 _DESCRIPTION = """\
 Stateless multi-agent LLM applications over a pluggable store: subagents and agent teams whose
@@ -88,13 +93,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args = parser.parse_args(argv)
                 check_store_given(args)
                 handler: Handler = args.handler
-                code = handler(args)
+                with traced(args.command):
+                    code = handler(args)
             except SystemExit as exc:  # argparse: --help, --version, usage errors
                 code = _exit_code(exc)
             sys.stdout.flush()  # a closed stdout is noticed here, not at interpreter exit
         except BaseException as exc:
             return failure(exc, debug_enabled(args))
         return stdout_closed() if stdout.closed_by_reader else code
+
+
+@contextlib.contextmanager
+def traced(command: str) -> Iterator[None]:
+    """For the commands that run agents, an OpenTelemetry SDK set up from ``OTEL_*`` variables
+    (when installed and asked for), flushed when the command ends."""
+    provider = configure_from_env() if command in TRACED_COMMANDS else None
+    try:
+        yield
+    finally:
+        shutdown(provider)
 
 
 def _exit_code(exc: SystemExit) -> int:

@@ -23,11 +23,20 @@ from ..model import ChatModel, model_from_string
 from ..review.offline_files import skipped_dir
 from ..review.offline_lead import SPECS_DIR
 from ..review.offline_model import OfflineReviewModel
-from .common import CommandError, SubParsers, add_command, add_json_option, store_url
+from ..tracing import metering
+from .common import (
+    CommandError,
+    SubParsers,
+    add_command,
+    add_json_option,
+    print_json_line,
+    store_url,
+)
 from .exits import OutputConsole
 from .review_changes import changed_since
 from .review_run import ReviewConfig, run_review
 from .review_view import JsonView, LiveView, ReviewView
+from .usage_view import usage_json, usage_lines
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "review"
 LEAD_PROMPT = PACKAGE_DIR / "lead_prompt.md"
@@ -159,9 +168,15 @@ def handle(args: argparse.Namespace) -> int:
     cfg = _config(args)
     view: ReviewView = JsonView() if args.json else LiveView(_console())
     try:
-        view.finish(anyio.run(run_review, cfg, view))
+        with metering() as meter:
+            summary = anyio.run(run_review, cfg, view)
+        if args.json:  # before review_end, which stays the last line
+            print_json_line(usage_json(meter))
+        view.finish(summary)
     finally:
         view.close()
+    if not args.json:
+        print("\n".join(usage_lines(meter)))
     return 0
 
 

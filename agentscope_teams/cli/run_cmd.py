@@ -19,6 +19,7 @@ from ..events import ReplyEndEvent, ToolCallEvent
 from ..model import ChatModel
 from ..store.base import BaseStore
 from ..teams.worker import model_option
+from ..tracing import metering
 from .common import (
     CommandError,
     SubParsers,
@@ -30,6 +31,7 @@ from .common import (
     with_store,
 )
 from .review_cmd import KEY_DEFAULTS
+from .usage_view import usage_json, usage_lines
 
 LEAD_PROMPT = (
     "You are the lead agent. Answer the user's request. Delegate independent, context-heavy "
@@ -99,7 +101,13 @@ def handle(args: argparse.Namespace) -> int:
                 print(f"\nsession {ctx.session_id} (continue with --session {ctx.session_id})")
         return 0
 
-    return with_store(args, body)
+    with metering() as meter:
+        code = with_store(args, body)
+    if args.json:
+        print_json_line(usage_json(meter))
+    else:
+        print("\n".join(usage_lines(meter)))
+    return code
 
 
 def _model(name: str | None) -> ChatModel:

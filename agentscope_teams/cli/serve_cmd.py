@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import socket
 import sys
 from types import FrameType
@@ -32,6 +33,9 @@ EXAMPLES = (
     "agentscope-teams serve --store redis://localhost:6379/0 --create-operator-token --user bob",
 )
 STARTUP_TOKEN_TTL = 24 * 3600.0
+
+#: The trace page of an OTLP UI with a ``{trace_id}`` placeholder, linked from the dashboard.
+TRACE_URL_ENV = "AGENTSCOPE_TEAMS_TRACE_URL"
 
 
 def register(subparsers: SubParsers) -> None:
@@ -129,7 +133,8 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
             request_shutdown(app)
             super().handle_exit(sig, frame)
 
-    app = create_app(store, task_lease=args.task_lease)
+    trace_url = os.environ.get(TRACE_URL_ENV) or None
+    app = create_app(store, task_lease=args.task_lease, trace_url=trace_url)
     sock = _bind(args.host, args.port)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host

@@ -66,12 +66,15 @@ def create_app(
     max_body_bytes: int = 1024 * 1024,
     poll_interval: float = 0.5,
     heartbeat_seconds: float = 15.0,
+    trace_url: str | None = None,
 ) -> Starlette:
     """The control-plane app over ``store`` (which the caller opens and closes).
 
     ``task_lease``: default task lease of claims; ``max_body_bytes``: request bodies over it get
     413; ``poll_interval``: how often event streams read the store; ``heartbeat_seconds``: how
-    often an idle event stream sends a comment.
+    often an idle event stream sends a comment; ``trace_url``: the trace page of an OTLP UI with a
+    ``{trace_id}`` placeholder (e.g. ``http://localhost:16686/trace/{trace_id}``), for the
+    dashboard's links from a team and its tasks to their traces.
     """
     document = openapi_document(ENDPOINTS)
 
@@ -80,6 +83,9 @@ def create_app(
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
+
+    async def dashboard_config(request: Request) -> Response:
+        return JSONResponse({"trace_url": trace_url})
 
     async def index(request: Request) -> Response:
         return FileResponse(DASHBOARD / "index.html", headers={"Cache-Control": "no-store"})
@@ -90,6 +96,7 @@ def create_app(
             *events.ROUTES,
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/dashboard/config", dashboard_config, methods=["GET"]),
             Route("/", index, methods=["GET"]),
             Mount("/static", StaticFiles(directory=DASHBOARD), name="static"),
         ],

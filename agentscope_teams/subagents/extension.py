@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import tracing
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..errors import ConfigurationError, ToolError
 from ..message import Msg
@@ -234,8 +235,17 @@ class SubagentExtension(Extension):
                 background=background,
                 workspace=str(workspace) if workspace else None,
                 continues=continues.run_id if continues else None,
+                trace_context=tracing.carrier(),
             )
             await book.create(record)
+            tracing.event(
+                tracing.names.SUBAGENT_SPAWN,
+                {
+                    tracing.names.RUN_ID: run_id,
+                    tracing.names.SPEC: spec.name,
+                    tracing.names.BACKGROUND: background,
+                },
+            )
         try:
             if workspace is not None:
                 await prepare(workspace, spec.workspace.path)

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import tracing
 from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import VersionConflict
@@ -78,6 +79,8 @@ class RunRecord(BaseModel):
     mail_seq: int = 0
     #: The run whose child session this one continues (``agent_send`` to a finished run).
     continues: str | None = None
+    #: W3C trace context of the span that spawned it: the child's spans join that trace.
+    trace_context: dict[str, str] | None = None
 
     def finished(
         self, status: RunStatus, *, result: str | None = None, error: str | None = None
@@ -168,7 +171,8 @@ class RunBook:
                 return loaded[0]
             try:
                 await self.store.put(self.key(run_id), _dump(new), expected_version=loaded[1])
-            except VersionConflict:
+            except VersionConflict as exc:
+                tracing.conflict(exc.key)
                 continue
             return new
 

@@ -17,7 +17,6 @@ next reader marks the run ``lost`` and posts a "lost" notice to the parent's inb
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import weakref
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 import anyio
 import sniffio
 
+from .. import tracing
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..agent.output import OutputType
@@ -108,7 +108,7 @@ class Runner:
         h = Handle(launch, launch.record)
         key = launch.book.key(h.run_id)
         task = asyncio.get_running_loop().create_task(
-            self._run(h), name=f"subagent {h.run_id}", context=contextvars.Context()
+            self._run(h), name=f"subagent {h.run_id}", context=tracing.fresh_context()
         )
         self.handles[key] = h
         self._tasks.add(task)
@@ -176,7 +176,8 @@ class Runner:
         mail = book.mail(run_id)
         text: str | None = launch.record.task
         for _ in range(MAX_TURNS):
-            msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
+            with tracing.joined(launch.record.trace_context):
+                msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
             answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
             read = await mail.cursor()
 

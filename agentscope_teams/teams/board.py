@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from .. import tracing
 from ..errors import TeamError, UnknownTaskError, VersionConflict
 from ..store.base import Key
 from . import eligibility, limits, rules
@@ -80,7 +81,8 @@ class TaskBoard(BoardIndex):
                 return task
             try:
                 return await self._commit(task, new)
-            except VersionConflict:
+            except VersionConflict as exc:
+                tracing.conflict(exc.key)
                 continue
 
     async def create(
@@ -117,6 +119,7 @@ class TaskBoard(BoardIndex):
             )
         seq = await self.store.append(self.keys.task_seq(), b"task")
         task = rules.created(seq, actor, self.clock(), blocked_by=blockers, **fields)
+        task.trace_context = tracing.carrier()
         task = await self._write(task)
         if self.queue is not None:
             await self.queue.enqueue(task)
@@ -147,7 +150,8 @@ class TaskBoard(BoardIndex):
                 return await self._commit(
                     task, claimed_record(verdict, task, member, now, task_lease)
                 )
-            except VersionConflict:
+            except VersionConflict as exc:
+                tracing.conflict(exc.key)
                 continue
 
     async def claim_next(
@@ -226,7 +230,8 @@ class TaskBoard(BoardIndex):
             return await self._commit(
                 task, claimed_record(verdict, task, member, now, lease)
             ), False
-        except VersionConflict:
+        except VersionConflict as exc:
+            tracing.conflict(exc.key)
             return None, True
 
     async def _verdict(

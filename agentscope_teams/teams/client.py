@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .. import tracing
 from ..context import RuntimeContext
 from ..errors import TeamError
 from ..listing import Listing
@@ -103,7 +104,13 @@ class LocalTeamClient(TeamRegistry):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise TeamError(f"member names must be unique (and differ from the lead): {dupes}")
-        team = Team(id=new_id("team-"), name=name, lead=lead, members=list(members))
+        team = Team(
+            id=new_id("team-"),
+            name=name,
+            lead=lead,
+            members=list(members),
+            trace_context=tracing.carrier(),
+        )
         await self.store.put(
             self._keys(team.id).team(), team.model_dump_json().encode(), expected_version=0
         )
@@ -234,20 +241,25 @@ class LocalTeamClient(TeamRegistry):
         _, board = await self._board(team_id, member)
         lease = self.task_lease if task_lease is None else task_lease
         if task_id is None:
-            return await board.claim_next(member, lease, prefer_own=prefer_own)
-        return await board.claim(member, task_id, lease)
+            claimed = await board.claim_next(member, lease, prefer_own=prefer_own)
+        else:
+            claimed = await board.claim(member, task_id, lease)
+        tracing.task_event(tracing.names.TASK_CLAIM, team_id, member, claimed)
+        return claimed
 
     async def complete_task(
         self, team_id: str, member: str, task_id: str, result: str = "", *, data: Any = None
     ) -> Task:
         _, board = await self._board(team_id, member)
         task = await board.complete(member, task_id, result, data)
+        tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
         await self._changed(team_id)
         return task
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
         _, board = await self._board(team_id, member)
         task = await board.fail(member, task_id, error)
+        tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
         await self._changed(team_id)
         return task
 

@@ -77,6 +77,8 @@ class Team(BaseModel):
     members: list[Member] = Field(default_factory=list)
     status: TeamStatus = TeamStatus.ACTIVE
     created_at: datetime = Field(default_factory=utcnow)
+    #: W3C trace context of the span that created the team (the dashboard shows its trace id).
+    trace_context: dict[str, str] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -161,6 +163,8 @@ class Task(BaseModel):
     updated_at: datetime = Field(default_factory=utcnow)
     version: int = 0
     blocked_reason: str | None = None
+    #: W3C trace context of the span that created the task: the member's work on it joins that trace.
+    trace_context: dict[str, str] | None = None
 
     @model_validator(mode="before")
     @classmethod

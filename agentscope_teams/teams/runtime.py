@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 import anyio
 
+from .. import tracing
 from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, UnknownTeamError
@@ -113,7 +113,7 @@ class TeamRuntime:
         if self._task is None or self._task.done():
             loop = asyncio.get_running_loop()
             self._task = loop.create_task(
-                self.serve_forever(), name="team runtime", context=contextvars.Context()
+                self.serve_forever(), name="team runtime", context=tracing.fresh_context()
             )
 
     async def stop_team(self, ctx: RuntimeContext, team_id: str) -> None:
@@ -301,7 +301,7 @@ class TeamRuntime:
         task = asyncio.get_running_loop().create_task(
             self._call(slot, slot.scope, client, team, member, work),
             name=f"team member {member.name}",
-            context=contextvars.Context(),
+            context=tracing.fresh_context(),
         )
         slot.call = task  # the strong reference: the slot lives until the call was awaited
 
@@ -325,7 +325,8 @@ class TeamRuntime:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team = team
             await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
-            await slot.agent.call(work.message(), slot.ref.ctx.with_session(member.session_id))
+            with tracing.joined(work.trace):
+                await slot.agent.call(work.message(), slot.ref.ctx.with_session(member.session_id))
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)
         except Exception as exc:

@@ -49,6 +49,8 @@ class Work:
     offers: set[OfferKey]
     own: list[str] = field(default_factory=list)
     free: list[str] = field(default_factory=list)
+    #: The trace the member's call joins: the first offered task's, else the team's.
+    trace: dict[str, str] | None = None
 
     def message(self) -> Msg:
         """The wake-up message: the prompt, with the task ids as data in its metadata."""
@@ -70,7 +72,8 @@ async def find_work(
         return None
     own = [t.id for t in tasks if t.owner == member]
     free = [t.id for t in tasks if t.owner != member]
-    return Work(prompt(team, member, unread, tasks), offers, own, free)
+    trace = next((t.trace_context for t in tasks if t.trace_context), team.trace_context)
+    return Work(prompt(team, member, unread, tasks), offers, own, free, trace)
 
 
 def prompt(team: Team, member: str, unread: list[TeamMessage], tasks: list[Task]) -> str:

@@ -108,3 +108,40 @@ def test_the_package_ships_the_lead_prompt_and_the_specs() -> None:
     shipped = {p.name: p.read_text() for p in DEFAULT_SPECS.glob("*.md")}
     assert shipped == {p.name: p.read_text() for p in (REPO / "specs").glob("*.md")}
     assert set(shipped) == {"reviewer.md", "security-scanner.md", "perf-tester.md"}
+
+
+def test_the_review_ends_with_the_tokens_each_agent_used(cli: Cli, project: Path) -> None:
+    result = review(cli, project)
+    assert result.returncode == 0, result.stderr
+    tail = result.stdout[result.stdout.index("tokens used (as reported by the model):") :]
+    rows = {line.split()[0]: line for line in tail.splitlines()[1:]}
+    assert set(rows) == {"lead", "reviewer", "security-scanner", "perf-tester", "total"}
+    numbers = {name: int(row.split()[1].replace(",", "")) for name, row in rows.items()}
+    assert all(n > 0 for n in numbers.values())
+    assert numbers["total"] == sum(n for name, n in numbers.items() if name != "total")
+
+    events = [json.loads(line) for line in review(cli, project, "--json").stdout.splitlines()]
+    [usage] = [e for e in events if e["type"] == "usage"]
+    assert set(usage["agents"]) == {"lead", "reviewer", "security-scanner", "perf-tester"}
+    assert all(a["input_tokens"] > 0 and a["requests"] > 0 for a in usage["agents"].values())
+
+
+def test_otel_variables_trace_the_review_to_the_console(cli: Cli, project: Path) -> None:
+    result = review(cli, project, "--json", OTEL_TRACES_EXPORTER="console")
+    assert result.returncode == 0, result.stderr
+    spans, depth, buf = [], 0, ""
+    for line in result.stdout.splitlines():  # the console exporter prints indented JSON spans
+        if not buf and not line.startswith("{"):
+            continue
+        if not buf and line.startswith('{"'):  # one of the command's JSON lines
+            continue
+        buf += line + "\n"
+        depth += line.count("{") - line.count("}")
+        if depth == 0:
+            spans.append(json.loads(buf))
+            buf = ""
+    names = {s["name"] for s in spans}
+    assert {"invoke_agent lead", "invoke_agent reviewer", "execute_tool createTeam"} <= names
+    assert any(n.startswith("chat offline-review") for n in names)
+    assert len({s["context"]["trace_id"] for s in spans}) == 1
+    assert {s["resource"]["attributes"]["service.name"] for s in spans} == {"agentscope-teams"}

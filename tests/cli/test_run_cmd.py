@@ -62,3 +62,36 @@ def test_run_delegates_to_a_subagent_and_keeps_the_session(cli: Cli, tmp_path: P
         assert "review app.py" in texts and "anything else?" in texts
     listed = cli("sessions", "list", "--user", "alice")
     assert listed.returncode == 0 and "s1" in listed.stdout
+
+
+def test_run_ends_with_the_tokens_each_agent_reported(cli: Cli) -> None:
+    with FakeOpenAI() as server:
+        usage = chunk(None)  # prompt 11, completion 7
+        server.add(
+            Reply(sse=[*_spawn("reviewer", "look").sse[:-1], usage, "[DONE]"]),
+            Reply(
+                sse=[
+                    chunk({"role": "assistant", "content": "ok"}),
+                    chunk({}, "stop"),
+                    usage,
+                    "[DONE]",
+                ]
+            ),
+            Reply(
+                sse=[
+                    chunk({"role": "assistant", "content": "done"}),
+                    chunk({}, "stop"),
+                    usage,
+                    "[DONE]",
+                ]
+            ),
+        )
+        result = _run_turn(cli, server, "review app.py")
+    assert result.returncode == 0, result.stderr
+    tail = result.stdout[result.stdout.index("tokens used (as reported by the model):") :]
+    rows = [line.split(maxsplit=1) for line in tail.splitlines()[1:]]
+    assert rows == [
+        ["lead", "36 (input 22, output 14; 2 requests)"],
+        ["reviewer", "18 (input 11, output 7; 1 requests)"],
+        ["total", "54"],
+    ]

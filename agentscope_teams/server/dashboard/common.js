@@ -22,7 +22,13 @@ const state = {
   retry: null,
   openHistory: new Set(),
   renderQueued: false,
+  traceUrl: null, // the OTLP UI's trace URL template ("...{trace_id}"), from /dashboard/config
 };
+
+fetch("/dashboard/config").then((r) => r.ok ? r.json() : {}).then((c) => {
+  state.traceUrl = typeof c.trace_url === "string" && c.trace_url.includes("{trace_id}") ? c.trace_url : null;
+  if (state.traceUrl && state.team) scheduleRender(); // a team opened before the answer came
+}).catch(() => {});
 
 // ---- small DOM helper: h("div", {class: "x"}, "text", child) ----
 function h(tag, attrs, ...children) {

@@ -87,6 +87,8 @@ function renderTeam() {
   $("team-name").textContent = info.name;
   $("team-status").replaceChildren(badge(info.status || "unknown"));
   $("team-id").textContent = t.id;
+  const trace = traceId(info.trace_context);
+  $("team-trace").replaceChildren(...(trace ? ["trace ", traceLink(trace, trace)] : []));
   renderMembers(info);
   renderBoard();
   renderTimeline();
@@ -104,11 +106,25 @@ function renderMembers(info) {
 
 const t = () => state.team;
 
+// The trace id of a stored W3C trace context ({traceparent: "00-<trace id>-<span id>-01"}).
+function traceId(context) {
+  const parts = (context?.traceparent || "").split("-");
+  return parts.length === 4 && parts[1].length === 32 ? parts[1] : null;
+}
+
+// A link to the trace in the OTLP UI the server was configured with, else plain text.
+function traceLink(trace, text) {
+  const url = state.traceUrl ? state.traceUrl.replace("{trace_id}", trace) : null;
+  return url ? h("a", { href: url, target: "_blank", rel: "noopener", "data-trace": trace }, text) : text;
+}
+
 function taskCard(task) {
   const meta = [];
   if (task.owner) meta.push(h("span", {}, "owner ", h("strong", {}, task.owner)));
   if (task.assignee && task.assignee !== task.owner) meta.push(h("span", {}, "for ", h("strong", {}, task.assignee)));
   if (task.attempts) meta.push(h("span", {}, `attempt ${task.attempts}/${task.max_attempts}`));
+  const trace = traceId(task.trace_context);
+  if (trace && state.traceUrl) meta.push(h("span", {}, traceLink(trace, "trace")));
   const details = h("details", { class: "history", open: state.openHistory.has(task.id) },
     h("summary", {}, `History (${task.history.length})`),
     h("ol", {}, task.history.map((e) => h("li", {},

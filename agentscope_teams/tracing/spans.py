@@ -1,0 +1,254 @@
+"""The spans a call makes: ``invoke_agent``, ``chat``, ``execute_tool`` and the HITL pause / resume.
+
+Each hook returns a shared no-op object when tracing is off for the running call, so the loop pays
+one ``ContextVar.get`` per hook. Spans that enclose other work (``invoke_agent``, ``execute_tool``)
+become the current span inside a plain coroutine; ``chat`` is never made current, so it may be held
+across the ``yield`` of a streaming generator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Protocol
+
+from . import names
+from .active import ACTIVE, Active, otel_trace, resolve
+from .propagation import link_to
+
+
+class Response(Protocol):
+    """What ``chat`` spans read of a model response (``ModelResponse`` has it)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def usage(self) -> Any: ...
+    def model_dump_json(self) -> str: ...
+
+
+class Request(Protocol):
+    """What ``chat`` spans read of a model request (only when contents are recorded)."""
+
+    def model_dump_json(self) -> str: ...
+
+
+class NoSpan:
+    """What a hook returns when tracing is off: every method does nothing (exact signatures:
+    this is the hot path when tracing is off)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> NoSpan:
+        return self
+
+    def __exit__(self, et: object, e: object, tb: object) -> None:
+        return None
+
+    def response(self, response: Response) -> None:
+        return None
+
+    def result(self, is_error: bool, output: str) -> None:
+        return None
+
+
+NO_SPAN = NoSpan()
+
+
+class _Span:
+    """A started span, ended (with the error, if any) when its ``with`` block exits."""
+
+    __slots__ = ("active", "span", "token")
+
+    def __init__(self, active: Active, span: Any) -> None:
+        self.active, self.span, self.token = active, span, None
+
+    def __enter__(self) -> _Span:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if e is not None:
+            self.span.set_attribute(names.ERROR_TYPE, type(e).__qualname__)
+            if isinstance(e, Exception):
+                self.span.record_exception(e)
+            self.span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, str(e)[:200]))
+        self.span.end()
+
+
+class ChatSpan(_Span):
+    """``chat {model}``: one model request, with the response's model, usage and finish reason."""
+
+    def __enter__(self) -> ChatSpan:
+        return self
+
+    def response(self, response: Response) -> None:
+        span, usage, stop = self.span, response.usage, response.stop_reason
+        if response.model:
+            span.set_attribute(names.RESPONSE_MODEL, response.model)
+        span.set_attribute(names.INPUT_TOKENS, usage.input_tokens)
+        span.set_attribute(names.OUTPUT_TOKENS, usage.output_tokens)
+        span.set_attribute(names.FINISH_REASONS, [names.FINISH_REASON_OF.get(stop, stop)])
+        if self.active.capture_content:
+            span.set_attribute(names.OUTPUT_MESSAGES, response.model_dump_json())
+
+
+class ToolSpan(_Span):
+    """``execute_tool {tool}``: current while the tool runs (a subagent it starts is its child)."""
+
+    def __enter__(self) -> ToolSpan:
+        self.token = otel_context().attach(otel_trace.set_span_in_context(self.span))
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        otel_context().detach(self.token)
+        super().__exit__(et, e, tb)
+
+    def result(self, is_error: bool, output: str) -> None:
+        if is_error:
+            self.span.set_attribute(names.ERROR_TYPE, "tool_error")
+            self.span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, output[:200]))
+        if self.active.capture_content:
+            self.span.set_attribute(names.TOOL_RESULT, output)
+
+
+def otel_context() -> Any:
+    from opentelemetry import context
+
+    return context
+
+
+@contextmanager
+def invoke_agent(
+    agent: str,
+    *,
+    provider: Any = None,
+    session_id: str,
+    user_id: str | None = None,
+    org_id: str | None = None,
+    depth: int = 0,
+) -> Iterator[None]:
+    """``invoke_agent {agent}`` around one ``call()`` / ``stream()``; its tracing is active inside."""
+    active = resolve(provider)
+    if active is None:
+        yield
+        return
+    attributes: dict[str, Any] = {
+        names.OPERATION: "invoke_agent",
+        names.AGENT_NAME: agent,
+        names.CONVERSATION_ID: session_id,
+        names.DEPTH: depth,
+    }
+    if user_id:
+        attributes[names.USER_ID] = user_id
+    if org_id:
+        attributes[names.ORG_ID] = org_id
+    span = active.tracer.start_span(f"{names.INVOKE_AGENT} {agent}", attributes=attributes)
+    token = ACTIVE.set(active)
+    try:
+        with (
+            _Span(active, span),
+            otel_trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ),
+        ):
+            yield
+    finally:
+        ACTIVE.reset(token)
+
+
+def chat(model: str, agent: str, request: Request) -> ChatSpan | NoSpan:
+    """``chat {model}`` for one model request by ``agent`` (a client span, never made current)."""
+    active = ACTIVE.get()
+    if active is None:
+        return NO_SPAN
+    attributes: dict[str, Any] = {
+        names.OPERATION: "chat",
+        names.REQUEST_MODEL: model,
+        names.AGENT_NAME: agent,
+    }
+    if active.capture_content:
+        attributes[names.INPUT_MESSAGES] = request.model_dump_json()
+    kind = otel_trace.SpanKind.CLIENT
+    return ChatSpan(
+        active, active.tracer.start_span(f"{names.CHAT} {model}", kind=kind, attributes=attributes)
+    )
+
+
+def execute_tool(name: str, call_id: str, arguments: object = None) -> ToolSpan | NoSpan:
+    """``execute_tool {tool}`` for one tool call."""
+    active = ACTIVE.get()
+    if active is None:
+        return NO_SPAN
+    attributes: dict[str, Any] = {
+        names.OPERATION: "execute_tool",
+        names.TOOL_NAME: name,
+        names.TOOL_CALL_ID: call_id,
+        names.TOOL_TYPE: "function",
+    }
+    if active.capture_content and arguments is not None:
+        attributes[names.TOOL_ARGUMENTS] = json.dumps(arguments, default=str, ensure_ascii=False)
+    span = active.tracer.start_span(f"{names.EXECUTE_TOOL} {name}", attributes=attributes)
+    return ToolSpan(active, span)
+
+
+def hitl_pause(tools: Sequence[str]) -> dict[str, str] | None:
+    """A span marking a pause for the user's confirmation; its W3C context (to store with the state,
+    so the resume can link to it), or None when tracing is off."""
+    active = ACTIVE.get()
+    if active is None:
+        return None
+    from .propagation import carrier_of
+
+    span = active.tracer.start_span(names.HITL_PAUSE, attributes={names.TOOLS: list(tools)})
+    span.end()
+    return carrier_of(span)
+
+
+def hitl_resume(paused: dict[str, str] | None, confirmed: int, rejected: int) -> None:
+    """A span marking the resume of a pause, linked to the span that paused (another trace, most
+    likely: the resume is a new request)."""
+    active = ACTIVE.get()
+    if active is None:
+        return
+    links = link_to(paused)
+    attributes = {names.CONFIRMED: confirmed, names.REJECTED: rejected}
+    active.tracer.start_span(names.HITL_RESUME, attributes=attributes, links=links).end()
+
+
+def task_event(name: str, team_id: str, member: str, task: Any) -> None:
+    """A task claimed or finished by ``member`` (``task`` has ``id`` and ``status``; None: nothing
+    was claimed), as an event of the current span."""
+    if task is None or ACTIVE.get() is None:
+        return
+    status = getattr(task.status, "value", task.status)
+    event(
+        name,
+        {
+            names.TEAM_ID: team_id,
+            names.MEMBER: member,
+            names.TASK_ID: task.id,
+            names.TASK_STATUS: status,
+        },
+    )
+
+
+def conflict(key: Sequence[str]) -> None:
+    """A lost compare-and-set on ``key``, as an event of the current span (the caller retries)."""
+    event(names.STORE_CONFLICT, {names.STORE_KEY: "/".join(key)})
+
+
+def event(name: str, attributes: dict[str, Any]) -> None:
+    """Add an event to the current span (spawns, task claims and results, store conflicts)."""
+    if ACTIVE.get() is None:
+        return
+    span = otel_trace.get_current_span()
+    if span.is_recording():
+        span.add_event(name, {k: v for k, v in attributes.items() if v is not None})
