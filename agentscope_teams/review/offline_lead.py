@@ -18,10 +18,10 @@ from pathlib import Path
 from ..subagents.spec import load_specs
 from ..teams.models import TaskStatus
 from ..teams.results import TaskAssigned, TaskBrief, TeamWaited
-from .analyzer import RULES
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines
 from .offline_files import discover
 from .report import render_markdown
+from .rulebook import known_category
 from .transcript import (
     Call,
     Step,
@@ -152,8 +152,8 @@ def _assign(files: list[str], members: list[str]) -> Step:
             category = CATEGORY_OF_SPEC.get(member)
             area = AREA_TITLE[category] if category is not None else "Review"
             description = (
-                f"{area} of these files; report findings as `SEVERITY file:line message [rule]` "
-                "lines, one per finding:\n" + "\n".join(group)
+                f"{area} of these files; report findings as `SEVERITY file:line message — fix: "
+                "advice [RULE; confidence C]` lines, one per finding:\n" + "\n".join(group)
             )
             title = f"{area}: {describe_group(group)}"
             plan.append(
@@ -200,7 +200,7 @@ def _assignees(calls: Sequence[Call]) -> dict[str, str]:
 def _findings(owner: str, text: str) -> list[Finding]:
     category: Category = CATEGORY_OF_SPEC.get(owner, "quality")
     return [
-        f.model_copy(update={"category": RULES.get(f.rule, category)})
+        f.model_copy(update={"category": known_category(f.rule) or category})
         for f in parse_finding_lines(text, category)
     ]
 

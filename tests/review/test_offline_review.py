@@ -21,10 +21,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("agentscope-teams")
 SAMPLE = REPO / "examples" / "sample_project"
-PLANTED = json.loads((SAMPLE / "PLANTED.json").read_text())
+PLANTED = [p for p in json.loads((SAMPLE / "PLANTED.json").read_text()) if p.get("found", True)]
 FINDER = {"security": "security-scanner", "performance": "perf-tester", "quality": "reviewer"}
 CLEAN = ("app/__init__.py", "app/models.py", "app/pagination.py")
-BULLET = re.compile(r"^- `(?P<loc>[^`]+)` — .* \((?P<rule>[a-z-]+)\) — found by (?P<who>.+)$")
+BULLET = re.compile(
+    r"^- `(?P<loc>[^`]+)` — .* \((?P<rule>[A-Za-z0-9-]+), confidence (high|medium|low)\)"
+    r"( — fix: .+)? — found by (?P<who>.+)$"
+)
 
 
 @dataclass
@@ -109,7 +112,7 @@ def test_clean_files_have_no_findings_and_are_listed_as_clean(run: Run) -> None:
 def test_the_output_announces_the_offline_model_and_summarizes(run: Run) -> None:
     out = run.result.stdout
     assert "offline model: deterministic static analysis, not an LLM" in out
-    assert f"findings: {len(PLANTED)} (2 critical, 11 high, 11 medium, 2 low)" in out
+    assert f"findings: {len(PLANTED)} (3 critical, 3 high, 12 medium, 7 low)" in out
     assert "files reviewed: 8 in 9 tasks by 3 members" in out
     assert f"report written to {run.root / 'review.md'}" in out
     assert "message reviewer → security-scanner" in out  # messages flow between members
