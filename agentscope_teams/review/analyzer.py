@@ -4,7 +4,9 @@ One call of :func:`analyze_sources` runs ruff and bandit once on the whole batch
 :mod:`.engines`) and, in a worker thread, this project's own rules and the source facts of
 :mod:`.evidence`; then it turns every hit into a :class:`Finding` with the area, severity,
 confidence and advice of :mod:`.rulebook`, drops what ``# noqa`` / ``# nosec`` or an ``@overload``
-stub rules out, raises a dangerous call to its sink severity only with evidence of outside input,
+stub rules out, keeps only security findings inside an ``if __name__ == "__main__":`` demo block
+(a demo is not the library: its quality and speed are not reviewed, and its security findings are
+never raised), raises a dangerous call to its sink severity only with evidence of outside input,
 and merges the security checks both engines found (one finding, bandit's confidence).
 
 This project's own rules, kept because neither tool has them (ruff's ``PERF`` rules are about
@@ -18,6 +20,7 @@ idioms, not growth; ruff and bandit judge a secret by the name it is bound to):
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -30,6 +33,7 @@ from .evidence import SourceFacts, facts_of
 from .findings import Confidence, Finding, Severity, sort_findings
 from .rulebook import RULES, rule_for
 
+_QUOTED = re.compile(r"`([^`]+)`")
 NAME_BASED_SECRETS = ("S105", "S106", "S107")
 SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages"}
 OWN_RULES = ("list-membership-in-loop", "str-concat-in-loop", "nested-loop-same-sequence",
@@ -83,7 +87,7 @@ def _own_rules(path: str, source: str) -> tuple[SourceFacts, list[Finding]]:
     try:
         ctx = ModuleContext.build(path, tree)
         found = [*rules_perf.check(ctx), *rules_secrets.check(ctx)]
-        return facts_of(source, tree), found
+        return facts_of(source, tree, ctx.nodes), found
     except RecursionError:
         return facts_of(source, None), []
 
@@ -113,7 +117,11 @@ def _combine(path: str, facts: SourceFacts, own: list[Finding], hits: list[Hit])
 
 
 def _keep(f: Finding, facts: SourceFacts) -> bool:
-    if f.line in facts.stub_lines:
+    if f.line in facts.stub_lines or (f.line, f.rule) in facts.answered:
+        return False
+    if f.rule == "F821" and (m := _QUOTED.search(f.message)) and m[1] in facts.probed:
+        return False
+    if f.line in facts.demo_lines and f.category != "security":
         return False
     return not facts.suppressed(f.line, f.rule, f.category == "security")
 
@@ -123,8 +131,7 @@ def _finish(
 ) -> Finding:
     rule = rule_for(code)
     severity = rule.severity
-    reached = line in facts.outside_lines and line not in facts.demo_lines
-    if rule.sink is not None and reached:
+    if rule.sink is not None and facts.reads_outside_input(line):
         severity = rule.sink
     return Finding(
         file=path,

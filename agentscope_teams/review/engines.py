@@ -1,10 +1,13 @@
 """Run ruff and bandit on a batch of sources, in subprocesses, and read their JSON reports.
 
 The sources are written to a private temporary directory (one subdirectory per file, keeping the
-file's name, so ``__init__.py`` rules still apply) and both tools run once on the whole batch,
-concurrently, with the selection of :mod:`.rulebook` and no project configuration (``--isolated``):
-the review does not depend on what the reviewed project configures. Each tool's findings come back
-as :class:`Hit` s keyed by the caller's path.
+file's name, so ``__init__.py`` rules still apply). ruff runs once on the whole batch with the
+selection of :mod:`.rulebook` and no project configuration (``--isolated``): the review does not
+depend on what the reviewed project configures. bandit then runs once on the files where ruff
+found a security check (``S``), to rate its confidence and add the checks ruff has not ported:
+bandit costs about 40 ms of CPU per file against ruff's 1 ms, and on the other files every check
+it could report is one ruff already ran. Each tool's findings come back as :class:`Hit` s keyed by
+the caller's path.
 """
 
 from __future__ import annotations
@@ -62,9 +65,9 @@ def _ruff_args(root: Path) -> list[str]:
     return [*args, str(root)]
 
 
-def _bandit_args(root: Path) -> list[str]:
-    return [sys.executable, "-m", "bandit", "-q", "-f", "json", "-r", "-s", ",".join(BANDIT_SKIP),
-            str(root)]  # fmt: skip
+def _bandit_args(root: Path, files: list[str]) -> list[str]:
+    args = [sys.executable, "-m", "bandit", "-q", "-f", "json", "-s", ",".join(BANDIT_SKIP)]
+    return [*args, *(str(root / f) for f in files)]
 
 
 def _write_batch(sources: Mapping[str, str]) -> tuple[Path, dict[str, str]]:
@@ -98,13 +101,20 @@ async def run_engines(sources: Mapping[str, str]) -> dict[str, list[Hit]]:
                 )
             outputs[name] = done.stdout
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run, "ruff", _ruff_args(root))
-            tg.start_soon(run, "bandit", _bandit_args(root))
+        await run("ruff", _ruff_args(root))
+        ruff = [(where.get(_relative(p, root)), h) for p, h in _ruff_hits(outputs["ruff"])]
+        flagged = sorted(
+            {rel for rel, p in where.items() for q, h in ruff if q == p and h.code[:1] == "S"}
+        )
+        bandit: list[tuple[str | None, Hit]] = []
+        if flagged:
+            await run("bandit", _bandit_args(root, flagged))
+            bandit = [
+                (where.get(_relative(p, root)), h) for p, h in _bandit_hits(outputs["bandit"])
+            ]
     finally:
         await anyio.to_thread.run_sync(shutil.rmtree, root, True)
-    for hit_path, hit in [*_ruff_hits(outputs["ruff"]), *_bandit_hits(outputs["bandit"])]:
-        path = where.get(_relative(hit_path, root))
+    for path, hit in [*ruff, *bandit]:
         if path is not None:
             hits[path].append(hit)
     return hits

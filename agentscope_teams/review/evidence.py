@@ -5,6 +5,11 @@
   security findings only. ruff and bandit honour their own comment already; this applies both to
   every engine, and ``# noqa: str-concat-in-loop`` to this project's rules.
 - Findings on the ``def`` line of an ``@overload`` stub are dropped (a stub is a type signature).
+- Engine findings the code itself answers are dropped: ``F821`` (undefined name) for a name the
+  file probes inside a ``try`` whose handler catches ``NameError`` (or ``Exception``), e.g.
+  ``get_ipython`` in a notebook, ``B018`` (useless expression) on such a probe line, and
+  ``B019`` (cache on a method) when the cache is bounded (``lru_cache(maxsize=N)``): the leak it
+  warns of is at most N entries.
 - **Reachability, the only way to high or critical.** A dangerous call (a rule with a ``sink``
   severity, e.g. ``S608``, ``S602``, ``S301``) is raised to that severity when its line reads
   outside input: a parameter of a public function (name without a leading ``_``, in a module-level
@@ -38,7 +43,18 @@ class SourceFacts:
     nosec: dict[int, set[str]] = field(default_factory=dict)
     stub_lines: set[int] = field(default_factory=set)
     demo_lines: set[int] = field(default_factory=set)
-    outside_lines: set[int] = field(default_factory=set)
+    answered: set[tuple[int, str]] = field(default_factory=set)
+    probed: set[str] = field(default_factory=set)
+    tree: ast.Module | None = None
+    nodes: list[ast.AST] = field(default_factory=list)
+    _outside: set[int] | None = None
+
+    def reads_outside_input(self, line: int) -> bool:
+        """Whether ``line`` reads outside input (see the module docs); worked out on first use,
+        since most files have no dangerous call to ask about."""
+        if self._outside is None:
+            self._outside = _outside_lines(self.tree, self.nodes) if self.tree else set()
+        return line in self._outside and line not in self.demo_lines
 
     def suppressed(self, line: int, rule: str, security: bool) -> bool:
         """Whether a comment on ``line`` turns ``rule`` off (S608 and B608 name one check)."""
@@ -50,17 +66,23 @@ class SourceFacts:
         return security and nosec is not None and (ALL in nosec or bool(names & nosec))
 
 
-def facts_of(source: str, tree: ast.Module | None) -> SourceFacts:
-    """The :class:`SourceFacts` of ``source`` (``tree``: its parse, None if it does not parse)."""
-    facts = SourceFacts()
+def facts_of(
+    source: str, tree: ast.Module | None, nodes: list[ast.AST] | None = None
+) -> SourceFacts:
+    """The :class:`SourceFacts` of ``source`` (``tree``: its parse, None if it does not parse;
+    ``nodes``: every node of the tree, if already listed)."""
+    facts = SourceFacts(tree=tree, nodes=nodes or (list(ast.walk(tree)) if tree else []))
     _comments(source, facts)
-    if tree is not None:
-        _stubs_and_demos(tree, facts)
-        for fn, public in _functions(tree):
-            if public:
-                facts.outside_lines |= _tainted_lines(fn)
-        facts.outside_lines |= _direct_input_lines(tree)
+    _stubs_and_demos(facts.nodes, facts)
     return facts
+
+
+def _outside_lines(tree: ast.Module, nodes: list[ast.AST]) -> set[int]:
+    lines = _direct_input_lines(nodes)
+    for fn, public in _functions(tree):
+        if public:
+            lines |= _tainted_lines(fn)
+    return lines
 
 
 def _codes(text: str | None) -> set[str]:
@@ -69,20 +91,26 @@ def _codes(text: str | None) -> set[str]:
 
 
 def _comments(source: str, facts: SourceFacts) -> None:
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    """Suppression comments; only lines that mention one are tokenized (tokenizing a whole file
+    costs more than all the rules together)."""
+    lowered = source.lower()
+    if "noqa" not in lowered and "nosec" not in lowered:
         return
-    for tok in tokens:
-        if tok.type != tokenize.COMMENT:
-            continue
-        line = tok.start[0]
-        if (m := _NOQA.search(tok.string)) is not None:
+    for line, comment in _comment_tokens(source):
+        if (m := _NOQA.search(comment)) is not None:
             facts.noqa[line] = _codes(m["codes"])
-        if (m := _NOSEC.search(tok.string)) is not None:
+        if (m := _NOSEC.search(comment)) is not None:
             first = (m["codes"] or "").split(" - ")[0].split("#")[0]
             codes = {c for c in _codes(first) if c == ALL or re.fullmatch(r"[BS]\d{3}", c)}
             facts.nosec[line] = codes or {ALL}
+
+
+def _comment_tokens(source: str) -> list[tuple[int, str]]:
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+        return [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
 
 
 def _is_overload(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -108,12 +136,35 @@ def _span(node: ast.AST) -> set[int]:
     return set(range(start, (getattr(node, "end_lineno", None) or start) + 1))
 
 
-def _stubs_and_demos(tree: ast.Module, facts: SourceFacts) -> None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _is_overload(node):
-            facts.stub_lines |= {node.lineno, *(d.lineno for d in node.decorator_list)}
+def _stubs_and_demos(nodes: list[ast.AST], facts: SourceFacts) -> None:
+    for node in nodes:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if _is_overload(node):
+                facts.stub_lines |= {node.lineno, *(d.lineno for d in node.decorator_list)}
+            facts.answered |= {(d.lineno, "B019") for d in node.decorator_list if _bounded(d)}
         elif isinstance(node, ast.If) and _is_main_guard(node):
             facts.demo_lines |= _span(node)
+        elif isinstance(node, ast.Try) and any(_catches_name_error(h) for h in node.handlers):
+            lines = {n for stmt in node.body for n in _span(stmt)}
+            facts.answered |= {(n, "B018") for n in lines}
+            facts.probed |= {name for stmt in node.body for name in _names(stmt)}
+
+
+def _bounded(decorator: ast.expr) -> bool:
+    """``lru_cache(maxsize=N)`` or ``lru_cache(N)`` with a number N."""
+    if not isinstance(decorator, ast.Call):
+        return False
+    size = decorator.args[0] if decorator.args else None
+    size = next((k.value for k in decorator.keywords if k.arg == "maxsize"), size)
+    return isinstance(size, ast.Constant) and isinstance(size.value, int)
+
+
+def _catches_name_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = {"NameError", "Exception", "BaseException"}
+    return any(isinstance(k, ast.Name) and k.id in names for k in kinds)
 
 
 def _functions(tree: ast.Module) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
@@ -183,9 +234,9 @@ def _header_names(stmt: ast.stmt) -> set[str]:
     return set().union(*(_names(p) for p in parts)) if parts else set()
 
 
-def _direct_input_lines(tree: ast.Module) -> set[int]:
+def _direct_input_lines(nodes: list[ast.AST]) -> set[int]:
     lines: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id == "input":
                 lines.add(node.lineno)

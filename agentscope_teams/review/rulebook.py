@@ -5,6 +5,11 @@ ruff runs the quality (pyflakes ``F``, bugbear ``B``, ``E722``, pylint design li
 checks. A security check both find is one finding under ruff's ``S`` code (bandit's ``B608`` is
 ruff's ``S608``), with bandit's confidence when bandit saw it too.
 
+Design limits count what a caller suffers: more than 7 *positional* parameters (``PLR0917``;
+keyword-only options are a deliberate API style, so ``PLR0913`` is not used), more than 100
+statements (``PLR0915``), more than 5 nested blocks (``PLR1702``); lower limits flagged mostly
+deliberate code in the packages measured in ``docs/review.md``.
+
 Left out on purpose, because on real code they are mostly noise: imports of "risky" modules
 (``S4xx``), ``assert`` (``S101``), ``random`` (``S311``), every subprocess call without a shell
 (``S603``/``S607``), re-exports flagged as unused imports (``F401`` in ``__init__.py``), and
@@ -49,14 +54,14 @@ def _s(sev: Severity, conf: Confidence, advice: str, sink: Severity | None = Non
 
 
 MED, LOW, HIGH, CRIT = Severity.MEDIUM, Severity.LOW, Severity.HIGH, Severity.CRITICAL
-RUFF_SELECT = ("F", "E722", "B", "PLR0913", "PLR0915", "PLR1702", "PERF", "S")
+RUFF_SELECT = ("F", "E722", "B", "PLR0917", "PLR0915", "PLR1702", "PERF", "S")
 RUFF_IGNORE = (
     "F403", "F405", "B008", "B028", "B904", "B905", "B009", "B010", "B027", "PERF203", "PERF401",
     "S101", "S311", "S603", "S607", "S404", "S403", "S112",
 )  # fmt: skip
 RUFF_CONFIG = (
-    "lint.pylint.max-args=7",
-    "lint.pylint.max-statements=60",
+    "lint.pylint.max-positional-args=7",
+    "lint.pylint.max-statements=100",
     "lint.pylint.max-nested-blocks=5",
     'lint.per-file-ignores={"__init__.py" = ["F401"]}',
 )
@@ -71,6 +76,10 @@ RULES: dict[str, Rule] = {
     "F401": _q(LOW, H, "Remove the import, or list it in __all__ if it is re-exported."),
     "F601": _q(MED, H, "Remove the repeated key; the later value silently wins."),
     "F632": _q(MED, H, "Compare values with == (is compares identity)."),
+    "F541": _q(LOW, H, "Remove the f prefix: the string has no placeholders."),
+    "B004": _q(LOW, M, "Use callable(x) to test whether x can be called."),
+    "B024": _q(LOW, M, "Mark the abstract methods with @abstractmethod, or drop the ABC base."),
+    "B903": _q(LOW, M, "Use a dataclass or NamedTuple for a class that only stores fields."),
     "E722": _q(MED, H, "Catch the exceptions you expect (except OSError:), not everything."),
     "B006": _q(MED, H, "Default to None and create the list/dict inside the function."),
     "B007": _q(LOW, H, "Rename the unused loop variable to _ (or use it)."),
@@ -80,10 +89,10 @@ RULES: dict[str, Rule] = {
     "B017": _q(LOW, H, "Assert a specific exception type, not Exception."),
     "B018": _q(LOW, M, "The expression does nothing: remove it or use its value."),
     "B020": _q(MED, H, "Use another loop variable name; this one shadows the iterable."),
-    "B023": _q(MED, M, "Bind the loop variable as a default argument (x=x) of the function."),
+    "B023": _q(MED, L, "Bind the loop variable as a default argument (x=x) of the function."),
     "B026": _q(LOW, M, "Pass keyword arguments after *args."),
     "B019": _q(MED, M, "Use cache on a function, not a method: it keeps self alive forever."),
-    "PLR0913": _q(LOW, H, "Group related parameters into a dataclass, or split the function."),
+    "PLR0917": _q(LOW, H, "Make the optional parameters keyword-only (after *), or group them."),
     "PLR0915": _q(LOW, H, "Split the function into smaller ones with one job each."),
     "PLR1702": _q(LOW, H, "Return early or move the inner blocks into a helper function."),
     "S110": _q(MED, H, "Log or handle the exception instead of passing silently."),

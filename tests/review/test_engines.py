@@ -70,10 +70,12 @@ def test_overload_stubs_are_not_functions_with_too_many_parameters() -> None:
             return a
         """
     )
-    assert [(f.line, f.rule) for f in found] == [(7, "PLR0913")]
+    assert [(f.line, f.rule) for f in found] == [(7, "PLR0917")]
 
 
 def test_severity_rises_only_with_outside_input_and_never_in_a_demo_block() -> None:
+    """High and critical need evidence: the flagged line reads a parameter of a public function
+    (or a local carrying it), input(), sys.argv or request; never in a __main__ block."""
     found = review(
         """
         import pickle
@@ -99,8 +101,13 @@ def test_severity_rises_only_with_outside_input_and_never_in_a_demo_block() -> N
 
         if __name__ == "__main__":
             subprocess.run(sys.argv[1], shell=True)
+            try:
+                import readline
+            except:
+                pass
         """
     )
+    assert [f.rule for f in found if f.line > 24] == []  # a demo's quality is not reviewed
     severity = {f.line: f.severity.value for f in found if f.rule in ("S602", "S301")}
     assert severity == {
         7: "critical",  # a parameter of a public function
@@ -148,3 +155,27 @@ async def test_one_run_of_each_engine_serves_a_batch_of_files() -> None:
     assert [(h.engine, h.code) for h in hits["b/x.py"]] == [("ruff", "B006")]
     found = await analyze_sources(sources)
     assert found["a/__init__.py"] == [] and [f.rule for f in found["b/x.py"]] == ["B006"]
+
+
+def test_findings_the_code_itself_answers_are_dropped() -> None:
+    found = review(
+        """
+        from functools import lru_cache
+        def in_notebook():
+            try:
+                get_ipython
+            except NameError:
+                return False
+            return get_ipython() is not None
+        class Color:
+            @lru_cache(maxsize=1024)
+            def blend(self, other):
+                return other
+            @lru_cache(maxsize=None)
+            def mix(self, other):
+                return other
+        def plot():
+            return get_figure()
+        """
+    )
+    assert [(f.line, f.rule) for f in found] == [(13, "B019"), (17, "F821")]
