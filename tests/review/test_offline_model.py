@@ -356,3 +356,25 @@ def test_a_cut_file_listing_is_split_by_directory() -> None:
 
     third = [*second, Call("glob_files", {"pattern": "**/*.py", "path": "src"}, "src/m.py")]
     assert discover(third) == (["setup.py", "src/m.py"], [], None)
+
+
+async def test_after_a_stop_the_lead_assigns_only_what_did_not_reach_the_board() -> None:
+    history = [UserMsg("Target: x"), *answered("glob_files", {"pattern": "**/*.py"}, "a.py")]
+    history += answered("createTeam", {"name": "code-review"}, "Created team team-1.")
+    for name in ("reviewer", "security-scanner", "perf-tester"):
+        history += answered("spawnMember", {"name": name, "spec": name}, f"Spawned {name}.")
+    cut = "the tool call did not complete: the process running it stopped"
+    for title, member in (("Code review: a.py", "reviewer"), ("Security review: a.py", "x")):
+        history += answered("assignTask", {"title": title, "assignee": member}, cut, error=True)
+    lead_tools = [ToolSchema(name="createTeam")]
+
+    step = await OfflineReviewModel().generate(request(LEAD_PROMPT, history, lead_tools))
+    assert [c.name for c in step.tool_calls] == ["listTasks"]
+
+    landed = TaskBrief(
+        id="t-1", title="Code review: a.py", status=TaskStatus.PENDING, assignee="reviewer"
+    )
+    history += answered("listTasks", {}, BoardListing(tasks=[landed]))
+    step = await OfflineReviewModel().generate(request(LEAD_PROMPT, history, lead_tools))
+    assigned = [(c.name, c.input["assignee"]) for c in step.tool_calls]
+    assert assigned == [("assignTask", "security-scanner"), ("assignTask", "perf-tester")]
