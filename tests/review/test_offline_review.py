@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ SAMPLE = REPO / "examples" / "sample_project"
 PLANTED = [p for p in json.loads((SAMPLE / "PLANTED.json").read_text()) if p.get("found", True)]
 FINDER = {"security": "security-scanner", "performance": "perf-tester", "quality": "reviewer"}
 CLEAN = ("app/__init__.py", "app/models.py", "app/pagination.py")
+SAMPLE_FILES = sorted(p.name for p in (SAMPLE / "app").glob("*.py"))
 BULLET = re.compile(
     r"^- `(?P<loc>[^`]+)` — .* \((?P<rule>[A-Za-z0-9-]+), confidence (high|medium|low)\)"
     r"( — fix: .+)? — found by (?P<who>.+)$"
@@ -138,7 +140,18 @@ def test_nothing_is_written_into_the_reviewed_directory(run: Run) -> None:
     assert copied == original
 
 
+def analyses(root: Path) -> Counter[str]:
+    """How many times each file was analysed (the analysis cache's log, in the private HOME)."""
+    log = root / "home" / ".cache" / "agentscope_teams" / "review" / "analyses.jsonl"
+    return Counter(p for line in log.read_text().splitlines() for p in json.loads(line)["paths"])
+
+
+def test_three_members_share_one_analysis_per_file(run: Run) -> None:
+    assert analyses(run.root) == Counter({f"app/{n}": 1 for n in SAMPLE_FILES})
+
+
 def test_members_in_worker_processes_give_the_same_report(tmp_path: Path, run: Run) -> None:
     with_workers = review(tmp_path, "--workers", "2")
     assert findings(with_workers.report) == findings(run.report)
     assert "files reviewed: 8 in 9 tasks by 3 members" in with_workers.result.stdout
+    assert analyses(tmp_path) == Counter({f"app/{n}": 1 for n in SAMPLE_FILES})
