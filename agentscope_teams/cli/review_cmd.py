@@ -6,6 +6,7 @@ tasks, waits for the team and answers with the report, written to ``--output``. 
 and without an API key in the environment the team runs on the ``"offline"`` model
 (:class:`~agentscope_teams.review.offline_model.OfflineReviewModel`):
 deterministic static analysis driving the same tools, not an LLM, and the output says so.
+``--resume`` continues an interrupted review from the store (:mod:`.review_resume`).
 """
 
 from __future__ import annotations
