@@ -8,7 +8,8 @@ rulebook), and:
   starting its own (members in the lead's process share one model, hence one cache);
 - across processes (``review --workers N``, a resumed review), results live in a directory, one
   JSON file per key written atomically, and a lock file per key (``flock``) makes a process that
-  wants a key another process is analysing wait for it and then read the result.
+  wants a key another process is analysing wait for it and then read the result (a process that
+  dies releases its locks with it).
 
 Every batch analysed appends one line to ``analyses.jsonl`` in the directory (pid and paths):
 what was analysed, and by whom. The default directory is ``$AGENTSCOPE_TEAMS_REVIEW_CACHE``, else
@@ -21,11 +22,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from importlib import metadata
 from pathlib import Path
+from typing import IO
 
 import anyio
 from pydantic import TypeAdapter
@@ -37,6 +40,27 @@ from .rulebook import BANDIT_SKIP, RUFF_CONFIG, RUFF_IGNORE, RUFF_SELECT, RULES
 CACHE_ENV = "AGENTSCOPE_TEAMS_REVIEW_CACHE"
 LOG_NAME = "analyses.jsonl"
 _FINDINGS = TypeAdapter(list[Finding])
+LOCK_POLL = 0.02
+
+
+def _open_lock(path: Path) -> IO[bytes]:
+    return open(path, "a+b")  # kept open while the lock is held
+
+
+async def _wait_for_lock(fh: IO[bytes]) -> None:
+    """Poll: another process holds the lock, and a lock file gives no event to wait on."""
+    for _ in itertools.count():  # cross-process: nothing to await but time
+        if _try_lock(fh):
+            return
+        await anyio.sleep(LOCK_POLL)
+
+
+def _try_lock(fh: IO[bytes]) -> bool:
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -103,39 +127,43 @@ class AnalysisCache:
     async def _analyze(
         self, sources: dict[str, str], keys: dict[str, str]
     ) -> dict[str, list[Finding]]:
+        """Lock the keys (sorted, so two batches cannot deadlock), take what another process
+        stored meanwhile, analyse the rest in one batch and store it, then unlock. Waiting for a
+        lock polls a non-blocking ``flock``: a cancelled review (Ctrl-C) stops at once."""
         if self.directory is None:
             return await analyze_sources(sources)
-        return await anyio.to_thread.run_sync(self._locked_analysis, sources, keys)
+        directory = self.directory
+        await anyio.to_thread.run_sync(lambda: directory.mkdir(parents=True, exist_ok=True))
+        async with self._locked(sorted(set(keys.values()))):
+            stored = await anyio.to_thread.run_sync(self._read_all, keys)
+            todo = {p: t for p, t in sources.items() if p not in stored}
+            if not todo:
+                return stored
+            found = await analyze_sources(todo)
+            await anyio.to_thread.run_sync(self._store, found, keys)
+            return stored | found
 
-    def _locked_analysis(
-        self, sources: dict[str, str], keys: dict[str, str]
-    ) -> dict[str, list[Finding]]:
-        """In a worker thread: lock the keys (sorted, so two batches cannot deadlock), take what is
-        on disk, analyse the rest in one batch and store it, then unlock."""
+    @contextlib.asynccontextmanager
+    async def _locked(self, keys: list[str]) -> AsyncIterator[None]:
         assert self.directory is not None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with contextlib.ExitStack() as stack:
-            for key in sorted(set(keys.values())):
-                stack.enter_context(self._lock(key))
-            out = {p: r for p in sources if (r := self._read(keys[p])) is not None}
-            todo = {p: t for p, t in sources.items() if p not in out}
-            if todo:
-                found = anyio.from_thread.run(analyze_sources, todo)
-                for path, result in found.items():
-                    self._write(keys[path], result)
-                self._log(sorted(todo))
-                out |= found
-        return out
+        held: list[IO[bytes]] = []
+        try:
+            for key in keys:
+                fh = _open_lock(self.directory / f"{key}.lock")
+                held.append(fh)
+                await _wait_for_lock(fh)
+            yield
+        finally:
+            for fh in held:
+                fh.close()  # closing the file releases its lock
 
-    @contextlib.contextmanager
-    def _lock(self, key: str) -> Iterator[None]:
-        assert self.directory is not None
-        with open(self.directory / f"{key}.lock", "a+b") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def _read_all(self, keys: dict[str, str]) -> dict[str, list[Finding]]:
+        return {p: found for p, k in keys.items() if (found := self._read(k)) is not None}
+
+    def _store(self, found: dict[str, list[Finding]], keys: dict[str, str]) -> None:
+        for path, result in found.items():
+            self._write(keys[path], result)
+        self._log(sorted(found))
 
     def _read(self, key: str) -> list[Finding] | None:
         assert self.directory is not None
