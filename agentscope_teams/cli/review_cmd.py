@@ -8,6 +8,7 @@ and without an API key in the environment the team runs on the ``"offline"`` mod
 deterministic static analysis driving the same tools, not an LLM, and the output says so.
 With ``--changed-since REF`` only the Python files changed since REF are reviewed: the lead reads
 the diff through the git MCP server (:mod:`.review_changes`).
+``--resume`` continues an interrupted review from the store (:mod:`.review_resume`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..model import ChatModel, model_from_string
 from ..review.offline_files import skipped_dir
 from ..review.offline_lead import SPECS_DIR
 from ..review.offline_model import OfflineReviewModel
+from ..store.url import store_from_url
 from ..tracing import metering
 from .common import (
     CommandError,
@@ -34,6 +36,7 @@ from .common import (
 )
 from .exits import OutputConsole
 from .review_changes import changed_since
+from .review_resume import check_resumable, find_interrupted
 from .review_run import ReviewConfig, run_review
 from .review_view import JsonView, LiveView, ReviewView
 from .usage_view import usage_json, usage_lines
@@ -43,6 +46,7 @@ LEAD_PROMPT = PACKAGE_DIR / "lead_prompt.md"
 DEFAULT_SPECS = SPECS_DIR
 #: ``--model offline`` picks the offline model (registered by that name) even when an API key is set.
 OFFLINE = "offline"
+LATEST = "latest"
 KEY_DEFAULTS = (
     ("DASHSCOPE_API_KEY", "dashscope:qwen-plus"),
     ("OPENAI_API_KEY", "openai:gpt-4o-mini"),
@@ -54,6 +58,7 @@ EXAMPLES = (
     "agentscope-teams review src/ --workers 2 --store sqlite:///./review.db",
     "agentscope-teams review src/ --model openai:gpt-4o --store sqlite:///./review.db",
     "agentscope-teams review src/ --changed-since main",
+    "agentscope-teams review --resume --store sqlite:///./review.db",
 )
 
 
@@ -69,7 +74,18 @@ def register(subparsers: SubParsers) -> None:
         "there is nothing to review.",
         examples=EXAMPLES,
     )
-    parser.add_argument("path", metavar="PATH", type=Path, help="directory to review")
+    parser.add_argument(
+        "path", metavar="PATH", type=Path, nargs="?", help="directory to review (not with --resume)"
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="SESSION",
+        nargs="?",
+        const=LATEST,
+        help="continue an interrupted review from the store (the latest unfinished one, or the "
+        "one whose lead session is SESSION); its directory, report path, model and specs are "
+        "those it started with unless given again",
+    )
     parser.add_argument(
         "--model",
         metavar="MODEL",
@@ -88,15 +104,15 @@ def register(subparsers: SubParsers) -> None:
         "--specs",
         metavar="DIR",
         type=Path,
-        default=DEFAULT_SPECS,
+        default=None,
         help="reviewer spec directory (default: the specs shipped with the package)",
     )
     parser.add_argument(
         "--output",
         metavar="FILE",
         type=Path,
-        default=Path("review.md"),
-        help="where to write the report (default review.md)",
+        default=None,
+        help="where to write the report (default review.md in the current directory)",
     )
     parser.add_argument(
         "--timeout", metavar="SECONDS", type=float, default=600.0, help="give up after SECONDS"
@@ -122,6 +138,8 @@ def choose_model(name: str | None, env: dict[str, str] | None = None) -> tuple[s
 
 
 def _config(args: argparse.Namespace) -> ReviewConfig:
+    if args.path is None:
+        raise CommandError("pass the directory to review (or --resume to continue one)")
     path: Path = args.path
     if not path.is_dir():
         raise CommandError(f"{path} is not a directory; pass the directory to review")
@@ -130,28 +148,52 @@ def _config(args: argparse.Namespace) -> ReviewConfig:
             f"nothing to review: {path} has no Python files (hidden directories, virtualenvs and "
             "site-packages are skipped); pass a directory that contains Python code"
         )
+    specs: Path = args.specs or DEFAULT_SPECS
+    return _build(args, path.resolve(), path.as_posix(), specs, args.output or Path("review.md"))
+
+
+def _build(
+    args: argparse.Namespace, path: Path, target: str, specs: Path, output: Path
+) -> ReviewConfig:
     if args.workers < 0:
         raise CommandError(f"--workers must be 0 or more, got {args.workers}")
     if not args.timeout > 0:
         raise CommandError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
-    if not (args.specs / "reviewer.md").is_file():
-        raise CommandError(f"{args.specs} has no reviewer.md; pass a spec directory with --specs")
+    if not (specs / "reviewer.md").is_file():
+        raise CommandError(f"{specs} has no reviewer.md; pass a spec directory with --specs")
     name, model = choose_model(args.model)
     changes = changed_since(path.resolve(), args.changed_since) if args.changed_since else None
     return ReviewConfig(
-        path=path.resolve(),
-        target=path.as_posix(),
+        path=path,
+        target=target,
         model=model,
         model_arg=name,
         offline=isinstance(model, OfflineReviewModel),
         store_url=store_url(args),
-        specs=args.specs.resolve(),
+        specs=specs.resolve(),
         workers=args.workers,
-        output=args.output,
+        output=output,
         timeout=args.timeout,
         prompt=LEAD_PROMPT.read_text(encoding="utf-8"),
         changes=changes,
     )
+
+
+async def _resumed_config(args: argparse.Namespace) -> ReviewConfig:
+    """The config of the interrupted review ``--resume`` names, with the options given again."""
+    if args.path is not None:
+        raise CommandError("--resume continues a review from the store: pass no PATH with it")
+    session = None if args.resume == LATEST else args.resume
+    async with store_from_url(store_url(args)) as store:
+        found = await find_interrupted(store, session)
+    record = found.record
+    check_resumable(record)
+    args.model = args.model or record.model
+    args.changed_since = args.changed_since or record.changed_since
+    specs = args.specs or Path(record.specs)
+    cfg = _build(args, Path(record.path), record.target, specs, args.output or Path(record.output))
+    cfg.resume = found
+    return cfg
 
 
 def has_python_files(root: Path) -> bool:
@@ -165,7 +207,7 @@ def has_python_files(root: Path) -> bool:
 
 
 def handle(args: argparse.Namespace) -> int:
-    cfg = _config(args)
+    cfg = anyio.run(_resumed_config, args) if args.resume else _config(args)
     view: ReviewView = JsonView() if args.json else LiveView(_console())
     try:
         with metering() as meter:

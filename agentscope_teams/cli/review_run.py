@@ -3,7 +3,8 @@
 The lead is a :class:`HarnessAgent` with the team tools (``TeamLeadExtension``); its members run in this
 process (default) or in ``--workers N`` worker processes that take them from the shared store. While
 the lead runs, a watcher polls the same store through :class:`LocalTeamClient` for the task board and
-the team's messages and hands them to the view.
+the team's messages and hands them to the view. A new review records how it started in its lead
+session (:mod:`.review_resume`); a resumed one (``cfg.resume``) calls the lead on that session again.
 """
 
 from __future__ import annotations
@@ -35,12 +36,16 @@ from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
 from .common import CommandError
 from .review_changes import LEAD_GIT_TOOLS, ChangedSince
+from .review_resume import RESUME_INSTRUCTION, Interrupted, ReviewRecord, record_review
 from .review_stats import summarize
 from .review_view import ReviewSummary, ReviewView
 
 LEAD = "lead"
 POLL_SECONDS = 0.25
 LEAD_STEPS = 60
+#: Session and member leases: a resumed review waits at most this long for the leases of the
+#: process that was killed (members inherit the lead's).
+LEASE_TTL = 10.0
 
 
 @dataclass
@@ -59,8 +64,21 @@ class ReviewConfig:
     timeout: float
     prompt: str
     changes: ChangedSince | None = None
+    resume: Interrupted | None = None
+
+    def record(self) -> ReviewRecord:
+        return ReviewRecord(
+            path=str(self.path),
+            target=self.target,
+            output=str(self.output.resolve()),
+            model=self.model_arg,
+            specs=str(self.specs),
+            changed_since=self.changes.ref if self.changes else None,
+        )
 
     def instruction(self) -> str:
+        if self.resume is not None:
+            return RESUME_INSTRUCTION
         changes = self.changes.instruction_lines() if self.changes else ""
         return (
             f"Review the Python code of this directory with your team.\nTarget: {self.target}\n"
@@ -173,6 +191,7 @@ def _lead(cfg: ReviewConfig, store: BaseStore, extension: TeamLeadExtension) -> 
         config=_config(cfg),
         mcp_servers=cfg.changes.mcp_servers() if cfg.changes else None,
         mcp_tools=LEAD_GIT_TOOLS,
+        lease_ttl=LEASE_TTL,
     )
 
 
@@ -197,12 +216,16 @@ async def _drive(
 async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
     """Run the lead to its final answer, write the report, return the summary."""
     started = time.monotonic()
-    ctx = RuntimeContext(session_id=new_id("review-"))
+    resume = cfg.resume
+    ctx = RuntimeContext(session_id=resume.session_id if resume else new_id("review-"))
     async with AsyncExitStack() as stack:
         store = cast(BaseStore, await stack.enter_async_context(store_from_url(cfg.store_url)))
         await _check_shared(store, cfg.workers)
+        if resume is None:
+            await record_review(store, ctx.session_id, cfg.record())
         view.start(cfg.target, cfg.model.model_name, cfg.offline)
         watcher = Watcher(LocalTeamClient(store, ctx), view)
+        watcher.team_id = resume.team_id if resume else None
         extension = TeamLeadExtension(
             cfg.specs, run_members="workers" if cfg.workers else "local", poll=POLL_SECONDS
         )
@@ -212,7 +235,10 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
         log = await _start_workers(cfg, stack) if cfg.workers else None
         try:
             with anyio.fail_after(cfg.timeout):
-                report = await _drive(lead, cfg.instruction(), ctx, view, watcher)
+                if resume is not None and resume.answer is not None:
+                    report = resume.answer  # the lead had answered: only the report was lost
+                else:
+                    report = await _drive(lead, cfg.instruction(), ctx, view, watcher)
         except TimeoutError:
             raise CommandError(_timeout_message(cfg, watcher, log)) from None
         await watcher.poll()

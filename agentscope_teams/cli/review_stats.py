@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..context import RuntimeContext
-from ..review import CATEGORY_OF_SPEC, RULES, Finding, Severity, parse_finding_lines
+from ..review import CATEGORY_OF_SPEC, Finding, Severity, parse_finding_lines
+from ..review.rulebook import known_category
 from ..review.transcript import files_in_text
 from ..teams import Task, TaskStatus
 from .review_view import ReviewSummary
@@ -28,7 +29,10 @@ def board_findings(tasks: Sequence[Task]) -> list[Finding]:
         category = CATEGORY_OF_SPEC.get(task.owner or "", "quality")
         for f in parse_finding_lines(task.result, category):
             seen.setdefault((f.file, f.line, f.rule), f)
-    return [f.model_copy(update={"category": RULES.get(f.rule, f.category)}) for f in seen.values()]
+    return [
+        f.model_copy(update={"category": known_category(f.rule) or f.category})
+        for f in seen.values()
+    ]
 
 
 def report_counts(report: str) -> dict[str, int] | None:

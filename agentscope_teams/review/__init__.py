@@ -1,29 +1,19 @@
-"""Code review engine: static analysis rules, findings per team member, and the review.md report.
+"""Code review engine: ruff and bandit plus a few rules of this project, findings per team member,
+and the review.md report.
 
-The offline model uses this engine to review the files it reads; it is plain ``ast`` analysis, not
-an LLM. Rules (``Finding.rule``) by category:
-
-- security: ``eval-call``, ``exec-call``, ``shell-injection``, ``yaml-unsafe-load``,
-  ``unsafe-deserialization``, ``hardcoded-secret``, ``sql-injection``, ``tls-verify-disabled``,
-  ``weak-password-hash``
-- performance: ``list-membership-in-loop``, ``str-concat-in-loop``, ``nested-loop-same-sequence``
-- quality: ``long-function``, ``deep-nesting``, ``bare-except``, ``swallowed-exception``,
-  ``mutable-default``, ``too-many-params``, ``syntax-error``
+The offline model uses this engine to review the files it reads (:mod:`.analyzer`: what runs, and
+which rules are this project's own and why; :mod:`.rulebook`: the selection, severities and advice;
+:mod:`.evidence`: ``# noqa`` / ``# nosec``, ``@overload`` stubs, demo blocks and the reachability
+rule that alone makes a finding high or critical). It is static analysis, not an LLM.
 """
 
 from __future__ import annotations
 
-from .analyzer import (
-    DEFAULT_LIMITS,
-    RULES,
-    analyze_file,
-    analyze_source,
-    analyze_tree,
-    python_files,
-)
+from .analyzer import OWN_RULES, analyze_source, analyze_sources, analyze_tree, python_files
 from .findings import (
     CATEGORY_OF_SPEC,
     Category,
+    Confidence,
     Finding,
     Severity,
     findings_for,
@@ -32,23 +22,25 @@ from .findings import (
     sort_findings,
 )
 from .report import render_markdown
-from .rules_quality import QualityLimits
+from .rulebook import RULES, Rule, rule_for
 
 __all__ = [
     "CATEGORY_OF_SPEC",
-    "DEFAULT_LIMITS",
-    "Category",
-    "Finding",
-    "QualityLimits",
+    "OWN_RULES",
     "RULES",
+    "Category",
+    "Confidence",
+    "Finding",
+    "Rule",
     "Severity",
-    "analyze_file",
     "analyze_source",
+    "analyze_sources",
     "analyze_tree",
     "findings_for",
     "findings_for_member",
     "parse_finding_lines",
     "python_files",
     "render_markdown",
+    "rule_for",
     "sort_findings",
 ]

@@ -1,9 +1,8 @@
-"""Shared AST plumbing for the rules: parents, import aliases, scopes, bindings and loops."""
+"""Shared AST plumbing for this project's own rules: parents, import aliases, scopes, bindings, loops."""
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -211,30 +210,10 @@ def names_bound_in(loop: ast.AST) -> set[str]:
     return names
 
 
-def name_words(name: str) -> list[str]:
-    """``"dbPassword"`` / ``"DB_PASSWORD"`` -> ``["db", "password"]``."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
-
-
-def is_constant_expr(node: ast.expr) -> bool:
-    """Literals, and ALL_CAPS names (module constants by convention)."""
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.Name):
-        return node.id.isupper()
-    if isinstance(node, ast.Tuple | ast.List):
-        return all(is_constant_expr(e) for e in node.elts)
-    return False
-
-
 def str_constant(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
-
-
-def keyword(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)
 
 
 def docstring_nodes(nodes: list[ast.AST]) -> set[ast.AST]:

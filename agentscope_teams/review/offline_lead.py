@@ -17,11 +17,11 @@ from pathlib import Path
 
 from ..subagents.spec import load_specs
 from ..teams.models import TaskStatus
-from ..teams.results import TaskAssigned, TaskBrief, TeamWaited
-from .analyzer import RULES
+from ..teams.results import BoardListing, TaskAssigned, TaskBrief, TeamWaited
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines
 from .offline_files import ChangeScope, discover, discover_changed
 from .report import render_markdown
+from .rulebook import known_category
 from .transcript import (
     Call,
     Step,
@@ -77,7 +77,8 @@ def _ok(calls: Sequence[Call], name: str) -> list[Call]:
 
 
 def _tried(calls: Sequence[Call], name: str) -> list[Call]:
-    return [c for c in calls if c.name == name and c.output is not None]
+    """Calls that ran to a result; one cut short (its process stopped) counts as never made."""
+    return [c for c in calls if c.name == name and c.output is not None and not c.interrupted]
 
 
 def lead_step(
@@ -135,8 +136,9 @@ def _team_plan(
     members = [c.arg("name") for c in _ok(calls, "spawnMember")]
     if not members:
         return Step("No reviewer could be spawned; nothing was reviewed.")
-    if not _tried(calls, "assignTask"):
-        return _assign(files, members)
+    assigning = _assigning(files, members, calls)
+    if assigning is not None:
+        return assigning
     waits = _tried(calls, "waitForTeam")
     wait: Plan = (("waitForTeam", {"timeout_seconds": WAIT_SECONDS}),)
     if not waits:
@@ -150,7 +152,29 @@ def _team_plan(
     return Step("Some tasks are still open; waiting again.", nudges + wait)
 
 
-def _assign(files: list[str], members: list[str]) -> Step:
+def _assigning(files: list[str], members: list[str], calls: Sequence[Call]) -> Step | None:
+    """The assignments still to make: all of them at first; after a stop that cut some short,
+    those neither made nor on the board (looked up with ``listTasks`` first); else None."""
+    plan = _assignments(files, members)
+    tried = _tried(calls, "assignTask")
+    cut = [i for i, c in enumerate(calls) if c.name == "assignTask" and c.interrupted]
+    if not cut:
+        return None if tried else _assign_step(files, plan, plan)
+    looked = [c for c in calls[cut[-1] :] if c.name == "listTasks" and c.ok]
+    if not looked:  # some may have landed before the process stopped
+        look: dict[str, object] = {}
+        return Step(
+            "Checking the board for tasks assigned before the stop.", (("listTasks", look),)
+        )
+    board = looked[-1].result(BoardListing)
+    assigned = {(c.arg("title"), c.arg("assignee")) for c in tried}
+    assigned |= {(t.title, t.assignee or "") for t in (board.tasks if board else [])}
+    missing = tuple(a for a in plan if (a[1]["title"], a[1]["assignee"]) not in assigned)
+    return _assign_step(files, plan, missing) if missing else None
+
+
+def _assignments(files: list[str], members: list[str]) -> Plan:
+    """One ``assignTask`` per member per group of files."""
     groups = split_files(files)
     plan: list[tuple[str, dict[str, object]]] = []
     for group in groups:
@@ -158,18 +182,25 @@ def _assign(files: list[str], members: list[str]) -> Step:
             category = CATEGORY_OF_SPEC.get(member)
             area = AREA_TITLE[category] if category is not None else "Review"
             description = (
-                f"{area} of these files; report findings as `SEVERITY file:line message [rule]` "
-                "lines, one per finding:\n" + "\n".join(group)
+                f"{area} of these files; report findings as `SEVERITY file:line message — fix: "
+                "advice [RULE; confidence C]` lines, one per finding:\n" + "\n".join(group)
             )
             title = f"{area}: {describe_group(group)}"
             plan.append(
                 ("assignTask", {"title": title, "description": description, "assignee": member})
             )
+    return tuple(plan)
+
+
+def _assign_step(files: list[str], plan: Plan, missing: Plan) -> Step:
+    groups = len(split_files(files))
     text = (
-        f"Sharing {len(files)} files out as {len(plan)} tasks: {len(groups)} group(s) of files, "
-        f"one task per reviewer per group."
+        f"Sharing {len(files)} files out as {len(plan)} tasks: {groups} group(s) of files, "
+        "one task per reviewer per group."
     )
-    return Step(text, tuple(plan))
+    if len(missing) < len(plan):
+        text = f"Assigning the {len(missing)} of {len(plan)} tasks that were not assigned yet."
+    return Step(text, missing)
 
 
 def _board(wait: Call) -> list[TaskBrief]:
@@ -206,7 +237,7 @@ def _assignees(calls: Sequence[Call]) -> dict[str, str]:
 def _findings(owner: str, text: str) -> list[Finding]:
     category: Category = CATEGORY_OF_SPEC.get(owner, "quality")
     return [
-        f.model_copy(update={"category": RULES.get(f.rule, category)})
+        f.model_copy(update={"category": known_category(f.rule) or category})
         for f in parse_finding_lines(text, category)
     ]
 

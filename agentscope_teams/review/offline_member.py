@@ -4,18 +4,22 @@
 current turn (with their results): claim a task, read the files it names (one ``read_file`` call per
 file, more with ``offset`` while a file is cut off), analyze the rebuilt sources with the rules of
 its own area, forward findings of other areas to the teammate responsible, complete the task with
-``SEVERITY file:line message [rule]`` lines, and claim again until nothing is claimable.
+``SEVERITY file:line message — fix: advice [RULE; confidence C]`` lines, and claim again until
+nothing is claimable.
+
+The analysis itself is not done here: when a task's files are read, :func:`member_step` answers
+:class:`NeedsAnalysis` with their sources, and the model calls it again with the findings (from the
+shared :class:`~.cache.AnalysisCache`: each file analysed once for all members).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..teams.models import TaskStatus
 from ..teams.results import BoardListing, TaskClaimed
-from .analyzer import analyze_source
 from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines, sort_findings
 from .transcript import (
     Call,
@@ -46,6 +50,16 @@ _LEAD_HINT = re.compile(r"led by [`'\"]?([A-Za-z0-9_.-]+)")
 MAX_FORWARDED_LINES = 8
 #: The first line of a message carrying findings that did not fit in a task result.
 OVERFLOW_HEAD = "Findings of {task} that did not fit in its result:"
+
+
+@dataclass(frozen=True)
+class NeedsAnalysis:
+    """The member has read its task's files: ``sources`` (path -> text) need analysing first."""
+
+    sources: dict[str, str]
+
+
+Analyses = Mapping[str, Sequence[Finding]]
 
 
 @dataclass(frozen=True)
@@ -142,10 +156,11 @@ def member_step(
     *,
     history: Sequence[Call] = (),
     can_act: bool = True,
-) -> Step:
+    analyses: Analyses | None = None,
+) -> Step | NeedsAnalysis:
     """The next step of a member; ``owned``: the tasks its wake-up message says it owns,
     ``inbox``: teammates' messages injected since, ``history``: every tool call in the context
-    (earlier turns too)."""
+    (earlier turns too), ``analyses``: findings per path, when the model has them."""
     turn = _scan(calls, role.category)
     if not can_act:
         return Step(_summary(role, turn, inbox, history))
@@ -156,7 +171,10 @@ def member_step(
     if reads:
         label = "file" if len(reads) == 1 else "files"
         return Step(f"Reading {len(reads)} {label} of task {task.id}.", tuple(reads))
-    return _finish(role, task, calls, unreadable)
+    sources = {p: _source(task, calls, p) for p in task.files if p not in unreadable}
+    if analyses is None or any(p not in analyses for p in sources):
+        return NeedsAnalysis(sources)
+    return _finish(role, task, [f for p in sources for f in analyses[p]], unreadable)
 
 
 def _claim(role: Role, owned: Sequence[str], calls: Sequence[Call], turn: _Turn) -> Step | None:
@@ -221,11 +239,7 @@ def _source(task: _Task, calls: Sequence[Call], path: str) -> str:
     ).source
 
 
-def _finish(role: Role, task: _Task, calls: Sequence[Call], unreadable: dict[str, str]) -> Step:
-    found: list[Finding] = []
-    for path in task.files:
-        if path not in unreadable:
-            found += analyze_source(path, _source(task, calls, path))
+def _finish(role: Role, task: _Task, found: list[Finding], unreadable: dict[str, str]) -> Step:
     found = sort_findings(found)
     mine = [f for f in found if role.category is None or f.category == role.category]
     steps: list[tuple[str, dict[str, object]]] = []
@@ -252,7 +266,7 @@ def _result(
 ) -> tuple[str, list[str]]:
     """The task result (short lines if the full ones are too long) and the lines left over."""
     short = [
-        f"{f.severity.value} {f.file}:{f.line} {short_message(f.message)} [{f.rule}]" for f in mine
+        f.model_copy(update={"message": short_message(f.message)}).to_line(short=True) for f in mine
     ]
     lines, overflow = fit_lines([f.to_line() for f in mine], short)
     lines += [f"could not read {p}: {err}" for p, err in unreadable.items()]

@@ -13,9 +13,10 @@ one instance serves every agent of the team concurrently:
   each reviewer spec, ``assignTask`` once per member per group of about three files, ``waitForTeam``
   until no task is open, and answers with the review report (see :mod:`.offline_lead`).
   A member claims a task, reads its files with ``read_file``, rebuilds the sources from the
-  line-numbered output, analyzes them with :mod:`agentscope_teams.review` (static ``ast`` rules), tells
-  teammates what it noticed in their area, completes the task with its own findings and claims again
-  (see :mod:`.offline_member`).
+  line-numbered output, analyzes them with :mod:`agentscope_teams.review` (ruff, bandit and a few
+  rules of this project, through the model's :class:`~.cache.AnalysisCache`, so the members share
+  one analysis per file), tells teammates what it noticed in their area, completes the task with
+  its own findings and claims again (see :mod:`.offline_member`).
 
 When the request offers no tools (the step limit was reached) it answers with text. A member that
 lost sight of its claim finds the tasks it holds with ``listTasks`` and claims them again.
@@ -24,22 +25,25 @@ Run it with context compression off (``ReActConfig(compression=CompressionConfig
 ``agentscope-teams review`` does): it has no context window, and compression would remove the very
 messages it reads its place from. Compression requests still get a short extract of the transcript.
 
-Get one with ``model_from_string("offline")`` (the model factory imports this module on first use)
-or ``OfflineReviewModel()``.
+Get one with ``model_from_string("offline")`` (the model factory imports this module on first use;
+its cache is the shared directory of :func:`~.cache.default_cache_dir`) or ``OfflineReviewModel()``
+(a cache of this process only).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from ..model.base import ModelRequest, ModelResponse, StreamItem, Usage
 from ..model.scripted import replay
 from ..teams.delivery import TEAM_SENDER
 from ..teams.work import WAKE
+from .cache import AnalysisCache, default_cache_dir
 from .offline_lead import lead_step
-from .offline_member import member_role, member_step
+from .offline_member import Analyses, NeedsAnalysis, member_role, member_step
 from .transcript import Call, Step
 
 MODEL_NAME = "offline-review (deterministic, no LLM)"
@@ -53,7 +57,12 @@ UNSUPPORTED = (
 
 
 class OfflineReviewModel:
-    """Plays the lead and the members of the code-review team; see the module docs."""
+    """Plays the lead and the members of the code-review team; see the module docs.
+
+    ``cache_dir``: where analyses are shared with other processes (None: this process only)."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self.cache = AnalysisCache(cache_dir)
 
     @property
     def model_name(self) -> str:
@@ -64,6 +73,9 @@ class OfflineReviewModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         step = decide(request)
+        if isinstance(step, NeedsAnalysis):
+            step = decide(request, await self.cache.findings(step.sources))
+        assert isinstance(step, Step)
         content: list[TextBlock | ToolUseBlock] = [TextBlock(text=step.text)] if step.text else []
         content += [
             ToolUseBlock(id=new_id("call_"), name=name, input=dict(args))
@@ -85,12 +97,14 @@ class OfflineReviewModel:
 
 
 def offline_model() -> OfflineReviewModel:
-    """A new :class:`OfflineReviewModel`: the builder of the model string ``"offline"``."""
-    return OfflineReviewModel()
+    """A new :class:`OfflineReviewModel` sharing the cache directory of
+    :func:`~.cache.default_cache_dir`: the builder of the model string ``"offline"``."""
+    return OfflineReviewModel(default_cache_dir())
 
 
-def decide(request: ModelRequest) -> Step:
-    """The next step for ``request`` (pure: the same request always gives the same step)."""
+def decide(request: ModelRequest, analyses: Analyses | None = None) -> Step | NeedsAnalysis:
+    """The next step for ``request`` (pure: the same request and ``analyses`` always give the same
+    step); :class:`NeedsAnalysis` when a member needs the findings of the files it read."""
     if request.metadata.get("purpose") == "compression":
         return Step(_compress(request.messages))
     system = request.system_prompt.split(_SUMMARY_MARK, 1)[0]
@@ -108,7 +122,9 @@ def decide(request: ModelRequest) -> Step:
         texts = _texts(turn)
         history = tool_calls(request.messages)
         owned = woken_for(turn)
-        return member_step(role, owned, calls, texts[1:], history=history, can_act=can_act)
+        return member_step(
+            role, owned, calls, texts[1:], history=history, can_act=can_act, analyses=analyses
+        )
     return Step(UNSUPPORTED)
 
 

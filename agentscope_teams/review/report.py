@@ -1,10 +1,16 @@
-"""``render_markdown``: the lead's review.md from the findings each member reported."""
+"""``render_markdown``: the lead's review.md from the findings each member reported.
+
+One bullet per finding: ``- `file:line` — message (RULE, confidence C) — fix: advice — found by
+MEMBER``; a finding without advice (a model's own line) gets the rulebook's advice for its rule
+when the rule is one the engines report.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
 from .findings import Finding, Severity
+from .rulebook import known_category, rule_for
 
 
 def render_markdown(
@@ -17,10 +23,10 @@ def render_markdown(
 
     A finding reported by several members appears once, crediting all of them.
     """
-    merged: dict[tuple[str, int, str, str], tuple[Finding, list[str]]] = {}
+    merged: dict[tuple[str, int, str], tuple[Finding, list[str]]] = {}
     for member, findings in findings_by_member.items():
         for f in findings:
-            key = (f.file, f.line, f.rule, f.message)
+            key = (f.file, f.line, f.rule if known_category(f.rule) else f.message)
             entry = merged.setdefault(key, (f, []))
             if member not in entry[1]:
                 entry[1].append(member)
@@ -49,10 +55,7 @@ def render_markdown(
             continue
         lines += ["", f"## {severity.value.capitalize()} ({len(group)})", ""]
         for f, members in group:
-            message = " ".join(f.message.split())
-            lines.append(
-                f"- `{f.file}:{f.line}` — {message} ({f.rule}) — found by {', '.join(members)}"
-            )
+            lines.append(_bullet(f, members))
     clean = sorted(set(clean_files or ()))
     if clean:
         lines += [
@@ -62,3 +65,14 @@ def render_markdown(
             "No findings in " + ", ".join(f"`{c}`" for c in clean) + ".",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _bullet(f: Finding, members: list[str]) -> str:
+    message = " ".join(f.message.split())
+    advice = f.advice or (rule_for(f.rule).advice if known_category(f.rule) else "")
+    fix = f" — fix: {advice}" if advice else ""
+    where = f"`{f.file}:{f.line}`"
+    return (
+        f"- {where} — {message} ({f.rule}, confidence {f.confidence.value}){fix} "
+        f"— found by {', '.join(members)}"
+    )

@@ -35,8 +35,7 @@ def check(ctx: ModuleContext) -> Iterator[Finding]:
                 yield _perf(
                     ctx, node, "str-concat-in-loop",
                     f"`{ast.unparse(node.target)} += ...` inside a loop copies the whole string "
-                    "every time: O(n^2) in the length of the result. Append the pieces to a list "
-                    "and ''.join() them once after the loop (or write to io.StringIO).",
+                    "every time: O(n^2) in the length of the result",
                 )  # fmt: skip
 
 
@@ -64,8 +63,7 @@ def _membership(
             continue
         yield _perf(
             ctx, node, "list-membership-in-loop",
-            f"membership test against {what} inside a loop scans it on every iteration: "
-            "O(n*m). Build a set once before the loop and test against the set.",
+            f"membership test against {what} inside a loop scans it on every iteration: O(n*m)",
         )  # fmt: skip
         return
 
@@ -123,8 +121,7 @@ def _nested_same(ctx: ModuleContext, node: ast.For | ast.AsyncFor) -> Iterator[F
         yield _perf(
             ctx, node, "nested-loop-same-sequence",
             f"loop over `{ast.unparse(node.iter)}` nested inside a loop over the same sequence: "
-            "O(n^2) in its length. Index the items once (a dict keyed by what you compare), or "
-            "use itertools.combinations if every pair is really needed.",
+            "O(n^2) in its length",
         )  # fmt: skip
         return
 

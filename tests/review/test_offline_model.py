@@ -41,7 +41,7 @@ from .team_stub import SPECS, StubTeam
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "sample_project"
 LEAD_PROMPT = (REPO / "agentscope_teams" / "review" / "lead_prompt.md").read_text()
-PLANTED = json.loads((SAMPLE / "PLANTED.json").read_text())
+PLANTED = [p for p in json.loads((SAMPLE / "PLANTED.json").read_text()) if p.get("found", True)]
 OWNER = {"security": "security-scanner", "performance": "perf-tester", "quality": "reviewer"}
 MEMBER_TOOLS = [ToolSchema(name=n) for n in ("claimTask", "completeTask", "read_file")]
 
@@ -110,7 +110,7 @@ async def test_the_whole_team_reports_every_planted_finding_with_its_finder(
         line = next(
             x
             for x in report.splitlines()
-            if f"`{p['file']}:{p['line']}`" in x and f"({p['rule']})" in x
+            if f"`{p['file']}:{p['line']}`" in x and f"({p['rule']}, confidence" in x
         )
         assert line.endswith(f"found by {OWNER[p['category']]}"), line
     bullets = [x for x in report.splitlines() if x.startswith("- `")]
@@ -356,3 +356,25 @@ def test_a_cut_file_listing_is_split_by_directory() -> None:
 
     third = [*second, Call("glob_files", {"pattern": "**/*.py", "path": "src"}, "src/m.py")]
     assert discover(third) == (["setup.py", "src/m.py"], [], None)
+
+
+async def test_after_a_stop_the_lead_assigns_only_what_did_not_reach_the_board() -> None:
+    history = [UserMsg("Target: x"), *answered("glob_files", {"pattern": "**/*.py"}, "a.py")]
+    history += answered("createTeam", {"name": "code-review"}, "Created team team-1.")
+    for name in ("reviewer", "security-scanner", "perf-tester"):
+        history += answered("spawnMember", {"name": name, "spec": name}, f"Spawned {name}.")
+    cut = "the tool call did not complete: the process running it stopped"
+    for title, member in (("Code review: a.py", "reviewer"), ("Security review: a.py", "x")):
+        history += answered("assignTask", {"title": title, "assignee": member}, cut, error=True)
+    lead_tools = [ToolSchema(name="createTeam")]
+
+    step = await OfflineReviewModel().generate(request(LEAD_PROMPT, history, lead_tools))
+    assert [c.name for c in step.tool_calls] == ["listTasks"]
+
+    landed = TaskBrief(
+        id="t-1", title="Code review: a.py", status=TaskStatus.PENDING, assignee="reviewer"
+    )
+    history += answered("listTasks", {}, BoardListing(tasks=[landed]))
+    step = await OfflineReviewModel().generate(request(LEAD_PROMPT, history, lead_tools))
+    assigned = [(c.name, c.input["assignee"]) for c in step.tool_calls]
+    assert assigned == [("assignTask", "security-scanner"), ("assignTask", "perf-tester")]

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +22,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("agentscope-teams")
 SAMPLE = REPO / "examples" / "sample_project"
-PLANTED = json.loads((SAMPLE / "PLANTED.json").read_text())
+PLANTED = [p for p in json.loads((SAMPLE / "PLANTED.json").read_text()) if p.get("found", True)]
 FINDER = {"security": "security-scanner", "performance": "perf-tester", "quality": "reviewer"}
 CLEAN = ("app/__init__.py", "app/models.py", "app/pagination.py")
-BULLET = re.compile(r"^- `(?P<loc>[^`]+)` — .* \((?P<rule>[a-z-]+)\) — found by (?P<who>.+)$")
+SAMPLE_FILES = sorted(p.name for p in (SAMPLE / "app").glob("*.py"))
+BULLET = re.compile(
+    r"^- `(?P<loc>[^`]+)` — .* \((?P<rule>[A-Za-z0-9-]+), confidence (high|medium|low)\)"
+    r"( — fix: .+)? — found by (?P<who>.+)$"
+)
 
 
 @dataclass
@@ -109,7 +114,7 @@ def test_clean_files_have_no_findings_and_are_listed_as_clean(run: Run) -> None:
 def test_the_output_announces_the_offline_model_and_summarizes(run: Run) -> None:
     out = run.result.stdout
     assert "offline model: deterministic static analysis, not an LLM" in out
-    assert f"findings: {len(PLANTED)} (2 critical, 11 high, 11 medium, 2 low)" in out
+    assert f"findings: {len(PLANTED)} (3 critical, 3 high, 12 medium, 6 low)" in out
     assert "files reviewed: 8 in 9 tasks by 3 members" in out
     assert f"report written to {run.root / 'review.md'}" in out
     assert "message reviewer → security-scanner" in out  # messages flow between members
@@ -135,7 +140,18 @@ def test_nothing_is_written_into_the_reviewed_directory(run: Run) -> None:
     assert copied == original
 
 
+def analyses(root: Path) -> Counter[str]:
+    """How many times each file was analysed (the analysis cache's log, in the private HOME)."""
+    log = root / "home" / ".cache" / "agentscope_teams" / "review" / "analyses.jsonl"
+    return Counter(p for line in log.read_text().splitlines() for p in json.loads(line)["paths"])
+
+
+def test_three_members_share_one_analysis_per_file(run: Run) -> None:
+    assert analyses(run.root) == Counter({f"app/{n}": 1 for n in SAMPLE_FILES})
+
+
 def test_members_in_worker_processes_give_the_same_report(tmp_path: Path, run: Run) -> None:
     with_workers = review(tmp_path, "--workers", "2")
     assert findings(with_workers.report) == findings(run.report)
     assert "files reviewed: 8 in 9 tasks by 3 members" in with_workers.result.stdout
+    assert analyses(tmp_path) == Counter({f"app/{n}": 1 for n in SAMPLE_FILES})

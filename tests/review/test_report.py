@@ -16,7 +16,7 @@ from agentscope_teams.review import (
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample_project"
 
 
-def _finding(line: int, severity: Severity, rule: str = "eval-call", file: str = "a.py") -> Finding:
+def _finding(line: int, severity: Severity, rule: str = "S307", file: str = "a.py") -> Finding:
     return Finding(
         file=file,
         line=line,
@@ -24,16 +24,17 @@ def _finding(line: int, severity: Severity, rule: str = "eval-call", file: str =
         category="security",
         rule=rule,
         message=f"problem at {line}",
+        advice="Do it another way.",
     )
 
 
 def test_header_summary_and_sections_in_severity_order() -> None:
     by_member = {
         "security-scanner": [
-            _finding(9, Severity.LOW, "weak-password-hash"),
+            _finding(9, Severity.LOW, "S324"),
             _finding(3, Severity.CRITICAL),
-            _finding(5, Severity.HIGH, "sql-injection"),
-            _finding(1, Severity.HIGH, "sql-injection", file="b.py"),
+            _finding(5, Severity.HIGH, "S608"),
+            _finding(1, Severity.HIGH, "S608", file="b.py"),
         ],
         "reviewer": [],
     }
@@ -47,7 +48,10 @@ def test_header_summary_and_sections_in_severity_order() -> None:
     assert "| **total** | **4** |" in lines
     headings = [line for line in lines if line.startswith("## ")]
     assert headings == ["## Summary", "## Critical (1)", "## High (2)", "## Low (1)"]
-    assert "- `a.py:3` — problem at 3 (eval-call) — found by security-scanner" in lines
+    assert (
+        "- `a.py:3` — problem at 3 (S307, confidence medium) — fix: Do it another way. "
+        "— found by security-scanner"
+    ) in lines
     high = lines[lines.index("## High (2)") + 2 : lines.index("## High (2)") + 4]
     assert [h.split("`")[1] for h in high] == ["a.py:5", "b.py:1"]
     assert "## Clean files" not in md
@@ -57,7 +61,18 @@ def test_duplicate_reports_are_merged_and_credit_every_member() -> None:
     f = _finding(3, Severity.MEDIUM)
     md = render_markdown({"reviewer": [f], "perf-tester": [f]}, "t", "m")
     bullets = [line for line in md.splitlines() if line.startswith("- `")]
-    assert bullets == ["- `a.py:3` — problem at 3 (eval-call) — found by reviewer, perf-tester"]
+    assert bullets == [
+        "- `a.py:3` — problem at 3 (S307, confidence medium) — fix: Do it another way. "
+        "— found by reviewer, perf-tester"
+    ]
+
+
+def test_a_models_line_without_advice_gets_the_rulebooks_advice() -> None:
+    (f,) = parse_finding_lines("high a.py:3 eval on the request body [S307]", "security")
+    (g,) = parse_finding_lines("low a.py:4 looks odd", "quality")
+    md = render_markdown({"security-scanner": [f], "reviewer": [g]}, "t", "m")
+    assert "(S307, confidence medium) — fix: Parse the data with ast.literal_eval" in md
+    assert "- `a.py:4` — looks odd (unspecified, confidence medium) — found by reviewer" in md
 
 
 def test_no_findings_and_clean_files() -> None:
@@ -73,7 +88,7 @@ def test_sample_project_report() -> None:
     by_member = {m: findings_for_member(m, everything) for m in ("reviewer", "security-scanner")}
     clean = [rel for rel, fs in found.items() if not fs]
     md = render_markdown(by_member, "examples/sample_project", "offline", clean_files=clean)
-    assert "`app/utils.py:20` — eval()" in md
+    assert "`app/utils.py:20` — Use of possibly insecure function" in md
     assert (
         md.index("## Critical") < md.index("## High") < md.index("## Medium") < md.index("## Low")
     )

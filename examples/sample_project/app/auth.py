@@ -36,7 +36,7 @@ def new_session_id() -> str:
 
 def session_fingerprint(session_id: str, user_agent: str) -> str:
     raw = f"{session_id}:{user_agent}".encode()
-    return hashlib.sha1(raw).hexdigest()
+    return hashlib.sha1(raw, usedforsecurity=False).hexdigest()
 
 
 def login(users: dict[str, User], username: str, password: str) -> User | None:

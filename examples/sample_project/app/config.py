@@ -15,7 +15,7 @@ DB_PASSWORD = os.environ.get("STOCKROOM_DB_PASSWORD", "")
 SMTP_PASSWORD = ""
 S3_BUCKET = "stockroom-reports"
 S3_ACCESS_KEY_ID = "AKIA4HXQ7KZL2MWP9RTB"
-PASSWORD_FIELD = "password"
+PASSWORD_FIELD = "password"  # noqa: S105 - the name of a form field, not a secret
 
 DEFAULTS = {
     "page_size": 25,

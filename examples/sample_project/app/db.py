@@ -49,13 +49,13 @@ def update_quantity(conn: sqlite3.Connection, item_id: int, qty: int) -> None:
 def delete_items(conn: sqlite3.Connection, ids: list[int]) -> int:
     placeholders = ", ".join("?" for _ in ids)
     with conn:
-        cur = conn.execute(f"DELETE FROM items WHERE id IN ({placeholders})", ids)
+        cur = conn.execute(f"DELETE FROM items WHERE id IN ({placeholders})", ids)  # nosec B608
     return cur.rowcount
 
 
 def purge_audit(conn: sqlite3.Connection, days: int) -> None:
     with conn:
-        conn.execute("DELETE FROM audit WHERE created < date('now', '-%d days')" % int(days))
+        conn.execute("DELETE FROM audit WHERE created < date('now', '-%d days')" % int(days))  # nosec
 
 
 def count_by_category(conn: sqlite3.Connection, category: str) -> int:
