@@ -75,6 +75,7 @@ ERROR_NAMES = {
     "UnknownTaskError",
     "ToolError",
     "HITLError",
+    "SyncCallInsideLoopError",
     "CommandError",
     "ControlPlaneError",
     "ControlPlaneAuthError",
