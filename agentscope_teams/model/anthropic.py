@@ -17,20 +17,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from ..errors import ModelConfigurationError
+from ..errors import MissingDependencyError, ModelConfigurationError
+
+try:  # before the modules below, which import the SDK too
+    import anthropic
+except ImportError:
+    raise MissingDependencyError("anthropic models", "anthropic", ["anthropic"]) from None
+
 from .anthropic_errors import AnthropicErrorMapper
 from .anthropic_format import to_anthropic_messages, to_anthropic_tools
 from .anthropic_response import MessageStreamAssembler, parse_message
 from .base import ModelRequest, ModelResponse, StreamItem
 from .openai_errors import Failure, attempts_of
 from .providers import ANTHROPIC, redact_url, resolve_api_key, resolve_base_url
-
-try:
-    import anthropic
-except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
-    raise ModelConfigurationError(
-        "anthropic models need the anthropic SDK: pip install 'agentscope-teams[anthropic]'"
-    ) from exc
 
 T = TypeVar("T")
 _SDK_ERRORS = (anthropic.AnthropicError, json.JSONDecodeError)

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..agent.config import ReActConfig
 from ..agent.extension import Extension
 from ..agent.harness import SessionAgent
-from ..errors import ConfigurationError, ModelConfigurationError
+from ..errors import ConfigurationError, MissingDependencyError, ModelConfigurationError
 from ..model.base import ChatModel
 from ..model.factory import CLAUDE_ALIASES, resolve_model
 from ..sessions import SessionSource
@@ -56,7 +56,7 @@ class ModelPool:
         if spec.model not in self.models:
             try:
                 self.models[spec.model] = resolve_model(spec.model)
-            except ModelConfigurationError as exc:
+            except (ModelConfigurationError, MissingDependencyError) as exc:
                 if spec.model not in CLAUDE_ALIASES or self.default is None:
                     raise
                 log.warning("spec %r: %s; using the parent's model", spec.name, exc)

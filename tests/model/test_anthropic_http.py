@@ -367,3 +367,21 @@ def test_a_spec_alias_builds_claude_or_falls_back_without_a_key(
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     built = ModelPool(parent).for_spec(spec)
     assert isinstance(built, AnthropicChatModel) and built.model_name == "claude-haiku-4-5"
+
+
+def test_without_the_extra_the_error_names_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['anthropic'] = None\n"
+        "from agentscope_teams import MissingDependencyError, model_from_string\n"
+        "try:\n    model_from_string('sonnet', api_key='k')\n"
+        "except MissingDependencyError as e:\n    print(e.extra, '|', e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "anthropic | anthropic models needs anthropic, not installed: "
+        "run `pip install 'agentscope-teams[anthropic]'`"
+    )
