@@ -8,6 +8,7 @@ streamed as JSON fragments that do not join into a JSON object is kept under
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -106,6 +107,7 @@ class MessageStreamAssembler:
         self._started = False
         self._text: list[str] = []
         self._calls: dict[int, list[str]] = {}  # block index -> [id, name, json]
+        self._streamed: dict[int, bool] = {}  # block index -> input deltas came
         self._stop: str | None = None
         self._input_tokens = 0
         self._output_tokens = 0
@@ -137,14 +139,21 @@ class MessageStreamAssembler:
         if block.type != "tool_use":
             return []
         call_id, name = block.id or new_id("toolu_"), block.name or ""
-        self._calls[index] = [call_id, name, ""]
-        return [ToolCallDelta(index=self._call_number(index), id=call_id, name=name)]
+        # the API starts with an empty input and streams it; a server that sends it whole here
+        # (and no deltas) is honoured too
+        seed = json.dumps(block.input) if isinstance(block.input, dict) and block.input else ""
+        self._calls[index] = [call_id, name, seed]
+        number = self._call_number(index)
+        return [ToolCallDelta(index=number, id=call_id, name=name, arguments=seed)]
 
     def _delta(self, index: int, delta: _Delta) -> list[TextDelta | ToolCallDelta]:
         if delta.type == "text_delta" and delta.text:
             self._text.append(delta.text)
             return [TextDelta(text=delta.text)]
         if delta.type == "input_json_delta" and index in self._calls and delta.partial_json:
+            if self._calls[index][2] and not self._streamed.get(index):
+                self._calls[index][2] = ""  # deltas follow: the whole input comes from them
+            self._streamed[index] = True
             self._calls[index][2] += delta.partial_json
             return [ToolCallDelta(index=self._call_number(index), arguments=delta.partial_json)]
         return []

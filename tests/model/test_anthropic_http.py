@@ -385,3 +385,13 @@ def test_without_the_extra_the_error_names_it() -> None:
         "anthropic | anthropic models needs anthropic, not installed: "
         "run `pip install 'agentscope-teams[anthropic]'`"
     )
+
+
+async def test_a_tool_input_sent_whole_at_block_start(fake_openai: FakeOpenAI) -> None:
+    whole = {"type": "tool_use", "id": "toolu_w", "name": "ls", "input": {"path": "src"}}
+    fake_openai.add(Reply(sse=events(block_start(0, whole), stop="tool_use")))
+    async with make_model(fake_openai) as model:
+        items = await collect(model, ask())
+    final = items[-1]
+    assert isinstance(final, ModelResponse)
+    assert final.tool_calls == [ToolUseBlock(id="toolu_w", name="ls", input={"path": "src"})]
