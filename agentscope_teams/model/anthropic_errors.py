@@ -45,7 +45,8 @@ class AnthropicErrorMapper(ErrorMapper):
         if isinstance(exc, anthropic.APIConnectionError):
             return Failure(ModelConnectionError)
         if isinstance(exc, anthropic.APIStatusError):
-            code = exc.type if isinstance(exc.type, str) else None
+            kind_name = _error_type(exc.body)
+            code = self.scrub(kind_name) if kind_name else None
             body, detail = self.excerpt(exc.body), self.detail(exc.body)
             if exc.status_code < 400:  # an ``error`` event in a stream
                 kind = ERROR_TYPES.get(code or "", ModelServerError)
@@ -56,3 +57,10 @@ class AnthropicErrorMapper(ErrorMapper):
         if isinstance(exc, json.JSONDecodeError):
             return Failure(ModelResponseError, body=self.excerpt(exc.doc))
         return Failure(ModelError, detail=type(exc).__name__)
+
+
+def _error_type(body: object) -> str | None:
+    """``error.type`` of a Messages API error body (``{"type": "error", "error": {...}}``)."""
+    inner = body.get("error") if isinstance(body, dict) else None
+    kind = inner.get("type") if isinstance(inner, dict) else None
+    return kind if isinstance(kind, str) else None
