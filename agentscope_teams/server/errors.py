@@ -16,8 +16,9 @@ the ``type`` field (never the message text) and else from the status::
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
          LimitError (a number or text out of bounds), SpecError(s), ToolError, CommandError
-    500  ConfigurationError, StoreError, SubagentError, AgentScopeTeamsError (a library error
-         with its type and message); any other exception is an opaque ``InternalError``
+    500  ConfigurationError, StoreError, SubagentError, SyncCallInsideLoopError,
+         AgentScopeTeamsError (a library error with its type and message); any other exception
+         is an opaque ``InternalError``
     502  ModelError and its upstream failures, ControlPlaneError without a status
     503  StoreUnavailableError, RateLimitError (an upstream limit, not the caller's)
     504  ModelTimeoutError
@@ -60,6 +61,7 @@ STATUS: dict[type[BaseException], int] = {
     e.UnknownTaskError: 404,
     e.ToolError: 422,
     e.HITLError: 409,
+    e.SyncCallInsideLoopError: 500,
     e.CommandError: 422,
     e.ControlPlaneError: 502,
     e.ControlPlaneAuthError: 403,
