@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,9 +14,12 @@ PROMPT = "Survey examples/sample_project"
 
 
 def _call(cli: Cli, script: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return cli(
-        "run", "--specs", str(EXAMPLE / "specs"), "--model", f"scripted:{script}", *extra, PROMPT
-    )
+    """``run`` in a directory holding a copy of the sample project (the example's paths)."""
+    here = cli.tmp_path / "work"
+    if not here.exists():
+        shutil.copytree(REPO / "examples" / "sample_project", here / "examples" / "sample_project")
+    args = ["--specs", str(EXAMPLE / "specs"), "--model", f"scripted:{script}", *extra, PROMPT]
+    return cli.run("run", *args, "--store", cli.url, cwd=here)
 
 
 def _run(cli: Cli, script: Path, *extra: str) -> tuple[int, str, str]:
@@ -46,6 +50,8 @@ def test_the_example_spawns_a_subagent_builds_a_team_and_summarizes(cli: Cli) ->
     assert "subagents spawned: 1" in lines
     assert any(line.startswith("team team-") and line.endswith(": 1 completed") for line in lines)
     assert lines[-1].startswith("session ")
+    # the example's specs share the lead's directory: no member or subagent directories appear
+    assert sorted(p.name for p in (cli.tmp_path / "work").iterdir()) == ["examples"]
 
 
 def test_json_output_ends_with_the_counts(cli: Cli) -> None:
