@@ -30,6 +30,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   ├── OutputValidationError     a value does not match its schema (problems with field paths)
     │   ├── OutputRetriesExceededError  the model gave no valid output within the retry limit
     │   └── OutputTypeMismatchError   a paused reply is resumed with a type whose schema differs
+    ├── SyncCallInsideLoopError       a blocking ``*_sync`` call made while an event loop runs
     ├── CommandError                  a CLI command could not do what was asked
     ├── ControlPlaneError             the control plane answered an unexpected status, or is unreachable
     │   └── ControlPlaneAuthError     401/403: a missing, unknown or expired token, or out of scope
@@ -218,6 +219,11 @@ class UnknownTaskError(TeamError):
 
 class ToolError(AgentScopeTeamsError):
     """Raised by a tool to report a problem to the model; becomes an error tool result."""
+
+
+class SyncCallInsideLoopError(AgentScopeTeamsError, RuntimeError):
+    """A blocking ``*_sync`` method (``HarnessAgent.call_sync``) was called while an event loop
+    runs in this thread; the message names the ``await`` form to use instead."""
 
 
 class HITLError(AgentScopeTeamsError):

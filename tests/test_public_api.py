@@ -79,6 +79,7 @@ ERROR_NAMES = {
     "OutputValidationError",
     "OutputRetriesExceededError",
     "OutputTypeMismatchError",
+    "SyncCallInsideLoopError",
     "CommandError",
     "ControlPlaneError",
     "ControlPlaneAuthError",

@@ -46,6 +46,7 @@ from .extension import AgentView, CallScope, Extension
 from .lease import Lease, SessionGuard
 from .output import OutputType
 from .react import ReActAgent, ReplyOptions
+from .sync import LoopThread, refuse_inside_loop
 from .writer import SessionWriter
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ class SessionAgent:
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        self._sync = LoopThread(f"agentscope-teams-{name}")  # for call_sync only
 
     @property
     def system_prompt(self) -> str:
@@ -150,6 +152,36 @@ class SessionAgent:
 
         await self._run(input, ctx, sink, _output(output_type))
         return final[-1]
+
+    def call_sync(self, input: ReplyInput, ctx: RuntimeContext) -> Msg:
+        """:meth:`call` for code without an event loop (scripts, a REPL): blocks until the reply.
+
+        The first call opens the agent (``__aenter__``) on a loop of its own (see
+        :mod:`.sync`), which later calls reuse; :meth:`close_sync` (or ``with agent:``) closes it.
+        Inside a running event loop it raises
+        :class:`~agentscope_teams.errors.SyncCallInsideLoopError`: use ``await agent.call(...)``.
+        """
+        refuse_inside_loop("call_sync", "await agent.call(...)")
+        if not self._sync.started:
+            self._sync.run(self.__aenter__)
+        return self._sync.run(lambda: self.call(input, ctx))
+
+    def close_sync(self) -> None:
+        """Close what :meth:`call_sync` opened (``aclose`` on its loop); a no-op otherwise."""
+        refuse_inside_loop("close_sync", "await agent.aclose()")
+        if self._sync.started:
+            try:
+                self._sync.run(self.aclose)
+            finally:
+                self._sync.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close_sync()
 
     async def stream(
         self, input: ReplyInput, ctx: RuntimeContext, *, output_type: Any = None

@@ -13,10 +13,11 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Protocol, cast
 
 import anyio
 from anyio.abc import Process
@@ -31,7 +32,7 @@ from ..message import new_id
 from ..model import ChatModel
 from ..store.base import BaseStore, shared_across_processes
 from ..store.url import store_from_url
-from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamStatus
+from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMessage, TeamStatus
 from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
 from .common import CommandError
@@ -86,10 +87,17 @@ class ReviewConfig:
         )
 
 
+class BoardView(Protocol):
+    """What the :class:`Watcher` reports to (a review's view, or ``run``'s)."""
+
+    def board(self, tasks: Sequence[Task]) -> None: ...
+    def message(self, msg: TeamMessage) -> None: ...
+
+
 class Watcher:
     """Polls the team's board and mailboxes and reports what changed to the view."""
 
-    def __init__(self, client: LocalTeamClient, view: ReviewView) -> None:
+    def __init__(self, client: LocalTeamClient, view: BoardView) -> None:
         self.client, self.view = client, view
         self.team_id: str | None = None
         self.tasks: list[Task] = []

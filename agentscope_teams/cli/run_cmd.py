@@ -2,28 +2,35 @@
 
 The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools; its
 workspace is the current directory. The model comes from ``--model`` or from the API key found in
-the environment; there is no offline default here (the offline model only knows how to review).
+the environment. Without a key, ``--model scripted:FILE`` replays model turns from a file (see
+:mod:`.scripted_file`; ``examples/scripted_run/`` has one that spawns a subagent and builds a team).
+The output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board
+and messages, then a summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
 import uuid
 from contextlib import aclosing
 from pathlib import Path
 
+import anyio
+
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
-from ..events import ReplyEndEvent, ToolCallEvent
+from ..events import ToolResultEvent
 from ..model import ChatModel
 from ..store.base import BaseStore
+from ..subagents import load_specs
+from ..teams import LocalTeamClient
 from ..teams.worker import model_option
 from ..tracing import metering
 from .common import (
     CommandError,
     SubParsers,
-    abbreviate,
     add_command,
     add_identity_options,
     add_json_option,
@@ -31,7 +38,14 @@ from .common import (
     with_store,
 )
 from .review_cmd import KEY_DEFAULTS
+from .review_run import Watcher
+from .run_view import RunSummary, RunView
+from .scripted_file import PREFIX as SCRIPTED
+from .scripted_file import scripted_model
 from .usage_view import usage_json, usage_lines
+
+#: Environment key -> the model ``run`` uses when ``--model`` is not given (first match wins).
+KEY_DEFAULTS_RUN = (*KEY_DEFAULTS, ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"))
 
 LEAD_PROMPT = (
     "You are the lead agent. Answer the user's request. Delegate independent, context-heavy "
@@ -42,6 +56,8 @@ LEAD_PROMPT = (
 EXAMPLES = (
     'agentscope-teams run --specs specs/ "Review src/ for security problems"',
     'agentscope-teams run --specs specs/ --session s1 --user alice "Continue the review"',
+    "agentscope-teams run --specs examples/scripted_run/specs "
+    '--model scripted:examples/scripted_run/script.yaml "Survey this project"',
 )
 
 
@@ -58,7 +74,14 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--specs", metavar="DIR", type=Path, default=Path("specs"), help="subagent spec directory"
     )
-    parser.add_argument("--model", metavar="MODEL", help="model, e.g. openai:gpt-4o")
+    parser.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, sonnet; or scripted:FILE, "
+        "model turns from a JSON/YAML file (no key needed): a mapping from 'lead' or a spec "
+        "name to a list of turns, each a string or {text, tool_calls: [{name, input}]}; "
+        "'{task_id}' in an input is the task the agent was woken for",
+    )
     parser.add_argument(
         "--session", metavar="SESSION", help="session id to continue (default: a new session)"
     )
@@ -68,15 +91,22 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    model = _model(args.model)
     specs = args.specs.resolve()
     if not specs.is_dir():
         raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
+    model = _model(args.model, specs)
     ctx = RuntimeContext(
         session_id=args.session or uuid.uuid4().hex[:12], user_id=args.user, org_id=args.org
     )
+    summary = RunSummary(session_id=ctx.session_id, model=args.model or model.model_name)
+    view = RunView(summary, json=args.json)
+    if args.model == "offline" and not args.json:
+        print("note: the offline model only plays the code-review team of `review`; "
+              "try --model scripted:FILE to see run without a key")  # fmt: skip
 
     async def body(store: BaseStore) -> int:
+        started = time.monotonic()
+        watcher = Watcher(LocalTeamClient(store, ctx), view)
         async with HarnessAgent(
             "lead",
             model,
@@ -86,38 +116,46 @@ def handle(args: argparse.Namespace) -> int:
             specs=specs,
             store=store,
         ) as lead:
-            final = ""
-            async with aclosing(lead.stream(args.prompt, ctx)) as events:  # stop + save on errors
+            # aclosing: an error stops the reply and saves it; the watcher polls the team meanwhile
+            async with (
+                anyio.create_task_group() as tg,
+                aclosing(lead.stream(args.prompt, ctx)) as events,
+            ):
+                tg.start_soon(watcher.run)
                 async for event in events:
-                    if args.json:
-                        print_json_line(event.model_dump(mode="json"))
-                    elif isinstance(event, ToolCallEvent):
-                        call = event.tool_call
-                        print(f"-> {call.name}({abbreviate(str(call.input), 100)})")
-                    elif isinstance(event, ReplyEndEvent):
-                        final = event.msg.get_text_content()
-            if not args.json:
-                print(final)
-                print(f"\nsession {ctx.session_id} (continue with --session {ctx.session_id})")
+                    view.agent_event(event)
+                    if isinstance(event, ToolResultEvent):
+                        watcher.note(event)
+                tg.cancel_scope.cancel()
+            await watcher.poll()
+        summary.seconds = time.monotonic() - started
+        summary.team_id = watcher.team_id
+        if args.json:  # before run_end, which stays the last line
+            print_json_line(usage_json(meter))
+        view.finish()
+        if not args.json:
+            print("\n".join(usage_lines(meter)))
         return 0
 
     with metering() as meter:
-        code = with_store(args, body)
-    if args.json:
-        print_json_line(usage_json(meter))
-    else:
-        print("\n".join(usage_lines(meter)))
-    return code
+        return with_store(args, body)
 
 
-def _model(name: str | None) -> ChatModel:
-    """``--model`` (including ``python:module:attr``), else the model of the API key in the env."""
+def _model(name: str | None, specs: Path) -> ChatModel:
+    """``--model`` (``scripted:FILE``, ``python:module:attr``, a provider or registered name),
+    else the model of the API key in the environment."""
+    if name is not None and name.startswith(SCRIPTED):
+        scripted, router = scripted_model(name, LEAD_PROMPT)
+        loaded = load_specs(specs, strict=False).specs
+        router.know_specs({n: spec.system_prompt for n, spec in loaded.items()})
+        return scripted
     if name is None:
-        name = next((model for var, model in KEY_DEFAULTS if os.environ.get(var)), None)
+        name = next((model for var, model in KEY_DEFAULTS_RUN if os.environ.get(var)), None)
     if name is None:
         raise CommandError(
-            "run needs a model: pass --model (e.g. openai:gpt-4o-mini, dashscope:qwen-plus) "
-            "or set OPENAI_API_KEY or DASHSCOPE_API_KEY"
+            "run needs a model: pass --model (e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, "
+            "or scripted:FILE to try it without a key) or set OPENAI_API_KEY, DASHSCOPE_API_KEY "
+            "or ANTHROPIC_API_KEY"
         )
     model = model_option(name)
     assert model is not None

@@ -38,9 +38,18 @@ def register(subparsers: SubParsers) -> None:
         examples=EXAMPLES,
         store_required=True,
     )
-    parser.add_argument("--model", metavar="MODEL", help="model, e.g. openai:gpt-4o")
     parser.add_argument(
-        "--specs", metavar="DIR", type=Path, default=Path("specs"), help="subagent spec directory"
+        "--model",
+        metavar="MODEL",
+        help="model of members whose spec names none, e.g. openai:gpt-4o, "
+        "anthropic:claude-sonnet-4-5 (default: each spec's own model)",
+    )
+    parser.add_argument(
+        "--specs",
+        metavar="DIR",
+        type=Path,
+        default=Path("specs"),
+        help="spec directory of the members it runs (default: ./specs, from the current directory)",
     )
     parser.add_argument(
         "--max-members",

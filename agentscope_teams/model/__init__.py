@@ -1,4 +1,5 @@
-"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel``, ``ScriptedModel`` and
+"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel``, ``AnthropicChatModel`` (extra
+``anthropic``), ``ScriptedModel`` and
 ``model_from_string`` (which also builds models registered by name with ``register_model``, such as
 ``"offline"``, the review model of :mod:`agentscope_teams.review.offline_model`)."""
 
@@ -30,10 +31,12 @@ from .openai_response import RAW_ARGUMENTS_KEY
 from .scripted import ScriptedModel
 
 if TYPE_CHECKING:
+    from .anthropic import AnthropicChatModel
     from .openai import OpenAIChatModel
 
 __all__ = [
     "RAW_ARGUMENTS_KEY",
+    "AnthropicChatModel",
     "ChatModel",
     "ModelBuilder",
     "ModelRequest",
@@ -61,4 +64,8 @@ def __getattr__(name: str) -> Any:
         from .openai import OpenAIChatModel
 
         return OpenAIChatModel
+    if name == "AnthropicChatModel":  # the anthropic SDK is an extra: loaded on first use
+        from .anthropic import AnthropicChatModel
+
+        return AnthropicChatModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,12 @@
 A registered model is a name mapped to a builder: a callable, or a ``"package.module:attribute"``
 string imported on first use, so this module never imports what it names. ``"offline"`` (the
 deterministic code-review model of :mod:`agentscope_teams.review.offline_model`) is registered so.
+
+Claude Code's model aliases are registered too (:data:`CLAUDE_ALIASES`): ``sonnet``, ``opus`` and
+``haiku`` build an :class:`~.anthropic.AnthropicChatModel` of the model id in the environment
+variable Claude Code reads (``ANTHROPIC_DEFAULT_SONNET_MODEL``, ...) or else the default id below.
+``inherit`` is not a model: a spec saying it uses its parent's model (the spec loader maps it to
+``None``). ``anthropic:<model>`` and a bare ``claude-...`` id also build Anthropic models.
 :func:`import_object` is the one importer of such paths (registered builders, and the command line's
 ``--model python:package.module:attribute``): every failure is a
 :class:`~agentscope_teams.errors.ModelConfigurationError` naming the module and attribute.
@@ -11,17 +17,46 @@ deterministic code-review model of :mod:`agentscope_teams.review.offline_model`)
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import AgentScopeTeamsError, ModelConfigurationError
 from .base import ChatModel
-from .providers import PROVIDERS
+from .providers import ANTHROPIC, PROVIDERS
 
 ModelBuilder = Callable[..., ChatModel]
 
+#: Claude Code alias -> (environment variable naming the model id, default model id).
+CLAUDE_ALIASES: dict[str, tuple[str, str]] = {
+    "sonnet": ("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-4-5"),
+    "opus": ("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-4-5"),
+    "haiku": ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-4-5"),
+}
+
+
+def claude_alias_model(alias: str) -> str:
+    """The Anthropic model id a Claude Code alias stands for (see :data:`CLAUDE_ALIASES`)."""
+    env, default = CLAUDE_ALIASES[alias]
+    return os.environ.get(env, "").strip() or default
+
+
+def _alias_builder(alias: str) -> ModelBuilder:
+    def build(**kwargs: Any) -> ChatModel:
+        return _anthropic(claude_alias_model(alias), **kwargs)
+
+    return build
+
+
+def _anthropic(model: str, **kwargs: Any) -> ChatModel:
+    from .anthropic import AnthropicChatModel  # the SDK is an extra, imported on first use
+
+    return AnthropicChatModel(model, **kwargs)
+
+
 _BUILDERS: dict[str, str | ModelBuilder] = {
     "offline": "agentscope_teams.review.offline_model:offline_model",
+    **{alias: _alias_builder(alias) for alias in CLAUDE_ALIASES},
 }
 
 
@@ -54,19 +89,27 @@ def registered_models() -> list[str]:
 
 def model_from_string(s: str, **kwargs: Any) -> ChatModel:
     """A model from ``"openai:gpt-4o-mini"``, ``"dashscope:qwen-plus"``,
-    ``"openai-compatible:qwen3-max"`` or a registered name such as ``"offline"``.
+    ``"openai-compatible:qwen3-max"``, ``"anthropic:claude-sonnet-4-5"`` (or a bare
+    ``"claude-..."`` id) or a registered name such as ``"offline"`` or ``"sonnet"``.
 
     Keys and base URLs come from ``kwargs`` (``api_key=``, ``base_url=``) or the environment
-    (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``DASHSCOPE_API_KEY`` / ``DASHSCOPE_BASE_URL``);
-    ``openai-compatible`` has no default base URL. Other ``kwargs`` go to :class:`OpenAIChatModel`,
-    or to the builder of a registered model.
+    (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``DASHSCOPE_API_KEY`` / ``DASHSCOPE_BASE_URL``,
+    ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL``); ``openai-compatible`` has no default base URL.
+    Other ``kwargs`` go to :class:`OpenAIChatModel` / ``AnthropicChatModel``, or to the builder of a
+    registered model.
     """
     name = s.strip()
     if name in _BUILDERS:
         return _build(name, **kwargs)
+    if name.startswith("claude-") and ":" not in name:
+        return _anthropic(name, **kwargs)
     prefix, sep, model = name.partition(":")
+    if sep and prefix == ANTHROPIC.name:
+        if not model.strip():
+            raise ModelConfigurationError(f"no model id in {s!r}: write it as 'anthropic:<model>'")
+        return _anthropic(model.strip(), **kwargs)
     if not sep or prefix not in PROVIDERS:
-        supported = ", ".join(f"'{p}:<model>'" for p in PROVIDERS)
+        supported = ", ".join(f"'{p}:<model>'" for p in [*PROVIDERS, ANTHROPIC.name])
         names = ", ".join(f"'{n}'" for n in registered_models())
         raise ModelConfigurationError(
             f"unknown model provider in {s!r}: use one of {supported}"

@@ -1,10 +1,12 @@
 """``OpenAIChatModel``: any OpenAI-compatible chat-completions endpoint, via the official SDK.
 
-The SDK's own retries are off (``max_retries=0``): this class retries 408, 429, 5xx and failed
-connections itself with bounded exponential backoff that honours ``Retry-After``, and maps every
-failure to a :class:`~agentscope_teams.errors.ModelError` subclass with structured fields (see
-:mod:`.openai_errors`). A stream is retried only until it opens; once deltas have been yielded an
-error is raised. The API key never appears in reprs, log records, error messages or error fields,
+Retries are the SDK's own (``max_retries``): it retries 408, 409, 429, 5xx, timeouts and failed
+connections with exponential backoff (0.5 s doubling to 8 s, with jitter), waits what
+``Retry-After``/``retry-after-ms`` asks up to two minutes and does not retry when a server asks for
+longer. Every failure left is mapped to a :class:`~agentscope_teams.errors.ModelError` subclass
+with structured fields (see :mod:`.openai_errors`); the message counts the attempts the SDK made.
+A stream is retried only until it opens; once deltas have been yielded an error is raised.
+The API key never appears in reprs, log records, error messages or error fields,
 and errors are raised outside the SDK's ``except`` blocks so no SDK exception (whose request carries
 the key) is chained to them.
 """
@@ -12,27 +14,22 @@ the key) is chained to them.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import anyio
 import openai
 from openai.types.chat import ChatCompletion
 
 from ..errors import ModelConfigurationError
 from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode
-from .openai_errors import ErrorMapper, Failure
+from .openai_errors import ErrorMapper, Failure, attempts_of
 from .openai_format import to_openai_messages, to_openai_response_format, to_openai_tools
 from .openai_response import StreamAssembler, parse_completion
 from .providers import get_provider, redact_url, resolve_api_key, resolve_base_url
-from .retry import backoff_delay
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SDK_ERRORS = (openai.OpenAIError, json.JSONDecodeError)
-_sleep = anyio.sleep  # the wait between retries (tests record it instead of waiting)
 
 
 class OpenAIChatModel:
@@ -51,25 +48,20 @@ class OpenAIChatModel:
         base_url: str | None = None,
         max_retries: int = 3,
         timeout: float = 60.0,
-        backoff_base: float = 0.5,
-        backoff_max: float = 20.0,
         extra_body: dict[str, Any] | None = None,
         provider: str = "openai",
         structured_output: StructuredOutputMode | None = None,
     ) -> None:
         if not model.strip():
             raise ModelConfigurationError(f"empty model id for provider {provider!r}")
-        if max_retries < 0 or timeout <= 0 or backoff_base < 0 or backoff_max < 0:
-            raise ModelConfigurationError(
-                "max_retries, backoff_base and backoff_max must be >= 0 and timeout > 0"
-            )
+        if max_retries < 0 or timeout <= 0:
+            raise ModelConfigurationError("max_retries must be >= 0 and timeout > 0")
         self._provider = get_provider(provider)
         self.model, self.provider = model, provider
         self.base_url = resolve_base_url(self._provider, model, base_url)
         key_hint = "the api_key argument" if api_key is not None else self._provider.key_env
         self._api_key = resolve_api_key(self._provider, model, api_key)
         self.max_retries, self.timeout = max_retries, timeout
-        self.backoff_base, self.backoff_max = backoff_base, backoff_max
         self.extra_body = dict(extra_body or {})
         if structured_output not in (None, "native", "tool"):
             raise ModelConfigurationError(
@@ -91,7 +83,7 @@ class OpenAIChatModel:
             timeout=timeout,
         )
         self._client = openai.AsyncOpenAI(
-            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=self._api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
 
     @property
@@ -118,7 +110,7 @@ class OpenAIChatModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._request_kwargs(request)
-        completion = await self._with_retries(
+        completion = await self._call(
             lambda: self._client.chat.completions.create(stream=False, **kwargs)
         )
         data = completion.to_dict() if isinstance(completion, ChatCompletion) else completion
@@ -127,7 +119,7 @@ class OpenAIChatModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         kwargs = self._request_kwargs(request)
-        chunks = await self._with_retries(
+        chunks = await self._call(
             lambda: self._client.chat.completions.create(
                 stream=True, stream_options={"include_usage": True}, **kwargs
             )
@@ -165,30 +157,11 @@ class OpenAIChatModel:
             kwargs["extra_body"] = dict(self.extra_body)
         return kwargs
 
-    async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
-        attempt = 0
-        while True:
-            try:
-                return await call()
-            except _SDK_ERRORS as exc:
-                failure = self._errors.classify(exc)
-            if not failure.retryable or attempt >= self.max_retries:
-                raise self._errors.error(failure, attempts=attempt + 1)
-            delay = backoff_delay(
-                attempt,
-                base=self.backoff_base,
-                cap=self.backoff_max,
-                retry_after=failure.retry_after,
-            )
-            reason = f"HTTP {failure.status}" if failure.status else "connection failed"
-            log.warning(
-                "model %r at %s: %s; retrying in %.2fs (attempt %d of %d)",
-                self.model,
-                self._errors.url,
-                reason,
-                delay,
-                attempt + 2,
-                self.max_retries + 1,
-            )
-            await _sleep(delay)
-            attempt += 1
+    async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` (the SDK retries inside it); a failure left becomes a ModelError, raised
+        outside the ``except`` block so no SDK exception (holding the request) is chained."""
+        try:
+            return await call()
+        except _SDK_ERRORS as exc:
+            failure, attempts = self._errors.classify(exc), attempts_of(exc)
+        raise self._errors.error(failure, attempts=attempts)

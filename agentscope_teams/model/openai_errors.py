@@ -24,7 +24,6 @@ from ..errors import (
     RateLimitError,
 )
 from .providers import redact_url
-from .retry import retry_after_seconds
 
 BODY_CHARS = 500  # the longest body excerpt an error keeps
 DETAIL_CHARS = 300  # the longest server message quoted in an error message
@@ -32,30 +31,39 @@ DETAIL_CHARS = 300  # the longest server message quoted in an error message
 
 @dataclass(frozen=True)
 class Failure:
-    """One failed call, classified: the error class, whether to retry, and what is known."""
+    """One failed call, classified: the error class and what is known."""
 
     kind: type[ModelError]
     status: int | None = None
-    retryable: bool = False
-    retry_after: float | None = None
     detail: str = ""
     code: str | None = None
     body: str | None = None
 
 
-def status_kind(status: int) -> tuple[type[ModelError], bool]:
-    """The error class for an HTTP status, and whether the call is worth retrying."""
+def status_kind(status: int) -> type[ModelError]:
+    """The error class for an HTTP status."""
     if status in (401, 403):
-        return AuthenticationError, False
+        return AuthenticationError
     if status == 404:
-        return ModelConfigurationError, False
+        return ModelConfigurationError
     if status == 408:
-        return ModelTimeoutError, True
+        return ModelTimeoutError
     if status == 429:
-        return RateLimitError, True
+        return RateLimitError
     if status >= 500:
-        return ModelServerError, True
-    return ModelError, False
+        return ModelServerError
+    return ModelError
+
+
+def attempts_of(exc: BaseException) -> int:
+    """How many HTTP requests the SDK sent before raising ``exc``: the SDKs number their retries in
+    the ``x-stainless-retry-count`` header of each request, and the error keeps the last request."""
+    request = getattr(exc, "request", None)
+    try:
+        count = request.headers.get("x-stainless-retry-count") if request is not None else None
+        return int(count) + 1 if count is not None else 1
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        return 1
 
 
 class ErrorMapper:
@@ -81,19 +89,17 @@ class ErrorMapper:
         if isinstance(exc, openai.APITimeoutError):
             return Failure(ModelTimeoutError)
         if isinstance(exc, openai.APIConnectionError):
-            return Failure(ModelConnectionError, retryable=True)
+            return Failure(ModelConnectionError)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            kind, retryable = status_kind(status)
-            after = retry_after_seconds(exc.response.headers) if retryable else None
             code, body = self._fields(exc)
-            return Failure(kind, status, retryable, after, self._detail(exc.body), code, body)
+            return Failure(status_kind(status), status, self.detail(exc.body), code, body)
         if isinstance(exc, openai.APIResponseValidationError):
-            return Failure(ModelResponseError, exc.status_code, body=self._excerpt(exc.body))
+            return Failure(ModelResponseError, exc.status_code, body=self.excerpt(exc.body))
         if isinstance(exc, json.JSONDecodeError):
-            return Failure(ModelResponseError, body=self._excerpt(exc.doc))
+            return Failure(ModelResponseError, body=self.excerpt(exc.doc))
         if isinstance(exc, openai.APIError):
-            detail = self._detail(exc.body) or "stream error"
+            detail = self.detail(exc.body) or "stream error"
             return Failure(ModelServerError, detail=detail, code=self._fields(exc)[0])
         return Failure(ModelError, detail=type(exc).__name__)
 
@@ -122,9 +128,9 @@ class ErrorMapper:
     def _fields(self, exc: openai.APIError) -> tuple[str | None, str | None]:
         """The provider's error code and a body excerpt of an SDK error."""
         code = self.scrub(exc.code) if exc.code else None
-        return code, self._excerpt(exc.body)
+        return code, self.excerpt(exc.body)
 
-    def _excerpt(self, body: object) -> str | None:
+    def excerpt(self, body: object) -> str | None:
         """The start of an error body as text (JSON for a decoded body)."""
         if body is None:
             return None
@@ -137,7 +143,7 @@ class ErrorMapper:
         text = self.scrub(text)
         return text[:BODY_CHARS] + ("..." if len(text) > BODY_CHARS else "")
 
-    def _detail(self, body: object) -> str:
+    def detail(self, body: object) -> str:
         """The server's error message, shortened."""
         if isinstance(body, dict):
             inner = body.get("error")

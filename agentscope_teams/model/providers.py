@@ -1,4 +1,7 @@
-"""Known OpenAI-compatible providers: where their key and base URL come from."""
+"""Known providers: where their key and base URL come from.
+
+:data:`PROVIDERS` are the OpenAI-compatible ones; :data:`ANTHROPIC` is the Messages API.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +35,12 @@ PROVIDERS: dict[str, Provider] = {
         Provider("openai-compatible", "OPENAI_API_KEY", "OPENAI_BASE_URL", None),
     )
 }
+
+
+#: The Anthropic Messages API (``anthropic:<model>``, :class:`~.anthropic.AnthropicChatModel`).
+ANTHROPIC = Provider(
+    "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"
+)
 
 
 def get_provider(name: str) -> Provider:

@@ -17,8 +17,9 @@ the ``type`` field (never the message text) and else from the status::
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
          LimitError (a number or text out of bounds), SpecError(s), ToolError, CommandError,
          OutputValidationError (a value that does not match its schema)
-    500  ConfigurationError, StoreError, SubagentError, OutputError, AgentScopeTeamsError (a library error
-         with its type and message); any other exception is an opaque ``InternalError``
+    500  ConfigurationError, StoreError, SubagentError, OutputError, SyncCallInsideLoopError,
+         AgentScopeTeamsError (a library error with its type and message); any other exception
+         is an opaque ``InternalError``
     502  ModelError and its upstream failures, OutputRetriesExceededError (the model gave no valid
          output), ControlPlaneError without a status
     503  StoreUnavailableError, RateLimitError (an upstream limit, not the caller's)
@@ -66,6 +67,7 @@ STATUS: dict[type[BaseException], int] = {
     e.OutputValidationError: 422,
     e.OutputRetriesExceededError: 502,
     e.OutputTypeMismatchError: 409,
+    e.SyncCallInsideLoopError: 500,
     e.CommandError: 422,
     e.ControlPlaneError: 502,
     e.ControlPlaneAuthError: 403,

@@ -19,84 +19,144 @@ before the stream opens, by the same check as every other per-team route
 
 ``EventSource`` cannot send headers: it passes a ticket from ``POST .../events/ticket`` as
 ``?ticket=``; other clients send their token as ``Authorization: Bearer``.
+
+Resuming (served by sse-starlette): every event has an ``id`` that encodes what the stream had sent
+up to and including it (the team status, each member's status, each task's version and blocked
+reason, the last seq of each inbox: :class:`StreamCursor`, compressed). A client that reconnects
+with ``Last-Event-ID`` (the header ``EventSource`` sends on its own reconnects, or the
+``last_event_id`` query parameter for a client that opens a new stream with a new ticket) gets
+exactly what changed after that event: nothing is lost and nothing is sent twice, whichever server
+process answers. An id that does not decode (or names another team) starts from the current state.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import zlib
 from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import anyio
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import AgentScopeTeamsError
-from ..teams import LocalTeamClient, MemberStatus, Team, TeamStatus, UnknownTeamError
+from ..teams import LocalTeamClient, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
 from .errors import ControlPlaneAuthError, error_body
 from .routing import Call, Settings, error_response, principal_of
 
 PATH = "/api/teams/{team_id}/events"
 _INBOX_PAGE = 200
+_MAX_ID_CHARS = 65536  # a longer Last-Event-ID is not ours: start from the current state
 
 
-def frame(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+@dataclass
+class StreamCursor:
+    """What a stream has sent; its :meth:`encode` is the id of the event that brought it here."""
+
+    team: str
+    status: str | None = None
+    members: dict[str, str] = field(default_factory=dict)
+    tasks: dict[str, tuple[int, str]] = field(default_factory=dict)  # id -> version, reason digest
+    inboxes: dict[str, int] = field(default_factory=dict)
+
+    def encode(self) -> str:
+        raw = json.dumps(asdict(self), separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(zlib.compress(raw, 6)).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str | None, team: str) -> StreamCursor:
+        """The cursor of an event id; a fresh one for no id, a foreign id or another team's."""
+        if not text or len(text) > _MAX_ID_CHARS:
+            return cls(team)
+        try:
+            raw = zlib.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+            data = json.loads(raw)
+            cursor = cls(
+                team=str(data["team"]),
+                status=None if data["status"] is None else str(data["status"]),
+                members={str(k): str(v) for k, v in data["members"].items()},
+                tasks={str(k): (int(v[0]), str(v[1])) for k, v in data["tasks"].items()},
+                inboxes={str(k): int(v) for k, v in data["inboxes"].items()},
+            )
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError, zlib.error):
+            return cls(team)
+        return cursor if cursor.team == team else cls(team)
+
+
+def _digest(text: str | None) -> str:
+    return hashlib.blake2s((text or "").encode(), digest_size=4).hexdigest()
 
 
 class TeamWatcher:
-    """What one stream has already sent; :meth:`poll` returns the frames of what changed."""
+    """Where one stream is; :meth:`poll` returns the events of what changed, each with its id."""
 
-    def __init__(self, client: LocalTeamClient, team_id: str, inbox_of: str | None) -> None:
+    def __init__(
+        self,
+        client: LocalTeamClient,
+        team_id: str,
+        inbox_of: str | None,
+        cursor: StreamCursor | None = None,
+    ) -> None:
         self.client, self.team_id, self.inbox_of = client, team_id, inbox_of
-        self.team_status: TeamStatus | None = None
-        self.members: dict[str, MemberStatus] = {}
-        self.tasks: dict[str, tuple[int, str | None]] = {}
-        self.cursors: dict[str, int] = {}
+        self.cursor = cursor or StreamCursor(team_id)
+        self._events: list[ServerSentEvent] = []
 
-    async def poll(self) -> tuple[list[str], bool]:
-        """(frames, gone): ``gone`` once the team no longer exists."""
+    def _emit(self, event: str, data: Any) -> None:
+        payload = json.dumps(data, separators=(",", ":"))
+        self._events.append(ServerSentEvent(payload, event=event, id=self.cursor.encode()))
+
+    async def poll(self) -> tuple[list[ServerSentEvent], bool]:
+        """(events, gone): ``gone`` once the team no longer exists."""
+        self._events = []
         try:
             team = await self.client.get_team(self.team_id)
         except UnknownTeamError:
-            return [frame("team", {"id": self.team_id, "status": TeamStatus.DELETED.value})], True
-        frames = self._team_frames(team)
+            self.cursor.status = TeamStatus.DELETED.value
+            self._emit("team", {"id": self.team_id, "status": TeamStatus.DELETED.value})
+            return self._events, True
+        self._team_events(team)
         for task in await self.client.list_tasks(self.team_id):
-            mark = (task.version, task.blocked_reason)
-            if self.tasks.get(task.id) != mark:
-                self.tasks[task.id] = mark
-                frames.append(frame("task", task.model_dump(mode="json")))
+            mark = (task.version, _digest(task.blocked_reason))
+            if self.cursor.tasks.get(task.id) != mark:
+                self.cursor.tasks[task.id] = mark
+                self._emit("task", task.model_dump(mode="json"))
         readers = team.participants() if self.inbox_of is None else [self.inbox_of]
         for name in readers:
-            frames += await self._inbox_frames(name)
-        return frames, False
+            await self._inbox_events(name)
+        return self._events, False
 
-    def _team_frames(self, team: Team) -> list[str]:
-        frames = []
-        if team.status is not self.team_status:
-            self.team_status = team.status
-            frames.append(frame("team", team.model_dump(mode="json")))
+    def _team_events(self, team: Team) -> None:
+        if team.status.value != self.cursor.status:
+            self.cursor.status = team.status.value
+            self._emit("team", team.model_dump(mode="json"))
         for m in team.members:
-            if self.members.get(m.name) is not m.status:
-                self.members[m.name] = m.status
-                data = {"team_id": team.id, "member": m.model_dump(mode="json")}
-                frames.append(frame("member", data))
-        return frames
+            if self.cursor.members.get(m.name) != m.status.value:
+                self.cursor.members[m.name] = m.status.value
+                self._emit("member", {"team_id": team.id, "member": m.model_dump(mode="json")})
 
-    async def _inbox_frames(self, name: str) -> list[str]:
-        frames = []
+    async def _inbox_events(self, name: str) -> None:
         while True:
-            after = self.cursors.get(name, 0)
+            after = self.cursor.inboxes.get(name, 0)
             page = await self.client.read_messages(
                 self.team_id, name, after=after, limit=_INBOX_PAGE
             )
             for msg in page:
-                frames.append(frame("message", msg.model_dump(mode="json")))
-                self.cursors[name] = msg.seq
+                self.cursor.inboxes[name] = msg.seq
+                self._emit("message", msg.model_dump(mode="json"))
             if len(page) < _INBOX_PAGE:
-                return frames
+                return
+
+
+def error_event(exc: AgentScopeTeamsError) -> ServerSentEvent:
+    """An ``error`` event (no id: a client resuming after it starts where it stood before)."""
+    return ServerSentEvent(json.dumps(error_body(exc)["error"]), event="error")
 
 
 async def _principal(request: Request) -> Principal:
@@ -109,39 +169,42 @@ async def _principal(request: Request) -> Principal:
     return principal
 
 
+def last_event_id(request: Request) -> str | None:
+    """The id to resume after: the ``Last-Event-ID`` header, else ``?last_event_id=``."""
+    return request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+
+
 async def team_events(request: Request) -> Response:
     settings: Settings = request.app.state.settings
     try:
         principal = await _principal(request)
         call = Call(request, principal, request.app.state.store, settings)
         team = await call.team()
-        watcher = TeamWatcher(call.client, team.id, principal.member)
+        cursor = StreamCursor.decode(last_event_id(request), team.id)
+        watcher = TeamWatcher(call.client, team.id, principal.member, cursor)
         first, gone = await watcher.poll()
     except Exception as exc:
         return error_response(exc)
 
-    async def stream() -> AsyncIterator[str]:
-        frames, done = first, gone
-        idle = 0.0
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        events, done = first, gone
         while True:
-            for f in frames:
-                yield f
+            for event in events:
+                yield event
             if done or request.app.state.closing:
                 return
-            if idle >= settings.heartbeat_seconds:
-                idle = 0.0
-                yield ": ping\n\n"
             await anyio.sleep(settings.poll_interval)
-            idle += settings.poll_interval
             try:
-                frames, done = await watcher.poll()
+                events, done = await watcher.poll()
             except AgentScopeTeamsError as exc:  # e.g. the store went away: say so, then end
-                frames, done = [frame("error", error_body(exc)["error"])], True
-            if frames:
-                idle = 0.0
+                events, done = [error_event(exc)], True
 
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+    return EventSourceResponse(
+        stream(),
+        ping=settings.heartbeat_seconds,
+        sep="\n",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 ROUTES = [Route(PATH, team_events, methods=["GET"])]

@@ -30,7 +30,8 @@ CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
 )
 #: The filesystem tools every agent may be given.
 NATIVE_TOOLS = frozenset(CLAUDE_CODE_TOOLS.values())
-#: Model aliases of Claude Code, resolved through the ``model_aliases`` configuration.
+#: Model aliases of Claude Code: ``model_aliases`` may map them; otherwise they stay as written and
+#: the model registry builds them (Anthropic models, see ``agentscope_teams.model.factory``).
 CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku"})
 #: Keys a spec's frontmatter may hold; any other key is kept in ``extra`` with a warning.
 SPEC_KEYS = frozenset(
@@ -161,9 +162,7 @@ def resolve_model(value: Any, aliases: Mapping[str, str] | None) -> tuple[str | 
         if mapped is not None:
             return mapped, []
     if name.lower() in CLAUDE_MODEL_ALIASES:
-        return None, [
-            f"model alias {name!r} is not configured (model_aliases); the parent's model is used"
-        ]
+        return name.lower(), []
     return name, []
 
 

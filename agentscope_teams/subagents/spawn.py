@@ -4,10 +4,14 @@
 spec's tools picked from a base toolkit (``tools: None`` inherits all of them), the base config with
 the spec's ``steps`` as ``max_iters``, and a workspace used as is (``workspace_scope="shared"``).
 :class:`ModelPool` resolves a spec's ``model`` once per name, falling back to a default model.
+A Claude Code alias (``sonnet``, ``opus``, ``haiku``) that cannot be built (no ``ANTHROPIC_API_KEY``,
+no ``anthropic`` extra) falls back to the default model with a warning, so specs written for Claude
+Code run on any provider.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,13 +19,15 @@ from typing import TYPE_CHECKING
 from ..agent.config import ReActConfig
 from ..agent.extension import Extension
 from ..agent.harness import SessionAgent
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, MissingDependencyError, ModelConfigurationError
 from ..model.base import ChatModel
-from ..model.factory import resolve_model
+from ..model.factory import CLAUDE_ALIASES, resolve_model
 from ..sessions import SessionSource
 from ..store.base import BaseStore
 from ..tools import PermissionEngine, Toolkit
 from .spec import SubagentSpec
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..mcp import McpToolset
@@ -52,7 +58,13 @@ class ModelPool:
                 )
             return self.default
         if spec.model not in self.models:
-            self.models[spec.model] = resolve_model(spec.model)
+            try:
+                self.models[spec.model] = resolve_model(spec.model)
+            except (ModelConfigurationError, MissingDependencyError) as exc:
+                if spec.model not in CLAUDE_ALIASES or self.default is None:
+                    raise
+                log.warning("spec %r: %s; using the parent's model", spec.name, exc)
+                return self.default
         return self.models[spec.model]
 
 

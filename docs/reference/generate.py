@@ -211,8 +211,9 @@ SPEC_KEY_DOCS = {
     "description": "When to use this subagent; shown to the parent model in `agent_spawn`'s "
     "description. Required.",
     "model": "`inherit` (default: the parent's model), a model string (`openai:gpt-4o-mini`, "
-    "`dashscope:qwen-plus`, ...) or an alias (`sonnet`, `opus`, `haiku`) resolved through "
-    "`model_aliases`.",
+    "`anthropic:claude-sonnet-4-5`, ...) or a Claude Code alias (`sonnet`, `opus`, `haiku`): "
+    "`model_aliases` maps it first, else it is the Anthropic model of [models.md](models.md) "
+    "(the parent's model when no Anthropic key is set).",
     "steps": "The most model calls one run may make (alias `max_iters`).",
     "max_iters": "Alias of `steps`.",
     "tools": "The tools the subagent may use: a YAML list or a comma-separated string; Claude Code "

@@ -17,7 +17,8 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One scripted HTTP answer: a JSON/raw ``body``, or ``sse`` events (dicts become JSON)."""
+    """One scripted HTTP answer: a JSON/raw ``body``, or ``sse`` events (dicts become JSON; an
+    ``(event, data)`` pair is sent with an ``event:`` line, as the Anthropic protocol does)."""
 
     status: int = 200
     body: Any = None
@@ -67,10 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, reply: Reply) -> None:
         if reply.sse is not None:
-            payload = b"".join(
-                b"data: " + (e if isinstance(e, str) else json.dumps(e)).encode() + b"\n\n"
-                for e in reply.sse
-            )
+            payload = b"".join(_sse_event(e) for e in reply.sse)
             ctype = reply.content_type or "text/event-stream"
         elif isinstance(reply.body, str | bytes):
             payload = reply.body.encode() if isinstance(reply.body, str) else reply.body
@@ -86,6 +84,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
         self.wfile.flush()
+
+
+def _sse_event(event: Any) -> bytes:
+    name, data = event if isinstance(event, tuple) else (None, event)
+    line = b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
+    return (b"event: " + name.encode() + b"\n" + line) if name else line
 
 
 class FakeOpenAI:

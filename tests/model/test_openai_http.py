@@ -31,7 +31,6 @@ from agentscope_teams.model import (
     ToolCallDelta,
     ToolSchema,
 )
-from agentscope_teams.model import openai as openai_module
 
 from .fake_openai import FakeOpenAI, Reply, chunk, completion, function_call
 
@@ -39,16 +38,31 @@ KEY = "sk-test-SECRET-0123456789abcdef"
 LOGGERS = ("", "openai", "httpx", "httpx2", "httpcore", "httpcore2", "agentscope_teams")
 
 
+class _WaitRecorder(logging.Handler):
+    """Collects the waits the SDK announces before each retry ("Retrying request in %f ...")."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.waits: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith("Retrying request in"):
+            self.waits.append(float(record.args[0]))  # type: ignore[index]
+
+
 @pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Record retry waits instead of sleeping."""
-    recorded: list[float] = []
+def sleeps() -> Iterator[list[float]]:
+    """The retry waits of the SDK (which retries itself, really waiting)."""
+    logger = logging.getLogger("openai._base_client")
+    recorder, level = _WaitRecorder(), logger.level
+    logger.addHandler(recorder)
+    logger.setLevel(logging.DEBUG if level == logging.NOTSET else min(level, logging.INFO))
+    yield recorder.waits
+    logger.removeHandler(recorder)
+    logger.setLevel(level)
 
-    async def fake_sleep(delay: float) -> None:
-        recorded.append(delay)
 
-    monkeypatch.setattr(openai_module, "_sleep", fake_sleep)
-    return recorded
+FAST = {"retry-after-ms": "1"}  # the SDK waits what the server asks: keep retries quick
 
 
 def fields(err: ModelError) -> dict[str, Any]:
@@ -250,44 +264,47 @@ async def test_auth_error_names_env_var(
             await model.generate(ask())
 
 
-@pytest.mark.parametrize("retry_after", ["0", "1"])
+@pytest.mark.parametrize(
+    ("header", "wait"), [({"Retry-After": "1"}, 1.0), ({"retry-after-ms": "20"}, 0.02)]
+)
 async def test_429_with_retry_after_then_success(
-    fake_openai: FakeOpenAI, sleeps: list[float], retry_after: str
+    fake_openai: FakeOpenAI, sleeps: list[float], header: dict[str, str], wait: float
 ) -> None:
     fake_openai.add(
-        Reply(429, {"error": {"message": "slow down"}}, headers={"Retry-After": retry_after}),
+        Reply(429, {"error": {"message": "slow down"}}, headers=header),
         Reply(body=completion("ok")),
     )
-    async with make_model(fake_openai, backoff_base=5.0) as model:
+    async with make_model(fake_openai) as model:
         response = await model.generate(ask())
     assert response.text == "ok"
     assert len(fake_openai.requests) == 2
-    assert sleeps == [float(retry_after)]  # the header wins over the backoff schedule
+    assert sleeps == [wait]  # the header wins over the backoff schedule
 
 
-async def test_retry_after_is_capped_by_backoff_max(
+async def test_a_retry_after_beyond_two_minutes_is_not_waited_for(
     fake_openai: FakeOpenAI, sleeps: list[float]
 ) -> None:
     fake_openai.add(Reply(503, {}, headers={"Retry-After": "3600"}), Reply(body=completion("ok")))
-    async with make_model(fake_openai, backoff_max=2.0) as model:
-        assert (await model.generate(ask())).text == "ok"
-    assert sleeps == [2.0]
+    async with make_model(fake_openai) as model:
+        with pytest.raises(ModelServerError, match="after 1 attempt"):
+            await model.generate(ask())
+    assert sleeps == [] and len(fake_openai.requests) == 1
 
 
 async def test_500_then_success(fake_openai: FakeOpenAI, sleeps: list[float]) -> None:
     fake_openai.add(Reply(500, {"error": {"message": "boom"}}), Reply(body=completion("ok")))
-    async with make_model(fake_openai, backoff_base=0.5, backoff_max=20.0) as model:
+    async with make_model(fake_openai) as model:
         assert (await model.generate(ask())).text == "ok"
     assert len(fake_openai.requests) == 2
     assert len(sleeps) == 1
-    assert 0.25 <= sleeps[0] <= 0.5  # first backoff step, with jitter
+    assert 0.375 <= sleeps[0] <= 0.5  # first backoff step (0.5 s), with jitter
 
 
 async def test_streaming_retries_before_first_chunk(
     fake_openai: FakeOpenAI, sleeps: list[float]
 ) -> None:
     fake_openai.add(
-        Reply(502, "bad gateway", content_type="text/plain"),
+        Reply(502, "bad gateway", content_type="text/plain", headers=FAST),
         Reply(sse=[chunk({"content": "ok"}, "stop"), "[DONE]"]),
     )
     async with make_model(fake_openai) as model:
@@ -301,7 +318,9 @@ async def test_streaming_retries_before_first_chunk(
 async def test_exhausted_retries(
     fake_openai: FakeOpenAI, sleeps: list[float], status: int, error: type[ModelError]
 ) -> None:
-    fake_openai.add(*[Reply(status, {"error": {"message": "nope"}}) for _ in range(3)])
+    fake_openai.add(
+        *[Reply(status, {"error": {"message": "nope"}}, headers=FAST) for _ in range(3)]
+    )
     async with make_model(fake_openai, max_retries=2) as model:
         with pytest.raises(error, match="after 3 attempts") as info:
             await model.generate(ask())
@@ -317,14 +336,13 @@ async def test_exhausted_retries(
     }
 
 
-async def test_backoff_grows_and_is_bounded(fake_openai: FakeOpenAI, sleeps: list[float]) -> None:
-    fake_openai.add(*[Reply(500, {}) for _ in range(5)])
-    async with make_model(fake_openai, max_retries=4, backoff_base=1.0, backoff_max=3.0) as model:
-        with pytest.raises(ModelServerError):
+async def test_backoff_grows(fake_openai: FakeOpenAI, sleeps: list[float]) -> None:
+    fake_openai.add(*[Reply(500, {}) for _ in range(3)])
+    async with make_model(fake_openai, max_retries=2) as model:
+        with pytest.raises(ModelServerError, match="after 3 attempts"):
             await model.generate(ask())
-    assert len(sleeps) == 4
-    assert 0.5 <= sleeps[0] <= 1.0 and 1.0 <= sleeps[1] <= 2.0
-    assert all(1.5 <= s <= 3.0 for s in sleeps[2:])
+    assert len(sleeps) == 2
+    assert 0.375 <= sleeps[0] <= 0.5 and 0.75 <= sleeps[1] <= 1.0
 
 
 async def test_client_errors_are_not_retried(fake_openai: FakeOpenAI) -> None:
@@ -405,11 +423,11 @@ async def test_connection_refused(sleeps: list[float]) -> None:
 
 
 async def test_timeout(fake_openai: FakeOpenAI) -> None:
-    fake_openai.add(Reply(body=completion("late"), delay=30))
-    async with make_model(fake_openai, timeout=0.2) as model:
-        with pytest.raises(ModelTimeoutError, match="did not answer"):
+    fake_openai.add(*[Reply(body=completion("late"), delay=30) for _ in range(2)])
+    async with make_model(fake_openai, timeout=0.2, max_retries=1) as model:
+        with pytest.raises(ModelTimeoutError, match=r"did not answer within 0.2s \(2 attempts\)"):
             await model.generate(ask())
-    assert len(fake_openai.requests) == 1  # a timeout is not retried
+    assert len(fake_openai.requests) == 2  # the SDK retries a timeout too
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ Skipped only when chromium or Playwright is missing and AGENTSCOPE_TEAMS_REQUIRE
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -176,3 +177,71 @@ def test_dashboard_login_sessions_and_bad_tokens(
     page.click("#logout")
     page.wait_for_selector("#login:not([hidden])")
     assert page.evaluate("sessionStorage.length") == 0
+
+
+#: Records every event the page's EventSources deliver, and every stream URL they open.
+RECORD_EVENTS = """
+window.__events = []; window.__streams = [];
+const NativeEventSource = window.EventSource;
+window.EventSource = class extends NativeEventSource {
+  constructor(url, options) { super(url, options); window.__streams.push(String(url)); }
+  addEventListener(name, listener, options) {
+    super.addEventListener(name, (ev) => { window.__events.push([name, ev.data]); listener(ev); }, options);
+  }
+};
+"""
+
+
+def test_a_dropped_stream_resumes_without_losing_or_repeating_events(
+    tab: Tab, served: Served, http: httpx.Client
+) -> None:
+    from .proxy import DroppingProxy
+
+    page = tab.page
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    w1 = Api(http, tokens["w1"])
+    t = f"/api/teams/{team_id}"
+    build = op.ok("POST", t + "/tasks", {"title": "Build the parser"}, 201)
+    w1.ok("POST", t + "/messages", {"to": "w2", "content": "before the drop"}, 201)
+    proxy = DroppingProxy(served.base_url)
+    try:
+        page.add_init_script(RECORD_EVENTS)
+        page.goto(f"{proxy.url}/?token={served.tokens['alice']}")
+        page.click(f'[data-team-id="{team_id}"]')
+        page.wait_for_selector('#live[data-state="live"]')
+        page.locator(".message", has_text="before the drop").wait_for()
+
+        proxy.drop()  # the connection goes away mid-run; the page cannot reconnect yet
+        page.wait_for_selector('#live[data-state="retry"]')
+        w1.ok("POST", t + "/claim", {})
+        w1.ok("POST", t + "/messages", {"to": "w2", "content": "during the drop"}, 201)
+        op.ok("POST", t + "/broadcast", {"content": "still there?"}, 201)
+        w1.ok("PUT", f"{t}/members/w1/status", {"status": "running"})
+        proxy.restore()
+
+        page.wait_for_selector('#live[data-state="live"]')
+        page.locator(".message", has_text="during the drop").wait_for()
+        card(page, "in_progress", build["id"]).wait_for()
+        page.wait_for_selector('.member[data-member="w1"][data-status="running"]')
+        w1.ok("POST", f"{t}/tasks/{build['id']}/complete", {"result": "done"})
+        card(page, "completed", build["id"]).wait_for()
+        streams: list[str] = page.evaluate("window.__streams")
+        events: list[list[str]] = page.evaluate("window.__events")
+    finally:
+        proxy.close()
+    assert proxy.drops >= 1 and len(streams) >= 2
+    assert "last_event_id=" not in streams[0] and all("last_event_id=" in s for s in streams[1:])
+    names = [name for name, _ in events]
+    assert names.count("team") == 1  # the snapshot came once: the reconnect resumed
+    messages = [json.loads(data) for name, data in events if name == "message"]
+    keys = [(m["recipient"], m["seq"]) for m in messages]
+    assert len(keys) == len(set(keys))  # nothing twice
+    contents = sorted(m["content"] for m in messages)
+    # nothing lost: each message once per inbox it reached (the broadcast reached w1 and w2)
+    assert contents == ["before the drop", "during the drop", "still there?", "still there?"]
+    statuses = [json.loads(d)["status"] for n, d in events if n == "task"]
+    assert statuses == ["pending", "in_progress", "completed"]
+    members = [json.loads(d)["member"] for n, d in events if n == "member"]
+    assert [m["status"] for m in members if m["name"] == "w1"][-1] == "running"
+    assert len(members) == len({m["name"] for m in members}) + 1  # w1's change, sent once

@@ -88,10 +88,10 @@ CASES: dict[str, Expect] = {
         warnings=("line 8: Claude Code key 'color' is ignored",),
     ),
     "colon-at-line-end.md": Expect(
-        fields={"description": "Explains an HTTP API to newcomers. Good at:", "model": None},
+        fields={"description": "Explains an HTTP API to newcomers. Good at:", "model": "haiku"},
         lenient=3,
         strict_error=(3, COLON),
-        warnings=("line 4: model alias 'haiku' is not configured",),
+        warnings=(),
     ),
     "colon-with-comment.md": Expect(
         fields={

@@ -1,4 +1,6 @@
 // The live team view: an EventSource per open team, the task board and the mailbox timeline.
+// Every event carries an id; a reconnect (a new EventSource, with a new ticket) passes the last id
+// seen as ?last_event_id= and the server sends only what came after it.
 "use strict";
 
 // ---- live team view ----
@@ -17,7 +19,7 @@ function setLive(mode, text) {
 
 async function openTeam(teamId) {
   closeStream();
-  state.team = { id: teamId, info: null, tasks: new Map(), members: new Map(), messages: new Map() };
+  state.team = { id: teamId, info: null, tasks: new Map(), members: new Map(), messages: new Map(), lastEventId: "" };
   state.openHistory.clear();
   $("view-team").hidden = false;
   renderTeamList();
@@ -44,14 +46,21 @@ async function connect(teamId) {
     return retry(teamId);
   }
   if (state.team?.id !== teamId) return;
-  const es = new EventSource(`/api/teams/${encodeURIComponent(teamId)}/events?ticket=${encodeURIComponent(ticket)}`);
+  const resume = state.team.lastEventId ? `&last_event_id=${encodeURIComponent(state.team.lastEventId)}` : "";
+  const es = new EventSource(`/api/teams/${encodeURIComponent(teamId)}/events?ticket=${encodeURIComponent(ticket)}${resume}`);
   state.source = es;
   es.onopen = () => setLive("live", "live");
   es.onerror = () => {
     es.close();
     if (state.source === es) retry(teamId);
   };
-  const on = (name, fn) => es.addEventListener(name, (ev) => { fn(JSON.parse(ev.data)); scheduleRender(); });
+  const on = (name, fn) => es.addEventListener(name, (ev) => {
+    if (state.source !== es || state.team?.id !== teamId) return;
+    if (ev.lastEventId) state.team.lastEventId = ev.lastEventId;
+    state.team.received = (state.team.received || 0) + 1;
+    fn(JSON.parse(ev.data));
+    scheduleRender();
+  });
   on("task", (task) => state.team.tasks.set(task.id, task));
   on("member", (data) => state.team.members.set(data.member.name, data.member));
   on("message", (msg) => state.team.messages.set(`${msg.recipient}:${msg.seq}`, msg));

@@ -1,0 +1,147 @@
+"""``AnthropicChatModel``: Claude models through the Anthropic Messages API, via the official SDK.
+
+Needs the ``anthropic`` extra (``pip install 'agentscope-teams[anthropic]'``). The key comes from
+``api_key=`` or ``ANTHROPIC_API_KEY``, the endpoint from ``base_url=``, ``ANTHROPIC_BASE_URL`` or
+``https://api.anthropic.com``. Retries are the SDK's own (``max_retries``; 408, 409, 429, 5xx
+including 529 "overloaded", timeouts and failed connections, honouring ``Retry-After``); failures
+left become :class:`~agentscope_teams.errors.ModelError` subclasses as for OpenAI (see
+:mod:`.anthropic_errors`). Tools, streamed text and tool input, base64 images in user messages and
+token usage (cached input included) are supported. The key never appears in reprs, error messages
+or error fields, and no SDK exception is chained to the errors raised.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from ..errors import MissingDependencyError, ModelConfigurationError
+
+try:  # before the modules below, which import the SDK too
+    import anthropic
+except ImportError:
+    raise MissingDependencyError("anthropic models", "anthropic", ["anthropic"]) from None
+
+from .anthropic_errors import AnthropicErrorMapper
+from .anthropic_format import to_anthropic_messages, to_anthropic_tools
+from .anthropic_response import MessageStreamAssembler, parse_message
+from .base import ModelRequest, ModelResponse, StreamItem
+from .openai_errors import Failure, attempts_of
+from .providers import ANTHROPIC, redact_url, resolve_api_key, resolve_base_url
+
+T = TypeVar("T")
+_SDK_ERRORS = (anthropic.AnthropicError, json.JSONDecodeError)
+DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; used when a request sets none
+
+
+class AnthropicChatModel:
+    """A :class:`~agentscope_teams.model.ChatModel` for Claude models.
+
+    Use it inside one event loop and ``aclose()`` it (or ``async with``) when done; concurrent
+    calls share one connection pool.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 3,
+        timeout: float = 120.0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        if not model.strip():
+            raise ModelConfigurationError("empty model id for provider 'anthropic'")
+        if max_retries < 0 or timeout <= 0 or max_tokens <= 0:
+            raise ModelConfigurationError("max_retries must be >= 0, timeout and max_tokens > 0")
+        self.model, self.provider = model, "anthropic"
+        self.base_url = resolve_base_url(ANTHROPIC, model, base_url)
+        key_hint = "the api_key argument" if api_key is not None else ANTHROPIC.key_env
+        self._api_key = resolve_api_key(ANTHROPIC, model, api_key)
+        self.max_retries, self.timeout, self.max_tokens = max_retries, timeout, max_tokens
+        self._errors = AnthropicErrorMapper(
+            model=model,
+            provider="anthropic",
+            base_url=self.base_url,
+            api_key=self._api_key,
+            key_hint=key_hint,
+            base_url_env=ANTHROPIC.base_url_env,
+            timeout=timeout,
+        )
+        self._client = anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout
+        )
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    def __repr__(self) -> str:
+        return f"AnthropicChatModel(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        kwargs = self._request_kwargs(request)
+        message = await self._call(lambda: self._client.messages.create(stream=False, **kwargs))
+        data = message.to_dict(warnings=False)  # the SDK does not validate: parse_message does
+        where, url = self._errors.where, self._errors.url
+        return parse_message(data, model=self.model, source=where, base_url=url)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        kwargs = self._request_kwargs(request)
+        events = await self._call(lambda: self._client.messages.create(stream=True, **kwargs))
+        assembler = MessageStreamAssembler(
+            model=self.model, source=self._errors.where, base_url=self._errors.url
+        )
+        async with events:
+            iterator = events.__aiter__()
+            while True:
+                failure: Failure | None = None
+                try:
+                    event = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                except _SDK_ERRORS as exc:
+                    failure = self._errors.classify(exc)
+                if failure is not None:
+                    raise self._errors.error(failure, attempts=1, streaming=True)
+                for delta in assembler.feed(event.to_dict(warnings=False)):
+                    yield delta
+        yield assembler.finish()
+
+    def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_anthropic_messages(request),
+            "max_tokens": request.max_tokens or self.max_tokens,
+        }
+        if request.system_prompt:
+            kwargs["system"] = request.system_prompt
+        if request.tools:
+            kwargs["tools"] = to_anthropic_tools(request.tools)
+        if request.temperature is not None:  # not a named argument of every SDK version
+            kwargs["extra_body"] = {"temperature": request.temperature}
+        return kwargs
+
+    async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` (the SDK retries inside it); a failure left becomes a ModelError, raised
+        outside the ``except`` block so no SDK exception (holding the request) is chained."""
+        try:
+            return await call()
+        except _SDK_ERRORS as exc:
+            failure, attempts = self._errors.classify(exc), attempts_of(exc)
+        raise self._errors.error(failure, attempts=attempts)
