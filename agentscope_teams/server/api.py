@@ -3,6 +3,10 @@
 Every handler runs the operation through a :class:`~agentscope_teams.teams.LocalTeamClient` bound
 to the (org, user) of the caller's token; the acting member comes from the token (see
 :meth:`~.routing.Call.acting`), never from the body alone.
+
+A team's DELETE can land while a request is served: a read of the board then checks the team
+again (:meth:`~.routing.Call.settled`), and a failure it causes is answered as the 404 of the
+deleted team, never as a missing task or a store error (see :func:`~.routing.routes`).
 """
 
 from __future__ import annotations
@@ -91,11 +95,11 @@ async def member_token(call: Call) -> s.IssuedToken:
 async def list_tasks(call: Call) -> list[Task]:
     raw = call.request.query_params.get("status")
     status = None if raw is None else TaskStatus(raw)
-    return await call.client.list_tasks(call.team_id, status)
+    return await call.settled(await call.client.list_tasks(call.team_id, status))
 
 
 async def open_board(call: Call) -> list[Task]:
-    return await call.client.open_board(call.team_id)
+    return await call.settled(await call.client.open_board(call.team_id))
 
 
 async def assign_task(call: Call) -> Task:
@@ -106,7 +110,7 @@ async def assign_task(call: Call) -> Task:
 
 
 async def get_task(call: Call) -> Task:
-    return await call.client.get_task(call.team_id, call.path("task_id"))
+    return await call.settled(await call.client.get_task(call.team_id, call.path("task_id")))
 
 
 async def claim_next(call: Call) -> s.ClaimResult:

@@ -49,7 +49,7 @@ from ..errors import AgentScopeTeamsError
 from ..teams import LocalTeamClient, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
 from .errors import ControlPlaneAuthError, error_body
-from .routing import Call, Settings, error_response, principal_of
+from .routing import Call, Settings, error_response, principal_of, team_is_gone
 
 PATH = "/api/teams/{team_id}/events"
 _INBOX_PAGE = 200
@@ -113,14 +113,32 @@ class TeamWatcher:
         self._events.append(ServerSentEvent(payload, event=event, id=self.cursor.encode()))
 
     async def poll(self) -> tuple[list[ServerSentEvent], bool]:
-        """(events, gone): ``gone`` once the team no longer exists."""
+        """(events, gone): ``gone`` once the team no longer exists.
+
+        The team's DELETE may land between the reads of one poll (the team record, then its
+        tasks, then its inboxes). A later read that fails then is not an error: the team is read
+        again, and when it is gone the poll ends with what it had found before and the
+        ``deleted`` event. A read that failed for another reason is raised as is.
+        """
         self._events = []
         try:
             team = await self.client.get_team(self.team_id)
         except UnknownTeamError:
-            self.cursor.status = TeamStatus.DELETED.value
-            self._emit("team", {"id": self.team_id, "status": TeamStatus.DELETED.value})
-            return self._events, True
+            return self._deleted()
+        try:
+            await self._changes(team)
+        except AgentScopeTeamsError:
+            if not await team_is_gone(self.client, self.team_id):
+                raise
+            return self._deleted()
+        return self._events, False
+
+    def _deleted(self) -> tuple[list[ServerSentEvent], bool]:
+        self.cursor.status = TeamStatus.DELETED.value
+        self._emit("team", {"id": self.team_id, "status": TeamStatus.DELETED.value})
+        return self._events, True
+
+    async def _changes(self, team: Team) -> None:
         self._team_events(team)
         for task in await self.client.list_tasks(self.team_id):
             mark = (task.version, _digest(task.blocked_reason))
@@ -130,7 +148,6 @@ class TeamWatcher:
         readers = team.participants() if self.inbox_of is None else [self.inbox_of]
         for name in readers:
             await self._inbox_events(name)
-        return self._events, False
 
     def _team_events(self, team: Team) -> None:
         if team.status.value != self.cursor.status:

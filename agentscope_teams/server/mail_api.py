@@ -1,7 +1,8 @@
 """Mailbox routes, and the caller's own identity, token and event-stream tickets.
 
 The sender of a message and the owner of an inbox are the member of the caller's token (an
-operator names any participant; ``sender`` defaults to the team's lead).
+operator names any participant; ``sender`` defaults to the team's lead). An inbox read while the
+team is being deleted answers the 404 of the deleted team, not an inbox emptied half-way.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ async def read(call: Call) -> list[TeamMessage]:
     member = await call.acting(call.path("member"))
     after = call.query_int("after", 0, high=2**62)
     limit = call.query_int("limit", 100, low=1)
-    return await call.client.read_messages(call.team_id, member, after=after, limit=limit)
+    messages = await call.client.read_messages(call.team_id, member, after=after, limit=limit)
+    return await call.settled(messages)
 
 
 async def unread(call: Call) -> list[TeamMessage]:
     member = await call.acting(call.path("member"))
     limit = call.query_int("limit", 100, low=1)
-    return await call.client.unread(call.team_id, member, limit=limit)
+    return await call.settled(await call.client.unread(call.team_id, member, limit=limit))
 
 
 async def acknowledge(call: Call) -> s.Cursor:

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import AgentScopeTeamsError
+from ..errors import AgentScopeTeamsError, StoreError, TeamError, UnknownTeamError
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, Team
 from .auth import Principal, authenticate, bearer_token
@@ -28,6 +28,7 @@ from .errors import ControlPlaneAuthError, ControlPlaneError, error_body, status
 
 log = logging.getLogger("agentscope_teams.server")
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 #: Deepest nesting of arrays and objects a request body may have (checked before parsing).
 MAX_JSON_DEPTH = 64
 _JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
@@ -82,6 +83,20 @@ class Call:
         if self._team is None:
             self._team = await self.client.get_team(self.team_id)
         return self._team
+
+    def deleted(self) -> UnknownTeamError:
+        """The 404 of a team deleted while this request was served."""
+        return UnknownTeamError(f"team {self.team_id!r} was deleted while this request was served")
+
+    async def settled(self, result: R) -> R:
+        """``result`` of reads of the team, unless the team was deleted meanwhile (then 404).
+
+        A delete marks the team deleted before it removes anything, so a read that met a removal
+        (a task or an inbox already gone) is followed by a read of the team that sees the mark.
+        """
+        if await team_is_gone(self.client, self.team_id):
+            raise self.deleted()
+        return result
 
     def path(self, name: str) -> str:
         value: str = self.request.path_params[name]
@@ -144,6 +159,22 @@ class Call:
         if not raw.isdigit() or not low <= int(raw) <= high:
             raise ValueError(f"query parameter {name!r} must be an integer in {low}..{high}")
         return int(raw)
+
+
+async def team_is_gone(client: LocalTeamClient, team_id: str) -> bool:
+    """Whether ``team_id`` is deleted (or being deleted) now, read afresh; False when the read
+    fails for another reason (the caller then reports its own error)."""
+    try:
+        await client.get_team(team_id)
+    except UnknownTeamError:
+        return True
+    except Exception:  # the store failed too: not a sign of a deletion
+        return False
+    return False
+
+
+#: What a read or write of a team meets when the team is deleted under it.
+_DELETION_ERRORS = (TeamError, StoreError)
 
 
 def check_json_depth(raw: bytes, limit: int = MAX_JSON_DEPTH) -> None:
@@ -221,6 +252,8 @@ async def principal_of(request: Request, *, stream: bool = False) -> Principal:
 
 def _endpoint(ep: Endpoint) -> Callable[[Request], Awaitable[Response]]:
     async def run(request: Request) -> Response:
+        call: Call | None = None
+        found = False  # the request found the team of its path
         try:
             principal = await principal_of(request)
             call = Call(request, principal, request.app.state.store, request.app.state.settings)
@@ -228,11 +261,24 @@ def _endpoint(ep: Endpoint) -> Callable[[Request], Awaitable[Response]]:
                 call.require_operator(ep.summary[:1].lower() + ep.summary[1:])
             if "team_id" in request.path_params:
                 await call.team()
+                found = True
             return render(await ep.handler(call), ep.status)
         except Exception as exc:
+            if found and call is not None and await _deleted_meanwhile(ep, call, exc):
+                exc = call.deleted()
             return error_response(exc)
 
     return run
+
+
+async def _deleted_meanwhile(ep: Endpoint, call: Call, exc: Exception) -> bool:
+    """Whether the request failed because the team it had found was deleted meanwhile (its
+    DELETE landed while the request was served). A failed DELETE keeps its own error."""
+    return (
+        ep.method != "DELETE"
+        and isinstance(exc, _DELETION_ERRORS)
+        and await team_is_gone(call.client, call.team_id)
+    )
 
 
 def routes(endpoints: Sequence[Endpoint]) -> list[Route]:

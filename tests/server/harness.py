@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -27,6 +27,8 @@ class Served:
     store_url: str
     tokens: dict[str, str]
     _server: uvicorn.Server = field(repr=False)
+    #: The store the app serves (what ``wrap`` made of the opened store).
+    store: Any = field(default=None, repr=False)
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -34,9 +36,14 @@ class Served:
 
 @contextmanager
 def serve(
-    store_url: str, operators: dict[str, tuple[str | None, str | None]], **options: Any
+    store_url: str,
+    operators: dict[str, tuple[str | None, str | None]],
+    *,
+    wrap: Callable[[BaseStore], Any] | None = None,
+    **options: Any,
 ) -> Iterator[Served]:
-    """Run the app over ``store_url``; ``operators`` maps a name to the (org, user) of a token."""
+    """Run the app over ``store_url``; ``operators`` maps a name to the (org, user) of a token;
+    ``wrap`` makes the store the app serves of the opened one (e.g. to inject a race)."""
     sock = socket.create_server(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     ready, failed = threading.Event(), []
@@ -49,7 +56,8 @@ def serve(
                 name: await issue_operator_token(store, org, user, ttl=3600)
                 for name, (org, user) in operators.items()
             }
-            app = holder["app"] = create_app(store, **{**FAST, **options})
+            served_store = holder["store"] = store if wrap is None else wrap(store)
+            app = holder["app"] = create_app(served_store, **{**FAST, **options})
             config = uvicorn.Config(
                 app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
             )
@@ -71,7 +79,9 @@ def serve(
     thread.start()
     if not ready.wait(30) or failed:
         raise RuntimeError(f"the test server did not start: {failed!r}")
-    served = Served(f"http://127.0.0.1:{port}", store_url, holder["tokens"], holder["server"])
+    served = Served(
+        f"http://127.0.0.1:{port}", store_url, holder["tokens"], holder["server"], holder["store"]
+    )
     try:
         yield served
     finally:
