@@ -1,17 +1,19 @@
 """``agentscope-teams team list|show|tasks|messages``: inspect the teams of one user in the store.
 
 Read-only: nothing here claims a task or acknowledges a message. ``TEAM`` is a team id or, when
-it is unique, a team name.
+it is unique, a team name. A team deleted while a command reads it (its board or its inboxes going
+away half-way) is reported as deleted, never printed half-read (:func:`read_of`).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 from rich.text import Text
 
+from ..errors import AgentScopeTeamsError
 from ..store.base import BaseStore
 from ..store.url import redact_url
 from ..teams import LocalTeamClient, TaskStatus, Team, TeamMessage, UnknownTeamError
@@ -40,6 +42,7 @@ EXAMPLES = (
 _PAGE = 500
 
 _Body: TypeAlias = Callable[[LocalTeamClient, argparse.Namespace], Awaitable[int]]
+R = TypeVar("R")
 
 
 def register(subparsers: SubParsers) -> None:
@@ -109,6 +112,38 @@ async def resolve_team(client: LocalTeamClient, args: argparse.Namespace) -> Tea
     )
 
 
+async def _gone(client: LocalTeamClient, team_id: str) -> bool:
+    try:
+        await client.get_team(team_id)
+    except UnknownTeamError:
+        return True
+    return False
+
+
+async def read_of(client: LocalTeamClient, team: Team, read: Awaitable[R]) -> R:
+    """What ``read`` (of ``team``'s board or inboxes) returns, unless the team was deleted meanwhile.
+
+    A delete marks the team deleted before it removes anything, so reading the team again after
+    ``read`` (failed or not) tells a read that met the delete from a read of a live team.
+    """
+    try:
+        result = await read
+    except AgentScopeTeamsError:
+        if not await _gone(client, team.id):
+            raise
+        raise _deleted(team) from None
+    if await _gone(client, team.id):
+        raise _deleted(team)
+    return result
+
+
+def _deleted(team: Team) -> CommandError:
+    return CommandError(
+        f"team {team.name!r} ({team.id}) was deleted while it was being read; "
+        "`agentscope-teams team list` shows the teams left"
+    )
+
+
 async def _list(client: LocalTeamClient, args: argparse.Namespace) -> int:
     teams = await client.list_teams()
     if args.json:
@@ -128,7 +163,7 @@ async def _show(client: LocalTeamClient, args: argparse.Namespace) -> int:
     if args.json:
         print_json_line(team.model_dump(mode="json"))
         return 0
-    tasks = await client.list_tasks(team.id)
+    tasks = await read_of(client, team, client.list_tasks(team.id))
     stdout_console().print(team_detail(team, tasks))
     return 0
 
@@ -136,7 +171,7 @@ async def _show(client: LocalTeamClient, args: argparse.Namespace) -> int:
 async def _tasks(client: LocalTeamClient, args: argparse.Namespace) -> int:
     team = await resolve_team(client, args)
     status = TaskStatus(args.status) if args.status else None
-    tasks = await client.list_tasks(team.id, status)
+    tasks = await read_of(client, team, client.list_tasks(team.id, status))
     if args.json:
         for task in tasks:
             print_json_line(task.model_dump(mode="json"))
@@ -161,10 +196,14 @@ async def _inbox(client: LocalTeamClient, team_id: str, member: str) -> list[Tea
             return messages
 
 
+async def _inboxes(client: LocalTeamClient, team_id: str, members: list[str]) -> list[TeamMessage]:
+    return [m for member in members for m in await _inbox(client, team_id, member)]
+
+
 async def _messages(client: LocalTeamClient, args: argparse.Namespace) -> int:
     team = await resolve_team(client, args)
     members = [args.member] if args.member else team.participants()
-    messages = [m for member in members for m in await _inbox(client, team.id, member)]
+    messages = await read_of(client, team, _inboxes(client, team.id, members))
     messages.sort(key=lambda m: (m.sent_at, m.recipient, m.seq))
     if args.json:
         for msg in messages:
