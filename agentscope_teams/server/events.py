@@ -13,6 +13,10 @@ connection first receives the current state, so a client that reconnects simply 
     event: error     data: {"type", "message", ...}      a store error; then the stream ends
     : ping                               (a comment every heartbeat interval)
 
+The team's DELETE may land between the reads of one poll (team record, tasks, inboxes): a read
+that fails then, or the next poll, reads the team again and ends the stream with the ``deleted``
+event after every event found before the delete, each sent once (:meth:`TeamWatcher.poll`).
+
 A team the caller cannot see (another org's or user's, an unknown id, a deleted team) answers 404
 before the stream opens, by the same check as every other per-team route
 (:meth:`~.routing.Call.team`): "deleted" is only ever said of a team the stream was following.
