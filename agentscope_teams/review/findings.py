@@ -72,8 +72,9 @@ class Finding(BaseModel):
         return (self.file, self.line, self.rule, self.message)
 
     def to_line(self, *, short: bool = False) -> str:
-        """``SEVERITY file:line message — fix: advice [RULE; confidence C]``, the result format of
-        the member specs; ``short`` leaves the advice out."""
+        """``SEVERITY file:line message — fix: advice [RULE; confidence C]``: one line for people
+        (a task's result text, a message to a teammate; nothing parses it back, the data is the
+        record); ``short`` leaves the advice out."""
         fix = f"{FIX}{self.advice}" if self.advice and not short else ""
         tail = f"[{self.rule}; confidence {self.confidence.value}]"
         return f"{self.severity.value} {self.file}:{self.line} {self.message}{fix} {tail}"
