@@ -5,6 +5,9 @@ process (default) or in ``--workers N`` worker processes that take them from the
 the lead runs, a watcher polls the same store through :class:`LocalTeamClient` for the task board and
 the team's messages and hands them to the view. A new review records how it started in its lead
 session (:mod:`.review_resume`); a resumed one (``cfg.resume``) calls the lead on that session again.
+
+The report (``--output``) is rendered from the findings data on the board (:func:`board_report`),
+not taken from the lead's text: every finding in it is one a member completed its task with.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..errors import ConfigurationError
 from ..events import ReplyEndEvent, ToolResultEvent
 from ..message import new_id
 from ..model import ChatModel
+from ..review.report import board_findings, review_report
 from ..store.base import BaseStore, shared_across_processes
 from ..store.url import store_from_url
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMessage, TeamStatus
@@ -254,9 +258,21 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
             await watcher.client.set_team_status(watcher.team_id, TeamStatus.DONE)
     if log is not None:
         await anyio.Path(log).unlink(missing_ok=True)
+    if watcher.team_id is not None:
+        report = board_report(watcher.tasks, cfg.target, cfg.model.model_name)
     await anyio.Path(cfg.output).write_text(report if report.endswith("\n") else report + "\n")
     elapsed = time.monotonic() - started
-    return summarize(cfg, watcher.tasks, report, elapsed, team_id=watcher.team_id, session=ctx)
+    return summarize(cfg, watcher.tasks, elapsed, team_id=watcher.team_id, session=ctx)
+
+
+def board_report(tasks: Sequence[Task], target: str, model_label: str) -> str:
+    """review.md from the findings data of the review's ``tasks``: the members are the tasks'
+    assignees (or owners), the files those the members say they reviewed. The text of a task
+    result is not read. (Without a team, nothing was shared out: the lead's answer, which says
+    why, is the report.)"""
+    members = list(dict.fromkeys(m for t in tasks if (m := t.assignee or t.owner)))
+    board = board_findings(tasks, members)
+    return review_report(board, target, model_label, files=board.files, members=members)
 
 
 def _timeout_message(cfg: ReviewConfig, watcher: Watcher, log: Path | None) -> str:

@@ -12,13 +12,15 @@ from __future__ import annotations
 from .analyzer import OWN_RULES, analyze_source, analyze_sources, analyze_tree, python_files
 from .findings import (
     CATEGORY_OF_SPEC,
+    RESULT_SCHEMA,
     Category,
     Confidence,
     Finding,
+    ReviewResult,
     Severity,
     findings_for,
     findings_for_member,
-    parse_finding_lines,
+    review_result,
     sort_findings,
 )
 from .report import render_markdown
@@ -27,10 +29,12 @@ from .rulebook import RULES, Rule, rule_for
 __all__ = [
     "CATEGORY_OF_SPEC",
     "OWN_RULES",
+    "RESULT_SCHEMA",
     "RULES",
     "Category",
     "Confidence",
     "Finding",
+    "ReviewResult",
     "Rule",
     "Severity",
     "analyze_source",
@@ -38,8 +42,8 @@ __all__ = [
     "analyze_tree",
     "findings_for",
     "findings_for_member",
-    "parse_finding_lines",
     "python_files",
+    "review_result",
     "render_markdown",
     "rule_for",
     "sort_findings",

@@ -1,20 +1,20 @@
 """``Finding``: one problem at one line, and how members of the review team share them out.
 
-Each team member reports only its own area (:data:`CATEGORY_OF_SPEC`). Findings travel between members
-and the lead as text lines in the format the member specs ask for,
-``SEVERITY file:line message — fix: advice [RULE; confidence C]`` (:meth:`Finding.to_line`,
-:func:`parse_finding_lines`; the advice and the bracket are optional, so a model's plain
-``SEVERITY file:line message`` lines parse too).
+Each team member reports only its own area (:data:`CATEGORY_OF_SPEC`). Findings travel from the
+members to the lead as data: the lead assigns each review task with :data:`RESULT_SCHEMA` (the JSON
+schema of :class:`ReviewResult`), the board refuses a completion whose ``data`` does not match it
+(the member gets a tool error listing every problem), and the lead and the CLI read the findings back
+with :func:`review_result`. Nothing parses a model's text. :meth:`Finding.to_line` is for people
+(and teammates' messages) only.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Category = Literal["security", "performance", "quality"]
 
@@ -54,24 +54,27 @@ class Finding(BaseModel):
     says what is wrong, ``advice`` how to fix it, in one line each.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", json_schema_extra={"description": "One problem at one line."}
+    )
 
-    file: str
-    line: int = Field(ge=1)
+    file: str = Field(description="The path as the task names it.")
+    line: int = Field(ge=1, description="The 1-based line of the problem.")
     severity: Severity
-    category: Category
-    rule: str
-    message: str
+    category: Category = Field(description="Your area: the kind of problem.")
+    rule: str = Field(description="The rule or check, e.g. S608, B006, str-concat-in-loop.")
+    message: str = Field(description="What is wrong, in one sentence.")
     confidence: Confidence = Confidence.MEDIUM
-    advice: str = ""
+    advice: str = Field(default="", description="How to fix it, in one sentence.")
 
     @property
     def sort_key(self) -> tuple[str, int, str, str]:
         return (self.file, self.line, self.rule, self.message)
 
     def to_line(self, *, short: bool = False) -> str:
-        """``SEVERITY file:line message — fix: advice [RULE; confidence C]``, the result format of
-        the member specs; ``short`` leaves the advice out."""
+        """``SEVERITY file:line message — fix: advice [RULE; confidence C]``: one line for people
+        (a task's result text, a message to a teammate; nothing parses it back, the data is the
+        record); ``short`` leaves the advice out."""
         fix = f"{FIX}{self.advice}" if self.advice and not short else ""
         tail = f"[{self.rule}; confidence {self.confidence.value}]"
         return f"{self.severity.value} {self.file}:{self.line} {self.message}{fix} {tail}"
@@ -97,34 +100,53 @@ def findings_for_member(spec_name: str, findings: Iterable[Finding]) -> list[Fin
 
 
 FIX = " \u2014 fix: "
-_LINE = re.compile(
-    r"^\s*[-*]?\s*(?P<sev>critical|high|medium|low)\b[\s:]*`?(?P<file>[^\s`:]+):(?P<line>\d+)`?"
-    r"\s*[-:\u2014]*\s*(?P<msg>.*?)"
-    r"\s*(?:\[(?P<rule>[A-Za-z0-9-]+)(?:;\s*confidence\s+(?P<conf>high|medium|low))?\])?\s*$",
-    re.IGNORECASE,
-)
 
 
-def parse_finding_lines(
-    text: str, category: Category, default_rule: str = "unspecified"
-) -> list[Finding]:
-    """Parse ``SEVERITY file:line message [rule]`` lines (as written by members); others are skipped."""
-    out: list[Finding] = []
-    for raw in text.splitlines():
-        m = _LINE.match(raw)
-        if m is None or int(m["line"]) < 1 or not m["msg"]:
+class ReviewResult(BaseModel):
+    """What a member completes a review task with (``completeTask(..., data=...)``)."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"description": "Your findings for one review task."}
+    )
+
+    files: list[str] = Field(
+        description="The files of the task you reviewed, as the task names them."
+    )
+    findings: list[Finding] = Field(
+        description="One entry per problem, in your own area only; an empty list if none."
+    )
+
+
+def _compact(schema: Any, *, in_properties: bool = False) -> Any:
+    """``schema`` without pydantic's generated titles and the enums' docstrings (a model copies
+    the schema into every ``assignTask`` call: keep only what tells it something)."""
+    if isinstance(schema, list):
+        return [_compact(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if not in_properties and key == "title":
             continue
-        message, _, advice = m["msg"].partition(FIX)
-        out.append(
-            Finding(
-                file=m["file"],
-                line=int(m["line"]),
-                severity=Severity(m["sev"].lower()),
-                category=category,
-                rule=m["rule"] or default_rule,
-                message=message.strip() or m["msg"],
-                confidence=Confidence((m["conf"] or "medium").lower()),
-                advice=advice.strip(),
-            )
+        if not in_properties and key == "description" and "enum" in schema:
+            continue
+        out[key] = _compact(
+            value, in_properties=key in ("properties", "$defs") and not in_properties
         )
     return out
+
+
+#: The ``result_schema`` of every review task (``assignTask``), from :class:`ReviewResult`; the
+#: lead prompt quotes it (a test keeps the two equal).
+RESULT_SCHEMA: dict[str, Any] = _compact(ReviewResult.model_json_schema())
+
+
+def review_result(data: Any) -> ReviewResult | None:
+    """The findings data a task was completed with; None when there is none or it does not match
+    (a task assigned without :data:`RESULT_SCHEMA`)."""
+    if data is None:
+        return None
+    try:
+        return ReviewResult.model_validate(data)
+    except ValidationError:
+        return None

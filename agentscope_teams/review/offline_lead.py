@@ -2,9 +2,11 @@
 
 :func:`lead_step` decides one step of the lead from the tool calls of the current turn: list the
 Python files (``glob_files``), ``createTeam``, ``spawnMember`` for each reviewer spec, one
-``assignTask`` per member per group of files, ``waitForTeam`` until no task is open, then the final
-answer: the review report, built from the task results with :func:`~.report.render_markdown` and
-crediting each finding to the member that owned the task. The members it may spawn are the reviewer
+``assignTask`` per member per group of files (each with the findings schema
+:data:`~.findings.RESULT_SCHEMA`), ``waitForTeam`` until no task is open, then the final answer:
+the review report, rendered with :func:`~.report.render_markdown` from the findings data the tasks
+were completed with (:func:`~.report.board_findings`), crediting each finding to the member that
+owned the task. The lead reads no member's text. The members it may spawn are the reviewer
 specs shipped in ``review/specs/`` (:func:`shipped_roster`), read with the spec loader.
 """
 
@@ -17,11 +19,10 @@ from pathlib import Path
 
 from ..subagents.spec import load_specs
 from ..teams.models import TaskStatus
-from ..teams.results import BoardListing, TaskAssigned, TaskBrief, TeamWaited
-from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines
+from ..teams.results import BoardListing, TaskBrief, TeamWaited
+from .findings import CATEGORY_OF_SPEC, RESULT_SCHEMA, Category
 from .offline_files import ChangeScope, discover, discover_changed
-from .report import render_markdown
-from .rulebook import known_category
+from .report import board_findings, render_markdown, review_report
 from .transcript import (
     Call,
     Step,
@@ -85,13 +86,12 @@ def lead_step(
     system_prompt: str,
     instruction: str,
     calls: Sequence[Call],
-    inbox: Sequence[tuple[str, str]] = (),
     *,
     model_label: str,
     can_act: bool = True,
 ) -> Step:
-    """The lead's next step; ``instruction``: the user message that started the turn, ``inbox``:
-    (sender, text) of the team messages injected since."""
+    """The lead's next step; ``instruction``: the user message that started the turn. Team
+    messages do not change it: the findings come as task data."""
     target = target_of(instruction)
     changes = ChangeScope.of(instruction)
     files, listing, error = discover_changed(changes, calls) if changes else discover(calls)
@@ -113,7 +113,7 @@ def lead_step(
     plan = _team_plan(system_prompt, target, files, calls) if can_act else None
     if plan is not None:
         return plan
-    return Step(_report(target, files, calls, inbox, model_label))
+    return Step(_report(target, files, calls, model_label))
 
 
 def _team_plan(
@@ -182,13 +182,16 @@ def _assignments(files: list[str], members: list[str]) -> Plan:
             category = CATEGORY_OF_SPEC.get(member)
             area = AREA_TITLE[category] if category is not None else "Review"
             description = (
-                f"{area} of these files; report findings as `SEVERITY file:line message — fix: "
-                "advice [RULE; confidence C]` lines, one per finding:\n" + "\n".join(group)
+                f"{area} of these files; complete the task with your findings as `data` "
+                "(the task's result schema), one entry per finding:\n" + "\n".join(group)
             )
-            title = f"{area}: {describe_group(group)}"
-            plan.append(
-                ("assignTask", {"title": title, "description": description, "assignee": member})
-            )
+            args: dict[str, object] = {
+                "title": f"{area}: {describe_group(group)}",
+                "description": description,
+                "assignee": member,
+                "result_schema": RESULT_SCHEMA,
+            }
+            plan.append(("assignTask", args))
     return tuple(plan)
 
 
@@ -225,53 +228,10 @@ def _idle_with_work(wait: Call) -> dict[str, list[str]]:
     return waiting
 
 
-def _assignees(calls: Sequence[Call]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for c in _ok(calls, "assignTask"):
-        assigned = c.result(TaskAssigned)
-        if assigned is not None and assigned.task.assignee:
-            out[assigned.task.id] = assigned.task.assignee
-    return out
-
-
-def _findings(owner: str, text: str) -> list[Finding]:
-    category: Category = CATEGORY_OF_SPEC.get(owner, "quality")
-    return [
-        f.model_copy(update={"category": known_category(f.rule) or category})
-        for f in parse_finding_lines(text, category)
-    ]
-
-
-def _report(
-    target: str,
-    files: list[str],
-    calls: Sequence[Call],
-    inbox: Sequence[tuple[str, str]],
-    model_label: str,
-) -> str:
+def _report(target: str, files: list[str], calls: Sequence[Call], model_label: str) -> str:
     waits = _ok(calls, "waitForTeam")
     views = _board(waits[-1]) if waits else []
-    assignees = _assignees(calls)
     members = [c.arg("name") for c in _ok(calls, "spawnMember")]
-    by_member: dict[str, list[Finding]] = {m: [] for m in members}
-    problems: list[str] = []
-    for v in views:
-        owner = v.owner or assignees.get(v.id) or "unknown"
-        if v.status is not TaskStatus.COMPLETED:
-            problems.append(f"- `{v.id}` ({owner}): {v.status.value}")
-            continue
-        by_member.setdefault(owner, []).extend(_findings(owner, v.result or ""))
-    for sender, text in inbox:
-        if sender in by_member:
-            by_member[sender].extend(_findings(sender, text))
-    flagged = {f.file for fs in by_member.values() for f in fs}
-    clean = [f for f in files if f not in flagged]
-    text = render_markdown(by_member, target, model_label, clean_files=clean)
-    tasks = len(views) or len(assignees)
-    text += (
-        f"\n## Scope\n\n{len(files)} Python files reviewed in {tasks} tasks by "
-        f"{len(members)} team members ({', '.join(members)}).\n"
-    )
-    if problems:
-        text += "\n## Not fully reviewed\n\n" + "\n".join(problems) + "\n"
-    return text
+    board = board_findings(views, members)
+    board.tasks = board.tasks or len(_ok(calls, "assignTask"))
+    return review_report(board, target, model_label, files=files, members=members)

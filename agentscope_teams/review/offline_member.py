@@ -3,9 +3,10 @@
 :func:`member_step` decides one step of a member from its system prompt and the tool calls of the
 current turn (with their results): claim a task, read the files it names (one ``read_file`` call per
 file, more with ``offset`` while a file is cut off), analyze the rebuilt sources with the rules of
-its own area, forward findings of other areas to the teammate responsible, complete the task with
-``SEVERITY file:line message — fix: advice [RULE; confidence C]`` lines, and claim again until
-nothing is claimable.
+its own area, forward findings of other areas to the teammate responsible (a message for people and
+models to read), complete the task with its findings as ``data`` (a :class:`~.findings.ReviewResult`,
+the task's result schema; the ``result`` text is a short summary nobody parses), and claim again
+until nothing is claimable.
 
 The analysis itself is not done here: when a task's files are read, :func:`member_step` answers
 :class:`NeedsAnalysis` with their sources, and the model calls it again with the findings (from the
@@ -20,7 +21,14 @@ from dataclasses import dataclass, field
 
 from ..teams.models import TaskStatus
 from ..teams.results import BoardListing, TaskClaimed
-from .findings import CATEGORY_OF_SPEC, Category, Finding, parse_finding_lines, sort_findings
+from .findings import (
+    CATEGORY_OF_SPEC,
+    Category,
+    Finding,
+    ReviewResult,
+    review_result,
+    sort_findings,
+)
 from .transcript import (
     Call,
     Step,
@@ -48,8 +56,6 @@ _NAME_HINT = re.compile(
 )
 _LEAD_HINT = re.compile(r"led by [`'\"]?([A-Za-z0-9_.-]+)")
 MAX_FORWARDED_LINES = 8
-#: The first line of a message carrying findings that did not fit in a task result.
-OVERFLOW_HEAD = "Findings of {task} that did not fit in its result:"
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ class _Turn:
     files_done: int = 0
 
 
-def _scan(calls: Sequence[Call], category: Category | None) -> _Turn:
+def _scan(calls: Sequence[Call]) -> _Turn:
     turn = _Turn()
     for i, call in enumerate(calls):
         if call.interrupted:
@@ -128,13 +134,13 @@ def _scan(calls: Sequence[Call], category: Category | None) -> _Turn:
             if claimed is not None and task is not None:
                 turn.current = _Task(task.id, files_in_text(claimed.description), i)
         elif call.name in ("completeTask", "failTask") and call.output is not None:
-            _reported(turn, call, category)
+            _reported(turn, call)
         elif call.name == "sendMessage" and call.ok:
             turn.sent += 1
     return turn
 
 
-def _reported(turn: _Turn, call: Call, category: Category | None) -> None:
+def _reported(turn: _Turn, call: Call) -> None:
     """A completeTask / failTask call: the current task is over (even when the call failed)."""
     task = turn.current
     if task is None or call.arg("task_id") != task.id:
@@ -144,8 +150,9 @@ def _reported(turn: _Turn, call: Call, category: Category | None) -> None:
         return
     turn.finished.append(task.id)
     turn.files_done += len(task.files)
-    if call.name == "completeTask":
-        turn.reported += parse_finding_lines(call.arg("result"), category or "quality")
+    data = review_result(call.input.get("data")) if call.name == "completeTask" else None
+    if data is not None:
+        turn.reported += data.findings
 
 
 def member_step(
@@ -154,19 +161,17 @@ def member_step(
     calls: Sequence[Call],
     inbox: Sequence[str],
     *,
-    history: Sequence[Call] = (),
     can_act: bool = True,
     analyses: Analyses | None = None,
 ) -> Step | NeedsAnalysis:
     """The next step of a member; ``owned``: the tasks its wake-up message says it owns,
-    ``inbox``: teammates' messages injected since, ``history``: every tool call in the context
-    (earlier turns too), ``analyses``: findings per path, when the model has them."""
-    turn = _scan(calls, role.category)
+    ``inbox``: teammates' messages injected since, ``analyses``: findings per path, when the model has them."""
+    turn = _scan(calls)
     if not can_act:
-        return Step(_summary(role, turn, inbox, history))
+        return Step(_summary(turn, inbox))
     task = turn.current
     if task is None:
-        return _claim(role, owned, calls, turn) or Step(_summary(role, turn, inbox, history))
+        return _claim(role, owned, calls, turn) or Step(_summary(turn, inbox))
     reads, unreadable = _reads(task, calls)
     if reads:
         label = "file" if len(reads) == 1 else "files"
@@ -250,31 +255,34 @@ def _finish(role: Role, task: _Task, found: list[Finding], unreadable: dict[str,
         if theirs:
             steps.append(("sendMessage", {"to": spec, "content": _forward(role, task, theirs)}))
     told = len(steps)
-    result, overflow = _result(role, task, mine, unreadable)
-    if overflow:
-        content = "\n".join([OVERFLOW_HEAD.format(task=task.id), *overflow])
-        steps.append(("sendMessage", {"to": role.lead, "content": content}))
-    steps.append(("completeTask", {"task_id": task.id, "result": result}))
+    data = ReviewResult(files=[p for p in task.files if p not in unreadable], findings=mine)
+    result = _result(role, task, mine, unreadable)
+    steps.append(
+        (
+            "completeTask",
+            {"task_id": task.id, "result": result, "data": data.model_dump(mode="json")},
+        )
+    )
     steps.append(("claimTask", {}))
     note = f"; telling {told} teammate(s) what I noticed in their area" if told else ""
     text = f"Task {task.id}: {len(mine)} finding(s) in {len(task.files)} file(s){note}."
     return Step(text, tuple(steps))
 
 
-def _result(
-    role: Role, task: _Task, mine: list[Finding], unreadable: dict[str, str]
-) -> tuple[str, list[str]]:
-    """The task result (short lines if the full ones are too long) and the lines left over."""
+def _result(role: Role, task: _Task, mine: list[Finding], unreadable: dict[str, str]) -> str:
+    """The task's result text, for people: a summary line, then the findings as lines (short
+    ones if the full ones are too long; the data has them all) and the files not read."""
+    area = AREA[role.category] if role.category else "any"
+    checked = describe_group(task.files) if task.files else "no files (the task names none)"
+    head = f"{len(mine) or 'no'} finding(s): checked {checked} for {area} problems"
     short = [
         f.model_copy(update={"message": short_message(f.message)}).to_line(short=True) for f in mine
     ]
-    lines, overflow = fit_lines([f.to_line() for f in mine], short)
+    lines, rest = fit_lines([f.to_line() for f in mine], short)
+    if rest:
+        lines.append(f"... and {len(rest)} more in the data")
     lines += [f"could not read {p}: {err}" for p, err in unreadable.items()]
-    if not mine:
-        area = AREA[role.category] if role.category else "any"
-        checked = describe_group(task.files) if task.files else "no files (the task names none)"
-        lines.insert(0, f"no findings: checked {checked} for {area} problems")
-    return "\n".join(lines), overflow
+    return "\n".join([head, *lines])
 
 
 def _forward(role: Role, task: _Task, findings: list[Finding]) -> str:
@@ -286,7 +294,7 @@ def _forward(role: Role, task: _Task, findings: list[Finding]) -> str:
     return "\n".join([head, *lines])
 
 
-def _summary(role: Role, turn: _Turn, inbox: Sequence[str], history: Sequence[Call]) -> str:
+def _summary(turn: _Turn, inbox: Sequence[str]) -> str:
     if not turn.finished:
         text = "No claimable task left for me; nothing more to do."
     else:
@@ -296,16 +304,6 @@ def _summary(role: Role, turn: _Turn, inbox: Sequence[str], history: Sequence[Ca
         )
     if turn.sent:
         text += f" Sent {turn.sent} message(s) to teammates."
-    if role.category is not None and inbox:
-        forwarded = [f for m in inbox for f in parse_finding_lines(m, role.category)]
-        if forwarded:
-            mine = [c.arg("result") for c in history if c.name == "completeTask" and c.ok]
-            keys = {
-                (f.file, f.line, f.rule) for r in mine for f in parse_finding_lines(r, "quality")
-            }
-            confirmed = sum(1 for f in forwarded if (f.file, f.line, f.rule) in keys)
-            text += (
-                f" Teammates forwarded {len(forwarded)} finding(s) in my area; {confirmed} of them "
-                "match findings I reported."
-            )
+    if inbox:
+        text += f" Read {len(inbox)} message(s) from teammates."
     return text

@@ -39,7 +39,6 @@ from pathlib import Path
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from ..model.base import ModelRequest, ModelResponse, StreamItem, Usage
 from ..model.scripted import replay
-from ..teams.delivery import TEAM_SENDER
 from ..teams.work import WAKE
 from .cache import AnalysisCache, default_cache_dir
 from .offline_lead import lead_step
@@ -115,16 +114,12 @@ def decide(request: ModelRequest, analyses: Analyses | None = None) -> Step | Ne
     if "createTeam" in offered or LEAD_TOOLS & {c.name for c in calls}:
         texts = _texts(turn)
         first = texts[0] if texts else ""
-        inbox = team_messages(turn)
-        return lead_step(system, first, calls, inbox, model_label=MODEL_NAME, can_act=can_act)
+        return lead_step(system, first, calls, model_label=MODEL_NAME, can_act=can_act)
     role = member_role(system)
     if "claimTask" in offered or role.spec is not None or any(c.name == "claimTask" for c in calls):
         texts = _texts(turn)
-        history = tool_calls(request.messages)
         owned = woken_for(turn)
-        return member_step(
-            role, owned, calls, texts[1:], history=history, can_act=can_act, analyses=analyses
-        )
+        return member_step(role, owned, calls, texts[1:], can_act=can_act, analyses=analyses)
     return Step(UNSUPPORTED)
 
 
@@ -167,15 +162,6 @@ def woken_for(messages: Sequence[Msg]) -> list[str]:
         if isinstance(wake, dict):
             return [str(t) for t in wake.get("own", [])]
     return []
-
-
-def team_messages(messages: Sequence[Msg]) -> list[tuple[str, str]]:
-    """(sender, text) of the team messages injected into the conversation (by their metadata)."""
-    return [
-        (str(m.metadata[TEAM_SENDER]), m.get_text_content())
-        for m in messages
-        if TEAM_SENDER in m.metadata
-    ]
 
 
 def _texts(messages: Sequence[Msg]) -> list[str]:

@@ -1,5 +1,9 @@
 """``render_markdown``: the lead's review.md from the findings each member reported.
 
+:func:`board_findings` reads those findings from the task board: the ``result_data`` each member
+completed its review task with (:class:`~.findings.ReviewResult`), never the text of a result. The
+offline lead's report and the CLI's counts both come from it.
+
 One bullet per finding: ``- `file:line` — message (RULE, confidence C) — fix: advice — found by
 MEMBER``; a finding without advice (a model's own line) gets the rulebook's advice for its rule
 when the rule is one the engines report.
@@ -8,9 +12,80 @@ when the rule is one the engines report.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from .findings import Finding, Severity
+from ..teams.models import TaskStatus
+from .findings import Finding, Severity, review_result
 from .rulebook import known_category, rule_for
+
+
+class BoardTask(Protocol):
+    """What :func:`board_findings` reads of a task (a board ``Task`` or a tool's ``TaskBrief``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> TaskStatus: ...
+    @property
+    def owner(self) -> str | None: ...
+    @property
+    def assignee(self) -> str | None: ...
+    @property
+    def result_data(self) -> Any: ...
+
+
+@dataclass
+class BoardFindings:
+    """The findings of a review's tasks: per member, the files reviewed, and the tasks that
+    gave none (``- `id` (member): why`` lines)."""
+
+    by_member: dict[str, list[Finding]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    not_reviewed: list[str] = field(default_factory=list)
+    tasks: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """Findings per severity value, each problem once (as the report lists them)."""
+        entries = merged(self.by_member)
+        return {s.value: sum(1 for f, _ in entries if f.severity is s) for s in Severity}
+
+
+def board_findings(tasks: Iterable[BoardTask], members: Sequence[str] = ()) -> BoardFindings:
+    """The findings data of completed tasks, credited to the owner; a task not completed, or
+    completed without findings data, is listed in ``not_reviewed``."""
+    out = BoardFindings(by_member={m: [] for m in members})
+    for task in tasks:
+        out.tasks += 1
+        owner = task.owner or task.assignee or "unknown"
+        if task.status is not TaskStatus.COMPLETED:
+            out.not_reviewed.append(f"- `{task.id}` ({owner}): {task.status.value}")
+            continue
+        data = review_result(task.result_data)
+        if data is None:
+            out.not_reviewed.append(f"- `{task.id}` ({owner}): completed without findings data")
+            continue
+        found = out.by_member.setdefault(owner, [])
+        found += [
+            f.model_copy(update={"category": known_category(f.rule) or f.category})
+            for f in data.findings
+        ]
+        out.files += [p for p in data.files if p not in out.files]
+    return out
+
+
+def merged(
+    findings_by_member: Mapping[str, Sequence[Finding]],
+) -> list[tuple[Finding, list[str]]]:
+    """Each problem once with every member that reported it, most severe first."""
+    by_key: dict[tuple[str, int, str], tuple[Finding, list[str]]] = {}
+    for member, findings in findings_by_member.items():
+        for f in findings:
+            key = (f.file, f.line, f.rule if known_category(f.rule) else f.message)
+            entry = by_key.setdefault(key, (f, []))
+            if member not in entry[1]:
+                entry[1].append(member)
+    return sorted(by_key.values(), key=lambda e: (e[0].severity.rank, e[0].sort_key))
 
 
 def render_markdown(
@@ -23,14 +98,7 @@ def render_markdown(
 
     A finding reported by several members appears once, crediting all of them.
     """
-    merged: dict[tuple[str, int, str], tuple[Finding, list[str]]] = {}
-    for member, findings in findings_by_member.items():
-        for f in findings:
-            key = (f.file, f.line, f.rule if known_category(f.rule) else f.message)
-            entry = merged.setdefault(key, (f, []))
-            if member not in entry[1]:
-                entry[1].append(member)
-    entries = sorted(merged.values(), key=lambda e: (e[0].severity.rank, e[0].sort_key))
+    entries = merged(findings_by_member)
     counts = {s: sum(1 for f, _ in entries if f.severity is s) for s in Severity}
 
     lines = [
@@ -76,3 +144,26 @@ def _bullet(f: Finding, members: list[str]) -> str:
         f"- {where} — {message} ({f.rule}, confidence {f.confidence.value}){fix} "
         f"— found by {', '.join(members)}"
     )
+
+
+def review_report(
+    board: BoardFindings,
+    target: str,
+    model_label: str,
+    *,
+    files: Sequence[str],
+    members: Sequence[str],
+) -> str:
+    """The whole review.md from the board's findings data: :func:`render_markdown` (the files of
+    ``files`` nobody flagged are the clean ones), then the scope and the tasks not reviewed."""
+    by_member = {m: board.by_member.get(m, []) for m in members} | board.by_member
+    flagged = {f.file for fs in by_member.values() for f in fs}
+    clean = [f for f in files if f not in flagged]
+    text = render_markdown(by_member, target, model_label, clean_files=clean)
+    text += (
+        f"\n## Scope\n\n{len(files)} Python files reviewed in {board.tasks} tasks by "
+        f"{len(members)} team members ({', '.join(members)}).\n"
+    )
+    if board.not_reviewed:
+        text += "\n## Not fully reviewed\n\n" + "\n".join(board.not_reviewed) + "\n"
+    return text

@@ -1,9 +1,11 @@
 """What the offline model reads from the results it is given.
 
-Team and subagent tools return structured results (:meth:`Call.result`). The file tools return text
-made for a model, read here with pure functions, no I/O: the source of a file from ``read_file``'s
-line-numbered chunks, the paths of a ``glob_files`` listing, the files named in a task description,
-and the split of a file list into review tasks. The offline model (:mod:`.offline_model`) decides every step from the
+Team and subagent tools return structured results (:meth:`Call.result`): task results are read as
+their findings data, never as text. The file tools return text made for a model, read here with pure
+functions, no I/O: the source of a file from ``read_file``'s line-numbered chunks (the toolkit's
+format, not a model's words), the paths of a ``glob_files`` listing, the files named in a task
+description (the member reading its own instructions, as any model does; the offline lead writes
+them one per line), and the split of a file list into review tasks. The offline model (:mod:`.offline_model`) decides every step from the
 conversation with these; nothing here looks at the disk.
 """
 
@@ -174,7 +176,7 @@ class Step:
 _INTERRUPTED = ("the tool call did not complete", "interrupted")
 
 
-#: Task results longer than this are cut by the team's ``waitForTeam`` summary: stay below it.
+#: The budget of a task's result text (a summary for people; the findings data has them all).
 RESULT_BUDGET = 1900
 _SENTENCE_END = re.compile(r"(?<=[a-z)\]`'])(?::|;|\.)\s")
 

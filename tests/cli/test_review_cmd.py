@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,12 @@ from typing import Any
 import pytest
 
 from agentscope_teams.cli.review_cmd import DEFAULT_SPECS, LEAD_PROMPT, choose_model
+from agentscope_teams.cli.review_run import board_report
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.review import RESULT_SCHEMA, ReviewResult, Severity
 from agentscope_teams.review.offline_model import OfflineReviewModel
+from agentscope_teams.store import BaseStore
+from agentscope_teams.teams import LocalTeamClient, Task
 
 from .conftest import REPO, Cli, one_error_line
 
@@ -54,6 +60,58 @@ def test_json_prints_one_parseable_event_per_line(cli: Cli, project: Path) -> No
     final_board = [e for e in events if e["type"] == "board"][-1]["tasks"]
     assert {t["status"] for t in final_board} == {"completed"} and len(final_board) == 9
     assert (cli.tmp_path / "review.md").read_text().startswith("# Code review: ")
+
+
+RULE = re.compile(r"\(([A-Za-z0-9-]+), confidence (?:high|medium|low)\)")
+
+
+def bullets(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.startswith("- `")]
+
+
+def test_the_report_is_rendered_from_the_findings_data_on_the_board(
+    cli: Cli, project: Path
+) -> None:
+    """review.md lists exactly the findings the members completed their tasks with as data,
+    equals the rendering of that data, and follows it when it changes; the text of a result
+    plays no part."""
+    events = [json.loads(line) for line in review(cli, project, "--json").stdout.splitlines()]
+    end = events[-1]
+    report = (cli.tmp_path / "review.md").read_text()
+
+    async def board(store: BaseStore) -> list[Task]:
+        client = LocalTeamClient(store, RuntimeContext(session_id=end["session_id"]))
+        return list(await client.list_tasks(end["team_id"]))
+
+    tasks = cli.with_store(board)
+    assert len(tasks) == 9 and all(t.result_schema == RESULT_SCHEMA for t in tasks)
+    data = [ReviewResult.model_validate(t.result_data) for t in tasks]
+    in_data = {(f"{f.file}:{f.line}", f.rule) for d in data for f in d.findings}
+    in_report = {(b.split("`")[1], m[1]) for b in bullets(report) if (m := RULE.search(b))}
+    assert len(in_report) == len(bullets(report))
+    assert in_report == in_data and len(in_data) == end["total"] == len(PLANTED)
+    assert end["files"] == len({p for d in data for p in d.files}) == 8
+    model = "offline-review (deterministic, no LLM)"
+    assert report == board_report(tasks, end["target"], model)
+    # the lead (offline model) renders the same report from the data its waitForTeam returned
+    [lead_end] = [e for e in events if e["type"] == "reply_end" and e["agent"] == "lead"]
+    assert lead_end["msg"]["content"][-1]["text"] == report
+
+    # no text: the same report; one finding's data changed: the report changes with it
+    textless = [t.model_copy(update={"result": ""}) for t in tasks]
+    assert board_report(textless, end["target"], model) == report
+    i = next(i for i, d in enumerate(data) if d.findings)
+    first = data[i].findings[0]
+    moved = first.model_copy(
+        update={"line": 999, "severity": Severity.CRITICAL, "message": "moved"}
+    )
+    changed = data[i].model_copy(update={"findings": [moved, *data[i].findings[1:]]})
+    tasks[i] = tasks[i].model_copy(update={"result_data": changed.model_dump(mode="json")})
+    after = board_report(tasks, end["target"], model)
+    assert f"- `{first.file}:999` — moved ({first.rule}, " in after
+    assert not [b for b in bullets(after) if b.startswith(f"- `{first.file}:{first.line}` ")]
+    critical = sum(1 for d in data for f in d.findings if f.severity is Severity.CRITICAL)
+    assert f"## Critical ({critical + (first.severity is not Severity.CRITICAL)})" in after
 
 
 def test_model_offline_wins_over_an_api_key(cli: Cli, project: Path) -> None:

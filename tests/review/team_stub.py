@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from agentscope_teams.agent.output import OutputType
 from agentscope_teams.agent.react import ReActAgent, ReplyOptions
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import Msg
@@ -37,6 +39,8 @@ class StubTask:
     status: str = "pending"
     owner: str | None = None
     result: str = ""
+    result_schema: dict[str, Any] | None = None
+    result_data: Any = None
 
 
 @dataclass
@@ -57,6 +61,8 @@ class StubTeam:
                 owner=t.owner,
                 assignee=t.assignee,
                 result=t.result or None,
+                result_schema=t.result_schema,
+                result_data=t.result_data,
             )
             for t in self.tasks.values()
         ]
@@ -83,9 +89,11 @@ class StubTeam:
             assignee: str | None = None,
             blocked_by: list[str] | None = None,
             team_id: str | None = None,
+            result_schema: dict[str, Any] | None = None,
         ) -> TaskAssigned:
             """Assign a task."""
             task = StubTask(f"t-{len(self.tasks) + 1}", title, description, assignee)
+            task.result_schema = result_schema
             self.tasks[task.id] = task
             brief = TaskBrief(id=task.id, title=title, status=TaskStatus.PENDING, assignee=assignee)
             return TaskAssigned(task=brief)
@@ -108,16 +116,25 @@ class StubTeam:
             for t in self.tasks.values():
                 if t.status == "pending" and t.assignee in (None, me):
                     t.status, t.owner = "in_progress", me
-                    brief = TaskBrief(id=t.id, title=t.title, status=TaskStatus(t.status), owner=me)
+                    status = TaskStatus(t.status)
+                    brief = TaskBrief(
+                        id=t.id,
+                        title=t.title,
+                        status=status,
+                        owner=me,
+                        result_schema=t.result_schema,
+                    )
                     return TaskClaimed(member=me, task=brief, description=t.description)
             return TaskClaimed(member=me)
 
         @tool
-        def completeTask(task_id: str, result: str) -> str:
-            """Complete a task."""
+        def completeTask(task_id: str, result: str, data: Any = None) -> str:
+            """Complete a task (``data`` checked against its schema, as the board does)."""
             t = self.tasks[task_id]
             assert t.owner == me
-            t.status, t.result = "completed", result
+            if t.result_schema is not None:
+                data = OutputType.from_schema(t.result_schema, task_id).validate(data)
+            t.status, t.result, t.result_data = "completed", result, data
             return f"completed {task_id}"
 
         @tool

@@ -22,6 +22,7 @@ from agentscope_teams.model import (
     ToolCallDelta,
     ToolSchema,
 )
+from agentscope_teams.review import ReviewResult
 from agentscope_teams.review.offline_files import discover
 from agentscope_teams.review.offline_model import OfflineReviewModel
 from agentscope_teams.review.transcript import Call, files_in_text, rebuild_source, split_files
@@ -144,6 +145,9 @@ async def test_a_member_claims_reads_then_completes_with_its_own_area_only() -> 
     assert message["to"] == "security-scanner" and "app/loop.py:6" in str(message["content"])
     assert complete["task_id"] == "t-4"
     assert "app/loop.py:5" in str(complete["result"]) and "eval" not in str(complete["result"])
+    data = ReviewResult.model_validate(complete["data"])  # what the board checks and the lead reads
+    assert data.files == ["app/loop.py"]
+    assert [(f.line, f.category) for f in data.findings] == [(5, "performance")]
 
     outputs: dict[str, str | ToolOutput] = {
         "sendMessage": "sent",

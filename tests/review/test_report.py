@@ -1,15 +1,20 @@
-"""review.md rendering and the finding line format members use."""
+"""review.md rendering, and the findings data members complete their tasks with."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from agentscope_teams.agent.output import OutputType
 from agentscope_teams.review import (
+    RESULT_SCHEMA,
     Finding,
+    ReviewResult,
     Severity,
     analyze_tree,
     findings_for_member,
-    parse_finding_lines,
     render_markdown,
 )
 
@@ -67,9 +72,29 @@ def test_duplicate_reports_are_merged_and_credit_every_member() -> None:
     ]
 
 
-def test_a_models_line_without_advice_gets_the_rulebooks_advice() -> None:
-    (f,) = parse_finding_lines("high a.py:3 eval on the request body [S307]", "security")
-    (g,) = parse_finding_lines("low a.py:4 looks odd", "quality")
+def test_a_models_finding_without_advice_gets_the_rulebooks_advice() -> None:
+    data = {
+        "files": ["a.py"],
+        "findings": [
+            {
+                "file": "a.py",
+                "line": 3,
+                "severity": "high",
+                "category": "security",
+                "rule": "S307",
+                "message": "eval on the request body",
+            },
+            {
+                "file": "a.py",
+                "line": 4,
+                "severity": "low",
+                "category": "quality",
+                "rule": "unspecified",
+                "message": "looks odd",
+            },
+        ],
+    }
+    f, g = ReviewResult.model_validate(data).findings
     md = render_markdown({"security-scanner": [f], "reviewer": [g]}, "t", "m")
     assert "(S307, confidence medium) — fix: Parse the data with ast.literal_eval" in md
     assert "- `a.py:4` — looks odd (unspecified, confidence medium) — found by reviewer" in md
@@ -96,26 +121,29 @@ def test_sample_project_report() -> None:
     assert "`app/models.py`" in md.split("## Clean files")[1]
 
 
-def test_finding_lines_round_trip() -> None:
+def test_findings_data_round_trips_through_the_task_schema() -> None:
+    """What the engines find goes through the board's schema check and back unchanged."""
     found = [f for fs in analyze_tree(SAMPLE).values() for f in fs]
-    text = "\n".join(f.to_line() for f in found)
-    assert parse_finding_lines(text, "security") == [
-        f.model_copy(update={"category": "security"}) for f in found
-    ]
+    data = ReviewResult(files=sorted({f.file for f in found}), findings=found)
+    sent = json.loads(data.model_dump_json())
+    checked = OutputType.from_schema(RESULT_SCHEMA, "review").validate(sent)
+    assert ReviewResult.model_validate(checked) == data
 
 
-def test_parse_finding_lines_tolerates_member_prose() -> None:
-    text = (
-        "Findings:\n"
-        "HIGH app/db.py:20 user input reaches the SQL text\n"
-        "- medium `app/x.py:7` — string += in a loop [str-concat-in-loop]\n"
-        "no findings in app/models.py\n"
-        "low app/y.py:0 line zero is invalid\n"
-    )
-    parsed = parse_finding_lines(text, "quality")
-    assert [(f.severity, f.file, f.line, f.rule) for f in parsed] == [
-        (Severity.HIGH, "app/db.py", 20, "unspecified"),
-        (Severity.MEDIUM, "app/x.py", 7, "str-concat-in-loop"),
-    ]
-    assert parsed[0].message == "user input reaches the SQL text"
-    assert parsed[1].message == "string += in a loop"
+def test_the_schema_refuses_a_finding_without_a_line_or_with_an_unknown_severity() -> None:
+    bad = {
+        "files": ["a.py"],
+        "findings": [
+            {
+                "file": "a.py",
+                "severity": "urgent",
+                "category": "quality",
+                "rule": "x",
+                "message": "m",
+            }
+        ],
+    }
+    with pytest.raises(ValueError) as err:
+        OutputType.from_schema(RESULT_SCHEMA, "review").validate(bad)
+    assert "findings.0" in str(err.value) and "line" in str(err.value)
+    assert "urgent" in str(err.value)
