@@ -130,11 +130,13 @@ def handle(args: argparse.Namespace) -> int:
             await watcher.poll()
         summary.seconds = time.monotonic() - started
         summary.team_id = watcher.team_id
-        if args.json:  # before run_end, which stays the last line
+        # the token table before the summary, whose last line (run_end, or the session to
+        # continue) stays the last
+        if args.json:
             print_json_line(usage_json(meter))
-        view.finish()
-        if not args.json:
+        else:
             print("\n".join(usage_lines(meter)))
+        view.finish()
         return 0
 
     with metering() as meter:
