@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -92,7 +93,9 @@ async def run_engines(sources: Mapping[str, str]) -> dict[str, list[Hit]]:
         outputs: dict[str, bytes] = {}
 
         async def run(name: str, args: list[str]) -> None:
-            done = await anyio.run_process(args, check=False, cwd=root)
+            # subprocess.run in a worker thread, not an asyncio subprocess: asyncio's child
+            # watcher races a Ctrl-C (it logs "Unknown child process" on stderr); a run is short
+            done = await anyio.to_thread.run_sync(_run_tool, args, root)
             if done.returncode not in (0, 1):
                 err = done.stderr.decode(errors="replace").strip()
                 raise ConfigurationError(
@@ -118,6 +121,10 @@ async def run_engines(sources: Mapping[str, str]) -> dict[str, list[Hit]]:
         if path is not None:
             hits[path].append(hit)
     return hits
+
+
+def _run_tool(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(args, capture_output=True, check=False, cwd=cwd)
 
 
 def _relative(hit_path: str, root: Path) -> str:

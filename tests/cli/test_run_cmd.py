@@ -89,7 +89,9 @@ def test_run_ends_with_the_tokens_each_agent_reported(cli: Cli) -> None:
         result = _run_turn(cli, server, "review app.py")
     assert result.returncode == 0, result.stderr
     tail = result.stdout[result.stdout.index("tokens used (as reported by the model):") :]
-    rows = [line.split(maxsplit=1) for line in tail.splitlines()[1:]]
+    table = tail.splitlines()[1:]
+    table = table[: next(i for i, line in enumerate(table) if line.split()[:1] == ["total"]) + 1]
+    rows = [line.split(maxsplit=1) for line in table]
     assert rows == [
         ["lead", "36 (input 22, output 14; 2 requests)"],
         ["reviewer", "18 (input 11, output 7; 1 requests)"],

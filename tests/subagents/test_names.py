@@ -83,6 +83,7 @@ async def test_names_differing_only_in_the_dot_never_collide(
         store=file_store,
         specs=specs,
         models=dict(children),
+        max_concurrent=len(names),  # all five at once, however the scheduler interleaves them
     )
     await lead.call("go", ALICE)
     records = {r.spec: r for r in await runs(file_store)}
