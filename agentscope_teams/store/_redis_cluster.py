@@ -162,7 +162,7 @@ class Gate:
             await asyncio.wait_for(sem.acquire(), self._timeout)
         except TimeoutError as exc:
             raise StoreUnavailableError(
-                f"no free connection to Redis Cluster {self._where} within {self._timeout} s "
+                f"no free connection to {self._where} within {self._timeout} s "
                 f"({self._limit} operations in flight); raise max_connections or pool_timeout"
             ) from exc
 
