@@ -51,8 +51,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import (
@@ -289,6 +289,15 @@ class RedisStore(StoreBackend):
                 f"Redis at {self._where} is unavailable ({exc}); check that the server is running "
                 "and reachable and that the URL and credentials are right"
             ) from exc
+
+    @asynccontextmanager
+    async def _gated(self) -> AsyncIterator[None]:
+        """A turn of the store's gate plus :meth:`_guard`: for the layers above that send their own
+        commands through this client (the board queue), so they too count against
+        ``max_connections`` and wait for a turn instead of opening more connections."""
+        async with self._turn():
+            with self._guard():
+                yield
 
     def _name(self, key: Key, kind: str = "") -> str:
         """THE Redis name of ``key`` (``kind`` names a companion: ``:idx``, ``:stream``, ...).

@@ -285,6 +285,19 @@ async def test_no_turn_within_pool_timeout_names_the_settings(redis_url: str) ->
         assert await store.get((name, "k")) is None  # the turn is back: operations run again
 
 
+async def test_the_board_queue_waits_for_a_turn_of_the_same_gate(redis_url: str) -> None:
+    from agentscope_teams.teams import TeamKeys
+    from agentscope_teams.teams.queue_redis import RedisBoardQueue
+
+    name = unique_namespace()
+    async with RedisStore(redis_url, namespace=name, max_connections=1, pool_timeout=0.1) as store:
+        queue = RedisBoardQueue(store, TeamKeys((f"o:{name}", "u:bob"), "team-1"))
+        async with store._turn():  # the only turn is taken: the queue's own commands must wait
+            with pytest.raises(StoreUnavailableError, match="max_connections or pool_timeout"):
+                await queue.drop()
+        await queue.drop()  # the turn is back
+
+
 async def _client_names(client: aioredis.Redis) -> set[str]:
     return {str(c.get("name")) for c in await client.client_list()}
 
