@@ -701,9 +701,9 @@ def _client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: f
     """A client on a plain connection pool; the store's gate bounds its operations.
 
     The pool itself is unbounded so that it never fails with "Too many connections": the store's
-    gate keeps its operations at ``max_connections`` (callers past it wait up to ``pool_timeout``),
-    and the few users of the client outside the gate (the signal subscriber, the board queue's
-    scripts) add a connection each. Measured (``python -m bench redis_pool``, 1,000 concurrent
+    gate keeps its operations at ``max_connections`` (callers past it wait up to ``pool_timeout``;
+    the board queue's own commands take turns too, see :meth:`RedisStore._gated`), and the signal
+    subscriber adds one connection. Measured (``python -m bench redis_pool``, 1,000 concurrent
     tasks): a blocking pool of 64, 256 or 1,024 costs the same client CPU, i.e. its
     per-acquisition condition and timeout, not waiting; the gated plain pool avoids that cost.
     Replies are parsed by ``hiredis`` when installed (the ``redis`` extra installs it).
