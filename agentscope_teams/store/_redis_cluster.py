@@ -158,11 +158,12 @@ class Gate:
         if not sem.locked():  # the common case: a turn is free, take it without a timer
             await sem.acquire()
             return
-        try:
-            await asyncio.wait_for(sem.acquire(), self._timeout)
+        try:  # a deadline on this task, not wait_for: no extra task per waiting caller
+            async with asyncio.timeout(self._timeout):
+                await sem.acquire()
         except TimeoutError as exc:
             raise StoreUnavailableError(
-                f"no free connection to Redis Cluster {self._where} within {self._timeout} s "
+                f"no free connection to {self._where} within {self._timeout} s "
                 f"({self._limit} operations in flight); raise max_connections or pool_timeout"
             ) from exc
 

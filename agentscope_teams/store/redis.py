@@ -39,17 +39,20 @@ atomically, so a concurrent re-create is kept) or the key is deleted.
 
 Hot path: a key's Redis names (entry, ancestor indexes and members) are computed once and kept in a
 bounded per-store cache, so a put or get of a known key does no escaping. A store built from a URL
-uses a blocking connection pool of ``max_connections``: more concurrent operations than that wait
-(up to ``pool_timeout`` seconds) for a free connection instead of failing with "Too many
-connections".
+lets at most ``max_connections`` operations run at once per event loop (a semaphore gate, as on a
+cluster): more wait up to ``pool_timeout`` seconds for a turn instead of failing with "Too many
+connections". Behind the gate is a plain connection pool: redis-py's blocking pool costs a lock,
+a condition and a timeout timer per acquisition even when a connection is free (≈ 28% of client
+CPU at 1,000 concurrent operations, ``python -m bench redis_pool``); the gate takes a free turn
+without a timer.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import (
@@ -176,7 +179,7 @@ def _load_redis() -> Any:
 
 
 class _NoTurn:
-    """The gate of a single server: its blocking pool already makes callers wait."""
+    """The gate of an injected single-server client: its own pool decides how callers wait."""
 
     async def __aenter__(self) -> None:
         return None
@@ -235,11 +238,16 @@ class RedisStore(StoreBackend):
         self._registered: set[tuple[str, str]] = set()  # range members this store has written
         if self.cluster:
             self._where = cluster.describe_cluster(client)
-            self._turn: Any = cluster.Gate(max_connections, pool_timeout, self._where).turn
+            gate = cluster.Gate(max_connections, pool_timeout, f"Redis Cluster {self._where}")
+            self._turn: Any = gate.turn
             kwargs = client.get_connection_kwargs()
         else:
             self._where = redact_url(url) if url is not None else _describe(self._client)
             self._turn = _no_turn
+            if self._owns_client:
+                self._turn = cluster.Gate(
+                    max_connections, pool_timeout, f"Redis {self._where}"
+                ).turn
             kwargs = self._client.connection_pool.connection_kwargs
         if kwargs.get("decode_responses"):
             raise ConfigurationError(
@@ -281,6 +289,15 @@ class RedisStore(StoreBackend):
                 f"Redis at {self._where} is unavailable ({exc}); check that the server is running "
                 "and reachable and that the URL and credentials are right"
             ) from exc
+
+    @asynccontextmanager
+    async def _gated(self) -> AsyncIterator[None]:
+        """A turn of the store's gate plus :meth:`_guard`: for the layers above that send their own
+        commands through this client (the board queue), so they too count against
+        ``max_connections`` and wait for a turn instead of opening more connections."""
+        async with self._turn():
+            with self._guard():
+                yield
 
     def _name(self, key: Key, kind: str = "") -> str:
         """THE Redis name of ``key`` (``kind`` names a companion: ``:idx``, ``:stream``, ...).
@@ -681,21 +698,19 @@ def _check_pool(max_connections: int, pool_timeout: float) -> None:
 
 
 def _client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: float) -> Redis:
-    """A client owning a blocking pool: past ``max_connections`` callers wait for a connection.
+    """A client on a plain connection pool; the store's gate bounds its operations.
 
-    Measured (``python -m bench redis_pool``, 1,000 concurrent tasks): 64 connections cost the same
-    client CPU per operation as 256 or 1,024: what the blocking pool costs is its per-acquisition
-    condition and timeout, not waiting, so the default stays at 64 connections per store. Replies
-    are parsed by ``hiredis`` when installed (the ``redis`` extra installs it).
+    The pool itself is unbounded so that it never fails with "Too many connections": the store's
+    gate keeps its operations at ``max_connections`` (callers past it wait up to ``pool_timeout``;
+    the board queue's own commands take turns too, see :meth:`RedisStore._gated`), and the signal
+    subscriber adds one connection. Measured (``python -m bench redis_pool``, 1,000 concurrent
+    tasks): a blocking pool of 64, 256 or 1,024 costs the same client CPU, i.e. its
+    per-acquisition condition and timeout, not waiting; the gated plain pool avoids that cost.
+    Replies are parsed by ``hiredis`` when installed (the ``redis`` extra installs it).
     """
     _check_pool(max_connections, pool_timeout)
     try:
-        pool = redis.asyncio.BlockingConnectionPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=pool_timeout,
-            socket_connect_timeout=5,
-        )
+        pool = redis.asyncio.ConnectionPool.from_url(url, socket_connect_timeout=5)
         return cast("Redis", redis.asyncio.Redis.from_pool(pool))
     except ValueError as exc:
         raise ConfigurationError(

@@ -106,7 +106,7 @@ class RedisBoardQueue:
             await self.store.load_scripts([getattr(lua, n) for n in _SCRIPT_NAMES])
             _LOADED.add(self.store)
         argv = [*self._template, str(_ms(now)), _iso(now), *map(str, args)]
-        with self.store._guard():
+        async with self.store._gated():
             return await self._scripts[script](keys=self._keys, args=argv)
 
     @staticmethod
@@ -125,7 +125,7 @@ class RedisBoardQueue:
         return self._outcome(await self._run(script, now, task_id, *args))
 
     async def enqueue(self, task: Task) -> None:
-        with self.store._guard():
+        async with self.store._gated():
             await self.store._client.zadd(self._keys[0], {task.id: task.seq})
 
     async def claim_next(
@@ -169,7 +169,7 @@ class RedisBoardQueue:
             offset = 0
             while True:
                 argv = [*self._template, "0", "", held, str(offset), str(PAGE)]
-                with self.store._guard():
+                async with self.store._gated():
                     flat = await self._scripts["OPEN_PAGE"](keys=self._keys, args=argv)
                 for i in range(1, len(flat), 3):
                     out.append((flat[i].decode(), _decoded(flat[i + 1], flat[i + 2])))
@@ -180,21 +180,20 @@ class RedisBoardQueue:
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
         pending, held, owners = self._keys
-        with self.store._guard():
-            async with self.store._client.pipeline(transaction=True) as pipe:
-                pipe.delete(pending, held, owners)
-                for t in tasks:
-                    if t.status is TaskStatus.PENDING:
-                        pipe.zadd(pending, {t.id: t.seq})
-                    elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
-                        until = t.lease_expires_at or _EPOCH
-                        pipe.zadd(held, {t.id: _ms(until)})
-                        pipe.zadd(owners, {f"{t.owner}\0{t.seq:020d}\0{t.id}": 0})
-                await pipe.execute()
+        async with self.store._gated(), self.store._client.pipeline(transaction=True) as pipe:
+            pipe.delete(pending, held, owners)
+            for t in tasks:
+                if t.status is TaskStatus.PENDING:
+                    pipe.zadd(pending, {t.id: t.seq})
+                elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
+                    until = t.lease_expires_at or _EPOCH
+                    pipe.zadd(held, {t.id: _ms(until)})
+                    pipe.zadd(owners, {f"{t.owner}\0{t.seq:020d}\0{t.id}": 0})
+            await pipe.execute()
 
     async def drop(self) -> None:
         """Delete the queue's index (the team is being deleted)."""
-        with self.store._guard():
+        async with self.store._gated():
             await self.store._client.delete(*self._keys)
 
 

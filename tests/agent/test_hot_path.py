@@ -3,19 +3,23 @@ file; each tool schema built once however many steps and calls use it (issue 14)
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import pathlib
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 import pytest
+from pydantic import BaseModel
 
 from agentscope_teams import HarnessAgent, RuntimeContext
 from agentscope_teams.agent import ReActConfig
 from agentscope_teams.agent.extension import CallScope, Extension
+from agentscope_teams.message import AssistantMsg, Msg
 from agentscope_teams.model import ScriptedModel
 from agentscope_teams.model.base import ModelResponse
 from agentscope_teams.store import InMemoryStore
@@ -142,3 +146,23 @@ async def test_each_tool_schema_is_built_once_across_steps_and_calls(
     assert len(model.requests) == 10
     assert all(len(r.tools) == 8 for r in model.requests)  # 6 file tools, ping, extra
     assert len(builds) == 8  # one per tool, not per step (10) or per call (2)
+
+
+class Answer(BaseModel):
+    score: int
+
+
+def test_loading_a_message_runs_no_python_hook_and_outputs_still_ride_along() -> None:
+    # pydantic builds a loaded message in its core: no per-message Python post-init (a declared
+    # private attribute would add one to every message of every session load).
+    assert Msg.model_post_init is BaseModel.model_post_init
+
+    msg = AssistantMsg("done")
+    assert msg.output is None
+    msg.set_output(Answer(score=3), {"score": 3})
+    for kept in (msg, msg.model_copy(), copy.deepcopy(msg), pickle.loads(pickle.dumps(msg))):
+        assert kept.output == Answer(score=3)
+        assert kept.output_as(Answer) is kept.output
+    loaded = Msg.model_validate_json(msg.model_dump_json())
+    assert loaded == msg and loaded.output == {"score": 3}
+    assert loaded.output_as(Answer) == Answer(score=3)

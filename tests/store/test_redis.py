@@ -253,6 +253,51 @@ async def test_url_client_is_closed_by_aclose(redis_url: str, client: aioredis.R
     await _drop_namespace(client, name)
 
 
+async def test_a_full_pool_makes_callers_wait_instead_of_failing(
+    redis_url: str, client: aioredis.Redis
+) -> None:
+    name = unique_namespace()
+    sep = "&" if "?" in redis_url else "?"
+    url = f"{redis_url}{sep}client_name={name}"
+    async with RedisStore(url, namespace=name, max_connections=2) as store:
+        done: list[int] = []
+
+        async def write(i: int) -> None:
+            await store.put((name, "k", str(i)), b"v")
+            assert await store.get((name, "k", str(i))) is not None
+            done.append(i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(60):
+                tg.start_soon(write, i)
+        opened = [c for c in await client.client_list() if c.get("name") == name]
+    assert sorted(done) == list(range(60))
+    assert 1 <= len(opened) <= 2  # the gate kept 60 concurrent writers on 2 connections
+    await _drop_namespace(client, name)
+
+
+async def test_no_turn_within_pool_timeout_names_the_settings(redis_url: str) -> None:
+    name = unique_namespace()
+    async with RedisStore(redis_url, namespace=name, max_connections=1, pool_timeout=0.1) as store:
+        async with store._turn():  # the only turn is taken: the next operation must wait
+            with pytest.raises(StoreUnavailableError, match="max_connections or pool_timeout"):
+                await store.get((name, "k"))
+        assert await store.get((name, "k")) is None  # the turn is back: operations run again
+
+
+async def test_the_board_queue_waits_for_a_turn_of_the_same_gate(redis_url: str) -> None:
+    from agentscope_teams.teams import TeamKeys
+    from agentscope_teams.teams.queue_redis import RedisBoardQueue
+
+    name = unique_namespace()
+    async with RedisStore(redis_url, namespace=name, max_connections=1, pool_timeout=0.1) as store:
+        queue = RedisBoardQueue(store, TeamKeys((f"o:{name}", "u:bob"), "team-1"))
+        async with store._turn():  # the only turn is taken: the queue's own commands must wait
+            with pytest.raises(StoreUnavailableError, match="max_connections or pool_timeout"):
+                await queue.drop()
+        await queue.drop()  # the turn is back
+
+
 async def _client_names(client: aioredis.Redis) -> set[str]:
     return {str(c.get("name")) for c in await client.client_list()}
 
