@@ -21,7 +21,7 @@ A member shown ``running`` whose lease nobody holds (the process running it died
 call, releases the leases and marks the members it holds ``stopped`` (the others may run elsewhere).
 
 Push wake-ups: when the store has signals (:func:`~agentscope_teams.store.base.signals_of`;
-memory and Redis), a listener task waits on the signal channels of every team served
+memory, Redis and PostgreSQL), a listener task waits on the signal channels of every team served
 (:meth:`~agentscope_teams.keys.TeamKeys.signal`, signalled by the client after board and mailbox
 writes) and nudges the supervisor, so a member's claim begins right after the write instead of at
 the next poll. The poll stays as the fallback: a missed signal (nobody listening yet, a subscriber
