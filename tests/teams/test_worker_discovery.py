@@ -34,8 +34,10 @@ async def two_stores(
         yield store, store
         return
     require_service(request.param)
+    # The teams channel is store-wide: on Redis a namespace of its own keeps other tests' teams out.
     url = REDIS_URL if request.param == "redis" else POSTGRES_URL
-    async with store_from_url(url) as mine, store_from_url(url) as theirs:
+    opts = {"namespace": unique_namespace()} if request.param == "redis" else {}
+    async with store_from_url(url, **opts) as mine, store_from_url(url, **opts) as theirs:
         yield mine, theirs
 
 
