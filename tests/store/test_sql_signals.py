@@ -3,6 +3,7 @@ listening connection is lost; MariaDB and SQLite have none (callers poll)."""
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import queue
 from pathlib import Path
@@ -16,6 +17,7 @@ from agentscope_teams.keys import TeamKeys
 from agentscope_teams.store import store_from_url
 from agentscope_teams.store.base import Key, signals_of
 from agentscope_teams.store.sql import SqlStore
+from agentscope_teams.store.sql import signals as pg_signals
 
 from ..backends import MYSQL_URL, POSTGRES_URL, unique_namespace
 from ..conftest import require_service
@@ -104,6 +106,32 @@ async def test_a_lost_listening_connection_is_replaced() -> None:
         assert await _wakes(waiter, sender, channel, timeout=10)  # it connects and listens again
         assert listener.connects == 2
         assert listener.backend_pid not in (None, pid)
+
+
+async def test_a_listening_connection_that_stops_answering_is_replaced(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    require_service("postgres")
+    monkeypatch.setattr(pg_signals, "HEALTH_EVERY", 0.0)  # check on every wait
+    channel = _channel()
+    async with store_from_url(POSTGRES_URL) as waiter, store_from_url(POSTGRES_URL) as sender:
+        assert isinstance(waiter, SqlStore)
+        assert await _wakes(waiter, sender, channel)
+        listener = waiter._listener
+        assert listener is not None
+        conn = listener._conn
+
+        async def no_answer(conn: object) -> None:
+            raise TimeoutError("no answer")  # as from a half-open connection
+
+        monkeypatch.setattr(listener, "_ping", no_answer)
+        with caplog.at_level(logging.WARNING):
+            assert not await _wakes(waiter, sender, channel, timeout=0.1)  # the check fails
+        assert "PostgreSQL signals unavailable" in caplog.text
+        assert conn.is_closed()
+        monkeypatch.undo()  # the server answers again
+        assert await _wakes(waiter, sender, channel, timeout=10)  # a new connection listens
+        assert listener.connects == 2
 
 
 async def test_stores_with_other_table_prefixes_do_not_wake_each_other() -> None:

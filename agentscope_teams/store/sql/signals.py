@@ -13,7 +13,9 @@ text), so stores sharing a database with other table prefixes do not wake each o
 
 A lost connection (the server restarted, the backend was terminated) is logged; every waiter is
 woken (a spurious wake-up costs one look at the board), and the next ``wait`` connects and listens
-again. A notification sent while the connection was down is lost: the callers' poll covers it. A
+again. A connection that died silently (no FIN from a vanished host) is found by a ``SELECT 1`` that
+a ``wait`` sends when the last one is over ``HEALTH_EVERY`` seconds old; if it fails or does not
+answer within ``HEALTH_TIMEOUT``, the connection is dropped and the next ``wait`` opens another. A notification sent while the connection was down is lost: the callers' poll covers it. A
 ``wait`` that cannot connect sleeps its timeout and returns False.
 """
 
@@ -23,6 +25,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +34,10 @@ import anyio
 from ..base import Key, encode_key
 
 log = logging.getLogger(__name__)
+
+#: Seconds between checks that the listening connection still answers.
+HEALTH_EVERY = 30.0
+HEALTH_TIMEOUT = 5.0
 
 
 def channel_name(table_prefix: str, key: Key) -> str:
@@ -52,6 +59,7 @@ class Listener:
         self._waiters: dict[str, set[anyio.Event]] = {}
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._checked = 0.0  # when the connection last answered (monotonic)
         self.connects = 0  # connections opened (tests: a lost one is replaced)
 
     async def wait(self, names: Sequence[str], timeout: float) -> bool:  # noqa: ASYNC109
@@ -86,6 +94,9 @@ class Listener:
         async with self._lock:
             if self._conn is None or self._conn.is_closed():
                 await self._connect()
+            elif time.monotonic() - self._checked >= HEALTH_EVERY:
+                await self._ping(self._conn)
+                self._checked = time.monotonic()
             for name in sorted(set(names) - self._listening):
                 await self._conn.add_listener(name, self._notified)
                 self._listening.add(name)
@@ -96,7 +107,10 @@ class Listener:
         conn = await asyncpg.connect(**self._args)
         self.connects += 1
         conn.add_termination_listener(self._lost)
-        self._conn, self._listening = conn, set()
+        self._conn, self._listening, self._checked = conn, set(), time.monotonic()
+
+    async def _ping(self, conn: Any) -> None:
+        await conn.execute("SELECT 1", timeout=HEALTH_TIMEOUT)
 
     def _notified(self, conn: Any, pid: int, channel: str, payload: object) -> None:
         for event in list(self._waiters.get(channel, ())):
@@ -112,17 +126,21 @@ class Listener:
                 event.set()
 
     async def _reset(self) -> None:
+        """Drop the connection at once (it failed: a graceful close could hang on it too)."""
         conn, self._conn, self._listening = self._conn, None, set()
         if conn is not None:
             with contextlib.suppress(Exception):
-                await conn.close(timeout=5)
+                conn.terminate()
 
     async def aclose(self) -> None:
         """Close the listening connection (on this event loop only)."""
         with contextlib.suppress(RuntimeError):
             if self._loop is not asyncio.get_running_loop():
                 return
-        await self._reset()
+        conn, self._conn, self._listening = self._conn, None, set()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=HEALTH_TIMEOUT)
 
     @property
     def backend_pid(self) -> int | None:
