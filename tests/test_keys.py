@@ -131,6 +131,12 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("team-runtime", *OWNER, "team-1"),
         ("team-runtime", *OWNER, "team-1"),
     ),
+    (
+        k.DIRECTORY_SIGNAL,
+        k.directory_signal(),
+        ("team-directory", "signal"),
+        ("team-directory", "signal"),
+    ),
     (k.TOKEN, k.token_key("ab12"), ("tokens", "ab12"), ("tokens", "ab12")),
     (
         k.TOKEN_INDEX,

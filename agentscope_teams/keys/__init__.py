@@ -31,12 +31,14 @@ inbox-cursor   ("teams", o, u, team_id, "cursor", member)                (lit, o
 member-lease   ("team-member-lease", o, u, team_id, member)              (lit, o, u, team_id)
 team-signal    ("teams", o, u, team_id, "signal")                        (lit, o, u, team_id)
 team-runtime   ("team-runtime", o, u, team_id)                           (lit, o, u, team_id)
+teams-signal   ("team-directory", "signal")                              (lit, "signal")
 token          ("tokens", sha256_hex)                                    (lit, sha256_hex)
 token-index    ("token-index", o, u, team_id, member, sha256_hex)        (lit, o, u, team_id)
 =============  ========================================================  =====================
 
 Sessions, leases and runs group per user, everything of a team per team, the team registry per
-user, tokens per token. ``team-signal`` names a wake-up channel (store signals, see
+user, tokens per token. ``team-signal`` and ``teams-signal`` (one for the whole store: a team's
+record was written, workers scan the directory) name wake-up channels (store signals, see
 :func:`~agentscope_teams.store.base.signals_of`), never an entry. ``seq12`` is the task's number zero-padded to 12 digits, so the pending
 index lists oldest first; its segment is still ``"open"`` (it held every unfinished task before
 in-progress tasks moved to ``held-task``), so boards written before keep their entries.
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 from ..store.base import Key
 from ._family import (
+    DIRECTORY_SIGNAL,
     FAMILIES,
     HELD_TASK,
     INBOX_CURSOR,
@@ -87,6 +90,7 @@ from ._team import (
     TeamKeys,
     directory_key,
     directory_prefix,
+    directory_signal,
     team_id_of,
     team_index_key,
     team_index_prefix,
@@ -100,6 +104,7 @@ def address_of(key: Key) -> Key:
 
 
 __all__ = [
+    "DIRECTORY_SIGNAL",
     "FAMILIES",
     "HELD_TASK",
     "INBOX_CURSOR",
@@ -134,6 +139,7 @@ __all__ = [
     "address_of",
     "directory_key",
     "directory_prefix",
+    "directory_signal",
     "family_of",
     "group_of",
     "parse",

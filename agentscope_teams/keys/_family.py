@@ -148,6 +148,8 @@ TEAM_SIGNAL = Family("team-signal", "teams", (_O, _U, _T, "signal"), 4,
                      about="the team's wake-up channel (store signals; never written as an entry)")
 TEAM_RUNTIME = Family("team-runtime", "team-runtime", (_O, _U, _T), 4,
                       about="the directory record telling workers how to serve a team")
+DIRECTORY_SIGNAL = Family("teams-signal", "team-directory", ("signal",), 2,
+                          about="wakes workers when a team record is written (store signals; never an entry)")
 TOKEN = Family("token", "tokens", ("{digest}",), 2, about="a control-plane token, by SHA-256")
 TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{digest}"), 4,
                      about="member and stream tokens of a team (revocation)")
@@ -156,7 +158,7 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
     TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, MEMBER_LEASE,
-    TEAM_SIGNAL, TEAM_RUNTIME, TOKEN, TOKEN_INDEX,
+    TEAM_SIGNAL, TEAM_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
 )
 # fmt: on
 

@@ -9,6 +9,7 @@ from typing import Protocol
 from ..context import RuntimeContext, org_segment
 from ..store.base import Key
 from ._family import (
+    DIRECTORY_SIGNAL,
     EXPIRY_WIDTH,
     HELD_TASK,
     INBOX_CURSOR,
@@ -147,3 +148,8 @@ def directory_key(ctx: RuntimeContext, team_id: str) -> Key:
 def directory_prefix(org_id: str | None = None, *, any_org: bool = True) -> Key:
     """The prefix of every directory record (``any_org``), else of ``org_id`` (None: no org)."""
     return TEAM_RUNTIME.prefix() if any_org else TEAM_RUNTIME.prefix(org_segment(org_id))
+
+
+def directory_signal() -> Key:
+    """The store-wide channel signalled when a team's directory record is written (workers)."""
+    return DIRECTORY_SIGNAL.key()

@@ -33,8 +33,10 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
   ``wait_signal(channels, timeout)`` returns True when one of ``channels`` was signalled, False at the
   timeout. Delivery is best effort (a signal sent while nobody waits is lost, a subscriber that
   reconnects may miss some): callers keep a poll as the fallback. Channels are keys
-  (``team-signal``) but never entries. The in-memory store and Redis (pub/sub) have them; the other
-  backends do not, and their callers poll.
+  (``team-signal``, ``teams-signal``) but never entries. The in-memory store, Redis (pub/sub) and
+  PostgreSQL (``LISTEN/NOTIFY``, :mod:`.sql.signals`) have them; MariaDB/MySQL, SQLite and the file
+  store do not, and their callers poll (the member runtime every ``poll``, workers' directory scans
+  on a backoff).
 """
 
 from __future__ import annotations

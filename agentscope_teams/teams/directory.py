@@ -5,12 +5,16 @@ user of a store, so it needs a place to find them. ``createTeam`` writes a :clas
 at the team's directory key (layout: :mod:`agentscope_teams.keys`, family ``team-runtime``). Workers
 page through every record (or those of one org, for ``--org``) and serve teams whose ``mode`` is
 not ``"local"``. ``deleteTeam`` removes the record; a worker also removes records whose team is gone.
+Writing a record signals the store-wide ``teams-signal`` channel (:func:`~..keys.directory_signal`,
+when the store has signals): workers scan the directory then, not every poll (see
+:class:`~.runtime.TeamRuntime`).
 The directory is infrastructure: a worker acts for every tenant it finds, so run workers as trusted
 services (or restrict them with ``--org``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any, Literal
@@ -18,14 +22,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ..context import RuntimeContext
-from ..keys import TEAM_RUNTIME, directory_key, directory_prefix
+from ..keys import TEAM_RUNTIME, directory_key, directory_prefix, directory_signal
 from ..listing import UNREADABLE, Unreadable, unreadable
 from ..message import utcnow
 from ..state import check_schema_version
-from ..store.base import BaseStore, Key
+from ..store.base import BaseStore, Key, signals_of
 
 RECORD_SCHEMA_VERSION = 1
 RunMembers = Literal["local", "workers", "any"]
+
+log = logging.getLogger(__name__)
 
 
 class TeamRuntimeRecord(BaseModel):
@@ -53,7 +59,14 @@ class TeamRuntimeRecord(BaseModel):
 
 
 async def put_record(store: BaseStore, ctx: RuntimeContext, record: TeamRuntimeRecord) -> None:
+    """Write ``record`` and wake the workers (a failed signal is logged: their slow scan finds it)."""
     await store.put(directory_key(ctx, record.team_id), record.model_dump_json().encode())
+    signals = signals_of(store)
+    if signals is not None:
+        try:
+            await signals.signal(directory_signal())
+        except Exception as exc:
+            log.warning("could not signal the team directory, workers find the team later: %s", exc)
 
 
 async def get_record(

@@ -21,13 +21,22 @@ A member shown ``running`` whose lease nobody holds (the process running it died
 call, releases the leases and marks the members it holds ``stopped`` (the others may run elsewhere).
 
 Push wake-ups: when the store has signals (:func:`~agentscope_teams.store.base.signals_of`;
-memory and Redis), a listener task waits on the signal channels of every team served
+memory, Redis and PostgreSQL), a listener task waits on the signal channels of every team served
 (:meth:`~agentscope_teams.keys.TeamKeys.signal`, signalled by the client after board and mailbox
 writes) and nudges the supervisor, so a member's claim begins right after the write instead of at
 the next poll. The poll stays as the fallback: a missed signal (nobody listening yet, a subscriber
 reconnecting, a store without signals) only delays the work until the next poll, so with signals a
 longer ``poll`` (e.g. 5-30 s) is fine; without them keep it short. ``listening`` is the set of
 channels the listener currently waits on.
+
+Discovery (workers, ``discover``): the runtime does not call ``discover`` (a directory scan) every
+step. With signals it listens on ``discover_signal`` (the store-wide ``teams-signal`` channel,
+signalled when a team's directory record is written) and scans when it is signalled, once right
+after it starts listening, and every ``discover_every`` seconds as the slow fallback. Without
+signals (MariaDB, SQLite, files), or while waiting for them fails, it scans on a backoff: every
+``poll`` after a scan that found a new team, doubling while scans find nothing new, up to
+``MAX_SCAN_POLLS`` polls (and at most ``discover_every``). The teams found are kept between scans;
+one that is gone is dropped at once (its ``on_gone`` runs). ``discoveries`` counts the scans.
 
 Marking a team done or deleted marks every member ``stopped`` in the same write, and then only
 ``stopped`` is accepted (:meth:`~.models.Team.with_status`): whichever process held a lease, or none.
@@ -63,6 +72,8 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF = 60.0
 #: The longest a signal listener waits before it re-reads the set of teams served.
 LISTEN_REFRESH = 1.0
+#: Without push signals, directory scans back off to at most this many polls apart.
+MAX_SCAN_POLLS = 8
 
 
 class TeamRuntime:
@@ -77,6 +88,8 @@ class TeamRuntime:
         idle_release: float = 60.0,
         max_members: int | None = None,
         discover: Callable[[], Awaitable[list[TeamRef]]] | None = None,
+        discover_signal: Key | None = None,
+        discover_every: float = 30.0,
     ) -> None:
         if max_members is not None and max_members < 1:
             raise ConfigurationError(f"max_members must be >= 1, got {max_members}")
@@ -84,6 +97,14 @@ class TeamRuntime:
         self.lease_ttl = limits.config_seconds(lease_ttl, "lease_ttl")
         self.poll = limits.config_seconds(poll, "poll")
         self.idle_release = limits.config_seconds(idle_release, "idle_release", allow_zero=True)
+        self.discover_signal = discover_signal
+        self.discover_every = limits.config_seconds(discover_every, "discover_every")
+        self._discovered: dict[Key, TeamRef] = {}  # what the last scan found (minus gone teams)
+        self._discover_due = True
+        self._next_discover = 0.0
+        self._scan_gap = self.poll  # the backoff without signals
+        self._discover_pushed = False  # the discovery listener is waiting on the signal
+        self.discoveries = 0  # directory scans done (tests count them)
         self.refs: dict[Key, TeamRef] = {}
         self.slots: dict[Key, Slot] = {}
         self._skip: set[Key] = set()
@@ -140,6 +161,8 @@ class TeamRuntime:
                 signals = signals_of(self.store)
                 if signals is not None:
                     tg.start_soon(self._listen, signals)
+                    if self.discover is not None and self.discover_signal is not None:
+                        tg.start_soon(self._listen_discover, signals, self.discover_signal)
                 while True:
                     self._wake.clear()  # nudges during the step wake the next one at once
                     await self.step()
@@ -184,6 +207,47 @@ class TeamRuntime:
             if woke:
                 self.nudge()
 
+    async def _listen_discover(self, signals: Signals, channel: Key) -> None:
+        """Scan the directory when ``channel`` is signalled (see the module docs)."""
+        first = True
+        while True:
+            try:
+                woke = await signals.wait_signal([channel], 0.05 if first else self.discover_every)
+            except Exception as exc:
+                self._discover_pushed = False
+                log.warning(
+                    "waiting for the team directory signal failed, scanning instead: %s", exc
+                )
+                await anyio.sleep(self.poll)
+                continue
+            if woke or first:  # first: a team written before the listener listened is found now
+                self._discover_due = True
+                self.nudge()
+            first, self._discover_pushed = False, True
+
+    async def _discover_now(self) -> bool:
+        """Scan the directory if a scan is due; False if it failed (logged; retried next step)."""
+        assert self.discover is not None
+        if not self._discover_due and time.monotonic() < self._next_discover:
+            return True
+        self._discover_due = False
+        try:
+            found = {r.key: r for r in await self.discover()}
+        except Exception as exc:
+            self._discover_due = True
+            log.warning("team discovery failed: %s", exc)
+            return False
+        self.discoveries += 1
+        fresh = found.keys() - self._discovered.keys()
+        self._discovered = found
+        if self._discover_pushed:
+            gap = self.discover_every
+        else:
+            cap = min(self.discover_every, self.poll * MAX_SCAN_POLLS)
+            gap = self._scan_gap = self.poll if fresh else min(self._scan_gap * 2, cap)
+        self._next_discover = time.monotonic() + gap
+        return True
+
     def _note_served(self, refs: list[TeamRef]) -> None:
         served = {r.key: r for r in refs}
         if served.keys() != self._served.keys():
@@ -199,11 +263,8 @@ class TeamRuntime:
     async def _step(self) -> None:
         refs, complete = list(self.refs.values()), True
         if self.discover is not None:
-            try:
-                refs += [r for r in await self.discover() if r.key not in self.refs]
-            except Exception as exc:
-                complete = False
-                log.warning("team discovery failed: %s", exc)
+            complete = await self._discover_now()
+            refs += [r for r in self._discovered.values() if r.key not in self.refs]
         for ref in refs:
             try:
                 await self._serve(ref)
@@ -222,6 +283,7 @@ class TeamRuntime:
             team = await client.get_team(ref.team_id)
         except UnknownTeamError:
             self.refs.pop(ref.key, None)
+            self._discovered.pop(ref.key, None)
             await self._drop(ref, None)
             if ref.on_gone is not None:
                 await ref.on_gone()

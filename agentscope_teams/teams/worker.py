@@ -1,8 +1,12 @@
 """Workers: run members of teams found in the store, in processes and hosts other than the lead's.
 
-``agentscope-teams worker --store URL --specs DIR --model M`` runs :class:`Worker`. Each ``poll`` it
-reads the team directory (:mod:`.directory`; teams whose lead uses ``run_members="workers"`` or
-``"any"``), and its :class:`~.runtime.TeamRuntime` takes members with new work whose lease is free,
+``agentscope-teams worker --store URL --specs DIR --model M`` runs :class:`Worker`. It reads the team
+directory (:mod:`.directory`; teams whose lead uses ``run_members="workers"`` or ``"any"``) when the
+store signals that a record was written (the ``teams-signal`` channel; memory, Redis, PostgreSQL)
+and every ``scan_every`` seconds as a fallback; on stores without signals it scans every ``poll``,
+backing off while nothing changes (:class:`~.runtime.TeamRuntime`, "Discovery"). Its runtime
+looks at the teams found every ``poll`` (or when a team's signal arrives) and takes members with
+new work whose lease is free,
 up to ``max_members`` at a time, building them from its own ``specs`` (a member whose spec it does
 not have is left to other workers) and ``model`` (for specs without one). A killed worker's member
 leases expire after ``lease_ttl`` and another worker (or a lead with ``"any"``) takes the members;
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, ModelConfigurationError
-from ..keys import directory_key
+from ..keys import directory_key, directory_signal
 from ..model.base import ChatModel
 from ..model.factory import construct, import_object, resolve_model
 from ..store.base import BaseStore, Key
@@ -81,6 +85,7 @@ class WorkerConfig:
     task_lease: float = 60.0
     idle_release: float = 30.0
     orgs: Sequence[str] | None = None
+    scan_every: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_members < 1:
@@ -88,6 +93,7 @@ class WorkerConfig:
         self.task_lease = limits.config_lease(self.task_lease)
         self.poll = limits.config_seconds(self.poll, "poll")
         self.lease_ttl = limits.config_seconds(self.lease_ttl, "lease_ttl")
+        self.scan_every = limits.config_seconds(self.scan_every, "scan_every")
         self.idle_release = limits.config_seconds(
             self.idle_release, "idle_release", allow_zero=True
         )
@@ -106,13 +112,16 @@ class Worker:
             idle_release=config.idle_release,
             max_members=config.max_members,
             discover=self.discover,
+            discover_signal=directory_signal(),
+            discover_every=config.scan_every,
         )
 
     def client(self, store: BaseStore, ctx: Any) -> TeamClient:
         return LocalTeamClient(store, ctx, task_lease=self.config.task_lease)
 
     async def discover(self) -> list[TeamRef]:
-        """The teams to serve now (refs are kept across polls, so members keep their state)."""
+        """Scan the directory: the teams to serve now (refs are kept across scans, so members keep
+        their state). The runtime calls it when a scan is due, not every step."""
         records: list[TeamRuntimeRecord] = []
         if self.config.orgs is None:
             records = [r async for r in scan_records(self.store)]

@@ -1,5 +1,6 @@
 """Push wake-ups: a member runtime with a long poll still starts on a task another client assigned,
-because the client signals the team's channel (memory, Redis); without signals the poll works."""
+because the client signals the team's channel (memory, Redis, PostgreSQL); without signals the poll
+works."""
 
 from __future__ import annotations
 
@@ -25,21 +26,27 @@ from agentscope_teams.teams import (
 )
 from agentscope_teams.teams.builder import load_pool
 
-from ..backends import REDIS_URL, service_reachable, unique_namespace
+from ..backends import POSTGRES_URL, REDIS_URL, service_reachable, unique_namespace
+from ..conftest import require_service
 from .scripts import member_script
 
 pytestmark = pytest.mark.anyio
 SPEC_DIR = Path(__file__).resolve().parents[2] / "specs"
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "postgres"])
 async def signal_stores(
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[tuple[BaseStore, BaseStore]]:
-    """(the runtime's store, the assigning client's store): two connections on Redis."""
+    """(the runtime's store, the assigning client's store): two stores on Redis and PostgreSQL."""
     if request.param == "memory":
         store = InMemoryStore()
         yield store, store
+        return
+    if request.param == "postgres":
+        require_service("postgres")
+        async with store_from_url(POSTGRES_URL) as mine, store_from_url(POSTGRES_URL) as theirs:
+            yield mine, theirs
         return
     if not service_reachable(REDIS_URL):
         pytest.skip("Redis is not reachable")

@@ -18,6 +18,9 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
   until commit, so appends to one stream commit in ``seq`` order: a reader that saw ``seq`` N never
   later finds a new entry at or below N. ``delete_stream`` keeps the counter row.
 * ``read``: ``SELECT ... WHERE sid = ? AND seq > after ORDER BY seq LIMIT n`` (+ chunks).
+* Signals (:class:`~..base.Signals`), PostgreSQL only: ``signal`` is one ``SELECT pg_notify(...)``,
+  ``wait_signal`` waits on one shared ``LISTEN`` connection per store (:mod:`.signals`). SQLite and
+  MySQL/MariaDB have no push: ``signals_enabled`` is False there and callers poll.
 
 Values over ``chunk_bytes`` (1 MiB) are split into part rows (:mod:`.chunks`). Lock conflicts are
 retried inside the store (:mod:`.database`); SQLite runs in WAL mode with a ``busy_timeout``. The
@@ -31,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
-from sqlalchemy import ColumnElement, Double, and_, delete, insert, literal_column, select
+from sqlalchemy import ColumnElement, Double, and_, delete, func, insert, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...errors import ConfigurationError, LeaseLostError, VersionConflict
@@ -53,6 +56,7 @@ from . import reads
 from .database import Database, Retry
 from .dialect import NOW_SQL, create_engine
 from .schema import HEAD_BYTES, make_tables, migrate
+from .signals import Listener, channel_name
 from .writes import Statements, ref
 
 T = TypeVar("T")
@@ -103,6 +107,13 @@ class SqlStore(StoreBackend):
         now: ColumnElement[float] = literal_column(NOW_SQL[self._db.kind], Double())
         self._sql = Statements(self._t, self._db.kind, now, self._engine.dialect)
         self._lock_name = f"agentscope_teams:{self._engine.url.database or ''}:{table_prefix}"
+        self._table_prefix = table_prefix
+        self._listener: Listener | None = None
+        if self._engine.dialect.driver == "asyncpg":
+            args = self._engine.dialect.create_connect_args(self._engine.url)[1]
+            self._listener = Listener({**args, "timeout": connect_timeout})
+        #: Push wake-ups (PostgreSQL); False elsewhere, or set False to make callers poll.
+        self.signals_enabled = self._listener is not None
         self._setup_lock = anyio.Lock()
         self._ready = False
         self._closed = False
@@ -125,7 +136,9 @@ class SqlStore(StoreBackend):
             await migrate(conn, self._t, self._lock_name)
 
     async def aclose(self) -> None:
-        """Dispose of the engine if this store created it."""
+        """Close the signal connection; dispose of the engine if this store created it."""
+        if self._listener is not None:
+            await self._listener.aclose()
         if self._owns_engine and not self._closed:
             self._closed = True
             await self._engine.dispose()
@@ -314,6 +327,32 @@ class SqlStore(StoreBackend):
             return bool(n)
 
         return await self._run("delete_stream", run, write=True)
+
+    # -- signals (PostgreSQL) -------------------------------------------------------------------
+
+    async def signal(self, channel: Key) -> None:
+        """``pg_notify`` on ``channel``: wakes its waiters in every process on this database."""
+        name = self._channel(channel)
+
+        async def run(conn: AsyncConnection) -> None:
+            await conn.execute(select(func.pg_notify(name, "")))
+
+        await self._db.run("signal", run, single=True)
+
+    async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool:  # noqa: ASYNC109
+        """True when one of ``channels`` is signalled within ``timeout``; False at the timeout or,
+        after sleeping it, when the listening connection cannot be opened (logged)."""
+        names = [self._channel(c) for c in channels]
+        assert self._listener is not None  # _channel raised otherwise
+        return await self._listener.wait(names, timeout)
+
+    def _channel(self, channel: Key) -> str:
+        if self._listener is None:
+            raise ConfigurationError(
+                f"the SQL store at {self.url} has no signals ({self._db.kind} has no LISTEN/NOTIFY); "
+                "check signals_of(store) and poll when it is None"
+            )
+        return channel_name(self._table_prefix, validate_key(channel, "channel"))
 
     async def _run(
         self,
