@@ -15,7 +15,7 @@ transition writes both in one transaction, the record with version + 1.
 * **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
   Python rule (:mod:`.eligibility`, :mod:`.rules`) on the record and write the result; completing
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
-  same transaction.
+  same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.queue_sql_pg`).
 * **expired leases** that the claimer may not take (every attempt used, or routed to another
   member) are settled when a claim finds nothing else, and by ``reap``.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import anyio
 import pytest
 
 from agentscope_teams.context import RuntimeContext
@@ -50,9 +51,10 @@ def native_board(client: LocalTeamClient, keys: TeamKeys) -> TaskBoard:
     return board
 
 
-#: Round trips of each board operation: Redis runs one script; PostgreSQL's claim is one
-#: autocommit statement and a named transition a transaction (BEGIN, the locked read, the record
-#: and row updates, the dependents' counters when a task finishes, COMMIT); MariaDB's is a
+#: Round trips of each board operation: Redis runs one script; PostgreSQL's claim and finish
+#: (complete, fail: the row, the record and the dependents' counters) are one autocommit statement
+#: each, its other named transitions a transaction (BEGIN, the locked read, the record and row
+#: updates, COMMIT); MariaDB's is a
 #: transaction begun implicitly (the locked read, one multi-table UPDATE, COMMIT).
 _ONE_SCRIPT = dict.fromkeys(
     ("claim_next", "claim", "renew", "complete", "fail", "release", "prefer_own"), 1
@@ -64,8 +66,8 @@ ROUND_TRIPS = {
         "claim_next": 1,
         "claim": 5,
         "renew": 5,
-        "complete": 6,
-        "fail": 6,
+        "complete": 1,
+        "fail": 1,
         "release": 5,
         "prefer_own": 6,
     },
@@ -268,3 +270,41 @@ async def test_a_claim_passes_tasks_routed_to_others(client: LocalTeamClient) ->
     assert await board.claim_next("a", 30) is None
     mine = await board.claim_next("b", 30)
     assert mine is not None and (mine.seq, mine.assignee) == (1, "b")
+
+
+async def test_racing_completions_write_once_and_free_the_dependent_once(
+    client: LocalTeamClient,
+) -> None:
+    """Eight concurrent completions of one task by its owner: one writes (version + 1, one
+    "completed" event), the others are repeats; the dependent's blocker count drops once."""
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    first = await board.create("lead", "first")
+    after = await board.create("lead", "after", blocked_by=[first.id])
+    also = await board.create("lead", "also after", blocked_by=[first.id, after.id])
+    claimed = await board.claim_next("a", 30)
+    assert claimed is not None and claimed.id == first.id
+    done = await anyio_gather([lambda: board.complete("a", first.id, "ok") for _ in range(8)])
+    assert {t.version for t in done} == {claimed.version + 1}
+    entry = await client.store.get(keys.task(first.id))
+    assert entry is not None and entry.version == claimed.version + 1
+    stored = Task.from_bytes(entry.value, entry.version)
+    assert [e.action for e in stored.history].count("completed") == 1
+    nxt = await board.claim_next("b", 30)
+    assert nxt is not None and nxt.id == after.id
+    assert await board.claim_next("b", 30) is None  # "also after" still waits on "after"
+    await board.complete("b", after.id, "ok")
+    last = await board.claim_next("b", 30)
+    assert last is not None and last.id == also.id
+
+
+async def anyio_gather(calls: list[Callable[[], Awaitable[Task]]]) -> list[Task]:
+    out: list[Task] = []
+
+    async def one(call: Callable[[], Awaitable[Task]]) -> None:
+        out.append(await call())
+
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            tg.start_soon(one, call)
+    return out
