@@ -26,8 +26,9 @@ from pydantic import TypeAdapter
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..store.sql.writes import ref
 from .models import Task, TaskStatus
-from .queue import Finish, Outcome, Verdict
+from .queue import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .queue_sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
@@ -39,6 +40,7 @@ WITH pick AS (
     AND ((status = 'pending' AND blockers_left = 0 AND dead_blockers = 0)
          OR (status = 'in_progress' AND lease_until <= :now AND attempts < max_attempts))
     AND (assignee IS NULL OR assignee = :member)
+    {guard}
   ORDER BY status = 'pending', seq
   LIMIT 1
   FOR UPDATE SKIP LOCKED
@@ -77,6 +79,7 @@ WITH moved AS (
     AND EXISTS (SELECT 1 FROM {kv} k WHERE k.khash = t.khash AND k.nparts = 0
                 AND (:checked OR :status <> 'completed'
                      OR convert_from(k.value, 'UTF8')::jsonb ->> 'result_schema_json' IS NULL))
+    {guard}
   RETURNING t.khash
 ), deps AS (
   UPDATE {task} d
@@ -99,12 +102,17 @@ WITH moved AS (
   WHERE k.khash = m.khash
   RETURNING k.value, k.version, k.nparts
 )
-SELECT TRUE AS done, :id AS task_id, value, version, nparts FROM written
+SELECT TRUE AS done, TRUE AS guarded, :id AS task_id, value, version, nparts FROM written
 UNION ALL
-SELECT FALSE, t.task_id, k.value, k.version, k.nparts
+SELECT FALSE, {guarded}, t.task_id, k.value, k.version, k.nparts
 FROM {task} t JOIN {kv} k ON k.khash = t.khash
 WHERE t.team = :team AND t.task_id = :id AND NOT EXISTS (SELECT 1 FROM written)
 """
+
+
+#: The team record still at the version the caller checked the member against (see TeamGuard).
+_GUARD = "AND EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version = :guard_v)"
+_GUARDED = "EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version = :guard_v)"
 
 
 def _iso(at: datetime) -> str:
@@ -112,10 +120,22 @@ def _iso(at: datetime) -> str:
 
 
 class PostgresBoardQueue(SqlBoardQueue):
-    """:class:`SqlBoardQueue` whose claim is one statement (autocommit: no BEGIN/COMMIT)."""
+    """:class:`SqlBoardQueue` whose claim and finish are one statement each (autocommit: no
+    BEGIN/COMMIT), guarded by the team record's version when the caller passes a guard."""
 
-    async def _claim_one(self, member: str, lease: float, now: datetime) -> Task | None:
-        statement = text(_CLAIM.format(task=self.t.task.name, kv=self.t.kv.name))
+    guards_team = True
+
+    def _guard(self, guard: TeamGuard | None, params: dict[str, Any]) -> dict[str, str]:
+        """The SQL of ``guard`` for the statements' placeholders (its parameters into ``params``)."""
+        if guard is None:
+            return {"guard": "", "guarded": "TRUE"}
+        params.update(guard_h=ref(guard.key).h, guard_v=guard.version)
+        kv = self.t.kv.name
+        return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
+
+    async def _claim_one(
+        self, member: str, lease: float, now: datetime, guard: TeamGuard | None
+    ) -> Task | None:
         until = now + timedelta(seconds=lease)
         params: dict[str, Any] = {
             "team": self.team,
@@ -126,6 +146,8 @@ class PostgresBoardQueue(SqlBoardQueue):
             "until_iso": _iso(until),
             "now_iso": _iso(now),
         }
+        sql = _CLAIM.format(task=self.t.task.name, kv=self.t.kv.name, **self._guard(guard, params))
+        statement = text(sql)
 
         async def run(conn: AsyncConnection) -> Task | None:
             row = (await conn.execute(statement, params)).first()
@@ -133,10 +155,12 @@ class PostgresBoardQueue(SqlBoardQueue):
 
         return await self.store._run("board claim", run, write=True, single=True)
 
-    async def finish(self, member: str, task_id: str, how: Finish, now: datetime) -> Outcome:
-        statement = text(
-            _FINISH.format(task=self.t.task.name, kv=self.t.kv.name, dep=self.t.task_dep.name)
-        )
+    async def finish(
+        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
+    ) -> Outcome:
+        """One statement (module docs); with a stale ``guard`` nothing is written and
+        :class:`TeamChanged` is raised (also when the task is missing: the caller retries
+        unguarded and learns which)."""
         completed = how.status is TaskStatus.COMPLETED
         params: dict[str, Any] = {
             "team": self.team,
@@ -151,11 +175,18 @@ class PostgresBoardQueue(SqlBoardQueue):
             "data": None if how.data is None or not completed else json.dumps(how.data),
             "now_iso": _iso(now),
         }
+        t = self.t
+        sql = _FINISH.format(
+            task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **self._guard(guard, params)
+        )
+        statement = text(sql)
 
         async def run(conn: AsyncConnection) -> Any:
             return (await conn.execute(statement, params)).first()
 
         row = await self.store._run("board finish", run, write=True, single=True)
+        if guard is not None and (row is None or not row.guarded):
+            raise TeamChanged(f"team {self.keys.team_id!r} changed since it was read")
         if row is None:
             return Outcome(Verdict.MISSING)
         task = self._decode(row)

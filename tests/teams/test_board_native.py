@@ -14,9 +14,9 @@ import anyio
 import pytest
 
 from agentscope_teams.context import RuntimeContext
-from agentscope_teams.errors import TaskStateError
+from agentscope_teams.errors import TaskStateError, UnknownMemberError, UnknownTeamError
 from agentscope_teams.store import StoreBackend
-from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, TeamKeys
+from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, Team, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queue_redis import RedisBoardQueue
 from agentscope_teams.teams.queue_sql import SqlBoardQueue
@@ -308,3 +308,60 @@ async def anyio_gather(calls: list[Callable[[], Awaitable[Task]]]) -> list[Task]
         for call in calls:
             tg.start_soon(one, call)
     return out
+
+
+async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    """Through the team client: once it has read the team record, PostgreSQL's claim and
+    completion check it inside their one statement (no read of the record per call)."""
+    if store_spec.backend != "postgres":
+        pytest.skip("the team guard is PostgreSQL's")
+    team_id, _ = await crew(client)
+    for i in range(3):
+        await client.assign_task(team_id, f"task {i}")
+    first = await client.claim_task(team_id, "a")  # reads the team record once
+    assert first is not None
+    async with count_round_trips(store) as counter:
+        await client.complete_task(team_id, "a", first.id, "done")
+    assert counter.seen == ["WITH"]
+    async with count_round_trips(store) as counter:
+        claimed = await client.claim_task(team_id, "b")
+    assert claimed is not None and claimed.id == "t-2" and counter.seen == ["WITH"]
+    async with count_round_trips(store) as counter:
+        await client.fail_task(team_id, "b", claimed.id, "broke")
+    assert counter.seen == ["WITH"]
+
+
+async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion(
+    store: StoreBackend, alice: RuntimeContext, client: LocalTeamClient
+) -> None:
+    """Another client removes a member, then deletes the team: this client, which read the
+    team record before, refuses the removed member and then the deleted team, as it did when it
+    read the record on every call."""
+    team_id, _ = await crew(client)
+    for i in range(4):
+        await client.assign_task(team_id, f"task {i}")
+    a_task = await client.claim_task(team_id, "a")
+    b_task = await client.claim_task(team_id, "b")
+    assert a_task is not None and b_task is not None
+    other = LocalTeamClient(store, alice, task_lease=30.0, clock=client.clock)
+
+    def without_b(team: Team) -> Team:
+        return team.model_copy(update={"members": [m for m in team.members if m.name != "b"]})
+
+    await other._update_team(team_id, without_b)
+    with pytest.raises(UnknownMemberError):
+        await client.complete_task(team_id, "b", b_task.id, "done")
+    with pytest.raises(UnknownMemberError):
+        await client.claim_task(team_id, "b")
+    assert (
+        await client.complete_task(team_id, "a", a_task.id, "ok")
+    ).status is TaskStatus.COMPLETED
+    again = await client.claim_task(team_id, "a")
+    assert again is not None
+    await other.delete_team(team_id)
+    with pytest.raises(UnknownTeamError):
+        await client.complete_task(team_id, "a", again.id, "done")
+    with pytest.raises(UnknownTeamError):
+        await client.claim_task(team_id, "a")
