@@ -95,28 +95,21 @@ class RedisBoardQueue:
         if template is None:  # pragma: no cover - redis_queue_supported said otherwise
             raise ValueError("task record names cannot be templated")
         self.store, self.keys = store, keys
+        self._template = template
         self._keys = [
             store._name(keys.open_prefix(), ":queue"),
             store._name(keys.held_prefix(), ":queue"),
             store._name(keys.held_prefix(), ":owners"),
         ]
         self._scripts = _scripts_of(store)
-        self._head = "\0".join(template) + "\0"  # before NUL after NUL
 
-    async def _run(
-        self, script: str, now: datetime, *packed: str | float, text: Sequence[str] = ()
-    ) -> Any:
-        """Run ``script`` with the template, ``now`` and ``packed`` joined into one argument
-        (none may hold a NUL), then each of ``text`` as its own (see :mod:`.queue_redis_lua`)."""
+    async def _run(self, script: str, now: datetime, *args: str | float) -> Any:
         if self.store not in _LOADED:  # once per store: every script on every primary
             await self.store.load_scripts([getattr(lua, n) for n in _SCRIPT_NAMES])
             _LOADED.add(self.store)
-        fields = [str(_ms(now)), _iso(now), *map(str, packed)]
-        first = self._head + "\0".join(fields)
-        if first.count("\0") != len(fields) + 1:
-            raise ValueError(f"a NUL character in {packed!r}: names and ids cannot hold one")
+        argv = [*self._template, str(_ms(now)), _iso(now), *map(str, args)]
         with self.store._guard():
-            return await self._scripts[script](keys=self._keys, args=[first, *text])
+            return await self._scripts[script](keys=self._keys, args=argv)
 
     @staticmethod
     def _task(raw: bytes, version: bytes | int) -> Task:
@@ -128,12 +121,10 @@ class RedisBoardQueue:
             return Outcome(Verdict.MISSING)
         return Outcome(Verdict(code), self._task(reply[1], reply[2]))
 
-    async def _named(
-        self, script: str, task_id: str, now: datetime, *args: str | float, text: Sequence[str] = ()
-    ) -> Outcome:
+    async def _named(self, script: str, task_id: str, now: datetime, *args: str | float) -> Outcome:
         if encode_segment(task_id) != task_id:  # not a board id (t-<seq>): no such record
             return Outcome(Verdict.MISSING)
-        return self._outcome(await self._run(script, now, task_id, *args, text=text))
+        return self._outcome(await self._run(script, now, task_id, *args))
 
     async def enqueue(self, task: Task) -> None:
         with self.store._guard():
@@ -168,8 +159,8 @@ class RedisBoardQueue:
         no_guard(guard)
         field = "result" if how.status is TaskStatus.COMPLETED else "error"
         data = "" if how.data is None else json.dumps(how.data)
-        text = (how.text, how.detail, data, "1" if how.checked else "0")
-        return await self._named("FINISH", task_id, now, member, how.status.value, field, text=text)
+        args = (member, how.status.value, field, how.text, how.detail, data, int(how.checked))
+        return await self._named("FINISH", task_id, now, *args)
 
     async def release(self, member: str, task_id: str, now: datetime) -> Outcome:
         return await self._named("RELEASE", task_id, now, member)
@@ -178,7 +169,7 @@ class RedisBoardQueue:
         return await self._named("RENEW", task_id, now, member, "" if lease is None else lease)
 
     async def cancel(self, actor: str, task_id: str, reason: str, now: datetime) -> Outcome:
-        return await self._named("CANCEL", task_id, now, actor, text=(reason,))
+        return await self._named("CANCEL", task_id, now, actor, reason)
 
     async def reap(self, now: datetime) -> list[Task]:
         flat = await self._run("REAP", now)
@@ -189,7 +180,9 @@ class RedisBoardQueue:
         for held in ("", "1"):
             offset = 0
             while True:
-                flat = await self._run("OPEN_PAGE", _EPOCH, held, offset, PAGE)
+                argv = [*self._template, "0", "", held, str(offset), str(PAGE)]
+                with self.store._guard():
+                    flat = await self._scripts["OPEN_PAGE"](keys=self._keys, args=argv)
                 for i in range(1, len(flat), 3):
                     out.append((flat[i].decode(), _decoded(flat[i + 1], flat[i + 2])))
                 if int(flat[0]) < PAGE:

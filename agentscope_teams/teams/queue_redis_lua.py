@@ -4,12 +4,8 @@ Every script starts with :data:`PRELUDE`. Keys: ``KEYS[1]`` the pending set (sco
 member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: task id),
 ``KEYS[3]`` the owners set (score 0, member ``owner NUL seq NUL id``, read by lex range). Task
 records are the store's entries (hash ``{v: JSON, n: version}``); a record's name is
-``A[1] .. id .. A[2]`` (a template the store computed), in the same hash slot. ``A[3]`` is
-now in ms, ``A[4]`` now as the records write it (ISO 8601). ``A`` is the script's argument list:
-``ARGV[1]`` holds its first fields joined by NUL (at least these four; a claim packs all of its
-arguments there, none of which can hold a NUL), each further ``ARGV[i]`` is the next field as is
-(free text: a result, a reason). Packing saves the client encoding a dozen separate arguments per
-call, most of a script call's client cost beyond a plain CAS. The rule mirrors
+``ARGV[1] .. id .. ARGV[2]`` (a template the store computed), in the same hash slot. ``ARGV[3]`` is
+now in ms, ``ARGV[4]`` now as the records write it (ISO 8601). The rule mirrors
 :func:`agentscope_teams.teams.eligibility.claim_verdict`; the history texts mirror
 :mod:`agentscope_teams.teams.rules` (the board's conformance tests run both paths).
 
@@ -21,20 +17,8 @@ reached: call again from ``offset``).
 
 PRELUDE = r"""
 local P, H, O = KEYS[1], KEYS[2], KEYS[3]
-
--- ARGV[1] split at NUL, then ARGV[2..] as they are (see the module docs).
-local A, from = {}, 1
-while true do
-  local at = string.find(ARGV[1], '\0', from, true)
-  if not at then break end
-  A[#A + 1] = string.sub(ARGV[1], from, at - 1)
-  from = at + 1
-end
-A[#A + 1] = string.sub(ARGV[1], from)
-for i = 2, #ARGV do A[#A + 1] = ARGV[i] end
-
-local BEFORE, AFTER = A[1], A[2]
-local NOW, NOW_ISO = tonumber(A[3]), A[4]
+local BEFORE, AFTER = ARGV[1], ARGV[2]
+local NOW, NOW_ISO = tonumber(ARGV[3]), ARGV[4]
 local NULL = cjson.null
 
 local function name_of(id) return BEFORE .. id .. AFTER end
@@ -45,15 +29,10 @@ local function decode(raw)
   return nil
 end
 
--- The version of each record read or written by this call (saves a read per write).
-local VERSION = {}
-
 -- The record of id: (table or nil, raw or nil); an undecodable one is (nil, raw).
 local function load(id)
-  local found = redis.call('HMGET', name_of(id), 'v', 'n')
-  local raw = found[1]
+  local raw = redis.call('HGET', name_of(id), 'v')
   if not raw then return nil, nil end
-  VERSION[id] = found[2]
   return decode(raw), raw
 end
 
@@ -93,20 +72,11 @@ local function encode(t)
   return raw
 end
 
--- Write t with version + 1 (one HSET when this call read its version).
 local function save(t)
   local raw = encode(t)
   local name = name_of(t.id)
-  local n = tonumber(VERSION[t.id])
-  if n then
-    n = n + 1
-    redis.call('HSET', name, 'v', raw, 'n', n)
-  else
-    redis.call('HSET', name, 'v', raw)
-    n = redis.call('HINCRBY', name, 'n', 1)
-  end
-  VERSION[t.id] = n
-  return {1, raw, n}
+  redis.call('HSET', name, 'v', raw)
+  return {1, raw, redis.call('HINCRBY', name, 'n', 1)}
 end
 
 local function event(t, actor, action, detail)
@@ -187,11 +157,9 @@ local function expire(t)
   end
 end
 
--- rules.claimed: one more attempt, a fresh lease (seconds, ms). The held entry's ZADD below
--- replaces a stale one, so only the pending and owner entries are removed first.
+-- rules.claimed: one more attempt, a fresh lease (seconds, ms).
 local function claimed(t, member, lease, lease_ms)
-  redis.call('ZREM', P, t.id)
-  if t.owner ~= nil and t.owner ~= NULL then redis.call('ZREM', O, owner_member(t.owner, t)) end
+  unindex(t, t.owner)
   t.attempts = t.attempts + 1
   event(t, member, 'claimed', string.format('attempt %d of %d', t.attempts, t.max_attempts))
   t.status, t.owner, t.lease_seconds = 'in_progress', member, lease
@@ -209,20 +177,20 @@ local function renewed(t, lease)
 end
 
 local function refused(raw, id)
-  return {-1, raw, VERSION[id] or redis.call('HGET', name_of(id), 'n')}
+  return {-1, raw, redis.call('HGET', name_of(id), 'n')}
 end
 
 local function unchanged(raw, id)
-  return {0, raw, VERSION[id] or redis.call('HGET', name_of(id), 'n')}
+  return {0, raw, redis.call('HGET', name_of(id), 'n')}
 end
 """
 
-#: A[5] member, [6] lease s, [7] lease ms, [8] '1' prefer own, [9] offset, [10] scan limit.
+#: ARGV[5] member, [6] lease s, [7] lease ms, [8] '1' prefer own, [9] offset, [10] scan limit.
 CLAIM_NEXT = (
     PRELUDE
     + r"""
-local member, lease, lease_ms = A[5], tonumber(A[6]), tonumber(A[7])
-if A[8] == '1' then
+local member, lease, lease_ms = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+if ARGV[8] == '1' then
   local mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
   for _, m in ipairs(mine) do
     local id = string.match(m, '%z([^%z]*)$')
@@ -254,7 +222,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)) 
   end
 end
 -- The pending set, oldest first, a few ids per read (usually the first is claimable).
-local offset, limit, step = tonumber(A[9]), tonumber(A[10]), 8
+local offset, limit, step = tonumber(ARGV[9]), tonumber(ARGV[10]), 8
 local seen = 0
 while seen < limit do
   local ids = redis.call('ZRANGE', P, offset, offset + step - 1)
@@ -274,11 +242,11 @@ return {2, offset}
 """
 )
 
-#: A[5] id, [6] member, [7] lease s, [8] lease ms.
+#: ARGV[5] id, [6] member, [7] lease s, [8] lease ms.
 CLAIM = (
     PRELUDE
     + r"""
-local id, member, lease, lease_ms = A[5], A[6], tonumber(A[7]), tonumber(A[8])
+local id, member, lease, lease_ms = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local t, raw = load(id)
 if raw == nil then return {-2} end
 if t == nil then return refused(raw, id) end
@@ -305,7 +273,7 @@ def _owner_only(body: str) -> str:
     return (
         PRELUDE
         + r"""
-local id, member = A[5], A[6]
+local id, member = ARGV[5], ARGV[6]
 local t, raw = load(id)
 if raw == nil then return {-2} end
 if t == nil then return refused(raw, id) end
@@ -318,27 +286,27 @@ _REQUIRE_OWNER = """
 if t.status ~= 'in_progress' or t.owner ~= member then return refused(raw, id) end
 """
 
-#: A[7] status, [8] field (result / error), [9] text, [10] history detail.
-#: A[7] status, A[8] the text's field, A[9] the text, A[10] the history detail,
-#: A[11] a completion's data as JSON text ('' = none), A[12] '1' when the board checked it
+#: ARGV[7] status, [8] field (result / error), [9] text, [10] history detail.
+#: ARGV[7] status, ARGV[8] the text's field, ARGV[9] the text, ARGV[10] the history detail,
+#: ARGV[11] a completion's data as JSON text ('' = none), ARGV[12] '1' when the board checked it
 #: against the task's result schema (a task declaring one is refused until then). Structured
 #: fields travel as JSON text (``*_json``), so cjson never re-encodes them.
 FINISH = _owner_only(
     r"""
-local status = A[7]
+local status = ARGV[7]
 if t.status == status and t.owner == member then return unchanged(raw, id) end
 """
     + _REQUIRE_OWNER
     + r"""
 if status == 'completed' then
   local schema = t.result_schema_json
-  if schema ~= nil and schema ~= NULL and A[12] ~= '1' then return refused(raw, id) end
-  if A[11] ~= '' then t.result_data_json = A[11] end
+  if schema ~= nil and schema ~= NULL and ARGV[12] ~= '1' then return refused(raw, id) end
+  if ARGV[11] ~= '' then t.result_data_json = ARGV[11] end
 end
 unindex(t, t.owner)
-event(t, member, status, A[10])
+event(t, member, status, ARGV[10])
 t.status, t.lease_expires_at = status, NULL
-t[A[8]] = A[9]
+t[ARGV[8]] = ARGV[9]
 return save(t)
 """
 )
@@ -354,24 +322,24 @@ return save(t)
 """
 )
 
-#: A[7] lease s ('' = the task's own).
+#: ARGV[7] lease s ('' = the task's own).
 RENEW = _owner_only(
     _REQUIRE_OWNER
     + r"""
-local lease = A[7] == '' and t.lease_seconds or tonumber(A[7])
+local lease = ARGV[7] == '' and t.lease_seconds or tonumber(ARGV[7])
 return renewed(t, lease)
 """
 )
 
-#: A[6] is the actor (anyone: the client checks the lead); A[7] the reason.
+#: ARGV[6] is the actor (anyone: the client checks the lead); ARGV[7] the reason.
 CANCEL = _owner_only(
     r"""
 if t.status == 'cancelled' then return unchanged(raw, id) end
 if t.status ~= 'pending' and t.status ~= 'in_progress' then return refused(raw, id) end
 unindex(t, t.owner)
-event(t, member, 'cancelled', A[7])
+event(t, member, 'cancelled', ARGV[7])
 t.status, t.lease_expires_at = 'cancelled', NULL
-t.error = (A[7] == '') and NULL or A[7]
+t.error = (ARGV[7] == '') and NULL or ARGV[7]
 return save(t)
 """
 )
@@ -398,21 +366,22 @@ return out
 """
 )
 
-#: A[5] '1' for the held set (else the pending set), [6] offset, [7] page size. Replies the
+#: ARGV[5] '1' for the held set (else the pending set), [6] offset, [7] page size. Replies the
 #: number of members read, then (id, json, version) of each whose record exists.
 OPEN_PAGE = (
     PRELUDE
     + r"""
-local set = A[5] == '1' and H or P
-local offset, limit = tonumber(A[6]), tonumber(A[7])
+local set = ARGV[5] == '1' and H or P
+local offset, limit = tonumber(ARGV[6]), tonumber(ARGV[7])
 local ids = redis.call('ZRANGE', set, offset, offset + limit - 1)
 local out = {#ids}
 for _, id in ipairs(ids) do
-  local found = redis.call('HMGET', name_of(id), 'v', 'n')
-  if found[1] then
+  local name = name_of(id)
+  local raw = redis.call('HGET', name, 'v')
+  if raw then
     out[#out + 1] = id
-    out[#out + 1] = found[1]
-    out[#out + 1] = found[2]
+    out[#out + 1] = raw
+    out[#out + 1] = redis.call('HGET', name, 'n')
   end
 end
 return out
