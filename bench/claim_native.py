@@ -20,6 +20,7 @@ from agentscope_teams.teams.board import TaskBoard
 
 from .fixtures import MYSQL_URL, POSTGRES_URL, REDIS_URL, drop_redis_namespace
 from .stats import Sample, fmt, interleaved, section, table, us, verdict
+from .task_claim import chosen
 
 CAS_TARGET = 1.5
 HELD = 1_000
@@ -75,7 +76,7 @@ async def _measure(store: BaseStore, ops: int, rounds: int, held: int) -> dict[s
 async def run(fast: bool = False) -> str:
     ops, rounds, held = (5, 3, 40) if fast else (40, 9, HELD)
     cost_rows, held_rows, verdicts = [], [], []
-    for name, url in BACKENDS:
+    for name, url in chosen(BACKENDS):
         namespace = f"bench-native-{uuid.uuid4().hex[:8]}"
         options = {"namespace": namespace} if url.startswith("redis") else {}
         try:

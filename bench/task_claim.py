@@ -48,6 +48,14 @@ CLAIMERS = (1, 4, 16)
 USER = "bench-claims"
 PATHS = ("native", "generic")
 SPEEDUP_TARGET = 5.0
+#: Comma-separated backend names to measure (say ``postgres``); unset: every backend.
+ONLY_ENV = "AGENTSCOPE_TEAMS_BENCH_BACKENDS"
+
+
+def chosen(backends: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``backends`` narrowed to those named in :data:`ONLY_ENV`, when it is set."""
+    only = {n.strip() for n in os.environ.get(ONLY_ENV, "").split(",") if n.strip()}
+    return [b for b in backends if not only or b[0] in only]
 
 
 class CountingStore:
@@ -243,7 +251,7 @@ async def _cas_put(url: str, namespace: str, ops: int, rounds: int) -> Sample:
 async def run(fast: bool = False) -> str:
     tasks, runs, lead = (16, 1, 0.4) if fast else (160, 3, 1.0)
     ops, rounds = (10, 3) if fast else (100, 9)
-    backends = [("redis", REDIS_URL), ("postgres", POSTGRES_URL), ("mariadb", MYSQL_URL)]
+    backends = chosen([("redis", REDIS_URL), ("postgres", POSTGRES_URL), ("mariadb", MYSQL_URL)])
     before = os.environ.get(NATIVE_ENV)
     rows: list[list[str]] = []
     verdicts: list[str] = []

@@ -46,7 +46,7 @@ from .board_index import BoardIndex
 from .board_reads import Blockers, Read
 from .eligibility import ClaimOutcome, ClaimVerdict, claimed_record
 from .models import Task, TaskStatus
-from .queue import BoardQueue, Finish, Outcome, Verdict
+from .queue import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
 from .rules import Change
 
 PAGE = 64
@@ -154,10 +154,23 @@ class TaskBoard(BoardIndex):
                 tracing.conflict(exc.key)
                 continue
 
+    @property
+    def guards_team(self) -> bool:
+        """Whether :meth:`claim_next` and :meth:`complete` / :meth:`fail` take a ``guard``
+        (:class:`~.queue.TeamGuard`): the native queue checks the team record in the same
+        statement, so the team client need not read it per call."""
+        return self.queue is not None and self.queue.guards_team
+
     async def claim_next(
-        self, member: str, task_lease: float, *, prefer_own: bool = False
+        self,
+        member: str,
+        task_lease: float,
+        *,
+        prefer_own: bool = False,
+        guard: TeamGuard | None = None,
     ) -> Task | None:
-        """Claim a task whose lease expired, else the oldest claimable pending task; None if none.
+        """Claim a task whose lease expired, else the oldest claimable pending task; None if none
+        (or, with a ``guard``, if the team record is no longer at its version).
 
         With ``prefer_own``, a task ``member`` holds already (its process died, or the reply to its
         claim was lost) comes first: the oldest is returned with its lease renewed.
@@ -165,8 +178,9 @@ class TaskBoard(BoardIndex):
         task_lease = limits.lease(task_lease)
         if self.queue is not None:
             return await self.queue.claim_next(
-                member, task_lease, self.clock(), prefer_own=prefer_own
+                member, task_lease, self.clock(), prefer_own=prefer_own, guard=guard
             )
+        no_guard(guard)
         for held in await self._owned(member) if prefer_own else ():
             with contextlib.suppress(TeamError):  # taken over or finished meanwhile
                 return await self.claim(member, held.id, task_lease)
@@ -250,22 +264,40 @@ class TaskBoard(BoardIndex):
         except VersionConflict:
             return None
 
-    async def complete(self, member: str, task_id: str, result: str, data: Any = None) -> Task:
+    async def complete(
+        self,
+        member: str,
+        task_id: str,
+        result: str,
+        data: Any = None,
+        *,
+        guard: TeamGuard | None = None,
+    ) -> Task:
         """Complete an owned task with its ``result`` text and structured ``data`` (checked
-        against the task's ``result_schema``; invalid data raises and nothing is written)."""
+        against the task's ``result_schema``; invalid data raises and nothing is written). With a
+        ``guard``, :class:`~.queue.TeamChanged` when the team record moved on."""
         result = limits.text(result, "result")
         data = limits.json_size(data, "data")
-        return await self._finish(member, task_id, TaskStatus.COMPLETED, result, data)
+        return await self._finish(member, task_id, TaskStatus.COMPLETED, result, data, guard)
 
-    async def fail(self, member: str, task_id: str, error: str) -> Task:
+    async def fail(
+        self, member: str, task_id: str, error: str, *, guard: TeamGuard | None = None
+    ) -> Task:
         error = limits.text(error, "error")
-        return await self._finish(member, task_id, TaskStatus.FAILED, error)
+        return await self._finish(member, task_id, TaskStatus.FAILED, error, guard=guard)
 
     async def _finish(
-        self, member: str, task_id: str, status: TaskStatus, text: str, data: Any = None
+        self,
+        member: str,
+        task_id: str,
+        status: TaskStatus,
+        text: str,
+        data: Any = None,
+        guard: TeamGuard | None = None,
     ) -> Task:
         change = rules.finish(member, status, text, data)
         if self.queue is None:
+            no_guard(guard)
             return await self._update(task_id, change)
         queue, detail = self.queue, rules.finish_detail(text)
         how = Finish(status, text, detail, data)
@@ -280,7 +312,7 @@ class TaskBoard(BoardIndex):
                 how = Finish(status, text, detail, new.result_data, checked=True)
 
         return await self._native(
-            task_id, lambda now: queue.finish(member, task_id, how, now), refused
+            task_id, lambda now: queue.finish(member, task_id, how, now, guard), refused
         )
 
     async def release(self, member: str, task_id: str) -> Task:

@@ -12,6 +12,14 @@ cancelled; a message sent or broadcast) the client signals the team's channel
 (:func:`~agentscope_teams.store.base.signals_of`), in one place (:meth:`LocalTeamClient._changed`),
 so runtimes waiting on it look at once instead of at their next poll. A failed signal is logged,
 never raised: the write happened, and the poll still finds it.
+
+**The team record, read once per team.** Where the board's native queue checks a
+:class:`~.queue.TeamGuard` (PostgreSQL), the hot calls (``claim_task`` of the next task,
+``complete_task``, ``fail_task``) check the member against the team record as this client last
+read it, and the queue's statement runs only while the record is still at that version: a team
+changed since (deleted, a member removed, anything) makes the statement do nothing, and the client
+reads the record again, checks the member again and retries. So a deleted team or a removed member
+is refused exactly as before, and a claim + completion costs two statements instead of four.
 """
 
 from __future__ import annotations
@@ -43,9 +51,12 @@ from .models import (
     TeamStatus,
 )
 from .protocol import TeamClient
+from .queue import TeamChanged, TeamGuard
 from .registry import TeamRegistry
 
 log = logging.getLogger(__name__)
+#: Team records a client keeps for guarded calls (cleared when full: teams per client are few).
+_KNOWN_TEAMS = 1024
 
 
 class LocalTeamClient(TeamRegistry):
@@ -65,6 +76,8 @@ class LocalTeamClient(TeamRegistry):
     ) -> None:
         super().__init__(store, ctx.owner_scope())
         self.ctx, self.task_lease, self.clock = ctx, limits.config_lease(task_lease), clock
+        #: team id -> (record, version) as last read, for guarded calls (module docs)
+        self._known: dict[str, tuple[Team, int]] = {}
 
     def as_member(self, team_id: str, name: str) -> TeamActor:
         """A view acting as ``name`` in ``team_id`` (what tools of that member hold)."""
@@ -76,6 +89,36 @@ class LocalTeamClient(TeamRegistry):
             if m is not None:
                 self._require(team, m)
         return team, TaskBoard(self.store, self._keys(team_id), self.clock)
+
+    async def _guarded(
+        self, team_id: str, member: str, *, fresh: bool = False
+    ) -> tuple[TaskBoard, TeamGuard | None]:
+        """The board of ``team_id`` for ``member``'s hot calls, with a guard when its queue checks
+        one (``member`` checked against the record last read, or read now when ``fresh``, when
+        not known, or when it lacks ``member``); else the record is read and checked as ever."""
+        board = TaskBoard(self.store, self._keys(team_id), self.clock)
+        if not board.guards_team:
+            self._require(await self._team(team_id), member)
+            return board, None
+        known = None if fresh else self._known.get(team_id)
+        if known is None or member not in known[0].participants():
+            self._known.pop(team_id, None)
+            known = await self._team_entry(team_id)
+            self._require(known[0], member)
+            if len(self._known) >= _KNOWN_TEAMS:
+                self._known.clear()
+            self._known[team_id] = known
+        return board, TeamGuard(self._keys(team_id).team(), known[1])
+
+    async def _team_moved(self, team_id: str, guard: TeamGuard) -> bool:
+        """Whether the team record is no longer at ``guard``'s version (read again to know)."""
+        known = self._known.get(team_id)
+        if known is not None and known[1] != guard.version:
+            return True  # another call of this client read it anew already
+        self._known.pop(team_id, None)
+        team, version = await self._team_entry(team_id)  # a deleted team raises here
+        self._known[team_id] = (team, version)
+        return version != guard.version
 
     async def _changed(self, team_id: str) -> None:
         """Wake the runtimes serving ``team_id`` (its signal channel), if the store has signals."""
@@ -238,27 +281,54 @@ class LocalTeamClient(TeamRegistry):
         task_lease: float | None = None,
         prefer_own: bool = False,
     ) -> Task | None:
-        _, board = await self._board(team_id, member)
         lease = self.task_lease if task_lease is None else task_lease
-        if task_id is None:
-            claimed = await board.claim_next(member, lease, prefer_own=prefer_own)
+        if task_id is None and not prefer_own:
+            claimed = await self._claim_guarded(team_id, member, lease)
         else:
-            claimed = await board.claim(member, task_id, lease)
+            _, board = await self._board(team_id, member)
+            if task_id is None:
+                claimed = await board.claim_next(member, lease, prefer_own=prefer_own)
+            else:
+                claimed = await board.claim(member, task_id, lease)
         tracing.task_event(tracing.names.TASK_CLAIM, team_id, member, claimed)
         return claimed
+
+    async def _claim_guarded(self, team_id: str, member: str, lease: float) -> Task | None:
+        """The next task, the team record checked by the claim itself when the queue can."""
+        board, guard = await self._guarded(team_id, member)
+        claimed = await board.claim_next(member, lease, guard=guard)
+        if claimed is None and guard is not None and await self._team_moved(team_id, guard):
+            board, guard = await self._guarded(team_id, member)  # the member checked anew
+            claimed = await board.claim_next(member, lease, guard=guard)
+        return claimed
+
+    async def _finish_guarded(
+        self, team_id: str, member: str, finish: Callable[[TaskBoard, TeamGuard | None], Any]
+    ) -> Task:
+        """``finish`` (a completion or failure) with a guard; once more after a fresh read of the
+        team record (the member checked anew) when the record moved on."""
+        board, guard = await self._guarded(team_id, member)
+        try:
+            task: Task = await finish(board, guard)
+        except TeamChanged:
+            board, _ = await self._guarded(team_id, member, fresh=True)
+            task = await finish(board, None)  # checked just now: as every other call is
+        return task
 
     async def complete_task(
         self, team_id: str, member: str, task_id: str, result: str = "", *, data: Any = None
     ) -> Task:
-        _, board = await self._board(team_id, member)
-        task = await board.complete(member, task_id, result, data)
+        task = await self._finish_guarded(
+            team_id, member, lambda b, g: b.complete(member, task_id, result, data, guard=g)
+        )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
         await self._changed(team_id)
         return task
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
-        _, board = await self._board(team_id, member)
-        task = await board.fail(member, task_id, error)
+        task = await self._finish_guarded(
+            team_id, member, lambda b, g: b.fail(member, task_id, error, guard=g)
+        )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
         await self._changed(team_id)
         return task

@@ -32,7 +32,7 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any, Protocol
 
-from ..store.base import BaseStore
+from ..store.base import BaseStore, Key
 from .models import Task, TaskStatus, TeamKeys
 
 #: Set to ``0`` to force the board's generic path on every backend.
@@ -70,24 +70,52 @@ class Finish:
     checked: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class TeamGuard:
+    """The team record as the caller last read it (and checked the member against): a queue that
+    :attr:`~BoardQueue.guards_team` runs a guarded claim or finish only while the record is still
+    at ``version``, in the same statement, so the caller need not read it again per call."""
+
+    key: Key
+    version: int
+
+
+class TeamChanged(Exception):
+    """A guarded finish found the team record changed (or gone): read it again and retry."""
+
+
 class BoardQueue(Protocol):
     """The native operations of one team's board (see the module docs).
 
     Times are the board's clock (wall-clock UTC), passed in so every path judges leases alike.
     ``*_tasks`` return records decoded; an undecodable record comes back as its exception.
+    A ``guard`` (:class:`TeamGuard`) may be passed to ``claim_next`` and ``finish`` only when
+    :attr:`guards_team`: a stale one makes ``claim_next`` claim nothing and ``finish`` raise
+    :class:`TeamChanged`.
     """
+
+    #: Whether ``claim_next`` and ``finish`` take a :class:`TeamGuard`.
+    guards_team: bool
 
     async def enqueue(self, task: Task) -> None:
         """Index a task just created (its record is written already)."""
         ...
 
     async def claim_next(
-        self, member: str, lease: float, now: datetime, *, prefer_own: bool
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        *,
+        prefer_own: bool,
+        guard: TeamGuard | None = None,
     ) -> Task | None: ...
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome: ...
 
-    async def finish(self, member: str, task_id: str, how: Finish, now: datetime) -> Outcome: ...
+    async def finish(
+        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
+    ) -> Outcome: ...
 
     async def release(self, member: str, task_id: str, now: datetime) -> Outcome: ...
 
@@ -112,6 +140,12 @@ class BoardQueue(Protocol):
     async def drop(self) -> None:
         """Delete the queue's index (the team is being deleted)."""
         ...
+
+
+def no_guard(guard: TeamGuard | None) -> None:
+    """Refuse a guard on a queue that cannot check one (the caller must read the team itself)."""
+    if guard is not None:
+        raise TypeError("this board queue does not check team guards (guards_team is False)")
 
 
 def native_wanted(native: bool | None) -> bool:

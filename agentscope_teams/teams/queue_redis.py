@@ -32,7 +32,7 @@ from ..listing import UNREADABLE
 from ..store.encoding import encode_segment
 from . import queue_redis_lua as lua
 from .models import Task, TaskStatus, TeamKeys
-from .queue import Finish, Outcome, Verdict
+from .queue import Finish, Outcome, TeamGuard, Verdict, no_guard
 
 if TYPE_CHECKING:
     from ..store.redis import RedisStore
@@ -88,6 +88,8 @@ def redis_queue_supported(store: RedisStore) -> bool:
 class RedisBoardQueue:
     """The native queue of one team's board on one Redis store (see the module docs)."""
 
+    guards_team = False
+
     def __init__(self, store: RedisStore, keys: TeamKeys) -> None:
         template = _template(store, keys)
         if template is None:  # pragma: no cover - redis_queue_supported said otherwise
@@ -129,8 +131,15 @@ class RedisBoardQueue:
             await self.store._client.zadd(self._keys[0], {task.id: task.seq})
 
     async def claim_next(
-        self, member: str, lease: float, now: datetime, *, prefer_own: bool
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        *,
+        prefer_own: bool,
+        guard: TeamGuard | None = None,
     ) -> Task | None:
+        no_guard(guard)
         offset, own = 0, "1" if prefer_own else ""
         lease_ms = round(lease * 1000)
         while True:
@@ -144,7 +153,10 @@ class RedisBoardQueue:
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
         return await self._named("CLAIM", task_id, now, member, lease, round(lease * 1000))
 
-    async def finish(self, member: str, task_id: str, how: Finish, now: datetime) -> Outcome:
+    async def finish(
+        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
+    ) -> Outcome:
+        no_guard(guard)
         field = "result" if how.status is TaskStatus.COMPLETED else "error"
         data = "" if how.data is None else json.dumps(how.data)
         args = (member, how.status.value, field, how.text, how.detail, data, int(how.checked))

@@ -15,7 +15,7 @@ transition writes both in one transaction, the record with version + 1.
 * **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
   Python rule (:mod:`.eligibility`, :mod:`.rules`) on the record and write the result; completing
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
-  same transaction.
+  same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.queue_sql_pg`).
 * **expired leases** that the claimer may not take (every attempt used, or routed to another
   member) are settled when a claim finds nothing else, and by ``reap``.
 
@@ -41,7 +41,7 @@ from ..store.sql.writes import ref
 from . import eligibility, rules
 from .eligibility import ClaimOutcome
 from .models import Task, TaskStatus, TeamKeys
-from .queue import BoardQueue, Finish, Outcome, Verdict
+from .queue import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
 
 if TYPE_CHECKING:
     from ..store.sql import SqlStore
@@ -100,6 +100,8 @@ def columns(task: Task) -> dict[str, Any]:
 class SqlBoardQueue:
     """The queue of one team's board on a SQL store (MariaDB/MySQL as is; PostgreSQL overrides
     the claim with one statement)."""
+
+    guards_team = False
 
     def __init__(self, store: SqlStore, keys: TeamKeys) -> None:
         self.store, self.keys = store, keys
@@ -242,18 +244,26 @@ class SqlBoardQueue:
         }
 
     async def claim_next(
-        self, member: str, lease: float, now: datetime, *, prefer_own: bool
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        *,
+        prefer_own: bool,
+        guard: TeamGuard | None = None,
     ) -> Task | None:
+        if guard is not None and (prefer_own or not self.guards_team):
+            raise TypeError("a team guard is checked by a plain claim on PostgreSQL only")
         if prefer_own:
             for task_id in await self._own(member):
                 out = await self.claim(member, task_id, lease, now)
                 if out.verdict is Verdict.DONE:
                     return out.task
-        claimed = await self._claim_one(member, lease, now)
+        claimed = await self._claim_one(member, lease, now, guard)
         if claimed is None and any(
             t.status is TaskStatus.PENDING for t in await self._settle(now, member, SETTLE_PAGE)
         ):
-            claimed = await self._claim_one(member, lease, now)
+            claimed = await self._claim_one(member, lease, now, guard)
         return claimed
 
     async def _own(self, member: str) -> list[str]:
@@ -269,7 +279,9 @@ class SqlBoardQueue:
 
         return await self.store._run("board own", run, single=True)
 
-    async def _claim_one(self, member: str, lease: float, now: datetime) -> Task | None:
+    async def _claim_one(
+        self, member: str, lease: float, now: datetime, guard: TeamGuard | None
+    ) -> Task | None:
         """One transaction: the oldest claimable row, skipping locked ones, claimed.
 
         InnoDB locks every row a locking read examines (until the commit), so the pick is two
@@ -337,7 +349,10 @@ class SqlBoardQueue:
 
         return await self._transition(task_id, decide, now, claimer=member)
 
-    async def finish(self, member: str, task_id: str, how: Finish, now: datetime) -> Outcome:
+    async def finish(
+        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
+    ) -> Outcome:
+        no_guard(guard)
         return await self._changed(
             task_id, rules.finish(member, how.status, how.text, how.data), now
         )

@@ -1,4 +1,4 @@
-"""The PostgreSQL claim: one statement picks, moves and rewrites a task (see :mod:`.queue_sql`).
+"""The PostgreSQL claim and finish: one statement each (see :mod:`.queue_sql`).
 
 ``pick`` locks the oldest claimable row (expired leases first) with ``FOR UPDATE SKIP LOCKED``;
 ``moved`` updates its columns (one more attempt, the new owner and lease); the outer ``UPDATE`` of
@@ -6,10 +6,19 @@
 would (a reclaim first appends the ``lease_expired`` event of :func:`~.rules.expired`) with version
 + 1, and returns it. The board's conformance tests run the same scenarios through this statement
 and through the generic path.
+
+The finish (complete or fail) is one statement too: ``moved`` updates the row only if the member
+owns it in progress (and, for a completion, the record declares no result schema or the board
+checked the data against it), ``deps`` moves the dependents' counters, ``written`` rewrites the
+record as :func:`~.rules.finish` would; the statement returns the written record, or else the
+record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
+board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
+lock and re-check the row (read committed), so concurrent finishers write it once.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,7 +26,9 @@ from pydantic import TypeAdapter
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from .models import Task
+from ..store.sql.writes import ref
+from .models import Task, TaskStatus
+from .queue import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .queue_sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
@@ -29,6 +40,7 @@ WITH pick AS (
     AND ((status = 'pending' AND blockers_left = 0 AND dead_blockers = 0)
          OR (status = 'in_progress' AND lease_until <= :now AND attempts < max_attempts))
     AND (assignee IS NULL OR assignee = :member)
+    {guard}
   ORDER BY status = 'pending', seq
   LIMIT 1
   FOR UPDATE SKIP LOCKED
@@ -60,15 +72,70 @@ RETURNING k.value, k.version
 """
 
 
+_FINISH = """
+WITH moved AS (
+  UPDATE {task} t SET status = :status, lease_until = NULL
+  WHERE t.team = :team AND t.task_id = :id AND t.status = 'in_progress' AND t.owner = :member
+    AND EXISTS (SELECT 1 FROM {kv} k WHERE k.khash = t.khash AND k.nparts = 0
+                AND (:checked OR :status <> 'completed'
+                     OR convert_from(k.value, 'UTF8')::jsonb ->> 'result_schema_json' IS NULL))
+    {guard}
+  RETURNING t.khash
+), deps AS (
+  UPDATE {task} d
+  SET blockers_left = d.blockers_left - :done, dead_blockers = d.dead_blockers + 1 - :done
+  WHERE d.team = :team AND EXISTS (SELECT 1 FROM moved)
+    AND d.task_id IN (SELECT task_id FROM {dep} WHERE team = :team AND blocker_id = :id)
+), written AS (
+  UPDATE {kv} k
+  SET version = k.version + 1, nparts = 0, value = convert_to((
+    convert_from(k.value, 'UTF8')::jsonb || jsonb_build_object(
+      'status', CAST(:status AS text), 'lease_expires_at', CAST(NULL AS text),
+      'updated_at', CAST(:now_iso AS text), CAST(:field AS text), CAST(:text AS text),
+      'history', (convert_from(k.value, 'UTF8')::jsonb -> 'history') || jsonb_build_array(
+        jsonb_build_object('at', CAST(:now_iso AS text), 'actor', CAST(:member AS text),
+                           'action', CAST(:status AS text), 'detail', CAST(:detail AS text))))
+    || CASE WHEN CAST(:data AS text) IS NULL THEN '{{}}'::jsonb
+            ELSE jsonb_build_object('result_data_json', CAST(:data AS text)) END
+  )::text, 'UTF8')
+  FROM moved m
+  WHERE k.khash = m.khash
+  RETURNING k.value, k.version, k.nparts
+)
+SELECT TRUE AS done, TRUE AS guarded, :id AS task_id, value, version, nparts FROM written
+UNION ALL
+SELECT FALSE, {guarded}, t.task_id, k.value, k.version, k.nparts
+FROM {task} t JOIN {kv} k ON k.khash = t.khash
+WHERE t.team = :team AND t.task_id = :id AND NOT EXISTS (SELECT 1 FROM written)
+"""
+
+
+#: The team record still at the version the caller checked the member against (see TeamGuard).
+_GUARD = "AND EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version = :guard_v)"
+_GUARDED = "EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version = :guard_v)"
+
+
 def _iso(at: datetime) -> str:
     return str(_DATETIME.dump_python(at, mode="json"))
 
 
 class PostgresBoardQueue(SqlBoardQueue):
-    """:class:`SqlBoardQueue` whose claim is one statement (autocommit: no BEGIN/COMMIT)."""
+    """:class:`SqlBoardQueue` whose claim and finish are one statement each (autocommit: no
+    BEGIN/COMMIT), guarded by the team record's version when the caller passes a guard."""
 
-    async def _claim_one(self, member: str, lease: float, now: datetime) -> Task | None:
-        statement = text(_CLAIM.format(task=self.t.task.name, kv=self.t.kv.name))
+    guards_team = True
+
+    def _guard(self, guard: TeamGuard | None, params: dict[str, Any]) -> dict[str, str]:
+        """The SQL of ``guard`` for the statements' placeholders (its parameters into ``params``)."""
+        if guard is None:
+            return {"guard": "", "guarded": "TRUE"}
+        params.update(guard_h=ref(guard.key).h, guard_v=guard.version)
+        kv = self.t.kv.name
+        return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
+
+    async def _claim_one(
+        self, member: str, lease: float, now: datetime, guard: TeamGuard | None
+    ) -> Task | None:
         until = now + timedelta(seconds=lease)
         params: dict[str, Any] = {
             "team": self.team,
@@ -79,9 +146,52 @@ class PostgresBoardQueue(SqlBoardQueue):
             "until_iso": _iso(until),
             "now_iso": _iso(now),
         }
+        sql = _CLAIM.format(task=self.t.task.name, kv=self.t.kv.name, **self._guard(guard, params))
+        statement = text(sql)
 
         async def run(conn: AsyncConnection) -> Task | None:
             row = (await conn.execute(statement, params)).first()
             return None if row is None else Task.from_bytes(bytes(row.value), int(row.version))
 
         return await self.store._run("board claim", run, write=True, single=True)
+
+    async def finish(
+        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
+    ) -> Outcome:
+        """One statement (module docs); with a stale ``guard`` nothing is written and
+        :class:`TeamChanged` is raised (also when the task is missing: the caller retries
+        unguarded and learns which)."""
+        completed = how.status is TaskStatus.COMPLETED
+        params: dict[str, Any] = {
+            "team": self.team,
+            "id": task_id,
+            "member": member,
+            "status": how.status.value,
+            "done": int(completed),
+            "checked": how.checked,
+            "field": "result" if completed else "error",
+            "text": how.text,
+            "detail": how.detail,
+            "data": None if how.data is None or not completed else json.dumps(how.data),
+            "now_iso": _iso(now),
+        }
+        t = self.t
+        sql = _FINISH.format(
+            task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **self._guard(guard, params)
+        )
+        statement = text(sql)
+
+        async def run(conn: AsyncConnection) -> Any:
+            return (await conn.execute(statement, params)).first()
+
+        row = await self.store._run("board finish", run, write=True, single=True)
+        if guard is not None and (row is None or not row.guarded):
+            raise TeamChanged(f"team {self.keys.team_id!r} changed since it was read")
+        if row is None:
+            return Outcome(Verdict.MISSING)
+        task = self._decode(row)
+        if row.done:
+            return Outcome(Verdict.DONE, task)
+        if task.status is how.status and task.owner == member:
+            return Outcome(Verdict.UNCHANGED, task)
+        return Outcome(Verdict.REFUSED, task)

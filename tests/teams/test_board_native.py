@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import anyio
 import pytest
 
 from agentscope_teams.context import RuntimeContext
-from agentscope_teams.errors import TaskStateError
+from agentscope_teams.errors import TaskStateError, UnknownMemberError, UnknownTeamError
 from agentscope_teams.store import StoreBackend
-from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, TeamKeys
+from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, Team, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queue_redis import RedisBoardQueue
 from agentscope_teams.teams.queue_sql import SqlBoardQueue
@@ -50,9 +51,10 @@ def native_board(client: LocalTeamClient, keys: TeamKeys) -> TaskBoard:
     return board
 
 
-#: Round trips of each board operation: Redis runs one script; PostgreSQL's claim is one
-#: autocommit statement and a named transition a transaction (BEGIN, the locked read, the record
-#: and row updates, the dependents' counters when a task finishes, COMMIT); MariaDB's is a
+#: Round trips of each board operation: Redis runs one script; PostgreSQL's claim and finish
+#: (complete, fail: the row, the record and the dependents' counters) are one autocommit statement
+#: each, its other named transitions a transaction (BEGIN, the locked read, the record and row
+#: updates, COMMIT); MariaDB's is a
 #: transaction begun implicitly (the locked read, one multi-table UPDATE, COMMIT).
 _ONE_SCRIPT = dict.fromkeys(
     ("claim_next", "claim", "renew", "complete", "fail", "release", "prefer_own"), 1
@@ -64,8 +66,8 @@ ROUND_TRIPS = {
         "claim_next": 1,
         "claim": 5,
         "renew": 5,
-        "complete": 6,
-        "fail": 6,
+        "complete": 1,
+        "fail": 1,
         "release": 5,
         "prefer_own": 6,
     },
@@ -268,3 +270,98 @@ async def test_a_claim_passes_tasks_routed_to_others(client: LocalTeamClient) ->
     assert await board.claim_next("a", 30) is None
     mine = await board.claim_next("b", 30)
     assert mine is not None and (mine.seq, mine.assignee) == (1, "b")
+
+
+async def test_racing_completions_write_once_and_free_the_dependent_once(
+    client: LocalTeamClient,
+) -> None:
+    """Eight concurrent completions of one task by its owner: one writes (version + 1, one
+    "completed" event), the others are repeats; the dependent's blocker count drops once."""
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    first = await board.create("lead", "first")
+    after = await board.create("lead", "after", blocked_by=[first.id])
+    also = await board.create("lead", "also after", blocked_by=[first.id, after.id])
+    claimed = await board.claim_next("a", 30)
+    assert claimed is not None and claimed.id == first.id
+    done = await anyio_gather([lambda: board.complete("a", first.id, "ok") for _ in range(8)])
+    assert {t.version for t in done} == {claimed.version + 1}
+    entry = await client.store.get(keys.task(first.id))
+    assert entry is not None and entry.version == claimed.version + 1
+    stored = Task.from_bytes(entry.value, entry.version)
+    assert [e.action for e in stored.history].count("completed") == 1
+    nxt = await board.claim_next("b", 30)
+    assert nxt is not None and nxt.id == after.id
+    assert await board.claim_next("b", 30) is None  # "also after" still waits on "after"
+    await board.complete("b", after.id, "ok")
+    last = await board.claim_next("b", 30)
+    assert last is not None and last.id == also.id
+
+
+async def anyio_gather(calls: list[Callable[[], Awaitable[Task]]]) -> list[Task]:
+    out: list[Task] = []
+
+    async def one(call: Callable[[], Awaitable[Task]]) -> None:
+        out.append(await call())
+
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            tg.start_soon(one, call)
+    return out
+
+
+async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    """Through the team client: once it has read the team record, PostgreSQL's claim and
+    completion check it inside their one statement (no read of the record per call)."""
+    if store_spec.backend != "postgres":
+        pytest.skip("the team guard is PostgreSQL's")
+    team_id, _ = await crew(client)
+    for i in range(3):
+        await client.assign_task(team_id, f"task {i}")
+    first = await client.claim_task(team_id, "a")  # reads the team record once
+    assert first is not None
+    async with count_round_trips(store) as counter:
+        await client.complete_task(team_id, "a", first.id, "done")
+    assert counter.seen == ["WITH"]
+    async with count_round_trips(store) as counter:
+        claimed = await client.claim_task(team_id, "b")
+    assert claimed is not None and claimed.id == "t-2" and counter.seen == ["WITH"]
+    async with count_round_trips(store) as counter:
+        await client.fail_task(team_id, "b", claimed.id, "broke")
+    assert counter.seen == ["WITH"]
+
+
+async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion(
+    store: StoreBackend, alice: RuntimeContext, client: LocalTeamClient
+) -> None:
+    """Another client removes a member, then deletes the team: this client, which read the
+    team record before, refuses the removed member and then the deleted team, as it did when it
+    read the record on every call."""
+    team_id, _ = await crew(client)
+    for i in range(4):
+        await client.assign_task(team_id, f"task {i}")
+    a_task = await client.claim_task(team_id, "a")
+    b_task = await client.claim_task(team_id, "b")
+    assert a_task is not None and b_task is not None
+    other = LocalTeamClient(store, alice, task_lease=30.0, clock=client.clock)
+
+    def without_b(team: Team) -> Team:
+        return team.model_copy(update={"members": [m for m in team.members if m.name != "b"]})
+
+    await other._update_team(team_id, without_b)
+    with pytest.raises(UnknownMemberError):
+        await client.complete_task(team_id, "b", b_task.id, "done")
+    with pytest.raises(UnknownMemberError):
+        await client.claim_task(team_id, "b")
+    assert (
+        await client.complete_task(team_id, "a", a_task.id, "ok")
+    ).status is TaskStatus.COMPLETED
+    again = await client.claim_task(team_id, "a")
+    assert again is not None
+    await other.delete_team(team_id)
+    with pytest.raises(UnknownTeamError):
+        await client.complete_task(team_id, "a", again.id, "done")
+    with pytest.raises(UnknownTeamError):
+        await client.claim_task(team_id, "a")
