@@ -51,9 +51,12 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
+
+import anyio
 
 from ..errors import (
     ConfigurationError,
@@ -201,6 +204,8 @@ class RedisStore(StoreBackend):
 
     shared_across_processes = True
     shared_across_hosts = True
+    #: How long ``setup()`` retries reading a cluster's slot map while a node is down.
+    cluster_setup_timeout = 15.0
 
     def __init__(
         self,
@@ -367,9 +372,23 @@ class RedisStore(StoreBackend):
         discover its nodes and load the scripts on every primary (a promoted replica loads them
         on first use: EVALSHA falls back to SCRIPT LOAD on NOSCRIPT)."""
         if self.cluster:
-            with self._guard():
-                await self._client.initialize()
+            await self._discover_cluster()
         await self.load_scripts(_SCRIPTS, ping=True)
+
+    async def _discover_cluster(self) -> None:
+        """Read the cluster's slot map. A node that refuses connections while a failover is in
+        progress makes redis-py's discovery fail; it is retried for up to
+        ``cluster_setup_timeout`` seconds (a failover takes a few), then StoreUnavailableError."""
+        deadline = time.monotonic() + self.cluster_setup_timeout
+        while True:
+            try:
+                with self._guard():
+                    await self._client.initialize()
+                return
+            except StoreUnavailableError:
+                if time.monotonic() >= deadline:
+                    raise
+                await anyio.sleep(0.25)
 
     async def load_scripts(self, scripts: Sequence[str], *, ping: bool = False) -> None:
         """Load ``scripts`` (Lua sources) so that their first EVALSHA needs no NOSCRIPT retry:

@@ -428,7 +428,7 @@ def test_repository_example_specs_load() -> None:
         assert spec.steps is not None and spec.steps > 0
         prompt = spec.system_prompt
         assert "claimTask" in prompt and "completeTask" in prompt and "sendMessage" in prompt
-        assert "`SEVERITY file:line message`" in prompt
+        assert "`data`" in prompt and "JSON schema" in prompt  # findings go as structured data
         assert all(s in prompt for s in ("`critical`", "`high`", "`medium`", "`low`"))
     security = result.specs["security-scanner"].description
     assert all(word in security for word in ("eval", "shell injection", "deserialization", "SQL"))
