@@ -18,45 +18,24 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
+from ._signal_waiters import Waiters
 
 log = logging.getLogger(__name__)
 
 
-class Subscriber:
+class Subscriber(Waiters):
     """The shared subscriber of one Redis client; see the module docs."""
 
+    backend = "Redis"
+
     def __init__(self, client: Any) -> None:
+        super().__init__()
         self._client = client
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._subscribed: set[str] = set()
-        self._waiters: dict[str, set[anyio.Event]] = {}
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def wait(self, names: Sequence[str], timeout: float) -> bool:  # noqa: ASYNC109
-        event = anyio.Event()
-        for name in names:
-            self._waiters.setdefault(name, set()).add(event)
-        try:
-            try:
-                await self._ensure(names)
-            except Exception as exc:
-                log.warning("Redis signals unavailable, polling instead: %s", exc)
-                await self._reset()
-                await anyio.sleep(timeout)
-                return False
-            with anyio.move_on_after(timeout):
-                await event.wait()
-            return event.is_set()
-        finally:
-            for name in names:
-                waiting = self._waiters.get(name)
-                if waiting is not None:
-                    waiting.discard(event)
-                    if not waiting:
-                        del self._waiters[name]
 
     async def _ensure(self, names: Sequence[str]) -> None:
         loop = asyncio.get_running_loop()
@@ -83,8 +62,7 @@ class Subscriber:
                     continue
                 channel = message["channel"]
                 name = channel.decode() if isinstance(channel, bytes) else str(channel)
-                for event in list(self._waiters.get(name, ())):
-                    event.set()
+                self.wake(name)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -93,9 +71,7 @@ class Subscriber:
                 self._pubsub, self._subscribed = None, set()
             with contextlib.suppress(Exception):
                 await pubsub.aclose()
-            for waiting in list(self._waiters.values()):  # wake them: they look, then wait again
-                for event in waiting:
-                    event.set()
+            self.wake_all()
 
     async def _reset(self) -> None:
         pubsub, self._pubsub, self._subscribed = self._pubsub, None, set()

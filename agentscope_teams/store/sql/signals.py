@@ -29,8 +29,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import anyio
-
+from .._signal_waiters import Waiters
 from ..base import Key, encode_key
 
 log = logging.getLogger(__name__)
@@ -46,44 +45,23 @@ def channel_name(table_prefix: str, key: Key) -> str:
     return "ast_" + digest[:40]
 
 
-class Listener:
+class Listener(Waiters):
     """The shared ``LISTEN`` connection of one store; see the module docs.
 
     ``connect_args`` are asyncpg's ``connect`` keyword arguments (host, port, user, ...).
     """
 
+    backend = "PostgreSQL"
+
     def __init__(self, connect_args: Mapping[str, Any]) -> None:
+        super().__init__()
         self._args = dict(connect_args)
         self._conn: Any = None
         self._listening: set[str] = set()
-        self._waiters: dict[str, set[anyio.Event]] = {}
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checked = 0.0  # when the connection last answered (monotonic)
         self.connects = 0  # connections opened (tests: a lost one is replaced)
-
-    async def wait(self, names: Sequence[str], timeout: float) -> bool:  # noqa: ASYNC109
-        event = anyio.Event()
-        for name in names:
-            self._waiters.setdefault(name, set()).add(event)
-        try:
-            try:
-                await self._ensure(names)
-            except Exception as exc:
-                log.warning("PostgreSQL signals unavailable, polling instead: %s", exc)
-                await self._reset()
-                await anyio.sleep(timeout)
-                return False
-            with anyio.move_on_after(timeout):
-                await event.wait()
-            return event.is_set()
-        finally:
-            for name in names:
-                waiting = self._waiters.get(name)
-                if waiting is not None:
-                    waiting.discard(event)
-                    if not waiting:
-                        del self._waiters[name]
 
     async def _ensure(self, names: Sequence[str]) -> None:
         loop = asyncio.get_running_loop()
@@ -113,17 +91,14 @@ class Listener:
         await conn.execute("SELECT 1", timeout=HEALTH_TIMEOUT)
 
     def _notified(self, conn: Any, pid: int, channel: str, payload: object) -> None:
-        for event in list(self._waiters.get(channel, ())):
-            event.set()
+        self.wake(channel)
 
     def _lost(self, conn: Any) -> None:
         if self._conn is not conn:
             return
         log.warning("PostgreSQL signal connection lost, reconnecting on the next wait")
         self._conn, self._listening = None, set()
-        for waiting in list(self._waiters.values()):  # wake them: they look, then wait again
-            for event in waiting:
-                event.set()
+        self.wake_all()
 
     async def _reset(self) -> None:
         """Drop the connection at once (it failed: a graceful close could hang on it too)."""
