@@ -314,7 +314,8 @@ async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
     store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
 ) -> None:
     """Through the team client: once it has read the team record, PostgreSQL's claim and
-    completion check it inside their one statement (no read of the record per call)."""
+    completion check it inside their one statement (no read of the record per call). A
+    completion then wakes the team's waiters: one ``pg_notify``, apart from the transition."""
     if store_spec.backend != "postgres":
         pytest.skip("the team guard is PostgreSQL's")
     team_id, _ = await crew(client)
@@ -324,13 +325,13 @@ async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
     assert first is not None
     async with count_round_trips(store) as counter:
         await client.complete_task(team_id, "a", first.id, "done")
-    assert counter.seen == ["WITH"]
+    assert counter.seen == ["WITH", "NOTIFY"]
     async with count_round_trips(store) as counter:
         claimed = await client.claim_task(team_id, "b")
     assert claimed is not None and claimed.id == "t-2" and counter.seen == ["WITH"]
     async with count_round_trips(store) as counter:
         await client.fail_task(team_id, "b", claimed.id, "broke")
-    assert counter.seen == ["WITH"]
+    assert counter.seen == ["WITH", "NOTIFY"]
 
 
 async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion(
