@@ -12,7 +12,6 @@ or error fields, and no SDK exception is chained to the errors raised.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -28,11 +27,9 @@ from .anthropic_errors import AnthropicErrorMapper
 from .anthropic_format import to_anthropic_messages, to_anthropic_tools
 from .anthropic_response import MessageStreamAssembler, parse_message
 from .base import ModelRequest, ModelResponse, StreamItem
-from .openai_errors import Failure, attempts_of
 from .providers import ANTHROPIC, redact_url, resolve_api_key, resolve_base_url
 
 T = TypeVar("T")
-_SDK_ERRORS = (anthropic.AnthropicError, json.JSONDecodeError)
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; used when a request sets none
 
 
@@ -107,21 +104,10 @@ class AnthropicChatModel:
         assembler = MessageStreamAssembler(
             model=self.model, source=self._errors.where, base_url=self._errors.url
         )
-        async with events:
-            iterator = events.__aiter__()
-            while True:
-                failure: Failure | None = None
-                try:
-                    event = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-                except _SDK_ERRORS as exc:
-                    failure = self._errors.classify(exc)
-                if failure is not None:
-                    raise self._errors.error(failure, attempts=1, streaming=True)
-                for delta in assembler.feed(event.to_dict(warnings=False)):
-                    yield delta
-        yield assembler.finish()
+        async for item in self._errors.relay(
+            events, assembler, lambda e: e.to_dict(warnings=False)
+        ):
+            yield item
 
     def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -138,10 +124,4 @@ class AnthropicChatModel:
         return kwargs
 
     async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
-        """``call()`` (the SDK retries inside it); a failure left becomes a ModelError, raised
-        outside the ``except`` block so no SDK exception (holding the request) is chained."""
-        try:
-            return await call()
-        except _SDK_ERRORS as exc:
-            failure, attempts = self._errors.classify(exc), attempts_of(exc)
-        raise self._errors.error(failure, attempts=attempts)
+        return await self._errors.call(call)

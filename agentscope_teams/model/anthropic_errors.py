@@ -39,6 +39,8 @@ ERROR_TYPES: dict[str, type[ModelError]] = {
 class AnthropicErrorMapper(ErrorMapper):
     """Classifies anthropic SDK exceptions; builds errors like :class:`ErrorMapper`."""
 
+    sdk_errors = (anthropic.AnthropicError, json.JSONDecodeError)
+
     def classify(self, exc: Exception) -> Failure:
         if isinstance(exc, anthropic.APITimeoutError):
             return Failure(ModelTimeoutError)

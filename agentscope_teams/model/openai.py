@@ -13,8 +13,8 @@ the key) is chained to them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -23,13 +23,12 @@ from openai.types.chat import ChatCompletion
 
 from ..errors import ModelConfigurationError
 from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode
-from .openai_errors import ErrorMapper, Failure, attempts_of
+from .openai_errors import ErrorMapper
 from .openai_format import to_openai_messages, to_openai_response_format, to_openai_tools
 from .openai_response import StreamAssembler, parse_completion
 from .providers import get_provider, redact_url, resolve_api_key, resolve_base_url
 
 T = TypeVar("T")
-_SDK_ERRORS = (openai.OpenAIError, json.JSONDecodeError)
 
 
 class OpenAIChatModel:
@@ -127,21 +126,10 @@ class OpenAIChatModel:
         assembler = StreamAssembler(
             model=self.model, source=self._errors.where, base_url=self._errors.url
         )
-        async with chunks:
-            iterator = chunks.__aiter__()
-            while True:
-                failure: Failure | None = None
-                try:
-                    chunk = await iterator.__anext__()
-                except StopAsyncIteration:
-                    break
-                except _SDK_ERRORS as exc:
-                    failure = self._errors.classify(exc)
-                if failure is not None:
-                    raise self._errors.error(failure, attempts=1, streaming=True)
-                for delta in assembler.feed(chunk.to_dict()):
-                    yield delta
-        yield assembler.finish()
+        # aclosing: a caller that stops reading closes the SDK stream here, at once
+        async with aclosing(self._errors.relay(chunks, assembler, lambda c: c.to_dict())) as items:
+            async for item in items:
+                yield item
 
     def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(request)}
@@ -158,10 +146,4 @@ class OpenAIChatModel:
         return kwargs
 
     async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
-        """``call()`` (the SDK retries inside it); a failure left becomes a ModelError, raised
-        outside the ``except`` block so no SDK exception (holding the request) is chained."""
-        try:
-            return await call()
-        except _SDK_ERRORS as exc:
-            failure, attempts = self._errors.classify(exc), attempts_of(exc)
-        raise self._errors.error(failure, attempts=attempts)
+        return await self._errors.call(call)

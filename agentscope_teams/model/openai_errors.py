@@ -9,7 +9,9 @@ all of them, and :class:`ErrorMapper` keeps it out of its repr.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import openai
 
@@ -23,7 +25,10 @@ from ..errors import (
     ModelTimeoutError,
     RateLimitError,
 )
+from .base import ModelResponse, StreamItem
 from .providers import redact_url
+
+T = TypeVar("T")
 
 BODY_CHARS = 500  # the longest body excerpt an error keeps
 DETAIL_CHARS = 300  # the longest server message quoted in an error message
@@ -66,8 +71,21 @@ def attempts_of(exc: BaseException) -> int:
         return 1
 
 
+class StreamAssembly(Protocol):
+    """What :meth:`ErrorMapper.relay` needs of a provider's stream assembler."""
+
+    def feed(self, event: dict[str, Any]) -> Iterable[StreamItem]: ...
+
+    def finish(self) -> ModelResponse: ...
+
+
 class ErrorMapper:
-    """Classifies SDK exceptions and builds the errors of one model at one endpoint."""
+    """Classifies SDK exceptions and builds the errors of one model at one endpoint; runs an SDK
+    call or relays an SDK stream so that a failure surfaces as that error (:meth:`call`,
+    :meth:`relay`). A provider's subclass sets :attr:`sdk_errors` and :meth:`classify`."""
+
+    #: The exceptions of the SDK (and of decoding what it returned) that become a ModelError.
+    sdk_errors: tuple[type[Exception], ...] = (openai.OpenAIError, json.JSONDecodeError)
 
     def __init__(
         self,
@@ -102,6 +120,40 @@ class ErrorMapper:
             detail = self.detail(exc.body) or "stream error"
             return Failure(ModelServerError, detail=detail, code=self._fields(exc)[0])
         return Failure(ModelError, detail=type(exc).__name__)
+
+    async def call(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` (the SDK retries inside it); a failure left becomes a ModelError, raised
+        outside the ``except`` block so no SDK exception (holding the request) is chained."""
+        try:
+            return await call()
+        except self.sdk_errors as exc:
+            failure, attempts = self.classify(exc), attempts_of(exc)
+        raise self.error(failure, attempts=attempts)
+
+    async def relay(
+        self,
+        events: Any,
+        assembler: StreamAssembly,
+        to_dict: Callable[[Any], dict[str, Any]],
+    ) -> AsyncIterator[StreamItem]:
+        """The items of the SDK stream ``events`` (an async context manager and iterator), each
+        decoded by ``to_dict`` and fed to ``assembler``, then its final response. A failure
+        mid-stream is raised as a streaming ModelError (deltas were already sent), unchained."""
+        async with events:
+            iterator = events.__aiter__()
+            while True:
+                failure: Failure | None = None
+                try:
+                    event = await iterator.__anext__()
+                except StopAsyncIteration:
+                    break
+                except self.sdk_errors as exc:
+                    failure = self.classify(exc)
+                if failure is not None:
+                    raise self.error(failure, attempts=1, streaming=True)
+                for delta in assembler.feed(to_dict(event)):
+                    yield delta
+        yield assembler.finish()
 
     def error(self, f: Failure, *, attempts: int, streaming: bool = False) -> ModelError:
         """The error to raise for ``f`` (key scrubbed); ``streaming``: deltas were already sent."""
