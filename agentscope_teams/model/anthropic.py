@@ -13,6 +13,7 @@ or error fields, and no SDK exception is chained to the errors raised.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -104,10 +105,11 @@ class AnthropicChatModel:
         assembler = MessageStreamAssembler(
             model=self.model, source=self._errors.where, base_url=self._errors.url
         )
-        async for item in self._errors.relay(
-            events, assembler, lambda e: e.to_dict(warnings=False)
-        ):
-            yield item
+        # aclosing: a caller that stops reading closes the SDK stream here, at once
+        relayed = self._errors.relay(events, assembler, lambda e: e.to_dict(warnings=False))
+        async with aclosing(relayed) as items:
+            async for item in items:
+                yield item
 
     def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

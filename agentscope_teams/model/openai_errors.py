@@ -9,7 +9,7 @@ all of them, and :class:`ErrorMapper` keeps it out of its repr.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -135,7 +135,7 @@ class ErrorMapper:
         events: Any,
         assembler: StreamAssembly,
         to_dict: Callable[[Any], dict[str, Any]],
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """The items of the SDK stream ``events`` (an async context manager and iterator), each
         decoded by ``to_dict`` and fed to ``assembler``, then its final response. A failure
         mid-stream is raised as a streaming ModelError (deltas were already sent), unchained."""
