@@ -16,23 +16,18 @@ from typing import Any
 
 from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from .base import ModelRequest, ToolSchema
-from .openai_format import MISSING_RESULT
+from .tool_pairing import MISSING_RESULT, results_by_call, split_steps
 
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
 def to_anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
     """The ``messages`` of a Messages API request (the system prompt goes in ``system``)."""
-    called = {u.id for m in request.messages if m.role == "assistant" for u in m.tool_uses()}
-    results: dict[str, list[ToolResultBlock]] = {}
-    for msg in request.messages:
-        for r in msg.tool_results():
-            if r.tool_use_id in called:
-                results.setdefault(r.tool_use_id, []).append(r)
+    called, results = results_by_call(request.messages)
     turns: list[dict[str, Any]] = []
     for msg in request.messages:
         if msg.role == "assistant":
-            for step in _steps(msg.blocks):
+            for step in split_steps(msg.blocks):
                 _append(turns, "assistant", [_assistant_block(b) for b in step])
                 answers = _results_for(step, results)
                 if answers:
@@ -60,21 +55,6 @@ def _append(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]
             turns[-1]["content"].extend(blocks)
         return
     turns.append({"role": role, "content": blocks})
-
-
-def _steps(blocks: list[Block]) -> list[list[Block]]:
-    """Split an assistant message where content follows a tool result; results are dropped."""
-    steps: list[list[Block]] = [[]]
-    after_result = False
-    for block in blocks:
-        if isinstance(block, ToolResultBlock):
-            after_result = True
-            continue
-        if after_result and steps[-1]:
-            steps.append([])
-        after_result = False
-        steps[-1].append(block)
-    return [s for s in steps if s]
 
 
 def _assistant_block(block: Block) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from typing import Any
 
 from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from .base import ModelRequest, ResponseSchema, ToolSchema
+from .tool_pairing import MISSING_RESULT, results_by_call, split_steps
 
-MISSING_RESULT = "error: no result was recorded for this tool call (it was interrupted)"
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -27,15 +27,10 @@ def to_openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system_prompt:
         out.append({"role": "system", "content": request.system_prompt})
-    called = {u.id for m in request.messages if m.role == "assistant" for u in m.tool_uses()}
-    results: dict[str, list[ToolResultBlock]] = {}
-    for msg in request.messages:
-        for r in msg.tool_results():
-            if r.tool_use_id in called:
-                results.setdefault(r.tool_use_id, []).append(r)
+    called, results = results_by_call(request.messages)
     for msg in request.messages:
         if msg.role == "assistant":
-            for step in _steps(msg.blocks):
+            for step in split_steps(msg.blocks):
                 out.append(_assistant_message(msg, step))
                 out.extend(_tool_messages(step, results))
         else:
@@ -67,21 +62,6 @@ def to_openai_response_format(schema: ResponseSchema) -> dict[str, Any]:
     if schema.description:
         spec["description"] = schema.description
     return {"type": "json_schema", "json_schema": spec}
-
-
-def _steps(blocks: list[Block]) -> list[list[Block]]:
-    """Split an assistant message where content follows a tool result; results are dropped."""
-    steps: list[list[Block]] = [[]]
-    after_result = False
-    for block in blocks:
-        if isinstance(block, ToolResultBlock):
-            after_result = True
-            continue
-        if after_result and steps[-1]:
-            steps.append([])
-        after_result = False
-        steps[-1].append(block)
-    return [s for s in steps if s]
 
 
 def _assistant_message(msg: Msg, step: list[Block]) -> dict[str, Any]:
