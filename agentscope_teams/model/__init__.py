@@ -27,7 +27,7 @@ from .factory import (
     registered_models,
     resolve_model,
 )
-from .openai_response import RAW_ARGUMENTS_KEY
+from .response_parsing import RAW_ARGUMENTS_KEY
 from .scripted import ScriptedModel
 
 if TYPE_CHECKING:

@@ -3,22 +3,22 @@
 Bodies are validated leniently (unknown fields and block types ignored). A body that is not a
 message, or a stream that never starts a message, raises :class:`ModelResponseError`. Tool input
 streamed as JSON fragments that do not join into a JSON object is kept under
-:data:`~.openai_response.RAW_ARGUMENTS_KEY` for the tool layer to report back to the model.
+:data:`~.response_parsing.RAW_ARGUMENTS_KEY` for the tool layer to report back to the model.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..errors import ModelResponseError
 from ..message import TextBlock, ToolUseBlock, new_id
 from .base import ModelResponse, StopReason, TextDelta, ToolCallDelta, Usage
-from .openai_response import parse_arguments
+from .response_parsing import parse_arguments, streamed_content, validate_body
 
-T = TypeVar("T", bound=BaseModel)
+_EXPECTED = "an Anthropic message"  # what an invalid body is said not to be
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -77,7 +77,9 @@ def parse_message(
     data: object, *, model: str, source: str, base_url: str | None = None
 ) -> ModelResponse:
     """A non-streamed Messages API body (already JSON-decoded) as a :class:`ModelResponse`."""
-    message = _validate(_Message, data, source, model, base_url)
+    message = validate_body(
+        _Message, data, expected=_EXPECTED, source=source, model=model, base_url=base_url
+    )
     content: list[TextBlock | ToolUseBlock] = []
     for block in message.content:
         if block.type == "text" and block.text:
@@ -114,7 +116,14 @@ class MessageStreamAssembler:
 
     def feed(self, data: object) -> list[TextDelta | ToolCallDelta]:
         """Absorb one event; returns the deltas it carried."""
-        event = _validate(_Event, data, self._source, self._model, self._base_url)
+        event = validate_body(
+            _Event,
+            data,
+            expected=_EXPECTED,
+            source=self._source,
+            model=self._model,
+            base_url=self._base_url,
+        )
         if event.type == "message_start" and event.message is not None:
             self._started = True
             self._model = event.message.model or self._model
@@ -169,28 +178,11 @@ class MessageStreamAssembler:
                 model=self._model,
                 base_url=self._base_url,
             )
-        content: list[TextBlock | ToolUseBlock] = []
-        if self._text:
-            content.append(TextBlock(text="".join(self._text)))
-        for index in sorted(self._calls):
-            call_id, name, args = self._calls[index]
-            content.append(ToolUseBlock(id=call_id, name=name, input=parse_arguments(args)))
+        slots = (self._calls[index] for index in sorted(self._calls))
+        calls = (ToolUseBlock(id=i, name=n, input=parse_arguments(a)) for i, n, a in slots)
         return ModelResponse(
-            content=content,
+            content=streamed_content(self._text, calls),
             usage=Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens),
             stop_reason=_STOP_REASONS.get(self._stop or "", "other"),
             model=self._model,
         )
-
-
-def _validate(cls: type[T], data: object, source: str, model: str, base_url: str | None) -> T:
-    try:
-        return cls.model_validate(data)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"]) or "body"
-        raise ModelResponseError(
-            f"response is not an Anthropic message ({source}): {where}: {problem['msg']}",
-            model=model,
-            base_url=base_url,
-        ) from None

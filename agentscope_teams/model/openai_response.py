@@ -3,7 +3,8 @@
 Bodies are validated leniently (unknown fields ignored, most fields optional) so that
 OpenAI-compatible servers with small deviations still work; a body that is not a completion at all,
 or has no choices, raises :class:`ModelResponseError`. Tool arguments that are not a JSON object are
-kept under :data:`RAW_ARGUMENTS_KEY` for the tool layer to report back to the model.
+kept under :data:`~.response_parsing.RAW_ARGUMENTS_KEY` for the tool layer to report back to the
+model.
 """
 
 from __future__ import annotations
@@ -11,13 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..errors import ModelResponseError
 from ..message import TextBlock, ToolUseBlock, new_id
 from .base import ModelResponse, StopReason, TextDelta, ToolCallDelta, Usage
-
-RAW_ARGUMENTS_KEY = "__raw_arguments__"
+from .response_parsing import parse_arguments, streamed_content, validate_body
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -101,17 +101,6 @@ def stop_reason(finish_reason: str | None, *, has_tool_calls: bool) -> StopReaso
     return _STOP_REASONS.get(finish_reason or "", "other")
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Tool arguments as a dict; anything but a JSON object is kept raw under RAW_ARGUMENTS_KEY."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = None
-    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
-
-
 class StreamAssembler:
     """Turns streamed chunk bodies into deltas and, at the end, the final :class:`ModelResponse`."""
 
@@ -169,14 +158,9 @@ class StreamAssembler:
                 model=self._model,
                 base_url=self._base_url,
             )
-        content: list[TextBlock | ToolUseBlock] = []
-        if self._text:
-            content.append(TextBlock(text="".join(self._text)))
-        for index in sorted(self._calls):
-            call_id, name, args = self._calls[index]
-            content.append(_tool_use(call_id, name, args or ""))
+        calls = (_tool_use(*self._calls[index]) for index in sorted(self._calls))
         return ModelResponse(
-            content=content,
+            content=streamed_content(self._text, calls),
             usage=self._usage,
             stop_reason=stop_reason(self._finish, has_tool_calls=bool(self._calls)),
             model=self._model,
@@ -184,20 +168,15 @@ class StreamAssembler:
 
 
 def _validate(data: object, source: str, model: str, base_url: str | None) -> _Body:
-    try:
-        return _Body.model_validate(data)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"]) or "body"
-        raise ModelResponseError(
-            f"response is not a chat completion ({source}): {where}: {problem['msg']}",
-            model=model,
-            base_url=base_url,
-        ) from None
+    return validate_body(
+        _Body, data, expected="a chat completion", source=source, model=model, base_url=base_url
+    )
 
 
-def _tool_use(call_id: str | None, name: str | None, args: str) -> ToolUseBlock:
-    return ToolUseBlock(id=call_id or new_id("call_"), name=name or "", input=parse_arguments(args))
+def _tool_use(call_id: str | None, name: str | None, args: str | None) -> ToolUseBlock:
+    return ToolUseBlock(
+        id=call_id or new_id("call_"), name=name or "", input=parse_arguments(args or "")
+    )
 
 
 def _arguments_text(arguments: Any) -> str:

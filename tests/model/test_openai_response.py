@@ -7,12 +7,8 @@ from typing import Any
 import pytest
 
 from agentscope_teams.errors import ModelResponseError
-from agentscope_teams.model.openai_response import (
-    RAW_ARGUMENTS_KEY,
-    StreamAssembler,
-    parse_arguments,
-    parse_completion,
-)
+from agentscope_teams.model.openai_response import StreamAssembler, parse_completion
+from agentscope_teams.model.response_parsing import RAW_ARGUMENTS_KEY, parse_arguments
 
 
 def body(message: dict[str, Any], finish: str | None) -> dict[str, Any]:
