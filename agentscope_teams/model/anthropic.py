@@ -12,10 +12,9 @@ or error fields, and no SDK exception is chained to the errors raised.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import aclosing
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any
 
 from ..errors import MissingDependencyError, ModelConfigurationError
 
@@ -28,18 +27,20 @@ from .anthropic_errors import AnthropicErrorMapper
 from .anthropic_format import to_anthropic_messages, to_anthropic_tools
 from .anthropic_response import MessageStreamAssembler, parse_message
 from .base import ModelRequest, ModelResponse, StreamItem
-from .providers import ANTHROPIC, redact_url, resolve_api_key, resolve_base_url
+from .providers import ANTHROPIC, redact_url
+from .sdk_model import SdkChatModel
 
-T = TypeVar("T")
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; used when a request sets none
 
 
-class AnthropicChatModel:
+class AnthropicChatModel(SdkChatModel):
     """A :class:`~agentscope_teams.model.ChatModel` for Claude models.
 
     Use it inside one event loop and ``aclose()`` it (or ``async with``) when done; concurrent
     calls share one connection pool.
     """
+
+    _client: anthropic.AsyncAnthropic
 
     def __init__(
         self,
@@ -55,58 +56,42 @@ class AnthropicChatModel:
             raise ModelConfigurationError("empty model id for provider 'anthropic'")
         if max_retries < 0 or timeout <= 0 or max_tokens <= 0:
             raise ModelConfigurationError("max_retries must be >= 0, timeout and max_tokens > 0")
-        self.model, self.provider = model, "anthropic"
-        self.base_url = resolve_base_url(ANTHROPIC, model, base_url)
-        key_hint = "the api_key argument" if api_key is not None else ANTHROPIC.key_env
-        self._api_key = resolve_api_key(ANTHROPIC, model, api_key)
-        self.max_retries, self.timeout, self.max_tokens = max_retries, timeout, max_tokens
-        self._errors = AnthropicErrorMapper(
-            model=model,
-            provider="anthropic",
-            base_url=self.base_url,
-            api_key=self._api_key,
-            key_hint=key_hint,
-            base_url_env=ANTHROPIC.base_url_env,
+        super().__init__(
+            model,
+            provider=ANTHROPIC,
+            label=ANTHROPIC.name,
+            api_key=api_key,
+            base_url=base_url,
             timeout=timeout,
+            mapper=AnthropicErrorMapper,
         )
+        self.max_retries, self.timeout, self.max_tokens = max_retries, timeout, max_tokens
         self._client = anthropic.AsyncAnthropic(
             api_key=self._api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
 
-    @property
-    def model_name(self) -> str:
-        return self.model
-
     def __repr__(self) -> str:
         return f"AnthropicChatModel(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
-    async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._request_kwargs(request)
-        message = await self._call(lambda: self._client.messages.create(stream=False, **kwargs))
+        message = await self._errors.call(
+            lambda: self._client.messages.create(stream=False, **kwargs)
+        )
         data = message.to_dict(warnings=False)  # the SDK does not validate: parse_message does
         where, url = self._errors.where, self._errors.url
         return parse_message(data, model=self.model, source=where, base_url=url)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         kwargs = self._request_kwargs(request)
-        events = await self._call(lambda: self._client.messages.create(stream=True, **kwargs))
+        events = await self._errors.call(
+            lambda: self._client.messages.create(stream=True, **kwargs)
+        )
         assembler = MessageStreamAssembler(
             model=self.model, source=self._errors.where, base_url=self._errors.url
         )
-        # aclosing: a caller that stops reading closes the SDK stream here, at once
         relayed = self._errors.relay(events, assembler, lambda e: e.to_dict(warnings=False))
+        # aclosing: a caller that stops reading closes the SDK stream here, at once
         async with aclosing(relayed) as items:
             async for item in items:
                 yield item
@@ -124,6 +109,3 @@ class AnthropicChatModel:
         if request.temperature is not None:  # not a named argument of every SDK version
             kwargs["extra_body"] = {"temperature": request.temperature}
         return kwargs
-
-    async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
-        return await self._errors.call(call)

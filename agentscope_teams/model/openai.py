@@ -13,10 +13,9 @@ the key) is chained to them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import aclosing
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -26,18 +25,19 @@ from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode
 from .openai_errors import ErrorMapper
 from .openai_format import to_openai_messages, to_openai_response_format, to_openai_tools
 from .openai_response import StreamAssembler, parse_completion
-from .providers import get_provider, redact_url, resolve_api_key, resolve_base_url
+from .providers import get_provider, redact_url
+from .sdk_model import SdkChatModel
 
-T = TypeVar("T")
 
-
-class OpenAIChatModel:
+class OpenAIChatModel(SdkChatModel):
     """A :class:`~agentscope_teams.model.ChatModel` for OpenAI, DashScope, vLLM, Ollama, ...
 
     ``api_key`` and ``base_url`` default to the provider's environment variables (see
     :mod:`agentscope_teams.model.providers`). Use it inside one event loop and ``aclose()`` it (or
     ``async with``) when done; concurrent calls share one connection pool.
     """
+
+    _client: openai.AsyncOpenAI
 
     def __init__(
         self,
@@ -55,11 +55,15 @@ class OpenAIChatModel:
             raise ModelConfigurationError(f"empty model id for provider {provider!r}")
         if max_retries < 0 or timeout <= 0:
             raise ModelConfigurationError("max_retries must be >= 0 and timeout > 0")
-        self._provider = get_provider(provider)
-        self.model, self.provider = model, provider
-        self.base_url = resolve_base_url(self._provider, model, base_url)
-        key_hint = "the api_key argument" if api_key is not None else self._provider.key_env
-        self._api_key = resolve_api_key(self._provider, model, api_key)
+        super().__init__(
+            model,
+            provider=get_provider(provider),
+            label=provider,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            mapper=ErrorMapper,
+        )
         self.max_retries, self.timeout = max_retries, timeout
         self.extra_body = dict(extra_body or {})
         if structured_output not in (None, "native", "tool"):
@@ -72,22 +76,9 @@ class OpenAIChatModel:
         self.structured_output: StructuredOutputMode = structured_output or (
             "native" if provider == "openai" else "tool"
         )
-        self._errors = ErrorMapper(
-            model=model,
-            provider=provider,
-            base_url=self.base_url,
-            api_key=self._api_key,
-            key_hint=key_hint,
-            base_url_env=self._provider.base_url_env,
-            timeout=timeout,
-        )
         self._client = openai.AsyncOpenAI(
             api_key=self._api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
-
-    @property
-    def model_name(self) -> str:
-        return self.model
 
     def __repr__(self) -> str:
         return (
@@ -95,21 +86,9 @@ class OpenAIChatModel:
             f"base_url={redact_url(self.base_url)!r})"
         )
 
-    async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._request_kwargs(request)
-        completion = await self._call(
+        completion = await self._errors.call(
             lambda: self._client.chat.completions.create(stream=False, **kwargs)
         )
         data = completion.to_dict() if isinstance(completion, ChatCompletion) else completion
@@ -118,7 +97,7 @@ class OpenAIChatModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         kwargs = self._request_kwargs(request)
-        chunks = await self._call(
+        chunks = await self._errors.call(
             lambda: self._client.chat.completions.create(
                 stream=True, stream_options={"include_usage": True}, **kwargs
             )
@@ -126,8 +105,9 @@ class OpenAIChatModel:
         assembler = StreamAssembler(
             model=self.model, source=self._errors.where, base_url=self._errors.url
         )
+        relayed = self._errors.relay(chunks, assembler, lambda c: c.to_dict())
         # aclosing: a caller that stops reading closes the SDK stream here, at once
-        async with aclosing(self._errors.relay(chunks, assembler, lambda c: c.to_dict())) as items:
+        async with aclosing(relayed) as items:
             async for item in items:
                 yield item
 
@@ -144,6 +124,3 @@ class OpenAIChatModel:
         if self.extra_body:
             kwargs["extra_body"] = dict(self.extra_body)
         return kwargs
-
-    async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
-        return await self._errors.call(call)

@@ -1,0 +1,67 @@
+""":class:`SdkChatModel`: what the models built on a provider's official SDK share.
+
+The endpoint and key are resolved from the arguments or the provider's environment variables
+(:mod:`.providers`), one :class:`~.openai_errors.ErrorMapper` turns the SDK's failures into
+:class:`~agentscope_teams.errors.ModelError` subclasses, and one SDK client (its connection pool) is
+closed by :meth:`SdkChatModel.aclose` or ``async with``.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Protocol, Self
+
+from .openai_errors import ErrorMapper
+from .providers import Provider, resolve_api_key, resolve_base_url
+
+
+class _SdkClient(Protocol):
+    async def close(self) -> None: ...
+
+
+class SdkChatModel:
+    """The shared part of ``OpenAIChatModel`` and ``AnthropicChatModel``; a subclass validates its
+    own arguments, calls ``__init__`` and then sets ``_client`` (an SDK client with ``close()``)."""
+
+    _client: _SdkClient
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        provider: Provider,
+        label: str,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float,
+        mapper: type[ErrorMapper],
+    ) -> None:
+        self.model, self.provider = model, label
+        self.base_url = resolve_base_url(provider, model, base_url)
+        key_hint = "the api_key argument" if api_key is not None else provider.key_env
+        self._api_key = resolve_api_key(provider, model, api_key)
+        self._errors = mapper(
+            model=model,
+            provider=label,
+            base_url=self.base_url,
+            api_key=self._api_key,
+            key_hint=key_hint,
+            base_url_env=provider.base_url_env,
+            timeout=timeout,
+        )
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
