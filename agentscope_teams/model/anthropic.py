@@ -52,20 +52,21 @@ class AnthropicChatModel(SdkChatModel):
         timeout: float = 120.0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
-        if not model.strip():
-            raise ModelConfigurationError("empty model id for provider 'anthropic'")
-        if max_retries < 0 or timeout <= 0 or max_tokens <= 0:
-            raise ModelConfigurationError("max_retries must be >= 0, timeout and max_tokens > 0")
+        if max_tokens <= 0:
+            raise ModelConfigurationError(
+                f"anthropic model {model!r}: max_tokens must be > 0, got {max_tokens!r}"
+            )
         super().__init__(
             model,
             provider=ANTHROPIC,
             label=ANTHROPIC.name,
             api_key=api_key,
             base_url=base_url,
+            max_retries=max_retries,
             timeout=timeout,
             mapper=AnthropicErrorMapper,
         )
-        self.max_retries, self.timeout, self.max_tokens = max_retries, timeout, max_tokens
+        self.max_tokens = max_tokens
         self._client = anthropic.AsyncAnthropic(
             api_key=self._api_key, base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )

@@ -51,20 +51,16 @@ class OpenAIChatModel(SdkChatModel):
         provider: str = "openai",
         structured_output: StructuredOutputMode | None = None,
     ) -> None:
-        if not model.strip():
-            raise ModelConfigurationError(f"empty model id for provider {provider!r}")
-        if max_retries < 0 or timeout <= 0:
-            raise ModelConfigurationError("max_retries must be >= 0 and timeout > 0")
         super().__init__(
             model,
             provider=get_provider(provider),
             label=provider,
             api_key=api_key,
             base_url=base_url,
+            max_retries=max_retries,
             timeout=timeout,
             mapper=ErrorMapper,
         )
-        self.max_retries, self.timeout = max_retries, timeout
         self.extra_body = dict(extra_body or {})
         if structured_output not in (None, "native", "tool"):
             raise ModelConfigurationError(

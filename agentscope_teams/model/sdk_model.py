@@ -11,6 +11,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Protocol, Self
 
+from ..errors import ModelConfigurationError
 from .openai_errors import ErrorMapper
 from .providers import Provider, resolve_api_key, resolve_base_url
 
@@ -20,8 +21,9 @@ class _SdkClient(Protocol):
 
 
 class SdkChatModel:
-    """The shared part of ``OpenAIChatModel`` and ``AnthropicChatModel``; a subclass validates its
-    own arguments, calls ``__init__`` and then sets ``_client`` (an SDK client with ``close()``)."""
+    """The shared part of ``OpenAIChatModel`` and ``AnthropicChatModel``: ``__init__`` checks the
+    model id, ``max_retries`` and ``timeout`` and resolves the endpoint and key; the subclass then
+    sets ``_client`` (an SDK client with ``close()``)."""
 
     _client: _SdkClient
 
@@ -33,10 +35,22 @@ class SdkChatModel:
         label: str,
         api_key: str | None,
         base_url: str | None,
+        max_retries: int,
         timeout: float,
         mapper: type[ErrorMapper],
     ) -> None:
+        if not model.strip():
+            raise ModelConfigurationError(f"empty model id for provider {label!r}")
+        if max_retries < 0:
+            raise ModelConfigurationError(
+                f"{label} model {model!r}: max_retries must be >= 0, got {max_retries!r}"
+            )
+        if timeout <= 0:
+            raise ModelConfigurationError(
+                f"{label} model {model!r}: timeout must be > 0 seconds, got {timeout!r}"
+            )
         self.model, self.provider = model, label
+        self.max_retries, self.timeout = max_retries, timeout
         self.base_url = resolve_base_url(provider, model, base_url)
         key_hint = "the api_key argument" if api_key is not None else provider.key_env
         self._api_key = resolve_api_key(provider, model, api_key)

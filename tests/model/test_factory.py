@@ -211,3 +211,32 @@ def test_a_builder_module_that_raises_or_a_builder_that_fails_is_a_configuration
     register_model("failing", failing)
     with pytest.raises(ModelConfigurationError, match="model 'failing' raised TypeError"):
         model_from_string("failing")
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "expected"),
+    [
+        (
+            "openai:gpt-x",
+            {"max_retries": -1},
+            "openai model 'gpt-x': max_retries must be >= 0, got -1",
+        ),
+        (
+            "openai:gpt-x",
+            {"timeout": 0},
+            "openai model 'gpt-x': timeout must be > 0 seconds, got 0",
+        ),
+        ("anthropic:c-x", {"timeout": -2.5}, "anthropic model 'c-x': timeout must be > 0 seconds"),
+        (
+            "anthropic:c-x",
+            {"max_tokens": 0},
+            "anthropic model 'c-x': max_tokens must be > 0, got 0",
+        ),
+    ],
+)
+def test_a_bad_number_is_named_with_the_model_and_the_value(
+    spec: str, kwargs: dict[str, float], expected: str
+) -> None:
+    with pytest.raises(ModelConfigurationError) as info:
+        model_from_string(spec, api_key="k", base_url="http://127.0.0.1:9/v1", **kwargs)
+    assert expected in str(info.value)
