@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..errors import CommandError, ModelError
 from ..message import Msg
@@ -51,8 +51,7 @@ class _Turn(BaseModel):
     tool_calls: list[_Call] = Field(default_factory=list)
 
 
-class _Script(BaseModel):
-    agents: dict[str, list[_Turn | str]]
+_SCRIPT = TypeAdapter(dict[str, list[_Turn | str]])  # agent name -> its turns
 
 
 def load_script(path: Path) -> dict[str, list[_Turn]]:
@@ -68,17 +67,17 @@ def load_script(path: Path) -> dict[str, list[_Turn]]:
     if isinstance(data, list):
         data = {LEAD: data}
     try:
-        script = _Script.model_validate({"agents": data})
+        agents = _SCRIPT.validate_python(data)
     except ValidationError as exc:
         problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"][1:]) or "the file"
+        where = ".".join(str(p) for p in problem["loc"]) or "the file"
         raise CommandError(
             f"model script {path}: {where}: {problem['msg']}; see `agentscope-teams run --help` "
             "for the format"
         ) from None
     return {
         name: [t if isinstance(t, _Turn) else _Turn(text=t) for t in turns]
-        for name, turns in script.agents.items()
+        for name, turns in agents.items()
     }
 
 
