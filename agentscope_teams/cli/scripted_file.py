@@ -97,8 +97,11 @@ class ScriptRouter:
             return LEAD
         found = [n for n, p in self.prompts.items() if p in request.system_prompt]
         if not found:
+            known = ", ".join(sorted(self.prompts)) or "none"
             raise ModelError(
-                f"model script {self.path}: no agent matches a request's system prompt"
+                f"model script {self.path}: a request's system prompt is neither the lead's nor "
+                f"that of a spec with a prompt in --specs (specs with one: {known}); give the spec "
+                "that asked a system prompt"
             )
         return max(found, key=lambda n: len(self.prompts[n]))
 

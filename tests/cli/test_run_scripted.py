@@ -7,6 +7,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from agentscope_teams.cli.scripted_file import scripted_model
+from agentscope_teams.errors import ModelError
+from agentscope_teams.message import UserMsg
+from agentscope_teams.model import ModelRequest
+
 from .conftest import REPO, Cli, one_error_line
 
 EXAMPLE = REPO / "examples" / "scripted_run"
@@ -81,3 +88,19 @@ def test_a_bad_script_is_named_with_the_field(cli: Cli, tmp_path: Path) -> None:
     assert code != 0
     assert "Traceback" not in err
     assert f"model script {script}: lead.0._Turn.tool_calls.0.name: Field required" in err
+
+
+def test_a_request_from_an_unknown_agent_names_the_script_and_the_known_specs(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("lead: [done]\nexplorer: [found]\n")
+    model, router = scripted_model(f"scripted:{script}", "You lead.")
+    router.know_specs({"explorer": "You explore.", "silent": "  "})
+    request = ModelRequest(system_prompt="Some other agent.", messages=[UserMsg("hi")])
+    with pytest.raises(ModelError) as info:
+        router(request)
+    message = str(info.value)
+    assert f"model script {script}:" in message
+    assert "(specs with one: explorer)" in message and "--specs" in message
+    assert model.name == "scripted:s.yaml"
