@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -170,3 +171,11 @@ def chunk(delta: dict[str, Any] | None, finish_reason: str | None = None) -> dic
     else:
         body["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
     return body
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (for connection-refused tests)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port

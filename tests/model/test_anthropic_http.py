@@ -37,8 +37,7 @@ from agentscope_teams.model import (
 )
 from agentscope_teams.model.anthropic import AnthropicChatModel
 
-from .fake_openai import FakeOpenAI, Reply
-from .test_openai_http import free_port
+from .fake_openai import FakeOpenAI, Reply, free_port
 
 KEY = "sk-ant-test-SECRET-0123456789"
 FAST = {"retry-after-ms": "1"}  # the SDK waits what the server asks: keep retries quick

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 import traceback
 from collections.abc import Iterator
 from typing import Any
@@ -32,7 +31,7 @@ from agentscope_teams.model import (
     ToolSchema,
 )
 
-from .fake_openai import FakeOpenAI, Reply, chunk, completion, function_call
+from .fake_openai import FakeOpenAI, Reply, chunk, completion, free_port, function_call
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 LOGGERS = ("", "openai", "httpx", "httpx2", "httpcore", "httpcore2", "agentscope_teams")
@@ -397,13 +396,6 @@ async def test_invalid_json_in_stream(fake_openai: FakeOpenAI) -> None:
     async with make_model(fake_openai) as model:
         with pytest.raises(ModelResponseError):
             await collect(model, ask())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 async def test_connection_refused(sleeps: list[float]) -> None:
