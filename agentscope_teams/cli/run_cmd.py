@@ -23,6 +23,7 @@ from ..compose import HarnessAgent
 from ..context import RuntimeContext
 from ..events import ToolResultEvent
 from ..model import ChatModel
+from ..model.factory import CLAUDE_ALIASES
 from ..store.base import BaseStore
 from ..subagents import load_specs
 from ..teams import LocalTeamClient
@@ -44,8 +45,12 @@ from .scripted_file import PREFIX as SCRIPTED
 from .scripted_file import scripted_model
 from .usage_view import usage_json, usage_lines
 
-#: Environment key -> the model ``run`` uses when ``--model`` is not given (first match wins).
-KEY_DEFAULTS_RUN = (*KEY_DEFAULTS, ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"))
+#: Environment key -> the model ``run`` uses when ``--model`` is not given (first match wins);
+#: with an Anthropic key, the default id of the ``sonnet`` alias.
+KEY_DEFAULTS_RUN = (
+    *KEY_DEFAULTS,
+    ("ANTHROPIC_API_KEY", f"anthropic:{CLAUDE_ALIASES['sonnet'][1]}"),
+)
 
 LEAD_PROMPT = (
     "You are the lead agent. Answer the user's request. Delegate independent, context-heavy "
