@@ -31,6 +31,7 @@ from ..teams import LocalTeamClient, TeamStatus
 from ..teams.lead_state import TeamLeadState
 from .common import CommandError
 
+#: The lead agent's name: its sessions are where a review is recorded and found again.
 LEAD = "lead"
 META_KEY = "review"
 RESUME_INSTRUCTION = (
