@@ -127,11 +127,13 @@ def expand_env(value: str, where: str, environ: Mapping[str, str] | None = None)
 def parse_server(
     name: str, raw: Any, source: str, environ: Mapping[str, str] | None = None
 ) -> StdioServer | HttpServer:
-    """One server entry of ``source`` (a file name or ``"mcp_servers"``), expanded and checked."""
-    where = f"{source}: mcpServers.{name}"
+    """One server entry of ``source`` (a file name or ``"mcp_servers"``; ``""`` when the caller
+    says where the entry is, as a spec file does), expanded and checked."""
+    at = f"{source}: " if source else ""
+    where = f"{at}mcpServers.{name}"
     if not isinstance(name, str) or not SERVER_NAME.fullmatch(name):
         raise ConfigurationError(
-            f"{source}: mcpServers: invalid server name {name!r}; use 1-48 letters, digits, "
+            f"{at}mcpServers: invalid server name {name!r}; use 1-48 letters, digits, "
             "'-' or '_' (it becomes part of the tool names mcp__<server>__<tool>)"
         )
     if isinstance(raw, StdioServer | HttpServer):

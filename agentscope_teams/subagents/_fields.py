@@ -371,7 +371,7 @@ def check_mcp_servers(value: Any) -> Any:
         if isinstance(raw, str):  # an entry `name: name` is a reference too
             raw = None
         try:
-            servers[name] = None if raw is None else parse_server(name, raw, "mcpServers")
+            servers[name] = None if raw is None else parse_server(name, raw, "")
         except ConfigurationError as exc:
-            raise ValueError(str(exc).removeprefix("mcpServers: ")) from None
+            raise ValueError(str(exc)) from None
     return servers
