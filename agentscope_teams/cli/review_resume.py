@@ -31,6 +31,7 @@ from ..teams import LocalTeamClient, TeamStatus
 from ..teams.lead_state import TeamLeadState
 from .common import CommandError
 
+#: The lead agent's name: its sessions are where a review is recorded and found again.
 LEAD = "lead"
 META_KEY = "review"
 RESUME_INSTRUCTION = (
@@ -74,8 +75,6 @@ def _record_of(session: SessionRecord) -> ReviewRecord | None:
 class Interrupted(BaseModel):
     """A review to resume: its lead session, how it started, and the lead's answer if it gave one."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     session_id: str
     record: ReviewRecord
     updated_at: datetime
@@ -95,7 +94,7 @@ def final_answer(session: SessionRecord) -> str | None:
 async def _finished(store: BaseStore, session: SessionRecord) -> bool:
     team_id = TeamLeadState.peek(session.state).team_id
     if team_id is None:
-        return final_answer(session) is not None and bool(session.state.context)
+        return final_answer(session) is not None
     client = LocalTeamClient(store, RuntimeContext(session_id=session.session_id))
     try:
         team = await client.get_team(team_id)

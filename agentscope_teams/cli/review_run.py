@@ -41,11 +41,10 @@ from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
 from .common import CommandError
 from .review_changes import LEAD_GIT_TOOLS, ChangedSince
-from .review_resume import RESUME_INSTRUCTION, Interrupted, ReviewRecord, record_review
+from .review_resume import LEAD, RESUME_INSTRUCTION, Interrupted, ReviewRecord, record_review
 from .review_stats import summarize
 from .review_view import ReviewSummary, ReviewView
 
-LEAD = "lead"
 POLL_SECONDS = 0.25
 LEAD_STEPS = 60
 #: Session and member leases: a resumed review waits at most this long for the leases of the

@@ -49,10 +49,23 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
 
 
-class StdioServer(BaseModel):
-    """A server run as a subprocess (one per (org, user), see :mod:`agentscope_teams.mcp.pool`)."""
+class _Server(BaseModel):
+    """What both transports share: a frozen, closed configuration, shown by its ``repr`` (which
+    names secrets without their values) and identified by its :meth:`fingerprint`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def fingerprint(self) -> str:
+        """A digest of the whole configuration: two servers share connections only if it is equal."""
+        raw = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+class StdioServer(_Server):
+    """A server run as a subprocess (one per (org, user), see :mod:`agentscope_teams.mcp.pool`)."""
 
     type: Literal["stdio"] = "stdio"
     command: str = Field(min_length=1)
@@ -64,16 +77,9 @@ class StdioServer(BaseModel):
         env = ", ".join(sorted(self.env))
         return f"StdioServer(command={self.command!r}, args=<{len(self.args)} args>, env=[{env}])"
 
-    __str__ = __repr__
 
-    def fingerprint(self) -> str:
-        return _fingerprint(self)
-
-
-class HttpServer(BaseModel):
+class HttpServer(_Server):
     """A streamable-HTTP server (``"type": "http"``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Literal["http"] = "http"
     url: str = Field(min_length=1)
@@ -83,19 +89,8 @@ class HttpServer(BaseModel):
         headers = ", ".join(sorted(self.headers))
         return f"HttpServer(url={safe_url(self.url)!r}, headers=[{headers}])"
 
-    __str__ = __repr__
-
-    def fingerprint(self) -> str:
-        return _fingerprint(self)
-
 
 ServerConfig = StdioServer | HttpServer
-
-
-def _fingerprint(server: StdioServer | HttpServer) -> str:
-    """A digest of the whole configuration: two servers share connections only if it is equal."""
-    raw = json.dumps(server.model_dump(mode="json"), sort_keys=True)
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 def safe_url(url: str) -> str:
@@ -132,11 +127,13 @@ def expand_env(value: str, where: str, environ: Mapping[str, str] | None = None)
 def parse_server(
     name: str, raw: Any, source: str, environ: Mapping[str, str] | None = None
 ) -> StdioServer | HttpServer:
-    """One server entry of ``source`` (a file name or ``"mcp_servers"``), expanded and checked."""
-    where = f"{source}: mcpServers.{name}"
+    """One server entry of ``source`` (a file name or ``"mcp_servers"``; ``""`` when the caller
+    says where the entry is, as a spec file does), expanded and checked."""
+    at = f"{source}: " if source else ""
+    where = f"{at}mcpServers.{name}"
     if not isinstance(name, str) or not SERVER_NAME.fullmatch(name):
         raise ConfigurationError(
-            f"{source}: mcpServers: invalid server name {name!r}; use 1-48 letters, digits, "
+            f"{at}mcpServers: invalid server name {name!r}; use 1-48 letters, digits, "
             "'-' or '_' (it becomes part of the tool names mcp__<server>__<tool>)"
         )
     if isinstance(raw, StdioServer | HttpServer):

@@ -40,11 +40,6 @@ OWN_RULES = ("list-membership-in-loop", "str-concat-in-loop", "nested-loop-same-
              "hardcoded-secret")  # fmt: skip
 
 
-def category_of(rule: str) -> str:
-    """The area (``security``, ``performance``, ``quality``) of a rule code or name."""
-    return rule_for(rule).category
-
-
 async def analyze_sources(sources: Mapping[str, str]) -> dict[str, list[Finding]]:
     """Findings per path of ``sources`` (path -> text), sorted by line, then rule; see the module
     docs. The engines run in subprocesses and the Python rules in a thread: the loop stays free."""

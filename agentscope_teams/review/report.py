@@ -47,8 +47,7 @@ class BoardFindings:
 
     def counts(self) -> dict[str, int]:
         """Findings per severity value, each problem once (as the report lists them)."""
-        entries = merged(self.by_member)
-        return {s.value: sum(1 for f, _ in entries if f.severity is s) for s in Severity}
+        return {s.value: n for s, n in severity_counts(merged(self.by_member)).items()}
 
 
 def board_findings(tasks: Iterable[BoardTask], members: Sequence[str] = ()) -> BoardFindings:
@@ -88,6 +87,11 @@ def merged(
     return sorted(by_key.values(), key=lambda e: (e[0].severity.rank, e[0].sort_key))
 
 
+def severity_counts(entries: Sequence[tuple[Finding, list[str]]]) -> dict[Severity, int]:
+    """How many of the :func:`merged` ``entries`` have each severity (every severity present)."""
+    return {s: sum(1 for f, _ in entries if f.severity is s) for s in Severity}
+
+
 def render_markdown(
     findings_by_member: Mapping[str, Sequence[Finding]],
     target: str,
@@ -99,7 +103,7 @@ def render_markdown(
     A finding reported by several members appears once, crediting all of them.
     """
     entries = merged(findings_by_member)
-    counts = {s: sum(1 for f, _ in entries if f.severity is s) for s in Severity}
+    counts = severity_counts(entries)
 
     lines = [
         f"# Code review: {target}",

@@ -15,6 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..agent.output import InvalidSchema, check_json_schema
+from ..mcp.tools import is_mcp_name
+from ..model.factory import CLAUDE_ALIASES
 
 #: Claude Code tool names and the tools of this runtime that do the same job.
 CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
@@ -32,7 +34,7 @@ CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
 NATIVE_TOOLS = frozenset(CLAUDE_CODE_TOOLS.values())
 #: Model aliases of Claude Code: ``model_aliases`` may map them; otherwise they stay as written and
 #: the model registry builds them (Anthropic models, see ``agentscope_teams.model.factory``).
-CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku"})
+CLAUDE_MODEL_ALIASES = frozenset(CLAUDE_ALIASES)
 #: Keys a spec's frontmatter may hold; any other key is kept in ``extra`` with a warning.
 SPEC_KEYS = frozenset(
     {
@@ -131,7 +133,7 @@ def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]
     for name in names:
         native = CLAUDE_CODE_TOOLS.get(name, name)
         if _MCP_NAME_RE.fullmatch(native) or (
-            _TOOL_NAME_RE.fullmatch(native) and not native.startswith("mcp__")
+            _TOOL_NAME_RE.fullmatch(native) and not is_mcp_name(native)
         ):
             if native not in tools:
                 tools.append(native)
@@ -369,7 +371,7 @@ def check_mcp_servers(value: Any) -> Any:
         if isinstance(raw, str):  # an entry `name: name` is a reference too
             raw = None
         try:
-            servers[name] = None if raw is None else parse_server(name, raw, "mcpServers")
+            servers[name] = None if raw is None else parse_server(name, raw, "")
         except ConfigurationError as exc:
-            raise ValueError(str(exc).removeprefix("mcpServers: ")) from None
+            raise ValueError(str(exc)) from None
     return servers

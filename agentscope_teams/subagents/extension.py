@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import tracing
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..errors import ConfigurationError, ToolError
+from ..mcp.tools import is_mcp_name
 from ..message import Msg
 from ..model.base import ChatModel
 from ..tools import Tool
@@ -50,7 +51,7 @@ class _CallData:
 
 
 def _warn(agent: AgentView, spec: SubagentSpec) -> None:
-    unknown = [t for t in agent.toolkit.unknown(spec.tools or []) if not t.startswith("mcp__")]
+    unknown = [t for t in agent.toolkit.unknown(spec.tools or []) if not is_mcp_name(t)]
     if unknown:
         log.warning("subagent %s: %s are not tools of %s; ignored", spec.name, unknown, agent.name)
     path = spec.workspace.path

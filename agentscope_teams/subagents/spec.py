@@ -34,15 +34,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
 
@@ -105,23 +105,44 @@ class ContextMode(StrEnum):
     FORK = "fork"
 
 
+# Field checks of the models below (``BeforeValidator``): the checks themselves are in ._fields.
+def _workspace_mode(value: Any) -> Any:
+    return check_choice(value, WorkspaceMode, "workspace.mode")
+
+
+def _context_mode(value: Any) -> Any:
+    return check_choice(value, ContextMode, "context")
+
+
+def _model_name(value: Any) -> Any:
+    return resolve_model(value, None)[0]
+
+
+def _strip(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
 class WorkspaceConfig(BaseModel):
     """The ``workspace:`` block of a spec."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: WorkspaceMode = WorkspaceMode.ISOLATED
-    path: Path | None = None
+    mode: Annotated[WorkspaceMode, BeforeValidator(_workspace_mode)] = WorkspaceMode.ISOLATED
+    path: Annotated[Path | None, BeforeValidator(check_path)] = None
 
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _check_mode(cls, value: Any) -> Any:
-        return check_choice(value, WorkspaceMode, "workspace.mode")
 
-    @field_validator("path", mode="before")
-    @classmethod
-    def _check_path(cls, value: Any) -> Any:
-        return check_path(value)
+def _workspace_input(value: Any) -> Any:
+    """``workspace:`` as a mapping: ``workspace: shared`` is short for ``{mode: shared}``."""
+    if isinstance(value, str):
+        return {"mode": value}
+    if value is None:
+        return {}
+    if isinstance(value, Mapping | WorkspaceConfig):
+        return value
+    raise ValueError(
+        "workspace must be a mapping with `mode` (isolated or shared) and an optional `path`, "
+        f"got {describe(value)}"
+    )
 
 
 class SubagentSpec(BaseModel):
@@ -134,20 +155,22 @@ class SubagentSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    name: str
-    description: str
-    system_prompt: str = ""
-    model: str | None = None
-    steps: int | None = None
-    tools: list[str] | None = None
+    name: Annotated[str, BeforeValidator(check_name)]
+    description: Annotated[str, BeforeValidator(check_description)]
+    system_prompt: Annotated[str, BeforeValidator(_strip)] = ""
+    model: Annotated[str | None, BeforeValidator(_model_name)] = None
+    steps: Annotated[int | None, BeforeValidator(check_steps)] = None
+    tools: Annotated[list[str] | None, BeforeValidator(split_tools)] = None
     unavailable_tools: list[str] = Field(default_factory=list)
-    context: ContextMode = ContextMode.FRESH
-    mcp_servers: dict[str, StdioServer | HttpServer | None] = Field(
-        default_factory=dict, alias="mcpServers"
+    context: Annotated[ContextMode, BeforeValidator(_context_mode)] = ContextMode.FRESH
+    mcp_servers: Annotated[
+        dict[str, StdioServer | HttpServer | None], BeforeValidator(check_mcp_servers)
+    ] = Field(default_factory=dict, alias="mcpServers")
+    workspace: Annotated[WorkspaceConfig, BeforeValidator(_workspace_input)] = Field(
+        default_factory=WorkspaceConfig
     )
-    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     #: A JSON schema the run's answer must match (``output:`` in the frontmatter).
-    output: dict[str, Any] | None = None
+    output: Annotated[dict[str, Any] | None, BeforeValidator(check_output)] = None
     #: The same as a Python type (a pydantic model, ...), for specs built in code; the run's
     #: result data is then validated by it. Not serialized.
     output_type: Any = Field(default=None, exclude=True)
@@ -161,46 +184,6 @@ class SubagentSpec(BaseModel):
         if not isinstance(data, Mapping):
             return data
         return normalize_input(data, (info.context or {}).get("model_aliases"))
-
-    @field_validator("name", mode="before")
-    @classmethod
-    def _check_name(cls, value: Any) -> Any:
-        return check_name(value)
-
-    @field_validator("description", mode="before")
-    @classmethod
-    def _check_description(cls, value: Any) -> Any:
-        return check_description(value)
-
-    @field_validator("system_prompt", mode="before")
-    @classmethod
-    def _strip_prompt(cls, value: Any) -> Any:
-        return value.strip() if isinstance(value, str) else value
-
-    @field_validator("model", mode="before")
-    @classmethod
-    def _check_model(cls, value: Any) -> Any:
-        return resolve_model(value, None)[0]
-
-    @field_validator("steps", mode="before")
-    @classmethod
-    def _check_steps(cls, value: Any) -> Any:
-        return check_steps(value)
-
-    @field_validator("tools", mode="before")
-    @classmethod
-    def _check_tools(cls, value: Any) -> Any:
-        return split_tools(value)
-
-    @field_validator("mcp_servers", mode="before")
-    @classmethod
-    def _check_mcp_servers(cls, value: Any) -> Any:
-        return check_mcp_servers(value)
-
-    @field_validator("output", mode="before")
-    @classmethod
-    def _check_output(cls, value: Any) -> Any:
-        return check_output(value)
 
     @model_validator(mode="after")
     def _one_output(self) -> SubagentSpec:
@@ -217,25 +200,6 @@ class SubagentSpec(BaseModel):
         if self.output is not None:
             return OutputType.from_schema(self.output, f"{self.name} output")
         return None
-
-    @field_validator("context", mode="before")
-    @classmethod
-    def _check_context(cls, value: Any) -> Any:
-        return check_choice(value, ContextMode, "context")
-
-    @field_validator("workspace", mode="before")
-    @classmethod
-    def _check_workspace(cls, value: Any) -> Any:
-        if isinstance(value, str):  # shorthand: `workspace: shared`
-            return {"mode": value}
-        if value is None:
-            return {}
-        if isinstance(value, Mapping | WorkspaceConfig):
-            return value
-        raise ValueError(
-            "workspace must be a mapping with `mode` (isolated or shared) and an optional `path`, "
-            f"got {describe(value)}"
-        )
 
     @classmethod
     def from_file(

@@ -28,6 +28,19 @@ def agent(model: ScriptedModel, servers: dict[str, object], **kw: object) -> Har
     )
 
 
+async def only_result(
+    model: ScriptedModel, servers: dict[str, object], **kw: object
+) -> ToolResultBlock:
+    """Call a fresh agent once (then close it) and return the one tool result the model read."""
+    lead = agent(model, servers, **kw)
+    try:
+        await lead.call("go", ctx())
+    finally:
+        await lead.aclose()
+    [result] = results_seen(model)
+    return result
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
@@ -96,23 +109,13 @@ async def test_a_tool_error_result_is_an_error_the_model_reads() -> None:
     model = ScriptedModel(
         [ScriptedModel.tool_call("mcp__echo__fail", {"reason": "quota exceeded"}), "ok"]
     )
-    lead = agent(model, {"echo": ECHO})
-    try:
-        await lead.call("go", ctx())
-    finally:
-        await lead.aclose()
-    [result] = results_seen(model)
+    result = await only_result(model, {"echo": ECHO})
     assert result.is_error and "quota exceeded" in result.output
 
 
 async def test_bad_arguments_are_an_error_the_model_reads() -> None:
     model = ScriptedModel([ScriptedModel.tool_call("mcp__echo__echo", {"txt": 1}), "ok"])
-    lead = agent(model, {"echo": ECHO})
-    try:
-        await lead.call("go", ctx())
-    finally:
-        await lead.aclose()
-    [result] = results_seen(model)
+    result = await only_result(model, {"echo": ECHO})
     assert result.is_error and "text: missing required argument" in result.output
 
 
@@ -212,12 +215,7 @@ async def test_max_live_closes_the_least_recently_used_idle_server() -> None:
 
 async def test_a_call_past_the_timeout_is_a_readable_error() -> None:
     model = ScriptedModel([ScriptedModel.tool_call("mcp__echo__sleep", {"seconds": 30}), "ok"])
-    lead = agent(model, {"echo": ECHO}, mcp_options={"call_timeout": 0.5})
-    try:
-        await lead.call("go", ctx())
-    finally:
-        await lead.aclose()
-    [result] = results_seen(model)
+    result = await only_result(model, {"echo": ECHO}, mcp_options={"call_timeout": 0.5})
     assert result.is_error and "did not answer within 0.5 seconds" in result.output
 
 
