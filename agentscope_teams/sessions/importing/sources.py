@@ -66,12 +66,23 @@ def check_source_url(url: str) -> None:
 
 
 async def read_records(url: str) -> AsyncIterator[Found]:
-    """Every session record stored at ``url``, in a stable order (by key / by id)."""
+    """Every session record stored at ``url``, in a stable order (by key / by id).
+
+    ``ConfigurationError`` if the URL is unusable or the source cannot be read (its driver's
+    error: connection refused, missing table, ...); only reading is covered, not the consumer.
+    """
     check_source_url(url)
     scheme = _split(url)[0].partition("+")[0]
     reader = _redis_records if scheme in _REDIS else _sql_records
-    async for found in reader(url):
-        yield found
+    try:
+        async for found in reader(url):
+            yield found
+    except ConfigurationError:  # e.g. the driver is not installed: already says what to do
+        raise
+    except Exception as exc:
+        raise ConfigurationError(
+            f"cannot read AgentScope sessions from {redact_url(url)}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _parsed(where: str, text: str | bytes) -> Found:
