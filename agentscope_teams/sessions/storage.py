@@ -217,7 +217,7 @@ class SessionStorage:
         key = addr.key
         if state is not None:
             bind_state(state, addr.session_id)
-        made = origin if origin is not None else origin_of(source=source)
+        made = origin_of(origin, source)
         if expected_version == 0:  # create only: one conditional write, no read first
             body = new_body(config, _fresh(state, addr), made)
             return self._record(addr, await self._write(key, body, 0, fence), body)
