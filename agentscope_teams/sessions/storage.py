@@ -2,9 +2,10 @@
 
 One record per (org, user, agent, session) at its :class:`SessionAddress`'s key (the layout is in
 :mod:`agentscope_teams.keys`): the :class:`SessionConfig` (replaceable by ``upsert_session``, counted
-in ``config_version``), the mutable :class:`AgentState`, timestamps, the origin and the team. Its version is the store's, so a stale writer gets
-:class:`VersionConflict` instead of silently overwriting. The ``*_at`` methods take an address built
-once per call; the seed's methods, which take the ids, build one and delegate to them.
+in ``config_version``), the mutable :class:`AgentState`, timestamps, the origin and the team. Its
+version is the store's, so a stale writer gets :class:`VersionConflict` instead of silently
+overwriting. The ``*_at`` methods take an address built once per call; the seed's methods, which
+take the ids, build one and delegate to them.
 
 ``update_session_state`` is the hot path. Without ``expected_version`` it replaces the state whatever the
 current version is (the seed's semantics) but never loses the config: it remembers the last version it
@@ -313,9 +314,9 @@ class SessionStorage:
         ``order``: ``"newest"`` (AgentScope's order: latest ``created_at`` first), ``"oldest"``, or
         ``"key"`` (store key order). A record that cannot be decoded (corrupt, or written by a newer
         version) does not stop the listing: it is left out, logged, and named in the result's
-        ``problems`` (a list of :class:`~.listing.Unreadable`: the session id, its key and the
-        reason). The result is a ``list`` of the readable records. :meth:`get_session` of that
-        session raises.
+        ``problems`` (a list of :class:`~agentscope_teams.listing.Unreadable`: the session id, its
+        key and the reason). The result is a ``list`` of the readable records. :meth:`get_session`
+        of that session raises.
         """
         found = await self._scan(sessions_prefix(org_id, user_id, agent_id))
         return Listing(ordered(found, order), found.problems)
