@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ...errors import ConfigurationError
-from ...store.url import redact_url
+from ...store.url import redact_url, require_drivers
 
 _REDIS = ("redis", "rediss")
 _SQL = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
@@ -44,7 +44,8 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
 
 
 def check_source_url(url: str) -> None:
-    """Raise :class:`ConfigurationError` if ``url`` names no AgentScope storage this can read."""
+    """Raise :class:`ConfigurationError` if ``url`` names no AgentScope storage this can read
+    (:class:`MissingDependencyError`, naming the extra, when its driver is not installed)."""
     scheme, plain, options = _split(url)
     base = scheme.partition("+")[0]
     if base not in (*_REDIS, *_SQL):
@@ -63,6 +64,7 @@ def check_source_url(url: str) -> None:
                 f"--from {url!r}: no SQLite database file at {path!r}; use sqlite:////abs/path.db "
                 "(four slashes for an absolute path)"
             )
+    require_drivers(plain)
 
 
 async def read_records(url: str) -> AsyncIterator[Found]:

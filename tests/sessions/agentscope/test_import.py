@@ -238,3 +238,14 @@ async def test_unreadable_target_record_is_not_blamed_on_the_source() -> None:
                 await import_agentscope_sessions(url, SessionStorage(store))
     finally:
         _drop(prefix)
+
+
+async def test_missing_source_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentscope_teams.errors import MissingDependencyError
+    from agentscope_teams.store import store_from_url
+    from agentscope_teams.store import url as store_url
+
+    async with store_from_url("memory://") as store:
+        monkeypatch.setattr(store_url, "_installed", lambda module: module != "redis")
+        with pytest.raises(MissingDependencyError, match=r"agentscope-teams\[redis\]"):
+            await import_agentscope_sessions("redis://127.0.0.1:1/0", SessionStorage(store))
