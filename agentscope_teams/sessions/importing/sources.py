@@ -146,8 +146,10 @@ async def _sql_records(url: str) -> AsyncIterator[Found]:
                 where = f"{table}/{row.id}"
                 if isinstance(payload, str | bytes):  # JSON text on dialects without a JSON type
                     found = _parsed(where, payload)
+                elif isinstance(payload, dict):
+                    found = Found(where, payload)
                 else:
-                    found = Found(where, payload if isinstance(payload, dict) else None, None)
+                    found = Found(where, None, f"payload is {type(payload).__name__}, not JSON")
                 if found.raw is None:
                     yield found
                     continue

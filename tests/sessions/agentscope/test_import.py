@@ -249,3 +249,22 @@ async def test_missing_source_driver_names_the_extra(monkeypatch: pytest.MonkeyP
         monkeypatch.setattr(store_url, "_installed", lambda module: module != "redis")
         with pytest.raises(MissingDependencyError, match=r"agentscope-teams\[redis\]"):
             await import_agentscope_sessions("redis://127.0.0.1:1/0", SessionStorage(store))
+
+
+async def test_sql_row_without_json_payload_is_refused_with_the_reason(tmp_path: Path) -> None:
+    import sqlite3
+
+    from agentscope_teams.store import store_from_url
+
+    db = tmp_path / "agentscope.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TABLE sessions (id TEXT, created_at TEXT, updated_at TEXT, user_id TEXT, "
+            "agent_id TEXT, team_id TEXT, source TEXT, source_schedule_id TEXT, payload)"
+        )
+        conn.execute("INSERT INTO sessions (id, payload) VALUES ('s1', 5)")
+    async with store_from_url("memory://") as store:
+        report = await import_agentscope_sessions(f"sqlite:///{db}", SessionStorage(store))
+    (only,) = report.sessions
+    assert only.outcome == "refused" and only.where == "sessions/s1"
+    assert only.reason == "payload is int, not JSON"
