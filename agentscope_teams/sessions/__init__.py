@@ -1,6 +1,6 @@
 """Sessions: AgentScope 2.0's session API over any store (:mod:`.storage`), its records
 (:mod:`.records`, :mod:`.config`, :mod:`.origins`), listings that report unreadable records instead
-of failing, and the import of sessions stored by AgentScope itself (:mod:`.importer`)."""
+of failing, and the import of sessions stored by AgentScope itself (:mod:`.importing`)."""
 
 from __future__ import annotations
 

@@ -15,32 +15,27 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-class ChatModelConfig(_Frozen):
-    """A chat model chosen for the session (AgentScope's shape): provider, credential, model."""
+class _ModelConfig(_Frozen):
+    """A model chosen for the session (AgentScope's shape): provider, credential, model."""
 
     type: str
     credential_id: str
     model: str
-    model_class: str = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
-class TTSModelConfig(_Frozen):
+class ChatModelConfig(_ModelConfig):
+    """A chat model chosen for the session; ``model_class`` as AgentScope names it."""
+
+    model_class: str = ""
+
+
+class TTSModelConfig(_ModelConfig):
     """A text-to-speech model for the session."""
 
-    type: str
-    credential_id: str
-    model: str
-    parameters: dict[str, Any] = Field(default_factory=dict)
 
-
-class RealtimeModelConfig(_Frozen):
+class RealtimeModelConfig(_ModelConfig):
     """A realtime voice model for the session."""
-
-    type: str
-    credential_id: str
-    model: str
-    parameters: dict[str, Any] = Field(default_factory=dict)
 
 
 class SessionKnowledgeConfig(_Frozen):

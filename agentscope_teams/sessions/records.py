@@ -113,7 +113,11 @@ def new_body(
     state: AgentState,
     origin: SessionOrigin,
     team_id: str | None = None,
+    *,
+    created_at: datetime | None = None,
+    updated_at: datetime | None = None,
 ) -> _Body:
+    """A record body; ``source`` follows ``origin``, the timestamps default to now."""
     now = utcnow()
     return _Body(
         config=config or SessionConfig(),
@@ -121,6 +125,6 @@ def new_body(
         source=SessionSource(origin.type),
         origin=origin,
         team_id=team_id,
-        created_at=now,
-        updated_at=now,
+        created_at=created_at or now,
+        updated_at=updated_at or now,
     )

@@ -2,9 +2,10 @@
 
 One record per (org, user, agent, session) at its :class:`SessionAddress`'s key (the layout is in
 :mod:`agentscope_teams.keys`): the :class:`SessionConfig` (replaceable by ``upsert_session``, counted
-in ``config_version``), the mutable :class:`AgentState`, timestamps, the origin and the team. Its version is the store's, so a stale writer gets
-:class:`VersionConflict` instead of silently overwriting. The ``*_at`` methods take an address built
-once per call; the seed's methods, which take the ids, build one and delegate to them.
+in ``config_version``), the mutable :class:`AgentState`, timestamps, the origin and the team. Its
+version is the store's, so a stale writer gets :class:`VersionConflict` instead of silently
+overwriting. The ``*_at`` methods take an address built once per call; the seed's methods, which
+take the ids, build one and delegate to them.
 
 ``update_session_state`` is the hot path. Without ``expected_version`` it replaces the state whatever the
 current version is (the seed's semantics) but never loses the config: it remembers the last version it
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self
 
@@ -28,7 +30,7 @@ from ..keys import SESSION, SessionAddress, sessions_prefix
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
 from ..state import AgentState, raise_if_newer
-from ..store.base import BaseStore, Fence, Key
+from ..store.base import BaseStore, Entry, Fence, Key, get_many
 from .config import SessionConfig
 from .origins import SessionOrigin, SessionSource, origin_of
 from .queries import ImportOutcome, ListOrder, by_channel, by_schedule, ordered, same_body
@@ -42,6 +44,7 @@ from .records import (
 )
 
 _CACHE_SIZE = 4096
+_PAGE = 500  # keys per list_keys page (and per get_many in listings)
 
 
 def _fresh(state: AgentState | None, addr: SessionAddress) -> AgentState:
@@ -96,7 +99,11 @@ class SessionStorage:
             self._seen.popitem(last=False)
 
     async def _load(self, key: Key) -> tuple[int, _Body] | None:
-        entry = await self.store.get(key)
+        return self._decode(key, await self.store.get(key))
+
+    def _decode(self, key: Key, entry: Entry | None) -> tuple[int, _Body] | None:
+        """The stored record at ``key`` (remembered for the next write); ``SchemaVersionError``
+        when it cannot be read."""
         if entry is None:
             self._seen.pop(key, None)
             return None
@@ -211,7 +218,7 @@ class SessionStorage:
         key = addr.key
         if state is not None:
             bind_state(state, addr.session_id)
-        made = origin if origin is not None else origin_of(source=source)
+        made = origin_of(origin, source)
         if expected_version == 0:  # create only: one conditional write, no read first
             body = new_body(config, _fresh(state, addr), made)
             return self._record(addr, await self._write(key, body, 0, fence), body)
@@ -307,9 +314,9 @@ class SessionStorage:
         ``order``: ``"newest"`` (AgentScope's order: latest ``created_at`` first), ``"oldest"``, or
         ``"key"`` (store key order). A record that cannot be decoded (corrupt, or written by a newer
         version) does not stop the listing: it is left out, logged, and named in the result's
-        ``problems`` (a list of :class:`~.listing.Unreadable`: the session id, its key and the
-        reason). The result is a ``list`` of the readable records. :meth:`get_session` of that
-        session raises.
+        ``problems`` (a list of :class:`~agentscope_teams.listing.Unreadable`: the session id, its
+        key and the reason). The result is a ``list`` of the readable records. :meth:`get_session`
+        of that session raises.
         """
         found = await self._scan(sessions_prefix(org_id, user_id, agent_id))
         return Listing(ordered(found, order), found.problems)
@@ -363,29 +370,37 @@ class SessionStorage:
         keys = await self._keys(sessions_prefix(org_id, user_id))
         return [a for a in map(SessionAddress.parse, keys) if a.session_id == session_id]
 
-    async def _keys(self, prefix: Key) -> list[Key]:
-        keys: list[Key] = []
+    async def _pages(self, prefix: Key) -> AsyncIterator[list[Key]]:
+        """The session keys under ``prefix`` in key order, one store page at a time."""
         after: Key | None = None
         while True:
-            page = await self.store.list_keys(prefix, limit=500, after=after)
-            keys.extend(k for k in page if SESSION.match(k) is not None)
-            if len(page) < 500:
-                return keys
+            page = await self.store.list_keys(prefix, limit=_PAGE, after=after)
+            yield [k for k in page if SESSION.match(k) is not None]
+            if len(page) < _PAGE:
+                return
             after = page[-1]
 
+    async def _keys(self, prefix: Key) -> list[Key]:
+        return [key async for page in self._pages(prefix) for key in page]
+
     async def _scan(self, prefix: Key) -> Listing[SessionRecord]:
-        """Every readable record under ``prefix`` in key order, the unreadable ones as problems."""
+        """Every readable record under ``prefix`` in key order, the unreadable ones as problems.
+
+        One ``get_many`` per page of keys (one round trip where the store has it): ``prefix`` is
+        one user's, so every key is in that user's key group.
+        """
         records: list[SessionRecord] = []
         problems: list[Unreadable] = []
-        for key in await self._keys(prefix):
-            addr = SessionAddress.parse(key)
-            try:
-                loaded = await self._load(addr.key)
-            except UNREADABLE as exc:
-                problems.append(unreadable("session", addr.session_id, addr.key, exc))
-                continue
-            if loaded is not None:
-                records.append(self._record(addr, *loaded))
+        async for keys in self._pages(prefix):
+            for key, entry in zip(keys, await get_many(self.store, keys), strict=True):
+                addr = SessionAddress.parse(key)
+                try:
+                    loaded = self._decode(addr.key, entry)
+                except UNREADABLE as exc:
+                    problems.append(unreadable("session", addr.session_id, addr.key, exc))
+                    continue
+                if loaded is not None:
+                    records.append(self._record(addr, *loaded))
         return Listing(records, problems)
 
     async def import_at(

@@ -26,8 +26,8 @@ from ...state import (
     ToolContext,
 )
 from ..config import SessionConfig
-from ..origins import SessionOrigin, SessionSource, origin_of
-from ..records import _Body
+from ..origins import SessionOrigin, origin_of
+from ..records import _Body, new_body
 from .convert_messages import CannotConvert, convert_context, text_of, timestamp
 
 _ORIGIN: TypeAdapter[SessionOrigin] = TypeAdapter(SessionOrigin)
@@ -176,12 +176,11 @@ def convert_record(raw: dict[str, Any]) -> Converted:
     except ValueError as exc:
         raise CannotConvert(f"origin {origin!r} does not convert: {exc}") from exc
     state = convert_state(raw.get("state") or {}, raw["id"], notes)
-    body = _Body(
-        config=_config(raw.get("config") or {}),
-        state=state,
-        source=SessionSource(found.type),
-        origin=found,
-        team_id=raw.get("team_id"),
+    body = new_body(
+        _config(raw.get("config") or {}),
+        state,
+        found,
+        raw.get("team_id"),
         created_at=timestamp(raw.get("created_at"), "created_at"),
         updated_at=timestamp(raw.get("updated_at"), "updated_at"),
     )

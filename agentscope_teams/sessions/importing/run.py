@@ -11,13 +11,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ...errors import ConfigurationError
 from ...keys import SessionAddress
 from ...store.url import redact_url
 from ..storage import SessionStorage
 from .convert import convert_record
 from .convert_messages import CannotConvert
-from .sources import check_source_url, read_records
+from .sources import read_records
 
 Outcome = Literal["created", "updated", "unchanged", "refused"]
 
@@ -57,21 +56,14 @@ async def import_agentscope_sessions(
     dry_run: bool = False,
 ) -> ImportReport:
     """Import every session stored at ``source_url`` (AgentScope's Redis or SQL storage) into
-    ``storage`` under ``org_id``. ``ConfigurationError`` if the URL is unusable or unreachable."""
-    check_source_url(source_url)
+    ``storage`` under ``org_id``. ``ConfigurationError`` if the URL is unusable or unreachable;
+    an error of ``storage`` itself (a :class:`~...errors.StoreError`) is raised as it is."""
     report = ImportReport(redact_url(source_url), dry_run)
-    try:
-        async for found in read_records(source_url):
-            if found.raw is None:
-                report.sessions.append(SessionImport(found.where, "refused", reason=found.problem))
-                continue
-            report.sessions.append(await _one(storage, found.where, found.raw, org_id, dry_run))
-    except (ConfigurationError, CannotConvert):
-        raise
-    except Exception as exc:  # the source's driver errors: connection refused, missing table, ...
-        raise ConfigurationError(
-            f"cannot read AgentScope sessions from {report.source}: {type(exc).__name__}: {exc}"
-        ) from exc
+    async for found in read_records(source_url):
+        if found.raw is None:
+            report.sessions.append(SessionImport(found.where, "refused", reason=found.problem))
+            continue
+        report.sessions.append(await _one(storage, found.where, found.raw, org_id, dry_run))
     return report
 
 
@@ -84,6 +76,9 @@ async def _one(
         addr = SessionAddress(org_id, converted.user_id, converted.agent_id, converted.session_id)
     except (CannotConvert, ValueError) as exc:
         return SessionImport(where, "refused", ids[0], ids[1], ids[2], reason=str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:  # a field missing or of another shape
+        reason = f"malformed record: {type(exc).__name__}: {exc}"
+        return SessionImport(where, "refused", ids[0], ids[1], ids[2], reason=reason)
     outcome = await storage.import_at(addr, converted.body, dry_run=dry_run)
     return SessionImport(
         where,

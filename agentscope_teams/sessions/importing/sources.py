@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ...errors import ConfigurationError
-from ...store.url import redact_url
+from ...store.url import redact_url, require_drivers
 
 _REDIS = ("redis", "rediss")
 _SQL = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
@@ -44,7 +44,8 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
 
 
 def check_source_url(url: str) -> None:
-    """Raise :class:`ConfigurationError` if ``url`` names no AgentScope storage this can read."""
+    """Raise :class:`ConfigurationError` if ``url`` names no AgentScope storage this can read
+    (:class:`MissingDependencyError`, naming the extra, when its driver is not installed)."""
     scheme, plain, options = _split(url)
     base = scheme.partition("+")[0]
     if base not in (*_REDIS, *_SQL):
@@ -63,15 +64,27 @@ def check_source_url(url: str) -> None:
                 f"--from {url!r}: no SQLite database file at {path!r}; use sqlite:////abs/path.db "
                 "(four slashes for an absolute path)"
             )
+    require_drivers(plain)
 
 
 async def read_records(url: str) -> AsyncIterator[Found]:
-    """Every session record stored at ``url``, in a stable order (by key / by id)."""
+    """Every session record stored at ``url``, in a stable order (by key / by id).
+
+    ``ConfigurationError`` if the URL is unusable or the source cannot be read (its driver's
+    error: connection refused, missing table, ...); only reading is covered, not the consumer.
+    """
     check_source_url(url)
     scheme = _split(url)[0].partition("+")[0]
     reader = _redis_records if scheme in _REDIS else _sql_records
-    async for found in reader(url):
-        yield found
+    try:
+        async for found in reader(url):
+            yield found
+    except ConfigurationError:  # e.g. the driver is not installed: already says what to do
+        raise
+    except Exception as exc:
+        raise ConfigurationError(
+            f"cannot read AgentScope sessions from {redact_url(url)}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _parsed(where: str, text: str | bytes) -> Found:
@@ -133,8 +146,10 @@ async def _sql_records(url: str) -> AsyncIterator[Found]:
                 where = f"{table}/{row.id}"
                 if isinstance(payload, str | bytes):  # JSON text on dialects without a JSON type
                     found = _parsed(where, payload)
+                elif isinstance(payload, dict):
+                    found = Found(where, payload)
                 else:
-                    found = Found(where, payload if isinstance(payload, dict) else None, None)
+                    found = Found(where, None, f"payload is {type(payload).__name__}, not JSON")
                 if found.raw is None:
                     yield found
                     continue

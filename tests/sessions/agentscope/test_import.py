@@ -177,3 +177,94 @@ async def test_bad_source_url_is_a_clear_error(url: str, words: str, tmp_path: P
     async with store_from_url("memory://") as store:
         with pytest.raises(ConfigurationError, match=words):
             await import_agentscope_sessions(url.format(tmp=tmp_path), SessionStorage(store))
+
+
+def _hand_written(prefix: str, records: dict[str, dict[str, Any]]) -> str:
+    """Write ``records`` (session id -> AgentScope JSON) under ``prefix`` in Redis; the source URL."""
+    import json
+
+    import redis
+
+    require_service("redis")
+    client = redis.Redis.from_url(REDIS_URL)
+    for sid, record in records.items():
+        client.set(f"{prefix}:user:{record['user_id']}:session:{sid}", json.dumps(record))
+    client.close()
+    return f"{REDIS_URL}?prefix={prefix}"
+
+
+def _drop(prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    for name in client.scan_iter(match=f"{prefix}:*"):
+        client.delete(name)
+    client.close()
+
+
+def _minimal(sid: str, **state: Any) -> dict[str, Any]:
+    now = "2026-01-02T03:04:05+00:00"
+    return {"id": sid, "user_id": "u", "agent_id": "a", "created_at": now, "updated_at": now,
+            "config": {}, "state": state}  # fmt: skip
+
+
+async def test_malformed_record_is_refused_by_name_and_the_others_import() -> None:
+    from agentscope_teams.store import store_from_url
+
+    prefix = "astest-malformed-" + uuid.uuid4().hex[:8]
+    bad = {"tasks_context": {"tasks": [{"subject": "no id"}]}}
+    url = _hand_written(prefix, {"good": _minimal("good"), "bad": _minimal("bad", **bad)})
+    try:
+        async with store_from_url("memory://") as store:
+            report = await import_agentscope_sessions(url, SessionStorage(store))
+    finally:
+        _drop(prefix)
+    assert _outcomes(report) == {"bad": "refused", "good": "created"}
+    (refused,) = [s for s in report.sessions if s.outcome == "refused"]
+    assert refused.reason is not None and "KeyError" in refused.reason and "'id'" in refused.reason
+
+
+async def test_unreadable_target_record_is_not_blamed_on_the_source() -> None:
+    from agentscope_teams.errors import SchemaVersionError
+    from agentscope_teams.sessions import session_key
+    from agentscope_teams.store import store_from_url
+
+    prefix = "astest-target-" + uuid.uuid4().hex[:8]
+    url = _hand_written(prefix, {"s1": _minimal("s1")})
+    try:
+        async with store_from_url("memory://") as store:
+            await store.put(session_key(None, "u", "a", "s1"), b"not json")
+            with pytest.raises(SchemaVersionError, match=r"session record at .* cannot be read"):
+                await import_agentscope_sessions(url, SessionStorage(store))
+    finally:
+        _drop(prefix)
+
+
+async def test_missing_source_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentscope_teams.errors import MissingDependencyError
+    from agentscope_teams.store import store_from_url
+    from agentscope_teams.store import url as store_url
+
+    async with store_from_url("memory://") as store:
+        monkeypatch.setattr(store_url, "_installed", lambda module: module != "redis")
+        with pytest.raises(MissingDependencyError, match=r"agentscope-teams\[redis\]"):
+            await import_agentscope_sessions("redis://127.0.0.1:1/0", SessionStorage(store))
+
+
+async def test_sql_row_without_json_payload_is_refused_with_the_reason(tmp_path: Path) -> None:
+    import sqlite3
+
+    from agentscope_teams.store import store_from_url
+
+    db = tmp_path / "agentscope.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TABLE sessions (id TEXT, created_at TEXT, updated_at TEXT, user_id TEXT, "
+            "agent_id TEXT, team_id TEXT, source TEXT, source_schedule_id TEXT, payload)"
+        )
+        conn.execute("INSERT INTO sessions (id, payload) VALUES ('s1', 5)")
+    async with store_from_url("memory://") as store:
+        report = await import_agentscope_sessions(f"sqlite:///{db}", SessionStorage(store))
+    (only,) = report.sessions
+    assert only.outcome == "refused" and only.where == "sessions/s1"
+    assert only.reason == "payload is int, not JSON"
