@@ -20,6 +20,9 @@ LAYERS: dict[str, int] = {
     "keys": 4,
     "listing": 4,
     "sessions": 5,
+    #: Reads sessions stored by AgentScope itself (its Redis keys, its SQL table): backend details
+    #: that stay out of ``sessions``, which knows only the store's narrow interface.
+    "agentscope_import": 6,
     "model": 6,
     "events": 7,
     "tools": 7,

@@ -14,8 +14,8 @@ from typing import Any
 
 from rich.text import Text
 
+from ..agentscope_import import ImportReport, SessionImport, import_agentscope_sessions
 from ..sessions import SessionStorage
-from ..sessions.importing import ImportReport, SessionImport, import_agentscope_sessions
 from ..store.base import BaseStore
 from .common import (
     add_command,

@@ -1,6 +1,6 @@
 """Sessions: AgentScope 2.0's session API over any store (:mod:`.storage`), its records
 (:mod:`.records`, :mod:`.config`, :mod:`.origins`), listings that report unreadable records instead
-of failing, and the import of sessions stored by AgentScope itself (:mod:`.importing`)."""
+of failing, and the import of sessions stored by AgentScope itself (:mod:`agentscope_teams.agentscope_import`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ from .origins import (
     UserOrigin,
 )
 from .records import SESSION_SCHEMA_VERSION, SessionRecord
-from .records import _Body as _Body  # the persisted body (bench/session_roundtrip.py parses it)
+from .records import (
+    SessionBody as SessionBody,  # the persisted body (bench/session_roundtrip.py parses it)
+)
 from .redis_storage import RedisSessionStorage, RedisStorage
 from .storage import SessionStorage, session_key
 

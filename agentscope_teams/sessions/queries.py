@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from .origins import ChannelOrigin, ScheduleOrigin
-from .records import SessionRecord, _Body
+from .records import SessionBody, SessionRecord
 
 ListOrder = Literal["newest", "oldest", "key"]
 ImportOutcome = Literal["created", "updated", "unchanged"]
@@ -37,6 +37,6 @@ def by_channel(records: list[SessionRecord], channel_id: str) -> list[SessionRec
     ]
 
 
-def same_body(stored: _Body, new: _Body) -> bool:
+def same_body(stored: SessionBody, new: SessionBody) -> bool:
     """Whether writing ``new`` over ``stored`` would change nothing."""
     return stored.model_dump(mode="json") == new.model_dump(mode="json")

@@ -1,4 +1,4 @@
-"""Session records: what is persisted (:class:`_Body`) and what a load returns (:class:`SessionRecord`).
+"""Session records: what is persisted (:class:`SessionBody`) and what a load returns (:class:`SessionRecord`).
 
 Schema version 2 added ``origin``, ``team_id`` and ``config_version``; version-1 records load with
 their origin taken from ``source``, no team and config version 1.
@@ -18,7 +18,7 @@ from .origins import ChannelOrigin, ScheduleOrigin, SessionOrigin, SessionSource
 SESSION_SCHEMA_VERSION = 2
 
 
-class _Body(BaseModel):
+class SessionBody(BaseModel):
     """What is persisted; the version lives in the store, not in the body."""
 
     schema_version: int = SESSION_SCHEMA_VERSION
@@ -33,7 +33,7 @@ class _Body(BaseModel):
     updated_at: datetime
 
     @model_validator(mode="after")
-    def _check_version(self) -> _Body:  # after, not before: keeps pydantic's fast JSON path
+    def _check_version(self) -> SessionBody:  # after, not before: keeps pydantic's fast JSON path
         check_schema_version(
             {"schema_version": self.schema_version}, SESSION_SCHEMA_VERSION, "session record"
         )
@@ -116,10 +116,10 @@ def new_body(
     *,
     created_at: datetime | None = None,
     updated_at: datetime | None = None,
-) -> _Body:
+) -> SessionBody:
     """A record body; ``source`` follows ``origin``, the timestamps default to now."""
     now = utcnow()
-    return _Body(
+    return SessionBody(
         config=config or SessionConfig(),
         state=state,
         source=SessionSource(origin.type),

@@ -37,8 +37,8 @@ from .queries import ImportOutcome, ListOrder, by_channel, by_schedule, ordered,
 from .records import (
     EMPTY_STATE,
     VERSIONED_PARTS,
+    SessionBody,
     SessionRecord,
-    _Body,
     bind_state,
     new_body,
 )
@@ -51,7 +51,9 @@ def _fresh(state: AgentState | None, addr: SessionAddress) -> AgentState:
     return state if state is not None else AgentState(session_id=addr.session_id)
 
 
-def _updated(old: _Body, config: SessionConfig | None, state: AgentState | None) -> _Body:
+def _updated(
+    old: SessionBody, config: SessionConfig | None, state: AgentState | None
+) -> SessionBody:
     """``old`` with a new config (counted when it differs) and/or state; ``None`` keeps either."""
     update: dict[str, Any] = {"updated_at": utcnow()}
     if state is not None:
@@ -75,7 +77,7 @@ class SessionStorage:
         self.ttl = ttl
         self._owns_store = owns_store
         # key -> (version, body without state): lets update_session_state write in one round trip.
-        self._seen: OrderedDict[Key, tuple[int, _Body]] = OrderedDict()
+        self._seen: OrderedDict[Key, tuple[int, SessionBody]] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         if self._owns_store:
@@ -91,24 +93,24 @@ class SessionStorage:
         if self._owns_store:
             await self.store.aclose()
 
-    def _remember(self, key: Key, version: int, body: _Body) -> None:
+    def _remember(self, key: Key, version: int, body: SessionBody) -> None:
         # Keep only what is needed to rewrite the record, not the (possibly large) state.
         self._seen[key] = (version, body.model_copy(update={"state": EMPTY_STATE}))
         self._seen.move_to_end(key)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
 
-    async def _load(self, key: Key) -> tuple[int, _Body] | None:
+    async def _load(self, key: Key) -> tuple[int, SessionBody] | None:
         return self._decode(key, await self.store.get(key))
 
-    def _decode(self, key: Key, entry: Entry | None) -> tuple[int, _Body] | None:
+    def _decode(self, key: Key, entry: Entry | None) -> tuple[int, SessionBody] | None:
         """The stored record at ``key`` (remembered for the next write); ``SchemaVersionError``
         when it cannot be read."""
         if entry is None:
             self._seen.pop(key, None)
             return None
         try:
-            body = _Body.model_validate_json(entry.value)
+            body = SessionBody.model_validate_json(entry.value)
         except SchemaVersionError:
             raise
         except ValidationError as exc:
@@ -118,7 +120,7 @@ class SessionStorage:
         return entry.version, body
 
     @staticmethod
-    def _record(addr: SessionAddress, version: int, b: _Body) -> SessionRecord:
+    def _record(addr: SessionAddress, version: int, b: SessionBody) -> SessionRecord:
         return SessionRecord(
             org_id=addr.org_id,
             user_id=addr.user_id,
@@ -286,7 +288,7 @@ class SessionStorage:
                     raise
                 seen = None
 
-    async def _write(self, key: Key, body: _Body, expected: int, fence: Fence | None) -> int:
+    async def _write(self, key: Key, body: SessionBody, expected: int, fence: Fence | None) -> int:
         data = body.model_dump_json().encode()
         try:
             if fence is None:  # keeps stores written before fences existed working
@@ -404,7 +406,7 @@ class SessionStorage:
         return Listing(records, problems)
 
     async def import_at(
-        self, addr: SessionAddress, body: _Body, *, dry_run: bool = False
+        self, addr: SessionAddress, body: SessionBody, *, dry_run: bool = False
     ) -> ImportOutcome:
         """Write a converted record as is (timestamps included) unless the stored one equals it.
 

@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agentscope_teams.agentscope_import import import_agentscope_sessions
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.sessions import SessionStorage
-from agentscope_teams.sessions.importing import import_agentscope_sessions
 from agentscope_teams.store import StoreBackend
 
 from ...backends import POSTGRES_URL, REDIS_URL

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from ...errors import ConfigurationError
-from ...store.url import redact_url, require_drivers
+from ..errors import ConfigurationError
+from ..store.url import redact_url, require_drivers
 
 _REDIS = ("redis", "rediss")
 _SQL = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
@@ -127,7 +127,7 @@ def _glob(text: str) -> str:
 async def _sql_records(url: str) -> AsyncIterator[Found]:
     from sqlalchemy import text
 
-    from ...store.sql.dialect import create_engine
+    from ..store.sql.dialect import create_engine
 
     _, plain, options = _split(url)
     table = options.get("table", "sessions")

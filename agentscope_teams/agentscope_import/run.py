@@ -11,9 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ...keys import SessionAddress
-from ...store.url import redact_url
-from ..storage import SessionStorage
+from ..keys import SessionAddress
+from ..sessions.storage import SessionStorage
+from ..store.url import redact_url
 from .convert import convert_record
 from .convert_messages import CannotConvert
 from .sources import read_records

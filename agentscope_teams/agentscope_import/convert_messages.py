@@ -16,7 +16,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ...message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 
 
 class CannotConvert(ValueError):

@@ -17,7 +17,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ...state import (
+from ..sessions.config import SessionConfig
+from ..sessions.origins import SessionOrigin, origin_of
+from ..sessions.records import SessionBody, new_body
+from ..state import (
     AgentState,
     PermissionContext,
     PermissionRule,
@@ -25,9 +28,6 @@ from ...state import (
     TasksContext,
     ToolContext,
 )
-from ..config import SessionConfig
-from ..origins import SessionOrigin, origin_of
-from ..records import _Body, new_body
 from .convert_messages import CannotConvert, convert_context, text_of, timestamp
 
 _ORIGIN: TypeAdapter[SessionOrigin] = TypeAdapter(SessionOrigin)
@@ -58,7 +58,7 @@ class Converted:
     user_id: str
     agent_id: str
     session_id: str
-    body: _Body
+    body: SessionBody
     notes: list[str] = field(default_factory=list)
 
 
