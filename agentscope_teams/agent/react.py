@@ -362,10 +362,13 @@ class _Reply(StepRunner):
             metadata={"reply_id": self.state.reply_id, "usage": response.usage.model_dump()},
         )
         self.state.context.append(msg)
-        usage = response.usage
+        self._count_usage(response.usage)
+        return msg
+
+    def _count_usage(self, usage: Usage) -> None:
+        """Add a recorded response's reported usage to the session's ledger and the usage meter."""
         self.state.usage.record(usage.input_tokens, usage.output_tokens, self.state.context)
         tracing.record_usage(self.agent.name, usage.input_tokens, usage.output_tokens)
-        return msg
 
 
 def _as_messages(input: ReplyInput) -> list[Msg]:
