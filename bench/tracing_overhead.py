@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agentscope_teams import tracing
-from agentscope_teams.agent import ReActAgent, ReActConfig, hitl
+from agentscope_teams.agent import ReActAgent, ReActConfig
 from agentscope_teams.agent import react as react_mod
 from agentscope_teams.errors import ModelResponseError
 from agentscope_teams.events import AgentEvent, ModelCallEndEvent, ModelCallStartEvent
@@ -61,18 +61,8 @@ class _UntracedReply(react_mod._Reply):
 class _UntracedAgent(ReActAgent):
     """``ReActAgent`` whose replies run :class:`_UntracedReply` (``reply_stream`` as shipped)."""
 
-    async def reply_stream(
-        self, input: Any, state: AgentState, options: Any = None
-    ) -> AsyncIterator[AgentEvent]:
-        run = _UntracedReply(self, state, options or react_mod.ReplyOptions())
-        run.validate(input)
-        try:
-            async for event in run.start(input):
-                yield event
-        except BaseException:
-            if not run.paused:
-                hitl.close_pending(state, hitl.CANCELLED)
-            raise
+    def _new_reply(self, state: AgentState, options: react_mod.ReplyOptions) -> _UntracedReply:
+        return _UntracedReply(self, state, options)
 
 
 def _dropping_provider() -> Any:

@@ -114,7 +114,7 @@ class ReActAgent:
         Input that does not fit the state (a confirmation for another reply, a bad type) raises
         before anything changes.
         """
-        run = _Reply(self, state, options or ReplyOptions())
+        run = self._new_reply(state, options or ReplyOptions())
         run.validate(input)
         try:
             async for event in run.start(input):
@@ -124,6 +124,10 @@ class ReActAgent:
             if closed:
                 log.info("reply %s stopped; closed %d tool calls", state.reply_id, len(closed))
             raise
+
+    def _new_reply(self, state: AgentState, options: ReplyOptions) -> _Reply:
+        """The steps of one reply (a benchmark swaps in a variant without tracing hooks)."""
+        return _Reply(self, state, options)
 
 
 class _Reply(StepRunner):
