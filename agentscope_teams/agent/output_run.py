@@ -117,9 +117,6 @@ class OutputRun:
         output = given or OutputType.from_schema(record.json_schema, record.name)
         return cls(output, record, retries)
 
-    def attach(self, state: AgentState) -> None:
-        state.middle_context[OutputState.KEY] = self.record
-
     # -- the request -----------------------------------------------------------------------------
 
     def shape(
