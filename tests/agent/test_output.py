@@ -70,6 +70,14 @@ async def test_tool_mode_offers_final_result_and_returns_the_typed_value(tmp_pat
     assert state.context[-1] == msg  # the stored message equals the returned one
 
 
+async def test_output_as_on_a_plain_reply_names_the_message_and_the_fix(tmp_path: Path) -> None:
+    msg = await agent_with(ScriptedModel(["plain text"]), tmp_path).call("hi", CTX)
+    assert msg.output is None
+    with pytest.raises(ValueError, match=f"message {msg.id} has no structured output") as info:
+        msg.output_as(Report)
+    assert "pass output_type= to call() / stream()" in str(info.value)
+
+
 async def test_invalid_output_goes_back_with_field_paths_then_is_corrected(tmp_path: Path) -> None:
     bad = {"findings": [{"file": "a.py", "line": "three"}], "summary": "one"}
     model = ScriptedModel([ScriptedModel.final_result(bad), ScriptedModel.final_result(GOOD)])
