@@ -65,8 +65,9 @@ def project_mcp_json(specs: Any) -> Path | None:
         return None
     folder = Path(specs)
     candidates = [folder / ".mcp.json"]
-    if folder.resolve().parent.name == ".claude":
-        candidates.append(folder.resolve().parent.parent / ".mcp.json")
+    parent = folder.resolve().parent
+    if parent.name == ".claude":
+        candidates.append(parent.parent / ".mcp.json")
     return next((c for c in candidates if c.is_file()), None)
 
 

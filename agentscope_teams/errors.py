@@ -55,6 +55,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def bulleted(lines: Sequence[str]) -> str:
+    """``lines`` as a Markdown list, one ``- line`` each (the problems an error lists)."""
+    return "\n".join(f"- {line}" for line in lines)
+
+
 class AgentScopeTeamsError(Exception):
     """Root of every error raised on purpose by agentscope-teams."""
 
@@ -249,8 +254,9 @@ class OutputValidationError(OutputError, ValueError):
     def __init__(self, output_name: str, problems: Sequence[str], message: str = "") -> None:
         self.output_name = output_name
         self.problems = list(problems)
-        listing = "\n".join(f"- {p}" for p in self.problems)
-        super().__init__(message or f"the value does not match {output_name}:\n{listing}")
+        super().__init__(
+            message or f"the value does not match {output_name}:\n{bulleted(self.problems)}"
+        )
 
 
 class OutputRetriesExceededError(OutputError):
@@ -264,10 +270,9 @@ class OutputRetriesExceededError(OutputError):
     ) -> None:
         self.output_name, self.attempts, self.reply_id = output_name, attempts, reply_id
         self.problems = list(problems)
-        listing = "\n".join(f"- {p}" for p in self.problems)
         super().__init__(
             f"the model gave no valid {output_name} after {attempts} attempt(s); the last one "
-            f"had these problems:\n{listing}\nRaise ReActConfig.output_retries or simplify the "
+            f"had these problems:\n{bulleted(self.problems)}\nRaise ReActConfig.output_retries or simplify the "
             "output type"
         )
 

@@ -100,7 +100,10 @@ class Msg(BaseModel):
         """The structured output as ``kind`` (typed): the validated value if it already is one,
         else its JSON data validated by pydantic. ``ValueError`` if the message has none."""
         if OUTPUT_KEY not in self.metadata:
-            raise ValueError(f"message {self.id} has no structured output (no output_type)")
+            raise ValueError(
+                f"message {self.id} has no structured output: its reply was not asked for one; "
+                "pass output_type= to call() / stream() to get a validated value"
+            )
         if self._output is not None and _is_instance(self._output, kind):
             return self._output  # type: ignore[no-any-return]
         return TypeAdapter(kind).validate_python(self.metadata[OUTPUT_KEY])

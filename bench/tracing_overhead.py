@@ -21,12 +21,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agentscope_teams import tracing
-from agentscope_teams.agent import ReActAgent, ReActConfig, hitl
+from agentscope_teams.agent import ReActAgent, ReActConfig
 from agentscope_teams.agent import react as react_mod
 from agentscope_teams.errors import ModelResponseError
 from agentscope_teams.events import AgentEvent, ModelCallEndEvent, ModelCallStartEvent
-from agentscope_teams.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
-from agentscope_teams.model.base import ModelResponse
+from agentscope_teams.message import ToolResultBlock, ToolUseBlock
+from agentscope_teams.model.base import ModelResponse, Usage
 from agentscope_teams.state import AgentState
 from agentscope_teams.tools import Toolkit
 
@@ -38,7 +38,8 @@ TARGET = 1.03
 
 
 class _UntracedReply(react_mod._Reply):
-    """The loop's per-reply steps without the tracing hooks (as before tracing existed)."""
+    """The loop's per-reply steps without the tracing hooks: the three methods that hold them
+    (the ``chat`` span, the usage meter, the ``execute_tool`` span), as before tracing existed."""
 
     async def _reason(self, final: bool) -> AsyncIterator[AgentEvent | ModelResponse]:
         iteration = self.state.cur_iter
@@ -50,21 +51,8 @@ class _UntracedReply(react_mod._Reply):
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
         yield response
 
-    def _record(self, response: ModelResponse, final: bool) -> Msg:
-        content: list[TextBlock | ToolUseBlock] = list(response.content)
-        if final:
-            content = [b for b in content if isinstance(b, TextBlock)]
-        msg = Msg(
-            id=self.state.reply_id if final else new_id(),
-            role="assistant",
-            name=self.agent.name,
-            content=list(content),
-            metadata={"reply_id": self.state.reply_id, "usage": response.usage.model_dump()},
-        )
-        self.state.context.append(msg)
-        usage = response.usage
+    def _count_usage(self, usage: Usage) -> None:
         self.state.usage.record(usage.input_tokens, usage.output_tokens, self.state.context)
-        return msg
 
     async def _run_one(self, call: ToolUseBlock, results: dict[str, ToolResultBlock]) -> None:
         results[call.id] = await self.toolkit.execute(call)
@@ -73,18 +61,8 @@ class _UntracedReply(react_mod._Reply):
 class _UntracedAgent(ReActAgent):
     """``ReActAgent`` whose replies run :class:`_UntracedReply` (``reply_stream`` as shipped)."""
 
-    async def reply_stream(
-        self, input: Any, state: AgentState, options: Any = None
-    ) -> AsyncIterator[AgentEvent]:
-        run = _UntracedReply(self, state, options or react_mod.ReplyOptions())
-        run.validate(input)
-        try:
-            async for event in run.start(input):
-                yield event
-        except BaseException:
-            if not run.paused:
-                hitl.close_pending(state, hitl.CANCELLED)
-            raise
+    def _new_reply(self, state: AgentState, options: react_mod.ReplyOptions) -> _UntracedReply:
+        return _UntracedReply(self, state, options)
 
 
 def _dropping_provider() -> Any:

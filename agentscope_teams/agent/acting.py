@@ -114,17 +114,15 @@ class StepRunner:
     ) -> None:
         env_cm = use_tool_env(self.opts.env) if self.opts.env is not None else nullcontext()
         with env_cm:
-            if len(batch) == 1:  # inline (no extra coroutine): the common case
-                call = batch[0]
-                with tracing.execute_tool(call.name, call.id, call.input) as span:
-                    result = results[call.id] = await self.toolkit.execute(call)
-                    span.result(result.is_error, result.output)
+            if len(batch) == 1:  # awaited inline (no task group): the common case
+                await self._run_one(batch[0], results)
                 return
             async with anyio.create_task_group() as tg:
                 for call in batch:
                     tg.start_soon(self._run_one, call, results)
 
     async def _run_one(self, call: ToolUseBlock, results: dict[str, ToolResultBlock]) -> None:
+        """Run one call inside its ``execute_tool`` span; its result goes in ``results``."""
         with tracing.execute_tool(call.name, call.id, call.input) as span:
             result = results[call.id] = await self.toolkit.execute(call)
             span.result(result.is_error, result.output)

@@ -4,9 +4,10 @@ The agent knows no extension by name. Each one is given, per call, a :class:`Cal
 :class:`AgentView` of what it may use (model, toolkit, config, permissions, store, timeouts, depth,
 workspace root), the caller's context, the session state and the tool environment. Per call, an
 extension may prepare (async, before anything else: list a remote server's tools), offer tools,
-add to the system prompt, inject messages before each reasoning step, learn when the state was saved (to acknowledge what it injected: delivery is at-least-once,
-acknowledged only after the state holding the message is durable) and when the reply ended, and
-say (:meth:`Extension.works_after_save`) whether those hooks still need the session lease.
+add to the system prompt, inject messages before each reasoning step, learn when the state was
+saved (to acknowledge what it injected: delivery is at-least-once, acknowledged only after the
+state holding the message is durable) and when the reply ended, and say
+(:meth:`Extension.works_after_save`) whether those hooks still need the session lease.
 
 Per-call scratch data is typed: :meth:`CallScope.local` gives each owner one object of its own
 class for the duration of the call. Persisted extension data is typed too: see

@@ -232,7 +232,8 @@ class SessionAgent:
             if record is None:
                 return
             record.state.clear_context()
-            await self._writer(addr, record.version, lease).save(record.state, last=True)
+            # no extension hook runs after this save: it gives the lease back with the write
+            await self._writer(addr, record.version, lease).save(record.state, release=True)
 
     async def list_sessions(self, ctx: RuntimeContext) -> list[SessionRecord]:
         """The sessions of ``ctx``'s user with this agent."""
@@ -262,19 +263,9 @@ class SessionAgent:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _writer(
-        self, addr: SessionAddress, version: int, lease: Lease | None, *, release_last: bool = True
-    ) -> SessionWriter:
-        """The writer of one call (``release_last`` is set again before a call's last save) or of
-        a ``clear_context``, which runs no extension hook and so always releases in its save."""
-        return SessionWriter(
-            self.sessions,
-            addr,
-            version,
-            lease,
-            source=self.session_source,
-            release_last=release_last,
-        )
+    def _writer(self, addr: SessionAddress, version: int, lease: Lease | None) -> SessionWriter:
+        """The writer of one call or of one ``clear_context``."""
+        return SessionWriter(self.sessions, addr, version, lease, source=self.session_source)
 
     def _releases_in_save(self, scope: CallScope) -> bool:
         """Whether this call's last save may release the lease: no extension still works after it
@@ -336,12 +327,10 @@ class SessionAgent:
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
-        writer = self._writer(addr, version, lease, release_last=False)
+        writer = self._writer(addr, version, lease)
 
         async def save(s: AgentState, last: bool = False) -> None:
-            if last:
-                writer.release_last = self._releases_in_save(scope)
-            await writer.save(s, last=last)
+            await writer.save(s, release=last and self._releases_in_save(scope))
             for ext in self.extensions:
                 await ext.after_save(scope)
 

@@ -24,7 +24,12 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from ..errors import OutputRetriesExceededError, OutputTypeMismatchError, OutputValidationError
+from ..errors import (
+    OutputRetriesExceededError,
+    OutputTypeMismatchError,
+    OutputValidationError,
+    bulleted,
+)
 from ..message import ToolResultBlock, ToolUseBlock
 from ..model.base import (
     FINAL_RESULT_TOOL,
@@ -112,9 +117,6 @@ class OutputRun:
         output = given or OutputType.from_schema(record.json_schema, record.name)
         return cls(output, record, retries)
 
-    def attach(self, state: AgentState) -> None:
-        state.middle_context[OutputState.KEY] = self.record
-
     # -- the request -----------------------------------------------------------------------------
 
     def shape(
@@ -180,22 +182,24 @@ class OutputRun:
             )
 
     def _tell(self, exc: OutputValidationError) -> str:
-        listing = "\n".join(f"- {p}" for p in exc.problems)
-        left = self.retries - self.record.failures
-        return (
-            f"The final result is not a valid {self.output.name}:\n{listing}\n"
-            f"Call {FINAL_RESULT_TOOL} again with corrected arguments ({left} retries left)."
-        )
+        how = f"Call {FINAL_RESULT_TOOL} again with corrected arguments"
+        return self._problems("The final result", exc, how)
 
     def _ask(self, exc: OutputValidationError) -> str:
-        listing = "\n".join(f"- {p}" for p in exc.problems)
-        left = self.retries - self.record.failures
         how = (
             f"Call {FINAL_RESULT_TOOL} with your final answer"
             if self.mode == "tool"
             else f"Answer again with only JSON matching {self.output.name}"
         )
-        return f"Your answer is not a valid {self.output.name}:\n{listing}\n{how} ({left} retries left)."
+        return self._problems("Your answer", exc, how)
+
+    def _problems(self, subject: str, exc: OutputValidationError, how: str) -> str:
+        """What the model is told of a rejected answer: its problems, then what to do."""
+        left = self.retries - self.record.failures
+        return (
+            f"{subject} is not a valid {self.output.name}:\n{bulleted(exc.problems)}\n"
+            f"{how} ({left} retries left)."
+        )
 
 
 def _error(call: ToolUseBlock, text: str) -> ToolResultBlock:

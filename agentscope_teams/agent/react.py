@@ -114,7 +114,7 @@ class ReActAgent:
         Input that does not fit the state (a confirmation for another reply, a bad type) raises
         before anything changes.
         """
-        run = _Reply(self, state, options or ReplyOptions())
+        run = self._new_reply(state, options or ReplyOptions())
         run.validate(input)
         try:
             async for event in run.start(input):
@@ -124,6 +124,10 @@ class ReActAgent:
             if closed:
                 log.info("reply %s stopped; closed %d tool calls", state.reply_id, len(closed))
             raise
+
+    def _new_reply(self, state: AgentState, options: ReplyOptions) -> _Reply:
+        """The steps of one reply (a benchmark swaps in a variant without tracing hooks)."""
+        return _Reply(self, state, options)
 
 
 class _Reply(StepRunner):
@@ -362,10 +366,13 @@ class _Reply(StepRunner):
             metadata={"reply_id": self.state.reply_id, "usage": response.usage.model_dump()},
         )
         self.state.context.append(msg)
-        usage = response.usage
+        self._count_usage(response.usage)
+        return msg
+
+    def _count_usage(self, usage: Usage) -> None:
+        """Add a recorded response's reported usage to the session's ledger and the usage meter."""
         self.state.usage.record(usage.input_tokens, usage.output_tokens, self.state.context)
         tracing.record_usage(self.agent.name, usage.input_tokens, usage.output_tokens)
-        return msg
 
 
 def _as_messages(input: ReplyInput) -> list[Msg]:

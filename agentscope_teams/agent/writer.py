@@ -3,7 +3,7 @@
 Every write carries the version it read, so a concurrent writer gets ``VersionConflict``. With a
 lease, each write is fenced by it inside the store (:meth:`~.lease.Lease.fence`; a store without
 fenced writes gets one verify read first), and the last write may give the lease back in the same
-operation. A write cut short by cancellation may or may not have landed: the next write first
+operation (``release=True``). A write cut short by cancellation may or may not have landed: the next write first
 re-reads the record and adopts its version only if the stored state is exactly the one attempted,
 so somebody else's write is never overwritten.
 """
@@ -29,19 +29,19 @@ class SessionWriter:
         lease: Lease | None,
         *,
         source: SessionSource,
-        release_last: bool,
     ) -> None:
         self.sessions, self.addr, self.version, self.lease = sessions, addr, version, lease
-        self.source, self.release_last = source, release_last
+        self.source = source
         self._cut_short: str | None = None  # the state of a write whose outcome is unknown
 
-    async def save(self, state: AgentState, *, last: bool = False) -> int:
-        """Write ``state``; the ``last`` write of a call may release the lease with it."""
+    async def save(self, state: AgentState, *, release: bool = False) -> int:
+        """Write ``state``; with ``release`` (the holder's last write, and nothing after it needs
+        the lease) a store with fenced writes gives the lease back in the same operation."""
         if self._cut_short is not None:
             self.version = await self._landed(self._cut_short)
             self._cut_short = None
         try:
-            self.version = await self._write(state, last=last)
+            self.version = await self._write(state, release=release)
         except VersionConflict:
             raise  # nothing was written: somebody else's write, not ours to overwrite
         except BaseException:
@@ -49,10 +49,10 @@ class SessionWriter:
             raise
         return self.version
 
-    async def _write(self, state: AgentState, *, last: bool) -> int:
+    async def _write(self, state: AgentState, *, release: bool) -> int:
         lease, fence = self.lease, None
         if lease is not None and lease.fenced_by_store:
-            fence = lease.fence(release=last and self.release_last)
+            fence = lease.fence(release=release)
         elif lease is not None:  # a store without fenced writes: one verify read first
             await lease.verify()
         try:

@@ -23,11 +23,21 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
 try:
+    from opentelemetry import context as otel_context
     from opentelemetry import trace as otel_trace
 except ImportError:  # pragma: no cover - exercised when the otel extra is not installed
+    otel_context = None  # type: ignore[assignment]
     otel_trace = None  # type: ignore[assignment]
 
-__all__ = ["ACTIVE", "AVAILABLE", "Active", "fresh_context", "otel_trace", "resolve"]
+__all__ = [
+    "ACTIVE",
+    "AVAILABLE",
+    "Active",
+    "fresh_context",
+    "otel_context",
+    "otel_trace",
+    "resolve",
+]
 
 #: True when the ``opentelemetry-api`` package is importable.
 AVAILABLE = otel_trace is not None

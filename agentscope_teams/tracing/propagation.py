@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .active import ACTIVE, otel_trace
+from .active import ACTIVE, otel_context, otel_trace
 
 
 def _propagator() -> Any:
@@ -52,13 +52,11 @@ def joined(stored: dict[str, str] | None) -> Iterator[None]:
     if not stored or otel_trace is None:
         yield
         return
-    from opentelemetry import context
-
-    token = context.attach(_propagator().extract(stored))
+    token = otel_context.attach(_propagator().extract(stored))
     try:
         yield
     finally:
-        context.detach(token)
+        otel_context.detach(token)
 
 
 def link_to(stored: dict[str, str] | None) -> list[Any]:

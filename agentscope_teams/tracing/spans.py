@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import Token
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import names
-from .active import ACTIVE, Active, otel_trace, resolve
-from .propagation import link_to
+from .active import ACTIVE, Active, otel_context, otel_trace, resolve
+from .propagation import carrier_of, link_to
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
 
 
 class Response(Protocol):
@@ -62,10 +66,10 @@ NO_SPAN = NoSpan()
 class _Span:
     """A started span, ended (with the error, if any) when its ``with`` block exits."""
 
-    __slots__ = ("active", "span", "token")
+    __slots__ = ("active", "span")
 
     def __init__(self, active: Active, span: Any) -> None:
-        self.active, self.span, self.token = active, span, None
+        self.active, self.span = active, span
 
     def __enter__(self) -> _Span:
         return self
@@ -101,14 +105,17 @@ class ChatSpan(_Span):
 class ToolSpan(_Span):
     """``execute_tool {tool}``: current while the tool runs (a subagent it starts is its child)."""
 
+    __slots__ = ("token",)
+    token: Token[Context]
+
     def __enter__(self) -> ToolSpan:
-        self.token = otel_context().attach(otel_trace.set_span_in_context(self.span))
+        self.token = otel_context.attach(otel_trace.set_span_in_context(self.span))
         return self
 
     def __exit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        otel_context().detach(self.token)
+        otel_context.detach(self.token)
         super().__exit__(et, e, tb)
 
     def result(self, is_error: bool, output: str) -> None:
@@ -117,12 +124,6 @@ class ToolSpan(_Span):
             self.span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, output[:200]))
         if self.active.capture_content:
             self.span.set_attribute(names.TOOL_RESULT, output)
-
-
-def otel_context() -> Any:
-    from opentelemetry import context
-
-    return context
 
 
 @contextmanager
@@ -205,8 +206,6 @@ def hitl_pause(tools: Sequence[str]) -> dict[str, str] | None:
     active = ACTIVE.get()
     if active is None:
         return None
-    from .propagation import carrier_of
-
     span = active.tracer.start_span(names.HITL_PAUSE, attributes={names.TOOLS: list(tools)})
     span.end()
     return carrier_of(span)

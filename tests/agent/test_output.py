@@ -24,7 +24,14 @@ from agentscope_teams.model import ModelRequest, Usage
 from agentscope_teams.store import store_from_url
 
 from .helpers import run_fresh
-from .output_helpers import Finding, OtherReport, Report, guarded_tools, resume_elsewhere
+from .output_helpers import (
+    Finding,
+    OtherReport,
+    Report,
+    guarded_tools,
+    make_agent,
+    resume_elsewhere,
+)
 
 CTX = RuntimeContext(session_id="s-1", user_id="alice")
 GOOD = {"findings": [{"file": "a.py", "line": 3, "message": "unused import"}], "summary": "one"}
@@ -61,6 +68,14 @@ async def test_tool_mode_offers_final_result_and_returns_the_typed_value(tmp_pat
     # read back from the store, the typed accessor validates the saved JSON again
     assert state.context[-1].output_as(Report) == msg.output
     assert state.context[-1] == msg  # the stored message equals the returned one
+
+
+async def test_output_as_on_a_plain_reply_names_the_message_and_the_fix(tmp_path: Path) -> None:
+    msg = await agent_with(ScriptedModel(["plain text"]), tmp_path).call("hi", CTX)
+    assert msg.output is None
+    with pytest.raises(ValueError, match=f"message {msg.id} has no structured output") as info:
+        msg.output_as(Report)
+    assert "pass output_type= to call() / stream()" in str(info.value)
 
 
 async def test_invalid_output_goes_back_with_field_paths_then_is_corrected(tmp_path: Path) -> None:
@@ -237,14 +252,7 @@ async def test_a_type_without_a_json_schema_is_refused_before_the_call(tmp_path:
 
 async def _pause(store_url: str, workspace: Path) -> tuple[RequireUserConfirmEvent, str]:
     model = ScriptedModel([ScriptedModel.tool_call("deploy", {"target": "prod"})])
-    async with HarnessAgent(
-        "lead",
-        model,
-        store=store_from_url(store_url),
-        workspace=workspace,
-        tools=guarded_tools(),
-        builtin_tools=False,
-    ) as agent:
+    async with make_agent(store_url, workspace, model) as agent:
         events = [e async for e in agent.stream("deploy and report", CTX, output_type=Report)]
     asks = [e for e in events if isinstance(e, RequireUserConfirmEvent)]
     assert len(asks) == 1
