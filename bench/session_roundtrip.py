@@ -73,10 +73,10 @@ async def _measure(
             user_id=user, agent_id=agent, session_id=sid, state=record.state
         )
 
-    from agentscope_teams.sessions import _Body  # the persisted record: what the storage parses
+    from agentscope_teams.sessions import SessionBody  # the persisted record: what the storage parses
 
     async def cpu(_: int) -> None:
-        _Body.model_validate_json(entry.value).model_dump_json()
+        SessionBody.model_validate_json(entry.value).model_dump_json()
 
     store_key = ("bench", "o:", "u:bench", "bytes", uuid.uuid4().hex)
     version = [await storage.store.put(store_key, entry.value)]
