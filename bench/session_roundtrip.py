@@ -73,7 +73,9 @@ async def _measure(
             user_id=user, agent_id=agent, session_id=sid, state=record.state
         )
 
-    from agentscope_teams.sessions import SessionBody  # the persisted record: what the storage parses
+    from agentscope_teams.sessions import (
+        SessionBody,
+    )  # the persisted record: what the storage parses
 
     async def cpu(_: int) -> None:
         SessionBody.model_validate_json(entry.value).model_dump_json()

@@ -12,7 +12,7 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 Op = Callable[[int], Awaitable[object]]
@@ -46,7 +46,7 @@ async def measure(name: str, op: Op, *, ops: int, rounds: int) -> Sample:
     return (await interleaved({name: op}, ops=ops, rounds=rounds))[name]
 
 
-async def interleaved(named: dict[str, Op], *, ops: int, rounds: int) -> dict[str, Sample]:
+async def interleaved(named: Mapping[str, Op], *, ops: int, rounds: int) -> dict[str, Sample]:
     """Like :func:`measure` for several ops, alternating them round by round (see :func:`compare`)."""
     return await compare({n: timed(op) for n, op in named.items()}, ops=ops, rounds=rounds)
 

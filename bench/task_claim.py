@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -153,7 +153,8 @@ async def _claimers(
         views = [(m, CountingStore(store)) for m in members]
         # the native path needs the store itself (the wrapper would hide its queue)
         clients = [
-            (m, LocalTeamClient(store if path == "native" else c, _ctx()), c) for m, c in views
+            (m, LocalTeamClient(store if path == "native" else cast(BaseStore, c), _ctx()), c)
+            for m, c in views
         ]
         await store.get(("teams", "o:", f"u:{USER}", "warm-up"))  # connect before the start
         await anyio.sleep(max(0.0, start_at - time.time()))

@@ -20,7 +20,6 @@ import anyio
 
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.keys import TeamKeys
-from agentscope_teams.message import Msg
 from agentscope_teams.model.base import ModelRequest
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, InMemoryStore, store_from_url
@@ -45,7 +44,7 @@ async def _samples(mine: BaseStore, theirs: BaseStore, n: int, *, signals: bool)
     asked: list[float] = []
     woken = anyio.Event()
 
-    def member(request: ModelRequest) -> str | Msg:
+    def member(request: ModelRequest) -> str:
         asked.append(time.perf_counter())
         woken.set()
         return "done"
