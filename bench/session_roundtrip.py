@@ -73,9 +73,8 @@ async def _measure(
             user_id=user, agent_id=agent, session_id=sid, state=record.state
         )
 
-    from agentscope_teams.sessions import (
-        SessionBody,
-    )  # the persisted record: what the storage parses
+    # the persisted record: what the storage parses
+    from agentscope_teams.sessions import SessionBody
 
     async def cpu(_: int) -> None:
         SessionBody.model_validate_json(entry.value).model_dump_json()
