@@ -112,27 +112,19 @@ async def resolve_team(client: LocalTeamClient, args: argparse.Namespace) -> Tea
     )
 
 
-async def _gone(client: LocalTeamClient, team_id: str) -> bool:
-    try:
-        await client.get_team(team_id)
-    except UnknownTeamError:
-        return True
-    return False
-
-
 async def read_of(client: LocalTeamClient, team: Team, read: Awaitable[R]) -> R:
     """What ``read`` (of ``team``'s board or inboxes) returns, unless the team was deleted meanwhile.
 
-    A delete marks the team deleted before it removes anything, so reading the team again after
-    ``read`` (failed or not) tells a read that met the delete from a read of a live team.
+    Reading the team again after ``read`` (failed or not, see ``LocalTeamClient.is_deleted``) tells
+    a read that met the delete from a read of a live team.
     """
     try:
         result = await read
     except AgentScopeTeamsError:
-        if not await _gone(client, team.id):
+        if not await client.is_deleted(team.id):
             raise
         raise _deleted(team) from None
-    if await _gone(client, team.id):
+    if await client.is_deleted(team.id):
         raise _deleted(team)
     return result
 

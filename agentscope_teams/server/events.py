@@ -53,7 +53,7 @@ from ..errors import AgentScopeTeamsError
 from ..teams import LocalTeamClient, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
 from .errors import ControlPlaneAuthError, error_body
-from .routing import Call, Settings, error_response, principal_of, team_is_gone
+from .routing import Call, Settings, error_response, principal_of
 
 PATH = "/api/teams/{team_id}/events"
 _INBOX_PAGE = 200
@@ -132,7 +132,7 @@ class TeamWatcher:
         try:
             await self._changes(team)
         except AgentScopeTeamsError:
-            if not await team_is_gone(self.client, self.team_id):
+            if not await self.client.is_deleted(self.team_id):
                 raise
             return self._deleted()
         return self._events, False

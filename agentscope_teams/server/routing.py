@@ -94,7 +94,7 @@ class Call:
         A delete marks the team deleted before it removes anything, so a read that met a removal
         (a task or an inbox already gone) is followed by a read of the team that sees the mark.
         """
-        if await team_is_gone(self.client, self.team_id):
+        if await self.client.is_deleted(self.team_id):
             raise self.deleted()
         return result
 
@@ -159,18 +159,6 @@ class Call:
         if not raw.isdigit() or not low <= int(raw) <= high:
             raise ValueError(f"query parameter {name!r} must be an integer in {low}..{high}")
         return int(raw)
-
-
-async def team_is_gone(client: LocalTeamClient, team_id: str) -> bool:
-    """Whether ``team_id`` is deleted (or being deleted) now, read afresh; False when the read
-    fails for another reason (the caller then reports its own error)."""
-    try:
-        await client.get_team(team_id)
-    except UnknownTeamError:
-        return True
-    except Exception:  # the store failed too: not a sign of a deletion
-        return False
-    return False
 
 
 #: What a read or write of a team meets when the team is deleted under it.
@@ -277,7 +265,7 @@ async def _deleted_meanwhile(ep: Endpoint, call: Call, exc: Exception) -> bool:
     return (
         ep.method != "DELETE"
         and isinstance(exc, _DELETION_ERRORS)
-        and await team_is_gone(call.client, call.team_id)
+        and await call.client.is_deleted(call.team_id)
     )
 
 

@@ -296,15 +296,20 @@ class RedisStore(StoreBackend):
             ) from exc
 
     @asynccontextmanager
-    async def _gated(self) -> AsyncIterator[None]:
-        """A turn of the store's gate plus :meth:`_guard`: for the layers above that send their own
-        commands through this client (the board queue), so they too count against
-        ``max_connections`` and wait for a turn instead of opening more connections."""
+    async def commands(self) -> AsyncIterator[Any]:
+        """The Redis client, for the layers above that send their own commands (the board queue),
+        within a turn of the store's gate and its error mapping: they too count against
+        ``max_connections``, wait for a turn instead of opening more connections, and see a lost
+        server as :class:`StoreUnavailableError`."""
         async with self._turn():
             with self._guard():
-                yield
+                yield self._client
 
-    def _name(self, key: Key, kind: str = "") -> str:
+    def register_script(self, source: str) -> Any:
+        """A Lua script registered on this store's client (run it inside :meth:`commands`)."""
+        return self._client.register_script(source)
+
+    def redis_name(self, key: Key, kind: str = "") -> str:
         """THE Redis name of ``key`` (``kind`` names a companion: ``:idx``, ``:stream``, ...).
 
         Every name with the same key-registry group shares one cluster slot (module docs)."""
@@ -319,7 +324,7 @@ class RedisStore(StoreBackend):
         return f"{self.namespace}:{{{'/'.join(enc[:t])}}}{tail}{kind}"
 
     def _index(self, prefix: Key) -> str:
-        return self._name(prefix, ":idx") if prefix else f"{self.namespace}::idx"
+        return self.redis_name(prefix, ":idx") if prefix else f"{self.namespace}::idx"
 
     def _index_depth(self, enc: list[str]) -> int:
         """The shortest proper prefix of a key (escaped) whose index its scripts maintain: 0 on one
@@ -351,8 +356,8 @@ class RedisStore(StoreBackend):
             if len(self._streams) >= _NAME_CACHE_SIZE:
                 self._streams.clear()
             names = self._streams[stream] = (
-                self._name(stream, ":stream"),
-                self._name(stream, ":seq"),
+                self.redis_name(stream, ":stream"),
+                self.redis_name(stream, ":seq"),
             )
         return names
 
@@ -428,7 +433,7 @@ class RedisStore(StoreBackend):
     async def get(self, key: Key) -> Entry | None:
         k = self._valid(key, self._names, "key")
         names = self._names.get(k)
-        name = names[0] if names is not None else self._name(k)  # a read needs no index names
+        name = names[0] if names is not None else self.redis_name(k)  # a read needs no index names
         async with self._turn():
             with self._guard():
                 value, version = await self._client.hmget(name, ["v", "n"])
@@ -443,7 +448,7 @@ class RedisStore(StoreBackend):
         for key in keys:
             k = self._valid(key, self._names, "key")
             cached = self._names.get(k)
-            names.append(cached[0] if cached is not None else self._name(k))
+            names.append(cached[0] if cached is not None else self.redis_name(k))
         if not names:
             return []
         async with self._turn():
@@ -620,7 +625,7 @@ class RedisStore(StoreBackend):
         with self._guard():
             async with self._client.pipeline(transaction=False) as pipe:
                 for k in keys:
-                    pipe.exists(self._name(k))
+                    pipe.exists(self.redis_name(k))
                 found = await pipe.execute()
         return [k for k, n in zip(keys, found, strict=True) if n]
 
@@ -664,7 +669,7 @@ class RedisStore(StoreBackend):
         ]
 
     async def delete_stream(self, stream: Key) -> bool:
-        name = self._name(validate_key(stream, "stream"), ":stream")
+        name = self.redis_name(validate_key(stream, "stream"), ":stream")
         async with self._turn():
             with self._guard():
                 return bool(await self._client.delete(name))
@@ -673,7 +678,7 @@ class RedisStore(StoreBackend):
 
     async def signal(self, channel: Key) -> None:
         """``PUBLISH`` on ``channel``: wakes its waiters in every process on this server."""
-        name = self._name(validate_key(channel, "channel"), ":signal")
+        name = self.redis_name(validate_key(channel, "channel"), ":signal")
         async with self._turn():
             with self._guard():
                 await self._client.publish(name, b"1")
@@ -681,7 +686,7 @@ class RedisStore(StoreBackend):
     async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool:  # noqa: ASYNC109
         """True when one of ``channels`` is signalled within ``timeout``; False at the timeout or,
         after sleeping it, when the subscriber cannot connect (logged)."""
-        names = [self._name(validate_key(c, "channel"), ":signal") for c in channels]
+        names = [self.redis_name(validate_key(c, "channel"), ":signal") for c in channels]
         return await self._subscriber.wait(names, timeout)
 
 
@@ -721,7 +726,7 @@ def _client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: f
 
     The pool itself is unbounded so that it never fails with "Too many connections": the store's
     gate keeps its operations at ``max_connections`` (callers past it wait up to ``pool_timeout``;
-    the board queue's own commands take turns too, see :meth:`RedisStore._gated`), and the signal
+    the board queue's own commands take turns too, see :meth:`RedisStore.commands`), and the signal
     subscriber adds one connection. Measured (``python -m bench redis_pool``, 1,000 concurrent
     tasks): a blocking pool of 64, 256 or 1,024 costs the same client CPU, i.e. its
     per-acquisition condition and timeout, not waiting; the gated plain pool avoids that cost.

@@ -1,7 +1,7 @@
 """The board's native queue on Redis: every hot transition is one Lua script (one round trip).
 
 Beside the task records (the store's entries, hash ``{v, n}``, read by ``store.get`` as ever) a
-team has three sorted sets, named by :meth:`RedisStore._name` from the team's key-registry keys, so
+team has three sorted sets, named by :meth:`RedisStore.redis_name` from the team's key-registry keys, so
 they share the team's hash slot with its records:
 
 * pending (``<open prefix>:queue``): pending tasks, score = sequence (oldest first);
@@ -56,12 +56,12 @@ def _iso(now: datetime) -> str:
 
 def _template(store: RedisStore, keys: TeamKeys) -> tuple[str, str] | None:
     """(before, after) such that a task record's name is ``before + id + after``, or None."""
-    name = store._name(keys.task(_PROBE))
+    name = store.redis_name(keys.task(_PROBE))
     if not name.endswith(_PROBE) and _PROBE not in name:
         return None
     before, _, after = name.rpartition(_PROBE)
     check = "t-12345"
-    return (before, after) if store._name(keys.task(check)) == before + check + after else None
+    return (before, after) if store.redis_name(keys.task(check)) == before + check + after else None
 
 
 _SCRIPT_NAMES = ("CLAIM_NEXT", "CLAIM", "FINISH", "RELEASE", "RENEW", "CANCEL", "REAP", "OPEN_PAGE")
@@ -74,8 +74,7 @@ def _scripts_of(store: RedisStore) -> dict[str, Any]:
     """The scripts registered on ``store``'s client, once per store (a board is built per call)."""
     found = _REGISTERED.get(store)
     if found is None:
-        client = store._client
-        found = {n: client.register_script(getattr(lua, n)) for n in _SCRIPT_NAMES}
+        found = {n: store.register_script(getattr(lua, n)) for n in _SCRIPT_NAMES}
         _REGISTERED[store] = found
     return found
 
@@ -97,9 +96,9 @@ class RedisBoardQueue:
         self.store, self.keys = store, keys
         self._template = template
         self._keys = [
-            store._name(keys.open_prefix(), ":queue"),
-            store._name(keys.held_prefix(), ":queue"),
-            store._name(keys.held_prefix(), ":owners"),
+            store.redis_name(keys.open_prefix(), ":queue"),
+            store.redis_name(keys.held_prefix(), ":queue"),
+            store.redis_name(keys.held_prefix(), ":owners"),
         ]
         self._scripts = _scripts_of(store)
 
@@ -108,7 +107,7 @@ class RedisBoardQueue:
             await self.store.load_scripts([getattr(lua, n) for n in _SCRIPT_NAMES])
             _LOADED.add(self.store)
         argv = [*self._template, str(_ms(now)), _iso(now), *map(str, args)]
-        async with self.store._gated():
+        async with self.store.commands():
             return await self._scripts[script](keys=self._keys, args=argv)
 
     @staticmethod
@@ -127,8 +126,8 @@ class RedisBoardQueue:
         return self._outcome(await self._run(script, now, task_id, *args))
 
     async def enqueue(self, task: Task) -> None:
-        async with self.store._gated():
-            await self.store._client.zadd(self._keys[0], {task.id: task.seq})
+        async with self.store.commands() as client:
+            await client.zadd(self._keys[0], {task.id: task.seq})
 
     async def claim_next(
         self,
@@ -181,7 +180,7 @@ class RedisBoardQueue:
             offset = 0
             while True:
                 argv = [*self._template, "0", "", held, str(offset), str(PAGE)]
-                async with self.store._gated():
+                async with self.store.commands():
                     flat = await self._scripts["OPEN_PAGE"](keys=self._keys, args=argv)
                 for i in range(1, len(flat), 3):
                     out.append((flat[i].decode(), _decoded(flat[i + 1], flat[i + 2])))
@@ -192,7 +191,7 @@ class RedisBoardQueue:
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
         pending, held, owners = self._keys
-        async with self.store._gated(), self.store._client.pipeline(transaction=True) as pipe:
+        async with self.store.commands() as client, client.pipeline(transaction=True) as pipe:
             pipe.delete(pending, held, owners)
             for t in tasks:
                 if t.status is TaskStatus.PENDING:
@@ -205,8 +204,8 @@ class RedisBoardQueue:
 
     async def drop(self) -> None:
         """Delete the queue's index (the team is being deleted)."""
-        async with self.store._gated():
-            await self.store._client.delete(*self._keys)
+        async with self.store.commands() as client:
+            await client.delete(*self._keys)
 
 
 def _decoded(raw: bytes, version: bytes) -> Task | Exception:

@@ -91,6 +91,21 @@ class TeamRegistry:
     async def get_team(self, team_id: str) -> Team:
         return await self._team(team_id)
 
+    async def is_deleted(self, team_id: str) -> bool:
+        """Whether ``team_id`` is deleted (or being deleted) now, read afresh.
+
+        A delete marks the team deleted before it removes anything, so a read of the board or the
+        inboxes that met a removal is followed by this read seeing the mark. False when the read
+        fails for another reason: the caller then reports its own error.
+        """
+        try:
+            await self._team(team_id)
+        except UnknownTeamError:
+            return True
+        except Exception:  # the store failed too: not a sign of a deletion
+            return False
+        return False
+
     async def list_teams(self) -> Listing[Team]:
         """Every live team of this (org, user), oldest first.
 

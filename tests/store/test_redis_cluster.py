@@ -48,7 +48,7 @@ async def store(redis_cluster_url: str) -> AsyncIterator[RedisStore]:
 
 
 def slot(store: RedisStore, key: Key, kind: str = "") -> int:
-    return key_slot(store._name(key, kind).encode())
+    return key_slot(store.redis_name(key, kind).encode())
 
 
 # -- the URL and the client -------------------------------------------------------------------
@@ -120,42 +120,42 @@ async def test_a_session_its_lease_and_the_users_runs_share_one_slot(store: Redi
     }
     assert len(same) == 1
     # The family literal is not part of the tag: the names still differ by family.
-    assert store._name(address.key) != store._name(address.lease_key)
+    assert store.redis_name(address.key) != store.redis_name(address.lease_key)
 
 
 async def test_everything_of_a_team_shares_the_team_slot(store: RedisStore) -> None:
     ctx = RuntimeContext(session_id="s1", user_id="bob", org_id="acme")
     team = TeamKeys(("o:acme", "u:bob"), "t-1")
     names = [
-        store._name(team.team()),
-        store._name(team.task("t-7")),
-        store._name(team.tasks_prefix(), ":idx"),
-        store._name(team.open_prefix(), ":idx"),
-        store._name(team.held_prefix(), ":idx"),
-        store._name(team.task_seq(), ":stream"),
-        store._name(team.task_seq(), ":seq"),
-        store._name(team.inbox("m1"), ":stream"),
-        store._name(team.cursor("m1")),
-        store._name(team.member_lease("m1")),
-        store._name(team.signal(), ":signal"),
-        store._name(directory_key(ctx, "t-1")),
-        store._name(token_index_key("acme", "bob", "t-1", "m1", "ab" * 32)),
+        store.redis_name(team.team()),
+        store.redis_name(team.task("t-7")),
+        store.redis_name(team.tasks_prefix(), ":idx"),
+        store.redis_name(team.open_prefix(), ":idx"),
+        store.redis_name(team.held_prefix(), ":idx"),
+        store.redis_name(team.task_seq(), ":stream"),
+        store.redis_name(team.task_seq(), ":seq"),
+        store.redis_name(team.inbox("m1"), ":stream"),
+        store.redis_name(team.cursor("m1")),
+        store.redis_name(team.member_lease("m1")),
+        store.redis_name(team.signal(), ":signal"),
+        store.redis_name(directory_key(ctx, "t-1")),
+        store.redis_name(token_index_key("acme", "bob", "t-1", "m1", "ab" * 32)),
     ]
     assert len({key_slot(n.encode()) for n in names}) == 1, names
     other = TeamKeys(("o:acme", "u:bob"), "t-2")
     spread = {
-        key_slot(store._name(TeamKeys(("o:acme", "u:bob"), f"t-{i}").team()).encode())
+        key_slot(store.redis_name(TeamKeys(("o:acme", "u:bob"), f"t-{i}").team()).encode())
         for i in range(40)
     }
     assert len(spread) > 1, "different teams of one user spread over slots"
-    assert store._name(other.team()) != store._name(team.team())
+    assert store.redis_name(other.team()) != store.redis_name(team.team())
 
 
 async def test_the_single_server_layout_is_unchanged() -> None:
     """Only cluster mode tags by group; one server keeps the first three segments."""
     store = RedisStore("redis://127.0.0.1:1/0", namespace="ns")
     team = TeamKeys(("o:acme", "u:bob"), "t-1")
-    assert store._name(team.task("t-7")) == "ns:{teams/o%3Aacme/u%3Abob}/t-1/task/t-7"
+    assert store.redis_name(team.task("t-7")) == "ns:{teams/o%3Aacme/u%3Abob}/t-1/task/t-7"
     await store.aclose()
 
 
