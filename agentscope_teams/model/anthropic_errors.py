@@ -1,9 +1,9 @@
 """From an anthropic SDK exception to a :class:`~agentscope_teams.errors.ModelError`.
 
-The same mapping as for OpenAI (:mod:`.openai_errors`): the class comes from the HTTP status, or,
+The same mapping as for OpenAI (:mod:`.model_errors`): the class comes from the HTTP status, or,
 for an ``error`` event inside a stream (sent with HTTP 200), from the error ``type`` in its body
 (``overloaded_error``, ``rate_limit_error``, ...); the provider code is that ``type``. Messages,
-fields and key scrubbing are those of :class:`~.openai_errors.ErrorMapper`.
+fields and key scrubbing are those of :class:`~.model_errors.ErrorMapper`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..errors import (
     ModelTimeoutError,
     RateLimitError,
 )
-from .openai_errors import ErrorMapper, Failure, status_kind
+from .model_errors import ErrorMapper, Failure, status_kind
 
 #: Error types of the Messages API, for errors that arrive inside a stream.
 ERROR_TYPES: dict[str, type[ModelError]] = {
@@ -37,7 +37,7 @@ ERROR_TYPES: dict[str, type[ModelError]] = {
 
 
 class AnthropicErrorMapper(ErrorMapper):
-    """Classifies anthropic SDK exceptions; builds errors like :class:`ErrorMapper`."""
+    """Classifies anthropic SDK exceptions."""
 
     sdk_errors = (anthropic.AnthropicError, json.JSONDecodeError)
 
@@ -56,9 +56,7 @@ class AnthropicErrorMapper(ErrorMapper):
             return Failure(status_kind(exc.status_code), exc.status_code, detail, code, body)
         if isinstance(exc, anthropic.APIResponseValidationError):
             return Failure(ModelResponseError, exc.status_code, body=self.excerpt(exc.body))
-        if isinstance(exc, json.JSONDecodeError):
-            return Failure(ModelResponseError, body=self.excerpt(exc.doc))
-        return Failure(ModelError, detail=type(exc).__name__)
+        return super().classify(exc)
 
 
 def _error_type(body: object) -> str | None:

@@ -22,7 +22,7 @@ from openai.types.chat import ChatCompletion
 
 from ..errors import ModelConfigurationError
 from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode
-from .openai_errors import ErrorMapper
+from .openai_errors import OpenAIErrorMapper
 from .openai_format import to_openai_messages, to_openai_response_format, to_openai_tools
 from .openai_response import StreamAssembler, parse_completion
 from .providers import get_provider, redact_url
@@ -59,7 +59,7 @@ class OpenAIChatModel(SdkChatModel):
             base_url=base_url,
             max_retries=max_retries,
             timeout=timeout,
-            mapper=ErrorMapper,
+            mapper=OpenAIErrorMapper,
         )
         self.extra_body = dict(extra_body or {})
         if structured_output not in (None, "native", "tool"):

@@ -1,7 +1,7 @@
 """:class:`SdkChatModel`: what the models built on a provider's official SDK share.
 
 The endpoint and key are resolved from the arguments or the provider's environment variables
-(:mod:`.providers`), one :class:`~.openai_errors.ErrorMapper` turns the SDK's failures into
+(:mod:`.providers`), one :class:`~.model_errors.ErrorMapper` turns the SDK's failures into
 :class:`~agentscope_teams.errors.ModelError` subclasses, and one SDK client (its connection pool) is
 closed by :meth:`SdkChatModel.aclose` or ``async with``.
 """
@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Protocol, Self
 
 from ..errors import ModelConfigurationError
-from .openai_errors import ErrorMapper
+from .model_errors import ErrorMapper
 from .providers import Provider, resolve_api_key, resolve_base_url
 
 
