@@ -38,8 +38,8 @@ from ..model.base import (
     StructuredOutputMode,
     ToolSchema,
 )
+from ..model.response_parsing import RAW_ARGUMENTS_KEY
 from ..state import AgentState, ExtensionState
-from ..tools.base import RAW_ARGUMENTS_KEY
 from .output import OutputType
 
 ACCEPTED = "Final result accepted."

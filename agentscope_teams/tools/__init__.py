@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..model.response_parsing import RAW_ARGUMENTS_KEY
 from .base import (
     ALIASES,
-    RAW_ARGUMENTS_KEY,
     Tool,
     ToolEnv,
     current_tool_env,

@@ -18,10 +18,8 @@ from pydantic_core import to_json
 from ..context import RuntimeContext
 from ..errors import ToolError
 from ..model.base import ToolSchema
+from ..model.response_parsing import RAW_ARGUMENTS_KEY
 from .output import ToolOutput
-
-RAW_ARGUMENTS_KEY = "__raw_arguments__"
-"""Input key holding the model's text when its tool arguments were not valid JSON."""
 
 ALIASES: Mapping[str, str] = MappingProxyType(
     {
