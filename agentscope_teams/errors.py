@@ -51,13 +51,31 @@ expected, found), ``ClaimConflict`` (task_id, owner), ``SpecError`` (file, line,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 def bulleted(lines: Sequence[str]) -> str:
     """``lines`` as a Markdown list, one ``- line`` each (the problems an error lists)."""
     return "\n".join(f"- {line}" for line in lines)
+
+
+def field_path(error: Mapping[str, Any], whole: str = "") -> str:
+    """The dotted field path of one pydantic error (its ``loc``); ``whole`` when the problem is
+    the value itself (an empty ``loc``)."""
+    return ".".join(str(part) for part in error["loc"]) or whole
+
+
+def first_problem(exc: ValidationError, whole: str = "") -> str:
+    """``path: message`` of a validation error's first problem (:func:`field_path`; just the
+    message when there is no path)."""
+    error = exc.errors()[0]
+    where = field_path(error, whole)
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 class AgentScopeTeamsError(Exception):

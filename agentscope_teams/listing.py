@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from .errors import SchemaVersionError
+from .errors import SchemaVersionError, first_problem
 from .store.base import Key
 
 T = TypeVar("T")
@@ -63,9 +63,8 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
         errors = exc.errors()
         if errors:
-            where = ".".join(str(p) for p in errors[0]["loc"])
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            return f"{where + ': ' if where else ''}{errors[0]['msg']}{more}"
+            return first_problem(exc) + more
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 

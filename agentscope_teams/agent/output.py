@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from ..errors import ConfigurationError, OutputValidationError
+from ..errors import ConfigurationError, OutputValidationError, field_path
 from ..model.base import FINAL_RESULT_TOOL, ResponseSchema, ToolSchema
 
 WRAP_KEY = "result"
@@ -280,7 +280,7 @@ def schema_problems(schema: Mapping[str, Any], data: Any) -> Iterator[str]:
 
 def _pydantic_problems(exc: ValidationError) -> Iterator[str]:
     for error in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in error["loc"]) or "(root)"
+        path = field_path(error, "(root)")
         shown = ""
         if error["type"] != "missing":
             shown = f" (got {json.dumps(to_jsonable_python(error['input'], fallback=str))[:80]})"

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..errors import first_problem
 from ..sessions.config import SessionConfig
 from ..sessions.origins import SessionOrigin, origin_of
 from ..sessions.records import SessionBody, new_body
@@ -69,7 +70,7 @@ def _config(raw: dict[str, Any]) -> SessionConfig:
     try:
         return SessionConfig.model_validate(raw)
     except ValidationError as exc:
-        raise CannotConvert(f"config does not validate: {exc.errors()[0]['msg']}") from exc
+        raise CannotConvert(f"config does not validate: {first_problem(exc)}") from exc
 
 
 def _bash_patterns(content: str) -> list[str]:

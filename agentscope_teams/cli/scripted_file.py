@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..errors import CommandError, ModelError
+from ..errors import CommandError, ModelError, first_problem
 from ..message import Msg
 from ..model import ModelRequest, ModelResponse, ScriptedModel
 from ..teams.work import WAKE
@@ -69,10 +69,8 @@ def load_script(path: Path) -> dict[str, list[_Turn]]:
     try:
         agents = _SCRIPT.validate_python(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"]) or "the file"
         raise CommandError(
-            f"model script {path}: {where}: {problem['msg']}; see `agentscope-teams run --help` "
+            f"model script {path}: {first_problem(exc, 'the file')}; see `agentscope-teams run --help` "
             "for the format"
         ) from None
     return {

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, field_path
 
 __all__ = [
     "HttpServer",
@@ -164,7 +164,7 @@ def parse_server(
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
+        field = field_path(first)
         reason = (
             f"unknown key (a {model.__name__} takes {', '.join(model.model_fields)})"
             if first["type"] == "extra_forbidden"

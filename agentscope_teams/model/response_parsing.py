@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ModelResponseError
+from ..errors import ModelResponseError, first_problem
 from ..message import TextBlock, ToolUseBlock
 
 RAW_ARGUMENTS_KEY = "__raw_arguments__"
@@ -29,10 +29,8 @@ def validate_body(
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"]) or "body"
         raise ModelResponseError(
-            f"response is not {expected} ({source}): {where}: {problem['msg']}",
+            f"response is not {expected} ({source}): {first_problem(exc, 'body')}",
             model=model,
             base_url=base_url,
         ) from None

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..agent.output import InvalidSchema, check_json_schema
+from ..errors import field_path
 from ..mcp.tools import is_mcp_name
 from ..model.factory import CLAUDE_ALIASES
 
@@ -308,7 +309,7 @@ def line_for(loc: Sequence[str], lines: Mapping[str, int], default: int) -> int:
 
 def error_reason(error: Any, alias_used: bool) -> str:
     """Turn one pydantic error into a sentence that names the key."""
-    dotted = ".".join(str(part) for part in error["loc"])
+    dotted = field_path(error)
     kind = error["type"]
     if kind == "value_error":
         reason = str(error["ctx"]["error"])

@@ -13,6 +13,7 @@ from typing import Any, overload
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from ..errors import field_path
 from .base import Tool, ToolEnv, current_tool_env, get_tool_env, invalid_arguments
 
 _ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments):$")
@@ -129,7 +130,7 @@ def _build_model(
 
 
 def _problem(err: Any, accepted: list[str]) -> str:
-    where = ".".join(str(x) for x in err["loc"]) or "arguments"
+    where = field_path(err, "arguments")
     if err["type"] == "missing":
         return f"{where}: missing required argument"
     if err["type"] == "extra_forbidden":
