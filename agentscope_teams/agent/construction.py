@@ -36,8 +36,10 @@ def check_numbers(replicas: int, lease_ttl: float, busy_timeout: float) -> None:
 
 def check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) -> None:
     """Refuse, at construction, configurations that cannot work across replicas."""
-    shared_hosts = shared_across_hosts(store)
     kind = type(store).__name__
+    if not isinstance(store, StoreBackend) and not isinstance(store, BaseStore):
+        raise ConfigurationError(f"store must implement BaseStore, got {kind}")
+    shared_hosts = shared_across_hosts(store)
     if replicas > 1 and not shared_hosts:
         raise ConfigurationError(
             f"replicas={replicas} needs a store shared across hosts, but {kind} is local to one "
@@ -48,5 +50,3 @@ def check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) ->
             f"a remote/shared workspace is reachable from several hosts but {kind} is not; "
             "use RedisStore or SqlStore so every host sees the same state"
         )
-    if not isinstance(store, StoreBackend) and not isinstance(store, BaseStore):
-        raise ConfigurationError(f"store must implement BaseStore, got {kind}")

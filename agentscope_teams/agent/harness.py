@@ -153,8 +153,9 @@ class SessionAgent:
         await self._run(input, ctx, sink, _output(output_type))
         return final[-1]
 
-    def call_sync(self, input: ReplyInput, ctx: RuntimeContext) -> Msg:
-        """:meth:`call` for code without an event loop (scripts, a REPL): blocks until the reply.
+    def call_sync(self, input: ReplyInput, ctx: RuntimeContext, *, output_type: Any = None) -> Msg:
+        """:meth:`call` for code without an event loop (scripts, a REPL): blocks until the reply
+        (``output_type`` as for :meth:`call`).
 
         The first call opens the agent (``__aenter__``) on a loop of its own (see
         :mod:`.sync`), which later calls reuse; :meth:`close_sync` (or ``with agent:``) closes it.
@@ -164,7 +165,7 @@ class SessionAgent:
         refuse_inside_loop("call_sync", "await agent.call(...)")
         if not self._sync.started:
             self._sync.run(self.__aenter__)
-        return self._sync.run(lambda: self.call(input, ctx))
+        return self._sync.run(lambda: self.call(input, ctx, output_type=output_type))
 
     def close_sync(self) -> None:
         """Close what :meth:`call_sync` opened (``aclose`` on its loop); a no-op otherwise."""

@@ -78,6 +78,8 @@ class Connection:
 
     async def start(self, seconds: float) -> None:
         """Start the server, connect and list its tools; raises ``ToolError`` saying why not."""
+        # An empty context, not tracing.fresh_context(): the pooled connection outlives this call
+        # and serves later ones, so it must not keep this call's span, provider or usage meter.
         self._task = self.loop.create_task(
             self._hold(), name=f"mcp server {self.name}", context=contextvars.Context()
         )

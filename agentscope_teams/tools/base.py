@@ -215,7 +215,7 @@ class Tool:
             )
         if self.validator is not None:
             return self.validator(dict(arguments))
-        problems = schema_problems(self.parameters, arguments)
+        problems = argument_problems(self.parameters, arguments)
         if problems:
             raise invalid_arguments(self, problems)
         return dict(arguments)
@@ -257,8 +257,10 @@ def _has_type(value: Any, json_type: str) -> bool:
     return isinstance(value, _JSON_TYPES[json_type])
 
 
-def schema_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
-    """Shallow JSON-schema check: missing required, unknown (if forbidden) and mistyped arguments."""
+def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """A tool call's arguments against its parameters' JSON schema, shallowly: missing required,
+    unknown (if forbidden) and mistyped top-level arguments (nested values are the tool's to check;
+    a full validation is ``agent.output.schema_problems``)."""
     props: Mapping[str, Any] = schema.get("properties", {})
     problems = [
         f"{name}: missing required argument"

@@ -13,6 +13,7 @@ import pytest
 from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel, SyncCallInsideLoopError
 
 from ..model.fake_openai import FakeOpenAI, Reply, chunk
+from .output_helpers import Finding, Report
 
 SCRIPT = textwrap.dedent(
     """
@@ -55,3 +56,14 @@ async def test_call_sync_inside_a_running_loop_is_refused(tmp_path: Path) -> Non
     assert model.requests == []
     with pytest.raises(SyncCallInsideLoopError, match=r"await agent\.aclose\(\)"):
         agent.close_sync()
+
+
+def test_call_sync_returns_a_typed_output(tmp_path: Path) -> None:
+    data = {"findings": [{"file": "a.py", "line": 3, "message": "unused import"}], "summary": "1"}
+    model = ScriptedModel([ScriptedModel.final_result(data)])
+    ctx = RuntimeContext(session_id="s1", user_id="u1")
+    with HarnessAgent("bot", model, store=f"file://{tmp_path}", builtin_tools=False) as agent:
+        msg = agent.call_sync("review a.py", ctx, output_type=Report)
+    assert isinstance(msg.output, Report)
+    assert msg.output.findings == [Finding(file="a.py", line=3, message="unused import")]
+    assert model.requests[0].tools[-1].parameters == Report.model_json_schema()

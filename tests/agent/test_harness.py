@@ -60,6 +60,11 @@ def test_configurations_that_cannot_work_fail_at_construction(
         HarnessAgent("lead", ScriptedModel([]), workspace=tmp_path, **kwargs)
 
 
+def test_a_store_that_is_not_one_is_named_before_any_deployment_check(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="store must implement BaseStore, got dict"):
+        HarnessAgent("lead", ScriptedModel([]), workspace=tmp_path, store={}, replicas=2)  # type: ignore[arg-type]
+
+
 async def test_replicas_and_remote_workspace_work_with_redis(tmp_path: Path) -> None:
     pytest.importorskip("redis")
     from agentscope_teams.store.redis import RedisStore
