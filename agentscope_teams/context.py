@@ -84,10 +84,7 @@ class RuntimeContext(BaseModel):
     @field_validator("metadata", mode="after")
     @classmethod
     def _freeze_metadata(cls, v: Mapping[str, str]) -> Mapping[str, str]:
-        for k, val in v.items():
-            if not isinstance(k, str) or not isinstance(val, str):
-                raise ValueError("metadata must map str to str")
-        return MappingProxyType(dict(v))
+        return MappingProxyType(dict(v))  # pydantic has checked the str keys and values
 
     @field_serializer("metadata")
     def _dump_metadata(self, v: Mapping[str, str]) -> dict[str, str]:
