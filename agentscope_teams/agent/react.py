@@ -306,7 +306,7 @@ class _Reply(StepRunner):
         request = self._request(final)
         response: ModelResponse | None = None
         model = self.agent.model
-        with tracing.chat(model.model_name, self.agent.name, request) as span:
+        with tracing.chat(model, self.agent.name, request) as span:
             if self.cfg.stream_model:
                 async for item in model.stream(request):
                     if isinstance(item, TextDelta):

@@ -41,6 +41,15 @@ class Request(Protocol):
     def model_dump_json(self) -> str: ...
 
 
+class Model(Protocol):
+    """What ``chat`` spans read of a model (``ChatModel`` has it). A model that also has a string
+    ``provider`` (the SDK-based ones: ``openai``, ``dashscope``, ``anthropic``, ...) names it in
+    ``gen_ai.provider.name``."""
+
+    @property
+    def model_name(self) -> str: ...
+
+
 class NoSpan:
     """What a hook returns when tracing is off: every method does nothing (exact signatures:
     this is the hot path when tracing is off)."""
@@ -165,21 +174,25 @@ def invoke_agent(
         ACTIVE.reset(token)
 
 
-def chat(model: str, agent: str, request: Request) -> ChatSpan | NoSpan:
+def chat(model: Model, agent: str, request: Request) -> ChatSpan | NoSpan:
     """``chat {model}`` for one model request by ``agent`` (a client span, never made current)."""
     active = ACTIVE.get()
     if active is None:
         return NO_SPAN
+    name = model.model_name
     attributes: dict[str, Any] = {
         names.OPERATION: "chat",
-        names.REQUEST_MODEL: model,
+        names.REQUEST_MODEL: name,
         names.AGENT_NAME: agent,
     }
+    provider = getattr(model, "provider", None)
+    if isinstance(provider, str) and provider:
+        attributes[names.PROVIDER] = provider
     if active.capture_content:
         attributes[names.INPUT_MESSAGES] = request.model_dump_json()
     kind = otel_trace.SpanKind.CLIENT
     return ChatSpan(
-        active, active.tracer.start_span(f"{names.CHAT} {model}", kind=kind, attributes=attributes)
+        active, active.tracer.start_span(f"{names.CHAT} {name}", kind=kind, attributes=attributes)
     )
 
 
