@@ -22,6 +22,7 @@ import anyio
 import httpx
 from pydantic import TypeAdapter
 
+from .. import tracing
 from ..teams import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
 from . import schemas as s
 from .errors import ControlPlaneError, error_from_response
@@ -88,8 +89,9 @@ class ControlPlaneTeamClient:
         url = self.base_url + path
         extra: dict[str, Any] = {} if read_timeout is None else {"timeout": read_timeout}
         try:
+            headers = {**self._headers, **tracing.outgoing()}  # the server's tasks join our trace
             response = await self._http.request(
-                method, url, json=body, params=params, headers=self._headers, **extra
+                method, url, json=body, params=params, headers=headers, **extra
             )
         except httpx.TransportError as exc:
             raise ControlPlaneError(

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .. import tracing
 from ..errors import AgentScopeTeamsError, StoreError, TeamError, UnknownTeamError
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, Team
@@ -250,7 +251,8 @@ def _endpoint(ep: Endpoint) -> Callable[[Request], Awaitable[Response]]:
             if "team_id" in request.path_params:
                 await call.team()
                 found = True
-            return render(await ep.handler(call), ep.status)
+            with tracing.incoming(request.headers):  # tasks it creates join the caller's trace
+                return render(await ep.handler(call), ep.status)
         except Exception as exc:
             if found and call is not None and await _deleted_meanwhile(ep, call, exc):
                 exc = call.deleted()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import names
 from .active import AVAILABLE, fresh_context
-from .propagation import carrier, joined, link_to, trace_id_of
+from .propagation import carrier, incoming, joined, link_to, outgoing, trace_id_of
 from .spans import (
     NO_SPAN,
     chat,
@@ -39,10 +39,12 @@ __all__ = [
     "fresh_context",
     "hitl_pause",
     "hitl_resume",
+    "incoming",
     "invoke_agent",
     "joined",
     "link_to",
     "names",
+    "outgoing",
     "task_event",
     "trace_id_of",
 ]

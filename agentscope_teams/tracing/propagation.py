@@ -9,11 +9,22 @@ a parent that already ended is fine in OpenTelemetry. A resumed HITL pause is a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextvars
+import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from .active import ACTIVE, otel_context, otel_trace
+
+#: A version-00 W3C ``traceparent`` with a non-zero trace id and span id.
+_TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+_TRACESTATE_CHARS = 512  # the W3C limit of tracestate
+
+#: The W3C context a request arrived with (see :func:`incoming`), for records it creates.
+INCOMING: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "agentscope_teams_incoming_trace", default=None
+)
 
 
 def _propagator() -> Any:
@@ -32,10 +43,43 @@ def carrier_of(span: Any) -> dict[str, str] | None:
 
 
 def carrier() -> dict[str, str] | None:
-    """The W3C context of the current span, to store in a record; None when tracing is off."""
+    """The W3C context to store in a record: the current span's when this call traces; else the
+    one the request arrived with (:func:`incoming`); else None."""
     if ACTIVE.get() is None:
-        return None
+        found = INCOMING.get()
+        return dict(found) if found else None
     return carrier_of(otel_trace.get_current_span())
+
+
+def parse_incoming(headers: Mapping[str, str]) -> dict[str, str] | None:
+    """The W3C ``traceparent`` (and ``tracestate``) of request ``headers``, if the traceparent is
+    well formed; None otherwise (a malformed one is ignored, as the W3C spec asks)."""
+    parent = (headers.get("traceparent") or "").strip().lower()
+    if not _TRACEPARENT.fullmatch(parent):
+        return None
+    out = {"traceparent": parent}
+    state = (headers.get("tracestate") or "").strip()
+    if state and len(state) <= _TRACESTATE_CHARS:
+        out["tracestate"] = state
+    return out
+
+
+@contextmanager
+def incoming(headers: Mapping[str, str]) -> Iterator[None]:
+    """Serve a request from another process: the records the block creates (tasks, teams, runs)
+    carry the W3C context of its ``traceparent`` header, so the work they start joins the
+    caller's trace even when this process does not trace. Works without ``opentelemetry``."""
+    token = INCOMING.set(parse_incoming(headers))
+    try:
+        yield
+    finally:
+        INCOMING.reset(token)
+
+
+def outgoing() -> dict[str, str]:
+    """Headers for a request to another process: the W3C context of :func:`carrier` (none when
+    there is nothing to propagate)."""
+    return carrier() or {}
 
 
 def trace_id_of(stored: dict[str, str] | None) -> str | None:

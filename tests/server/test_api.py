@@ -19,7 +19,8 @@ class Api:
         self.http, self.token = http, token
 
     def __call__(self, method: str, path: str, body: Any = None, **kw: Any) -> httpx.Response:
-        return self.http.request(method, path, json=body, headers=auth(self.token), **kw)
+        headers = {**auth(self.token), **kw.pop("headers", {})}
+        return self.http.request(method, path, json=body, headers=headers, **kw)
 
     def ok(self, method: str, path: str, body: Any = None, status: int = 200, **kw: Any) -> Any:
         r = self(method, path, body, **kw)
