@@ -387,7 +387,7 @@ class TeamRuntime:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team = team
             await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
-            with tracing.joined(work.trace):
+            with tracing.joined(work.trace, work.linked):
                 await slot.agent.call(work.message(), slot.ref.ctx.with_session(member.session_id))
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)

@@ -38,6 +38,8 @@ def offer_key(task: Task) -> OfferKey:
 
 #: Metadata key of a wake-up message: ``{"own": [task ids], "free": [task ids]}``.
 WAKE = "team_wake"
+#: The most other tasks' traces one wake-up's call links to.
+MAX_LINKS = 32
 
 
 @dataclass
@@ -51,6 +53,8 @@ class Work:
     free: list[str] = field(default_factory=list)
     #: The trace the member's call joins: the first offered task's, else the team's.
     trace: dict[str, str] | None = None
+    #: The other offered tasks' trace contexts, which the member's call links to.
+    linked: list[dict[str, str]] = field(default_factory=list)
 
     def message(self) -> Msg:
         """The wake-up message: the prompt, with the task ids as data in its metadata."""
@@ -72,8 +76,11 @@ async def find_work(
         return None
     own = [t.id for t in tasks if t.owner == member]
     free = [t.id for t in tasks if t.owner != member]
-    trace = next((t.trace_context for t in tasks if t.trace_context), team.trace_context)
-    return Work(prompt(team, member, unread, tasks), offers, own, free, trace)
+    contexts = [t.trace_context for t in tasks if t.trace_context]
+    trace = contexts[0] if contexts else team.trace_context
+    linked = [c for i, c in enumerate(contexts) if c != trace and c not in contexts[:i]]
+    linked = linked[:MAX_LINKS]
+    return Work(prompt(team, member, unread, tasks), offers, own, free, trace, linked)
 
 
 def prompt(team: Team, member: str, unread: list[TeamMessage], tasks: list[Task]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -90,17 +90,37 @@ def trace_id_of(stored: dict[str, str] | None) -> str | None:
     return None
 
 
+#: Links the next ``invoke_agent`` span takes (see :func:`joined`); it takes them once.
+PENDING_LINKS: contextvars.ContextVar[tuple[dict[str, str], ...]] = contextvars.ContextVar(
+    "agentscope_teams_pending_links", default=()
+)
+
+
 @contextmanager
-def joined(stored: dict[str, str] | None) -> Iterator[None]:
-    """Run the block as part of the trace ``stored`` names: the next span started is its child."""
-    if not stored or otel_trace is None:
+def joined(stored: dict[str, str] | None, linked: Sequence[dict[str, str]] = ()) -> Iterator[None]:
+    """Run the block as part of the trace ``stored`` names: the next span started is its child.
+    ``linked``: other records' contexts the block's ``invoke_agent`` span links to (a member woken
+    for several tasks is a child of the first task's creator and links to the others')."""
+    if otel_trace is None or not (stored or linked):
         yield
         return
-    token = otel_context.attach(_propagator().extract(stored))
+    links = PENDING_LINKS.set(tuple(linked))
+    token = otel_context.attach(_propagator().extract(stored)) if stored else None
     try:
         yield
     finally:
-        otel_context.detach(token)
+        if token is not None:
+            otel_context.detach(token)
+        PENDING_LINKS.reset(links)
+
+
+def take_pending_links() -> list[Any]:
+    """The links :func:`joined` left for the span being started, once (nested spans get none)."""
+    pending = PENDING_LINKS.get()
+    if not pending:
+        return []
+    PENDING_LINKS.set(())
+    return [link for stored in pending for link in link_to(stored)]
 
 
 def link_to(stored: dict[str, str] | None) -> list[Any]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import names
 from .active import ACTIVE, Active, otel_context, otel_trace, resolve
-from .propagation import carrier_of, link_to
+from .propagation import carrier_of, link_to, take_pending_links
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -160,7 +160,9 @@ def invoke_agent(
         attributes[names.USER_ID] = user_id
     if org_id:
         attributes[names.ORG_ID] = org_id
-    span = active.tracer.start_span(f"{names.INVOKE_AGENT} {agent}", attributes=attributes)
+    span = active.tracer.start_span(
+        f"{names.INVOKE_AGENT} {agent}", attributes=attributes, links=take_pending_links()
+    )
     token = ACTIVE.set(active)
     try:
         with (

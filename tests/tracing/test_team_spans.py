@@ -7,11 +7,20 @@ from pathlib import Path
 
 import anyio
 import pytest
+from opentelemetry.trace import get_current_span
 
-from agentscope_teams import HarnessAgent
+from agentscope_teams import HarnessAgent, tracing
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
-from agentscope_teams.teams import LocalTeamClient, TaskStatus, TeamLeadExtension
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    MemberBuilder,
+    TaskStatus,
+    TeamLeadExtension,
+    TeamRef,
+    TeamRuntime,
+)
+from agentscope_teams.teams.builder import load_pool, member_session_id
 from agentscope_teams.tracing import names, trace_id_of
 
 from ..subagents.helpers import ALICE
@@ -84,3 +93,48 @@ async def test_lead_team_and_member_tasks_are_one_trace(tmp_path: Path) -> None:
     for tool in spans.named("execute_tool claimTask") + spans.named("execute_tool completeTask"):
         assert spans.ancestors(tool)[0].startswith("invoke_agent ")
         assert spans.ancestors(tool)[-1] == "invoke_agent lead"
+
+
+async def test_a_member_woken_for_two_tasks_joins_the_first_and_links_the_second(
+    tmp_path: Path,
+) -> None:
+    provider, exporter = memory_provider()
+    store = InMemoryStore()
+    lead = LocalTeamClient(store, ALICE)
+    team = await lead.create_team("crew")
+    await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "r"))
+    creators = []
+    for title in ("first", "second"):  # each task created under a span of its own trace
+        with tracing.invoke_agent("creator", provider=provider, session_id=title):
+            creators.append(get_current_span().get_span_context())
+            await lead.assign_task(team.id, title, assignee="reviewer")
+
+    runtime = TeamRuntime(store, lease_ttl=5.0, poll=30.0)
+    builder = MemberBuilder(
+        store=store,
+        specs=load_pool(SPEC_DIR),
+        client_factory=LocalTeamClient,
+        workspace=tmp_path,
+        root=tmp_path,
+        model=ScriptedModel(["done"]),
+    )
+    runtime.watch(TeamRef(ALICE, team.id, builder))
+    try:
+        with tracing.invoke_agent("lead", provider=provider, session_id="lead"):
+            await runtime.step()  # the member's call keeps the lead's tracing choice
+        [slot] = runtime.slots.values()
+        assert slot.call is not None, "the member was not woken"
+        with anyio.fail_after(30):
+            await slot.call  # the member's call, to its end
+    finally:
+        await runtime.aclose()
+
+    [member] = Spans(exporter.get_finished_spans()).named("invoke_agent reviewer")
+    first, second = creators
+    assert member.parent is not None
+    assert (member.context.trace_id, member.parent.span_id) == (first.trace_id, first.span_id)
+    assert [(link.context.trace_id, link.context.span_id) for link in member.links] == [
+        (second.trace_id, second.span_id)
+    ]
+    inner = [s for s in exporter.get_finished_spans() if s.context.trace_id == first.trace_id]
+    assert all(not s.links for s in inner if s is not member)  # the links are the call's alone
