@@ -87,7 +87,7 @@ async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
     team = await client.create_team("swarm", members=[Member(name=n) for g in groups for n in g])
     ids = [(await client.assign_task(team.id, f"job {i}")).id for i in range(TASKS)]
     team_key = TeamKeys((f"o:{ctx.org_id}", f"u:{ctx.user_id}"), team.id).team()
-    victim = store._client.get_node_from_key(store._name(team_key))
+    victim = store._client.get_node_from_key(store.redis_name(team_key))
     assert victim.port in own_cluster.primaries()
 
     spec = StoreSpec("redis-cluster", own_cluster.url)
