@@ -3,6 +3,8 @@
 The worker serves teams whose lead runs with ``run_members="workers"`` (or ``"any"``), found in the
 store's team directory; see :mod:`agentscope_teams.teams.worker`. It runs until interrupted (Ctrl-C
 or SIGTERM), then stops its members and releases their leases so another worker takes them at once.
+With ``--exit-with-parent`` it also stops that way when the process that started it is gone (the
+workers ``review --workers N`` starts, so a killed review leaves none behind).
 ``--model python:package.module:attribute`` loads a ChatModel from Python (tests, custom models).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -20,6 +23,8 @@ from ..store.base import BaseStore
 from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
 from .common import SubParsers, add_command, with_store
+
+ORPHAN_CHECK_SECONDS = 1.0
 
 EXAMPLES = (
     "agentscope-teams worker --store redis://localhost:6379/0 --model openai:gpt-4o-mini",
@@ -82,6 +87,12 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--org", metavar="ORG", action="append", help="serve only teams of this org (repeatable)"
     )
+    parser.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="stop (as on SIGTERM) when the process that started this worker exits, even if it "
+        "was killed; for workers started by another program",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -107,6 +118,8 @@ def handle(args: argparse.Namespace) -> int:
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_on_signal, tg.cancel_scope)
+            if args.exit_with_parent:
+                tg.start_soon(_stop_when_orphaned, tg.cancel_scope, os.getppid())
             await worker.run()
         return 0
 
@@ -118,3 +131,16 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
         async for _ in signals:
             scope.cancel()
             return
+
+
+async def _stop_when_orphaned(scope: anyio.CancelScope, parent: int) -> None:
+    """Cancel ``scope`` once this process's parent is no longer ``parent`` (it exited: the process
+    was handed to another one), checked once a second."""
+    while True:  # polled: nothing signals a parent's death portably
+        await anyio.sleep(ORPHAN_CHECK_SECONDS)
+        if os.getppid() != parent:
+            break
+    logging.getLogger(__name__).warning(
+        "the process that started this worker (pid %d) is gone: stopping", parent
+    )
+    scope.cancel()
