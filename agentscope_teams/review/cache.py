@@ -14,7 +14,7 @@ rulebook), and:
 Every batch analysed appends one line to ``analyses.jsonl`` in the directory (pid and paths):
 what was analysed, and by whom. The default directory is ``$AGENTSCOPE_TEAMS_REVIEW_CACHE``, else
 ``$XDG_CACHE_HOME/agentscope_teams/review`` (``~/.cache/...``); results are small and are reused by
-later reviews of unchanged files.
+later reviews of unchanged files. Results unused for 30 days are pruned (:mod:`.cache_prune`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import anyio
 from pydantic import TypeAdapter
 
 from .analyzer import analyze_sources
+from .cache_prune import max_age, maybe_prune, touch
 from .findings import Finding
 from .rulebook import BANDIT_SKIP, RUFF_CONFIG, RUFF_IGNORE, RUFF_SELECT, RULES
 
@@ -92,6 +93,8 @@ class AnalysisCache:
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
         self.engine = engine_id()
+        self._prune_age = max_age() if directory is not None else None
+        self._pruned = False  # at most one pruning look per cache object
         self._done: dict[str, list[Finding]] = {}
         self._running: dict[str, anyio.Event] = {}
 
@@ -134,6 +137,9 @@ class AnalysisCache:
             return await analyze_sources(sources)
         directory = self.directory
         await anyio.to_thread.run_sync(lambda: directory.mkdir(parents=True, exist_ok=True))
+        if not self._pruned:
+            self._pruned = True
+            await anyio.to_thread.run_sync(maybe_prune, directory, self._prune_age)
         async with self._locked(sorted(set(keys.values()))):
             stored = await anyio.to_thread.run_sync(self._read_all, keys)
             todo = {p: t for p, t in sources.items() if p not in stored}
@@ -167,10 +173,13 @@ class AnalysisCache:
 
     def _read(self, key: str) -> list[Finding] | None:
         assert self.directory is not None
+        path = self.directory / f"{key}.json"
         try:
-            return _FINDINGS.validate_json((self.directory / f"{key}.json").read_bytes())
+            found = _FINDINGS.validate_json(path.read_bytes())
         except (OSError, ValueError):
             return None
+        touch(path)  # a result's age counts from its last use
+        return found
 
     def _write(self, key: str, findings: list[Finding]) -> None:
         assert self.directory is not None
