@@ -16,7 +16,7 @@ from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.sessions import SessionStorage
 from agentscope_teams.store import StoreBackend
 
-from ...backends import POSTGRES_URL, REDIS_URL
+from ...backends import MYSQL_URL, POSTGRES_URL, REDIS_URL
 from ...conftest import require_service
 from .anchor import write_sessions
 from .expectations import CONVERTED, REFUSED, check_imported
@@ -158,6 +158,37 @@ async def test_postgres_sessions_import(agentscope_python: Path, postgres_databa
         report = await import_agentscope_sessions(postgres_database, storage)
         assert report.counts() == {"created": 4, "updated": 0, "unchanged": 0, "refused": 2}
         await check_imported(storage, "bob", None, written)
+
+
+@pytest.fixture
+def mysql_database() -> Iterator[str]:
+    """A database of its own on the MariaDB server (AgentScope creates its tables in it)."""
+    require_service("mariadb")
+    name = "ast_asimport_" + uuid.uuid4().hex[:10]
+    admin = urlsplit(MYSQL_URL)
+    login = ["mysql", "-h", admin.hostname or "127.0.0.1", "-P", str(admin.port or 3306)]
+    login += ["-u", admin.username or "root"] + ([f"-p{admin.password}"] if admin.password else [])
+
+    def mysql(sql: str) -> None:
+        subprocess.run([*login, "-e", sql], check=True, capture_output=True, timeout=60)
+
+    mysql(f"CREATE DATABASE {name}")
+    try:
+        yield admin._replace(path="/" + name).geturl()
+    finally:
+        mysql(f"DROP DATABASE IF EXISTS {name}")
+
+
+async def test_mysql_sessions_import(agentscope_python: Path, mysql_database: str) -> None:
+    from agentscope_teams.store import store_from_url
+
+    async_url = mysql_database.replace("mysql://", "mysql+aiomysql://", 1)
+    written = write_sessions(agentscope_python, "carol", "sql", async_url)
+    async with store_from_url("memory://") as store:
+        storage = SessionStorage(store)
+        report = await import_agentscope_sessions(mysql_database, storage)
+        assert report.counts() == {"created": 4, "updated": 0, "unchanged": 0, "refused": 2}
+        await check_imported(storage, "carol", None, written)
 
 
 @pytest.mark.parametrize(
