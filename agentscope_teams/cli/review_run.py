@@ -34,11 +34,13 @@ from ..events import ReplyEndEvent, ToolResultEvent
 from ..message import new_id
 from ..model import ChatModel
 from ..review.report import board_findings, review_report
+from ..sessions import SessionStorage
 from ..store.base import BaseStore, shared_across_processes
 from ..store.url import store_from_url
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMessage, TeamStatus
 from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
+from ..tracing.usage import METER
 from .common import CommandError
 from .review_changes import LEAD_GIT_TOOLS, ChangedSince
 from .review_resume import LEAD, RESUME_INSTRUCTION, Interrupted, ReviewRecord, record_review
@@ -166,6 +168,25 @@ async def _start_workers(cfg: ReviewConfig, stack: AsyncExitStack) -> Path:
     return log
 
 
+async def _meter_worker_members(store: BaseStore, ctx: RuntimeContext, team_id: str) -> None:
+    """Add to the running usage meter the members that ran in worker processes: they metered
+    their usage there, and their sessions keep its totals (on a resumed review, both runs')."""
+    meter = METER.get()
+    if meter is None:
+        return
+    team = await LocalTeamClient(store, ctx).get_team(team_id)
+    storage = SessionStorage(store)
+    for member in team.members:
+        if member.name in meter.agents:  # it ran in this process: metered already
+            continue
+        record = await storage.get_session(
+            ctx.user_id, member.name, member.session_id, org_id=ctx.org_id
+        )
+        used = record.state.usage if record is not None else None
+        if used is not None and used.requests:
+            meter.add(member.name, used.input_tokens, used.output_tokens, used.requests)
+
+
 async def _stop(proc: Process) -> None:
     with anyio.CancelScope(shield=True):
         if proc.returncode is None:
@@ -256,6 +277,8 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
         await watcher.poll()
         if watcher.team_id is not None:  # members stop; workers no longer serve the team
             await watcher.client.set_team_status(watcher.team_id, TeamStatus.DONE)
+            if cfg.workers:
+                await _meter_worker_members(store, ctx, watcher.team_id)
     if log is not None:
         await anyio.Path(log).unlink(missing_ok=True)
     if watcher.team_id is not None:

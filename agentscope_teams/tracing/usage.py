@@ -33,11 +33,12 @@ class UsageMeter:
 
     agents: dict[str, AgentUsage] = field(default_factory=dict)
 
-    def add(self, agent: str, input_tokens: int, output_tokens: int) -> None:
+    def add(self, agent: str, input_tokens: int, output_tokens: int, requests: int = 1) -> None:
+        """Add ``requests`` responses' reported tokens (one response by default) to ``agent``."""
         found = self.agents.setdefault(agent, AgentUsage())
         found.input_tokens += input_tokens
         found.output_tokens += output_tokens
-        found.requests += 1
+        found.requests += requests
 
     @property
     def total(self) -> AgentUsage:

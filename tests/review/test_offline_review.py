@@ -155,3 +155,10 @@ def test_members_in_worker_processes_give_the_same_report(tmp_path: Path, run: R
     assert findings(with_workers.report) == findings(run.report)
     assert "files reviewed: 8 in 9 tasks by 3 members" in with_workers.result.stdout
     assert analyses(tmp_path) == Counter({f"app/{n}": 1 for n in SAMPLE_FILES})
+    # the members ran in the workers; their tokens come from their sessions into the table
+    out = with_workers.result.stdout
+    rows = out[out.index("tokens used (as reported by the model):") :].splitlines()[1:]
+    used = {row.split()[0]: int(row.split()[1].replace(",", "")) for row in rows if row.strip()}
+    assert set(used) == {"lead", "reviewer", "security-scanner", "perf-tester", "total"}
+    assert all(n > 0 for n in used.values())
+    assert used["total"] == sum(n for name, n in used.items() if name != "total")
