@@ -149,15 +149,20 @@ def postgres_database() -> Iterator[str]:
 
 
 async def test_postgres_sessions_import(agentscope_python: Path, postgres_database: str) -> None:
+    await _sql_import(agentscope_python, "bob", postgres_database, "postgresql+asyncpg")
+
+
+async def _sql_import(python: Path, user: str, url: str, async_scheme: str) -> None:
+    """AgentScope writes ``user``'s sessions at ``url`` (through ``async_scheme``, its SQLAlchemy
+    driver); they import as they do from every source."""
     from agentscope_teams.store import store_from_url
 
-    async_url = postgres_database.replace("postgresql://", "postgresql+asyncpg://", 1)
-    written = write_sessions(agentscope_python, "bob", "sql", async_url)
+    written = write_sessions(python, user, "sql", async_scheme + url[url.index(":") :])
     async with store_from_url("memory://") as store:
         storage = SessionStorage(store)
-        report = await import_agentscope_sessions(postgres_database, storage)
+        report = await import_agentscope_sessions(url, storage)
         assert report.counts() == {"created": 4, "updated": 0, "unchanged": 0, "refused": 2}
-        await check_imported(storage, "bob", None, written)
+        await check_imported(storage, user, None, written)
 
 
 @pytest.fixture
@@ -180,15 +185,7 @@ def mysql_database() -> Iterator[str]:
 
 
 async def test_mysql_sessions_import(agentscope_python: Path, mysql_database: str) -> None:
-    from agentscope_teams.store import store_from_url
-
-    async_url = mysql_database.replace("mysql://", "mysql+aiomysql://", 1)
-    written = write_sessions(agentscope_python, "carol", "sql", async_url)
-    async with store_from_url("memory://") as store:
-        storage = SessionStorage(store)
-        report = await import_agentscope_sessions(mysql_database, storage)
-        assert report.counts() == {"created": 4, "updated": 0, "unchanged": 0, "refused": 2}
-        await check_imported(storage, "carol", None, written)
+    await _sql_import(agentscope_python, "carol", mysql_database, "mysql+aiomysql")
 
 
 @pytest.mark.parametrize(
