@@ -6,6 +6,12 @@ or SIGTERM), then stops its members and releases their leases so another worker 
 With ``--exit-with-parent`` it also stops that way when the process that started it is gone (the
 workers ``review --workers N`` starts, so a killed review leaves none behind).
 ``--model python:package.module:attribute`` loads a ChatModel from Python (tests, custom models).
+
+Members get the MCP tools their spec selects, as in the lead's process: the servers come from
+``--mcp-config`` (a ``.mcp.json`` or a directory holding one), else from the project ``.mcp.json``
+of ``--specs`` when there is one (:func:`~agentscope_teams.compose.project_mcp_json`, as
+``HarnessAgent`` finds a lead's). This command owns those servers: it stops them after the worker
+has stopped its members.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from pathlib import Path
 
 import anyio
 
+from ..compose import project_mcp_json
+from ..mcp import McpToolset
 from ..store.base import BaseStore
 from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
@@ -88,6 +96,13 @@ def register(subparsers: SubParsers) -> None:
         "--org", metavar="ORG", action="append", help="serve only teams of this org (repeatable)"
     )
     parser.add_argument(
+        "--mcp-config",
+        metavar="PATH",
+        type=Path,
+        help="MCP servers whose tools the members' specs select: a .mcp.json or a directory "
+        "holding one (default: the .mcp.json of the --specs project, if any)",
+    )
+    parser.add_argument(
         "--exit-with-parent",
         action="store_true",
         help="stop (as on SIGTERM) when the process that started this worker exits, even if it "
@@ -96,7 +111,15 @@ def register(subparsers: SubParsers) -> None:
     parser.set_defaults(handler=handle)
 
 
+def mcp_config_path(args: argparse.Namespace) -> Path | None:
+    """``--mcp-config``, else the project ``.mcp.json`` of ``--specs``, else None (no servers)."""
+    given: Path | None = args.mcp_config
+    return given if given is not None else project_mcp_json(args.specs)
+
+
 def handle(args: argparse.Namespace) -> int:
+    mcp_path = mcp_config_path(args)
+    mcp = McpToolset.from_config(mcp_path)
     config = WorkerConfig(
         specs=load_specs(args.specs).specs,
         model=model_option(args.model),
@@ -105,25 +128,36 @@ def handle(args: argparse.Namespace) -> int:
         poll=args.poll,
         lease_ttl=args.lease_ttl,
         orgs=args.org,
+        mcp=mcp,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     async def body(store: BaseStore) -> int:
         worker = Worker(store, config)
         print(
-            f"worker serving {len(config.specs)} specs, up to {config.max_members} members; "
-            "Ctrl-C to stop",
+            f"worker serving {len(config.specs)} specs, up to {config.max_members} members"
+            f"{_mcp_note(mcp, mcp_path)}; Ctrl-C to stop",
             file=sys.stderr,
             flush=True,
         )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_stop_on_signal, tg.cancel_scope)
-            if args.exit_with_parent:
-                tg.start_soon(_stop_when_orphaned, tg.cancel_scope, os.getppid())
-            await worker.run()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signal, tg.cancel_scope)
+                if args.exit_with_parent:
+                    tg.start_soon(_stop_when_orphaned, tg.cancel_scope, os.getppid())
+                await worker.run()
+        finally:  # after the members stopped: no MCP server outlives the worker
+            await mcp.aclose()
         return 0
 
     return with_store(args, body)
+
+
+def _mcp_note(mcp: McpToolset, path: Path | None) -> str:
+    """``, MCP servers [a, b] of PATH`` for the start line, or nothing without servers."""
+    if not mcp.servers:
+        return ""
+    return f", MCP servers {sorted(mcp.servers)} of {path}"
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:

@@ -81,10 +81,11 @@ class McpToolset:
                 chosen[name] = self.servers[name]
             else:
                 log.warning(
-                    "spec %s names MCP server %r, which is not configured (mcp_servers=); "
-                    "its tools are left out",
+                    "spec %s names MCP server %r, which is not among the configured MCP "
+                    "servers %s; its tools are left out",
                     spec.name,
                     name,
+                    sorted(self.servers),
                 )
         whole = {n for n in inline}
         for name, cfg in inline.items():

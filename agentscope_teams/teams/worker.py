@@ -16,6 +16,11 @@ Workspaces: a member uses the lead's workspace path recorded in the directory (s
 directory under the lead's workspace root (isolated specs); ``workspace=`` overrides both, for a host
 where the lead's paths do not exist.
 
+MCP tools: with ``mcp`` (an :class:`~agentscope_teams.mcp.McpToolset`), a member gets the MCP tools
+its spec selects, as a member run in the lead's process does. The toolset belongs to whoever made
+it (the ``worker`` command makes one and closes it once the worker has stopped its members), so the
+servers its members started stop with the worker.
+
 For tests and custom models, ``model`` may be ``"python:package.module:attribute"``: the attribute is
 a :class:`ChatModel` or a function returning one (see :func:`model_option`).
 """
@@ -25,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, ModelConfigurationError
 from ..keys import directory_key, directory_signal
@@ -41,6 +46,9 @@ from .directory import TeamRuntimeRecord, delete_record, scan_records
 from .protocol import TeamClient
 from .runtime import TeamRuntime
 from .slot import TeamRef
+
+if TYPE_CHECKING:
+    from ..mcp import McpToolset
 
 PYTHON_PREFIX = "python:"
 
@@ -86,6 +94,8 @@ class WorkerConfig:
     idle_release: float = 30.0
     orgs: Sequence[str] | None = None
     scan_every: float = 30.0
+    #: The MCP servers members select tools of; the caller closes it after the worker stops.
+    mcp: McpToolset | None = None
 
     def __post_init__(self) -> None:
         if self.max_members < 1:
@@ -151,6 +161,7 @@ class Worker:
             lease_ttl=cfg.lease_ttl,
             description=record.description,
             on_change=self.runtime.nudge,
+            mcp=cfg.mcp,
         )
 
         async def gone() -> None:
