@@ -17,6 +17,7 @@ has stopped its members.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import signal
@@ -30,7 +31,7 @@ from ..mcp import McpToolset
 from ..store.base import BaseStore
 from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
-from .common import SubParsers, add_command, with_store
+from .common import CommandError, SubParsers, add_command, with_store
 
 ORPHAN_CHECK_SECONDS = 1.0
 
@@ -120,6 +121,12 @@ def mcp_config_path(args: argparse.Namespace) -> Path | None:
 def handle(args: argparse.Namespace) -> int:
     mcp_path = mcp_config_path(args)
     mcp = McpToolset.from_config(mcp_path)
+    if mcp.servers and importlib.util.find_spec("mcp") is None:
+        raise CommandError(
+            f"{mcp_path} configures MCP servers {sorted(mcp.servers)} for the members, which "
+            "needs the mcp package: pip install 'agentscope-teams[mcp]' (or pass --mcp-config "
+            "with a file without servers)"
+        )
     config = WorkerConfig(
         specs=load_specs(args.specs).specs,
         model=model_option(args.model),

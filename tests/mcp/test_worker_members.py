@@ -149,3 +149,23 @@ def test_a_bad_mcp_config_is_one_error_line_naming_the_file(tmp_path: Path) -> N
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"error: {bad}") and "mcpServers.echo.command" in line, line
     assert "Traceback" not in done.stderr
+
+
+def test_servers_without_the_mcp_package_are_refused_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from agentscope_teams.cli.common import CommandError
+    from agentscope_teams.cli.worker_cmd import handle
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else found(name, *a)
+    )
+    specs = spec_project(tmp_path)
+    args = build_parser().parse_args(["worker", "--store", "memory://", "--specs", str(specs)])
+    with pytest.raises(
+        CommandError, match=r"needs the mcp package: pip install 'agentscope-teams\[mcp\]'"
+    ):
+        handle(args)
