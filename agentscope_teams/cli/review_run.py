@@ -33,7 +33,7 @@ from ..errors import ConfigurationError
 from ..events import ReplyEndEvent, ToolResultEvent
 from ..message import new_id
 from ..model import ChatModel
-from ..review.report import board_findings, review_report
+from ..review.report import Changes, board_findings, review_report
 from ..sessions import SessionStorage
 from ..store.base import BaseStore, shared_across_processes
 from ..store.url import store_from_url
@@ -282,20 +282,28 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
     if log is not None:
         await anyio.Path(log).unlink(missing_ok=True)
     if watcher.team_id is not None:
-        report = board_report(watcher.tasks, cfg.target, cfg.model.model_name)
+        changes = None
+        if cfg.changes is not None:
+            lines = await anyio.to_thread.run_sync(cfg.changes.changed_lines)
+            changes = Changes(cfg.changes.ref, lines)
+        report = board_report(watcher.tasks, cfg.target, cfg.model.model_name, changes)
     await anyio.Path(cfg.output).write_text(report if report.endswith("\n") else report + "\n")
     elapsed = time.monotonic() - started
     return summarize(cfg, watcher.tasks, elapsed, team_id=watcher.team_id, session=ctx)
 
 
-def board_report(tasks: Sequence[Task], target: str, model_label: str) -> str:
+def board_report(
+    tasks: Sequence[Task], target: str, model_label: str, changes: Changes | None = None
+) -> str:
     """review.md from the findings data of the review's ``tasks``: the members are the tasks'
     assignees (or owners), the files those the members say they reviewed. The text of a task
     result is not read. (Without a team, nothing was shared out: the lead's answer, which says
     why, is the report.)"""
     members = list(dict.fromkeys(m for t in tasks if (m := t.assignee or t.owner)))
     board = board_findings(tasks, members)
-    return review_report(board, target, model_label, files=board.files, members=members)
+    return review_report(
+        board, target, model_label, files=board.files, members=members, changes=changes
+    )
 
 
 def _timeout_message(cfg: ReviewConfig, watcher: Watcher, log: Path | None) -> str:

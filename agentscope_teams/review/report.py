@@ -92,17 +92,33 @@ def severity_counts(entries: Sequence[tuple[Finding, list[str]]]) -> dict[Severi
     return {s: sum(1 for f, _ in entries if f.severity is s) for s in Severity}
 
 
+@dataclass(frozen=True)
+class Changes:
+    """The lines changed since a git ref (``review --changed-since``), per reviewed file."""
+
+    ref: str
+    lines: Mapping[str, Sequence[tuple[int, int]]]
+
+    def touch(self, f: Finding) -> bool:
+        """Whether ``f`` is on a changed line."""
+        return any(first <= f.line <= last for first, last in self.lines.get(f.file, ()))
+
+
 def render_markdown(
     findings_by_member: Mapping[str, Sequence[Finding]],
     target: str,
     model_label: str,
     clean_files: Iterable[str] | None = None,
+    changes: Changes | None = None,
 ) -> str:
     """review.md: title, target, model, counts by severity, then findings grouped by severity.
 
-    A finding reported by several members appears once, crediting all of them.
+    A finding reported by several members appears once, crediting all of them. With ``changes``,
+    the findings on changed lines come first in each group and the others say they are not.
     """
     entries = merged(findings_by_member)
+    if changes is not None:  # stable: severity order kept, changed lines first within it
+        entries.sort(key=lambda e: (e[0].severity.rank, not changes.touch(e[0])))
     counts = severity_counts(entries)
 
     lines = [
@@ -121,13 +137,23 @@ def render_markdown(
     ]
     if not entries:
         lines += ["", "No findings."]
+    elif changes is not None:
+        touched = sum(1 for f, _ in entries if changes.touch(f))
+        lines += [
+            "",
+            f"{touched} of the {len(entries)} findings are on lines changed since {changes.ref}; "
+            "the others are on unchanged lines of the changed files.",
+        ]
     for severity in Severity:
         group = [e for e in entries if e[0].severity is severity]
         if not group:
             continue
         lines += ["", f"## {severity.value.capitalize()} ({len(group)})", ""]
         for f, members in group:
-            lines.append(_bullet(f, members))
+            mark = ""
+            if changes is not None and not changes.touch(f):
+                mark = f" — on a line unchanged since {changes.ref}"
+            lines.append(_bullet(f, members) + mark)
     clean = sorted(set(clean_files or ()))
     if clean:
         lines += [
@@ -157,13 +183,14 @@ def review_report(
     *,
     files: Sequence[str],
     members: Sequence[str],
+    changes: Changes | None = None,
 ) -> str:
     """The whole review.md from the board's findings data: :func:`render_markdown` (the files of
     ``files`` nobody flagged are the clean ones), then the scope and the tasks not reviewed."""
     by_member = {m: board.by_member.get(m, []) for m in members} | board.by_member
     flagged = {f.file for fs in by_member.values() for f in fs}
     clean = [f for f in files if f not in flagged]
-    text = render_markdown(by_member, target, model_label, clean_files=clean)
+    text = render_markdown(by_member, target, model_label, clean_files=clean, changes=changes)
     text += (
         f"\n## Scope\n\n{len(files)} Python files reviewed in {board.tasks} tasks by "
         f"{len(members)} team members ({', '.join(members)}).\n"

@@ -65,6 +65,40 @@ def test_only_the_changed_python_files_are_reviewed(cli: Cli, repo: Path) -> Non
     assert "`app/config.py:" in report and "`app/fresh.py:2`" in report
     for untouched in ("app/auth.py", "app/db.py", "app/utils.py"):
         assert untouched not in report
+    # findings on the changed lines come first and unmarked; the rest say they are not changed
+    bullets = [line for line in report.splitlines() if line.startswith("- `app/")]
+    marked = [b.split("`")[1] for b in bullets if b.endswith("on a line unchanged since HEAD")]
+    fresh = [b.split("`")[1] for b in bullets if b not in marked and "unchanged" not in b]
+    assert fresh == ["app/config.py:57", "app/fresh.py:2"]  # the new shell call, the new eval
+    assert marked and all(m.startswith("app/config.py:") for m in marked)
+    assert f"2 of the {len(bullets)} findings are on lines changed since HEAD" in report
+
+
+def test_a_diff_gives_the_changed_lines_under_the_reviewed_directory() -> None:
+    diff = "\n".join(
+        [
+            "diff --git a/src/app/config.py b/src/app/config.py",
+            "--- a/src/app/config.py",
+            "+++ b/src/app/config.py",
+            "@@ -40 +40 @@ def load():",
+            "@@ -52,0 +53,4 @@ def save():",
+            "@@ -60,3 +63,0 @@",
+            "diff --git a/src/app/gone.py b/src/app/gone.py",
+            "--- a/src/app/gone.py",
+            "+++ /dev/null",
+            "@@ -1,5 +0,0 @@",
+            "--- /dev/null",
+            "+++ b/src/app/new.py",
+            "@@ -0,0 +1,2 @@",
+            "+++ b/docs/outside.py",
+            "@@ -1 +1 @@",
+        ]
+    )
+    assert review_changes.parse_changed_lines(diff, "src") == {
+        "app/config.py": [(40, 40), (53, 56), (63, 63)],
+        "app/new.py": [(1, 2)],
+    }
+    assert "docs/outside.py" in review_changes.parse_changed_lines(diff, ".")
 
 
 def test_no_change_is_a_short_report(cli: Cli, repo: Path) -> None:
