@@ -72,6 +72,8 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF = 60.0
 #: The longest a signal listener waits before it re-reads the set of teams served.
 LISTEN_REFRESH = 1.0
+#: Seconds from one step's start to the next at the least: nudges that come faster are coalesced.
+STEP_SPACING = 0.01
 #: Without push signals, directory scans back off to at most this many polls apart.
 MAX_SCAN_POLLS = 8
 
@@ -165,10 +167,12 @@ class TeamRuntime:
                         tg.start_soon(self._listen_discover, signals, self.discover_signal)
                 while True:
                     self._wake.clear()  # nudges during the step wake the next one at once
+                    started = anyio.current_time()
                     await self.step()
                     with anyio.move_on_after(self.poll):
                         await self._wake.wait()
-                    await anyio.sleep(0.01)  # coalesce bursts of nudges
+                    # a lone nudge steps at once; a burst of them, at most once per STEP_SPACING
+                    await anyio.sleep(max(0.0, started + STEP_SPACING - anyio.current_time()))
         finally:
             with anyio.CancelScope(shield=True):
                 await self._shutdown()
