@@ -21,7 +21,8 @@ from .models import TeamMessage
 TEAM_MESSAGE = "team_message"
 #: Metadata key of an injected team message's sender.
 TEAM_SENDER = "team_sender"
-_PAGE = 100
+#: Messages read from an inbox per round trip.
+INBOX_PAGE = 100
 
 
 def message_id(team_id: str, msg: TeamMessage) -> str:
@@ -55,15 +56,26 @@ class LeadCallData:
     marks: dict[str, ReadMark] = field(default_factory=dict)
 
 
-async def take(view: TeamActor, mark: ReadMark, state: AgentState) -> list[Msg]:
-    """The unseen messages of ``view``'s inbox; ``mark`` (the call's own) remembers how far it read."""
-    page = await view.unread(limit=_PAGE) if mark.read is None else await view.read(after=mark.read)
+async def take(
+    view: TeamActor,
+    mark: ReadMark,
+    state: AgentState,
+    unread: list[TeamMessage] | None = None,
+) -> list[Msg]:
+    """The unseen messages of ``view``'s inbox; ``mark`` (the call's own) remembers how far it read.
+
+    ``unread``: the first page of unread messages if the caller read it already (the runtime did,
+    to wake the member), so a first step does not read it again."""
+    if mark.read is None:
+        page = unread if unread is not None else await view.unread(limit=INBOX_PAGE)
+    else:
+        page = await view.read(after=mark.read)
     messages: list[TeamMessage] = []
     while page:
         messages += page
-        if len(page) < _PAGE:
+        if len(page) < INBOX_PAGE:
             break
-        page = await view.read(after=page[-1].seq, limit=_PAGE)
+        page = await view.read(after=page[-1].seq, limit=INBOX_PAGE)
     seen = injected(state)
     fresh: list[Msg] = []
     for msg in messages:

@@ -38,7 +38,7 @@ from .client import LocalTeamClient
 from .delivery import LeadCallData, MemberCallData
 from .directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
 from .lead_state import TeamLeadState
-from .models import Member, Team
+from .models import Member, Team, TeamMessage
 from .protocol import TeamClient
 from .runtime import TeamRuntime
 from .slot import TeamRef
@@ -64,6 +64,8 @@ class TeamMemberExtension(Extension):
     ) -> None:
         self.view, self.description, self.on_change = view, description, on_change
         self.team: Team | None = None  # refreshed by the runtime before each call
+        #: The unread page the runtime read to wake this member, for its next call's first step.
+        self.unread: list[TeamMessage] | None = None
         self.held: set[str] = set()  # tasks claimed in this process and not reported yet
 
     def changed(self) -> None:
@@ -77,9 +79,10 @@ class TeamMemberExtension(Extension):
         return preamble(self.team, self.view.name, self.description)
 
     async def inject(self, scope: CallScope) -> list[Msg]:
+        unread, self.unread = self.unread, None  # used once
         try:
             return await delivery.take(
-                self.view, scope.local(self, MemberCallData).mark, scope.state
+                self.view, scope.local(self, MemberCallData).mark, scope.state, unread
             )
         except UnknownTeamError:
             return []

@@ -389,7 +389,7 @@ class TeamRuntime:
         try:
             if slot.agent is None or slot.ext is None:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
-            slot.ext.team = team
+            slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
             await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
             with tracing.joined(work.trace, work.linked):
                 await slot.agent.call(work.message(), slot.ref.ctx.with_session(member.session_id))

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from ..message import Msg, UserMsg, utcnow
 from . import eligibility
+from .delivery import INBOX_PAGE
 from .models import Task, TaskStatus, Team, TeamMessage
 from .protocol import TeamClient
 
@@ -55,6 +56,8 @@ class Work:
     trace: dict[str, str] | None = None
     #: The other offered tasks' trace contexts, which the member's call links to.
     linked: list[dict[str, str]] = field(default_factory=list)
+    #: The first page of the member's unread messages, as read to find this work.
+    unread: list[TeamMessage] = field(default_factory=list)
 
     def message(self) -> Msg:
         """The wake-up message: the prompt, with the task ids as data in its metadata."""
@@ -71,7 +74,7 @@ async def find_work(
     now, states = utcnow(), {t.id: t.status for t in tasks}
     tasks = [t for t in tasks if offerable(t, member, states, now)]
     offers = {offer_key(t) for t in tasks}
-    unread = await client.unread(team.id, member, limit=20)
+    unread = await client.unread(team.id, member, limit=INBOX_PAGE)
     if not unread and not offers - offered:
         return None
     own = [t.id for t in tasks if t.owner == member]
@@ -80,7 +83,7 @@ async def find_work(
     trace = contexts[0] if contexts else team.trace_context
     linked = [c for i, c in enumerate(contexts) if c != trace and c not in contexts[:i]]
     linked = linked[:MAX_LINKS]
-    return Work(prompt(team, member, unread, tasks), offers, own, free, trace, linked)
+    return Work(prompt(team, member, unread, tasks), offers, own, free, trace, linked, unread)
 
 
 def prompt(team: Team, member: str, unread: list[TeamMessage], tasks: list[Task]) -> str:

@@ -64,7 +64,9 @@ async def test_stopping_a_member_lets_its_shielded_save_finish(how: str) -> None
     slot = slot_with(agent)
     team: Any = SimpleNamespace(id="t")
     member: Any = SimpleNamespace(name="member", session_id="s-member")
-    work: Any = SimpleNamespace(offers=set(), message=lambda: "work", trace=None, linked=[])
+    work: Any = SimpleNamespace(
+        offers=set(), message=lambda: "work", trace=None, linked=[], unread=[]
+    )
 
     runtime._launch(slot, Client(), team, member, work)  # type: ignore[arg-type]
     with anyio.fail_after(10):

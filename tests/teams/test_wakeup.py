@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -160,3 +161,53 @@ async def test_a_dropped_redis_subscriber_reconnects() -> None:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(signals.signal, channel)
                     woke = await signals.wait_signal([channel], 0.2)
+
+
+async def test_a_wake_up_reads_the_inbox_once_before_the_model_is_asked(tmp_path: Path) -> None:
+    """The runtime's read of the member's unread messages serves the call's first step too."""
+    store = InMemoryStore()
+    ctx = RuntimeContext(session_id="lead", user_id="wake-count")
+    lead = LocalTeamClient(store, ctx)
+    team_id = await _team(lead)
+    calls: list[tuple[str, str]] = []
+    asked = anyio.Event()
+
+    def member(_: object) -> str:
+        asked.set()
+        return "done"
+
+    def counting(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            if not asked.is_set():
+                calls.append((name, str(args[0]) if args else ""))
+            return await method(*args, **kwargs)
+
+        return counted
+
+    for name in ("get", "get_many", "put", "read", "list_keys", "delete", "append"):
+        setattr(store, name, counting(name, getattr(store, name)))
+    runtime = TeamRuntime(store, lease_ttl=5.0, poll=30.0)
+    builder = MemberBuilder(
+        store=store,
+        specs=load_pool(SPEC_DIR),
+        client_factory=LocalTeamClient,
+        workspace=tmp_path,
+        root=tmp_path,
+        model=ScriptedModel(member),
+    )
+    runtime.watch(TeamRef(ctx, team_id, builder))
+    store.signals_enabled = False  # the test wakes the runtime itself, once the work is there
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runtime.serve_forever)
+        await anyio.sleep(0.1)  # the runtime's first (empty) step
+        await lead.send_message(team_id, "lead", "reviewer", "please look at a.py")
+        await lead.assign_task(team_id, "review a.py", assignee="reviewer")
+        calls.clear()
+        runtime.nudge()
+        with anyio.fail_after(10):
+            await asked.wait()
+        tg.cancel_scope.cancel()
+    inbox_reads = [key for name, key in calls if name == "read" and "'inbox'" in key]
+    assert len(inbox_reads) == 1, calls  # two (with a cursor read) when the call read it again
+    cursor_reads = [key for name, key in calls if name == "get" and "'cursor'" in key]
+    assert len(cursor_reads) == 1, calls
