@@ -402,6 +402,8 @@ class TeamRuntime:
             log.warning("member %s of team %s failed: %s", member.name, team.id, exc)
         finally:
             slot.idle_since = time.monotonic()
+            if slot.ext is not None:
+                slot.ext.unread = None  # not left for a later call if this one failed first
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await client.set_member_status(team.id, member.name, MemberStatus.IDLE)
             self.nudge()
