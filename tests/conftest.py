@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.store import StoreBackend
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.store import BaseStore, StoreBackend, store_from_url
 
 from ._redis_cluster import LocalCluster, cluster_binaries
 from .backends import (
     ALL_BACKENDS,
     REDIS_CLUSTER_URL,
+    REDIS_URL,
     REQUIRE_SERVICES,
     SERVICE_URLS,
     StoreSpec,
@@ -87,3 +89,17 @@ async def store(store_spec: StoreSpec) -> AsyncIterator[StoreBackend]:
 @pytest.fixture
 def ns() -> str:
     return unique_namespace()
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[BaseStore]:
+    """The shared Redis server as a store (skipped, or failed under CI, when it is down)."""
+    require_service("redis")
+    async with store_from_url(REDIS_URL) as store:
+        yield store
+
+
+@pytest.fixture
+def ctx() -> RuntimeContext:
+    """A lead's context in an org of its own."""
+    return RuntimeContext(session_id="s-lead", user_id="alice", org_id=unique_namespace())

@@ -10,7 +10,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +18,12 @@ import pytest
 from agentscope_teams.cli.app import build_parser
 from agentscope_teams.cli.worker_cmd import mcp_config_path
 from agentscope_teams.context import RuntimeContext
-from agentscope_teams.store import BaseStore, store_from_url
+from agentscope_teams.store import BaseStore
 from agentscope_teams.teams import LocalTeamClient, TaskStatus, member_session_id
 from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record
 
-from ..backends import REDIS_URL, unique_namespace
+from ..backends import REDIS_URL
 from ..cli.conftest import Cli
-from ..conftest import require_service
 from ..teams.helpers import eventually
 from .helpers import ECHO
 
@@ -59,18 +58,6 @@ def running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return fields[0] != "Z"
-
-
-@pytest.fixture
-async def redis() -> AsyncIterator[BaseStore]:
-    require_service("redis")
-    async with store_from_url(REDIS_URL) as store:
-        yield store
-
-
-@pytest.fixture
-def ctx() -> RuntimeContext:
-    return RuntimeContext(session_id="s-lead", user_id="alice", org_id=unique_namespace())
 
 
 @pytest.fixture

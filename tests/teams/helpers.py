@@ -5,14 +5,24 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import BaseStore, Entry, Key
 from agentscope_teams.store.base import get_many
-from agentscope_teams.teams import LocalTeamClient, MemberStatus
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    MemberBuilder,
+    MemberStatus,
+    TeamRef,
+    TeamRuntime,
+)
+from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.teams.lead_state import TeamLeadState
 
 
@@ -98,3 +108,29 @@ class CountingStore:
     def under(self, prefix: Key) -> int:
         """How many keys under ``prefix`` were read or listed since the last :meth:`reset`."""
         return sum(1 for k in [*self.gets, *self.listed] if k[: len(prefix)] == prefix)
+
+
+SPEC_DIR = Path(__file__).resolve().parents[2] / "specs"
+
+
+def member_runtime(
+    store: BaseStore,
+    tmp_path: Path,
+    ctx: RuntimeContext,
+    team_id: str,
+    model: ScriptedModel,
+    poll: float = 30.0,
+) -> TeamRuntime:
+    """A runtime serving ``team_id`` (watched), its members built from the repository's specs with
+    ``model``."""
+    runtime = TeamRuntime(store, lease_ttl=5.0, poll=poll)
+    builder = MemberBuilder(
+        store=store,
+        specs=load_pool(SPEC_DIR),
+        client_factory=LocalTeamClient,
+        workspace=tmp_path,
+        root=tmp_path,
+        model=model,
+    )
+    runtime.watch(TeamRef(ctx, team_id, builder))
+    return runtime

@@ -20,19 +20,16 @@ from agentscope_teams.store.base import Key, signals_of
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.teams import (
     LocalTeamClient,
-    MemberBuilder,
-    TeamRef,
     TeamRuntime,
     member_session_id,
 )
-from agentscope_teams.teams.builder import load_pool
 
 from ..backends import POSTGRES_URL, REDIS_URL, service_reachable, unique_namespace
 from ..conftest import require_service
+from .helpers import member_runtime
 from .scripts import member_script
 
 pytestmark = pytest.mark.anyio
-SPEC_DIR = Path(__file__).resolve().parents[2] / "specs"
 
 
 @pytest.fixture(params=["memory", "redis", "postgres"])
@@ -60,17 +57,7 @@ def _runtime(
 ) -> tuple[TeamRuntime, ScriptedModel]:
     """A runtime serving ``team_id`` (watched) whose member answers with ``member_script``."""
     model = ScriptedModel(member_script)
-    runtime = TeamRuntime(store, lease_ttl=5.0, poll=poll)
-    builder = MemberBuilder(
-        store=store,
-        specs=load_pool(SPEC_DIR),
-        client_factory=lambda s, ctx: LocalTeamClient(s, ctx),
-        workspace=tmp_path,
-        root=tmp_path,
-        model=model,
-    )
-    runtime.watch(TeamRef(ctx, team_id, builder))
-    return runtime, model
+    return member_runtime(store, tmp_path, ctx, team_id, model, poll), model
 
 
 async def _team(client: LocalTeamClient) -> str:
@@ -186,16 +173,7 @@ async def test_a_wake_up_reads_the_inbox_once_before_the_model_is_asked(tmp_path
 
     for name in ("get", "get_many", "put", "read", "list_keys", "delete", "append"):
         setattr(store, name, counting(name, getattr(store, name)))
-    runtime = TeamRuntime(store, lease_ttl=5.0, poll=30.0)
-    builder = MemberBuilder(
-        store=store,
-        specs=load_pool(SPEC_DIR),
-        client_factory=LocalTeamClient,
-        workspace=tmp_path,
-        root=tmp_path,
-        model=ScriptedModel(member),
-    )
-    runtime.watch(TeamRef(ctx, team_id, builder))
+    runtime = member_runtime(store, tmp_path, ctx, team_id, ScriptedModel(member))
     store.signals_enabled = False  # the test wakes the runtime itself, once the work is there
     async with anyio.create_task_group() as tg:
         tg.start_soon(runtime.serve_forever)

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -20,30 +20,17 @@ import pytest
 from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.scripted import ScriptedModel
-from agentscope_teams.store import BaseStore, store_from_url
+from agentscope_teams.store import BaseStore
 from agentscope_teams.teams import LocalTeamClient, TaskStatus, TeamLeadExtension
 from agentscope_teams.teams.directory import get_record
 from agentscope_teams.teams.lead_state import TeamLeadState
 
-from ..backends import REDIS_URL, unique_namespace
-from ..conftest import require_service
+from ..backends import REDIS_URL
 from .helpers import eventually, lead_messages, members_idle, team_id_of
 from .scripts import ASK, SPECS, START, SUMMARY, lead_script
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-async def redis() -> AsyncIterator[BaseStore]:
-    require_service("redis")
-    async with store_from_url(REDIS_URL) as store:
-        yield store
-
-
-@pytest.fixture
-def ctx() -> RuntimeContext:
-    return RuntimeContext(session_id="s-lead", user_id="alice", org_id=unique_namespace())
 
 
 class Workers:

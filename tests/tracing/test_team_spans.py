@@ -14,17 +14,14 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.teams import (
     LocalTeamClient,
-    MemberBuilder,
     TaskStatus,
     TeamLeadExtension,
-    TeamRef,
-    TeamRuntime,
 )
-from agentscope_teams.teams.builder import load_pool, member_session_id
+from agentscope_teams.teams.builder import member_session_id
 from agentscope_teams.tracing import names, trace_id_of
 
 from ..subagents.helpers import ALICE
-from ..teams.helpers import team_id_of
+from ..teams.helpers import member_runtime, team_id_of
 from ..teams.scripts import SPECS, START, lead_script, member_script
 from .helpers import Spans, attrs, events, memory_provider
 
@@ -109,16 +106,7 @@ async def test_a_member_woken_for_two_tasks_joins_the_first_and_links_the_second
             creators.append(get_current_span().get_span_context())
             await lead.assign_task(team.id, title, assignee="reviewer")
 
-    runtime = TeamRuntime(store, lease_ttl=5.0, poll=30.0)
-    builder = MemberBuilder(
-        store=store,
-        specs=load_pool(SPEC_DIR),
-        client_factory=LocalTeamClient,
-        workspace=tmp_path,
-        root=tmp_path,
-        model=ScriptedModel(["done"]),
-    )
-    runtime.watch(TeamRef(ALICE, team.id, builder))
+    runtime = member_runtime(store, tmp_path, ALICE, team.id, ScriptedModel(["done"]))
     try:
         with tracing.invoke_agent("lead", provider=provider, session_id="lead"):
             await runtime.step()  # the member's call keeps the lead's tracing choice

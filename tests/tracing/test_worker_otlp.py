@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -17,11 +16,10 @@ import pytest
 from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.scripted import ScriptedModel
-from agentscope_teams.store import BaseStore, store_from_url
+from agentscope_teams.store import BaseStore
 from agentscope_teams.teams import LocalTeamClient, TaskStatus, TeamLeadExtension
 
 from ..backends import REDIS_URL, unique_namespace
-from ..conftest import require_service
 from ..teams.helpers import eventually, team_id_of
 from ..teams.scripts import SPECS, START, lead_script
 from .helpers import Spans, memory_provider
@@ -29,13 +27,6 @@ from .otlp_receiver import otlp_receiver
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-async def redis() -> AsyncIterator[BaseStore]:
-    require_service("redis")
-    async with store_from_url(REDIS_URL) as store:
-        yield store
 
 
 def start_worker(tmp_path: Path, org: str, endpoint: str) -> subprocess.Popen[bytes]:
