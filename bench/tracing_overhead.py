@@ -7,11 +7,19 @@ interleaved round by round:
   the usage meter), re-implemented here as the loop read before tracing existed;
 * **tracing off**: the shipped loop, no provider and no global one (the default);
 * **tracing on**: the shipped loop inside an ``invoke_agent`` span of an SDK ``TracerProvider`` whose
-  processor drops the spans (the SDK's own cost, without any exporter I/O), for reference.
+  processor drops the spans (the SDK's own cost, without any exporter I/O), for reference;
+* **the hooks alone**: what one iteration of the shipped loop runs of tracing with tracing off (the
+  ``chat`` and ``execute_tool`` hooks entered and left with their no-op span, the usage meter), timed
+  by themselves in the same rounds.
+
+The target's verdict is the hooks' own cost against the loop's: the whole-loop A/B ratio of two
+builds in one process moves by several percent with code layout and run order alone (the same
+code measured against itself came out 0.93-1.00 in a six-way run), more than the target allows, so
+it is reported beside it rather than judged.
 
 Timed in CPU seconds of this process (``time.process_time``): the difference sought is a few
 hundred nanoseconds per iteration, which wall time on a loaded, shared machine buries in noise.
-Target: tracing off costs < 3% of the loop's overhead (off / no hooks < 1.03).
+Target: tracing off costs < 3% of the loop's overhead (hooks alone / loop without hooks < 0.03).
 """
 
 from __future__ import annotations
@@ -97,9 +105,36 @@ def _reply(agent_cls: type[ReActAgent], provider: Any = None) -> RoundFn:
     return timed(one, clock=time.process_time)
 
 
+class _Call:
+    """What the hooks read of a tool call (``ToolUseBlock``'s fields)."""
+
+    name, id, input = "noop", "call-1", {"x": 1}
+
+
+def _hooks_alone() -> RoundFn:
+    """The tracing hooks of one reply's iterations, as the shipped loop runs them, tracing off."""
+    model = CountingModel(TOOL_ITERS)
+    response = ModelResponse(content=[], usage=Usage(input_tokens=1, output_tokens=1))
+    call = _Call()
+
+    async def one(_: int) -> None:
+        for _ in range(TOOL_ITERS):
+            with tracing.chat(model, "bench", response) as span:
+                span.response(response)
+            with tracing.execute_tool(call.name, call.id, call.input) as tool:
+                tool.result(False, "ok")
+            tracing.record_usage("bench", 1, 1)
+
+    return timed(one, clock=time.process_time)
+
+
 async def run(fast: bool = False) -> str:
     ops, rounds = (2, 3) if fast else (20, 61)
-    named: dict[str, RoundFn] = {"bare": _reply(_UntracedAgent), "off": _reply(ReActAgent)}
+    named: dict[str, RoundFn] = {
+        "bare": _reply(_UntracedAgent),
+        "off": _reply(ReActAgent),
+        "hooks": _hooks_alone(),
+    }
     if tracing.AVAILABLE:
         named["on"] = _reply(ReActAgent, _dropping_provider())
     samples = await compare(named, ops=ops, rounds=rounds)
@@ -121,13 +156,19 @@ def _report(s: dict[str, Sample]) -> str:
                 f"{ratio(s['on'], bare):.3f}",
             ]
         )
+    hooks = ratio(s["hooks"], bare)
+    rows.append(["the tracing hooks alone (tracing off)", fmt(s["hooks"]), f"{hooks:.3f}"])
     off = ratio(s["off"], bare)
-    line = f"tracing off < 3% of loop overhead: {100 * (off - 1):+.1f}% — " + verdict(off < TARGET)
+    line = (
+        f"tracing off < 3% of loop overhead: the hooks cost {100 * hooks:.1f}% of an iteration — "
+        + verdict(hooks < TARGET - 1)
+        + f" (whole-loop A/B in this run: {100 * (off - 1):+.1f}%, see the intro)"
+    )
     intro = (
         f"The ReAct loop of the previous section ({TOOL_ITERS} no-op tool iterations per reply), "
         "with its tracing hooks taken out, as shipped with tracing off, and with an SDK provider "
         f"(µs per iteration; no hooks: {us(bare.median * TOOL_ITERS)} µs per reply). Median over "
         "interleaved rounds ± interquartile spread; CPU time of the process."
     )
-    body = table(["loop", "µs per iteration", "x no hooks"], rows)
+    body = table(["loop", "µs per iteration", "x loop without hooks"], rows)
     return section("Tracing overhead on the ReAct loop", intro, body, [line])
