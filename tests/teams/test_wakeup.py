@@ -5,7 +5,7 @@ works."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +24,11 @@ from agentscope_teams.teams import (
     member_session_id,
 )
 
-from ..backends import POSTGRES_URL, REDIS_URL, service_reachable, unique_namespace
-from ..conftest import require_service
+from ..backends import REDIS_URL, service_reachable, unique_namespace
 from .helpers import member_runtime
 from .scripts import member_script
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["memory", "redis", "postgres"])
-async def signal_stores(
-    request: pytest.FixtureRequest,
-) -> AsyncIterator[tuple[BaseStore, BaseStore]]:
-    """(the runtime's store, the assigning client's store): two stores on Redis and PostgreSQL."""
-    if request.param == "memory":
-        store = InMemoryStore()
-        yield store, store
-        return
-    if request.param == "postgres":
-        require_service("postgres")
-        async with store_from_url(POSTGRES_URL) as mine, store_from_url(POSTGRES_URL) as theirs:
-            yield mine, theirs
-        return
-    if not service_reachable(REDIS_URL):
-        pytest.skip("Redis is not reachable")
-    async with store_from_url(REDIS_URL) as mine, store_from_url(REDIS_URL) as theirs:
-        yield mine, theirs
 
 
 def _runtime(
@@ -73,9 +52,9 @@ async def _until(check: Callable[[], object]) -> None:
 
 
 async def test_a_signal_wakes_a_member_runtime_with_a_long_poll(
-    signal_stores: tuple[BaseStore, BaseStore], tmp_path: Path
+    two_stores: tuple[BaseStore, BaseStore], tmp_path: Path
 ) -> None:
-    mine, theirs = signal_stores
+    mine, theirs = two_stores
     ctx = RuntimeContext(session_id="s", user_id="alice", org_id=unique_namespace())
     other = LocalTeamClient(theirs, ctx)  # another client (another connection on Redis)
     team_id = await _team(other)

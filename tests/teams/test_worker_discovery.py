@@ -3,42 +3,23 @@ scanning the directory every step; without signals the backed-off scan still fin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
-import pytest
 
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.scripted import ScriptedModel
-from agentscope_teams.store import BaseStore, store_from_url
+from agentscope_teams.store import BaseStore
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, Worker, WorkerConfig, member_session_id
 from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record
 
-from ..backends import POSTGRES_URL, REDIS_URL, unique_namespace
-from ..conftest import require_service
+from ..backends import unique_namespace
 from .scripts import member_script
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "specs"
-
-
-@pytest.fixture(params=["memory", "redis", "postgres"])
-async def two_stores(
-    request: pytest.FixtureRequest,
-) -> AsyncIterator[tuple[BaseStore, BaseStore]]:
-    """(the worker's store, the lead's store): two connections on Redis and PostgreSQL."""
-    if request.param == "memory":
-        store = InMemoryStore()
-        yield store, store
-        return
-    require_service(request.param)
-    # The teams channel is store-wide: on Redis a namespace of its own keeps other tests' teams out.
-    url = REDIS_URL if request.param == "redis" else POSTGRES_URL
-    opts = {"namespace": unique_namespace()} if request.param == "redis" else {}
-    async with store_from_url(url, **opts) as mine, store_from_url(url, **opts) as theirs:
-        yield mine, theirs
 
 
 async def _until(check: Callable[[], object]) -> None:
