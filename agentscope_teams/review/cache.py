@@ -20,7 +20,6 @@ later reviews of unchanged files. Results unused for 30 days are pruned (:mod:`.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import itertools
 import json
@@ -33,6 +32,7 @@ from typing import IO
 import anyio
 from pydantic import TypeAdapter
 
+from ._flock import open_lock, try_lock
 from .analyzer import analyze_sources
 from .cache_prune import max_age, maybe_prune, touch
 from .findings import Finding
@@ -44,24 +44,12 @@ _FINDINGS = TypeAdapter(list[Finding])
 LOCK_POLL = 0.02
 
 
-def _open_lock(path: Path) -> IO[bytes]:
-    return open(path, "a+b")  # kept open while the lock is held
-
-
 async def _wait_for_lock(fh: IO[bytes]) -> None:
     """Poll: another process holds the lock, and a lock file gives no event to wait on."""
     for _ in itertools.count():  # cross-process: nothing to await but time
-        if _try_lock(fh):
+        if try_lock(fh):
             return
         await anyio.sleep(LOCK_POLL)
-
-
-def _try_lock(fh: IO[bytes]) -> bool:
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -155,7 +143,7 @@ class AnalysisCache:
         held: list[IO[bytes]] = []
         try:
             for key in keys:
-                fh = _open_lock(self.directory / f"{key}.lock")
+                fh = open_lock(self.directory / f"{key}.lock")
                 held.append(fh)
                 await _wait_for_lock(fh)
             yield

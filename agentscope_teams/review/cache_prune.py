@@ -15,7 +15,6 @@ result only costs a later review its re-analysis; pruning never fails a review (
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import time
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ._flock import open_lock, try_lock
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +145,8 @@ def _remove_unlocked(result: Path | None, lock: Path) -> bool:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[bool]:
     """Hold ``path``'s ``flock`` for the block if it is free now (yields False if it is not)."""
-    with open(path, "a+b") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True  # closing the file releases the lock
+    with open_lock(path) as fh:
+        yield try_lock(fh)  # closing the file releases the lock
 
 
 def _trim_log(path: Path) -> int:
