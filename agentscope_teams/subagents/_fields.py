@@ -9,30 +9,25 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ..agent.output import InvalidSchema, check_json_schema
 from ..errors import field_path
 from ..mcp.tools import is_mcp_name
 from ..model.factory import CLAUDE_ALIASES
+from ..tools.base import ALIASES
+from ..tools.claude_code import UNSUPPORTED, parse_tool_entry
 
-#: Claude Code tool names and the tools of this runtime that do the same job.
-CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
-    {
-        "Read": "read_file",
-        "Write": "write_file",
-        "Edit": "edit_file",
-        "MultiEdit": "edit_file",
-        "Glob": "glob_files",
-        "Grep": "grep_files",
-        "LS": "list_files",
-    }
-)
+#: Claude Code tool names -> the main tool of this runtime doing that job (the table is
+#: :data:`agentscope_teams.tools.claude_code.CLAUDE_TOOLS`).
+CLAUDE_CODE_TOOLS: Mapping[str, str] = ALIASES
 #: The filesystem tools every agent may be given.
-NATIVE_TOOLS = frozenset(CLAUDE_CODE_TOOLS.values())
+NATIVE_TOOLS = frozenset(
+    {"read_file", "write_file", "edit_file", "multi_edit", "glob_files", "grep_files", "list_files"}
+)
 #: Model aliases of Claude Code: ``model_aliases`` may map them; otherwise they stay as written and
 #: the model registry builds them (Anthropic models, see ``agentscope_teams.model.factory``).
 CLAUDE_MODEL_ALIASES = frozenset(CLAUDE_ALIASES)
@@ -118,34 +113,85 @@ def split_tools(value: Any) -> list[str] | None:
     )
 
 
-def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]:
-    """Return ``(tools, unavailable_tools, warnings)``; Claude Code names map to native ones.
+@dataclass(frozen=True)
+class ToolSelection:
+    """What a ``tools:`` list selects.
+
+    ``tools``: our tool names (Claude Code names mapped through the one table,
+    :mod:`agentscope_teams.tools.claude_code`); ``unavailable``: entries with no counterpart here;
+    ``agents``: the agents ``Agent(a, b)`` lets it spawn (None: any); ``rules``: the entries written
+    with a rule in parentheses (``Bash(git diff:*)``), which limit that tool to calls the rule allows.
+    """
+
+    tools: list[str] | None
+    unavailable: list[str] = field(default_factory=list)
+    agents: list[str] | None = None
+    rules: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _is_ours(name: str) -> bool:
+    return bool(
+        _MCP_NAME_RE.fullmatch(name) or (_TOOL_NAME_RE.fullmatch(name) and not is_mcp_name(name))
+    )
+
+
+def select_tools(value: Any) -> ToolSelection:
+    """Read a ``tools:`` value (list or comma-separated string); ``None`` selects everything.
 
     Names of this runtime start with a lowercase letter (``read_file``, ``claimTask``, a custom
     ``search_docs``); MCP tools (``mcp__github__create_issue``, or ``mcp__github`` for every tool of
-    that server) are kept and served by the agent's MCP servers; Claude Code's other tools
-    (``Bash``, ``WebFetch``) are not offered here and are reported.
+    that server) are kept and served by the agent's MCP servers; Claude Code's names map to ours
+    (``Bash`` -> ``bash``, ``Agent`` -> the ``agent_*`` tools); names with no counterpart are
+    reported in ``unavailable``.
     """
     names = split_tools(value)
     if names is None:
-        return None, [], []
+        return ToolSelection(None)
     tools: list[str] = []
     unavailable: list[str] = []
-    for name in names:
-        native = CLAUDE_CODE_TOOLS.get(name, name)
-        if _MCP_NAME_RE.fullmatch(native) or (
-            _TOOL_NAME_RE.fullmatch(native) and not is_mcp_name(native)
-        ):
-            if native not in tools:
-                tools.append(native)
-        elif name not in unavailable:
-            unavailable.append(name)
+    rules: list[str] = []
+    agents: list[str] | None = None
+    limited = True  # every Agent/Task entry so far names its agents
+    for written in names:
+        entry = parse_tool_entry(written)
+        if entry.claude:
+            picked = list(entry.natives)
+            if entry.name in ("Agent", "Task"):
+                allowed = entry.agents
+                limited = limited and allowed is not None
+                agents = [*(agents or []), *(allowed or [])] if limited else None
+            elif entry.argument is not None:
+                rules.append(entry.written)
+        elif entry.argument is None and _is_ours(entry.name):
+            picked = [entry.name]
+        else:
+            picked = []
+            if written not in unavailable:
+                unavailable.append(written)
+        tools += [name for name in picked if name not in tools]
     warnings = []
     if unavailable:
+        reasons = [f"{n} ({UNSUPPORTED[n]})" if n in UNSUPPORTED else n for n in unavailable]
         warnings.append(
-            f"tools not available in agentscope-teams are ignored: {', '.join(unavailable)}"
+            f"tools not available in agentscope-teams are ignored: {', '.join(reasons)}"
         )
-    return tools, unavailable, warnings
+    return ToolSelection(tools, unavailable, agents, rules, warnings)
+
+
+def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]:
+    """Return ``(tools, unavailable_tools, warnings)`` of :func:`select_tools`."""
+    picked = select_tools(value)
+    return picked.tools, picked.unavailable, picked.warnings
+
+
+def _apply_selection(data: dict[str, Any], picked: ToolSelection) -> None:
+    data["tools"] = picked.tools
+    data["unavailable_tools"] = [*data.get("unavailable_tools", ()), *picked.unavailable]
+    if picked.agents is not None:
+        data["allowed_agents"] = picked.agents
+    if picked.rules:
+        data["tool_rules"] = [*data.get("tool_rules", ()), *picked.rules]
 
 
 def resolve_model(value: Any, aliases: Mapping[str, str] | None) -> tuple[str | None, list[str]]:
@@ -194,8 +240,9 @@ def normalize_fields(
     if "tools" in data:
         line = lines.get("tools", default_line)
         try:
-            data["tools"], data["unavailable_tools"], warnings = normalize_tools(data["tools"])
-            notes += [(line, warning) for warning in warnings]
+            picked = select_tools(data["tools"])
+            _apply_selection(data, picked)
+            notes += [(line, warning) for warning in picked.warnings]
         except BadToolEntry as exc:
             errors.append((lines.get(f"tools.{exc.index}", line), str(exc), "tools"))
         except ValueError as exc:
@@ -219,13 +266,12 @@ def normalize_input(data: Mapping[str, Any], aliases: Mapping[str, str] | None) 
     warnings = list(data.get("warnings") or [])
     merge_steps(data)
     try:
-        tools, unavailable, tool_warnings = normalize_tools(data.get("tools"))
+        picked = select_tools(data.get("tools"))
     except ValueError:
         pass  # the field validator reports it with the field's location
     else:
-        data["tools"] = tools
-        data["unavailable_tools"] = [*data.get("unavailable_tools", ()), *unavailable]
-        warnings += tool_warnings
+        _apply_selection(data, picked)
+        warnings += picked.warnings
     try:
         data["model"], model_warnings = resolve_model(data.get("model"), aliases)
         warnings += model_warnings

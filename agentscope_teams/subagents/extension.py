@@ -51,7 +51,8 @@ class _CallData:
 
 
 def _warn(agent: AgentView, spec: SubagentSpec) -> None:
-    unknown = [t for t in agent.toolkit.unknown(spec.tools or []) if not is_mcp_name(t)]
+    own = [t for t in spec.tools or [] if not is_mcp_name(t) and not t.startswith("agent_")]
+    unknown = agent.toolkit.unknown(own)
     if unknown:
         log.warning("subagent %s: %s are not tools of %s; ignored", spec.name, unknown, agent.name)
     path = spec.workspace.path
@@ -259,8 +260,8 @@ class SubagentExtension(Extension):
                 lease_ttl=self.lease_ttl,
                 mcp=self.mcp,
             )
-            if agent.depth + 1 < self.max_depth:
-                child.extensions.append(self._for_child(child.view))
+            if agent.depth + 1 < self.max_depth and spec.may_spawn:
+                child.extensions.append(self._for_child(child.view, spec.allowed_agents))
         except Exception as exc:
             error = f"could not start: {exc}"
             await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
@@ -281,11 +282,17 @@ class SubagentExtension(Extension):
             )
         )
 
-    def _for_child(self, child: AgentView) -> SubagentExtension:
-        """The child's own extension: the same specs, limits, workspace root and models."""
+    def _for_child(self, child: AgentView, allowed: list[str] | None) -> SubagentExtension:
+        """The child's own extension: the same specs (those of ``allowed``, when given), limits,
+        workspace root and models."""
+        specs = (
+            self.specs
+            if allowed is None
+            else {n: self.specs[n] for n in allowed if n in self.specs}
+        )
         return SubagentExtension(
             child,
-            self.specs,
+            specs,
             max_depth=self.max_depth,
             max_concurrent=self.max_concurrent,
             lease_ttl=self.lease_ttl,

@@ -162,6 +162,11 @@ class SubagentSpec(BaseModel):
     steps: Annotated[int | None, BeforeValidator(check_steps)] = None
     tools: Annotated[list[str] | None, BeforeValidator(split_tools)] = None
     unavailable_tools: list[str] = Field(default_factory=list)
+    #: The agents it may spawn, from ``Agent(a, b)`` in ``tools:``; None: any (when it may spawn).
+    allowed_agents: list[str] | None = None
+    #: ``tools:`` entries written with a rule (``Bash(git diff:*)``): that tool may only make the
+    #: calls these rules allow.
+    tool_rules: list[str] = Field(default_factory=list)
     context: Annotated[ContextMode, BeforeValidator(_context_mode)] = ContextMode.FRESH
     mcp_servers: Annotated[
         dict[str, StdioServer | HttpServer | None], BeforeValidator(check_mcp_servers)
@@ -184,6 +189,12 @@ class SubagentSpec(BaseModel):
         if not isinstance(data, Mapping):
             return data
         return normalize_input(data, (info.context or {}).get("model_aliases"))
+
+    @property
+    def may_spawn(self) -> bool:
+        """Whether it gets the ``agent_*`` tools: no ``tools:`` list, or one naming ``Agent``/``Task``
+        (or ``agent_spawn``); Claude Code's ``tools:`` is an allowlist for spawning too."""
+        return self.tools is None or "agent_spawn" in self.tools
 
     @model_validator(mode="after")
     def _one_output(self) -> SubagentSpec:

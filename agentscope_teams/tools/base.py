@@ -19,20 +19,14 @@ from ..context import RuntimeContext
 from ..errors import ToolError
 from ..model.base import ToolSchema
 from ..model.response_parsing import RAW_ARGUMENTS_KEY
+from .claude_code import CLAUDE_TOOLS
 from .output import ToolOutput
 
 ALIASES: Mapping[str, str] = MappingProxyType(
-    {
-        "Read": "read_file",
-        "Write": "write_file",
-        "Edit": "edit_file",
-        "MultiEdit": "edit_file",
-        "Glob": "glob_files",
-        "Grep": "grep_files",
-        "LS": "list_files",
-    }
+    {name: known.natives[0] for name, known in CLAUDE_TOOLS.items()}
 )
-"""Claude Code tool names (as written in specs and rules) -> built-in tool names."""
+"""Claude Code tool names (as written in specs and rules) -> the main tool of ours for each
+(see :mod:`.claude_code`, the table)."""
 
 
 def resolve_tool_name(name: str) -> str:

@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ToolError
 from .base import ALIASES, Tool, ToolEnv, resolve_tool_name
@@ -27,7 +27,7 @@ from .paths import compile_glob, display, is_binary, is_inside, resolve_in_works
 
 __all__ = ["ALIASES", "EDIT_TOOLS", "filesystem_tools", "resolve_tool_name"]
 
-EDIT_TOOLS = frozenset({"write_file", "edit_file"})
+EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
 """Tools that only change files in the workspace (allowed without asking in ``accept_edits``)."""
 
 MAX_LINE_CHARS = 2000
@@ -117,6 +117,37 @@ def write_file(path: str, content: str, *, env: ToolEnv) -> str:
     return f"{verb} {shown} ({lines} lines, {len(content.encode())} bytes)"
 
 
+def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tuple[str, int, int]:
+    """``text`` with ``old`` replaced: ``(new text, occurrences, first line)``; ToolError otherwise."""
+    if not old:
+        raise ToolError("old_string is empty; use write_file to create or overwrite a file")
+    if old == new:
+        raise ToolError("old_string and new_string are identical; nothing to change")
+    if old not in text and "\r\n" in text:
+        old, new = (s.replace("\n", "\r\n") for s in (old, new))
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {shown}; read the file and copy the exact text, "
+            "including whitespace"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}; include more surrounding text to make "
+            "it unique, or set replace_all=true"
+        )
+    line = text.count("\n", 0, text.index(old)) + 1
+    return text.replace(old, new), count, line
+
+
+def _read_text(real: Path, shown: str) -> str:
+    try:
+        with open(real, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except UnicodeDecodeError:
+        raise ToolError(f"{shown} is not valid UTF-8; it cannot be edited as text") from None
+
+
 def edit_file(
     path: str, old_string: str, new_string: str, replace_all: bool = False, *, env: ToolEnv
 ) -> str:
@@ -129,32 +160,58 @@ def edit_file(
         replace_all: Replace every occurrence instead of requiring a unique match.
     """
     real, shown = _text_file(env, path)
-    if not old_string:
-        raise ToolError("old_string is empty; use write_file to create or overwrite a file")
-    if old_string == new_string:
-        raise ToolError("old_string and new_string are identical; nothing to change")
-    try:
-        with open(real, encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except UnicodeDecodeError:
-        raise ToolError(f"{shown} is not valid UTF-8; it cannot be edited as text") from None
-    if old_string not in text and "\r\n" in text:
-        old_string, new_string = (s.replace("\n", "\r\n") for s in (old_string, new_string))
-    count = text.count(old_string)
-    if count == 0:
-        raise ToolError(
-            f"old_string was not found in {shown}; read the file and copy the exact text, "
-            "including whitespace"
-        )
-    if count > 1 and not replace_all:
-        raise ToolError(
-            f"old_string occurs {count} times in {shown}; include more surrounding text to make "
-            "it unique, or set replace_all=true"
-        )
-    line = text.count("\n", 0, text.index(old_string)) + 1
+    text, count, line = _replace(
+        _read_text(real, shown), shown, old_string, new_string, replace_all
+    )
     with open(real, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text.replace(old_string, new_string))
+        fh.write(text)
     return f"edited {shown}: replaced {count} occurrence(s), first at line {line}"
+
+
+class Edit(BaseModel):
+    """One replacement of :func:`multi_edit`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+
+
+def multi_edit(
+    path: str, edits: Annotated[list[Edit], Field(min_length=1, max_length=100)], *, env: ToolEnv
+) -> str:
+    """Make several replacements in one file, in order, all or nothing.
+
+    Each edit applies to the text the previous ones produced. If any edit fails (text not found,
+    not unique), the file is left unchanged and the error names that edit.
+
+    Args:
+        path: File path relative to the workspace root.
+        edits: The replacements: each has old_string, new_string and optional replace_all.
+    """
+    real, shown = _text_file(env, path)
+    text = _read_text(real, shown)
+    total = 0
+    for index, edit in enumerate(edits):
+        try:
+            text, count, _ = _replace(
+                text, shown, edit.old_string, edit.new_string, edit.replace_all
+            )
+        except ToolError as exc:
+            raise ToolError(
+                f"edit {index + 1} of {len(edits)}: {exc}; no edit was applied"
+            ) from None
+        total += count
+    tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.chmod(tmp, stat.S_IMODE(real.stat().st_mode))
+        os.replace(tmp, real)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return f"edited {shown}: {len(edits)} edit(s), {total} replacement(s)"
 
 
 def list_files(path: str = ".", *, env: ToolEnv) -> str:
@@ -264,6 +321,7 @@ def _builtin_tools() -> tuple[Tool, ...]:
         make_tool(read_file, read_only=True),
         make_tool(write_file),
         make_tool(edit_file),
+        make_tool(multi_edit),
         make_tool(list_files, read_only=True),
         make_tool(glob_files, read_only=True, primary_argument="path"),
         make_tool(grep_files, read_only=True, primary_argument="path"),

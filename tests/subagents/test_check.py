@@ -25,7 +25,7 @@ def test_clean_directory_exits_zero_and_lists_specs() -> None:
     for column in ("name", "description", "model", "tools", "workspace", "warnings"):
         assert column in out
     assert "code-reviewer" in out and "openai:gpt-4o" in out
-    assert "ignored: Bash" in out
+    assert "bash, bash_output, kill_shell" in out  # Claude Code's Bash maps to our bash tool
     assert "Claude Code key 'color'" in out
     assert "23 specs loaded" in out and "0 errors" in out
 

@@ -179,16 +179,20 @@ def test_whole_good_corpus_loads_strictly() -> None:
 def test_claude_code_reviewer_loads_unchanged() -> None:
     spec = load_specs(GOOD, model_aliases=ALIASES).specs["code-reviewer"]
     assert spec.description.startswith("Expert code review specialist.")
-    assert spec.tools == ["read_file", "grep_files", "glob_files"]
-    assert spec.unavailable_tools == ["Bash"]
+    assert spec.tools == [
+        "read_file",
+        "grep_files",
+        "glob_files",
+        "bash",
+        "bash_output",
+        "kill_shell",
+    ]
+    assert spec.unavailable_tools == []
     assert spec.model == "openai:gpt-4o"
     assert spec.extra == {"color": "blue"}
     assert spec.system_prompt.startswith("You are a senior code reviewer")
     assert spec.system_prompt.endswith("critical issues, warnings, suggestions.")
-    assert spec.warnings == [
-        "line 4: tools not available in agentscope-teams are ignored: Bash",
-        "line 6: Claude Code key 'color' is ignored (kept in `extra`)",
-    ]
+    assert spec.warnings == ["line 6: Claude Code key 'color' is ignored (kept in `extra`)"]
     assert (spec.workspace.mode, spec.context, spec.steps) == (
         WorkspaceMode.ISOLATED,
         ContextMode.FRESH,
@@ -198,27 +202,31 @@ def test_claude_code_reviewer_loads_unchanged() -> None:
 
 def test_claude_code_tool_names_are_mapped() -> None:
     spec = SubagentSpec.from_file(GOOD / "cc-folded-description.md")
-    assert spec.tools == ["read_file", "write_file", "edit_file", "list_files"]  # MultiEdit merged
+    assert spec.tools == ["read_file", "write_file", "edit_file", "multi_edit", "list_files"]
     assert spec.description == (
         "Refactoring specialist. Use when a module has grown too large or duplicates logic found "
         "elsewhere."
     )
 
 
-def test_mcp_tools_are_kept_and_patterned_tools_are_unavailable_not_errors() -> None:
+def test_mcp_tools_are_kept_and_patterned_tools_keep_their_rules() -> None:
     triager = SubagentSpec.from_file(GOOD / "cc-github-triager.md")
     # MCP tools are served by the agent's MCP servers (agentscope_teams.mcp), not dropped
     assert triager.tools == ["read_file", "mcp__github__create_issue", "mcp__github__list_issues"]
     assert triager.unavailable_tools == []
     historian = SubagentSpec.from_file(GOOD / "cc-bash-patterns.md")
-    assert historian.tools == ["read_file"]
-    assert historian.unavailable_tools == [
-        "Bash(git diff:*)",
-        "Bash(git log:*)",
-        "WebFetch",
-        "WebSearch",
-        "TodoWrite",
+    assert historian.tools == [
+        "bash",
+        "bash_output",
+        "kill_shell",
+        "read_file",
+        "web_fetch",
+        "web_search",
+        "todo_write",
     ]
+    assert historian.unavailable_tools == []
+    # a rule in parentheses limits that tool to what it allows (Claude Code's allowlist)
+    assert historian.tool_rules == ["Bash(git diff:*)", "Bash(git log:*)"]
 
 
 def test_tools_absent_inherit_and_empty_list_means_none() -> None:

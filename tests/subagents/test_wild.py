@@ -48,8 +48,8 @@ CASES: dict[str, Expect] = {
     "powershell-5.1-expert.md": Expect(
         fields={
             "name": "powershell-5.1-expert",
-            "tools": ["read_file", "write_file"],
-            "unavailable_tools": ["Bash"],
+            "tools": ["read_file", "write_file", "bash", "bash_output", "kill_shell"],
+            "unavailable_tools": [],
         }
     ),
     "name-trailing-dot.md": Expect(error=(2, "must not start or end with '.'")),
@@ -79,8 +79,8 @@ CASES: dict[str, Expect] = {
         fields={
             "description": "Keeps the incident timeline. Examples: 'log that the DB failed over', "
             "'summarize the outage'",
-            "tools": ["read_file", "write_file"],
-            "unavailable_tools": ["WebFetch"],
+            "tools": ["read_file", "write_file", "web_fetch"],
+            "unavailable_tools": [],
             "extra": {"color": "red"},
         },
         lenient=3,
@@ -150,8 +150,16 @@ CASES: dict[str, Expect] = {
     ),
     "tools-comma-spaces.md": Expect(
         fields={
-            "tools": ["read_file", "grep_files", "glob_files", "list_files"],
-            "unavailable_tools": ["Bash"],
+            "tools": [
+                "read_file",
+                "grep_files",
+                "glob_files",
+                "bash",
+                "bash_output",
+                "kill_shell",
+                "list_files",
+            ],
+            "unavailable_tools": [],
         }
     ),
     "unknown-keys.md": Expect(

@@ -48,6 +48,7 @@ def test_read_only_flags() -> None:
         "read_file": (True, True),
         "write_file": (False, False),
         "edit_file": (False, False),
+        "multi_edit": (False, False),
         "list_files": (True, True),
         "glob_files": (True, True),
         "grep_files": (True, True),

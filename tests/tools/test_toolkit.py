@@ -273,6 +273,7 @@ def test_toolkit_collection_api() -> None:
         "read_file",
         "write_file",
         "edit_file",
+        "multi_edit",
         "list_files",
         "glob_files",
         "grep_files",
