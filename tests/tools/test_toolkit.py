@@ -278,7 +278,7 @@ def test_toolkit_collection_api() -> None:
         "glob_files",
         "grep_files",
     ]
-    assert len(kit) == 6 and "Read" in kit and "LS" in kit and "Bash" not in kit
+    assert len(kit) == 7 and "Read" in kit and "LS" in kit and "Bash" not in kit
     read = kit.get("Read")
     assert read is not None and read.name == "read_file"
     with pytest.raises(ValueError, match="already in this toolkit"):
