@@ -178,6 +178,14 @@ class Draft:
             self.failed.add(key)
 
 
+def claude_project_root(path: Path) -> Path | None:
+    """The project of a Claude Code agent file (``<root>/.claude/agents/x.md`` -> ``<root>``)."""
+    agents = path.parent
+    if agents.name == "agents" and agents.parent.name == ".claude":
+        return agents.parent.parent
+    return None
+
+
 def draft_spec(
     path: Path, aliases: Mapping[str, str] | None, *, strict_yaml: bool = False
 ) -> Draft:
@@ -216,6 +224,8 @@ def _fill(draft: Draft, fm: Frontmatter, aliases: Mapping[str, str] | None) -> N
     for line, reason, key in field_errors:
         draft.fail(line, reason, key)
     _resolve_workspace_path(data, draft.path)
+    if "workspace" not in data and claude_project_root(draft.path) is not None:
+        data["workspace"] = {"mode": "shared"}  # works on the project, as in Claude Code
     notes += field_notes
     notes += [(line, lenient_note(key)) for line, key in fm.lenient]
     if not fm.body.strip():

@@ -142,3 +142,33 @@ async def test_multi_edit_is_all_or_nothing(tmp_path: Path) -> None:
     failed = str(requests[1].messages[-1].content)
     assert "edit 2 of 2" in failed and "no edit was applied" in failed
     assert (tmp_path / "a.py").read_text() == "1\n2\nthree\n"
+
+
+async def test_a_claude_code_project_agent_works_on_the_project(tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "finder.md").write_text(
+        "---\nname: finder\ndescription: Finds code.\ntools: Grep\n---\nFind things.\n"
+    )
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("needle = 1\n")
+    elsewhere = tmp_path / "defs"
+    elsewhere.mkdir()
+    (elsewhere / "other.md").write_text("---\nname: other\ndescription: Elsewhere.\n---\nHi.\n")
+    finder = SubagentSpec.from_file(agents / "finder.md")
+    assert finder.workspace.mode.value == "shared"  # no workspace: key, a Claude Code project
+    assert SubagentSpec.from_file(elsewhere / "other.md").workspace.mode.value == "isolated"
+    lead = _lead(
+        [finder],
+        [
+            ScriptedModel.tool_call("agent_spawn", {"agent": "finder", "task": "find needle"}),
+            ScriptedModel.tool_call("grep_files", {"pattern": "needle"}),
+            "found it",
+            "done",
+        ],
+        tmp_path,
+    )
+    async with lead:
+        await lead.call("go", RuntimeContext(session_id="s", user_id="u"))
+    grep_result = str(lead.model.requests[2].messages[-1].content)  # type: ignore[attr-defined]
+    assert "src/app.py:1" in grep_result
