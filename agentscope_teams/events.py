@@ -95,6 +95,8 @@ class ConfirmResult(BaseModel):
 
     ``name`` / ``input`` may be echoed back for clarity, but must equal the paused call: a confirmation
     can never change what runs. ``remember`` stores an allow rule in ``state.permission_context``.
+    ``answers`` answers a question the agent asked (``ask_user_question``: question -> answer); it
+    becomes that call's result and is ignored for any other tool.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -103,6 +105,7 @@ class ConfirmResult(BaseModel):
     remember: bool = False
     name: str | None = None
     input: dict[str, object] | None = None
+    answers: dict[str, str] | None = None
 
 
 class UserConfirmResultEvent(BaseModel):

@@ -31,10 +31,16 @@ class PermissionRule(BaseModel):
 
 
 class PermissionContext(BaseModel):
-    """The permission mode and the rules the user accepted during HITL."""
+    """The permission mode and the rules the user accepted during HITL.
+
+    ``mode`` overrides the agent's configured mode when it is not ``default``, or when
+    ``mode_chosen`` says this session chose it (plan mode entered or left with ``enter_plan_mode``
+    / an approved ``exit_plan_mode``), so leaving plan mode works on an agent configured for plan.
+    """
 
     mode: PermissionMode = "default"
     rules: list[PermissionRule] = Field(default_factory=list)
+    mode_chosen: bool = False
 
 
 class ToolContext(BaseModel):
@@ -45,13 +51,17 @@ class ToolContext(BaseModel):
 
 
 class PlanTask(BaseModel):
+    """One item of the session's task list (``todo_write``, Claude Code's ``TodoWrite``):
+    ``title`` is its content, ``active_form`` how it reads while in progress ("Running tests")."""
+
     id: str = Field(default_factory=new_id)
     title: str
     status: Literal["pending", "in_progress", "completed"] = "pending"
+    active_form: str = ""
 
 
 class TasksContext(BaseModel):
-    """Plan-mode task list."""
+    """The session's task list (the plan), written whole by ``todo_write``; kept by compression."""
 
     tasks: list[PlanTask] = Field(default_factory=list)
 

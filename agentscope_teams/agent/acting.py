@@ -44,13 +44,16 @@ class StepRunner:
         run: list[ToolUseBlock] = []
         results: dict[str, ToolResultBlock] = {}
         for call, answer in decisions:
+            tool = self.toolkit.get(call.name)
+            if tool is not None and tool.asks_user:
+                results[call.id] = hitl.answered(call, answer)
+                continue
             if not answer.confirmed:
                 results[call.id] = ToolResultBlock(
                     tool_use_id=call.id, name=call.name, output=hitl.REJECTED, is_error=True
                 )
                 continue
             run.append(call)
-            tool = self.toolkit.get(call.name)
             if answer.remember and tool is not None:
                 ws = self.opts.env.workspace if self.opts.env else None
                 rule = self.agent.permissions.remember_rule(tool, call.input, workspace=ws)

@@ -38,6 +38,7 @@ from ..store.base import (
     shared_across_processes,
 )
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
+from ..tools.plan import plan_tools
 from . import compression as comp
 from .config import ReActConfig
 from .construction import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR  # re-exported
@@ -89,7 +90,8 @@ class SessionAgent:
         check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
-        toolkit = Toolkit([*(filesystem_tools() if builtin_tools else []), *tools])
+        builtins = [*filesystem_tools(), *plan_tools()] if builtin_tools else []
+        toolkit = Toolkit([*builtins, *tools])
         self.loop = ReActAgent(name, self.model, system_prompt, toolkit, config, permissions)
         # A store built here from a URL (or the default) is the agent's: its sessions open and close it.
         self.sessions = SessionStorage(
@@ -323,7 +325,7 @@ class SessionAgent:
             workspace=self.workspace_for(ctx),
             ctx=ctx,
             agent_name=self.name,
-            extras={"agent": self.view},
+            extras={"agent": self.view, "state": state},
             resolved=True,
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)

@@ -6,6 +6,7 @@ from ..errors import HITLError
 from ..events import ConfirmResult, UserConfirmResultEvent, UserInterruptEvent
 from ..message import Msg, ToolResultBlock, ToolUseBlock
 from ..state import AgentState
+from ..tools.plan import answers_text
 
 INTERRUPTED_BY_USER = "interrupted by user: the tool call was not run"
 NEW_MESSAGE_INTERRUPT = "interrupted by user: a new message arrived before this call was confirmed"
@@ -15,6 +16,19 @@ RECOVERED = (
     "check the effect and retry if needed"
 )
 REJECTED = "the user rejected this tool call"
+DECLINED = "the user declined to answer; go on with your best judgement and say what you assumed"
+
+
+def answered(call: ToolUseBlock, answer: ConfirmResult) -> ToolResultBlock:
+    """The result of a question for the user (a tool that ``asks_user``): the user's answers."""
+    if not answer.confirmed or answer.answers is None:
+        return ToolResultBlock(tool_use_id=call.id, name=call.name, output=DECLINED, is_error=True)
+    return ToolResultBlock(
+        tool_use_id=call.id,
+        name=call.name,
+        output=answers_text(answer.answers),
+        data={"answers": dict(answer.answers)},
+    )
 
 
 def tool_results_msg(results: list[ToolResultBlock]) -> Msg:

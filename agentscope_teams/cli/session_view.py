@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..sessions import SessionRecord
+from ..tools.plan import render_todos
 from .common import abbreviate
 
 _ROLE_STYLES = {"user": "bold cyan", "assistant": "bold green", "system": "bold magenta"}
@@ -126,10 +127,14 @@ def _message(msg: Msg) -> RenderableType:
 
 
 def conversation(record: SessionRecord) -> Group:
-    """The session header, its summary (if any) and every message with abbreviated tool calls."""
+    """The session header, its summary and task list (if any) and every message with abbreviated
+    tool calls."""
     parts: list[RenderableType] = [_header(record), Text()]
     if record.state.summary:
         parts += [Panel(Text(record.state.summary), title="summary", title_align="left"), Text()]
+    if record.state.tasks_context.tasks:
+        plan = render_todos(record.state.tasks_context.tasks)
+        parts += [Panel(Text(plan), title="task list", title_align="left"), Text()]
     if not record.state.context:
         parts.append(Text("(no messages)", style="dim"))
     for msg in record.state.context:

@@ -157,6 +157,9 @@ class Tool:
     concurrency_safe: bool = False
     requires_confirmation: bool = False
     primary_argument: str | None = None
+    #: The call is a question for the user: it always pauses (whatever the mode or rules, except a
+    #: deny rule) and the user's answers are its result (``ConfirmResult.answers``).
+    asks_user: bool = False
     validator: Validator | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -147,6 +147,7 @@ def make_tool(
     concurrency_safe: bool | None = None,
     requires_confirmation: bool = False,
     primary_argument: str | None = None,
+    asks_user: bool = False,
 ) -> Tool:
     """The :class:`Tool` for ``fn`` (see :func:`tool`)."""
     tool_name = name or fn.__name__
@@ -175,6 +176,7 @@ def make_tool(
         concurrency_safe=read_only if concurrency_safe is None else concurrency_safe,
         requires_confirmation=requires_confirmation,
         primary_argument=primary_argument,
+        asks_user=asks_user,
     )
 
     def validate(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -329,7 +329,7 @@ def _builtin_tools() -> tuple[Tool, ...]:
 
 
 def filesystem_tools() -> list[Tool]:
-    """Fresh copies of the six built-in file tools."""
+    """Fresh copies of the seven built-in file tools."""
     return [
         dataclasses.replace(t, parameters=copy.deepcopy(t.parameters)) for t in _builtin_tools()
     ]

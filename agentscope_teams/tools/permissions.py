@@ -3,16 +3,19 @@
 Evaluation order, first hit wins:
 
 1. a matching ``deny`` rule -> deny;
-2. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
+2. a tool that ``asks_user`` (a question for the user) -> ask, in every mode;
+3. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
    allow rules say: a rule remembered earlier must not let an agent write while it plans);
-3. a matching ``ask`` rule -> ask;
-4. a matching ``allow`` rule -> allow;
-5. the mode's default: ``bypass`` -> allow; ``plan`` -> allow (only read-only tools get here);
+4. a matching ``ask`` rule -> ask;
+5. a matching ``allow`` rule -> allow;
+6. the mode's default: ``bypass`` -> allow; ``plan`` -> ask if the tool ``requires_confirmation``
+   (``exit_plan_mode``: the user approves the plan), else allow (only read-only tools get here);
    ``accept_edits`` -> allow read-only tools and ``write_file`` / ``edit_file``, other tools as in
    ``default``; ``default`` -> ask if the tool ``requires_confirmation``, else allow.
 
 The rules are the engine's configured rules followed by ``context.rules`` (accepted during HITL).
-The mode is ``context.mode`` (the session's) unless that is ``"default"``, then the engine's mode.
+The mode is ``context.mode`` (the session's) unless that is ``"default"`` and the session did not
+choose it (``context.mode_chosen``), then the engine's mode.
 
 A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed, ``mcp__<server>``
 for every tool of an MCP server) and optionally a
@@ -201,7 +204,7 @@ class PermissionEngine:
 
     def effective_mode(self, context: PermissionContext | None = None) -> PermissionMode:
         """The session's mode unless it is "default", else the engine's."""
-        if context is not None and context.mode != "default":
+        if context is not None and (context.mode != "default" or context.mode_chosen):
             return context.mode
         return self.mode
 
@@ -223,6 +226,8 @@ class PermissionEngine:
                 return PermissionDecision(
                     "deny", f"denied by rule deny {format_rule(rule)}; do not retry this call", rule
                 )
+        if tool.asks_user:
+            return PermissionDecision("ask", f"{tool.name} asks the user")
         if mode == "plan" and not tool.read_only:
             return PermissionDecision(
                 "deny",
@@ -242,6 +247,8 @@ class PermissionEngine:
     def _default(self, tool: Tool, mode: PermissionMode) -> PermissionDecision:
         if mode == "bypass":
             return PermissionDecision("allow", "allowed: bypass mode")
+        if mode == "plan" and tool.requires_confirmation:
+            return PermissionDecision("ask", f"{tool.name} requires confirmation")
         if mode == "plan":
             return PermissionDecision("allow", f"allowed: {tool.name} is read-only (plan mode)")
         if mode == "accept_edits" and (

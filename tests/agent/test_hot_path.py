@@ -144,8 +144,8 @@ async def test_each_tool_schema_is_built_once_across_steps_and_calls(
         await agent.call("go", CTX.model_copy(update={"session_id": session}))
 
     assert len(model.requests) == 10
-    assert all(len(r.tools) == 9 for r in model.requests)  # 7 file tools, ping, extra
-    assert len(builds) == 9  # one per tool, not per step (10) or per call (2)
+    assert all(len(r.tools) == 14 for r in model.requests)  # 7 file + 5 plan tools, ping, extra
+    assert len(builds) == 14  # one per tool, not per step (10) or per call (2)
 
 
 class Answer(BaseModel):

@@ -8,7 +8,7 @@ import pytest
 
 from agentscope_teams.message import AssistantMsg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg
 from agentscope_teams.sessions import SessionConfig, SessionRecord, SessionStorage
-from agentscope_teams.state import AgentState, PermissionRule
+from agentscope_teams.state import AgentState, PermissionRule, PlanTask
 from agentscope_teams.store.jsonfile import JsonFileStore
 
 from .conftest import Cli, one_error_line
@@ -19,6 +19,10 @@ LONG_OUTPUT = "line of file content " * 40
 def _conversation() -> AgentState:
     state = AgentState(summary="Earlier the user asked for a [bold]review[/bold] of src/.")
     state.permission_context.rules.append(PermissionRule(tool="read_file", behavior="allow"))
+    state.tasks_context.tasks += [
+        PlanTask(title="Read src/app.py", status="completed"),
+        PlanTask(title="Report findings", status="in_progress", active_form="Reporting findings"),
+    ]
     state.context += [
         UserMsg("Please review src/app.py", name="alice"),
         AssistantMsg(
@@ -111,6 +115,8 @@ def test_show_renders_the_conversation(seeded: Cli) -> None:
     assert LONG_OUTPUT.strip() not in out and "…" in out
     assert "✗ error from grep_files: no" in out
     assert out.index("Please review") < out.index("→ read_file") < out.index("looks correct")
+    assert "[x] Read src/app.py" in out and "[~] Report findings" in out  # the task list
+    assert "Now: Reporting findings" in out
 
 
 def test_show_json_is_the_record(seeded: Cli) -> None:
