@@ -25,6 +25,7 @@ from .errors import ConfigurationError
 from .mcp import McpToolset
 from .model.base import ChatModel
 from .sessions import SessionSource
+from .skills import SkillExtension, SkillLibrary
 from .store.base import BaseStore
 from .tools import PermissionEngine, Tool
 
@@ -36,6 +37,7 @@ def extensions_from_specs(
     teams: bool | None = None,
     team_options: Mapping[str, Any] | None = None,
     mcp: McpToolset | None = None,
+    skills: SkillLibrary | None = None,
     **subagent_options: Any,
 ) -> list[Extension]:
     """The subagent extension for ``specs`` and, when ``teams`` (default: a top-level agent, depth
@@ -50,12 +52,22 @@ def extensions_from_specs(
     from .subagents.extension import SubagentExtension
     from .teams.extension import TeamLeadExtension
 
-    sub = SubagentExtension.build(agent, specs, mcp=mcp, **subagent_options)
+    sub = SubagentExtension.build(agent, specs, mcp=mcp, skills=skills, **subagent_options)
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:
         options = {"models": sub.models, "mcp": mcp, **(team_options or {})}
         found.append(TeamLeadExtension(sub.specs, **options))
     return found
+
+
+def project_skills(specs: Any) -> Path | None:
+    """The skills folder of the project a spec directory belongs to: ``<root>/.claude/skills``
+    beside ``<root>/.claude/agents``; else None."""
+    if not isinstance(specs, str | Path):
+        return None
+    folder = Path(specs).resolve()
+    candidate = folder.parent / "skills"
+    return candidate if folder.parent.name == ".claude" and candidate.is_dir() else None
 
 
 def project_mcp_json(specs: Any) -> Path | None:
@@ -84,7 +96,13 @@ class HarnessAgent(SessionAgent):
     agent's own MCP tools by name (``mcp__<server>__<tool>``, ``mcp__<server>``; default: all);
     its subagents pick theirs in their spec's ``tools:``. ``mcp_options`` go to the
     :class:`~.mcp.McpPool` (``max_live``, ``idle_timeout``, ``call_timeout``, ``startup_timeout``).
-    Servers start lazily and stop at :meth:`aclose`."""
+    Servers start lazily and stop at :meth:`aclose`.
+
+    ``skills`` gives the agent the ``skill`` tool over Claude Code skill folders
+    (``<folder>/<name>/SKILL.md``): a folder, a list of folders, or a :class:`~.skills.SkillLibrary`;
+    ``{org}`` and ``{user}`` in a folder name make it per tenant. Default: the project's
+    ``.claude/skills`` when ``specs`` is its ``.claude/agents``. Subagents preload the skills their
+    spec lists in ``skills:`` from the same folders."""
 
     def __init__(
         self,
@@ -112,6 +130,7 @@ class HarnessAgent(SessionAgent):
         mcp_servers: Any = None,
         mcp_tools: Sequence[str] | None = None,
         mcp_options: Mapping[str, Any] | None = None,
+        skills: Any = None,
         tracer_provider: Any = None,
         **subagent_options: Any,
     ) -> None:
@@ -143,6 +162,9 @@ class HarnessAgent(SessionAgent):
             self.mcp.inherited = list(mcp_tools)
         if self.mcp.servers:
             self.extensions.append(self.mcp.extension(mcp_tools))
+        self.skills = SkillLibrary.of(project_skills(specs) if skills is None else skills)
+        if self.skills and builtin_tools:
+            self.extensions.append(SkillExtension(self.skills))
         if specs is not None:
             self.extensions += extensions_from_specs(
                 self.view,
@@ -150,6 +172,7 @@ class HarnessAgent(SessionAgent):
                 teams=teams,
                 team_options=team_options,
                 mcp=self.mcp,
+                skills=self.skills,
                 **subagent_options,
             )
         elif subagent_options or teams or team_options:

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "tools": 7,
     "agent": 8,
     "mcp": 9,
+    "skills": 9,
     "subagents": 10,
     "teams": 11,
     "compose": 12,

@@ -44,11 +44,10 @@ SPEC_KEYS = frozenset(
         "context",
         "mcpServers",
         "output",
+        "skills",
     }
 )
-_CLAUDE_CODE_KEYS = frozenset(
-    {"color", "permissionMode", "disallowedTools", "skills", "hooks", "memory"}
-)
+_CLAUDE_CODE_KEYS = frozenset({"color", "permissionMode", "disallowedTools", "hooks", "memory"})
 #: Subagent names: an identifier only (keys and paths escape every segment), so dotted names
 #: written for Claude Code (``dotnet-framework-4.8-expert``) load; no leading or trailing dot, so a
 #: name is never a hidden file nor a name Windows trims.
@@ -384,6 +383,17 @@ def unknown_key_note(key: str) -> str:
         return f"Claude Code key {key!r} is ignored (kept in `extra`)"
     hint = f"; did you mean {key.lower()!r}?" if key.lower() in SPEC_KEYS else ""
     return f"unknown key {key!r} is ignored (kept in `extra`){hint}"
+
+
+def check_skills(value: Any) -> Any:
+    """Read ``skills`` as Claude Code writes it: a list of skill names or a comma-separated string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    if isinstance(value, list | tuple) and all(isinstance(n, str) and n.strip() for n in value):
+        return [n.strip() for n in value]
+    raise ValueError(f"skills must be a list of skill names, got {describe(value)}")
 
 
 def check_mcp_servers(value: Any) -> Any:

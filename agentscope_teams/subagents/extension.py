@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tracing
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
+from ..context import RuntimeContext
 from ..errors import ConfigurationError, ToolError
 from ..mcp.tools import is_mcp_name
 from ..message import Msg
 from ..model.base import ChatModel
+from ..skills import Skill, SkillExtension, SkillLibrary
 from ..tools import Tool
 from .child import build_child, fork_snapshot
 from .inbox import acknowledge, take
@@ -62,6 +64,16 @@ def _warn(agent: AgentView, spec: SubagentSpec) -> None:
         log.warning("subagent %s: workspace.path %s is not a directory", spec.name, path)
 
 
+class PreloadedSkills(Extension):
+    """A child's ``skills:``, whole, at the end of its system prompt (Claude Code preloads them)."""
+
+    def __init__(self, skills: list[Skill]) -> None:
+        self.text = "\n\n".join(s.full_text() for s in skills)
+
+    def system_prompt(self, scope: CallScope) -> str:
+        return self.text
+
+
 class SubagentExtension(Extension):
     """Subagents of one agent (seen through its :class:`AgentView`); build it with :meth:`build`."""
 
@@ -76,9 +88,11 @@ class SubagentExtension(Extension):
         workspace_root: Path,
         models: Mapping[str, ChatModel] | None = None,
         mcp: McpToolset | None = None,
+        skills: SkillLibrary | None = None,
     ) -> None:
         self.agent, self.specs = agent, specs
         self.mcp = mcp
+        self.skills = skills
         self.max_depth, self.max_concurrent = max_depth, max_concurrent
         self.lease_ttl = lease_ttl
         self.root = workspace_root
@@ -103,6 +117,7 @@ class SubagentExtension(Extension):
         workspace_root: Path | str | None = None,
         models: Mapping[str, ChatModel] | None = None,
         mcp: McpToolset | None = None,
+        skills: SkillLibrary | None = None,
     ) -> SubagentExtension:
         """Load ``specs`` (a directory, specs, or a mapping) and check the limits.
 
@@ -110,7 +125,8 @@ class SubagentExtension(Extension):
         "running"; ``workspace_root`` (default: the agent's workspace) holds isolated run dirs;
         ``models`` maps a spec's ``model`` name to a model object (shared clients, scripted tests)
         before it is parsed as ``"provider:model"``; ``mcp`` gives children the MCP tools their
-        spec selects.
+        spec selects; ``skills`` is where the skills its specs preload (``skills:``) and children
+        load (the ``skill`` tool) come from.
         """
         if max_depth < 1 or max_concurrent < 1:
             raise ConfigurationError(
@@ -132,6 +148,7 @@ class SubagentExtension(Extension):
             workspace_root=root,
             models=models,
             mcp=mcp,
+            skills=skills,
         )
 
     @property
@@ -262,6 +279,7 @@ class SubagentExtension(Extension):
             )
             if agent.depth + 1 < self.max_depth and spec.may_spawn:
                 child.extensions.append(self._for_child(child.view, spec.allowed_agents))
+            child.extensions += await self._skills_for(spec, ctx)
         except Exception as exc:
             error = f"could not start: {exc}"
             await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
@@ -299,7 +317,27 @@ class SubagentExtension(Extension):
             workspace_root=self.root,
             models=self.models,
             mcp=self.mcp,
+            skills=self.skills,
         )
+
+    async def _skills_for(self, spec: SubagentSpec, ctx: RuntimeContext) -> list[Extension]:
+        """The child's skill extensions: its ``skills:`` preloaded, and the ``skill`` tool when its
+        ``tools:`` allows it (no list, or one naming ``Skill``)."""
+        if not self.skills:
+            if spec.skills:
+                log.warning("subagent %s lists skills but no skill folder is configured", spec.name)
+            return []
+        found: list[Extension] = []
+        if spec.skills:
+            available = await self.skills.skills(ctx)
+            missing = [n for n in spec.skills if n not in available]
+            if missing:
+                log.warning("subagent %s: skills %s not found; not preloaded", spec.name, missing)
+            loaded = [available[n] for n in spec.skills if n in available]
+            found.append(PreloadedSkills(loaded))
+        if spec.tools is None or "skill" in spec.tools:
+            found.append(SkillExtension(self.skills))
+        return found
 
     async def aclose(self) -> None:
         """Stop the runs this process executes (they become ``lost``, with a notice)."""

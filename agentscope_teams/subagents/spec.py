@@ -61,6 +61,7 @@ from ._fields import (
     check_name,
     check_output,
     check_path,
+    check_skills,
     check_steps,
     describe,
     error_reason,
@@ -174,6 +175,8 @@ class SubagentSpec(BaseModel):
     workspace: Annotated[WorkspaceConfig, BeforeValidator(_workspace_input)] = Field(
         default_factory=WorkspaceConfig
     )
+    #: Skills preloaded whole into its system prompt (names of the agent's skills).
+    skills: Annotated[list[str], BeforeValidator(check_skills)] = Field(default_factory=list)
     #: A JSON schema the run's answer must match (``output:`` in the frontmatter).
     output: Annotated[dict[str, Any] | None, BeforeValidator(check_output)] = None
     #: The same as a Python type (a pydantic model, ...), for specs built in code; the run's

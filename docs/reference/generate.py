@@ -222,9 +222,13 @@ SPEC_KEY_DOCS = {
     "mcpServers": "MCP servers for this subagent (see docs/mcp.md): a list of configured server "
     "names (`- github`) or inline definitions (`- time: {command: ..., args: [...]}`, or "
     "`{type: http, url: ..., headers: ...}`); all their tools are available. `${VAR}` is expanded.",
+    "skills": "Skills (names, a list or a comma string) preloaded whole into the subagent's system "
+    "prompt from the agent's skill folders (default: the project's `.claude/skills`); see "
+    "docs/claude-code.md.",
     "context": "`fresh` (default: an empty context) or `fork` (a snapshot of the parent's context).",
     "workspace": "`mode: isolated` (default: the run's own directory) or `shared` (the parent's), "
-    "and an optional `path` relative to the spec file.",
+    "and an optional `path` relative to the spec file. A spec in a Claude Code project "
+    "(`.claude/agents`) without this key is `shared`.",
     "output": "A JSON schema (YAML mapping or JSON text) the run's answer must match; `agent_spawn` "
     "and `agent_wait` then return the validated value in `RunCompleted.output`. Checked at load. "
     "In code: `SubagentSpec(output_type=SomeModel)`.",
