@@ -17,7 +17,7 @@ from .message import Block, Msg, ToolResultBlock, ToolUseBlock, new_id
 
 STATE_SCHEMA_VERSION = 1
 
-PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
+PermissionMode = Literal["default", "accept_edits", "plan", "bypass", "dont_ask"]
 
 
 class PermissionRule(BaseModel):

@@ -33,3 +33,5 @@ class ReActConfig(BaseModel):
     recover_pending_tools: bool = True
     stream_model: bool = True
     output_retries: int = Field(default=2, ge=0)
+    #: Reasoning effort sent with every model request (``low`` ... ``max``); None: the model's own.
+    effort: str | None = None

@@ -232,7 +232,10 @@ class _Reply(StepRunner):
                     await self.opts.checkpoint(state)
                 continue
             if self.output is None and (final or not response.tool_calls):
-                yield ReplyEndEvent(msg=self._record(response, final=True), **self._ev())
+                msg = self._record(response, final=True)
+                if final:  # the turn limit ended it: say so to whoever reads the answer
+                    msg.metadata[TURN_LIMIT] = self.cfg.max_iters
+                yield ReplyEndEvent(msg=msg, **self._ev())
                 return
             self._record(response, final=False)
             if self.opts.checkpoint is not None:
@@ -297,7 +300,11 @@ class _Reply(StepRunner):
         if self.output is not None:
             tools, schema = self.output.shape(tools, final)
         return ModelRequest(
-            system_prompt=system, messages=messages, tools=tools, response_schema=schema
+            system_prompt=system,
+            messages=messages,
+            tools=tools,
+            response_schema=schema,
+            effort=self.cfg.effort,
         )
 
     async def _reason(self, final: bool) -> AsyncIterator[AgentEvent | ModelResponse]:
@@ -373,6 +380,10 @@ class _Reply(StepRunner):
         """Add a recorded response's reported usage to the session's ledger and the usage meter."""
         self.state.usage.record(usage.input_tokens, usage.output_tokens, self.state.context)
         tracing.record_usage(self.agent.name, usage.input_tokens, usage.output_tokens)
+
+
+TURN_LIMIT = "turn_limit"
+"""Metadata key of a final answer the turn limit forced (its value: the limit)."""
 
 
 def _as_messages(input: ReplyInput) -> list[Msg]:

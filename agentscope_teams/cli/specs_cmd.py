@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
+from ..compose import project_mcp_json
 from ..subagents.check import check_specs
 from ..subagents.spec import load_specs
+from ..subagents.strict import strict_problems
 from .common import SubParsers, add_command, add_json_option, print_json_line, stdout_console
 
 EXAMPLES = (
@@ -37,17 +40,38 @@ def register(subparsers: SubParsers) -> None:
     check.add_argument(
         "--strict",
         action="store_true",
-        help="refuse frontmatter that is not strict YAML (an unquoted value containing ': '), "
-        "instead of loading it with a warning",
+        help="also refuse what loads but would not behave as written: frontmatter that is not "
+        "strict YAML (an unquoted value containing ': '), tools with no counterpart, unknown "
+        "models, MCP servers not in the project's .mcp.json, Claude Code keys not acted on",
     )
     add_json_option(check)
     check.set_defaults(handler=handle_check)
 
 
+def _configured_servers(directory: Path) -> list[str]:
+    """The server names of the project's ``.mcp.json`` (none: an empty list)."""
+    found = project_mcp_json(directory)
+    if found is None:
+        return []
+    try:
+        data = json.loads(found.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    return sorted(servers) if isinstance(servers, dict) else []
+
+
 def handle_check(args: argparse.Namespace) -> int:
     if not args.json:
-        return check_specs(args.directory, console=stdout_console(), strict_yaml=args.strict)
+        return check_specs(
+            args.directory,
+            console=stdout_console(),
+            strict_yaml=args.strict,
+            mcp_servers=_configured_servers(args.directory),
+        )
     result = load_specs(args.directory, strict=False, strict_yaml=args.strict)
+    if args.strict:
+        result.errors += strict_problems(result, _configured_servers(args.directory))
     for name in sorted(result.specs):
         spec = result.specs[name]
         print_json_line(

@@ -12,6 +12,7 @@ or error fields, and no SDK exception is chained to the errors raised.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -26,10 +27,12 @@ except ImportError:
 from .anthropic_errors import AnthropicErrorMapper
 from .anthropic_format import to_anthropic_messages, to_anthropic_tools
 from .anthropic_response import MessageStreamAssembler, parse_message
-from .base import ModelRequest, ModelResponse, StreamItem
+from .base import ModelRequest, ModelResponse, StreamItem, effort_note
 from .providers import ANTHROPIC, redact_url
 from .sdk_model import SdkChatModel
 
+#: Models that take ``output_config.effort`` (Opus 4.5 and later, Sonnet 4.6 and later).
+_EFFORT_MODEL = re.compile(r"claude-(?:opus-4-[5-9]|opus-[5-9]|sonnet-4-[6-9]|sonnet-[5-9])")
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; used when a request sets none
 
 
@@ -107,6 +110,14 @@ class AnthropicChatModel(SdkChatModel):
             kwargs["system"] = request.system_prompt
         if request.tools:
             kwargs["tools"] = to_anthropic_tools(request.tools)
+        extra: dict[str, Any] = {}
         if request.temperature is not None:  # not a named argument of every SDK version
-            kwargs["extra_body"] = {"temperature": request.temperature}
+            extra["temperature"] = request.temperature
+        if request.effort is not None:
+            if _EFFORT_MODEL.search(self.model):
+                extra["output_config"] = {"effort": request.effort}
+            else:
+                effort_note(self.model, request.effort)
+        if extra:
+            kwargs["extra_body"] = extra
         return kwargs

@@ -7,6 +7,7 @@ caller that streams and one that does not see the same final response.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -75,7 +76,24 @@ class ModelRequest(BaseModel):
     response_schema: ResponseSchema | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    #: Reasoning effort (``low``, ``medium``, ``high``, ``xhigh``, ``max``) for models that have the
+    #: setting; an adapter whose model has none ignores it (see :func:`effort_note`).
+    effort: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+_EFFORT_NOTED: set[str] = set()
+
+
+def effort_note(model: str, effort: str) -> None:
+    """Log once per model that ``effort`` is ignored because the model has no such setting."""
+    if model not in _EFFORT_NOTED:
+        _EFFORT_NOTED.add(model)
+        logging.getLogger(__name__).info(
+            "effort %r is ignored for model %s, which has no reasoning-effort setting",
+            effort,
+            model,
+        )
 
 
 class ModelResponse(BaseModel):

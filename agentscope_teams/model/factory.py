@@ -122,6 +122,19 @@ def model_from_string(s: str, **kwargs: Any) -> ChatModel:
     return OpenAIChatModel(model.strip(), provider=prefix, **kwargs)
 
 
+def model_name_problem(s: str) -> str | None:
+    """Why :func:`model_from_string` would refuse the name ``s`` (None: it reads it), without
+    building the model (no key or network needed): ``specs check --strict`` asks this."""
+    name = s.strip()
+    if name in _BUILDERS or (name.startswith("claude-") and ":" not in name):
+        return None
+    prefix, sep, model = name.partition(":")
+    if sep and prefix in (*PROVIDERS, ANTHROPIC.name) and model.strip():
+        return None
+    supported = ", ".join(f"'{p}:<model>'" for p in [*PROVIDERS, ANTHROPIC.name])
+    return f"unknown model {s!r}: use one of {supported}, a Claude alias or a registered model"
+
+
 def resolve_model(model: str | ChatModel, **kwargs: Any) -> ChatModel:
     """A :class:`ChatModel` unchanged, or a model string through :func:`model_from_string`."""
     if isinstance(model, str):

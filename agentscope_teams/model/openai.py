@@ -13,6 +13,7 @@ the key) is chained to them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -21,12 +22,16 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from ..errors import ModelConfigurationError
-from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode
+from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode, effort_note
 from .openai_errors import OpenAIErrorMapper
 from .openai_format import to_openai_messages, to_openai_response_format, to_openai_tools
 from .openai_response import StreamAssembler, parse_completion
 from .providers import get_provider, redact_url
 from .sdk_model import SdkChatModel
+
+#: Models with ``reasoning_effort`` (o-series, gpt-5 family); ours -> theirs where they differ.
+_REASONING_MODEL = re.compile(r"(?:[\w.-]+/)?(?:o\d|gpt-5)")
+_OPENAI_EFFORT = {"xhigh": "high", "max": "high"}
 
 
 class OpenAIChatModel(SdkChatModel):
@@ -117,6 +122,11 @@ class OpenAIChatModel(SdkChatModel):
             kwargs["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
+        if request.effort is not None:
+            if _REASONING_MODEL.match(self.model):
+                kwargs["reasoning_effort"] = _OPENAI_EFFORT.get(request.effort, request.effort)
+            else:
+                effort_note(self.model, request.effort)
         if self.extra_body:
             kwargs["extra_body"] = dict(self.extra_body)
         return kwargs

@@ -20,6 +20,7 @@ from ..mcp.tools import is_mcp_name
 from ..model.factory import CLAUDE_ALIASES
 from ..tools.base import ALIASES
 from ..tools.claude_code import UNSUPPORTED, parse_tool_entry
+from ..tools.permissions import resolve_mode
 
 #: Claude Code tool names -> the main tool of this runtime doing that job (the table is
 #: :data:`agentscope_teams.tools.claude_code.CLAUDE_TOOLS`).
@@ -45,6 +46,13 @@ SPEC_KEYS = frozenset(
         "mcpServers",
         "output",
         "skills",
+        "disallowedTools",
+        "permissionMode",
+        "maxTurns",
+        "background",
+        "effort",
+        "initialPrompt",
+        "color",
     }
 )
 _CLAUDE_CODE_KEYS = frozenset({"color", "permissionMode", "disallowedTools", "hooks", "memory"})
@@ -176,6 +184,32 @@ def select_tools(value: Any) -> ToolSelection:
             f"tools not available in agentscope-teams are ignored: {', '.join(reasons)}"
         )
     return ToolSelection(tools, unavailable, agents, rules, warnings)
+
+
+def select_disallowed(value: Any) -> tuple[list[str], list[str], list[str]]:
+    """Read ``disallowedTools``: ``(tools removed, deny rules, warnings)``.
+
+    A bare name removes the tool (Claude Code's names mapped, ``Bash`` removes ``bash`` and its
+    background tools); an entry with a rule (``Bash(rm:*)``) keeps the tool and denies the calls the
+    rule matches. A name that matches nothing is reported, never an error: removing is always safe.
+    """
+    names = split_tools(value) or []
+    removed: list[str] = []
+    rules: list[str] = []
+    unknown: list[str] = []
+    for written in names:
+        entry = parse_tool_entry(written)
+        if entry.argument is not None:
+            rules.append(entry.written)
+            continue
+        picked = (
+            list(entry.natives) if entry.claude else [entry.name] if _is_ours(entry.name) else []
+        )
+        if not picked:
+            unknown.append(written)
+        removed += [n for n in picked if n not in removed]
+    warnings = [f"disallowedTools names no known tool: {', '.join(unknown)}"] if unknown else []
+    return removed, rules, warnings
 
 
 def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]:
@@ -374,15 +408,42 @@ def error_reason(error: Any, alias_used: bool) -> str:
 
 
 def unknown_key_note(key: str) -> str:
-    if key == "disallowedTools":
-        return (
-            "Claude Code key 'disallowedTools' is ignored (kept in `extra`); "
-            "list the allowed tools in `tools` instead"
-        )
     if key in _CLAUDE_CODE_KEYS:
         return f"Claude Code key {key!r} is ignored (kept in `extra`)"
     hint = f"; did you mean {key.lower()!r}?" if key.lower() in SPEC_KEYS else ""
     return f"unknown key {key!r} is ignored (kept in `extra`){hint}"
+
+
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def check_effort(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() in EFFORTS:
+        return value.strip().lower()
+    raise ValueError(f"effort must be one of {', '.join(EFFORTS)}, got {describe(value)}")
+
+
+def check_permission_mode(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"permissionMode must be a mode name, got {describe(value)}")
+    return resolve_mode(value.strip())
+
+
+def check_disallowed(value: Any) -> Any:
+    """``disallowedTools`` entries as written (a list or a comma string)."""
+    return split_tools(value) or []
+
+
+def check_max_turns(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"maxTurns must be a whole number of at least 1, got {describe(value)}")
+    return value
 
 
 def check_skills(value: Any) -> Any:

@@ -4,12 +4,14 @@
 prints an already loaded :class:`SpecLoadResult`. Both return the exit code: 0 when every file
 loaded (warnings allowed), 1 when any file has an error. With ``strict_yaml``
 (``specs check --strict``) a frontmatter that only loads leniently (an unquoted value holding ': ')
-is an error, as it is for strict YAML readers.
+is an error, as it is for strict YAML readers, and so is whatever loads but would not behave as
+written (:mod:`.strict`: a tool with no counterpart, an unknown model, an MCP server not configured,
+a Claude Code key not acted on).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -18,6 +20,7 @@ from rich.text import Text
 
 from ..errors import SpecError
 from .spec import SpecLoadResult, SubagentSpec, load_specs
+from .strict import strict_problems
 
 _DESCRIPTION_WIDTH = 80
 
@@ -39,6 +42,26 @@ def _tools_cell(spec: SubagentSpec) -> Text:
     return cell
 
 
+def _behaviour(spec: SubagentSpec) -> list[str]:
+    """The Claude Code keys a spec sets, as they will act."""
+    shown = []
+    if spec.permission_mode:
+        shown.append(f"mode {spec.permission_mode}")
+    if spec.disallowed_tools:
+        shown.append(f"disallowed {', '.join(spec.disallowed_tools)}")
+    if spec.max_turns is not None:
+        shown.append(f"maxTurns {spec.max_turns}")
+    if spec.background:
+        shown.append("background")
+    if spec.effort:
+        shown.append(f"effort {spec.effort}")
+    if spec.skills:
+        shown.append(f"skills {', '.join(spec.skills)}")
+    if spec.initial_prompt:
+        shown.append("initialPrompt")
+    return shown
+
+
 def _workspace_cell(spec: SubagentSpec) -> Text:
     cell = Text(spec.workspace.mode.value)
     if spec.workspace.path is not None:
@@ -54,6 +77,7 @@ def spec_table(result: SpecLoadResult) -> Table:
     for name in sorted(result.specs):
         spec = result.specs[name]
         steps = f"\nsteps {spec.steps}" if spec.steps is not None else ""
+        steps += "".join(f"\n{item}" for item in _behaviour(spec))
         table.add_row(
             Text(name, style="bold"),
             Text(_short(spec.description)),
@@ -94,8 +118,12 @@ def check_specs(
     model_aliases: Mapping[str, str] | None = None,
     console: Console | None = None,
     strict_yaml: bool = False,
+    mcp_servers: Collection[str] | None = None,
 ) -> int:
-    """Load ``directory`` leniently, print the report and return the exit code (0 ok, 1 errors)."""
+    """Load ``directory`` leniently, print the report and return the exit code (0 ok, 1 errors).
+
+    ``mcp_servers``: the configured MCP server names, checked against the specs' ``mcpServers``
+    with ``strict_yaml`` (None: not checked)."""
     console = console or Console()
     try:
         result = load_specs(
@@ -107,4 +135,6 @@ def check_specs(
     if not result.specs and not result.errors:
         console.print(Text(f"no *.md spec files in {directory}", style="yellow"))
         return 0
+    if strict_yaml:
+        result.errors += strict_problems(result, mcp_servers)
     return render_spec_check(result, console)

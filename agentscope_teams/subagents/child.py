@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..agent.harness import SessionAgent
+from ..agent.react import TURN_LIMIT
 from ..context import RuntimeContext
 from ..errors import ChildPausedError, VersionConflict
 from ..message import Msg
@@ -107,5 +108,11 @@ def answer_of(msg: Msg) -> str:
         raise ChildPausedError(
             f"the subagent stopped to ask for confirmation ({msg.get_text_content()}); a subagent "
             "cannot ask the user: allow those tools with a permission rule of the parent agent"
+        )
+    limit = msg.metadata.get(TURN_LIMIT)
+    if limit:
+        return (
+            f"[the subagent stopped at its turn limit ({limit} turns, maxTurns/steps) before it "
+            f"finished]\n{msg.get_text_content()}"
         )
     return msg.get_text_content()

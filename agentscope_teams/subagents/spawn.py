@@ -25,6 +25,7 @@ from ..model.factory import CLAUDE_ALIASES, resolve_model
 from ..sessions import SessionSource
 from ..store.base import BaseStore
 from ..tools import PermissionEngine, Toolkit
+from ..tools.permissions import parse_rule
 from .spec import SubagentSpec
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,22 @@ class ModelPool:
         return self.models[spec.model]
 
 
+def spec_permissions(spec: SubagentSpec, base: PermissionEngine | None) -> PermissionEngine | None:
+    """The permission engine of an agent built from ``spec``: ``base``'s rules plus the spec's
+    ``disallowedTools`` rules (deny), in the spec's ``permissionMode`` (default: ``base``'s).
+
+    As in Claude Code, a parent in ``bypass`` mode keeps its children in ``bypass``.
+    """
+    deny = [parse_rule(rule, "deny") for rule in spec.deny_rules]
+    if not deny and spec.permission_mode is None:
+        return base
+    base = base or PermissionEngine()
+    mode = spec.permission_mode or base.mode
+    if base.mode == "bypass":
+        mode = "bypass"
+    return PermissionEngine([*base.rules, *deny], mode=mode)
+
+
 def spawn_agent(
     spec: SubagentSpec,
     *,
@@ -88,11 +105,18 @@ def spawn_agent(
     """An agent running ``spec`` as ``name`` in ``workspace``, sharing ``store``; with ``mcp``,
     it also gets the MCP tools the spec selects (:meth:`McpToolset.for_spec`)."""
     tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
+    removed = set(spec.removed_tools)
+    tools = [t for t in tools if t.name not in removed]
     mcp_tools = mcp.for_spec(spec) if mcp is not None else None
     if mcp_tools is not None:
         extensions = [*extensions, mcp_tools]
-    if spec.steps is not None:
-        config = config.model_copy(update={"max_iters": spec.steps})
+    changes: dict[str, object] = {}
+    if spec.turn_limit is not None:
+        changes["max_iters"] = spec.turn_limit
+    if spec.effort is not None:
+        changes["effort"] = spec.effort
+    if changes:
+        config = config.model_copy(update=changes)
     return SessionAgent(
         name,
         model,
@@ -103,7 +127,7 @@ def spawn_agent(
         tools=tools,
         builtin_tools=False,
         config=config,
-        permissions=permissions,
+        permissions=spec_permissions(spec, permissions),
         extensions=extensions,
         lease_ttl=lease_ttl,
         busy_timeout=busy_timeout,

@@ -49,6 +49,7 @@ from pydantic import (
 from ..agent.output import OutputType
 from ..errors import SpecError, SpecErrors
 from ..mcp.config import HttpServer, StdioServer
+from ..state import PermissionMode
 from ._fields import (
     CLAUDE_CODE_TOOLS,
     CLAUDE_MODEL_ALIASES,
@@ -57,10 +58,14 @@ from ._fields import (
     BadOutputSchema,
     check_choice,
     check_description,
+    check_disallowed,
+    check_effort,
+    check_max_turns,
     check_mcp_servers,
     check_name,
     check_output,
     check_path,
+    check_permission_mode,
     check_skills,
     check_steps,
     describe,
@@ -69,6 +74,7 @@ from ._fields import (
     normalize_input,
     normalize_tools,
     resolve_model,
+    select_disallowed,
     split_tools,
 )
 from ._frontmatter import draft_spec
@@ -175,6 +181,27 @@ class SubagentSpec(BaseModel):
     workspace: Annotated[WorkspaceConfig, BeforeValidator(_workspace_input)] = Field(
         default_factory=WorkspaceConfig
     )
+    #: Tools it must not have (``disallowedTools``): names removed after ``tools:``; entries with a
+    #: rule (``Bash(rm:*)``) deny the calls they match. Kept as written.
+    disallowed_tools: Annotated[list[str], BeforeValidator(check_disallowed)] = Field(
+        default_factory=list, alias="disallowedTools"
+    )
+    #: Its permission mode (``permissionMode``; Claude Code's names are read); None: the parent's.
+    permission_mode: Annotated[PermissionMode | None, BeforeValidator(check_permission_mode)] = (
+        Field(default=None, alias="permissionMode")
+    )
+    #: At most this many model turns (``maxTurns``); with ``steps`` the smaller one applies.
+    max_turns: Annotated[int | None, BeforeValidator(check_max_turns)] = Field(
+        default=None, alias="maxTurns"
+    )
+    #: Always spawned in the background (``agent_spawn`` returns at once).
+    background: bool = False
+    #: Reasoning effort for models that have the setting (``low`` ... ``max``); ignored otherwise.
+    effort: Annotated[str | None, BeforeValidator(check_effort)] = None
+    #: Sent before the task, as the start of the child's first message (``initialPrompt``).
+    initial_prompt: str | None = Field(default=None, alias="initialPrompt")
+    #: The colour the dashboard and CLI show it in.
+    color: str | None = None
     #: Skills preloaded whole into its system prompt (names of the agent's skills).
     skills: Annotated[list[str], BeforeValidator(check_skills)] = Field(default_factory=list)
     #: A JSON schema the run's answer must match (``output:`` in the frontmatter).
@@ -194,10 +221,27 @@ class SubagentSpec(BaseModel):
         return normalize_input(data, (info.context or {}).get("model_aliases"))
 
     @property
+    def removed_tools(self) -> list[str]:
+        """Our tools ``disallowedTools`` removes."""
+        return select_disallowed(self.disallowed_tools)[0]
+
+    @property
+    def deny_rules(self) -> list[str]:
+        """The ``disallowedTools`` entries with a rule: calls they match are denied."""
+        return select_disallowed(self.disallowed_tools)[1]
+
+    @property
+    def turn_limit(self) -> int | None:
+        """The most model turns a run may take: the smaller of ``steps`` and ``maxTurns``."""
+        given = [n for n in (self.steps, self.max_turns) if n is not None]
+        return min(given) if given else None
+
+    @property
     def may_spawn(self) -> bool:
         """Whether it gets the ``agent_*`` tools: no ``tools:`` list, or one naming ``Agent``/``Task``
         (or ``agent_spawn``); Claude Code's ``tools:`` is an allowlist for spawning too."""
-        return self.tools is None or "agent_spawn" in self.tools
+        allowed = self.tools is None or "agent_spawn" in self.tools
+        return allowed and "agent_spawn" not in self.removed_tools
 
     @model_validator(mode="after")
     def _one_output(self) -> SubagentSpec:

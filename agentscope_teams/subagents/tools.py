@@ -194,6 +194,10 @@ class _Calls:
         spec = self._spec(agent)
         if not task.strip():
             raise ToolError("task is empty: describe what the subagent should do")
+        if spec.background:  # the spec says so: always in the background, whatever was asked
+            timeout_seconds = 0
+        if spec.initial_prompt:
+            task = f"{spec.initial_prompt}\n\n{task}"
         h = await self.ext.launch(self.scope, spec, task, label, background=timeout_seconds == 0)
         if timeout_seconds > 0:
             return await self._await(h, timeout_seconds)

@@ -57,7 +57,7 @@ CLAUDE_TOOLS: Mapping[str, ClaudeTool] = _table(
     ClaudeTool("Read", ("read_file",), _FILE),
     ClaudeTool("NotebookRead", ("read_file",), {"path": "notebook_path"}),
     ClaudeTool("Write", ("write_file",), _FILE),
-    ClaudeTool("Edit", ("edit_file",), _FILE),
+    ClaudeTool("Edit", ("edit_file", "multi_edit"), _FILE),
     ClaudeTool("MultiEdit", ("multi_edit",), _FILE),
     ClaudeTool("NotebookEdit", ("notebook_edit",), {"path": "notebook_path"}),
     ClaudeTool("Glob", ("glob_files",)),

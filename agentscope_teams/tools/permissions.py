@@ -3,15 +3,22 @@
 Evaluation order, first hit wins:
 
 1. a matching ``deny`` rule -> deny;
-2. a tool that ``asks_user`` (a question for the user) -> ask, in every mode;
+2. a tool that ``asks_user`` (a question for the user) -> ask, in every mode but ``dont_ask``;
 3. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
    allow rules say: a rule remembered earlier must not let an agent write while it plans);
 4. a matching ``ask`` rule -> ask;
 5. a matching ``allow`` rule -> allow;
 6. the mode's default: ``bypass`` -> allow; ``plan`` -> ask if the tool ``requires_confirmation``
    (``exit_plan_mode``: the user approves the plan), else allow (only read-only tools get here);
+   ``dont_ask`` -> allow what ``default`` allows without asking, deny the rest;
    ``accept_edits`` -> allow read-only tools and ``write_file`` / ``edit_file``, other tools as in
    ``default``; ``default`` -> ask if the tool ``requires_confirmation``, else allow.
+
+In ``dont_ask`` mode nothing ever asks: every "ask" above (steps 2, 4 and 6) becomes "deny", so an
+agent with no user (a background subagent, a team member) never waits on a prompt.
+
+Claude Code's mode names (``acceptEdits``, ``bypassPermissions``, ``dontAsk``) are read by
+:func:`resolve_mode`.
 
 The rules are the engine's configured rules followed by ``context.rules`` (accepted during HITL).
 The mode is ``context.mode`` (the session's) unless that is ``"default"`` and the session did not
@@ -42,16 +49,38 @@ from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
 from .filesystem import EDIT_TOOLS
 
 __all__ = [
+    "CLAUDE_MODES",
     "Decision",
     "PermissionDecision",
     "PermissionEngine",
     "format_rule",
     "parse_rule",
     "remember_rule",
+    "resolve_mode",
     "rule_matches",
 ]
 
 Decision = Literal["allow", "deny", "ask"]
+
+CLAUDE_MODES: Mapping[str, PermissionMode] = {
+    "default": "default",
+    "acceptEdits": "accept_edits",
+    "dontAsk": "dont_ask",
+    "bypassPermissions": "bypass",
+    "plan": "plan",
+}
+"""Claude Code's permission mode names -> ours."""
+
+
+def resolve_mode(name: str) -> PermissionMode:
+    """Our permission mode for ``name``: Claude Code's (``acceptEdits``) or ours (``accept_edits``)."""
+    if name in CLAUDE_MODES:
+        return CLAUDE_MODES[name]
+    if name in get_args(PermissionMode):
+        return name  # type: ignore[return-value]
+    choices = ", ".join([*CLAUDE_MODES, *get_args(PermissionMode)])
+    raise ValueError(f"unknown permission mode {name!r}; use one of {choices}")
+
 
 PATH_ARGUMENTS = frozenset({"path", "file_path", "filepath", "filename", "directory", "dir", "cwd"})
 
@@ -195,18 +224,24 @@ class PermissionEngine:
     def __init__(
         self, rules: Sequence[PermissionRule] = (), mode: PermissionMode = "default"
     ) -> None:
-        if mode not in get_args(PermissionMode):
-            raise ValueError(
-                f"unknown permission mode {mode!r}; use one of {', '.join(get_args(PermissionMode))}"
-            )
         self.rules = tuple(rules)
-        self.mode: PermissionMode = mode
+        self.mode: PermissionMode = resolve_mode(mode)
 
     def effective_mode(self, context: PermissionContext | None = None) -> PermissionMode:
         """The session's mode unless it is "default", else the engine's."""
         if context is not None and (context.mode != "default" or context.mode_chosen):
             return context.mode
         return self.mode
+
+    def _never_ask(self, decision: PermissionDecision, mode: PermissionMode) -> PermissionDecision:
+        if decision.behavior != "ask" or mode != "dont_ask":
+            return decision
+        return PermissionDecision(
+            "deny",
+            f"denied: {decision.reason}, and the agent runs in dontAsk mode (nothing is asked); "
+            "do not retry this call",
+            decision.rule,
+        )
 
     def check(
         self,
@@ -219,8 +254,18 @@ class PermissionEngine:
         """The decision for one call, with its reason. ``workspace`` (default: the current
         ToolEnv's) lets path patterns see through symlinks and absolute paths; it is resolved
         only when a rule's pattern is matched against a path."""
-        rules = [*self.rules, *(context.rules if context is not None else ())]
         mode = self.effective_mode(context)
+        return self._never_ask(self._check(tool, arguments, context, mode, workspace), mode)
+
+    def _check(
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        context: PermissionContext | None,
+        mode: PermissionMode,
+        workspace: Path | None,
+    ) -> PermissionDecision:
+        rules = [*self.rules, *(context.rules if context is not None else ())]
         for rule in rules:
             if rule.behavior == "deny" and rule_matches(rule, tool, arguments, workspace=workspace):
                 return PermissionDecision(

@@ -222,6 +222,21 @@ SPEC_KEY_DOCS = {
     "mcpServers": "MCP servers for this subagent (see docs/mcp.md): a list of configured server "
     "names (`- github`) or inline definitions (`- time: {command: ..., args: [...]}`, or "
     "`{type: http, url: ..., headers: ...}`); all their tools are available. `${VAR}` is expanded.",
+    "disallowedTools": "Tools it must not have, removed after `tools:` (Claude Code names mapped: "
+    "`Write, Edit`); an entry with a rule (`Bash(rm:*)`) keeps the tool and denies the calls it "
+    "matches.",
+    "permissionMode": "`default`, `acceptEdits`, `dontAsk` (deny whatever would ask), "
+    "`bypassPermissions` or `plan` (our names `accept_edits`, `dont_ask`, `bypass` too); default: "
+    "the parent's. A parent in bypass keeps its children in bypass. The sandbox stays on in every "
+    "mode.",
+    "maxTurns": "At most this many model turns (with `steps`, the smaller applies); then one last "
+    "answer without tools, and the result says the limit stopped it.",
+    "background": "`true`: always spawned in the background (`agent_spawn` returns a run id).",
+    "effort": "`low`, `medium`, `high`, `xhigh` or `max`: the reasoning effort of models that have "
+    "one (OpenAI o-series and gpt-5: `reasoning_effort`; Claude Opus 4.5+, Sonnet 4.6+: "
+    "`output_config.effort`); ignored with a log note otherwise.",
+    "initialPrompt": "Text sent before the task, as the start of the run's first message.",
+    "color": "The colour the CLI and the dashboard show the agent in.",
     "skills": "Skills (names, a list or a comma string) preloaded whole into the subagent's system "
     "prompt from the agent's skill folders (default: the project's `.claude/skills`); see "
     "docs/claude-code.md.",

@@ -74,3 +74,29 @@ def test_unquoted_colon_is_a_warning_and_strict_refuses_it(cli: Cli, tmp_path: P
     assert lines[1]["warnings"][0].startswith(
         "line 3: loaded leniently: quote the value of 'description'"
     )
+
+
+def test_strict_refuses_what_would_not_behave_as_written(cli: Cli, tmp_path: Path) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"github": {"command": "gh-mcp"}}}')
+    (agents / "fine.md").write_text(
+        "---\nname: fine\ndescription: Uses what exists.\ntools: Read, Bash, mcp__github\n"
+        "mcpServers:\n  - github\nmodel: sonnet\npermissionMode: acceptEdits\n---\nHi.\n"
+    )
+    (agents / "lossy.md").write_text(
+        "---\nname: lossy\ndescription: Loses things.\ntools: Read, LSP\nmodel: gpt-9000\n"
+        "mcpServers:\n  - jira\nhooks:\n  Stop: []\n---\nHi.\n"
+    )
+    lenient = cli("specs", "check", str(agents))
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    assert "mode accept_edits" in lenient.stdout  # the keys that act are shown
+    strict = cli("specs", "check", "--strict", str(agents))
+    assert strict.returncode == 1
+    out = strict.stdout
+    lossy = agents / "lossy.md"
+    assert f"{lossy}:4: tool 'LSP' has no counterpart here" in out
+    assert f"{lossy}:5: unknown model 'gpt-9000'" in out
+    assert f"{lossy}:6: MCP server 'jira' is not configured (configured: github)" in out
+    assert f"{lossy}:8: Claude Code key 'hooks' is not acted on here" in out
+    assert str(agents / "fine.md") + ":" not in out  # nothing to report for it

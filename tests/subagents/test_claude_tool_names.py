@@ -97,7 +97,7 @@ async def test_tools_list_is_an_allowlist_for_spawning(tmp_path: Path) -> None:
     assert reply.get_text_content() == "all done"
     requests = lead.model.requests  # type: ignore[attr-defined]
     editor_tools = _tools_of(requests[1])
-    assert editor_tools == {"read_file", "write_file", "edit_file"}  # no agent_* offered
+    assert editor_tools == {"read_file", "write_file", "edit_file", "multi_edit"}  # no agent_*
     delegator_tools = _tools_of(requests[3])
     assert "agent_spawn" in delegator_tools and "write_file" not in delegator_tools
     # Agent(editor): spawning the delegator itself is refused, spawning the editor works

@@ -189,10 +189,10 @@ def test_claude_code_reviewer_loads_unchanged() -> None:
     ]
     assert spec.unavailable_tools == []
     assert spec.model == "openai:gpt-4o"
-    assert spec.extra == {"color": "blue"}
+    assert spec.extra == {} and spec.color == "blue"
     assert spec.system_prompt.startswith("You are a senior code reviewer")
     assert spec.system_prompt.endswith("critical issues, warnings, suggestions.")
-    assert spec.warnings == ["line 6: Claude Code key 'color' is ignored (kept in `extra`)"]
+    assert spec.warnings == []
     assert (spec.workspace.mode, spec.context, spec.steps) == (
         WorkspaceMode.ISOLATED,
         ContextMode.FRESH,
@@ -254,7 +254,7 @@ def test_model_aliases_inherit_and_full_names() -> None:
 def test_multiline_description_with_colons_in_block_scalar() -> None:
     spec = SubagentSpec.from_file(GOOD / "cc-multiline-examples.md")
     assert 'user: "Please add tests for the parser"' in spec.description
-    assert spec.extra == {"color": "purple"}
+    assert spec.extra == {} and spec.color == "purple"
 
 
 def test_agentscope_style_spec() -> None:
@@ -295,8 +295,9 @@ def test_unknown_keys_are_kept_and_warned_about() -> None:
         "line 5: unknown key 'Steps' is ignored (kept in `extra`); did you mean 'steps'?",
     ]
     planner = SubagentSpec.from_file(GOOD / "cc-permission-mode.md")
-    assert planner.extra["permissionMode"] == "plan"
-    assert any("list the allowed tools in `tools`" in w for w in planner.warnings)
+    assert planner.permission_mode == "plan" and planner.skills == ["architecture"]
+    assert planner.removed_tools == ["write_file", "edit_file", "multi_edit"]
+    assert list(planner.extra) == ["hooks"]
 
 
 def test_name_from_stem_empty_body_and_bom() -> None:
@@ -311,7 +312,7 @@ def test_load_result_warnings_name_file_and_line() -> None:
     result = load_specs(GOOD, model_aliases=ALIASES)
     shown = {str(w) for w in result.warnings}
     assert (
-        f"{GOOD / 'cc-code-reviewer.md'}:6: Claude Code key 'color' is ignored (kept in `extra`)"
+        f"{GOOD / 'cc-permission-mode.md'}:9: Claude Code key 'hooks' is ignored (kept in `extra`)"
         in (shown)
     )
     assert all(w.file is not None and w.line for w in result.warnings)
@@ -391,7 +392,10 @@ def test_programmatic_model_alias_through_context() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"color": "blue"}, "Extra inputs are not permitted"),
+        ({"colour": "blue"}, "Extra inputs are not permitted"),
+        ({"permissionMode": "yolo"}, "unknown permission mode 'yolo'"),
+        ({"maxTurns": 0}, "maxTurns must be a whole number"),
+        ({"effort": "extreme"}, "effort must be one of"),
         ({"steps": 0}, "steps must be a positive integer"),
         ({"steps": True}, "steps must be a positive integer"),
         ({"description": "  "}, "description is empty"),

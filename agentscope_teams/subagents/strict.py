@@ -1,0 +1,68 @@
+"""``specs check --strict``: what loads but would not behave as written.
+
+A spec that loads can still lose something its author relied on: a tool with no counterpart here,
+a model name no provider reads, an MCP server it names that is not configured, or a Claude Code key
+kept in ``extra`` and not acted on. Loading reports these as warnings (the spec still runs);
+``--strict`` makes each one an error with the file and line, so CI can refuse them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from ..errors import SpecError
+from ..model.factory import model_name_problem
+from ._fields import _CLAUDE_CODE_KEYS
+from .spec import SpecLoadResult, SubagentSpec
+
+
+def _line(spec: SubagentSpec, key: str) -> int | None:
+    """The line of ``key:`` in the spec's file (None when built in code or not found)."""
+    if spec.source is None:
+        return None
+    try:
+        lines = Path(spec.source).read_text(encoding="utf-8-sig").splitlines()
+    except OSError:
+        return None
+    return next((n for n, text in enumerate(lines, 1) if text.startswith(f"{key}:")), None)
+
+
+def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> list[SpecError]:
+    """What ``spec`` would lose; ``mcp_servers`` are the configured server names (None: unknown,
+    not checked)."""
+    where = spec.source
+    found: list[SpecError] = []
+    for tool in spec.unavailable_tools:
+        found.append(
+            SpecError(where, _line(spec, "tools"), f"tool {tool!r} has no counterpart here")
+        )
+    if spec.model is not None:
+        problem = model_name_problem(spec.model)
+        if problem is not None:
+            found.append(SpecError(where, _line(spec, "model"), problem))
+    if mcp_servers is not None:
+        for name, server in spec.mcp_servers.items():
+            if server is None and name not in mcp_servers:
+                configured = ", ".join(sorted(mcp_servers)) or "none"
+                found.append(
+                    SpecError(
+                        where,
+                        _line(spec, "mcpServers"),
+                        f"MCP server {name!r} is not configured (configured: {configured})",
+                    )
+                )
+    for key in spec.extra:
+        if key in _CLAUDE_CODE_KEYS:
+            found.append(
+                SpecError(where, _line(spec, key), f"Claude Code key {key!r} is not acted on here")
+            )
+    return found
+
+
+def strict_problems(
+    result: SpecLoadResult, mcp_servers: Collection[str] | None = None
+) -> list[SpecError]:
+    """:func:`spec_problems` of every loaded spec, sorted by file and line."""
+    found = [p for spec in result.specs.values() for p in spec_problems(spec, mcp_servers)]
+    return sorted(found, key=lambda e: (str(e.file), e.line or 0))
