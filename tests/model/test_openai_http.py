@@ -505,3 +505,14 @@ async def test_connection_dropped_mid_stream(fake_openai: FakeOpenAI) -> None:
         with pytest.raises(ModelConnectionError, match="lost the response stream"):
             await collect(model, ask())
     assert len(fake_openai.requests) == 1
+
+
+async def test_effort_is_sent_to_reasoning_models_only(fake_openai: FakeOpenAI) -> None:
+    fake_openai.add(Reply(body=completion("a")), Reply(body=completion("b")))
+    async with OpenAIChatModel("o4-mini", api_key=KEY, base_url=fake_openai.url) as reasoning:
+        await reasoning.generate(ask(effort="max"))
+    async with make_model(fake_openai) as plain:
+        await plain.generate(ask(effort="low"))
+    first, second = fake_openai.requests
+    assert first.body["reasoning_effort"] == "high"  # ours "max" is OpenAI's highest, "high"
+    assert "reasoning_effort" not in second.body  # a model without the setting ignores it
