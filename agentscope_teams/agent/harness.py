@@ -38,6 +38,7 @@ from ..store.base import (
     shared_across_processes,
 )
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
+from ..tools.web import web_tools
 from . import compression as comp
 from .config import ReActConfig
 from .construction import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR  # re-exported
@@ -89,7 +90,7 @@ class SessionAgent:
         check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
-        toolkit = Toolkit([*(filesystem_tools() if builtin_tools else []), *tools])
+        toolkit = Toolkit([*((*filesystem_tools(), *web_tools()) if builtin_tools else ()), *tools])
         self.loop = ReActAgent(name, self.model, system_prompt, toolkit, config, permissions)
         # A store built here from a URL (or the default) is the agent's: its sessions open and close it.
         self.sessions = SessionStorage(
