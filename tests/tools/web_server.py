@@ -119,7 +119,7 @@ class LoopbackSite:
         self.scheme = "https" if tls is not None else "http"
         self.host_name = host_name
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     def url(self, path: str = "/") -> str:
         return f"{self.scheme}://{self.host_name}:{self.port}{path}"
