@@ -61,7 +61,11 @@ async def test_json_and_markdown_come_back_as_they_are(
 
 @pytest.mark.parametrize(
     ("path", "named"),
-    [("/doc.pdf", "application/pdf"), ("/logo.png", "image/png"), ("/blob", "application/octet-stream")],
+    [
+        ("/doc.pdf", "application/pdf"),
+        ("/logo.png", "image/png"),
+        ("/blob", "application/octet-stream"),
+    ],
 )
 async def test_binary_types_are_refused_by_name(site: LoopbackSite, path: str, named: str) -> None:
     with pytest.raises(WebAccessError) as caught:
@@ -71,7 +75,9 @@ async def test_binary_types_are_refused_by_name(site: LoopbackSite, path: str, n
 
 
 async def test_a_huge_body_is_cut_at_max_bytes(site: LoopbackSite) -> None:
-    page = await fetch_page(site.url("/big"), "x", config(max_bytes=1_000_000, max_chars=10_000_000))
+    page = await fetch_page(
+        site.url("/big"), "x", config(max_bytes=1_000_000, max_chars=10_000_000)
+    )
     assert page.bytes_read == 1_000_000 and page.body_truncated
     assert len(page.content) == 1_000_000
     assert site.big_written < BIG  # the client stopped reading; the 20 MB were never all sent
@@ -163,7 +169,10 @@ async def test_an_agent_reads_a_page_through_web_fetch(
         [ScriptedModel.tool_call("web_fetch", {"url": url, "prompt": "What changed?"}), "Faster."]
     )
     agent = HarnessAgent(
-        "lead", model, store=InMemoryStore(), workspace=tmp_path,
+        "lead",
+        model,
+        store=InMemoryStore(),
+        workspace=tmp_path,
         permissions=PermissionEngine([parse_rule("web_fetch(domain:127.0.0.1)")]),
     )
     try:
@@ -172,8 +181,11 @@ async def test_an_agent_reads_a_page_through_web_fetch(
         await agent.aclose()
     assert reply.get_text_content() == "Faster."
     [result] = [
-        b for m in model.requests[-1].messages if isinstance(m.content, list)
-        for b in m.content if isinstance(b, ToolResultBlock)
+        b
+        for m in model.requests[-1].messages
+        if isinstance(m.content, list)
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
     ]
     assert not result.is_error
     assert "## Version 2.0\n\nThe **widget** now spins twice as fast." in result.output

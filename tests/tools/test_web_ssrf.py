@@ -90,7 +90,15 @@ async def test_control_the_same_name_on_a_public_address_is_fetched() -> None:
     assert len(recorder.requests) == 1
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/", "http://[::1]/", "http://[::ffff:a9fe:a9fe]/", "http://169.254.169.254/latest/meta-data/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/",
+        "http://[::1]/",
+        "http://[::ffff:a9fe:a9fe]/",
+        "http://169.254.169.254/latest/meta-data/",
+    ],
+)
 async def test_literal_addresses_are_checked_without_resolving(url: str) -> None:
     recorder = Recorder()
     resolver = resolver_to([PUBLIC])
@@ -117,7 +125,7 @@ async def test_dns_rebinding_connects_to_the_checked_address() -> None:
 async def test_a_mixed_answer_with_one_private_address_is_refused() -> None:
     recorder = Recorder()
     config = WebConfig(resolver=resolver_to([PUBLIC, "10.0.0.1"]), transport=recorder)
-    with pytest.raises(WebAccessError, match="10.0.0.1"):
+    with pytest.raises(WebAccessError, match=r"10\.0\.0\.1"):
         await fetch_page("https://mixed.example/", "x", config)
     assert recorder.requests == []
 
@@ -131,7 +139,9 @@ async def test_each_same_host_redirect_is_resolved_and_checked_again() -> None:
     recorder = Recorder(respond)
     resolver = resolver_to([PUBLIC], ["10.0.0.1"])
     with pytest.raises(WebAccessError) as caught:
-        await fetch_page("https://hop.example/", "x", WebConfig(resolver=resolver, transport=recorder))
+        await fetch_page(
+            "https://hop.example/", "x", WebConfig(resolver=resolver, transport=recorder)
+        )
     assert caught.value.reason == "blocked_address"
     assert [r.url.path for r in recorder.requests] == ["/"]
     assert resolver.calls == ["hop.example", "hop.example"]  # type: ignore[attr-defined]
@@ -150,18 +160,26 @@ async def test_the_operator_allowlist_opens_private_targets(allow: list[str]) ->
 async def test_the_allowlist_opens_nothing_else() -> None:
     recorder = Recorder()
     config = WebConfig(
-        resolver=resolver_to(["10.9.9.9"]), transport=recorder, allow_private=["10.1.2.0/24", "wiki.corp"]
+        resolver=resolver_to(["10.9.9.9"]),
+        transport=recorder,
+        allow_private=["10.1.2.0/24", "wiki.corp"],
     )
-    with pytest.raises(WebAccessError, match="10.9.9.9"):
+    with pytest.raises(WebAccessError, match=r"10\.9\.9\.9"):
         await fetch_page("http://other.corp/", "x", config)
     assert recorder.requests == []
 
 
 async def test_http_is_upgraded_to_https_for_public_hosts() -> None:
     recorder = Recorder()
-    await fetch_page("http://example.com/x", "x", WebConfig(resolver=resolver_to([PUBLIC]), transport=recorder))
+    await fetch_page(
+        "http://example.com/x", "x", WebConfig(resolver=resolver_to([PUBLIC]), transport=recorder)
+    )
     [request] = recorder.requests
-    assert (request.url.scheme, request.url.port, request.headers["Host"]) == ("https", None, "example.com")
+    assert (request.url.scheme, request.url.port, request.headers["Host"]) == (
+        "https",
+        None,
+        "example.com",
+    )
 
 
 async def test_unresolvable_names_are_a_tool_error() -> None:
@@ -169,14 +187,24 @@ async def test_unresolvable_names_are_a_tool_error() -> None:
         raise OSError("Name or service not known")
 
     with pytest.raises(WebAccessError) as caught:
-        await fetch_page("https://nowhere.invalid/", "x", WebConfig(resolver=nowhere, transport=Recorder()))
+        await fetch_page(
+            "https://nowhere.invalid/", "x", WebConfig(resolver=nowhere, transport=Recorder())
+        )
     assert caught.value.reason == "unresolvable"
 
 
 @pytest.mark.parametrize(
     "url",
-    ["file:///etc/passwd", "ftp://example.com/", "https://user:pw@example.com/", "https://evil.com\\@good.com/",
-     "https:///nohost", "gopher://127.0.0.1:6379/_", "https://exa mple.com/", "example.com/path"],
+    [
+        "file:///etc/passwd",
+        "ftp://example.com/",
+        "https://user:pw@example.com/",
+        "https://evil.com\\@good.com/",
+        "https:///nohost",
+        "gopher://127.0.0.1:6379/_",
+        "https://exa mple.com/",
+        "example.com/path",
+    ],
 )
 async def test_urls_that_are_not_plain_http_are_refused(url: str) -> None:
     recorder = Recorder()
@@ -197,7 +225,9 @@ async def test_tls_verifies_the_host_name_while_connecting_to_the_checked_ip() -
     ca = trustme.CA()
     client_ctx = ssl.create_default_context()
     ca.configure_trust(client_ctx)
-    config = WebConfig(resolver=resolver_to(["127.0.0.1"]), allow_private=["127.0.0.1/32"], verify=client_ctx)
+    config = WebConfig(
+        resolver=resolver_to(["127.0.0.1"]), allow_private=["127.0.0.1/32"], verify=client_ctx
+    )
     with _tls_site(ca, "web.test") as site:
         page = await fetch_page(site.url("/page.html"), "x", config)
         assert "Version 2.0" in page.content
@@ -208,6 +238,8 @@ async def test_tls_verifies_the_host_name_while_connecting_to_the_checked_ip() -
     lax = ssl.create_default_context()
     ca.configure_trust(lax)
     lax.check_hostname = False  # control: without the name check the same server is read
-    control = WebConfig(resolver=resolver_to(["127.0.0.1"]), allow_private=["127.0.0.1/32"], verify=lax)
+    control = WebConfig(
+        resolver=resolver_to(["127.0.0.1"]), allow_private=["127.0.0.1/32"], verify=lax
+    )
     with _tls_site(ca, "other.test") as site:
         assert "Version 2.0" in (await fetch_page(site.url("/page.html"), "x", control)).content

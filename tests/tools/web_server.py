@@ -119,7 +119,9 @@ class LoopbackSite:
         self.scheme = "https" if tls is not None else "http"
         self.host_name = host_name
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
 
     def url(self, path: str = "/") -> str:
         return f"{self.scheme}://{self.host_name}:{self.port}{path}"
@@ -127,12 +129,20 @@ class LoopbackSite:
     def _search(self, handler: _Handler, query: dict[str, list[str]]) -> None:
         self.search_requests.append((query, handler.headers.get("X-Subscription-Token")))
         if self.search_status != 200:
-            body = {"type": "ErrorResponse", "error": {"code": "SUBSCRIPTION_TOKEN_INVALID",
-                                                       "detail": "The provided token is invalid.",
-                                                       "status": self.search_status}}
+            body = {
+                "type": "ErrorResponse",
+                "error": {
+                    "code": "SUBSCRIPTION_TOKEN_INVALID",
+                    "detail": "The provided token is invalid.",
+                    "status": self.search_status,
+                },
+            }
         else:
-            body = {"type": "search", "query": {"original": query["q"][0]},
-                    "web": {"type": "search", "results": self.search_results}}
+            body = {
+                "type": "search",
+                "query": {"original": query["q"][0]},
+                "web": {"type": "search", "results": self.search_results},
+            }
         handler._send(self.search_status, json.dumps(body).encode(), "application/json")
 
     def start(self) -> LoopbackSite:
@@ -146,7 +156,9 @@ class LoopbackSite:
 
 
 @contextmanager
-def running(tls: ssl.SSLContext | None = None, host_name: str = "127.0.0.1") -> Iterator[LoopbackSite]:
+def running(
+    tls: ssl.SSLContext | None = None, host_name: str = "127.0.0.1"
+) -> Iterator[LoopbackSite]:
     site = LoopbackSite(tls, host_name).start()
     try:
         yield site
@@ -161,7 +173,9 @@ class Recorder:
     def __init__(self, respond: Callable[[httpx.Request], httpx.Response] | None = None) -> None:
         self.requests: list[httpx.Request] = []
         self._respond = respond or (
-            lambda r: httpx.Response(200, text="<p>hello</p>", headers={"Content-Type": "text/html"})
+            lambda r: httpx.Response(
+                200, text="<p>hello</p>", headers={"Content-Type": "text/html"}
+            )
         )
 
     def _handle(self, request: httpx.Request) -> httpx.Response:

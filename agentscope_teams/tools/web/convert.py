@@ -9,9 +9,10 @@ without a content type is read as text unless its first bytes hold a NUL byte.
 
 from __future__ import annotations
 
+import importlib.util
 import re
-from urllib.parse import urljoin
 from typing import Literal
+from urllib.parse import urljoin
 
 from ...errors import MissingDependencyError, WebAccessError
 
@@ -53,13 +54,8 @@ def _unsupported(what: str, url: str) -> WebAccessError:
 
 
 def markdown_available() -> bool:
-    """True if the HTML converter (the ``web`` extra) is installed."""
-    try:
-        import bs4  # noqa: F401
-        import markdownify  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """True if the HTML converter (the ``web`` extra) is installed (found, not imported)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("markdownify", "bs4"))
 
 
 def html_to_markdown(html: str | bytes, base_url: str = "") -> str:
@@ -75,10 +71,10 @@ def html_to_markdown(html: str | bytes, base_url: str = "") -> str:
         ) from exc
     soup = BeautifulSoup(html, "html.parser")
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    for tag in soup.find_all(_DROP):
-        tag.decompose()
-    for tag, attr in (("a", "href"), ("img", "src")):
-        for node in soup.find_all(tag, attrs={attr: True}) if base_url else ():
+    for dropped in soup.find_all(_DROP):
+        dropped.decompose()
+    for name, attr in (("a", "href"), ("img", "src")):
+        for node in soup.find_all(name, attrs={attr: True}) if base_url else ():
             node[attr] = urljoin(base_url, str(node[attr]))
     text = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
     text = re.sub(r"[ \t]+\n", "\n", text)

@@ -10,16 +10,19 @@ permission rules and the guard on its own. The whole fetch runs under ``timeout`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 import anyio
-import httpx
 
 from ...errors import WebAccessError
 from .config import WebConfig
 from .convert import content_kind, html_to_markdown
 from .output import WebPage
 from .urls import WebUrl, parse_web_url
+
+if TYPE_CHECKING:  # httpx is imported when a fetch runs: ``import agentscope_teams`` stays cheap
+    import httpx
 
 _ACCEPT = "text/html, text/markdown;q=0.9, text/plain;q=0.8, application/json;q=0.8, */*;q=0.1"
 
@@ -93,8 +96,11 @@ async def _hop(
     if config.upgrade_http and not config.guard.allows(target.host, address):
         target = target.upgraded()
     path, _, query = target.target.partition("?")
-    parts = {"query": query.encode()} if query else {}
-    ip_url = httpx.URL(scheme=target.scheme, host=address, port=target.port, path=path, **parts)
+    import httpx
+
+    ip_url = httpx.URL(scheme=target.scheme, host=address, port=target.port, path=path)
+    if query:
+        ip_url = ip_url.copy_with(query=query.encode())
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     request = client.build_request(
         "GET",
@@ -106,6 +112,8 @@ async def _hop(
 
 
 async def _fetch(url: str, prompt: str, config: WebConfig) -> WebPage:
+    import httpx
+
     target = parse_web_url(url)
     transport = (
         config.transport()
@@ -140,6 +148,8 @@ async def _fetch(url: str, prompt: str, config: WebConfig) -> WebPage:
 
 async def fetch_page(url: str, prompt: str, config: WebConfig) -> WebPage:
     """Fetch ``url`` as described in the module docstring; raises :class:`WebAccessError`."""
+    import httpx
+
     try:
         with anyio.fail_after(config.timeout):
             return await _fetch(url, prompt, config)

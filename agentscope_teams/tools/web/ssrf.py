@@ -152,7 +152,9 @@ class AddressGuard:
         for ip in addresses:
             problem = None if self._allows(host, ip) else address_problem(ip)
             if problem is not None:
-                where = f"{host} is" if literal is not None else f"{host} resolves to {ip}, which is"
+                where = (
+                    f"{host} is" if literal is not None else f"{host} resolves to {ip}, which is"
+                )
                 raise WebAccessError(
                     f"refused to fetch {url}: {where} in a refused range ({problem}). "
                     "web_fetch only reaches public addresses; an operator can open a private "
