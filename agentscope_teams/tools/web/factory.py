@@ -11,6 +11,7 @@ Both tools are ``read_only`` (they change no file or state, so plan mode allows 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ...message import UserMsg
@@ -82,7 +83,7 @@ def web_fetch_tool(config: WebConfig) -> Tool:
     return Tool(
         WEB_FETCH,
         _FETCH_DESCRIPTION,
-        _FETCH_SCHEMA,
+        copy.deepcopy(_FETCH_SCHEMA),
         web_fetch,
         read_only=True,
         concurrency_safe=True,
@@ -115,7 +116,7 @@ def web_search_tool(config: WebConfig) -> Tool:
     return Tool(
         WEB_SEARCH,
         _SEARCH_DESCRIPTION,
-        _SEARCH_SCHEMA,
+        copy.deepcopy(_SEARCH_SCHEMA),
         web_search,
         read_only=True,
         concurrency_safe=True,
