@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ...errors import ToolError
 from ...message import UserMsg
 from ...model.base import ChatModel, ModelRequest
 from ..base import Tool
@@ -103,8 +104,6 @@ def web_search_tool(config: WebConfig) -> Tool:
         allowed_domains: list[str] | None = None,
         blocked_domains: list[str] | None = None,
     ) -> SearchResults:
-        from ...errors import ToolError
-
         if len(query.strip()) < 2:
             raise ToolError("query must have at least 2 characters")
         hits = await provider.search(query)

@@ -92,12 +92,12 @@ async def _hop(
 ) -> tuple[WebUrl, httpx.Response]:
     """(the URL requested, its response): the host resolved and checked, http upgraded to https
     unless the operator's allowlist opened the address, the request sent to the checked IP."""
+    import httpx
+
     address = await config.guard.resolve(target.host, target.port, str(target))
     if config.upgrade_http and not config.guard.allows(target.host, address):
         target = target.upgraded()
     path, _, query = target.target.partition("?")
-    import httpx
-
     ip_url = httpx.URL(scheme=target.scheme, host=address, port=target.port, path=path)
     if query:
         ip_url = ip_url.copy_with(query=query.encode())
