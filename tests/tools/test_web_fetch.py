@@ -191,3 +191,19 @@ async def test_an_agent_reads_a_page_through_web_fetch(
     assert "## Version 2.0\n\nThe **widget** now spins twice as fast." in result.output
     assert WebPage.model_validate(result.data).final_url == url
     assert json.loads(json.dumps(result.data))["kind"] == "html"
+
+
+async def test_a_refusal_reaches_the_model_as_a_tool_error(site: LoopbackSite) -> None:
+    from agentscope_teams.message import ToolUseBlock
+    from agentscope_teams.tools import Toolkit
+
+    toolkit = Toolkit([web_fetch_tool(config())])
+    calls = {
+        "metadata": {"url": "http://169.254.169.254/latest/meta-data/", "prompt": "x"},
+        "pdf": {"url": site.url("/doc.pdf"), "prompt": "x"},
+        "no prompt": {"url": site.url("/page.html")},
+    }
+    for what, arguments in calls.items():
+        result = await toolkit.execute(ToolUseBlock(id=what, name="web_fetch", input=arguments))
+        assert result.is_error, what
+    assert site.hits["/doc.pdf"] == 1 and site.hits["/page.html"] == 0

@@ -45,6 +45,7 @@ def filter_hits(
 ) -> list[SearchHit]:
     """``hits`` whose host is in ``allowed`` (if any) and not in ``blocked``; hits without a
     valid http(s) URL are dropped."""
+    allowed, blocked = [str(d) for d in allowed], [str(d) for d in blocked]
     kept: list[SearchHit] = []
     for hit in hits:
         try:
