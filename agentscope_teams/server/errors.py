@@ -16,8 +16,7 @@ the ``type`` field (never the message text) and else from the status::
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
          LimitError (a number or text out of bounds), SpecError(s), ToolError, WebAccessError,
-         CommandError,
-         OutputValidationError (a value that does not match its schema)
+         CommandError, OutputValidationError (a value that does not match its schema)
     500  ConfigurationError, StoreError, SubagentError, OutputError, SyncCallInsideLoopError,
          AgentScopeTeamsError (a library error with its type and message); any other exception
          is an opaque ``InternalError``
