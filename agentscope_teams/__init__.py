@@ -52,6 +52,7 @@ from .errors import (
     UnknownTeamError,
     ValueTooLargeError,
     VersionConflict,
+    WebAccessError,
 )
 from .events import (
     ConfirmResult,
@@ -145,6 +146,7 @@ __all__ = [
     "TextBlock",
     "Tool",
     "ToolError",
+    "WebAccessError",
     "ToolResultBlock",
     "ToolUseBlock",
     "Toolkit",

@@ -25,6 +25,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   ├── UnknownTeamError          no such team in the caller's (org, user) scope
     │   └── UnknownTaskError          no such task on the team's board
     ├── ToolError                     raised inside a tool: returned to the model as an error result
+    │   └── WebAccessError            web_fetch / web_search refused or failed (url, reason, status)
     ├── HITLError                     a confirmation that does not match the paused reply
     ├── OutputError                   structured output (``output_type=``, spec ``output:``, task data)
     │   ├── OutputValidationError     a value does not match its schema (problems with field paths)
@@ -46,7 +47,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
 Errors carry their context as fields so callers never parse messages: ``VersionConflict`` (key,
 expected, found), ``ClaimConflict`` (task_id, owner), ``SpecError`` (file, line, reason),
 ``LimitError`` (field, limit), ``OutputValidationError`` (output_name, problems),
-``OutputRetriesExceededError`` (output_name, attempts, problems, reply_id), ``ControlPlaneError`` (status) and every ``ModelError`` (status_code, code, body, model, base_url).
+``OutputRetriesExceededError`` (output_name, attempts, problems, reply_id), ``ControlPlaneError`` (status), ``WebAccessError`` (url, reason, status) and every ``ModelError`` (status_code, code, body, model, base_url).
 """
 
 from __future__ import annotations
@@ -242,6 +243,22 @@ class UnknownTaskError(TeamError):
 
 class ToolError(AgentScopeTeamsError):
     """Raised by a tool to report a problem to the model; becomes an error tool result."""
+
+
+class WebAccessError(ToolError):
+    """``web_fetch`` or ``web_search`` refused a URL or could not get an answer.
+
+    ``url`` is the URL involved (for a search, the provider's endpoint), ``reason`` a stable code
+    (``invalid_url``, ``blocked_address``, ``unresolvable``, ``unsupported_content``,
+    ``too_many_redirects``, ``timeout``, ``http_status``, ``connection``, ``search_failed``) and
+    ``status`` the HTTP status code when there was a response.
+    """
+
+    def __init__(self, message: str, *, url: str, reason: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.reason = reason
+        self.status = status
 
 
 class SyncCallInsideLoopError(AgentScopeTeamsError, RuntimeError):

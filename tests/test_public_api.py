@@ -74,6 +74,7 @@ ERROR_NAMES = {
     "UnknownTeamError",
     "UnknownTaskError",
     "ToolError",
+    "WebAccessError",
     "HITLError",
     "OutputError",
     "OutputValidationError",

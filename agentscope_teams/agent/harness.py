@@ -39,6 +39,7 @@ from ..store.base import (
 )
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from ..tools.plan import plan_tools
+from ..tools.web import web_tools
 from . import compression as comp
 from .config import ReActConfig
 from .construction import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR  # re-exported
@@ -90,7 +91,7 @@ class SessionAgent:
         check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
-        builtins = [*filesystem_tools(), *plan_tools()] if builtin_tools else []
+        builtins = [*filesystem_tools(), *plan_tools(), *web_tools()] if builtin_tools else []
         toolkit = Toolkit([*builtins, *tools])
         self.loop = ReActAgent(name, self.model, system_prompt, toolkit, config, permissions)
         # A store built here from a URL (or the default) is the agent's: its sessions open and close it.

@@ -15,8 +15,8 @@ the ``type`` field (never the message text) and else from the status::
          (the stored record is newer than this server: upgrade it; other records still work)
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
-         LimitError (a number or text out of bounds), SpecError(s), ToolError, CommandError,
-         OutputValidationError (a value that does not match its schema)
+         LimitError (a number or text out of bounds), SpecError(s), ToolError, WebAccessError,
+         CommandError, OutputValidationError (a value that does not match its schema)
     500  ConfigurationError, StoreError, SubagentError, OutputError, SyncCallInsideLoopError,
          AgentScopeTeamsError (a library error with its type and message); any other exception
          is an opaque ``InternalError``
@@ -62,6 +62,7 @@ STATUS: dict[type[BaseException], int] = {
     e.UnknownTeamError: 404,
     e.UnknownTaskError: 404,
     e.ToolError: 422,
+    e.WebAccessError: 422,
     e.HITLError: 409,
     e.OutputError: 500,
     e.OutputValidationError: 422,

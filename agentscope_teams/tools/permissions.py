@@ -30,7 +30,10 @@ pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
 workspace, symlinks are resolved too). ``deny`` and ``ask`` rules match if the raw or any normalized
-form matches; ``allow`` rules only on the canonical form (the file really touched).
+form matches; ``allow`` rules only on the canonical form (the file really touched). A ``domain:host``
+pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
+its subdomains (:func:`~.web.urls.web_rule_matches`); remembering a call with a URL argument
+stores such a domain rule.
 """
 
 from __future__ import annotations
@@ -122,6 +125,11 @@ def _is_path_argument(tool: Tool, name: str) -> bool:
     return name in PATH_ARGUMENTS or (isinstance(prop, Mapping) and prop.get("format") == "path")
 
 
+def _is_url_argument(tool: Tool, name: str) -> bool:
+    prop = tool.parameters.get("properties", {}).get(name)
+    return isinstance(prop, Mapping) and prop.get("format") == "uri"
+
+
 def _lexical(value: str, workspace: Path | None) -> str:
     norm = posixpath.normpath(value) if value else "."
     if workspace is not None and posixpath.isabs(norm):
@@ -189,6 +197,10 @@ def rule_matches(
         return False
     if rule.pattern is None:
         return True
+    if rule.pattern.startswith("domain:"):  # WebFetch(domain:host): host or subdomain of the URL
+        from .web.urls import web_rule_matches
+
+        return web_rule_matches(rule.pattern, tool, arguments)
     name = rule.argument or tool.primary_argument
     value = _argument(tool, name, arguments)
     if name is None or value is _MISSING:
@@ -212,6 +224,11 @@ def remember_rule(
     value = _argument(tool, name, arguments)
     if name is None or value is _MISSING:
         return PermissionRule(tool=tool.name, behavior="allow")
+    if _is_url_argument(tool, name):  # a URL is remembered as its domain: web_fetch(domain:host)
+        from .web.urls import domain_pattern
+
+        if pattern := domain_pattern(str(value)):
+            return PermissionRule(tool=tool.name, behavior="allow", pattern=pattern)
     canonical, _ = _forms(tool, name, value, _workspace(workspace))
     return PermissionRule(
         tool=tool.name, behavior="allow", pattern=_escape(canonical), argument=name
