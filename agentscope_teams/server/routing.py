@@ -45,6 +45,7 @@ class Settings:
     max_body_bytes: int = 1024 * 1024
     poll_interval: float = 0.5
     heartbeat_seconds: float = 15.0
+    resume_seconds: float = 600.0
 
 
 @dataclass
