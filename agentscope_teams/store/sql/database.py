@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import NullPool
 
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
-from .dialect import NOW_SQL, is_transient, kind_of, reason
+from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
 
 T = TypeVar("T")
 
@@ -107,7 +107,7 @@ class Database:
                     raise StoreError(
                         f"{op} failed on {self.url}: {self._redact(reason(e))}",
                         public=f"{op} failed in the {self.label} store "
-                        f"({type(e.orig).__name__}); the server's log has the details",
+                        f"({code_of(e)}); the server's log has the details",
                     ) from e
             await anyio.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
         conflicts = f"kept hitting lock conflicts ({MAX_ATTEMPTS} attempts)"
