@@ -171,7 +171,7 @@ async def team_events(request: Request) -> Response:
     try:
         principal = await _principal(request)
         call = Call(request, principal, request.app.state.store, settings)
-        resume = parse_event_id(last_event_id(request))  # before any store read: 400 at once
+        resume = parse_event_id(last_event_id(request))  # a 400 before the team is read
         team = await call.team()
         keys = TeamKeys(principal.context().owner_scope(), team.id)
         cursor = None if resume is None else await restore(call.store, keys, resume)
