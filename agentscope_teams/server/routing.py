@@ -158,7 +158,10 @@ class Call:
         raw = self.request.query_params.get(name)
         if raw is None:
             return default
-        if not raw.isdigit() or not low <= int(raw) <= high:
+        # ASCII digits only, and no longer than the bound: nothing is parsed that cannot fit
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(high))) or not (
+            low <= int(raw) <= high
+        ):
             raise ValueError(f"query parameter {name!r} must be an integer in {low}..{high}")
         return int(raw)
 

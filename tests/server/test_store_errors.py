@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -160,3 +161,16 @@ def test_a_busy_store_is_503_with_retry_after_and_comes_back_as_itself() -> None
     assert "db.internal" not in answer.body.decode()
     rebuilt = error_from_response(503, __import__("json").loads(answer.body), "GET /x")
     assert isinstance(rebuilt, StoreBusyError) and rebuilt.retry_after == 1.5
+
+
+def test_a_damaged_file_store_record_names_no_path_in_the_answer(
+    served: Served, http: httpx.Client
+) -> None:
+    op = Api(http, served.tokens["alice"])
+    team_id, _ = make_team(op)
+    root = Path(urlsplit(served.store_url).path)
+    [record] = [p for p in root.rglob("team.json") if p.parent.name == team_id]
+    record.write_text("{ not json")
+    r = op("GET", f"/api/teams/{team_id}")
+    assert r.status_code == 500 and r.json()["error"]["type"] == "StoreError"
+    assert "not valid JSON" in r.text and str(root) not in r.text and "team.json" not in r.text
