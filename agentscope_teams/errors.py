@@ -181,8 +181,8 @@ class StoreBusyError(StoreUnavailableError):
         self,
         message: str,
         *,
-        limit: int | None,
-        waited: float,
+        limit: int | None = None,
+        waited: float = 0.0,
         retry_after: float = 1.0,
         public: str | None = None,
     ) -> None:
