@@ -10,8 +10,10 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   │   └── LeaseLostError        a fenced write: the lease no longer names this holder (lease_key)
     │   ├── ValueTooLargeError        a value over the configured limit; nothing was written
     │   ├── StoreUnavailableError     the server behind a store URL cannot be reached (password redacted)
+    │   │   └── StoreBusyError        every pooled connection stayed in use past the wait (retryable)
     │   └── SchemaVersionError        a persisted record is newer than this code understands
     ├── LimitError                    a number or text outside its documented bounds (field, limit)
+    ├── EventIdError                  a ``Last-Event-ID`` this server never sent (malformed, too long)
     ├── SessionBusyError              another caller holds the session lease past the wait timeout
     ├── SpecError                     a subagent spec file is invalid (file, line, reason)
     │   └── SpecErrors                several spec problems at once (``errors``)
@@ -47,7 +49,13 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
 Errors carry their context as fields so callers never parse messages: ``VersionConflict`` (key,
 expected, found), ``ClaimConflict`` (task_id, owner), ``SpecError`` (file, line, reason),
 ``LimitError`` (field, limit), ``OutputValidationError`` (output_name, problems),
-``OutputRetriesExceededError`` (output_name, attempts, problems, reply_id), ``ControlPlaneError`` (status), ``WebAccessError`` (url, reason, status) and every ``ModelError`` (status_code, code, body, model, base_url).
+``OutputRetriesExceededError`` (output_name, attempts, problems, reply_id), ``ControlPlaneError``
+(status), ``WebAccessError`` (url, reason, status) and every ``ModelError`` (status_code, code,
+body, model, base_url).
+
+A store error's message is for the operator: it may name where the store is (URL without the
+password, host, user, database) and quote the driver. Whatever shows an error to anyone else (an
+HTTP answer, a model's tool result) shows :func:`public_message`, which is the message without them.
 """
 
 from __future__ import annotations
@@ -103,7 +111,25 @@ class MissingDependencyError(ConfigurationError, ImportError):
 
 
 class StoreError(AgentScopeTeamsError):
-    """The store could not perform an operation."""
+    """The store could not perform an operation.
+
+    ``public``: the same failure told without where the store is or the driver's words (see
+    :func:`public_message`); a backend passes it whenever its message names such things.
+    """
+
+    _public: str | None = None
+
+    def __init__(self, *args: object, public: str | None = None) -> None:
+        super().__init__(*args)
+        self._public = public
+
+
+def public_message(exc: BaseException) -> str:
+    """What anyone but the operator (an HTTP client, a model) may read of ``exc``: a store error's
+    public form when it has one (no URL, host, user, database or driver text), else its message.
+    The one rule for every place that shows an error outside the process."""
+    public = getattr(exc, "_public", None)
+    return public if isinstance(public, str) else str(exc)
 
 
 class VersionConflict(StoreError):
@@ -149,6 +175,24 @@ class StoreUnavailableError(StoreError):
     """The server behind a store URL could not be reached. The URL in the message has no password."""
 
 
+class StoreBusyError(StoreUnavailableError):
+    """No pooled connection (or Redis gate turn) came free within the pool's wait: the store is
+    reachable, only busy. Retry after ``retry_after`` seconds (the control plane answers 503 with
+    ``Retry-After``); ``limit`` is the pool's size, ``waited`` the seconds waited."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: int | None = None,
+        waited: float = 0.0,
+        retry_after: float = 1.0,
+        public: str | None = None,
+    ) -> None:
+        super().__init__(message, public=public)
+        self.limit, self.waited, self.retry_after = limit, waited, retry_after
+
+
 class SchemaVersionError(StoreError):
     """A persisted record has a schema_version newer than this code understands."""
 
@@ -162,6 +206,19 @@ class LimitError(AgentScopeTeamsError, ValueError):
     def __init__(self, field: str, limit: float, message: str) -> None:
         self.field, self.limit = field, limit
         super().__init__(message)
+
+
+class EventIdError(AgentScopeTeamsError, ValueError):
+    """A ``Last-Event-ID`` the event stream never sent: too long, malformed, or naming an event
+    past the end of its stream (``event_id``, shortened to 80 characters). The control plane
+    answers 400; reconnect without it to start from the current state."""
+
+    def __init__(self, event_id: str, reason: str) -> None:
+        self.event_id = event_id[:80]
+        super().__init__(
+            f"Last-Event-ID {self.event_id!r}{'...' if len(event_id) > 80 else ''} {reason}; "
+            "reconnect without it to receive the current state"
+        )
 
 
 class SubagentError(AgentScopeTeamsError):

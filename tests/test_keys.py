@@ -114,6 +114,12 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("teams", *OWNER, "team-1"),
     ),
     (
+        k.EVENT_LOG,
+        TEAM.event_log("f00d", 3),
+        ("teams", *OWNER, "team-1", "events", "f00d", "000000000003"),
+        ("teams", *OWNER, "team-1"),
+    ),
+    (
         k.MEMBER_LEASE,
         TEAM.member_lease("bob"),
         ("team-member-lease", *OWNER, "team-1", "bob"),

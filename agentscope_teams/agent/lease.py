@@ -22,6 +22,12 @@ version number, that new lease is deleted too; its holder is fenced at its next 
 after any takeover. Otherwise release reads the lease first and deletes it only if it still holds
 this holder's value. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
 after ``wait_timeout``.
+
+A call that failed because the store's connection pool was exhausted
+(:class:`~agentscope_teams.errors.StoreBusyError`) still gives its lease back at once: the delete
+is unindexed, and stores run such a delete on a connection (or gate turn) kept for it. Should the
+confirming read itself find the pool busy, the lease is deleted by version alone while it cannot
+have expired (written less than ``2 * ttl / 3`` ago), with the trade-off above.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from types import TracebackType
 
 import anyio
 
-from ..errors import LeaseLostError, SessionBusyError, VersionConflict
+from ..errors import LeaseLostError, SessionBusyError, StoreBusyError, VersionConflict
 from ..keys import address_of
 from ..store.base import BaseStore, Fence, Key, takes_write_options
 
@@ -159,6 +165,16 @@ class Lease:
             self._mark_lost()
         self.check()
 
+    async def _confirm_for_release(self, now: float) -> bool:
+        """Whether release may delete: the lease is still ours, or (the pool too busy to read
+        it) it cannot have expired since this holder wrote it."""
+        try:
+            return await self._still_mine()
+        except StoreBusyError:
+            if now - self._written_at < 2 * self.ttl / 3:
+                return True
+            raise
+
     async def release(self) -> None:
         """Delete the lease if it is still this holder's (see the module docs for the one case)."""
         if self.lost or self.done:
@@ -167,7 +183,7 @@ class Lease:
         fresh = (
             now - self._written_at < 2 * self.ttl / 3 and now - self._confirmed_at < self.ttl / 3
         )
-        if not fresh and not await self._still_mine():
+        if not fresh and not await self._confirm_for_release(now):
             return
         with suppress(VersionConflict):
             if takes_write_options(self.store):

@@ -28,6 +28,7 @@ held-task      ("teams", o, u, team_id, "held", expiry14, task_id)       (lit, o
 owned-task     ("teams", o, u, team_id, "owned", member, seq12, task)    (lit, o, u, team_id)
 member-inbox   stream ("teams", o, u, team_id, "inbox", member)          (lit, o, u, team_id)
 inbox-cursor   ("teams", o, u, team_id, "cursor", member)                (lit, o, u, team_id)
+event-log      ("teams", o, u, team_id, "events", stream, chunk)         (lit, o, u, team_id)
 member-lease   ("team-member-lease", o, u, team_id, member)              (lit, o, u, team_id)
 team-signal    ("teams", o, u, team_id, "signal")                        (lit, o, u, team_id)
 team-runtime   ("team-runtime", o, u, team_id)                           (lit, o, u, team_id)
@@ -53,6 +54,7 @@ from __future__ import annotations
 from ..store.base import Key
 from ._family import (
     DIRECTORY_SIGNAL,
+    EVENT_LOG,
     FAMILIES,
     HELD_TASK,
     INBOX_CURSOR,
@@ -107,6 +109,7 @@ __all__ = [
     "DIRECTORY_SIGNAL",
     "FAMILIES",
     "HELD_TASK",
+    "EVENT_LOG",
     "INBOX_CURSOR",
     "MEMBER_INBOX",
     "MEMBER_LEASE",

@@ -142,6 +142,8 @@ MEMBER_INBOX = Family("member-inbox", "teams", (_O, _U, _T, "inbox", "{member}")
                       about="a member's mailbox")
 INBOX_CURSOR = Family("inbox-cursor", "teams", (_O, _U, _T, "cursor", "{member}"), 4,
                       about="a member's acknowledged mailbox cursor")
+EVENT_LOG = Family("event-log", "teams", (_O, _U, _T, "events", "{stream}", "{chunk}"), 4,
+                  about="what one event stream sent, a chunk at a time (resuming; expires)")
 MEMBER_LEASE = Family("member-lease", "team-member-lease", (_O, _U, _T, "{member}"), 4,
                       about="the lease of the process running a member (runtime slot)")
 TEAM_SIGNAL = Family("team-signal", "teams", (_O, _U, _T, "signal"), 4,
@@ -157,8 +159,8 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 #: Every key family, in the order of the table in :mod:`agentscope_teams.keys`.
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
-    TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, MEMBER_LEASE,
-    TEAM_SIGNAL, TEAM_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
+    TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
+    MEMBER_LEASE, TEAM_SIGNAL, TEAM_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
 )
 # fmt: on
 

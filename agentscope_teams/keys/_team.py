@@ -10,6 +10,7 @@ from ..context import RuntimeContext, org_segment
 from ..store.base import Key
 from ._family import (
     DIRECTORY_SIGNAL,
+    EVENT_LOG,
     EXPIRY_WIDTH,
     HELD_TASK,
     INBOX_CURSOR,
@@ -103,6 +104,10 @@ class TeamKeys:
 
     def cursor(self, member: str) -> Key:
         return INBOX_CURSOR.key(*self.scope, self.team_id, member)
+
+    def event_log(self, stream: str, chunk: int) -> Key:
+        """Chunk ``chunk`` of the log of what event stream ``stream`` sent (the server's resume)."""
+        return EVENT_LOG.key(*self.scope, self.team_id, stream, f"{chunk:0{SEQ_WIDTH}d}")
 
     def member_lease(self, member: str) -> Key:
         """The lease of the process running ``member`` (at most one process runs a member)."""

@@ -66,13 +66,15 @@ def create_app(
     max_body_bytes: int = 1024 * 1024,
     poll_interval: float = 0.5,
     heartbeat_seconds: float = 15.0,
+    resume_seconds: float = 600.0,
     trace_url: str | None = None,
 ) -> Starlette:
     """The control-plane app over ``store`` (which the caller opens and closes).
 
     ``task_lease``: default task lease of claims; ``max_body_bytes``: request bodies over it get
     413; ``poll_interval``: how often event streams read the store; ``heartbeat_seconds``: how
-    often an idle event stream sends a comment; ``trace_url``: the trace page of an OTLP UI with a
+    often an idle event stream sends a comment; ``resume_seconds``: how long after an event a
+    stream can at least be resumed from its id (:mod:`.stream_log`); ``trace_url``: the trace page of an OTLP UI with a
     ``{trace_id}`` placeholder (e.g. ``http://localhost:16686/trace/{trace_id}``), for the
     dashboard's links from a team and its tasks to their traces.
     """
@@ -110,6 +112,7 @@ def create_app(
         max_body_bytes=max_body_bytes,
         poll_interval=poll_interval,
         heartbeat_seconds=heartbeat_seconds,
+        resume_seconds=resume_seconds,
     )
     return app
 

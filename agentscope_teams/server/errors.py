@@ -7,6 +7,7 @@ where the fields are the structured context the error carries (``key``, ``task_i
 forgotten. :func:`error_from_response` turns an answer back into the same class on the client, from
 the ``type`` field (never the message text) and else from the status::
 
+    400  EventIdError            a ``Last-Event-ID`` the event stream never sent
     401  ControlPlaneAuthError   no token, an unknown / revoked / expired token
     403  ControlPlaneAuthError   a valid token acting outside its scope (another team or member)
     404  UnknownTeamError, UnknownTaskError, UnknownMemberError
@@ -22,7 +23,8 @@ the ``type`` field (never the message text) and else from the status::
          is an opaque ``InternalError``
     502  ModelError and its upstream failures, OutputRetriesExceededError (the model gave no valid
          output), ControlPlaneError without a status
-    503  StoreUnavailableError, RateLimitError (an upstream limit, not the caller's)
+    503  StoreUnavailableError, RateLimitError (an upstream limit, not the caller's);
+         StoreBusyError (the store's pool is exhausted) with ``Retry-After``: retry then
     504  ModelTimeoutError
 """
 
@@ -47,6 +49,8 @@ STATUS: dict[type[BaseException], int] = {
     e.LeaseLostError: 409,
     e.ValueTooLargeError: 413,
     e.StoreUnavailableError: 503,
+    e.StoreBusyError: 503,
+    e.EventIdError: 400,
     e.SchemaVersionError: 409,
     e.SessionBusyError: 409,
     e.SpecError: 422,
@@ -85,6 +89,7 @@ STATUS: dict[type[BaseException], int] = {
 
 _BY_NAME: dict[str, type[BaseException]] = {cls.__name__: cls for cls in STATUS}
 _FALLBACK: dict[int, type[Exception]] = {
+    400: ValueError,
     404: e.UnknownTeamError,
     409: e.TeamError,
     413: ValueError,
@@ -118,7 +123,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _detail(exc: BaseException) -> dict[str, Any]:
-    detail: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    detail: dict[str, Any] = {"type": type(exc).__name__, "message": e.public_message(exc)}
     if isinstance(exc, e.AgentScopeTeamsError):
         for name, value in vars(exc).items():
             shown = _jsonable(value)
@@ -130,7 +135,9 @@ def _detail(exc: BaseException) -> dict[str, Any]:
 def error_body(exc: BaseException) -> dict[str, Any]:
     """The JSON body of an error answer: type, message and the error's structured fields.
 
-    A library error is shown as it is (its messages are written for the caller); any other
+    A library error is shown as it is (its messages are written for the caller), a store error
+    in its public form (:func:`~agentscope_teams.errors.public_message`: no URL, host, user,
+    database or driver text, which only the server's log shows); any other
     exception that is not a ``ValueError`` becomes an opaque ``InternalError``.
     """
     if not isinstance(exc, (e.AgentScopeTeamsError, ValueError)):
@@ -141,6 +148,13 @@ def error_body(exc: BaseException) -> dict[str, Any]:
             }
         }
     return {"error": _detail(exc)}
+
+
+def retry_after(exc: BaseException) -> str | None:
+    """The ``Retry-After`` header of an answer to ``exc``: whole seconds for a busy store."""
+    if isinstance(exc, e.StoreBusyError):
+        return str(max(1, math.ceil(exc.retry_after)))
+    return None
 
 
 def error_from_response(status: int, body: Any, what: str) -> Exception:

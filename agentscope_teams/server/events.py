@@ -24,23 +24,22 @@ before the stream opens, by the same check as every other per-team route
 ``EventSource`` cannot send headers: it passes a ticket from ``POST .../events/ticket`` as
 ``?ticket=``; other clients send their token as ``Authorization: Bearer``.
 
-Resuming (served by sse-starlette): every event has an ``id`` that encodes what the stream had sent
-up to and including it (the team status, each member's status, each task's version and blocked
-reason, the last seq of each inbox: :class:`StreamCursor`, compressed). A client that reconnects
+Resuming (served by sse-starlette): every event but ``deleted`` and ``error`` has an ``id`` of at
+most 49 characters, ``<stream>.<n>`` (:mod:`.stream_log`), whose meaning (what the stream had sent
+up to and including it) the stream wrote to the store before sending it. A client that reconnects
 with ``Last-Event-ID`` (the header ``EventSource`` sends on its own reconnects, or the
 ``last_event_id`` query parameter for a client that opens a new stream with a new ticket) gets
 exactly what changed after that event: nothing is lost and nothing is sent twice, whichever server
-process answers. An id that does not decode (or names another team) starts from the current state.
+process answers, for at least ``resume_seconds`` after the event. An id that is too long or not of
+that form answers 400 (:class:`~agentscope_teams.errors.EventIdError`); one whose log this team
+does not have (another team's, or expired) starts from the current state.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-import zlib
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import anyio
@@ -50,48 +49,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import AgentScopeTeamsError
+from ..keys import TeamKeys
 from ..teams import LocalTeamClient, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
 from .errors import ControlPlaneAuthError, error_body
 from .routing import Call, Settings, error_response, principal_of
+from .stream_log import Mark, StreamCursor, StreamLog, parse_event_id, restore
 
 PATH = "/api/teams/{team_id}/events"
 _INBOX_PAGE = 200
-_MAX_ID_CHARS = 65536  # a longer Last-Event-ID is not ours: start from the current state
-
-
-@dataclass
-class StreamCursor:
-    """What a stream has sent; its :meth:`encode` is the id of the event that brought it here."""
-
-    team: str
-    status: str | None = None
-    members: dict[str, str] = field(default_factory=dict)
-    tasks: dict[str, tuple[int, str]] = field(default_factory=dict)  # id -> version, reason digest
-    inboxes: dict[str, int] = field(default_factory=dict)
-
-    def encode(self) -> str:
-        raw = json.dumps(asdict(self), separators=(",", ":")).encode()
-        return base64.urlsafe_b64encode(zlib.compress(raw, 6)).decode().rstrip("=")
-
-    @classmethod
-    def decode(cls, text: str | None, team: str) -> StreamCursor:
-        """The cursor of an event id; a fresh one for no id, a foreign id or another team's."""
-        if not text or len(text) > _MAX_ID_CHARS:
-            return cls(team)
-        try:
-            raw = zlib.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-            data = json.loads(raw)
-            cursor = cls(
-                team=str(data["team"]),
-                status=None if data["status"] is None else str(data["status"]),
-                members={str(k): str(v) for k, v in data["members"].items()},
-                tasks={str(k): (int(v[0]), str(v[1])) for k, v in data["tasks"].items()},
-                inboxes={str(k): int(v) for k, v in data["inboxes"].items()},
-            )
-        except (ValueError, TypeError, KeyError, AttributeError, IndexError, zlib.error):
-            return cls(team)
-        return cursor if cursor.team == team else cls(team)
 
 
 def _digest(text: str | None) -> str:
@@ -106,15 +72,17 @@ class TeamWatcher:
         client: LocalTeamClient,
         team_id: str,
         inbox_of: str | None,
+        log: StreamLog,
         cursor: StreamCursor | None = None,
     ) -> None:
-        self.client, self.team_id, self.inbox_of = client, team_id, inbox_of
-        self.cursor = cursor or StreamCursor(team_id)
-        self._events: list[ServerSentEvent] = []
+        self.client, self.team_id, self.inbox_of, self.log = client, team_id, inbox_of, log
+        self.cursor = cursor or StreamCursor()
+        self._found: list[tuple[str, str, Mark | None]] = []
 
-    def _emit(self, event: str, data: Any) -> None:
-        payload = json.dumps(data, separators=(",", ":"))
-        self._events.append(ServerSentEvent(payload, event=event, id=self.cursor.encode()))
+    def _emit(self, event: str, data: Any, mark: Mark | None) -> None:
+        if mark is not None:
+            self.cursor.apply(mark)
+        self._found.append((event, json.dumps(data, separators=(",", ":")), mark))
 
     async def poll(self) -> tuple[list[ServerSentEvent], bool]:
         """(events, gone): ``gone`` once the team no longer exists.
@@ -122,9 +90,11 @@ class TeamWatcher:
         The team's DELETE may land between the reads of one poll (the team record, then its
         tasks, then its inboxes). A later read that fails then is not an error: the team is read
         again, and when it is gone the poll ends with what it had found before and the
-        ``deleted`` event. A read that failed for another reason is raised as is.
+        ``deleted`` event. A read that failed for another reason is raised as is. The events of
+        a poll get their ids once their marks are in the stream's log (:meth:`StreamLog.record`).
         """
-        self._events = []
+        self._found = []
+        self.log.rotate_if_due(self.cursor)
         try:
             team = await self.client.get_team(self.team_id)
         except UnknownTeamError:
@@ -135,32 +105,34 @@ class TeamWatcher:
             if not await self.client.is_deleted(self.team_id):
                 raise
             return self._deleted()
-        return self._events, False
+        marks = [mark for _, _, mark in self._found if mark is not None]
+        ids = iter(await self.log.record(marks) if marks else [])
+        return [
+            ServerSentEvent(data, event=name, id=next(ids)) for name, data, _ in self._found
+        ], False
 
     def _deleted(self) -> tuple[list[ServerSentEvent], bool]:
-        self.cursor.status = TeamStatus.DELETED.value
-        self._emit("team", {"id": self.team_id, "status": TeamStatus.DELETED.value})
-        return self._events, True
+        """What was found, then ``deleted``; no ids: the stream ends and a resume answers 404."""
+        self._emit("team", {"id": self.team_id, "status": TeamStatus.DELETED.value}, None)
+        return [ServerSentEvent(data, event=name) for name, data, _ in self._found], True
 
     async def _changes(self, team: Team) -> None:
         self._team_events(team)
         for task in await self.client.list_tasks(self.team_id):
             mark = (task.version, _digest(task.blocked_reason))
             if self.cursor.tasks.get(task.id) != mark:
-                self.cursor.tasks[task.id] = mark
-                self._emit("task", task.model_dump(mode="json"))
+                self._emit("task", task.model_dump(mode="json"), ("t", task.id, list(mark)))
         readers = team.participants() if self.inbox_of is None else [self.inbox_of]
         for name in readers:
             await self._inbox_events(name)
 
     def _team_events(self, team: Team) -> None:
         if team.status.value != self.cursor.status:
-            self.cursor.status = team.status.value
-            self._emit("team", team.model_dump(mode="json"))
+            self._emit("team", team.model_dump(mode="json"), ("s", "", team.status.value))
         for m in team.members:
             if self.cursor.members.get(m.name) != m.status.value:
-                self.cursor.members[m.name] = m.status.value
-                self._emit("member", {"team_id": team.id, "member": m.model_dump(mode="json")})
+                data = {"team_id": team.id, "member": m.model_dump(mode="json")}
+                self._emit("member", data, ("m", m.name, m.status.value))
 
     async def _inbox_events(self, name: str) -> None:
         while True:
@@ -169,8 +141,7 @@ class TeamWatcher:
                 self.team_id, name, after=after, limit=_INBOX_PAGE
             )
             for msg in page:
-                self.cursor.inboxes[name] = msg.seq
-                self._emit("message", msg.model_dump(mode="json"))
+                self._emit("message", msg.model_dump(mode="json"), ("i", name, msg.seq))
             if len(page) < _INBOX_PAGE:
                 return
 
@@ -200,9 +171,13 @@ async def team_events(request: Request) -> Response:
     try:
         principal = await _principal(request)
         call = Call(request, principal, request.app.state.store, settings)
+        resume = parse_event_id(last_event_id(request))  # a 400 before the team is read
         team = await call.team()
-        cursor = StreamCursor.decode(last_event_id(request), team.id)
-        watcher = TeamWatcher(call.client, team.id, principal.member, cursor)
+        keys = TeamKeys(principal.context().owner_scope(), team.id)
+        cursor = None if resume is None else await restore(call.store, keys, resume)
+        cursor = cursor or StreamCursor()
+        log = StreamLog(call.store, keys, settings.resume_seconds, cursor)
+        watcher = TeamWatcher(call.client, team.id, principal.member, log, cursor)
         first, gone = await watcher.poll()
     except Exception as exc:
         return error_response(exc)

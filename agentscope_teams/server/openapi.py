@@ -14,6 +14,7 @@ from .._version import __version__
 from .events import PATH as EVENTS_PATH
 from .routing import Endpoint
 from .schemas import ErrorBody
+from .stream_log import MAX_EVENT_ID
 
 _REF = "#/components/schemas/{model}"
 _ERRORS = {
@@ -24,7 +25,8 @@ _ERRORS = {
     "413": "The request body is over the size limit",
     "422": "Invalid request body (not JSON, nested too deep, wrong fields), identifier or query",
     "500": "A library error (typed) or an unexpected one (InternalError)",
-    "503": "The store behind the server cannot be reached",
+    "503": "The store behind the server cannot be reached, or is busy (StoreBusyError: retry "
+    "after the Retry-After seconds)",
 }
 DESCRIPTION = """\
 The agentscope-teams control plane: the TeamClient operations over HTTP.
@@ -100,12 +102,20 @@ def _events_operation() -> dict[str, Any]:
                 "schema": {"type": "string"},
                 "description": "a ticket from POST .../events/ticket (for EventSource)",
             },
+            {
+                "name": "last_event_id",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "string", "maxLength": MAX_EVENT_ID},
+                "description": "resume after this event (as the Last-Event-ID header does)",
+            },
         ],
         "responses": {
             "200": {
                 "description": "An endless text/event-stream",
                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
             },
+            "400": {"description": "A Last-Event-ID this server never sent (EventIdError)"},
             **{code: {"description": _ERRORS[code]} for code in ("401", "403", "404")},
         },
     }

@@ -25,7 +25,7 @@ from ..errors import AgentScopeTeamsError, StoreError, TeamError, UnknownTeamErr
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, Team
 from .auth import Principal, authenticate, bearer_token
-from .errors import ControlPlaneAuthError, ControlPlaneError, error_body, status_for
+from .errors import ControlPlaneAuthError, ControlPlaneError, error_body, retry_after, status_for
 
 log = logging.getLogger("agentscope_teams.server")
 M = TypeVar("M", bound=BaseModel)
@@ -45,6 +45,7 @@ class Settings:
     max_body_bytes: int = 1024 * 1024
     poll_interval: float = 0.5
     heartbeat_seconds: float = 15.0
+    resume_seconds: float = 600.0
 
 
 @dataclass
@@ -157,7 +158,10 @@ class Call:
         raw = self.request.query_params.get(name)
         if raw is None:
             return default
-        if not raw.isdigit() or not low <= int(raw) <= high:
+        # ASCII digits only, and no longer than the bound: nothing is parsed that cannot fit
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(high))) or not (
+            low <= int(raw) <= high
+        ):
             raise ValueError(f"query parameter {name!r} must be an integer in {low}..{high}")
         return int(raw)
 
@@ -228,8 +232,10 @@ def error_response(exc: BaseException) -> JSONResponse:
         log.exception("unexpected error while serving a request", exc_info=exc)
     elif status >= 500:
         log.warning("%s while serving a request: %s", type(exc).__name__, exc)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(error_body(exc), status_code=status, headers=headers)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if (wait := retry_after(exc)) is not None:
+        headers["Retry-After"] = wait
+    return JSONResponse(error_body(exc), status_code=status, headers=headers or None)
 
 
 async def principal_of(request: Request, *, stream: bool = False) -> Principal:

@@ -57,12 +57,21 @@ def _payload(value: bytes) -> tuple[str, str]:
         return "b64", '"' + base64.b64encode(value).decode("ascii") + '"'  # nothing to escape
 
 
+def damaged(where: Path, problem: str, kind: type[StoreError] = StoreError) -> StoreError:
+    """A file store error: the file named for the operator, only the problem for anyone else
+    (:func:`~agentscope_teams.errors.public_message`): the store's paths stay in its log."""
+    return kind(
+        f"{where}: {problem}",
+        public=f"a file of the file store: {problem} (the server's log names the file)",
+    )
+
+
 def value_of(data: dict[str, Any], where: Path) -> bytes:
     if isinstance(data.get("text"), str):
         return data["text"].encode("utf-8")  # type: ignore[no-any-return]
     if isinstance(data.get("b64"), str):
         return base64.b64decode(data["b64"], validate=True)
-    raise StoreError(f"{where}: record has neither 'text' nor 'b64'; restore or delete the file")
+    raise damaged(where, "record has neither 'text' nor 'b64'; restore or delete the file")
 
 
 def render(key: Key, version: int, expires_at: float | None, value: bytes) -> bytes:
@@ -86,12 +95,13 @@ def render_line(seq: int, value: bytes) -> bytes:
 
 def _check_schema(data: Any, where: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise StoreError(f"{where}: expected a JSON object; restore or delete the file")
+        raise damaged(where, "expected a JSON object; restore or delete the file")
     found = data.get("schema_version", SCHEMA_VERSION)
     if not isinstance(found, int) or found > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"{where}: schema_version {found!r} is newer than {SCHEMA_VERSION}; "
-            "upgrade agentscope-teams"
+        raise damaged(
+            where,
+            f"schema_version {found!r} is newer than {SCHEMA_VERSION}; upgrade agentscope-teams",
+            SchemaVersionError,
         )
     return data
 
@@ -103,7 +113,7 @@ def header_of(data: dict[str, Any], where: Path) -> Header:
         if not isinstance(version, int) or not isinstance(expires, int | float | None):
             raise TypeError("bad version or expires_at")
     except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(f"{where}: malformed record ({exc}); restore or delete the file") from exc
+        raise damaged(where, f"malformed record ({exc}); restore or delete the file") from exc
     return Header(key, version, None if expires is None else float(expires))
 
 
@@ -111,7 +121,7 @@ def parse(raw: bytes, where: Path) -> dict[str, Any]:
     try:
         return _check_schema(json.loads(raw), where)
     except ValueError as exc:
-        raise StoreError(f"{where}: not valid JSON ({exc}); restore or delete the file") from exc
+        raise damaged(where, f"not valid JSON ({exc}); restore or delete the file") from exc
 
 
 def read_header(path: Path) -> Header | None:
@@ -139,7 +149,7 @@ def line_seq(line: bytes, where: Path) -> int:
             return int(line[len(_LINE_HEAD) : end])
     seq = parse(line, where).get("seq")
     if not isinstance(seq, int):
-        raise StoreError(f"{where}: stream line without an integer 'seq'; restore or delete it")
+        raise damaged(where, "stream line without an integer 'seq'; restore or delete it")
     return seq
 
 
@@ -164,7 +174,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             path.parent.mkdir(parents=True, exist_ok=True)
     else:
-        raise StoreError(f"cannot create {tmp}: its directory keeps disappearing")
+        raise damaged(tmp, "cannot be created: its directory keeps disappearing")
     with open(fd, "wb") as f:
         f.write(data)
         f.flush()

@@ -10,8 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from ..errors import StoreError
-from ._jsonfile_io import name_segment, read_header
+from ._jsonfile_io import damaged, name_segment, read_header
 from .base import Key, encode_key, encode_segment
 
 
@@ -28,7 +27,7 @@ def walk(d: Path, enc: str, depth: int, after: str | None, limit: int, out: list
         elif after is None or sort_key > after:
             head = read_header(path)
             if head is not None and encode_key(head.key) != sort_key:
-                raise StoreError(f"{path} holds key {head.key!r}; the file was moved")
+                raise damaged(path, f"holds key {head.key!r}; the file was moved")
             if head is not None and head.live(now):
                 out.append(head.key)
 

@@ -135,5 +135,6 @@ class StripeLocks:
         return StoreError(
             f"timed out after {self.timeout}s waiting for lock "
             f"{self.lock_dir / f'{stripe:02d}.lock'}; another process holds it, "
-            "retry or raise lock_timeout"
+            "retry or raise lock_timeout",
+            public=f"the file store stayed locked for {self.timeout}s; retry",
         )

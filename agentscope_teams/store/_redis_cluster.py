@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..errors import ConfigurationError, StoreUnavailableError
+from ..errors import ConfigurationError, StoreBusyError
 
 _GROUPS: dict[str, int] = {}
 
@@ -139,36 +139,58 @@ def describe_cluster(client: Any) -> str:
 
 class Gate:
     """At most ``limit`` operations at once per event loop; past it callers wait up to
-    ``timeout`` seconds for a turn (then :class:`StoreUnavailableError`). ``async with gate:``."""
+    ``timeout`` seconds for a turn (then :class:`StoreBusyError`). ``async with gate.turn():``.
+
+    ``turn(reserve=True)`` (an unindexed delete: a lease given back) takes a free turn, else the
+    one reserved turn: a call that failed for want of a turn still gives its lease back at once.
+    """
 
     def __init__(self, limit: int, timeout: float, where: str) -> None:
         self._limit, self._timeout, self._where = limit, timeout, where
         self._sem: asyncio.Semaphore | None = None
+        self._spare: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def turn(self) -> Gate:
-        return self
-
-    async def __aenter__(self) -> None:
+    def turn(self, reserve: bool = False) -> _Turn:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # a new event loop (tests): a semaphore belongs to one loop
-            self._sem, self._loop = asyncio.Semaphore(self._limit), loop
+            self._sem, self._spare = asyncio.Semaphore(self._limit), asyncio.Semaphore(1)
+            self._loop = loop
+        assert self._sem is not None and self._spare is not None
+        if reserve and self._sem.locked():
+            return _Turn(self._spare, self)
+        return _Turn(self._sem, self)
+
+    def busy(self) -> StoreBusyError:
+        return StoreBusyError(
+            f"no free connection to {self._where} within {self._timeout} s "
+            f"({self._limit} operations in flight); retry, or raise max_connections or "
+            "pool_timeout",
+            limit=self._limit,
+            waited=self._timeout,
+            public=f"the Redis store is busy (no free connection within {self._timeout:g} s); "
+            "retry in a moment",
+        )
+
+
+class _Turn:
+    """One turn of a :class:`Gate` on one of its semaphores."""
+
+    def __init__(self, sem: asyncio.Semaphore, gate: Gate) -> None:
+        self._sem, self._gate = sem, gate
+
+    async def __aenter__(self) -> None:
         sem = self._sem
-        assert sem is not None
         if not sem.locked():  # the common case: a turn is free, take it without a timer
             await sem.acquire()
             return
         try:  # a deadline on this task, not wait_for: no extra task per waiting caller
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self._gate._timeout):
                 await sem.acquire()
         except TimeoutError as exc:
-            raise StoreUnavailableError(
-                f"no free connection to {self._where} within {self._timeout} s "
-                f"({self._limit} operations in flight); raise max_connections or pool_timeout"
-            ) from exc
+            raise self._gate.busy() from exc
 
     async def __aexit__(self, *exc: object) -> None:
-        assert self._sem is not None
         self._sem.release()
 
 

@@ -19,6 +19,8 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
 * ``indexed=False`` (``put`` / ``delete``) marks a key that is never listed (leases): a backend may
   skip its listing index for it (Redis does), so such a key may be missing from ``list_keys``. A key
   is written and deleted with the same flag every time. Backends without an index ignore it.
+  An unindexed ``delete`` (a lease given back) does not wait behind an exhausted connection pool:
+  the SQL store runs it on a connection of its own, Redis on a reserved turn of its gate.
 * ``put(fence=Fence(k, v))`` writes only if key ``k`` (another key) currently holds exactly the value
   ``v``, checked atomically with the write and its version condition; otherwise it raises
   :class:`~agentscope_teams.errors.LeaseLostError` (a :class:`VersionConflict`) and writes nothing.

@@ -42,11 +42,12 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from ..errors import ConfigurationError, LeaseLostError, StoreError, VersionConflict
+from ..errors import ConfigurationError, LeaseLostError, VersionConflict
 from . import _jsonfile_streams as streams
 from ._jsonfile_io import (
     SCHEMA_VERSION,
     Header,
+    damaged,
     dir_name,
     fsync_dir,
     header_of,
@@ -152,7 +153,7 @@ class JsonFileStore(StoreBackend):
     def _header(self, path: Path, key: Key) -> Header | None:
         head = read_header(path)
         if head is not None and head.key != key:
-            raise StoreError(f"{path} holds key {head.key!r}, not {key!r}; the file was moved")
+            raise damaged(path, f"holds key {head.key!r}, not {key!r}; the file was moved")
         return head
 
     async def get(self, key: Key) -> Entry | None:
@@ -173,7 +174,7 @@ class JsonFileStore(StoreBackend):
         data = parse(raw, path)
         head = header_of(data, path)
         if head.key != key:
-            raise StoreError(f"{path} holds key {head.key!r}, not {key!r}; the file was moved")
+            raise damaged(path, f"holds key {head.key!r}, not {key!r}; the file was moved")
         return Entry(value_of(data, path), head.version) if head.live(time.time()) else None
 
     async def put(

@@ -192,9 +192,11 @@ class _NoTurn:
 
 
 _NO_TURN = _NoTurn()
+#: The public form of an unreachable Redis (see :func:`~agentscope_teams.errors.public_message`).
+_UNREACHABLE = "the {} store cannot be reached; the server's log names the cause"
 
 
-def _no_turn() -> _NoTurn:
+def _no_turn(reserve: bool = False) -> _NoTurn:
     return _NO_TURN
 
 
@@ -288,11 +290,13 @@ class RedisStore(StoreBackend):
                     f"Redis Cluster {self._where}{at} is unavailable ({type(exc).__name__}: "
                     f"{exc}); check that its nodes are running and reachable, that every slot is "
                     "served (a failover takes a few seconds), and that the URL and credentials "
-                    "are right"
+                    "are right",
+                    public=_UNREACHABLE.format("Redis Cluster"),
                 ) from exc
             raise StoreUnavailableError(
                 f"Redis at {self._where} is unavailable ({exc}); check that the server is running "
-                "and reachable and that the URL and credentials are right"
+                "and reachable and that the URL and credentials are right",
+                public=_UNREACHABLE.format("Redis"),
             ) from exc
 
     @asynccontextmanager
@@ -532,7 +536,7 @@ class RedisStore(StoreBackend):
     ) -> bool:
         k = validate_key(key)
         check_expected(expected_version)
-        async with self._turn():
+        async with self._turn(reserve=not indexed):  # a lease is given back even when busy
             ok, found = await self._delete_script(k, _expected(expected_version), indexed)
         if not ok:
             raise VersionConflict(k, expected_version, int(found))

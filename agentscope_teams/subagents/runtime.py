@@ -31,7 +31,7 @@ from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..agent.output import OutputType
 from ..context import RuntimeContext
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, public_message
 from ..message import OUTPUT_KEY, utcnow
 from ..state import AgentState
 from ..store.base import Key
@@ -146,7 +146,10 @@ class Runner:
                     try:
                         await self._converse(h)
                     except Exception as exc:
-                        status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+                        status, error = (
+                            RunStatus.FAILED,
+                            f"{type(exc).__name__}: {public_message(exc)}",
+                        )
                     finally:
                         tg.cancel_scope.cancel()
             if h.reason is not None and status is None:

@@ -354,6 +354,7 @@ class TaskBoard(BoardIndex):
         """Run one native transition; a refusal raises the Python rule's error for the record the
         queue read (``refused``). Should the rule allow it after all (the record changed in
         between), the transition runs again."""
+        limits.name(task_id, "task_id")  # never hand the database a NUL or a lone surrogate
         for _ in range(NATIVE_RETRIES):
             now = self.clock()
             out = await call(now)

@@ -20,6 +20,7 @@ from ..errors import UnknownTaskError
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
 from ..store.base import BaseStore, Entry, Key, get_many
+from . import limits
 from .eligibility import blocked_reason
 from .models import Task, TaskStatus, TeamKeys
 from .queue import BoardQueue, board_queue_of, native_wanted
@@ -58,7 +59,7 @@ class BoardReads:
         return [_decode(e) for e in entries]
 
     async def _must_load(self, task_id: str) -> Task:
-        task = await self.load(task_id)
+        task = await self.load(limits.name(task_id, "task_id"))
         if task is None:
             raise self._missing(task_id)
         return task

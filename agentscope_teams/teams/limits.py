@@ -20,8 +20,9 @@ what                                   bounds
                                        ``MAX_TEXT`` characters as JSON
 ``description``, ``result``,           at most ``MAX_TEXT`` (100,000) characters; newlines and
 ``error``, ``reason``, ``content``     tabs are fine, other control characters are not
-team, lead, member and spec names      identifiers (1-256 characters, no control characters,
-                                       no leading or trailing whitespace)
+team, lead, member and spec names,     identifiers (1-256 characters, no control characters
+the task id a call names               (NUL included), no lone surrogates, no leading or
+                                       trailing whitespace)
 a read of an inbox                     ``1 <= limit <= MAX_READ`` (1000) messages
 ``timeout`` of a wait                  a finite number ``>= 0``
 =====================================  ======================================================
@@ -148,7 +149,7 @@ def blockers(ids: Sequence[str], field: str = "blocked_by") -> list[str]:
 
 
 def name(value: str, field: str) -> str:
-    """A name (team, lead, member, spec): an identifier."""
+    """A name (team, lead, member, spec) or the id of a task a call names: an identifier."""
     return validate_identifier(value, field)
 
 

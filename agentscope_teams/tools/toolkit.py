@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..errors import ToolError
+from ..errors import ToolError, public_message
 from ..message import ToolResultBlock, ToolUseBlock
 from ..model.base import ToolSchema
 from .base import (
@@ -167,7 +167,9 @@ class Toolkit:
         except Exception as exc:
             log.warning("tool %s (call %s) failed", t.name, call.id, exc_info=True)
             return self._result(
-                call, f"tool {t.name} failed: {type(exc).__name__}: {exc}", error=True
+                call,
+                f"tool {t.name} failed: {type(exc).__name__}: {public_message(exc)}",
+                error=True,
             )
 
     def _result(

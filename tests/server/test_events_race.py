@@ -17,7 +17,8 @@ from sse_starlette import ServerSentEvent
 
 from agentscope_teams import RuntimeContext
 from agentscope_teams.errors import StoreUnavailableError
-from agentscope_teams.server.events import StreamCursor, TeamWatcher
+from agentscope_teams.server.events import TeamWatcher
+from agentscope_teams.server.stream_log import StreamCursor, StreamLog
 from agentscope_teams.store import BaseStore
 from agentscope_teams.store.base import Key
 from agentscope_teams.teams import LocalTeamClient, Member
@@ -48,6 +49,11 @@ async def _team(client: LocalTeamClient) -> tuple[str, str]:
     await client.send_message(team.id, "lead", "w1", "to w1")
     await client.send_message(team.id, "lead", "w2", "to w2")
     return team.id, task.id
+
+
+def _watcher(client: LocalTeamClient, store: BaseStore, org: str, team_id: str) -> TeamWatcher:
+    log = StreamLog(store, team_keys(org, USER, team_id), 600, StreamCursor())
+    return TeamWatcher(client, team_id, None, log)
 
 
 def _shown(events: list[ServerSentEvent]) -> list[str]:
@@ -88,18 +94,17 @@ async def test_a_delete_between_the_reads_of_a_poll_ends_the_stream(
         "after the lead's inbox, before w1's": inbox_read(keys, "w1"),
     }[case]
     racy.arm(org, USER, team_id, trigger)
-    watcher = TeamWatcher(client, team_id, None)
+    watcher = _watcher(client, inner, org, team_id)
 
     events, gone = await watcher.poll()
 
     assert racy.deletions == 1
     assert (_shown(events), gone) == (CASES[case], True)
-    assert all(e.id for e in events) and len({e.id for e in events}) == len(events)
-    # a client that lost the last event resumes after the one before it: only the end, once
-    resumed = TeamWatcher(
-        LocalTeamClient(inner, ctx), team_id, None, StreamCursor.decode(events[-2].id, team_id)
-    )
-    again, gone = await resumed.poll()
+    # the stream ends: its last poll logs nothing (no key is written under the deleted team)
+    assert not any(e.id for e in events)
+    assert await inner.list_keys(team_keys(org, USER, team_id).base) == []
+    # a watcher of the deleted team (however it resumed): only the end, once
+    again, gone = await _watcher(LocalTeamClient(inner, ctx), inner, org, team_id).poll()
     assert (_shown(again), gone) == (["team:deleted"], True)
 
 
@@ -111,7 +116,7 @@ async def test_an_inbox_deleted_under_the_last_read_ends_the_stream_at_the_next_
     client = LocalTeamClient(racy, ctx)  # type: ignore[arg-type]
     team_id, _ = await _team(client)
     racy.arm(org, USER, team_id, inbox_read(team_keys(org, USER, team_id), "w2"))
-    watcher = TeamWatcher(client, team_id, None)
+    watcher = _watcher(client, inner, org, team_id)
 
     first, gone = await watcher.poll()
     assert (_shown(first), gone) == (
@@ -147,7 +152,7 @@ async def test_a_store_error_of_a_team_that_still_exists_is_still_an_error(
     team_id, _ = await _team(client)
     failing.tasks_prefix = team_keys(org, USER, team_id).tasks_prefix()
     with pytest.raises(StoreUnavailableError, match="went away"):
-        await TeamWatcher(client, team_id, None).poll()
+        await _watcher(client, inner, org, team_id).poll()
     assert (await LocalTeamClient(inner, ctx).get_team(team_id)).status.value == "active"
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
 from .conftest import auth
-from .harness import Served
+from .harness import Served, serve
 from .sse import SseReader
 from .test_api import Api, make_team
 
@@ -78,17 +80,115 @@ def test_a_resumed_stream_sends_exactly_what_was_missed(served: Served, http: ht
     assert len(sse.seen) == 1
 
 
-def test_an_id_that_is_not_ours_starts_from_the_current_state(
-    served: Served, http: httpx.Client
-) -> None:
+def test_another_teams_id_starts_from_the_current_state(served: Served, http: httpx.Client) -> None:
     op = Api(http, served.tokens["alice"])
     team_id, _ = make_team(op)
     t = f"/api/teams/{team_id}"
     other, _ = make_team(op)
     with http.stream("GET", f"/api/teams/{other}/events", headers=auth(op.token)) as response:
         foreign = _read_ids(response)[-1][1]
-    for bad in ("garbage", foreign):
-        headers = {**auth(op.token), "Last-Event-ID": bad}
-        with http.stream("GET", t + "/events", headers=headers) as response:
-            events = _read_ids(response)
-        assert events[0][0] == "team" and team_id in events[0][2]
+    headers = {**auth(op.token), "Last-Event-ID": foreign}
+    with http.stream("GET", t + "/events", headers=headers) as response:
+        events = _read_ids(response)
+    assert events[0][0] == "team" and team_id in events[0][2]
+    assert [n for n, _, _ in events].count("member") == 2
+
+
+def test_an_id_this_server_never_sent_is_a_400(served: Served, http: httpx.Client) -> None:
+    op = Api(http, served.tokens["alice"])
+    team_id, _ = make_team(op)
+    t = f"/api/teams/{team_id}"
+    with http.stream("GET", t + "/events", headers=auth(op.token)) as response:
+        real = _read_ids(response)[-1][1]
+    stream, number = real.split(".")
+    forged = {
+        "garbage": "is not an id",
+        "x" * 2000: "2000 characters long",  # a forged cursor: refused before anything is read
+        f"{stream}.{int(number) + 1}": f"names event {int(number) + 1}; it sent {number}",
+    }
+    for bad, reason in forged.items():
+        r = http.get(t + "/events", headers={**auth(op.token), "Last-Event-ID": bad})
+        assert r.status_code == 400, r.text
+        assert (r.json()["error"]["type"], reason in r.json()["error"]["message"]) == (
+            "EventIdError",
+            True,
+        )
+        assert "reconnect without it" in r.json()["error"]["message"]
+    ticket = op.ok("POST", t + "/events/ticket", status=201)["token"]
+    r = http.get(t + "/events", params={"ticket": ticket, "last_event_id": "garbage"})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "EventIdError"
+
+
+def _take(response: httpx.Response, count: int) -> list[tuple[str, str, str]]:
+    """The first ``count`` events of a stream (then the caller disconnects)."""
+    out: list[tuple[str, str, str]] = []
+    name, data, event_id = "message", "", ""
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("data: "):
+            data = line[6:]
+        elif line == "" and data:
+            out.append((name, event_id, data))
+            name, data, event_id = "message", "", ""
+            if len(out) == count:
+                return out
+    raise AssertionError(f"the stream ended after {len(out)} events")
+
+
+def _entity(name: str, data: str) -> tuple[str, str]:
+    """What an event is about: (kind, id) of a task, a member, a message or the team."""
+    parsed = json.loads(data)
+    if name == "task":
+        return ("task", parsed["id"])
+    if name == "member":
+        return ("member", parsed["member"]["name"])
+    if name == "message":
+        return ("message", f"{parsed['recipient']}#{parsed['seq']}")
+    return ("team", parsed["id"])
+
+
+def test_a_stream_cut_mid_snapshot_resumes_on_another_server_exactly(
+    served: Served, http: httpx.Client, org: str
+) -> None:
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    t = f"/api/teams/{team_id}"
+    tasks = [op.ok("POST", t + "/tasks", {"title": f"job {i}"}, 201)["id"] for i in range(12)]
+    for i in range(5):
+        op.ok("POST", t + "/messages", {"to": "w1", "content": f"m{i}"}, 201)
+    with http.stream("GET", t + "/events", headers=auth(op.token)) as response:
+        before = _take(response, 9)  # team, 2 members, 6 of the 12 tasks: cut mid-snapshot
+    assert [n for n, _, _ in before].count("task") == 6
+
+    # while disconnected: a task already sent changes, a new task and a new message
+    w1 = Api(http, tokens["w1"])
+    claimed = w1.ok("POST", f"{t}/tasks/{tasks[0]}/claim", {})
+    late = op.ok("POST", t + "/tasks", {"title": "late"}, 201)["id"]
+    op.ok("POST", t + "/messages", {"to": "w2", "content": "late"}, 201)
+
+    # another server process over the same store answers the reconnect
+    headers = {**auth(op.token), "Last-Event-ID": before[-1][1]}
+    with (
+        serve(served.store_url, {"alice": (org, "alice")}) as other,
+        httpx.Client(base_url=other.base_url, timeout=30) as http2,
+        http2.stream("GET", t + "/events", headers=headers) as response,
+    ):
+        after = _read_ids(response)
+
+    sent_before = [_entity(n, d) for n, _, d in before]
+    sent_after = [_entity(n, d) for n, _, d in after]
+    assert len(set(sent_after)) == len(sent_after)  # nothing twice
+    # nothing missing: the rest of the snapshot, the claimed task again, the new task and messages
+    snapshot = {("task", x) for x in tasks} | {("message", f"w1#{i}") for i in range(1, 6)}
+    assert snapshot <= set(sent_before) | set(sent_after)
+    again = set(sent_before) & set(sent_after)
+    assert again == {("task", tasks[0])}  # sent again only because it changed (claimed)
+    assert (
+        next(json.loads(d) for n, _, d in after if _entity(n, d) == ("task", tasks[0]))["version"]
+        == claimed["version"]
+    )
+    assert {("task", late), ("message", "w2#1")} <= set(sent_after)
+    assert ("team", team_id) not in sent_after and ("member", "w1") not in sent_after

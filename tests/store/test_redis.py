@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -23,7 +24,13 @@ pytest.importorskip("redis")
 import redis.asyncio as aioredis
 from redis.crc import key_slot
 
-from agentscope_teams.errors import ConfigurationError, StoreUnavailableError, VersionConflict
+from agentscope_teams.errors import (
+    ConfigurationError,
+    StoreBusyError,
+    StoreUnavailableError,
+    VersionConflict,
+    public_message,
+)
 from agentscope_teams.store import BaseStore, InMemoryStore, Key
 from agentscope_teams.store.redis import RedisStore
 
@@ -283,6 +290,22 @@ async def test_no_turn_within_pool_timeout_names_the_settings(redis_url: str) ->
             with pytest.raises(StoreUnavailableError, match="max_connections or pool_timeout"):
                 await store.get((name, "k"))
         assert await store.get((name, "k")) is None  # the turn is back: operations run again
+
+
+async def test_a_full_gate_is_busy_yet_a_lease_is_given_back(redis_url: str) -> None:
+    name = unique_namespace()
+    lease = (name, "lease")
+    async with RedisStore(redis_url, namespace=name, max_connections=1, pool_timeout=0.1) as store:
+        version = await store.put(lease, b"holder", indexed=False)
+        async with store._turn():  # the only turn is taken
+            with pytest.raises(StoreBusyError) as caught:
+                await store.put((name, "k"), b"v")  # the control: other operations wait, then fail
+            assert (caught.value.limit, caught.value.retry_after) == (1, 1.0)
+            host = urlsplit(redis_url).hostname or ""
+            assert host in str(caught.value) and host not in public_message(caught.value)
+            # an unindexed delete (a lease given back) takes the reserved turn at once
+            assert await store.delete(lease, expected_version=version, indexed=False) is True
+        assert await store.get(lease) is None
 
 
 async def test_the_board_queue_waits_for_a_turn_of_the_same_gate(redis_url: str) -> None:

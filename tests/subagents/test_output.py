@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agentscope_teams import HarnessAgent, SpecError, SubagentSpec
+from agentscope_teams import HarnessAgent, SpecError, StoreError, SubagentSpec
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.subagents import RunStatus, load_specs
@@ -144,3 +144,22 @@ def test_output_as_json_text_and_code_specs(tmp_path: Path) -> None:
         SubagentSpec(name="x", description="d", output={"type": "object"}, output_type=Verdict)
     with pytest.raises(ValueError, match="output must be a JSON schema"):
         SubagentSpec(name="x", description="d", output=5)
+
+
+async def test_a_child_failing_on_the_store_tells_the_parent_no_connection_details(
+    tmp_path: Path, store: InMemoryStore
+) -> None:
+    failure = StoreError(
+        "get failed on postgresql+asyncpg://app@db.internal:5432/prod: boom",
+        public="get failed in the PostgreSQL store (SQLSTATE 58000); the server's log has it",
+    )
+    child = ScriptedModel([failure])
+    spec = SubagentSpec(name="rate", description="rates", model="rate")
+    lead_model = ScriptedModel([spawn("rate", "rate it"), "noted"])
+    lead = make_parent(tmp_path, store, lead_model, {"rate": child}, specs=[spec])
+    await lead.call("go", ALICE)
+    [rec] = await runs(store)
+    [block] = tool_results(lead_model.requests[1])
+    assert rec.status is RunStatus.FAILED and rec.error is not None
+    for shown in (rec.error, block.output):
+        assert "SQLSTATE 58000" in shown and "db.internal" not in shown and "app@" not in shown

@@ -1,7 +1,12 @@
 """Connections, transactions and retries of :class:`~agentscope_teams.store.sql.SqlStore`.
 
 Deadlocks, serialization failures and SQLite's "database is locked" are retried here with jittered
-backoff. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips); writes
+backoff. Every error raised here names the database for the operator and carries a public form
+without its URL, host, user, database or the driver's words
+(:func:`~agentscope_teams.errors.public_message`). No pooled connection within the pool's
+``pool_timeout`` is :class:`~agentscope_teams.errors.StoreBusyError`; a lease release then runs on a
+connection of its own (:meth:`Database.reserved`), so a call that failed for want of a connection
+still gives its session back at once. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips); writes
 on SQLite start with ``BEGIN IMMEDIATE``.
 """
 
@@ -16,14 +21,17 @@ from typing import TypeVar
 import anyio
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
-from ...errors import ConfigurationError, StoreError, StoreUnavailableError
-from .dialect import NOW_SQL, is_transient, kind_of, reason
+from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
+from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
 
 T = TypeVar("T")
 
 MAX_ATTEMPTS = 60
+_LABEL = {"postgresql": "PostgreSQL", "mysql": "MySQL", "sqlite": "SQLite"}
 _PREPARED = "agentscope_teams.sql.prepared"
 
 
@@ -45,6 +53,9 @@ class Database:
         if self.kind not in NOW_SQL:
             raise ConfigurationError(f"SqlStore does not support the {self.kind!r} dialect")
         self._busy_ms = int(busy_timeout * 1000)
+        self.label = _LABEL[self.kind]
+        self._reserve: AsyncEngine | None = None  # one connection outside the pool, made on need
+        self._reserve_lock = anyio.Lock()
         # PostgreSQL: single statements run without BEGIN/COMMIT (asyncpg autocommit is client-side).
         self._auto = (
             engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -93,11 +104,17 @@ class Database:
                 if e.connection_invalidated:
                     raise self.unavailable(e) from e
                 if not is_transient(self.kind, e):
-                    raise StoreError(f"{op} failed on {self.url}: {self._redact(reason(e))}") from e
+                    raise StoreError(
+                        f"{op} failed on {self.url}: {self._redact(reason(e))}",
+                        public=f"{op} failed in the {self.label} store "
+                        f"({code_of(e)}); the server's log has the details",
+                    ) from e
             await anyio.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
+        conflicts = f"kept hitting lock conflicts ({MAX_ATTEMPTS} attempts)"
         raise StoreError(
-            f"{op} on {self.url} kept hitting lock conflicts ({MAX_ATTEMPTS} attempts); "
-            "the database is overloaded or a transaction holds locks for too long"
+            f"{op} on {self.url} {conflicts}; "
+            "the database is overloaded or a transaction holds locks for too long",
+            public=f"{op} in the {self.label} store {conflicts}; retry later",
         )
 
     @asynccontextmanager
@@ -109,6 +126,8 @@ class Database:
             await conn.start()
         except (DBAPIError, OSError) as e:
             raise self.unavailable(e) from e
+        except PoolTimeout as e:
+            raise self.busy() from e
         try:
             await self._prepare(conn)
             yield conn
@@ -148,8 +167,52 @@ class Database:
         return StoreUnavailableError(
             f"cannot reach the SQL database at {self.url}: {self._redact(reason(e))}; check that "
             "the server is running and reachable, and the URL's host, port, user, password and "
-            "database"
+            "database",
+            public=f"the {self.label} store cannot be reached; the server's log names the cause",
         )
+
+    def busy(self) -> StoreBusyError:
+        """Every connection of the pool stayed checked out for the pool's ``pool_timeout``."""
+        pool = self.engine.pool
+        size = getattr(pool, "size", None)
+        limit = size() + max(getattr(pool, "_max_overflow", 0), 0) if callable(size) else None
+        waited = float(getattr(pool, "_timeout", 0.0))
+        held = f"all {limit} connections" if limit is not None else "every connection"
+        return StoreBusyError(
+            f"no free connection to {self.url} within {waited:g} s ({held} of the pool in use); "
+            "retry, or raise pool_size / max_overflow (or engine_options pool_timeout)",
+            limit=limit,
+            waited=waited,
+            public=f"the {self.label} store is busy (no free connection within {waited:g} s); "
+            "retry in a moment",
+        )
+
+    @asynccontextmanager
+    async def reserved(self) -> AsyncIterator[AsyncConnection]:
+        """A transaction on a connection outside the pool, one at a time: for giving a lease back
+        when the pool is exhausted (see the module docs). Commits on success."""
+        async with self._reserve_lock:
+            if self._reserve is None:
+                self._reserve = create_async_engine(self.engine.url, poolclass=NullPool)
+            try:
+                conn = await self._reserve.connect()
+            except (DBAPIError, OSError) as e:
+                raise self.unavailable(e) from e
+            try:
+                await self._prepare(conn)
+                if self.kind == "sqlite":
+                    await conn.exec_driver_sql("BEGIN IMMEDIATE")
+                yield conn
+                await conn.commit()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await conn.close()
+
+    async def dispose(self) -> None:
+        """Close the reserve's engine (the pool's engine belongs to the store)."""
+        if self._reserve is not None:
+            await self._reserve.dispose()
+            self._reserve = None
 
     def _redact(self, text: str) -> str:
         return text.replace(self._password, "***") if self._password else text

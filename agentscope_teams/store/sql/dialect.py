@@ -108,3 +108,17 @@ def reason(e: BaseException) -> str:
     """The driver's message for ``e`` (its type name when it has none)."""
     orig = e.orig if isinstance(e, DBAPIError) else e
     return str(orig) or type(orig).__name__
+
+
+def code_of(e: DBAPIError) -> str:
+    """The database's own code for ``e`` (SQLSTATE, MySQL error number, SQLite error name), or
+    the driver's error class: what a failure may say of itself without the driver's words."""
+    orig = e.orig
+    state = getattr(orig, "sqlstate", None)
+    if isinstance(state, str) and state:
+        return f"SQLSTATE {state}"
+    number = mysql_code(e)
+    if number is not None:
+        return f"MySQL error {number}"
+    name = getattr(orig, "sqlite_errorname", None)
+    return str(name) if isinstance(name, str) and name else type(orig).__name__

@@ -11,7 +11,8 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
   ``BEGIN IMMEDIATE`` write lock), the write, and on release the fence row's ``DELETE``.
   ``indexed`` is ignored: rows are listed by their key columns.
 * ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
-  (``RETURNING nparts`` where supported) and then its chunks, if it had any.
+  (``RETURNING nparts`` where supported) and then its chunks, if it had any. An unindexed delete
+  (a lease given back) that finds every pooled connection busy runs on a connection of its own.
 * ``list_keys``: ``SELECT ekey ... ORDER BY khead, ekey LIMIT n`` (byte order of the encoding).
 * ``append``: bump the stream's counter row with an upsert and insert the entry, in one
   transaction (on PostgreSQL one statement: a data-modifying CTE). The counter row stays locked
@@ -37,7 +38,7 @@ import anyio
 from sqlalchemy import ColumnElement, Double, and_, delete, func, insert, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ...errors import ConfigurationError, LeaseLostError, VersionConflict
+from ...errors import ConfigurationError, LeaseLostError, StoreBusyError, VersionConflict
 from ..base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
@@ -139,6 +140,7 @@ class SqlStore(StoreBackend):
         """Close the signal connection; dispose of the engine if this store created it."""
         if self._listener is not None:
             await self._listener.aclose()
+        await self._db.dispose()
         if self._owns_engine and not self._closed:
             self._closed = True
             await self._engine.dispose()
@@ -249,7 +251,18 @@ class SqlStore(StoreBackend):
                 raise Retry
             raise VersionConflict(r.key, expected_version, found)
 
-        return await self._run("delete", run, write=True)
+        try:
+            return await self._run("delete", run, write=True)
+        except StoreBusyError:
+            if indexed:
+                raise
+            return await self._db.retrying("delete", lambda: self._on_reserve(run))
+
+    async def _on_reserve(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """``fn`` on the connection outside the pool: an unindexed key (a lease) is deleted even
+        when every pooled connection is busy, so a failed call gives its session back at once."""
+        async with self._db.reserved() as conn:
+            return await fn(conn)
 
     async def list_keys(
         self, prefix: Key, *, limit: int = 1000, after: Key | None = None
