@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ..errors import ConfigurationError
-from ..store.url import redact_url, require_drivers
+from ..store.redact import redact_text, redact_url
+from ..store.url import require_drivers
 
 _REDIS = ("redis", "rediss")
 _SQL = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
@@ -61,7 +62,7 @@ def check_source_url(url: str) -> None:
         path = plain.partition("://")[2][1:]
         if not path or not Path(path).is_file():
             raise ConfigurationError(
-                f"--from {url!r}: no SQLite database file at {path!r}; use sqlite:////abs/path.db "
+                f"--from {redact_url(url)!r}: no SQLite database file at {path!r}; use sqlite:////abs/path.db "
                 "(four slashes for an absolute path)"
             )
     require_drivers(plain)
@@ -83,7 +84,8 @@ async def read_records(url: str) -> AsyncIterator[Found]:
         raise
     except Exception as exc:
         raise ConfigurationError(
-            f"cannot read AgentScope sessions from {redact_url(url)}: {type(exc).__name__}: {exc}"
+            f"cannot read AgentScope sessions from {redact_url(url)}: {type(exc).__name__}: "
+            f"{redact_text(str(exc), url)}"
         ) from exc
 
 
