@@ -178,7 +178,9 @@ class AnalysisCache:
             self._pruned = True
             await anyio.to_thread.run_sync(maybe_prune, directory, self._prune_age)
         try:
-            held = await anyio.to_thread.run_sync(_open_locks, directory, sorted(set(keys.values())))
+            held = await anyio.to_thread.run_sync(
+                _open_locks, directory, sorted(set(keys.values()))
+            )
         except OSError as exc:  # e.g. a symbolic link planted at a lock file's name
             log.warning("review cache %s: %s; analysing without it", directory, exc)
             return await analyze_sources(sources)

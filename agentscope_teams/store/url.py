@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 from ..errors import ConfigurationError, MissingDependencyError
 from .base import StoreBackend
-from .redact import redact_url
+from .redact import redact_url as redact_url  # its home is .redact; kept importable here
 
 SUPPORTED_SCHEMES = (
     "memory://",
