@@ -179,18 +179,19 @@ class _Splitter:
         return result
 
 
+def _blocks(message: dict[str, Any]) -> list[Any]:
+    """A message's content blocks; a plain-text content (AgentScope allows a string) has none."""
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
 def unanswered_submitted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool calls waiting for an external execution result (AgentScope's ``submitted`` state)."""
-    answered = {
-        b.get("id")
-        for m in messages
-        for b in m.get("content") or []
-        if b.get("type") == "tool_result"
-    }
+    answered = {b.get("id") for m in messages for b in _blocks(m) if b.get("type") == "tool_result"}
     return [
         b
         for m in messages
-        for b in m.get("content") or []
+        for b in _blocks(m)
         if b.get("type") == "tool_call"
         and b.get("state") == "submitted"
         and b["id"] not in answered

@@ -1,8 +1,9 @@
 """``import_agentscope_sessions``: copy the sessions an AgentScope 2.0 storage holds into a
 :class:`SessionStorage`, converting each (see :mod:`.convert`), idempotently, with a dry run.
 
-A session that cannot be converted is refused with the reason and the others go on; nothing of it
-is written. A session already imported and unchanged since is left alone (its version stays).
+Each record is converted in isolation: one that cannot be (a field of another shape, a date or
+number out of range, JSON nested too deep, a non-finite number) is refused with its id and the
+reason, nothing of it is written, and the others go on. A session already imported and unchanged since is left alone (its version stays).
 """
 
 from __future__ import annotations
@@ -74,10 +75,14 @@ async def _one(
     try:
         converted = convert_record(raw)
         addr = SessionAddress(org_id, converted.user_id, converted.agent_id, converted.session_id)
-    except (CannotConvert, ValueError) as exc:
+        converted.body.model_dump_json()  # what import_at writes: refuse here what cannot be
+    except (CannotConvert, ValueError) as exc:  # also a date or number out of range, inf, nan
         return SessionImport(where, "refused", ids[0], ids[1], ids[2], reason=str(exc))
+    except (OverflowError, RecursionError) as exc:  # a date or number out of range, a depth
+        reason = f"a value is out of range: {type(exc).__name__}: {_short(exc)}"
+        return SessionImport(where, "refused", ids[0], ids[1], ids[2], reason=reason)
     except (KeyError, TypeError, AttributeError) as exc:  # a field missing or of another shape
-        reason = f"malformed record: {type(exc).__name__}: {exc}"
+        reason = f"malformed record: {type(exc).__name__}: {_short(exc)}"
         return SessionImport(where, "refused", ids[0], ids[1], ids[2], reason=reason)
     outcome = await storage.import_at(addr, converted.body, dry_run=dry_run)
     return SessionImport(
@@ -88,6 +93,12 @@ async def _one(
         converted.session_id,
         notes=tuple(converted.notes),
     )
+
+
+def _short(exc: BaseException, width: int = 300) -> str:
+    """The first line of an exception's message, cut to ``width`` characters."""
+    text = (str(exc).splitlines() or [""])[0]
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _text(value: object) -> str | None:

@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ..errors import ConfigurationError
-from ..store.url import redact_url, require_drivers
+from ..store.redact import redact_text, redact_url
+from ..store.url import require_drivers
 
 _REDIS = ("redis", "rediss")
 _SQL = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
@@ -61,7 +62,7 @@ def check_source_url(url: str) -> None:
         path = plain.partition("://")[2][1:]
         if not path or not Path(path).is_file():
             raise ConfigurationError(
-                f"--from {url!r}: no SQLite database file at {path!r}; use sqlite:////abs/path.db "
+                f"--from {redact_url(url)!r}: no SQLite database file at {path!r}; use sqlite:////abs/path.db "
                 "(four slashes for an absolute path)"
             )
     require_drivers(plain)
@@ -83,18 +84,65 @@ async def read_records(url: str) -> AsyncIterator[Found]:
         raise
     except Exception as exc:
         raise ConfigurationError(
-            f"cannot read AgentScope sessions from {redact_url(url)}: {type(exc).__name__}: {exc}"
+            f"cannot read AgentScope sessions from {redact_url(url)}: {type(exc).__name__}: "
+            f"{redact_text(str(exc), url)}"
         ) from exc
+
+
+#: Deeper JSON than this is refused: no AgentScope record nests near it, and a record nested
+#: thousands deep would exhaust the parser's or the serializer's recursion.
+MAX_DEPTH = 128
+
+
+class _Unrepresentable(ValueError):
+    """A JSON number that is no finite float (``1e999``, ``NaN``, ``Infinity``)."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _Unrepresentable(f"the number {text} is not finite")
+    return value
+
+
+def _constant(text: str) -> float:
+    raise _Unrepresentable(f"{text} is not a JSON number")
+
+
+def json_problem(value: Any) -> str | None:
+    """Why ``value`` (parsed JSON) cannot be stored, or None: nested deeper than
+    :data:`MAX_DEPTH`, or holding a non-finite number. Walked without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float) and (item != item or item in (float("inf"), float("-inf"))):
+            return f"holds the number {item}, which JSON cannot store"
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return f"nested deeper than {MAX_DEPTH} levels"
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def checked(where: str, value: Any) -> Found:
+    """``value`` as a record of ``where``, or refused with why (see :func:`json_problem`)."""
+    if not isinstance(value, dict):
+        return Found(where, None, "not a JSON object")
+    problem = json_problem(value)
+    return Found(where, None, problem) if problem else Found(where, value)
 
 
 def _parsed(where: str, text: str | bytes) -> Found:
     try:
-        value = json.loads(text)
-    except ValueError as exc:
+        value = json.loads(text, parse_float=_finite, parse_constant=_constant)
+    except _Unrepresentable as exc:
+        return Found(where, None, str(exc))
+    except RecursionError:
+        return Found(where, None, f"not JSON this can read: nested deeper than {MAX_DEPTH} levels")
+    except ValueError as exc:  # UnicodeDecodeError included
         return Found(where, None, f"not JSON: {exc}")
-    if not isinstance(value, dict):
-        return Found(where, None, "not a JSON object")
-    return Found(where, value)
+    return checked(where, value)
 
 
 async def _redis_records(url: str) -> AsyncIterator[Found]:
@@ -107,15 +155,15 @@ async def _redis_records(url: str) -> AsyncIterator[Found]:
     try:
         names = sorted(
             {
-                name.decode()
+                name
                 async for name in client.scan_iter(match=f"{_glob(prefix)}:user:*:session:*")
-                if shape.fullmatch(name.decode())
+                if shape.fullmatch(name.decode(errors="replace"))
             }
         )
         for name in names:
             value = await client.get(name)
             if value is not None:  # deleted or expired since the scan
-                yield _parsed(name, value)
+                yield _parsed(name.decode(errors="backslashreplace"), value)
     finally:
         await client.aclose()
 
@@ -147,7 +195,7 @@ async def _sql_records(url: str) -> AsyncIterator[Found]:
                 if isinstance(payload, str | bytes):  # JSON text on dialects without a JSON type
                     found = _parsed(where, payload)
                 elif isinstance(payload, dict):
-                    found = Found(where, payload)
+                    found = checked(where, payload)
                 else:
                     found = Found(where, None, f"payload is {type(payload).__name__}, not JSON")
                 if found.raw is None:

@@ -26,6 +26,7 @@ from ..errors import ConfigurationError
 from ..store.base import BaseStore
 from ..store.url import store_from_url
 from .exits import OutputConsole
+from .safe_text import json_safe
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler: TypeAlias = Callable[[argparse.Namespace], int]
@@ -161,8 +162,9 @@ def stdout_console() -> Console:
 
 
 def print_json_line(value: Any) -> None:
-    """One JSON document on one line (``default=str`` handles datetimes and paths)."""
-    print(json.dumps(value, ensure_ascii=False, default=str), flush=True)
+    """One JSON document on one line (``default=str`` handles datetimes and paths); control,
+    bidirectional and invisible characters are ``\\u`` escapes (:func:`~.safe_text.json_safe`)."""
+    print(json_safe(json.dumps(value, ensure_ascii=False, default=str)), flush=True)
 
 
 def abbreviate(text: str, width: int = 120) -> str:

@@ -21,14 +21,16 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.text import Text
 
 from ..errors import AgentScopeTeamsError
+from .safe_text import terminal_safe
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -73,7 +75,27 @@ class GuardedStdout:
         return getattr(self._stream, name)
 
 
-class OutputConsole(Console):
+class SafeConsole(Console):
+    """A rich console for text read from a store: markup off unless asked for (an id ``[red]x``
+    prints as written) and every text it renders passed through
+    :func:`~.safe_text.terminal_safe` (newlines kept), so no escape sequence, stray carriage
+    return or bidirectional override reaches the terminal, whichever view forgot to escape."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("markup", False)
+        super().__init__(**kwargs)
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment  # rich's own cursor and screen controls
+            else:
+                yield Segment(terminal_safe(segment.text, multiline=True), segment.style)
+
+
+class OutputConsole(SafeConsole):
     """A rich console on stdout whose closed pipe raises :class:`StdoutClosed` (rich's default
     raises ``SystemExit(1)``), so every command stops the same way."""
 
@@ -123,17 +145,18 @@ def failure(exc: BaseException, debug: bool) -> int:
 
 
 def error_message(exc: BaseException) -> str:
-    """The exception's message on one line (``KeyError`` without its quotes)."""
+    """The exception's message on one line (``KeyError`` without its quotes), with the ids in it
+    made safe for the terminal (:func:`~.safe_text.terminal_safe`)."""
     if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
         text = exc.args[0]
     else:
         text = str(exc)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return "; ".join(lines) or type(exc).__name__
+    return terminal_safe("; ".join(lines)) or type(exc).__name__
 
 
 def print_error(text: Text) -> None:
-    Console(stderr=True, soft_wrap=True, highlight=False).print(text)
+    SafeConsole(stderr=True, soft_wrap=True, highlight=False).print(text)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -41,7 +41,7 @@ from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMe
 from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
 from ..tracing.usage import METER
-from .common import CommandError
+from .common import STORE_ENV, CommandError
 from .review_changes import LEAD_GIT_TOOLS, ChangedSince
 from .review_resume import LEAD, RESUME_INSTRUCTION, Interrupted, ReviewRecord, record_review
 from .review_stats import summarize
@@ -157,13 +157,15 @@ async def _start_workers(cfg: ReviewConfig, stack: AsyncExitStack) -> Path:
 
     They get the lead's model string: a registered name (``offline``) resolves there as here."""
     model = cfg.model_arg
-    cmd = [sys.executable, "-m", "agentscope_teams.cli", "--store", cfg.store_url, "worker"]
+    # The store URL goes through the environment, not argv: a password in it would show in `ps`.
+    env = {**os.environ, STORE_ENV: cfg.store_url}
+    cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker"]
     cmd += ["--specs", str(cfg.specs), "--model", model, "--poll", str(POLL_SECONDS)]
     cmd += ["--exit-with-parent"]  # a killed review leaves no worker behind
     log = Path(tempfile.gettempdir()) / f"agentscope-review-workers-{os.getpid()}.log"
     out = stack.enter_context(log.open("ab"))
     for _ in range(cfg.workers):
-        proc = await anyio.open_process(cmd, stdout=out, stderr=out)
+        proc = await anyio.open_process(cmd, stdout=out, stderr=out, env=env)
         stack.push_async_callback(_stop, proc)
     return log
 

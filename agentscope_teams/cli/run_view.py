@@ -18,6 +18,7 @@ from typing import Any
 from ..events import AgentEvent, ModelCallEndEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..teams import Task, TeamMessage
 from .common import abbreviate, print_json_line
+from .safe_text import terminal_safe
 
 #: Tools whose result is the outcome of delegated work: shown in full (up to RESULT_LINES lines).
 RESULT_TOOLS = frozenset({"agent_spawn", "agent_wait", "agent_send", "waitForTeam"})
@@ -72,7 +73,7 @@ class RunView:
         if self.json:
             print_json_line(event.model_dump(mode="json"))
         elif isinstance(event, TextDeltaEvent):
-            sys.stdout.write(event.text)
+            sys.stdout.write(terminal_safe(event.text, multiline=True))
             sys.stdout.flush()
             self._midline = not event.text.endswith("\n")
         elif isinstance(event, ToolCallEvent):
@@ -133,7 +134,7 @@ class RunView:
         if self._midline:
             print()
             self._midline = False
-        print(text, flush=True)
+        print(terminal_safe(text), flush=True)  # names and content come from the store
 
 
 def _args(values: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUse
 from ..sessions import SessionRecord
 from ..tools.plan import render_todos
 from .common import abbreviate
+from .safe_text import terminal_safe as safe
 
 _ROLE_STYLES = {"user": "bold cyan", "assistant": "bold green", "system": "bold magenta"}
 _ARGS_WIDTH = 100
@@ -53,8 +54,8 @@ def sessions_table(records: Sequence[SessionRecord], title: str) -> Table:
     table.add_column("source")
     for r in records:
         table.add_row(
-            r.agent_id,
-            r.session_id,
+            safe(r.agent_id),
+            safe(r.session_id),
             str(len(r.state.context)),
             str(r.version),
             timestamp(r.updated_at),
@@ -67,14 +68,14 @@ def _header(record: SessionRecord) -> Text:
     owner = record.user_id if record.user_id is not None else "(anonymous)"
     text = Text.assemble(
         ("session ", "dim"),
-        (record.session_id, "bold"),
+        (safe(record.session_id), "bold"),
         ("  agent ", "dim"),
-        (record.agent_id, "bold"),
+        (safe(record.agent_id), "bold"),
         ("  user ", "dim"),
-        owner,
+        safe(owner),
     )
     if record.org_id is not None:
-        text.append("  org ", "dim").append(record.org_id)
+        text.append("  org ", "dim").append(safe(record.org_id))
     text.append(
         f"\nversion {record.version} · source {record.source.value} · "
         f"{len(record.state.context)} message(s)\ncreated {timestamp(record.created_at)} · "
@@ -82,7 +83,7 @@ def _header(record: SessionRecord) -> Text:
         style="dim",
     )
     if record.config.model:
-        text.append(f"\nmodel {record.config.model}", style="dim")
+        text.append(f"\nmodel {safe(record.config.model)}", style="dim")
     waiting = record.state.awaiting_confirmation
     if waiting:
         text.append(
@@ -96,9 +97,9 @@ def _block(block: Block) -> Text:
         return Text(block.text)
     if isinstance(block, ToolUseBlock):
         args = abbreviate(json.dumps(block.input, ensure_ascii=False, default=str), _ARGS_WIDTH)
-        return Text.assemble(("→ ", "blue"), (block.name, "bold blue"), f"({args})")
+        return Text.assemble(("→ ", "blue"), (safe(block.name), "bold blue"), f"({args})")
     if isinstance(block, ToolResultBlock):
-        label = block.name or block.tool_use_id
+        label = safe(block.name or block.tool_use_id)
         style = "red" if block.is_error else "blue"
         mark = "✗ error from " if block.is_error else "← "
         return Text.assemble(
@@ -119,7 +120,7 @@ def _message(msg: Msg) -> RenderableType:
     head = Text.assemble(
         (msg.role, _ROLE_STYLES.get(msg.role, "bold")),
         " ",
-        (msg.name, "bold"),
+        (safe(msg.name), "bold"),
         ("  " + timestamp(msg.created_at), "dim"),
     )
     blocks: Iterable[Text] = [_block(b) for b in msg.blocks] or [Text("(empty)", style="dim")]

@@ -39,6 +39,7 @@ from .common import (
     who,
     with_store,
 )
+from .safe_text import json_safe, terminal_safe
 from .session_view import conversation, session_summary, sessions_table
 from .sessions_import_cmd import register as register_import
 
@@ -177,7 +178,7 @@ async def _list(storage: SessionStorage, args: argparse.Namespace) -> int:
         for record in records:
             print_json_line(session_summary(record))
         for line in bad:
-            print(f"warning: {line}", file=sys.stderr, flush=True)
+            print(f"warning: {terminal_safe(line)}", file=sys.stderr, flush=True)
         return 0
     console = stdout_console()
     of_agent = f" of agent {args.agent!r}" if args.agent is not None else ""
@@ -192,14 +193,14 @@ async def _list(storage: SessionStorage, args: argparse.Namespace) -> int:
             )
         )
     for line in bad:  # one line each, whatever the terminal width
-        console.print(Text(line, style="red"), soft_wrap=True)
+        console.print(Text(terminal_safe(line), style="red"), soft_wrap=True)
     return 0
 
 
 async def _show(storage: SessionStorage, args: argparse.Namespace) -> int:
     record = await find_session(storage, args)
     if args.json:
-        print(record.model_dump_json(), flush=True)
+        print(json_safe(record.model_dump_json()), flush=True)
     else:
         stdout_console().print(conversation(record))
     return 0

@@ -24,6 +24,7 @@ from .common import (
     stdout_console,
     with_store,
 )
+from .safe_text import terminal_safe
 
 EXAMPLES = (
     "agentscope-teams sessions import --from redis://localhost:6379/0 --dry-run",
@@ -74,7 +75,7 @@ def _line(item: SessionImport, dry_run: bool) -> str:
         text += f": {item.reason}"
     for note in item.notes:
         text += f"; {note}"
-    return text
+    return terminal_safe(text)  # ids and reasons come from the source: one line, no escapes
 
 
 def _summary(report: ImportReport) -> str:

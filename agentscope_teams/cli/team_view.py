@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..teams import Task, TaskStatus, Team, TeamMessage
 from .common import abbreviate
+from .safe_text import terminal_safe as safe
 from .session_view import timestamp
 
 STATUS_STYLES = {
@@ -33,11 +34,11 @@ def teams_table(teams: Sequence[Team], title: str) -> Table:
     table.add_column("created_at (UTC)", no_wrap=True)
     for team in teams:
         table.add_row(
-            team.id,
-            team.name,
+            safe(team.id),
+            safe(team.name),
             team.status.value,
-            team.lead,
-            ", ".join(m.name for m in team.members) or "-",
+            safe(team.lead),
+            ", ".join(safe(m.name) for m in team.members) or "-",
             timestamp(team.created_at),
         )
     return table
@@ -56,18 +57,18 @@ def task_counts(tasks: Sequence[Task]) -> Text:
 
 def team_detail(team: Team, tasks: Sequence[Task]) -> Group:
     """The team header, its members and a count of its tasks by status."""
-    header = Text.assemble(("team ", "dim"), (team.name, "bold"), f"  {team.id}")
+    header = Text.assemble(("team ", "dim"), (safe(team.name), "bold"), f"  {safe(team.id)}")
     header.append(
-        f"\nstatus {team.status.value} · lead {team.lead} · {len(team.members)} member(s) · "
+        f"\nstatus {team.status.value} · lead {safe(team.lead)} · {len(team.members)} member(s) · "
         f"created {timestamp(team.created_at)} (UTC)",
         style="dim",
     )
     members = Table(title="Members", title_justify="left")
     for column in ("name", "spec", "status", "session id"):
         members.add_column(column, overflow="fold")
-    members.add_row(team.lead, "(lead)", "-", "-", style="dim")
+    members.add_row(safe(team.lead), "(lead)", "-", "-", style="dim")
     for m in team.members:
-        members.add_row(m.name, m.spec or "-", m.status.value, m.session_id)
+        members.add_row(safe(m.name), safe(m.spec or "-"), m.status.value, safe(m.session_id))
     return Group(header, Text(), members, task_counts(tasks))
 
 
@@ -96,12 +97,12 @@ def tasks_table(tasks: Sequence[Task], title: str) -> Table:
     table.add_column("result", overflow="fold")
     for task in tasks:
         table.add_row(
-            task.id,
-            task.title,
+            safe(task.id),
+            safe(task.title),
             _status_cell(task),
-            task.owner or "-",
-            task.assignee or "-",
-            ", ".join(task.blocked_by) or "-",
+            safe(task.owner or "-"),
+            safe(task.assignee or "-"),
+            ", ".join(safe(b) for b in task.blocked_by) or "-",
             f"{task.attempts}/{task.max_attempts}",
             _outcome(task),
         )
@@ -116,8 +117,8 @@ def messages_table(messages: Sequence[TeamMessage], title: str) -> Table:
     table.add_column("to")
     table.add_column("content", overflow="fold")
     for msg in messages:
-        to = Text(msg.recipient)
+        to = Text(safe(msg.recipient))
         if msg.broadcast:
             to.append(" (broadcast)", style="dim")
-        table.add_row(timestamp(msg.sent_at), str(msg.seq), msg.sender, to, msg.content)
+        table.add_row(timestamp(msg.sent_at), str(msg.seq), safe(msg.sender), to, msg.content)
     return table

@@ -15,16 +15,23 @@ Every batch analysed appends one line to ``analyses.jsonl`` in the directory (pi
 what was analysed, and by whom. The default directory is ``$AGENTSCOPE_TEAMS_REVIEW_CACHE``, else
 ``$XDG_CACHE_HOME/agentscope_teams/review`` (``~/.cache/...``); results are small and are reused by
 later reviews of unchanged files. Results unused for 30 days are pruned (:mod:`.cache_prune`).
+
+**A directory another user could write to is not used.** Planted results would hide findings, so
+before its first use the directory (created ``0700`` if missing) must belong to this user and be
+writable by nobody else; otherwise the review goes on with a cache in this process only and logs
+a warning naming the directory and the reason (a review never fails because of its cache). Every
+file in it is opened with ``O_NOFOLLOW`` and written ``0600`` (see :mod:`._flock`); a file that
+cannot be used that way is a cache miss.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import json
+import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import IO
@@ -32,11 +39,20 @@ from typing import IO
 import anyio
 from pydantic import TypeAdapter
 
-from ._flock import open_lock, try_lock
+from ._flock import (
+    append_private,
+    open_lock,
+    read_private,
+    try_lock,
+    unsafe_directory,
+    write_private,
+)
 from .analyzer import analyze_sources
 from .cache_prune import max_age, maybe_prune, touch
 from .findings import Finding
 from .rulebook import BANDIT_SKIP, RUFF_CONFIG, RUFF_IGNORE, RUFF_SELECT, RULES
+
+log = logging.getLogger(__name__)
 
 CACHE_ENV = "AGENTSCOPE_TEAMS_REVIEW_CACHE"
 LOG_NAME = "analyses.jsonl"
@@ -75,6 +91,38 @@ def engine_id() -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
+def _open_locks(directory: Path, keys: list[str]) -> list[IO[bytes]]:
+    """The lock files of ``keys``, open (not locked yet); none left open if one fails."""
+    held: list[IO[bytes]] = []
+    try:
+        for key in keys:
+            held.append(open_lock(directory / f"{key}.lock"))
+    except BaseException:
+        for fh in held:
+            fh.close()
+        raise
+    return held
+
+
+def _usable(directory: Path) -> Path | None:
+    """``directory`` if only this user can write to it (created ``0700`` if missing), else None
+    with a warning saying why (see the module docs)."""
+    try:
+        problem = unsafe_directory(directory)
+    except OSError as exc:
+        problem = f"it cannot be created or inspected ({exc})"
+    if problem is None:
+        return directory
+    log.warning(
+        "review cache %s is not used: %s; results stay in this process. Point %s at a directory "
+        "of your own (mode 700) to keep them across reviews",
+        directory,
+        problem,
+        CACHE_ENV,
+    )
+    return None
+
+
 class AnalysisCache:
     """Findings per (path, text); see the module docs. ``directory=None``: this process only."""
 
@@ -83,6 +131,8 @@ class AnalysisCache:
         self.engine = engine_id()
         self._prune_age = max_age() if directory is not None else None
         self._pruned = False  # at most one pruning look per cache object
+        self._checked = False  # the directory's owner and mode, looked at before its first use
+        self._check_lock = anyio.Lock()
         self._done: dict[str, list[Finding]] = {}
         self._running: dict[str, anyio.Event] = {}
 
@@ -121,14 +171,22 @@ class AnalysisCache:
         """Lock the keys (sorted, so two batches cannot deadlock), take what another process
         stored meanwhile, analyse the rest in one batch and store it, then unlock. Waiting for a
         lock polls a non-blocking ``flock``: a cancelled review (Ctrl-C) stops at once."""
-        if self.directory is None:
+        directory = await self._directory()
+        if directory is None:
             return await analyze_sources(sources)
-        directory = self.directory
-        await anyio.to_thread.run_sync(lambda: directory.mkdir(parents=True, exist_ok=True))
         if not self._pruned:
             self._pruned = True
             await anyio.to_thread.run_sync(maybe_prune, directory, self._prune_age)
-        async with self._locked(sorted(set(keys.values()))):
+        try:
+            held = await anyio.to_thread.run_sync(
+                _open_locks, directory, sorted(set(keys.values()))
+            )
+        except OSError as exc:  # e.g. a symbolic link planted at a lock file's name
+            log.warning("review cache %s: %s; analysing without it", directory, exc)
+            return await analyze_sources(sources)
+        try:
+            for fh in held:
+                await _wait_for_lock(fh)
             stored = await anyio.to_thread.run_sync(self._read_all, keys)
             todo = {p: t for p, t in sources.items() if p not in stored}
             if not todo:
@@ -136,20 +194,17 @@ class AnalysisCache:
             found = await analyze_sources(todo)
             await anyio.to_thread.run_sync(self._store, found, keys)
             return stored | found
-
-    @contextlib.asynccontextmanager
-    async def _locked(self, keys: list[str]) -> AsyncIterator[None]:
-        assert self.directory is not None
-        held: list[IO[bytes]] = []
-        try:
-            for key in keys:
-                fh = open_lock(self.directory / f"{key}.lock")
-                held.append(fh)
-                await _wait_for_lock(fh)
-            yield
         finally:
             for fh in held:
                 fh.close()  # closing the file releases its lock
+
+    async def _directory(self) -> Path | None:
+        """The cache directory once checked (see the module docs); None: this process only."""
+        async with self._check_lock:
+            if self.directory is not None and not self._checked:
+                self.directory = await anyio.to_thread.run_sync(_usable, self.directory)
+                self._checked = True
+        return self.directory
 
     def _read_all(self, keys: dict[str, str]) -> dict[str, list[Finding]]:
         return {p: found for p, k in keys.items() if (found := self._read(k)) is not None}
@@ -163,7 +218,7 @@ class AnalysisCache:
         assert self.directory is not None
         path = self.directory / f"{key}.json"
         try:
-            found = _FINDINGS.validate_json(path.read_bytes())
+            found = _FINDINGS.validate_json(read_private(path))
         except (OSError, ValueError):
             return None
         touch(path)  # a result's age counts from its last use
@@ -171,13 +226,15 @@ class AnalysisCache:
 
     def _write(self, key: str, findings: list[Finding]) -> None:
         assert self.directory is not None
-        target = self.directory / f"{key}.json"
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(_FINDINGS.dump_json(findings))
-        os.replace(tmp, target)
+        try:
+            write_private(self.directory / f"{key}.json", _FINDINGS.dump_json(findings))
+        except OSError as exc:  # the result is still returned; only its reuse is lost
+            log.warning("review cache %s: cannot store a result: %s", self.directory, exc)
 
     def _log(self, paths: list[str]) -> None:
         assert self.directory is not None
         line = json.dumps({"pid": os.getpid(), "engine": self.engine, "paths": paths})
-        with open(self.directory / LOG_NAME, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        try:
+            append_private(self.directory / LOG_NAME, line + "\n")
+        except OSError as exc:
+            log.warning("review cache %s: cannot log the analysis: %s", self.directory, exc)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from ._flock import open_lock, try_lock
+from ._flock import open_lock, read_private, try_lock, write_private
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def max_age(env: Mapping[str, str] | None = None) -> float | None:
 def touch(path: Path) -> None:
     """Mark a result used now (its age counts from its last use)."""
     with contextlib.suppress(OSError):
-        os.utime(path)
+        os.utime(path, follow_symlinks=False)
 
 
 def maybe_prune(directory: Path, age: float | None, now: float | None = None) -> Pruned | None:
@@ -84,8 +84,8 @@ def maybe_prune(directory: Path, age: float | None, now: float | None = None) ->
             if not mine:
                 return None
             found = prune(directory, age, now)
-            marker.touch()
-            os.utime(marker, (now, now))
+            write_private(marker, b"")
+            os.utime(marker, (now, now), follow_symlinks=False)
     except OSError as exc:
         log.warning("could not prune the review cache %s: %s", directory, exc)
         return None
@@ -158,11 +158,9 @@ def _trim_log(path: Path) -> int:
         return 0
     if size <= LOG_LIMIT:
         return 0
-    data = path.read_bytes()
+    data = read_private(path)
     cut = data.find(b"\n", len(data) // 2) + 1
     if cut <= 0:
         return 0
-    tmp = path.with_suffix(f".{os.getpid()}.trim")
-    tmp.write_bytes(data[cut:])
-    os.replace(tmp, path)
+    write_private(path, data[cut:])
     return cut

@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class _Part(BaseModel):
+    """A part of :class:`SessionConfig`; mutable like AgentScope's (see there)."""
 
 
-class _ModelConfig(_Frozen):
+class _ModelConfig(_Part):
     """A model chosen for the session (AgentScope's shape): provider, credential, model."""
 
     type: str
@@ -38,24 +38,27 @@ class RealtimeModelConfig(_ModelConfig):
     """A realtime voice model for the session."""
 
 
-class SessionKnowledgeConfig(_Frozen):
+class SessionKnowledgeConfig(_Part):
     """Knowledge bases attached to the session and the retrieval parameters."""
 
     knowledge_base_ids: list[str] = Field(default_factory=list)
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
-class SessionNaming(_Frozen):
+class SessionNaming(_Part):
     """Whether the display name may still be replaced by a generated title."""
 
     auto: bool = False
 
 
 class SessionConfig(BaseModel):
-    """The session's configuration. Frozen: change it with ``config.model_copy(update=...)`` and
-    ``upsert_session`` (a config change is a new store version of the record)."""
+    """The session's configuration. Mutable, as AgentScope's is (``config.name = ...`` before an
+    upsert works); a change reaches the store only through ``upsert_session`` (a new store version
+    of the record). The storage copies a config when it takes one and when it hands one out, so
+    changing a config after ``upsert_session`` or ``get_session`` changes neither what is stored
+    nor the storage's cache."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid")
     model: str | None = None
     system_prompt: str | None = None
     workspace: str | None = None

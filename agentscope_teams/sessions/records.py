@@ -120,7 +120,7 @@ def new_body(
     """A record body; ``source`` follows ``origin``, the timestamps default to now."""
     now = utcnow()
     return SessionBody(
-        config=config or SessionConfig(),
+        config=config.model_copy(deep=True) if config is not None else SessionConfig(),
         state=state,
         source=SessionSource(origin.type),
         origin=origin,

@@ -59,7 +59,7 @@ def _updated(
     if state is not None:
         update["state"] = state
     if config is not None and config != old.config:
-        update["config"] = config
+        update["config"] = config.model_copy(deep=True)  # the caller may change its own later
         update["config_version"] = old.config_version + 1
     return old.model_copy(update=update)
 
@@ -95,7 +95,9 @@ class SessionStorage:
 
     def _remember(self, key: Key, version: int, body: SessionBody) -> None:
         # Keep only what is needed to rewrite the record, not the (possibly large) state.
-        self._seen[key] = (version, body.model_copy(update={"state": EMPTY_STATE}))
+        # The config is copied: the caller keeps (and may mutate) the one it passed or was given.
+        kept = {"state": EMPTY_STATE, "config": body.config.model_copy(deep=True)}
+        self._seen[key] = (version, body.model_copy(update=kept))
         self._seen.move_to_end(key)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
@@ -126,7 +128,9 @@ class SessionStorage:
             user_id=addr.user_id,
             agent_id=addr.agent_id,
             session_id=addr.session_id,
-            config=b.config,
+            config=b.config.model_copy(
+                deep=True
+            ),  # the caller's to change; the cache keeps its own
             state=b.state,
             version=version,
             source=b.source,

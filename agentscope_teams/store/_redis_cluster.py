@@ -101,7 +101,7 @@ def cluster_client(redis: Any, url: str, max_connections: int) -> Any:
     the signal subscriber; the store's :class:`Gate` keeps operations below that, so a full pool
     makes callers wait instead of raising ``MaxConnectionsError``.
     """
-    from .url import redact_url
+    from .redact import redact_url
 
     parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]

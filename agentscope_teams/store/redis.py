@@ -81,7 +81,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
-from .url import redact_url
+from .redact import redact_text, redact_url
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis, RedisCluster
@@ -742,7 +742,7 @@ def _client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: f
         return cast("Redis", redis.asyncio.Redis.from_pool(pool))
     except ValueError as exc:
         raise ConfigurationError(
-            f"invalid Redis URL {redact_url(url)!r} ({exc}); "
+            f"invalid Redis URL {redact_url(url)!r} ({redact_text(str(exc), url)}); "
             "use redis://[user:password@]host:port/db"
         ) from exc
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from ..errors import ConfigurationError, MissingDependencyError
 from .base import StoreBackend
+from .redact import redact_url as redact_url  # its home is .redact; kept importable here
 
 SUPPORTED_SCHEMES = (
     "memory://",
@@ -51,11 +51,6 @@ DRIVERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rediss": ("redis", ("redis",)),
     "unix": ("redis", ("redis",)),
 }
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***``."""
-    return re.sub(r"(?<=://)([^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 def require_drivers(url: str) -> None:

@@ -16,6 +16,7 @@ from agentscope_teams.errors import (
     StoreUnavailableError,
 )
 from agentscope_teams.store import Entry, redact_url, store_from_url
+from agentscope_teams.store.redact import redact_text
 from agentscope_teams.store.url import (
     SUPPORTED_SCHEMES,
     file_store_path,
@@ -256,3 +257,34 @@ def test_a_named_driver_is_left_to_the_engine(monkeypatch: pytest.MonkeyPatch) -
     require_drivers("postgresql+psycopg://u@h/db")  # psycopg is the user's choice: not checked
     with pytest.raises(MissingDependencyError, match="asyncpg"):
         require_drivers("postgresql://u@h/db")
+
+
+@pytest.mark.parametrize(
+    ("url", "redacted"),
+    [
+        ("redis://h:6379/0?password=pw&db=1", "redis://h:6379/0?password=***&db=1"),
+        (
+            "postgresql://u@h/db?sslpassword=pw&sslmode=require",
+            "postgresql://u@h/db?sslpassword=***&sslmode=require",
+        ),
+        ("mysql://root@h/db?passwd=pw", "mysql://root@h/db?passwd=***"),
+        ("redis://h/0?token=pw#x", "redis://h/0?token=***#x"),
+        ("redis://h/0?AUTH=pw;Api-Key=k", "redis://h/0?AUTH=***;Api-Key=***"),
+        ("postgresql://u:p@ss@word@h/db", "postgresql://u:***@h/db"),
+        ("redis://:se/cret@h/0", "redis://:***@h/0"),
+        ("redis+cluster://u:pw@h1:1,h2:2/", "redis+cluster://u:***@h1:1,h2:2/"),
+        ("redis+cluster://u:a@h1:1,u:b@h2:2/", "redis+cluster://u:***@h1:1,u:***@h2:2/"),
+        ("redis://h/0?prefix=a@b", "redis://h/0?prefix=a@b"),
+    ],
+)
+def test_redact_url_hides_every_credential_form(url: str, redacted: str) -> None:
+    assert redact_url(url) == redacted
+
+
+def test_redact_text_hides_the_pieces_a_driver_quotes() -> None:
+    # SQLAlchemy reads u:p@ss@word@h as password "p", host "ss@word@h": its message quotes the host.
+    url = "mysql://root:p@Zq9secret@127.0.0.1/x?password=Other-secret"
+    message = "Can't connect to MySQL server on 'Zq9secret@127.0.0.1' (password Other-secret)"
+    redacted = redact_text(message, url)
+    assert "Zq9secret" not in redacted and "Other-secret" not in redacted
+    assert "127.0.0.1" in redacted

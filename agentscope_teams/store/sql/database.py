@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import NullPool
 
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
+from ..redact import redact_text, redact_url
 from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
 
 T = TypeVar("T")
@@ -42,13 +43,13 @@ class Retry(Exception):
 class Database:
     """One engine with the store's connection settings, transactions and retry policy.
 
-    ``kind`` is ``sqlite``, ``mysql`` (MariaDB too) or ``postgresql``; ``url`` hides the password.
+    ``kind`` is ``sqlite``, ``mysql`` (MariaDB too) or ``postgresql``; ``url`` hides the credentials (see :mod:`..redact`).
     """
 
     def __init__(self, engine: AsyncEngine, *, busy_timeout: float) -> None:
         self.engine = engine
-        self.url = engine.url.render_as_string(hide_password=True)
-        self._password = engine.url.password or ""
+        self._full_url = engine.url.render_as_string(hide_password=False)
+        self.url = redact_url(self._full_url)
         self.kind = kind_of(engine.dialect.name)
         if self.kind not in NOW_SQL:
             raise ConfigurationError(f"SqlStore does not support the {self.kind!r} dialect")
@@ -215,4 +216,4 @@ class Database:
             self._reserve = None
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._password, "***") if self._password else text
+        return redact_text(text, self._full_url)

@@ -12,7 +12,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ...errors import ConfigurationError, MissingDependencyError
-from ..url import redact_url, require_drivers
+from ..redact import redact_text, redact_url
+from ..url import require_drivers
 
 # scheme -> (async dialect+driver, extra that installs the driver)
 SCHEMES = {
@@ -48,7 +49,7 @@ def async_url(url: str) -> str:
         target = f"{target.partition('+')[0]}+{driver}"
     if base == "sqlite" and rest.strip("/") in ("", ":memory:"):
         raise ConfigurationError(
-            f"SQLite store URL {url!r} names no database file; use sqlite:////abs/path/to/store.db "
+            f"SQLite store URL {redact_url(url)!r} names no database file; use sqlite:////abs/path/to/store.db "
             "(or memory:// for a process-local store)"
         )
     return f"{target}://{rest}"
@@ -75,11 +76,13 @@ def create_engine(url: str, connect_timeout: float, opts: dict[str, Any]) -> Asy
         if full.partition("://")[0] == SCHEMES[base][0]:
             raise MissingDependencyError(f"SqlStore for {redact_url(url)}", SCHEMES[base][1]) from e
         raise ConfigurationError(
-            f"the driver named by SQL store URL {redact_url(url)} is not installed ({e}); "
+            f"the driver named by SQL store URL {redact_url(url)} is not installed ({redact_text(str(e), url)}); "
             f"install it, or drop the '+driver' part to use {SCHEMES[base][0]}"
         ) from e
     except (ArgumentError, InvalidRequestError) as e:
-        raise ConfigurationError(f"cannot use SQL store URL {redact_url(url)}: {e}") from e
+        raise ConfigurationError(
+            f"cannot use SQL store URL {redact_url(url)}: {redact_text(str(e), url)}"
+        ) from e
 
 
 def kind_of(dialect_name: str) -> str:
