@@ -67,6 +67,7 @@ def worker(tmp_path: Path, ctx: RuntimeContext) -> Iterator[subprocess.Popen[byt
     cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker", "--store", REDIS_URL]
     cmd += ["--specs", str(spec_project(tmp_path)), "--org", ctx.org_id, "--poll", "0.05"]
     cmd += ["--workspace", str(tmp_path), "--model", "python:tests.mcp.worker_model:member_model"]
+    cmd += ["--trust-project"]  # the project's .mcp.json starts servers only once trusted
     with (tmp_path / "worker.log").open("wb") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log)
     yield proc
