@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,18 +96,25 @@ class McpPool:
         return [c for c in self._conns.values() if not c.dead]
 
     async def ensure_listing(self, server: NamedServer, ctx: RuntimeContext) -> list[Any]:
-        """The server's tools, starting the caller's connection if nobody listed them yet."""
-        found = self.listing(server)
-        if found is not None:
-            return found
-        await self.connection(server, ctx)
-        return self._listings[server.fingerprint]
+        """The server's tools, starting the caller's connection if nobody listed them yet (a
+        caller waiting for room stops waiting once another caller's server listed them)."""
+        while (found := self.listing(server)) is None:
+            await self._connect(server, ctx, listing=True)
+        return found
 
     async def connection(
         self, server: NamedServer, ctx: RuntimeContext, *, pin: bool = False
     ) -> Connection:
         """The caller's running connection to ``server``, started if needed (ToolError if it
         cannot start). With ``pin`` it is kept from being closed for room until :meth:`unpin`."""
+        conn = await self._connect(server, ctx, pin=pin)
+        assert conn is not None
+        return conn
+
+    async def _connect(
+        self, server: NamedServer, ctx: RuntimeContext, *, pin: bool = False, listing: bool = False
+    ) -> Connection | None:
+        """:meth:`connection`; with ``listing``, None once the server's tools are listed."""
         slot = (server.fingerprint, owner_of(ctx))
         lock = self._locks.get(slot)
         if lock is None:
@@ -116,7 +124,10 @@ class McpPool:
             if conn is None or conn.dead:
                 if conn is not None:
                     await self._drop(slot, conn)
-                conn = await self._start(server)
+                listed = (lambda: self.listing(server) is not None) if listing else None
+                conn = await self._start(server, listed)
+                if conn is None:
+                    return None
                 self._conns[slot] = conn
                 self._listings[server.fingerprint] = conn.tools
             conn.pins += pin
@@ -126,9 +137,13 @@ class McpPool:
         conn.pins -= 1
         self._signal()
 
-    async def _start(self, server: NamedServer) -> Connection:
-        """A started connection to ``server``, in room reserved within ``max_live``."""
-        await self._reserve()
+    async def _start(
+        self, server: NamedServer, unless: Callable[[], bool] | None = None
+    ) -> Connection | None:
+        """A started connection to ``server``, in room reserved within ``max_live``; None if
+        ``unless()`` became true while waiting for room."""
+        if not await self._reserve(unless):
+            return None
         conn = Connection(
             server.name, server.config, idle_timeout=self.idle_timeout, on_end=self._signal
         )
@@ -141,7 +156,7 @@ class McpPool:
             raise
         finally:
             self._starting -= 1
-            self._signal()
+            self._signal()  # room, or a listing, for those waiting
         return conn
 
     async def call(
@@ -198,18 +213,21 @@ class McpPool:
             self._closing -= 1
             self._signal()
 
-    async def _reserve(self) -> None:
-        """Room for one more server within ``max_live`` (see the module docstring)."""
+    async def _reserve(self, unless: Callable[[], bool] | None = None) -> bool:
+        """Room for one more server within ``max_live`` (see the module docstring); False,
+        without room, once ``unless()`` is true."""
         with anyio.move_on_after(self.wait_timeout):
             while True:
                 changed = self._changed_event()
+                if unless is not None and unless():
+                    return False
                 for slot, conn in list(self._conns.items()):
                     if conn.dead:
                         await self._drop(slot, conn)
                 if self.held() < self.max_live:
                     self._starting += 1
                     self.peak = max(self.peak, self.held())
-                    return
+                    return True
                 idle = [
                     (c.last_used, s)
                     for s, c in self._conns.items()

@@ -152,7 +152,8 @@ def test_servers_without_the_mcp_package_are_refused_up_front(
         importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else found(name, *a)
     )
     specs = spec_project(tmp_path)
-    args = build_parser().parse_args(["worker", "--store", "memory://", "--specs", str(specs)])
+    argv = ["worker", "--store", "memory://", "--specs", str(specs), "--trust-project"]
+    args = build_parser().parse_args(argv)
     with pytest.raises(
         CommandError, match=r"needs the mcp package: pip install 'agentscope-teams\[mcp\]'"
     ):
