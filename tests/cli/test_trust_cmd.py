@@ -38,7 +38,7 @@ def test_run_leaves_an_untrusted_project_s_servers_off_and_says_how_to_enable_th
     cli: Cli,
 ) -> None:
     agents = cloned_project(cli.tmp_path / "clone")
-    code, out, err = run(cli, agents)
+    code, _, err = run(cli, agents)
     assert code == 0, err
     assert not (cli.tmp_path / "clone" / "marker").exists()  # the command never ran
     assert "not enabled, project" in err and "MCP server 'proj'" in err
@@ -52,5 +52,5 @@ def test_run_leaves_an_untrusted_project_s_servers_off_and_says_how_to_enable_th
 
     # remembered: a later run without the flag starts it too
     (cli.tmp_path / "clone" / "marker").unlink()
-    code, out, err = run(cli, agents)
+    code, _, err = run(cli, agents)
     assert code == 0 and (cli.tmp_path / "clone" / "marker").exists(), err
