@@ -45,7 +45,7 @@ def test_run_leaves_an_untrusted_project_s_servers_off_and_says_how_to_enable_th
     assert "--trust-project" in err and "agentscope-teams trust add" in err
 
     # the control: trusted, the same command runs with the variable expanded
-    code, out, err = run(cli, agents, "--trust-project")
+    code, _, err = run(cli, agents, "--trust-project")
     assert code == 0, err
     assert (cli.tmp_path / "clone" / "marker").read_text() == "s3cret-value"
     assert "not enabled" not in err
