@@ -179,7 +179,9 @@ class McpPool:
             raise ToolError(f"{exc}; it is restarted at the next call") from None
         except MCPError as exc:
             raise ToolError(
-                f"MCP server {server.name!r} refused the call of {tool!r}: {exc.message}"
+                conn.scrub(
+                    f"MCP server {server.name!r} refused the call of {tool!r}: {exc.message}"
+                )
             ) from None
         except Exception as exc:  # an answer this client cannot read (it does not fit the schema)
             text = conn.scrub(

@@ -228,3 +228,23 @@ async def test_servers_given_in_code_are_the_operator_s_and_start(tmp_path: Path
     finally:
         await agent.aclose()
     assert marker.read_text() == "ran"
+
+
+async def test_an_unset_variable_of_a_trusted_spec_leaves_only_that_server_out(
+    tmp_path: Path,
+    recorder: Recorder,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TRUST_TEST_SECRET", raising=False)
+    agents = make_project(tmp_path, recorder.port)
+    (tmp_path / ".mcp.json").unlink()  # a trusted project file with it unset fails at construction
+    agent = lead(agents, True, spawn_helper())
+    try:
+        reply = await agent.call("go", CTX)
+    finally:
+        await agent.aclose()
+    assert reply.get_text_content() == "done"  # the child ran without its servers
+    assert not (tmp_path / "marker.spec").exists() and recorder.requests == []
+    assert "inline MCP servers of spec helper are left out" in caplog.text
+    assert "TRUST_TEST_SECRET is not set" in caplog.text

@@ -158,3 +158,27 @@ def test_servers_without_the_mcp_package_are_refused_up_front(
         CommandError, match=r"needs the mcp package: pip install 'agentscope-teams\[mcp\]'"
     ):
         handle(args)
+
+
+@pytest.mark.parametrize("flag", [[], ["--trust-project"]], ids=["untrusted", "trusted-control"])
+def test_a_worker_enables_the_project_servers_only_when_trusted(
+    tmp_path: Path, flag: list[str]
+) -> None:
+    from agentscope_teams.cli.trust_cmd import project_trust, untrusted_note
+    from agentscope_teams.cli.worker_cmd import toolset
+
+    specs = spec_project(tmp_path)
+    args = build_parser().parse_args(
+        ["worker", "--store", "memory://", "--specs", str(specs), *flag]
+    )
+    trust = project_trust(args, args.specs)
+    note = untrusted_note(args.specs, [], trust)
+    if flag:
+        assert list(toolset(args, trust).servers) == ["echo"] and note == ""
+    else:
+        assert toolset(args, trust).servers == {}
+        assert f"MCP server 'echo' of {specs / '.mcp.json'}" in note and "--trust-project" in note
+    given = build_parser().parse_args(  # --mcp-config is the operator's: enabled either way
+        ["worker", "--store", "memory://", "--specs", str(specs), "--mcp-config", str(specs)]
+    )
+    assert list(toolset(given, project_trust(given, given.specs)).servers) == ["echo"]
