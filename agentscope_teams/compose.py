@@ -23,11 +23,15 @@ from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
 from .errors import ConfigurationError
 from .mcp import McpToolset
+from .mcp.project import project_mcp_json, project_servers
 from .model.base import ChatModel
 from .sessions import SessionSource
 from .skills import SkillExtension, SkillLibrary
 from .store.base import BaseStore
 from .tools import PermissionEngine, Tool
+from .trust import ProjectTrust
+
+__all__ = ["HarnessAgent", "extensions_from_specs", "project_mcp_json"]
 
 
 def extensions_from_specs(
@@ -70,19 +74,6 @@ def project_skills(specs: Any) -> Path | None:
     return candidate if folder.parent.name == ".claude" and candidate.is_dir() else None
 
 
-def project_mcp_json(specs: Any) -> Path | None:
-    """The ``.mcp.json`` of the project a spec directory belongs to, as Claude Code lays it out:
-    in the directory itself, or at the project root of ``<root>/.claude/agents``; else None."""
-    if not isinstance(specs, str | Path):
-        return None
-    folder = Path(specs)
-    candidates = [folder / ".mcp.json"]
-    parent = folder.resolve().parent
-    if parent.name == ".claude":
-        candidates.append(parent.parent / ".mcp.json")
-    return next((c for c in candidates if c.is_file()), None)
-
-
 class HarnessAgent(SessionAgent):
     """A :class:`SessionAgent` with subagents and teams from ``specs`` (a directory, specs, or a
     mapping of them); see :func:`extensions_from_specs` for ``teams``, ``team_options`` and the
@@ -92,7 +83,12 @@ class HarnessAgent(SessionAgent):
     directory holding one), a mapping in the same format, or an :class:`~.mcp.McpToolset` shared
     with other agents (then this agent does not stop its servers). When it is not given and
     ``specs`` is a directory, the project's ``.mcp.json`` is used if there is one
-    (:func:`project_mcp_json`); ``mcp_servers={}`` turns that off. ``mcp_tools`` picks this
+    (:func:`project_mcp_json`) and the project is trusted; ``mcp_servers={}`` turns that off.
+    ``trust_project`` decides whether the specs' project may start servers (its ``.mcp.json``,
+    ``mcpServers`` inline in spec files): ``None`` (default) asks the user's remembered decisions
+    (:mod:`agentscope_teams.trust`), ``True``/``False`` answer for this agent without remembering,
+    a :class:`~agentscope_teams.trust.ProjectTrust` is used as it is; what was left off is in
+    ``self.trust.withheld`` and :meth:`ProjectTrust.notice`. ``mcp_tools`` picks this
     agent's own MCP tools by name (``mcp__<server>__<tool>``, ``mcp__<server>``; default: all);
     its subagents pick theirs in their spec's ``tools:``. ``mcp_options`` go to the
     :class:`~.mcp.McpPool` (``max_live``, ``idle_timeout``, ``call_timeout``, ``startup_timeout``).
@@ -131,6 +127,7 @@ class HarnessAgent(SessionAgent):
         mcp_tools: Sequence[str] | None = None,
         mcp_options: Mapping[str, Any] | None = None,
         skills: Any = None,
+        trust_project: bool | ProjectTrust | None = None,
         tracer_provider: Any = None,
         **subagent_options: Any,
     ) -> None:
@@ -155,9 +152,15 @@ class HarnessAgent(SessionAgent):
             depth=depth,
         )
         self._owns_mcp = not isinstance(mcp_servers, McpToolset)
+        self.trust = (
+            mcp_servers.trust
+            if isinstance(mcp_servers, McpToolset) and trust_project is None
+            else ProjectTrust.of(trust_project)
+        )
         if mcp_servers is None:
-            mcp_servers = project_mcp_json(specs)
-        self.mcp = McpToolset.from_config(mcp_servers, **(mcp_options or {}))
+            found = project_mcp_json(specs)
+            mcp_servers = project_servers(found, self.trust) if found is not None else None
+        self.mcp = McpToolset.from_config(mcp_servers, trust=self.trust, **(mcp_options or {}))
         if mcp_tools is not None:
             self.mcp.inherited = list(mcp_tools)
         if self.mcp.servers:

@@ -14,6 +14,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "context": 1,
     "tracing": 1,
+    "trust": 1,
     "message": 1,
     "state": 2,
     "store": 3,

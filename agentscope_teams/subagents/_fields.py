@@ -460,7 +460,8 @@ def check_skills(value: Any) -> Any:
 def check_mcp_servers(value: Any) -> Any:
     """Read ``mcpServers`` as Claude Code writes it: a list whose entries name a configured server
     (``- github``) or define one inline (``- time: {command: ..., args: [...]}``), or a mapping of
-    names to servers. Returns ``{name: server, or None for a reference}``."""
+    names to servers. Returns ``{name: server, or None for a reference}``; ``${VAR}`` stays as
+    written until the server is enabled (see :mod:`agentscope_teams.mcp.project`)."""
     from ..errors import ConfigurationError
     from ..mcp.config import parse_server
 
@@ -489,7 +490,7 @@ def check_mcp_servers(value: Any) -> Any:
         if isinstance(raw, str):  # an entry `name: name` is a reference too
             raw = None
         try:
-            servers[name] = None if raw is None else parse_server(name, raw, "")
+            servers[name] = None if raw is None else parse_server(name, raw, "", expand=False)
         except ConfigurationError as exc:
             raise ValueError(str(exc)) from None
     return servers
