@@ -9,7 +9,9 @@ subagent and team layers, is the one place that puts them together:
 * :class:`HarnessAgent` is a ``SessionAgent`` whose constructor also takes ``specs=`` (and the
   subagent and team options) and adds those extensions, and ``mcp_servers=`` (a ``.mcp.json``, a
   directory holding one, or a mapping): the tools of those MCP servers for the agent, and for its
-  subagents and team members the MCP tools their spec selects (:mod:`agentscope_teams.mcp`).
+  subagents and team members the MCP tools their spec selects (:mod:`agentscope_teams.mcp`),
+  and ``sandbox=``: the shell tools ``bash``, ``bash_output``, ``kill_shell`` running in that
+  sandbox (:mod:`agentscope_teams.sandbox`), inherited by its subagents and team members.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
 from .errors import ConfigurationError
 from .mcp import McpToolset
+from .sandbox import Sandbox, resolve_sandbox
 from .model.base import ChatModel
 from .sessions import SessionSource
 from .store.base import BaseStore
-from .tools import PermissionEngine, Tool
+from .tools import PermissionEngine, Tool, shell_tools
 
 
 def extensions_from_specs(
@@ -84,7 +87,12 @@ class HarnessAgent(SessionAgent):
     agent's own MCP tools by name (``mcp__<server>__<tool>``, ``mcp__<server>``; default: all);
     its subagents pick theirs in their spec's ``tools:``. ``mcp_options`` go to the
     :class:`~.mcp.McpPool` (``max_live``, ``idle_timeout``, ``call_timeout``, ``startup_timeout``).
-    Servers start lazily and stop at :meth:`aclose`."""
+    Servers start lazily and stop at :meth:`aclose`.
+
+    ``sandbox`` (a :class:`~.sandbox.Sandbox`, ``"bubblewrap"``, ``"unsafe-host"`` or None) adds
+    the shell tools ``bash``, ``bash_output`` and ``kill_shell`` running in it; subagents and team
+    members built from this agent get them too (their spec's ``tools:`` may pick them).
+    Permission modes never turn the sandbox off."""
 
     def __init__(
         self,
@@ -113,8 +121,12 @@ class HarnessAgent(SessionAgent):
         mcp_tools: Sequence[str] | None = None,
         mcp_options: Mapping[str, Any] | None = None,
         tracer_provider: Any = None,
+        sandbox: Sandbox | str | None = None,
         **subagent_options: Any,
     ) -> None:
+        self.sandbox = resolve_sandbox(sandbox)
+        if self.sandbox is not None:
+            tools = [*tools, *shell_tools(self.sandbox)]
         super().__init__(
             name,
             model,

@@ -5,7 +5,8 @@ workspace is the current directory. The model comes from ``--model`` or from the
 the environment. Without a key, ``--model scripted:FILE`` replays model turns from a file (see
 :mod:`.scripted_file`; ``examples/scripted_run/`` has one that spawns a subagent and builds a team).
 The output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board
-and messages, then a summary.
+and messages, then a summary. ``--sandbox`` chooses where the ``bash`` tool runs commands
+(:mod:`.sandbox_option`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from .common import (
 from .review_cmd import KEY_DEFAULTS
 from .review_run import Watcher
 from .run_view import RunSummary, RunView
+from .sandbox_option import add_sandbox_option, sandbox_option
 from .scripted_file import PREFIX as SCRIPTED
 from .scripted_file import scripted_model
 from .usage_view import usage_json, usage_lines
@@ -91,6 +93,7 @@ def register(subparsers: SubParsers) -> None:
         "--session", metavar="SESSION", help="session id to continue (default: a new session)"
     )
     add_identity_options(parser)
+    add_sandbox_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -100,6 +103,7 @@ def handle(args: argparse.Namespace) -> int:
     if not specs.is_dir():
         raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
     model = _model(args.model, specs)
+    sandbox = sandbox_option(args)
     ctx = RuntimeContext(
         session_id=args.session or uuid.uuid4().hex[:12], user_id=args.user, org_id=args.org
     )
@@ -120,6 +124,7 @@ def handle(args: argparse.Namespace) -> int:
             workspace_scope="shared",
             specs=specs,
             store=store,
+            sandbox=sandbox,
         ) as lead:
             # aclosing: an error stops the reply and saves it; the watcher polls the team meanwhile
             async with (

@@ -11,7 +11,8 @@ Members get the MCP tools their spec selects, as in the lead's process: the serv
 ``--mcp-config`` (a ``.mcp.json`` or a directory holding one), else from the project ``.mcp.json``
 of ``--specs`` when there is one (:func:`~agentscope_teams.compose.project_mcp_json`, as
 ``HarnessAgent`` finds a lead's). This command owns those servers: it stops them after the worker
-has stopped its members.
+has stopped its members. ``--sandbox`` chooses where the members' ``bash`` tool runs commands
+(:mod:`.sandbox_option`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ..store.base import BaseStore
 from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
 from .common import CommandError, SubParsers, add_command, with_store
+from .sandbox_option import add_sandbox_option, sandbox_option
 
 ORPHAN_CHECK_SECONDS = 1.0
 
@@ -109,6 +111,7 @@ def register(subparsers: SubParsers) -> None:
         help="stop (as on SIGTERM) when the process that started this worker exits, even if it "
         "was killed; for workers started by another program",
     )
+    add_sandbox_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -136,6 +139,7 @@ def handle(args: argparse.Namespace) -> int:
         lease_ttl=args.lease_ttl,
         orgs=args.org,
         mcp=mcp,
+        sandbox=sandbox_option(args),
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
