@@ -11,7 +11,8 @@ What a command sees (:meth:`BubblewrapSandbox.argv`):
   ``HOME=/tmp/home`` in it (both gone when the command ends);
 * the workspace, read-write, at its own path, as the working directory; nothing else of the host
   (no other session's workspace, no ``/home``, ``/root``, ``/run``, host ``/tmp``);
-* operator-chosen extra read-only paths (``read_only_paths=``, e.g. a toolchain in ``/opt``).
+* operator-chosen extra read-only paths (``read_only_paths=``, e.g. a toolchain in ``/opt``);
+* everything else of the sandbox's root file system is read-only too (no new files in ``/``).
 
 Namespaces: user, PID, IPC, UTS, cgroup (when possible) and, unless ``network="full"``, network
 (only a loopback interface of its own). All capabilities are dropped, the command runs in a new
@@ -108,6 +109,17 @@ def check_workspace(cwd: Path) -> str:
     return real
 
 
+def _tmp_shell(workspace: str) -> str | None:
+    """For a workspace below ``/tmp``, the top directory holding it (``/tmp/a`` of
+    ``/tmp/a/b/ws``), which gets a tmpfs of its own, remounted read-only once the workspace is
+    bound: otherwise the workspace's parents would be writable directories of the private
+    ``/tmp``."""
+    parts = Path(workspace).parts
+    if len(parts) > 3 and parts[1] == "tmp":
+        return "/" + "/".join(parts[1:3])
+    return None
+
+
 class BubblewrapSandbox(Sandbox):
     """Runs commands under bubblewrap (module docstring).
 
@@ -178,7 +190,13 @@ class BubblewrapSandbox(Sandbox):
         args += ["--tmpfs", "/tmp", "--dir", "/tmp/home"]
         for path in self.read_only_paths:
             args += ["--ro-bind-try", path, path]
-        args += ["--bind", workspace, workspace, "--chdir", workspace, "--"]
+        shell = _tmp_shell(workspace)  # a workspace below /tmp: its parents stay read-only too
+        if shell is not None:
+            args += ["--tmpfs", shell]
+        args += ["--bind", workspace, workspace, "--remount-ro", "/"]
+        if shell is not None:
+            args += ["--remount-ro", shell]
+        args += ["--chdir", workspace, "--"]
         return args + shell_argv(command, limits)
 
     def _check_limits(self, limits: SandboxLimits) -> None:
