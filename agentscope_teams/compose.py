@@ -25,8 +25,8 @@ from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
 from .errors import ConfigurationError
 from .mcp import McpToolset
-from .sandbox import Sandbox, resolve_sandbox
 from .model.base import ChatModel
+from .sandbox import Sandbox, resolve_sandbox
 from .sessions import SessionSource
 from .store.base import BaseStore
 from .tools import PermissionEngine, Tool, shell_tools

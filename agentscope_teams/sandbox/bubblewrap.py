@@ -267,7 +267,9 @@ def _probe(sandbox: BubblewrapSandbox) -> None:
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
         except (OSError, subprocess.SubprocessError) as exc:
-            raise ConfigurationError(f"bubblewrap at {sandbox.bwrap} cannot run: {exc}; {INSTALL_HINT}") from exc
+            raise ConfigurationError(
+                f"bubblewrap at {sandbox.bwrap} cannot run: {exc}; {INSTALL_HINT}"
+            ) from exc
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip()[:500]
         raise ConfigurationError(

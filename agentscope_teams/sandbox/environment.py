@@ -44,7 +44,9 @@ def sandbox_environment(
     env.update({k: os.environ[k] for k in PASSED if os.environ.get(k)})
     for key, value in (extra or {}).items():
         if not _NAME.match(key) or "\0" in value:
-            raise ConfigurationError(f"sandbox environment variable {key!r} is not a valid name/value")
+            raise ConfigurationError(
+                f"sandbox environment variable {key!r} is not a valid name/value"
+            )
         env[key] = value
     return env
 

@@ -24,7 +24,6 @@ from .capture import OutputBuffer
 #: How long the output of an ended command is still drained (descendants of an unsafe-host
 #: command that escaped the process group may hold the pipe open for ever).
 DRAIN_SECONDS = 1.0
-_POLL_SECONDS = 0.02
 
 
 class HostProcess(BackgroundProcess):
@@ -105,9 +104,23 @@ class HostProcess(BackgroundProcess):
 
     async def _drain(self) -> None:
         """Wait (boundedly) for the pump to reach the end of the output."""
-        with anyio.move_on_after(DRAIN_SECONDS):
-            while not self._eof.is_set():
-                await anyio.sleep(_POLL_SECONDS / 4)
+        if not self._eof.is_set():
+            await anyio.to_thread.run_sync(self._eof.wait, DRAIN_SECONDS)
+
+    async def _wait_exit(self) -> None:
+        """Until the process has exited (not reaped): its pidfd turns readable, where Linux has
+        pidfds; else a worker thread waits for it."""
+        if self.popen.poll() is not None:
+            return
+        try:
+            fd = os.pidfd_open(self.popen.pid)
+        except (AttributeError, OSError):
+            await anyio.to_thread.run_sync(self.popen.wait, abandon_on_cancel=True)
+            return
+        try:
+            await anyio.wait_readable(fd)
+        finally:
+            os.close(fd)
 
     async def finish(self) -> RunResult:
         """Wait for the command up to its timeout, then stop what is left and collect the output.
@@ -115,8 +128,7 @@ class HostProcess(BackgroundProcess):
         timed_out = False
         try:
             with anyio.move_on_after(self.limits.timeout) as scope:
-                while self.popen.poll() is None:  # polled: a pidfd is not portable to macOS
-                    await anyio.sleep(_POLL_SECONDS)
+                await self._wait_exit()
             timed_out = scope.cancelled_caught
         finally:
             with anyio.CancelScope(shield=True):
@@ -129,8 +141,8 @@ class HostProcess(BackgroundProcess):
     async def kill(self) -> None:
         if self.popen.poll() is None:
             self._kill_group()
-        while self.popen.poll() is None:
-            await anyio.sleep(_POLL_SECONDS / 4)
+            await self._wait_exit()
+            self.popen.wait()  # it has exited: this only reaps it
         self._reaped()
 
     async def read(self) -> OutputChunk:

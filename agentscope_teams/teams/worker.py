@@ -36,9 +36,9 @@ from ..errors import ConfigurationError, ModelConfigurationError
 from ..keys import directory_key, directory_signal
 from ..model.base import ChatModel
 from ..model.factory import construct, import_object, resolve_model
+from ..sandbox import Sandbox
 from ..store.base import BaseStore, Key
 from ..subagents.spec import SubagentSpec
-from ..sandbox import Sandbox
 from ..tools import Toolkit, filesystem_tools, shell_tools
 from . import limits
 from .builder import MemberBuilder

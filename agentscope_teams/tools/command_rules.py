@@ -35,8 +35,29 @@ __all__ = ["Part", "Unparsed", "command_rule_matches", "escape_command", "parse_
 UNKNOWN = "\x00"
 
 RESERVED = frozenset(
-    "if then else elif fi case esac for select while until do done function time coproc "
-    "{ } [[ ]] !".split()
+    [
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "case",
+        "esac",
+        "for",
+        "select",
+        "while",
+        "until",
+        "do",
+        "done",
+        "function",
+        "time",
+        "coproc",
+        "{",
+        "}",
+        "[[",
+        "]]",
+        "!",
+    ]
 )
 _OPERATOR_ENDS = set(";&|\n")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -319,7 +340,9 @@ def part_matches(pattern: str, part: Part) -> bool:
     if not _has_wildcard(pattern):
         words = _rule_words(pattern)
         return words is not None and part.words == words and all(part.literal)
-    joined = " ".join(w if lit else UNKNOWN for w, lit in zip(part.words, part.literal, strict=True))
+    joined = " ".join(
+        w if lit else UNKNOWN for w, lit in zip(part.words, part.literal, strict=True)
+    )
     return _wildcard_regex(pattern).fullmatch(joined) is not None
 
 

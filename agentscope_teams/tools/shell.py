@@ -185,7 +185,8 @@ def shell_tools(sandbox: Sandbox, *, limits: SandboxLimits | None = None) -> lis
 
     async def bash(
         command: str,
-        timeout: Annotated[int | None, Field(ge=1, le=MAX_TIMEOUT_MS)] = None,
+        # Claude Code's argument, in milliseconds, passed on to the sandbox as a limit
+        timeout: Annotated[int | None, Field(ge=1, le=MAX_TIMEOUT_MS)] = None,  # noqa: ASYNC109
         description: str | None = None,
         run_in_background: bool = False,
         *,

@@ -4,6 +4,7 @@ unsafe host backend as the control, and workspaces laid out as an agent lays the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
@@ -85,10 +86,13 @@ def reap_marked() -> Iterator[list[str]]:
     yield markers
     for marker in markers:
         for pid in processes_with(marker):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+
+
+def exists(path: str | Path) -> bool:
+    """Whether ``path`` exists on the host (a plain function: async tests call it)."""
+    return os.path.lexists(path)
 
 
 SMALL = SandboxLimits(timeout=20)

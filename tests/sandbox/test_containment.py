@@ -11,7 +11,7 @@ import pytest
 
 from agentscope_teams.sandbox import BubblewrapSandbox, UnsafeHostSandbox
 
-from .conftest import require_bwrap
+from .conftest import exists, require_bwrap
 
 
 async def test_a_command_runs_in_the_workspace_and_writes_there(
@@ -63,7 +63,7 @@ async def test_host_secrets_are_not_visible(bwrap: BubblewrapSandbox, workspace:
         workspace,
     )
     assert "root:" not in result.output
-    assert os.path.exists("/etc/shadow")  # control: the host has it
+    assert exists("/etc/shadow")  # control: the host has it
     assert result.output.count("No such file or directory") >= 4
 
 
@@ -131,4 +131,4 @@ async def test_capabilities_are_dropped_and_mounts_stay_read_only(
         "grep CapEff /proc/self/status; mount -o remount,rw /usr 2>&1; touch /usr/x 2>&1", workspace
     )
     assert "CapEff:\t0000000000000000" in result.output
-    assert not Path("/usr/x").exists()
+    assert not exists("/usr/x")

@@ -42,7 +42,9 @@ async def test_the_timeout_kills_the_command_and_its_children(
 ) -> None:
     marker = _marker()
     limits = SandboxLimits(timeout=1)
-    result = await bwrap.run(f"echo started; sleep {marker} & sleep {marker}", workspace, limits=limits)
+    result = await bwrap.run(
+        f"echo started; sleep {marker} & sleep {marker}", workspace, limits=limits
+    )
     assert result.timed_out and result.exit_code < 0
     assert result.output == "started\n"
     assert processes_with(marker) == []
