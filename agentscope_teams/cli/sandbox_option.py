@@ -19,6 +19,7 @@ def add_sandbox_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sandbox",
         choices=SANDBOX_NAMES,
+        metavar="SANDBOX",
         default=None,
         help="where the bash tool runs commands: bubblewrap (Linux namespaces: the workspace is "
         "the only writable path, no network), unsafe-host (no isolation at all), or none (no "

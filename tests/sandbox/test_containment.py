@@ -128,7 +128,10 @@ async def test_capabilities_are_dropped_and_mounts_stay_read_only(
     bwrap: BubblewrapSandbox, workspace: Path
 ) -> None:
     result = await bwrap.run(
-        "grep CapEff /proc/self/status; mount -o remount,rw /usr 2>&1; touch /usr/x 2>&1", workspace
+        "grep -E 'CapEff|NoNewPrivs' /proc/self/status; mount -o remount,rw /usr 2>&1; "
+        "touch /usr/x 2>&1",
+        workspace,
     )
     assert "CapEff:\t0000000000000000" in result.output
+    assert "NoNewPrivs:\t1" in result.output
     assert not exists("/usr/x")
