@@ -161,16 +161,25 @@ def _filtered(text: str, pattern: str | None) -> str:
     return "".join(line for line in text.splitlines(True) if regex.search(line))
 
 
-BASH_DESCRIPTION = (
-    "Run a bash command in a sandbox: the working directory is your workspace (the only place "
-    "you can write), /tmp is private and emptied after the command, the network is off unless "
-    "the operator enabled it, and no state (cd, variables) carries over to the next call. "
-    "Returns the combined stdout and stderr (at most 30000 characters: the middle of longer "
-    "output is cut) and the exit code. timeout is in milliseconds (default 120000, max 600000); "
-    "at the timeout the command and all it started are killed. Use run_in_background for "
-    "servers and long jobs, then bash_output and kill_shell. Prefer read_file, grep_files and "
-    "glob_files for reading and searching files."
-)
+def bash_description(sandbox: Sandbox) -> str:
+    """What the model is told about ``bash`` in ``sandbox`` (true to its containment)."""
+    if not sandbox.contained:
+        where = "Run a bash command on the host (not sandboxed) in your workspace directory. "
+    else:
+        network = "on" if getattr(sandbox, "network", "none") == "full" else "off"
+        where = (
+            "Run a bash command in a sandbox: the working directory is your workspace (the only "
+            "place you can write), /tmp is private and emptied after the command, the network is "
+            f"{network}. "
+        )
+    return where + (
+        "No state (cd, variables) carries over to the next call. Returns the combined stdout and "
+        "stderr (at most 30000 characters: the middle of longer output is cut) and the exit "
+        "code. timeout is in milliseconds (default 120000, max 600000); at the timeout the "
+        "command and all it started are killed. Use run_in_background for servers and long "
+        "jobs, then bash_output and kill_shell. Prefer read_file, grep_files and glob_files for "
+        "reading and searching files."
+    )
 
 
 def shell_tools(sandbox: Sandbox, *, limits: SandboxLimits | None = None) -> list[Tool]:
@@ -268,7 +277,7 @@ def shell_tools(sandbox: Sandbox, *, limits: SandboxLimits | None = None) -> lis
         )
 
     return [
-        make_tool(bash, description=BASH_DESCRIPTION, requires_confirmation=True),
+        make_tool(bash, description=bash_description(sandbox), requires_confirmation=True),
         make_tool(bash_output, read_only=True),
         make_tool(kill_shell),
     ]

@@ -3,10 +3,15 @@ tree, the output is capped with a note, the process count and memory are bounded
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
-from agentscope_teams.sandbox import BubblewrapSandbox, SandboxLimits, UnsafeHostSandbox
+import pytest
+
+from agentscope_teams.sandbox import BubblewrapSandbox, SandboxLimits, UnsafeHostSandbox, bubblewrap
 
 from .conftest import processes_with
 
@@ -102,3 +107,40 @@ async def test_memory_is_bounded(bwrap: BubblewrapSandbox, workspace: Path) -> N
     assert small.exit_code != 0 and "MemoryError" in small.output
     big = await bwrap.run(grab, workspace, limits=SandboxLimits(max_memory_bytes=2 * 2**30))
     assert big.exit_code == 0 and big.output.strip() == str(600 * 1024 * 1024)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="emulating a non-root service needs root and setpriv",
+)
+async def test_as_a_non_root_service_rlimit_nproc_bounds_the_sandbox(
+    bwrap: BubblewrapSandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The recommended deployment: bubblewrap started by an unprivileged user, no cgroup; the
+    limit set inside the sandbox's user namespace counts the sandbox's processes."""
+    wrapper = tmp_path / "bwrap-as-nobody"
+    wrapper.write_text(
+        f'#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {bwrap.bwrap} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(bubblewrap, "pids_parent", lambda: None)
+    monkeypatch.setattr(bubblewrap, "_probe", lambda sandbox: None)
+    monkeypatch.setattr(bubblewrap.os, "geteuid", lambda: 65534)
+    nobody = BubblewrapSandbox(bwrap=str(wrapper))
+    workspace = _shared_dir()
+    try:
+        who = await nobody.run("id -u", workspace)
+        assert who.output.strip() == "65534", who.output
+        bounded = await nobody.run(FORKER, workspace, limits=SandboxLimits(max_processes=20))
+        assert int(bounded.output) < 20, bounded.output
+        control = await nobody.run(FORKER, workspace, limits=SandboxLimits(max_processes=None))
+        assert int(control.output) == 60
+    finally:
+        shutil.rmtree(workspace)
+
+
+def _shared_dir() -> Path:
+    """A directory below /tmp that the unprivileged user may enter and write."""
+    path = Path(tempfile.mkdtemp(prefix="agentscope-nobody-", dir="/tmp"))
+    path.chmod(0o777)
+    return path
