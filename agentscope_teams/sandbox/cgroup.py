@@ -81,6 +81,7 @@ class PidsCgroup:
 
     @classmethod
     def create(cls, parent: Path, max_pids: int) -> PidsCgroup:
+        _sweep()
         path = parent / f"{_PREFIX}{uuid.uuid4().hex[:16]}"
         path.mkdir()
         try:
@@ -91,12 +92,30 @@ class PidsCgroup:
         return cls(path)
 
     def remove(self) -> None:
-        """Remove the cgroup; its processes may take a moment to leave after they were killed."""
-        for _ in range(50):
-            try:
-                self.path.rmdir()
+        """Remove the cgroup. Its killed processes may take a moment to leave: after a few quick
+        tries it is left for the next :meth:`create` to remove."""
+        for _ in range(10):
+            if _rmdir(self.path):
                 return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.01)
+            time.sleep(0.005)
+        _leftover.add(self.path)
+
+
+_leftover: set[Path] = set()
+"""Cgroups whose processes had not left yet when they were removed."""
+
+
+def _rmdir(path: Path) -> bool:
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _sweep() -> None:
+    for path in list(_leftover):
+        if _rmdir(path):
+            _leftover.discard(path)
