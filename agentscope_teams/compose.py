@@ -9,7 +9,9 @@ subagent and team layers, is the one place that puts them together:
 * :class:`HarnessAgent` is a ``SessionAgent`` whose constructor also takes ``specs=`` (and the
   subagent and team options) and adds those extensions, and ``mcp_servers=`` (a ``.mcp.json``, a
   directory holding one, or a mapping): the tools of those MCP servers for the agent, and for its
-  subagents and team members the MCP tools their spec selects (:mod:`agentscope_teams.mcp`).
+  subagents and team members the MCP tools their spec selects (:mod:`agentscope_teams.mcp`),
+  and ``sandbox=``: the shell tools ``bash``, ``bash_output``, ``kill_shell`` running in that
+  sandbox (:mod:`agentscope_teams.sandbox`), inherited by its subagents and team members.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from .errors import ConfigurationError
 from .mcp import McpToolset
 from .mcp.project import project_mcp_json, project_servers
 from .model.base import ChatModel
+from .sandbox import Sandbox, resolve_sandbox
 from .sessions import SessionSource
 from .skills import SkillExtension, SkillLibrary
 from .store.base import BaseStore
-from .tools import PermissionEngine, Tool
+from .tools import PermissionEngine, Tool, shell_tools
 from .trust import ProjectTrust
 
 __all__ = ["HarnessAgent", "extensions_from_specs", "project_mcp_json"]
@@ -98,7 +101,12 @@ class HarnessAgent(SessionAgent):
     (``<folder>/<name>/SKILL.md``): a folder, a list of folders, or a :class:`~.skills.SkillLibrary`;
     ``{org}`` and ``{user}`` in a folder name make it per tenant. Default: the project's
     ``.claude/skills`` when ``specs`` is its ``.claude/agents``. Subagents preload the skills their
-    spec lists in ``skills:`` from the same folders."""
+    spec lists in ``skills:`` from the same folders.
+
+    ``sandbox`` (a :class:`~.sandbox.Sandbox`, ``"bubblewrap"``, ``"unsafe-host"`` or None) adds
+    the shell tools ``bash``, ``bash_output`` and ``kill_shell`` running in it; subagents and team
+    members built from this agent get them too (their spec's ``tools:`` may pick them).
+    Permission modes never turn the sandbox off."""
 
     def __init__(
         self,
@@ -129,8 +137,12 @@ class HarnessAgent(SessionAgent):
         skills: Any = None,
         trust_project: bool | ProjectTrust | None = None,
         tracer_provider: Any = None,
+        sandbox: Sandbox | str | None = None,
         **subagent_options: Any,
     ) -> None:
+        self.sandbox = resolve_sandbox(sandbox)
+        if self.sandbox is not None:
+            tools = [*tools, *shell_tools(self.sandbox)]
         super().__init__(
             name,
             model,

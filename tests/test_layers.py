@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "agentscope_import": 6,
     "model": 6,
     "events": 7,
+    "sandbox": 6,
     "tools": 7,
     "agent": 8,
     "mcp": 9,

@@ -38,6 +38,7 @@ from ..store.base import (
     shared_across_processes,
 )
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
+from ..tools.call_end import end_call
 from ..tools.plan import plan_tools
 from ..tools.web import web_tools
 from . import compression as comp
@@ -352,6 +353,8 @@ class SessionAgent:
             if _change_marker(state) != loaded:  # input rejected before any change: no write
                 await _save_quietly(functools.partial(save, last=True), state)
             raise
+        finally:  # what tools started for this call (background shells) stops with it
+            await end_call(env)
         await save(state, last=True)
         if final is not None:
             for ext in self.extensions:

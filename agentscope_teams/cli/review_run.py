@@ -162,6 +162,7 @@ async def _start_workers(cfg: ReviewConfig, stack: AsyncExitStack) -> Path:
     cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker"]
     cmd += ["--specs", str(cfg.specs), "--model", model, "--poll", str(POLL_SECONDS)]
     cmd += ["--exit-with-parent"]  # a killed review leaves no worker behind
+    cmd += ["--sandbox", "none"]  # as the review's own members: no shell tools
     log = Path(tempfile.gettempdir()) / f"agentscope-review-workers-{os.getpid()}.log"
     out = stack.enter_context(log.open("ab"))
     for _ in range(cfg.workers):

@@ -7,7 +7,8 @@ the environment. Without a key, ``--model scripted:FILE`` replays model turns fr
 The output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board
 and messages, then a summary. The project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in
 its spec files) start only if the project is trusted (``--trust-project``, :mod:`.trust_cmd`);
-otherwise a note on stderr names them and says how to enable them.
+otherwise a note on stderr names them and says how to enable them. ``--sandbox`` chooses where
+the ``bash`` tool runs commands (:mod:`.sandbox_option`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .common import (
 from .review_cmd import KEY_DEFAULTS
 from .review_run import Watcher
 from .run_view import RunSummary, RunView
+from .sandbox_option import add_sandbox_option, sandbox_option
 from .scripted_file import PREFIX as SCRIPTED
 from .scripted_file import scripted_model
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
@@ -96,6 +98,7 @@ def register(subparsers: SubParsers) -> None:
     )
     add_trust_option(parser)
     add_identity_options(parser)
+    add_sandbox_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -109,6 +112,7 @@ def handle(args: argparse.Namespace) -> int:
     note = untrusted_note(specs, load_specs(specs, strict=False).specs.values(), trust)
     if note:
         print(f"note: {note}", file=sys.stderr, flush=True)
+    sandbox = sandbox_option(args)
     ctx = RuntimeContext(
         session_id=args.session or uuid.uuid4().hex[:12], user_id=args.user, org_id=args.org
     )
@@ -130,6 +134,7 @@ def handle(args: argparse.Namespace) -> int:
             specs=specs,
             store=store,
             trust_project=trust,
+            sandbox=sandbox,
         ) as lead:
             # aclosing: an error stops the reply and saves it; the watcher polls the team meanwhile
             async with (

@@ -13,7 +13,8 @@ else from the project ``.mcp.json`` of ``--specs`` when there is one
 (:func:`~agentscope_teams.compose.project_mcp_json`, as ``HarnessAgent`` finds a lead's) if the
 project is trusted (``--trust-project``); the same holds for ``mcpServers`` inline in its spec
 files. The start line names the servers left off and how to enable them. This command owns the
-servers: it stops them after the worker has stopped its members.
+servers: it stops them after the worker has stopped its members. ``--sandbox`` chooses where
+the members' ``bash`` tool runs commands (:mod:`.sandbox_option`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust
 from .common import CommandError, SubParsers, add_command, with_store
+from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
 
 ORPHAN_CHECK_SECONDS = 1.0
@@ -115,6 +117,7 @@ def register(subparsers: SubParsers) -> None:
         help="stop (as on SIGTERM) when the process that started this worker exits, even if it "
         "was killed; for workers started by another program",
     )
+    add_sandbox_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -154,6 +157,7 @@ def handle(args: argparse.Namespace) -> int:
         lease_ttl=args.lease_ttl,
         orgs=args.org,
         mcp=mcp,
+        sandbox=sandbox_option(args),
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 

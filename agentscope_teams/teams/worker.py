@@ -36,9 +36,10 @@ from ..errors import ConfigurationError, ModelConfigurationError
 from ..keys import directory_key, directory_signal
 from ..model.base import ChatModel
 from ..model.factory import construct, import_object, resolve_model
+from ..sandbox import Sandbox
 from ..store.base import BaseStore, Key
 from ..subagents.spec import SubagentSpec
-from ..tools import Toolkit, filesystem_tools
+from ..tools import Toolkit, filesystem_tools, shell_tools
 from . import limits
 from .builder import MemberBuilder
 from .client import LocalTeamClient
@@ -96,6 +97,8 @@ class WorkerConfig:
     scan_every: float = 30.0
     #: The MCP servers members select tools of; the caller closes it after the worker stops.
     mcp: McpToolset | None = None
+    #: Gives members the shell tools (``bash``...) running in this sandbox; None: no shell.
+    sandbox: Sandbox | None = None
 
     def __post_init__(self) -> None:
         if self.max_members < 1:
@@ -157,7 +160,9 @@ class Worker:
             workspace=cfg.workspace or Path(record.workspace or "."),
             root=cfg.workspace or Path(record.root or "."),
             model=cfg.model,
-            toolkit=Toolkit(filesystem_tools()),
+            toolkit=Toolkit(
+                [*filesystem_tools(), *(shell_tools(cfg.sandbox) if cfg.sandbox else [])]
+            ),
             lease_ttl=cfg.lease_ttl,
             description=record.description,
             on_change=self.runtime.nudge,

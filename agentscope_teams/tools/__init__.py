@@ -1,4 +1,5 @@
-"""Tools: ``@tool`` and ``Toolkit``, the built-in workspace file tools, and the permission engine."""
+"""Tools: ``@tool`` and ``Toolkit``, the built-in workspace file tools, the sandboxed shell tools
+(:func:`shell_tools`) and the permission engine."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from .base import (
     to_output,
     use_tool_env,
 )
+from .call_end import at_call_end, end_call
 from .decorator import parse_docstring, tool
 from .filesystem import EDIT_TOOLS, filesystem_tools
 from .output import ToolOutput, output_of
 from .paths import resolve_in_workspace
 from .permissions import (
+    COMMAND_TOOLS,
     Decision,
     PermissionDecision,
     PermissionEngine,
@@ -26,21 +29,29 @@ from .permissions import (
     remember_rule,
     rule_matches,
 )
+from .shell import SHELL_TOOLS, ShellOutput, ShellResult, ShellStarted, shell_tools
 from .toolkit import DEFAULT_MAX_OUTPUT_CHARS, Toolkit
 
 __all__ = [
     "ALIASES",
+    "COMMAND_TOOLS",
     "DEFAULT_MAX_OUTPUT_CHARS",
     "EDIT_TOOLS",
     "RAW_ARGUMENTS_KEY",
+    "SHELL_TOOLS",
     "Decision",
     "PermissionDecision",
     "PermissionEngine",
+    "ShellOutput",
+    "ShellResult",
+    "ShellStarted",
     "Tool",
     "ToolEnv",
     "Toolkit",
     "ToolOutput",
+    "at_call_end",
     "current_tool_env",
+    "end_call",
     "filesystem_tools",
     "format_rule",
     "get_tool_env",
@@ -50,6 +61,7 @@ __all__ = [
     "resolve_in_workspace",
     "resolve_tool_name",
     "rule_matches",
+    "shell_tools",
     "output_of",
     "to_output",
     "tool",

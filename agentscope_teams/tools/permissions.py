@@ -34,6 +34,15 @@ form matches; ``allow`` rules only on the canonical form (the file really touche
 pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
 its subdomains (:func:`~.web.urls.web_rule_matches`); remembering a call with a URL argument
 stores such a domain rule.
+
+Shell tools (:data:`COMMAND_TOOLS`: ``bash``, Claude Code's ``Bash``) match their ``command`` with
+Claude Code's Bash rules instead (:mod:`.command_rules`): ``Bash(git diff:*)`` a prefix at a word
+boundary, ``Bash(npm run test)`` exact, ``*`` a wildcard. A compound command (``;``, ``&&``,
+``||``, ``|``, ``&``, newlines, ``$(...)``, backticks, ``<(...)``, output redirected into a file)
+is allowed by rules only if each of its simple commands is allowed by one of them; a deny or ask
+rule applies if it matches any of them. A command that cannot be parsed with certainty is allowed
+by no pattern rule, and asks (at step 2b, after plan mode) when a deny rule with a pattern exists
+for the tool, since that rule might apply. Bare ``Bash`` (or ``Bash(*)``) names every command.
 """
 
 from __future__ import annotations
@@ -49,10 +58,12 @@ from typing import Any, Literal, get_args
 
 from ..state import PermissionContext, PermissionMode, PermissionRule
 from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
+from .command_rules import allowed_by_rules, command_rule_matches, escape_command, parses
 from .filesystem import EDIT_TOOLS
 
 __all__ = [
     "CLAUDE_MODES",
+    "COMMAND_TOOLS",
     "Decision",
     "PermissionDecision",
     "PermissionEngine",
@@ -86,6 +97,9 @@ def resolve_mode(name: str) -> PermissionMode:
 
 
 PATH_ARGUMENTS = frozenset({"path", "file_path", "filepath", "filename", "directory", "dir", "cwd"})
+
+COMMAND_TOOLS = frozenset({"bash"})
+"""Tools whose primary argument is a shell command, matched with Claude Code's Bash rules."""
 
 _RULE = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
 
@@ -165,6 +179,16 @@ def _workspace(workspace: Path | None) -> Path | None:
     return resolve_dir(workspace)
 
 
+def is_command_tool(tool: Tool) -> bool:
+    """Whether ``tool`` runs shell commands (its rules are Bash rules)."""
+    return resolve_tool_name(tool.name) in COMMAND_TOOLS
+
+
+def _command(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+    value = _argument(tool, tool.primary_argument, arguments)
+    return value if isinstance(value, str) else None
+
+
 def _tool_matches(pattern: str, name: str) -> bool:
     pattern, name = resolve_tool_name(pattern), resolve_tool_name(name)
     if pattern.startswith("mcp__") and "__" not in pattern[5:] and name.startswith(pattern + "__"):
@@ -205,6 +229,9 @@ def rule_matches(
     value = _argument(tool, name, arguments)
     if name is None or value is _MISSING:
         return False
+    if is_command_tool(tool) and name == tool.primary_argument:
+        every_part = rule.behavior == "allow"
+        return command_rule_matches(rule.pattern, str(value), every_part=every_part)
     canonical, forms = _forms(tool, name, value, _workspace(workspace))
     if rule.behavior == "allow":
         return fnmatchcase(canonical, rule.pattern)
@@ -229,10 +256,47 @@ def remember_rule(
 
         if pattern := domain_pattern(str(value)):
             return PermissionRule(tool=tool.name, behavior="allow", pattern=pattern)
+    if is_command_tool(tool):  # Bash(<the exact command>), as Claude Code writes it
+        return PermissionRule(tool=tool.name, behavior="allow", pattern=escape_command(str(value)))
     canonical, _ = _forms(tool, name, value, _workspace(workspace))
     return PermissionRule(
         tool=tool.name, behavior="allow", pattern=_escape(canonical), argument=name
     )
+
+
+def _unparsed_under_deny(
+    rules: Sequence[PermissionRule], tool: Tool, arguments: Mapping[str, Any]
+) -> PermissionRule | None:
+    """A deny rule with a pattern for this shell tool, if the command cannot be parsed."""
+    command = _command(tool, arguments)
+    if command is None or parses(command):
+        return None
+    return next(
+        (
+            r
+            for r in rules
+            if r.behavior == "deny" and r.pattern is not None and _tool_matches(r.tool, tool.name)
+        ),
+        None,
+    )
+
+
+def _allowed_part_by_part(
+    rules: Sequence[PermissionRule], tool: Tool, arguments: Mapping[str, Any]
+) -> list[PermissionRule]:
+    """The allow rules that together allow every simple command of the call, or []."""
+    command = _command(tool, arguments)
+    mine = [
+        r
+        for r in rules
+        if r.behavior == "allow"
+        and r.pattern is not None
+        and r.argument in (None, tool.primary_argument)
+        and _tool_matches(r.tool, tool.name)
+    ]
+    if command is None or not mine:
+        return []
+    return mine if allowed_by_rules([r.pattern for r in mine if r.pattern], command) else []
 
 
 class PermissionEngine:
@@ -296,6 +360,15 @@ class PermissionEngine:
                 f"denied: the agent is in plan mode, which is read-only, and {tool.name} can change "
                 "files or state; plan with read-only tools and ask the user to leave plan mode",
             )
+        if is_command_tool(tool):
+            doubt = _unparsed_under_deny(rules, tool, arguments)
+            if doubt is not None:
+                return PermissionDecision(
+                    "ask",
+                    f"requires confirmation: the command cannot be parsed with certainty, so "
+                    f"whether deny rule {format_rule(doubt)} applies is unknown",
+                    doubt,
+                )
         for behavior in ("ask", "allow"):
             for rule in rules:
                 if rule.behavior == behavior and rule_matches(
@@ -304,6 +377,11 @@ class PermissionEngine:
                     verb = "requires confirmation" if behavior == "ask" else "allowed"
                     reason = f"{verb} by rule {behavior} {format_rule(rule)}"
                     return PermissionDecision(rule.behavior, reason, rule)
+        if is_command_tool(tool):
+            allowed = _allowed_part_by_part(rules, tool, arguments)
+            if allowed:
+                names = ", ".join(format_rule(r) for r in allowed)
+                return PermissionDecision("allow", f"allowed: each part by one of {names}")
         return self._default(tool, mode)
 
     def _default(self, tool: Tool, mode: PermissionMode) -> PermissionDecision:

@@ -1,0 +1,279 @@
+"""The bubblewrap backend: every command in fresh namespaces, seeing the system read-only and
+only its own workspace read-write.
+
+What a command sees (:meth:`BubblewrapSandbox.argv`):
+
+* ``/usr``, ``/bin``, ``/sbin``, ``/lib*`` read-only; of ``/etc`` only the files in
+  :data:`ETC_ALLOWED` (users and groups, name resolution, TLS roots, locale, time zone, the dynamic
+  linker's cache), so ``/etc/shadow``, ``/etc/ssh``, ``/etc/ssl/private``, database passwords and
+  whatever else an operator keeps there are absent;
+* a new ``/proc`` (its own PID namespace), a minimal ``/dev``, a private size-bounded ``/tmp`` with
+  ``HOME=/tmp/home`` in it (both gone when the command ends);
+* the workspace, read-write, at its own path, as the working directory; nothing else of the host
+  (no other session's workspace, no ``/home``, ``/root``, ``/run``, host ``/tmp``);
+* operator-chosen extra read-only paths (``read_only_paths=``, e.g. a toolchain in ``/opt``);
+* everything else of the sandbox's root file system is read-only too (no new files in ``/``).
+
+Namespaces: user, PID, IPC, UTS, cgroup (when possible) and, unless ``network="full"``, network
+(only a loopback interface of its own). All capabilities are dropped, the command runs in a new
+session (no terminal to inject input into) and dies with its parent; nested user namespaces are
+disabled when bubblewrap supports it. When the command's first process ends, the PID namespace
+ends with it: anything it left running (``cmd &``, a double-forked ``setsid`` daemon) is killed.
+
+Constructing the sandbox checks, once per configuration, that bubblewrap runs here (it raises
+:class:`~agentscope_teams.errors.ConfigurationError` naming the Debian package ``bubblewrap``
+otherwise); it never falls back to running commands unsandboxed.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from ..errors import ConfigurationError
+from .base import BackgroundProcess, RunResult, Sandbox, SandboxLimits
+from .cgroup import PidsCgroup, pids_parent
+from .environment import sandbox_environment, shell_argv
+from .process import HostProcess
+
+log = logging.getLogger(__name__)
+
+Network = Literal["none", "full"]
+
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+ETC_ALLOWED = (
+    "passwd", "group", "hostname", "hosts", "resolv.conf", "nsswitch.conf", "host.conf",
+    "gai.conf", "services", "protocols", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
+    "timezone", "alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
+    "ca-certificates.conf", "pki/tls/certs", "pki/ca-trust", "crypto-policies", "mime.types",
+    "magic", "bash.bashrc", "profile", "inputrc", "locale.alias", "locale.conf", "default/locale",
+    "os-release", "lsb-release", "debian_version", "terminfo", "gitconfig", "shells", "python3",
+)  # fmt: skip
+"""Entries of ``/etc`` a command may read (each bound read-only if it exists)."""
+
+#: Paths a workspace may not be (or contain): binding it read-write would expose the host.
+_RESERVED = ("/", "/etc", "/proc", "/dev", "/sys", "/tmp", "/run", "/var", "/home", "/root")
+
+INSTALL_HINT = (
+    "install the Debian package bubblewrap (apt-get install bubblewrap) and make sure "
+    "unprivileged user namespaces are allowed (sysctl kernel.unprivileged_userns_clone=1 on "
+    "Debian; kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04)"
+)
+
+
+@functools.cache
+def _help_text(bwrap: str) -> str:
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout + done.stderr
+
+
+def find_bwrap() -> str | None:
+    """The bubblewrap executable on PATH (or ``/usr/bin/bwrap``), or None."""
+    found = shutil.which("bwrap")
+    if found is None and os.access("/usr/bin/bwrap", os.X_OK):
+        found = "/usr/bin/bwrap"
+    return found
+
+
+def check_workspace(cwd: Path) -> str:
+    """``cwd`` as a string if it can be bound as a workspace; raises ConfigurationError if it is
+    relative, missing, reached through a symlink, or a system directory (or holds one)."""
+    path = os.fspath(cwd)
+    if not os.path.isabs(path):
+        raise ConfigurationError(f"sandbox workspace {path!r} must be an absolute path")
+    if not os.path.isdir(path):
+        raise ConfigurationError(f"sandbox workspace {path} is not a directory")
+    real = os.path.realpath(path)
+    if real != os.path.normpath(path):
+        raise ConfigurationError(
+            f"sandbox workspace {path} resolves to {real} through a symlink; use the real path"
+        )
+    for reserved in (*_RESERVED, *SYSTEM_PATHS):
+        if real == reserved or reserved.startswith(real.rstrip("/") + "/"):
+            raise ConfigurationError(
+                f"sandbox workspace {real} is (or contains) the system directory {reserved}; "
+                "give the agent a directory of its own"
+            )
+    return real
+
+
+def _tmp_shell(workspace: str) -> str | None:
+    """For a workspace below ``/tmp``, the top directory holding it (``/tmp/a`` of
+    ``/tmp/a/b/ws``), which gets a tmpfs of its own, remounted read-only once the workspace is
+    bound: otherwise the workspace's parents would be writable directories of the private
+    ``/tmp``."""
+    parts = Path(workspace).parts
+    if len(parts) > 3 and parts[1] == "tmp":
+        return "/" + "/".join(parts[1:3])
+    return None
+
+
+class BubblewrapSandbox(Sandbox):
+    """Runs commands under bubblewrap (module docstring).
+
+    ``network``: ``"none"`` (default: a network namespace with only its own loopback) or
+    ``"full"`` (the host's network). No allowlist of hosts is offered: it would need a filtering
+    proxy outside the sandbox, and a name-based filter inside it can be bypassed. ``limits`` are
+    the defaults of every command (a call may pass its own). ``env`` adds variables to every
+    command's environment. ``read_only_paths`` are extra host paths shown read-only.
+    """
+
+    name = "bubblewrap"
+    contained = True
+
+    def __init__(
+        self,
+        network: Network = "none",
+        *,
+        limits: SandboxLimits | None = None,
+        env: Mapping[str, str] | None = None,
+        read_only_paths: Sequence[Path | str] = (),
+        bwrap: str | None = None,
+    ) -> None:
+        if network not in ("none", "full"):
+            raise ConfigurationError(f"network must be 'none' or 'full', got {network!r}")
+        if not sys.platform.startswith("linux"):
+            raise ConfigurationError(
+                f"the bubblewrap sandbox needs Linux (this is {sys.platform}); run the service on "
+                "Linux with the Debian package bubblewrap, or choose UnsafeHostSandbox knowingly"
+            )
+        found = bwrap or find_bwrap()
+        if found is None:
+            raise ConfigurationError(f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}")
+        self.bwrap = found
+        self.network: Network = network
+        self.limits = limits or SandboxLimits()
+        self.env = dict(env or {})
+        self.read_only_paths = tuple(os.path.abspath(p) for p in read_only_paths)
+        help_text = _help_text(found)
+        self._disable_userns = "--disable-userns" in help_text
+        self._sized_tmp = "--size" in help_text
+        self._cgroup_parent = pids_parent()
+        self._check_limits(self.limits)
+        _probe(self)
+
+    # -- the command line ------------------------------------------------------------------------
+
+    def argv(self, command: str, cwd: Path, limits: SandboxLimits) -> list[str]:
+        """The bubblewrap command line running ``command`` in the workspace ``cwd``."""
+        workspace = check_workspace(cwd)
+        args = [self.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        args += ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        args += ["--unshare-cgroup-try", "--hostname", "sandbox"]
+        if self.network == "none":
+            args.append("--unshare-net")
+        if self._disable_userns:
+            args.append("--disable-userns")
+        for path in SYSTEM_PATHS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        for entry in ETC_ALLOWED:
+            args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+        args += ["--symlink", "/proc/self/mounts", "/etc/mtab"]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if self._sized_tmp:
+            args += ["--size", str(limits.tmp_bytes)]
+        args += ["--tmpfs", "/tmp", "--dir", "/tmp/home"]
+        for path in self.read_only_paths:
+            args += ["--ro-bind-try", path, path]
+        shell = _tmp_shell(workspace)  # a workspace below /tmp: its parents stay read-only too
+        if shell is not None:
+            args += ["--tmpfs", shell]
+        args += ["--bind", workspace, workspace, "--remount-ro", "/"]
+        if shell is not None:
+            args += ["--remount-ro", shell]
+        args += ["--chdir", workspace, "--"]
+        return args + shell_argv(command, limits)
+
+    def _check_limits(self, limits: SandboxLimits) -> None:
+        if limits.max_processes is not None and os.geteuid() == 0 and self._cgroup_parent is None:
+            raise ConfigurationError(
+                "the sandbox cannot bound the process count: this process runs as root, which "
+                "RLIMIT_NPROC does not bind, and no writable pids cgroup was found under "
+                "/sys/fs/cgroup; run the service as a non-root user, give it a writable pids "
+                "cgroup, or pass SandboxLimits(max_processes=None) to accept no bound"
+            )
+
+    def _spawn(
+        self, command: str, cwd: Path, env: Mapping[str, str] | None, limits: SandboxLimits,
+        lifetime: float | None,
+    ) -> HostProcess:  # fmt: skip
+        self._check_limits(limits)
+        argv = self.argv(command, cwd, limits)
+        full_env = sandbox_environment(
+            cwd=str(cwd), home="/tmp/home", tmp="/tmp", extra={**self.env, **(env or {})}
+        )
+        on_exit: Callable[[], None] | None = None
+        if limits.max_processes is not None and self._cgroup_parent is not None:
+            group = PidsCgroup.create(self._cgroup_parent, limits.max_processes + 2)
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.procs), *argv]
+            on_exit = group.remove
+        try:
+            return HostProcess(
+                argv, env=full_env, cwd=str(cwd), limits=limits, lifetime=lifetime, on_exit=on_exit
+            )
+        except BaseException:
+            if on_exit is not None:
+                on_exit()
+            raise
+
+    async def run(
+        self,
+        command: str,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> RunResult:
+        return await self._spawn(command, cwd, env, limits or self.limits, None).finish()
+
+    async def start(
+        self,
+        command: str,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> BackgroundProcess:
+        chosen = limits or self.limits
+        return self._spawn(command, cwd, env, chosen, chosen.background_seconds)
+
+
+_probed: dict[tuple[str, str, tuple[str, ...]], None] = {}
+
+
+def _probe(sandbox: BubblewrapSandbox) -> None:
+    """Run ``true`` in a throwaway workspace once per configuration; ConfigurationError if it fails."""
+    key = (sandbox.bwrap, sandbox.network, sandbox.read_only_paths)
+    if key in _probed:
+        return
+    limits = SandboxLimits(max_processes=None)  # the probe checks bubblewrap, not the cgroup
+    with tempfile.TemporaryDirectory(prefix="agentscope-sandbox-probe-") as tmp:
+        workspace = Path(os.path.realpath(tmp))
+        argv = sandbox.argv("true", workspace, limits)
+        env = sandbox_environment(cwd=str(workspace), home="/tmp/home", tmp="/tmp")
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ConfigurationError(
+                f"bubblewrap at {sandbox.bwrap} cannot run: {exc}; {INSTALL_HINT}"
+            ) from exc
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip()[:500]
+        raise ConfigurationError(
+            f"bubblewrap at {sandbox.bwrap} failed a trivial command (exit {done.returncode}: "
+            f"{said}); {INSTALL_HINT}"
+        )
+    _probed[key] = None
