@@ -14,16 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
+from agentscope_teams import HarnessAgent
+from agentscope_teams.agent.extension import Extension
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, Entry, Key
 from agentscope_teams.store._redis_signals import Subscriber
 from agentscope_teams.store.base import signals_of
-from agentscope_teams.teams import LocalTeamClient
+from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension
 
 from ..backends import StoreSpec
-from .helpers import eventually, member_runtime
+from .helpers import SPEC_DIR, eventually, member_runtime
 
 REPRO = Path(__file__).with_name("exit_repro.py")
 #: A run of the repro takes about 2 s; a run still going after this long hangs.
@@ -170,3 +173,37 @@ async def test_closing_the_redis_subscriber_ends_a_reader_that_swallowed_its_can
         await subscriber.aclose()
     assert not waited.cancel_called, "closing the subscriber did not finish"
     assert reader.done() and client.pubsub_.swallowed == 1 and client.pubsub_.closed
+
+
+class _FailsToClose(Extension):
+    async def aclose(self) -> None:
+        raise RuntimeError("this extension could not close")
+
+
+async def test_leaving_the_lead_closes_everything_after_an_extension_failed_to(
+    tmp_path: Path, alice: RuntimeContext
+) -> None:
+    """An extension whose close raises does not keep the team runtime after it, or the store the
+    lead opened, from closing; the error is still raised."""
+    ext = TeamLeadExtension(SPEC_DIR, member_model=ScriptedModel([]), poll=0.05)
+    form = [("createTeam", {"name": "crew"}), ("spawnMember", {"name": "r", "spec": "reviewer"})]
+    lead = HarnessAgent(
+        "lead",
+        ScriptedModel([ScriptedModel.tool_calls(form), "formed"]),
+        workspace=tmp_path,
+        store="memory://",
+        extensions=[_FailsToClose(), ext],
+    )
+    closed: list[str] = []
+
+    async def close_store() -> None:
+        closed.append("store")
+
+    lead.sessions.store.aclose = close_store  # type: ignore[method-assign]
+    before = asyncio.all_tasks()
+    with pytest.raises(RuntimeError, match="could not close"):
+        async with lead:
+            await lead.call("form a team", alice)
+            assert ext.runtime is not None and ext.runtime.refs  # serving the team
+    assert closed == ["store"]
+    assert [t.get_name() for t in asyncio.all_tasks() - before if not t.done()] == []
