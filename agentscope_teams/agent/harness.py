@@ -259,8 +259,8 @@ class SessionAgent:
 
     async def aclose(self) -> None:
         """Stop the extensions' background work (team member loops, subagent runs), in order, then
-        close the store if this agent created it. Each step runs even if an earlier one raised (that
-        error is raised once all ran), so leaving ``async with agent:`` leaves none of them behind."""
+        close the store if this agent created it. Each step runs even if an earlier one raised (the
+        errors are raised, chained, once all ran), so ``async with agent:`` leaves none behind."""
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(self.sessions.aclose)
             for ext in reversed(self.extensions):
