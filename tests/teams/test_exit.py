@@ -23,7 +23,8 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, Entry, Key
 from agentscope_teams.store._redis_signals import Subscriber
 from agentscope_teams.store.base import signals_of
-from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension
+from agentscope_teams.store.memory import InMemoryStore
+from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension, TeamRuntime
 
 from ..backends import StoreSpec
 from .helpers import SPEC_DIR, eventually, member_runtime
@@ -207,3 +208,22 @@ async def test_leaving_the_lead_closes_everything_after_an_extension_failed_to(
             assert ext.runtime is not None and ext.runtime.refs  # serving the team
     assert closed == ["store"]
     assert [t.get_name() for t in asyncio.all_tasks() - before if not t.done()] == []
+
+
+async def test_close_stops_a_supervisor_that_another_task_runs() -> None:
+    """``Worker.run`` awaits ``serve_forever`` in its own task: closing the runtime from elsewhere
+    ends that call too (it used to stop the members while the supervisor ran on)."""
+    runtime = TeamRuntime(InMemoryStore(), poll=0.05)
+    returned = anyio.Event()
+
+    async def serve() -> None:
+        await runtime.serve_forever()
+        returned.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        await eventually(lambda: _stepped(runtime.steps))
+        await runtime.aclose()
+        with anyio.move_on_after(LIVENESS) as waited:
+            await returned.wait()
+        assert not waited.cancel_called, "serve_forever ran on after aclose"
