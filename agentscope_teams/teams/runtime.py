@@ -175,10 +175,10 @@ class TeamRuntime:
         if serving is not None:
             serving.scope.cancel()
             await serving.ended.wait()
-        elif task is not None and not task.done():
-            task.cancel()  # not started yet: no library code ran that could swallow it
-            await asyncio.wait({task})
         else:
+            if task is not None and not task.done():
+                task.cancel()  # not started yet: no library code ran that could swallow it
+                await asyncio.wait({task})
             await self._shutdown()
         if task is not None and task.done() and not task.cancelled() and task.exception():
             log.warning("the team runtime had stopped with an error: %s", task.exception())
