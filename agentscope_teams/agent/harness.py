@@ -12,6 +12,7 @@ tool such as the CLI reviewing a directory).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
@@ -261,10 +262,13 @@ class SessionAgent:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the extensions' background work, then close the store if this agent created it."""
-        for ext in self.extensions:
-            await ext.aclose()
-        await self.sessions.aclose()
+        """Stop the extensions' background work (team member loops, subagent runs), in order, then
+        close the store if this agent created it. Each step runs even if an earlier one raised (the
+        errors are raised, chained, once all ran), so ``async with agent:`` leaves none behind."""
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(self.sessions.aclose)
+            for ext in reversed(self.extensions):
+                stack.push_async_callback(ext.aclose)
 
     # -- internals -------------------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
+
 from ._signal_waiters import Waiters
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,7 @@ class Subscriber(Waiters):
         self._client = client
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
+        self._stop = anyio.CancelScope()  # the reader's: cancelled to stop it
         self._subscribed: set[str] = set()
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -52,34 +55,41 @@ class Subscriber(Waiters):
                 await self._pubsub.subscribe(*missing)
                 self._subscribed.update(missing)
             if self._reader is None or self._reader.done():
-                self._reader = loop.create_task(self._read(self._pubsub), name="redis signals")
+                self._stop = anyio.CancelScope()
+                self._reader = loop.create_task(
+                    self._read(self._pubsub, self._stop), name="redis signals"
+                )
 
-    async def _read(self, pubsub: Any) -> None:
-        try:
-            while True:
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-                if message is None or message.get("type") != "message":
-                    continue
-                channel = message["channel"]
-                name = channel.decode() if isinstance(channel, bytes) else str(channel)
-                self.wake(name)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("Redis signal subscriber failed, reconnecting on the next wait: %s", exc)
-            if self._pubsub is pubsub:
-                self._pubsub, self._subscribed = None, set()
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
-            self.wake_all()
+    async def _read(self, pubsub: Any, stop: anyio.CancelScope) -> None:
+        with stop:
+            try:
+                while True:
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                    if message is None or message.get("type") != "message":
+                        continue
+                    channel = message["channel"]
+                    name = channel.decode() if isinstance(channel, bytes) else str(channel)
+                    self.wake(name)
+            except Exception as exc:
+                log.warning(
+                    "Redis signal subscriber failed, reconnecting on the next wait: %s", exc
+                )
+                if self._pubsub is pubsub:
+                    self._pubsub, self._subscribed = None, set()
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                self.wake_all()
 
     async def _reset(self) -> None:
+        """Stop the reader and close its connection. The reader is stopped through its cancel
+        scope, delivered again at each of its awaits until it ended (one ``Task.cancel()`` can be
+        swallowed by the client: ``asyncio.wait_for`` does on Python 3.11); this call's own
+        cancellation is not suppressed."""
         pubsub, self._pubsub, self._subscribed = self._pubsub, None, set()
         reader, self._reader = self._reader, None
         if reader is not None and not reader.done():
-            reader.cancel()
-            with contextlib.suppress(BaseException):
-                await reader
+            self._stop.cancel()
+            await asyncio.wait({reader})
         if pubsub is not None:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()

@@ -118,7 +118,14 @@ def _default_client(task_lease: float) -> ClientFactory:
 
 
 class TeamLeadExtension(Extension):
-    """The team lead tools and the member runtime of one lead agent; see the module docs."""
+    """The team lead tools and the member runtime of one lead agent; see the module docs.
+
+    Leaving ``async with lead:`` (or :meth:`aclose`) always finishes: it returns once the member
+    calls this process runs, the runtime's supervisor, listeners and heartbeat have ended, the
+    member leases are released and those members marked ``stopped``; no task of the runtime is left.
+    Team records and tasks stay in the store: the next process serving the lead's session resumes
+    them.
+    """
 
     def __init__(
         self,

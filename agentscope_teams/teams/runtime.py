@@ -49,6 +49,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import anyio
 
@@ -78,8 +79,21 @@ STEP_SPACING = 0.01
 MAX_SCAN_POLLS = 8
 
 
+@dataclass
+class _Serving:
+    """A running :meth:`TeamRuntime.serve_forever`: the scope that stops it, set when it ended."""
+
+    scope: anyio.CancelScope
+    ended: anyio.Event
+
+
 class TeamRuntime:
-    """Member loops of the teams this process serves; see the module docs."""
+    """Member loops of the teams this process serves; see the module docs.
+
+    Closing (:meth:`aclose`, which ``async with lead:`` reaches through the lead's extensions)
+    always finishes: it returns once the supervisor, its listeners and heartbeat, and every member
+    call have ended, the leases this process held are released and its members marked stopped.
+    """
 
     def __init__(
         self,
@@ -112,6 +126,7 @@ class TeamRuntime:
         self._skip: set[Key] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._serving: _Serving | None = None  # the running serve_forever, in any task
         self._lock = asyncio.Lock()  # a step and stop_team never interleave
         self._served: dict[Key, TeamRef] = {}  # every team the last step looked at
         self._channels_changed = asyncio.Event()
@@ -147,35 +162,59 @@ class TeamRuntime:
                 await self._drop(ref, None)
 
     async def aclose(self) -> None:
-        """Stop every member call, release the leases and mark the members stopped."""
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Stop serving: end the supervisor (whichever task runs :meth:`serve_forever`), stop every
+        member call, release the leases and mark the members stopped; return once all of it ended.
+
+        The supervisor is stopped by cancelling its :class:`anyio.CancelScope`, not by one
+        ``Task.cancel()``: a scope's cancellation is delivered again at every ``await`` until the
+        supervisor has left it, so a library that swallows one cancellation (``asyncio.wait_for``
+        on Python 3.11 does when its operation finishes as the cancel arrives; redis-py sends every
+        command through it) cannot keep the loop running and this call waiting forever.
+        """
+        task, serving = self._task, self._serving
+        if serving is not None:
+            serving.scope.cancel()
+            await serving.ended.wait()
         else:
+            if task is not None and not task.done():
+                task.cancel()  # not started yet: no library code ran that could swallow it
+                await asyncio.wait({task})
             await self._shutdown()
+        if task is not None and task.done() and not task.cancelled() and task.exception():
+            log.warning("the team runtime had stopped with an error: %s", task.exception())
 
     async def serve_forever(self) -> None:
-        """Supervise and heartbeat until cancelled; then stop every member (see :meth:`aclose`)."""
+        """Supervise and heartbeat until cancelled or :meth:`aclose`-d; then stop every member
+        (see :meth:`aclose`). Ended by ``aclose``, it returns normally."""
+        serving = self._serving = _Serving(anyio.CancelScope(), anyio.Event())
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._heartbeat)
-                signals = signals_of(self.store)
-                if signals is not None:
-                    tg.start_soon(self._listen, signals)
-                    if self.discover is not None and self.discover_signal is not None:
-                        tg.start_soon(self._listen_discover, signals, self.discover_signal)
-                while True:
-                    self._wake.clear()  # nudges during the step wake the next one at once
-                    started = anyio.current_time()
-                    await self.step()
-                    with anyio.move_on_after(self.poll):
-                        await self._wake.wait()
-                    # a lone nudge steps at once; a burst of them, at most once per STEP_SPACING
-                    await anyio.sleep(max(0.0, started + STEP_SPACING - anyio.current_time()))
+            with serving.scope:
+                await self._supervise()
         finally:
-            with anyio.CancelScope(shield=True):
-                await self._shutdown()
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self._shutdown()
+            finally:
+                if self._serving is serving:
+                    self._serving = None
+                serving.ended.set()
+
+    async def _supervise(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._heartbeat)
+            signals = signals_of(self.store)
+            if signals is not None:
+                tg.start_soon(self._listen, signals)
+                if self.discover is not None and self.discover_signal is not None:
+                    tg.start_soon(self._listen_discover, signals, self.discover_signal)
+            while True:
+                self._wake.clear()  # nudges during the step wake the next one at once
+                started = anyio.current_time()
+                await self.step()
+                with anyio.move_on_after(self.poll):
+                    await self._wake.wait()
+                # a lone nudge steps at once; a burst of them, at most once per STEP_SPACING
+                await anyio.sleep(max(0.0, started + STEP_SPACING - anyio.current_time()))
 
     def _channels(self) -> frozenset[Key]:
         refs = {**self._served, **self.refs}

@@ -86,11 +86,20 @@ class Database:
         write: bool = False,
         single: bool = False,
     ) -> T:
-        """Run ``fn`` in a transaction (``single``: one statement, maybe autocommit), with retries."""
+        """Run ``fn`` in a transaction (``single``: one statement, maybe autocommit), with retries.
+
+        On SQLite an attempt is shielded from cancel scopes: a cancellation waits for it (at most
+        ``busy_timeout``, which the driver's thread would take anyway) and is delivered right after.
+        Cut inside a statement, SQLAlchemy terminates the aiosqlite connection; a cancellation
+        delivered again during that close (as every cancel scope does) leaves its closing task
+        waiting forever, and ``asyncio.run`` then hangs at exit cancelling it.
+        """
 
         async def attempt() -> T:
-            async with self.transaction(write=write, single=single) as conn:
-                return await fn(conn)
+            with anyio.CancelScope(shield=self.kind == "sqlite"):
+                async with self.transaction(write=write, single=single) as conn:
+                    result = await fn(conn)
+            return result
 
         return await self.retrying(op, attempt)
 
