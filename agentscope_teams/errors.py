@@ -264,6 +264,17 @@ class OutputError(AgentScopeTeamsError):
     """Structured output could not be produced or checked (see :mod:`agentscope_teams.agent.output`)."""
 
 
+class InvalidSchema(OutputError, ValueError):
+    """A JSON schema we do not accept: not valid, or outside the rules of
+    :mod:`agentscope_teams.schema_guard` (a remote ``$ref``, a ``$ref`` cycle, too large...).
+    ``path`` is where inside the schema (keys and indexes). Also a ``ValueError``: a model's tool
+    call gets it as a tool error, the control plane as 422."""
+
+    def __init__(self, message: str, path: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class OutputValidationError(OutputError, ValueError):
     """A value does not match its schema. ``problems`` holds one line per problem, each starting
     with the field path (``items.0.line: Input should be a valid integer``); ``output_name``

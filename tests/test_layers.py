@@ -14,6 +14,8 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "context": 1,
     "tracing": 1,
+    #: Which JSON schemas we accept and how data is checked against them (imports errors only).
+    "schema_guard": 1,
     "message": 1,
     "state": 2,
     "store": 3,
