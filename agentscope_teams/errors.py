@@ -228,6 +228,12 @@ class NotTaskOwnerError(TeamError):
     """Only the member that owns a task may complete, fail or release it."""
 
 
+class ResultUnchecked(TeamError):
+    """A completion of a task with a ``result_schema`` whose data was not checked against it yet:
+    the task rule refuses it and writes nothing; the board checks the data off the event loop and
+    tries again (it never reaches a caller)."""
+
+
 class UnknownMemberError(TeamError):
     """The named member does not exist in the team."""
 

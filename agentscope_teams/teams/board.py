@@ -39,7 +39,13 @@ from datetime import datetime
 from typing import Any
 
 from .. import tracing
-from ..errors import InvalidSchema, TeamError, UnknownTaskError, VersionConflict
+from ..errors import (
+    InvalidSchema,
+    ResultUnchecked,
+    TeamError,
+    UnknownTaskError,
+    VersionConflict,
+)
 from ..store.base import Key
 from . import eligibility, limits, rules
 from .board_index import BoardIndex
@@ -306,7 +312,7 @@ class TaskBoard(BoardIndex):
             nonlocal how
             try:
                 rules.finish(member, how.status, how.text, how.data, how.checked)(task, now)
-            except rules.ResultUnchecked:
+            except ResultUnchecked:
                 try:
                     checked = await rules.check_result(task, data)
                 except InvalidSchema as exc:

@@ -19,8 +19,8 @@ from ..errors import (
     InvalidSchema,
     NotTaskOwnerError,
     OutputValidationError,
+    ResultUnchecked,
     TaskStateError,
-    TeamError,
 )
 from . import limits
 from .models import Task, TaskEvent, TaskStatus
@@ -122,12 +122,6 @@ def require_owner(task: Task, member: str, verb: str) -> None:
             f"task {task.id!r} is pending, not in progress; claim it before you {verb} it"
         )
     raise TaskStateError(f"task {task.id!r} is already {task.status.value}; cannot {verb} it")
-
-
-class ResultUnchecked(TeamError):
-    """A completion of a task with a ``result_schema`` whose data was not checked against it yet:
-    :func:`finish` refuses it (writes nothing); the board checks the data with
-    :func:`check_result`, off the event loop, and tries again with ``checked``."""
 
 
 def required_data(task: Task, data: Any) -> None:
