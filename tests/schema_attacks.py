@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 T = TypeVar("T")
 
@@ -61,7 +62,7 @@ async def ticks_during(call: Callable[[], Awaitable[T]]) -> tuple[T | BaseExcept
     outcome: Any = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(ticker)
-        await anyio.sleep(0)  # the ticker is waiting before the call starts
+        await anyio.lowlevel.checkpoint()  # the ticker is waiting before the call starts
         start = ticks
         try:
             outcome = await call()

@@ -171,11 +171,14 @@ def test_the_audit_pattern_is_answered() -> None:
 
 def test_patterns_are_bounded_in_number_and_length() -> None:
     many = {"properties": {f"p{i}": {"pattern": "a"} for i in range(65)}}
-    with pytest.raises(InvalidSchema, match="65 patterns .* over the limit of 64"):
+    with pytest.raises(InvalidSchema, match=r"65 patterns .* over the limit of 64"):
         accept(many)
     with pytest.raises(InvalidSchema, match=r"pattern at properties.s.pattern is 513 characters"):
         accept({"properties": {"s": {"pattern": "a" * 513}}})
-    with pytest.raises(InvalidSchema, match="together|in one schema"):
+    with pytest.raises(
+        InvalidSchema,
+        match="unevaluatedProperties and patternProperties are not accepted in one schema",
+    ):
         accept({"unevaluatedProperties": False, "patternProperties": {"^x": {}}})
 
 
@@ -292,3 +295,27 @@ def test_every_schema_entry_point_goes_through_the_guard() -> None:
     with pytest.raises(OutputValidationError, match="does not match"):
         slow.validate("b")
     assert json.dumps(accept({"type": "string"})) == '{"type": "string"}'
+
+
+async def test_an_agent_output_is_checked_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply whose output is a JSON schema: a slow answer is rejected with the bound's problem
+    (the model answers again) while the loop keeps running."""
+    from agentscope_teams import HarnessAgent, InMemoryStore, RuntimeContext, ScriptedModel
+
+    monkeypatch.setattr(schema_guard, "LIMITS", SchemaLimits(check_seconds=0.3))
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": ALTERNATING}}}
+    model = ScriptedModel(
+        [ScriptedModel.final_result({"s": "a" * 40 + "!"}), ScriptedModel.final_result({"s": "aa"})]
+    )
+    agent = HarnessAgent(
+        "a", model, store=InMemoryStore(), workspace=tmp_path / "ws", builtin_tools=False
+    )
+    ctx = RuntimeContext(session_id="s", user_id="u")
+    msg, ticks = await ticks_during(lambda: agent.call("go", ctx, output_type=schema))
+    assert not isinstance(msg, BaseException), msg
+    assert msg.output == {"s": "aa"}
+    told = [b.output for m in model.requests[1].messages for b in m.tool_results()]
+    assert any("took longer than 0.3 s" in t for t in told), told
+    assert ticks >= 10, ticks
