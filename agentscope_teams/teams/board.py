@@ -38,6 +38,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import anyio.to_thread
+
 from .. import tracing
 from ..errors import (
     InvalidSchema,
@@ -108,8 +110,11 @@ class TaskBoard(BoardIndex):
         Every field is checked against :mod:`.limits` before anything is written;
         ``result_schema`` (a JSON schema) is what its completion's ``data`` must match.
         """
+        schema = None
+        if result_schema is not None:  # checking a large schema takes a while: off the loop
+            schema = await anyio.to_thread.run_sync(limits.result_schema, result_schema)
         fields = {
-            "result_schema": limits.result_schema(result_schema),
+            "result_schema": schema,
             "title": limits.title(title),
             "description": limits.text(description, "description"),
             "assignee": None if assignee is None else limits.name(assignee, "assignee"),
