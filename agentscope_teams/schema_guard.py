@@ -359,13 +359,12 @@ async def problems_async(schema: Any, data: Any, limits: SchemaLimits | None = N
 
 def _oversized(data: Any, limits: SchemaLimits) -> str:
     """Why ``data`` is too large to check ("" when it is not)."""
-    size: float
     try:
         size = len(json.dumps(data))
     except (TypeError, ValueError) as exc:
         return f"the data is not JSON ({exc})"
     except RecursionError:
-        size = math.inf
+        return f"the data nests deeper than {limits.max_instance_depth} levels; flatten it"
     if size > limits.max_instance_chars:
         return (
             f"the data is {size} characters as JSON, over the limit of "
