@@ -77,6 +77,8 @@ ERROR_NAMES = {
     "HITLError",
     "OutputError",
     "OutputValidationError",
+    "InvalidSchema",
+    "ResultUnchecked",
     "OutputRetriesExceededError",
     "OutputTypeMismatchError",
     "SyncCallInsideLoopError",
