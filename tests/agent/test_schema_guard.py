@@ -123,7 +123,7 @@ def test_recursion_through_the_data_is_accepted_and_bounded() -> None:
     ]
 
 
-def test_a_recursion_error_never_escapes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recursion_error_never_escapes() -> None:
     tree = {"type": "object", "properties": {"child": {"$ref": "#"}}}
     deep: dict[str, Any] = {}
     node = deep
