@@ -286,6 +286,12 @@ class NotTaskOwnerError(TeamError):
     """Only the member that owns a task may complete, fail or release it."""
 
 
+class ResultUnchecked(TeamError):
+    """A completion of a task with a ``result_schema`` whose data was not checked against it yet:
+    the task rule refuses it and writes nothing; the board checks the data off the event loop and
+    tries again (it never reaches a caller)."""
+
+
 class UnknownMemberError(TeamError):
     """The named member does not exist in the team."""
 
@@ -336,6 +342,17 @@ class HITLError(AgentScopeTeamsError):
 
 class OutputError(AgentScopeTeamsError):
     """Structured output could not be produced or checked (see :mod:`agentscope_teams.agent.output`)."""
+
+
+class InvalidSchema(OutputError, ValueError):
+    """A JSON schema we do not accept: not valid, or outside the rules of
+    :mod:`agentscope_teams.schema_guard` (a remote ``$ref``, a ``$ref`` cycle, too large...).
+    ``path`` is where inside the schema (keys and indexes). Also a ``ValueError``: a model's tool
+    call gets it as a tool error, the control plane as 422."""
+
+    def __init__(self, message: str, path: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class OutputValidationError(OutputError, ValueError):

@@ -15,6 +15,8 @@ LAYERS: dict[str, int] = {
     "context": 1,
     "tracing": 1,
     "trust": 1,
+    #: Which JSON schemas we accept and how data is checked against them (imports errors only).
+    "schema_guard": 1,
     "message": 1,
     "state": 2,
     "store": 3,

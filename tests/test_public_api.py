@@ -80,6 +80,8 @@ ERROR_NAMES = {
     "HITLError",
     "OutputError",
     "OutputValidationError",
+    "InvalidSchema",
+    "ResultUnchecked",
     "OutputRetriesExceededError",
     "OutputTypeMismatchError",
     "SyncCallInsideLoopError",

@@ -6,7 +6,9 @@ An output type is built from a Python type (a pydantic model, a dataclass, ``lis
 is shown and what is persisted, and it validates values:
 
 * a Python type validates with pydantic and gives the typed value (a model instance, ...);
-* a JSON schema validates with ``jsonschema`` and gives the JSON data as it is.
+* a JSON schema validates with ``jsonschema`` and gives the JSON data as it is. The schema is
+  accepted and the data checked by :mod:`agentscope_teams.schema_guard` (no remote ``$ref``, bounded
+  size, patterns and time); :meth:`OutputType.validate_async` checks off the event loop.
 
 Every problem is one line starting with its field path (``items.0.line: Input should be a valid
 integer``), so a model can read and correct it (:class:`~agentscope_teams.errors.OutputValidationError`).
@@ -18,7 +20,6 @@ native ``response_format`` and tool arguments must be objects.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -27,7 +28,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from .. import schema_guard
 from ..errors import ConfigurationError, OutputValidationError, field_path
+from ..errors import InvalidSchema as InvalidSchema  # its home was here
 from ..model.base import FINAL_RESULT_TOOL, ResponseSchema, ToolSchema
 
 WRAP_KEY = "result"
@@ -110,6 +113,15 @@ class OutputType:
             except ValidationError as exc:
                 raise self._error(list(_pydantic_problems(exc))) from None
         problems = list(schema_problems(self.json_schema, data))
+        if problems:
+            raise self._error(problems)
+        return data
+
+    async def validate_async(self, data: Any) -> Any:
+        """:meth:`validate`, a JSON schema's check run in a worker thread (off the event loop)."""
+        if self._adapter is not None:
+            return self.validate(data)
+        problems = await schema_guard.problems_async(self.json_schema, data)
         if problems:
             raise self._error(problems)
         return data
@@ -242,40 +254,17 @@ def strict_compatible(schema: Mapping[str, Any]) -> bool:
     return True
 
 
-class InvalidSchema(ValueError):
-    """A JSON schema that is not valid; ``path`` is where inside the schema (keys and indexes)."""
-
-    def __init__(self, message: str, path: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.path = path
-
-
 def check_json_schema(schema: Any) -> dict[str, Any]:
-    """A copy of ``schema`` if it is a valid JSON schema (draft 2020-12), else
-    :class:`InvalidSchema` (a ``ValueError``) naming the path of the problem inside the schema."""
-    if not isinstance(schema, Mapping):
-        raise InvalidSchema(f"a JSON schema must be a mapping, got {type(schema).__name__}")
-    import jsonschema  # imported when a schema is used: it is not needed otherwise
-
-    data = copy.deepcopy(dict(schema))
-    try:
-        jsonschema.Draft202012Validator.check_schema(data)
-    except jsonschema.SchemaError as exc:
-        path = tuple(str(p) for p in exc.absolute_path)
-        where = ".".join(path) or "(top level)"
-        raise InvalidSchema(f"not a valid JSON schema at {where}: {exc.message}", path) from None
-    return data
+    """A copy of ``schema`` if it is a JSON schema we accept (valid draft 2020-12 within the rules
+    of :mod:`agentscope_teams.schema_guard`), else :class:`InvalidSchema` (a ``ValueError``)
+    naming the path of the problem inside the schema."""
+    return schema_guard.accept(schema)
 
 
 def schema_problems(schema: Mapping[str, Any], data: Any) -> Iterator[str]:
-    """Every way ``data`` breaks the JSON ``schema``: ``"path: message"``, in path order."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(dict(schema))
-    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    for error in errors:
-        path = ".".join(str(p) for p in error.absolute_path) or "(root)"
-        yield f"{path}: {error.message}"
+    """Every way ``data`` breaks the JSON ``schema``: ``"path: message"``, in path order (or the
+    bound of :mod:`~agentscope_teams.schema_guard` that stopped the check)."""
+    yield from schema_guard.problems(schema, data)
 
 
 def _pydantic_problems(exc: ValidationError) -> Iterator[str]:

@@ -134,8 +134,17 @@ class OutputRun:
 
     # -- judging an answer -----------------------------------------------------------------------
 
-    def judge(self, response: ModelResponse, final: bool) -> Verdict | None:
-        """The verdict on ``response``, or None when it only calls ordinary tools (run them)."""
+    async def judge(self, response: ModelResponse, final: bool) -> Verdict | None:
+        """The verdict on ``response``, or None when it only calls ordinary tools (run them). An
+        output checked against a JSON schema is judged in a worker thread, off the event loop
+        (the check is bounded by :mod:`~agentscope_teams.schema_guard`); a typed one in place."""
+        if self.output.python_type is not None:
+            return self._judge(response, final)
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self._judge, response, final)
+
+    def _judge(self, response: ModelResponse, final: bool) -> Verdict | None:
         calls = response.tool_calls
         answers = [c for c in calls if c.name == FINAL_RESULT_TOOL and self.mode == "tool"]
         if answers:

@@ -222,7 +222,7 @@ class _Reply(StepRunner):
                 else:
                     yield item
             response = got[-1]
-            verdict = self.output.judge(response, final) if self.output is not None else None
+            verdict = await self.output.judge(response, final) if self.output is not None else None
             if verdict is not None:
                 done = self._settle(response, verdict)
                 if done is not None:

@@ -17,7 +17,8 @@ the ``type`` field (never the message text) and else from the status::
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
          LimitError (a number or text out of bounds), SpecError(s), ToolError, WebAccessError,
-         CommandError, OutputValidationError (a value that does not match its schema)
+         CommandError, OutputValidationError (a value that does not match its schema),
+         InvalidSchema (a JSON schema we do not accept: docs/security.md)
     500  ConfigurationError, StoreError, SubagentError, OutputError, SyncCallInsideLoopError,
          AgentScopeTeamsError (a library error with its type and message); any other exception
          is an opaque ``InternalError``
@@ -62,6 +63,7 @@ STATUS: dict[type[BaseException], int] = {
     e.ClaimConflict: 409,
     e.TaskStateError: 409,
     e.NotTaskOwnerError: 409,
+    e.ResultUnchecked: 409,
     e.UnknownMemberError: 404,
     e.UnknownTeamError: 404,
     e.UnknownTaskError: 404,
@@ -70,6 +72,7 @@ STATUS: dict[type[BaseException], int] = {
     e.HITLError: 409,
     e.OutputError: 500,
     e.OutputValidationError: 422,
+    e.InvalidSchema: 422,
     e.OutputRetriesExceededError: 502,
     e.OutputTypeMismatchError: 409,
     e.SyncCallInsideLoopError: 500,

@@ -38,8 +38,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import anyio.to_thread
+
 from .. import tracing
-from ..errors import TeamError, UnknownTaskError, VersionConflict
+from ..errors import (
+    InvalidSchema,
+    ResultUnchecked,
+    TeamError,
+    UnknownTaskError,
+    VersionConflict,
+)
 from ..store.base import Key
 from . import eligibility, limits, rules
 from .board_index import BoardIndex
@@ -102,8 +110,11 @@ class TaskBoard(BoardIndex):
         Every field is checked against :mod:`.limits` before anything is written;
         ``result_schema`` (a JSON schema) is what its completion's ``data`` must match.
         """
+        schema = None
+        if result_schema is not None:  # checking a large schema takes a while: off the loop
+            schema = await anyio.to_thread.run_sync(limits.result_schema, result_schema)
         fields = {
-            "result_schema": limits.result_schema(result_schema),
+            "result_schema": schema,
             "title": limits.title(title),
             "description": limits.text(description, "description"),
             "assignee": None if assignee is None else limits.name(assignee, "assignee"),
@@ -295,22 +306,39 @@ class TaskBoard(BoardIndex):
         data: Any = None,
         guard: TeamGuard | None = None,
     ) -> Task:
-        change = rules.finish(member, status, text, data)
-        if self.queue is None:
-            no_guard(guard)
-            return await self._update(task_id, change)
-        queue, detail = self.queue, rules.finish_detail(text)
+        detail = rules.finish_detail(text)
         how = Finish(status, text, detail, data)
 
         async def refused(task: Task, now: datetime) -> None:
-            # The queue refuses a task with a result schema until the data has been checked
-            # against it: the rule checks it here (invalid data raises), and the next attempt
-            # carries the data as the rule validated it.
+            # A task with a result schema is refused until its data is checked against it: the
+            # check runs here, off the event loop (invalid data raises, nothing is written), and
+            # the next attempt carries the data as checked. A stored schema the current rules
+            # refuse fails the task instead, with why (rules.schema_refused).
             nonlocal how
-            new = change(task, now)
-            if new is not None and task.result_schema is not None:
-                how = Finish(status, text, detail, new.result_data, checked=True)
+            try:
+                rules.finish(member, how.status, how.text, how.data, how.checked)(task, now)
+            except ResultUnchecked:
+                try:
+                    checked = await rules.check_result(task, data)
+                except InvalidSchema as exc:
+                    error = rules.schema_refused(task, member, text, exc)
+                    how = Finish(TaskStatus.FAILED, error, rules.finish_detail(error))
+                else:
+                    how = Finish(status, text, detail, checked, checked=True)
 
+        if self.queue is None:
+            no_guard(guard)
+            for _ in range(NATIVE_RETRIES):  # a task without a schema costs no extra read
+                try:
+                    return await self._update(
+                        task_id, lambda t, now: rules.finish(member, *_finish_args(how))(t, now)
+                    )
+                except ResultUnchecked:
+                    await refused(await self._must_load(task_id), self.clock())
+            return await self._update(
+                task_id, lambda t, now: rules.finish(member, *_finish_args(how))(t, now)
+            )
+        queue = self.queue
         return await self._native(
             task_id, lambda now: queue.finish(member, task_id, how, now, guard), refused
         )
@@ -420,6 +448,10 @@ class TaskBoard(BoardIndex):
                     tasks.append(task)
         await queue.rebuild(tasks)
         return sum(1 for t in tasks if not t.status.finished)
+
+
+def _finish_args(how: Finish) -> tuple[TaskStatus, str, Any, bool]:
+    return how.status, how.text, how.data, how.checked
 
 
 def _refused(change: Change) -> Callable[[Task, datetime], Awaitable[None]]:

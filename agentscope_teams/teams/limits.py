@@ -16,8 +16,10 @@ what                                   bounds
 ``max_attempts``                       an int, ``1 <= n <= MAX_ATTEMPTS`` (100)
 ``blocked_by``                         at most ``MAX_BLOCKERS`` (100) ids, each an identifier
 ``title``                              1 to ``MAX_TITLE`` (500) characters on one line
-``result_schema``, result ``data``     a valid JSON schema / any JSON value, at most
-                                       ``MAX_TEXT`` characters as JSON
+``result_schema``, result ``data``     a JSON schema within ``RESULT_SCHEMA_LIMITS`` (see
+                                       ``docs/security.md``) / any JSON value, at most
+                                       ``MAX_TEXT`` characters as JSON; the data is checked
+                                       off the event loop in at most 2 s
 ``description``, ``result``,           at most ``MAX_TEXT`` (100,000) characters; newlines and
 ``error``, ``reason``, ``content``     tabs are fine, other control characters are not
 team, lead, member and spec names,     identifiers (1-256 characters, no control characters
@@ -39,9 +41,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..agent.output import check_json_schema
 from ..context import validate_identifier
-from ..errors import ConfigurationError, LimitError
+from ..errors import ConfigurationError, InvalidSchema, LimitError
+from ..schema_guard import SchemaLimits, accept
 
 MAX_TASK_LEASE = 7 * 24 * 3600.0
 MAX_ATTEMPTS = 100
@@ -49,6 +51,10 @@ MAX_BLOCKERS = 100
 MAX_TITLE = 500
 MAX_TEXT = 100_000
 MAX_READ = 1000
+#: The bounds of a task's ``result_schema`` and of the data checked against it
+#: (:mod:`agentscope_teams.schema_guard`); replace it to change them, e.g.
+#: ``limits.RESULT_SCHEMA_LIMITS = SchemaLimits(check_seconds=5)``.
+RESULT_SCHEMA_LIMITS = SchemaLimits(max_schema_chars=MAX_TEXT, max_instance_chars=MAX_TEXT)
 
 #: Control characters (Unicode category Cc) and lone surrogates (Cs), as ``validate_identifier``.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -92,14 +98,16 @@ def json_size(value: object, field: str) -> object:
 
 
 def result_schema(value: object) -> dict[str, Any] | None:
-    """A task's ``result_schema``: None, or a valid JSON schema within the size bound."""
+    """A task's ``result_schema``: None, or a JSON schema that
+    :func:`~agentscope_teams.schema_guard.accept` accepts within :data:`RESULT_SCHEMA_LIMITS`
+    (:class:`~agentscope_teams.errors.InvalidSchema`, a ``ValueError``, names what is wrong)."""
     if value is None:
         return None
     json_size(value, "result_schema")
     try:
-        return check_json_schema(value)
-    except ValueError as exc:
-        raise ValueError(f"result_schema is {exc}") from None
+        return accept(value, RESULT_SCHEMA_LIMITS)
+    except InvalidSchema as exc:
+        raise InvalidSchema(f"result_schema is {exc}", exc.path) from None
 
 
 def config_lease(value: object, field: str = "task_lease") -> float:

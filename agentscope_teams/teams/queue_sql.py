@@ -354,7 +354,7 @@ class SqlBoardQueue:
     ) -> Outcome:
         no_guard(guard)
         return await self._changed(
-            task_id, rules.finish(member, how.status, how.text, how.data), now
+            task_id, rules.finish(member, how.status, how.text, how.data, how.checked), now
         )
 
     async def release(self, member: str, task_id: str, now: datetime) -> Outcome:

@@ -211,10 +211,12 @@ class TaskReported(ToolOutput):
 
     task_id: str
     status: Literal["completed", "failed"]
+    #: Why a completion ended as a failure (see :func:`~.rules.schema_refused`).
+    note: str = ""
 
     def render(self) -> str:
         done = "completed" if self.status == "completed" else "marked failed"
-        return f"Task {self.task_id} {done}."
+        return f"Task {self.task_id} {done}." + (f" {self.note}" if self.note else "")
 
 
 class MessageSent(ToolOutput):

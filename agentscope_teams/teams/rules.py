@@ -13,8 +13,15 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..agent.output import OutputType
-from ..errors import NotTaskOwnerError, OutputValidationError, TaskStateError
+from .. import schema_guard
+from ..agent.output import MAX_PROBLEMS
+from ..errors import (
+    InvalidSchema,
+    NotTaskOwnerError,
+    OutputValidationError,
+    ResultUnchecked,
+    TaskStateError,
+)
 from . import limits
 from .models import Task, TaskEvent, TaskStatus
 
@@ -117,20 +124,48 @@ def require_owner(task: Task, member: str, verb: str) -> None:
     raise TaskStateError(f"task {task.id!r} is already {task.status.value}; cannot {verb} it")
 
 
-def checked_data(task: Task, data: Any) -> Any:
-    """``data`` validated against the task's ``result_schema`` (any data when it has none);
-    :class:`OutputValidationError` (a ``ValueError``) lists every problem with its path."""
-    if task.result_schema is None:
-        return data
-    output = OutputType.from_schema(task.result_schema, f"the result of task {task.id}")
-    if data is None:
+def required_data(task: Task, data: Any) -> None:
+    """Raise :class:`OutputValidationError` when ``task`` declares a result schema and ``data`` is
+    missing."""
+    if task.result_schema is not None and data is None:
         raise OutputValidationError(
-            output.name,
+            f"the result of task {task.id}",
             ["data: required, this task declares a result schema"],
             f"task {task.id!r} declares a result schema: complete it with data matching it "
             f"(listTasks or claimTask shows the schema): {json.dumps(task.result_schema)}",
         )
-    return output.validate(data)
+
+
+async def check_result(task: Task, data: Any) -> Any:
+    """``data`` checked against the task's ``result_schema`` in a worker thread, within the bounds
+    of :data:`.limits.RESULT_SCHEMA_LIMITS`: :class:`OutputValidationError` (a ``ValueError``)
+    lists every problem with its path, or the bound that stopped the check. A stored schema the
+    current rules refuse (one accepted before them) raises :class:`InvalidSchema`; the board then
+    fails the task with :func:`schema_refused`."""
+    required_data(task, data)
+    if task.result_schema is None:
+        return data
+    problems = await schema_guard.problems_async(
+        task.result_schema, data, limits.RESULT_SCHEMA_LIMITS
+    )
+    if len(problems) > MAX_PROBLEMS:
+        problems = [*problems[:MAX_PROBLEMS], f"... and {len(problems) - MAX_PROBLEMS} more"]
+    if problems:
+        raise OutputValidationError(f"the result of task {task.id}", problems)
+    return data
+
+
+def schema_refused(task: Task, member: str, result: str, exc: InvalidSchema) -> str:
+    """The error of a task failed because its stored ``result_schema`` is refused by the rules of
+    :mod:`~agentscope_teams.schema_guard` (it was accepted before them): the reason, what to do,
+    and the member's result so no work is lost."""
+    head = (
+        f"task {task.id!r} failed: its result_schema was stored before the current schema rules "
+        f"and is {exc}; the result of {member!r} was not checked against it, so the task is failed "
+        "instead of completed. Create the task again with a schema within the rules "
+        "(docs/security.md, 'JSON Schemas we accept'). The result was: "
+    )
+    return head + result[: max(0, limits.MAX_TEXT - len(head))]
 
 
 def finish_detail(text: str) -> str:
@@ -138,9 +173,12 @@ def finish_detail(text: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def finish(member: str, status: TaskStatus, text: str, data: Any = None) -> Change:
-    """Complete (``text`` = result, ``data`` checked by :func:`checked_data`) or fail (``text`` =
-    error); a repeat by the owner is a no-op. Invalid data raises and nothing is written."""
+def finish(
+    member: str, status: TaskStatus, text: str, data: Any = None, checked: bool = False
+) -> Change:
+    """Complete (``text`` = result) or fail (``text`` = error); a repeat by the owner is a no-op.
+    Completing a task with a ``result_schema`` needs ``data`` already checked against it
+    (``checked``, see :func:`check_result`), else :class:`ResultUnchecked`; nothing is written."""
     verb = "complete" if status is TaskStatus.COMPLETED else "fail"
     field = "result" if status is TaskStatus.COMPLETED else "error"
 
@@ -150,7 +188,12 @@ def finish(member: str, status: TaskStatus, text: str, data: Any = None) -> Chan
         require_owner(task, member, verb)
         extra: dict[str, Any] = {}
         if status is TaskStatus.COMPLETED:
-            extra["result_data"] = checked_data(task, data)
+            required_data(task, data)
+            if task.result_schema is not None and not checked:
+                raise ResultUnchecked(
+                    f"the data completing task {task.id!r} is not checked against its schema yet"
+                )
+            extra["result_data"] = data
         return _with(
             task,
             now,

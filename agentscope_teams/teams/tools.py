@@ -25,6 +25,7 @@ from . import summary
 from .actor import TeamActor
 from .delivery import MemberCallData
 from .lead_tool_calls import LeadToolCalls
+from .models import TaskStatus
 from .results import (
     BoardListing,
     BroadcastSent,
@@ -118,6 +119,8 @@ class MemberToolCalls:
         task = await self.view.complete(task_id, result, data)
         self.ext.held.discard(task.id)
         self._reported()
+        if task.status is TaskStatus.FAILED:  # its stored result schema is refused now
+            return TaskReported(task_id=task.id, status="failed", note=task.error or "")
         return TaskReported(task_id=task.id, status="completed")
 
     async def fail(self, task_id: str, error: str) -> TaskReported:
