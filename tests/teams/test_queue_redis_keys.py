@@ -26,6 +26,7 @@ from agentscope_teams.teams.board import TaskBoard
 from ..backends import StoreSpec
 from .board_paths import native_spec
 from .conftest import FakeClock
+from .round_trips import count_round_trips
 
 pytestmark = pytest.mark.anyio
 
@@ -77,7 +78,10 @@ async def store(
 
 def forget_hints() -> None:
     """Drop what this process knows of the boards: the next claim must ask for every record."""
-    queue_redis._HINTS.clear()
+    for teams in queue_redis._HINTS.values():
+        for hints in teams.values():
+            hints.head.clear()
+            hints.recent.clear()
 
 
 async def test_every_transition_touches_only_declared_keys(
@@ -135,3 +139,25 @@ async def test_every_transition_touches_only_declared_keys(
     assert got is not None and got.status is TaskStatus.IN_PROGRESS
     async with store.commands() as redis:
         assert await redis.zscore(pending, "t-999") is None
+
+
+async def test_a_claim_costs_one_round_trip_with_hints_and_two_without(
+    store: StoreBackend, client: LocalTeamClient, clock: FakeClock
+) -> None:
+    """The count docs/redis-cluster.md states: a process that knows the pending head (from its
+    last reply or its own enqueues) claims in one script call; one that does not, in two."""
+    team = await client.create_team("crew", members=[Member(name="a")])
+    board = TaskBoard(store, TeamKeys(client.ctx.owner_scope(), team.id), clock, native=True)
+    for i in range(4):
+        await board.create("lead", f"task {i}")
+    assert await board.claim_next("a", 30) is not None  # loads the scripts
+    async with count_round_trips(store) as counter:
+        assert await board.claim_next("a", 30) is not None
+    assert counter.seen == ["EVALSHA"]
+    forget_hints()  # as a process that never enqueued or claimed on this board
+    async with count_round_trips(store) as counter:
+        assert await board.claim_next("a", 30) is not None
+    assert counter.seen == ["EVALSHA", "EVALSHA"]
+    async with count_round_trips(store) as counter:  # the reply named the next ones
+        assert await board.claim_next("a", 30) is not None
+    assert counter.seen == ["EVALSHA"]
