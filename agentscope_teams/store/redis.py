@@ -19,8 +19,10 @@ also update the indexes of the key's prefixes *shorter* than ``T``; on one serve
 **Redis Cluster** (a ``RedisCluster`` client, URL ``redis+cluster://host:port[,host:port...]/``):
 keys are tagged by their key-registry group without the family literal, and the scripts only touch
 indexes in the key's own slot; prefixes shorter than the tag are listed through tag registries
-written outside the scripts. The single-server layout above is unchanged. See
-:mod:`._redis_cluster` and ``docs/redis-cluster.md``.
+written outside the scripts. The single-server layout above is unchanged. Every script declares
+every key it touches in KEYS, and a command refused while its slot migrates (ASK / TRYAGAIN) is
+retried for up to ``migration_timeout`` seconds. See :mod:`._redis_cluster` and
+``docs/redis-cluster.md`` ("Slot migration").
 
 Keys written with ``indexed=False`` (leases) go through the same scripts with no index keys: no
 index is touched on create or delete, and ``list_keys`` never shows them. Fenced writes
@@ -302,10 +304,11 @@ class RedisStore(StoreBackend):
 
     @asynccontextmanager
     async def commands(self) -> AsyncIterator[Any]:
-        """The Redis client, for the layers above that send their own commands (the board queue),
-        within a turn of the store's gate and its error mapping: they too count against
-        ``max_connections``, wait for a turn instead of opening more connections, and see a lost
-        server as :class:`StoreUnavailableError`."""
+        """The Redis client, for the layers above that send their own commands, within a turn of
+        the store's gate and its error mapping: they too count against ``max_connections``, wait
+        for a turn instead of opening more connections, and see a lost server as
+        :class:`StoreUnavailableError`. Prefer :meth:`run_script` and :meth:`call`, which also
+        wait out a migrating slot on a cluster."""
         async with self._turn():
             with self._guard():
                 yield self._client
