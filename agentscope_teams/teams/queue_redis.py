@@ -250,11 +250,13 @@ class RedisBoardQueue:
 
     async def reap(self, now: datetime) -> list[Task]:
         out: list[Task] = []
+        offset = 0  # expired entries left in place (undecodable records) are passed by
         while True:
-            flat = await self._run("REAP", now, REAP_BATCH)
-            out += [self._task(flat[i], flat[i + 1]) for i in range(1, len(flat), 2)]
-            if int(flat[0]) != 2:  # 2: a full batch that changed something; look again
+            flat = await self._run("REAP", now, offset, REAP_BATCH)
+            out += [self._task(flat[i], flat[i + 1]) for i in range(2, len(flat), 2)]
+            if int(flat[0]) != 1:  # 1: a full batch, there may be more
                 return out
+            offset += int(flat[1])
 
     async def open_tasks(self) -> list[tuple[str, Task | Exception]]:
         out: list[tuple[str, Task | Exception]] = []

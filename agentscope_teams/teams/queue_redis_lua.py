@@ -435,32 +435,32 @@ return save(t)
 """
 )
 
-#: ARGV[5] batch size. Settles the expired leases of up to a batch; replies ``{more, json,
-#: version, ...}`` (more: 2 when a full batch changed something, else 0) or a NEED reply.
+#: ARGV[5] offset (expired entries left in place by earlier batches), [6] batch size. Settles the
+#: expired leases of a batch; replies ``{more, left, json, version, ...}`` (more: 1 when the batch
+#: was full; left: entries it left in place, undecodable records) or a NEED reply.
 REAP = (
     PRELUDE
     + r"""
-local batch = tonumber(ARGV[5])
-local ids = redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, batch)
+local offset, batch = tonumber(ARGV[5]), tonumber(ARGV[6])
+local ids = redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', offset, batch)
 for _, id in ipairs(ids) do
   if not DECLARED[name_of(id)] then need(id) end
 end
 if #NEED > 0 then return need_reply(nil) end
-local out, changed = {0}, 0
+local out = {#ids == batch and 1 or 0, 0}
 for _, id in ipairs(ids) do
   local t, raw = load(id)
   if raw == nil or (t ~= nil and t.status ~= 'in_progress') then
     redis.call('ZREM', H, id)  -- declared and absent (or settled): provably stale
-    changed = changed + 1
   elseif t ~= nil then
     expire(t)
     local w = save(t)
     out[#out + 1] = w[2]
     out[#out + 1] = w[3]
-    changed = changed + 1
+  else
+    out[2] = out[2] + 1
   end
 end
-if #ids == batch and changed > 0 then out[1] = 2 end
 return out
 """
 )

@@ -161,3 +161,29 @@ async def test_a_claim_costs_one_round_trip_with_hints_and_two_without(
     async with count_round_trips(store) as counter:  # the reply named the next ones
         assert await board.claim_next("a", 30) is not None
     assert counter.seen == ["EVALSHA"]
+
+
+async def test_reap_settles_every_expired_lease_batch_by_batch(
+    store: StoreBackend,
+    client: LocalTeamClient,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ten lapsed leases, one of them on an unreadable record, reaped 4 per script call: the
+    unreadable one is passed by (left in place), the nine others all come back."""
+    assert isinstance(store, RedisStore)
+    monkeypatch.setattr(queue_redis, "REAP_BATCH", 4)
+    team = await client.create_team("crew", members=[Member(name="a")])
+    keys = TeamKeys(client.ctx.owner_scope(), team.id)
+    board = TaskBoard(store, keys, clock, native=True)
+    for i in range(10):
+        await board.create("lead", f"task {i}")
+    held = [await board.claim_next("a", 1) for _ in range(10)]
+    assert all(t is not None for t in held)
+    async with store.commands() as redis:  # the first one's record becomes unreadable
+        await redis.hset(store.redis_name(keys.task("t-1")), "v", b"not json")
+    clock.advance(5)
+    forget_hints()
+    reaped = await board.reap_expired()
+    assert sorted(t.id for t in reaped) == sorted(f"t-{i}" for i in range(2, 11))
+    assert all(t.status is TaskStatus.PENDING for t in reaped)
