@@ -4,17 +4,22 @@
 starts the servers with a short node timeout (so a killed primary fails over in a few seconds),
 joins them with ``redis-cli --cluster create --cluster-replicas 1`` and waits for
 ``cluster_state:ok`` on every node. ``kill_primary`` SIGKILLs one primary, for failover tests.
+:class:`SlotMove` moves one hash slot between primaries step by step (``CLUSTER SETSLOT``
+IMPORTING / MIGRATING, ``MIGRATE`` of chosen keys, ``SETSLOT NODE``), for slot-migration tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 NODES = 6
 #: Milliseconds without an answer before a node is failed and its replica promoted.
@@ -182,3 +187,62 @@ class LocalCluster:
         for proc in self.processes.values():
             proc.wait(timeout=10)
         self.processes.clear()
+
+
+def _node(port: int) -> Any:
+    import redis
+
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
+
+
+def _response_error() -> type[Exception]:
+    from redis.exceptions import ResponseError
+
+    return ResponseError
+
+
+@dataclass
+class SlotMove:
+    """One hash slot moved from the primary on ``source`` to the one on ``target``, as
+    ``redis-cli --cluster reshard`` does it, but with the order of the keys in the caller's hands."""
+
+    slot: int
+    source: int
+    target: int
+    ports: Sequence[int]
+
+    def _id(self, port: int) -> str:
+        return str(_node(port).execute_command("CLUSTER", "MYID").decode())
+
+    def begin(self) -> None:
+        """Mark the slot importing on the target, then migrating on the source."""
+        _node(self.target).execute_command(
+            "CLUSTER", "SETSLOT", self.slot, "IMPORTING", self._id(self.source)
+        )
+        _node(self.source).execute_command(
+            "CLUSTER", "SETSLOT", self.slot, "MIGRATING", self._id(self.target)
+        )
+
+    def keys(self) -> list[bytes]:
+        """The keys of the slot still on the source."""
+        node = _node(self.source)
+        count = node.execute_command("CLUSTER", "COUNTKEYSINSLOT", self.slot)
+        return list(node.execute_command("CLUSTER", "GETKEYSINSLOT", self.slot, max(count, 1)))
+
+    def migrate(self, keys: Sequence[bytes]) -> None:
+        """``MIGRATE`` ``keys`` (those still on the source) to the target, atomically per call."""
+        if keys:
+            _node(self.source).execute_command(
+                "MIGRATE", "127.0.0.1", self.target, "", 0, 10000, "KEYS", *keys
+            )
+
+    def finish(self) -> None:
+        """Assign the slot to the target on every live primary (target first, as redis-cli does)."""
+        target = self._id(self.target)
+        for port in [
+            self.target,
+            self.source,
+            *[p for p in self.ports if p not in (self.target, self.source)],
+        ]:
+            with contextlib.suppress(_response_error()):  # a replica refuses; the bus tells it
+                _node(port).execute_command("CLUSTER", "SETSLOT", self.slot, "NODE", target)

@@ -20,18 +20,29 @@ These members sort exactly as the keys they stand for, so a listing walks the re
 The registry is written in a separate command *before* the entry's script (a crash in between
 leaves a member without a key, which listings skip), and never inside a cross-slot script.
 Members are not removed when keys are deleted: listings skip the stale ones.
+
+**A slot on the move.** While a slot migrates, Redis answers ASK (the key is on the target) or
+TRYAGAIN (a multi-key command whose keys are split between the nodes) for the commands it will not
+run; redis-py follows an ASK and retries a TRYAGAIN a few times, then raises. Either way the command
+did not run, so :func:`through_migration` runs it again with a bounded backoff until the slot
+settles (or raises after its timeout). Every script declares every key it touches, so Redis routes
+it, and refuses it, by all of them (``docs/redis-cluster.md``, "Slot migration").
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError, StoreBusyError
 
 _GROUPS: dict[str, int] = {}
+_T = TypeVar("_T")
+#: The first and the longest pause between two tries of a command refused while its slot moves.
+MOVING_BACKOFF = (0.005, 0.2)
 
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 
@@ -227,3 +238,26 @@ def cluster_errors(redis: Any) -> tuple[type[Exception], ...]:
         )
         if hasattr(e, n)
     )
+
+
+def slot_moving(redis: Any, exc: BaseException) -> bool:
+    """Whether ``exc`` says a command did not run because its slot is migrating: TRYAGAIN, an ASK
+    or MOVED redis-py did not follow, or redis-py's "TTL exhausted" (a plain ``ClusterError``,
+    raised only after redirects and TRYAGAINs, none of which ran the command)."""
+    e = redis.exceptions
+    return isinstance(exc, e.TryAgainError | e.AskError) or type(exc) is e.ClusterError
+
+
+async def through_migration(redis: Any, call: Callable[[], Awaitable[_T]], budget: float) -> _T:
+    """``await call()``; while its slot migrates (:func:`slot_moving`), again after a pause that
+    doubles from ``MOVING_BACKOFF[0]`` to ``MOVING_BACKOFF[1]``, for up to ``budget`` seconds
+    (then the last error is raised). Safe for writes: a refused command did not run."""
+    delay, deadline = MOVING_BACKOFF[0], time.monotonic() + budget
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            if not slot_moving(redis, exc) or time.monotonic() + delay > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, MOVING_BACKOFF[1])

@@ -19,8 +19,10 @@ also update the indexes of the key's prefixes *shorter* than ``T``; on one serve
 **Redis Cluster** (a ``RedisCluster`` client, URL ``redis+cluster://host:port[,host:port...]/``):
 keys are tagged by their key-registry group without the family literal, and the scripts only touch
 indexes in the key's own slot; prefixes shorter than the tag are listed through tag registries
-written outside the scripts. The single-server layout above is unchanged. See
-:mod:`._redis_cluster` and ``docs/redis-cluster.md``.
+written outside the scripts. The single-server layout above is unchanged. Every script declares
+every key it touches in KEYS, and a command refused while its slot migrates (ASK / TRYAGAIN) is
+retried for up to ``migration_timeout`` seconds. See :mod:`._redis_cluster` and
+``docs/redis-cluster.md`` ("Slot migration").
 
 Keys written with ``indexed=False`` (leases) go through the same scripts with no index keys: no
 index is touched on create or delete, and ``list_keys`` never shows them. Fenced writes
@@ -52,9 +54,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 
@@ -87,6 +90,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis, RedisCluster
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_MAX_CONNECTIONS = 64
@@ -208,6 +212,8 @@ class RedisStore(StoreBackend):
     shared_across_hosts = True
     #: How long ``setup()`` retries reading a cluster's slot map while a node is down.
     cluster_setup_timeout = 15.0
+    #: How long a command refused while its slot migrates (ASK / TRYAGAIN) is retried.
+    migration_timeout = 30.0
 
     def __init__(
         self,
@@ -240,6 +246,7 @@ class RedisStore(StoreBackend):
             else:
                 client = _client_from_url(redis, url, max_connections, pool_timeout)
         self._client: Any = cast(Any, client)
+        self._redis = redis
         #: True on Redis Cluster: keys are tagged by their key-registry group (see the module docs).
         self.cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
         self._registered: set[tuple[str, str]] = set()  # range members this store has written
@@ -301,17 +308,50 @@ class RedisStore(StoreBackend):
 
     @asynccontextmanager
     async def commands(self) -> AsyncIterator[Any]:
-        """The Redis client, for the layers above that send their own commands (the board queue),
-        within a turn of the store's gate and its error mapping: they too count against
-        ``max_connections``, wait for a turn instead of opening more connections, and see a lost
-        server as :class:`StoreUnavailableError`."""
+        """The Redis client, for the layers above that send their own commands, within a turn of
+        the store's gate and its error mapping: they too count against ``max_connections``, wait
+        for a turn instead of opening more connections, and see a lost server as
+        :class:`StoreUnavailableError`. Prefer :meth:`run_script` and :meth:`call`, which also
+        wait out a migrating slot on a cluster."""
         async with self._turn():
             with self._guard():
                 yield self._client
 
     def register_script(self, source: str) -> Any:
-        """A Lua script registered on this store's client (run it inside :meth:`commands`)."""
+        """A Lua script registered on this store's client (run it with :meth:`run_script`)."""
         return self._client.register_script(source)
+
+    async def _moving(self, call: Callable[[], Awaitable[_T]]) -> _T:
+        """``await call()``; on a cluster, again while its slot migrates (up to
+        ``migration_timeout``; :func:`._redis_cluster.through_migration`)."""
+        if not self.cluster:
+            return await call()
+        return await cluster.through_migration(self._redis, call, self.migration_timeout)
+
+    async def _pipelined(self, build: Callable[[Any], object]) -> list[Any]:
+        """One non-transactional pipeline of the commands ``build(pipe)`` queues, retried whole
+        while a slot migrates: only for idempotent commands (reads, a registry ``ZADD``)."""
+
+        async def run() -> list[Any]:
+            async with self._client.pipeline(transaction=False) as pipe:
+                build(pipe)
+                return cast(list[Any], await pipe.execute())
+
+        return await self._moving(run)
+
+    async def run_script(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """Run a script of :meth:`register_script` in a turn of the gate, with the store's error
+        mapping, and retried while its slot migrates. ``keys`` must name every key it touches."""
+        async with self._turn():
+            with self._guard():
+                return await self._moving(lambda: script(keys=keys, args=args))
+
+    async def call(self, command: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``await command(client)`` as :meth:`run_script` runs a script (for the layers above
+        that send commands of their own: one command, or a pipeline of one slot)."""
+        async with self._turn():
+            with self._guard():
+                return await self._moving(lambda: command(self._client))
 
     def redis_name(self, key: Key, kind: str = "") -> str:
         """THE Redis name of ``key`` (``kind`` names a companion: ``:idx``, ``:stream``, ...).
@@ -440,7 +480,7 @@ class RedisStore(StoreBackend):
         name = names[0] if names is not None else self.redis_name(k)  # a read needs no index names
         async with self._turn():
             with self._guard():
-                value, version = await self._client.hmget(name, ["v", "n"])
+                value, version = await self._moving(lambda: self._client.hmget(name, ["v", "n"]))
         if value is None or version is None:
             return None
         return Entry(cast(bytes, value), int(version))
@@ -457,10 +497,9 @@ class RedisStore(StoreBackend):
             return []
         async with self._turn():
             with self._guard():
-                async with self._client.pipeline(transaction=False) as pipe:
-                    for name in names:
-                        pipe.hmget(name, ["v", "n"])
-                    rows = await pipe.execute()
+                rows = await self._pipelined(
+                    lambda pipe: [pipe.hmget(n, ["v", "n"]) for n in names]
+                )
         return [
             None if value is None or version is None else Entry(cast(bytes, value), int(version))
             for value, version in rows
@@ -494,7 +533,7 @@ class RedisStore(StoreBackend):
             if self.cluster and indexed and not expected_version:  # it may create the key
                 await self._register(k)
             with self._guard():
-                ok, found = await script(keys=keys, args=args)
+                ok, found = await self._moving(lambda: script(keys=keys, args=args))
         if ok < 0 and f is not None:
             raise LeaseLostError(k, f.key)
         if not ok:
@@ -523,10 +562,7 @@ class RedisStore(StoreBackend):
         if not todo:
             return
         with self._guard():
-            async with self._client.pipeline(transaction=False) as pipe:
-                for reg, member in todo:
-                    pipe.zadd(reg, {member: 0})
-                await pipe.execute()
+            await self._pipelined(lambda pipe: [pipe.zadd(reg, {m: 0}) for reg, m in todo])
         if len(self._registered) >= 16 * _NAME_CACHE_SIZE:
             self._registered.clear()
         self._registered.update(todo)
@@ -549,7 +585,9 @@ class RedisStore(StoreBackend):
         if not indexed:
             indexes, members = [], []
         with self._guard():
-            ok, found = await self._delete(keys=[name, *indexes], args=[expected, *members])
+            ok, found = await self._moving(
+                lambda: self._delete(keys=[name, *indexes], args=[expected, *members])
+            )
         return int(ok), int(found)
 
     async def list_keys(
@@ -573,7 +611,9 @@ class RedisStore(StoreBackend):
         while start is not None and len(out) < limit:
             batch = max(limit - len(out), 32)
             with self._guard():
-                raw = await self._client.zrangebylex(self._index(p), start, "+", 0, batch)
+                raw = await self._moving(
+                    partial(self._client.zrangebylex, self._index(p), start, "+", 0, batch)
+                )
             members = [cast(bytes, m).decode() for m in raw]
             # Entry names straight from the escaped members: no decode / re-encode round trip.
             names = [self._name_encoded(prefix_enc + m.split("/")) for m in members]
@@ -590,7 +630,9 @@ class RedisStore(StoreBackend):
         while start is not None and len(out) < limit:
             batch = max(limit - len(out), 32)
             with self._guard():
-                raw = await self._client.zrangebylex(registry, start, "+", 0, batch)
+                raw = await self._moving(
+                    partial(self._client.zrangebylex, registry, start, "+", 0, batch)
+                )
             members = [cast(bytes, m).decode() for m in raw]
             singles: list[Key] = []
             for m in members:
@@ -627,10 +669,9 @@ class RedisStore(StoreBackend):
         if not keys:
             return []
         with self._guard():
-            async with self._client.pipeline(transaction=False) as pipe:
-                for k in keys:
-                    pipe.exists(self.redis_name(k))
-                found = await pipe.execute()
+            found = await self._pipelined(
+                lambda pipe: [pipe.exists(self.redis_name(k)) for k in keys]
+            )
         return [k for k, n in zip(keys, found, strict=True) if n]
 
     async def _live(self, keys: list[Key], names: list[str]) -> list[Key]:
@@ -638,7 +679,7 @@ class RedisStore(StoreBackend):
         if not keys:
             return []
         with self._guard():
-            exists = await self._exists(keys=names)
+            exists = await self._moving(lambda: self._exists(keys=names))
         for k, alive in zip(keys, exists, strict=True):
             if not alive:
                 await self._delete_script(k, "0")  # a no-op if the key was created meanwhile
@@ -651,7 +692,9 @@ class RedisStore(StoreBackend):
         names = self._stream_names(k)
         async with self._turn():
             with self._guard():
-                seq = await self._append(keys=list(names), args=[bytes(value)])
+                seq = await self._moving(
+                    lambda: self._append(keys=list(names), args=[bytes(value)])
+                )
         return int(seq)
 
     async def read(
@@ -661,8 +704,10 @@ class RedisStore(StoreBackend):
         self._check_page(limit, after)
         async with self._turn():
             with self._guard():
-                rows = await self._client.xrange(
-                    self._stream_names(k)[0], min=f"0-{after + 1}", max="+", count=limit
+                rows = await self._moving(
+                    lambda: self._client.xrange(
+                        self._stream_names(k)[0], min=f"0-{after + 1}", max="+", count=limit
+                    )
                 )
         return [
             (
@@ -676,7 +721,7 @@ class RedisStore(StoreBackend):
         name = self.redis_name(validate_key(stream, "stream"), ":stream")
         async with self._turn():
             with self._guard():
-                return bool(await self._client.delete(name))
+                return bool(await self._moving(lambda: self._client.delete(name)))
 
     # -- signals ---------------------------------------------------------------------------
 
@@ -685,7 +730,7 @@ class RedisStore(StoreBackend):
         name = self.redis_name(validate_key(channel, "channel"), ":signal")
         async with self._turn():
             with self._guard():
-                await self._client.publish(name, b"1")
+                await self._moving(lambda: self._client.publish(name, b"1"))
 
     async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool:  # noqa: ASYNC109
         """True when one of ``channels`` is signalled within ``timeout``; False at the timeout or,

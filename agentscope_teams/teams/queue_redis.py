@@ -16,18 +16,30 @@ tasks (they are not in the pending set); it grows only with pending tasks it mus
 to others, or waiting on blockers), read inside the script, :data:`SCAN` at a time. A lease expiry
 is exact to the millisecond: the held score is the record's ``lease_expires_at``, written at ms
 precision by this path.
+
+**Declared records.** A script reads only the task records passed in its KEYS (Redis Cluster
+routes a script by its declared keys, and during a slot migration refuses it with ASK / TRYAGAIN
+unless they are all on one node: see ``docs/redis-cluster.md``). A named transition declares its
+task. ``claim_next`` declares the ids its previous reply hinted (the pending head) and the ids this
+process recently enqueued, claimed or was asked for (:class:`_Hints`); a script that meets a record
+it was not given replies NEED and the ids, and is called again with them, having written nothing.
+Round trips: one per transition in the common case; one more when another process took the hinted
+tasks, a blocker or an expired lease's task is new to this process, or a listing page (``reap``,
+``open_tasks``: two per page).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 from weakref import WeakKeyDictionary, WeakSet
 
 from pydantic import TypeAdapter
 
+from ..errors import StoreUnavailableError
 from ..listing import UNREADABLE
 from ..store.encoding import encode_segment
 from . import queue_redis_lua as lua
@@ -39,8 +51,14 @@ if TYPE_CHECKING:
 
 #: Pending tasks one claim script passes by before answering "more" (the board then calls again).
 SCAN = 256
-#: Tasks per page of an open-task listing (one script call each).
+#: Tasks per page of an open-task listing (two script calls each: the ids, then their records).
 PAGE = 1000
+#: Expired leases one reap script settles.
+REAP_BATCH = 64
+#: Calls one transition may take to declare every record it needs (each adds the missing ones).
+MAX_ROUNDS = 16
+#: Ids a team's hints keep from this process's own enqueues, claims and NEED replies.
+RECENT = 32
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 _PROBE = "t-0"
@@ -79,6 +97,40 @@ def _scripts_of(store: RedisStore) -> dict[str, Any]:
     return found
 
 
+class _Hints:
+    """The task ids a team's next ``claim_next`` will likely read, kept per store and team: the
+    pending head its last reply named, and the ids this process recently enqueued, claimed or was
+    asked for. Declaring an id that is not needed costs only its name in KEYS."""
+
+    __slots__ = ("head", "recent")
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.recent: deque[str] = deque(maxlen=RECENT)
+
+    def ids(self) -> list[str]:
+        return list(dict.fromkeys([*self.head, *self.recent]))
+
+    def remember(self, ids: Iterable[str]) -> None:
+        for i in ids:
+            if i not in self.recent:
+                self.recent.append(i)
+
+
+_HINTS: WeakKeyDictionary[RedisStore, dict[str, _Hints]] = WeakKeyDictionary()
+_TEAMS_HINTED = 1024
+
+
+def _hints_of(store: RedisStore, pending: str) -> _Hints:
+    teams = _HINTS.setdefault(store, {})
+    found = teams.get(pending)
+    if found is None:
+        if len(teams) >= _TEAMS_HINTED:
+            teams.clear()
+        found = teams[pending] = _Hints()
+    return found
+
+
 def redis_queue_supported(store: RedisStore) -> bool:
     """Whether the store names task records so the scripts can derive them (always, today)."""
     return _template(store, TeamKeys(("o", "u"), "team")) is not None
@@ -101,14 +153,34 @@ class RedisBoardQueue:
             store.redis_name(keys.held_prefix(), ":owners"),
         ]
         self._scripts = _scripts_of(store)
+        self._hints = _hints_of(store, self._keys[0])
 
-    async def _run(self, script: str, now: datetime, *args: str | float) -> Any:
+    def _record(self, task_id: str) -> str:
+        before, after = self._template
+        return before + task_id + after
+
+    async def _run(
+        self, script: str, now: datetime, *args: str | float, ids: Iterable[str] = ()
+    ) -> Any:
+        """Run ``script`` with the records of ``ids`` declared, adding those a NEED reply asks
+        for, until it answers (at most :data:`MAX_ROUNDS` calls)."""
         if self.store not in _LOADED:  # once per store: every script on every primary
             await self.store.load_scripts([getattr(lua, n) for n in _SCRIPT_NAMES])
             _LOADED.add(self.store)
         argv = [*self._template, str(_ms(now)), _iso(now), *map(str, args)]
-        async with self.store.commands():
-            return await self._scripts[script](keys=self._keys, args=argv)
+        declared = dict.fromkeys(ids)
+        for _ in range(MAX_ROUNDS):
+            keys = [*self._keys, *map(self._record, declared)]
+            reply = await self.store.run_script(self._scripts[script], keys, argv)
+            if not (isinstance(reply, list) and reply and int(reply[0]) == lua.NEED):
+                return reply
+            asked = [raw.decode() for raw in reply[1:]]
+            self._hints.remember(asked)
+            declared.update(dict.fromkeys(asked))
+        raise StoreUnavailableError(
+            f"the board {self.keys.team()!r} changed under {MAX_ROUNDS} calls of {script} in a "
+            "row (each found tasks it had not been given); try again"
+        )
 
     @staticmethod
     def _task(raw: bytes, version: bytes | int) -> Task:
@@ -123,11 +195,11 @@ class RedisBoardQueue:
     async def _named(self, script: str, task_id: str, now: datetime, *args: str | float) -> Outcome:
         if encode_segment(task_id) != task_id:  # not a board id (t-<seq>): no such record
             return Outcome(Verdict.MISSING)
-        return self._outcome(await self._run(script, now, task_id, *args))
+        return self._outcome(await self._run(script, now, task_id, *args, ids=[task_id]))
 
     async def enqueue(self, task: Task) -> None:
-        async with self.store.commands() as client:
-            await client.zadd(self._keys[0], {task.id: task.seq})
+        await self.store.call(lambda client: client.zadd(self._keys[0], {task.id: task.seq}))
+        self._hints.remember([task.id])
 
     async def claim_next(
         self,
@@ -142,10 +214,16 @@ class RedisBoardQueue:
         offset, own = 0, "1" if prefer_own else ""
         lease_ms = round(lease * 1000)
         while True:
-            reply = await self._run("CLAIM_NEXT", now, member, lease, lease_ms, own, offset, SCAN)
-            if int(reply[0]) == 1:
-                return self._task(reply[1], reply[2])
-            if int(reply[0]) == 0:
+            args = (member, lease, lease_ms, own, offset, SCAN)
+            reply = await self._run("CLAIM_NEXT", now, *args, ids=self._hints.ids())
+            code = int(reply[0])
+            hints = reply[3:] if code == 1 else reply[1:] if code == 0 else reply[2:]
+            self._hints.head = [raw.decode() for raw in hints]
+            if code == 1:
+                task = self._task(reply[1], reply[2])
+                self._hints.remember([task.id])
+                return task
+            if code == 0:
                 return None
             offset, own = int(reply[1]), ""
 
@@ -171,41 +249,48 @@ class RedisBoardQueue:
         return await self._named("CANCEL", task_id, now, actor, reason)
 
     async def reap(self, now: datetime) -> list[Task]:
-        flat = await self._run("REAP", now)
-        return [self._task(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+        out: list[Task] = []
+        offset = 0  # expired entries left in place (undecodable records) are passed by
+        while True:
+            flat = await self._run("REAP", now, offset, REAP_BATCH)
+            out += [self._task(flat[i], flat[i + 1]) for i in range(2, len(flat), 2)]
+            if int(flat[0]) != 1:  # 1: a full batch, there may be more
+                return out
+            offset += int(flat[1])
 
     async def open_tasks(self) -> list[tuple[str, Task | Exception]]:
         out: list[tuple[str, Task | Exception]] = []
         for held in ("", "1"):
             offset = 0
             while True:
-                argv = [*self._template, "0", "", held, str(offset), str(PAGE)]
-                async with self.store.commands():
-                    flat = await self._scripts["OPEN_PAGE"](keys=self._keys, args=argv)
-                for i in range(1, len(flat), 3):
+                flat = await self._run("OPEN_PAGE", _EPOCH, held, offset, PAGE)
+                for i in range(2, len(flat), 3):
                     out.append((flat[i].decode(), _decoded(flat[i + 1], flat[i + 2])))
-                if int(flat[0]) < PAGE:
+                if int(flat[1]) < PAGE:
                     break
                 offset += PAGE
         return out
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
         pending, held, owners = self._keys
-        async with self.store.commands() as client, client.pipeline(transaction=True) as pipe:
-            pipe.delete(pending, held, owners)
-            for t in tasks:
-                if t.status is TaskStatus.PENDING:
-                    pipe.zadd(pending, {t.id: t.seq})
-                elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
-                    until = t.lease_expires_at or _EPOCH
-                    pipe.zadd(held, {t.id: _ms(until)})
-                    pipe.zadd(owners, {f"{t.owner}\0{t.seq:020d}\0{t.id}": 0})
-            await pipe.execute()
+
+        async def write(client: Any) -> None:
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.delete(pending, held, owners)
+                for t in tasks:
+                    if t.status is TaskStatus.PENDING:
+                        pipe.zadd(pending, {t.id: t.seq})
+                    elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
+                        until = t.lease_expires_at or _EPOCH
+                        pipe.zadd(held, {t.id: _ms(until)})
+                        pipe.zadd(owners, {f"{t.owner}\0{t.seq:020d}\0{t.id}": 0})
+                await pipe.execute()
+
+        await self.store.call(write)  # one MULTI of one slot: refused whole, or run whole
 
     async def drop(self) -> None:
         """Delete the queue's index (the team is being deleted)."""
-        async with self.store.commands() as client:
-            await client.delete(*self._keys)
+        await self.store.call(lambda client: client.delete(*self._keys))
 
 
 def _decoded(raw: bytes, version: bytes) -> Task | Exception:

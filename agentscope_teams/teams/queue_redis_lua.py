@@ -2,26 +2,62 @@
 
 Every script starts with :data:`PRELUDE`. Keys: ``KEYS[1]`` the pending set (score: sequence,
 member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: task id),
-``KEYS[3]`` the owners set (score 0, member ``owner NUL seq NUL id``, read by lex range). Task
-records are the store's entries (hash ``{v: JSON, n: version}``); a record's name is
-``ARGV[1] .. id .. ARGV[2]`` (a template the store computed), in the same hash slot. ``ARGV[3]`` is
-now in ms, ``ARGV[4]`` now as the records write it (ISO 8601). The rule mirrors
-:func:`agentscope_teams.teams.eligibility.claim_verdict`; the history texts mirror
-:mod:`agentscope_teams.teams.rules` (the board's conformance tests run both paths).
+``KEYS[3]`` the owners set (score 0, member ``owner NUL seq NUL id``, read by lex range), then
+``KEYS[4..]`` the task records the client *declared*. Task records are the store's entries (hash
+``{v: JSON, n: version}``); a record's name is ``ARGV[1] .. id .. ARGV[2]`` (a template the store
+computed), in the same hash slot. ``ARGV[3]`` is now in ms, ``ARGV[4]`` now as the records write it
+(ISO 8601). The rule mirrors :func:`agentscope_teams.teams.eligibility.claim_verdict`; the history
+texts mirror :mod:`agentscope_teams.teams.rules` (the board's conformance tests run both paths).
+
+**Every key a script touches is in KEYS** (Redis Cluster routes a script, and answers ASK or
+TRYAGAIN while its slot migrates, by the declared keys only). A script that needs a record the
+client did not declare (the next pending task, a blocker, an expired lease's task) reads nothing
+more and writes nothing: it replies :data:`NEED` and the ids to declare, and the client calls again
+with them. So a declared record that is absent is provably gone (during a migration Redis runs a
+script only where all its declared keys are), and only then is its index entry removed as stale.
 
 Replies: ``{1, json, version}`` written, ``{0, json, version}`` nothing to write, ``{-1, json,
-version}`` refused (the board derives the error from the record), ``{-2}`` no such task;
-``claim_next`` returns ``{1, ...}``, ``{0}`` (nothing claimable) or ``{2, offset}`` (scan limit
-reached: call again from ``offset``).
+version}`` refused (the board derives the error from the record), ``{-2}`` no such task, ``{3,
+id...}`` declare these records and call again; ``claim_next`` returns ``{1, json, version,
+hint...}``, ``{0, hint...}`` (nothing claimable) or ``{2, offset, hint...}`` (scan limit reached:
+call again from ``offset``), where the hints are the pending ids its next call will likely read.
 """
+
+#: The reply code of a script that needs records the client did not declare (the ids follow).
+NEED = 3
 
 PRELUDE = r"""
 local P, H, O = KEYS[1], KEYS[2], KEYS[3]
 local BEFORE, AFTER = ARGV[1], ARGV[2]
 local NOW, NOW_ISO = tonumber(ARGV[3]), ARGV[4]
 local NULL = cjson.null
+local AHEAD = 16
 
 local function name_of(id) return BEFORE .. id .. AFTER end
+
+-- The records the client declared; a read of any other id is noted in NEED instead.
+local DECLARED, NEED, NEEDED = {}, {}, {}
+for i = 4, #KEYS do DECLARED[KEYS[i]] = true end
+
+local function need(id)
+  if not NEEDED[id] then
+    NEEDED[id] = true
+    NEED[#NEED + 1] = id
+  end
+end
+
+-- The NEED reply: the ids noted, then the undeclared ids of set of ranks first..last (the reads
+-- that would follow).
+local function need_reply(set, first, last)
+  if set ~= nil then
+    for _, id in ipairs(redis.call('ZRANGE', set, first, last)) do
+      if not DECLARED[name_of(id)] then need(id) end
+    end
+  end
+  local out = {3}
+  for _, id in ipairs(NEED) do out[#out + 1] = id end
+  return out
+end
 
 local function decode(raw)
   local ok, t = pcall(cjson.decode, raw)
@@ -29,11 +65,18 @@ local function decode(raw)
   return nil
 end
 
--- The record of id: (table or nil, raw or nil); an undecodable one is (nil, raw).
+-- The record of id: (table or nil, raw or nil, known); an undecodable one is (nil, raw, true), an
+-- absent declared one (nil, nil, true): provably gone. An undeclared one is not read: (nil, nil,
+-- false), its id noted in NEED.
 local function load(id)
-  local raw = redis.call('HGET', name_of(id), 'v')
-  if not raw then return nil, nil end
-  return decode(raw), raw
+  local name = name_of(id)
+  if not DECLARED[name] then
+    need(id)
+    return nil, nil, false
+  end
+  local raw = redis.call('HGET', name, 'v')
+  if not raw then return nil, nil, true end
+  return decode(raw), raw, true
 end
 
 local function iso(ms)
@@ -124,17 +167,22 @@ local function verdict(t, member, renew_own)
   end
   if t.assignee ~= NULL and t.assignee ~= member then return 'assigned' end
   if t.status == 'pending' then
-    local waiting = false
+    local waiting, blocked, unknown = false, false, false
     for _, b in ipairs(t.blocked_by) do
-      local bt, raw = load(b)
-      if raw == nil then return 'blocked' end
-      if bt ~= nil then
-        if bt.status == 'failed' or bt.status == 'cancelled' then return 'blocked' end
+      local bt, raw, known = load(b)
+      if not known then
+        unknown = true  -- noted in NEED; a known blocker that fails decides anyway
+      elseif raw == nil then
+        blocked = true
+      elseif bt ~= nil then
+        if bt.status == 'failed' or bt.status == 'cancelled' then blocked = true end
         if bt.status ~= 'completed' then waiting = true end
       else
         waiting = true  -- unreadable: counts as unfinished
       end
     end
+    if blocked then return 'blocked' end
+    if unknown then return 'unknown' end
     if waiting then return 'waiting' end
     return 'claim'
   end
@@ -186,59 +234,101 @@ end
 """
 
 #: ARGV[5] member, [6] lease s, [7] lease ms, [8] '1' prefer own, [9] offset, [10] scan limit.
+#: It reads before it writes: stale index entries and leases to settle are noted while it looks,
+#: and written only once it knows its answer, so a NEED reply has written nothing.
 CLAIM_NEXT = (
     PRELUDE
     + r"""
 local member, lease, lease_ms = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
-if ARGV[8] == '1' then
-  local mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
-  for _, m in ipairs(mine) do
-    local id = string.match(m, '%z([^%z]*)$')
-    local t = load(id)
-    if t ~= nil and t.status == 'in_progress' and t.owner == member then
-      return renewed(t, lease)
-    end
-    if t ~= nil or redis.call('EXISTS', name_of(id)) == 0 then redis.call('ZREM', O, m) end
+local stale, settle, dropped = {}, {}, 0  -- {set, member} to remove; tasks to expire and save
+local function flush()
+  for _, s in ipairs(stale) do redis.call('ZREM', s[1], s[2]) end
+  for _, t in ipairs(settle) do
+    expire(t)
+    save(t)
   end
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)) do
-  local t, raw = load(id)
+-- The hints of a reply: the pending ids of ranks first..last (what the next call will read).
+local function hinted(out, first, last)
+  for _, id in ipairs(redis.call('ZRANGE', P, first, last)) do out[#out + 1] = id end
+  return out
+end
+-- A claim's reply; last_read: the rank of the last pending id it passed by (-1: none).
+local function won(w, last_read)
+  return hinted({w[1], w[2], w[3]}, 0, last_read + AHEAD)
+end
+local mine, expired = {}, redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)
+if ARGV[8] == '1' then
+  mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
+end
+local offset, limit, step = tonumber(ARGV[9]), tonumber(ARGV[10]), 8
+local seen, scan_end = 0, offset + limit - 1
+-- A record not given: ask at once for every one this call may read (blockers aside).
+local function need_all()
+  for _, m in ipairs(mine) do
+    local id = string.match(m, '%z([^%z]*)$')
+    if not DECLARED[name_of(id)] then need(id) end
+  end
+  for _, id in ipairs(expired) do
+    if not DECLARED[name_of(id)] then need(id) end
+  end
+  return need_reply(P, offset, scan_end)
+end
+for _, m in ipairs(mine) do
+  local id = string.match(m, '%z([^%z]*)$')
+  local t, raw, known = load(id)
+  if not known then return need_all() end
+  if t ~= nil and t.status == 'in_progress' and t.owner == member then
+    flush()
+    return won(renewed(t, lease), -1)
+  end
+  if t ~= nil or raw == nil then stale[#stale + 1] = {O, m} end
+end
+for _, id in ipairs(expired) do
+  local t, raw, known = load(id)
+  if not known then return need_all() end
   if raw == nil then
-    redis.call('ZREM', H, id)
+    stale[#stale + 1] = {H, id}
   elseif t ~= nil then
     if t.status ~= 'in_progress' then
-      redis.call('ZREM', H, id)
+      stale[#stale + 1] = {H, id}
     else
       local v = verdict(t, member, false)
       if v == 'reclaim' then
+        flush()
         expire(t)
-        return claimed(t, member, lease, lease_ms)
+        return won(claimed(t, member, lease, lease_ms), -1)
       end
-      if v == 'exhausted' or v == 'assigned' then
-        expire(t)
-        save(t)
-      end
+      if v == 'exhausted' or v == 'assigned' then settle[#settle + 1] = t end
     end
   end
 end
 -- The pending set, oldest first, a few ids per read (usually the first is claimable).
-local offset, limit, step = tonumber(ARGV[9]), tonumber(ARGV[10]), 8
-local seen = 0
 while seen < limit do
   local ids = redis.call('ZRANGE', P, offset, offset + step - 1)
-  for _, id in ipairs(ids) do
-    local t, raw = load(id)
+  for i, id in ipairs(ids) do
+    local t, raw, known = load(id)
+    if not known then return need_all() end
     if raw == nil or (t ~= nil and t.status ~= 'pending') then
-      redis.call('ZREM', P, id)  -- stale: the next read starts one earlier
-      offset = offset - 1
-    elseif t ~= nil and verdict(t, member, false) == 'claim' then
-      return claimed(t, member, lease, lease_ms)
+      stale[#stale + 1] = {P, id}  -- removed by flush: the next call starts that much earlier
+      dropped = dropped + 1
+    elseif t ~= nil then
+      local v = verdict(t, member, false)
+      if v == 'unknown' then return need_reply(P, offset + i - 1, scan_end) end
+      if v == 'claim' then
+        flush()
+        return won(claimed(t, member, lease, lease_ms), offset + i - 2 - dropped)
+      end
     end
   end
-  if #ids < step then return {0} end
+  if #ids < step then
+    flush()
+    return hinted({0}, 0, AHEAD - 1)
+  end
   offset, seen = offset + step, seen + step
 end
-return {2, offset}
+flush()
+return hinted({2, offset - dropped}, offset - dropped, offset - dropped + AHEAD - 1)
 """
 )
 
@@ -251,6 +341,7 @@ local t, raw = load(id)
 if raw == nil then return {-2} end
 if t == nil then return refused(raw, id) end
 local v = verdict(t, member, true)
+if v == 'unknown' then return need_reply(nil) end  -- a blocker not declared
 if v == 'renew' then return renewed(t, lease) end
 if v == 'claim' then return claimed(t, member, lease, lease_ms) end
 if v == 'reclaim' then
@@ -344,37 +435,49 @@ return save(t)
 """
 )
 
-#: Every expired lease settled; replies a flat list of (json, version).
+#: ARGV[5] offset (expired entries left in place by earlier batches), [6] batch size. Settles the
+#: expired leases of a batch; replies ``{more, left, json, version, ...}`` (more: 1 when the batch
+#: was full; left: entries it left in place, undecodable records) or a NEED reply.
 REAP = (
     PRELUDE
     + r"""
-local out = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', H, '-inf', NOW)) do
+local offset, batch = tonumber(ARGV[5]), tonumber(ARGV[6])
+local ids = redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', offset, batch)
+for _, id in ipairs(ids) do
+  if not DECLARED[name_of(id)] then need(id) end
+end
+if #NEED > 0 then return need_reply(nil) end
+local out = {#ids == batch and 1 or 0, 0}
+for _, id in ipairs(ids) do
   local t, raw = load(id)
-  if raw == nil then
-    redis.call('ZREM', H, id)
-  elseif t ~= nil and t.status == 'in_progress' then
+  if raw == nil or (t ~= nil and t.status ~= 'in_progress') then
+    redis.call('ZREM', H, id)  -- declared and absent (or settled): provably stale
+  elseif t ~= nil then
     expire(t)
     local w = save(t)
     out[#out + 1] = w[2]
     out[#out + 1] = w[3]
-  elseif t ~= nil then
-    redis.call('ZREM', H, id)
+  else
+    out[2] = out[2] + 1
   end
 end
 return out
 """
 )
 
-#: ARGV[5] '1' for the held set (else the pending set), [6] offset, [7] page size. Replies the
-#: number of members read, then (id, json, version) of each whose record exists.
+#: ARGV[5] '1' for the held set (else the pending set), [6] offset, [7] page size. Replies ``{0,
+#: number of members read, (id, json, version) of each whose record exists...}`` or a NEED reply.
 OPEN_PAGE = (
     PRELUDE
     + r"""
 local set = ARGV[5] == '1' and H or P
 local offset, limit = tonumber(ARGV[6]), tonumber(ARGV[7])
 local ids = redis.call('ZRANGE', set, offset, offset + limit - 1)
-local out = {#ids}
+for _, id in ipairs(ids) do
+  if not DECLARED[name_of(id)] then need(id) end
+end
+if #NEED > 0 then return need_reply(nil) end
+local out = {0, #ids}
 for _, id in ipairs(ids) do
   local name = name_of(id)
   local raw = redis.call('HGET', name, 'v')
