@@ -65,6 +65,8 @@ class Launch:
     #: Run in order when the run ends, however it ends (agent memory sync, worktree cleanup);
     #: each may return a note that is appended to the run's result (or error).
     finishers: list[Callable[[], Awaitable[str | None]]] = field(default_factory=list)
+    #: The finishers' notes once they ran (None: not yet).
+    notes: list[str] | None = None
 
 
 @dataclass
@@ -187,6 +189,16 @@ class Runner:
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
             answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
             read = await mail.cursor()
+            notes: list[str] = []
+            if launch.finishers:  # their notes belong in the result the parent is notified of
+                current = await book.get(run_id)
+                if current is not None and current.status.active and current.mail_seq > read:
+                    text = None
+                    continue  # a message arrived: another turn first
+                # a message arriving from here to the write below runs them again after its turn
+                launch.notes = None
+                notes = await _end_steps(launch)
+                answer = "\n\n".join([answer, *notes]) if notes else answer
 
             def complete(
                 r: RunRecord, answer: str = answer, output: Any = output, read: int = read
@@ -232,7 +244,7 @@ class Runner:
             runner = getattr(ext, "runner", None)
             if isinstance(runner, Runner):
                 await runner.aclose(PARENT_ENDED)
-        notes = await _run_finishers(launch)
+        notes = [] if launch.notes is not None else await _end_steps(launch)
         try:
             if status is not None:
                 rec = await book.update(
@@ -258,7 +270,7 @@ class Runner:
         h.done.set()
 
 
-async def _run_finishers(launch: Launch) -> list[str]:
+async def _end_steps(launch: Launch) -> list[str]:
     """Run ``launch.finishers``; their notes (a finisher that fails is logged, and noted)."""
     notes: list[str] = []
     for finisher in launch.finishers:
@@ -269,6 +281,7 @@ async def _run_finishers(launch: Launch) -> list[str]:
             note = f"[could not finish the run cleanly: {public_message(exc)}]"
         if note:
             notes.append(note)
+    launch.notes = notes
     return notes
 
 
