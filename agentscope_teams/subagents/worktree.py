@@ -77,7 +77,12 @@ async def git(cwd: Path, *args: str) -> str:
 
 
 async def repository_of(path: Path) -> Path | None:
-    """The top directory of the git checkout holding ``path`` (None: not in a git repository)."""
+    """The top directory of the git checkout holding ``path`` (None: not in a git repository).
+
+    A ``path`` not made yet (a session's workspace before its first file) is looked up from its
+    nearest existing parent.
+    """
+    path = next((p for p in (path, *path.parents) if p.is_dir()), path)
     try:
         return Path((await git(path, "rev-parse", "--show-toplevel")).strip())
     except GitError:
