@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,7 @@ from .spawn import ModelPool
 from .spec import ContextMode, IsolationMode, SubagentSpec, WorkspaceMode
 from .tools import bind_tools
 from .workspace import prepare, run_dir, slot_for
-from .worktree import branch_name, repository_of
+from .worktree import Worktree, branch_name, repository_of
 from .worktree import create as create_worktree
 from .worktree import finish as finish_worktree
 
@@ -271,12 +272,12 @@ class SubagentExtension(Extension):
                     tracing.names.BACKGROUND: background,
                 },
             )
-        finishers: list[Any] = []
+        finishers: list[Callable[[], Awaitable[str | None]]] = []
+        tree: Worktree | None = None
         try:
             if repo is not None and workspace is not None:
-                branch = branch_name(spec.name, run_id)
-                tree = await create_worktree(repo, workspace, branch)
-                finishers.append(lambda: finish_worktree(tree))
+                tree = await create_worktree(repo, workspace, branch_name(spec.name, run_id))
+                finishers.append(partial(finish_worktree, tree))
             elif workspace is not None:
                 await prepare(workspace, spec.workspace.path)
             child = build_child(
@@ -296,11 +297,11 @@ class SubagentExtension(Extension):
                     agent.store, ctx, spec.name, spec.memory, self.root, child.view.workspace
                 )
                 child.extensions.append(await memory.open())
-                finishers.insert(0, lambda: memory.sync(run_id))
+                finishers.insert(0, partial(memory.sync, run_id))
         except Exception as exc:
-            for finisher in reversed(finishers):  # a worktree made for it is removed
+            if tree is not None:  # the worktree made for it goes (the memory is left as stored)
                 with contextlib.suppress(Exception):
-                    await finisher()
+                    await finish_worktree(tree)
             error = f"could not start: {exc}"
             await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
             await lease.release()
