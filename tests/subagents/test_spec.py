@@ -17,6 +17,8 @@ from agentscope_teams.subagents import (
     WorkspaceMode,
     load_specs,
 )
+from agentscope_teams.subagents.spec import IsolationMode, MemoryScope
+from agentscope_teams.subagents.strict import spec_problems
 
 CORPUS = Path(__file__).parent / "corpus"
 GOOD = CORPUS / "good"
@@ -460,9 +462,6 @@ def test_workspace_shorthand_and_empty_path(tmp_path: Path) -> None:
 
 
 def test_memory_and_isolation_are_spec_keys_checked_by_value(tmp_path: Path) -> None:
-    from agentscope_teams.subagents.strict import spec_problems
-    from agentscope_teams.subagents.spec import IsolationMode, MemoryScope
-
     path = tmp_path / "keeper.md"
     path.write_text(
         "---\ndescription: Remembers.\nmemory: project\nisolation: worktree\n---\nHi.\n"
