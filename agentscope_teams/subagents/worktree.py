@@ -18,7 +18,9 @@ git runs as a subprocess (never through a shell) with a timeout of :data:`GIT_TI
 from __future__ import annotations
 
 import logging
+import os
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +49,8 @@ async def git(cwd: Path, *args: str) -> str:
     than :data:`GIT_TIMEOUT` seconds)."""
     timeout = GIT_TIMEOUT
     command = ["git", "-C", str(cwd), *args]
-    process = await anyio.open_process(command)
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # never wait for a password
+    process = await anyio.open_process(command, stdin=subprocess.DEVNULL, env=env)
     out: list[str] = []
     err: list[str] = []
 

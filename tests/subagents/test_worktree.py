@@ -9,9 +9,9 @@ import pytest
 
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
-from agentscope_teams.subagents import RunStatus
+from agentscope_teams.subagents import RunStatus, worktree
 from agentscope_teams.subagents.workspace import janitor, run_dir, slot_for
-from agentscope_teams.subagents.worktree import create, discard_orphan
+from agentscope_teams.subagents.worktree import GitError, create, discard_orphan
 
 from .helpers import ALICE, call, last_output, make_parent, settled, spawn, spec, with_run
 
@@ -140,3 +140,13 @@ async def test_the_janitor_removes_a_crashed_runs_clean_worktree(
     assert removed == [crashed] and not crashed.exists() and kept.exists()
     assert branches(repo) == ["agent/dev-00000000bb"] and len(worktrees(repo)) == 2
     assert git(repo, "status", "--porcelain") == ""  # .subagents/ is excluded from the checkout
+
+
+async def test_a_git_command_that_hangs_is_stopped_at_the_timeout(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worktree, "GIT_TIMEOUT", 0.5)
+    with pytest.raises(GitError, match=r"took more than 0\.5s"):
+        await worktree.git(repo, "-c", "alias.hang=!sleep 5", "hang")
+    with pytest.raises(GitError, match="not a git repository"):
+        await worktree.git(tmp_path, "status")
