@@ -12,6 +12,8 @@ The body is the subagent's system prompt::
     tools: [read_file, grep_files]  # or "Read, Grep"; absent: inherit the parent's tools
     mcpServers: [github]      # optional: configured MCP servers by name, or inline definitions
     context: fresh            # fresh (default) | fork
+    memory: project           # optional: user | project | local, a persistent memory (.memory)
+    isolation: worktree       # optional: each run in its own git worktree (.worktree)
     output:                   # optional: a JSON schema; agent_spawn then returns validated data
       type: object
       properties: {verdict: {enum: [approve, reject]}}

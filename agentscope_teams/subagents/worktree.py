@@ -27,7 +27,7 @@ from pathlib import Path
 import anyio
 from anyio.streams.text import TextReceiveStream
 
-from ..errors import SubagentError
+from ..errors import GitError
 from .memory import MEMORY_DIR
 
 log = logging.getLogger(__name__)
@@ -38,10 +38,6 @@ GIT_TIMEOUT = 60.0
 BASE_FILE = "agentscope-base"
 #: Changes under this path are not the run's work (the memory folder is synced to the store).
 _NOT_WORK = f":(exclude){MEMORY_DIR.as_posix()}"
-
-
-class GitError(SubagentError):
-    """A git command failed (the message names the command and holds git's own message)."""
 
 
 async def git(cwd: Path, *args: str) -> str:
