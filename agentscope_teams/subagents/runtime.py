@@ -189,7 +189,6 @@ class Runner:
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
             answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
             read = await mail.cursor()
-            notes: list[str] = []
             if launch.finishers:  # their notes belong in the result the parent is notified of
                 current = await book.get(run_id)
                 if current is not None and current.status.active and current.mail_seq > read:
@@ -197,8 +196,8 @@ class Runner:
                     continue  # a message arrived: another turn first
                 # a message arriving from here to the write below runs them again after its turn
                 launch.notes = None
-                notes = await _end_steps(launch)
-                answer = "\n\n".join([answer, *notes]) if notes else answer
+                if notes := await _end_steps(launch):
+                    answer = "\n\n".join([answer, *notes])
 
             def complete(
                 r: RunRecord, answer: str = answer, output: Any = output, read: int = read
