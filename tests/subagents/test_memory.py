@@ -193,3 +193,16 @@ async def test_the_stored_value_is_plain_json(tmp_path: Path) -> None:
     memory = AgentMemory(store, ctx, "keeper", MemoryScope.PROJECT, tmp_path / "ws", tmp_path)
     entry = await store.get(memory.key)
     assert entry is not None and json.loads(entry.value) == {"files": {"MEMORY.md": "hello\n"}}
+
+
+async def test_a_failed_runs_memory_writes_are_saved_too(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    ctx = ctx_of(unique_namespace())
+    child = ScriptedModel(
+        [call("write_file", path=MEMO, content="- learned before failing\n"), RuntimeError("boom")],
+        name="keeper",
+    )
+    await run_child(tmp_path, store, ctx, child)
+    (rec,) = await settled(store, ctx)
+    assert rec.status is RunStatus.FAILED
+    assert (await stored(store, ctx, tmp_path))["MEMORY.md"] == "- learned before failing\n"

@@ -150,3 +150,26 @@ async def test_a_git_command_that_hangs_is_stopped_at_the_timeout(
         await worktree.git(repo, "-c", "alias.hang=!sleep 5", "hang")
     with pytest.raises(GitError, match="not a git repository"):
         await worktree.git(tmp_path, "status")
+
+
+async def test_a_failed_run_with_changes_names_its_branch_in_the_error(
+    tmp_path: Path, repo: Path
+) -> None:
+    child = ScriptedModel(
+        [call("write_file", path="half.txt", content="half\n"), RuntimeError("model broke")],
+        name="dev",
+    )
+    store = InMemoryStore()
+    lead = make_parent(
+        tmp_path,
+        store,
+        [spawn("dev", "build"), "ok"],
+        {"dev": child},
+        specs=[spec("dev", isolation="worktree")],
+    )
+    async with lead:
+        await lead.call("go", ALICE)
+        (rec,) = await settled(store)
+    (branch,) = branches(repo)
+    assert rec.status is RunStatus.FAILED
+    assert "model broke" in (rec.error or "") and f"branch {branch}" in (rec.error or "")
