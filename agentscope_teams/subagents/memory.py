@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -115,14 +116,19 @@ def read_folder(folder: Path) -> tuple[dict[str, str], list[str]]:
     return found, refused
 
 
-def write_folder(folder: Path, files: dict[str, str]) -> None:
-    """Make ``folder`` hold exactly ``files`` (names that would leave it are skipped)."""
-    if folder.is_dir() and not folder.is_symlink():
-        for dirpath, _dirs, filenames in os.walk(folder, topdown=False):
-            for f in filenames:
-                (Path(dirpath) / f).unlink()
-            if Path(dirpath) != folder:
-                os.rmdir(dirpath)
+def write_folder(folder: Path, workspace: Path, files: dict[str, str]) -> None:
+    """Make ``folder`` hold exactly ``files`` (names that would leave it are skipped).
+
+    Refuses (``ValueError``) a folder that resolves outside ``workspace`` (a symlinked
+    ``.claude`` left in a shared workspace): it is written outside the file tools' confinement.
+    """
+    if folder.is_symlink():
+        folder.unlink()
+    top = workspace.resolve()
+    if not folder.parent.resolve().is_relative_to(top):
+        raise ValueError(f"the memory folder {folder} leads outside the workspace {top}")
+    if folder.is_dir():
+        shutil.rmtree(folder)  # symlinks inside are removed, never followed
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         if _safe(name):
@@ -190,6 +196,7 @@ class AgentMemory:
             ctx.org_id, ctx.user_id, scope_segment(scope, project_root), agent
         )
         self.relative = MEMORY_DIR / agent
+        self.workspace = workspace
         self.folder = workspace / self.relative
         self.base = Snapshot()
 
@@ -203,7 +210,7 @@ class AgentMemory:
     async def open(self) -> MemoryPrompt:
         """Write the stored memory into the run's folder; the child's system prompt part."""
         self.base = await self.load()
-        await anyio.to_thread.run_sync(write_folder, self.folder, self.base.files)
+        await anyio.to_thread.run_sync(write_folder, self.folder, self.workspace, self.base.files)
         return MemoryPrompt(self.prompt(self.base.files))
 
     def prompt(self, files: dict[str, str]) -> str:
@@ -232,6 +239,8 @@ class AgentMemory:
     async def sync(self, tag: str) -> str | None:
         """Write the folder back to the store (merging with writes made since :meth:`open`); a
         note for the run's result when files were refused or merged with conflicts."""
+        if not self.folder.is_dir() or self.folder.is_symlink():
+            return f"[agent memory] {self.relative.as_posix()}/ is gone: nothing was saved"
         ours, refused = await anyio.to_thread.run_sync(read_folder, self.folder)
         conflicts: list[str] = []
         lost: VersionConflict | None = None

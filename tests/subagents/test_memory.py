@@ -21,6 +21,7 @@ from agentscope_teams.subagents.memory import (
     MemoryScope,
     read_folder,
     scope_segment,
+    write_folder,
 )
 
 from ..backends import REDIS_URL, unique_namespace
@@ -206,3 +207,22 @@ async def test_a_failed_runs_memory_writes_are_saved_too(tmp_path: Path) -> None
     (rec,) = await settled(store, ctx)
     assert rec.status is RunStatus.FAILED
     assert (await stored(store, ctx, tmp_path))["MEMORY.md"] == "- learned before failing\n"
+
+
+def test_materializing_never_writes_through_a_symlink_out_of_the_workspace(tmp_path: Path) -> None:
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    (outside / "agent-memory").mkdir(parents=True)
+    (ws / ".claude").symlink_to(outside)  # left by an earlier run in a shared workspace
+    folder = ws / ".claude" / "agent-memory" / "keeper"
+    assert folder.parent.resolve() == (outside / "agent-memory")  # control: the path leads out
+    with pytest.raises(ValueError, match="leads outside the workspace"):
+        write_folder(folder, ws, {"MEMORY.md": "x"})
+    assert list(outside.rglob("*")) == [outside / "agent-memory"]
+
+    (ws / ".claude").unlink()
+    (ws / ".claude" / "agent-memory").mkdir(parents=True)
+    folder.symlink_to(outside / "agent-memory", target_is_directory=True)  # the folder itself
+    write_folder(folder, ws, {"MEMORY.md": "x"})
+    assert not folder.is_symlink() and (folder / "MEMORY.md").read_text() == "x"
+    assert list(outside.rglob("*")) == [outside / "agent-memory"]
