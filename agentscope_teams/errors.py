@@ -18,7 +18,8 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     ├── SpecError                     a subagent spec file is invalid (file, line, reason)
     │   └── SpecErrors                several spec problems at once (``errors``)
     ├── SubagentError                 a subagent run could not finish
-    │   └── ChildPausedError          the subagent asked for a confirmation nobody can give
+    │   ├── ChildPausedError          the subagent asked for a confirmation nobody can give
+    │   └── GitError                  a git command of ``isolation: worktree`` failed or hung
     ├── TeamError                     a task board or mailbox rule was broken
     │   ├── ClaimConflict             somebody else holds (or just won) the task
     │   ├── TaskStateError            the transition is not allowed from the task's status
@@ -223,6 +224,11 @@ class EventIdError(AgentScopeTeamsError, ValueError):
 
 class SubagentError(AgentScopeTeamsError):
     """A subagent run could not finish."""
+
+
+class GitError(SubagentError):
+    """A git command of ``isolation: worktree`` failed (the message names the command and holds
+    git's own message) or took too long."""
 
 
 class ChildPausedError(SubagentError, RuntimeError):

@@ -65,6 +65,12 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("subagent-mail-ack", *OWNER),
     ),
     (
+        k.AGENT_MEMORY,
+        k.agent_memory_key("acme", "alice", "user", "reviewer"),
+        ("agent-memory", *OWNER, "user", "a:reviewer"),
+        ("agent-memory", *OWNER),
+    ),
+    (
         k.TEAM_INDEX,
         TEAM.index(),
         ("teams", *OWNER, "_index", "team-1"),

@@ -77,6 +77,7 @@ ERROR_NAMES = {
     "UnknownTaskError",
     "ToolError",
     "WebAccessError",
+    "GitError",
     "HITLError",
     "OutputError",
     "OutputValidationError",

@@ -19,6 +19,7 @@ run-inbox      stream ("subagent-inbox", o, u, a:agent, s:session)       (lit, o
 run-inbox-ack  ("subagent-inbox-ack", o, u, a:agent, s:session)          (lit, o, u)
 run-mail       stream ("subagent-mail", o, u, s:parent_session, run_id)  (lit, o, u)
 run-mail-ack   ("subagent-mail-ack", o, u, s:parent_session, run_id)     (lit, o, u)
+agent-memory   ("agent-memory", o, u, scope, a:agent)                    (lit, o, u)
 team-index     ("teams", o, u, "_index", team_id)                        (lit, o, u, "_index")
 team           ("teams", o, u, team_id, "team")                          (lit, o, u, team_id)
 task           ("teams", o, u, team_id, "task", task_id)                 (lit, o, u, team_id)
@@ -37,13 +38,14 @@ token          ("tokens", sha256_hex)                                    (lit, s
 token-index    ("token-index", o, u, team_id, member, sha256_hex)        (lit, o, u, team_id)
 =============  ========================================================  =====================
 
-Sessions, leases and runs group per user, everything of a team per team, the team registry per
+Sessions, leases, runs and agent memories group per user, everything of a team per team, the team registry per
 user, tokens per token. ``team-signal`` and ``teams-signal`` (one for the whole store: a team's
 record was written, workers scan the directory) name wake-up channels (store signals, see
 :func:`~agentscope_teams.store.base.signals_of`), never an entry. ``seq12`` is the task's number zero-padded to 12 digits, so the pending
 index lists oldest first; its segment is still ``"open"`` (it held every unfinished task before
 in-progress tasks moved to ``held-task``), so boards written before keep their entries.
-``expiry14`` is a lease expiry in milliseconds since the epoch, so the in-progress index lists the
+``scope`` of an agent memory is ``user``, ``project:<hash>`` or ``local:<hash>`` (see
+:mod:`agentscope_teams.subagents.memory`). ``expiry14`` is a lease expiry in milliseconds since the epoch, so the in-progress index lists the
 earliest expiry first. The team id ``"_index"`` is reserved. Each family is a :class:`Family` in
 :data:`FAMILIES`; the typed builders (:class:`SessionAddress`, :class:`RunKeys`,
 :class:`TeamKeys`, the token and directory functions) are the only code that makes these tuples.
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 from ..store.base import Key
 from ._family import (
+    AGENT_MEMORY,
     DIRECTORY_SIGNAL,
     EVENT_LOG,
     FAMILIES,
@@ -85,6 +88,7 @@ from ._family import (
     group_of,
     parse,
 )
+from ._memory import agent_memory_key
 from ._run import RunKeys, StreamKeys, user_runs_prefix
 from ._session import SessionAddress, sessions_prefix
 from ._team import (
@@ -106,6 +110,7 @@ def address_of(key: Key) -> Key:
 
 
 __all__ = [
+    "AGENT_MEMORY",
     "DIRECTORY_SIGNAL",
     "FAMILIES",
     "HELD_TASK",
@@ -140,6 +145,7 @@ __all__ = [
     "StreamKeys",
     "TeamKeys",
     "address_of",
+    "agent_memory_key",
     "directory_key",
     "directory_prefix",
     "directory_signal",

@@ -125,6 +125,8 @@ RUN_MAIL = Family("run-mail", "subagent-mail", (_O, _U, _S, "{run}"), 3, stream=
                   about="agent_send messages queued for a running child")
 RUN_MAIL_ACK = Family("run-mail-ack", "subagent-mail-ack", (_O, _U, _S, "{run}"), 3,
                       about="the acknowledged cursor of a run's mail")
+AGENT_MEMORY = Family("agent-memory", "agent-memory", (_O, _U, "{scope}", _A), 3,
+                      about="a subagent's persistent memory (memory: user/project/local)")
 TEAM_INDEX = Family("team-index", "teams", (_O, _U, REGISTRY_SEGMENT, _T), 4,
                     about="a user's registry of teams (list_teams); grouped per user")
 TEAM = Family("team", "teams", (_O, _U, _T, "team"), 4, about="the Team record")
@@ -159,7 +161,7 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 #: Every key family, in the order of the table in :mod:`agentscope_teams.keys`.
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
-    TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
+    AGENT_MEMORY, TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
     MEMBER_LEASE, TEAM_SIGNAL, TEAM_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
 )
 # fmt: on

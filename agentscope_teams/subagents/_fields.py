@@ -53,9 +53,11 @@ SPEC_KEYS = frozenset(
         "effort",
         "initialPrompt",
         "color",
+        "memory",
+        "isolation",
     }
 )
-_CLAUDE_CODE_KEYS = frozenset({"color", "permissionMode", "disallowedTools", "hooks", "memory"})
+_CLAUDE_CODE_KEYS = frozenset({"color", "permissionMode", "disallowedTools", "hooks"})
 #: Subagent names: an identifier only (keys and paths escape every segment), so dotted names
 #: written for Claude Code (``dotnet-framework-4.8-expert``) load; no leading or trailing dot, so a
 #: name is never a hidden file nor a name Windows trims.

@@ -10,9 +10,11 @@ reported ``lost`` at the parent's next call.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +30,17 @@ from ..tools import Tool
 from .child import build_child, fork_snapshot
 from .inbox import acknowledge, take
 from .memo import SubagentMemo
+from .memory import AgentMemory
 from .pool import specs_from
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
 from .runtime import Handle, Launch, Runner
 from .spawn import ModelPool
-from .spec import ContextMode, SubagentSpec, WorkspaceMode
+from .spec import ContextMode, IsolationMode, SubagentSpec, WorkspaceMode
 from .tools import bind_tools
 from .workspace import prepare, run_dir, slot_for
+from .worktree import Worktree, branch_name, repository_of
+from .worktree import create as create_worktree
+from .worktree import finish as finish_worktree
 
 if TYPE_CHECKING:
     from ..mcp import McpToolset
@@ -220,6 +226,7 @@ class SubagentExtension(Extension):
         agent, ctx = self.agent, scope.ctx
         book = RunBook.for_ctx(agent.store, ctx)
         model = self.model_for(spec)
+        repo = await self._repository(scope, spec)
         async with self.runner.lock((*book.scope, agent.name)):
             active = [r for r in await book.list() if r.parent_agent == agent.name]
             active = [r for r in active if r.status.active]
@@ -236,7 +243,7 @@ class SubagentExtension(Extension):
                 )
             run_id = new_run_id()
             slot = slot_for(run_id, label)
-            isolated = spec.workspace.mode is WorkspaceMode.ISOLATED
+            isolated = spec.workspace.mode is WorkspaceMode.ISOLATED or repo is not None
             workspace = run_dir(self.root, ctx, spec.name, slot) if isolated else None
             lease = book.lease(run_id, self.lease_ttl)
             await lease.try_acquire()
@@ -265,8 +272,13 @@ class SubagentExtension(Extension):
                     tracing.names.BACKGROUND: background,
                 },
             )
+        finishers: list[Callable[[], Awaitable[str | None]]] = []
+        tree: Worktree | None = None
         try:
-            if workspace is not None:
+            if repo is not None and workspace is not None:
+                tree = await create_worktree(repo, workspace, branch_name(spec.name, run_id))
+                finishers.append(partial(finish_worktree, tree))
+            elif workspace is not None:
                 await prepare(workspace, spec.workspace.path)
             child = build_child(
                 agent,
@@ -280,7 +292,16 @@ class SubagentExtension(Extension):
             if agent.depth + 1 < self.max_depth and spec.may_spawn:
                 child.extensions.append(self._for_child(child.view, spec.allowed_agents))
             child.extensions += await self._skills_for(spec, ctx)
+            if spec.memory is not None:
+                memory = AgentMemory(
+                    agent.store, ctx, spec.name, spec.memory, self.root, child.view.workspace
+                )
+                child.extensions.append(await memory.open())
+                finishers.insert(0, partial(memory.sync, run_id))
         except Exception as exc:
+            if tree is not None:  # the worktree made for it goes (the memory is left as stored)
+                with contextlib.suppress(Exception):
+                    await finish_worktree(tree)
             error = f"could not start: {exc}"
             await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
             await lease.release()
@@ -293,12 +314,26 @@ class SubagentExtension(Extension):
                 child=child,
                 ctx=ctx.with_session(record.child_session),
                 lease=lease,
-                workspace=workspace,
+                workspace=None if repo is not None else workspace,
                 keep_workspace=label is not None,
                 snapshot=fork_snapshot(scope.state) if fork else None,
                 output=spec.output_spec(),
+                finishers=finishers,
             )
         )
+
+    async def _repository(self, scope: CallScope, spec: SubagentSpec) -> Path | None:
+        """The git checkout an ``isolation: worktree`` run branches from (None for other specs)."""
+        if spec.isolation is not IsolationMode.WORKTREE:
+            return None
+        repo = await repository_of(scope.env.workspace)
+        if repo is None:
+            raise ToolError(
+                f"agent {spec.name} has `isolation: worktree`, but the workspace "
+                f"{scope.env.workspace} is not inside a git repository; run the agent in a git "
+                "checkout or remove `isolation` from the spec"
+            )
+        return repo
 
     def _for_child(self, child: AgentView, allowed: list[str] | None) -> SubagentExtension:
         """The child's own extension: the same specs (those of ``allowed``, when given), limits,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,11 @@ class Launch:
     snapshot: AgentState | None = None
     #: The structured output of the spec (``output:`` / ``output_type``): each turn returns it.
     output: OutputType | None = None
+    #: Run in order when the run ends, however it ends (agent memory sync, worktree cleanup);
+    #: each may return a note that is appended to the run's result (or error).
+    finishers: list[Callable[[], Awaitable[str | None]]] = field(default_factory=list)
+    #: The finishers' notes once they ran (None: not yet).
+    notes: list[str] | None = None
 
 
 @dataclass
@@ -183,6 +189,15 @@ class Runner:
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
             answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
             read = await mail.cursor()
+            if launch.finishers:  # their notes belong in the result the parent is notified of
+                current = await book.get(run_id)
+                if current is not None and current.status.active and current.mail_seq > read:
+                    text = None
+                    continue  # a message arrived: another turn first
+                # a message arriving from here to the write below runs them again after its turn
+                launch.notes = None
+                if notes := await _end_steps(launch):
+                    answer = "\n\n".join([answer, *notes])
 
             def complete(
                 r: RunRecord, answer: str = answer, output: Any = output, read: int = read
@@ -228,6 +243,7 @@ class Runner:
             runner = getattr(ext, "runner", None)
             if isinstance(runner, Runner):
                 await runner.aclose(PARENT_ENDED)
+        notes = [] if launch.notes is not None else await _end_steps(launch)
         try:
             if status is not None:
                 rec = await book.update(
@@ -236,6 +252,8 @@ class Runner:
                 )
             else:
                 rec = await book.get(run_id)
+            if notes:
+                rec = await book.update(run_id, lambda r: _noted(r, notes)) or rec
             if rec is not None and not rec.status.active and rec.background and not rec.notified:
                 rec = await book.notify(rec)
         except Exception as exc:
@@ -249,3 +267,28 @@ class Runner:
             log.warning("could not clean up subagent run %s: %s", run_id, exc)
         h.record = rec or h.record
         h.done.set()
+
+
+async def _end_steps(launch: Launch) -> list[str]:
+    """Run ``launch.finishers``; their notes (a finisher that fails is logged, and noted)."""
+    notes: list[str] = []
+    for finisher in launch.finishers:
+        try:
+            note = await finisher()
+        except Exception as exc:
+            log.warning("subagent run %s: end step failed: %s", launch.record.run_id, exc)
+            note = f"[could not finish the run cleanly: {public_message(exc)}]"
+        if note:
+            notes.append(note)
+    launch.notes = notes
+    return notes
+
+
+def _noted(r: RunRecord, notes: list[str]) -> RunRecord | None:
+    """``r`` with ``notes`` after its result (or its error, when it did not complete)."""
+    if r.status.active:
+        return None
+    text = "\n\n".join(notes)
+    if r.status is RunStatus.COMPLETED:
+        return r.model_copy(update={"result": f"{r.result or ''}\n\n{text}".lstrip()})
+    return r.model_copy(update={"error": f"{r.error or ''}\n\n{text}".lstrip()})

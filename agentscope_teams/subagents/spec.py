@@ -12,6 +12,8 @@ The body is the subagent's system prompt::
     tools: [read_file, grep_files]  # or "Read, Grep"; absent: inherit the parent's tools
     mcpServers: [github]      # optional: configured MCP servers by name, or inline definitions
     context: fresh            # fresh (default) | fork
+    memory: project           # optional: user | project | local, a persistent memory (.memory)
+    isolation: worktree       # optional: each run in its own git worktree (.worktree)
     output:                   # optional: a JSON schema; agent_spawn then returns validated data
       type: object
       properties: {verdict: {enum: [approve, reject]}}
@@ -78,6 +80,7 @@ from ._fields import (
     split_tools,
 )
 from ._frontmatter import draft_spec
+from .memory import MemoryScope
 
 __all__ = [
     "CLAUDE_CODE_TOOLS",
@@ -85,6 +88,8 @@ __all__ = [
     "NATIVE_TOOLS",
     "SPEC_KEYS",
     "ContextMode",
+    "IsolationMode",
+    "MemoryScope",
     "SpecErrors",
     "SpecLoadResult",
     "SpecWarning",
@@ -105,6 +110,12 @@ class WorkspaceMode(StrEnum):
     SHARED = "shared"
 
 
+class IsolationMode(StrEnum):
+    """``isolation: worktree``: each run works in its own git worktree (see :mod:`.worktree`)."""
+
+    WORKTREE = "worktree"
+
+
 class ContextMode(StrEnum):
     """How a child starts: with an empty context (``fresh``) or a snapshot of the parent's (``fork``)."""
 
@@ -119,6 +130,14 @@ def _workspace_mode(value: Any) -> Any:
 
 def _context_mode(value: Any) -> Any:
     return check_choice(value, ContextMode, "context")
+
+
+def _memory_scope(value: Any) -> Any:
+    return None if value is None else check_choice(value, MemoryScope, "memory")
+
+
+def _isolation(value: Any) -> Any:
+    return None if value is None else check_choice(value, IsolationMode, "isolation")
 
 
 def _model_name(value: Any) -> Any:
@@ -202,6 +221,11 @@ class SubagentSpec(BaseModel):
     initial_prompt: str | None = Field(default=None, alias="initialPrompt")
     #: The colour the dashboard and CLI show it in.
     color: str | None = None
+    #: Its persistent memory (``user``, ``project`` or ``local``; see :mod:`.memory`); None: none.
+    memory: Annotated[MemoryScope | None, BeforeValidator(_memory_scope)] = None
+    #: ``worktree``: each run works in a new git worktree of the parent's repository (see
+    #: :mod:`.worktree`); None: the ``workspace`` setting decides.
+    isolation: Annotated[IsolationMode | None, BeforeValidator(_isolation)] = None
     #: Skills preloaded whole into its system prompt (names of the agent's skills).
     skills: Annotated[list[str], BeforeValidator(check_skills)] = Field(default_factory=list)
     #: A JSON schema the run's answer must match (``output:`` in the frontmatter).

@@ -14,7 +14,9 @@ contents (the child never writes into the definition directory); shared runs ign
 :func:`janitor` removes ``r:`` directories whose run is no longer active (a crashed process never
 removed them): it reconciles each record first, so a run whose lease expired becomes ``lost``. A
 shortened (hashed) org, user or session directory name is matched to its ids through the run records
-in the store; a directory that matches no record has no run to keep it.
+in the store; a directory that matches no record has no run to keep it. A directory that is a git
+worktree (``isolation: worktree``) is removed only when it has no change, with its branch, and the
+repository's worktree list is pruned (:func:`~.worktree.discard_orphan`); one with changes is kept.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..keys import RUN, RunKeys
 from ..listing import UNREADABLE
 from ..store.base import BaseStore, decode_segment, is_shortened, path_segment
 from .runs import RunBook
+from .worktree import discard_orphan, is_worktree
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +121,9 @@ async def janitor(store: BaseStore, root: Path, ctx: RuntimeContext | None = Non
             log.warning("janitor kept %s: its run record cannot be read (%s)", slot, exc)
             continue
         if rec is not None and rec.status.active:
+            continue
+        # isolation: worktree; one with changes is kept for the user
+        if is_worktree(slot) and not await discard_orphan(slot):
             continue
         await remove(slot)
         log.info("janitor removed %s (run %s)", slot, rec.status if rec else "unknown")

@@ -237,6 +237,14 @@ SPEC_KEY_DOCS = {
     "`output_config.effort`); ignored with a log note otherwise.",
     "initialPrompt": "Text sent before the task, as the start of the run's first message.",
     "color": "The colour the CLI and the dashboard show the agent in.",
+    "memory": "`user`, `project` or `local`: a persistent memory kept in the store per org, user "
+    "and agent (`project`: per project directory; `local`: per project and machine). Each run "
+    "finds it in `.claude/agent-memory/<name>/` of its workspace, with the first 200 lines of its "
+    "`MEMORY.md` in the system prompt, and what it writes there is saved when the run ends (at "
+    "most 25 files, 200 KB). See docs/claude-code.md.",
+    "isolation": "`worktree`: each run works in a new git worktree of the parent's repository, on "
+    "a branch `agent/<name>-<run>`; removed when the run changed nothing, otherwise kept and named "
+    "in the result. The parent's workspace must be in a git repository. See docs/claude-code.md.",
     "skills": "Skills (names, a list or a comma string) preloaded whole into the subagent's system "
     "prompt from the agent's skill folders (default: the project's `.claude/skills`); see "
     "docs/claude-code.md.",

@@ -17,6 +17,8 @@ from agentscope_teams.subagents import (
     WorkspaceMode,
     load_specs,
 )
+from agentscope_teams.subagents.spec import IsolationMode, MemoryScope
+from agentscope_teams.subagents.strict import spec_problems
 
 CORPUS = Path(__file__).parent / "corpus"
 GOOD = CORPUS / "good"
@@ -457,3 +459,20 @@ def test_workspace_shorthand_and_empty_path(tmp_path: Path) -> None:
         5,
         "workspace.path must be a directory path, got a string ('')",
     )
+
+
+def test_memory_and_isolation_are_spec_keys_checked_by_value(tmp_path: Path) -> None:
+    path = tmp_path / "keeper.md"
+    path.write_text(
+        "---\ndescription: Remembers.\nmemory: project\nisolation: worktree\n---\nHi.\n"
+    )
+    keeper = SubagentSpec.from_file(path)
+    assert keeper.memory is MemoryScope.PROJECT and keeper.isolation is IsolationMode.WORKTREE
+    assert keeper.extra == {} and keeper.warnings == []
+    assert spec_problems(keeper, None) == []  # --strict has nothing to flag
+    path.write_text("---\ndescription: Remembers.\nmemory: team\nisolation: docker\n---\nHi.\n")
+    with pytest.raises(SpecErrors) as caught:
+        SubagentSpec.from_file(path)
+    text = str(caught.value)
+    assert "3: memory must be one of user, project, local, got a string ('team')" in text
+    assert "4: isolation must be one of worktree, got a string ('docker')" in text
