@@ -11,21 +11,24 @@ Code run on any provider.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..agent.config import ReActConfig
 from ..agent.extension import Extension
 from ..agent.harness import SessionAgent
-from ..errors import ConfigurationError, MissingDependencyError, ModelConfigurationError
+from ..errors import ConfigurationError, MissingDependencyError, ModelConfigurationError, ToolError
 from ..model.base import ChatModel
 from ..model.factory import CLAUDE_ALIASES, resolve_model
 from ..sessions import SessionSource
+from ..state import PermissionRule
 from ..store.base import BaseStore
 from ..tools import PermissionEngine, Toolkit
-from ..tools.permissions import parse_rule
+from ..tools.base import Tool, resolve_tool_name
+from ..tools.permissions import format_rule, parse_rule, rule_matches
 from .spec import SubagentSpec
 
 log = logging.getLogger(__name__)
@@ -69,20 +72,56 @@ class ModelPool:
         return self.models[spec.model]
 
 
+def restrict_to_rules(tools: list[Tool], written: Sequence[str]) -> list[Tool]:
+    """``tools`` with each tool a ``tools:`` entry names with a rule (``Bash(git diff:*)``) limited
+    to the calls its rules match: any other call is a tool error naming the rules (Claude Code's
+    ``tools: Bash(git diff:*)`` lets the agent run only those commands)."""
+    rules = [parse_rule(text, "allow") for text in written]
+    if not rules:
+        return tools
+    limited = []
+    for tool in tools:
+        own = [r for r in rules if _names(r, tool)]
+        limited.append(_limited(tool, own) if own else tool)
+    return limited
+
+
+def _names(rule: PermissionRule, tool: Tool) -> bool:
+    return resolve_tool_name(rule.tool) == tool.name
+
+
+def _limited(tool: Tool, rules: list[PermissionRule]) -> Tool:
+    allowed = ", ".join(format_rule(r) for r in rules)
+
+    async def call(**arguments: Any) -> Any:
+        if not any(rule_matches(rule, tool, arguments) for rule in rules):
+            raise ToolError(
+                f"this agent may use {tool.name} only for calls matching {allowed}; this call "
+                "matches none of them"
+            )
+        return await tool.func(**arguments)
+
+    # its rules replace the prompt: a call they allow runs, any other is refused, none asks
+    return dataclasses.replace(tool, func=call, requires_confirmation=False)
+
+
 def spec_permissions(spec: SubagentSpec, base: PermissionEngine | None) -> PermissionEngine | None:
     """The permission engine of an agent built from ``spec``: ``base``'s rules plus the spec's
     ``disallowedTools`` rules (deny), in the spec's ``permissionMode`` (default: ``base``'s).
 
-    As in Claude Code, a parent in ``bypass`` mode keeps its children in ``bypass``.
+    The ``tools:`` entries with a rule (``Bash(git diff:*)``) are allow rules too: the calls they
+    let the agent make run without asking. As in Claude Code, a parent in ``bypass`` mode keeps
+    its children in ``bypass``.
     """
     deny = [parse_rule(rule, "deny") for rule in spec.deny_rules]
-    if not deny and spec.permission_mode is None:
+    allow = [parse_rule(rule, "allow") for rule in spec.tool_rules]
+    if not deny and not allow and spec.permission_mode is None:
         return base
     base = base or PermissionEngine()
     mode = spec.permission_mode or base.mode
     if base.mode == "bypass":
         mode = "bypass"
-    return PermissionEngine([*base.rules, *deny], mode=mode)
+    return PermissionEngine([*base.rules, *deny, *allow], mode=mode)
 
 
 def spawn_agent(
@@ -106,7 +145,7 @@ def spawn_agent(
     it also gets the MCP tools the spec selects (:meth:`McpToolset.for_spec`)."""
     tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
     removed = set(spec.removed_tools)
-    tools = [t for t in tools if t.name not in removed]
+    tools = restrict_to_rules([t for t in tools if t.name not in removed], spec.tool_rules)
     mcp_tools = mcp.for_spec(spec) if mcp is not None else None
     if mcp_tools is not None:
         extensions = [*extensions, mcp_tools]

@@ -172,3 +172,27 @@ async def test_background_effort_and_initial_prompt(tmp_path: Path) -> None:
     assert str(child.messages[0].content).startswith("Read CONTRIBUTING.md first.\n\nwork")
     started = [r for r in requests if r.system_prompt.startswith("Lead.")][1]
     assert "in the background" in _last_result(started)
+
+
+async def test_a_tool_written_with_a_rule_runs_only_the_calls_it_allows(tmp_path: Path) -> None:
+    from agentscope_teams.sandbox import UnsafeHostSandbox
+
+    spec = _spec(tmp_path, "differ", "tools: Read, Bash(echo diff:*)\nworkspace: shared\n")
+    script = [
+        _spawn("differ"),
+        ScriptedModel.tool_call("Bash", {"command": "echo diff ok"}),
+        ScriptedModel.tool_call("Bash", {"command": "echo diff ok; touch pwned"}),
+        ScriptedModel.tool_call("Bash", {"command": "touch pwned"}),
+        "diffed",
+        "done",
+    ]
+    # the unsafe host backend: this test is about the rule, not the sandbox (tests/sandbox is)
+    lead = _lead(tmp_path, spec, script, sandbox=UnsafeHostSandbox())
+    async with lead:
+        await lead.call("go", CTX)
+    requests = _requests(lead)
+    assert "diff ok" in _last_result(requests[2])  # allowed, and run without asking
+    for compound_or_other in (requests[3], requests[4]):
+        refused = _last_result(compound_or_other)
+        assert "only for calls matching Bash(echo diff:*)" in refused
+    assert not (tmp_path / "ws" / "pwned").exists()
