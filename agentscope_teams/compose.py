@@ -105,7 +105,9 @@ class HarnessAgent(SessionAgent):
 
     ``sandbox`` (a :class:`~.sandbox.Sandbox`, ``"bubblewrap"``, ``"unsafe-host"`` or None) adds
     the shell tools ``bash``, ``bash_output`` and ``kill_shell`` running in it; subagents and team
-    members built from this agent get them too (their spec's ``tools:`` may pick them).
+    members built from this agent get them too (their spec's ``tools:`` may pick them). The
+    default, ``"auto"``, gives them in a bubblewrap sandbox when a spec lists ``Bash`` (a
+    ConfigurationError naming the package where bubblewrap cannot run) and none otherwise.
     Permission modes never turn the sandbox off."""
 
     def __init__(
@@ -137,10 +139,10 @@ class HarnessAgent(SessionAgent):
         skills: Any = None,
         trust_project: bool | ProjectTrust | None = None,
         tracer_provider: Any = None,
-        sandbox: Sandbox | str | None = None,
+        sandbox: Sandbox | str | None = "auto",
         **subagent_options: Any,
     ) -> None:
-        self.sandbox = resolve_sandbox(sandbox)
+        self.sandbox = None if sandbox == "auto" else resolve_sandbox(sandbox)
         if self.sandbox is not None:
             tools = [*tools, *shell_tools(self.sandbox)]
         super().__init__(
@@ -181,7 +183,7 @@ class HarnessAgent(SessionAgent):
         if self.skills and builtin_tools:
             self.extensions.append(SkillExtension(self.skills))
         if specs is not None:
-            self.extensions += extensions_from_specs(
+            found_ext = extensions_from_specs(
                 self.view,
                 specs,
                 teams=teams,
@@ -190,6 +192,9 @@ class HarnessAgent(SessionAgent):
                 skills=self.skills,
                 **subagent_options,
             )
+            self.extensions += found_ext
+            if sandbox == "auto":
+                self._sandbox_for_specs(found_ext)
         elif subagent_options or teams or team_options:
             named = sorted(
                 {
@@ -199,6 +204,34 @@ class HarnessAgent(SessionAgent):
                 }
             )
             raise ConfigurationError(f"options {named} need specs=")
+
+    def _sandbox_for_specs(self, found: Sequence[Extension]) -> None:
+        """``sandbox="auto"``: a spec that lists ``Bash`` gets it in a bubblewrap sandbox (the
+        agent too); where bubblewrap cannot run that is a ConfigurationError naming the package,
+        never a silently unsandboxed shell."""
+        from .subagents.extension import SubagentExtension
+
+        wanting = sorted(
+            name
+            for ext in found
+            if isinstance(ext, SubagentExtension)
+            for name, spec in ext.specs.items()
+            if spec.tools is not None and "bash" in spec.tools
+        )
+        if not wanting:
+            return
+        try:
+            self.sandbox = resolve_sandbox("bubblewrap")
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"specs {', '.join(wanting)} list Bash, which runs only in a sandbox: {exc}. "
+                "Or pass sandbox=None to run them without Bash, or sandbox='unsafe-host' to run "
+                "commands on this host without isolation"
+            ) from exc
+        assert self.sandbox is not None
+        for shell_tool in shell_tools(self.sandbox):
+            if shell_tool.name not in self.view.toolkit:
+                self.view.toolkit.register(shell_tool)
 
     async def aclose(self) -> None:
         """Stop the extensions' background work and the MCP servers this agent started, then
