@@ -23,11 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ToolError
 from .base import ALIASES, Tool, ToolEnv, resolve_tool_name
 from .decorator import make_tool
+from .notebook import notebook_edit
 from .paths import compile_glob, display, is_binary, is_inside, resolve_in_workspace, walk_files
 
 __all__ = ["ALIASES", "EDIT_TOOLS", "filesystem_tools", "resolve_tool_name"]
 
-EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
+EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit", "notebook_edit"})
 """Tools that only change files in the workspace (allowed without asking in ``accept_edits``)."""
 
 MAX_LINE_CHARS = 2000
@@ -325,11 +326,12 @@ def _builtin_tools() -> tuple[Tool, ...]:
         make_tool(list_files, read_only=True),
         make_tool(glob_files, read_only=True, primary_argument="path"),
         make_tool(grep_files, read_only=True, primary_argument="path"),
+        make_tool(notebook_edit, primary_argument="notebook_path"),
     )
 
 
 def filesystem_tools() -> list[Tool]:
-    """Fresh copies of the seven built-in file tools."""
+    """Fresh copies of the built-in file tools (eight, ``notebook_edit`` included)."""
     return [
         dataclasses.replace(t, parameters=copy.deepcopy(t.parameters)) for t in _builtin_tools()
     ]

@@ -52,6 +52,7 @@ def test_read_only_flags() -> None:
         "list_files": (True, True),
         "glob_files": (True, True),
         "grep_files": (True, True),
+        "notebook_edit": (False, False),
     }
 
 
@@ -193,3 +194,42 @@ async def test_symlinked_directory_pointing_outside_refused(ws: Path) -> None:
 async def test_symlink_inside_workspace_allowed(ws: Path) -> None:
     os.symlink(ws / "src", ws / "code", target_is_directory=True)
     assert "def main" in await ok(ws, "read_file", path="code/main.py")
+
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Title\n"]},
+        {
+            "cell_type": "code",
+            "id": "calc",
+            "metadata": {},
+            "source": ["x = 1\n"],
+            "execution_count": 3,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": ["1\n"]}],
+        },
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+async def test_notebook_edit_replaces_inserts_and_deletes_cells(ws: Path) -> None:
+    import json
+
+    (ws / "nb.ipynb").write_text(json.dumps(NOTEBOOK))
+    await ok(ws, "notebook_edit", notebook_path="nb.ipynb", cell_id="calc", new_source="x = 2\n")
+    await ok(
+        ws, "notebook_edit", notebook_path="nb.ipynb", cell_id="intro", new_source="## Notes",
+        cell_type="markdown", edit_mode="insert",
+    )  # fmt: skip
+    await ok(ws, "notebook_edit", notebook_path="nb.ipynb", cell_id="0", edit_mode="delete")
+    cells = json.loads((ws / "nb.ipynb").read_text())["cells"]
+    assert [c["source"] for c in cells] == [["## Notes"], ["x = 2\n"]]
+    assert cells[1]["outputs"] == [] and cells[1]["execution_count"] is None  # stale output gone
+    missing = await err(ws, "notebook_edit", notebook_path="nb.ipynb", cell_id="nope")
+    assert "no cell 'nope'" in missing
+    (ws / "bad.ipynb").write_text("not json")
+    assert "not a Jupyter notebook" in await err(ws, "notebook_edit", notebook_path="bad.ipynb")
+    outside = await err(ws, "notebook_edit", notebook_path="../x.ipynb", new_source="a")
+    assert "outside" in outside or "escape" in outside or "workspace" in outside

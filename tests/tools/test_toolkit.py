@@ -277,15 +277,16 @@ def test_toolkit_collection_api() -> None:
         "list_files",
         "glob_files",
         "grep_files",
+        "notebook_edit",
     ]
-    assert len(kit) == 7 and "Read" in kit and "LS" in kit and "Bash" not in kit
+    assert len(kit) == 8 and "Read" in kit and "LS" in kit and "Bash" not in kit
     read = kit.get("Read")
     assert read is not None and read.name == "read_file"
     with pytest.raises(ValueError, match="already in this toolkit"):
         kit.register(filesystem_tools()[0])
     assert kit.subset(["Grep", "read_file", "Bash"]).names() == ["grep_files", "read_file"]
     assert kit.unknown(["Read", "Bash"]) == ["Bash"]
-    assert kit.without(["Write", "Edit", "MultiEdit"]).names() == [
+    assert kit.without(["Write", "Edit", "MultiEdit", "NotebookEdit"]).names() == [
         "read_file",
         "list_files",
         "glob_files",
