@@ -89,6 +89,25 @@ def spec_table(result: SpecLoadResult) -> Table:
     return table
 
 
+def offering_notes(specs: Mapping[str, SubagentSpec]) -> list[str]:
+    """Tools the specs list that this machine would not offer, and what to install or configure
+    (``bash`` without a working bubblewrap, ``web_search`` without a provider, ...)."""
+    from ..sandbox import default_sandbox
+    from ..tools.web import unavailable_web_tools
+
+    wanted = {t for spec in specs.values() for t in spec.tools or ()}
+    missing = {k: v for k, v in unavailable_web_tools().items() if k in wanted}
+    if "bash" in wanted:
+        found, why = default_sandbox()
+        if found is None:
+            missing["bash"] = (why or "no sandbox") + " (or run with --sandbox unsafe-host)"
+    notes = []
+    for tool, how in sorted(missing.items()):
+        users = sorted(n for n, spec in specs.items() if tool in (spec.tools or ()))
+        notes.append(f"{tool} ({', '.join(users)}) is not offered here: {how}")
+    return notes
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
@@ -99,6 +118,9 @@ def render_spec_check(result: SpecLoadResult, console: Console | None = None) ->
     parts: list[Table | Text] = []
     if result.specs:
         parts.append(spec_table(result))
+    notes = offering_notes(result.specs)
+    if notes:
+        parts.append(Text("Not offered here\n" + "\n".join(notes), style="yellow"))
     if result.errors:
         errors = Text("Errors\n", style="bold red")
         errors.append("\n".join(str(error) for error in result.errors), style="red")

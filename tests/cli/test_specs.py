@@ -100,3 +100,16 @@ def test_strict_refuses_what_would_not_behave_as_written(cli: Cli, tmp_path: Pat
     assert f"{lossy}:6: MCP server 'jira' is not configured (configured: github)" in out
     assert f"{lossy}:8: Claude Code key 'hooks' is not acted on here" in out
     assert str(agents / "fine.md") + ":" not in out  # nothing to report for it
+
+
+def test_check_says_which_listed_tools_this_machine_does_not_offer(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "searcher.md").write_text(
+        "---\nname: searcher\ndescription: Searches.\ntools: WebSearch, Read\n---\nSearch.\n"
+    )
+    result = cli.run("specs", "check", str(tmp_path), BRAVE_API_KEY="")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "web_search (searcher) is not offered here: needs a search provider" in result.stdout
+    configured = cli.run("specs", "check", str(tmp_path), BRAVE_API_KEY="k")
+    assert "not offered here" not in configured.stdout
