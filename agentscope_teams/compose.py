@@ -22,12 +22,18 @@ from .agent.config import ReActConfig
 from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
 from .errors import ConfigurationError
+from .hooks import HookMap, Hooks, hooks_from_callables, parse_hooks, project_hooks
+from .hooks.config import merged
 from .mcp import McpToolset
+from .mcp.project import project_mcp_json, project_servers
 from .model.base import ChatModel
 from .sessions import SessionSource
 from .skills import SkillExtension, SkillLibrary
 from .store.base import BaseStore
 from .tools import PermissionEngine, Tool
+from .trust import ProjectTrust, project_root
+
+__all__ = ["HarnessAgent", "extensions_from_specs", "project_mcp_json"]
 
 
 def extensions_from_specs(
@@ -70,17 +76,15 @@ def project_skills(specs: Any) -> Path | None:
     return candidate if folder.parent.name == ".claude" and candidate.is_dir() else None
 
 
-def project_mcp_json(specs: Any) -> Path | None:
-    """The ``.mcp.json`` of the project a spec directory belongs to, as Claude Code lays it out:
-    in the directory itself, or at the project root of ``<root>/.claude/agents``; else None."""
-    if not isinstance(specs, str | Path):
-        return None
-    folder = Path(specs)
-    candidates = [folder / ".mcp.json"]
-    parent = folder.resolve().parent
-    if parent.name == ".claude":
-        candidates.append(parent.parent / ".mcp.json")
-    return next((c for c in candidates if c.is_file()), None)
+def _code_hooks(hooks: Mapping[str, Any] | None) -> HookMap:
+    """The operator's hooks given in code: callables, or entries in Claude Code's shape."""
+    if not hooks:
+        return {}
+    shaped = {
+        k: v for k, v in hooks.items() if isinstance(v, list) and v and isinstance(v[0], dict)
+    }
+    rest = {k: v for k, v in hooks.items() if k not in shaped}
+    return merged(parse_hooks(shaped), hooks_from_callables(rest))
 
 
 class HarnessAgent(SessionAgent):
@@ -92,7 +96,12 @@ class HarnessAgent(SessionAgent):
     directory holding one), a mapping in the same format, or an :class:`~.mcp.McpToolset` shared
     with other agents (then this agent does not stop its servers). When it is not given and
     ``specs`` is a directory, the project's ``.mcp.json`` is used if there is one
-    (:func:`project_mcp_json`); ``mcp_servers={}`` turns that off. ``mcp_tools`` picks this
+    (:func:`project_mcp_json`) and the project is trusted; ``mcp_servers={}`` turns that off.
+    ``trust_project`` decides whether the specs' project may start servers (its ``.mcp.json``,
+    ``mcpServers`` inline in spec files): ``None`` (default) asks the user's remembered decisions
+    (:mod:`agentscope_teams.trust`), ``True``/``False`` answer for this agent without remembering,
+    a :class:`~agentscope_teams.trust.ProjectTrust` is used as it is; what was left off is in
+    ``self.trust.withheld`` and :meth:`ProjectTrust.notice`. ``mcp_tools`` picks this
     agent's own MCP tools by name (``mcp__<server>__<tool>``, ``mcp__<server>``; default: all);
     its subagents pick theirs in their spec's ``tools:``. ``mcp_options`` go to the
     :class:`~.mcp.McpPool` (``max_live``, ``idle_timeout``, ``call_timeout``, ``startup_timeout``).
@@ -102,7 +111,13 @@ class HarnessAgent(SessionAgent):
     (``<folder>/<name>/SKILL.md``): a folder, a list of folders, or a :class:`~.skills.SkillLibrary`;
     ``{org}`` and ``{user}`` in a folder name make it per tenant. Default: the project's
     ``.claude/skills`` when ``specs`` is its ``.claude/agents``. Subagents preload the skills their
-    spec lists in ``skills:`` from the same folders."""
+    spec lists in ``skills:`` from the same folders.
+
+    ``hooks`` are the operator's hooks (:mod:`agentscope_teams.hooks`, ``docs/hooks.md``):
+    ``{Event: [(matcher, callable), ...]}`` (a callable gets the event dict and returns None or a
+    decision dict) or Claude Code's ``{Event: [{matcher, hooks: [{type: command, ...}]}]}``. The
+    project's ``.claude/settings.json`` / ``settings.local.json`` hooks are added when ``specs``
+    is a directory of a trusted project (else they are withheld, like its MCP servers)."""
 
     def __init__(
         self,
@@ -131,6 +146,8 @@ class HarnessAgent(SessionAgent):
         mcp_tools: Sequence[str] | None = None,
         mcp_options: Mapping[str, Any] | None = None,
         skills: Any = None,
+        trust_project: bool | ProjectTrust | None = None,
+        hooks: Mapping[str, Any] | None = None,
         tracer_provider: Any = None,
         **subagent_options: Any,
     ) -> None:
@@ -155,13 +172,23 @@ class HarnessAgent(SessionAgent):
             depth=depth,
         )
         self._owns_mcp = not isinstance(mcp_servers, McpToolset)
+        self.trust = (
+            mcp_servers.trust
+            if isinstance(mcp_servers, McpToolset) and trust_project is None
+            else ProjectTrust.of(trust_project)
+        )
         if mcp_servers is None:
-            mcp_servers = project_mcp_json(specs)
-        self.mcp = McpToolset.from_config(mcp_servers, **(mcp_options or {}))
+            found = project_mcp_json(specs)
+            mcp_servers = project_servers(found, self.trust) if found is not None else None
+        self.mcp = McpToolset.from_config(mcp_servers, trust=self.trust, **(mcp_options or {}))
         if mcp_tools is not None:
             self.mcp.inherited = list(mcp_tools)
         if self.mcp.servers:
             self.extensions.append(self.mcp.extension(mcp_tools))
+        self.hooks = Hooks(
+            merged(_code_hooks(hooks), project_hooks(specs, self.trust)),
+            project_dir=project_root(specs) if isinstance(specs, str | Path) else None,
+        )
         self.skills = SkillLibrary.of(project_skills(specs) if skills is None else skills)
         if self.skills and builtin_tools:
             self.extensions.append(SkillExtension(self.skills))

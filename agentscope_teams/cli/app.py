@@ -16,7 +16,16 @@ from typing import Protocol
 
 from .._version import __version__
 from ..tracing.setup import configure_from_env, shutdown
-from . import review_cmd, run_cmd, serve_cmd, sessions_cmd, specs_cmd, team_cmd, worker_cmd
+from . import (
+    review_cmd,
+    run_cmd,
+    serve_cmd,
+    sessions_cmd,
+    specs_cmd,
+    team_cmd,
+    trust_cmd,
+    worker_cmd,
+)
 from .common import Handler, SubParsers, add_global_options, check_store_given, debug_enabled
 from .exits import EXIT_FAILED, EXIT_OK, error_message, failure, guarded_stdout, stdout_closed
 
@@ -34,6 +43,7 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     review_cmd,
     run_cmd,
     specs_cmd,
+    trust_cmd,
     sessions_cmd,
     team_cmd,
     worker_cmd,
@@ -52,6 +62,7 @@ examples:
   agentscope-teams review examples/sample_project
   agentscope-teams run --specs specs/ "Review src/ for security problems"
   agentscope-teams specs check specs/
+  agentscope-teams trust add ~/src/some-project
   agentscope-teams sessions list --user alice
   agentscope-teams sessions show SESSION --agent reviewer --user alice
   agentscope-teams team tasks TEAM --user alice

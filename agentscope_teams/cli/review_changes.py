@@ -44,7 +44,8 @@ class ChangedSince:
 
     def mcp_servers(self) -> dict[str, object]:
         args = ["-m", "mcp_server_git", "--repository", str(self.repository)]
-        return {"git": {"command": sys.executable, "args": args}}
+        # our own server, started by this command: its read-only annotations are believed
+        return {"git": {"command": sys.executable, "args": args, "trustAnnotations": True}}
 
     def changed_lines(self) -> ChangedLines:
         """The lines changed since REF in the working tree (what ``git diff REF`` shows, as the

@@ -9,6 +9,8 @@ deterministic static analysis driving the same tools, not an LLM, and the output
 With ``--changed-since REF`` only the Python files changed since REF are reviewed: the lead reads
 the diff through the git MCP server (:mod:`.review_changes`).
 ``--resume`` continues an interrupted review from the store (:mod:`.review_resume`).
+``--trust-project`` trusts the project of ``--specs`` (and remembers it), so the ``--workers``
+processes enable its own MCP servers (:mod:`.trust_cmd`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .review_changes import changed_since
 from .review_resume import check_resumable, find_interrupted
 from .review_run import ReviewConfig, run_review
 from .review_view import JsonView, LiveView, ReviewView
+from .trust_cmd import add_trust_option, project_trust
 from .usage_view import usage_json, usage_lines
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "review"
@@ -124,6 +127,7 @@ def register(subparsers: SubParsers) -> None:
         "commit); the lead reads the diff through the git MCP server (needs the mcp extra and "
         "mcp-server-git)",
     )
+    add_trust_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -161,6 +165,7 @@ def _build(
         raise CommandError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
     if not (specs / "reviewer.md").is_file():
         raise CommandError(f"{specs} has no reviewer.md; pass a spec directory with --specs")
+    project_trust(args, specs)  # --trust-project: remembered, so the --workers processes see it
     name, model = choose_model(args.model)
     changes = changed_since(path.resolve(), args.changed_since) if args.changed_since else None
     return ReviewConfig(

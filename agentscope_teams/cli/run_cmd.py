@@ -5,13 +5,16 @@ workspace is the current directory. The model comes from ``--model`` or from the
 the environment. Without a key, ``--model scripted:FILE`` replays model turns from a file (see
 :mod:`.scripted_file`; ``examples/scripted_run/`` has one that spawns a subagent and builds a team).
 The output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board
-and messages, then a summary.
+and messages, then a summary. The project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in
+its spec files) start only if the project is trusted (``--trust-project``, :mod:`.trust_cmd`);
+otherwise a note on stderr names them and says how to enable them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import uuid
 from contextlib import aclosing
@@ -43,6 +46,7 @@ from .review_run import Watcher
 from .run_view import RunSummary, RunView
 from .scripted_file import PREFIX as SCRIPTED
 from .scripted_file import scripted_model
+from .trust_cmd import add_trust_option, project_trust, untrusted_note
 from .usage_view import usage_json, usage_lines
 
 #: Environment key -> the model ``run`` uses when ``--model`` is not given (first match wins);
@@ -90,6 +94,7 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--session", metavar="SESSION", help="session id to continue (default: a new session)"
     )
+    add_trust_option(parser)
     add_identity_options(parser)
     add_json_option(parser)
     parser.set_defaults(handler=handle)
@@ -100,6 +105,10 @@ def handle(args: argparse.Namespace) -> int:
     if not specs.is_dir():
         raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
     model = _model(args.model, specs)
+    trust = project_trust(args, specs)
+    note = untrusted_note(specs, load_specs(specs, strict=False).specs.values(), trust)
+    if note:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     ctx = RuntimeContext(
         session_id=args.session or uuid.uuid4().hex[:12], user_id=args.user, org_id=args.org
     )
@@ -120,6 +129,7 @@ def handle(args: argparse.Namespace) -> int:
             workspace_scope="shared",
             specs=specs,
             store=store,
+            trust_project=trust,
         ) as lead:
             # aclosing: an error stops the reply and saves it; the watcher polls the team meanwhile
             async with (

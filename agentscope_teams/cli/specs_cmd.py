@@ -1,4 +1,8 @@
-"""``agentscope-teams specs check DIR``: validate a directory of subagent spec files."""
+"""``agentscope-teams specs check DIR``: validate a directory of subagent spec files.
+
+It also names the MCP servers of the project (its ``.mcp.json``, ``mcpServers`` in its spec files)
+that are not enabled because the project is not trusted, and how to enable them.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,11 @@ import argparse
 import json
 from pathlib import Path
 
-from ..compose import project_mcp_json
+from ..mcp.project import project_mcp_json, untrusted_servers
 from ..subagents.check import check_specs
 from ..subagents.spec import load_specs
 from ..subagents.strict import strict_problems
+from ..trust import ProjectTrust, untrusted_notice
 from .common import SubParsers, add_command, add_json_option, print_json_line, stdout_console
 
 EXAMPLES = (
@@ -63,12 +68,18 @@ def _configured_servers(directory: Path) -> list[str]:
 
 def handle_check(args: argparse.Namespace) -> int:
     if not args.json:
-        return check_specs(
+        code = check_specs(
             args.directory,
             console=stdout_console(),
             strict_yaml=args.strict,
             mcp_servers=_configured_servers(args.directory),
         )
+        if args.directory.is_dir():
+            loaded = load_specs(args.directory, strict=False, strict_yaml=args.strict)
+            withheld = untrusted_servers(args.directory, loaded.specs.values(), ProjectTrust())
+            if withheld:
+                stdout_console().print(untrusted_notice(withheld), style="yellow", markup=False)
+        return code
     result = load_specs(args.directory, strict=False, strict_yaml=args.strict)
     if args.strict:
         result.errors += strict_problems(result, _configured_servers(args.directory))
@@ -80,5 +91,16 @@ def handle_check(args: argparse.Namespace) -> int:
     for error in result.errors:
         print_json_line(
             {"kind": "error", "file": error.file, "line": error.line, "reason": error.reason}
+        )
+    for found in untrusted_servers(args.directory, result.specs.values(), ProjectTrust()):
+        print_json_line(
+            {
+                "kind": "not_enabled",
+                "feature": found.feature,
+                "name": found.name,
+                "file": str(found.source),
+                "project": str(found.root),
+                "enable": "--trust-project, or agentscope-teams trust add PROJECT",
+            }
         )
     return 1 if result.errors else 0

@@ -8,10 +8,12 @@ workers ``review --workers N`` starts, so a killed review leaves none behind).
 ``--model python:package.module:attribute`` loads a ChatModel from Python (tests, custom models).
 
 Members get the MCP tools their spec selects, as in the lead's process: the servers come from
-``--mcp-config`` (a ``.mcp.json`` or a directory holding one), else from the project ``.mcp.json``
-of ``--specs`` when there is one (:func:`~agentscope_teams.compose.project_mcp_json`, as
-``HarnessAgent`` finds a lead's). This command owns those servers: it stops them after the worker
-has stopped its members.
+``--mcp-config`` (a ``.mcp.json`` or a directory holding one: the operator's, always enabled),
+else from the project ``.mcp.json`` of ``--specs`` when there is one
+(:func:`~agentscope_teams.compose.project_mcp_json`, as ``HarnessAgent`` finds a lead's) if the
+project is trusted (``--trust-project``); the same holds for ``mcpServers`` inline in its spec
+files. The start line names the servers left off and how to enable them. This command owns the
+servers: it stops them after the worker has stopped its members.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ import anyio
 
 from ..compose import project_mcp_json
 from ..mcp import McpToolset
+from ..mcp.project import project_servers
 from ..store.base import BaseStore
 from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
+from ..trust import ProjectTrust
 from .common import CommandError, SubParsers, add_command, with_store
+from .trust_cmd import add_trust_option, project_trust, untrusted_note
 
 ORPHAN_CHECK_SECONDS = 1.0
 
@@ -101,8 +106,9 @@ def register(subparsers: SubParsers) -> None:
         metavar="PATH",
         type=Path,
         help="MCP servers whose tools the members' specs select: a .mcp.json or a directory "
-        "holding one (default: the .mcp.json of the --specs project, if any)",
+        "holding one (default: the .mcp.json of the --specs project, if any and trusted)",
     )
+    add_trust_option(parser)
     parser.add_argument(
         "--exit-with-parent",
         action="store_true",
@@ -118,9 +124,21 @@ def mcp_config_path(args: argparse.Namespace) -> Path | None:
     return given if given is not None else project_mcp_json(args.specs)
 
 
+def toolset(args: argparse.Namespace, trust: ProjectTrust) -> McpToolset:
+    """The members' MCP servers: ``--mcp-config`` (the operator's), else the project's own if
+    it is trusted."""
+    if args.mcp_config is not None:
+        return McpToolset.from_config(args.mcp_config, trust=trust)
+    found = project_mcp_json(args.specs)
+    return McpToolset.from_config(project_servers(found, trust) if found else None, trust=trust)
+
+
 def handle(args: argparse.Namespace) -> int:
     mcp_path = mcp_config_path(args)
-    mcp = McpToolset.from_config(mcp_path)
+    trust = project_trust(args, args.specs)
+    mcp = toolset(args, trust)
+    specs = load_specs(args.specs).specs
+    note = untrusted_note(args.specs, specs.values(), trust)
     if mcp.servers and importlib.util.find_spec("mcp") is None:
         raise CommandError(
             f"{mcp_path} configures MCP servers {sorted(mcp.servers)} for the members, which "
@@ -128,7 +146,7 @@ def handle(args: argparse.Namespace) -> int:
             "with a file without servers)"
         )
     config = WorkerConfig(
-        specs=load_specs(args.specs).specs,
+        specs=specs,
         model=model_option(args.model),
         workspace=args.workspace.resolve() if args.workspace else None,
         max_members=args.max_members,
@@ -143,7 +161,7 @@ def handle(args: argparse.Namespace) -> int:
         worker = Worker(store, config)
         print(
             f"worker serving {len(config.specs)} specs, up to {config.max_members} members"
-            f"{_mcp_note(mcp, mcp_path)}; Ctrl-C to stop",
+            f"{_mcp_note(mcp, mcp_path)}; Ctrl-C to stop" + (f"\nnote: {note}" if note else ""),
             file=sys.stderr,
             flush=True,
         )

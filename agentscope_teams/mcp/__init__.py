@@ -1,7 +1,9 @@
 """MCP client: tools of Model Context Protocol servers for agents, subagents and team members.
 
 Configure servers as Claude Code does (a ``.mcp.json``, a spec's ``mcpServers``) and pass them to
-``HarnessAgent(..., mcp_servers=...)``; their tools appear as ``mcp__<server>__<tool>``. Importing
+``HarnessAgent(..., mcp_servers=...)``; their tools appear as ``mcp__<server>__<tool>``. A
+project's own servers (its ``.mcp.json``, ``mcpServers`` in its spec files) are enabled only when
+the project is trusted (:mod:`.project`, :mod:`agentscope_teams.trust`). Importing
 this package does not need the ``mcp`` SDK; starting a server does (``pip install
 'agentscope-teams[mcp]'``). See :mod:`.pool` for the lifecycle and docs/mcp.md for the decisions.
 """

@@ -10,12 +10,24 @@ A configuration maps server names to servers::
 A server without ``type`` (or ``"type": "stdio"``) is a command run as a subprocess speaking MCP on
 its stdin/stdout; ``"type": "http"`` (also ``"streamable-http"``) is a streamable-HTTP endpoint.
 ``${VAR}`` and ``${VAR:-default}`` are expanded, as Claude Code does, in ``command``, ``args``,
-``env``, ``url`` and ``headers`` when the configuration is read; an unset variable without a
-default is an error naming the file, the server, the field and the variable.
+``env``, ``url`` and ``headers``; an unset variable without a default is an error naming the file,
+the server, the field and the variable. A configuration the operator gives (code, ``--mcp-config``)
+is expanded when it is read; one a project brings (its ``.mcp.json``, a spec's ``mcpServers``) is
+read with ``expand=False`` and expanded by :func:`expand_server` only once the project is trusted
+(:mod:`agentscope_teams.trust`), so an untrusted file never gets a variable's value.
+
+A server name becomes part of tool names (``mcp__<server>__<tool>``), so it cannot hold ``__`` or
+end with ``_``: every published name then has exactly one server.
+
+``trustAnnotations: true`` (default false) lets the server's tool annotations count: a tool marked
+``readOnlyHint`` is then read-only (allowed in plan mode, no confirmation). The MCP specification
+calls annotations untrusted hints, so by default every tool of a server is treated as one that
+writes and asks.
 
 Secrets never reach a log, a repr or an error: :class:`StdioServer` and :class:`HttpServer` show
 the names of environment variables and headers, never their values, and a URL without its
-user-info and query.
+user-info and query; :func:`redact` takes every argument, environment and header value and the
+URL's secret parts out of a text.
 """
 
 from __future__ import annotations
@@ -37,10 +49,13 @@ __all__ = [
     "HttpServer",
     "ServerConfig",
     "StdioServer",
+    "check_server_name",
     "expand_env",
+    "expand_server",
     "load_mcp_json",
     "parse_server",
     "parse_servers",
+    "redact",
     "safe_url",
 ]
 
@@ -53,7 +68,10 @@ class _Server(BaseModel):
     """What both transports share: a frozen, closed configuration, shown by its ``repr`` (which
     names secrets without their values) and identified by its :meth:`fingerprint`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    #: Whether this server's tool annotations (``readOnlyHint``, ...) are believed.
+    trust_annotations: bool = Field(default=False, alias="trustAnnotations")
 
     def __str__(self) -> str:
         return repr(self)
@@ -124,18 +142,37 @@ def expand_env(value: str, where: str, environ: Mapping[str, str] | None = None)
     return _VAR.sub(replace, value)
 
 
+def check_server_name(name: Any, source: str = "") -> str:
+    """``name`` if it can name a server, else a ConfigurationError naming it and ``source``."""
+    at = f"{source}: " if source else ""
+    if (
+        not isinstance(name, str)
+        or not SERVER_NAME.fullmatch(name)
+        or "__" in name
+        or name.endswith("_")
+    ):
+        raise ConfigurationError(
+            f"{at}mcpServers: invalid server name {name!r}; use 1-48 letters, digits, '-' or "
+            "'_', without '__' and not ending with '_' (it becomes part of the tool names "
+            "mcp__<server>__<tool>, which must name one server)"
+        )
+    return name
+
+
 def parse_server(
-    name: str, raw: Any, source: str, environ: Mapping[str, str] | None = None
+    name: str,
+    raw: Any,
+    source: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    expand: bool = True,
 ) -> StdioServer | HttpServer:
     """One server entry of ``source`` (a file name or ``"mcp_servers"``; ``""`` when the caller
-    says where the entry is, as a spec file does), expanded and checked."""
+    says where the entry is, as a spec file does), checked, and expanded unless ``expand`` is
+    False (then ``${VAR}`` stays as written: see :func:`expand_server`)."""
     at = f"{source}: " if source else ""
     where = f"{at}mcpServers.{name}"
-    if not isinstance(name, str) or not SERVER_NAME.fullmatch(name):
-        raise ConfigurationError(
-            f"{at}mcpServers: invalid server name {name!r}; use 1-48 letters, digits, "
-            "'-' or '_' (it becomes part of the tool names mcp__<server>__<tool>)"
-        )
+    check_server_name(name, source)
     if isinstance(raw, StdioServer | HttpServer):
         return raw
     if not isinstance(raw, Mapping):
@@ -159,7 +196,8 @@ def parse_server(
         raise ConfigurationError(
             f'{where}.type: unknown transport {kind!r}; use "stdio" (the default) or "http"'
         )
-    _expand_fields(data, where, environ)
+    if expand:
+        _expand_fields(data, where, environ)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -193,8 +231,38 @@ def _expand_fields(data: dict[str, Any], where: str, environ: Mapping[str, str] 
             }
 
 
+def expand_server(
+    server: StdioServer | HttpServer, where: str, environ: Mapping[str, str] | None = None
+) -> StdioServer | HttpServer:
+    """``server`` (read with ``expand=False``) with ``${VAR}`` expanded; ``where`` names it in
+    the error about an unset variable."""
+    data = server.model_dump(by_alias=True)
+    _expand_fields(data, where, environ)
+    return type(server).model_validate(data)
+
+
+def redact(server: StdioServer | HttpServer, text: str) -> str:
+    """``text`` with what of ``server`` may be secret replaced by a label: each argument
+    (``<args[1]>``), environment and header value (``<env TOKEN>``), the URL's user-info and query
+    (the URL shown as :func:`safe_url` keeps it). Values shorter than 6 characters are kept (they
+    are too short to be a credential and would garble the text)."""
+    found: list[tuple[str, str]] = []
+    if isinstance(server, HttpServer):
+        text = text.replace(server.url, safe_url(server.url))
+        parts = urlsplit(server.url)
+        found += [(parts.query, "<url query>"), (parts.password or "", "<url password>")]
+        found += [(v, f"<header {k}>") for k, v in server.headers.items()]
+    else:
+        found += [(v, f"<args[{i}]>") for i, v in enumerate(server.args)]
+        found += [(v, f"<env {k}>") for k, v in server.env.items()]
+    for value, label in sorted(found, key=lambda item: -len(item[0])):
+        if len(value) >= 6:
+            text = text.replace(value, label)
+    return text
+
+
 def parse_servers(
-    raw: Any, source: str, environ: Mapping[str, str] | None = None
+    raw: Any, source: str, environ: Mapping[str, str] | None = None, *, expand: bool = True
 ) -> dict[str, StdioServer | HttpServer]:
     """Servers by name from a mapping: ``{"mcpServers": {...}}`` (a ``.mcp.json``) or the inner
     ``{name: server}`` mapping."""
@@ -211,13 +279,17 @@ def parse_servers(
             f"{source}: mcpServers must be a mapping of server names to servers, "
             f"got {type(raw).__name__}"
         )
-    return {name: parse_server(name, value, source, environ) for name, value in raw.items()}
+    return {
+        name: parse_server(name, value, source, environ, expand=expand)
+        for name, value in raw.items()
+    }
 
 
 def load_mcp_json(
-    path: Path | str, environ: Mapping[str, str] | None = None
+    path: Path | str, environ: Mapping[str, str] | None = None, *, expand: bool = True
 ) -> dict[str, StdioServer | HttpServer]:
-    """The servers of a ``.mcp.json`` file (or of the ``.mcp.json`` in a directory)."""
+    """The servers of a ``.mcp.json`` file (or of the ``.mcp.json`` in a directory); with
+    ``expand=False``, ``${VAR}`` stays as written."""
     file = Path(path)
     if file.is_dir():
         file = file / ".mcp.json"
@@ -233,4 +305,4 @@ def load_mcp_json(
         raise ConfigurationError(
             f"{file}:{exc.lineno}: invalid JSON in the MCP configuration: {exc.msg}"
         ) from None
-    return parse_servers(data, str(file), environ)
+    return parse_servers(data, str(file), environ, expand=expand)

@@ -9,7 +9,10 @@ process, a closed HTTP session): the connection is then :attr:`~Connection.dead`
 starts a new one on the next use.
 
 A stdio server's stderr goes to a temporary file; its last lines are quoted when the server fails
-to start or stops, so the model and the logs say why.
+to start (the file is read after the server stopped and before it is closed) or stops, so the
+model and the logs say why. Every such text goes through :meth:`Connection.scrub` first
+(:func:`~.config.redact`): an argument, environment or header value never reaches the model or a
+log, even when the server prints its own command line.
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ import contextlib
 import contextvars
 import logging
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import IO, Any
 
 import anyio
 
 from ..errors import ConfigurationError, MissingDependencyError, ToolError
-from .config import HttpServer, StdioServer, safe_url
+from .config import HttpServer, StdioServer, redact, safe_url
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +51,18 @@ class ServerGone(Exception):
 class Connection:
     """A started (or starting) client session to ``server`` called ``name``."""
 
-    def __init__(self, name: str, server: StdioServer | HttpServer, *, idle_timeout: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        server: StdioServer | HttpServer,
+        *,
+        idle_timeout: float,
+        on_end: Callable[[], None] | None = None,
+    ) -> None:
         self.name, self.server, self.idle_timeout = name, server, idle_timeout
+        self.on_end = on_end  # called when the holding task ends (the server stopped)
         self.in_flight = 0
+        self.pins = 0  # callers about to call (the pool does not close it for room meanwhile)
         self.last_used = anyio.current_time()
         self.loop = asyncio.get_running_loop()
         self.tools: list[Any] = []
@@ -86,19 +98,15 @@ class Connection:
         with anyio.move_on_after(seconds) as scope:
             await self._ready.wait()
         if scope.cancelled_caught:
-            await self.aclose()
-            raise ToolError(
-                f"MCP server {self.name!r} did not start within {seconds:g} seconds"
-                f"{self._stderr_tail()}"
-            )
-        if self._error is not None:
-            await self.aclose()
-            raise ToolError(
-                self.scrub(
-                    f"MCP server {self.name!r} could not start: {_describe(self._error)}"
-                    f"{self._stderr_tail()}"
-                )
-            )
+            problem = f"did not start within {seconds:g} seconds"
+        elif self._error is not None:
+            problem = f"could not start: {_describe(self._error)}"
+        else:
+            return
+        await self._stop_task()  # the server has stopped: its stderr is complete
+        tail = self._stderr_tail()
+        await self.aclose()
+        raise ToolError(self.scrub(f"MCP server {self.name!r} {problem}{tail}"))
 
     async def call(self, tool: str, arguments: dict[str, Any], seconds: float) -> Any:
         """``tools/call``; ``TimeoutError`` after ``seconds``, ``ServerGone`` if the server stopped."""
@@ -130,6 +138,12 @@ class Connection:
     async def aclose(self) -> None:
         """Stop the server and wait for its task to end. A connection of another event loop (a
         finished ``anyio.run``) cannot be reached from this one: it is only forgotten."""
+        await self._stop_task()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    async def _stop_task(self) -> None:
         task = self._task
         if self.loop is _running_loop():
             self._stop.set()
@@ -138,9 +152,6 @@ class Connection:
                     await asyncio.wait_for(asyncio.shield(task), timeout=10)
                 if not task.done():
                     task.cancel()
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
 
     # -- the holding task -----------------------------------------------------------------------
 
@@ -157,10 +168,17 @@ class Connection:
             if not isinstance(exc, Exception):
                 raise
             if self._ready.is_set():
-                log.warning("MCP server %r stopped: %s", self.name, self.scrub(_describe(exc)))
+                log.warning(
+                    "%s",
+                    self.scrub(
+                        f"MCP server {self.name!r} stopped: {_describe(exc)}{self._stderr_tail()}"
+                    ),
+                )
         finally:
             self._client = None
             self._ready.set()
+            if self.on_end is not None:
+                self.on_end()
 
     async def _wait_until_done(self) -> None:
         """Until ``aclose`` or ``idle_timeout`` seconds with no call in flight."""
@@ -211,18 +229,8 @@ class Connection:
             yield c
 
     def scrub(self, text: str) -> str:
-        """``text`` without this server's secrets: header and environment values, and the URL
-        (user-info and query) replaced by what :func:`safe_url` keeps."""
-        server = self.server
-        if isinstance(server, HttpServer):
-            text = text.replace(server.url, safe_url(server.url))
-            secrets = list(server.headers.values())
-        else:
-            secrets = list(server.env.values())
-        for value in secrets:
-            if len(value) >= 4:
-                text = text.replace(value, "***")
-        return text
+        """``text`` without what of this server may be secret (see :func:`~.config.redact`)."""
+        return redact(self.server, text)
 
     def _stderr_tail(self) -> str:
         err = self._stderr

@@ -5,11 +5,15 @@
 gets :meth:`McpToolset.extension` (every tool of every server); a subagent or team member built
 from a spec gets :meth:`McpToolset.for_spec`: the MCP tools its ``tools:`` list names
 (``mcp__<server>__<tool>``, or ``mcp__<server>`` for all of a server's tools; no ``tools:`` means all
-of them) plus every tool of the servers its ``mcpServers`` defines inline or names.
+of them) plus every tool of the servers its ``mcpServers`` defines inline or names. Servers defined
+inline in a spec *file* are enabled only if its project is trusted (:mod:`.project`); the toolset's
+:attr:`McpToolset.trust` records those left off.
 
 Before each call :meth:`McpExtension.prepare` makes sure every selected server has been listed
 once (starting the caller's server only if no user listed it yet). A server that cannot start is
-left out of that call and named in the system prompt; it is tried again at the next call.
+left out of that call and named in the system prompt; it is tried again at the next call. Two
+tools published under one name (which distinct servers cannot do, see
+:func:`~.config.check_server_name`) never break a call: the second is left out with a warning.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from typing import Any
 from ..agent.extension import CallScope, Extension
 from ..errors import ConfigurationError, ToolError
 from ..tools import Tool
-from .config import HttpServer, StdioServer, load_mcp_json, parse_servers
+from ..trust import ProjectTrust
+from .config import HttpServer, StdioServer, check_server_name, load_mcp_json, parse_servers
 from .pool import McpPool, NamedServer
+from .project import inline_servers
 from .tools import build_tools, names_servers, selects
 
 log = logging.getLogger(__name__)
@@ -34,18 +40,31 @@ class McpToolset:
     """The MCP servers of one agent, by name, and the pool their connections live in."""
 
     def __init__(
-        self, servers: Mapping[str, StdioServer | HttpServer], pool: McpPool | None = None
+        self,
+        servers: Mapping[str, StdioServer | HttpServer],
+        pool: McpPool | None = None,
+        *,
+        trust: ProjectTrust | None = None,
     ) -> None:
-        self.servers = {name: NamedServer(name, cfg) for name, cfg in servers.items()}
+        self.servers = {
+            check_server_name(name, "mcp_servers"): NamedServer(name, cfg)
+            for name, cfg in servers.items()
+        }
         self.pool = pool if pool is not None else McpPool()
+        #: Whether spec files' projects may start their inline servers (and what was left off).
+        self.trust = trust if trust is not None else ProjectTrust()
         #: What a spec without ``tools:`` inherits (the agent's own ``mcp_tools``; None: all).
         self.inherited: Sequence[str] | None = None
         self._tools: dict[tuple[str, str], tuple[int, list[Tool]]] = {}
 
     @classmethod
-    def from_config(cls, config: Any, **pool_options: Any) -> McpToolset:
+    def from_config(
+        cls, config: Any, *, trust: ProjectTrust | None = None, **pool_options: Any
+    ) -> McpToolset:
         """From a ``.mcp.json`` path (or a directory holding one), a mapping (``{"mcpServers":
-        ...}`` or ``{name: server}``), or an existing toolset."""
+        ...}`` or ``{name: server}``), or an existing toolset. These servers are the operator's
+        (given explicitly): they are enabled whatever ``trust`` says, which only decides the
+        servers spec files define inline."""
         if isinstance(config, McpToolset):
             return config
         if config is None:
@@ -59,7 +78,7 @@ class McpToolset:
                 "mcp_servers must be a path to a .mcp.json, a mapping of server names to servers "
                 f"or an McpToolset, got {type(config).__name__}"
             )
-        return cls(servers, McpPool(**pool_options))
+        return cls(servers, McpPool(**pool_options), trust=trust)
 
     def extension(self, select: Sequence[str] | None = None) -> McpExtension:
         """The tools ``select`` names (``mcp__<server>__<tool>``, ``mcp__<server>``, globs) of this
@@ -74,6 +93,13 @@ class McpToolset:
         """The MCP tools of a subagent or member built from ``spec`` (None if it has none)."""
         entries: Sequence[str] | None = spec.tools if spec.tools is not None else self.inherited
         inline: Mapping[str, Any] = getattr(spec, "mcp_servers", None) or {}
+        try:
+            defined = inline_servers(spec, self.trust)
+        except ConfigurationError as exc:
+            log.warning("the inline MCP servers of spec %s are left out: %s", spec.name, exc)
+            defined = {}
+        if self.trust.withheld and not defined and any(v is not None for v in inline.values()):
+            log.warning("spec %s: %s", spec.name, self.trust.notice())
         chosen: dict[str, NamedServer] = {}
         wanted = set(self.servers) if entries is None else names_servers(entries)
         for name in sorted(wanted | {n for n, cfg in inline.items() if cfg is None}):
@@ -88,9 +114,8 @@ class McpToolset:
                     sorted(self.servers),
                 )
         whole = {n for n in inline}
-        for name, cfg in inline.items():
-            if cfg is not None:
-                chosen[name] = NamedServer(name, cfg)
+        for name, cfg in defined.items():
+            chosen[name] = NamedServer(name, cfg)
         if not chosen:
             return None
         return McpExtension(self, list(chosen.values()), entries, whole=whole)
@@ -137,18 +162,24 @@ class McpExtension(Extension):
                 notes.unavailable[server.name] = str(exc)
 
     def tools(self, scope: CallScope) -> list[Tool]:
-        picked: list[Tool] = []
+        picked: dict[str, Tool] = {}
         for server in self.servers:
             listing = self.toolset.pool.listing(server)
             if listing is None:
                 continue
             entries = None if server.name in self.whole else self.entries
-            picked += [
-                t
-                for t in self.toolset.tools_of(server, listing)
-                if selects(entries, server.name, t.name)
-            ]
-        return picked
+            for tool in self.toolset.tools_of(server, listing):
+                if not selects(entries, server.name, tool.name):
+                    continue
+                if tool.name in picked:
+                    log.warning(
+                        "MCP tool %s of server %r is left out: another tool already has that name",
+                        tool.name,
+                        server.name,
+                    )
+                    continue
+                picked[tool.name] = tool
+        return list(picked.values())
 
     def system_prompt(self, scope: CallScope) -> str:
         unavailable = scope.local(self, _CallNotes).unavailable

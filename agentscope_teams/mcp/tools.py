@@ -2,9 +2,12 @@
 
 A server's tool ``t`` is published as ``mcp__<server>__<t>`` (characters a tool name cannot hold
 become ``_``; a name longer than 64 characters is cut and given a short digest) with the server's
-own JSON schema and description. Its annotations decide how permissions treat it: a tool marked
-``readOnlyHint`` is read-only (allowed in plan mode); one that is not read-only and not marked
-``destructiveHint: false`` requires confirmation in the default permission mode, like Claude Code.
+own JSON schema and description; two tools of one server that come out with the same name keep
+the first, with a warning. Annotations are untrusted hints (the MCP specification says so): unless
+the server's configuration says ``trustAnnotations: true``, every tool is treated as one that writes
+(refused in plan mode, confirmed in the default mode). With it, a tool marked ``readOnlyHint`` is
+read-only (allowed in plan mode); one that is not read-only and not marked ``destructiveHint:
+false`` requires confirmation in the default permission mode, like Claude Code.
 
 A result's text blocks are joined; images, audio and resources are described in one line each; a
 result with only structured content is shown as JSON. An ``isError`` result is a tool error the
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
@@ -24,6 +28,8 @@ from ..context import current_context
 from ..errors import ToolError
 from ..tools import Tool
 from .pool import McpPool, NamedServer
+
+log = logging.getLogger(__name__)
 
 PREFIX = "mcp__"
 _BAD = re.compile(r"[^A-Za-z0-9_-]")
@@ -71,6 +77,12 @@ def build_tools(pool: McpPool, server: NamedServer, listing: Iterable[Any]) -> l
     for spec in listing:
         name = mcp_tool_name(server.name, spec.name)
         if name in seen:
+            log.warning(
+                "MCP tool %r of server %r is left out: another of its tools is published as %s",
+                spec.name,
+                server.name,
+                name,
+            )
             continue
         seen.add(name)
         tools.append(_tool(pool, server, spec, name))
@@ -87,7 +99,7 @@ def _tool(pool: McpPool, server: NamedServer, spec: Any, name: str) -> Tool:
             raise ToolError(f"{name} failed: {text or 'the server gave no reason'}")
         return text
 
-    notes = spec.annotations
+    notes = spec.annotations if server.config.trust_annotations else None
     read_only = bool(notes is not None and notes.read_only_hint)
     destructive = notes is None or notes.destructive_hint is not False
     schema = dict(spec.input_schema or {"type": "object", "properties": {}})

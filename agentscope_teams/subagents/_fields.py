@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.output import InvalidSchema, check_json_schema
-from ..errors import field_path
+from ..errors import ConfigurationError, field_path
+from ..hooks.config import parse_hooks
 from ..mcp.tools import is_mcp_name
 from ..model.factory import CLAUDE_ALIASES
 from ..tools.base import ALIASES
@@ -53,9 +54,10 @@ SPEC_KEYS = frozenset(
         "effort",
         "initialPrompt",
         "color",
+        "hooks",
     }
 )
-_CLAUDE_CODE_KEYS = frozenset({"color", "permissionMode", "disallowedTools", "hooks", "memory"})
+_CLAUDE_CODE_KEYS = frozenset({"memory"})
 #: Subagent names: an identifier only (keys and paths escape every segment), so dotted names
 #: written for Claude Code (``dotnet-framework-4.8-expert``) load; no leading or trailing dot, so a
 #: name is never a hidden file nor a name Windows trims.
@@ -417,6 +419,17 @@ def unknown_key_note(key: str) -> str:
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 
+def check_hooks(value: Any) -> Any:
+    """A ``hooks:`` mapping in Claude Code's shape, checked entry by entry (kept as written)."""
+    if value is None:
+        return {}
+    try:
+        parse_hooks(value, rename={"Stop": "SubagentStop"})
+    except ConfigurationError as exc:
+        raise ValueError(str(exc).removeprefix("hooks: ")) from None
+    return dict(value)
+
+
 def check_effort(value: Any) -> Any:
     if value is None:
         return None
@@ -460,7 +473,8 @@ def check_skills(value: Any) -> Any:
 def check_mcp_servers(value: Any) -> Any:
     """Read ``mcpServers`` as Claude Code writes it: a list whose entries name a configured server
     (``- github``) or define one inline (``- time: {command: ..., args: [...]}``), or a mapping of
-    names to servers. Returns ``{name: server, or None for a reference}``."""
+    names to servers. Returns ``{name: server, or None for a reference}``; ``${VAR}`` stays as
+    written until the server is enabled (see :mod:`agentscope_teams.mcp.project`)."""
     from ..errors import ConfigurationError
     from ..mcp.config import parse_server
 
@@ -489,7 +503,7 @@ def check_mcp_servers(value: Any) -> Any:
         if isinstance(raw, str):  # an entry `name: name` is a reference too
             raw = None
         try:
-            servers[name] = None if raw is None else parse_server(name, raw, "")
+            servers[name] = None if raw is None else parse_server(name, raw, "", expand=False)
         except ConfigurationError as exc:
             raise ValueError(str(exc)) from None
     return servers

@@ -37,6 +37,7 @@ class Cli:
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_TEAMS_")}
         env.update(HOME=str(self.tmp_path / "home"), COLUMNS="200", NO_COLOR="1", TERM="dumb")
+        env.update(XDG_CONFIG_HOME=str(self.tmp_path / "home" / ".config"))  # trusted projects
         env.update(extra)
         return env
 

@@ -1,9 +1,16 @@
-"""A small stdio MCP server for the tests: echo (with its pid), a failing tool, a crash, a sleep."""
+"""A small stdio MCP server for the tests: echo (with its pid), a failing tool, a crash, a sleep.
+
+With ``ECHO_LIVE_DIR`` set, it counts at start-up how many other echo servers of that folder run
+(their pid files, zombies excluded, under a lock) and appends the count to ``observed``: a
+deterministic record of how many servers ran at once.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
+from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -34,7 +41,7 @@ def delete_everything(path: str) -> str:
 @server.tool(annotations=ToolAnnotations(destructive_hint=False))
 def crash() -> str:
     """Exits the server process (a crash)."""
-    print("echo server: crashing on purpose", file=sys.stderr, flush=True)
+    print(f"echo server: crashing on purpose, argv {sys.argv}", file=sys.stderr, flush=True)
     os._exit(3)
 
 
@@ -45,5 +52,24 @@ async def sleep(seconds: float) -> str:
     return "slept"
 
 
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _count_live(folder: Path) -> None:
+    with (folder / "lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        others = [p for p in folder.glob("*.pid") if _running(int(p.stem))]
+        with (folder / "observed").open("a") as observed:
+            observed.write(f"{len(others)}\n")
+        (folder / f"{os.getpid()}.pid").touch()
+
+
 if __name__ == "__main__":
+    if os.environ.get("ECHO_LIVE_DIR"):
+        _count_live(Path(os.environ["ECHO_LIVE_DIR"]))
     server.run()

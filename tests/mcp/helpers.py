@@ -10,12 +10,18 @@ from agentscope_teams import ScriptedModel
 from agentscope_teams.message import ToolResultBlock
 
 HERE = Path(__file__).resolve().parent
-ECHO = {"command": sys.executable, "args": [str(HERE / "echo_server.py")]}
-TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+#: Servers the tests configure themselves (the operator's): their annotations are believed.
+ECHO = {"command": sys.executable, "args": [str(HERE / "echo_server.py")], "trustAnnotations": True}
+TIME = {
+    "command": sys.executable,
+    "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+    "trustAnnotations": True,
+}
 
 
 def git_server(repo: Path) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]}
+    args = ["-m", "mcp_server_git", "--repository", str(repo)]
+    return {"command": sys.executable, "args": args, "trustAnnotations": True}
 
 
 def results_seen(model: ScriptedModel) -> list[ToolResultBlock]:

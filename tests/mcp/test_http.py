@@ -43,7 +43,8 @@ def http_url() -> Iterator[str]:
 
 
 def config(url: str, header: str = "Bearer ${NOTES_TOKEN}") -> dict[str, object]:
-    return {"notes": {"type": "http", "url": url, "headers": {"Authorization": header}}}
+    server = {"type": "http", "url": url, "headers": {"Authorization": header}}
+    return {"notes": {**server, "trustAnnotations": True}}
 
 
 async def test_http_tools_with_an_expanded_secret_header(

@@ -165,7 +165,9 @@ async def test_a_spec_without_tools_inherits_the_lead_s_mcp_tools_only() -> None
 async def test_the_project_mcp_json_of_a_claude_code_layout_is_found(tmp_path: Path) -> None:
     root = project(tmp_path, {"time": TIME}, {"clock": CLOCK})
     model = ScriptedModel(["nothing to do"])
-    lead = HarnessAgent("lead", model, specs=root / ".claude" / "agents", store=InMemoryStore())
+    lead = HarnessAgent(
+        "lead", model, specs=root / ".claude" / "agents", store=InMemoryStore(), trust_project=True
+    )
     off = HarnessAgent(
         "lead", model, specs=root / ".claude" / "agents", mcp_servers={}, store=InMemoryStore()
     )

@@ -67,6 +67,7 @@ def worker(tmp_path: Path, ctx: RuntimeContext) -> Iterator[subprocess.Popen[byt
     cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker", "--store", REDIS_URL]
     cmd += ["--specs", str(spec_project(tmp_path)), "--org", ctx.org_id, "--poll", "0.05"]
     cmd += ["--workspace", str(tmp_path), "--model", "python:tests.mcp.worker_model:member_model"]
+    cmd += ["--trust-project"]  # the project's .mcp.json starts servers only once trusted
     with (tmp_path / "worker.log").open("wb") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log)
     yield proc
@@ -151,8 +152,33 @@ def test_servers_without_the_mcp_package_are_refused_up_front(
         importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else found(name, *a)
     )
     specs = spec_project(tmp_path)
-    args = build_parser().parse_args(["worker", "--store", "memory://", "--specs", str(specs)])
+    argv = ["worker", "--store", "memory://", "--specs", str(specs), "--trust-project"]
+    args = build_parser().parse_args(argv)
     with pytest.raises(
         CommandError, match=r"needs the mcp package: pip install 'agentscope-teams\[mcp\]'"
     ):
         handle(args)
+
+
+@pytest.mark.parametrize("flag", [[], ["--trust-project"]], ids=["untrusted", "trusted-control"])
+def test_a_worker_enables_the_project_servers_only_when_trusted(
+    tmp_path: Path, flag: list[str]
+) -> None:
+    from agentscope_teams.cli.trust_cmd import project_trust, untrusted_note
+    from agentscope_teams.cli.worker_cmd import toolset
+
+    specs = spec_project(tmp_path)
+    args = build_parser().parse_args(
+        ["worker", "--store", "memory://", "--specs", str(specs), *flag]
+    )
+    trust = project_trust(args, args.specs)
+    note = untrusted_note(args.specs, [], trust)
+    if flag:
+        assert list(toolset(args, trust).servers) == ["echo"] and note == ""
+    else:
+        assert toolset(args, trust).servers == {}
+        assert f"MCP server 'echo' of {specs / '.mcp.json'}" in note and "--trust-project" in note
+    given = build_parser().parse_args(  # --mcp-config is the operator's: enabled either way
+        ["worker", "--store", "memory://", "--specs", str(specs), "--mcp-config", str(specs)]
+    )
+    assert list(toolset(given, project_trust(given, given.specs)).servers) == ["echo"]

@@ -1,0 +1,56 @@
+"""``run --specs`` of a cloned project: its own MCP servers stay off (named on stderr, with how to
+enable them) until ``--trust-project``, which also remembers the decision for later runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .conftest import Cli
+
+WRITE_MARKER = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(' '.join(sys.argv[2:]))"
+
+
+def cloned_project(root: Path) -> Path:
+    """A project whose .mcp.json names a command that writes a marker with $CLONED_SECRET."""
+    server = {
+        "command": sys.executable,
+        "args": ["-c", WRITE_MARKER, str(root / "marker"), "${CLONED_SECRET}"],
+    }
+    root.mkdir(parents=True)
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": server}}))
+    agents = root / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "helper.md").write_text("---\ndescription: Helps with anything.\n---\nYou help.\n")
+    (root / "script.yaml").write_text("lead:\n  - All done.\n")
+    return agents
+
+
+def run(cli: Cli, agents: Path, *extra: str) -> tuple[int, str, str]:
+    script = agents.parent.parent / "script.yaml"
+    args = ["run", "--specs", str(agents), "--model", f"scripted:{script}", *extra, "hello"]
+    done = cli.run(*args, "--store", cli.url, CLONED_SECRET="s3cret-value")
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_run_leaves_an_untrusted_project_s_servers_off_and_says_how_to_enable_them(
+    cli: Cli,
+) -> None:
+    agents = cloned_project(cli.tmp_path / "clone")
+    code, _, err = run(cli, agents)
+    assert code == 0, err
+    assert not (cli.tmp_path / "clone" / "marker").exists()  # the command never ran
+    assert "not enabled, project" in err and "MCP server 'proj'" in err
+    assert "--trust-project" in err and "agentscope-teams trust add" in err
+
+    # the control: trusted, the same command runs with the variable expanded
+    code, _, err = run(cli, agents, "--trust-project")
+    assert code == 0, err
+    assert (cli.tmp_path / "clone" / "marker").read_text() == "s3cret-value"
+    assert "not enabled" not in err
+
+    # remembered: a later run without the flag starts it too
+    (cli.tmp_path / "clone" / "marker").unlink()
+    code, _, err = run(cli, agents)
+    assert code == 0 and (cli.tmp_path / "clone" / "marker").exists(), err
