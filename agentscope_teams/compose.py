@@ -200,6 +200,8 @@ class HarnessAgent(SessionAgent):
                 team_options=team_options,
                 mcp=self.mcp,
                 skills=self.skills,
+                hooks=self.hooks,
+                trust=self.trust,
                 **subagent_options,
             )
         elif subagent_options or teams or team_options:

@@ -32,11 +32,13 @@ from ..agent.lease import Lease
 from ..agent.output import OutputType
 from ..context import RuntimeContext
 from ..errors import ConfigurationError
+from ..hooks import Hooks
 from ..message import OUTPUT_KEY, utcnow
 from ..state import AgentState
 from ..store.base import Key
 from .child import answer_of, seed_session
 from .runs import RunBook, RunRecord, RunStatus
+from .stops import subagent_stop
 from .workspace import remove
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,11 @@ class Launch:
     snapshot: AgentState | None = None
     #: The structured output of the spec (``output:`` / ``output_type``): each turn returns it.
     output: OutputType | None = None
+    #: The child's hooks (the parent's and its spec's): SubagentStop fires on them when the run
+    #: ends (see :mod:`.stops`).
+    hooks: Hooks | None = None
+    #: The parent's working directory (the ``cwd`` of those hook events).
+    cwd: str = ""
 
 
 @dataclass
@@ -175,10 +182,23 @@ class Runner:
             await seed_session(launch.child, launch.ctx, launch.snapshot)
         mail = book.mail(run_id)
         text: str | None = launch.record.task
+        continued = False
         for _ in range(MAX_TURNS):
             with tracing.joined(launch.record.trace_context):
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
             answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
+            stop = await subagent_stop(
+                launch.hooks,
+                book,
+                launch.record,
+                launch.cwd,
+                final=False,
+                stop_hook_active=continued,
+                last_message=answer,
+            )
+            if stop is not None and stop.blocked:  # exit 2: the reason is its next instruction
+                text, continued = stop.reason, True
+                continue
             read = await mail.cursor()
 
             def complete(
@@ -235,6 +255,8 @@ class Runner:
                 rec = await book.get(run_id)
             if rec is not None and not rec.status.active and rec.background and not rec.notified:
                 rec = await book.notify(rec)
+            if rec is not None and not rec.status.active:
+                await subagent_stop(launch.hooks, book, rec, launch.cwd)
         except Exception as exc:
             log.warning("could not record the end of subagent run %s: %s", run_id, exc)
         try:
