@@ -61,7 +61,7 @@ def extensions_from_specs(
     sub = SubagentExtension.build(agent, specs, mcp=mcp, skills=skills, **subagent_options)
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:
-        options = {"models": sub.models, "mcp": mcp, **(team_options or {})}
+        options = {"models": sub.models, "mcp": mcp, "hooks": sub.hooks, **(team_options or {})}
         found.append(TeamLeadExtension(sub.specs, **options))
     return found
 
