@@ -90,6 +90,9 @@ class StepRunner:
                 tool, call.input, self.state.permission_context, workspace=ws
             )
             decision = _with_hook(decision, pre, tool)
+            mode = self.agent.permissions.effective_mode(self.state.permission_context)
+            if decision.behavior == "ask" and mode == "dont_ask":  # a hook's ask: nobody to ask
+                decision = PermissionDecision("deny", f"denied in dontAsk mode: {decision.reason}")
             if decision.behavior == "ask":
                 decision = await self._permission_request(tool, call, decision)
             if decision.behavior == "deny":

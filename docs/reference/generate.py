@@ -237,6 +237,9 @@ SPEC_KEY_DOCS = {
     "`output_config.effort`); ignored with a log note otherwise.",
     "initialPrompt": "Text sent before the task, as the start of the run's first message.",
     "color": "The colour the CLI and the dashboard show the agent in.",
+    "hooks": "Hooks active while it runs, in Claude Code's shape (`{Event: [{matcher, hooks: "
+    "[{type: command, command, timeout}]}]}`); `Stop` means `SubagentStop`. They run only when "
+    "the project is trusted; see [hooks](../hooks.md).",
     "skills": "Skills (names, a list or a comma string) preloaded whole into the subagent's system "
     "prompt from the agent's skill folders (default: the project's `.claude/skills`); see "
     "docs/claude-code.md.",

@@ -187,3 +187,23 @@ async def test_python_callable_hooks(tmp_path: Path) -> None:
     assert seen == ["Write"]
     assert tool_results(model.requests[1]) == ["not today"]
     assert not (tmp_path / "ws" / "a.txt").exists()
+
+
+@pytest.mark.parametrize("mode", ["dont_ask", "default"])
+async def test_a_hook_ask_in_dont_ask_mode_is_refused(tmp_path: Path, mode: str) -> None:
+    out = {"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "check"}}
+    command = script(tmp_path, "p.py", f"print({json.dumps(json.dumps(out))})\n", python=True)
+    model = ScriptedModel([WRITE, "done"])
+    engine = PermissionEngine(mode=mode)  # type: ignore[arg-type]
+    events = []
+    async with agent(
+        tmp_path, model, permissions=engine, hooks=command_hooks("PreToolUse", command)
+    ) as a:
+        async for ev in a.stream("go", CTX):
+            events.append(ev)
+    asked = any(isinstance(e, RequireUserConfirmEvent) for e in events)
+    assert not (tmp_path / "ws" / "a.txt").exists()
+    if mode == "dont_ask":  # nobody to ask: refused, the model reads why
+        assert not asked and "dontAsk" in tool_results(model.requests[1])[0]
+    else:  # the control: the same hook asks
+        assert asked
