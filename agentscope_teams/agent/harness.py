@@ -120,6 +120,8 @@ class SessionAgent:
         self.extensions: list[Extension] = list(extensions)
         #: The hooks every call runs (see :mod:`agentscope_teams.hooks`); HarnessAgent sets them.
         self.hooks = Hooks()
+        #: Fields every hook event of this agent carries (a subagent's ``agent_id``, ``agent_type``).
+        self.hook_fields: dict[str, object] = {}
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -394,6 +396,7 @@ class SessionAgent:
             archiver=archiver,
             system_suffix=suffix,
             hooks=self.hooks if self.hooks else None,
+            hook_fields=dict(self.hook_fields),
             stop_event="Stop" if self.depth == 0 else None,
         )
 

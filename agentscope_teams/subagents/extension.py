@@ -299,6 +299,7 @@ class SubagentExtension(Extension):
                 mcp=self.mcp,
             )
             child.hooks = self._hooks_for(spec)
+            child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
             if agent.depth + 1 < self.max_depth and spec.may_spawn:
                 child.extensions.append(self._for_child(child.view, spec.allowed_agents))
             child.extensions += await self._skills_for(spec, ctx)

@@ -20,6 +20,7 @@ from ..backends import StoreSpec, make_spec, unique_namespace
 from ..conftest import require_service
 from ..subagents.helpers import ALICE, eventually, runs, settled, spawn
 from . import pairing
+from .helpers import read_lines
 from .pairing import events, parent
 
 
@@ -129,3 +130,19 @@ async def test_a_sigkilled_run_gets_one_stop_from_the_next_process(
 async def _lease_gone(store: object, ctx: RuntimeContext, run_id: str) -> bool:
     book = RunBook.for_ctx(store, ctx)  # type: ignore[arg-type]
     return await store.get(book.keys.lease(run_id)) is None  # type: ignore[attr-defined]
+
+
+async def test_a_subagent_s_tool_events_name_the_run(tmp_path: Path) -> None:
+    log = tmp_path / "tools.jsonl"
+    hooks = {"PreToolUse": [{"matcher": "Write", "hooks": [
+        {"type": "command", "command": f"cat >> {log}; echo >> {log}"}]}]}  # fmt: skip
+    child = ScriptedModel(
+        [ScriptedModel.tool_call("write_file", {"path": "r.txt", "content": "x"}), "written"]
+    )
+    store = InMemoryStore()
+    lead = parent(tmp_path, store, [spawn("rev", "work"), "done"], child, hooks=hooks)
+    async with lead:
+        await lead.call("go", ALICE)
+    [rec] = await runs(store, ALICE)
+    [event] = read_lines(log)
+    assert (event["agent_id"], event["agent_type"]) == (rec.run_id, "rev")
