@@ -24,6 +24,8 @@ from .agent.config import ReActConfig
 from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
 from .errors import ConfigurationError
+from .hooks import HookMap, Hooks, hooks_from_callables, parse_hooks, project_hooks
+from .hooks.config import merged
 from .mcp import McpToolset
 from .mcp.project import project_mcp_json, project_servers
 from .model.base import ChatModel
@@ -32,7 +34,7 @@ from .sessions import SessionSource
 from .skills import SkillExtension, SkillLibrary
 from .store.base import BaseStore
 from .tools import PermissionEngine, Tool, shell_tools
-from .trust import ProjectTrust
+from .trust import ProjectTrust, project_root
 
 __all__ = ["HarnessAgent", "extensions_from_specs", "project_mcp_json"]
 
@@ -62,7 +64,7 @@ def extensions_from_specs(
     sub = SubagentExtension.build(agent, specs, mcp=mcp, skills=skills, **subagent_options)
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:
-        options = {"models": sub.models, "mcp": mcp, **(team_options or {})}
+        options = {"models": sub.models, "mcp": mcp, "hooks": sub.hooks, **(team_options or {})}
         found.append(TeamLeadExtension(sub.specs, **options))
     return found
 
@@ -75,6 +77,17 @@ def project_skills(specs: Any) -> Path | None:
     folder = Path(specs).resolve()
     candidate = folder.parent / "skills"
     return candidate if folder.parent.name == ".claude" and candidate.is_dir() else None
+
+
+def _code_hooks(hooks: Mapping[str, Any] | None) -> HookMap:
+    """The operator's hooks given in code: callables, or entries in Claude Code's shape."""
+    if not hooks:
+        return {}
+    shaped = {
+        k: v for k, v in hooks.items() if isinstance(v, list) and v and isinstance(v[0], dict)
+    }
+    rest = {k: v for k, v in hooks.items() if k not in shaped}
+    return merged(parse_hooks(shaped), hooks_from_callables(rest))
 
 
 class HarnessAgent(SessionAgent):
@@ -108,7 +121,14 @@ class HarnessAgent(SessionAgent):
     members built from this agent get them too (their spec's ``tools:`` may pick them). The
     default, ``"auto"``, gives them in a bubblewrap sandbox when a spec lists ``Bash`` (a
     ConfigurationError naming the package where bubblewrap cannot run) and none otherwise.
-    Permission modes never turn the sandbox off."""
+    Permission modes never turn the sandbox off.
+
+
+    ``hooks`` are the operator's hooks (:mod:`agentscope_teams.hooks`, ``docs/hooks.md``):
+    ``{Event: [(matcher, callable), ...]}`` (a callable gets the event dict and returns None or a
+    decision dict) or Claude Code's ``{Event: [{matcher, hooks: [{type: command, ...}]}]}``. The
+    project's ``.claude/settings.json`` / ``settings.local.json`` hooks are added when ``specs``
+    is a directory of a trusted project (else they are withheld, like its MCP servers)."""
 
     def __init__(
         self,
@@ -138,6 +158,7 @@ class HarnessAgent(SessionAgent):
         mcp_options: Mapping[str, Any] | None = None,
         skills: Any = None,
         trust_project: bool | ProjectTrust | None = None,
+        hooks: Mapping[str, Any] | None = None,
         tracer_provider: Any = None,
         sandbox: Sandbox | str | None = "auto",
         **subagent_options: Any,
@@ -179,6 +200,10 @@ class HarnessAgent(SessionAgent):
             self.mcp.inherited = list(mcp_tools)
         if self.mcp.servers:
             self.extensions.append(self.mcp.extension(mcp_tools))
+        self.hooks = Hooks(
+            merged(_code_hooks(hooks), project_hooks(specs, self.trust)),
+            project_dir=project_root(specs) if isinstance(specs, str | Path) else None,
+        )
         self.skills = SkillLibrary.of(project_skills(specs) if skills is None else skills)
         if self.skills and builtin_tools:
             self.extensions.append(SkillExtension(self.skills))
@@ -190,6 +215,8 @@ class HarnessAgent(SessionAgent):
                 team_options=team_options,
                 mcp=self.mcp,
                 skills=self.skills,
+                hooks=self.hooks,
+                trust=self.trust,
                 **subagent_options,
             )
             self.extensions += found_ext

@@ -14,9 +14,12 @@ import anyio
 
 from .. import tracing
 from ..events import AgentEvent, ConfirmResult, ToolCallEvent, ToolResultEvent
+from ..hooks import HookOutcome, claude_mode, tool_payload
 from ..message import ToolResultBlock, ToolUseBlock
 from ..state import AgentState
-from ..tools import use_tool_env
+from ..tools import Tool, use_tool_env
+from ..tools.claude_code import from_claude_input
+from ..tools.permissions import PermissionDecision
 from . import hitl
 
 if TYPE_CHECKING:
@@ -33,6 +36,8 @@ class StepRunner:
         self.toolkit = options.toolkit if options.toolkit is not None else agent.toolkit
         self.cfg = agent.config
         self.paused = False
+        #: Set when a hook answered ``continue: false``: the reply ends with this reason.
+        self.halted: str | None = None
 
     def _ev(self) -> dict[str, str]:
         return {"reply_id": self.state.reply_id, "agent": self.agent.name}
@@ -72,9 +77,24 @@ class StepRunner:
             if tool is None:
                 to_run.append(call)  # the toolkit answers with an "unknown tool" error result
                 continue
+            pre = await self.hook("PreToolUse", **self._tool_fields(call))
+            if pre.updated_input is not None:
+                call = self._rewrite(call, pre.updated_input)
+            if pre.blocked or pre.permission == "deny":
+                reason = pre.reason or pre.permission_reason or "refused by a PreToolUse hook"
+                results[call.id] = ToolResultBlock(
+                    tool_use_id=call.id, name=call.name, output=reason, is_error=True
+                )
+                continue
             decision = self.agent.permissions.check(
                 tool, call.input, self.state.permission_context, workspace=ws
             )
+            decision = _with_hook(decision, pre, tool)
+            mode = self.agent.permissions.effective_mode(self.state.permission_context)
+            if decision.behavior == "ask" and mode == "dont_ask":  # a hook's ask: nobody to ask
+                decision = PermissionDecision("deny", f"denied in dontAsk mode: {decision.reason}")
+            if decision.behavior == "ask":
+                decision = await self._permission_request(tool, call, decision)
             if decision.behavior == "deny":
                 results[call.id] = ToolResultBlock(
                     tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
@@ -87,7 +107,8 @@ class StepRunner:
             self.paused = True
             self.state.awaiting_confirmation = [c.id for c in to_ask]
         asked = {c.id for c in to_ask}
-        decided = [c for c in calls if c.id not in asked]
+        current = {c.id: c for c in [*to_run, *to_ask]}
+        decided = [current.get(c.id, c) for c in calls if c.id not in asked]
         async for ev in self._run_tools(decided, to_run, results):
             yield ev
 
@@ -129,6 +150,76 @@ class StepRunner:
         with tracing.execute_tool(call.name, call.id, call.input) as span:
             result = results[call.id] = await self.toolkit.execute(call)
             span.result(result.is_error, result.output)
+        if self.opts.hooks:
+            results[call.id] = await self._post_tool(call, result)
+
+    # -- hooks ------------------------------------------------------------------------------------
+
+    async def hook(self, event: str, **fields: object) -> HookOutcome:
+        """Run the hooks of ``event`` with the common fields and ``fields`` (nothing without
+        hooks); a ``continue: false`` answer halts the reply."""
+        hooks = self.opts.hooks
+        if not hooks:
+            return HookOutcome()
+        mode = self.agent.permissions.effective_mode(self.state.permission_context)
+        payload: dict[str, object] = {
+            "session_id": self.state.session_id,
+            "cwd": str(self.opts.env.workspace) if self.opts.env else str(hooks.project_dir),
+            "permission_mode": claude_mode(mode),
+            **self.opts.hook_fields,
+            **fields,
+        }
+        outcome = await hooks.fire(event, payload)
+        if outcome.stop:
+            self.halted = outcome.stop_reason or f"stopped by a {event} hook"
+        return outcome
+
+    def _tool_fields(self, call: ToolUseBlock) -> dict[str, object]:
+        return {**tool_payload(call.name, call.input), "tool_use_id": call.id}
+
+    def _rewrite(self, call: ToolUseBlock, claude_input: dict[str, object]) -> ToolUseBlock:
+        """``call`` with a hook's ``updatedInput`` (mapped back to our field names); the call in
+        the context is replaced too, so a paused call resumes with what the hook wrote. The tool
+        validates the new input when it runs."""
+        new = call.model_copy(update={"input": from_claude_input(call.name, claude_input)})
+        for msg in reversed(self.state.context):
+            if msg.role == "assistant" and isinstance(msg.content, list):
+                for i, block in enumerate(msg.content):
+                    if isinstance(block, ToolUseBlock) and block.id == call.id:
+                        msg.content[i] = new
+                        return new
+        return new
+
+    async def _permission_request(
+        self, tool: Tool, call: ToolUseBlock, decision: PermissionDecision
+    ) -> PermissionDecision:
+        """A call about to ask the user: PermissionRequest hooks may allow or deny it instead."""
+        if tool.asks_user:
+            return decision
+        answer = await self.hook("PermissionRequest", **self._tool_fields(call))
+        if answer.permission == "allow":
+            return PermissionDecision("allow", "allowed by a PermissionRequest hook")
+        if answer.permission == "deny":
+            reason = answer.permission_reason or "denied by a PermissionRequest hook"
+            return PermissionDecision("deny", reason)
+        return decision
+
+    async def _post_tool(self, call: ToolUseBlock, result: ToolResultBlock) -> ToolResultBlock:
+        """PostToolUse (PostToolUseFailure for an error result): a block reason or additional
+        context is added to the result the model reads."""
+        response: dict[str, object] = {"output": result.output}
+        if result.data is not None:
+            response["data"] = result.data
+        fields = self._tool_fields(call)
+        if result.is_error:
+            post = await self.hook("PostToolUseFailure", **fields, error=result.output)
+        else:
+            post = await self.hook("PostToolUse", **fields, tool_response=response)
+        notes = [n for n in (post.reason if post.blocked else "", post.additional_context) if n]
+        if not notes:
+            return result
+        text = "\n\n".join([result.output, *(f"[hook] {n}" for n in notes)])
+        return result.model_copy(update={"output": text})
 
     def _batches(self, calls: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
         """Consecutive concurrency-safe calls form one parallel batch; others run alone, in order."""
@@ -150,3 +241,15 @@ class StepRunner:
         ordered = [results[c.id] for c in calls if c.id in results]
         if ordered:
             self.state.context.append(hitl.tool_results_msg(ordered))
+
+
+def _with_hook(decision: PermissionDecision, pre: HookOutcome, tool: Tool) -> PermissionDecision:
+    """The permission decision after a PreToolUse ``permissionDecision``, as Claude Code orders
+    them: ``allow`` skips the prompt but not a deny or ask rule; ``ask`` prompts even for a call
+    the rules allow."""
+    prompt_only = decision.behavior == "ask" and decision.rule is None and not tool.asks_user
+    if pre.permission == "allow" and prompt_only:
+        return PermissionDecision("allow", pre.permission_reason or "allowed by a hook")
+    if pre.permission == "ask" and decision.behavior == "allow":
+        return PermissionDecision("ask", pre.permission_reason or "a PreToolUse hook asks")
+    return decision

@@ -27,8 +27,9 @@ import anyio
 from .. import tracing
 from ..context import RuntimeContext, use_context
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
+from ..hooks import Hooks
 from ..keys import SessionAddress
-from ..message import Msg
+from ..message import Msg, UserMsg
 from ..model import ChatModel
 from ..model.factory import resolve_model
 from ..sessions import SessionRecord, SessionSource, SessionStorage
@@ -119,6 +120,10 @@ class SessionAgent:
             workspace=self.workspace,
         )
         self.extensions: list[Extension] = list(extensions)
+        #: The hooks every call runs (see :mod:`agentscope_teams.hooks`); HarnessAgent sets them.
+        self.hooks = Hooks()
+        #: Fields every hook event of this agent carries (a subagent's ``agent_id``, ``agent_type``).
+        self.hook_fields: dict[str, object] = {}
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -249,7 +254,11 @@ class SessionAgent:
         """Delete ``ctx``'s session; True if it existed."""
         addr = self.address(ctx)
         async with self._exclusive(addr):
-            return await self.sessions.delete_at(addr)
+            deleted = await self.sessions.delete_at(addr)
+        if deleted and self.hooks:
+            payload = {"session_id": ctx.session_id, "cwd": str(self.workspace_for(ctx))}
+            await self.hooks.fire("SessionEnd", {**payload, "reason": "delete"})
+        return deleted
 
     async def __aenter__(self) -> Self:
         """Set up the store if this agent created it (from a URL or by default)."""
@@ -347,6 +356,13 @@ class SessionAgent:
             await ext.prepare(scope)
         options = self._options(scope, save)
         options.output = output
+        if record is None and self.hooks:  # a new session: SessionStart context goes first
+            started = await self.hooks.fire(
+                "SessionStart",
+                {"session_id": ctx.session_id, "cwd": str(env.workspace), "source": "startup"},
+            )
+            if started.additional_context:
+                state.context.append(UserMsg(started.additional_context, name="hook"))
         final: Msg | None = None
         try:
             async for event in self.loop.reply_stream(input, state, options):
@@ -386,6 +402,9 @@ class SessionAgent:
             checkpoint=save,
             archiver=archiver,
             system_suffix=suffix,
+            hooks=self.hooks if self.hooks else None,
+            hook_fields=dict(self.hook_fields),
+            stop_event="Stop" if self.depth == 0 else None,
         )
 
 

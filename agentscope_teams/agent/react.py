@@ -30,6 +30,7 @@ from ..events import (
     UserConfirmResultEvent,
     UserInterruptEvent,
 )
+from ..hooks import Hooks
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
 from ..model.base import (
     FINAL_RESULT_TOOL,
@@ -72,6 +73,13 @@ class ReplyOptions:
     system_suffix: str = ""
     #: The structured output the reply must return (None: a text reply); see :mod:`.output_run`.
     output: OutputType | None = None
+    #: The hooks to run (None: none); see :mod:`agentscope_teams.hooks`.
+    hooks: Hooks | None = None
+    #: Fields every hook event of this reply carries (``agent_id``, ``agent_type`` in a subagent).
+    hook_fields: dict[str, object] = field(default_factory=dict)
+    #: The event fired when the reply would end with a text answer ("Stop"; None: no event, as
+    #: in a subagent, whose SubagentStop its runner fires).
+    stop_event: str | None = "Stop"
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -139,6 +147,7 @@ class _Reply(StepRunner):
         self.decisions: list[tuple[ToolUseBlock, ConfirmResult]] = []
         self.tokens = comp.TokenCounter()
         self.output: OutputRun | None = None
+        self.stop_hook_active = False
 
     def validate(self, input: ReplyInput) -> None:
         """Check ``input`` against the state; raises (HITLError, TypeError,
@@ -180,6 +189,9 @@ class _Reply(StepRunner):
         else:
             async for ev in self._begin():
                 yield ev
+            if self.halted is not None:  # a UserPromptSubmit hook refused the prompt
+                yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
+                return
         async for ev in self._loop():
             yield ev
 
@@ -204,7 +216,40 @@ class _Reply(StepRunner):
             yield HintEvent(
                 text=f"closed {len(closed)} unfinished tool call(s): {reason}", **self._ev()
             )
+        prompt = await self.hook(
+            "UserPromptSubmit", prompt="\n".join(m.get_text_content() for m in self.messages)
+        )
+        if prompt.blocked:
+            self.halted = f"prompt blocked by a UserPromptSubmit hook: {prompt.reason}"
+        if self.halted is not None:
+            return  # the prompt is not added to the context, as Claude Code erases it
         state.context.extend(self.messages)
+        if prompt.additional_context:
+            state.context.append(UserMsg(prompt.additional_context, name="hook"))
+
+    def _halt_msg(self) -> Msg:
+        """The final message of a reply a hook stopped (``continue: false``, a blocked prompt)."""
+        return AssistantMsg(
+            self.halted or "", name=self.agent.name, metadata={"stopped_by_hook": True}
+        )
+
+    async def _stop_hook(self, response: ModelResponse) -> bool:
+        """The Stop hooks of an answer: True if one blocked it, whose reason then goes to the
+        model as the next instruction (``stop_hook_active`` tells the hook it is a continuation)."""
+        if self.opts.stop_event is None or not self.opts.hooks:
+            return False
+        text = "".join(b.text for b in response.content if isinstance(b, TextBlock))
+        outcome = await self.hook(
+            self.opts.stop_event,
+            stop_hook_active=self.stop_hook_active,
+            last_assistant_message=text,
+        )
+        if not outcome.blocked or self.halted is not None:
+            return False
+        self._record(response, final=False)
+        self.state.context.append(UserMsg(outcome.reason, name="hook"))
+        self.stop_hook_active = True
+        return True
 
     async def _loop(self) -> AsyncIterator[AgentEvent]:
         state = self.state
@@ -232,6 +277,10 @@ class _Reply(StepRunner):
                     await self.opts.checkpoint(state)
                 continue
             if self.output is None and (final or not response.tool_calls):
+                if not final and await self._stop_hook(response):
+                    if self.opts.checkpoint is not None:
+                        await self.opts.checkpoint(state)
+                    continue
                 msg = self._record(response, final=True)
                 if final:  # the turn limit ended it: say so to whoever reads the answer
                     msg.metadata[TURN_LIMIT] = self.cfg.max_iters
@@ -242,6 +291,9 @@ class _Reply(StepRunner):
                 await self.opts.checkpoint(state)
             async for ev in self.act(response.tool_calls):
                 yield ev
+            if self.halted is not None:  # a hook answered continue: false
+                yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
+                return
             if self.paused:
                 async for ev in self._pause(response.tool_calls):
                     yield ev
@@ -271,6 +323,7 @@ class _Reply(StepRunner):
         if split <= 0:
             return
         removed = context[:split]
+        await self.hook("PreCompact", trigger="auto", custom_instructions="")
         try:
             summary = await comp.summarize(self.agent.model, self.state.summary, removed, cc)
             if self.opts.archiver is not None:

@@ -1,6 +1,7 @@
 """``agentscope-teams specs check DIR``: validate a directory of subagent spec files.
 
-It also names the MCP servers of the project (its ``.mcp.json``, ``mcpServers`` in its spec files)
+It also names the MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files) and the hooks
+(``.claude/settings.json``, ``hooks:`` in its spec files) of the project
 that are not enabled because the project is not trusted, and how to enable them.
 """
 
@@ -10,6 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..hooks import withheld_hooks
 from ..mcp.project import project_mcp_json, untrusted_servers
 from ..subagents.check import check_specs
 from ..subagents.spec import load_specs
@@ -76,7 +78,9 @@ def handle_check(args: argparse.Namespace) -> int:
         )
         if args.directory.is_dir():
             loaded = load_specs(args.directory, strict=False, strict_yaml=args.strict)
-            withheld = untrusted_servers(args.directory, loaded.specs.values(), ProjectTrust())
+            specs, trust = list(loaded.specs.values()), ProjectTrust()
+            withheld = untrusted_servers(args.directory, specs, trust)
+            withheld += withheld_hooks(args.directory, specs, trust)
             if withheld:
                 stdout_console().print(untrusted_notice(withheld), style="yellow", markup=False)
         return code
@@ -92,7 +96,11 @@ def handle_check(args: argparse.Namespace) -> int:
         print_json_line(
             {"kind": "error", "file": error.file, "line": error.line, "reason": error.reason}
         )
-    for found in untrusted_servers(args.directory, result.specs.values(), ProjectTrust()):
+    specs, trust = list(result.specs.values()), ProjectTrust()
+    withheld = untrusted_servers(args.directory, specs, trust)
+    if args.directory.is_dir():
+        withheld += withheld_hooks(args.directory, specs, trust)
+    for found in withheld:
         print_json_line(
             {
                 "kind": "not_enabled",

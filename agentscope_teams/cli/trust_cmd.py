@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..hooks import withheld_hooks
 from ..mcp.project import untrusted_servers
 from ..trust import ProjectTrust, TrustStore, project_root, untrusted_notice
 from .common import SubParsers, add_command, add_json_option, print_json_line
@@ -46,9 +47,11 @@ def project_trust(args: argparse.Namespace, specs: Path) -> ProjectTrust:
 
 
 def untrusted_note(specs_dir: Path, specs: Iterable[Any], trust: ProjectTrust) -> str:
-    """What the project of ``specs_dir`` would start if trusted, and how to trust it; "" if
-    nothing is left off."""
-    return untrusted_notice(untrusted_servers(specs_dir, specs, trust))
+    """What the project of ``specs_dir`` would start (MCP servers) or run (hooks) if trusted, and
+    how to trust it; "" if nothing is left off."""
+    specs = list(specs)
+    withheld = untrusted_servers(specs_dir, specs, trust) + withheld_hooks(specs_dir, specs, trust)
+    return untrusted_notice(withheld)
 
 
 def register(subparsers: SubParsers) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.output import InvalidSchema, check_json_schema
-from ..errors import field_path
+from ..errors import ConfigurationError, field_path
+from ..hooks.config import parse_hooks
 from ..mcp.tools import is_mcp_name
 from ..model.factory import CLAUDE_ALIASES
 from ..tools.base import ALIASES
@@ -55,9 +56,12 @@ SPEC_KEYS = frozenset(
         "color",
         "memory",
         "isolation",
+        "hooks",
     }
 )
-_CLAUDE_CODE_KEYS = frozenset({"color", "permissionMode", "disallowedTools", "hooks"})
+#: Claude Code keys loaded but not acted on (kept in ``extra``; ``specs check --strict`` refuses
+#: them): none at the moment.
+_CLAUDE_CODE_KEYS: frozenset[str] = frozenset()
 #: Subagent names: an identifier only (keys and paths escape every segment), so dotted names
 #: written for Claude Code (``dotnet-framework-4.8-expert``) load; no leading or trailing dot, so a
 #: name is never a hidden file nor a name Windows trims.
@@ -417,6 +421,17 @@ def unknown_key_note(key: str) -> str:
 
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def check_hooks(value: Any) -> Any:
+    """A ``hooks:`` mapping in Claude Code's shape, checked entry by entry (kept as written)."""
+    if value is None:
+        return {}
+    try:
+        parse_hooks(value, rename={"Stop": "SubagentStop"})
+    except ConfigurationError as exc:
+        raise ValueError(str(exc).removeprefix("hooks: ")) from None
+    return dict(value)
 
 
 def check_effort(value: Any) -> Any:

@@ -22,11 +22,14 @@ from .. import tracing
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, ToolError
+from ..hooks import Hooks, spec_hooks
+from ..hooks.sources import gated
 from ..mcp.tools import is_mcp_name
 from ..message import Msg
 from ..model.base import ChatModel
 from ..skills import Skill, SkillExtension, SkillLibrary
 from ..tools import Tool
+from ..trust import ProjectTrust
 from .child import build_child, fork_snapshot
 from .inbox import acknowledge, take
 from .memo import SubagentMemo
@@ -36,6 +39,7 @@ from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
 from .runtime import Handle, Launch, Runner
 from .spawn import ModelPool
 from .spec import ContextMode, IsolationMode, SubagentSpec, WorkspaceMode
+from .stops import subagent_start, subagent_stop
 from .tools import bind_tools
 from .workspace import prepare, run_dir, slot_for
 from .worktree import Worktree, branch_name, repository_of
@@ -95,8 +99,14 @@ class SubagentExtension(Extension):
         models: Mapping[str, ChatModel] | None = None,
         mcp: McpToolset | None = None,
         skills: SkillLibrary | None = None,
+        hooks: Hooks | None = None,
+        trust: ProjectTrust | None = None,
     ) -> None:
         self.agent, self.specs = agent, specs
+        #: The agent's hooks (SubagentStart / SubagentStop fire on them; children inherit them)
+        #: and the trust deciding whether a spec's own ``hooks:`` run.
+        self.hooks = hooks
+        self.trust = trust if trust is not None else ProjectTrust()
         self.mcp = mcp
         self.skills = skills
         self.max_depth, self.max_concurrent = max_depth, max_concurrent
@@ -124,6 +134,8 @@ class SubagentExtension(Extension):
         models: Mapping[str, ChatModel] | None = None,
         mcp: McpToolset | None = None,
         skills: SkillLibrary | None = None,
+        hooks: Hooks | None = None,
+        trust: ProjectTrust | None = None,
     ) -> SubagentExtension:
         """Load ``specs`` (a directory, specs, or a mapping) and check the limits.
 
@@ -132,7 +144,8 @@ class SubagentExtension(Extension):
         ``models`` maps a spec's ``model`` name to a model object (shared clients, scripted tests)
         before it is parsed as ``"provider:model"``; ``mcp`` gives children the MCP tools their
         spec selects; ``skills`` is where the skills its specs preload (``skills:``) and children
-        load (the ``skill`` tool) come from.
+        load (the ``skill`` tool) come from; ``hooks`` are the agent's hooks and ``trust`` decides
+        whether a spec file's ``hooks:`` run (see :mod:`agentscope_teams.hooks`).
         """
         if max_depth < 1 or max_concurrent < 1:
             raise ConfigurationError(
@@ -155,6 +168,8 @@ class SubagentExtension(Extension):
             models=models,
             mcp=mcp,
             skills=skills,
+            hooks=hooks,
+            trust=trust,
         )
 
     @property
@@ -181,7 +196,7 @@ class SubagentExtension(Extension):
         data = scope.local(self, _CallData)
         if not data.swept:
             data.swept = True
-            await self._sweep(book, memo)
+            await self._sweep(book, memo, str(scope.env.workspace))
         inbox = book.inbox(self.agent.name)
         notices = await take(inbox, data.inbox, scope.state, set(memo.delivered))
         for n in notices:
@@ -197,10 +212,15 @@ class SubagentExtension(Extension):
         """Only when this call read notices it has not acknowledged yet (see :mod:`.inbox`)."""
         return scope.local(self, _CallData).inbox.to_acknowledge() is not None
 
-    async def _sweep(self, book: RunBook, memo: SubagentMemo) -> None:
-        """Reconcile the runs the session waits for (lost ones post their notice now)."""
+    async def _sweep(self, book: RunBook, memo: SubagentMemo, cwd: str) -> None:
+        """Reconcile the runs the session waits for (lost ones post their notice now, and get
+        the SubagentStop no process emitted for them)."""
         for run_id in list(memo.watch):
             rec = await book.load(run_id)
+            if rec is not None and not rec.status.active and not rec.stop_emitted:
+                spec = self.specs.get(rec.spec)
+                hooks = self._hooks_for(spec) if spec is not None else self.hooks
+                await subagent_stop(hooks, book, rec, cwd)
             if rec is None or rec.status is RunStatus.CANCELLED:
                 memo.unwatch(run_id)
 
@@ -264,6 +284,7 @@ class SubagentExtension(Extension):
                 trace_context=tracing.carrier(),
             )
             await book.create(record)
+            await subagent_start(self.hooks, book, record, str(scope.env.workspace))
             tracing.event(
                 tracing.names.SUBAGENT_SPAWN,
                 {
@@ -289,6 +310,8 @@ class SubagentExtension(Extension):
                 lease_ttl=self.lease_ttl,
                 mcp=self.mcp,
             )
+            child.hooks = self._hooks_for(spec)
+            child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
             if agent.depth + 1 < self.max_depth and spec.may_spawn:
                 child.extensions.append(self._for_child(child.view, spec.allowed_agents))
             child.extensions += await self._skills_for(spec, ctx)
@@ -303,8 +326,10 @@ class SubagentExtension(Extension):
                 with contextlib.suppress(Exception):
                     await finish_worktree(tree)
             error = f"could not start: {exc}"
-            await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
+            failed = await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
             await lease.release()
+            if failed is not None:
+                await subagent_stop(self.hooks, book, failed, str(scope.env.workspace))
             raise ToolError(f"could not start agent {spec.name}: {exc}") from exc
         fork = spec.context is ContextMode.FORK and continues is None
         return self.runner.start(
@@ -319,6 +344,8 @@ class SubagentExtension(Extension):
                 snapshot=fork_snapshot(scope.state) if fork else None,
                 output=spec.output_spec(),
                 finishers=finishers,
+                hooks=child.hooks,
+                cwd=str(scope.env.workspace),
             )
         )
 
@@ -334,6 +361,17 @@ class SubagentExtension(Extension):
                 "checkout or remove `isolation` from the spec"
             )
         return repo
+
+    def _hooks_for(self, spec: SubagentSpec) -> Hooks:
+        """A child's hooks: the agent's, and its spec's own ``hooks:`` when they may run (a spec
+        file's only for a trusted project; one built in code is the operator's)."""
+        base = self.hooks if self.hooks is not None else Hooks()
+        if not spec.hooks:
+            return base
+        own = spec_hooks(spec.hooks, spec.source)
+        if spec.source is not None:
+            own = gated(own, spec.source, self.trust)
+        return base.with_hooks(own)
 
     def _for_child(self, child: AgentView, allowed: list[str] | None) -> SubagentExtension:
         """The child's own extension: the same specs (those of ``allowed``, when given), limits,
@@ -353,6 +391,8 @@ class SubagentExtension(Extension):
             models=self.models,
             mcp=self.mcp,
             skills=self.skills,
+            hooks=self.hooks,
+            trust=self.trust,
         )
 
     async def _skills_for(self, spec: SubagentSpec, ctx: RuntimeContext) -> list[Extension]:

@@ -81,6 +81,8 @@ class RunRecord(BaseModel):
     continues: str | None = None
     #: W3C trace context of the span that spawned it: the child's spans join that trace.
     trace_context: dict[str, str] | None = None
+    #: Whether its SubagentStop was emitted (claimed with a CAS: one process emits it, once).
+    stop_emitted: bool = False
 
     def finished(
         self, status: RunStatus, *, result: str | None = None, error: str | None = None
@@ -175,6 +177,29 @@ class RunBook:
                 tracing.conflict(exc.key)
                 continue
             return new
+
+    async def claim_stop(self, run_id: str, *, final: bool = True) -> RunRecord | None:
+        """Mark the run's SubagentStop emitted; the record if this caller marked it, None if it
+        was already (or the run is gone, or with ``final`` still active). A compare-and-set: of
+        two processes claiming at once, one gets the record."""
+        while True:
+            loaded = await self._read(run_id)
+            if loaded is None or loaded[0].stop_emitted or (final and loaded[0].status.active):
+                return None
+            new = loaded[0].model_copy(update={"stop_emitted": True})
+            try:
+                await self.store.put(self.key(run_id), _dump(new), expected_version=loaded[1])
+            except VersionConflict as exc:
+                tracing.conflict(exc.key)
+                continue
+            return new
+
+    async def unclaim_stop(self, run_id: str) -> None:
+        """Undo :meth:`claim_stop` (a SubagentStop hook blocked: the run goes on)."""
+        await self.update(
+            run_id,
+            lambda r: r.model_copy(update={"stop_emitted": False}) if r.stop_emitted else None,
+        )
 
     async def list(self, *, limit: int = 10_000) -> Listing[RunRecord]:
         """Every run of the scope, oldest first (reconciled: see :meth:`reconcile`).

@@ -33,11 +33,13 @@ from ..agent.lease import Lease
 from ..agent.output import OutputType
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, public_message
+from ..hooks import Hooks
 from ..message import OUTPUT_KEY, utcnow
 from ..state import AgentState
 from ..store.base import Key
 from .child import answer_of, seed_session
 from .runs import RunBook, RunRecord, RunStatus
+from .stops import subagent_stop
 from .workspace import remove
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,11 @@ class Launch:
     finishers: list[Callable[[], Awaitable[str | None]]] = field(default_factory=list)
     #: The finishers' notes once they ran (None: not yet).
     notes: list[str] | None = None
+    #: The child's hooks (the parent's and its spec's): SubagentStop fires on them when the run
+    #: ends (see :mod:`.stops`).
+    hooks: Hooks | None = None
+    #: The parent's working directory (the ``cwd`` of those hook events).
+    cwd: str = ""
 
 
 @dataclass
@@ -184,10 +191,23 @@ class Runner:
             await seed_session(launch.child, launch.ctx, launch.snapshot)
         mail = book.mail(run_id)
         text: str | None = launch.record.task
+        continued = False
         for _ in range(MAX_TURNS):
             with tracing.joined(launch.record.trace_context):
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
             answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
+            stop = await subagent_stop(
+                launch.hooks,
+                book,
+                launch.record,
+                launch.cwd,
+                final=False,
+                stop_hook_active=continued,
+                last_message=answer,
+            )
+            if stop is not None and stop.blocked:  # exit 2: the reason is its next instruction
+                text, continued = stop.reason, True
+                continue
             read = await mail.cursor()
             if launch.finishers:  # their notes belong in the result the parent is notified of
                 current = await book.get(run_id)
@@ -256,6 +276,8 @@ class Runner:
                 rec = await book.update(run_id, lambda r: _noted(r, notes)) or rec
             if rec is not None and not rec.status.active and rec.background and not rec.notified:
                 rec = await book.notify(rec)
+            if rec is not None and not rec.status.active:
+                await subagent_stop(launch.hooks, book, rec, launch.cwd)
         except Exception as exc:
             log.warning("could not record the end of subagent run %s: %s", run_id, exc)
         try:

@@ -62,6 +62,7 @@ from ._fields import (
     check_description,
     check_disallowed,
     check_effort,
+    check_hooks,
     check_max_turns,
     check_mcp_servers,
     check_name,
@@ -226,6 +227,9 @@ class SubagentSpec(BaseModel):
     #: ``worktree``: each run works in a new git worktree of the parent's repository (see
     #: :mod:`.worktree`); None: the ``workspace`` setting decides.
     isolation: Annotated[IsolationMode | None, BeforeValidator(_isolation)] = None
+    #: Hooks active while it runs, in Claude Code's shape (``{Event: [{matcher, hooks}]}``);
+    #: ``Stop`` means ``SubagentStop``. They run only if its project is trusted.
+    hooks: Annotated[dict[str, Any], BeforeValidator(check_hooks)] = Field(default_factory=dict)
     #: Skills preloaded whole into its system prompt (names of the agent's skills).
     skills: Annotated[list[str], BeforeValidator(check_skills)] = Field(default_factory=list)
     #: A JSON schema the run's answer must match (``output:`` in the frontmatter).

@@ -34,6 +34,7 @@ import anyio
 from .. import tracing
 from ..context import RuntimeContext
 from ..errors import TeamError
+from ..hooks import HookOutcome, Hooks
 from ..listing import Listing
 from ..message import new_id, utcnow
 from ..store.base import BaseStore, signals_of
@@ -73,9 +74,12 @@ class LocalTeamClient(TeamRegistry):
         *,
         task_lease: float = 60.0,
         clock: Callable[[], datetime] = utcnow,
+        hooks: Hooks | None = None,
     ) -> None:
         super().__init__(store, ctx.owner_scope())
         self.ctx, self.task_lease, self.clock = ctx, limits.config_lease(task_lease), clock
+        #: TaskCreated / TaskCompleted fire on these (see :meth:`_task_hook`).
+        self.hooks = hooks
         #: team id -> (record, version) as last read, for guarded calls (module docs)
         self._known: dict[str, tuple[Team, int]] = {}
 
@@ -270,7 +274,27 @@ class LocalTeamClient(TeamRegistry):
             result_schema=result_schema,
         )
         await self._changed(team_id)
+        await self._task_hook("TaskCreated", team_id, task, task.assignee)
         return task
+
+    async def _task_hook(
+        self, event: str, team_id: str, task: Task, member: str | None, status: str = ""
+    ) -> HookOutcome:
+        """Fire ``event`` (TaskCreated / TaskCompleted) for ``task``; nothing without hooks."""
+        if not self.hooks:
+            return HookOutcome()
+        payload: dict[str, Any] = {
+            "session_id": self.ctx.session_id,
+            "cwd": str(self.hooks.project_dir),
+            "task_id": task.id,
+            "task_subject": task.title,
+            "task_description": task.description,
+            "teammate_name": member,
+            "team_name": team_id,
+        }
+        if status:
+            payload["status"] = status
+        return await self.hooks.fire(event, payload)
 
     async def claim_task(
         self,
@@ -318,6 +342,16 @@ class LocalTeamClient(TeamRegistry):
     async def complete_task(
         self, team_id: str, member: str, task_id: str, result: str = "", *, data: Any = None
     ) -> Task:
+        if self.hooks and self.hooks.by_event.get("TaskCompleted"):  # a quality gate
+            _, board = await self._board(team_id, member)
+            gate = await self._task_hook(
+                "TaskCompleted", team_id, await board.get(task_id), member, "completed"
+            )
+            if gate.blocked:
+                raise TeamError(
+                    f"task {task_id!r} stays open: a TaskCompleted hook refused its completion: "
+                    f"{gate.reason}"
+                )
         task = await self._finish_guarded(
             team_id, member, lambda b, g: b.complete(member, task_id, result, data, guard=g)
         )
@@ -331,6 +365,7 @@ class LocalTeamClient(TeamRegistry):
         )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
         await self._changed(team_id)
+        await self._task_hook("TaskCompleted", team_id, task, member, str(task.status))
         return task
 
     async def release_task(self, team_id: str, member: str, task_id: str) -> Task:
@@ -353,6 +388,7 @@ class LocalTeamClient(TeamRegistry):
             raise TeamError(f"only the lead {team.lead!r} may cancel tasks, not {actor!r}")
         task = await board.cancel(team.lead, task_id, reason)
         await self._changed(team_id)
+        await self._task_hook("TaskCompleted", team_id, task, task.owner, str(task.status))
         return task
 
     async def get_task(self, team_id: str, task_id: str) -> Task:

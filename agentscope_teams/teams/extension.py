@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.extension import CallScope, Extension, ReadMark
 from ..errors import ConfigurationError, TeamError, UnknownTeamError
+from ..hooks import Hooks
 from ..message import Msg
 from ..model.base import ChatModel
 from ..model.factory import resolve_model
@@ -110,9 +111,9 @@ class TeamMemberExtension(Extension):
         self.changed()
 
 
-def _default_client(task_lease: float) -> ClientFactory:
+def _default_client(task_lease: float, hooks: Hooks | None = None) -> ClientFactory:
     def make(store: BaseStore, ctx: RuntimeContext) -> TeamClient:
-        return LocalTeamClient(store, ctx, task_lease=task_lease)
+        return LocalTeamClient(store, ctx, task_lease=task_lease, hooks=hooks)
 
     return make
 
@@ -140,6 +141,7 @@ class TeamLeadExtension(Extension):
         poll: float = 0.5,
         idle_release: float = 60.0,
         mcp: McpToolset | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         if run_members not in ("local", "workers", "any"):
             raise ConfigurationError(f"run_members must be local, workers or any: {run_members!r}")
@@ -152,7 +154,8 @@ class TeamLeadExtension(Extension):
         self.run_members: RunMembers = run_members
         self.member_model = resolve_model(member_model) if member_model is not None else None
         self.models: dict[str, ChatModel] = dict(models or {})
-        self.client_factory = client_factory or _default_client(task_lease)
+        # TaskCreated / TaskCompleted fire on ``hooks`` in the default client
+        self.client_factory = client_factory or _default_client(task_lease, hooks)
         self.lease_ttl, self.poll, self.idle_release = lease_ttl, poll, idle_release
         self.runtime: TeamRuntime | None = None
         self.mcp = mcp  # members get the MCP tools their spec selects

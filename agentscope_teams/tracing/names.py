@@ -19,6 +19,8 @@ HITL_RESUME: Final = "agentscope_teams.hitl.resume"
 
 # -- span events ----------------------------------------------------------------------------------
 SUBAGENT_SPAWN: Final = "agentscope_teams.subagent.spawn"
+#: A run ended (once per run, with its status), the pair of ``SUBAGENT_SPAWN``.
+SUBAGENT_STOP: Final = "agentscope_teams.subagent.stop"
 TASK_CREATE: Final = "agentscope_teams.task.create"
 TASK_CLAIM: Final = "agentscope_teams.task.claim"
 TASK_FINISH: Final = "agentscope_teams.task.finish"

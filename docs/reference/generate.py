@@ -245,6 +245,9 @@ SPEC_KEY_DOCS = {
     "isolation": "`worktree`: each run works in a new git worktree of the parent's repository, on "
     "a branch `agent/<name>-<run>`; removed when the run changed nothing, otherwise kept and named "
     "in the result. The parent's workspace must be in a git repository. See docs/claude-code.md.",
+    "hooks": "Hooks active while it runs, in Claude Code's shape (`{Event: [{matcher, hooks: "
+    "[{type: command, command, timeout}]}]}`); `Stop` means `SubagentStop`. They run only when "
+    "the project is trusted; see [hooks](../hooks.md).",
     "skills": "Skills (names, a list or a comma string) preloaded whole into the subagent's system "
     "prompt from the agent's skill folders (default: the project's `.claude/skills`); see "
     "docs/claude-code.md.",

@@ -86,7 +86,7 @@ def test_strict_refuses_what_would_not_behave_as_written(cli: Cli, tmp_path: Pat
     )
     (agents / "lossy.md").write_text(
         "---\nname: lossy\ndescription: Loses things.\ntools: Read, LSP\nmodel: gpt-9000\n"
-        "mcpServers:\n  - jira\nhooks:\n  Stop: []\n---\nHi.\n"
+        "mcpServers:\n  - jira\nmemory: user\nhooks:\n  Stop: []\n---\nHi.\n"
     )
     lenient = cli("specs", "check", str(agents))
     assert lenient.returncode == 0, lenient.stdout + lenient.stderr
@@ -98,7 +98,7 @@ def test_strict_refuses_what_would_not_behave_as_written(cli: Cli, tmp_path: Pat
     assert f"{lossy}:4: tool 'LSP' has no counterpart here" in out
     assert f"{lossy}:5: unknown model 'gpt-9000'" in out
     assert f"{lossy}:6: MCP server 'jira' is not configured (configured: github)" in out
-    assert f"{lossy}:8: Claude Code key 'hooks' is not acted on here" in out
+    assert "is not acted on here" not in out  # memory: and hooks: are acted on now
     assert str(agents / "fine.md") + ":" not in out  # nothing to report for it
 
 

@@ -26,7 +26,7 @@ def test_clean_directory_exits_zero_and_lists_specs() -> None:
         assert column in out
     assert "code-reviewer" in out and "openai:gpt-4o" in out
     assert "bash, bash_output, kill_shell" in out  # Claude Code's Bash maps to our bash tool
-    assert "Claude Code key 'hooks'" in out  # kept but not acted on yet: a warning
+    assert "Claude Code key 'hooks'" not in out  # a spec field now: acted on, no warning
     assert "23 specs loaded" in out and "0 errors" in out
 
 

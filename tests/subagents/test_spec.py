@@ -299,7 +299,8 @@ def test_unknown_keys_are_kept_and_warned_about() -> None:
     planner = SubagentSpec.from_file(GOOD / "cc-permission-mode.md")
     assert planner.permission_mode == "plan" and planner.skills == ["architecture"]
     assert planner.removed_tools == ["write_file", "edit_file", "multi_edit"]
-    assert list(planner.extra) == ["hooks"]
+    assert planner.extra == {}  # hooks: is a field now, acted on
+    assert planner.hooks["PreToolUse"][0]["matcher"] == "Read"
 
 
 def test_name_from_stem_empty_body_and_bom() -> None:
@@ -313,10 +314,7 @@ def test_name_from_stem_empty_body_and_bom() -> None:
 def test_load_result_warnings_name_file_and_line() -> None:
     result = load_specs(GOOD, model_aliases=ALIASES)
     shown = {str(w) for w in result.warnings}
-    assert (
-        f"{GOOD / 'cc-permission-mode.md'}:9: Claude Code key 'hooks' is ignored (kept in `extra`)"
-        in (shown)
-    )
+    assert not any("'hooks'" in w for w in shown)  # a field now, no warning
     assert all(w.file is not None and w.line for w in result.warnings)
 
 

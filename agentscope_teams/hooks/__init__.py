@@ -1,0 +1,29 @@
+"""Hooks with Claude Code's protocol: commands (or Python callables) run at agent events.
+
+A command hook gets the event as JSON on stdin and answers with its exit code (2: block, with
+stderr as the reason) and optionally JSON on stdout; see ``docs/hooks.md``. Hooks come from code
+(``HarnessAgent(hooks=...)``: the operator's), a project's ``.claude/settings.json`` and a spec's
+``hooks:`` (both run only for a trusted project, :mod:`.sources`).
+"""
+
+from .config import DEFAULT_TIMEOUT, EVENTS, Hook, HookMap, hooks_from_callables, parse_hooks
+from .outcome import HookOutcome
+from .runner import Hooks, claude_mode, tool_payload
+from .sources import project_hooks, settings_hooks, spec_hooks, withheld_hooks
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "EVENTS",
+    "Hook",
+    "HookMap",
+    "HookOutcome",
+    "Hooks",
+    "claude_mode",
+    "hooks_from_callables",
+    "parse_hooks",
+    "project_hooks",
+    "settings_hooks",
+    "spec_hooks",
+    "tool_payload",
+    "withheld_hooks",
+]

@@ -1,0 +1,122 @@
+"""What hooks decided: one :class:`HookOutcome` from the answers of every hook that ran.
+
+Exit code 0: stdout is read as JSON if it is a JSON object (else, for ``UserPromptSubmit`` and
+``SessionStart``, it is context for the model). Exit code 2: the event is blocked and stderr is
+the reason. Any other code, or a timeout: a non-blocking error, logged. Several hooks combine:
+any block blocks, ``deny`` beats ``ask`` beats ``allow``, contexts and reasons are joined.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from .command import CommandResult
+
+__all__ = ["HookOutcome", "from_command", "from_json"]
+
+log = logging.getLogger(__name__)
+
+_PLAIN_CONTEXT = ("UserPromptSubmit", "SessionStart")
+_RANK = {"allow": 1, "ask": 2, "deny": 3}
+
+
+@dataclass
+class HookOutcome:
+    """The combined decision of the hooks of one event.
+
+    ``blocked`` with ``reason``: exit 2 or ``decision: "block"``. ``permission`` is a
+    PreToolUse ``permissionDecision`` (allow / deny / ask) with ``permission_reason``.
+    ``stop`` (``continue: false``) ends the agent's reply with ``stop_reason``.
+    """
+
+    blocked: bool = False
+    reason: str = ""
+    permission: str | None = None
+    permission_reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    context: list[str] = field(default_factory=list)
+    stop: bool = False
+    stop_reason: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def additional_context(self) -> str:
+        return "\n".join(c for c in self.context if c)
+
+    def add(self, other: HookOutcome) -> None:
+        """Fold ``other`` (one more hook's answer) into this outcome."""
+        if other.blocked:
+            self.blocked = True
+            self.reason = "\n".join(r for r in (self.reason, other.reason) if r)
+        if other.permission and _RANK[other.permission] > _RANK.get(self.permission or "", 0):
+            self.permission, self.permission_reason = other.permission, other.permission_reason
+        if other.updated_input is not None:
+            self.updated_input = other.updated_input
+        self.context += other.context
+        if other.stop:
+            self.stop = True
+            self.stop_reason = self.stop_reason or other.stop_reason
+        self.errors += other.errors
+
+
+def from_json(event: str, data: dict[str, Any]) -> HookOutcome:
+    """A hook's JSON answer (a command's stdout or a Python hook's return value)."""
+    out = HookOutcome()
+    if data.get("continue") is False:
+        out.stop = True
+        out.stop_reason = str(data.get("stopReason") or "")
+    if data.get("decision") == "block":
+        out.blocked = True
+        out.reason = str(data.get("reason") or f"blocked by a {event} hook")
+    elif data.get("decision") == "approve" and event == "PreToolUse":  # the older spelling
+        out.permission, out.permission_reason = "allow", str(data.get("reason") or "")
+    specific = data.get("hookSpecificOutput")
+    if isinstance(specific, dict):
+        decision = specific.get("permissionDecision")
+        if decision in _RANK:
+            out.permission = decision
+            out.permission_reason = str(specific.get("permissionDecisionReason") or "")
+        verdict = specific.get("decision")  # PermissionRequest: {behavior: allow | deny}
+        if isinstance(verdict, dict) and verdict.get("behavior") in ("allow", "deny"):
+            out.permission = verdict["behavior"]
+            out.permission_reason = str(verdict.get("message") or "")
+            if isinstance(verdict.get("updatedInput"), dict):
+                out.updated_input = dict(verdict["updatedInput"])
+        if isinstance(specific.get("updatedInput"), dict):
+            out.updated_input = dict(specific["updatedInput"])
+        if specific.get("additionalContext"):
+            out.context.append(str(specific["additionalContext"]))
+    if isinstance(data.get("updatedInput"), dict) and out.updated_input is None:
+        out.updated_input = dict(data["updatedInput"])
+    if data.get("additionalContext") and not out.context:
+        out.context.append(str(data["additionalContext"]))
+    return out
+
+
+def from_command(event: str, label: str, result: CommandResult) -> HookOutcome:
+    """A command hook's answer from its exit code and output (see the module docstring)."""
+    if result.timed_out:
+        msg = f"hook {label} timed out; its process group was killed"
+        log.warning(msg)
+        return HookOutcome(errors=[msg])
+    if result.code == 2:
+        reason = result.stderr.strip() or f"blocked by a {event} hook"
+        return HookOutcome(blocked=True, reason=reason)
+    if result.code != 0:
+        msg = f"hook {label} failed with exit code {result.code}: {result.stderr.strip()}"
+        log.warning(msg)
+        return HookOutcome(errors=[msg])
+    text = result.stdout.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            return from_json(event, data)
+    if text and event in _PLAIN_CONTEXT:
+        return HookOutcome(context=[text])
+    return HookOutcome()

@@ -1,0 +1,117 @@
+"""``Hooks``: the hooks an agent runs, and :meth:`Hooks.fire` to run those of one event."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..tools.claude_code import claude_name_of, to_claude_input
+from ..tools.permissions import CLAUDE_MODES
+from ..trust import project_root
+from .command import run_command
+from .config import Hook, HookMap, merged
+from .outcome import HookOutcome, from_command, from_json
+
+__all__ = ["Hooks", "claude_mode", "tool_payload"]
+
+log = logging.getLogger(__name__)
+
+_MODE_NAMES: dict[str, str] = {str(ours): claude for claude, ours in CLAUDE_MODES.items()}
+_MATCH_FIELD = {
+    "SessionStart": "source",
+    "SessionEnd": "reason",
+    "PreCompact": "trigger",
+    "SubagentStart": "agent_type",
+    "SubagentStop": "agent_type",
+}
+
+
+def claude_mode(mode: str) -> str:
+    """Claude Code's name of our permission mode (``accept_edits`` -> ``acceptEdits``)."""
+    return _MODE_NAMES.get(mode, mode)
+
+
+class Hooks:
+    """The hooks of an agent by event. ``project_dir`` (default: the current directory, where
+    Claude Code would have been started) is the cwd and ``CLAUDE_PROJECT_DIR`` of hooks given in
+    code; a file's hooks use the root of their own project."""
+
+    def __init__(self, hooks: HookMap | None = None, *, project_dir: Path | str | None = None):
+        self.by_event: HookMap = dict(hooks or {})
+        self.project_dir = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
+
+    def __bool__(self) -> bool:
+        return any(self.by_event.values())
+
+    def with_hooks(self, more: HookMap) -> Hooks:
+        """A copy with ``more`` added (a subagent's own spec hooks)."""
+        return Hooks(merged(self.by_event, more), project_dir=self.project_dir)
+
+    def matching(self, event: str, payload: Mapping[str, Any]) -> list[Hook]:
+        """The hooks of ``event`` whose matcher selects ``payload`` (tool events match the
+        Claude Code tool name, or our own name for a tool that has none)."""
+        hooks = self.by_event.get(event, [])
+        if "tool_name" in payload:
+            ours = str(payload.get("_native") or payload["tool_name"])
+            return [h for h in hooks if h.matches(str(payload["tool_name"]), ours)]
+        field = _MATCH_FIELD.get(event)
+        target = str(payload.get(field) or "") if field else None
+        return [h for h in hooks if h.matches(target)]
+
+    async def fire(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        """Run every matching hook of ``event`` at once with ``payload`` (``hook_event_name`` is
+        added); returns their combined outcome (empty if none matched)."""
+        outcome = HookOutcome()
+        hooks = self.matching(event, payload)
+        if not hooks:
+            return outcome
+        sent = {k: v for k, v in payload.items() if not k.startswith("_")}
+        sent["hook_event_name"] = event
+        answers: list[HookOutcome | None] = [None] * len(hooks)
+
+        async def one(i: int, hook: Hook) -> None:
+            answers[i] = await self._run(hook, dict(sent))
+
+        async with anyio.create_task_group() as tg:
+            for i, hook in enumerate(hooks):
+                tg.start_soon(one, i, hook)
+        for answer in answers:
+            if answer is not None:
+                outcome.add(answer)
+        return outcome
+
+    async def _run(self, hook: Hook, payload: dict[str, Any]) -> HookOutcome:
+        if hook.command is not None:
+            root = project_root(hook.source) if hook.source is not None else self.project_dir
+            result = await run_command(
+                hook.command, payload, seconds=hook.timeout, project_dir=root
+            )
+            return from_command(hook.event, hook.label, result)
+        assert hook.function is not None
+        try:
+            if inspect.iscoroutinefunction(hook.function):
+                answer = await hook.function(payload)
+            else:
+                answer = await anyio.to_thread.run_sync(hook.function, payload)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+        except Exception as exc:  # a failing hook is a non-blocking error, as a failing command
+            msg = f"hook {hook.label} raised {type(exc).__name__}: {exc}"
+            log.warning(msg)
+            return HookOutcome(errors=[msg])
+        return from_json(hook.event, answer) if isinstance(answer, dict) else HookOutcome()
+
+
+def tool_payload(native: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``tool_name`` (Claude Code's name, or ours without one) and ``tool_input`` (Claude Code's
+    field names) of one of our tool calls."""
+    return {
+        "tool_name": claude_name_of(native) or native,
+        "tool_input": to_claude_input(native, arguments),
+        "_native": native,
+    }
