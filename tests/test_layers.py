@@ -37,6 +37,8 @@ LAYERS: dict[str, int] = {
     "teams": 11,
     "compose": 12,
     "review": 13,
+    #: Our agents (compose) as MCP tools: an MCP server over the official SDK.
+    "mcp_server": 13,
     "server": 14,
     "cli": 15,
     "__init__": 16,
