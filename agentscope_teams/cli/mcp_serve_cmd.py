@@ -40,7 +40,12 @@ def register(subparsers: SubParsers) -> None:
     )
     parser.add_argument("--model", metavar="MODEL", help="model, as for `run --model`")
     parser.add_argument("--name", default="lead", help="the tool's name (default lead)")
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default; calls run as --user/--org) or streamable HTTP at /mcp (--tokens)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
     parser.add_argument(
@@ -97,12 +102,19 @@ async def _serve_http(server: object, host: str, port: int) -> None:
     import uvicorn
 
     from ..mcp_server import McpAgentServer
-    from .serve_cmd import _bind
+    from .serve_cmd import _bind, _is_loopback
 
     assert isinstance(server, McpAgentServer)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     print(f"agentscope-teams MCP server on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
+    if not _is_loopback(host):
+        print(
+            f"warning: listening on {host} without TLS; put a TLS-terminating proxy in front so "
+            "tokens never cross the network in clear text",
+            file=sys.stderr,
+            flush=True,
+        )
     config = uvicorn.Config(server.http_app(host), log_level="warning", lifespan="on")
     try:
         await uvicorn.Server(config).serve(sockets=[sock])

@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from ..cli.conftest import CLI, REPO, Cli
+from ..cli.conftest import CLI, REPO, Cli, one_error_line
 from .test_http import free_port
 
 ALICE, BOB = "alice-token-0123456789", "bob-token-9876543210"
@@ -139,3 +139,16 @@ def test_http_refuses_missing_and_unknown_tokens(http_server: str) -> None:
         http_server, json=body, headers={**headers, "Authorization": f"Bearer {ALICE}"}
     )
     assert known.status_code != 401
+
+
+def test_http_without_tokens_and_a_bad_token_file_are_one_error_line(
+    cli: Cli, tmp_path: Path
+) -> None:
+    specs, script = specs_and_script(tmp_path, "unused")
+    base = ["mcp-serve", "--specs", str(specs), "--model", f"scripted:{script}"]
+    no_tokens = cli(*base, "--transport", "http")
+    assert no_tokens.returncode == 1 and "--tokens" in one_error_line(no_tokens)
+    bad = tmp_path / "tokens.yaml"
+    bad.write_text(json.dumps({"t0k3n": {"org": "acme"}}))
+    userless = cli(*base, "--transport", "http", "--tokens", str(bad))
+    assert userless.returncode == 1 and str(bad) in one_error_line(userless)
