@@ -73,7 +73,9 @@ def test_stdio_tool_answers_and_the_session_continues(cli: Cli, tmp_path: Path) 
 
 @pytest.fixture
 def http_server(cli: Cli, tmp_path: Path) -> Iterator[str]:
-    specs, script = specs_and_script(tmp_path, "answer one", "answer two", "answer three")
+    specs, script = specs_and_script(
+        tmp_path, "answer one", "answer two", "answer three", "answer four", "answer five"
+    )
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(json.dumps({ALICE: {"user": "alice"}, BOB: {"user": "bob", "org": "acme"}}))
     port = free_port()
@@ -126,6 +128,22 @@ def test_http_tokens_map_to_users_and_sessions_do_not_cross(cli: Cli, http_serve
     # the same session id string under bob's identity is bob's own conversation, both his turns
     assert "what did alice say" in bob_sees and "and now?" in bob_sees
     assert "alice's secret" not in bob_sees and "answer one" not in bob_sees
+
+
+def test_http_default_session_continues_within_a_connection(cli: Cli, http_server: str) -> None:
+    async def client() -> list[Any]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {ALICE}"})
+        async with (
+            http,
+            mcp.Client(streamable_http_client(http_server, http_client=http), cache=None) as c,
+        ):
+            return [await c.call_tool("lead", {"message": f"turn {n}"}) for n in (1, 2)]
+
+    first, second = anyio.run(client)
+    session = first.meta["agentscope_teams"]["session_id"]
+    assert second.meta["agentscope_teams"]["session_id"] == session
+    shown = "\n".join(conversation(cli, session, "alice"))
+    assert "turn 1" in shown and "turn 2" in shown
 
 
 def test_http_refuses_missing_and_unknown_tokens(http_server: str) -> None:
