@@ -39,6 +39,8 @@ LAYERS: dict[str, int] = {
     "teams": 12,
     "compose": 13,
     "review": 14,
+    #: Our agents (compose) as MCP tools: an MCP server over the official SDK.
+    "mcp_server": 14,
     "server": 15,
     "cli": 16,
     "__init__": 17,

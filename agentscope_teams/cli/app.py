@@ -17,6 +17,7 @@ from typing import Protocol
 from .._version import __version__
 from ..tracing.setup import configure_from_env, shutdown
 from . import (
+    mcp_serve_cmd,
     review_cmd,
     run_cmd,
     serve_cmd,
@@ -48,10 +49,11 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     team_cmd,
     worker_cmd,
     serve_cmd,
+    mcp_serve_cmd,
 )
 
 #: The commands that run agents, traced when ``OTEL_*`` variables ask for it.
-TRACED_COMMANDS = frozenset({"review", "run", "worker", "serve"})
+TRACED_COMMANDS = frozenset({"review", "run", "worker", "serve", "mcp-serve"})
 
 _DESCRIPTION = """\
 Stateless multi-agent LLM applications over a pluggable store: subagents and agent teams whose

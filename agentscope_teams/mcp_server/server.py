@@ -1,0 +1,313 @@
+"""An MCP server whose tools are our agents (official ``mcp`` SDK, low-level ``Server``).
+
+Each :class:`AgentTool` is one tool named after its agent; its input is
+``{message: str, session_id?: str}`` and its result the agent's final text (with an
+``output_type``, also the validated value as MCP structured content, declared in the tool's
+``outputSchema``).
+
+Identity: over stdio every call runs as the configured operator (org, user); over HTTP only a
+bearer token found in the :class:`TokenTable` is let in, and the call runs as the (org, user) that
+token maps to. The store scopes sessions by (org, user, session), so a client only ever reaches the
+sessions of its own identity, whatever ``session_id`` it sends. Without ``session_id`` a call
+continues the conversation of its MCP session (one id per MCP session, made on its first call).
+
+A reply that pauses for confirmation (a tool call the permission rules ask about) is not an error:
+the result says the call awaits confirmation, names the tool calls and the ``reply_id`` (in the
+text and in ``_meta``); the pause stays stored, for whoever can confirm it (the Python API, the
+control plane). Any failure of a call becomes an MCP tool error (``isError``), never a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..agent.output import OutputType
+from ..compose import HarnessAgent
+from ..context import RuntimeContext
+from ..errors import AgentScopeTeamsError, ConfigurationError
+from ..events import ReplyEndEvent, RequireUserConfirmEvent
+from ..message import Msg
+
+#: The input schema of every agent tool.
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string", "description": "the user message for the agent"},
+        "session_id": {
+            "type": "string",
+            "description": "conversation to continue (default: the one of this MCP session)",
+        },
+    },
+    "required": ["message"],
+    "additionalProperties": False,
+}
+_DESCRIPTION_CHARS = 1000
+#: How many default session ids the server remembers (oldest forgotten first).
+MAX_DEFAULT_SESSIONS = 10_000
+
+
+@dataclass
+class AgentTool:
+    """One agent exposed as a tool: ``description`` defaults to the agent's system prompt;
+    ``output_type`` (as for ``HarnessAgent.call``) makes every call return structured output."""
+
+    agent: HarnessAgent
+    description: str = ""
+    output_type: Any = None
+    _schema: dict[str, Any] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+    def output_schema(self) -> dict[str, Any] | None:
+        if self.output_type is None:
+            return None
+        if self._schema is None:
+            schema = OutputType.of(self.output_type).json_schema
+            self._schema = dict(schema) if schema.get("type") == "object" else {}
+        return self._schema or None  # MCP output schemas are objects
+
+
+@dataclass(frozen=True)
+class Identity:
+    user_id: str | None
+    org_id: str | None
+
+
+class TokenTable:
+    """Bearer tokens and the (org, user) each one acts as; only their SHA-256 is kept.
+
+    The file (JSON or YAML) maps a token to ``{user: ..., org: ...}`` (``org`` optional).
+    """
+
+    def __init__(self, tokens: Mapping[str, Identity]) -> None:
+        self._by_digest = {_digest(t): who for t, who in tokens.items()}
+
+    @classmethod
+    def from_file(cls, path: Path) -> TokenTable:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigurationError(f"cannot read the token file {path}: {exc}") from None
+        if not isinstance(data, dict) or not data:
+            raise ConfigurationError(
+                f"token file {path}: expected a mapping TOKEN -> {{user: USER, org: ORG}}"
+            )
+        tokens: dict[str, Identity] = {}
+        for token, who in data.items():
+            if not isinstance(who, dict) or not isinstance(who.get("user"), str):
+                raise ConfigurationError(
+                    f"token file {path}: an entry is not {{user: USER, org: ORG}}; give each "
+                    "token a user"
+                )
+            org = who.get("org")
+            RuntimeContext(session_id="check", user_id=who["user"], org_id=org)  # valid ids
+            tokens[str(token)] = Identity(who["user"], org if isinstance(org, str) else None)
+        return cls(tokens)
+
+    def identity(self, authorization: str | None) -> Identity | None:
+        """The identity of an ``Authorization`` header value; None when it is not a known token."""
+        if not authorization or not authorization.lower().startswith("bearer "):
+            return None
+        digest = _digest(authorization[7:].strip())
+        for known, who in self._by_digest.items():
+            if hmac.compare_digest(known, digest):
+                return who
+        return None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class McpAgentServer:
+    """The MCP server of ``tools``; :meth:`run_stdio` or :meth:`http_app` serve it.
+
+    ``operator`` is who stdio calls run as; ``tokens`` who HTTP calls run as (required for HTTP).
+    The agents must be open (``async with agent``) while the server runs.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[AgentTool],
+        *,
+        operator: Identity = Identity(None, None),
+        tokens: TokenTable | None = None,
+        name: str = "agentscope-teams",
+    ) -> None:
+        from mcp.server.lowlevel import Server
+
+        self.tools = {t.name: t for t in tools}
+        if len(self.tools) != len(tools):
+            raise ConfigurationError("two exposed agents have the same name; rename one")
+        self.operator, self.tokens = operator, tokens
+        self._sessions: dict[tuple[Identity, str | None], str] = {}  # default session ids
+        self.server: Any = Server(name, on_list_tools=self._list_tools, on_call_tool=self._call)
+
+    async def run_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    def http_app(self, host: str = "127.0.0.1") -> Any:
+        """A Starlette app serving streamable HTTP at ``/mcp``; a request without a known bearer
+        token gets 401 before the SDK sees it."""
+        if self.tokens is None:
+            raise ConfigurationError("the HTTP transport needs a token table (--tokens FILE)")
+        inner = self.server.streamable_http_app(host=host)
+        tokens = self.tokens
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                headers = dict(scope.get("headers") or [])
+                raw = headers.get(b"authorization")
+                if tokens.identity(raw.decode("latin-1") if raw else None) is None:
+                    body = b'{"error": "a known bearer token is required"}'
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 401,
+                            "headers": [
+                                (b"content-type", b"application/json"),
+                                (b"www-authenticate", b"Bearer"),
+                            ],
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": body})
+                    return
+            await inner(scope, receive, send)
+
+        return app
+
+    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=t.name,
+                    description=(t.description or t.agent.system_prompt or t.name)[
+                        :_DESCRIPTION_CHARS
+                    ],
+                    input_schema=INPUT_SCHEMA,
+                    output_schema=t.output_schema(),
+                )
+                for t in self.tools.values()
+            ]
+        )
+
+    def _identity(self, ctx: Any) -> Identity | None:
+        request = getattr(ctx, "request", None)
+        if request is None:  # stdio
+            return self.operator
+        if self.tokens is None:
+            return None
+        return self.tokens.identity(request.headers.get("authorization"))
+
+    def _session_id(self, ctx: Any, who: Identity, given: Any) -> str:
+        """``given``, else the default session of the caller: one per transport session (HTTP's
+        ``Mcp-Session-Id``), else one per identity for this server's lifetime (over stdio the
+        server process is the client's own, so that is one per client)."""
+        if isinstance(given, str) and given:
+            return given
+        conn = getattr(ctx.session, "_connection", None)  # SDK-private; absent: no transport id
+        transport = getattr(conn, "session_id", None)
+        key = (who, transport)
+        if key not in self._sessions:
+            if len(self._sessions) >= MAX_DEFAULT_SESSIONS:  # forget the oldest transport session
+                del self._sessions[next(iter(self._sessions))]
+            self._sessions[key] = "mcp-" + uuid.uuid4().hex[:16]
+        return self._sessions[key]
+
+    async def _call(self, ctx: Any, params: Any) -> Any:
+        try:
+            return await self._run(ctx, params)
+        except (AgentScopeTeamsError, ValueError) as exc:
+            return _error(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a tool call never crashes the server
+            return _error(f"the agent failed ({type(exc).__name__}): {exc}")
+
+    async def _run(self, ctx: Any, params: Any) -> Any:
+        tool = self.tools.get(params.name)
+        if tool is None:
+            return _error(f"unknown tool {params.name!r}; tools: {', '.join(sorted(self.tools))}")
+        args = params.arguments or {}
+        message = args.get("message")
+        if not isinstance(message, str) or not message:
+            return _error("argument 'message' (a non-empty string) is required")
+        who = self._identity(ctx)
+        if who is None:
+            return _error("no identity: the request carries no known bearer token")
+        run_ctx = RuntimeContext(
+            session_id=self._session_id(ctx, who, args.get("session_id")),
+            user_id=who.user_id,
+            org_id=who.org_id,
+        )
+        final: Msg | None = None
+        async with aclosing(
+            tool.agent.stream(message, run_ctx, output_type=tool.output_type)
+        ) as events:
+            async for event in events:
+                if isinstance(event, RequireUserConfirmEvent):
+                    return _paused(event, run_ctx.session_id)
+                if isinstance(event, ReplyEndEvent):
+                    final = event.msg
+        if final is None:
+            return _error("the agent ended without a reply")
+        return _answer(final, run_ctx.session_id, structured=tool.output_type is not None)
+
+
+def _meta(session_id: str, **more: Any) -> dict[str, Any]:
+    return {"agentscope_teams": {"session_id": session_id, **more}}
+
+
+def _answer(msg: Msg, session_id: str, *, structured: bool) -> Any:
+    import mcp_types as types
+
+    data = msg.metadata.get("output") if structured else None
+    text = msg.get_text_content()
+    if structured and not text:
+        text = json.dumps(data, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=data if isinstance(data, dict) else None,
+        meta=_meta(session_id),
+    )
+
+
+def _paused(event: RequireUserConfirmEvent, session_id: str) -> Any:
+    import mcp_types as types
+
+    names = ", ".join(c.name for c in event.tool_calls)
+    text = (
+        f"The call awaits confirmation of tool call(s) {names} (reply id {event.reply_id}, "
+        f"session {session_id}); it stays paused until someone with this identity confirms or "
+        "rejects it through agentscope-teams."
+    )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        meta=_meta(
+            session_id,
+            status="awaiting_confirmation",
+            reply_id=event.reply_id,
+            tool_calls=[c.name for c in event.tool_calls],
+        ),
+    )
+
+
+def _error(text: str) -> Any:
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)

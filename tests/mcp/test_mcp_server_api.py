@@ -1,0 +1,62 @@
+"""McpAgentServer in process (the SDK's in-memory transport): structured output, a HITL pause,
+a failing agent as a tool error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mcp
+
+from agentscope_teams import ScriptedModel
+from agentscope_teams.errors import ModelError
+from agentscope_teams.mcp_server import AgentTool, McpAgentServer
+from agentscope_teams.model import ModelRequest, ModelResponse
+
+from ..agent.output_helpers import Report, make_agent
+
+REPORT = {"findings": [{"file": "a.py", "line": 3, "message": "bad"}], "summary": "1 finding"}
+
+
+async def test_structured_output_is_declared_and_returned(tmp_path: Path) -> None:
+    model = ScriptedModel([ScriptedModel.final_result(REPORT)])
+    async with make_agent("memory://", tmp_path, model) as agent:
+        server = McpAgentServer([AgentTool(agent, output_type=Report)])
+        async with mcp.Client(server.server, cache=None) as client:
+            tool = (await client.list_tools()).tools[0]
+            result = await client.call_tool("lead", {"message": "review a.py"})
+    assert tool.output_schema is not None and "findings" in tool.output_schema["properties"]
+    assert not result.is_error
+    assert result.structured_content == REPORT
+
+
+async def test_a_pause_for_confirmation_is_a_result_naming_the_reply(tmp_path: Path) -> None:
+    model = ScriptedModel([ScriptedModel.tool_call("deploy", {"target": "prod"})])
+    async with make_agent("memory://", tmp_path, model) as agent:
+        server = McpAgentServer([AgentTool(agent)])
+        async with mcp.Client(server.server, cache=None) as client:
+            result = await client.call_tool("lead", {"message": "deploy", "session_id": "d1"})
+    assert not result.is_error
+    meta = result.meta["agentscope_teams"]
+    assert meta["status"] == "awaiting_confirmation" and meta["tool_calls"] == ["deploy"]
+    assert meta["session_id"] == "d1"
+    assert meta["reply_id"] in result.content[0].text and "deploy" in result.content[0].text
+
+
+async def test_a_failing_agent_is_a_tool_error_and_the_server_goes_on(tmp_path: Path) -> None:
+    answers = iter([ModelError("provider down"), ScriptedModel.text("back")])
+
+    def flaky(request: ModelRequest) -> ModelResponse:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async with make_agent("memory://", tmp_path, ScriptedModel(flaky)) as agent:
+        server = McpAgentServer([AgentTool(agent)])
+        async with mcp.Client(server.server, cache=None) as client:
+            failed = await client.call_tool("lead", {"message": "hi", "session_id": "f1"})
+            unknown = await client.call_tool("nobody", {"message": "hi"})
+            ok = await client.call_tool("lead", {"message": "again", "session_id": "f2"})
+    assert failed.is_error and "provider down" in failed.content[0].text
+    assert unknown.is_error and "lead" in unknown.content[0].text
+    assert not ok.is_error and ok.content[0].text == "back"
