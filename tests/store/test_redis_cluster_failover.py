@@ -100,7 +100,7 @@ async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
 
     spec = StoreSpec("redis-cluster", own_cluster.url)
     ctx_args = {"session_id": "s-lead", "user_id": "alice", "org_id": ctx.org_id or ""}
-    args = [(spec, ctx_args, team.id, g) for g in groups]
+    args = [(spec, ctx_args, team.id, g, PROCS) for g in groups]
     results: list[tuple[list[tuple[str, str]], int]] = []  # (log, StoreUnavailableError seen)
 
     async def run_claimers() -> None:
