@@ -6,7 +6,7 @@ node, never a raw redis-py error; once its replica is promoted the same calls su
 task ends completed, done exactly once.
 
 The replica is held back from taking over (``cluster-replica-no-failover``) until the test has
-seen the outage: redis-py retries a connection error itself (10 tries, backoff up to 1 s,
+seen the outage: redis-py retries a connection error itself (up to 10 retries, backoff to 1 s,
 refreshing the slot map between them), so an unheld failover (node timeout 1 s) often completes
 inside one call's retries and that call just succeeds, late. Whether an outage is seen would then
 be a race with the machine's load.
