@@ -3,7 +3,8 @@
 :class:`LocalCluster` picks free loopback ports (each port and its cluster-bus port, port + 10000),
 starts the servers with a short node timeout (so a killed primary fails over in a few seconds),
 joins them with ``redis-cli --cluster create --cluster-replicas 1`` and waits for
-``cluster_state:ok`` on every node. ``kill_primary`` SIGKILLs one primary, for failover tests.
+``cluster_state:ok`` on every node. ``kill_primary`` SIGKILLs one primary, for failover tests;
+``allow_failover`` holds its replica back from taking over until the test has seen the outage.
 :class:`SlotMove` moves one hash slot between primaries step by step (``CLUSTER SETSLOT``
 IMPORTING / MIGRATING, ``MIGRATE`` of chosen keys, ``SETSLOT NODE``), for slot-migration tests.
 """
@@ -172,6 +173,27 @@ class LocalCluster:
         """SIGKILL the node on ``port`` (no shutdown, no save): its replica takes over."""
         self.processes[port].send_signal(signal.SIGKILL)
         self.processes[port].wait(timeout=10)
+
+    def replica_of(self, port: int) -> int:
+        """The port of the live replica of the primary on ``port``."""
+        binaries = cluster_binaries()
+        assert binaries is not None
+        for p in self.ports:
+            if p != port and self.processes[p].poll() is None:
+                info = _cli(binaries[1], p, "info", "replication")
+                if "role:slave" in info and f"master_port:{port}" in info.split():
+                    return p
+        raise RuntimeError(f"no live replica of the primary on port {port}")
+
+    def allow_failover(self, replica: int, allowed: bool) -> None:
+        """Let the replica on ``replica`` take over when its primary fails, or not
+        (``cluster-replica-no-failover``): a test holds a killed primary's slots unserved while
+        it observes the outage, then lets the failover happen."""
+        binaries = cluster_binaries()
+        assert binaries is not None
+        value = "no" if allowed else "yes"
+        done = _cli(binaries[1], replica, "config", "set", "cluster-replica-no-failover", value)
+        assert done.strip() == "OK", f"CONFIG SET on port {replica} answered {done!r}"
 
     def wait_failover(self, timeout: float = 30) -> None:
         """Block until the surviving nodes report ``cluster_state:ok`` again."""

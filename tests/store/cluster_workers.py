@@ -52,9 +52,14 @@ async def _mine_not_done(
 
 
 def claim_through_outages(
-    spec: StoreSpec, ctx: CtxArgs, team_id: str, members: list[str]
+    spec: StoreSpec, ctx: CtxArgs, team_id: str, members: list[str], procs: int
 ) -> tuple[list[tuple[str, str]], int]:
     """Each member claims, does and completes tasks until every task is finished.
+
+    No process claims before all ``procs`` processes have their store open (each marks itself
+    ready in the store): a process slow to start under load would otherwise find the board
+    drained by the others, and the test, which waits for every process to be at work before it
+    kills a primary, would wait for ever.
 
     Returns the log of (member, task id) done and the number of StoreUnavailableError seen. Any
     other error (a raw redis-py exception) fails the child, and so the test.
@@ -64,6 +69,10 @@ def claim_through_outages(
         log: list[tuple[str, str]] = []
         unavailable = 0
         async with spec.open() as store:
+            ready = ("failover-ready", team_id)
+            await store.put((*ready, members[0]), b"")
+            while len(await store.list_keys(ready)) < procs:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
             client = client_for(store, ctx, task_lease=TASK_LEASE)
 
             async def claimer(member: str) -> None:

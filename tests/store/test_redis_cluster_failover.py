@@ -4,6 +4,12 @@ The cluster is this module's own (killing a node of the shared one would disturb
 While the killed primary's slots have no server, callers get StoreUnavailableError naming the
 node, never a raw redis-py error; once its replica is promoted the same calls succeed, and every
 task ends completed, done exactly once.
+
+The replica is held back from taking over (``cluster-replica-no-failover``) until the test has
+seen the outage: redis-py retries a connection error itself (up to 10 retries, backoff to 1 s,
+refreshing the slot map between them), so an unheld failover (node timeout 1 s) often completes
+inside one call's retries and that call just succeeds, late. Whether an outage is seen would then
+be a race with the machine's load.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ async def _all_processes_at_work(client: LocalTeamClient, team_id: str) -> bool:
 
 
 async def _until_unavailable(store: RedisStore, key: tuple[str, ...]) -> StoreUnavailableError:
-    """Read ``key`` until the store reports the outage (any other error fails the test)."""
+    """Read ``key`` until the store reports the outage (any other error fails the test); the
+    caller holds the failover back, so the outage lasts until it is seen."""
     with anyio.fail_after(30):
         while True:
             try:
@@ -89,11 +96,12 @@ async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
     team_key = TeamKeys((f"o:{ctx.org_id}", f"u:{ctx.user_id}"), team.id).team()
     victim = store._client.get_node_from_key(store.redis_name(team_key))
     assert victim.port in own_cluster.primaries()
+    heir = own_cluster.replica_of(victim.port)
 
     spec = StoreSpec("redis-cluster", own_cluster.url)
     ctx_args = {"session_id": "s-lead", "user_id": "alice", "org_id": ctx.org_id or ""}
-    args = [(spec, ctx_args, team.id, g) for g in groups]
-    results: list[tuple[list[tuple[str, str]], int]] = []
+    args = [(spec, ctx_args, team.id, g, PROCS) for g in groups]
+    results: list[tuple[list[tuple[str, str]], int]] = []  # (log, StoreUnavailableError seen)
 
     async def run_claimers() -> None:
         results.extend(
@@ -107,9 +115,11 @@ async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
         with anyio.fail_after(120):  # mid-run: every process at work, most tasks not done
             while not await _all_processes_at_work(client, team.id):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
+        own_cluster.allow_failover(heir, False)
         own_cluster.kill_primary(victim.port)
         outage = await _until_unavailable(store, team_key)
         assert f"(node 127.0.0.1:{victim.port})" in str(outage)  # the node is named
+        own_cluster.allow_failover(heir, True)
         # a store opened now, with the primary down, waits out the failover and opens
         async with RedisStore(own_cluster.url) as fresh:
             assert fresh.cluster
@@ -117,11 +127,14 @@ async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
         await _until_available(store, team_key)
 
     assert own_cluster.processes[victim.port].poll() is not None
-    assert victim.port not in own_cluster.primaries()
+    assert victim.port not in own_cluster.primaries() and heir in own_cluster.primaries()
     done = [entry for log, _ in results for entry in log]
     assert Counter(task_id for _, task_id in done) == Counter(ids)  # none lost, none done twice
     owner_of = dict((task_id, member) for member, task_id in done)
     for task in await client.list_tasks(team.id):
         assert task.status is TaskStatus.COMPLETED
         assert task.owner == owner_of[task.id] and task.result == f"done by {task.owner}"
-    assert sum(seen for _, seen in results) > 0, "the claimers saw the outage as StoreUnavailable"
+    # The claimers' own count of StoreUnavailableError is not asserted: a claim in flight when the
+    # failover is let go rides it out inside redis-py's retries, so whether a child sees the outage
+    # is a race. What they may see is checked in the child: any error but StoreUnavailableError
+    # (a raw redis-py exception) fails it, and so the test.
