@@ -19,7 +19,7 @@ the ``type`` field (never the message text) and else from the status::
          LimitError (a number or text out of bounds), SpecError(s), ToolError, WebAccessError,
          CommandError, OutputValidationError (a value that does not match its schema),
          InvalidSchema (a JSON schema we do not accept: docs/security.md)
-    500  ConfigurationError, StoreError, SubagentError, OutputError, SyncCallInsideLoopError,
+    500  ConfigurationError, StoreError, SubagentError (GitError), OutputError, SyncCallInsideLoopError,
          AgentScopeTeamsError (a library error with its type and message); any other exception
          is an opaque ``InternalError``
     502  ModelError and its upstream failures, OutputRetriesExceededError (the model gave no valid
@@ -58,6 +58,7 @@ STATUS: dict[type[BaseException], int] = {
     e.SpecErrors: 422,
     e.LimitError: 422,
     e.SubagentError: 500,
+    e.GitError: 500,
     e.ChildPausedError: 409,
     e.TeamError: 409,
     e.ClaimConflict: 409,
