@@ -105,3 +105,15 @@ async def test_a_worker_serves_metrics_of_its_members(tmp_path: Path, redis: Bas
         with pytest.raises(httpx.TransportError):  # stopped with the worker
             await http.get("/healthz")
     await LocalTeamClient(redis, ctx).delete_team(team_id)
+
+
+def test_a_busy_metrics_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker"]
+        cmd += ["--store", f"file://{tmp_path / 'store'}", "--specs", str(ROOT / "specs")]
+        cmd += ["--metrics-port", str(port)]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"--metrics-port: cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
