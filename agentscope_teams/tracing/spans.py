@@ -268,19 +268,16 @@ def _invoke_agent(
 
 def chat(model: Model, agent: str, request: Request) -> ChatSpan | NoSpan | MeteredChat:
     """``chat {model}`` for one model request by ``agent`` (a client span, never made current)."""
-    span = _chat(model, agent, request)
-    m = metrics.METRICS
-    if m is None:
-        return span
+    active, m = ACTIVE.get(), metrics.METRICS
+    if m is None:  # the hot path when metrics are off: no further call
+        return NO_SPAN if active is None else _chat(active, model, agent, request)
+    span = NO_SPAN if active is None else _chat(active, model, agent, request)
     provider = getattr(model, "provider", None)
     labels = (provider if isinstance(provider, str) and provider else "", model.model_name)
     return MeteredChat(m, span, labels)
 
 
-def _chat(model: Model, agent: str, request: Request) -> ChatSpan | NoSpan:
-    active = ACTIVE.get()
-    if active is None:
-        return NO_SPAN
+def _chat(active: Active, model: Model, agent: str, request: Request) -> ChatSpan:
     name = model.model_name
     attributes: dict[str, Any] = {
         names.OPERATION: "chat",
@@ -302,15 +299,14 @@ def execute_tool(
     name: str, call_id: str, arguments: object = None
 ) -> ToolSpan | NoSpan | MeteredTool:
     """``execute_tool {tool}`` for one tool call."""
-    span = _execute_tool(name, call_id, arguments)
-    m = metrics.METRICS
-    return span if m is None else MeteredTool(m, span, (name,))
+    active, m = ACTIVE.get(), metrics.METRICS
+    if m is None:
+        return NO_SPAN if active is None else _execute_tool(active, name, call_id, arguments)
+    span = NO_SPAN if active is None else _execute_tool(active, name, call_id, arguments)
+    return MeteredTool(m, span, (name,))
 
 
-def _execute_tool(name: str, call_id: str, arguments: object) -> ToolSpan | NoSpan:
-    active = ACTIVE.get()
-    if active is None:
-        return NO_SPAN
+def _execute_tool(active: Active, name: str, call_id: str, arguments: object) -> ToolSpan:
     attributes: dict[str, Any] = {
         names.OPERATION: "execute_tool",
         names.TOOL_NAME: name,
