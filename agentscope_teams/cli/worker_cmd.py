@@ -14,7 +14,9 @@ else from the project ``.mcp.json`` of ``--specs`` when there is one
 project is trusted (``--trust-project``); the same holds for ``mcpServers`` inline in its spec
 files. The start line names the servers left off and how to enable them. This command owns the
 servers: it stops them after the worker has stopped its members. ``--sandbox`` chooses where
-the members' ``bash`` tool runs commands (:mod:`.sandbox_option`).
+the members' ``bash`` tool runs commands (:mod:`.sandbox_option`). ``--metrics-port`` serves
+``/metrics``, ``/healthz`` and ``/readyz`` on ``--metrics-host`` (default 127.0.0.1) while the
+worker runs (:mod:`.metrics_http`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust
 from .common import CommandError, SubParsers, add_command, with_store
+from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
 
@@ -118,6 +121,19 @@ def register(subparsers: SubParsers) -> None:
         "was killed; for workers started by another program",
     )
     add_sandbox_option(parser)
+    parser.add_argument(
+        "--metrics-port",
+        metavar="PORT",
+        type=int,
+        help="serve Prometheus /metrics and the /healthz and /readyz checks on this port "
+        "(default: none)",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        default="127.0.0.1",
+        help="address of --metrics-port (default 127.0.0.1; no authentication: keep it private)",
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -174,7 +190,17 @@ def handle(args: argparse.Namespace) -> int:
                 tg.start_soon(_stop_on_signal, tg.cancel_scope)
                 if args.exit_with_parent:
                     tg.start_soon(_stop_when_orphaned, tg.cancel_scope, os.getppid())
+                if args.metrics_port is not None:
+                    port = await tg.start(
+                        serve_metrics, store, args.metrics_host, args.metrics_port
+                    )
+                    print(
+                        f"metrics on http://{args.metrics_host}:{port}/metrics",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 await worker.run()
+                tg.cancel_scope.cancel()  # the worker stopped: so does the metrics server
         finally:  # after the members stopped: no MCP server outlives the worker
             await mcp.aclose()
         return 0

@@ -1,8 +1,10 @@
 """``create_app(store)``: the control plane as one ASGI application (Starlette).
 
 Routes: the JSON API under ``/api`` (:mod:`.api`, :mod:`.mail_api`, :mod:`.read_api`), the team
-event stream (:mod:`.events`), ``/openapi.json``, ``/healthz`` and the dashboard (``/`` and
-``/static/*``, plain files from ``dashboard/``; no build step). The store belongs to the caller:
+event stream (:mod:`.events`), ``/openapi.json``, the health checks ``/healthz`` (the process answers)
+and ``/readyz`` (the store answers a read; 503 with the reason if not), ``/metrics`` (Prometheus
+text, :mod:`agentscope_teams.tracing.metrics`; no token needed: no label holds tenant data) and the
+dashboard (``/`` and ``/static/*``, plain files from ``dashboard/``; no build step). The store belongs to the caller:
 the app never closes it. Authentication and scopes: :mod:`.auth`.
 """
 
@@ -20,7 +22,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..store.base import BaseStore
+from ..store.health import store_unready
 from ..teams.limits import config_lease
+from ..tracing import metrics as process_metrics
 from . import api, events, mail_api, read_api
 from .openapi import openapi_document
 from .routing import Endpoint, Settings, routes
@@ -68,6 +72,7 @@ def create_app(
     heartbeat_seconds: float = 15.0,
     resume_seconds: float = 600.0,
     trace_url: str | None = None,
+    metrics: bool = True,
 ) -> Starlette:
     """The control-plane app over ``store`` (which the caller opens and closes).
 
@@ -76,15 +81,27 @@ def create_app(
     often an idle event stream sends a comment; ``resume_seconds``: how long after an event a
     stream can at least be resumed from its id (:mod:`.stream_log`); ``trace_url``: the trace page of an OTLP UI with a
     ``{trace_id}`` placeholder (e.g. ``http://localhost:16686/trace/{trace_id}``), for the
-    dashboard's links from a team and its tasks to their traces.
+    dashboard's links from a team and its tasks to their traces; ``metrics``: serve ``/metrics``
+    (turns this process's metrics on).
     """
     document = openapi_document(ENDPOINTS)
+    if metrics:
+        process_metrics.enable()
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        reason = await store_unready(store)
+        if reason is not None:
+            return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_text(request: Request) -> Response:
+        return Response(process_metrics.render(), media_type=process_metrics.CONTENT_TYPE)
 
     async def dashboard_config(request: Request) -> Response:
         return JSONResponse({"trace_url": trace_url})
@@ -98,6 +115,8 @@ def create_app(
             *events.ROUTES,
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+            *([Route("/metrics", metrics_text, methods=["GET"])] if metrics else []),
             Route("/dashboard/config", dashboard_config, methods=["GET"]),
             Route("/", index, methods=["GET"]),
             Mount("/static", StaticFiles(directory=DASHBOARD), name="static"),

@@ -4,6 +4,7 @@ Hooks (one call per site) are spread over the agent loop, subagent runs and team
 and attributes live in :mod:`.names`. Configuration: ``HarnessAgent(tracer_provider=...)`` or the
 global provider; the CLI sets one up from ``OTEL_*`` variables (:mod:`.setup`). Message contents are
 recorded only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. See docs/tracing.md.
+The same hooks feed the Prometheus metrics of :mod:`.metrics` when they are on (docs/operations.md).
 """
 
 from __future__ import annotations

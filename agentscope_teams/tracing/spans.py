@@ -1,7 +1,7 @@
 """The spans a call makes: ``invoke_agent``, ``chat``, ``execute_tool`` and the HITL pause / resume.
 
-Each hook returns a shared no-op object when tracing is off for the running call, so the loop pays
-one ``ContextVar.get`` per hook. Spans that enclose other work (``invoke_agent``, ``execute_tool``)
+Each hook returns a shared no-op object when tracing is off for the running call and metrics are
+off (:mod:`.metrics`), so the loop pays one ``ContextVar.get`` and one attribute read per hook. Spans that enclose other work (``invoke_agent``, ``execute_tool``)
 become the current span inside a plain coroutine; ``chat`` is never made current, so it may be held
 across the ``yield`` of a streaming generator.
 """
@@ -9,13 +9,14 @@ across the ``yield`` of a streaming generator.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import names
+from . import metrics, names
 from .active import ACTIVE, Active, otel_context, otel_trace, resolve
 from .propagation import carrier_of, link_to, take_pending_links
 
@@ -135,6 +136,60 @@ class ToolSpan(_Span):
             self.span.set_attribute(names.TOOL_RESULT, output)
 
 
+class _Metered:
+    """Counts one model or tool call in :mod:`.metrics` around the span (or no-op) it wraps."""
+
+    __slots__ = ("inner", "labels", "m", "outcome", "started")
+
+    def __init__(self, m: metrics.Metrics, inner: Any, labels: tuple[str, ...]) -> None:
+        self.inner, self.m, self.labels, self.outcome = inner, m, labels, "ok"
+        self.started = 0.0
+
+    def __enter__(self) -> Any:
+        self.inner.__enter__()
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.count(time.perf_counter() - self.started, e)
+        self.inner.__exit__(et, e, tb)
+
+    def count(self, seconds: float, e: BaseException | None) -> None:
+        raise NotImplementedError
+
+
+class MeteredChat(_Metered):
+    """A ``chat`` hook with metrics on: the call, its latency and reported tokens."""
+
+    __slots__ = ()
+
+    def response(self, response: Response) -> None:
+        usage = response.usage
+        self.m.model_tokens.inc(*self.labels, "input", amount=usage.input_tokens)
+        self.m.model_tokens.inc(*self.labels, "output", amount=usage.output_tokens)
+        self.inner.response(response)
+
+    def count(self, seconds: float, e: BaseException | None) -> None:
+        self.m.model_calls.inc(*self.labels, "ok" if e is None else "error")
+        self.m.model_seconds.observe(seconds, *self.labels)
+
+
+class MeteredTool(_Metered):
+    """An ``execute_tool`` hook with metrics on: the call by outcome, and its duration."""
+
+    __slots__ = ()
+
+    def result(self, is_error: bool, output: str) -> None:
+        self.outcome = "tool_error" if is_error else "ok"
+        self.inner.result(is_error, output)
+
+    def count(self, seconds: float, e: BaseException | None) -> None:
+        self.m.tool_calls.inc(*self.labels, "exception" if e is not None else self.outcome)
+        self.m.tool_seconds.observe(seconds, *self.labels)
+
+
 @contextmanager
 def invoke_agent(
     agent: str,
@@ -145,7 +200,42 @@ def invoke_agent(
     org_id: str | None = None,
     depth: int = 0,
 ) -> Iterator[None]:
-    """``invoke_agent {agent}`` around one ``call()`` / ``stream()``; its tracing is active inside."""
+    """``invoke_agent {agent}`` around one ``call()`` / ``stream()``; its tracing is active inside
+    (and it is counted when metrics are on)."""
+    traced = _invoke_agent(
+        agent, provider=provider, session_id=session_id, user_id=user_id, org_id=org_id, depth=depth
+    )
+    m = metrics.METRICS
+    if m is None:
+        with traced:
+            yield
+        return
+    kind = "subagent" if depth else "agent"
+    outcome = "error"
+    m.agent_calls_running.inc(kind)
+    try:
+        with traced:
+            yield
+        outcome = "ok"
+    except BaseException as exc:
+        if not isinstance(exc, Exception):
+            outcome = "cancelled"
+        raise
+    finally:
+        m.agent_calls_running.inc(kind, amount=-1)
+        m.agent_calls.inc(kind, outcome)
+
+
+@contextmanager
+def _invoke_agent(
+    agent: str,
+    *,
+    provider: Any = None,
+    session_id: str,
+    user_id: str | None = None,
+    org_id: str | None = None,
+    depth: int = 0,
+) -> Iterator[None]:
     active = resolve(provider)
     if active is None:
         yield
@@ -176,11 +266,18 @@ def invoke_agent(
         ACTIVE.reset(token)
 
 
-def chat(model: Model, agent: str, request: Request) -> ChatSpan | NoSpan:
+def chat(model: Model, agent: str, request: Request) -> ChatSpan | NoSpan | MeteredChat:
     """``chat {model}`` for one model request by ``agent`` (a client span, never made current)."""
-    active = ACTIVE.get()
-    if active is None:
-        return NO_SPAN
+    active, m = ACTIVE.get(), metrics.METRICS
+    if m is None:  # the hot path when metrics are off: no further call
+        return NO_SPAN if active is None else _chat(active, model, agent, request)
+    span = NO_SPAN if active is None else _chat(active, model, agent, request)
+    provider = getattr(model, "provider", None)
+    labels = (provider if isinstance(provider, str) and provider else "", model.model_name)
+    return MeteredChat(m, span, labels)
+
+
+def _chat(active: Active, model: Model, agent: str, request: Request) -> ChatSpan:
     name = model.model_name
     attributes: dict[str, Any] = {
         names.OPERATION: "chat",
@@ -198,11 +295,18 @@ def chat(model: Model, agent: str, request: Request) -> ChatSpan | NoSpan:
     )
 
 
-def execute_tool(name: str, call_id: str, arguments: object = None) -> ToolSpan | NoSpan:
+def execute_tool(
+    name: str, call_id: str, arguments: object = None
+) -> ToolSpan | NoSpan | MeteredTool:
     """``execute_tool {tool}`` for one tool call."""
-    active = ACTIVE.get()
-    if active is None:
-        return NO_SPAN
+    active, m = ACTIVE.get(), metrics.METRICS
+    if m is None:
+        return NO_SPAN if active is None else _execute_tool(active, name, call_id, arguments)
+    span = NO_SPAN if active is None else _execute_tool(active, name, call_id, arguments)
+    return MeteredTool(m, span, (name,))
+
+
+def _execute_tool(active: Active, name: str, call_id: str, arguments: object) -> ToolSpan:
     attributes: dict[str, Any] = {
         names.OPERATION: "execute_tool",
         names.TOOL_NAME: name,
@@ -239,10 +343,15 @@ def hitl_resume(paused: dict[str, str] | None, confirmed: int, rejected: int) ->
 
 def task_event(name: str, team_id: str, member: str, task: Any) -> None:
     """A task claimed or finished by ``member`` (``task`` has ``id`` and ``status``; None: nothing
-    was claimed), as an event of the current span."""
-    if task is None or ACTIVE.get() is None:
+    was claimed), as an event of the current span (and counted when metrics are on)."""
+    if task is None:
         return
     status = getattr(task.status, "value", task.status)
+    m = metrics.METRICS
+    if m is not None:
+        m.task_events.inc("claimed" if name == names.TASK_CLAIM else str(status))
+    if ACTIVE.get() is None:
+        return
     event(
         name,
         {
@@ -256,6 +365,9 @@ def task_event(name: str, team_id: str, member: str, task: Any) -> None:
 
 def conflict(key: Sequence[str]) -> None:
     """A lost compare-and-set on ``key``, as an event of the current span (the caller retries)."""
+    m = metrics.METRICS
+    if m is not None:
+        m.store_conflicts.inc()
     event(names.STORE_CONFLICT, {names.STORE_KEY: "/".join(key)})
 
 

@@ -1,0 +1,211 @@
+"""Process-wide Prometheus metrics: model, tool and agent calls, task events, store conflicts.
+
+Off until :func:`enable` is called (``serve`` does, and ``worker --metrics-port``); while off, each
+hook of :mod:`.spans` costs one module-attribute read. The text exposition format is rendered here
+(no dependency). Labels never carry tenant data or ids: provider, model and tool names come from the
+deployment's configuration, outcomes and task events are fixed sets; agent and team names (chosen by
+tenants) are not labels. A model can still name tools that do not exist, so each metric keeps at most
+:data:`MAX_SERIES` label sets; later ones are counted under the label value ``_other``.
+Metric names and meanings: docs/operations.md, "Metrics and health checks".
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, Sequence
+
+__all__ = ["MAX_SERIES", "METRICS", "Metrics", "enable", "render"]
+
+#: Label sets kept per metric; further ones are merged under ``_other``.
+MAX_SERIES = 200
+OTHER = "_other"
+#: Seconds: a model call takes from well under a second to minutes.
+MODEL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+TOOL_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+class _Metric:
+    """One metric family: a value (or histogram state) per label set, guarded by a lock (``serve``
+    answers scrapes from another thread than the one its agents may run in)."""
+
+    kind = ""
+
+    def __init__(self, name: str, help: str, labels: Sequence[str] = ()) -> None:
+        self.name, self.help, self.labels = name, help, tuple(labels)
+        self.lock = threading.Lock()
+
+    def _key(
+        self, values: tuple[str, ...], series: Mapping[tuple[str, ...], object]
+    ) -> tuple[str, ...]:
+        if values in series or len(series) < MAX_SERIES:
+            return values
+        return (OTHER,) * len(values)
+
+    def _labels(self, values: tuple[str, ...], extra: str = "") -> str:
+        pairs = [f'{n}="{_escape(v)}"' for n, v in zip(self.labels, values, strict=True)]
+        if extra:
+            pairs.append(extra)
+        return "{" + ",".join(pairs) + "}" if pairs else ""
+
+    def header(self) -> list[str]:
+        return [f"# HELP {self.name} {_escape(self.help)}", f"# TYPE {self.name} {self.kind}"]
+
+
+class Counter(_Metric):
+    """A count that only goes up (``_total`` in its name)."""
+
+    kind = "counter"
+
+    def __init__(self, name: str, help: str, labels: Sequence[str] = ()) -> None:
+        super().__init__(name, help, labels)
+        self.values: dict[tuple[str, ...], float] = {}
+
+    def inc(self, *values: str, amount: float = 1.0) -> None:
+        with self.lock:
+            key = self._key(values, self.values)
+            self.values[key] = self.values.get(key, 0.0) + amount
+
+    def get(self, *values: str) -> float:
+        return self.values.get(values, 0.0)
+
+    def render(self) -> list[str]:
+        with self.lock:
+            items = list(self.values.items())
+        return [*self.header(), *(f"{self.name}{self._labels(k)} {_number(v)}" for k, v in items)]
+
+
+class Gauge(Counter):
+    """A value that goes up and down (``inc`` with a negative ``amount``)."""
+
+    kind = "gauge"
+
+
+class Histogram(_Metric):
+    """Observations counted in cumulative buckets, with their sum and count."""
+
+    kind = "histogram"
+
+    def __init__(
+        self, name: str, help: str, labels: Sequence[str], buckets: Sequence[float]
+    ) -> None:
+        super().__init__(name, help, labels)
+        self.buckets = tuple(sorted(buckets))
+        #: label set -> [count per bucket (not cumulative; last: above all), sum]
+        self.values: dict[tuple[str, ...], tuple[list[int], list[float]]] = {}
+
+    def observe(self, value: float, *values: str) -> None:
+        with self.lock:
+            key = self._key(values, self.values)
+            counts, total = self.values.setdefault(key, ([0] * (len(self.buckets) + 1), [0.0]))
+            index = next((i for i, b in enumerate(self.buckets) if value <= b), len(self.buckets))
+            counts[index] += 1
+            total[0] += value
+
+    def render(self) -> list[str]:
+        lines = self.header()
+        with self.lock:
+            items = [(k, list(c), s[0]) for k, (c, s) in self.values.items()]
+        for key, counts, total in items:
+            running = 0
+            for bound, count in zip([*self.buckets, math.inf], counts, strict=True):
+                running += count
+                le = f'le="{_number(bound)}"'
+                lines.append(f"{self.name}_bucket{self._labels(key, le)} {running}")
+            lines.append(f"{self.name}_sum{self._labels(key)} {_number(total)}")
+            lines.append(f"{self.name}_count{self._labels(key)} {running}")
+        return lines
+
+
+class Metrics:
+    """The metrics of this process (names: docs/operations.md)."""
+
+    def __init__(self) -> None:
+        p = "agentscope_teams_"
+        self.model_calls = Counter(
+            p + "model_calls_total",
+            "Model requests, by provider, model and outcome (ok, error).",
+            ("provider", "model", "outcome"),
+        )
+        self.model_tokens = Counter(
+            p + "model_tokens_total",
+            "Tokens the model responses reported, by provider, model and direction (input, output).",
+            ("provider", "model", "direction"),
+        )
+        self.model_seconds = Histogram(
+            p + "model_call_seconds",
+            "Duration of model requests (to the whole response), by provider and model.",
+            ("provider", "model"),
+            MODEL_BUCKETS,
+        )
+        self.tool_calls = Counter(
+            p + "tool_calls_total",
+            "Tool calls, by tool and outcome (ok, tool_error, exception).",
+            ("tool", "outcome"),
+        )
+        self.tool_seconds = Histogram(
+            p + "tool_call_seconds", "Duration of tool calls, by tool.", ("tool",), TOOL_BUCKETS
+        )
+        self.agent_calls = Counter(
+            p + "agent_calls_total",
+            "Agent calls (call or stream), by kind (agent, subagent) and outcome (ok, error, "
+            "cancelled).",
+            ("kind", "outcome"),
+        )
+        self.agent_calls_running = Gauge(
+            p + "agent_calls_running", "Agent calls running now, by kind.", ("kind",)
+        )
+        self.task_events = Counter(
+            p + "task_events_total",
+            "Team task board transitions made in this process (claimed, completed, failed).",
+            ("event",),
+        )
+        self.store_conflicts = Counter(
+            p + "store_conflicts_total",
+            "Lost compare-and-set writes (each retried by the caller).",
+        )
+        self.all: list[Counter | Histogram] = [
+            self.model_calls,
+            self.model_tokens,
+            self.model_seconds,
+            self.tool_calls,
+            self.tool_seconds,
+            self.agent_calls,
+            self.agent_calls_running,
+            self.task_events,
+            self.store_conflicts,
+        ]
+
+    def render(self) -> str:
+        """The text exposition format of every metric."""
+        return "\n".join(line for m in self.all for line in m.render()) + "\n"
+
+
+#: The process's metrics, or None while metrics are off (the hooks' one check).
+METRICS: Metrics | None = None
+_enable_lock = threading.Lock()
+
+
+def enable() -> Metrics:
+    """Turn metrics on for this process (idempotent) and return them."""
+    global METRICS
+    with _enable_lock:
+        if METRICS is None:
+            METRICS = Metrics()
+        return METRICS
+
+
+def render() -> str:
+    """The exposition text of this process's metrics (enabling them if they were off)."""
+    return enable().render()
