@@ -127,9 +127,22 @@ class ControlPlaneTeamClient:
         return created.team
 
     async def spawn_member(
-        self, team_id: str, name: str, spec: str, session_id: str | None = None
+        self,
+        team_id: str,
+        name: str,
+        spec: str,
+        session_id: str | None = None,
+        *,
+        permission_mode: str | None = None,
+        plan_approval: bool = False,
     ) -> Member:
-        body = {"name": name, "spec": spec, "session_id": session_id}
+        body = {
+            "name": name,
+            "spec": spec,
+            "session_id": session_id,
+            "permission_mode": permission_mode,
+            "plan_approval": plan_approval,
+        }
         data = await self._call("POST", self._team(team_id) + "/members", body)
         spawned = s.SpawnedMember.model_validate(data)
         if spawned.token is not None:  # None: the member existed; its token is unchanged

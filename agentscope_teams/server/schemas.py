@@ -38,6 +38,8 @@ class SpawnMember(_Input):
     name: str
     spec: str = ""
     session_id: str | None = None
+    permission_mode: str | None = None
+    plan_approval: bool = False
 
 
 class SetTeamStatus(_Input):
