@@ -7,12 +7,20 @@ from pathlib import Path
 import anyio
 import pytest
 
+from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
+from agentscope_teams.errors import TeamError
 from agentscope_teams.message import ToolResultBlock
 from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
-from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TeamRef, TeamRuntime
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    MemberBuilder,
+    TeamLeadExtension,
+    TeamRef,
+    TeamRuntime,
+)
 from agentscope_teams.teams.actor import TeamActor
 from agentscope_teams.teams.builder import load_pool, member_session_id
 from agentscope_teams.teams.review import PLAN_REQUEST, answer_plan
@@ -22,7 +30,7 @@ from agentscope_teams.tools.filesystem import filesystem_tools
 from agentscope_teams.tools.plan import plan_tools
 
 from ..backends import unique_namespace
-from .helpers import eventually
+from .helpers import eventually, team_id_of
 from .scripts import call
 
 pytestmark = pytest.mark.anyio
@@ -217,3 +225,71 @@ async def _has(model: ScriptedModel, tool: str) -> bool:
 async def _plan_status(team: Team, tid: str, status: str) -> bool:
     member = (await team.client.get_team(tid)).member("w")
     return member is not None and member.plan is not None and member.plan.status == status
+
+
+async def test_a_pending_plan_survives_a_restart_of_the_member_process(tmp_path: Path) -> None:
+    team = Team(tmp_path, planner)
+    try:
+        with anyio.fail_after(30):
+            tid = await team.start(plan_approval=True)
+            await eventually(lambda: _plan_status(team, tid, "pending"))
+            await team.runtime.aclose()  # the process running the member stops
+            team.runtime = TeamRuntime(team.store, lease_ttl=5.0, poll=0.05)
+            await answer_plan(TeamActor(team.client, tid, "lead"), "w", True)
+            team.runtime.watch(TeamRef(team.ctx, tid, team.builder))  # another process
+            await eventually(lambda: _has(team.model, "write_file"))
+        (result,) = results_of(team.model, "write_file")
+        assert not result.is_error, result.output
+        assert (team.ws / "out.txt").read_text() == "planned"
+    finally:
+        await team.runtime.aclose()
+
+
+async def test_approving_without_a_pending_plan_is_a_team_error(tmp_path: Path) -> None:
+    team = Team(tmp_path, writer)
+    tid = await team.start(permission_mode="acceptEdits")
+    try:
+        with pytest.raises(TeamError, match="no plan waiting"):
+            await answer_plan(TeamActor(team.client, tid, "lead"), "w", True)
+        with pytest.raises(ValueError, match="unknown permission mode"):
+            await team.client.spawn_member(tid, "x", "worker", permission_mode="yolo")
+    finally:
+        await team.runtime.aclose()
+
+
+async def test_the_lead_spawns_a_plan_member_and_approves_with_its_tools(tmp_path: Path) -> None:
+    team = Team(tmp_path, planner)
+
+    def lead_script(request: ModelRequest) -> ModelResponse:
+        results, text = _last(request)
+        done = {
+            r.name for req in lead_model.requests for m in req.messages for r in m.tool_results()
+        }
+        if "approve" in text and not results:
+            return call("approvePlan", member="w", approve=True, feedback="ok")
+        for name, response in (
+            ("createTeam", call("createTeam", name="t")),
+            ("spawnMember", call("spawnMember", name="w", spec="worker", plan_approval=True)),
+            ("assignTask", call("assignTask", title="write out.txt", assignee="w")),
+        ):
+            if name not in done:
+                return response
+        return ScriptedModel.text("ok")
+
+    lead_model = ScriptedModel(lead_script)
+    ext = TeamLeadExtension(tmp_path / "specs", member_model=team.model, poll=0.05, lease_ttl=2.0)
+    lead = HarnessAgent("lead", lead_model, workspace=team.ws, store=team.store, extensions=[ext])
+    try:
+        with anyio.fail_after(30):
+            await lead.call("form a team", team.ctx)
+            tid = team_id_of(await lead.get_agent_state(team.ctx))
+            member = (await team.client.get_team(tid)).member("w")
+            assert member is not None and member.plan_approval
+            await eventually(lambda: _plan_status(team, tid, "pending"))
+            await lead.call("approve the plan", team.ctx)
+            await eventually(lambda: _has(team.model, "write_file"))
+        (result,) = results_of(team.model, "write_file")
+        assert not result.is_error, result.output
+    finally:
+        await ext.aclose()
+        await team.runtime.aclose()
