@@ -120,7 +120,9 @@ class ControlPlaneTeamClient:
     async def create_team(
         self, name: str, lead: str = "lead", members: Sequence[Member] = ()
     ) -> Team:
-        body = {"name": name, "lead": lead, "members": [m.model_dump(mode="json") for m in members]}
+        fields = set(s.MemberIn.model_fields)  # a member's review records are not input
+        dumped = [m.model_dump(mode="json", include=fields) for m in members]
+        body = {"name": name, "lead": lead, "members": dumped}
         created = s.CreatedTeam.model_validate(await self._call("POST", "/api/teams", body))
         for member, token in created.tokens.items():
             self.member_tokens[(created.team.id, member)] = token
