@@ -119,7 +119,9 @@ class LeadToolCalls:
         return TaskAssigned(task=TaskBrief.of(task))
 
     async def list(self, status: str | None, team_id: str | None) -> BoardListing:
-        return BoardListing.of(await self.view(team_id).tasks(summary.parse_status(status)))
+        view = self.view(team_id)
+        tasks = await view.tasks(summary.parse_status(status))
+        return BoardListing.of(tasks, review.member_notes(await view.team()))
 
     async def send(self, to: str, content: str, team_id: str | None) -> MessageSent:
         msg = await self.view(team_id).send(to, content)

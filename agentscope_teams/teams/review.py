@@ -30,7 +30,7 @@ from ..tools.decorator import make_tool
 from ..tools.permissions import PermissionDecision
 from ..tools.plan import session_state
 from .actor import TeamActor
-from .models import Member, PermissionPrompt, PlanReview
+from .models import Member, PermissionPrompt, PlanReview, Team
 
 PLAN_REQUEST = "[plan approval request]"
 
@@ -49,6 +49,24 @@ def _updater(view: TeamActor) -> MemberUpdater:
             f"{type(client).__name__} cannot update member records"
         )
     return client  # type: ignore[return-value]
+
+
+def member_notes(team: Team) -> list[str]:
+    """What the lead should know about its members: plans waiting for approvePlan, and the last
+    call each member was refused for want of someone to approve it."""
+    notes = []
+    for m in team.members:
+        if m.plan is not None and m.plan.status == "pending":
+            notes.append(
+                f"{m.name}: plan waiting for your approvePlan since {m.plan.at:%H:%M:%S} UTC"
+            )
+        if m.permission_prompt is not None:
+            notes.append(
+                f"{m.name}: {m.permission_prompt.tool} refused at "
+                f"{m.permission_prompt.at:%H:%M:%S} UTC (it needs approval and a member has "
+                "no one to ask; allow it with a rule or do it yourself)"
+            )
+    return notes
 
 
 def mode_after_plan(member: Member | None) -> PermissionMode:

@@ -23,7 +23,8 @@ from agentscope_teams.teams import (
 )
 from agentscope_teams.teams.actor import TeamActor
 from agentscope_teams.teams.builder import load_pool, member_session_id
-from agentscope_teams.teams.review import PLAN_REQUEST, answer_plan
+from agentscope_teams.teams.results import BoardListing
+from agentscope_teams.teams.review import PLAN_REQUEST, answer_plan, member_notes, request_plan
 from agentscope_teams.tools import Toolkit
 from agentscope_teams.tools.decorator import make_tool
 from agentscope_teams.tools.filesystem import filesystem_tools
@@ -292,4 +293,29 @@ async def test_the_lead_spawns_a_plan_member_and_approves_with_its_tools(tmp_pat
         assert not result.is_error, result.output
     finally:
         await ext.aclose()
+        await team.runtime.aclose()
+
+
+async def test_the_lead_reads_pending_plans_and_refused_prompts_in_list_tasks(
+    tmp_path: Path,
+) -> None:
+    team = Team(tmp_path, deployer)
+    try:
+        with anyio.fail_after(30):
+            tid = await team.start()
+            await team.client.spawn_member(tid, "p", "worker", plan_approval=True)
+            await request_plan(TeamActor(team.client, tid, "p"), "my plan")
+
+            async def recorded() -> bool:
+                member = (await team.client.get_team(tid)).member("w")
+                return member is not None and member.permission_prompt is not None
+
+            await eventually(recorded)
+        notes = member_notes(await team.client.get_team(tid))
+        assert len(notes) == 2
+        assert notes[0].startswith("w: deploy refused at")
+        assert notes[1].startswith("p: plan waiting for your approvePlan")
+        listing = BoardListing.of(await team.client.list_tasks(tid), notes).render()
+        assert "Members:\n- w: deploy refused" in listing
+    finally:
         await team.runtime.aclose()
