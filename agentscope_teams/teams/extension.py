@@ -207,6 +207,10 @@ class TeamLeadExtension(Extension):
             "spawnMember for each member you need, then assignTask (blocked_by orders tasks). "
             "Members claim tasks, message each other and report; waitForTeam returns every "
             "result, and their messages to you appear in your conversation. deleteTeam at the end.",
+            "spawnMember's permission_mode sets what a member may do (plan: read-only, "
+            "acceptEdits: edits files); with plan_approval it first sends you its plan, which you "
+            "answer with approvePlan. Members cannot ask anyone for permission: listTasks shows "
+            "the calls they were refused.",
             "Specs you can spawn members from:",
             pool,
         ]
