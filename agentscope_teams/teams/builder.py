@@ -137,8 +137,11 @@ class MemberBuilder:
         )
         ext.team = team
         toolkit = self.toolkit if self.toolkit is not None else Toolkit()
-        if toolkit.get("exit_plan_mode") is not None:  # the plan goes to the lead, not a user
-            toolkit = toolkit.without(["exit_plan_mode"]).merged([member_exit_plan_tool(view)])
+        if toolkit.get("exit_plan_mode") is not None or member.plan_approval:
+            # the plan goes to the lead, not a user; a plan_approval member always has the tool
+            # (a worker's toolkit has no plan tools), whatever its spec's tools list
+            toolkit = toolkit.without(["exit_plan_mode"])
+            ext.extra_tools.append(member_exit_plan_tool(view))
         agent = spawn_agent(
             spec,
             name=member.name,

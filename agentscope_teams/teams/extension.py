@@ -66,6 +66,7 @@ class TeamMemberExtension(Extension):
     ) -> None:
         self.view, self.description, self.on_change = view, description, on_change
         self.engine = engine  # its refused prompts are recorded in the member's record
+        self.extra_tools: list[Tool] = []  # the member's exit_plan_mode (see builder.py)
         self.team: Team | None = None  # refreshed by the runtime before each call
         #: The unread page the runtime read to wake this member, for its next call's first step.
         self.unread: list[TeamMessage] | None = None
@@ -76,7 +77,7 @@ class TeamMemberExtension(Extension):
             self.on_change()
 
     def tools(self, scope: CallScope) -> list[Tool]:
-        return member_tools(self, scope)
+        return [*member_tools(self, scope), *self.extra_tools]
 
     def system_prompt(self, scope: CallScope) -> str:
         return preamble(self.team, self.view.name, self.description)

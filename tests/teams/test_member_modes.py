@@ -28,7 +28,7 @@ from agentscope_teams.teams.review import PLAN_REQUEST, answer_plan, member_note
 from agentscope_teams.tools import Toolkit
 from agentscope_teams.tools.decorator import make_tool
 from agentscope_teams.tools.filesystem import filesystem_tools
-from agentscope_teams.tools.plan import plan_tools
+from agentscope_teams.tools.plan import plan_tools as plan_tool_list
 
 from ..backends import unique_namespace
 from .helpers import eventually, team_id_of
@@ -90,7 +90,7 @@ def results_of(model: ScriptedModel, tool: str) -> list[ToolResultBlock]:
 
 
 class Team:
-    def __init__(self, tmp_path: Path, script: object) -> None:
+    def __init__(self, tmp_path: Path, script: object, plan_tools: bool = True) -> None:
         spec_dir = tmp_path / "specs"
         spec_dir.mkdir()
         (spec_dir / "worker.md").write_text(SPEC)
@@ -100,7 +100,9 @@ class Team:
         self.ctx = RuntimeContext(session_id="s", user_id="alice", org_id=unique_namespace())
         self.client = LocalTeamClient(self.store, self.ctx)
         self.model = ScriptedModel(script)  # type: ignore[arg-type]
-        tools = [*filesystem_tools(), *plan_tools(), make_tool(deploy, requires_confirmation=True)]
+        tools = [*filesystem_tools(), make_tool(deploy, requires_confirmation=True)]
+        if plan_tools:
+            tools += plan_tool_list()
         self.builder = MemberBuilder(
             store=self.store,
             specs=load_pool(spec_dir),
@@ -156,8 +158,12 @@ async def test_a_member_spawned_with_accept_edits_writes(tmp_path: Path) -> None
         await team.runtime.aclose()
 
 
-async def test_an_approved_plan_lets_the_member_write(tmp_path: Path) -> None:
-    team = Team(tmp_path, planner)
+@pytest.mark.parametrize("with_plan_tools", [True, False], ids=["lead-toolkit", "worker-toolkit"])
+async def test_an_approved_plan_lets_the_member_write(
+    tmp_path: Path, with_plan_tools: bool
+) -> None:
+    """Also with a toolkit without plan tools (a worker's): the member still gets exit_plan_mode."""
+    team = Team(tmp_path, planner, plan_tools=with_plan_tools)
     try:
         with anyio.fail_after(30):
             tid = await team.start(plan_approval=True)
