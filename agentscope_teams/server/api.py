@@ -66,7 +66,14 @@ async def spawn_member(call: Call) -> JSONResponse:
     decides, so one racer wins); 200 and no token when it existed: nothing minted or revoked."""
     body = await call.body(s.SpawnMember)
     team = await call.require_lead("spawn members")
-    member, created = await call.client.add_member(team.id, body.name, body.spec, body.session_id)
+    member, created = await call.client.add_member(
+        team.id,
+        body.name,
+        body.spec,
+        body.session_id,
+        permission_mode=body.permission_mode,
+        plan_approval=body.plan_approval,
+    )
     token = None
     if created:
         p = call.principal

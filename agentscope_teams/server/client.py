@@ -120,16 +120,31 @@ class ControlPlaneTeamClient:
     async def create_team(
         self, name: str, lead: str = "lead", members: Sequence[Member] = ()
     ) -> Team:
-        body = {"name": name, "lead": lead, "members": [m.model_dump(mode="json") for m in members]}
+        fields = set(s.MemberIn.model_fields)  # a member's review records are not input
+        dumped = [m.model_dump(mode="json", include=fields) for m in members]
+        body = {"name": name, "lead": lead, "members": dumped}
         created = s.CreatedTeam.model_validate(await self._call("POST", "/api/teams", body))
         for member, token in created.tokens.items():
             self.member_tokens[(created.team.id, member)] = token
         return created.team
 
     async def spawn_member(
-        self, team_id: str, name: str, spec: str, session_id: str | None = None
+        self,
+        team_id: str,
+        name: str,
+        spec: str,
+        session_id: str | None = None,
+        *,
+        permission_mode: str | None = None,
+        plan_approval: bool = False,
     ) -> Member:
-        body = {"name": name, "spec": spec, "session_id": session_id}
+        body = {
+            "name": name,
+            "spec": spec,
+            "session_id": session_id,
+            "permission_mode": permission_mode,
+            "plan_approval": plan_approval,
+        }
         data = await self._call("POST", self._team(team_id) + "/members", body)
         spawned = s.SpawnedMember.model_validate(data)
         if spawned.token is not None:  # None: the member existed; its token is unchanged

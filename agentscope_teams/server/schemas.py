@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..state import PermissionMode
 from ..subagents.runs import RunStatus
 from ..teams import Member, MemberStatus, Task, Team, TeamStatus
 from ..teams.limits import MAX_ATTEMPTS, MAX_TASK_LEASE
@@ -22,10 +23,14 @@ class _Input(BaseModel):
 
 
 class MemberIn(_Input):
+    """A member given at team creation (its plan review and prompt record start empty)."""
+
     name: str
     spec: str = ""
     status: MemberStatus = MemberStatus.SPAWNED
     session_id: str | None = None
+    permission_mode: PermissionMode | None = None
+    plan_approval: bool = False
 
 
 class CreateTeam(_Input):
@@ -38,6 +43,8 @@ class SpawnMember(_Input):
     name: str
     spec: str = ""
     session_id: str | None = None
+    permission_mode: str | None = None
+    plan_approval: bool = False
 
 
 class SetTeamStatus(_Input):

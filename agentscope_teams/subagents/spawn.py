@@ -140,9 +140,11 @@ def spawn_agent(
     session_source: SessionSource,
     depth: int = 0,
     mcp: McpToolset | None = None,
+    engine: PermissionEngine | None = None,
 ) -> SessionAgent:
     """An agent running ``spec`` as ``name`` in ``workspace``, sharing ``store``; with ``mcp``,
-    it also gets the MCP tools the spec selects (:meth:`McpToolset.for_spec`)."""
+    it also gets the MCP tools the spec selects (:meth:`McpToolset.for_spec`). ``engine``, when
+    given, is its permission engine as is (the caller applied :func:`spec_permissions`)."""
     tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
     removed = set(spec.removed_tools)
     tools = restrict_to_rules([t for t in tools if t.name not in removed], spec.tool_rules)
@@ -166,7 +168,7 @@ def spawn_agent(
         tools=tools,
         builtin_tools=False,
         config=config,
-        permissions=spec_permissions(spec, permissions),
+        permissions=engine or spec_permissions(spec, permissions),
         extensions=extensions,
         lease_ttl=lease_ttl,
         busy_timeout=busy_timeout,

@@ -22,12 +22,13 @@ from ..model.base import ChatModel
 from ..sessions import SessionSource
 from ..store.base import BaseStore, path_segment
 from ..subagents.pool import specs_from
-from ..subagents.spawn import ModelPool, spawn_agent
+from ..subagents.spawn import ModelPool, spawn_agent, spec_permissions
 from ..subagents.spec import SubagentSpec, WorkspaceMode
 from ..tools import PermissionEngine, Toolkit
 from .actor import TeamActor
 from .models import Member, Team
 from .protocol import TeamClient
+from .review import MemberPermissionEngine, member_exit_plan_tool
 
 if TYPE_CHECKING:
     from ..mcp import McpToolset
@@ -68,6 +69,17 @@ def preamble(team: Team | None, name: str, description: str) -> str:
         "- If you end your turn without reporting, your final answer is sent to the lead.",
     ]
     return "\n".join(lines)
+
+
+def member_engine(
+    spec: SubagentSpec, lead: PermissionEngine | None, member: Member
+) -> MemberPermissionEngine:
+    """The permission engine of ``member``: the lead's rules plus the spec's deny rules, in plan
+    mode with ``plan_approval``, else in the member's spawn mode, else the spec's, else the lead's
+    (:func:`~..subagents.spawn.spec_permissions`); an "ask" is refused (:mod:`.review`)."""
+    base = spec_permissions(spec, lead) or PermissionEngine()
+    mode = "plan" if member.plan_approval else member.permission_mode
+    return MemberPermissionEngine(base, mode)
 
 
 @dataclass
@@ -119,16 +131,26 @@ class MemberBuilder:
 
         spec = self.specs[member.spec]
         view = TeamActor(self.client_factory(self.store, ctx), team.id, member.name)
-        ext = TeamMemberExtension(view, description=self.description, on_change=self.on_change)
+        engine = member_engine(spec, self.permissions, member)
+        ext = TeamMemberExtension(
+            view, description=self.description, on_change=self.on_change, engine=engine
+        )
         ext.team = team
+        toolkit = self.toolkit if self.toolkit is not None else Toolkit()
+        if toolkit.get("exit_plan_mode") is not None or member.plan_approval:
+            # the plan goes to the lead, not a user; a plan_approval member always has the tool
+            # (a worker's toolkit has no plan tools), whatever its spec's tools list
+            toolkit = toolkit.without(["exit_plan_mode"])
+            ext.extra_tools.append(member_exit_plan_tool(view))
         agent = spawn_agent(
             spec,
             name=member.name,
             model=self.pool.for_spec(spec),
             store=self.store,
-            toolkit=self.toolkit if self.toolkit is not None else Toolkit(),
+            toolkit=toolkit,
             config=self.config or ReActConfig(),
             permissions=self.permissions,
+            engine=engine,
             workspace=self.workspace_of(ctx, team.id, member),
             extensions=[ext],
             lease_ttl=self.lease_ttl,

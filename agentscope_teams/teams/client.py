@@ -38,6 +38,7 @@ from ..hooks import HookOutcome, Hooks
 from ..listing import Listing
 from ..message import new_id, utcnow
 from ..store.base import BaseStore, signals_of
+from ..tools.permissions import resolve_mode
 from . import limits
 from .actor import TeamActor
 from .board import TaskBoard
@@ -165,18 +166,44 @@ class LocalTeamClient(TeamRegistry):
         return team
 
     async def spawn_member(
-        self, team_id: str, name: str, spec: str, session_id: str | None = None
+        self,
+        team_id: str,
+        name: str,
+        spec: str,
+        session_id: str | None = None,
+        *,
+        permission_mode: str | None = None,
+        plan_approval: bool = False,
     ) -> Member:
-        return (await self.add_member(team_id, name, spec, session_id))[0]
+        """Add a member; ``permission_mode`` (Claude Code's names accepted) and ``plan_approval``
+        are kept in its record and decide how its agent is built (:mod:`.builder`)."""
+        return (
+            await self.add_member(
+                team_id,
+                name,
+                spec,
+                session_id,
+                permission_mode=permission_mode,
+                plan_approval=plan_approval,
+            )
+        )[0]
 
     async def add_member(
-        self, team_id: str, name: str, spec: str, session_id: str | None = None
+        self,
+        team_id: str,
+        name: str,
+        spec: str,
+        session_id: str | None = None,
+        *,
+        permission_mode: str | None = None,
+        plan_approval: bool = False,
     ) -> tuple[Member, bool]:
         """:meth:`spawn_member`, and whether this call created the member (False: it existed
         with the same spec). Decided by the conditional write, so one of racing callers wins."""
         limits.name(name, "member name")
         if spec:
             limits.name(spec, "spec")
+        mode = resolve_mode(permission_mode) if permission_mode is not None else None
         created = False
 
         def add(team: Team) -> Team | None:
@@ -187,13 +214,35 @@ class LocalTeamClient(TeamRegistry):
                 return None
             if found is not None or name == team.lead:
                 raise TeamError(f"team {team.id!r} already has a member named {name!r}")
-            new = Member(name=name, spec=spec, **({"session_id": session_id} if session_id else {}))
+            new = Member(
+                name=name,
+                spec=spec,
+                permission_mode=mode,
+                plan_approval=plan_approval,
+                **({"session_id": session_id} if session_id else {}),
+            )
             created = True
             return team.model_copy(update={"members": [*team.members, new]})
 
         member = (await self._update_team(team_id, add)).member(name)
         assert member is not None
         return member, created
+
+    async def update_member(
+        self, team_id: str, name: str, change: Callable[[Member], Member | None]
+    ) -> Member:
+        """Read-modify-write one member's record (``change`` returns None: nothing to write)."""
+
+        def apply(team: Team) -> Team | None:
+            new = change(self._require_member(team, name))
+            if new is None:
+                return None
+            members = [new if m.name == name else m for m in team.members]
+            return team.model_copy(update={"members": members})
+
+        member = (await self._update_team(team_id, apply)).member(name)
+        assert member is not None
+        return member
 
     async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member:
         """Set a member's status; on a done team only ``stopped`` (else :class:`TeamError`)."""

@@ -32,7 +32,7 @@ from ..model.factory import resolve_model
 from ..store.base import BaseStore
 from ..subagents.extension import SubagentExtension
 from ..tools import Tool
-from . import delivery, limits
+from . import delivery, limits, review
 from .actor import TeamActor
 from .builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
 from .client import LocalTeamClient
@@ -41,6 +41,7 @@ from .directory import RunMembers, TeamRuntimeRecord, delete_record, get_record,
 from .lead_state import TeamLeadState
 from .models import Member, Team, TeamMessage
 from .protocol import TeamClient
+from .review import MemberPermissionEngine
 from .runtime import TeamRuntime
 from .slot import TeamRef
 from .tools import lead_tools, member_tools
@@ -62,8 +63,11 @@ class TeamMemberExtension(Extension):
         *,
         description: str = "",
         on_change: Callable[[], None] | None = None,
+        engine: MemberPermissionEngine | None = None,
     ) -> None:
         self.view, self.description, self.on_change = view, description, on_change
+        self.engine = engine  # its refused prompts are recorded in the member's record
+        self.extra_tools: list[Tool] = []  # the member's exit_plan_mode (see builder.py)
         self.team: Team | None = None  # refreshed by the runtime before each call
         #: The unread page the runtime read to wake this member, for its next call's first step.
         self.unread: list[TeamMessage] | None = None
@@ -74,14 +78,24 @@ class TeamMemberExtension(Extension):
             self.on_change()
 
     def tools(self, scope: CallScope) -> list[Tool]:
-        return member_tools(self, scope)
+        return [*member_tools(self, scope), *self.extra_tools]
 
     def system_prompt(self, scope: CallScope) -> str:
         return preamble(self.team, self.view.name, self.description)
 
+    async def _review(self, scope: CallScope) -> None:
+        """Record refused prompts; leave plan mode once the lead approved the plan."""
+        while self.engine is not None and self.engine.refused:
+            await review.note_prompt(self.view, self.engine.refused.pop(0))
+        approved = await review.take_approved(self.view)
+        if approved is not None:
+            context = scope.state.permission_context
+            context.mode, context.mode_chosen = review.mode_after_plan(approved), True
+
     async def inject(self, scope: CallScope) -> list[Msg]:
         unread, self.unread = self.unread, None  # used once
         try:
+            await self._review(scope)
             return await delivery.take(
                 self.view, scope.local(self, MemberCallData).mark, scope.state, unread
             )
@@ -100,6 +114,11 @@ class TeamMemberExtension(Extension):
         return data.mark.to_acknowledge() is not None or not data.reported
 
     async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
+        while self.engine is not None and self.engine.refused:
+            try:
+                await review.note_prompt(self.view, self.engine.refused.pop(0))
+            except TeamError as exc:
+                log.warning("could not record a refused prompt of %s: %s", self.view.name, exc)
         text = final.get_text_content().strip()
         if scope.local(self, MemberCallData).reported or not text:
             return
@@ -192,6 +211,10 @@ class TeamLeadExtension(Extension):
             "spawnMember for each member you need, then assignTask (blocked_by orders tasks). "
             "Members claim tasks, message each other and report; waitForTeam returns every "
             "result, and their messages to you appear in your conversation. deleteTeam at the end.",
+            "spawnMember's permission_mode sets what a member may do (plan: read-only, "
+            "acceptEdits: edits files); with plan_approval it first sends you its plan, which you "
+            "answer with approvePlan. Members cannot ask anyone for permission: listTasks shows "
+            "the calls they were refused.",
             "Specs you can spawn members from:",
             pool,
         ]
@@ -254,9 +277,24 @@ class TeamLeadExtension(Extension):
         return team
 
     async def spawn_member(
-        self, scope: CallScope, client: TeamClient, team_id: str, name: str, spec: str
+        self,
+        scope: CallScope,
+        client: TeamClient,
+        team_id: str,
+        name: str,
+        spec: str,
+        *,
+        permission_mode: str | None = None,
+        plan_approval: bool = False,
     ) -> Member:
-        member = await client.spawn_member(team_id, name, spec, member_session_id(team_id, name))
+        member = await client.spawn_member(
+            team_id,
+            name,
+            spec,
+            member_session_id(team_id, name),
+            permission_mode=permission_mode,
+            plan_approval=plan_approval,
+        )
         if self.run_members != "workers":
             await self._watch(scope, client, team_id)
         self.changed()

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.extension import CallScope
 from ..errors import ToolError
-from . import summary
+from . import review, summary
 from .actor import TeamActor
 from .lead_state import TeamLeadState
 from .protocol import TeamClient
@@ -57,14 +57,38 @@ class LeadToolCalls:
             team_id=team.id, name=team.name, lead=self.lead, specs=list(self.ext.specs)
         )
 
-    async def spawn(self, name: str, spec: str, team_id: str | None) -> MemberSpawned:
+    async def spawn(
+        self,
+        name: str,
+        spec: str,
+        team_id: str | None,
+        permission_mode: str | None = None,
+        plan_approval: bool = False,
+    ) -> MemberSpawned:
         if spec not in self.ext.specs:
             available = ", ".join(self.ext.specs) or "none"
             raise ToolError(f"unknown spec {spec!r}; available specs: {available}")
         tid = await self.led(team_id)
-        member = await self.ext.spawn_member(self.scope, self.client, tid, name, spec)
+        member = await self.ext.spawn_member(
+            self.scope,
+            self.client,
+            tid,
+            name,
+            spec,
+            permission_mode=permission_mode,
+            plan_approval=plan_approval,
+        )
         runs_in = "workers" if self.ext.run_members == "workers" else "local"
         return MemberSpawned(team_id=tid, member=member.name, spec=spec, runs_in=runs_in)
+
+    async def approve_plan(
+        self, member: str, approve: bool, feedback: str, team_id: str | None
+    ) -> str:
+        tid = await self.led(team_id)
+        await review.answer_plan(TeamActor(self.client, tid, self.lead), member, approve, feedback)
+        self.ext.changed()
+        verdict = "approved" if approve else "rejected"
+        return f"You {verdict} the plan of {member}; it was told so and wakes to go on."
 
     async def delete(self, team_id: str | None) -> TeamDeleted:
         tid = await self.led(team_id)
@@ -95,7 +119,9 @@ class LeadToolCalls:
         return TaskAssigned(task=TaskBrief.of(task))
 
     async def list(self, status: str | None, team_id: str | None) -> BoardListing:
-        return BoardListing.of(await self.view(team_id).tasks(summary.parse_status(status)))
+        view = self.view(team_id)
+        tasks = await view.tasks(summary.parse_status(status))
+        return BoardListing.of(tasks, review.member_notes(await view.team()))
 
     async def send(self, to: str, content: str, team_id: str | None) -> MessageSent:
         msg = await self.view(team_id).send(to, content)

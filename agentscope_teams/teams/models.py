@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..context import validate_identifier
 from ..keys import TeamKeys as TeamKeys  # re-exported: keys of teams live in the registry
 from ..message import new_id, utcnow
-from ..state import check_schema_version
+from ..state import PermissionMode, check_schema_version
 
 TEAM_SCHEMA_VERSION = 1
 TASK_SCHEMA_VERSION = 1
@@ -53,13 +53,44 @@ class TaskStatus(StrEnum):
         return self in (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED)
 
 
+class PlanReview(BaseModel):
+    """A member's plan sent to the lead with ``exit_plan_mode``, and the lead's answer.
+
+    ``pending`` until the lead answers with ``approvePlan``; ``approved`` until the member's next
+    step leaves plan mode (then ``applied``); ``rejected`` (with ``feedback``): it stays in plan mode.
+    """
+
+    plan: str
+    status: Literal["pending", "approved", "rejected", "applied"] = "pending"
+    feedback: str = ""
+    at: datetime = Field(default_factory=utcnow)
+
+
+class PermissionPrompt(BaseModel):
+    """The last call of a member that needed someone's approval (``tool``, ``at``): a member has
+    no user, so it was refused with a readable tool error instead of waiting for nobody."""
+
+    tool: str
+    at: datetime = Field(default_factory=utcnow)
+    outcome: Literal["refused"] = "refused"
+
+
 class Member(BaseModel):
-    """A team member: a name unique in the team, the spec it runs, its status and session."""
+    """A team member: a name unique in the team, the spec it runs, its status and session.
+
+    ``permission_mode`` (ours, e.g. ``accept_edits``; None: the spec's, else the lead's) and
+    ``plan_approval`` (start in plan mode; leaving it needs the lead's approval) are set at spawn;
+    ``plan`` and ``permission_prompt`` show the lead what the member waits for or was refused.
+    """
 
     name: str
     spec: str = ""
     status: MemberStatus = MemberStatus.SPAWNED
     session_id: str = Field(default_factory=lambda: new_id("s-"))
+    permission_mode: PermissionMode | None = None
+    plan_approval: bool = False
+    plan: PlanReview | None = None
+    permission_prompt: PermissionPrompt | None = None
 
     @field_validator("name", "session_id")
     @classmethod

@@ -25,7 +25,14 @@ class TeamClient(Protocol):
     ) -> Team: ...
 
     async def spawn_member(
-        self, team_id: str, name: str, spec: str, session_id: str | None = None
+        self,
+        team_id: str,
+        name: str,
+        spec: str,
+        session_id: str | None = None,
+        *,
+        permission_mode: str | None = None,
+        plan_approval: bool = False,
     ) -> Member: ...
 
     async def get_team(self, team_id: str) -> Team: ...

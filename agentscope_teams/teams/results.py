@@ -94,13 +94,18 @@ class BoardListing(ToolOutput):
     """listTasks: the tasks (of one status, or all)."""
 
     tasks: list[TaskBrief]
+    #: For the lead: what members wait for or were refused (:func:`.review.member_notes`).
+    members: list[str] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, tasks: list[Task]) -> BoardListing:
-        return cls(tasks=[TaskBrief.of(t) for t in tasks])
+    def of(cls, tasks: list[Task], members: list[str] | None = None) -> BoardListing:
+        return cls(tasks=[TaskBrief.of(t) for t in tasks], members=members or [])
 
     def render(self) -> str:
-        return _board(self.tasks, full=False)
+        board = _board(self.tasks, full=False)
+        if not self.members:
+            return board
+        return board + "\nMembers:\n" + "\n".join(f"- {line}" for line in self.members)
 
 
 class TeamWaited(ToolOutput):

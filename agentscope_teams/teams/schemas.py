@@ -14,6 +14,7 @@ from ..tools.decorator import make_tool
 MAX_WAIT = 3600.0
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
 TeamId = str | None
+Mode = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
 
 
 async def create_team(name: Annotated[str, Field(min_length=1)], description: str = "") -> str:
@@ -26,13 +27,38 @@ async def create_team(name: Annotated[str, Field(min_length=1)], description: st
     raise NotImplementedError
 
 
-async def spawn_member(name: str, spec: str, team_id: TeamId = None) -> str:
+async def spawn_member(
+    name: str,
+    spec: str,
+    team_id: TeamId = None,
+    permission_mode: Mode | None = None,
+    plan_approval: bool = False,
+) -> str:
     """Add a member to the team, running one of the available agent specs; it starts working on
     claimable tasks and messages at once.
 
     Args:
         name: The member's name in the team (unique), e.g. "reviewer-1".
         spec: The agent spec it runs, from the list in your instructions.
+        team_id: The team; default: your current team.
+        permission_mode: The member's permission mode (plan is read-only, acceptEdits lets it
+            edit files); default: its spec's, else yours.
+        plan_approval: Start it in plan mode: it must send you its plan, which you answer with
+            approvePlan, before it may change anything.
+    """
+    raise NotImplementedError
+
+
+async def approve_plan(
+    member: str, approve: bool, feedback: str = "", team_id: TeamId = None
+) -> str:
+    """Answer a member's plan approval request: approved, it leaves plan mode and carries the plan
+    out; rejected, it stays in plan mode and reads your feedback.
+
+    Args:
+        member: The member that sent the plan.
+        approve: True to approve, False to reject.
+        feedback: What to change (for a rejection) or to keep in mind.
         team_id: The team; default: your current team.
     """
     raise NotImplementedError
@@ -181,6 +207,7 @@ LEAD_TEMPLATES = {
     for t in (
         _t(create_team, "createTeam"),
         _t(spawn_member, "spawnMember"),
+        _t(approve_plan, "approvePlan"),
         _t(assign_task, "assignTask"),
         _t(wait_for_team, "waitForTeam", read_only=True),
         _t(list_team_tasks, "listTasks", read_only=True),

@@ -1,6 +1,6 @@
 """The LLM tools of Agent Teams.
 
-Lead: ``createTeam``, ``spawnMember``, ``deleteTeam``, ``waitForTeam``, ``assignTask``, ``listTasks``,
+Lead: ``createTeam``, ``spawnMember``, ``approvePlan``, ``deleteTeam``, ``waitForTeam``, ``assignTask``, ``listTasks``,
 ``sendMessage``, ``broadcastMessage`` (every one but ``createTeam`` takes an optional ``team_id``, by
 default the lead's current team, kept in its :class:`~.lead_state.TeamLeadState`). Members: ``claimTask``,
 ``completeTask``, ``failTask``, ``listTasks``, ``sendMessage``, ``broadcastMessage``.
@@ -60,13 +60,14 @@ def _bind(
 
 
 def lead_tools(ext: TeamLeadExtension, scope: CallScope) -> list[Tool]:
-    """The lead's eight tools, bound to one call of the lead."""
+    """The lead's nine tools, bound to one call of the lead."""
     calls = LeadToolCalls(ext, scope)
     return _bind(
         LEAD_TEMPLATES,
         {
             "createTeam": calls.create,
             "spawnMember": calls.spawn,
+            "approvePlan": calls.approve_plan,
             "assignTask": calls.assign,
             "waitForTeam": calls.wait,
             "listTasks": calls.list,

@@ -31,8 +31,11 @@ async def test_the_protocol_over_http(served: Served) -> None:
     async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
         assert isinstance(op, TeamClient)
         team = await op.create_team("crew", members=[Member(name="w1", spec="coder")])
-        await op.spawn_member(team.id, "w2", "tester")
+        await op.spawn_member(team.id, "w2", "tester", permission_mode="plan", plan_approval=True)
         assert [t.id for t in await op.list_teams()] == [team.id]
+        w2_record = (await op.get_team(team.id)).member("w2")
+        assert w2_record is not None and w2_record.permission_mode == "plan"
+        assert w2_record.plan_approval
         assert {m.name for m in (await op.get_team(team.id)).members} == {"w1", "w2"}
         a = await op.assign_task(team.id, "a")
         b = await op.assign_task(team.id, "b", "after a", blocked_by=[a.id], assignee="w2")
