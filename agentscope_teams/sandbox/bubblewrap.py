@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigurationError
-from .base import BackgroundProcess, RunResult, Sandbox, SandboxLimits
+from .base import SandboxLimits
 from .cgroup import PidsCgroup, pids_parent
 from .environment import sandbox_environment, shell_argv
-from .process import HostProcess
+from .process import HostProcess, HostSandbox
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def _tmp_shell(workspace: str) -> str | None:
     return None
 
 
-class BubblewrapSandbox(Sandbox):
+class BubblewrapSandbox(HostSandbox):
     """Runs commands under bubblewrap (module docstring).
 
     ``network``: ``"none"`` (default: a network namespace with only its own loopback) or
@@ -230,25 +230,6 @@ class BubblewrapSandbox(Sandbox):
             if on_exit is not None:
                 on_exit()
             raise
-
-    async def run(
-        self,
-        command: str,
-        cwd: Path,
-        env: Mapping[str, str] | None = None,
-        limits: SandboxLimits | None = None,
-    ) -> RunResult:
-        return await self._spawn(command, cwd, env, limits or self.limits, None).finish()
-
-    async def start(
-        self,
-        command: str,
-        cwd: Path,
-        env: Mapping[str, str] | None = None,
-        limits: SandboxLimits | None = None,
-    ) -> BackgroundProcess:
-        chosen = limits or self.limits
-        return self._spawn(command, cwd, env, chosen, chosen.background_seconds)
 
 
 _probed: dict[tuple[str, str, tuple[str, ...]], None] = {}

@@ -9,16 +9,18 @@ leader, so ``killpg`` reaches it and every descendant that did not start a sessi
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import anyio
 
-from .base import BackgroundProcess, OutputChunk, RunResult, SandboxLimits
+from .base import BackgroundProcess, OutputChunk, RunResult, Sandbox, SandboxLimits
 from .capture import OutputBuffer
 
 #: How long the output of an ended command is still drained (descendants of an unsafe-host
@@ -152,3 +154,40 @@ class HostProcess(BackgroundProcess):
         output, omitted = self.buffer.take()
         code = None if running else self.popen.returncode
         return OutputChunk(output=output, omitted_bytes=omitted, running=running, exit_code=code)
+
+
+class HostSandbox(Sandbox):
+    """A backend whose commands are :class:`HostProcess` es: ``run`` waits for one, ``start``
+    leaves it in the background for its ``background_seconds``; a subclass says how to spawn."""
+
+    limits: SandboxLimits
+
+    @abc.abstractmethod
+    def _spawn(
+        self,
+        command: str,
+        cwd: Path,
+        env: Mapping[str, str] | None,
+        limits: SandboxLimits,
+        lifetime: float | None,
+    ) -> HostProcess:
+        """The process running ``command`` (killed after ``lifetime`` seconds when given)."""
+
+    async def run(
+        self,
+        command: str,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> RunResult:
+        return await self._spawn(command, cwd, env, limits or self.limits, None).finish()
+
+    async def start(
+        self,
+        command: str,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> BackgroundProcess:
+        chosen = limits or self.limits
+        return self._spawn(command, cwd, env, chosen, chosen.background_seconds)

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from .base import BackgroundProcess, RunResult, Sandbox, SandboxLimits
+from .base import SandboxLimits
 from .environment import sandbox_environment, shell_argv
-from .process import HostProcess
+from .process import HostProcess, HostSandbox
 
 log = logging.getLogger(__name__)
 
 
-class UnsafeHostSandbox(Sandbox):
+class UnsafeHostSandbox(HostSandbox):
     """Runs commands on the host without isolation (module docstring). ``env`` adds variables to
     every command's environment; ``limits`` are the defaults of every command."""
 
@@ -56,22 +56,3 @@ class UnsafeHostSandbox(Sandbox):
         )
         argv = shell_argv(command, limits)
         return HostProcess(argv, env=full_env, cwd=where, limits=limits, lifetime=lifetime)
-
-    async def run(
-        self,
-        command: str,
-        cwd: Path,
-        env: Mapping[str, str] | None = None,
-        limits: SandboxLimits | None = None,
-    ) -> RunResult:
-        return await self._spawn(command, cwd, env, limits or self.limits, None).finish()
-
-    async def start(
-        self,
-        command: str,
-        cwd: Path,
-        env: Mapping[str, str] | None = None,
-        limits: SandboxLimits | None = None,
-    ) -> BackgroundProcess:
-        chosen = limits or self.limits
-        return self._spawn(command, cwd, env, chosen, chosen.background_seconds)
