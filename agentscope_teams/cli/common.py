@@ -124,6 +124,14 @@ def check_store_given(args: argparse.Namespace) -> None:
         parser.error(f"--store URL is required (or set ${STORE_ENV})")
 
 
+def spec_directory(args: argparse.Namespace) -> Path:
+    """``--specs`` resolved; a CommandError naming it when it is not a directory."""
+    specs: Path = args.specs.resolve()
+    if not specs.is_dir():
+        raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
+    return specs
+
+
 def store_url(args: argparse.Namespace) -> str:
     url: str | None = getattr(args, "store", None)
     return url or default_store_url()

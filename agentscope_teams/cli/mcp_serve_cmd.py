@@ -14,7 +14,14 @@ from pathlib import Path
 
 from ..compose import HarnessAgent
 from ..store.base import BaseStore
-from .common import CommandError, SubParsers, add_command, add_identity_options, with_store
+from .common import (
+    CommandError,
+    SubParsers,
+    add_command,
+    add_identity_options,
+    spec_directory,
+    with_store,
+)
 from .run_cmd import LEAD_PROMPT, _model
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust
@@ -64,9 +71,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..mcp_server import AgentTool, McpAgentServer, TokenTable
     from ..mcp_server.server import Identity
 
-    specs = args.specs.resolve()
-    if not specs.is_dir():
-        raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
+    specs = spec_directory(args)
     if args.transport == "http" and args.tokens is None:
         raise CommandError("--transport http needs --tokens FILE (bearer token -> user, org)")
     tokens = TokenTable.from_file(args.tokens) if args.tokens is not None else None

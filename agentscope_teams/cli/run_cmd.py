@@ -40,6 +40,7 @@ from .common import (
     add_identity_options,
     add_json_option,
     print_json_line,
+    spec_directory,
     with_store,
 )
 from .review_cmd import KEY_DEFAULTS
@@ -104,9 +105,7 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    specs = args.specs.resolve()
-    if not specs.is_dir():
-        raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
+    specs = spec_directory(args)
     model = _model(args.model, specs)
     trust = project_trust(args, specs)
     note = untrusted_note(specs, load_specs(specs, strict=False).specs.values(), trust)
