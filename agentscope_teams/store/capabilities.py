@@ -1,0 +1,47 @@
+"""What a store can do, declared in one place: :class:`StoreCapabilities` and :func:`capabilities_of`.
+
+Callers ask :func:`capabilities_of` instead of probing a store's type or attributes. A backend
+declares its capabilities with a ``capabilities`` attribute (or property, when they depend on how
+the store was opened); a store written against the bare :class:`~.base.BaseStore` protocol gets the
+conservative answer derived from the older per-flag attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """The optional capabilities of one store."""
+
+    #: Cross-process wake-ups (``signal`` / ``wait_signal``); without them callers poll.
+    signals: bool = False
+    #: The native board-queue family this store offers (``"redis"``, ``"sql"``), or None: the
+    #: board then runs on the generic queue over ``get``/``put``/``list_keys``.
+    board_queue: str | None = None
+    #: ``put``/``delete`` take ``fence=`` and ``indexed=`` (writes fenced by a lease record).
+    fencing: bool = True
+    #: ``list_keys`` pages by prefix (every backend today).
+    listing: bool = True
+    #: Several OS processes may share the store (file, SQL, Redis; not memory).
+    shared_across_processes: bool = True
+    #: Several hosts may share the store (SQL servers, Redis; not files, not SQLite).
+    shared_across_hosts: bool = False
+
+
+def capabilities_of(store: object) -> StoreCapabilities:
+    """The capabilities ``store`` declares, or those derived from its older flags."""
+    declared = getattr(store, "capabilities", None)
+    if isinstance(declared, StoreCapabilities):
+        return declared
+    from .base import Signals, takes_write_options
+
+    return StoreCapabilities(
+        signals=bool(getattr(store, "signals_enabled", True)) and isinstance(store, Signals),
+        board_queue=None,
+        fencing=takes_write_options(store),
+        listing=callable(getattr(store, "list_keys", None)),
+        shared_across_processes=bool(getattr(store, "shared_across_processes", True)),
+        shared_across_hosts=bool(getattr(store, "shared_across_hosts", False)),
+    )
