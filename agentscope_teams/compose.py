@@ -16,27 +16,70 @@ subagent and team layers, is the one place that puts them together:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, TypedDict, Unpack, cast
 
-from .agent.config import ReActConfig
 from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
+from .agent.options import SessionOptions, check_keywords, check_options, session_options
 from .errors import ConfigurationError
 from .hooks import HookMap, Hooks, hooks_from_callables, parse_hooks, project_hooks
 from .hooks.config import merged
-from .mcp import McpToolset
+from .mcp import McpPool, McpToolset
 from .mcp.project import project_mcp_json, project_servers
 from .model.base import ChatModel
 from .sandbox import Sandbox, resolve_sandbox
-from .sessions import SessionSource
 from .skills import SkillExtension, SkillLibrary
-from .store.base import BaseStore
-from .tools import PermissionEngine, Tool, shell_tools
+from .subagents.options import SubagentOptions, check_subagent_options
+from .tools import shell_tools
 from .trust import ProjectTrust, project_root
 
-__all__ = ["HarnessAgent", "extensions_from_specs", "project_mcp_json"]
+__all__ = [
+    "HarnessAgent",
+    "HarnessOptions",
+    "McpOptions",
+    "ProjectOptions",
+    "TeamOptions",
+    "extensions_from_specs",
+    "project_mcp_json",
+]
+
+
+class TeamOptions(TypedDict, total=False):
+    """Whether the agent leads teams (default: a top-level agent with specs) and the options of
+    its :class:`~agentscope_teams.teams.TeamLeadExtension` (``run_members``, ``member_model``,
+    ``task_lease``, ...; checked against its signature)."""
+
+    teams: bool | None
+    team_options: Mapping[str, Any] | None
+
+
+class McpOptions(TypedDict, total=False):
+    """The agent's MCP servers, the tools it picks from them, and the options of their pool
+    (:class:`~agentscope_teams.mcp.McpPool`: ``max_live``, ``idle_timeout``, ...)."""
+
+    mcp_servers: Any
+    mcp_tools: Sequence[str] | None
+    mcp_options: Mapping[str, Any] | None
+
+
+class ProjectOptions(TypedDict, total=False):
+    """What the agent takes from a project: its specs, skills, hooks, whether it is trusted, and
+    the sandbox its shell tools run in."""
+
+    specs: Any
+    skills: Any
+    trust_project: bool | ProjectTrust | None
+    hooks: Mapping[str, Any] | None
+    sandbox: Sandbox | str | None
+
+
+class HarnessOptions(
+    SessionOptions, SubagentOptions, TeamOptions, McpOptions, ProjectOptions, total=False
+):
+    """Every keyword option of :class:`HarnessAgent`, by group. A new option goes into its
+    group (or a new group listed here); :func:`~.agent.options.check_options` then knows it."""
 
 
 def extensions_from_specs(
@@ -47,21 +90,28 @@ def extensions_from_specs(
     team_options: Mapping[str, Any] | None = None,
     mcp: McpToolset | None = None,
     skills: SkillLibrary | None = None,
-    **subagent_options: Any,
+    hooks: Hooks | None = None,
+    trust: ProjectTrust | None = None,
+    **subagent_options: Unpack[SubagentOptions],
 ) -> list[Extension]:
     """The subagent extension for ``specs`` and, when ``teams`` (default: a top-level agent, depth
     0), a team lead extension whose candidate members are the same specs and models.
 
-    ``subagent_options`` go to :meth:`SubagentExtension.build` (``max_depth``, ``max_concurrent``,
-    ``model_aliases``, ``lease_ttl``, ``workspace_root``, ``models``); ``team_options`` to
-    :class:`TeamLeadExtension` (``run_members``, ``member_model``, ``task_lease``, ...). With
-    ``mcp``, children and members get the MCP tools their spec selects.
+    ``subagent_options`` (:class:`~.subagents.options.SubagentOptions`) go to
+    :meth:`SubagentExtension.build`; ``team_options`` to :class:`TeamLeadExtension`
+    (``run_members``, ``member_model``, ``task_lease``, ...). Both are checked here: an unknown
+    option is an :class:`~agentscope_teams.errors.OptionError`. With ``mcp``, children and members
+    get the MCP tools their spec selects.
     """
     # imported here, when specs are given, so that ``import agentscope_teams`` stays cheap
     from .subagents.extension import SubagentExtension
     from .teams.extension import TeamLeadExtension
 
-    sub = SubagentExtension.build(agent, specs, mcp=mcp, skills=skills, **subagent_options)
+    check_subagent_options("subagent options", subagent_options)
+    check_keywords("team_options", team_options or {}, TeamLeadExtension)
+    sub = SubagentExtension.build(
+        agent, specs, mcp=mcp, skills=skills, hooks=hooks, trust=trust, **subagent_options
+    )
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:
         options = {"models": sub.models, "mcp": mcp, "hooks": sub.hooks, **(team_options or {})}
@@ -94,6 +144,12 @@ class HarnessAgent(SessionAgent):
     """A :class:`SessionAgent` with subagents and teams from ``specs`` (a directory, specs, or a
     mapping of them); see :func:`extensions_from_specs` for ``teams``, ``team_options`` and the
     subagent options. Without ``specs`` it is a plain ``SessionAgent``.
+
+    Its keyword options are :class:`HarnessOptions`, by group: :class:`SessionOptions` (those of
+    ``SessionAgent``), :class:`SubagentOptions`, :class:`TeamOptions`, :class:`McpOptions` and
+    :class:`ProjectOptions`. They are checked when the agent is built: an unknown option
+    (``max_dpeth=3``) or one of the wrong type is an :class:`~agentscope_teams.errors.OptionError`
+    naming it and the closest known option, a limit out of range a ``ConfigurationError``.
 
     ``mcp_servers`` adds MCP tools (``mcp__<server>__<tool>``): a path to a ``.mcp.json`` (or a
     directory holding one), a mapping in the same format, or an :class:`~.mcp.McpToolset` shared
@@ -135,102 +191,76 @@ class HarnessAgent(SessionAgent):
         name: str,
         model: str | ChatModel,
         system_prompt: str = "",
-        *,
-        workspace: Path | str = Path(".agentscope/workspace"),
-        workspace_scope: Literal["session", "shared"] = "session",
-        specs: Any = None,
-        store: BaseStore | str | None = None,
-        tools: Iterable[Tool] = (),
-        builtin_tools: bool = True,
-        config: ReActConfig | None = None,
-        permissions: PermissionEngine | None = None,
-        extensions: Sequence[Extension] = (),
-        replicas: int = 1,
-        remote_workspace: bool = False,
-        lease_ttl: float = 30.0,
-        busy_timeout: float = 60.0,
-        session_source: SessionSource = SessionSource.USER,
-        depth: int = 0,
-        teams: bool | None = None,
-        team_options: Mapping[str, Any] | None = None,
-        mcp_servers: Any = None,
-        mcp_tools: Sequence[str] | None = None,
-        mcp_options: Mapping[str, Any] | None = None,
-        skills: Any = None,
-        trust_project: bool | ProjectTrust | None = None,
-        hooks: Mapping[str, Any] | None = None,
-        tracer_provider: Any = None,
-        sandbox: Sandbox | str | None = "auto",
-        **subagent_options: Any,
+        **options: Unpack[HarnessOptions],
     ) -> None:
+        check_options("HarnessAgent", options, HarnessOptions)
+        sandbox = options.get("sandbox", "auto")
         self.sandbox = None if sandbox == "auto" else resolve_sandbox(sandbox)
+        session = session_options(options)
         if self.sandbox is not None:
-            tools = [*tools, *shell_tools(self.sandbox)]
-        super().__init__(
-            name,
-            model,
-            system_prompt,
-            workspace=workspace,
-            workspace_scope=workspace_scope,
-            store=store,
-            tools=tools,
-            builtin_tools=builtin_tools,
-            config=config,
-            permissions=permissions,
-            extensions=extensions,
-            replicas=replicas,
-            remote_workspace=remote_workspace,
-            lease_ttl=lease_ttl,
-            busy_timeout=busy_timeout,
-            tracer_provider=tracer_provider,
-            session_source=session_source,
-            depth=depth,
+            session["tools"] = [*session.get("tools", ()), *shell_tools(self.sandbox)]
+        super().__init__(name, model, system_prompt, **session)
+        specs = options.get("specs")
+        self._add_mcp(options)
+        self.hooks = Hooks(
+            merged(_code_hooks(options.get("hooks")), project_hooks(specs, self.trust)),
+            project_dir=project_root(specs) if isinstance(specs, str | Path) else None,
         )
-        self._owns_mcp = not isinstance(mcp_servers, McpToolset)
+        skills = options.get("skills")
+        self.skills = SkillLibrary.of(project_skills(specs) if skills is None else skills)
+        if self.skills and options.get("builtin_tools", True):
+            self.extensions.append(SkillExtension(self.skills))
+        self._add_specs(options)
+
+    def _add_mcp(self, options: HarnessOptions) -> None:
+        """The MCP toolset (:class:`McpOptions`) and the trust deciding the project's servers."""
+        servers = options.get("mcp_servers")
+        trust_project = options.get("trust_project")
+        self._owns_mcp = not isinstance(servers, McpToolset)
         self.trust = (
-            mcp_servers.trust
-            if isinstance(mcp_servers, McpToolset) and trust_project is None
+            servers.trust
+            if isinstance(servers, McpToolset) and trust_project is None
             else ProjectTrust.of(trust_project)
         )
-        if mcp_servers is None:
-            found = project_mcp_json(specs)
-            mcp_servers = project_servers(found, self.trust) if found is not None else None
-        self.mcp = McpToolset.from_config(mcp_servers, trust=self.trust, **(mcp_options or {}))
+        if servers is None:
+            found = project_mcp_json(options.get("specs"))
+            servers = project_servers(found, self.trust) if found is not None else None
+        pool_options = options.get("mcp_options") or {}
+        check_keywords("mcp_options", pool_options, McpPool)
+        self.mcp = McpToolset.from_config(servers, trust=self.trust, **pool_options)
+        mcp_tools = options.get("mcp_tools")
         if mcp_tools is not None:
             self.mcp.inherited = list(mcp_tools)
         if self.mcp.servers:
             self.extensions.append(self.mcp.extension(mcp_tools))
-        self.hooks = Hooks(
-            merged(_code_hooks(hooks), project_hooks(specs, self.trust)),
-            project_dir=project_root(specs) if isinstance(specs, str | Path) else None,
+
+    def _add_specs(self, options: HarnessOptions) -> None:
+        """The subagent and team extensions of ``specs`` (:class:`SubagentOptions`,
+        :class:`TeamOptions`); those options without ``specs`` are a ConfigurationError."""
+        specs = options.get("specs")
+        subagent = {k: v for k, v in options.items() if k in SubagentOptions.__annotations__}
+        check_subagent_options("HarnessAgent", subagent)
+        teams, team_options = options.get("teams"), options.get("team_options")
+        if specs is None:
+            named = [*subagent, *(["teams"] if teams else [])]
+            named += ["team_options"] if team_options else []
+            if named:
+                raise ConfigurationError(f"options {sorted(named)} need specs=")
+            return
+        found = extensions_from_specs(
+            self.view,
+            specs,
+            teams=teams,
+            team_options=team_options,
+            mcp=self.mcp,
+            skills=self.skills,
+            hooks=self.hooks,
+            trust=self.trust,
+            **cast(SubagentOptions, subagent),
         )
-        self.skills = SkillLibrary.of(project_skills(specs) if skills is None else skills)
-        if self.skills and builtin_tools:
-            self.extensions.append(SkillExtension(self.skills))
-        if specs is not None:
-            found_ext = extensions_from_specs(
-                self.view,
-                specs,
-                teams=teams,
-                team_options=team_options,
-                mcp=self.mcp,
-                skills=self.skills,
-                hooks=self.hooks,
-                trust=self.trust,
-                **subagent_options,
-            )
-            self.extensions += found_ext
-            if sandbox == "auto":
-                self._sandbox_for_specs(found_ext)
-        elif subagent_options or teams or team_options:
-            named = sorted(
-                {
-                    *subagent_options,
-                    *(["teams"] if teams else []),
-                    *(["team_options"] if team_options else []),
-                }
-            )
-            raise ConfigurationError(f"options {named} need specs=")
+        self.extensions += found
+        if options.get("sandbox", "auto") == "auto":
+            self._sandbox_for_specs(found)
 
     def _sandbox_for_specs(self, found: Sequence[Extension]) -> None:
         """``sandbox="auto"``: a spec that lists ``Bash`` gets it in a bubblewrap sandbox (the

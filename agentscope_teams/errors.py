@@ -4,7 +4,8 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
 
     AgentScopeTeamsError
     ├── ConfigurationError            a setup that cannot work (bad URL, missing extra, replicas on a local store)
-    │   └── MissingDependencyError    an optional driver is not installed; names the extra to install
+    │   ├── MissingDependencyError    an optional driver is not installed; names the extra to install
+    │   └── OptionError               an unknown or mistyped constructor option (option, suggestion)
     ├── StoreError                    the store could not do what was asked
     │   ├── VersionConflict           a conditional write lost (key, expected and found version)
     │   │   └── LeaseLostError        a fenced write: the lease no longer names this holder (lease_key)
@@ -109,6 +110,17 @@ class MissingDependencyError(ConfigurationError, ImportError):
         super().__init__(f"{what} {needs}: run `pip install 'agentscope-teams[{extra}]'`")
         self.extra = extra
         self.missing = tuple(missing)
+
+
+class OptionError(ConfigurationError, TypeError):
+    """An option a constructor does not take (``max_dpeth=3``), or of the wrong type; raised at
+    construction. ``option`` names it, ``suggestion`` is the closest known option (or None). Also
+    a ``TypeError``, which Python raises for an unexpected keyword argument."""
+
+    def __init__(self, message: str, *, option: str, suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+        self.suggestion = suggestion
 
 
 class StoreError(AgentScopeTeamsError):

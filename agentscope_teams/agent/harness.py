@@ -107,18 +107,7 @@ class SessionAgent:
         self.depth = depth
         #: An OpenTelemetry ``TracerProvider`` (None: the enclosing call's, else the global one).
         self.tracer_provider = tracer_provider
-        self.view = AgentView(
-            name=name,
-            model=self.model,
-            toolkit=toolkit,
-            config=self.loop.config,
-            permissions=self.loop.permissions,
-            store=self.store,
-            lease_ttl=lease_ttl,
-            busy_timeout=busy_timeout,
-            depth=depth,
-            workspace=self.workspace,
-        )
+        self.view = self._make_view(toolkit)
         self.extensions: list[Extension] = list(extensions)
         #: The hooks every call runs (see :mod:`agentscope_teams.hooks`); HarnessAgent sets them.
         self.hooks = Hooks()
@@ -128,6 +117,21 @@ class SessionAgent:
             weakref.WeakValueDictionary()
         )
         self._sync = LoopThread(f"agentscope-teams-{name}")  # for call_sync only
+
+    def _make_view(self, toolkit: Toolkit) -> AgentView:
+        """The frozen view extensions get of this agent."""
+        return AgentView(
+            name=self.name,
+            model=self.model,
+            toolkit=toolkit,
+            config=self.loop.config,
+            permissions=self.loop.permissions,
+            store=self.store,
+            lease_ttl=self.lease_ttl,
+            busy_timeout=self.busy_timeout,
+            depth=self.depth,
+            workspace=self.workspace,
+        )
 
     @property
     def system_prompt(self) -> str:

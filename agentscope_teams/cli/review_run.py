@@ -33,6 +33,7 @@ from ..errors import ConfigurationError
 from ..events import ReplyEndEvent, ToolResultEvent
 from ..message import new_id
 from ..model import ChatModel
+from ..review.engines import require_engines
 from ..review.report import Changes, board_findings, review_report
 from ..sessions import SessionStorage
 from ..store.base import BaseStore, shared_across_processes
@@ -251,6 +252,8 @@ async def _drive(
 
 async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
     """Run the lead to its final answer, write the report, return the summary."""
+    if cfg.offline:  # its members run ruff and bandit: the review extra must be installed
+        require_engines()
     started = time.monotonic()
     resume = cfg.resume
     ctx = RuntimeContext(session_id=resume.session_id if resume else new_id("review-"))

@@ -1,5 +1,5 @@
-"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel``, ``AnthropicChatModel`` (extra
-``anthropic``), ``ScriptedModel`` and
+"""Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel`` (extra ``openai``),
+``AnthropicChatModel`` (extra ``anthropic``), ``ScriptedModel`` (no SDK) and
 ``model_from_string`` (which also builds models registered by name with ``register_model``, such as
 ``"offline"``, the review model of :mod:`agentscope_teams.review.offline_model`)."""
 

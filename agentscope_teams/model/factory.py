@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import AgentScopeTeamsError, ModelConfigurationError
+from ..errors import AgentScopeTeamsError, MissingDependencyError, ModelConfigurationError
 from .base import ChatModel
 from .providers import ANTHROPIC, PROVIDERS
 
@@ -49,7 +49,10 @@ def _alias_builder(alias: str) -> ModelBuilder:
 
 
 def _anthropic(model: str, **kwargs: Any) -> ChatModel:
-    from .anthropic import AnthropicChatModel  # the SDK is an extra, imported on first use
+    try:  # the SDK is an extra, imported on first use
+        from .anthropic import AnthropicChatModel
+    except MissingDependencyError as exc:
+        raise MissingDependencyError(f"the model {model!r}", exc.extra, exc.missing) from None
 
     return AnthropicChatModel(model, **kwargs)
 
@@ -117,8 +120,10 @@ def model_from_string(s: str, **kwargs: Any) -> ChatModel:
         )
     if not model.strip():
         raise ModelConfigurationError(f"no model id in {s!r}: write it as '{prefix}:<model>'")
-    from .openai import OpenAIChatModel
-
+    try:  # the SDK is an extra, imported on first use
+        from .openai import OpenAIChatModel
+    except MissingDependencyError as exc:
+        raise MissingDependencyError(f"the model {name!r}", exc.extra, exc.missing) from None
     return OpenAIChatModel(model.strip(), provider=prefix, **kwargs)
 
 

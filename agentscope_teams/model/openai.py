@@ -9,6 +9,9 @@ A stream is retried only until it opens; once deltas have been yielded an error 
 The API key never appears in reprs, log records, error messages or error fields,
 and errors are raised outside the SDK's ``except`` blocks so no SDK exception (whose request carries
 the key) is chained to them.
+
+Needs the ``openai`` extra (``pip install 'agentscope-teams[openai]'``); without it, importing this
+module raises :class:`~agentscope_teams.errors.MissingDependencyError` naming the extra.
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-import openai
-from openai.types.chat import ChatCompletion
+from ..errors import MissingDependencyError, ModelConfigurationError
 
-from ..errors import ModelConfigurationError
+try:  # before the modules below, which import the SDK too
+    import openai
+    from openai.types.chat import ChatCompletion
+except ImportError:
+    raise MissingDependencyError("OpenAI-compatible models", "openai", ["openai"]) from None
+
 from .base import ModelRequest, ModelResponse, StreamItem, StructuredOutputMode, effort_note
 from .openai_errors import OpenAIErrorMapper
 from .openai_format import to_openai_messages, to_openai_response_format, to_openai_tools

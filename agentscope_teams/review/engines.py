@@ -8,10 +8,15 @@ found a security check (``S``), to rate its confidence and add the checks ruff h
 bandit costs about 40 ms of CPU per file against ruff's 1 ms, and on the other files every check
 it could report is one ruff already ran. Each tool's findings come back as :class:`Hit` s keyed by
 the caller's path.
+
+Both engines come with the ``review`` extra (``pip install 'agentscope-teams[review]'``), not with
+the core install: :func:`require_engines` raises
+:class:`~agentscope_teams.errors.MissingDependencyError` naming it when one is missing.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -24,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, MissingDependencyError
 from .findings import Confidence
 from .rulebook import BANDIT_SKIP, RUFF_CONFIG, RUFF_IGNORE, RUFF_SELECT
 
@@ -44,6 +49,14 @@ class Hit:
     line: int
     message: str
     confidence: Confidence | None = None
+
+
+def require_engines() -> None:
+    """Raise :class:`MissingDependencyError` (extra ``review``) unless ruff and bandit are
+    installed in this Python environment (the engines run as ``python -m bandit``)."""
+    missing = [name for name in ("ruff", "bandit") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingDependencyError("the code review (agentscope-teams review)", "review", missing)
 
 
 def ruff_command() -> list[str]:
@@ -88,6 +101,7 @@ async def run_engines(sources: Mapping[str, str]) -> dict[str, list[Hit]]:
     hits: dict[str, list[Hit]] = {path: [] for path in sources}
     if not sources:
         return hits
+    require_engines()
     root, where = await anyio.to_thread.run_sync(_write_batch, sources)
     try:
         outputs: dict[str, bytes] = {}
@@ -100,7 +114,7 @@ async def run_engines(sources: Mapping[str, str]) -> dict[str, list[Hit]]:
                 err = done.stderr.decode(errors="replace").strip()
                 raise ConfigurationError(
                     f"{name} exited with {done.returncode}: {err[-500:]}; "
-                    "reinstall agentscope-teams (it depends on ruff and bandit)"
+                    "reinstall the review extra: pip install 'agentscope-teams[review]'"
                 )
             outputs[name] = done.stdout
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tracing
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
+from ..agent.harness import SessionAgent
+from ..agent.lease import Lease
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, ToolError
 from ..hooks import Hooks, spec_hooks
@@ -34,6 +36,7 @@ from .child import build_child, fork_snapshot
 from .inbox import acknowledge, take
 from .memo import SubagentMemo
 from .memory import AgentMemory
+from .options import SubagentOptions, check_subagent_options
 from .pool import specs_from
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
 from .runtime import Handle, Launch, Runner
@@ -52,6 +55,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NOTICE_SENDER = "subagents"
+
+
+#: A registered run: its record, its lease, and its own workspace (None: the parent's).
+_Registered = tuple[RunRecord, Lease, Path | None]
 
 
 @dataclass
@@ -147,10 +154,13 @@ class SubagentExtension(Extension):
         load (the ``skill`` tool) come from; ``hooks`` are the agent's hooks and ``trust`` decides
         whether a spec file's ``hooks:`` run (see :mod:`agentscope_teams.hooks`).
         """
-        if max_depth < 1 or max_concurrent < 1:
-            raise ConfigurationError(
-                f"max_depth and max_concurrent must be >= 1, got {max_depth} and {max_concurrent}"
-            )
+        given: SubagentOptions = {"max_depth": max_depth, "max_concurrent": max_concurrent}
+        given |= {
+            "model_aliases": model_aliases,
+            "workspace_root": workspace_root,
+            "models": models,
+        }
+        check_subagent_options("SubagentExtension", given)
         ttl = agent.lease_ttl if lease_ttl is None else lease_ttl
         if not ttl > 0:
             raise ConfigurationError(f"lease_ttl must be > 0 seconds, got {ttl!r}")
@@ -243,101 +253,20 @@ class SubagentExtension(Extension):
         continues: RunRecord | None = None,
     ) -> Handle:
         """Register a run (limits checked under a per-session lock), prepare it and start it."""
-        agent, ctx = self.agent, scope.ctx
-        book = RunBook.for_ctx(agent.store, ctx)
+        book = RunBook.for_ctx(self.agent.store, scope.ctx)
         model = self.model_for(spec)
         repo = await self._repository(scope, spec)
-        async with self.runner.lock((*book.scope, agent.name)):
-            active = [r for r in await book.list() if r.parent_agent == agent.name]
-            active = [r for r in active if r.status.active]
-            if len(active) >= self.max_concurrent:
-                raise ToolError(
-                    f"too many subagent runs: {len(active)} are running and the limit is "
-                    f"{self.max_concurrent} per session; wait for one (agent_wait) or cancel one"
-                )
-            busy = [r.run_id for r in active if label and r.spec == spec.name and r.label == label]
-            if busy:
-                raise ToolError(
-                    f"label {label!r} of agent {spec.name} is in use by running run {busy[0]}; "
-                    "send it a message (agent_send), wait for it, or use another label"
-                )
-            run_id = new_run_id()
-            slot = slot_for(run_id, label)
-            isolated = spec.workspace.mode is WorkspaceMode.ISOLATED or repo is not None
-            workspace = run_dir(self.root, ctx, spec.name, slot) if isolated else None
-            lease = book.lease(run_id, self.lease_ttl)
-            await lease.try_acquire()
-            record = RunRecord(
-                run_id=run_id,
-                parent_agent=agent.name,
-                spec=spec.name,
-                task=task,
-                label=label,
-                child_session=continues.child_session
-                if continues
-                else child_session_id(ctx, agent.name, spec.name, slot),
-                depth=agent.depth + 1,
-                lease=lease.holder,
-                background=background,
-                workspace=str(workspace) if workspace else None,
-                continues=continues.run_id if continues else None,
-                trace_context=tracing.carrier(),
-            )
-            await book.create(record)
-            await subagent_start(self.hooks, book, record, str(scope.env.workspace))
-            tracing.event(
-                tracing.names.SUBAGENT_SPAWN,
-                {
-                    tracing.names.RUN_ID: run_id,
-                    tracing.names.SPEC: spec.name,
-                    tracing.names.BACKGROUND: background,
-                },
-            )
-        finishers: list[Callable[[], Awaitable[str | None]]] = []
-        tree: Worktree | None = None
-        try:
-            if repo is not None and workspace is not None:
-                tree = await create_worktree(repo, workspace, branch_name(spec.name, run_id))
-                finishers.append(partial(finish_worktree, tree))
-            elif workspace is not None:
-                await prepare(workspace, spec.workspace.path)
-            child = build_child(
-                agent,
-                spec,
-                model=model,
-                workspace=workspace or scope.env.workspace,
-                mail=book.mail(run_id),
-                lease_ttl=self.lease_ttl,
-                mcp=self.mcp,
-            )
-            child.hooks = self._hooks_for(spec)
-            child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
-            if agent.depth + 1 < self.max_depth and spec.may_spawn:
-                child.extensions.append(self._for_child(child.view, spec.allowed_agents))
-            child.extensions += await self._skills_for(spec, ctx)
-            if spec.memory is not None:
-                memory = AgentMemory(
-                    agent.store, ctx, spec.name, spec.memory, self.root, child.view.workspace
-                )
-                child.extensions.append(await memory.open())
-                finishers.insert(0, partial(memory.sync, run_id))
-        except Exception as exc:
-            if tree is not None:  # the worktree made for it goes (the memory is left as stored)
-                with contextlib.suppress(Exception):
-                    await finish_worktree(tree)
-            error = f"could not start: {exc}"
-            failed = await book.update(run_id, lambda r: r.finished(RunStatus.FAILED, error=error))
-            await lease.release()
-            if failed is not None:
-                await subagent_stop(self.hooks, book, failed, str(scope.env.workspace))
-            raise ToolError(f"could not start agent {spec.name}: {exc}") from exc
+        async with self.runner.lock((*book.scope, self.agent.name)):
+            run = await self._register(scope, book, spec, task, label, background, continues, repo)
+        child, finishers = await self._prepare(scope, book, spec, model, run, repo)
+        record, lease, workspace = run
         fork = spec.context is ContextMode.FORK and continues is None
         return self.runner.start(
             Launch(
                 book=book,
                 record=record,
                 child=child,
-                ctx=ctx.with_session(record.child_session),
+                ctx=scope.ctx.with_session(record.child_session),
                 lease=lease,
                 workspace=None if repo is not None else workspace,
                 keep_workspace=label is not None,
@@ -348,6 +277,134 @@ class SubagentExtension(Extension):
                 cwd=str(scope.env.workspace),
             )
         )
+
+    async def _register(
+        self,
+        scope: CallScope,
+        book: RunBook,
+        spec: SubagentSpec,
+        task: str,
+        label: str | None,
+        background: bool,
+        continues: RunRecord | None,
+        repo: Path | None,
+    ) -> _Registered:
+        """Check the limits, write the run's record, take its lease and fire SubagentStart
+        (under the caller's per-session lock)."""
+        agent, ctx = self.agent, scope.ctx
+        active = [r for r in await book.list() if r.parent_agent == agent.name]
+        self._check_limits([r for r in active if r.status.active], spec, label)
+        run_id = new_run_id()
+        slot = slot_for(run_id, label)
+        isolated = spec.workspace.mode is WorkspaceMode.ISOLATED or repo is not None
+        workspace = run_dir(self.root, ctx, spec.name, slot) if isolated else None
+        lease = book.lease(run_id, self.lease_ttl)
+        await lease.try_acquire()
+        record = RunRecord(
+            run_id=run_id,
+            parent_agent=agent.name,
+            spec=spec.name,
+            task=task,
+            label=label,
+            child_session=continues.child_session
+            if continues
+            else child_session_id(ctx, agent.name, spec.name, slot),
+            depth=agent.depth + 1,
+            lease=lease.holder,
+            background=background,
+            workspace=str(workspace) if workspace else None,
+            continues=continues.run_id if continues else None,
+            trace_context=tracing.carrier(),
+        )
+        await book.create(record)
+        await subagent_start(self.hooks, book, record, str(scope.env.workspace))
+        names = tracing.names
+        attrs = {names.RUN_ID: run_id, names.SPEC: spec.name, names.BACKGROUND: background}
+        tracing.event(names.SUBAGENT_SPAWN, attrs)
+        return record, lease, workspace
+
+    def _check_limits(self, active: list[RunRecord], spec: SubagentSpec, label: str | None) -> None:
+        """A tool error when the session runs ``max_concurrent`` runs, or ``label`` is in use."""
+        if len(active) >= self.max_concurrent:
+            raise ToolError(
+                f"too many subagent runs: {len(active)} are running and the limit is "
+                f"{self.max_concurrent} per session; wait for one (agent_wait) or cancel one"
+            )
+        busy = [r.run_id for r in active if label and r.spec == spec.name and r.label == label]
+        if busy:
+            raise ToolError(
+                f"label {label!r} of agent {spec.name} is in use by running run {busy[0]}; "
+                "send it a message (agent_send), wait for it, or use another label"
+            )
+
+    async def _prepare(
+        self,
+        scope: CallScope,
+        book: RunBook,
+        spec: SubagentSpec,
+        model: ChatModel,
+        run: _Registered,
+        repo: Path | None,
+    ) -> tuple[SessionAgent, list[Callable[[], Awaitable[str | None]]]]:
+        """The child agent of a registered run, in its workspace (a worktree of ``repo``), and
+        what finishes the run; on failure the run is recorded failed and a tool error raised."""
+        record, lease, workspace = run
+        finishers: list[Callable[[], Awaitable[str | None]]] = []
+        tree: Worktree | None = None
+        try:
+            if repo is not None and workspace is not None:
+                tree = await create_worktree(repo, workspace, branch_name(spec.name, record.run_id))
+                finishers.append(partial(finish_worktree, tree))
+            elif workspace is not None:
+                await prepare(workspace, spec.workspace.path)
+            child = await self._child(scope, book, spec, model, record.run_id, workspace)
+            if spec.memory is not None:
+                memory = AgentMemory(
+                    self.agent.store, scope.ctx, spec.name, spec.memory, self.root,
+                    child.view.workspace,
+                )  # fmt: skip
+                child.extensions.append(await memory.open())
+                finishers.insert(0, partial(memory.sync, record.run_id))
+        except Exception as exc:
+            if tree is not None:  # the worktree made for it goes (the memory is left as stored)
+                with contextlib.suppress(Exception):
+                    await finish_worktree(tree)
+            error = f"could not start: {exc}"
+            failed = await book.update(
+                record.run_id, lambda r: r.finished(RunStatus.FAILED, error=error)
+            )
+            await lease.release()
+            if failed is not None:
+                await subagent_stop(self.hooks, book, failed, str(scope.env.workspace))
+            raise ToolError(f"could not start agent {spec.name}: {exc}") from exc
+        return child, finishers
+
+    async def _child(
+        self,
+        scope: CallScope,
+        book: RunBook,
+        spec: SubagentSpec,
+        model: ChatModel,
+        run_id: str,
+        workspace: Path | None,
+    ) -> SessionAgent:
+        """The child agent: its tools, hooks, own subagents (below the depth limit) and skills."""
+        agent = self.agent
+        child = build_child(
+            agent,
+            spec,
+            model=model,
+            workspace=workspace or scope.env.workspace,
+            mail=book.mail(run_id),
+            lease_ttl=self.lease_ttl,
+            mcp=self.mcp,
+        )
+        child.hooks = self._hooks_for(spec)
+        child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
+        if agent.depth + 1 < self.max_depth and spec.may_spawn:
+            child.extensions.append(self._for_child(child.view, spec.allowed_agents))
+        child.extensions += await self._skills_for(spec, scope.ctx)
+        return child
 
     async def _repository(self, scope: CallScope, spec: SubagentSpec) -> Path | None:
         """The git checkout an ``isolation: worktree`` run branches from (None for other specs)."""

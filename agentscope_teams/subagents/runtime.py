@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import sniffio
 
 from .. import tracing
 from ..agent.harness import SessionAgent
@@ -116,11 +115,15 @@ class Runner:
         return self.handles.get(book.key(run_id))
 
     def start(self, launch: Launch) -> Handle:
-        if sniffio.current_async_library() != "asyncio":
-            raise ConfigurationError("subagent runs need the asyncio event loop (anyio's default)")
+        try:  # under another anyio backend (trio) no asyncio loop is running
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise ConfigurationError(
+                "subagent runs need the asyncio event loop (anyio's default)"
+            ) from None
         h = Handle(launch, launch.record)
         key = launch.book.key(h.run_id)
-        task = asyncio.get_running_loop().create_task(
+        task = loop.create_task(
             self._run(h), name=f"subagent {h.run_id}", context=tracing.fresh_context()
         )
         self.handles[key] = h

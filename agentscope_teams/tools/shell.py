@@ -191,6 +191,11 @@ def shell_tools(sandbox: Sandbox, *, limits: SandboxLimits | None = None) -> lis
     base = limits or getattr(sandbox, "limits", None) or SandboxLimits()
     base = dataclasses.replace(base, max_output_bytes=min(base.max_output_bytes, MAX_OUTPUT_CHARS))
     shells = BackgroundShells()
+    return [_bash_tool(sandbox, base, shells), *_background_tools(shells)]
+
+
+def _bash_tool(sandbox: Sandbox, base: SandboxLimits, shells: BackgroundShells) -> Tool:
+    """``bash``: a command in ``sandbox`` under ``base`` limits, or started in the background."""
 
     async def bash(
         command: str,
@@ -236,6 +241,12 @@ def shell_tools(sandbox: Sandbox, *, limits: SandboxLimits | None = None) -> lis
             sandbox=sandbox.name,
         )
 
+    return make_tool(bash, description=bash_description(sandbox), requires_confirmation=True)
+
+
+def _background_tools(shells: BackgroundShells) -> list[Tool]:
+    """``bash_output`` and ``kill_shell`` over the background shells of ``shells``."""
+
     async def bash_output(bash_id: str, filter: str | None = None, *, env: ToolEnv) -> ShellOutput:
         """Read what a background shell wrote since the last read, and whether it still runs.
 
@@ -276,8 +287,4 @@ def shell_tools(sandbox: Sandbox, *, limits: SandboxLimits | None = None) -> lis
             killed=was_running,
         )
 
-    return [
-        make_tool(bash, description=bash_description(sandbox), requires_confirmation=True),
-        make_tool(bash_output, read_only=True),
-        make_tool(kill_shell),
-    ]
+    return [make_tool(bash_output, read_only=True), make_tool(kill_shell)]
