@@ -36,6 +36,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   ├── OutputRetriesExceededError  the model gave no valid output within the retry limit
     │   └── OutputTypeMismatchError   a paused reply is resumed with a type whose schema differs
     ├── SyncCallInsideLoopError       a blocking ``*_sync`` call made while an event loop runs
+    ├── CannotConvert                 an AgentScope session holds what this project cannot represent
     ├── CommandError                  a CLI command could not do what was asked
     ├── ControlPlaneError             the control plane answered an unexpected status, or is unreachable
     │   └── ControlPlaneAuthError     401/403: a missing, unknown or expired token, or out of scope
@@ -58,6 +59,12 @@ body, model, base_url).
 A store error's message is for the operator: it may name where the store is (URL without the
 password, host, user, database) and quote the driver. Whatever shows an error to anyone else (an
 HTTP answer, a model's tool result) shows :func:`public_message`, which is the message without them.
+
+Some classes keep a standard base beside the tree, so code that caught them before still does:
+``MissingDependencyError`` is an ``ImportError``, ``OptionError`` a ``TypeError``,
+``CannotConvert`` a ``ValueError``. A few modules keep a private signal class outside the tree
+(a retry request, a timeout inside a parser, a pydantic validator's ``ValueError``): each is
+caught in the package and never reaches a caller; ``tests/test_public_api.py`` lists them.
 """
 
 from __future__ import annotations
@@ -340,6 +347,10 @@ class WebAccessError(ToolError):
         self.url = url
         self.reason = reason
         self.status = status
+
+
+class CannotConvert(AgentScopeTeamsError, ValueError):
+    """The AgentScope data has something this project cannot represent without changing behaviour."""
 
 
 class SyncCallInsideLoopError(AgentScopeTeamsError, RuntimeError):

@@ -54,6 +54,8 @@ ERROR_NAMES = {
     "AgentScopeTeamsError",
     "ConfigurationError",
     "MissingDependencyError",
+    "OptionError",
+    "CannotConvert",
     "StoreError",
     "VersionConflict",
     "LeaseLostError",
@@ -201,3 +203,44 @@ def test_the_top_level_import_stays_cheap() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+#: Exception classes outside the tree: private signals, each caught inside the package (a retry
+#: request, a parser's timeout or refusal, a pydantic validator's ValueError, a closed stdout).
+INTERNAL_SIGNALS = {
+    "agentscope_teams.agentscope_import.sources._Unrepresentable",
+    "agentscope_teams.cli.exits.StdoutClosed",
+    "agentscope_teams.mcp.connection.ServerGone",
+    "agentscope_teams.schema_guard._TooSlow",
+    "agentscope_teams.store.sql.database.Retry",
+    "agentscope_teams.subagents._fields.BadToolEntry",
+    "agentscope_teams.subagents._fields.BadOutputSchema",
+    "agentscope_teams.teams.queue.TeamChanged",
+    "agentscope_teams.tools.shell_parse.Unparsed",
+}
+
+
+def test_every_exception_class_is_in_the_tree_or_a_listed_internal_signal() -> None:
+    """docs/architecture.md and errors.py promise one tree: a new exception class joins it."""
+    outside = set()
+    for name in _package_modules():
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == name
+                and not issubclass(value, errors.AgentScopeTeamsError)
+            ):
+                outside.add(f"{name}.{attr}")
+    assert outside <= INTERNAL_SIGNALS, (
+        f"put these under AgentScopeTeamsError: {outside - INTERNAL_SIGNALS}"
+    )
+
+
+def test_errors_moved_into_the_tree_keep_their_old_home_and_base() -> None:
+    from agentscope_teams.agentscope_import import CannotConvert
+
+    assert CannotConvert is errors.CannotConvert
+    assert issubclass(CannotConvert, ValueError)
+    assert issubclass(errors.OptionError, TypeError)

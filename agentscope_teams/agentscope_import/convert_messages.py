@@ -16,12 +16,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from ..errors import CannotConvert as CannotConvert  # re-exported: its home before errors.py
 from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
-
-
-class CannotConvert(ValueError):
-    """The AgentScope data has something this project cannot represent without changing behaviour."""
-
 
 _ERROR_STATES = {"error", "denied", "interrupted"}
 _MSG_EXTRAS = ("usage", "finished_at", "finished_reason", "structured_output", "error")

@@ -7,6 +7,7 @@ recorded in the store (:class:`RunRecord`), isolated run directories are cleaned
 
 from .extension import SubagentExtension
 from .inbox import Inbox, Notice
+from .options import SubagentOptions
 from .runs import RunBook, RunRecord, RunStatus, child_session_id
 from .spec import (
     CLAUDE_CODE_TOOLS,
@@ -35,6 +36,7 @@ __all__ = [
     "SpecLoadResult",
     "SpecWarning",
     "SubagentExtension",
+    "SubagentOptions",
     "SubagentSpec",
     "WorkspaceConfig",
     "WorkspaceMode",
