@@ -49,10 +49,7 @@ def _alias_builder(alias: str) -> ModelBuilder:
 
 
 def _anthropic(model: str, **kwargs: Any) -> ChatModel:
-    try:  # the SDK is an extra, imported on first use
-        from .anthropic import AnthropicChatModel
-    except MissingDependencyError as exc:
-        raise MissingDependencyError(f"the model {model!r}", exc.extra, exc.missing) from None
+    from .anthropic import AnthropicChatModel  # the SDK is an extra, imported on first use
 
     return AnthropicChatModel(model, **kwargs)
 

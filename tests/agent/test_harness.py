@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from agentscope_teams import HarnessAgent
-from agentscope_teams.agent import CallScope, Extension
+from agentscope_teams.agent import CallScope, Extension, SessionAgent
 from agentscope_teams.agent import hitl as hitl_mod
 from agentscope_teams.agent.harness import DEFAULT_STORE_DIR
 from agentscope_teams.context import RuntimeContext
@@ -61,8 +61,12 @@ def test_configurations_that_cannot_work_fail_at_construction(
 
 
 def test_a_store_that_is_not_one_is_named_before_any_deployment_check(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="store must implement BaseStore, got dict"):
+    with pytest.raises(
+        ConfigurationError, match="'store' must be BaseStore or str or None, got dict"
+    ):
         HarnessAgent("lead", ScriptedModel([]), workspace=tmp_path, store={}, replicas=2)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="store must implement BaseStore, got dict"):
+        SessionAgent("lead", ScriptedModel([]), workspace=tmp_path, store={}, replicas=2)  # type: ignore[arg-type]
 
 
 async def test_replicas_and_remote_workspace_work_with_redis(tmp_path: Path) -> None:
