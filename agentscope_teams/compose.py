@@ -92,13 +92,14 @@ def extensions_from_specs(
     skills: SkillLibrary | None = None,
     hooks: Hooks | None = None,
     trust: ProjectTrust | None = None,
+    lease_ttl: float | None = None,
     **subagent_options: Unpack[SubagentOptions],
 ) -> list[Extension]:
     """The subagent extension for ``specs`` and, when ``teams`` (default: a top-level agent, depth
     0), a team lead extension whose candidate members are the same specs and models.
 
     ``subagent_options`` (:class:`~.subagents.options.SubagentOptions`) go to
-    :meth:`SubagentExtension.build`; ``team_options`` to :class:`TeamLeadExtension`
+    :meth:`SubagentExtension.build` (with ``lease_ttl``, default: the agent's); ``team_options`` to :class:`TeamLeadExtension`
     (``run_members``, ``member_model``, ``task_lease``, ...). Both are checked here: an unknown
     option is an :class:`~agentscope_teams.errors.OptionError`. With ``mcp``, children and members
     get the MCP tools their spec selects.
@@ -107,10 +108,17 @@ def extensions_from_specs(
     from .subagents.extension import SubagentExtension
     from .teams.extension import TeamLeadExtension
 
-    check_subagent_options("subagent options", subagent_options)
+    check_subagent_options("extensions_from_specs", subagent_options)
     check_keywords("team_options", team_options or {}, TeamLeadExtension)
     sub = SubagentExtension.build(
-        agent, specs, mcp=mcp, skills=skills, hooks=hooks, trust=trust, **subagent_options
+        agent,
+        specs,
+        mcp=mcp,
+        skills=skills,
+        hooks=hooks,
+        trust=trust,
+        lease_ttl=lease_ttl,
+        **subagent_options,
     )
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:

@@ -22,17 +22,16 @@ from .. import tracing
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
-from ..context import RuntimeContext
 from ..errors import ConfigurationError, ToolError
 from ..hooks import Hooks, spec_hooks
 from ..hooks.sources import gated
-from ..mcp.tools import is_mcp_name
 from ..message import Msg
 from ..model.base import ChatModel
-from ..skills import Skill, SkillExtension, SkillLibrary
+from ..skills import SkillLibrary
 from ..tools import Tool
 from ..trust import ProjectTrust
 from .child import build_child, fork_snapshot
+from .child_setup import check_run_limits, child_skills, repository_for, warn_about
 from .inbox import acknowledge, take
 from .memo import SubagentMemo
 from .memory import AgentMemory
@@ -41,11 +40,11 @@ from .pool import specs_from
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
 from .runtime import Handle, Launch, Runner
 from .spawn import ModelPool
-from .spec import ContextMode, IsolationMode, SubagentSpec, WorkspaceMode
+from .spec import ContextMode, SubagentSpec, WorkspaceMode
 from .stops import subagent_start, subagent_stop
 from .tools import bind_tools
 from .workspace import prepare, run_dir, slot_for
-from .worktree import Worktree, branch_name, repository_of
+from .worktree import Worktree, branch_name
 from .worktree import create as create_worktree
 from .worktree import finish as finish_worktree
 
@@ -67,28 +66,6 @@ class _CallData:
 
     inbox: ReadMark = field(default_factory=ReadMark)
     swept: bool = False
-
-
-def _warn(agent: AgentView, spec: SubagentSpec) -> None:
-    own = [t for t in spec.tools or [] if not is_mcp_name(t) and not t.startswith("agent_")]
-    unknown = agent.toolkit.unknown(own)
-    if unknown:
-        log.warning("subagent %s: %s are not tools of %s; ignored", spec.name, unknown, agent.name)
-    path = spec.workspace.path
-    if path is not None and spec.workspace.mode is WorkspaceMode.SHARED:
-        log.warning("subagent %s: workspace.path is ignored in shared mode", spec.name)
-    elif path is not None and not path.is_dir():
-        log.warning("subagent %s: workspace.path %s is not a directory", spec.name, path)
-
-
-class PreloadedSkills(Extension):
-    """A child's ``skills:``, whole, at the end of its system prompt (Claude Code preloads them)."""
-
-    def __init__(self, skills: list[Skill]) -> None:
-        self.text = "\n\n".join(s.full_text() for s in skills)
-
-    def system_prompt(self, scope: CallScope) -> str:
-        return self.text
 
 
 class SubagentExtension(Extension):
@@ -166,7 +143,7 @@ class SubagentExtension(Extension):
             raise ConfigurationError(f"lease_ttl must be > 0 seconds, got {ttl!r}")
         loaded = specs_from(specs, model_aliases=model_aliases)
         for spec in loaded.values():
-            _warn(agent, spec)
+            warn_about(agent, spec)
         root = Path(workspace_root).resolve() if workspace_root is not None else agent.workspace
         return cls(
             agent,
@@ -255,7 +232,7 @@ class SubagentExtension(Extension):
         """Register a run (limits checked under a per-session lock), prepare it and start it."""
         book = RunBook.for_ctx(self.agent.store, scope.ctx)
         model = self.model_for(spec)
-        repo = await self._repository(scope, spec)
+        repo = await repository_for(spec, scope.env.workspace)
         async with self.runner.lock((*book.scope, self.agent.name)):
             run = await self._register(scope, book, spec, task, label, background, continues, repo)
         child, finishers = await self._prepare(scope, book, spec, model, run, repo)
@@ -293,7 +270,7 @@ class SubagentExtension(Extension):
         (under the caller's per-session lock)."""
         agent, ctx = self.agent, scope.ctx
         active = [r for r in await book.list() if r.parent_agent == agent.name]
-        self._check_limits([r for r in active if r.status.active], spec, label)
+        check_run_limits([r for r in active if r.status.active], self.max_concurrent, spec, label)
         run_id = new_run_id()
         slot = slot_for(run_id, label)
         isolated = spec.workspace.mode is WorkspaceMode.ISOLATED or repo is not None
@@ -322,20 +299,6 @@ class SubagentExtension(Extension):
         attrs = {names.RUN_ID: run_id, names.SPEC: spec.name, names.BACKGROUND: background}
         tracing.event(names.SUBAGENT_SPAWN, attrs)
         return record, lease, workspace
-
-    def _check_limits(self, active: list[RunRecord], spec: SubagentSpec, label: str | None) -> None:
-        """A tool error when the session runs ``max_concurrent`` runs, or ``label`` is in use."""
-        if len(active) >= self.max_concurrent:
-            raise ToolError(
-                f"too many subagent runs: {len(active)} are running and the limit is "
-                f"{self.max_concurrent} per session; wait for one (agent_wait) or cancel one"
-            )
-        busy = [r.run_id for r in active if label and r.spec == spec.name and r.label == label]
-        if busy:
-            raise ToolError(
-                f"label {label!r} of agent {spec.name} is in use by running run {busy[0]}; "
-                "send it a message (agent_send), wait for it, or use another label"
-            )
 
     async def _prepare(
         self,
@@ -403,21 +366,8 @@ class SubagentExtension(Extension):
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
         if agent.depth + 1 < self.max_depth and spec.may_spawn:
             child.extensions.append(self._for_child(child.view, spec.allowed_agents))
-        child.extensions += await self._skills_for(spec, scope.ctx)
+        child.extensions += await child_skills(self.skills, spec, scope.ctx)
         return child
-
-    async def _repository(self, scope: CallScope, spec: SubagentSpec) -> Path | None:
-        """The git checkout an ``isolation: worktree`` run branches from (None for other specs)."""
-        if spec.isolation is not IsolationMode.WORKTREE:
-            return None
-        repo = await repository_of(scope.env.workspace)
-        if repo is None:
-            raise ToolError(
-                f"agent {spec.name} has `isolation: worktree`, but the workspace "
-                f"{scope.env.workspace} is not inside a git repository; run the agent in a git "
-                "checkout or remove `isolation` from the spec"
-            )
-        return repo
 
     def _hooks_for(self, spec: SubagentSpec) -> Hooks:
         """A child's hooks: the agent's, and its spec's own ``hooks:`` when they may run (a spec
@@ -451,25 +401,6 @@ class SubagentExtension(Extension):
             hooks=self.hooks,
             trust=self.trust,
         )
-
-    async def _skills_for(self, spec: SubagentSpec, ctx: RuntimeContext) -> list[Extension]:
-        """The child's skill extensions: its ``skills:`` preloaded, and the ``skill`` tool when its
-        ``tools:`` allows it (no list, or one naming ``Skill``)."""
-        if not self.skills:
-            if spec.skills:
-                log.warning("subagent %s lists skills but no skill folder is configured", spec.name)
-            return []
-        found: list[Extension] = []
-        if spec.skills:
-            available = await self.skills.skills(ctx)
-            missing = [n for n in spec.skills if n not in available]
-            if missing:
-                log.warning("subagent %s: skills %s not found; not preloaded", spec.name, missing)
-            loaded = [available[n] for n in spec.skills if n in available]
-            found.append(PreloadedSkills(loaded))
-        if spec.tools is None or "skill" in spec.tools:
-            found.append(SkillExtension(self.skills))
-        return found
 
     async def aclose(self) -> None:
         """Stop the runs this process executes (they become ``lost``, with a notice)."""

@@ -1,0 +1,96 @@
+"""What a run needs checked or set up beside its spec: the session's run limits, the repository an
+``isolation: worktree`` run branches from, the skills the child preloads or may load, and the
+warnings about a spec that asks for what this agent does not have (logged when specs load)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..agent.extension import AgentView, CallScope, Extension
+from ..context import RuntimeContext
+from ..errors import ToolError
+from ..mcp.tools import is_mcp_name
+from ..skills import Skill, SkillExtension, SkillLibrary
+from .runs import RunRecord
+from .spec import IsolationMode, SubagentSpec, WorkspaceMode
+from .worktree import repository_of
+
+log = logging.getLogger("agentscope_teams.subagents.extension")  # the name users filter on
+
+
+def warn_about(agent: AgentView, spec: SubagentSpec) -> None:
+    """Log what in ``spec`` ``agent`` cannot give: unknown tools, an unusable workspace path."""
+    own = [t for t in spec.tools or [] if not is_mcp_name(t) and not t.startswith("agent_")]
+    unknown = agent.toolkit.unknown(own)
+    if unknown:
+        log.warning("subagent %s: %s are not tools of %s; ignored", spec.name, unknown, agent.name)
+    path = spec.workspace.path
+    if path is not None and spec.workspace.mode is WorkspaceMode.SHARED:
+        log.warning("subagent %s: workspace.path is ignored in shared mode", spec.name)
+    elif path is not None and not path.is_dir():
+        log.warning("subagent %s: workspace.path %s is not a directory", spec.name, path)
+
+
+class PreloadedSkills(Extension):
+    """A child's ``skills:``, whole, at the end of its system prompt (Claude Code preloads them)."""
+
+    def __init__(self, skills: list[Skill]) -> None:
+        self.text = "\n\n".join(s.full_text() for s in skills)
+
+    def system_prompt(self, scope: CallScope) -> str:
+        return self.text
+
+
+async def child_skills(
+    skills: SkillLibrary | None, spec: SubagentSpec, ctx: RuntimeContext
+) -> list[Extension]:
+    """The child's skill extensions: its ``skills:`` preloaded, and the ``skill`` tool when its
+    ``tools:`` allows it (no list, or one naming ``Skill``)."""
+    if not skills:
+        if spec.skills:
+            log.warning("subagent %s lists skills but no skill folder is configured", spec.name)
+        return []
+    found: list[Extension] = []
+    if spec.skills:
+        available = await skills.skills(ctx)
+        missing = [n for n in spec.skills if n not in available]
+        if missing:
+            log.warning("subagent %s: skills %s not found; not preloaded", spec.name, missing)
+        loaded = [available[n] for n in spec.skills if n in available]
+        found.append(PreloadedSkills(loaded))
+    if spec.tools is None or "skill" in spec.tools:
+        found.append(SkillExtension(skills))
+    return found
+
+
+def check_run_limits(
+    active: list[RunRecord], max_concurrent: int, spec: SubagentSpec, label: str | None
+) -> None:
+    """A tool error when the session's ``active`` runs reach ``max_concurrent``, or ``label`` is
+    in use by a running run of ``spec``."""
+    if len(active) >= max_concurrent:
+        raise ToolError(
+            f"too many subagent runs: {len(active)} are running and the limit is "
+            f"{max_concurrent} per session; wait for one (agent_wait) or cancel one"
+        )
+    busy = [r.run_id for r in active if label and r.spec == spec.name and r.label == label]
+    if busy:
+        raise ToolError(
+            f"label {label!r} of agent {spec.name} is in use by running run {busy[0]}; "
+            "send it a message (agent_send), wait for it, or use another label"
+        )
+
+
+async def repository_for(spec: SubagentSpec, workspace: Path) -> Path | None:
+    """The git checkout an ``isolation: worktree`` run branches from (None for other specs)."""
+    if spec.isolation is not IsolationMode.WORKTREE:
+        return None
+    repo = await repository_of(workspace)
+    if repo is None:
+        raise ToolError(
+            f"agent {spec.name} has `isolation: worktree`, but the workspace "
+            f"{workspace} is not inside a git repository; run the agent in a git "
+            "checkout or remove `isolation` from the spec"
+        )
+    return repo
