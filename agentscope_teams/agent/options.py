@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import enum
 import inspect
+import os
 import types
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -99,8 +100,9 @@ def check_keywords(where: str, options: Mapping[str, Any], target: Callable[...,
 
 
 def fits(value: Any, hint: Any) -> bool:
-    """Whether ``value`` fits the type ``hint`` (unions, ``Literal``, classes, enums by value,
-    and the items of mappings, lists and tuples; other forms are not checked)."""
+    """Whether ``value`` fits the type ``hint`` (unions, ``Literal``, classes, enums by value, any
+    ``os.PathLike`` for ``Path``, and the items of mappings, lists and tuples; other forms are not
+    checked)."""
     origin = typing.get_origin(hint)
     if hint is Any:
         return True
@@ -116,6 +118,8 @@ def fits(value: Any, hint: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if hint is Path:
+        return isinstance(value, os.PathLike)  # what Path() accepts besides str
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return value in hint.__members__.values() or value in {m.value for m in hint}
     return not isinstance(hint, type) or isinstance(value, hint)
