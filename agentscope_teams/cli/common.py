@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeAlias, cast
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from rich.console import Console
@@ -175,14 +176,26 @@ async def open_store(url: str) -> AsyncIterator[BaseStore]:
         except (AgentScopeTeamsError, KeyboardInterrupt, anyio.get_cancelled_exc_class()):
             raise
         except Exception as exc:
-            raise CommandError(
-                f"cannot open the store {redact_url(url)}: {error_text(exc)}; check the URL's "
-                f"database and query parameters (forms: {STORE_FORMS}; see "
-                "docs/reference/stores.md)"
-            ) from exc
+            raise CommandError(store_problem(url, exc)) from exc
         # store_from_url is annotated as returning StoreBackend (the plumbing base class); every
         # backend it builds implements the BaseStore protocol.
         yield cast(BaseStore, store)
+
+
+def store_problem(url: str, exc: Exception) -> str:
+    """The one line for a store that could not be built or opened (password hidden). A
+    ``TypeError`` from a URL with query parameters is the backend refusing one of them."""
+    where = f"cannot open the store {redact_url(url)}"
+    params = sorted({k for k, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)})
+    if isinstance(exc, TypeError) and params:
+        return (
+            f"{where}: its backend does not take the query parameter(s) {', '.join(params)}; "
+            "remove them or use the options listed in docs/reference/stores.md"
+        )
+    return (
+        f"{where}: {error_text(exc)}; check the URL's host, database and query parameters "
+        f"(forms: {STORE_FORMS}; see docs/reference/stores.md)"
+    )
 
 
 def error_text(exc: BaseException) -> str:

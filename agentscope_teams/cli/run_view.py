@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..events import AgentEvent, ModelCallEndEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
+from ..events import (
+    AgentEvent,
+    ModelCallEndEvent,
+    RequireUserConfirmEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ..teams import Task, TeamMessage
 from .common import abbreviate, print_json_line
 from .safe_text import terminal_safe
@@ -80,6 +87,12 @@ class RunView:
             self._line(f"-> {call.name}({abbreviate(_args(call.input), 100)})")
         elif isinstance(event, ToolResultEvent):
             self._result(event)
+        elif isinstance(event, RequireUserConfirmEvent):
+            names = ", ".join(c.name for c in event.tool_calls)
+            self._line(
+                f"?? {names} needs confirmation, which run cannot ask for: the reply stops here "
+                "(allow the tool with a permission rule, or answer through the Python API)"
+            )
 
     def _result(self, event: ToolResultEvent) -> None:
         result = event.result

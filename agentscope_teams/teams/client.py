@@ -142,7 +142,7 @@ class LocalTeamClient(TeamRegistry):
         return team, Mailbox(self.store, self._keys(team_id))
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = ()
+        self, name: str, lead: str = "lead", members: Sequence[Member] = (), description: str = ""
     ) -> Team:
         name = limits.name(name, "team name")
         names = [limits.name(lead, "lead"), *(m.name for m in members)]
@@ -155,6 +155,7 @@ class LocalTeamClient(TeamRegistry):
         team = Team(
             id=new_id("team-"),
             name=name,
+            description=description,
             lead=lead,
             members=list(members),
             trace_context=tracing.carrier(),
