@@ -239,7 +239,8 @@ def model_name_problem(s: str) -> str | None:
         return _operator_only_problem(s)
     if name.startswith("claude-") and ":" not in name:
         return None
-    return _unknown(s)
+    schemes = ", ".join(_usage(n) for n in registered_schemes())
+    return f"unknown model {s!r}: use one of {schemes}, a Claude alias or a registered model"
 
 
 def resolve_model(model: str | ChatModel, **kwargs: Any) -> ChatModel:
@@ -277,9 +278,13 @@ def _operator_only_problem(s: str) -> str | None:
     )
 
 
+def _usage(scheme: str) -> str:
+    row = _lookup(scheme)
+    return row.usage if row is not None else f"'{scheme}:...'"
+
+
 def _unknown(s: str) -> str:
-    rows = {**_installed(), **_SCHEMES}
-    schemes = ", ".join(rows[n].usage for n in registered_schemes() if n in rows)
+    schemes = ", ".join(_usage(n) for n in registered_schemes())
     names = ", ".join(f"'{n}'" for n in registered_models())
     return f"unknown model provider in {s!r}: use one of {schemes}" + (
         f", or a registered model ({names})" if names else ""
