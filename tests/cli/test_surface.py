@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from agentscope_teams.store import InMemoryStore
 from agentscope_teams.subagents import load_specs
 from agentscope_teams.teams import Task, TaskStatus
 
-from .conftest import CLI, Cli
+from .conftest import CLI, REPO, Cli
 
 SPEC = "---\nname: explorer\ndescription: explores\n---\nYou explore the files.\n"
 
@@ -195,7 +196,7 @@ def test_ctrl_c_ends_the_line_and_says_how_to_continue(cli: Cli) -> None:
     assert out.endswith("A partial ans\n")
     lines = err.splitlines()
     assert "interrupted" in lines, err
-    assert "Traceback" not in err and "destroyed" not in err
+    assert "Traceback" not in err and "destroyed" not in err and "never awaited" not in err
     assert any("agentscope-teams run --session s-42 --user alice" in line for line in lines)
     listed = cli("sessions", "list", "--user", "alice", "--json")
     assert "s-42" in listed.stdout, listed.stderr
@@ -225,3 +226,23 @@ def test_model_from_string_names_every_scheme_when_it_knows_none() -> None:
         model_from_string("nope:x")
     for usage in ("'scripted:FILE'", "'python:package.module:attribute'", "'openai:<model>'"):
         assert usage in str(info.value)
+
+
+def test_runs_with_a_team_leave_no_task_pending(cli: Cli) -> None:
+    """The lead, a subagent and a team member, several times: nothing is left pending when the
+    event loop ends (no "Task was destroyed but it is pending!", no coroutine never awaited)."""
+    here = cli.tmp_path / "work"
+    shutil.copytree(REPO / "examples" / "sample_project", here / "examples" / "sample_project")
+    example = REPO / "examples" / "scripted_run"
+    args = [
+        "run",
+        "--specs",
+        str(example / "specs"),
+        "--model",
+        f"scripted:{example / 'script.yaml'}",
+    ]
+    for _ in range(3):
+        done = cli.run(*args, "Survey", "--store", cli.url, cwd=here)
+        assert done.returncode == 0, done.stderr
+        assert "destroyed" not in done.stderr and "never awaited" not in done.stderr, done.stderr
+        assert "Task was" not in done.stdout
