@@ -1,14 +1,17 @@
-"""``agentscope-teams run --specs DIR "prompt"``: one turn of a lead agent with subagents.
+"""``agentscope-teams run [--specs DIR] "prompt"``: one turn of a lead agent with subagents.
 
-The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools; its
-workspace is the current directory. The model comes from ``--model`` or from the API key found in
-the environment. Without a key, ``--model scripted:FILE`` replays model turns from a file (see
-:mod:`.scripted_file`; ``examples/scripted_run/`` has one that spawns a subagent and builds a team).
-The output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board
-and messages, then a summary. The project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in
-its spec files) start only if the project is trusted (``--trust-project``, :mod:`.trust_cmd`);
-otherwise a note on stderr names them and says how to enable them. ``--sandbox`` chooses where
-the ``bash`` tool runs commands (:mod:`.sandbox_option`).
+The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools; with
+no ``--specs`` and no ``./specs`` it works alone. Its workspace is the current directory. The model
+comes from ``--model`` (any string :func:`~agentscope_teams.model.model_from_string` reads:
+``scripted:FILE`` replays model turns from a file, see :mod:`agentscope_teams.model.script_file`;
+``python:module:attr`` loads one from code) or from the API key found in the environment. The
+output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board and
+messages, then a summary; Ctrl-C ends the open line and prints the ``--session`` to continue with.
+``--mcp-config`` gives the lead (and the specs that select them) an operator's MCP servers. The
+project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files) start only if the
+project is trusted (``--trust-project``, :mod:`.trust_cmd`); otherwise a note on stderr names them
+and says how to enable them. ``--sandbox`` chooses where the ``bash`` tool runs commands
+(:mod:`.sandbox_option`).
 """
 
 from __future__ import annotations

@@ -80,6 +80,12 @@ def register(subparsers: SubParsers) -> None:
         default=Path("specs"),
         help="spec directory of the members it runs (default: ./specs, from the current directory)",
     )
+    _add_run_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How many members, how often, which leases, workspace, orgs, MCP, sandbox, metrics."""
     parser.add_argument(
         "--max-members",
         metavar="N",
@@ -139,7 +145,6 @@ def register(subparsers: SubParsers) -> None:
         default="127.0.0.1",
         help="address of --metrics-port (default 127.0.0.1; no authentication: keep it private)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def mcp_config_path(args: argparse.Namespace) -> Path | None:
