@@ -13,6 +13,9 @@ T = TypeVar("T")
 #: ``Msg.metadata`` key of a reply's structured output (its JSON data).
 OUTPUT_KEY = "output"
 _OUTPUT_SLOT = "_output"
+#: ``Msg.metadata`` key of a team member's wake-up message, ``{"own": [task ids], "free": [task
+#: ids]}``: written by ``teams.work``, read by models that act on the task ids (scripted files).
+TEAM_WAKE_KEY = "team_wake"
 
 
 def new_id(prefix: str = "") -> str:

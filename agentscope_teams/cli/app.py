@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 code = _exit_code(exc)
             sys.stdout.flush()  # a closed stdout is noticed here, not at interpreter exit
         except BaseException as exc:
-            return failure(exc, debug_enabled(args))
+            return failure(exc, debug_enabled(args), getattr(args, "command", None))
         return stdout_closed() if stdout.closed_by_reader else code
 
 

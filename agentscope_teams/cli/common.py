@@ -9,21 +9,25 @@ one that needs the store runs ``with_store(args, body)``, where ``body(store)`` 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shlex
 import textwrap
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeAlias, cast
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from rich.console import Console
 
 from ..context import RuntimeContext
+from ..errors import AgentScopeTeamsError, ConfigurationError, MissingDependencyError
 from ..errors import CommandError as CommandError  # re-exported: the commands raise it
-from ..errors import ConfigurationError
 from ..store.base import BaseStore
+from ..store.redact import redact_url
 from ..store.url import store_from_url
 from .exits import OutputConsole
 from .safe_text import json_safe
@@ -34,6 +38,10 @@ Handler: TypeAlias = Callable[[argparse.Namespace], int]
 STORE_ENV = "AGENTSCOPE_TEAMS_STORE"
 USER_ENV = "AGENTSCOPE_TEAMS_USER"
 ORG_ENV = "AGENTSCOPE_TEAMS_ORG"
+#: The store URL forms, for messages.
+STORE_FORMS = (
+    "memory://, file:///path, sqlite:////path, postgresql://, mysql://, redis://host:port/db"
+)
 #: The session id of the CLI's own context (teams are scoped to org and user, not to a session).
 CLI_SESSION = "cli"
 
@@ -151,12 +159,61 @@ def with_store(args: argparse.Namespace, body: Callable[[BaseStore], Awaitable[i
     url = store_url(args)
 
     async def runner() -> int:
-        async with store_from_url(url) as store:
-            # store_from_url is annotated as returning StoreBackend (the plumbing base class); every
-            # backend it builds implements the BaseStore protocol.
-            return await body(cast(BaseStore, store))
+        async with open_store(url) as store:
+            return await body(store)
 
     return anyio.run(runner)
+
+
+@asynccontextmanager
+async def open_store(url: str) -> AsyncIterator[BaseStore]:
+    """The store of ``url``, opened; whatever building or opening it raises outside the library's
+    own errors (a driver's refusal of a query parameter, Redis refusing the database number)
+    becomes one :class:`CommandError` naming the URL (password hidden) and what to check."""
+    async with AsyncExitStack() as stack:
+        try:
+            store = await stack.enter_async_context(store_from_url(url))
+        except (AgentScopeTeamsError, KeyboardInterrupt, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as exc:
+            raise CommandError(store_problem(url, exc)) from exc
+        # store_from_url is annotated as returning StoreBackend (the plumbing base class); every
+        # backend it builds implements the BaseStore protocol.
+        yield cast(BaseStore, store)
+
+
+def store_problem(url: str, exc: Exception) -> str:
+    """The one line for a store that could not be built or opened (password hidden). A
+    ``TypeError`` from a URL with query parameters is the backend refusing one of them."""
+    where = f"cannot open the store {redact_url(url)}"
+    params = sorted({k for k, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)})
+    if isinstance(exc, TypeError) and params:
+        return (
+            f"{where}: its backend does not take the query parameter(s) {', '.join(params)}; "
+            "remove them or use the options listed in docs/reference/stores.md"
+        )
+    return (
+        f"{where}: {error_text(exc)}; check the URL's host, database and query parameters "
+        f"(forms: {STORE_FORMS}; see docs/reference/stores.md)"
+    )
+
+
+def error_text(exc: BaseException) -> str:
+    """``exc`` as ``Type: message`` on one line (the message alone for the library's errors)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return message if isinstance(exc, AgentScopeTeamsError) else f"{type(exc).__name__}: {message}"
+
+
+def require_mcp(config: Path, who: str) -> None:
+    """A :class:`MissingDependencyError` when ``config`` names MCP servers for ``who`` and the
+    ``mcp`` extra is not installed."""
+    from ..mcp.config import load_mcp_json
+
+    servers = load_mcp_json(config)
+    if servers and importlib.util.find_spec("mcp") is None:
+        raise MissingDependencyError(
+            f"{config} configures MCP servers {sorted(servers)} for {who}, which", "mcp", ["mcp"]
+        )
 
 
 def not_available(command: str) -> int:

@@ -30,6 +30,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 from ..errors import AgentScopeTeamsError
+from .extras import missing_module_message
 from .safe_text import terminal_safe
 
 EXIT_OK = 0
@@ -37,6 +38,9 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141
+
+#: The width of output to a pipe: wide enough that no table cell wraps.
+PIPE_WIDTH = 10_000
 
 #: Errors whose message is enough; any other exception is also named by its type.
 REPORTED_ERRORS = (AgentScopeTeamsError, ValueError, KeyError, OSError)
@@ -97,7 +101,15 @@ class SafeConsole(Console):
 
 class OutputConsole(SafeConsole):
     """A rich console on stdout whose closed pipe raises :class:`StdoutClosed` (rich's default
-    raises ``SystemExit(1)``), so every command stops the same way."""
+    raises ``SystemExit(1)``), so every command stops the same way.
+
+    Piped (not a terminal) and without ``$COLUMNS``, lines are as wide as their content
+    (:data:`PIPE_WIDTH`): an id is never folded at 80 columns for the program reading it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if "width" not in kwargs and not self.is_terminal and not os.environ.get("COLUMNS"):
+            self.width = PIPE_WIDTH
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -122,8 +134,11 @@ def stdout_closed() -> int:
     return EXIT_STDOUT_CLOSED
 
 
-def failure(exc: BaseException, debug: bool) -> int:
-    """Report ``exc`` (one line, or nothing for a closed stdout) and return the exit code."""
+def failure(exc: BaseException, debug: bool, command: str | None = None) -> int:
+    """Report ``exc`` (one line, or nothing for a closed stdout) and return the exit code.
+
+    A missing optional module (``ModuleNotFoundError``) is told with the extra that installs it
+    (:mod:`.extras`); ``command`` names the command in that line."""
     leaves = _leaves(exc)
     if any(_stdout_closed(leaf) for leaf in leaves):
         return stdout_closed()
@@ -134,7 +149,9 @@ def failure(exc: BaseException, debug: bool) -> int:
         traceback.print_exception(exc, file=sys.stderr)
     first = leaves[0]
     message = error_message(first)
-    if not isinstance(first, REPORTED_ERRORS):
+    if isinstance(first, ModuleNotFoundError) and not isinstance(first, AgentScopeTeamsError):
+        message = missing_module_message(first, command)
+    elif not isinstance(first, REPORTED_ERRORS):
         message = (
             f"unexpected {type(first).__name__}: {message} (rerun with --debug for the traceback)"
         )

@@ -26,13 +26,13 @@ from ..model import ChatModel, model_from_string
 from ..review.offline_files import skipped_dir
 from ..review.offline_lead import SPECS_DIR
 from ..review.offline_model import OfflineReviewModel
-from ..store.url import store_from_url
 from ..tracing import metering
 from .common import (
     CommandError,
     SubParsers,
     add_command,
     add_json_option,
+    open_store,
     print_json_line,
     store_url,
 )
@@ -189,7 +189,7 @@ async def _resumed_config(args: argparse.Namespace) -> ReviewConfig:
     if args.path is not None:
         raise CommandError("--resume continues a review from the store: pass no PATH with it")
     session = None if args.resume == LATEST else args.resume
-    async with store_from_url(store_url(args)) as store:
+    async with open_store(store_url(args)) as store:
         found = await find_interrupted(store, session)
     record = found.record
     check_resumable(record)

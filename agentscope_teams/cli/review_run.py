@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
 import anyio
 from anyio.abc import Process
@@ -37,12 +37,11 @@ from ..review.engines import require_engines
 from ..review.report import Changes, board_findings, review_report
 from ..sessions import SessionStorage
 from ..store.base import BaseStore, shared_across_processes
-from ..store.url import store_from_url
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMessage, TeamStatus
 from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
 from ..tracing.usage import METER
-from .common import STORE_ENV, CommandError
+from .common import STORE_ENV, CommandError, open_store
 from .review_changes import LEAD_GIT_TOOLS, ChangedSince
 from .review_resume import LEAD, RESUME_INSTRUCTION, Interrupted, ReviewRecord, record_review
 from .review_stats import summarize
@@ -258,7 +257,7 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
     resume = cfg.resume
     ctx = RuntimeContext(session_id=resume.session_id if resume else new_id("review-"))
     async with AsyncExitStack() as stack:
-        store = cast(BaseStore, await stack.enter_async_context(store_from_url(cfg.store_url)))
+        store = await stack.enter_async_context(open_store(cfg.store_url))
         await _check_shared(store, cfg.workers)
         if resume is None:
             await record_review(store, ctx.session_id, cfg.record())

@@ -1,24 +1,29 @@
-"""``agentscope-teams run --specs DIR "prompt"``: one turn of a lead agent with subagents.
+"""``agentscope-teams run [--specs DIR] "prompt"``: one turn of a lead agent with subagents.
 
-The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools; its
-workspace is the current directory. The model comes from ``--model`` or from the API key found in
-the environment. Without a key, ``--model scripted:FILE`` replays model turns from a file (see
-:mod:`.scripted_file`; ``examples/scripted_run/`` has one that spawns a subagent and builds a team).
-The output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board
-and messages, then a summary. The project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in
-its spec files) start only if the project is trusted (``--trust-project``, :mod:`.trust_cmd`);
-otherwise a note on stderr names them and says how to enable them. ``--sandbox`` chooses where
-the ``bash`` tool runs commands (:mod:`.sandbox_option`).
+The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools; with
+no ``--specs`` and no ``./specs`` it works alone. Its workspace is the current directory. The model
+comes from ``--model`` (any string :func:`~agentscope_teams.model.model_from_string` reads:
+``scripted:FILE`` replays model turns from a file, see :mod:`agentscope_teams.model.script_file`;
+``python:module:attr`` loads one from code) or from the API key found in the environment. The
+output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board and
+messages, then a summary; Ctrl-C ends the open line and prints the ``--session`` to continue with.
+``--mcp-config`` gives the lead (and the specs that select them) an operator's MCP servers. The
+project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files) start only if the
+project is trusted (``--trust-project``, :mod:`.trust_cmd`); otherwise a note on stderr names them
+and says how to enable them. ``--sandbox`` chooses where the ``bash`` tool runs commands
+(:mod:`.sandbox_option`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 import uuid
 from contextlib import aclosing
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -27,28 +32,28 @@ from ..compose import HarnessAgent
 from ..context import RuntimeContext
 from ..events import ToolResultEvent
 from ..model import ChatModel
-from ..model.factory import CLAUDE_ALIASES
-from ..store.base import BaseStore
+from ..model.factory import CLAUDE_ALIASES, model_from_string
+from ..model.script_file import PREFIX as SCRIPTED
 from ..subagents import load_specs
 from ..teams import LocalTeamClient
-from ..teams.worker import model_option
-from ..tracing import metering
+from ..tracing import UsageMeter, metering
 from .common import (
     CommandError,
     SubParsers,
     add_command,
     add_identity_options,
     add_json_option,
+    identity_flags,
     print_json_line,
+    require_mcp,
     spec_directory,
     with_store,
 )
+from .exits import EXIT_INTERRUPTED
 from .review_cmd import KEY_DEFAULTS
 from .review_run import Watcher
 from .run_view import RunSummary, RunView
 from .sandbox_option import add_sandbox_option, sandbox_option
-from .scripted_file import PREFIX as SCRIPTED
-from .scripted_file import scripted_model
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
 from .usage_view import usage_json, usage_lines
 
@@ -79,23 +84,35 @@ def register(subparsers: SubParsers) -> None:
         "run",
         help="run a lead agent on a prompt, with the subagents of a spec directory",
         description="Run a lead agent on PROMPT; the subagents in --specs are available to it "
-        "through agent_spawn. The session is stored, so the same --session continues later.",
+        "through agent_spawn (without a spec directory the lead works alone). The session is "
+        "stored, so the same --session continues later.",
         examples=EXAMPLES,
     )
     parser.add_argument("prompt", metavar="PROMPT", help="the user message")
     parser.add_argument(
-        "--specs", metavar="DIR", type=Path, default=Path("specs"), help="subagent spec directory"
+        "--specs",
+        metavar="DIR",
+        type=Path,
+        help="subagent spec directory (default: ./specs if it exists, else no subagents)",
     )
     parser.add_argument(
         "--model",
         metavar="MODEL",
-        help="model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, sonnet; or scripted:FILE, "
-        "model turns from a JSON/YAML file (no key needed): a mapping from 'lead' or a spec "
-        "name to a list of turns, each a string or {text, tool_calls: [{name, input}]}; "
+        help="model, e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5, sonnet; "
+        "python:package.module:attribute (a ChatModel or a function returning one); or "
+        "scripted:FILE, model turns from a JSON/YAML file (no key needed): a mapping from 'lead' "
+        "or a spec name to a list of turns, each a string or {text, tool_calls: [{name, input}]}; "
         "'{task_id}' in an input is the task the agent was woken for",
     )
     parser.add_argument(
         "--session", metavar="SESSION", help="session id to continue (default: a new session)"
+    )
+    parser.add_argument(
+        "--mcp-config",
+        metavar="PATH",
+        type=Path,
+        help="MCP servers for the lead and the tools its subagents' specs select: a .mcp.json or "
+        "a directory holding one (default: the .mcp.json of the --specs project, if trusted)",
     )
     add_trust_option(parser)
     add_identity_options(parser)
@@ -105,13 +122,16 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    specs = spec_directory(args)
+    specs = _specs(args)
     model = _model(args.model, specs)
-    trust = project_trust(args, specs)
-    note = untrusted_note(specs, load_specs(specs, strict=False).specs.values(), trust)
+    project = specs if specs is not None else Path.cwd()
+    trust = project_trust(args, project)
+    loaded = load_specs(specs, strict=False).specs.values() if specs is not None else ()
+    note = untrusted_note(project, loaded, trust)
     if note:
         print(f"note: {note}", file=sys.stderr, flush=True)
-    sandbox = sandbox_option(args)
+    if args.mcp_config is not None:
+        require_mcp(args.mcp_config, "the lead")
     ctx = RuntimeContext(
         session_id=args.session or uuid.uuid4().hex[:12], user_id=args.user, org_id=args.org
     )
@@ -120,56 +140,91 @@ def handle(args: argparse.Namespace) -> int:
     if args.model == "offline" and not args.json:
         print("note: the offline model only plays the code-review team of `review`; "
               "try --model scripted:FILE to see run without a key")  # fmt: skip
-
-    async def body(store: BaseStore) -> int:
-        started = time.monotonic()
-        watcher = Watcher(LocalTeamClient(store, ctx), view)
-        async with HarnessAgent(
-            "lead",
-            model,
-            LEAD_PROMPT,
-            workspace=Path.cwd(),
-            workspace_scope="shared",
-            specs=specs,
-            store=store,
-            trust_project=trust,
-            sandbox=sandbox,
-        ) as lead:
-            # aclosing: an error stops the reply and saves it; the watcher polls the team meanwhile
-            async with (
-                anyio.create_task_group() as tg,
-                aclosing(lead.stream(args.prompt, ctx)) as events,
-            ):
-                tg.start_soon(watcher.run)
-                async for event in events:
-                    view.agent_event(event)
-                    if isinstance(event, ToolResultEvent):
-                        watcher.note(event)
-                tg.cancel_scope.cancel()
-            await watcher.poll()
-        summary.seconds = time.monotonic() - started
-        summary.team_id = watcher.team_id
-        # the token table before the summary, whose last line (run_end, or the session to
-        # continue) stays the last
-        if args.json:
-            print_json_line(usage_json(meter))
-        else:
-            print("\n".join(usage_lines(meter)))
-        view.finish()
-        return 0
-
-    with metering() as meter:
-        return with_store(args, body)
+    lead = partial(
+        HarnessAgent,
+        "lead",
+        model,
+        LEAD_PROMPT,
+        workspace=Path.cwd(),
+        workspace_scope="shared",
+        specs=specs,
+        trust_project=trust,
+        sandbox=sandbox_option(args),
+        mcp_servers=args.mcp_config,
+    )
+    try:
+        with metering() as meter:
+            return with_store(args, lambda store: _run(args, ctx, lead(store=store), view, meter))
+    except KeyboardInterrupt:
+        return _interrupted(args, view, ctx)
 
 
-def _model(name: str | None, specs: Path) -> ChatModel:
-    """``--model`` (``scripted:FILE``, ``python:module:attr``, a provider or registered name),
-    else the model of the API key in the environment."""
-    if name is not None and name.startswith(SCRIPTED):
-        scripted, router = scripted_model(name, LEAD_PROMPT)
-        loaded = load_specs(specs, strict=False).specs
-        router.know_specs({n: spec.system_prompt for n, spec in loaded.items()})
-        return scripted
+async def _run(
+    args: argparse.Namespace,
+    ctx: RuntimeContext,
+    agent: HarnessAgent,
+    view: RunView,
+    meter: UsageMeter,
+) -> int:
+    """One reply of the lead, streamed to ``view`` while a watcher reports its team."""
+    started = time.monotonic()
+    watcher = Watcher(LocalTeamClient(agent.store, ctx), view)
+    async with agent as lead:
+        # aclosing: an error stops the reply and saves it; the watcher polls the team meanwhile
+        async with (
+            anyio.create_task_group() as tg,
+            aclosing(lead.stream(args.prompt, ctx)) as events,
+        ):
+            tg.start_soon(watcher.run)
+            async for event in events:
+                view.agent_event(event)
+                if isinstance(event, ToolResultEvent):
+                    watcher.note(event)
+            tg.cancel_scope.cancel()
+        await watcher.poll()
+    view.summary.seconds = time.monotonic() - started
+    view.summary.team_id = watcher.team_id
+    # the token table before the summary, whose last line (run_end, or the session to
+    # continue) stays the last
+    if args.json:
+        print_json_line(usage_json(meter))
+    else:
+        view.lines(usage_lines(meter))
+    view.finish()
+    return 0
+
+
+def _interrupted(args: argparse.Namespace, view: RunView, ctx: RuntimeContext) -> int:
+    """Ctrl-C: the open line ended, ``interrupted`` on its own line, and how to continue."""
+    view.end_line()
+    again = f"agentscope-teams run --session {shlex.quote(ctx.session_id)}"
+    again += identity_flags(args.user, args.org)
+    if args.specs is not None:
+        again += f" --specs {shlex.quote(str(args.specs))}"
+    if getattr(args, "store", None):
+        again += " --store URL"
+    if args.json:
+        print_json_line({"type": "interrupted", "session_id": ctx.session_id})
+    print(
+        f"interrupted\nsession {ctx.session_id} is saved; continue it with:\n  {again} "
+        '"your next message"',
+        file=sys.stderr,
+        flush=True,
+    )
+    return EXIT_INTERRUPTED
+
+
+def _specs(args: argparse.Namespace) -> Path | None:
+    """``--specs`` (which must exist), else ``./specs`` if it exists, else None: no subagents."""
+    if args.specs is not None:
+        return spec_directory(args)
+    default = Path("specs")
+    return default.resolve() if default.is_dir() else None
+
+
+def _model(name: str | None, specs: Path | None) -> ChatModel:
+    """``--model`` (any string ``model_from_string`` reads; ``scripted:FILE`` learns the lead's
+    and the specs' prompts), else the model of the API key in the environment."""
     if name is None:
         name = next((model for var, model in KEY_DEFAULTS_RUN if os.environ.get(var)), None)
     if name is None:
@@ -178,6 +233,11 @@ def _model(name: str | None, specs: Path) -> ChatModel:
             "or scripted:FILE to try it without a key) or set OPENAI_API_KEY, DASHSCOPE_API_KEY "
             "or ANTHROPIC_API_KEY"
         )
-    model = model_option(name)
-    assert model is not None
-    return model
+    if not name.strip().startswith(SCRIPTED):
+        return model_from_string(name)
+    prompts = {}
+    if specs is not None:
+        prompts = {
+            n: spec.system_prompt for n, spec in load_specs(specs, strict=False).specs.items()
+        }
+    return model_from_string(name, lead_prompt=LEAD_PROMPT, specs=prompts)

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..events import AgentEvent, ModelCallEndEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
+from ..events import (
+    AgentEvent,
+    ModelCallEndEvent,
+    RequireUserConfirmEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ..teams import Task, TeamMessage
 from .common import abbreviate, print_json_line
 from .safe_text import terminal_safe
@@ -61,6 +68,7 @@ class RunView:
     def __init__(self, summary: RunSummary, *, json: bool) -> None:
         self.summary, self.json = summary, json
         self._midline = False  # streamed text was printed without a newline yet
+        self._held: list[str] = []  # board lines waiting for the streamed line to end
         self._board: tuple[tuple[str, int], ...] = ()
 
     def agent_event(self, event: AgentEvent) -> None:
@@ -73,14 +81,18 @@ class RunView:
         if self.json:
             print_json_line(event.model_dump(mode="json"))
         elif isinstance(event, TextDeltaEvent):
-            sys.stdout.write(terminal_safe(event.text, multiline=True))
-            sys.stdout.flush()
-            self._midline = not event.text.endswith("\n")
+            self._stream(terminal_safe(event.text, multiline=True))
         elif isinstance(event, ToolCallEvent):
             call = event.tool_call
             self._line(f"-> {call.name}({abbreviate(_args(call.input), 100)})")
         elif isinstance(event, ToolResultEvent):
             self._result(event)
+        elif isinstance(event, RequireUserConfirmEvent):
+            names = ", ".join(c.name for c in event.tool_calls)
+            self._line(
+                f"?? {names} needs confirmation, which run cannot ask for: the reply stops here "
+                "(allow the tool with a permission rule, or answer through the Python API)"
+            )
 
     def _result(self, event: ToolResultEvent) -> None:
         result = event.result
@@ -110,7 +122,7 @@ class RunView:
             return
         states = ", ".join(f"{c} {s}" for s, c in shown)
         working = [f"{t.owner}: {t.title}" for t in tasks if t.status.value == "in_progress"]
-        self._line(f"[team] tasks: {states}" + (f" ({'; '.join(working)})" if working else ""))
+        self._aside(f"[team] tasks: {states}" + (f" ({'; '.join(working)})" if working else ""))
 
     def message(self, msg: TeamMessage) -> None:
         if self.json:
@@ -118,7 +130,7 @@ class RunView:
             print_json_line({"type": "team_message", **data})
             return
         to = "everyone" if msg.broadcast else msg.recipient
-        self._line(f"[team] {msg.sender} -> {to}: {abbreviate(msg.content, 100)}")
+        self._aside(f"[team] {msg.sender} -> {to}: {abbreviate(msg.content, 100)}")
 
     def finish(self) -> None:
         if self.json:
@@ -130,10 +142,41 @@ class RunView:
         for line in self.summary.lines():
             self._line(line)
 
-    def _line(self, text: str) -> None:
+    def end_line(self) -> None:
+        """End a streamed line left open and print the board lines held for it."""
         if self._midline:
             print()
             self._midline = False
+        held, self._held = self._held, []
+        for text in held:
+            print(terminal_safe(text), flush=True)
+
+    def lines(self, texts: Sequence[str]) -> None:
+        """Whole lines (the token table), each on its own line after any open streamed line."""
+        for text in texts:
+            self._line(text)
+
+    def _stream(self, text: str) -> None:
+        """Streamed text as it comes; held board lines go out where a line of it ends."""
+        done, newline, rest = text.rpartition("\n")
+        if newline:
+            sys.stdout.write(done + newline)
+            self._midline = False
+            self.end_line()
+        sys.stdout.write(rest)
+        sys.stdout.flush()
+        if rest:
+            self._midline = True
+
+    def _aside(self, text: str) -> None:
+        """A board or team line: held while a streamed line is open, so it never cuts it."""
+        if self._midline:
+            self._held.append(text)
+        else:
+            self._line(text)
+
+    def _line(self, text: str) -> None:
+        self.end_line()
         print(terminal_safe(text), flush=True)  # names and content come from the store
 
 

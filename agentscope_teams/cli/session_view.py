@@ -124,7 +124,7 @@ def _message(msg: Msg) -> RenderableType:
         ("  " + timestamp(msg.created_at), "dim"),
     )
     blocks: Iterable[Text] = [_block(b) for b in msg.blocks] or [Text("(empty)", style="dim")]
-    return Group(head, Padding(Group(*blocks), (0, 0, 0, 2)))
+    return Group(head, Padding(Group(*blocks), (0, 0, 0, 2), expand=False))
 
 
 def conversation(record: SessionRecord) -> Group:
@@ -132,10 +132,13 @@ def conversation(record: SessionRecord) -> Group:
     tool calls."""
     parts: list[RenderableType] = [_header(record), Text()]
     if record.state.summary:
-        parts += [Panel(Text(record.state.summary), title="summary", title_align="left"), Text()]
+        parts += [
+            Panel(Text(record.state.summary), title="summary", title_align="left", expand=False),
+            Text(),
+        ]
     if record.state.tasks_context.tasks:
         plan = render_todos(record.state.tasks_context.tasks)
-        parts += [Panel(Text(plan), title="task list", title_align="left"), Text()]
+        parts += [Panel(Text(plan), title="task list", title_align="left", expand=False), Text()]
     if not record.state.context:
         parts.append(Text("(no messages)", style="dim"))
     for msg in record.state.context:

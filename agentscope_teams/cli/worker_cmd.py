@@ -5,7 +5,9 @@ store's team directory; see :mod:`agentscope_teams.teams.worker`. It runs until 
 or SIGTERM), then stops its members and releases their leases so another worker takes them at once.
 With ``--exit-with-parent`` it also stops that way when the process that started it is gone (the
 workers ``review --workers N`` starts, so a killed review leaves none behind).
-``--model python:package.module:attribute`` loads a ChatModel from Python (tests, custom models).
+``--model`` takes every model string ``run --model`` and ``model_from_string`` take, including
+``python:package.module:attribute`` (a ChatModel from Python) and ``scripted:FILE`` (turns from a
+file, under each spec's name).
 
 Members get the MCP tools their spec selects, as in the lead's process: the servers come from
 ``--mcp-config`` (a ``.mcp.json`` or a directory holding one: the operator's, always enabled),
@@ -22,11 +24,11 @@ worker runs (:mod:`.metrics_http`).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -34,11 +36,13 @@ import anyio
 from ..compose import project_mcp_json
 from ..mcp import McpToolset
 from ..mcp.project import project_servers
+from ..model import ChatModel
+from ..model.script_file import ScriptFileModel
 from ..store.base import BaseStore
-from ..subagents.spec import load_specs
+from ..subagents.spec import SubagentSpec, load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust
-from .common import CommandError, SubParsers, add_command, with_store
+from .common import SubParsers, add_command, require_mcp, with_store
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
@@ -66,7 +70,8 @@ def register(subparsers: SubParsers) -> None:
         "--model",
         metavar="MODEL",
         help="model of members whose spec names none, e.g. openai:gpt-4o, "
-        "anthropic:claude-sonnet-4-5 (default: each spec's own model)",
+        "anthropic:claude-sonnet-4-5, python:package.module:attribute or scripted:FILE (as in "
+        "run; the turns under each spec's name) (default: each spec's own model)",
     )
     parser.add_argument(
         "--specs",
@@ -75,6 +80,12 @@ def register(subparsers: SubParsers) -> None:
         default=Path("specs"),
         help="spec directory of the members it runs (default: ./specs, from the current directory)",
     )
+    _add_run_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How many members, how often, which leases, workspace, orgs, MCP, sandbox, metrics."""
     parser.add_argument(
         "--max-members",
         metavar="N",
@@ -134,7 +145,6 @@ def register(subparsers: SubParsers) -> None:
         default="127.0.0.1",
         help="address of --metrics-port (default 127.0.0.1; no authentication: keep it private)",
     )
-    parser.set_defaults(handler=handle)
 
 
 def mcp_config_path(args: argparse.Namespace) -> Path | None:
@@ -158,15 +168,11 @@ def handle(args: argparse.Namespace) -> int:
     mcp = toolset(args, trust)
     specs = load_specs(args.specs).specs
     note = untrusted_note(args.specs, specs.values(), trust)
-    if mcp.servers and importlib.util.find_spec("mcp") is None:
-        raise CommandError(
-            f"{mcp_path} configures MCP servers {sorted(mcp.servers)} for the members, which "
-            "needs the mcp package: pip install 'agentscope-teams[mcp]' (or pass --mcp-config "
-            "with a file without servers)"
-        )
+    if mcp.servers and mcp_path is not None:
+        require_mcp(mcp_path, "the members")
     config = WorkerConfig(
         specs=specs,
-        model=model_option(args.model),
+        model=_model(args.model, specs),
         workspace=args.workspace.resolve() if args.workspace else None,
         max_members=args.max_members,
         poll=args.poll,
@@ -206,6 +212,14 @@ def handle(args: argparse.Namespace) -> int:
         return 0
 
     return with_store(args, body)
+
+
+def _model(name: str | None, specs: Mapping[str, SubagentSpec]) -> ChatModel | None:
+    """``--model``; a ``scripted:FILE`` model learns the specs' prompts to tell members apart."""
+    model = model_option(name)
+    if isinstance(model, ScriptFileModel):
+        model.know_specs({n: spec.system_prompt for n, spec in specs.items()})
+    return model
 
 
 def _mcp_note(mcp: McpToolset, path: Path | None) -> str:

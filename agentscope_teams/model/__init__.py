@@ -1,7 +1,8 @@
 """Chat models: the :class:`ChatModel` protocol, ``OpenAIChatModel`` (extra ``openai``),
 ``AnthropicChatModel`` (extra ``anthropic``), ``ScriptedModel`` (no SDK) and
-``model_from_string`` (which also builds models registered by name with ``register_model``, such as
-``"offline"``, the review model of :mod:`agentscope_teams.review.offline_model`)."""
+``model_from_string`` (one table of model names and ``scheme:`` prefixes, which
+``register_model``, ``register_model_scheme`` and installed packages' entry points extend; see
+:mod:`.factory`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from .factory import (
     ModelBuilder,
     model_from_string,
     register_model,
+    register_model_scheme,
     registered_models,
+    registered_schemes,
     resolve_model,
 )
 from .response_parsing import RAW_ARGUMENTS_KEY
@@ -53,7 +56,9 @@ __all__ = [
     "Usage",
     "model_from_string",
     "register_model",
+    "register_model_scheme",
     "registered_models",
+    "registered_schemes",
     "resolve_model",
 ]
 

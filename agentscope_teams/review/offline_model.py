@@ -25,8 +25,9 @@ Run it with context compression off (``ReActConfig(compression=CompressionConfig
 ``agentscope-teams review`` does): it has no context window, and compression would remove the very
 messages it reads its place from. Compression requests still get a short extract of the transcript.
 
-Get one with ``model_from_string("offline")`` (the model factory imports this module on first use;
-its cache is the shared directory of :func:`~.cache.default_cache_dir`) or ``OfflineReviewModel()``
+Get one with ``model_from_string("offline")`` (declared as an entry point of the package, so the
+model factory imports this module on first use without naming it; its cache is the shared
+directory of :func:`~.cache.default_cache_dir`) or ``OfflineReviewModel()``
 (a cache of this process only).
 """
 

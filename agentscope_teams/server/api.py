@@ -35,7 +35,7 @@ async def list_teams(call: Call) -> list[Team]:
 async def create_team(call: Call) -> s.CreatedTeam:
     body = await call.body(s.CreateTeam)
     members = [Member(**m.model_dump(exclude_none=True)) for m in body.members]
-    team = await call.client.create_team(body.name, body.lead, members)
+    team = await call.client.create_team(body.name, body.lead, members, body.description)
     p = call.principal
     tokens = {
         m.name: await first_member_token(call.store, p.org_id, p.user_id, team.id, m.name)

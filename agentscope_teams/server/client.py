@@ -118,11 +118,11 @@ class ControlPlaneTeamClient:
         return s.Whoami.model_validate(await self._call("GET", "/api/whoami"))
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = ()
+        self, name: str, lead: str = "lead", members: Sequence[Member] = (), description: str = ""
     ) -> Team:
         fields = set(s.MemberIn.model_fields)  # a member's review records are not input
         dumped = [m.model_dump(mode="json", include=fields) for m in members]
-        body = {"name": name, "lead": lead, "members": dumped}
+        body = {"name": name, "lead": lead, "members": dumped, "description": description}
         created = s.CreatedTeam.model_validate(await self._call("POST", "/api/teams", body))
         for member, token in created.tokens.items():
             self.member_tokens[(created.team.id, member)] = token

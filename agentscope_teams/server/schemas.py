@@ -35,6 +35,7 @@ class MemberIn(_Input):
 
 class CreateTeam(_Input):
     name: str = Field(min_length=1)
+    description: str = ""  # as the createTeam tool takes it
     lead: str = "lead"
     members: list[MemberIn] = Field(default_factory=list)
 

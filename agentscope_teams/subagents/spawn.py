@@ -22,7 +22,7 @@ from ..agent.extension import Extension
 from ..agent.harness import SessionAgent
 from ..errors import ConfigurationError, MissingDependencyError, ModelConfigurationError, ToolError
 from ..model.base import ChatModel
-from ..model.factory import CLAUDE_ALIASES, resolve_model
+from ..model.factory import CLAUDE_ALIASES, model_from_spec
 from ..sessions import SessionSource
 from ..state import PermissionRule
 from ..store.base import BaseStore
@@ -63,7 +63,7 @@ class ModelPool:
             return self.default
         if spec.model not in self.models:
             try:
-                self.models[spec.model] = resolve_model(spec.model)
+                self.models[spec.model] = model_from_spec(spec.model)
             except (ModelConfigurationError, MissingDependencyError) as exc:
                 if spec.model not in CLAUDE_ALIASES or self.default is None:
                     raise

@@ -25,6 +25,7 @@ is refused exactly as before, and a claim + completion costs two statements inst
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -65,7 +66,8 @@ class LocalTeamClient(TeamRegistry):
     """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``.
 
     What callers hand it is checked against :mod:`.limits` (a bad ``task_lease`` here raises
-    :class:`~agentscope_teams.errors.ConfigurationError`).
+    :class:`~agentscope_teams.errors.ConfigurationError`). ``lease_seconds=`` is the deprecated
+    name of ``task_lease=`` (a ``DeprecationWarning``; see ``docs/deprecation.md``).
     """
 
     def __init__(
@@ -76,13 +78,31 @@ class LocalTeamClient(TeamRegistry):
         task_lease: float = 60.0,
         clock: Callable[[], datetime] = utcnow,
         hooks: Hooks | None = None,
+        lease_seconds: float | None = None,
     ) -> None:
+        if lease_seconds is not None:
+            warnings.warn(
+                "LocalTeamClient(lease_seconds=) is renamed task_lease=; the old name goes in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            task_lease = lease_seconds
         super().__init__(store, ctx.owner_scope())
         self.ctx, self.task_lease, self.clock = ctx, limits.config_lease(task_lease), clock
         #: TaskCreated / TaskCompleted fire on these (see :meth:`_task_hook`).
         self.hooks = hooks
         #: team id -> (record, version) as last read, for guarded calls (module docs)
         self._known: dict[str, tuple[Team, int]] = {}
+
+    @property
+    def lease_seconds(self) -> float:
+        """Deprecated name of :attr:`task_lease`."""
+        warnings.warn(
+            "LocalTeamClient.lease_seconds is renamed task_lease; the old name goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.task_lease
 
     def as_member(self, team_id: str, name: str) -> TeamActor:
         """A view acting as ``name`` in ``team_id`` (what tools of that member hold)."""
@@ -142,7 +162,7 @@ class LocalTeamClient(TeamRegistry):
         return team, Mailbox(self.store, self._keys(team_id))
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = ()
+        self, name: str, lead: str = "lead", members: Sequence[Member] = (), description: str = ""
     ) -> Team:
         name = limits.name(name, "team name")
         names = [limits.name(lead, "lead"), *(m.name for m in members)]
@@ -155,6 +175,7 @@ class LocalTeamClient(TeamRegistry):
         team = Team(
             id=new_id("team-"),
             name=name,
+            description=description,
             lead=lead,
             members=list(members),
             trace_context=tracing.carrier(),

@@ -261,7 +261,7 @@ class TeamLeadExtension(Extension):
     async def create_team(
         self, scope: CallScope, client: TeamClient, name: str, description: str
     ) -> Team:
-        team = await client.create_team(name, lead=scope.agent.name)
+        team = await client.create_team(name, lead=scope.agent.name, description=description)
         record = TeamRuntimeRecord(
             team_id=team.id,
             org_id=scope.ctx.org_id,

@@ -104,6 +104,8 @@ class Team(BaseModel):
     schema_version: int = TEAM_SCHEMA_VERSION
     id: str
     name: str = Field(min_length=1)
+    #: What the team is for (the ``createTeam`` tool's and the HTTP API's ``description``).
+    description: str = ""
     lead: str = "lead"
     members: list[Member] = Field(default_factory=list)
     status: TeamStatus = TeamStatus.ACTIVE

@@ -21,7 +21,7 @@ class TeamClient(Protocol):
     """Teams, their task board and their mailbox, scoped to the caller's (org, user)."""
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = ()
+        self, name: str, lead: str = "lead", members: Sequence[Member] = (), description: str = ""
     ) -> Team: ...
 
     async def spawn_member(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..message import Msg, UserMsg, utcnow
+from ..message import TEAM_WAKE_KEY, Msg, UserMsg, utcnow
 from . import eligibility
 from .delivery import INBOX_PAGE
 from .models import Task, TaskStatus, Team, TeamMessage
@@ -38,7 +38,7 @@ def offer_key(task: Task) -> OfferKey:
 
 
 #: Metadata key of a wake-up message: ``{"own": [task ids], "free": [task ids]}``.
-WAKE = "team_wake"
+WAKE = TEAM_WAKE_KEY
 #: The most other tasks' traces one wake-up's call links to.
 MAX_LINKS = 32
 

@@ -21,8 +21,9 @@ its spec selects, as a member run in the lead's process does. The toolset belong
 it (the ``worker`` command makes one and closes it once the worker has stopped its members), so the
 servers its members started stop with the worker.
 
-For tests and custom models, ``model`` may be ``"python:package.module:attribute"``: the attribute is
-a :class:`ChatModel` or a function returning one (see :func:`model_option`).
+``--model`` takes every model string :func:`~agentscope_teams.model.model_from_string` reads, such
+as ``"python:package.module:attribute"`` (a :class:`ChatModel` or a function returning one) and
+``"scripted:FILE"`` (see :func:`model_option`).
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, ModelConfigurationError
+from ..errors import ConfigurationError
 from ..keys import directory_key, directory_signal
 from ..model.base import ChatModel
-from ..model.factory import construct, import_object, resolve_model
+from ..model.factory import model_from_string
 from ..sandbox import Sandbox
 from ..store.base import BaseStore, Key
 from ..subagents.spec import SubagentSpec
@@ -55,30 +56,10 @@ PYTHON_PREFIX = "python:"
 
 
 def model_option(text: str | None) -> ChatModel | None:
-    """A model from ``--model``: ``"provider:model"``, or ``"python:module:attr"`` naming a
-    ChatModel or a function returning one. None stays None (specs must then name a model).
-
-    Only the command line's option takes ``python:`` (a spec's ``model:`` never imports code).
-    Every failure is a :class:`~agentscope_teams.errors.ModelConfigurationError` naming the module
-    or attribute."""
-    if text is None:
-        return None
-    if not text.startswith(PYTHON_PREFIX):
-        return resolve_model(text)
-    path = text[len(PYTHON_PREFIX) :]
-    module, sep, attr = path.partition(":")
-    if not sep or not module or not attr:
-        raise ModelConfigurationError(
-            f"write a Python model as 'python:package.module:attribute': {text}"
-        )
-    found: Any = import_object(path, f"--model {text}")
-    if callable(found) and not isinstance(found, ChatModel):
-        found = construct(found, f"--model {text}", {})
-    if not isinstance(found, ChatModel):
-        raise ModelConfigurationError(
-            f"{path} is a {type(found).__name__}, not a ChatModel or a function returning one"
-        )
-    return found
+    """A model from ``--model``: any string :func:`~agentscope_teams.model.model_from_string`
+    reads (``"provider:model"``, ``"python:module:attr"``, ``"scripted:FILE"``, a registered
+    name). None stays None (specs must then name a model)."""
+    return None if text is None else model_from_string(text)
 
 
 @dataclass

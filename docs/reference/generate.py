@@ -4,7 +4,8 @@
     python docs/reference/generate.py --check  # exit 1 if a page is out of date (the tests run this)
 
 Generated: ``tools.md`` (from the tools' JSON schemas), ``events.md`` (from the event models),
-``cli.md`` (from the argument parser) and the field table of ``specs.md`` (from the spec model, with
+``cli.md`` (from the argument parser), ``api.md`` (the public Python names and their docstrings,
+:mod:`api_reference`) and the field table of ``specs.md`` (from the spec model, with
 the prose below; a spec key without prose here fails the generator). ``models.md`` and ``stores.md``
 are written by hand.
 """
@@ -275,11 +276,18 @@ def specs_page() -> str:
     return "\n".join([prose, "", GENERATED, "", "## Frontmatter keys", "", *table]) + "\n"
 
 
+def python_api_page() -> str:
+    from api_reference import api_page  # beside this file (the script's directory is on the path)
+
+    return api_page(GENERATED)
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "tools.md": tools_page,
     "events.md": events_page,
     "cli.md": cli_page,
     "specs.md": specs_page,
+    "api.md": python_api_page,
 }
 
 

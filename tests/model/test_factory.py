@@ -117,7 +117,7 @@ def test_repr_hides_the_key_and_url_password() -> None:
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations made by a test are dropped after it."""
-    monkeypatch.setattr(factory, "_BUILDERS", dict(factory._BUILDERS))
+    monkeypatch.setattr(factory, "_SCHEMES", dict(factory._SCHEMES))
 
 
 def test_offline_is_registered_and_built_lazily() -> None:
@@ -185,7 +185,7 @@ def test_a_builder_that_cannot_be_loaded_or_builds_no_model(registry: None) -> N
     register_model("missing", "agentscope_teams.no_such_module:build")
     with pytest.raises(ModelConfigurationError, match="cannot load the builder"):
         model_from_string("missing")
-    register_model("not-callable", "agentscope_teams.model.factory:_BUILDERS")
+    register_model("not-callable", "agentscope_teams.model.factory:_SCHEMES")
     with pytest.raises(ModelConfigurationError, match="not callable"):
         model_from_string("not-callable")
     register_model("wrong", lambda: "a string")

@@ -30,7 +30,10 @@ from .harness import Served
 async def test_the_protocol_over_http(served: Served) -> None:
     async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
         assert isinstance(op, TeamClient)
-        team = await op.create_team("crew", members=[Member(name="w1", spec="coder")])
+        team = await op.create_team(
+            "crew", members=[Member(name="w1", spec="coder")], description="ship the release"
+        )
+        assert (await op.get_team(team.id)).description == "ship the release"
         await op.spawn_member(team.id, "w2", "tester", permission_mode="plan", plan_approval=True)
         assert [t.id for t in await op.list_teams()] == [team.id]
         w2_record = (await op.get_team(team.id)).member("w2")
