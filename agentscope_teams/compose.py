@@ -59,7 +59,7 @@ def extensions_from_specs(
     """
     # imported here, when specs are given, so that ``import agentscope_teams`` stays cheap
     from .subagents.extension import SubagentExtension
-    from .teams.extension import TeamLeadExtension
+    from .teams.lead.extension import TeamLeadExtension
 
     sub = SubagentExtension.build(agent, specs, mcp=mcp, skills=skills, **subagent_options)
     found: list[Extension] = [sub]

@@ -31,7 +31,7 @@ from ..model.factory import CLAUDE_ALIASES
 from ..store.base import BaseStore
 from ..subagents import load_specs
 from ..teams import LocalTeamClient
-from ..teams.worker import model_option
+from ..teams.member.worker import model_option
 from ..tracing import metering
 from .common import (
     CommandError,

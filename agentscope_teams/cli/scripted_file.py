@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from ..errors import CommandError, ModelError, first_problem
 from ..message import Msg
 from ..model import ModelRequest, ModelResponse, ScriptedModel
-from ..teams.work import WAKE
+from ..teams.member.work import WAKE
 
 PREFIX = "scripted:"
 LEAD = "lead"

@@ -36,7 +36,7 @@ from ..mcp import McpToolset
 from ..mcp.project import project_servers
 from ..store.base import BaseStore
 from ..subagents.spec import load_specs
-from ..teams.worker import Worker, WorkerConfig, model_option
+from ..teams.member.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust
 from .common import CommandError, SubParsers, add_command, with_store
 from .metrics_http import serve_metrics

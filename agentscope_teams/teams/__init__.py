@@ -11,14 +11,19 @@ leases), :mod:`.worker` (``agentscope-teams worker``) and :mod:`.directory` (how
 from __future__ import annotations
 
 from ..errors import UnknownTaskError, UnknownTeamError
+from . import _moved
 from .actor import TeamActor
 from .board import TaskBoard
-from .builder import MemberBuilder, member_session_id
 from .client import LocalTeamClient
 from .directory import TeamRuntimeRecord
-from .extension import TeamLeadExtension, TeamMemberExtension
+from .lead.extension import TeamLeadExtension, TeamMemberExtension
 from .mailbox import Mailbox
-from .models import (
+from .member.builder import MemberBuilder, member_session_id
+from .member.runtime import TeamRuntime
+from .member.slot import TeamRef
+from .member.worker import Worker, WorkerConfig, run_worker
+from .protocol import TeamClient
+from .rules.models import (
     Member,
     MemberStatus,
     Task,
@@ -29,11 +34,9 @@ from .models import (
     TeamMessage,
     TeamStatus,
 )
-from .protocol import TeamClient
-from .runtime import TeamRuntime
-from .slot import TeamRef
 from .summary import TeamWaitResult, wait_for_team
-from .worker import Worker, WorkerConfig, run_worker
+
+_moved.install()  # the old module paths (before the split) import with a DeprecationWarning
 
 __all__ = [
     "LocalTeamClient",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .models import Task, TaskStatus, Team, TeamMessage
 from .protocol import TeamClient
+from .rules.models import Task, TaskStatus, Team, TeamMessage
 
 
 class TeamActor:

@@ -49,13 +49,14 @@ from ..errors import (
     VersionConflict,
 )
 from ..store.base import Key
-from . import eligibility, limits, rules
-from .board_index import BoardIndex
 from .board_reads import Blockers, Read
-from .eligibility import ClaimOutcome, ClaimVerdict, claimed_record
-from .models import Task, TaskStatus
-from .queue import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
-from .rules import Change
+from .queues.base import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
+from .queues.store_index import BoardIndex
+from .rules import eligibility, limits
+from .rules import transitions as rules
+from .rules.eligibility import ClaimOutcome, ClaimVerdict, claimed_record
+from .rules.models import Task, TaskStatus
+from .rules.transitions import Change
 
 PAGE = 64
 #: Pending candidates read per batched round trip while looking for work.

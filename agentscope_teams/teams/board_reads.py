@@ -20,10 +20,10 @@ from ..errors import UnknownTaskError
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
 from ..store.base import BaseStore, Entry, Key, get_many
-from . import limits
-from .eligibility import blocked_reason
-from .models import Task, TaskStatus, TeamKeys
-from .queue import BoardQueue, board_queue_of, native_wanted
+from .queues.base import BoardQueue, board_queue_of, native_wanted
+from .rules import limits
+from .rules.eligibility import blocked_reason
+from .rules.models import Task, TaskStatus, TeamKeys
 
 Blockers = dict[str, TaskStatus | None]
 #: Keys per listing page (one ``list_keys`` and one ``get_many`` each).

@@ -39,22 +39,14 @@ from ..listing import Listing
 from ..message import new_id, utcnow
 from ..store.base import BaseStore, signals_of
 from ..tools.permissions import resolve_mode
-from . import limits
 from .actor import TeamActor
 from .board import TaskBoard
 from .mailbox import Mailbox
-from .models import (
-    Member,
-    MemberStatus,
-    Task,
-    TaskStatus,
-    Team,
-    TeamMessage,
-    TeamStatus,
-)
 from .protocol import TeamClient
-from .queue import TeamChanged, TeamGuard
+from .queues.base import TeamChanged, TeamGuard
 from .registry import TeamRegistry
+from .rules import limits
+from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
 
 log = logging.getLogger(__name__)
 #: Team records a client keeps for guarded calls (cleared when full: teams per client are few).

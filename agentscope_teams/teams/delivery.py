@@ -15,7 +15,7 @@ from ..agent.extension import ReadMark
 from ..message import Msg, UserMsg
 from ..state import AgentState
 from .actor import TeamActor
-from .models import TeamMessage
+from .rules.models import TeamMessage
 
 #: Metadata key of an injected team message; its value is ``team_id/recipient/seq``.
 TEAM_MESSAGE = "team_message"

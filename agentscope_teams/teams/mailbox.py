@@ -25,8 +25,8 @@ import anyio
 from ..errors import VersionConflict
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, shared_across_processes
-from . import limits
-from .models import InboxCursor, TeamKeys, TeamMessage
+from .rules import limits
+from .rules.models import InboxCursor, TeamKeys, TeamMessage
 
 BROADCAST_CONCURRENCY = 4
 

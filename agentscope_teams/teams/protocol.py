@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
+from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
 
 
 @runtime_checkable

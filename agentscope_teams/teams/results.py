@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..tools import ToolOutput
-from .eligibility import never_starts
-from .models import Task, TaskStatus
+from .rules.eligibility import never_starts
+from .rules.models import Task, TaskStatus
 
 #: Longest task result or error shown in full by waitForTeam (a member's whole report must fit).
 MAX_TEXT = 8000

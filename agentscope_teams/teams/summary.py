@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from .eligibility import never_starts
-from .models import Task, TaskStatus
 from .protocol import TeamClient
+from .rules.eligibility import never_starts
+from .rules.models import Task, TaskStatus
 
 
 @dataclass(frozen=True)

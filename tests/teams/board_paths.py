@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.teams.queue import NATIVE_ENV
+from agentscope_teams.teams.queues.base import NATIVE_ENV
 
 from ..backends import ALL_BACKENDS, StoreSpec, make_spec
 from ..conftest import require_service

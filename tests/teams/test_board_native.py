@@ -18,8 +18,8 @@ from agentscope_teams.errors import TaskStateError, UnknownMemberError, UnknownT
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, Team, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
-from agentscope_teams.teams.queue_redis import RedisBoardQueue
-from agentscope_teams.teams.queue_sql import SqlBoardQueue
+from agentscope_teams.teams.queues.redis import RedisBoardQueue
+from agentscope_teams.teams.queues.sql import SqlBoardQueue
 
 from ..backends import StoreSpec
 from .board_paths import NATIVE_BACKENDS, native_spec

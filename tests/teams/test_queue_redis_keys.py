@@ -19,9 +19,10 @@ from agentscope_teams.errors import AgentScopeTeamsError
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.store import redis as redis_store
 from agentscope_teams.store.redis import RedisStore
-from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys, queue_redis
-from agentscope_teams.teams import queue_redis_lua as lua
+from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queues import redis as queue_redis
+from agentscope_teams.teams.queues import redis_lua as lua
 
 from ..backends import StoreSpec
 from .board_paths import native_spec

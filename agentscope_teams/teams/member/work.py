@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..message import Msg, UserMsg, utcnow
-from . import eligibility
-from .delivery import INBOX_PAGE
-from .models import Task, TaskStatus, Team, TeamMessage
-from .protocol import TeamClient
+from ...message import Msg, UserMsg, utcnow
+from ..delivery import INBOX_PAGE
+from ..protocol import TeamClient
+from ..rules import eligibility
+from ..rules.models import Task, TaskStatus, Team, TeamMessage
 
 OfferKey = tuple[str, str, int]
 

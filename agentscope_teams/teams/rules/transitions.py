@@ -13,9 +13,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from .. import schema_guard
-from ..agent.output import MAX_PROBLEMS
-from ..errors import (
+from ... import schema_guard
+from ...agent.output import MAX_PROBLEMS
+from ...errors import (
     InvalidSchema,
     NotTaskOwnerError,
     OutputValidationError,

@@ -26,10 +26,10 @@ from pydantic import TypeAdapter
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..store.sql.writes import ref
-from .models import Task, TaskStatus
-from .queue import Finish, Outcome, TeamChanged, TeamGuard, Verdict
-from .queue_sql import SqlBoardQueue
+from ...store.sql.writes import ref
+from ..rules.models import Task, TaskStatus
+from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
+from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 

@@ -15,24 +15,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agent.config import ReActConfig
-from ..agent.harness import SessionAgent
-from ..context import RuntimeContext, fit_identifier
-from ..model.base import ChatModel
-from ..sessions import SessionSource
-from ..store.base import BaseStore, path_segment
-from ..subagents.pool import specs_from
-from ..subagents.spawn import ModelPool, spawn_agent, spec_permissions
-from ..subagents.spec import SubagentSpec, WorkspaceMode
-from ..tools import PermissionEngine, Toolkit
-from .actor import TeamActor
-from .models import Member, Team
-from .protocol import TeamClient
+from ...agent.config import ReActConfig
+from ...agent.harness import SessionAgent
+from ...context import RuntimeContext, fit_identifier
+from ...model.base import ChatModel
+from ...sessions import SessionSource
+from ...store.base import BaseStore, path_segment
+from ...subagents.pool import specs_from
+from ...subagents.spawn import ModelPool, spawn_agent, spec_permissions
+from ...subagents.spec import SubagentSpec, WorkspaceMode
+from ...tools import PermissionEngine, Toolkit
+from ..actor import TeamActor
+from ..protocol import TeamClient
+from ..rules.models import Member, Team
 from .review import MemberPermissionEngine, member_exit_plan_tool
 
 if TYPE_CHECKING:
-    from ..mcp import McpToolset
-    from .extension import TeamMemberExtension
+    from ...mcp import McpToolset
+    from ..lead.extension import TeamMemberExtension
 
 ClientFactory = Callable[[BaseStore, RuntimeContext], TeamClient]
 
@@ -127,7 +127,7 @@ class MemberBuilder:
         self, ctx: RuntimeContext, team: Team, member: Member
     ) -> tuple[SessionAgent, TeamMemberExtension]:
         """The member's agent and its extension (raises if :meth:`problem` is not None)."""
-        from .extension import TeamMemberExtension  # extension.py builds members through here
+        from ..lead.extension import TeamMemberExtension
 
         spec = self.specs[member.spec]
         view = TeamActor(self.client_factory(self.store, ctx), team.id, member.name)

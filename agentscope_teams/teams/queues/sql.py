@@ -34,17 +34,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..errors import StoreError, TeamError
-from ..listing import UNREADABLE
-from ..store.base import encode_key
-from ..store.sql.writes import ref
-from . import eligibility, rules
-from .eligibility import ClaimOutcome
-from .models import Task, TaskStatus, TeamKeys
-from .queue import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
+from ...errors import StoreError, TeamError
+from ...listing import UNREADABLE
+from ...store.base import encode_key
+from ...store.sql.writes import ref
+from ..rules import eligibility
+from ..rules import transitions as rules
+from ..rules.eligibility import ClaimOutcome
+from ..rules.models import Task, TaskStatus, TeamKeys
+from .base import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
 
 if TYPE_CHECKING:
-    from ..store.sql import SqlStore
+    from ...store.sql import SqlStore
 
 T = TypeVar("T")
 Blockers = dict[str, TaskStatus | None]
@@ -76,7 +77,7 @@ def sql_queue_of(store: SqlStore, keys: TeamKeys) -> BoardQueue | None:
     """PostgreSQL and MySQL/MariaDB have a native queue; SQLite keeps the generic path."""
     kind = store._db.kind
     if kind == "postgresql":
-        from .queue_sql_pg import PostgresBoardQueue
+        from .sql_pg import PostgresBoardQueue
 
         return PostgresBoardQueue(store, keys)
     if kind == "mysql":

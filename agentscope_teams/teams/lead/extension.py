@@ -23,33 +23,35 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agent.extension import CallScope, Extension, ReadMark
-from ..errors import ConfigurationError, TeamError, UnknownTeamError
-from ..hooks import Hooks
-from ..message import Msg
-from ..model.base import ChatModel
-from ..model.factory import resolve_model
-from ..store.base import BaseStore
-from ..subagents.extension import SubagentExtension
-from ..tools import Tool
-from . import delivery, limits, review
-from .actor import TeamActor
-from .builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
-from .client import LocalTeamClient
-from .delivery import LeadCallData, MemberCallData
-from .directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
-from .lead_state import TeamLeadState
-from .models import Member, Team, TeamMessage
-from .protocol import TeamClient
-from .review import MemberPermissionEngine
-from .runtime import TeamRuntime
-from .slot import TeamRef
-from .tools import lead_tools, member_tools
+from ...agent.extension import CallScope, Extension, ReadMark
+from ...errors import ConfigurationError, TeamError, UnknownTeamError
+from ...hooks import Hooks
+from ...message import Msg
+from ...model.base import ChatModel
+from ...model.factory import resolve_model
+from ...store.base import BaseStore
+from ...subagents.extension import SubagentExtension
+from ...tools import Tool
+from .. import delivery
+from ..actor import TeamActor
+from ..client import LocalTeamClient
+from ..delivery import LeadCallData, MemberCallData
+from ..directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
+from ..member import review
+from ..member.builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
+from ..member.review import MemberPermissionEngine
+from ..member.runtime import TeamRuntime
+from ..member.slot import TeamRef
+from ..member.tools import lead_tools, member_tools
+from ..protocol import TeamClient
+from ..rules import limits
+from ..rules.models import Member, Team, TeamMessage
+from .state import TeamLeadState
 
 if TYPE_CHECKING:
-    from ..agent.harness import SessionAgent
-    from ..context import RuntimeContext
-    from ..mcp import McpToolset
+    from ...agent.harness import SessionAgent
+    from ...context import RuntimeContext
+    from ...mcp import McpToolset
 
 log = logging.getLogger(__name__)
 

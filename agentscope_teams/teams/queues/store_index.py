@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..store.base import Key
-from .board_reads import BoardReads, Read
-from .models import Task, TaskStatus
+from ...store.base import Key
+from ..board_reads import BoardReads, Read
+from ..rules.models import Task, TaskStatus
 
 #: Entries of the held index one claim reads (the earliest expiries) looking for expired leases.
 HELD_PAGE = 8

@@ -39,15 +39,15 @@ from weakref import WeakKeyDictionary, WeakSet
 
 from pydantic import TypeAdapter
 
-from ..errors import StoreUnavailableError
-from ..listing import UNREADABLE
-from ..store.encoding import encode_segment
-from . import queue_redis_lua as lua
-from .models import Task, TaskStatus, TeamKeys
-from .queue import Finish, Outcome, TeamGuard, Verdict, no_guard
+from ...errors import StoreUnavailableError
+from ...listing import UNREADABLE
+from ...store.encoding import encode_segment
+from ..rules.models import Task, TaskStatus, TeamKeys
+from . import redis_lua as lua
+from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
 
 if TYPE_CHECKING:
-    from ..store.redis import RedisStore
+    from ...store.redis import RedisStore
 
 #: Pending tasks one claim script passes by before answering "more" (the board then calls again).
 SCAN = 256

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from ..errors import ClaimConflict, TaskStateError, TeamError
-from . import rules
+from ...errors import ClaimConflict, TaskStateError, TeamError
+from . import transitions as rules
 from .models import Task, TaskStatus
 
 

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..tools import Tool
-from ..tools.decorator import make_tool
+from ...tools import Tool
+from ...tools.decorator import make_tool
 
 MAX_WAIT = 3600.0
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]

@@ -53,15 +53,15 @@ from dataclasses import dataclass
 
 import anyio
 
-from .. import tracing
-from ..agent.lease import Lease
-from ..context import RuntimeContext
-from ..errors import ConfigurationError, UnknownTeamError
-from ..keys import TeamKeys
-from ..store.base import BaseStore, Key, Signals, signals_of
-from . import limits
-from .models import Member, MemberStatus, Team, TeamStatus
-from .protocol import TeamClient
+from ... import tracing
+from ...agent.lease import Lease
+from ...context import RuntimeContext
+from ...errors import ConfigurationError, UnknownTeamError
+from ...keys import TeamKeys
+from ...store.base import BaseStore, Key, Signals, signals_of
+from ..protocol import TeamClient
+from ..rules import limits
+from ..rules.models import Member, MemberStatus, Team, TeamStatus
 from .slot import Slot, TeamRef, lease_key
 from .work import Work, find_work
 

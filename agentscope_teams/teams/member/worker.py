@@ -32,24 +32,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, ModelConfigurationError
-from ..keys import directory_key, directory_signal
-from ..model.base import ChatModel
-from ..model.factory import construct, import_object, resolve_model
-from ..sandbox import Sandbox
-from ..store.base import BaseStore, Key
-from ..subagents.spec import SubagentSpec
-from ..tools import Toolkit, filesystem_tools, shell_tools
-from . import limits
+from ...errors import ConfigurationError, ModelConfigurationError
+from ...keys import directory_key, directory_signal
+from ...model.base import ChatModel
+from ...model.factory import construct, import_object, resolve_model
+from ...sandbox import Sandbox
+from ...store.base import BaseStore, Key
+from ...subagents.spec import SubagentSpec
+from ...tools import Toolkit, filesystem_tools, shell_tools
+from ..client import LocalTeamClient
+from ..directory import TeamRuntimeRecord, delete_record, scan_records
+from ..protocol import TeamClient
+from ..rules import limits
 from .builder import MemberBuilder
-from .client import LocalTeamClient
-from .directory import TeamRuntimeRecord, delete_record, scan_records
-from .protocol import TeamClient
 from .runtime import TeamRuntime
 from .slot import TeamRef
 
 if TYPE_CHECKING:
-    from ..mcp import McpToolset
+    from ...mcp import McpToolset
 
 PYTHON_PREFIX = "python:"
 

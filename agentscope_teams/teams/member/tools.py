@@ -18,26 +18,19 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent.extension import CallScope
-from ..errors import TeamError, ToolError
-from ..tools import Tool
-from . import summary
-from .actor import TeamActor
-from .delivery import MemberCallData
-from .lead_tool_calls import LeadToolCalls
-from .models import TaskStatus
-from .results import (
-    BoardListing,
-    BroadcastSent,
-    MessageSent,
-    TaskBrief,
-    TaskClaimed,
-    TaskReported,
-)
-from .schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
+from ...agent.extension import CallScope
+from ...errors import TeamError, ToolError
+from ...tools import Tool
+from .. import summary
+from ..actor import TeamActor
+from ..delivery import MemberCallData
+from ..lead.tool_calls import LeadToolCalls
+from ..results import BoardListing, BroadcastSent, MessageSent, TaskBrief, TaskClaimed, TaskReported
+from ..rules.models import TaskStatus
+from ..rules.schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
 
 if TYPE_CHECKING:
-    from .extension import TeamLeadExtension, TeamMemberExtension
+    from ..lead.extension import TeamLeadExtension, TeamMemberExtension
 
 
 def guarded(fn: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:

@@ -32,8 +32,8 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any, Protocol
 
-from ..store.base import BaseStore, Key
-from .models import Task, TaskStatus, TeamKeys
+from ...store.base import BaseStore, Key
+from ..rules.models import Task, TaskStatus, TeamKeys
 
 #: Set to ``0`` to force the board's generic path on every backend.
 NATIVE_ENV = "AGENTSCOPE_TEAMS_BOARD_NATIVE"
@@ -163,14 +163,14 @@ def board_queue_of(store: BaseStore, keys: TeamKeys) -> BoardQueue | None:
     """
     kind = type(store).__name__
     if kind == "RedisStore":
-        from ..store.redis import RedisStore
-        from .queue_redis import RedisBoardQueue, redis_queue_supported
+        from ...store.redis import RedisStore
+        from .redis import RedisBoardQueue, redis_queue_supported
 
         if isinstance(store, RedisStore) and redis_queue_supported(store):
             return RedisBoardQueue(store, keys)
     if kind == "SqlStore":
-        from ..store.sql import SqlStore
-        from .queue_sql import sql_queue_of
+        from ...store.sql import SqlStore
+        from .sql import sql_queue_of
 
         if isinstance(store, SqlStore):
             return sql_queue_of(store, keys)

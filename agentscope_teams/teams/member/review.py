@@ -22,15 +22,15 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
-from ..errors import TeamError, ToolError
-from ..state import PermissionContext, PermissionMode
-from ..tools import PermissionEngine, Tool
-from ..tools.base import ToolEnv
-from ..tools.decorator import make_tool
-from ..tools.permissions import PermissionDecision
-from ..tools.plan import session_state
-from .actor import TeamActor
-from .models import Member, PermissionPrompt, PlanReview, Team
+from ...errors import TeamError, ToolError
+from ...state import PermissionContext, PermissionMode
+from ...tools import PermissionEngine, Tool
+from ...tools.base import ToolEnv
+from ...tools.decorator import make_tool
+from ...tools.permissions import PermissionDecision
+from ...tools.plan import session_state
+from ..actor import TeamActor
+from ..rules.models import Member, PermissionPrompt, PlanReview, Team
 
 PLAN_REQUEST = "[plan approval request]"
 
