@@ -16,9 +16,10 @@ from .actor import TeamActor
 from .board import TaskBoard
 from .client import LocalTeamClient
 from .directory import TeamRuntimeRecord
-from .lead.extension import TeamLeadExtension, TeamMemberExtension
+from .lead.extension import TeamLeadExtension
 from .mailbox import Mailbox
 from .member.builder import MemberBuilder, member_session_id
+from .member.extension import TeamMemberExtension
 from .member.runtime import TeamRuntime
 from .member.slot import TeamRef
 from .member.worker import Worker, WorkerConfig, run_worker

@@ -34,7 +34,7 @@ MOVED: dict[str, str] = {
     "slot": "member.slot",
     "work": "member.work",
     "review": "member.review",
-    "tools": "member.tools",
+    "tools": "lead.tools",
     "extension": "lead.extension",
     "lead_state": "lead.state",
     "lead_tool_calls": "lead.tool_calls",

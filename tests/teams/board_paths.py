@@ -1,5 +1,5 @@
 """Which board path a test runs on: every backend on its generic path, and the backends with a
-native queue (:mod:`agentscope_teams.teams.queue`) on that too.
+native queue (:mod:`agentscope_teams.teams.queues`) on that too.
 
 A module that imports :func:`both_paths` or :func:`generic_path` (the generic path only, for tests
 of the generic index entries) overrides the conftest's ``store_spec`` fixture with it.

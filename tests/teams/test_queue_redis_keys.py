@@ -92,7 +92,7 @@ async def test_every_transition_touches_only_declared_keys(
     team = await client.create_team("crew", members=[Member(name="a"), Member(name="b")])
     keys = TeamKeys(client.ctx.owner_scope(), team.id)
     board = TaskBoard(store, keys, clock, native=True)
-    assert board.queue is not None
+    assert board.queue.native
     first = await board.create("lead", "first")
     after = await board.create("lead", "after", blocked_by=[first.id])
     for_b = await board.create("lead", "for b", assignee="b")

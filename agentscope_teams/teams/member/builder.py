@@ -28,11 +28,11 @@ from ...tools import PermissionEngine, Toolkit
 from ..actor import TeamActor
 from ..protocol import TeamClient
 from ..rules.models import Member, Team
+from .extension import TeamMemberExtension
 from .review import MemberPermissionEngine, member_exit_plan_tool
 
 if TYPE_CHECKING:
     from ...mcp import McpToolset
-    from ..lead.extension import TeamMemberExtension
 
 ClientFactory = Callable[[BaseStore, RuntimeContext], TeamClient]
 
@@ -45,30 +45,6 @@ def load_pool(specs: Any) -> dict[str, SubagentSpec]:
 def member_session_id(team_id: str, member: str) -> str:
     """The deterministic session id of ``member`` in ``team_id`` (a valid id for any valid name)."""
     return fit_identifier(f"team-{team_id}-{member}")
-
-
-def preamble(team: Team | None, name: str, description: str) -> str:
-    """The team section of a member's system prompt."""
-    if team is None:
-        return ""
-    mates = [f"{m.name} ({m.spec})" for m in team.members if m.name != name]
-    lines = [
-        "## Your team",
-        f'You are member "{name}" of team "{team.name}" (id {team.id}), led by "{team.lead}".',
-        "Teammates: " + (", ".join(mates) or "none yet") + ".",
-    ]
-    if description:
-        lines.append(f"Team goal: {description}")
-    lines += [
-        "",
-        "How to work with the team:",
-        "- claimTask() takes the next task you may do (claimTask(task_id) a given one). Do it, "
-        "then report with completeTask(task_id, result) or failTask(task_id, error).",
-        "- listTasks(status) shows the board. Messages from teammates appear in your "
-        "conversation; answer with sendMessage(to, content) or broadcastMessage(content).",
-        "- If you end your turn without reporting, your final answer is sent to the lead.",
-    ]
-    return "\n".join(lines)
 
 
 def member_engine(
@@ -127,7 +103,6 @@ class MemberBuilder:
         self, ctx: RuntimeContext, team: Team, member: Member
     ) -> tuple[SessionAgent, TeamMemberExtension]:
         """The member's agent and its extension (raises if :meth:`problem` is not None)."""
-        from ..lead.extension import TeamMemberExtension
 
         spec = self.specs[member.spec]
         view = TeamActor(self.client_factory(self.store, ctx), team.id, member.name)

@@ -21,7 +21,7 @@ from .builder import MemberBuilder
 from .work import OfferKey
 
 if TYPE_CHECKING:
-    from ..lead.extension import TeamMemberExtension
+    from .extension import TeamMemberExtension
 
 
 def lease_key(ref: TeamRef, member: str) -> Key:

@@ -140,6 +140,7 @@ class RedisBoardQueue:
     """The native queue of one team's board on one Redis store (see the module docs)."""
 
     guards_team = False
+    native = True
 
     def __init__(self, store: RedisStore, keys: TeamKeys) -> None:
         template = _template(store, keys)

@@ -42,7 +42,7 @@ from ..rules import eligibility
 from ..rules import transitions as rules
 from ..rules.eligibility import ClaimOutcome
 from ..rules.models import Task, TaskStatus, TeamKeys
-from .base import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
+from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
 
 if TYPE_CHECKING:
     from ...store.sql import SqlStore
@@ -73,18 +73,6 @@ ORDER BY p.pass LIMIT 1
 """
 
 
-def sql_queue_of(store: SqlStore, keys: TeamKeys) -> BoardQueue | None:
-    """PostgreSQL and MySQL/MariaDB have a native queue; SQLite keeps the generic path."""
-    kind = store._db.kind
-    if kind == "postgresql":
-        from .sql_pg import PostgresBoardQueue
-
-        return PostgresBoardQueue(store, keys)
-    if kind == "mysql":
-        return SqlBoardQueue(store, keys)
-    return None
-
-
 def columns(task: Task) -> dict[str, Any]:
     """The row columns that follow a record's state."""
     until = task.lease_expires_at
@@ -103,6 +91,7 @@ class SqlBoardQueue:
     the claim with one statement)."""
 
     guards_team = False
+    native = True
 
     def __init__(self, store: SqlStore, keys: TeamKeys) -> None:
         self.store, self.keys = store, keys
