@@ -8,15 +8,12 @@ Schema (``p`` is the table prefix, ``ast_`` by default)::
     p_stream_head  (sid PK, last_seq)                         per-stream sequence counter
     p_stream       (sid, seq, value, nparts)  PK (sid, seq)
     p_stream_part  (sid, seq, n, data)    PK (sid, seq, n)
-    p_task         (team, task_id, khash, seq, status, assignee, owner, attempts, max_attempts,
-                    lease_until, blockers_left, dead_blockers)   PK (team, task_id)
-    p_task_dep     (team, blocker_id, task_id)   PK (team, blocker_id, task_id)
 
-``p_task`` / ``p_task_dep`` (version 2) are the task board's native queue
-(:mod:`agentscope_teams.teams.queue_sql`): one row per task of a team (``team`` is the SHA-256 of
-the team's task prefix) with the columns a claim filters on, beside the JSON record in ``p_kv``
-(``khash``), and one row per (blocker, dependent) pair so completing a task updates its dependents'
-counters in the same transaction. ``lease_until`` is epoch seconds.
+Other packages keep tables of their own in the same database through the public table-set hook
+(:mod:`.tablesets`): the task board's SQL queue keeps ``p_task`` and ``p_task_dep`` that way
+(:mod:`agentscope_teams.teams.queues.sql_tables`). Migration 2 created those two tables up to
+0.x; it stays recorded as it was, and creates nothing now (the board's own migration 1 finds them
+on a database migrated then, and creates them on a new one).
 
 ``khash``/``sid`` are the SHA-256 of the encoded key, so keys of any length fit a primary key.
 ``ekey`` holds the whole encoded key as bytes and ``khead`` its first :data:`HEAD_BYTES` bytes
@@ -103,8 +100,6 @@ class Tables:
     stream_head: Table
     stream: Table
     stream_part: Table
-    task: Table
-    task_dep: Table
 
 
 def make_tables(prefix: str) -> Tables:
@@ -116,9 +111,7 @@ def make_tables(prefix: str) -> Tables:
         )
     md = MetaData()
     schema = schema_table(md, prefix)
-    return Tables(
-        md, schema, *_kv_tables(md, prefix), *_stream_tables(md, prefix), *_task_tables(md, prefix)
-    )
+    return Tables(md, schema, *_kv_tables(md, prefix), *_stream_tables(md, prefix))
 
 
 def schema_table(md: MetaData, prefix: str) -> Table:
@@ -191,41 +184,6 @@ def _stream_tables(md: MetaData, prefix: str) -> tuple[Table, Table, Table]:
     return stream_head, stream, stream_part
 
 
-def _task_tables(md: MetaData, prefix: str) -> tuple[Table, Table]:
-    task = Table(
-        f"{prefix}task",
-        md,
-        Column("team", _hash(), nullable=False),
-        Column("task_id", String(255), nullable=False),
-        Column("khash", _hash(), nullable=False),
-        Column("seq", BigInteger, nullable=False),
-        Column("status", String(16), nullable=False),
-        Column("assignee", String(256), nullable=True),
-        Column("owner", String(256), nullable=True),
-        Column("attempts", Integer, nullable=False),
-        Column("max_attempts", Integer, nullable=False),
-        Column("lease_until", Double, nullable=True),
-        Column("blockers_left", Integer, nullable=False),
-        Column("dead_blockers", Integer, nullable=False),
-        PrimaryKeyConstraint("team", "task_id"),
-        # claimable pending rows in claim order: a locking scan meets few rows it does not take
-        Index(f"{prefix}task_pending", "team", "status", "blockers_left", "dead_blockers", "seq"),
-        Index(f"{prefix}task_lease", "team", "status", "lease_until"),
-        Index(f"{prefix}task_owner", "team", "owner", "seq"),
-        **_OPTS,
-    )
-    task_dep = Table(
-        f"{prefix}task_dep",
-        md,
-        Column("team", _hash(), nullable=False),
-        Column("blocker_id", String(255), nullable=False),
-        Column("task_id", String(255), nullable=False),
-        PrimaryKeyConstraint("team", "blocker_id", "task_id"),
-        **_OPTS,
-    )
-    return task, task_dep
-
-
 async def create_table(conn: AsyncConnection, table: Table) -> None:
     """Create ``table`` and its indexes unless they exist (checked first: MySQL warns otherwise)."""
     have_table, have_indexes = await conn.run_sync(_existing, table.name)
@@ -256,8 +214,7 @@ async def _m1_initial(conn: AsyncConnection, t: Tables) -> None:
 
 
 async def _m2_task_queue(conn: AsyncConnection, t: Tables) -> None:
-    for table in (t.task, t.task_dep):
-        await create_table(conn, table)
+    """Created the board's tables up to 0.x; they are the board queue's table set now."""
 
 
 Migration = Callable[[AsyncConnection, Tables], Awaitable[None]]

@@ -46,11 +46,11 @@ def sql_queue_of(store: BaseStore, keys: TeamKeys) -> BoardQueue | None:
 
     if not isinstance(store, SqlStore):
         return None
-    if store._db.kind == "postgresql":
+    if store.dialect == "postgresql":
         from .sql_pg import PostgresBoardQueue
 
         return PostgresBoardQueue(store, keys)
-    if store._db.kind == "mysql":
+    if store.dialect == "mysql":
         from .sql import SqlBoardQueue
 
         return SqlBoardQueue(store, keys)

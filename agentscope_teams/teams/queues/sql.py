@@ -1,6 +1,7 @@
 """The board's native queue on PostgreSQL and MariaDB/MySQL: a tasks table beside the records.
 
-Each task has a row in ``p_task`` (:mod:`agentscope_teams.store.sql.schema`, migration 2) with the
+Each task has a row in ``p_task`` (:mod:`.sql_tables`, kept through the SQL store's public
+table-set hook; the queue uses only the store's public interface) with the
 columns a claim filters on (status, assignee, owner, attempts, lease expiry, blockers left, dead
 blockers, sequence) and its JSON record in ``p_kv`` as ever (``store.get`` reads it). Every
 transition writes both in one transaction, the record with version + 1.
@@ -37,12 +38,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ...errors import StoreError, TeamError
 from ...listing import UNREADABLE
 from ...store.base import encode_key
-from ...store.sql.writes import ref
 from ..rules import eligibility
 from ..rules import transitions as rules
 from ..rules.eligibility import ClaimOutcome
 from ..rules.models import Task, TaskStatus, TeamKeys
 from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
+from .sql_tables import BoardTables
 
 if TYPE_CHECKING:
     from ...store.sql import SqlStore
@@ -95,13 +96,13 @@ class SqlBoardQueue:
 
     def __init__(self, store: SqlStore, keys: TeamKeys) -> None:
         self.store, self.keys = store, keys
-        self.t = store._t
+        self.t = BoardTables.of(store)
         self.team = hashlib.sha256(encode_key(keys.tasks_prefix()).encode()).digest()
 
     # -- plumbing --------------------------------------------------------------------------
 
     async def _tx(self, op: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        return await self.store._run(f"board {op}", fn, write=True)
+        return await self.store.transaction(f"board {op}", fn, write=True)
 
     def _of_team(self) -> Any:
         return self.t.task.c.team == self.team
@@ -135,10 +136,10 @@ class SqlBoardQueue:
     async def _write(self, conn: AsyncConnection, old: Task, new: Task) -> Task:
         """Write ``new`` over ``old`` (its row locked): record, columns, dependents' counters."""
         kv, t, dep = self.t.kv, self.t.task, self.t.task_dep
-        h = ref(self.keys.task(old.id)).h
+        h = self.store.key_hash(self.keys.task(old.id))
         record = {"value": new.to_bytes(), "nparts": 0, "version": kv.c.version + 1}
         row = update(t).where(self._of_team(), t.c.task_id == old.id)
-        if self.store._db.kind == "mysql":  # one multi-table UPDATE: one round trip fewer
+        if self.store.dialect == "mysql":  # one multi-table UPDATE: one round trip fewer
             both = {**{kv.c[k]: v for k, v in record.items()}}
             both.update({t.c[k]: v for k, v in columns(new).items()})
             await conn.execute(row.where(kv.c.khash == t.c.khash).values(both))
@@ -226,7 +227,7 @@ class SqlBoardQueue:
         return {
             "team": self.team,
             "task_id": task.id,
-            "khash": ref(self.keys.task(task.id)).h,
+            "khash": self.store.key_hash(self.keys.task(task.id)),
             "seq": task.seq,
             "blockers_left": left,
             "dead_blockers": dead,
@@ -267,7 +268,7 @@ class SqlBoardQueue:
         async def run(conn: AsyncConnection) -> list[str]:
             return list(await conn.scalars(stmt))
 
-        return await self.store._run("board own", run, single=True)
+        return await self.store.transaction("board own", run, single=True)
 
     async def _claim_one(
         self, member: str, lease: float, now: datetime, guard: TeamGuard | None
@@ -373,7 +374,7 @@ class SqlBoardQueue:
                     out.append((row.task_id, exc))
             return out
 
-        return await self.store._run("board open", run, single=True)
+        return await self.store.transaction("board open", run, single=True)
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
         status = {t.id: t.status.value for t in tasks}
@@ -403,4 +404,4 @@ class SqlBoardQueue:
             stmt = select(func.count()).select_from(self.t.task).where(self._of_team())
             return int(await conn.scalar(stmt) or 0)
 
-        return await self.store._run("board size", run, single=True)
+        return await self.store.transaction("board size", run, single=True)

@@ -26,7 +26,6 @@ from pydantic import TypeAdapter
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ...store.sql.writes import ref
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .sql import SqlBoardQueue
@@ -129,7 +128,7 @@ class PostgresBoardQueue(SqlBoardQueue):
         """The SQL of ``guard`` for the statements' placeholders (its parameters into ``params``)."""
         if guard is None:
             return {"guard": "", "guarded": "TRUE"}
-        params.update(guard_h=ref(guard.key).h, guard_v=guard.version)
+        params.update(guard_h=self.store.key_hash(guard.key), guard_v=guard.version)
         kv = self.t.kv.name
         return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
 
@@ -153,7 +152,7 @@ class PostgresBoardQueue(SqlBoardQueue):
             row = (await conn.execute(statement, params)).first()
             return None if row is None else Task.from_bytes(bytes(row.value), int(row.version))
 
-        return await self.store._run("board claim", run, write=True, single=True)
+        return await self.store.transaction("board claim", run, write=True, single=True)
 
     async def finish(
         self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
@@ -184,7 +183,7 @@ class PostgresBoardQueue(SqlBoardQueue):
         async def run(conn: AsyncConnection) -> Any:
             return (await conn.execute(statement, params)).first()
 
-        row = await self.store._run("board finish", run, write=True, single=True)
+        row = await self.store.transaction("board finish", run, write=True, single=True)
         if guard is not None and (row is None or not row.guarded):
             raise TeamChanged(f"team {self.keys.team_id!r} changed since it was read")
         if row is None:
