@@ -1,11 +1,11 @@
 """Agent Teams on top of ``BaseStore``: teams, a task board with leases, and a mailbox.
 
-Records: :mod:`.models` (keys: :mod:`agentscope_teams.keys`). Concurrency: :mod:`.board` (claims
-and the open index), :mod:`.eligibility` (the claim rule), :mod:`.rules` (transitions),
-:mod:`.mailbox` (inboxes and cursors). Agents: :mod:`.tools` (the LLM tools, returning
-:mod:`.results`), :mod:`.extension` (``TeamLeadExtension`` / ``TeamMemberExtension``),
-:mod:`.actor` (``TeamActor``: one participant acting in a team), :mod:`.runtime` (member loops and
-leases), :mod:`.worker` (``agentscope-teams worker``) and :mod:`.directory` (how workers find teams).
+Records: :mod:`.rules.models` (keys: :mod:`agentscope_teams.keys`). Concurrency: :mod:`.board` (claims
+and the open index), :mod:`.rules.eligibility` (the claim rule), :mod:`.rules.transitions` (transitions),
+:mod:`.mailbox` (inboxes and cursors). Agents: :mod:`.lead.tools` (the LLM tools, returning
+:mod:`.results`), :mod:`.lead.extension` (``TeamLeadExtension`` / ``TeamMemberExtension``),
+:mod:`.actor` (``TeamActor``: one participant acting in a team), :mod:`.member.runtime` (member loops and
+leases), :mod:`.member.worker` (``agentscope-teams worker``) and :mod:`.directory` (how workers find teams).
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ class BoardReads(TaskRecords):
 
     async def open_board(self) -> Listing[Task]:
         """Unfinished tasks (oldest first, with ``blocked_reason``), then the finished tasks pending
-        ones wait on: what judging claims needs (:mod:`.eligibility`), without a scan of the board."""
+        ones wait on: what judging claims needs (:mod:`.rules.eligibility`), without a scan of the board."""
         tasks = await self.open_tasks()
         states: Blockers = {t.id: t.status for t in tasks}
         states.update(dict.fromkeys((p.id for p in tasks.problems), TaskStatus.PENDING))

@@ -14,7 +14,7 @@ so runtimes waiting on it look at once instead of at their next poll. A failed s
 never raised: the write happened, and the poll still finds it.
 
 **The team record, read once per team.** Where the board's native queue checks a
-:class:`~.queue.TeamGuard` (PostgreSQL), the hot calls (``claim_task`` of the next task,
+:class:`~.queues.base.TeamGuard` (PostgreSQL), the hot calls (``claim_task`` of the next task,
 ``complete_task``, ``fail_task``) check the member against the team record as this client last
 read it, and the queue's statement runs only while the record is still at that version: a team
 changed since (deleted, a member removed, anything) makes the statement do nothing, and the client
@@ -56,7 +56,7 @@ _KNOWN_TEAMS = 1024
 class LocalTeamClient(TeamRegistry):
     """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``.
 
-    What callers hand it is checked against :mod:`.limits` (a bad ``task_lease`` here raises
+    What callers hand it is checked against :mod:`.rules.limits` (a bad ``task_lease`` here raises
     :class:`~agentscope_teams.errors.ConfigurationError`).
     """
 
@@ -168,7 +168,7 @@ class LocalTeamClient(TeamRegistry):
         plan_approval: bool = False,
     ) -> Member:
         """Add a member; ``permission_mode`` (Claude Code's names accepted) and ``plan_approval``
-        are kept in its record and decide how its agent is built (:mod:`.builder`)."""
+        are kept in its record and decide how its agent is built (:mod:`.member.builder`)."""
         return (
             await self.add_member(
                 team_id,

@@ -28,7 +28,7 @@ def parse_status(status: str | None) -> TaskStatus | None:
 
 
 def stuck(task: Task) -> bool:
-    """A pending task that can never start (see :func:`~.eligibility.never_starts`)."""
+    """A pending task that can never start (see :func:`~.rules.eligibility.never_starts`)."""
     return never_starts(task.status, task.blocked_reason)
 
 

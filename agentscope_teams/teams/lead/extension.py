@@ -8,8 +8,8 @@
 
 Its specs are the candidate members; the model decides the topology with ``createTeam`` and
 ``spawnMember``. With ``run_members="local"`` (default) the members run in this process
-(:class:`~.runtime.TeamRuntime`); with ``"workers"`` they run in ``agentscope-teams worker``
-processes that find the team in the store (:mod:`.directory`); ``"any"`` lets both compete for them.
+(:class:`~..member.runtime.TeamRuntime`); with ``"workers"`` they run in ``agentscope-teams worker``
+processes that find the team in the store (:mod:`..directory`); ``"any"`` lets both compete for them.
 
 What each member runs with is :class:`~..member.extension.TeamMemberExtension` (importable from here
 too, as before the split).

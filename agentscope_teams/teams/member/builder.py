@@ -1,4 +1,4 @@
-"""Building a member: an agent from one of the lead's specs (:func:`~..subagents.spawn.spawn_agent`),
+"""Building a member: an agent from one of the lead's specs (:func:`~...subagents.spawn.spawn_agent`),
 wired to its team.
 
 A member is named after its member name and keeps its conversation in the team's store, under the
@@ -52,7 +52,7 @@ def member_engine(
 ) -> MemberPermissionEngine:
     """The permission engine of ``member``: the lead's rules plus the spec's deny rules, in plan
     mode with ``plan_approval``, else in the member's spawn mode, else the spec's, else the lead's
-    (:func:`~..subagents.spawn.spec_permissions`); an "ask" is refused (:mod:`.review`)."""
+    (:func:`~...subagents.spawn.spec_permissions`); an "ask" is refused (:mod:`.review`)."""
     base = spec_permissions(spec, lead) or PermissionEngine()
     mode = "plan" if member.plan_approval else member.permission_mode
     return MemberPermissionEngine(base, mode)

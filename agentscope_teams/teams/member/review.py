@@ -1,8 +1,8 @@
 """What a team member cannot decide alone: leaving plan mode (the lead approves its plan) and calls
 that would ask for permission (a member has no user: they are refused and shown to the lead).
 
-Both live in the member's record in the store (:class:`~.models.PlanReview`,
-:class:`~.models.PermissionPrompt`), so they survive a restart of any process:
+Both live in the member's record in the store (:class:`~..rules.models.PlanReview`,
+:class:`~..rules.models.PermissionPrompt`), so they survive a restart of any process:
 
 - the member's ``exit_plan_mode(plan)`` (:func:`member_exit_plan_tool`) records the plan as
   ``pending`` and sends it to the lead as a message; the member ends its turn (its tasks stay

@@ -2,10 +2,10 @@
 
 Lead: ``createTeam``, ``spawnMember``, ``approvePlan``, ``deleteTeam``, ``waitForTeam``, ``assignTask``, ``listTasks``,
 ``sendMessage``, ``broadcastMessage`` (every one but ``createTeam`` takes an optional ``team_id``, by
-default the lead's current team, kept in its :class:`~.lead_state.TeamLeadState`). Members: ``claimTask``,
+default the lead's current team, kept in its :class:`~..lead.state.TeamLeadState`). Members: ``claimTask``,
 ``completeTask``, ``failTask``, ``listTasks``, ``sendMessage``, ``broadcastMessage``.
 
-Schemas come from the template functions of :mod:`.schemas`; :func:`~..lead.tools.lead_tools`
+Schemas come from the template functions of :mod:`..rules.schemas`; :func:`~..lead.tools.lead_tools`
 and :func:`member_tools` bind copies to one call. The acting identity is bound by the extension (the lead's name, or the member
 the agent runs as) and is never an argument. Every team rule a model can break (unknown member, spec
 or task, a blocked or finished task, a task it does not own) becomes a :class:`ToolError`.

@@ -1,7 +1,7 @@
 """Workers: run members of teams found in the store, in processes and hosts other than the lead's.
 
 ``agentscope-teams worker --store URL --specs DIR --model M`` runs :class:`Worker`. It reads the team
-directory (:mod:`.directory`; teams whose lead uses ``run_members="workers"`` or ``"any"``) when the
+directory (:mod:`..directory`; teams whose lead uses ``run_members="workers"`` or ``"any"``) when the
 store signals that a record was written (the ``teams-signal`` channel; memory, Redis, PostgreSQL)
 and every ``scan_every`` seconds as a fallback; on stores without signals it scans every ``poll``,
 backing off while nothing changes (:class:`~.runtime.TeamRuntime`, "Discovery"). Its runtime

@@ -57,8 +57,8 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class Finish:
     """A completion or failure: the status, the text, the history detail (see
-    :func:`~.rules.finish_detail`) and a completion's structured ``data``. A queue that does not
-    run :func:`~.rules.finish` itself refuses to complete a task declaring a ``result_schema``
+    :func:`~..rules.transitions.finish_detail`) and a completion's structured ``data``. A queue that does not
+    run :func:`~..rules.transitions.finish` itself refuses to complete a task declaring a ``result_schema``
     unless ``checked`` (the board validated ``data`` against that schema, off the event loop);
     one that runs it passes ``checked`` on, and the rule refuses likewise."""
 

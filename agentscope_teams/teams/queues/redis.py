@@ -10,7 +10,7 @@ they share the team's hash slot with its records:
 * owners (``<held prefix>:owners``): ``owner NUL seq NUL id`` per in-progress task, for
   ``prefer_own`` (a lex range per member).
 
-The scripts (:mod:`.queue_redis_lua`) check the claim rule on the records they read and write the
+The scripts (:mod:`.redis_lua`) check the claim rule on the records they read and write the
 new record with version + 1 and its index moves atomically. A claim's cost does not depend on held
 tasks (they are not in the pending set); it grows only with pending tasks it must pass by (assigned
 to others, or waiting on blockers), read inside the script, :data:`SCAN` at a time. A lease expiry

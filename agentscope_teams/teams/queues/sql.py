@@ -1,6 +1,6 @@
 """The board's native queue on PostgreSQL and MariaDB/MySQL: a tasks table beside the records.
 
-Each task has a row in ``p_task`` (:mod:`.sql_tables`, kept through the SQL store's public
+Each task has a row in ``p_task`` (:mod:`..sql_tables`, kept through the SQL store's public
 table-set hook; the queue uses only the store's public interface) with the
 columns a claim filters on (status, assignee, owner, attempts, lease expiry, blockers left, dead
 blockers, sequence) and its JSON record in ``p_kv`` as ever (``store.get`` reads it). Every
@@ -10,18 +10,18 @@ transition writes both in one transaction, the record with version + 1.
   skip each other's rows instead of queueing on them): a pending row with no blockers left, none
   dead and routed to nobody or to the member, or an in-progress row whose lease ran out (reclaimed:
   expired leases come first, as on the generic path). On PostgreSQL it is one statement
-  (:mod:`.queue_sql_pg`: a CTE picks the row, ``UPDATE ... RETURNING`` moves it and rewrites the
+  (:mod:`.sql_pg`: a CTE picks the row, ``UPDATE ... RETURNING`` moves it and rewrites the
   JSON record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
-  ``SELECT ... FOR UPDATE SKIP LOCKED``, the record computed by :mod:`.rules`, two ``UPDATE`` s.
+  ``SELECT ... FOR UPDATE SKIP LOCKED``, the record computed by :mod:`..rules.transitions`, two ``UPDATE`` s.
 * **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
-  Python rule (:mod:`.eligibility`, :mod:`.rules`) on the record and write the result; completing
+  Python rule (:mod:`..rules.eligibility`, :mod:`..rules.transitions`) on the record and write the result; completing
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
-  same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.queue_sql_pg`).
+  same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.sql_pg`).
 * **expired leases** that the claimer may not take (every attempt used, or routed to another
   member) are settled when a claim finds nothing else, and by ``reap``.
 
 A blocker deleted by hand is not seen by the counters (the generic path reports it as blocking);
-:meth:`~.board.TaskBoard.rebuild_index` recomputes every row from the records. Records written here
+:meth:`~..board.TaskBoard.rebuild_index` recomputes every row from the records. Records written here
 are stored inline (task records stay far below the store's chunk size).
 """
 

@@ -1,16 +1,16 @@
-"""The PostgreSQL claim and finish: one statement each (see :mod:`.queue_sql`).
+"""The PostgreSQL claim and finish: one statement each (see :mod:`.sql`).
 
 ``pick`` locks the oldest claimable row (expired leases first) with ``FOR UPDATE SKIP LOCKED``;
 ``moved`` updates its columns (one more attempt, the new owner and lease); the outer ``UPDATE`` of
-``p_kv`` rewrites the JSON record as :func:`~agentscope_teams.teams.eligibility.claimed_record`
-would (a reclaim first appends the ``lease_expired`` event of :func:`~.rules.expired`) with version
+``p_kv`` rewrites the JSON record as :func:`~agentscope_teams.teams.rules.eligibility.claimed_record`
+would (a reclaim first appends the ``lease_expired`` event of :func:`~..rules.transitions.expired`) with version
 + 1, and returns it. The board's conformance tests run the same scenarios through this statement
 and through the generic path.
 
 The finish (complete or fail) is one statement too: ``moved`` updates the row only if the member
 owns it in progress (and, for a completion, the record declares no result schema or the board
 checked the data against it), ``deps`` moves the dependents' counters, ``written`` rewrites the
-record as :func:`~.rules.finish` would; the statement returns the written record, or else the
+record as :func:`~..rules.transitions.finish` would; the statement returns the written record, or else the
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
 lock and re-check the row (read committed), so concurrent finishers write it once.

@@ -1,5 +1,5 @@
 """Schemas of the team tools: template functions whose signatures and docstrings are what the
-model is told (the bodies are never called; :mod:`.tools` binds the implementations)."""
+model is told (the bodies are never called; :mod:`..lead.tools` binds the implementations)."""
 
 from __future__ import annotations
 
