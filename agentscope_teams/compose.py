@@ -106,7 +106,7 @@ def extensions_from_specs(
     """
     # imported here, when specs are given, so that ``import agentscope_teams`` stays cheap
     from .subagents.extension import SubagentExtension
-    from .teams.extension import TeamLeadExtension
+    from .teams.lead.extension import TeamLeadExtension
 
     check_subagent_options("extensions_from_specs", subagent_options)
     check_keywords("team_options", team_options or {}, TeamLeadExtension)

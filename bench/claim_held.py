@@ -18,8 +18,8 @@ import uuid
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient
-from agentscope_teams.teams.models import Member
-from agentscope_teams.teams.queue import NATIVE_ENV
+from agentscope_teams.teams.queues.base import NATIVE_ENV
+from agentscope_teams.teams.rules.models import Member
 
 from .fixtures import POSTGRES_URL, REDIS_URL, drop_redis_namespace
 from .stats import Sample, fmt, ms, section, table, verdict

@@ -24,7 +24,7 @@ from pathlib import Path
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store.redis import RedisStore
 from agentscope_teams.teams import LocalTeamClient
-from agentscope_teams.teams.models import Member
+from agentscope_teams.teams.rules.models import Member
 
 from .stats import Sample, fmt, ms, section, table, us, verdict
 

@@ -37,8 +37,8 @@ from agentscope_teams.errors import VersionConflict
 from agentscope_teams.store import BaseStore, Entry, Key, store_from_url
 from agentscope_teams.store.base import get_many
 from agentscope_teams.teams import LocalTeamClient
-from agentscope_teams.teams.models import Member
-from agentscope_teams.teams.queue import NATIVE_ENV
+from agentscope_teams.teams.queues.base import NATIVE_ENV
+from agentscope_teams.teams.rules.models import Member
 
 from .fixtures import MYSQL_URL, POSTGRES_URL, REDIS_URL, drop_redis_namespace
 from .stats import Sample, fmt, interleaved, ms, section, table, us, verdict

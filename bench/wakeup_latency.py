@@ -25,7 +25,7 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, InMemoryStore, store_from_url
 from agentscope_teams.store.base import signals_of
 from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TeamRef, TeamRuntime
-from agentscope_teams.teams.builder import load_pool, member_session_id
+from agentscope_teams.teams.member.builder import load_pool, member_session_id
 
 from .fixtures import POSTGRES_URL, REDIS_URL, drop_redis_namespace
 from .stats import ms, percentile, section, table, verdict

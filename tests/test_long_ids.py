@@ -34,7 +34,7 @@ from agentscope_teams.teams import (
     TeamLeadExtension,
     member_session_id,
 )
-from agentscope_teams.teams.builder import load_pool
+from agentscope_teams.teams.member.builder import load_pool
 from agentscope_teams.tools import ToolEnv, tool
 
 from .subagents.helpers import call, spawn, spec

@@ -28,7 +28,7 @@ from ..sessions import SessionConfig, SessionRecord, SessionSource, SessionStora
 from ..state import AgentState
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, TeamStatus
-from ..teams.lead_state import TeamLeadState
+from ..teams.lead.state import TeamLeadState
 from .common import CommandError
 
 #: The lead agent's name: its sessions are where a review is recorded and found again.

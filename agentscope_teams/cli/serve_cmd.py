@@ -84,7 +84,7 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..teams.limits import config_lease
+    from ..teams.rules.limits import config_lease
 
     if args.token_ttl is not None and args.token_ttl <= 0:
         raise ValueError("--token-ttl must be a positive number of seconds")

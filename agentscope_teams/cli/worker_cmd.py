@@ -1,7 +1,7 @@
 """``agentscope-teams worker --store URL``: run team member loops taken from a shared store.
 
 The worker serves teams whose lead runs with ``run_members="workers"`` (or ``"any"``), found in the
-store's team directory; see :mod:`agentscope_teams.teams.worker`. It runs until interrupted (Ctrl-C
+store's team directory; see :mod:`agentscope_teams.teams.member.worker`. It runs until interrupted (Ctrl-C
 or SIGTERM), then stops its members and releases their leases so another worker takes them at once.
 With ``--exit-with-parent`` it also stops that way when the process that started it is gone (the
 workers ``review --workers N`` starts, so a killed review leaves none behind).
@@ -40,7 +40,7 @@ from ..model import ChatModel
 from ..model.script_file import ScriptFileModel
 from ..store.base import BaseStore
 from ..subagents.spec import SubagentSpec, load_specs
-from ..teams.worker import Worker, WorkerConfig, model_option
+from ..teams.member.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust
 from .common import SubParsers, add_command, require_mcp, with_store
 from .metrics_http import serve_metrics

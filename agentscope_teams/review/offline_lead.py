@@ -18,8 +18,8 @@ from functools import cache
 from pathlib import Path
 
 from ..subagents.spec import load_specs
-from ..teams.models import TaskStatus
 from ..teams.results import BoardListing, TaskBrief, TeamWaited
+from ..teams.rules.models import TaskStatus
 from .findings import CATEGORY_OF_SPEC, RESULT_SCHEMA, Category
 from .offline_files import ChangeScope, discover, discover_changed
 from .report import board_findings, render_markdown, review_report

@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..teams.models import TaskStatus
 from ..teams.results import BoardListing, TaskClaimed
+from ..teams.rules.models import TaskStatus
 from .findings import (
     CATEGORY_OF_SPEC,
     Category,

@@ -40,7 +40,7 @@ from pathlib import Path
 from ..message import Msg, TextBlock, ToolResultBlock, ToolUseBlock, new_id
 from ..model.base import ModelRequest, ModelResponse, StreamItem, Usage
 from ..model.scripted import replay
-from ..teams.work import WAKE
+from ..teams.member.work import WAKE
 from .cache import AnalysisCache, default_cache_dir
 from .offline_lead import lead_step
 from .offline_member import Analyses, NeedsAnalysis, member_role, member_step

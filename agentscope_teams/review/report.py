@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..teams.models import TaskStatus
+from ..teams.rules.models import TaskStatus
 from .findings import Finding, Severity, review_result
 from .rulebook import known_category, rule_for
 

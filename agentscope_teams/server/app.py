@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..store.base import BaseStore
 from ..store.health import store_unready
-from ..teams.limits import config_lease
+from ..teams.rules.limits import config_lease
 from ..tracing import metrics as process_metrics
 from . import api, events, mail_api, read_api
 from .openapi import openapi_document

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..state import PermissionMode
 from ..subagents.runs import RunStatus
 from ..teams import Member, MemberStatus, Task, Team, TeamStatus
-from ..teams.limits import MAX_ATTEMPTS, MAX_TASK_LEASE
+from ..teams.rules.limits import MAX_ATTEMPTS, MAX_TASK_LEASE
 
 
 class _Input(BaseModel):

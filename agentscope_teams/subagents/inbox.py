@@ -1,17 +1,12 @@
 """Durable inboxes with at-least-once delivery into an agent's context.
 
 An :class:`Inbox` is a store stream of :class:`Notice` entries plus a cursor key holding the highest
-acknowledged sequence number. Delivery into an :class:`AgentState` is two-phase:
-
-1. :func:`take` (before a reasoning step) reads the entries after the cursor and returns those whose
-   id is not already in the state's context (message metadata ``inbox_notice``) or in ``skip``; the
-   caller appends them to the context. It remembers, per call, how far it read (and the cursor it
-   started from, so a call that read nothing new has nothing to acknowledge).
-2. :func:`acknowledge` (after the state holding them was saved) moves the cursor there with a CAS.
-
-A crash between the two re-reads the entries later, and the id check skips the ones already in the
-saved context, so nothing is lost and nothing appears twice. Duplicate appends of one notice (same id)
-are skipped the same way.
+acknowledged sequence number. Delivery into an :class:`AgentState` is the take/acknowledge of
+:mod:`agentscope_teams.agent.delivery` (shared with team mailboxes): :func:`take` (before a
+reasoning step) returns the notices whose id is not already in the state's context (message metadata
+``inbox_notice``) or in ``skip``; :func:`acknowledge` (after the state holding them was saved) moves
+the cursor there with a CAS. A crash between the two reads the notices again, and the id check skips
+those already in the saved context.
 """
 
 from __future__ import annotations
@@ -21,6 +16,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from ..agent import delivery
 from ..agent.extension import ReadMark
 from ..errors import VersionConflict
 from ..listing import UNREADABLE, unreadable
@@ -75,6 +71,16 @@ class Inbox:
                 return out
             after = page[-1][0]
 
+    async def unread(self) -> list[tuple[int, Notice]]:
+        """Every entry after the acknowledged cursor (:class:`~..agent.delivery.DeliveryStream`)."""
+        return await self.pending(await self.cursor())
+
+    async def after(self, seq: int) -> list[tuple[int, Notice]]:
+        return await self.pending(seq)
+
+    def entry_id(self, entry: Notice) -> str:
+        return entry.id
+
     async def ack(self, seq: int) -> None:
         """Move the cursor up to ``seq`` (never down), with a CAS retried on conflict."""
         while True:
@@ -104,25 +110,9 @@ async def take(
     ``mark`` is the call's own: it remembers how far this call has read, so later steps read only
     new entries and :func:`acknowledge` knows what to acknowledge.
     """
-    if mark.read is None:  # the first read of the call starts at the acknowledged cursor,
-        after = mark.acked = await inbox.cursor()  # which needs no acknowledging again
-    else:
-        after = mark.read
-    seen = injected_ids(state) | (skip or set())
-    fresh: list[Notice] = []
-    for seq, notice in await inbox.pending(after):
-        after = seq
-        if notice.id not in seen:
-            seen.add(notice.id)
-            fresh.append(notice)
-    mark.read = after
-    return fresh
+    return await delivery.take(inbox, mark, injected_ids(state) | (skip or set()))
 
 
 async def acknowledge(inbox: Inbox, mark: ReadMark) -> None:
     """Acknowledge what :func:`take` read in this call (call it after the state was saved)."""
-    seq = mark.to_acknowledge()
-    if seq is None:
-        return
-    await inbox.ack(seq)
-    mark.acked = seq
+    await delivery.acknowledge(inbox, mark)

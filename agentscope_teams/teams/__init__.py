@@ -1,24 +1,30 @@
 """Agent Teams on top of ``BaseStore``: teams, a task board with leases, and a mailbox.
 
-Records: :mod:`.models` (keys: :mod:`agentscope_teams.keys`). Concurrency: :mod:`.board` (claims
-and the open index), :mod:`.eligibility` (the claim rule), :mod:`.rules` (transitions),
-:mod:`.mailbox` (inboxes and cursors). Agents: :mod:`.tools` (the LLM tools, returning
-:mod:`.results`), :mod:`.extension` (``TeamLeadExtension`` / ``TeamMemberExtension``),
-:mod:`.actor` (``TeamActor``: one participant acting in a team), :mod:`.runtime` (member loops and
-leases), :mod:`.worker` (``agentscope-teams worker``) and :mod:`.directory` (how workers find teams).
+Records: :mod:`.rules.models` (keys: :mod:`agentscope_teams.keys`). Concurrency: :mod:`.board` (claims
+and the open index), :mod:`.rules.eligibility` (the claim rule), :mod:`.rules.transitions` (transitions),
+:mod:`.mailbox` (inboxes and cursors). Agents: :mod:`.lead.tools` (the LLM tools, returning
+:mod:`.results`), :mod:`.lead.extension` (``TeamLeadExtension`` / ``TeamMemberExtension``),
+:mod:`.actor` (``TeamActor``: one participant acting in a team), :mod:`.member.runtime` (member loops and
+leases), :mod:`.member.worker` (``agentscope-teams worker``) and :mod:`.directory` (how workers find teams).
 """
 
 from __future__ import annotations
 
 from ..errors import UnknownTaskError, UnknownTeamError
+from . import _moved
 from .actor import TeamActor
 from .board import TaskBoard
-from .builder import MemberBuilder, member_session_id
 from .client import LocalTeamClient
 from .directory import TeamRuntimeRecord
-from .extension import TeamLeadExtension, TeamMemberExtension
+from .lead.extension import TeamLeadExtension
 from .mailbox import Mailbox
-from .models import (
+from .member.builder import MemberBuilder, member_session_id
+from .member.extension import TeamMemberExtension
+from .member.runtime import TeamRuntime
+from .member.slot import TeamRef
+from .member.worker import Worker, WorkerConfig, run_worker
+from .protocol import TeamClient
+from .rules.models import (
     Member,
     MemberStatus,
     Task,
@@ -29,11 +35,9 @@ from .models import (
     TeamMessage,
     TeamStatus,
 )
-from .protocol import TeamClient
-from .runtime import TeamRuntime
-from .slot import TeamRef
 from .summary import TeamWaitResult, wait_for_team
-from .worker import Worker, WorkerConfig, run_worker
+
+_moved.install()  # the old module paths (before the split) import with a DeprecationWarning
 
 __all__ = [
     "LocalTeamClient",

@@ -1,7 +1,7 @@
 """``TeamActor``: one participant (the lead or a member) acting in a team, its name bound once.
 
-Not to be confused with :class:`~.models.Member` (a member's record in the team) or
-:class:`~.extension.TeamMemberExtension` (what a member agent runs with). The tools of an agent hold
+Not to be confused with :class:`~.rules.models.Member` (a member's record in the team) or
+:class:`~.member.extension.TeamMemberExtension` (what a member agent runs with). The tools of an agent hold
 a ``TeamActor``; the sender of a message and the claimer of a task are always the bound name, never
 something a model writes into a tool argument. (Formerly ``TeamMember``.)
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .models import Task, TaskStatus, Team, TeamMessage
 from .protocol import TeamClient
+from .rules.models import Task, TaskStatus, Team, TeamMessage
 
 
 class TeamActor:

@@ -1,7 +1,8 @@
-"""What the task board reads: one task, the task indexes, the whole board (see :mod:`.board`).
+"""What the task board reads: one task, the unfinished tasks, the whole board (see :mod:`.board`).
 
-Listings read in pages: one ``list_keys`` page and one batched read (``get_many``, one round trip
-on Redis and SQL) per page, so listing 10,000 tasks is about 20 store calls, not 10,000.
+Listings read in pages (:class:`~.queues.records.TaskRecords`): one ``list_keys`` page and one
+batched read (``get_many``, one round trip on Redis and SQL) per page, so listing 10,000 tasks is
+about 20 store calls, not 10,000.
 
 **Unreadable tasks.** A task record that cannot be decoded (corrupt, or written by a newer version)
 never hides the others: the listings (:meth:`BoardReads.list_tasks`, :meth:`~BoardReads.open_tasks`,
@@ -13,26 +14,20 @@ waiting on an unreadable task counts it as unfinished.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 
-from ..errors import UnknownTaskError
-from ..listing import UNREADABLE, Listing, Unreadable, unreadable
+from ..listing import Listing, Unreadable
 from ..message import utcnow
-from ..store.base import BaseStore, Entry, Key, get_many
-from . import limits
-from .eligibility import blocked_reason
-from .models import Task, TaskStatus, TeamKeys
-from .queue import BoardQueue, board_queue_of, native_wanted
-
-Blockers = dict[str, TaskStatus | None]
-#: Keys per listing page (one ``list_keys`` and one ``get_many`` each).
-LIST_PAGE = 1000
-#: A task as read by a batched read: the task, None (absent), or why it cannot be decoded.
-Read = Task | None | Exception
+from ..store.base import BaseStore
+from .queues.base import BoardQueue
+from .queues.factory import board_queue_of
+from .queues.records import Blockers, TaskRecords
+from .rules.eligibility import blocked_reason
+from .rules.models import Task, TaskStatus, TeamKeys
 
 
-class BoardReads:
+class BoardReads(TaskRecords):
     """The reads of one team's board; :class:`~.board.TaskBoard` adds the transitions."""
 
     def __init__(
@@ -43,71 +38,16 @@ class BoardReads:
         *,
         native: bool | None = None,
     ) -> None:
-        self.store, self.keys, self.clock = store, keys, clock
-        #: The store's native queue (:mod:`.queue`), or None: the generic path. ``native=False``
-        #: forces the generic path; None follows ``AGENTSCOPE_TEAMS_BOARD_NATIVE`` (default on).
-        self.queue = board_queue_of(store, keys) if native_wanted(native) else None
-
-    async def load(self, task_id: str) -> Task | None:
-        """The task, or None; an undecodable record raises (``UNREADABLE``)."""
-        entry = await self.store.get(self.keys.task(task_id))
-        return None if entry is None else Task.from_bytes(entry.value, entry.version)
-
-    async def load_many(self, task_ids: Sequence[str]) -> list[Read]:
-        """The tasks of ``task_ids`` in one batched read; an undecodable one is its exception."""
-        entries = await get_many(self.store, [self.keys.task(t) for t in task_ids])
-        return [_decode(e) for e in entries]
-
-    async def _must_load(self, task_id: str) -> Task:
-        task = await self.load(limits.name(task_id, "task_id"))
-        if task is None:
-            raise self._missing(task_id)
-        return task
-
-    def _missing(self, task_id: str) -> UnknownTaskError:
-        return UnknownTaskError(
-            f"no task {task_id!r} on team {self.keys.team_id!r}; list the tasks to see their ids"
-        )
-
-    def _unreadable(self, task_id: str, exc: Exception) -> Unreadable:
-        return unreadable("task", task_id, self.keys.task(task_id), exc)
-
-    async def _status(self, task_id: str) -> tuple[Task | None, TaskStatus | None]:
-        """A blocker as read, and the status it counts with (None: deleted; unreadable: pending)."""
-        try:
-            found = await self.load(task_id)
-        except UNREADABLE:
-            return None, TaskStatus.PENDING
-        return found, None if found is None else found.status
-
-    async def _blocker_states(self, task: Task, cache: Blockers) -> Blockers:
-        for b in task.blocked_by:
-            if b not in cache:
-                cache[b] = (await self._status(b))[1]
-        return {b: cache[b] for b in task.blocked_by}
+        super().__init__(store, keys, clock)
+        #: The board's queue (:mod:`.queues`): the store's native one, or the generic one.
+        #: ``native=False`` forces the generic queue; None follows ``AGENTSCOPE_TEAMS_BOARD_NATIVE``.
+        self.queue: BoardQueue = board_queue_of(store, keys, clock, native=native)
 
     async def get(self, task_id: str) -> Task:
         """The task with its computed ``blocked_reason``."""
         task = await self._must_load(task_id)
         reason = blocked_reason(task, await self._blocker_states(task, {}))
         return task.model_copy(update={"blocked_reason": reason})
-
-    async def _pages(self, prefix: Key, size: int = LIST_PAGE) -> AsyncIterator[list[Key]]:
-        """The keys under ``prefix``, a page (one ``list_keys``) at a time."""
-        after: Key | None = None
-        while page := await self.store.list_keys(prefix, limit=size, after=after):
-            yield page
-            if len(page) < size:
-                return
-            after = page[-1]
-
-    async def _scan(self, prefix: Key) -> list[Key]:
-        return [key async for page in self._pages(prefix) for key in page]
-
-    async def _entries(self, keys: Sequence[Key]) -> list[tuple[Key, Read]]:
-        """Each index (or task) key with its task, read in one batch."""
-        reads = await self.load_many([self.keys.task_id_of(k) for k in keys])
-        return list(zip(keys, reads, strict=True))
 
     async def list_tasks(self, status: TaskStatus | None = None) -> Listing[Task]:
         """Every task (oldest first) with ``blocked_reason`` computed; the whole board, read a page
@@ -133,29 +73,11 @@ class BoardReads:
         return Listing(out, problems)
 
     async def open_tasks(self) -> Listing[Task]:
-        """Unfinished tasks (oldest first), read through the pending and in-progress indexes; entries
-        of finished or deleted tasks met on the way are deleted."""
-        if self.queue is not None:
-            return await self._queued_open_tasks(self.queue)
+        """Unfinished tasks (oldest first), read through the queue's index (the generic queue
+        deletes entries of finished or deleted tasks it meets on the way)."""
         found: dict[str, Task] = {}
         problems: dict[str, Unreadable] = {}
-        for prefix in (self.keys.open_prefix(), self.keys.held_prefix()):
-            async for page in self._pages(prefix):
-                for key, task in await self._entries(page):
-                    task_id = self.keys.task_id_of(key)
-                    if isinstance(task, Exception):  # kept in the index: found once repaired
-                        problems[task_id] = self._unreadable(task_id, task)
-                    elif task is None or task.status.finished:
-                        await self.store.delete(key)  # a final state: the entry is stale for good
-                    else:
-                        found[task.id] = task
-        out = sorted(found.values(), key=lambda t: t.seq)
-        return Listing(out, list(problems.values()))
-
-    async def _queued_open_tasks(self, queue: BoardQueue) -> Listing[Task]:
-        found: dict[str, Task] = {}
-        problems: dict[str, Unreadable] = {}
-        for task_id, task in await queue.open_tasks():
+        for task_id, task in await self.queue.open_tasks():
             if isinstance(task, Exception):
                 problems[task_id] = self._unreadable(task_id, task)
             elif not task.status.finished:
@@ -165,7 +87,7 @@ class BoardReads:
 
     async def open_board(self) -> Listing[Task]:
         """Unfinished tasks (oldest first, with ``blocked_reason``), then the finished tasks pending
-        ones wait on: what judging claims needs (:mod:`.eligibility`), without a scan of the board."""
+        ones wait on: what judging claims needs (:mod:`.rules.eligibility`), without a scan of the board."""
         tasks = await self.open_tasks()
         states: Blockers = {t.id: t.status for t in tasks}
         states.update(dict.fromkeys((p.id for p in tasks.problems), TaskStatus.PENDING))
@@ -187,12 +109,3 @@ class BoardReads:
         for t in tasks:
             t.blocked_reason = blocked_reason(t, {b: states.get(b) for b in t.blocked_by})
         return Listing([*tasks, *sorted(waited_on, key=lambda t: t.seq)], tasks.problems)
-
-
-def _decode(entry: Entry | None) -> Read:
-    if entry is None:
-        return None
-    try:
-        return Task.from_bytes(entry.value, entry.version)
-    except UNREADABLE as exc:
-        return exc

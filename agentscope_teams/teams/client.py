@@ -14,7 +14,7 @@ so runtimes waiting on it look at once instead of at their next poll. A failed s
 never raised: the write happened, and the poll still finds it.
 
 **The team record, read once per team.** Where the board's native queue checks a
-:class:`~.queue.TeamGuard` (PostgreSQL), the hot calls (``claim_task`` of the next task,
+:class:`~.queues.base.TeamGuard` (PostgreSQL), the hot calls (``claim_task`` of the next task,
 ``complete_task``, ``fail_task``) check the member against the team record as this client last
 read it, and the queue's statement runs only while the record is still at that version: a team
 changed since (deleted, a member removed, anything) makes the statement do nothing, and the client
@@ -40,22 +40,14 @@ from ..listing import Listing
 from ..message import new_id, utcnow
 from ..store.base import BaseStore, signals_of
 from ..tools.permissions import resolve_mode
-from . import limits
 from .actor import TeamActor
 from .board import TaskBoard
 from .mailbox import Mailbox
-from .models import (
-    Member,
-    MemberStatus,
-    Task,
-    TaskStatus,
-    Team,
-    TeamMessage,
-    TeamStatus,
-)
 from .protocol import TeamClient
-from .queue import TeamChanged, TeamGuard
+from .queues.base import TeamChanged, TeamGuard
 from .registry import TeamRegistry
+from .rules import limits
+from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
 
 log = logging.getLogger(__name__)
 #: Team records a client keeps for guarded calls (cleared when full: teams per client are few).
@@ -65,7 +57,7 @@ _KNOWN_TEAMS = 1024
 class LocalTeamClient(TeamRegistry):
     """Teams of ``ctx``'s (org, user) in ``store``; leases default to ``task_lease``.
 
-    What callers hand it is checked against :mod:`.limits` (a bad ``task_lease`` here raises
+    What callers hand it is checked against :mod:`.rules.limits` (a bad ``task_lease`` here raises
     :class:`~agentscope_teams.errors.ConfigurationError`). ``lease_seconds=`` is the deprecated
     name of ``task_lease=`` (a ``DeprecationWarning``; see ``docs/deprecation.md``).
     """
@@ -197,7 +189,7 @@ class LocalTeamClient(TeamRegistry):
         plan_approval: bool = False,
     ) -> Member:
         """Add a member; ``permission_mode`` (Claude Code's names accepted) and ``plan_approval``
-        are kept in its record and decide how its agent is built (:mod:`.builder`)."""
+        are kept in its record and decide how its agent is built (:mod:`.member.builder`)."""
         return (
             await self.add_member(
                 team_id,

@@ -1,21 +1,23 @@
 """Mailbox messages into an agent's context: at-least-once, acknowledged after the state is saved.
 
-Before each reasoning step :func:`take` reads the caller's inbox after what this call already read
-(the first step starts at the acknowledged cursor) and returns, as user messages, those whose id
-(``team_id/recipient/seq``, in the message metadata under :data:`TEAM_MESSAGE`) is not already in the
-state's context. :func:`acknowledge` (from ``after_save``) moves the cursor to what was read. A crash
-between the two re-reads the messages, and the id check keeps them from appearing twice.
+The take/acknowledge of :mod:`agentscope_teams.agent.delivery` (shared with subagent inboxes) over
+the caller's inbox: before each reasoning step :func:`take` returns, as user messages, the messages
+whose id (``team_id/recipient/seq``, in the message metadata under :data:`TEAM_MESSAGE`) is not
+already in the state's context; :func:`acknowledge` (from ``after_save``) moves the cursor to what
+was read. A crash between the two reads the messages again, and the id check keeps them from
+appearing twice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..agent import delivery
 from ..agent.extension import ReadMark
 from ..message import Msg, UserMsg
 from ..state import AgentState
 from .actor import TeamActor
-from .models import TeamMessage
+from .rules.models import TeamMessage
 
 #: Metadata key of an injected team message; its value is ``team_id/recipient/seq``.
 TEAM_MESSAGE = "team_message"
@@ -56,6 +58,36 @@ class LeadCallData:
     marks: dict[str, ReadMark] = field(default_factory=dict)
 
 
+class TeamInbox:
+    """``view``'s inbox as a :class:`~agentscope_teams.agent.delivery.DeliveryStream`, read a page
+    at a time; ``first``: its first unread page, when the caller read it already."""
+
+    def __init__(self, view: TeamActor, first: list[TeamMessage] | None = None) -> None:
+        self.view, self.first = view, first
+
+    async def unread(self) -> list[tuple[int, TeamMessage]]:
+        first = self.first if self.first is not None else await self.view.unread(limit=INBOX_PAGE)
+        return await self._rest(first)
+
+    async def after(self, seq: int) -> list[tuple[int, TeamMessage]]:
+        return await self._rest(await self.view.read(after=seq))
+
+    async def _rest(self, page: list[TeamMessage]) -> list[tuple[int, TeamMessage]]:
+        messages: list[TeamMessage] = []
+        while page:
+            messages += page
+            if len(page) < INBOX_PAGE:
+                break
+            page = await self.view.read(after=page[-1].seq, limit=INBOX_PAGE)
+        return [(m.seq, m) for m in messages]
+
+    async def ack(self, seq: int) -> None:
+        await self.view.acknowledge(seq)
+
+    def entry_id(self, entry: TeamMessage) -> str:
+        return message_id(self.view.team_id, entry)
+
+
 async def take(
     view: TeamActor,
     mark: ReadMark,
@@ -66,32 +98,10 @@ async def take(
 
     ``unread``: the first page of unread messages if the caller read it already (the runtime did,
     to wake the member), so a first step does not read it again."""
-    if mark.read is None:
-        page = unread if unread is not None else await view.unread(limit=INBOX_PAGE)
-    else:
-        page = await view.read(after=mark.read)
-    messages: list[TeamMessage] = []
-    while page:
-        messages += page
-        if len(page) < INBOX_PAGE:
-            break
-        page = await view.read(after=page[-1].seq, limit=INBOX_PAGE)
-    seen = injected(state)
-    fresh: list[Msg] = []
-    for msg in messages:
-        mid = message_id(view.team_id, msg)
-        if mid not in seen:
-            seen.add(mid)
-            fresh.append(as_msg(view.team_id, msg))
-    if messages:  # until something is read, the next step starts at the cursor again
-        mark.read = messages[-1].seq
-    return fresh
+    fresh = await delivery.take(TeamInbox(view, unread), mark, injected(state))
+    return [as_msg(view.team_id, msg) for msg in fresh]
 
 
 async def acknowledge(view: TeamActor, mark: ReadMark) -> None:
     """Acknowledge what :func:`take` read in this call (call it after the state was saved)."""
-    seq = mark.to_acknowledge()
-    if seq is None:
-        return
-    await view.acknowledge(seq)
-    mark.acked = seq
+    await delivery.acknowledge(TeamInbox(view), mark)

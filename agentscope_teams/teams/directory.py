@@ -7,7 +7,7 @@ page through every record (or those of one org, for ``--org``) and serve teams w
 not ``"local"``. ``deleteTeam`` removes the record; a worker also removes records whose team is gone.
 Writing a record signals the store-wide ``teams-signal`` channel (:func:`~..keys.directory_signal`,
 when the store has signals): workers scan the directory then, not every poll (see
-:class:`~.runtime.TeamRuntime`).
+:class:`~.member.runtime.TeamRuntime`).
 The directory is infrastructure: a worker acts for every tenant it finds, so run workers as trusted
 services (or restrict them with ``--org``).
 """

@@ -15,7 +15,7 @@
   still keep their order because the broadcast returns only when every append is done.
 
 Membership (who may send, who exists) is checked by the team client, not here; the bounds of a
-message's ``content`` and of a read's ``limit`` by :mod:`.limits`.
+message's ``content`` and of a read's ``limit`` by :mod:`.rules.limits`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import anyio
 from ..errors import VersionConflict
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, shared_across_processes
-from . import limits
-from .models import InboxCursor, TeamKeys, TeamMessage
+from .rules import limits
+from .rules.models import InboxCursor, TeamKeys, TeamMessage
 
 BROADCAST_CONCURRENCY = 4
 

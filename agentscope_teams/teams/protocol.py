@@ -5,7 +5,7 @@
 The acting member is always an explicit argument (``member`` / ``sender`` / ``actor``); a server
 checks it against the caller's token. :class:`~agentscope_teams.teams.actor.TeamActor` binds one
 member to a client for tools. Whether a member may claim a task is decided by
-:func:`~agentscope_teams.teams.eligibility.claim_verdict` behind every implementation.
+:func:`~agentscope_teams.teams.rules.eligibility.claim_verdict` behind every implementation.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
+from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
 
 
 @runtime_checkable

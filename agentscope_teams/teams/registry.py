@@ -14,7 +14,7 @@ from ..errors import (
 from ..keys import REGISTRY_SEGMENT, TeamKeys, team_id_of, team_index_prefix
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, Key
-from .models import Member, Team, TeamStatus
+from .rules.models import Member, Team, TeamStatus
 
 TeamChange = Callable[[Team], Team | None]
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..tools import ToolOutput
-from .eligibility import never_starts
-from .models import Task, TaskStatus
+from .rules.eligibility import never_starts
+from .rules.models import Task, TaskStatus
 
 #: Longest task result or error shown in full by waitForTeam (a member's whole report must fit).
 MAX_TEXT = 8000
@@ -94,7 +94,7 @@ class BoardListing(ToolOutput):
     """listTasks: the tasks (of one status, or all)."""
 
     tasks: list[TaskBrief]
-    #: For the lead: what members wait for or were refused (:func:`.review.member_notes`).
+    #: For the lead: what members wait for or were refused (:func:`.member.review.member_notes`).
     members: list[str] = Field(default_factory=list)
 
     @classmethod
@@ -216,7 +216,7 @@ class TaskReported(ToolOutput):
 
     task_id: str
     status: Literal["completed", "failed"]
-    #: Why a completion ended as a failure (see :func:`~.rules.schema_refused`).
+    #: Why a completion ended as a failure (see :func:`~.rules.transitions.schema_refused`).
     note: str = ""
 
     def render(self) -> str:

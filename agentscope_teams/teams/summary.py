@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from .eligibility import never_starts
-from .models import Task, TaskStatus
 from .protocol import TeamClient
+from .rules.eligibility import never_starts
+from .rules.models import Task, TaskStatus
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def parse_status(status: str | None) -> TaskStatus | None:
 
 
 def stuck(task: Task) -> bool:
-    """A pending task that can never start (see :func:`~.eligibility.never_starts`)."""
+    """A pending task that can never start (see :func:`~.rules.eligibility.never_starts`)."""
     return never_starts(task.status, task.blocked_reason)
 
 

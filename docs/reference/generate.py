@@ -74,7 +74,7 @@ def _tool_section(tool: Any) -> list[str]:
 
 def tools_page() -> str:
     from agentscope_teams.subagents.tools import _TEMPLATES as SUBAGENT_TOOLS
-    from agentscope_teams.teams.schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
+    from agentscope_teams.teams.rules.schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
     from agentscope_teams.tools.filesystem import filesystem_tools
 
     groups: list[tuple[str, str, Iterable[Any]]] = [

@@ -8,7 +8,7 @@ import pytest
 from agentscope_teams.errors import SchemaVersionError
 from agentscope_teams.state import AgentState
 from agentscope_teams.subagents.memo import SubagentMemo
-from agentscope_teams.teams.lead_state import TeamLeadState
+from agentscope_teams.teams.lead.state import TeamLeadState
 
 
 def test_a_lead_state_written_before_schema_1_loads_and_is_rewritten() -> None:

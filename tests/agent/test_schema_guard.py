@@ -282,7 +282,7 @@ def test_exponential_alternatives_hit_the_deadline() -> None:
 
 def test_every_schema_entry_point_goes_through_the_guard() -> None:
     from agentscope_teams.subagents.spec import SubagentSpec
-    from agentscope_teams.teams import limits
+    from agentscope_teams.teams.rules import limits
 
     bad = {"$ref": "#"}
     with pytest.raises(InvalidSchema):

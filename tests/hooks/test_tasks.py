@@ -13,7 +13,7 @@ from agentscope_teams.errors import TeamError
 from agentscope_teams.hooks import Hooks, parse_hooks
 from agentscope_teams.store import InMemoryStore
 from agentscope_teams.teams.client import LocalTeamClient
-from agentscope_teams.teams.models import Member, TaskStatus
+from agentscope_teams.teams.rules.models import Member, TaskStatus
 
 from .helpers import read_lines, script
 

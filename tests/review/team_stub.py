@@ -16,7 +16,6 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import Msg
 from agentscope_teams.model import ChatModel
 from agentscope_teams.state import AgentState
-from agentscope_teams.teams.models import TaskStatus
 from agentscope_teams.teams.results import (
     MemberSpawned,
     TaskAssigned,
@@ -25,6 +24,7 @@ from agentscope_teams.teams.results import (
     TeamCreated,
     TeamWaited,
 )
+from agentscope_teams.teams.rules.models import TaskStatus
 from agentscope_teams.tools import Tool, ToolEnv, Toolkit, filesystem_tools, tool
 
 SPECS = Path(__file__).resolve().parents[2] / "agentscope_teams" / "review" / "specs"

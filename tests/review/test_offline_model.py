@@ -26,7 +26,7 @@ from agentscope_teams.review import ReviewResult
 from agentscope_teams.review.offline_files import discover
 from agentscope_teams.review.offline_model import OfflineReviewModel
 from agentscope_teams.review.transcript import Call, files_in_text, rebuild_source, split_files
-from agentscope_teams.teams.models import TaskStatus
+from agentscope_teams.teams.member.work import Work
 from agentscope_teams.teams.results import (
     BoardListing,
     TaskAssigned,
@@ -34,7 +34,7 @@ from agentscope_teams.teams.results import (
     TaskClaimed,
     TeamWaited,
 )
-from agentscope_teams.teams.work import Work
+from agentscope_teams.teams.rules.models import TaskStatus
 from agentscope_teams.tools import ToolOutput
 
 from .team_stub import SPECS, StubTeam

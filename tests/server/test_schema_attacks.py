@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from agentscope_teams.schema_guard import SchemaLimits
-from agentscope_teams.teams import limits
+from agentscope_teams.teams.rules import limits
 
 from ..schema_attacks import ALTERNATING, recording_server
 from .conftest import auth

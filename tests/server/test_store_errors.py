@@ -86,7 +86,7 @@ async def _database_error(store: SqlStore, org: str) -> StoreError:
     ctx = RuntimeContext(session_id="s", user_id="alice", org_id=org)
     team = await LocalTeamClient(store, ctx).create_team("crew")
     board = TaskBoard(store, TeamKeys(ctx.owner_scope(), team.id))
-    assert board.queue is not None
+    assert board.queue.native
     with pytest.raises(StoreError) as caught:
         await board.queue.claim("lead", "a\x00b", 60.0, datetime.now(UTC))
     return caught.value

@@ -310,7 +310,7 @@ async def test_a_full_gate_is_busy_yet_a_lease_is_given_back(redis_url: str) -> 
 
 async def test_the_board_queue_waits_for_a_turn_of_the_same_gate(redis_url: str) -> None:
     from agentscope_teams.teams import TeamKeys
-    from agentscope_teams.teams.queue_redis import RedisBoardQueue
+    from agentscope_teams.teams.queues.redis import RedisBoardQueue
 
     name = unique_namespace()
     async with RedisStore(redis_url, namespace=name, max_connections=1, pool_timeout=0.1) as store:

@@ -19,7 +19,7 @@ from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.subagents import RunStatus, SubagentSpec, child_session_id, run_dir
 from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TaskStatus, TeamLeadExtension
-from agentscope_teams.teams.models import Member
+from agentscope_teams.teams.rules.models import Member
 
 from ..teams.helpers import team_id_of
 from ..teams.scripts import CLAIMED, step_results

@@ -1,5 +1,5 @@
 """Which board path a test runs on: every backend on its generic path, and the backends with a
-native queue (:mod:`agentscope_teams.teams.queue`) on that too.
+native queue (:mod:`agentscope_teams.teams.queues`) on that too.
 
 A module that imports :func:`both_paths` or :func:`generic_path` (the generic path only, for tests
 of the generic index entries) overrides the conftest's ``store_spec`` fixture with it.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.teams.queue import NATIVE_ENV
+from agentscope_teams.teams.queues.base import NATIVE_ENV
 
 from ..backends import ALL_BACKENDS, StoreSpec, make_spec
 from ..conftest import require_service

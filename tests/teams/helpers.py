@@ -22,8 +22,8 @@ from agentscope_teams.teams import (
     TeamRef,
     TeamRuntime,
 )
-from agentscope_teams.teams.builder import load_pool
-from agentscope_teams.teams.lead_state import TeamLeadState
+from agentscope_teams.teams.lead.state import TeamLeadState
+from agentscope_teams.teams.member.builder import load_pool
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:

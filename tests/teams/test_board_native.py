@@ -1,4 +1,4 @@
-"""The board's native queues (:mod:`agentscope_teams.teams.queue`): round trips counted, records
+"""The board's native queues (:mod:`agentscope_teams.teams.queues`): round trips counted, records
 that stay the store's entries, the index rebuilt, and both paths writing the same records.
 
 The scenarios of the claim rule run on both paths in ``test_board``; this module checks what only
@@ -18,8 +18,8 @@ from agentscope_teams.errors import TaskStateError, UnknownMemberError, UnknownT
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, Team, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
-from agentscope_teams.teams.queue_redis import RedisBoardQueue
-from agentscope_teams.teams.queue_sql import SqlBoardQueue
+from agentscope_teams.teams.queues.redis import RedisBoardQueue
+from agentscope_teams.teams.queues.sql import SqlBoardQueue
 
 from ..backends import StoreSpec
 from .board_paths import NATIVE_BACKENDS, native_spec
@@ -47,7 +47,7 @@ async def crew(client: LocalTeamClient) -> tuple[str, TeamKeys]:
 
 def native_board(client: LocalTeamClient, keys: TeamKeys) -> TaskBoard:
     board = TaskBoard(client.store, keys, client.clock, native=True)
-    assert board.queue is not None, "this backend should have a native queue"
+    assert board.queue.native, "this backend should have a native queue"
     return board
 
 
@@ -163,7 +163,7 @@ async def test_a_lost_index_is_rebuilt_from_the_records(
     first = await board.create("lead", "held")
     second = await board.create("lead", "pending")
     await board.claim("a", first.id, 10)
-    await board.queue.drop()  # type: ignore[union-attr]
+    await board.queue.drop()
     assert await board.claim_next("b", 10) is None
     assert await board.rebuild_index() == 2
     claimed = await board.claim_next("b", 10)
@@ -242,7 +242,7 @@ async def test_both_paths_write_the_same_records(
         monkeypatch.setenv("AGENTSCOPE_TEAMS_BOARD_NATIVE", "1" if path == "native" else "0")
         client = LocalTeamClient(store, alice, task_lease=30, clock=clock)
         team_id, keys = await crew(client)
-        assert (TaskBoard(store, keys).queue is not None) == (path == "native")
+        assert TaskBoard(store, keys).queue.native == (path == "native")
         finals[path] = [comparable(t) for t in await scenario(client, team_id, clock)]
     assert finals["native"] == finals["generic"]
     statuses = [d["status"] for d in finals["native"]]

@@ -17,7 +17,7 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
-from agentscope_teams.teams.rules import created
+from agentscope_teams.teams.rules.transitions import created
 
 from .conftest import FakeClock
 from .helpers import CountingStore

@@ -27,8 +27,8 @@ from agentscope_teams.teams import (
     TeamRef,
     TeamRuntime,
 )
-from agentscope_teams.teams.builder import load_pool
-from agentscope_teams.teams.work import find_work
+from agentscope_teams.teams.member.builder import load_pool
+from agentscope_teams.teams.member.work import find_work
 
 from .helpers import CountingStore
 

@@ -17,9 +17,9 @@ from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.model.scripted import ScriptedModel, ScriptItem
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension, Worker, WorkerConfig
-from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.teams.directory import get_record
-from agentscope_teams.teams.worker import model_option
+from agentscope_teams.teams.member.builder import load_pool
+from agentscope_teams.teams.member.worker import model_option
 
 from .helpers import team_id_of
 from .scripts import member_model

@@ -9,7 +9,7 @@ import pytest
 
 from agentscope_teams.errors import ClaimConflict, TaskStateError
 from agentscope_teams.teams import Task, TaskStatus
-from agentscope_teams.teams.eligibility import (
+from agentscope_teams.teams.rules.eligibility import (
     ClaimOutcome,
     claim_verdict,
     claimed_record,

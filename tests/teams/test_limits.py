@@ -27,9 +27,9 @@ from agentscope_teams.teams import (
     TeamLeadExtension,
     TeamRuntime,
     WorkerConfig,
-    limits,
 )
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.rules import limits
 
 from .conftest import FakeClock
 

@@ -22,9 +22,14 @@ from agentscope_teams.teams import (
     TeamRuntime,
 )
 from agentscope_teams.teams.actor import TeamActor
-from agentscope_teams.teams.builder import load_pool, member_session_id
+from agentscope_teams.teams.member.builder import load_pool, member_session_id
+from agentscope_teams.teams.member.review import (
+    PLAN_REQUEST,
+    answer_plan,
+    member_notes,
+    request_plan,
+)
 from agentscope_teams.teams.results import BoardListing
-from agentscope_teams.teams.review import PLAN_REQUEST, answer_plan, member_notes, request_plan
 from agentscope_teams.tools import Toolkit
 from agentscope_teams.tools.decorator import make_tool
 from agentscope_teams.tools.filesystem import filesystem_tools

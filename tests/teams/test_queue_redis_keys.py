@@ -19,9 +19,10 @@ from agentscope_teams.errors import AgentScopeTeamsError
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.store import redis as redis_store
 from agentscope_teams.store.redis import RedisStore
-from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys, queue_redis
-from agentscope_teams.teams import queue_redis_lua as lua
+from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queues import redis as queue_redis
+from agentscope_teams.teams.queues import redis_lua as lua
 
 from ..backends import StoreSpec
 from .board_paths import native_spec
@@ -91,7 +92,7 @@ async def test_every_transition_touches_only_declared_keys(
     team = await client.create_team("crew", members=[Member(name="a"), Member(name="b")])
     keys = TeamKeys(client.ctx.owner_scope(), team.id)
     board = TaskBoard(store, keys, clock, native=True)
-    assert board.queue is not None
+    assert board.queue.native
     first = await board.create("lead", "first")
     after = await board.create("lead", "after", blocked_by=[first.id])
     for_b = await board.create("lead", "for b", assignee="b")

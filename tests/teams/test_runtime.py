@@ -25,9 +25,9 @@ from agentscope_teams.teams import (
     member_session_id,
     wait_for_team,
 )
-from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.teams.delivery import TEAM_MESSAGE
-from agentscope_teams.teams.lead_state import TeamLeadState
+from agentscope_teams.teams.lead.state import TeamLeadState
+from agentscope_teams.teams.member.builder import load_pool
 
 from .helpers import eventually, lead_messages, members_idle, team_id_of
 from .scripts import (

@@ -18,7 +18,7 @@ import pytest
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import InMemoryStore
 from agentscope_teams.teams import TeamRuntime
-from agentscope_teams.teams.slot import Slot
+from agentscope_teams.teams.member.slot import Slot
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from agentscope_teams.teams.slot import Slot
+from agentscope_teams.teams.member.slot import Slot
 
 
 def test_held_tasks_are_offered_again_a_bounded_number_of_times() -> None:

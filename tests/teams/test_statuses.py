@@ -23,7 +23,7 @@ from agentscope_teams.teams import (
     TeamRuntime,
     TeamStatus,
 )
-from agentscope_teams.teams.slot import Slot
+from agentscope_teams.teams.member.slot import Slot
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ from agentscope_teams import HarnessAgent, OutputValidationError
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamMemberExtension
-from agentscope_teams.teams.models import Task
 from agentscope_teams.teams.results import TaskClaimed
+from agentscope_teams.teams.rules.models import Task
 from agentscope_teams.tools import output_of
 
 FINDINGS = {

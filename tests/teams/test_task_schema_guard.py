@@ -15,8 +15,9 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import InvalidSchema, OutputValidationError
 from agentscope_teams.schema_guard import SchemaLimits
 from agentscope_teams.store import BaseStore
-from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamLeadExtension, limits
-from agentscope_teams.teams.models import Task
+from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamLeadExtension
+from agentscope_teams.teams.rules import limits
+from agentscope_teams.teams.rules.models import Task
 
 from ..schema_attacks import ALTERNATING, NESTED, recording_server, ticks_during
 from .board_paths import both_paths  # noqa: F401 (both paths of every backend)

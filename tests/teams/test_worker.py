@@ -23,7 +23,7 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore
 from agentscope_teams.teams import LocalTeamClient, TaskStatus, TeamLeadExtension
 from agentscope_teams.teams.directory import get_record
-from agentscope_teams.teams.lead_state import TeamLeadState
+from agentscope_teams.teams.lead.state import TeamLeadState
 
 from ..backends import REDIS_URL
 from .helpers import eventually, lead_messages, members_idle, team_id_of

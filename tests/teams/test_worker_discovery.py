@@ -13,8 +13,8 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, Worker, WorkerConfig, member_session_id
-from agentscope_teams.teams.builder import load_pool
 from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record
+from agentscope_teams.teams.member.builder import load_pool
 
 from ..backends import unique_namespace
 from .scripts import member_script

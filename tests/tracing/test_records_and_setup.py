@@ -15,7 +15,7 @@ from agentscope_teams.model.base import Usage
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.subagents import RunRecord
-from agentscope_teams.teams.models import Task, Team
+from agentscope_teams.teams.rules.models import Task, Team
 from agentscope_teams.tracing import AgentUsage, joined, metering, trace_id_of
 from agentscope_teams.tracing.setup import configure_from_env, wanted_exporters
 

@@ -17,7 +17,7 @@ from agentscope_teams.teams import (
     TaskStatus,
     TeamLeadExtension,
 )
-from agentscope_teams.teams.builder import member_session_id
+from agentscope_teams.teams.member.builder import member_session_id
 from agentscope_teams.tracing import names, trace_id_of
 
 from ..subagents.helpers import ALICE

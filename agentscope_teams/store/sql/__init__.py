@@ -1,6 +1,7 @@
 """``SqlStore``: the store on SQLite, MySQL/MariaDB or PostgreSQL (the ``sql`` extra).
 
-Modules: :mod:`.store` (the operations), :mod:`.schema` (tables and migrations), :mod:`.writes`
+Modules: :mod:`.store` (the operations), :mod:`.schema` (tables and migrations), :mod:`.tablesets`
+(tables other packages keep here, through a public hook), :mod:`.writes`
 (per-dialect upserts and appends), :mod:`.chunks` (large values), :mod:`.database` (connections,
 transactions, retries) and :mod:`.dialect` (URLs, engines, error codes, the server clock).
 """
@@ -15,8 +16,9 @@ try:
 
     from .chunks import DEFAULT_CHUNK_BYTES
     from .dialect import async_url
-    from .schema import HEAD_BYTES, LATEST, make_tables
+    from .schema import HEAD_BYTES, LATEST, TABLE_OPTIONS, create_table, hash_type, make_tables
     from .store import SqlStore
+    from .tablesets import TableSet, register_table_set
 except ImportError as _e:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
         "SqlStore (for SQLite; PostgreSQL needs the extra 'postgres', MySQL/MariaDB 'mysql')",
@@ -24,4 +26,16 @@ except ImportError as _e:  # pragma: no cover - exercised only without the extra
         [_e.name or "sqlalchemy"],
     ) from _e
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "HEAD_BYTES", "LATEST", "SqlStore", "async_url", "make_tables"]
+__all__ = [
+    "DEFAULT_CHUNK_BYTES",
+    "HEAD_BYTES",
+    "LATEST",
+    "TABLE_OPTIONS",
+    "SqlStore",
+    "TableSet",
+    "async_url",
+    "create_table",
+    "hash_type",
+    "make_tables",
+    "register_table_set",
+]

@@ -8,15 +8,12 @@ Schema (``p`` is the table prefix, ``ast_`` by default)::
     p_stream_head  (sid PK, last_seq)                         per-stream sequence counter
     p_stream       (sid, seq, value, nparts)  PK (sid, seq)
     p_stream_part  (sid, seq, n, data)    PK (sid, seq, n)
-    p_task         (team, task_id, khash, seq, status, assignee, owner, attempts, max_attempts,
-                    lease_until, blockers_left, dead_blockers)   PK (team, task_id)
-    p_task_dep     (team, blocker_id, task_id)   PK (team, blocker_id, task_id)
 
-``p_task`` / ``p_task_dep`` (version 2) are the task board's native queue
-(:mod:`agentscope_teams.teams.queue_sql`): one row per task of a team (``team`` is the SHA-256 of
-the team's task prefix) with the columns a claim filters on, beside the JSON record in ``p_kv``
-(``khash``), and one row per (blocker, dependent) pair so completing a task updates its dependents'
-counters in the same transaction. ``lease_until`` is epoch seconds.
+Other packages keep tables of their own in the same database through the public table-set hook
+(:mod:`.tablesets`): the task board's SQL queue keeps ``p_task`` and ``p_task_dep`` that way
+(:mod:`agentscope_teams.teams.queues.sql_tables`). Migration 2 created those two tables up to
+0.x; it stays recorded as it was, and creates nothing now (the board's own migration 1 finds them
+on a database migrated then, and creates them on a new one).
 
 ``khash``/``sid`` are the SHA-256 of the encoded key, so keys of any length fit a primary key.
 ``ekey`` holds the whole encoded key as bytes and ``khead`` its first :data:`HEAD_BYTES` bytes
@@ -33,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +66,8 @@ HEAD_BYTES = 512
 _MYSQL = ("mysql", "mariadb")
 _PREFIX_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 _OPTS: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "utf8mb4"}
+#: The options every table takes (InnoDB and utf8mb4 on MySQL/MariaDB): pass them to ``Table``.
+TABLE_OPTIONS: dict[str, Any] = _OPTS
 
 
 def _binary(mysql_type: TypeEngine[bytes]) -> TypeEngine[bytes]:
@@ -78,6 +77,12 @@ def _binary(mysql_type: TypeEngine[bytes]) -> TypeEngine[bytes]:
 
 def _hash() -> TypeEngine[bytes]:
     return _binary(mysql.BINARY(32))
+
+
+def hash_type() -> TypeEngine[bytes]:
+    """The column type of a SHA-256 (32 bytes) such as :meth:`SqlStore.key_hash
+    <.store.SqlStore.key_hash>`: BYTEA, BINARY(32) or BLOB."""
+    return _hash()
 
 
 def _data() -> TypeEngine[bytes]:
@@ -95,8 +100,6 @@ class Tables:
     stream_head: Table
     stream: Table
     stream_part: Table
-    task: Table
-    task_dep: Table
 
 
 def make_tables(prefix: str) -> Tables:
@@ -107,16 +110,19 @@ def make_tables(prefix: str) -> Tables:
             "letters, digits and underscores, not starting with a digit"
         )
     md = MetaData()
-    schema = Table(
+    schema = schema_table(md, prefix)
+    return Tables(md, schema, *_kv_tables(md, prefix), *_stream_tables(md, prefix))
+
+
+def schema_table(md: MetaData, prefix: str) -> Table:
+    """``<prefix>schema``: the migrations applied, one row each."""
+    return Table(
         f"{prefix}schema",
         md,
         Column("version", Integer, primary_key=True, autoincrement=False),
         Column("description", String(200), nullable=False),
         Column("applied_at", Double, nullable=False),
         **_OPTS,
-    )
-    return Tables(
-        md, schema, *_kv_tables(md, prefix), *_stream_tables(md, prefix), *_task_tables(md, prefix)
     )
 
 
@@ -178,42 +184,7 @@ def _stream_tables(md: MetaData, prefix: str) -> tuple[Table, Table, Table]:
     return stream_head, stream, stream_part
 
 
-def _task_tables(md: MetaData, prefix: str) -> tuple[Table, Table]:
-    task = Table(
-        f"{prefix}task",
-        md,
-        Column("team", _hash(), nullable=False),
-        Column("task_id", String(255), nullable=False),
-        Column("khash", _hash(), nullable=False),
-        Column("seq", BigInteger, nullable=False),
-        Column("status", String(16), nullable=False),
-        Column("assignee", String(256), nullable=True),
-        Column("owner", String(256), nullable=True),
-        Column("attempts", Integer, nullable=False),
-        Column("max_attempts", Integer, nullable=False),
-        Column("lease_until", Double, nullable=True),
-        Column("blockers_left", Integer, nullable=False),
-        Column("dead_blockers", Integer, nullable=False),
-        PrimaryKeyConstraint("team", "task_id"),
-        # claimable pending rows in claim order: a locking scan meets few rows it does not take
-        Index(f"{prefix}task_pending", "team", "status", "blockers_left", "dead_blockers", "seq"),
-        Index(f"{prefix}task_lease", "team", "status", "lease_until"),
-        Index(f"{prefix}task_owner", "team", "owner", "seq"),
-        **_OPTS,
-    )
-    task_dep = Table(
-        f"{prefix}task_dep",
-        md,
-        Column("team", _hash(), nullable=False),
-        Column("blocker_id", String(255), nullable=False),
-        Column("task_id", String(255), nullable=False),
-        PrimaryKeyConstraint("team", "blocker_id", "task_id"),
-        **_OPTS,
-    )
-    return task, task_dep
-
-
-async def _create(conn: AsyncConnection, table: Table) -> None:
+async def create_table(conn: AsyncConnection, table: Table) -> None:
     """Create ``table`` and its indexes unless they exist (checked first: MySQL warns otherwise)."""
     have_table, have_indexes = await conn.run_sync(_existing, table.name)
     if not have_table:
@@ -239,12 +210,11 @@ def _existing(conn: Connection, name: str) -> tuple[bool, set[str]]:
 
 async def _m1_initial(conn: AsyncConnection, t: Tables) -> None:
     for table in (t.kv, t.kv_part, t.stream_head, t.stream, t.stream_part):
-        await _create(conn, table)
+        await create_table(conn, table)
 
 
 async def _m2_task_queue(conn: AsyncConnection, t: Tables) -> None:
-    for table in (t.task, t.task_dep):
-        await _create(conn, table)
+    """Created the board's tables up to 0.x; they are the board queue's table set now."""
 
 
 Migration = Callable[[AsyncConnection, Tables], Awaitable[None]]
@@ -262,8 +232,14 @@ def lock_id(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
-async def migrate(conn: AsyncConnection, t: Tables, lock_name: str) -> list[int]:
-    """Apply missing migrations on ``conn`` under a lock; return the versions applied now.
+async def migrate(
+    conn: AsyncConnection,
+    t: Tables,
+    lock_name: str,
+    more: Callable[[AsyncConnection], Awaitable[object]] | None = None,
+) -> list[int]:
+    """Apply missing migrations on ``conn`` under a lock, then ``more`` (the table sets' under the
+    same lock); return the store's versions applied now.
 
     ``conn`` must not be in a transaction; this function commits.
     """
@@ -280,7 +256,10 @@ async def migrate(conn: AsyncConnection, t: Tables, lock_name: str) -> list[int]
                 "process is migrating the schema or died holding the lock, try again"
             )
     try:
-        applied = await _apply_missing(conn, t)
+        steps = [(v, d, _with_tables(step, t)) for v, d, step in MIGRATIONS]
+        applied = await apply_migrations(conn, t.schema, steps)
+        if more is not None:
+            await more(conn)
         await conn.commit()
     except BaseException:
         await conn.rollback()
@@ -292,25 +271,36 @@ async def migrate(conn: AsyncConnection, t: Tables, lock_name: str) -> list[int]
     return applied
 
 
-async def _apply_missing(conn: AsyncConnection, t: Tables) -> list[int]:
-    await _create(conn, t.schema)
-    done = set((await conn.scalars(select(t.schema.c.version))).all())
-    newest = max(done, default=0)
-    if newest > LATEST:
+def _with_tables(step: Migration, t: Tables) -> Callable[[AsyncConnection], Awaitable[None]]:
+    async def run(conn: AsyncConnection) -> None:
+        await step(conn, t)
+
+    return run
+
+
+async def apply_migrations(
+    conn: AsyncConnection,
+    record: Table,
+    steps: Sequence[tuple[int, str, Callable[[AsyncConnection], Awaitable[None]]]],
+) -> list[int]:
+    """Run the ``steps`` (version, description, step) not yet in ``record`` (a table made by
+    :func:`schema_table`), recording each; refuse a ``record`` newer than the newest step."""
+    await create_table(conn, record)
+    done = set((await conn.scalars(select(record.c.version))).all())
+    newest, latest = max(done, default=0), max((v for v, _, _ in steps), default=0)
+    if newest > latest:
         raise SchemaVersionError(
-            f"the tables with prefix {t.schema.name[: -len('schema')]!r} are at schema version "
-            f"{newest}, newer than this agentscope-teams understands ({LATEST}); upgrade "
-            "agentscope-teams or use another table_prefix"
+            f"the tables recorded in {record.name!r} are at schema version {newest}, newer than "
+            f"this agentscope-teams understands ({latest}); upgrade agentscope-teams or use "
+            "another table_prefix"
         )
     applied: list[int] = []
-    for version, description, step in MIGRATIONS:
+    for version, description, step in steps:
         if version in done:
             continue
-        await step(conn, t)
+        await step(conn)
         await conn.execute(
-            insert(t.schema).values(
-                version=version, description=description, applied_at=time.time()
-            )
+            insert(record).values(version=version, description=description, applied_at=time.time())
         )
         applied.append(version)
     return applied

@@ -58,12 +58,13 @@ from .database import Database, Retry
 from .dialect import NOW_SQL, create_engine
 from .schema import HEAD_BYTES, make_tables, migrate
 from .signals import Listener, channel_name
+from .tablesets import StoreTableSets, TableSetHost
 from .writes import Statements, ref
 
 T = TypeVar("T")
 
 
-class SqlStore(StoreBackend):
+class SqlStore(TableSetHost, StoreBackend):
     """A :class:`BaseStore` on SQLite, MySQL/MariaDB or PostgreSQL through SQLAlchemy async Core.
 
     ``url`` is a URL (``sqlite:///path.db``, ``postgresql://...``, ``postgres://...``,
@@ -93,6 +94,7 @@ class SqlStore(StoreBackend):
             raise ConfigurationError(f"chunk_bytes must be at least 1024, got {chunk_bytes}")
         self.chunk_bytes = chunk_bytes
         self._t = make_tables(table_prefix)
+        self._sets = StoreTableSets(table_prefix)  # the registered table sets (.tablesets)
         self._owns_engine = not isinstance(url, AsyncEngine)
         if isinstance(url, AsyncEngine):
             self._engine = url
@@ -122,9 +124,10 @@ class SqlStore(StoreBackend):
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        """Create or migrate the tables (idempotent; safe from several processes at once)."""
+        """Create or migrate the tables, the store's and those of every registered table set
+        (:mod:`.tablesets`); idempotent, and safe from several processes at once."""
         async with self._setup_lock:
-            if self._ready:
+            if self._ready and not self._sets.pending():
                 return
             if self._db.kind == "sqlite":
                 await self._db.init_sqlite()
@@ -133,8 +136,14 @@ class SqlStore(StoreBackend):
         await self.purge_expired()
 
     async def _migrate(self) -> None:
+        migrated: list[str] = []
+
+        async def table_sets(conn: AsyncConnection) -> None:
+            migrated.extend(await self._sets.migrate(conn))
+
         async with self._db.open() as conn:
-            await migrate(conn, self._t, self._lock_name)
+            await migrate(conn, self._t, self._lock_name, table_sets)
+        self._sets.done(migrated)
 
     async def aclose(self) -> None:
         """Close the signal connection; dispose of the engine if this store created it."""
@@ -375,7 +384,8 @@ class SqlStore(StoreBackend):
         write: bool = False,
         single: bool = False,
     ) -> T:
-        """Set up the tables on first use, then run ``fn`` with :meth:`Database.run`."""
-        if not self._ready:
+        """Set up the tables on first use (and a table set registered since), then run ``fn`` with
+        :meth:`Database.run`."""
+        if not self._ready or self._sets.pending():
             await self.setup()
         return await self._db.run(op, fn, write=write, single=single)

@@ -1,6 +1,6 @@
 """Pure task transitions: given a task as read and the time, compute the record to write (or refuse).
 
-Nothing here touches the store; :mod:`.board` writes the result with one conditional ``put``. A
+Nothing here touches the store; :mod:`..board` writes the result with one conditional ``put``. A
 ``Change`` returns None when there is nothing to write (an idempotent repeat of the same request).
 Whether a member may claim a task (and why not) is not decided here but in :mod:`.eligibility`;
 :func:`claimed`, :func:`renewed` and :func:`expired` are the records a claim it allows writes.
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from .. import schema_guard
-from ..agent.output import MAX_PROBLEMS
-from ..errors import (
+from ... import schema_guard
+from ...agent.output import MAX_PROBLEMS
+from ...errors import (
     InvalidSchema,
     NotTaskOwnerError,
     OutputValidationError,

@@ -8,126 +8,52 @@
 
 Its specs are the candidate members; the model decides the topology with ``createTeam`` and
 ``spawnMember``. With ``run_members="local"`` (default) the members run in this process
-(:class:`~.runtime.TeamRuntime`); with ``"workers"`` they run in ``agentscope-teams worker``
-processes that find the team in the store (:mod:`.directory`); ``"any"`` lets both compete for them.
+(:class:`~..member.runtime.TeamRuntime`); with ``"workers"`` they run in ``agentscope-teams worker``
+processes that find the team in the store (:mod:`..directory`); ``"any"`` lets both compete for them.
 
-:class:`TeamMemberExtension` is what each member runs with: the member tools acting as that member,
-its team preamble, its unread messages injected before each step, and the final text of a reply that
-reported nothing (no completeTask / failTask / sendMessage / broadcastMessage) sent to the lead.
+What each member runs with is :class:`~..member.extension.TeamMemberExtension` (importable from here
+too, as before the split).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agent.extension import CallScope, Extension, ReadMark
-from ..errors import ConfigurationError, TeamError, UnknownTeamError
-from ..hooks import Hooks
-from ..message import Msg
-from ..model.base import ChatModel
-from ..model.factory import resolve_model
-from ..store.base import BaseStore
-from ..subagents.extension import SubagentExtension
-from ..tools import Tool
-from . import delivery, limits, review
-from .actor import TeamActor
-from .builder import ClientFactory, MemberBuilder, load_pool, member_session_id, preamble
-from .client import LocalTeamClient
-from .delivery import LeadCallData, MemberCallData
-from .directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
-from .lead_state import TeamLeadState
-from .models import Member, Team, TeamMessage
-from .protocol import TeamClient
-from .review import MemberPermissionEngine
-from .runtime import TeamRuntime
-from .slot import TeamRef
-from .tools import lead_tools, member_tools
+from ...agent.extension import CallScope, Extension, ReadMark
+from ...errors import ConfigurationError, UnknownTeamError
+from ...hooks import Hooks
+from ...message import Msg
+from ...model.base import ChatModel
+from ...model.factory import resolve_model
+from ...store.base import BaseStore
+from ...subagents.extension import SubagentExtension
+from ...tools import Tool
+from .. import delivery
+from ..actor import TeamActor
+from ..client import LocalTeamClient
+from ..delivery import LeadCallData
+from ..directory import RunMembers, TeamRuntimeRecord, delete_record, get_record, put_record
+from ..member.builder import ClientFactory, MemberBuilder, load_pool, member_session_id
+from ..member.extension import TeamMemberExtension
+from ..member.runtime import TeamRuntime
+from ..member.slot import TeamRef
+from ..protocol import TeamClient
+from ..rules import limits
+from ..rules.models import Member, Team
+from .state import TeamLeadState
+from .tools import lead_tools
 
 if TYPE_CHECKING:
-    from ..agent.harness import SessionAgent
-    from ..context import RuntimeContext
-    from ..mcp import McpToolset
+    from ...agent.harness import SessionAgent
+    from ...context import RuntimeContext
+    from ...mcp import McpToolset
+
+__all__ = ["TeamLeadExtension", "TeamMemberExtension"]
 
 log = logging.getLogger(__name__)
-
-
-class TeamMemberExtension(Extension):
-    """The team side of one member agent, acting as ``view.name`` in ``view.team_id``."""
-
-    def __init__(
-        self,
-        view: TeamActor,
-        *,
-        description: str = "",
-        on_change: Callable[[], None] | None = None,
-        engine: MemberPermissionEngine | None = None,
-    ) -> None:
-        self.view, self.description, self.on_change = view, description, on_change
-        self.engine = engine  # its refused prompts are recorded in the member's record
-        self.extra_tools: list[Tool] = []  # the member's exit_plan_mode (see builder.py)
-        self.team: Team | None = None  # refreshed by the runtime before each call
-        #: The unread page the runtime read to wake this member, for its next call's first step.
-        self.unread: list[TeamMessage] | None = None
-        self.held: set[str] = set()  # tasks claimed in this process and not reported yet
-
-    def changed(self) -> None:
-        if self.on_change is not None:
-            self.on_change()
-
-    def tools(self, scope: CallScope) -> list[Tool]:
-        return [*member_tools(self, scope), *self.extra_tools]
-
-    def system_prompt(self, scope: CallScope) -> str:
-        return preamble(self.team, self.view.name, self.description)
-
-    async def _review(self, scope: CallScope) -> None:
-        """Record refused prompts; leave plan mode once the lead approved the plan."""
-        while self.engine is not None and self.engine.refused:
-            await review.note_prompt(self.view, self.engine.refused.pop(0))
-        approved = await review.take_approved(self.view)
-        if approved is not None:
-            context = scope.state.permission_context
-            context.mode, context.mode_chosen = review.mode_after_plan(approved), True
-
-    async def inject(self, scope: CallScope) -> list[Msg]:
-        unread, self.unread = self.unread, None  # used once
-        try:
-            await self._review(scope)
-            return await delivery.take(
-                self.view, scope.local(self, MemberCallData).mark, scope.state, unread
-            )
-        except UnknownTeamError:
-            return []
-
-    async def after_save(self, scope: CallScope) -> None:
-        await delivery.acknowledge(self.view, scope.local(self, MemberCallData).mark)
-
-    def works_after_save(self, scope: CallScope) -> bool:
-        """When this call read messages it has not acknowledged yet, or when its reply may still
-        be sent to the lead (nothing was reported): that send stays under the session lease so a
-        member's replies reach the lead in the order of its calls (a next call of this member's
-        session, in another process, cannot start and report before this reply is sent)."""
-        data = scope.local(self, MemberCallData)
-        return data.mark.to_acknowledge() is not None or not data.reported
-
-    async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
-        while self.engine is not None and self.engine.refused:
-            try:
-                await review.note_prompt(self.view, self.engine.refused.pop(0))
-            except TeamError as exc:
-                log.warning("could not record a refused prompt of %s: %s", self.view.name, exc)
-        text = final.get_text_content().strip()
-        if scope.local(self, MemberCallData).reported or not text:
-            return
-        try:
-            lead = self.team.lead if self.team is not None else (await self.view.team()).lead
-            await self.view.send(lead, text)
-        except TeamError as exc:
-            log.warning("could not send the reply of %s to the lead: %s", self.view.name, exc)
-        self.changed()
 
 
 def _default_client(task_lease: float, hooks: Hooks | None = None) -> ClientFactory:

@@ -1,7 +1,7 @@
 """Workers: run members of teams found in the store, in processes and hosts other than the lead's.
 
 ``agentscope-teams worker --store URL --specs DIR --model M`` runs :class:`Worker`. It reads the team
-directory (:mod:`.directory`; teams whose lead uses ``run_members="workers"`` or ``"any"``) when the
+directory (:mod:`..directory`; teams whose lead uses ``run_members="workers"`` or ``"any"``) when the
 store signals that a record was written (the ``teams-signal`` channel; memory, Redis, PostgreSQL)
 and every ``scan_every`` seconds as a fallback; on stores without signals it scans every ``poll``,
 backing off while nothing changes (:class:`~.runtime.TeamRuntime`, "Discovery"). Its runtime
@@ -33,24 +33,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError
-from ..keys import directory_key, directory_signal
-from ..model.base import ChatModel
-from ..model.factory import model_from_string
-from ..sandbox import Sandbox
-from ..store.base import BaseStore, Key
-from ..subagents.spec import SubagentSpec
-from ..tools import Toolkit, filesystem_tools, shell_tools
-from . import limits
+from ...errors import ConfigurationError
+from ...keys import directory_key, directory_signal
+from ...model.base import ChatModel
+from ...model.factory import model_from_string
+from ...sandbox import Sandbox
+from ...store.base import BaseStore, Key
+from ...subagents.spec import SubagentSpec
+from ...tools import Toolkit, filesystem_tools, shell_tools
+from ..client import LocalTeamClient
+from ..directory import TeamRuntimeRecord, delete_record, scan_records
+from ..protocol import TeamClient
+from ..rules import limits
 from .builder import MemberBuilder
-from .client import LocalTeamClient
-from .directory import TeamRuntimeRecord, delete_record, scan_records
-from .protocol import TeamClient
 from .runtime import TeamRuntime
 from .slot import TeamRef
 
 if TYPE_CHECKING:
-    from ..mcp import McpToolset
+    from ...mcp import McpToolset
 
 PYTHON_PREFIX = "python:"
 

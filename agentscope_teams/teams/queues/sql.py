@@ -1,6 +1,7 @@
 """The board's native queue on PostgreSQL and MariaDB/MySQL: a tasks table beside the records.
 
-Each task has a row in ``p_task`` (:mod:`agentscope_teams.store.sql.schema`, migration 2) with the
+Each task has a row in ``p_task`` (:mod:`..sql_tables`, kept through the SQL store's public
+table-set hook; the queue uses only the store's public interface) with the
 columns a claim filters on (status, assignee, owner, attempts, lease expiry, blockers left, dead
 blockers, sequence) and its JSON record in ``p_kv`` as ever (``store.get`` reads it). Every
 transition writes both in one transaction, the record with version + 1.
@@ -9,18 +10,18 @@ transition writes both in one transaction, the record with version + 1.
   skip each other's rows instead of queueing on them): a pending row with no blockers left, none
   dead and routed to nobody or to the member, or an in-progress row whose lease ran out (reclaimed:
   expired leases come first, as on the generic path). On PostgreSQL it is one statement
-  (:mod:`.queue_sql_pg`: a CTE picks the row, ``UPDATE ... RETURNING`` moves it and rewrites the
+  (:mod:`.sql_pg`: a CTE picks the row, ``UPDATE ... RETURNING`` moves it and rewrites the
   JSON record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
-  ``SELECT ... FOR UPDATE SKIP LOCKED``, the record computed by :mod:`.rules`, two ``UPDATE`` s.
+  ``SELECT ... FOR UPDATE SKIP LOCKED``, the record computed by :mod:`..rules.transitions`, two ``UPDATE`` s.
 * **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
-  Python rule (:mod:`.eligibility`, :mod:`.rules`) on the record and write the result; completing
+  Python rule (:mod:`..rules.eligibility`, :mod:`..rules.transitions`) on the record and write the result; completing
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
-  same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.queue_sql_pg`).
+  same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.sql_pg`).
 * **expired leases** that the claimer may not take (every attempt used, or routed to another
   member) are settled when a claim finds nothing else, and by ``reap``.
 
 A blocker deleted by hand is not seen by the counters (the generic path reports it as blocking);
-:meth:`~.board.TaskBoard.rebuild_index` recomputes every row from the records. Records written here
+:meth:`~..board.TaskBoard.rebuild_index` recomputes every row from the records. Records written here
 are stored inline (task records stay far below the store's chunk size).
 """
 
@@ -34,17 +35,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..errors import StoreError, TeamError
-from ..listing import UNREADABLE
-from ..store.base import encode_key
-from ..store.sql.writes import ref
-from . import eligibility, rules
-from .eligibility import ClaimOutcome
-from .models import Task, TaskStatus, TeamKeys
-from .queue import BoardQueue, Finish, Outcome, TeamGuard, Verdict, no_guard
+from ...errors import StoreError, TeamError
+from ...listing import UNREADABLE
+from ...store.base import encode_key
+from ..rules import eligibility
+from ..rules import transitions as rules
+from ..rules.eligibility import ClaimOutcome
+from ..rules.models import Task, TaskStatus, TeamKeys
+from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
+from .sql_tables import BoardTables
 
 if TYPE_CHECKING:
-    from ..store.sql import SqlStore
+    from ...store.sql import SqlStore
 
 T = TypeVar("T")
 Blockers = dict[str, TaskStatus | None]
@@ -72,18 +74,6 @@ ORDER BY p.pass LIMIT 1
 """
 
 
-def sql_queue_of(store: SqlStore, keys: TeamKeys) -> BoardQueue | None:
-    """PostgreSQL and MySQL/MariaDB have a native queue; SQLite keeps the generic path."""
-    kind = store._db.kind
-    if kind == "postgresql":
-        from .queue_sql_pg import PostgresBoardQueue
-
-        return PostgresBoardQueue(store, keys)
-    if kind == "mysql":
-        return SqlBoardQueue(store, keys)
-    return None
-
-
 def columns(task: Task) -> dict[str, Any]:
     """The row columns that follow a record's state."""
     until = task.lease_expires_at
@@ -102,16 +92,17 @@ class SqlBoardQueue:
     the claim with one statement)."""
 
     guards_team = False
+    native = True
 
     def __init__(self, store: SqlStore, keys: TeamKeys) -> None:
         self.store, self.keys = store, keys
-        self.t = store._t
+        self.t = BoardTables.of(store)
         self.team = hashlib.sha256(encode_key(keys.tasks_prefix()).encode()).digest()
 
     # -- plumbing --------------------------------------------------------------------------
 
     async def _tx(self, op: str, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        return await self.store._run(f"board {op}", fn, write=True)
+        return await self.store.transaction(f"board {op}", fn, write=True)
 
     def _of_team(self) -> Any:
         return self.t.task.c.team == self.team
@@ -145,10 +136,10 @@ class SqlBoardQueue:
     async def _write(self, conn: AsyncConnection, old: Task, new: Task) -> Task:
         """Write ``new`` over ``old`` (its row locked): record, columns, dependents' counters."""
         kv, t, dep = self.t.kv, self.t.task, self.t.task_dep
-        h = ref(self.keys.task(old.id)).h
+        h = self.store.key_hash(self.keys.task(old.id))
         record = {"value": new.to_bytes(), "nparts": 0, "version": kv.c.version + 1}
         row = update(t).where(self._of_team(), t.c.task_id == old.id)
-        if self.store._db.kind == "mysql":  # one multi-table UPDATE: one round trip fewer
+        if self.store.dialect == "mysql":  # one multi-table UPDATE: one round trip fewer
             both = {**{kv.c[k]: v for k, v in record.items()}}
             both.update({t.c[k]: v for k, v in columns(new).items()})
             await conn.execute(row.where(kv.c.khash == t.c.khash).values(both))
@@ -236,7 +227,7 @@ class SqlBoardQueue:
         return {
             "team": self.team,
             "task_id": task.id,
-            "khash": ref(self.keys.task(task.id)).h,
+            "khash": self.store.key_hash(self.keys.task(task.id)),
             "seq": task.seq,
             "blockers_left": left,
             "dead_blockers": dead,
@@ -277,7 +268,7 @@ class SqlBoardQueue:
         async def run(conn: AsyncConnection) -> list[str]:
             return list(await conn.scalars(stmt))
 
-        return await self.store._run("board own", run, single=True)
+        return await self.store.transaction("board own", run, single=True)
 
     async def _claim_one(
         self, member: str, lease: float, now: datetime, guard: TeamGuard | None
@@ -383,7 +374,7 @@ class SqlBoardQueue:
                     out.append((row.task_id, exc))
             return out
 
-        return await self.store._run("board open", run, single=True)
+        return await self.store.transaction("board open", run, single=True)
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
         status = {t.id: t.status.value for t in tasks}
@@ -413,4 +404,4 @@ class SqlBoardQueue:
             stmt = select(func.count()).select_from(self.t.task).where(self._of_team())
             return int(await conn.scalar(stmt) or 0)
 
-        return await self.store._run("board size", run, single=True)
+        return await self.store.transaction("board size", run, single=True)

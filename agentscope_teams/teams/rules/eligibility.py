@@ -1,8 +1,8 @@
 """Who may claim a task now, and why not: the one home of the claim rule.
 
 :func:`claim_verdict` is a pure function of a task as read, the claiming member, the statuses of the
-task's blockers and the time. The named claim and the anonymous claim (:class:`~.board.TaskBoard`)
-and the runtime's offers (:mod:`.work`) all ask it; none of them restates the rule. The checks, in
+task's blockers and the time. The named claim and the anonymous claim (:class:`~..board.TaskBoard`)
+and the runtime's offers (:mod:`..member.work`) all ask it; none of them restates the rule. The checks, in
 order (the first that applies decides):
 
 1. in progress and owned by the member: ``RENEW`` (claiming again renews its lease);
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from ..errors import ClaimConflict, TaskStateError, TeamError
-from . import rules
+from ...errors import ClaimConflict, TaskStateError, TeamError
+from . import transitions as rules
 from .models import Task, TaskStatus
 
 

@@ -1,5 +1,5 @@
 """Schemas of the team tools: template functions whose signatures and docstrings are what the
-model is told (the bodies are never called; :mod:`.tools` binds the implementations)."""
+model is told (the bodies are never called; :mod:`..lead.tools` binds the implementations)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..tools import Tool
-from ..tools.decorator import make_tool
+from ...tools import Tool
+from ...tools.decorator import make_tool
 
 MAX_WAIT = 3600.0
 Status = Literal["pending", "in_progress", "completed", "failed", "cancelled"]

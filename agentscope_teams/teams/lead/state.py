@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..state import ExtensionState
+from ...state import ExtensionState
 
 LEGACY_KEY = "team_id"  # before schema 1 the current team id was stored under this key
 

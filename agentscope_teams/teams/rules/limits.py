@@ -41,9 +41,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..context import validate_identifier
-from ..errors import ConfigurationError, InvalidSchema, LimitError
-from ..schema_guard import SchemaLimits, accept
+from ...context import validate_identifier
+from ...errors import ConfigurationError, InvalidSchema, LimitError
+from ...schema_guard import SchemaLimits, accept
 
 MAX_TASK_LEASE = 7 * 24 * 3600.0
 MAX_ATTEMPTS = 100

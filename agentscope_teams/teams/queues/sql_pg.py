@@ -1,16 +1,16 @@
-"""The PostgreSQL claim and finish: one statement each (see :mod:`.queue_sql`).
+"""The PostgreSQL claim and finish: one statement each (see :mod:`.sql`).
 
 ``pick`` locks the oldest claimable row (expired leases first) with ``FOR UPDATE SKIP LOCKED``;
 ``moved`` updates its columns (one more attempt, the new owner and lease); the outer ``UPDATE`` of
-``p_kv`` rewrites the JSON record as :func:`~agentscope_teams.teams.eligibility.claimed_record`
-would (a reclaim first appends the ``lease_expired`` event of :func:`~.rules.expired`) with version
+``p_kv`` rewrites the JSON record as :func:`~agentscope_teams.teams.rules.eligibility.claimed_record`
+would (a reclaim first appends the ``lease_expired`` event of :func:`~..rules.transitions.expired`) with version
 + 1, and returns it. The board's conformance tests run the same scenarios through this statement
 and through the generic path.
 
 The finish (complete or fail) is one statement too: ``moved`` updates the row only if the member
 owns it in progress (and, for a completion, the record declares no result schema or the board
 checked the data against it), ``deps`` moves the dependents' counters, ``written`` rewrites the
-record as :func:`~.rules.finish` would; the statement returns the written record, or else the
+record as :func:`~..rules.transitions.finish` would; the statement returns the written record, or else the
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
 lock and re-check the row (read committed), so concurrent finishers write it once.
@@ -26,10 +26,9 @@ from pydantic import TypeAdapter
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..store.sql.writes import ref
-from .models import Task, TaskStatus
-from .queue import Finish, Outcome, TeamChanged, TeamGuard, Verdict
-from .queue_sql import SqlBoardQueue
+from ..rules.models import Task, TaskStatus
+from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
+from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
@@ -129,7 +128,7 @@ class PostgresBoardQueue(SqlBoardQueue):
         """The SQL of ``guard`` for the statements' placeholders (its parameters into ``params``)."""
         if guard is None:
             return {"guard": "", "guarded": "TRUE"}
-        params.update(guard_h=ref(guard.key).h, guard_v=guard.version)
+        params.update(guard_h=self.store.key_hash(guard.key), guard_v=guard.version)
         kv = self.t.kv.name
         return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
 
@@ -153,7 +152,7 @@ class PostgresBoardQueue(SqlBoardQueue):
             row = (await conn.execute(statement, params)).first()
             return None if row is None else Task.from_bytes(bytes(row.value), int(row.version))
 
-        return await self.store._run("board claim", run, write=True, single=True)
+        return await self.store.transaction("board claim", run, write=True, single=True)
 
     async def finish(
         self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
@@ -184,7 +183,7 @@ class PostgresBoardQueue(SqlBoardQueue):
         async def run(conn: AsyncConnection) -> Any:
             return (await conn.execute(statement, params)).first()
 
-        row = await self.store._run("board finish", run, write=True, single=True)
+        row = await self.store.transaction("board finish", run, write=True, single=True)
         if guard is not None and (row is None or not row.guarded):
             raise TeamChanged(f"team {self.keys.team_id!r} changed since it was read")
         if row is None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..agent.extension import CallScope
-from ..errors import ToolError
-from . import review, summary
-from .actor import TeamActor
-from .lead_state import TeamLeadState
-from .protocol import TeamClient
-from .results import (
+from ...agent.extension import CallScope
+from ...errors import ToolError
+from .. import summary
+from ..actor import TeamActor
+from ..member import review
+from ..protocol import TeamClient
+from ..results import (
     BoardListing,
     BroadcastSent,
     MemberSpawned,
@@ -21,6 +21,7 @@ from .results import (
     TeamDeleted,
     TeamWaited,
 )
+from .state import TeamLeadState
 
 if TYPE_CHECKING:
     from .extension import TeamLeadExtension

@@ -21,7 +21,7 @@ the entry back.
 
 **Boards written before the split** have one ``open`` index of every unfinished task. They keep
 working: a claimer meeting an in-progress task there moves it to the held and owned indexes (and
-claims it if its lease ran out), and :meth:`~.board.TaskBoard.rebuild_index` migrates the whole
+claims it if its lease ran out), and :meth:`~..board.TaskBoard.rebuild_index` migrates the whole
 board at once. Until a task is moved, ``prefer_own`` cannot find it by owner (its lease expiry
 still returns it to the board).
 """
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..store.base import Key
-from .board_reads import BoardReads, Read
-from .models import Task, TaskStatus
+from ...store.base import Key
+from ..rules.models import Task, TaskStatus
+from .records import Read, TaskRecords
 
 #: Entries of the held index one claim reads (the earliest expiries) looking for expired leases.
 HELD_PAGE = 8
@@ -47,8 +47,8 @@ def _renewal(old: Task, new: Task) -> bool:
     )
 
 
-class BoardIndex(BoardReads):
-    """Index maintenance of one team's board (the reads are :class:`BoardReads`)."""
+class BoardIndex(TaskRecords):
+    """Index maintenance of one team's board on the generic queue (:class:`~.store.StoreQueue`)."""
 
     def _wanted(self, task: Task | None) -> list[Key]:
         """The index entries ``task`` in its state calls for."""

@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ..context import validate_identifier
-from ..keys import TeamKeys as TeamKeys  # re-exported: keys of teams live in the registry
-from ..message import new_id, utcnow
-from ..state import PermissionMode, check_schema_version
+from ...context import validate_identifier
+from ...keys import TeamKeys as TeamKeys
+from ...message import new_id, utcnow
+from ...state import PermissionMode, check_schema_version
 
 TEAM_SCHEMA_VERSION = 1
 TASK_SCHEMA_VERSION = 1

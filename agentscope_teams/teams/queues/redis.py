@@ -10,7 +10,7 @@ they share the team's hash slot with its records:
 * owners (``<held prefix>:owners``): ``owner NUL seq NUL id`` per in-progress task, for
   ``prefer_own`` (a lex range per member).
 
-The scripts (:mod:`.queue_redis_lua`) check the claim rule on the records they read and write the
+The scripts (:mod:`.redis_lua`) check the claim rule on the records they read and write the
 new record with version + 1 and its index moves atomically. A claim's cost does not depend on held
 tasks (they are not in the pending set); it grows only with pending tasks it must pass by (assigned
 to others, or waiting on blockers), read inside the script, :data:`SCAN` at a time. A lease expiry
@@ -39,15 +39,15 @@ from weakref import WeakKeyDictionary, WeakSet
 
 from pydantic import TypeAdapter
 
-from ..errors import StoreUnavailableError
-from ..listing import UNREADABLE
-from ..store.encoding import encode_segment
-from . import queue_redis_lua as lua
-from .models import Task, TaskStatus, TeamKeys
-from .queue import Finish, Outcome, TeamGuard, Verdict, no_guard
+from ...errors import StoreUnavailableError
+from ...listing import UNREADABLE
+from ...store.encoding import encode_segment
+from ..rules.models import Task, TaskStatus, TeamKeys
+from . import redis_lua as lua
+from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
 
 if TYPE_CHECKING:
-    from ..store.redis import RedisStore
+    from ...store.redis import RedisStore
 
 #: Pending tasks one claim script passes by before answering "more" (the board then calls again).
 SCAN = 256
@@ -140,6 +140,7 @@ class RedisBoardQueue:
     """The native queue of one team's board on one Redis store (see the module docs)."""
 
     guards_team = False
+    native = True
 
     def __init__(self, store: RedisStore, keys: TeamKeys) -> None:
         template = _template(store, keys)

@@ -1,4 +1,4 @@
-"""The Lua scripts of :mod:`.queue_redis`: the claim rule and the transitions, once, on Redis.
+"""The Lua scripts of :mod:`.redis`: the claim rule and the transitions, once, on Redis.
 
 Every script starts with :data:`PRELUDE`. Keys: ``KEYS[1]`` the pending set (score: sequence,
 member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: task id),
@@ -6,8 +6,8 @@ member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: t
 ``KEYS[4..]`` the task records the client *declared*. Task records are the store's entries (hash
 ``{v: JSON, n: version}``); a record's name is ``ARGV[1] .. id .. ARGV[2]`` (a template the store
 computed), in the same hash slot. ``ARGV[3]`` is now in ms, ``ARGV[4]`` now as the records write it
-(ISO 8601). The rule mirrors :func:`agentscope_teams.teams.eligibility.claim_verdict`; the history
-texts mirror :mod:`agentscope_teams.teams.rules` (the board's conformance tests run both paths).
+(ISO 8601). The rule mirrors :func:`agentscope_teams.teams.rules.eligibility.claim_verdict`; the history
+texts mirror :mod:`agentscope_teams.teams.rules.transitions` (the board's conformance tests run both paths).
 
 **Every key a script touches is in KEYS** (Redis Cluster routes a script, and answers ASK or
 TRYAGAIN while its slot migrates, by the declared keys only). A script that needs a record the

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..agent.harness import SessionAgent
-from ..agent.lease import Lease
-from ..context import RuntimeContext
-from ..keys import TeamKeys
-from ..store.base import Key
+from ...agent.harness import SessionAgent
+from ...agent.lease import Lease
+from ...context import RuntimeContext
+from ...keys import TeamKeys
+from ...store.base import Key
 from .builder import MemberBuilder
 from .work import OfferKey
 

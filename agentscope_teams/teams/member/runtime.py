@@ -2,7 +2,7 @@
 
 A supervisor loop looks at every team it serves (``watch``-ed by the lead, or found by a worker's
 ``discover``) every ``poll`` seconds, or at once after :meth:`TeamRuntime.nudge`. Per team it reads
-the unfinished tasks once (:meth:`~.protocol.TeamClient.open_board`, through the open index: the
+the unfinished tasks once (:meth:`~..protocol.TeamClient.open_board`, through the open index: the
 cost grows with unfinished tasks, not with the board's history); then, for each member that is not
 busy, its unread messages, to find new work (:mod:`.work`: messages, and tasks it may take that it
 was not offered yet). With work, it takes the member's **lease** (a store key with a TTL, written
@@ -39,7 +39,7 @@ signals (MariaDB, SQLite, files), or while waiting for them fails, it scans on a
 one that is gone is dropped at once (its ``on_gone`` runs). ``discoveries`` counts the scans.
 
 Marking a team done or deleted marks every member ``stopped`` in the same write, and then only
-``stopped`` is accepted (:meth:`~.models.Team.with_status`): whichever process held a lease, or none.
+``stopped`` is accepted (:meth:`~..rules.models.Team.with_status`): whichever process held a lease, or none.
 """
 
 from __future__ import annotations
@@ -53,15 +53,15 @@ from dataclasses import dataclass
 
 import anyio
 
-from .. import tracing
-from ..agent.lease import Lease
-from ..context import RuntimeContext
-from ..errors import ConfigurationError, UnknownTeamError
-from ..keys import TeamKeys
-from ..store.base import BaseStore, Key, Signals, signals_of
-from . import limits
-from .models import Member, MemberStatus, Team, TeamStatus
-from .protocol import TeamClient
+from ... import tracing
+from ...agent.lease import Lease
+from ...context import RuntimeContext
+from ...errors import ConfigurationError, UnknownTeamError
+from ...keys import TeamKeys
+from ...store.base import BaseStore, Key, Signals, signals_of
+from ..protocol import TeamClient
+from ..rules import limits
+from ..rules.models import Member, MemberStatus, Team, TeamStatus
 from .slot import Slot, TeamRef, lease_key
 from .work import Work, find_work
 

@@ -1,12 +1,12 @@
-"""The LLM tools of Agent Teams.
+"""The LLM tools of Agent Teams: the members' (the lead's are bound in :mod:`..lead.tools`).
 
 Lead: ``createTeam``, ``spawnMember``, ``approvePlan``, ``deleteTeam``, ``waitForTeam``, ``assignTask``, ``listTasks``,
 ``sendMessage``, ``broadcastMessage`` (every one but ``createTeam`` takes an optional ``team_id``, by
-default the lead's current team, kept in its :class:`~.lead_state.TeamLeadState`). Members: ``claimTask``,
+default the lead's current team, kept in its :class:`~..lead.state.TeamLeadState`). Members: ``claimTask``,
 ``completeTask``, ``failTask``, ``listTasks``, ``sendMessage``, ``broadcastMessage``.
 
-Schemas come from the template functions of :mod:`.schemas`; :func:`lead_tools` and
-:func:`member_tools` bind copies to one call. The acting identity is bound by the extension (the lead's name, or the member
+Schemas come from the template functions of :mod:`..rules.schemas`; :func:`~..lead.tools.lead_tools`
+and :func:`member_tools` bind copies to one call. The acting identity is bound by the extension (the lead's name, or the member
 the agent runs as) and is never an argument. Every team rule a model can break (unknown member, spec
 or task, a blocked or finished task, a task it does not own) becomes a :class:`ToolError`.
 """
@@ -18,26 +18,18 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agent.extension import CallScope
-from ..errors import TeamError, ToolError
-from ..tools import Tool
-from . import summary
-from .actor import TeamActor
-from .delivery import MemberCallData
-from .lead_tool_calls import LeadToolCalls
-from .models import TaskStatus
-from .results import (
-    BoardListing,
-    BroadcastSent,
-    MessageSent,
-    TaskBrief,
-    TaskClaimed,
-    TaskReported,
-)
-from .schemas import LEAD_TEMPLATES, MEMBER_TEMPLATES
+from ...agent.extension import CallScope
+from ...errors import TeamError, ToolError
+from ...tools import Tool
+from .. import summary
+from ..actor import TeamActor
+from ..delivery import MemberCallData
+from ..results import BoardListing, BroadcastSent, MessageSent, TaskBrief, TaskClaimed, TaskReported
+from ..rules.models import TaskStatus
+from ..rules.schemas import MEMBER_TEMPLATES
 
 if TYPE_CHECKING:
-    from .extension import TeamLeadExtension, TeamMemberExtension
+    from .extension import TeamMemberExtension
 
 
 def guarded(fn: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:
@@ -53,35 +45,16 @@ def guarded(fn: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[obj
     return run
 
 
-def _bind(
+def bind_templates(
     templates: dict[str, Tool], impl: dict[str, Callable[..., Awaitable[object]]]
 ) -> list[Tool]:
     return [dataclasses.replace(t, func=guarded(impl[name])) for name, t in templates.items()]
 
 
-def lead_tools(ext: TeamLeadExtension, scope: CallScope) -> list[Tool]:
-    """The lead's nine tools, bound to one call of the lead."""
-    calls = LeadToolCalls(ext, scope)
-    return _bind(
-        LEAD_TEMPLATES,
-        {
-            "createTeam": calls.create,
-            "spawnMember": calls.spawn,
-            "approvePlan": calls.approve_plan,
-            "assignTask": calls.assign,
-            "waitForTeam": calls.wait,
-            "listTasks": calls.list,
-            "sendMessage": calls.send,
-            "broadcastMessage": calls.broadcast,
-            "deleteTeam": calls.delete,
-        },
-    )
-
-
 def member_tools(ext: TeamMemberExtension, scope: CallScope) -> list[Tool]:
     """The member's six tools, acting as the member ``ext`` runs (never as an argument says)."""
     calls = MemberToolCalls(ext, scope)
-    return _bind(
+    return bind_templates(
         MEMBER_TEMPLATES,
         {
             "claimTask": calls.claim,

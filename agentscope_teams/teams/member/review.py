@@ -1,8 +1,8 @@
 """What a team member cannot decide alone: leaving plan mode (the lead approves its plan) and calls
 that would ask for permission (a member has no user: they are refused and shown to the lead).
 
-Both live in the member's record in the store (:class:`~.models.PlanReview`,
-:class:`~.models.PermissionPrompt`), so they survive a restart of any process:
+Both live in the member's record in the store (:class:`~..rules.models.PlanReview`,
+:class:`~..rules.models.PermissionPrompt`), so they survive a restart of any process:
 
 - the member's ``exit_plan_mode(plan)`` (:func:`member_exit_plan_tool`) records the plan as
   ``pending`` and sends it to the lead as a message; the member ends its turn (its tasks stay
@@ -22,15 +22,15 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
-from ..errors import TeamError, ToolError
-from ..state import PermissionContext, PermissionMode
-from ..tools import PermissionEngine, Tool
-from ..tools.base import ToolEnv
-from ..tools.decorator import make_tool
-from ..tools.permissions import PermissionDecision
-from ..tools.plan import session_state
-from .actor import TeamActor
-from .models import Member, PermissionPrompt, PlanReview, Team
+from ...errors import TeamError, ToolError
+from ...state import PermissionContext, PermissionMode
+from ...tools import PermissionEngine, Tool
+from ...tools.base import ToolEnv
+from ...tools.decorator import make_tool
+from ...tools.permissions import PermissionDecision
+from ...tools.plan import session_state
+from ..actor import TeamActor
+from ..rules.models import Member, PermissionPrompt, PlanReview, Team
 
 PLAN_REQUEST = "[plan approval request]"
 

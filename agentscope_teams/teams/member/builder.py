@@ -1,4 +1,4 @@
-"""Building a member: an agent from one of the lead's specs (:func:`~..subagents.spawn.spawn_agent`),
+"""Building a member: an agent from one of the lead's specs (:func:`~...subagents.spawn.spawn_agent`),
 wired to its team.
 
 A member is named after its member name and keeps its conversation in the team's store, under the
@@ -15,24 +15,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agent.config import ReActConfig
-from ..agent.harness import SessionAgent
-from ..context import RuntimeContext, fit_identifier
-from ..model.base import ChatModel
-from ..sessions import SessionSource
-from ..store.base import BaseStore, path_segment
-from ..subagents.pool import specs_from
-from ..subagents.spawn import ModelPool, spawn_agent, spec_permissions
-from ..subagents.spec import SubagentSpec, WorkspaceMode
-from ..tools import PermissionEngine, Toolkit
-from .actor import TeamActor
-from .models import Member, Team
-from .protocol import TeamClient
+from ...agent.config import ReActConfig
+from ...agent.harness import SessionAgent
+from ...context import RuntimeContext, fit_identifier
+from ...model.base import ChatModel
+from ...sessions import SessionSource
+from ...store.base import BaseStore, path_segment
+from ...subagents.pool import specs_from
+from ...subagents.spawn import ModelPool, spawn_agent, spec_permissions
+from ...subagents.spec import SubagentSpec, WorkspaceMode
+from ...tools import PermissionEngine, Toolkit
+from ..actor import TeamActor
+from ..protocol import TeamClient
+from ..rules.models import Member, Team
+from .extension import TeamMemberExtension
 from .review import MemberPermissionEngine, member_exit_plan_tool
 
 if TYPE_CHECKING:
-    from ..mcp import McpToolset
-    from .extension import TeamMemberExtension
+    from ...mcp import McpToolset
 
 ClientFactory = Callable[[BaseStore, RuntimeContext], TeamClient]
 
@@ -47,36 +47,12 @@ def member_session_id(team_id: str, member: str) -> str:
     return fit_identifier(f"team-{team_id}-{member}")
 
 
-def preamble(team: Team | None, name: str, description: str) -> str:
-    """The team section of a member's system prompt."""
-    if team is None:
-        return ""
-    mates = [f"{m.name} ({m.spec})" for m in team.members if m.name != name]
-    lines = [
-        "## Your team",
-        f'You are member "{name}" of team "{team.name}" (id {team.id}), led by "{team.lead}".',
-        "Teammates: " + (", ".join(mates) or "none yet") + ".",
-    ]
-    if description:
-        lines.append(f"Team goal: {description}")
-    lines += [
-        "",
-        "How to work with the team:",
-        "- claimTask() takes the next task you may do (claimTask(task_id) a given one). Do it, "
-        "then report with completeTask(task_id, result) or failTask(task_id, error).",
-        "- listTasks(status) shows the board. Messages from teammates appear in your "
-        "conversation; answer with sendMessage(to, content) or broadcastMessage(content).",
-        "- If you end your turn without reporting, your final answer is sent to the lead.",
-    ]
-    return "\n".join(lines)
-
-
 def member_engine(
     spec: SubagentSpec, lead: PermissionEngine | None, member: Member
 ) -> MemberPermissionEngine:
     """The permission engine of ``member``: the lead's rules plus the spec's deny rules, in plan
     mode with ``plan_approval``, else in the member's spawn mode, else the spec's, else the lead's
-    (:func:`~..subagents.spawn.spec_permissions`); an "ask" is refused (:mod:`.review`)."""
+    (:func:`~...subagents.spawn.spec_permissions`); an "ask" is refused (:mod:`.review`)."""
     base = spec_permissions(spec, lead) or PermissionEngine()
     mode = "plan" if member.plan_approval else member.permission_mode
     return MemberPermissionEngine(base, mode)
@@ -127,7 +103,6 @@ class MemberBuilder:
         self, ctx: RuntimeContext, team: Team, member: Member
     ) -> tuple[SessionAgent, TeamMemberExtension]:
         """The member's agent and its extension (raises if :meth:`problem` is not None)."""
-        from .extension import TeamMemberExtension  # extension.py builds members through here
 
         spec = self.specs[member.spec]
         view = TeamActor(self.client_factory(self.store, ctx), team.id, member.name)

@@ -1,26 +1,24 @@
-"""The board's optional native queue: one round trip per transition where the backend allows it.
+"""What a board's queue is: :class:`BoardQueue`, the transitions every queue runs, and its answers.
 
-:class:`~.board.TaskBoard` asks :func:`board_queue_of` for a :class:`BoardQueue` of its store. A
-backend that has one (Redis: :mod:`.queue_redis`; PostgreSQL and MariaDB: :mod:`.queue_sql`) runs
-the hot transitions (claim next, named claim, complete, fail, release, renew, cancel, lease expiry)
-as one server-side operation each; the others (memory, file, SQLite) return None and the board keeps
-its generic path: conditional ``put`` s over :class:`~agentscope_teams.store.base.BaseStore`.
+:class:`~..board.TaskBoard` runs every transition (claim next, named claim, complete, fail, release,
+renew, cancel, lease expiry) on the queue :func:`~.factory.board_queue_of` picks for its store: a
+backend's native one (Redis: :mod:`.redis`; PostgreSQL and MariaDB: :mod:`.sql`), one server-side
+operation each, or the generic :class:`~.store.StoreQueue` (memory, file, SQLite, or when forced):
+conditional ``put`` s over :class:`~agentscope_teams.store.base.BaseStore`.
 
-**One truth, one rule.** The task record (the JSON :class:`~.models.Task` under its store key) stays
-the single truth and every transition writes it with version + 1, so ``store.get`` and the generic
-reads see the same records. Each backend encodes the claim rule of :mod:`.eligibility` once (a Lua
-function, a SQL predicate); the board's conformance tests run every scenario on both paths of every
-backend, which is what keeps the encodings equal to :func:`~.eligibility.claim_verdict`. A queue
+**One truth, one rule.** The task record (the JSON :class:`~..rules.models.Task` under its store
+key) stays the single truth and every transition writes it with version + 1, so ``store.get`` and
+every queue see the same records. Each native queue encodes the claim rule of
+:mod:`..rules.eligibility` once more (a Lua function, a SQL predicate); the board's conformance tests
+run every scenario on both queues of every backend, and ``tests/teams/test_claim_rule_agrees.py``
+checks the forms against :func:`~..rules.eligibility.claim_verdict` verdict by verdict. A queue
 only *decides*: a refusal comes back as :data:`Verdict.REFUSED` with the record as read, and the
 board raises the error the Python rule gives for it, so the texts a model reads have one home.
 
-**The indexes.** A native queue keeps its own index of pending and in-progress tasks (Redis sorted
-sets in the team's hash slot, a tasks table on SQL), which replaces the generic path's index entries
-for a board on that store: both paths read the records, but each finds work through its own index.
-All processes serving a team must use the same path (the default: native where available). Set
-``AGENTSCOPE_TEAMS_BOARD_NATIVE=0`` (or ``TaskBoard(..., native=False)``) to force the generic path
-everywhere, as the benchmarks do for their baseline; :meth:`~.board.TaskBoard.rebuild_index`
-rebuilds the index of the path in use from the records (say, after switching paths).
+**The indexes.** Each queue finds work through its own index of pending and in-progress tasks
+(Redis sorted sets in the team's hash slot, a tasks table on SQL, index entries under the team's
+prefix for the generic queue); all read the records. All processes serving a team must use the
+same queue (see :mod:`.factory`).
 """
 
 from __future__ import annotations
@@ -32,8 +30,8 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any, Protocol
 
-from ..store.base import BaseStore, Key
-from .models import Task, TaskStatus, TeamKeys
+from ...store.base import Key
+from ..rules.models import Task, TaskStatus
 
 #: Set to ``0`` to force the board's generic path on every backend.
 NATIVE_ENV = "AGENTSCOPE_TEAMS_BOARD_NATIVE"
@@ -59,8 +57,8 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class Finish:
     """A completion or failure: the status, the text, the history detail (see
-    :func:`~.rules.finish_detail`) and a completion's structured ``data``. A queue that does not
-    run :func:`~.rules.finish` itself refuses to complete a task declaring a ``result_schema``
+    :func:`~..rules.transitions.finish_detail`) and a completion's structured ``data``. A queue that does not
+    run :func:`~..rules.transitions.finish` itself refuses to complete a task declaring a ``result_schema``
     unless ``checked`` (the board validated ``data`` against that schema, off the event loop);
     one that runs it passes ``checked`` on, and the rule refuses likewise."""
 
@@ -97,6 +95,8 @@ class BoardQueue(Protocol):
 
     #: Whether ``claim_next`` and ``finish`` take a :class:`TeamGuard`.
     guards_team: bool
+    #: Whether this is a backend's native queue (False: the generic :class:`~.store.StoreQueue`).
+    native: bool
 
     async def enqueue(self, task: Task) -> None:
         """Index a task just created (its record is written already)."""
@@ -154,24 +154,3 @@ def native_wanted(native: bool | None) -> bool:
     if native is not None:
         return native
     return os.environ.get(NATIVE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def board_queue_of(store: BaseStore, keys: TeamKeys) -> BoardQueue | None:
-    """The native queue of ``store`` for the team of ``keys``, or None (the generic path).
-
-    Backends are recognised by type, importing their queue module only then.
-    """
-    kind = type(store).__name__
-    if kind == "RedisStore":
-        from ..store.redis import RedisStore
-        from .queue_redis import RedisBoardQueue, redis_queue_supported
-
-        if isinstance(store, RedisStore) and redis_queue_supported(store):
-            return RedisBoardQueue(store, keys)
-    if kind == "SqlStore":
-        from ..store.sql import SqlStore
-        from .queue_sql import sql_queue_of
-
-        if isinstance(store, SqlStore):
-            return sql_queue_of(store, keys)
-    return None

@@ -1,8 +1,8 @@
 """What wakes a member: unread messages and tasks it may take, and the prompt that tells it so.
 
-The tasks come from :meth:`~.protocol.TeamClient.open_board` (the open index, never a scan of the
+The tasks come from :meth:`~..protocol.TeamClient.open_board` (the open index, never a scan of the
 whole board). A task is *offerable* to member ``m`` when the claim rule
-(:func:`~.eligibility.claim_verdict`) lets ``m`` claim it: pending, unblocked and unassigned or
+(:func:`~..rules.eligibility.claim_verdict`) lets ``m`` claim it: pending, unblocked and unassigned or
 assigned to ``m``; in progress and owned by ``m`` (a process that took the member over finishes its
 tasks); or in progress with an expired lease and claimable by ``m``. A task whose lease ran out with
 every attempt used is offered too: the member's claim records it as failed. Each offer is keyed by
@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..message import TEAM_WAKE_KEY, Msg, UserMsg, utcnow
-from . import eligibility
-from .delivery import INBOX_PAGE
-from .models import Task, TaskStatus, Team, TeamMessage
-from .protocol import TeamClient
+from ...message import TEAM_WAKE_KEY, Msg, UserMsg, utcnow
+from ..delivery import INBOX_PAGE
+from ..protocol import TeamClient
+from ..rules import eligibility
+from ..rules.models import Task, TaskStatus, Team, TeamMessage
 
 OfferKey = tuple[str, str, int]
 
@@ -70,7 +70,7 @@ async def find_work(
     client: TeamClient, team: Team, member: str, tasks: list[Task], offered: set[OfferKey]
 ) -> Work | None:
     """The member's new work (unread messages, tasks not offered yet), or None; ``tasks`` is what
-    :meth:`~.protocol.TeamClient.open_board` returned."""
+    :meth:`~..protocol.TeamClient.open_board` returned."""
     now, states = utcnow(), {t.id: t.status for t in tasks}
     tasks = [t for t in tasks if offerable(t, member, states, now)]
     offers = {offer_key(t) for t in tasks}

@@ -1,0 +1,104 @@
+"""The tables of the board's SQL queue (:mod:`.sql`), kept in the SQL store's database through its
+public table-set hook (:mod:`agentscope_teams.store.sql.tablesets`).
+
+Schema (``p`` is the store's table prefix)::
+
+    p_task         (team, task_id, khash, seq, status, assignee, owner, attempts, max_attempts,
+                    lease_until, blockers_left, dead_blockers)   PK (team, task_id)
+    p_task_dep     (team, blocker_id, task_id)   PK (team, blocker_id, task_id)
+    p_board_schema (version PK, description, applied_at)   the migrations below, as applied
+
+One row per task of a team (``team`` is the SHA-256 of the team's task prefix) with the columns a
+claim filters on, beside the JSON record in the store's records table (``khash``), and one row per
+(blocker, dependent) pair so completing a task updates its dependents' counters in the same
+transaction. ``lease_until`` is epoch seconds.
+
+Up to 0.x these tables were the store's own migration 2; a database migrated then already has
+them, and migration 1 here (which creates only what is missing) records them as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ...store.sql import TABLE_OPTIONS, TableSet, create_table, hash_type
+
+if TYPE_CHECKING:
+    from ...store.sql import SqlStore
+
+
+def _tables(md: MetaData, prefix: str) -> tuple[Table, Table]:
+    task = Table(
+        f"{prefix}task",
+        md,
+        Column("team", hash_type(), nullable=False),
+        Column("task_id", String(255), nullable=False),
+        Column("khash", hash_type(), nullable=False),
+        Column("seq", BigInteger, nullable=False),
+        Column("status", String(16), nullable=False),
+        Column("assignee", String(256), nullable=True),
+        Column("owner", String(256), nullable=True),
+        Column("attempts", Integer, nullable=False),
+        Column("max_attempts", Integer, nullable=False),
+        Column("lease_until", Double, nullable=True),
+        Column("blockers_left", Integer, nullable=False),
+        Column("dead_blockers", Integer, nullable=False),
+        PrimaryKeyConstraint("team", "task_id"),
+        # claimable pending rows in claim order: a locking scan meets few rows it does not take
+        Index(f"{prefix}task_pending", "team", "status", "blockers_left", "dead_blockers", "seq"),
+        Index(f"{prefix}task_lease", "team", "status", "lease_until"),
+        Index(f"{prefix}task_owner", "team", "owner", "seq"),
+        **TABLE_OPTIONS,
+    )
+    task_dep = Table(
+        f"{prefix}task_dep",
+        md,
+        Column("team", hash_type(), nullable=False),
+        Column("blocker_id", String(255), nullable=False),
+        Column("task_id", String(255), nullable=False),
+        PrimaryKeyConstraint("team", "blocker_id", "task_id"),
+        **TABLE_OPTIONS,
+    )
+    return task, task_dep
+
+
+async def _m1_task_queue(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
+    for name in ("task", "task_dep"):
+        await create_table(conn, tables[name])
+
+
+#: The board queue's tables; every ``SqlStore`` creates them once :mod:`.sql` is imported.
+BOARD_TABLES = TableSet(
+    name="board",
+    define=_tables,
+    migrations=((1, "task, task_dep: the task board's native queue", _m1_task_queue),),
+)
+
+
+@dataclass(frozen=True)
+class BoardTables:
+    """The tables the queue reads and writes in one store: its own two and the store's records."""
+
+    task: Table
+    task_dep: Table
+    kv: Table
+
+    @classmethod
+    def of(cls, store: SqlStore) -> BoardTables:
+        tables = store.tables(BOARD_TABLES)
+        return cls(tables["task"], tables["task_dep"], store.records)
