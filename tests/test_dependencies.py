@@ -28,8 +28,8 @@ AREAS: dict[str, set[str]] = {
     "model/openai": {"openai"},
     "store/sql/": {"sql", "mysql", "postgres"},
     "store/redis": {"redis"},
-    #: the task board's native SQL queue (moves with the teams/ split: move this entry with it)
-    "teams/queue_sql": {"sql", "mysql", "postgres"},
+    #: the task board's native SQL queue and its tables
+    "teams/queues/sql": {"sql", "mysql", "postgres"},
     "agentscope_import/sources.py": {"redis", "sql", "mysql", "postgres"},
     "server/": {"server"},
     "cli/serve_cmd.py": {"server"},

@@ -215,7 +215,7 @@ INTERNAL_SIGNALS = {
     "agentscope_teams.store.sql.database.Retry",
     "agentscope_teams.subagents._fields.BadToolEntry",
     "agentscope_teams.subagents._fields.BadOutputSchema",
-    "agentscope_teams.teams.queue.TeamChanged",
+    "agentscope_teams.teams.queues.base.TeamChanged",
     "agentscope_teams.tools.shell_parse.Unparsed",
 }
 

@@ -132,6 +132,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "was killed; for workers started by another program",
     )
     add_sandbox_option(parser)
+    _add_metrics_options(parser)
+
+
+def _add_metrics_options(parser: argparse.ArgumentParser) -> None:
+    """Where the worker serves its metrics and health checks."""
     parser.add_argument(
         "--metrics-port",
         metavar="PORT",
