@@ -73,3 +73,28 @@ async def _emit_stop(
         rec = await book.get(run_id)
         assert rec is not None
         await subagent_stop(logging_hooks(log, "SubagentStop"), book, rec, str(log.parent))
+
+
+def settle_lapsed(
+    spec: StoreSpec, org: str, team_id: str, member: str, how: str, log: str, barrier: Any
+) -> None:
+    """Meet a task whose owner died with every attempt used, as a member's claim (``how`` =
+    "claim") or a sweep ("reap") does, all racers at once; the client has TaskCompleted hooks."""
+    anyio.run(_settle_lapsed, spec, org, team_id, member, how, Path(log), barrier)
+
+
+async def _settle_lapsed(
+    spec: StoreSpec, org: str, team_id: str, member: str, how: str, log: Path, barrier: Any
+) -> None:
+    from agentscope_teams.context import RuntimeContext
+    from agentscope_teams.teams.client import LocalTeamClient
+
+    ctx = RuntimeContext(session_id="s1", user_id="alice", org_id=org)
+    async with spec.open() as store:
+        client = LocalTeamClient(store, ctx, hooks=logging_hooks(log, "TaskCompleted"))
+        await client.get_team(team_id)  # connected and warm before the race
+        await anyio.to_thread.run_sync(barrier.wait, BARRIER_WAIT)
+        if how == "claim":
+            await client.claim_task(team_id, member)
+        else:
+            await client.reap_expired(team_id)
