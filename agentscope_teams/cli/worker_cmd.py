@@ -32,12 +32,13 @@ from pathlib import Path
 import anyio
 
 from ..compose import project_mcp_json
+from ..hooks import Hooks, project_hooks
 from ..mcp import McpToolset
 from ..mcp.project import project_servers
 from ..store.base import BaseStore
 from ..subagents.spec import load_specs
 from ..teams.worker import Worker, WorkerConfig, model_option
-from ..trust import ProjectTrust
+from ..trust import ProjectTrust, project_root
 from .common import CommandError, SubParsers, add_command, with_store
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
@@ -174,6 +175,8 @@ def handle(args: argparse.Namespace) -> int:
         orgs=args.org,
         mcp=mcp,
         sandbox=sandbox_option(args),
+        hooks=Hooks(project_hooks(args.specs, trust), project_dir=project_root(args.specs)),
+        trust=trust,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 

@@ -22,8 +22,7 @@ from .. import tracing
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, ToolError
-from ..hooks import Hooks, spec_hooks
-from ..hooks.sources import gated
+from ..hooks import Hooks, hooks_of_spec
 from ..mcp.tools import is_mcp_name
 from ..message import Msg
 from ..model.base import ChatModel
@@ -365,13 +364,7 @@ class SubagentExtension(Extension):
     def _hooks_for(self, spec: SubagentSpec) -> Hooks:
         """A child's hooks: the agent's, and its spec's own ``hooks:`` when they may run (a spec
         file's only for a trusted project; one built in code is the operator's)."""
-        base = self.hooks if self.hooks is not None else Hooks()
-        if not spec.hooks:
-            return base
-        own = spec_hooks(spec.hooks, spec.source)
-        if spec.source is not None:
-            own = gated(own, spec.source, self.trust)
-        return base.with_hooks(own)
+        return hooks_of_spec(self.hooks, spec, self.trust)
 
     def _for_child(self, child: AgentView, allowed: list[str] | None) -> SubagentExtension:
         """The child's own extension: the same specs (those of ``allowed``, when given), limits,

@@ -5,7 +5,7 @@ members do) and some sweeping (``reap_expired``)."""
 from __future__ import annotations
 
 import multiprocessing as mp
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -29,6 +29,11 @@ LEASE = 0.5  # seconds: the dead owner's lease, waited out before the race
 def shared(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
     require_service(request.param)
     return make_spec(request.param, tmp_path)
+
+
+def _until(moment: datetime) -> float:
+    """Seconds from now until a little past ``moment`` (a lease's end)."""
+    return max(0.0, (moment - utcnow() + timedelta(seconds=0.1)).total_seconds())
 
 
 def _race(spec: StoreSpec, org: str, team_id: str, log: Path) -> list[int]:
@@ -62,8 +67,7 @@ async def test_a_task_failed_by_lease_expiry_fires_task_completed_once(
         task = await client.assign_task(team.id, "build", max_attempts=1)
         held = await client.claim_task(team.id, "ann", task.id, task_lease=LEASE)
         assert held is not None and held.lease_expires_at is not None
-        while utcnow() <= held.lease_expires_at + timedelta(seconds=0.1):  # ann died: no renewal
-            await anyio.sleep(0.05)
+        await anyio.sleep(_until(held.lease_expires_at))  # ann died: nobody renews the lease
     log = tmp_path / "tasks.jsonl"
     codes = await anyio.to_thread.run_sync(_race, shared, org, team.id, log)
     assert codes == [0] * RACERS
@@ -91,8 +95,7 @@ async def test_a_member_s_claim_that_meets_the_lapsed_task_reports_it(tmp_path: 
     task = await client.assign_task(team.id, "build", max_attempts=1)
     held = await client.claim_task(team.id, "ann", task.id, task_lease=LEASE)
     assert held is not None and held.lease_expires_at is not None
-    while utcnow() <= held.lease_expires_at:
-        await anyio.sleep(0.05)
+    await anyio.sleep(_until(held.lease_expires_at))
     assert await client.claim_task(team.id, "bob") is None  # nothing left to claim
     [end] = read_lines(log)
     assert (end["task_id"], end["status"], end["teammate_name"]) == (task.id, "failed", "ann")
