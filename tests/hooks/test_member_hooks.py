@@ -85,8 +85,13 @@ async def test_a_worker_run_member_runs_the_project_and_spec_hooks(
         async def done() -> bool:
             return (await client.get_task(team_id, task_id)).status is TaskStatus.COMPLETED
 
+        async def idle_fired() -> bool:  # TeammateIdle, once the member has nothing left
+            return any(e["hook_event_name"] == "TeammateIdle" for e in members.events(tmp_path))
+
         with anyio.fail_after(90):  # a liveness guard, not a timing threshold
             await eventually(done, within=80)
+            if trust:
+                await eventually(idle_fired, within=30)
         await client.delete_team(team_id)
     assert (ws / "out.txt").read_text() == "written"  # the member worked in the worker
     seen = members.events(tmp_path)
@@ -102,6 +107,8 @@ async def test_a_worker_run_member_runs_the_project_and_spec_hooks(
     [end] = [e for e in seen if e["hook_event_name"] == "TaskCompleted"]
     assert (end["task_id"], end["status"], end["teammate_name"]) == (task_id, "completed", "c")
     assert (tmp_path / members.MARK).exists()  # the spec's own PostToolUse hook ran
+    idle = next(e for e in seen if e["hook_event_name"] == "TeammateIdle")
+    assert (idle["teammate_name"], idle["team_name"]) == ("c", team_id)
 
 
 async def test_an_in_process_member_runs_the_project_and_spec_hooks(tmp_path: Path) -> None:
