@@ -34,6 +34,7 @@ from pathlib import Path
 import anyio
 
 from ..compose import project_mcp_json
+from ..hooks import Hooks, project_hooks
 from ..mcp import McpToolset
 from ..mcp.project import project_servers
 from ..model import ChatModel
@@ -41,7 +42,7 @@ from ..model.script_file import ScriptFileModel
 from ..store.base import BaseStore
 from ..subagents.spec import SubagentSpec, load_specs
 from ..teams.member.worker import Worker, WorkerConfig, model_option
-from ..trust import ProjectTrust
+from ..trust import ProjectTrust, project_root
 from .common import SubParsers, add_command, require_mcp, with_store
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
@@ -185,6 +186,8 @@ def handle(args: argparse.Namespace) -> int:
         orgs=args.org,
         mcp=mcp,
         sandbox=sandbox_option(args),
+        hooks=Hooks(project_hooks(args.specs, trust), project_dir=project_root(args.specs)),
+        trust=trust,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 

@@ -9,7 +9,7 @@ stderr as the reason) and optionally JSON on stdout; see ``docs/hooks.md``. Hook
 from .config import DEFAULT_TIMEOUT, EVENTS, Hook, HookMap, hooks_from_callables, parse_hooks
 from .outcome import HookOutcome
 from .runner import Hooks, claude_mode, tool_payload
-from .sources import project_hooks, settings_hooks, spec_hooks, withheld_hooks
+from .sources import hooks_of_spec, project_hooks, settings_hooks, spec_hooks, withheld_hooks
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -20,6 +20,7 @@ __all__ = [
     "Hooks",
     "claude_mode",
     "hooks_from_callables",
+    "hooks_of_spec",
     "parse_hooks",
     "project_hooks",
     "settings_hooks",

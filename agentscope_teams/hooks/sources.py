@@ -16,10 +16,12 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..trust import ProjectTrust, Withheld, project_root
 from .config import HookMap, merged, parse_hooks
+from .runner import Hooks
 
 __all__ = [
     "SETTINGS_FILES",
     "gated",
+    "hooks_of_spec",
     "project_hooks",
     "settings_hooks",
     "spec_hooks",
@@ -70,6 +72,19 @@ def project_hooks(specs: Any, trust: ProjectTrust) -> HookMap:
 def spec_hooks(data: Any, source: Path | str | None) -> HookMap:
     """A subagent spec's ``hooks:`` (its ``Stop`` is ``SubagentStop``, as in Claude Code)."""
     return parse_hooks(data, source, rename={"Stop": "SubagentStop"})
+
+
+def hooks_of_spec(base: Hooks | None, spec: Any, trust: ProjectTrust) -> Hooks:
+    """The hooks of an agent built from ``spec`` (a subagent's run, a team member): ``base`` (the
+    parent's or the project's) and the spec's own ``hooks:`` when they may run (a spec file's only
+    for a trusted project; one built in code is the operator's)."""
+    base = base if base is not None else Hooks()
+    if not spec.hooks:
+        return base
+    own = spec_hooks(spec.hooks, spec.source)
+    if spec.source is not None:
+        own = gated(own, Path(spec.source), trust)
+    return base.with_hooks(own)
 
 
 def withheld_hooks(directory: Path, specs: Any, trust: ProjectTrust) -> list[Withheld]:

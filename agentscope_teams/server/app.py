@@ -25,12 +25,17 @@ from ..store.base import BaseStore
 from ..store.health import store_unready
 from ..teams.rules.limits import config_lease
 from ..tracing import metrics as process_metrics
-from . import api, events, mail_api, read_api
+from . import api, events, mail_api, read_api, review_api
 from .openapi import openapi_document
 from .routing import Endpoint, Settings, routes
 
 DASHBOARD = Path(__file__).with_name("dashboard")
-ENDPOINTS: list[Endpoint] = [*api.ENDPOINTS, *mail_api.ENDPOINTS, *read_api.ENDPOINTS]
+ENDPOINTS: list[Endpoint] = [
+    *api.ENDPOINTS,
+    *mail_api.ENDPOINTS,
+    *read_api.ENDPOINTS,
+    *review_api.ENDPOINTS,
+]
 _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"

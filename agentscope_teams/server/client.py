@@ -24,6 +24,7 @@ from pydantic import TypeAdapter
 
 from .. import tracing
 from ..teams import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
+from ..teams.member.review_remote import ReviewAnswer, ReviewRequest
 from . import schemas as s
 from .errors import ControlPlaneError, error_from_response
 
@@ -157,6 +158,13 @@ class ControlPlaneTeamClient:
         token = s.IssuedToken.model_validate(await self._call("POST", path)).token
         self.member_tokens[(team_id, name)] = token
         return token
+
+    async def review_member(self, team_id: str, name: str, request: ReviewRequest) -> ReviewAnswer:
+        """A change of ``name``'s plan review or refused prompts, run by the server (plan approval
+        for members on this client: :mod:`agentscope_teams.teams.member.review_remote`)."""
+        path = f"{self._team(team_id)}/members/{_seg(name)}/review"
+        body = request.model_dump(mode="json", exclude_none=True)
+        return ReviewAnswer.model_validate(await self._call("POST", path, body))
 
     async def get_team(self, team_id: str) -> Team:
         return Team.model_validate(await self._call("GET", self._team(team_id)))

@@ -50,7 +50,7 @@ from starlette.routing import Route
 
 from ..errors import AgentScopeTeamsError
 from ..keys import TeamKeys
-from ..teams import LocalTeamClient, Team, TeamStatus, UnknownTeamError
+from ..teams import LocalTeamClient, Member, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
 from .errors import ControlPlaneAuthError, error_body
 from .routing import Call, Settings, error_response, principal_of
@@ -62,6 +62,17 @@ _INBOX_PAGE = 200
 
 def _digest(text: str | None) -> str:
     return hashlib.blake2s((text or "").encode(), digest_size=4).hexdigest()
+
+
+def _member_mark(member: Member) -> str:
+    """What a member event shows: its status, and its plan review and refused prompt when it has
+    them (a plan waiting for the lead, a call refused for want of an approver)."""
+    plan, prompt = member.plan, member.permission_prompt
+    if plan is None and prompt is None:
+        return member.status.value
+    review = f"{plan.status}@{plan.at.isoformat()}" if plan is not None else ""
+    review += f"|{prompt.tool}@{prompt.at.isoformat()}" if prompt is not None else ""
+    return f"{member.status.value}:{_digest(review)}"
 
 
 class TeamWatcher:
@@ -130,9 +141,10 @@ class TeamWatcher:
         if team.status.value != self.cursor.status:
             self._emit("team", team.model_dump(mode="json"), ("s", "", team.status.value))
         for m in team.members:
-            if self.cursor.members.get(m.name) != m.status.value:
+            mark = _member_mark(m)
+            if self.cursor.members.get(m.name) != mark:
                 data = {"team_id": team.id, "member": m.model_dump(mode="json")}
-                self._emit("member", data, ("m", m.name, m.status.value))
+                self._emit("member", data, ("m", m.name, mark))
 
     async def _inbox_events(self, name: str) -> None:
         while True:

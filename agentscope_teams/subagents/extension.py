@@ -23,8 +23,7 @@ from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..errors import ConfigurationError, ToolError
-from ..hooks import Hooks, spec_hooks
-from ..hooks.sources import gated
+from ..hooks import Hooks, hooks_of_spec
 from ..message import Msg
 from ..model.base import ChatModel
 from ..skills import SkillLibrary
@@ -372,13 +371,7 @@ class SubagentExtension(Extension):
     def _hooks_for(self, spec: SubagentSpec) -> Hooks:
         """A child's hooks: the agent's, and its spec's own ``hooks:`` when they may run (a spec
         file's only for a trusted project; one built in code is the operator's)."""
-        base = self.hooks if self.hooks is not None else Hooks()
-        if not spec.hooks:
-            return base
-        own = spec_hooks(spec.hooks, spec.source)
-        if spec.source is not None:
-            own = gated(own, spec.source, self.trust)
-        return base.with_hooks(own)
+        return hooks_of_spec(self.hooks, spec, self.trust)
 
     def _for_child(self, child: AgentView, allowed: list[str] | None) -> SubagentExtension:
         """The child's own extension: the same specs (those of ``allowed``, when given), limits,

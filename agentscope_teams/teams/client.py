@@ -40,6 +40,7 @@ from ..listing import Listing
 from ..message import new_id, utcnow
 from ..store.base import BaseStore, signals_of
 from ..tools.permissions import resolve_mode
+from . import expiry
 from .actor import TeamActor
 from .board import TaskBoard
 from .mailbox import Mailbox
@@ -367,6 +368,11 @@ class LocalTeamClient(TeamRegistry):
         task_lease: float | None = None,
         prefer_own: bool = False,
     ) -> Task | None:
+        if expiry.watched(self.hooks):  # lapsed leases swept (and reported) first: see .expiry
+            view = await expiry.pinned(self, team_id)
+            return await view.claim_task(
+                team_id, member, task_id, task_lease=task_lease, prefer_own=prefer_own
+            )
         lease = self.task_lease if task_lease is None else task_lease
         if task_id is None and not prefer_own:
             claimed = await self._claim_guarded(team_id, member, lease)
@@ -467,7 +473,9 @@ class LocalTeamClient(TeamRegistry):
 
     async def reap_expired(self, team_id: str) -> list[Task]:
         _, board = await self._board(team_id)
-        return await board.reap_expired()
+        reaped = await board.reap_expired()
+        await expiry.report(self, team_id, reaped)  # TaskCompleted for the tasks it failed
+        return reaped
 
     async def wait_for_tasks(self, team_id: str, timeout: float) -> bool:  # noqa: ASYNC109
         """Poll (with backoff) until no task is pending or in progress; False at the deadline.

@@ -141,6 +141,40 @@ def test_dashboard_follows_a_team_live(
     assert tab.errors == []
 
 
+def test_dashboard_shows_members_waiting_on_the_lead(
+    tab: Tab, served: Served, http: httpx.Client
+) -> None:
+    """A plan waiting for the lead's approval and a call refused for want of an approver are shown
+    on the member's chip, live, as text (a tool name with markup stays text)."""
+    page = tab.page
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    t = f"/api/teams/{team_id}"
+    page.goto(f"{served.base_url}/?token={served.tokens['alice']}")
+    page.click(f'[data-team-id="{team_id}"]')
+    page.wait_for_selector('#live[data-state="live"]')
+    page.wait_for_selector('.member[data-member="w2"]')
+    assert page.locator(".member-note").count() == 0
+
+    tool = "<b>deploy</b>"
+    Api(http, tokens["w1"]).ok(
+        "POST", f"{t}/members/w1/review", {"action": "note_prompt", "tool": tool}
+    )
+    prompt = page.locator('.member[data-member="w1"] [data-note="prompt"]')
+    prompt.wait_for()
+    assert prompt.inner_text() == f"{tool} refused: needs approval"
+    Api(http, tokens["w2"]).ok(
+        "POST", f"{t}/members/w2/review", {"action": "request_plan", "plan": "p"}
+    )
+    plan = page.locator('.member[data-member="w2"] [data-note="plan"]')
+    plan.wait_for()
+    assert "waiting for the lead" in plan.inner_text()
+    op.ok("POST", f"{t}/members/w2/review", {"action": "answer_plan", "approve": True})
+    plan.wait_for(state="detached")
+    assert page.locator("b").count() == 0  # the tool name was inserted as text, not markup
+    assert tab.errors == []
+
+
 def test_dashboard_login_sessions_and_bad_tokens(
     tab: Tab, served: Served, http: httpx.Client, org: str
 ) -> None:

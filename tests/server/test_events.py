@@ -115,3 +115,27 @@ def test_a_store_error_mid_stream_is_an_error_event_then_the_end(
         error = sse.until(lambda e: e.name == "error")
         assert error.data["type"] == "SchemaVersionError" and "99" in error.data["message"]
         assert sse.next() is None
+
+
+def test_a_member_waiting_on_the_lead_is_streamed(served: Served, http: httpx.Client) -> None:
+    """A plan waiting for approval and a prompt refused for want of an approver change no status,
+    yet each sends the member again, with its review record (what the dashboard shows)."""
+    op = Api(http, served.tokens["alice"])
+    team_id, tokens = make_team(op)
+    t = f"/api/teams/{team_id}"
+    w1, w2 = Api(http, tokens["w1"]), Api(http, tokens["w2"])
+    with http.stream("GET", t + "/events", headers=auth(op.token)) as response:
+        sse = SseReader(response)
+        sse.until(lambda e: e.name == "member" and e.data["member"]["name"] == "w2")
+        w1.ok("POST", f"{t}/members/w1/review", {"action": "note_prompt", "tool": "deploy"})
+        refused = sse.until(lambda e: e.name == "member" and e.data["member"]["name"] == "w1"
+                            and e.data["member"]["permission_prompt"] is not None)  # fmt: skip
+        assert refused.data["member"]["permission_prompt"]["tool"] == "deploy"
+        w2.ok("POST", f"{t}/members/w2/review", {"action": "request_plan", "plan": "step 1"})
+        planned = sse.until(lambda e: e.name == "member" and e.data["member"]["name"] == "w2"
+                            and e.data["member"]["plan"] is not None)  # fmt: skip
+        assert planned.data["member"]["plan"]["status"] == "pending"
+        op.ok("POST", f"{t}/members/w2/review", {"action": "answer_plan", "approve": True})
+        approved = sse.until(lambda e: e.name == "member" and e.data["member"]["name"] == "w2"
+                             and e.data["member"]["plan"]["status"] == "approved")  # fmt: skip
+        assert approved.data["member"]["status"] == "spawned"  # the same status all along

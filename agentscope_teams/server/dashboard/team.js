@@ -108,9 +108,25 @@ function renderMembers(info) {
     h("strong", {}, info.lead), h("span", { class: "muted small" }, "lead"))];
   for (const m of t().members.values()) {
     chips.push(h("div", { class: "member", "data-member": m.name, "data-status": m.status },
-      h("strong", {}, m.name), m.spec ? h("span", { class: "muted small" }, m.spec) : null, badge(m.status)));
+      h("strong", {}, m.name), m.spec ? h("span", { class: "muted small" }, m.spec) : null, badge(m.status),
+      memberNotes(m)));
   }
   $("members").replaceChildren(...chips);
+}
+
+// What a member waits for: its plan, on the lead's approval; a call it was refused for want of an
+// approver (a member has no one to ask). Text nodes only, as everything from the server.
+function memberNotes(m) {
+  const notes = [];
+  if (m.plan && m.plan.status === "pending") {
+    notes.push(h("span", { class: "member-note", "data-note": "plan" }, "plan waiting for the lead's approval"));
+  }
+  if (m.permission_prompt) {
+    const p = m.permission_prompt;
+    notes.push(h("span", { class: "member-note", "data-note": "prompt", title: fmtTime(p.at) },
+      `${p.tool} refused: needs approval`));
+  }
+  return notes;
 }
 
 const t = () => state.team;

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ...agent.harness import SessionAgent
     from ...context import RuntimeContext
     from ...mcp import McpToolset
+    from ...trust import ProjectTrust
 
 __all__ = ["TeamLeadExtension", "TeamMemberExtension"]
 
@@ -87,6 +88,7 @@ class TeamLeadExtension(Extension):
         idle_release: float = 60.0,
         mcp: McpToolset | None = None,
         hooks: Hooks | None = None,
+        trust: ProjectTrust | None = None,
     ) -> None:
         if run_members not in ("local", "workers", "any"):
             raise ConfigurationError(f"run_members must be local, workers or any: {run_members!r}")
@@ -104,6 +106,8 @@ class TeamLeadExtension(Extension):
         self.lease_ttl, self.poll, self.idle_release = lease_ttl, poll, idle_release
         self.runtime: TeamRuntime | None = None
         self.mcp = mcp  # members get the MCP tools their spec selects
+        # members run ``hooks`` and their spec's own ``hooks:`` (when ``trust`` allows them)
+        self.hooks, self.trust = hooks, trust
 
     @classmethod
     def build(cls, agent: SessionAgent, specs: Any = None, **options: Any) -> TeamLeadExtension:
@@ -263,5 +267,7 @@ class TeamLeadExtension(Extension):
             description=record.description if record else "",
             on_change=self.changed,
             mcp=self.mcp,
+            hooks=self.hooks,
+            trust=self.trust,
         )
         self.runtime.watch(TeamRef(scope.ctx, team_id, builder))

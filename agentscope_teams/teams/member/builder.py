@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...agent.config import ReActConfig
 from ...agent.harness import SessionAgent
 from ...context import RuntimeContext, fit_identifier
+from ...hooks import Hooks, hooks_of_spec
 from ...model.base import ChatModel
 from ...sessions import SessionSource
 from ...store.base import BaseStore, path_segment
@@ -25,6 +26,7 @@ from ...subagents.pool import specs_from
 from ...subagents.spawn import ModelPool, spawn_agent, spec_permissions
 from ...subagents.spec import SubagentSpec, WorkspaceMode
 from ...tools import PermissionEngine, Toolkit
+from ...trust import ProjectTrust
 from ..actor import TeamActor
 from ..protocol import TeamClient
 from ..rules.models import Member, Team
@@ -77,6 +79,10 @@ class MemberBuilder:
     description: str = ""
     on_change: Callable[[], None] | None = None
     mcp: McpToolset | None = None
+    #: The hooks every member runs (the lead's, or a worker's project settings hooks), to which
+    #: a member adds its spec's ``hooks:`` when ``trust`` lets them run.
+    hooks: Hooks | None = None
+    trust: ProjectTrust | None = None
 
     def __post_init__(self) -> None:
         self.pool = ModelPool(self.model, self.models)  # shares ``models``: names resolve once
@@ -133,4 +139,6 @@ class MemberBuilder:
             session_source=SessionSource.TEAM,
             mcp=self.mcp,
         )
+        agent.hooks = hooks_of_spec(self.hooks, spec, self.trust or ProjectTrust())
+        agent.hook_fields = {"teammate_name": member.name, "team_name": team.id}
         return agent, ext

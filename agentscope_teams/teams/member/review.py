@@ -30,7 +30,9 @@ from ...tools.decorator import make_tool
 from ...tools.permissions import PermissionDecision
 from ...tools.plan import session_state
 from ..actor import TeamActor
+from ..protocol import TeamClient
 from ..rules.models import Member, PermissionPrompt, PlanReview, Team
+from .review_remote import ReviewAnswer, ReviewRequest, remote_of
 
 PLAN_REQUEST = "[plan approval request]"
 
@@ -45,10 +47,16 @@ def _updater(view: TeamActor) -> MemberUpdater:
     client = view.client
     if not hasattr(client, "update_member"):
         raise TeamError(
-            f"plan approval and permission status need a store-backed team client; "
-            f"{type(client).__name__} cannot update member records"
+            f"plan approval and permission status need a store-backed team client or one that "
+            f"asks the control plane; {type(client).__name__} does neither"
         )
     return client  # type: ignore[return-value]
+
+
+def _plan(answer: ReviewAnswer) -> PlanReview:
+    if answer.plan is None:
+        raise TeamError("the control plane answered a plan change without the plan")
+    return answer.plan
 
 
 def member_notes(team: Team) -> list[str]:
@@ -77,6 +85,9 @@ def mode_after_plan(member: Member | None) -> PermissionMode:
 
 async def request_plan(view: TeamActor, plan: str) -> PlanReview:
     """Record ``plan`` as pending for the lead and send it to the lead."""
+    if (remote := remote_of(view)) is not None:  # the server runs this (.review_remote)
+        asked = ReviewRequest(action="request_plan", plan=plan)
+        return _plan(await remote.review_member(view.team_id, view.name, asked))
     review = PlanReview(plan=plan)
 
     def change(m: Member) -> Member | None:
@@ -99,6 +110,9 @@ async def answer_plan(
     view: TeamActor, member_name: str, approve: bool, feedback: str = ""
 ) -> PlanReview:
     """The lead's answer to ``member_name``'s pending plan; the member gets it as a message."""
+    if (remote := remote_of(view)) is not None:
+        answer = ReviewRequest(action="answer_plan", approve=approve, feedback=feedback)
+        return _plan(await remote.review_member(view.team_id, member_name, answer))
 
     def change(m: Member) -> Member | None:
         if m.plan is None or m.plan.status != "pending":
@@ -124,6 +138,9 @@ async def answer_plan(
 
 async def take_approved(view: TeamActor) -> Member | None:
     """The member's record if its plan was approved and not applied yet (it is marked applied)."""
+    if (remote := remote_of(view)) is not None:
+        take = ReviewRequest(action="take_approved")
+        return (await remote.review_member(view.team_id, view.name, take)).member
     taken: list[Member] = []
 
     def change(m: Member) -> Member | None:
@@ -138,6 +155,10 @@ async def take_approved(view: TeamActor) -> Member | None:
 
 async def note_prompt(view: TeamActor, tool: str) -> None:
     """Show the lead that ``tool`` was refused to this member for want of someone to approve it."""
+    if (remote := remote_of(view)) is not None:
+        noted = ReviewRequest(action="note_prompt", tool=tool)
+        await remote.review_member(view.team_id, view.name, noted)
+        return
     prompt = PermissionPrompt(tool=tool)
     await _updater(view).update_member(
         view.team_id, view.name, lambda m: m.model_copy(update={"permission_prompt": prompt})
@@ -198,3 +219,26 @@ class MemberPermissionEngine(PermissionEngine):
             "it, or ask the lead with sendMessage (the lead sees this refusal in your record)",
             decision.rule,
         )
+
+
+async def serve_review(
+    client: TeamClient, team_id: str, actor: str, name: str, request: ReviewRequest
+) -> ReviewAnswer:
+    """Run ``request`` for member ``name`` with a store-backed ``client``, acting as ``actor``
+    (the caller checked that ``actor`` may: ``name`` itself, or the lead for ``answer_plan``)."""
+    if request.action == "answer_plan":
+        if request.approve is None:
+            raise ValueError("answer_plan needs approve (true or false)")
+        view = TeamActor(client, team_id, actor)
+        return ReviewAnswer(plan=await answer_plan(view, name, request.approve, request.feedback))
+    view = TeamActor(client, team_id, name)
+    if request.action == "request_plan":
+        if request.plan is None:
+            raise ValueError("request_plan needs the plan")
+        return ReviewAnswer(plan=await request_plan(view, request.plan))
+    if request.action == "take_approved":
+        return ReviewAnswer(member=await take_approved(view))
+    if request.tool is None:
+        raise ValueError("note_prompt needs the tool that was refused")
+    await note_prompt(view, request.tool)
+    return ReviewAnswer()

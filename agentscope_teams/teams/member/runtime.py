@@ -62,6 +62,7 @@ from ...store.base import BaseStore, Key, Signals, signals_of
 from ..protocol import TeamClient
 from ..rules import limits
 from ..rules.models import Member, MemberStatus, Team, TeamStatus
+from .idle import call_until_idle
 from .slot import Slot, TeamRef, lease_key
 from .work import Work, find_work
 
@@ -430,8 +431,9 @@ class TeamRuntime:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
             await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
-            with tracing.joined(work.trace, work.linked):
-                await slot.agent.call(work.message(), slot.ref.ctx.with_session(member.session_id))
+            with tracing.joined(work.trace, work.linked):  # then TeammateIdle, see .idle
+                ctx = slot.ref.ctx.with_session(member.session_id)
+                await call_until_idle(slot, client, team, member, work.message(), ctx)
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)
         except Exception as exc:

@@ -16,6 +16,11 @@ Workspaces: a member uses the lead's workspace path recorded in the directory (s
 directory under the lead's workspace root (isolated specs); ``workspace=`` overrides both, for a host
 where the lead's paths do not exist.
 
+Hooks: with ``hooks`` (the ``worker`` command passes the ``.claude/settings.json`` hooks of the
+``--specs`` project when that project is trusted), a member runs the same hooks as a member run in
+the lead's process: those, plus its spec's own ``hooks:``, and TaskCreated / TaskCompleted fire on
+them (see ``docs/hooks.md``). A lead's hooks given in code (Python callables) stay in its process.
+
 MCP tools: with ``mcp`` (an :class:`~agentscope_teams.mcp.McpToolset`), a member gets the MCP tools
 its spec selects, as a member run in the lead's process does. The toolset belongs to whoever made
 it (the ``worker`` command makes one and closes it once the worker has stopped its members), so the
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigurationError
+from ...hooks import Hooks
 from ...keys import directory_key, directory_signal
 from ...model.base import ChatModel
 from ...model.factory import model_from_string
@@ -41,6 +47,7 @@ from ...sandbox import Sandbox
 from ...store.base import BaseStore, Key
 from ...subagents.spec import SubagentSpec
 from ...tools import Toolkit, filesystem_tools, shell_tools
+from ...trust import ProjectTrust
 from ..client import LocalTeamClient
 from ..directory import TeamRuntimeRecord, delete_record, scan_records
 from ..protocol import TeamClient
@@ -80,6 +87,10 @@ class WorkerConfig:
     mcp: McpToolset | None = None
     #: Gives members the shell tools (``bash``...) running in this sandbox; None: no shell.
     sandbox: Sandbox | None = None
+    #: The hooks members run (the ``worker`` command: the settings hooks of the ``--specs``
+    #: project when it is trusted), each with its spec's own ``hooks:`` when ``trust`` allows.
+    hooks: Hooks | None = None
+    trust: ProjectTrust | None = None
 
     def __post_init__(self) -> None:
         if self.max_members < 1:
@@ -111,7 +122,9 @@ class Worker:
         )
 
     def client(self, store: BaseStore, ctx: Any) -> TeamClient:
-        return LocalTeamClient(store, ctx, task_lease=self.config.task_lease)
+        return LocalTeamClient(
+            store, ctx, task_lease=self.config.task_lease, hooks=self.config.hooks
+        )
 
     async def discover(self) -> list[TeamRef]:
         """Scan the directory: the teams to serve now (refs are kept across scans, so members keep
@@ -148,6 +161,8 @@ class Worker:
             description=record.description,
             on_change=self.runtime.nudge,
             mcp=cfg.mcp,
+            hooks=cfg.hooks,
+            trust=cfg.trust,
         )
 
         async def gone() -> None:

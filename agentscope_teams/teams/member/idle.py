@@ -1,0 +1,78 @@
+"""TeammateIdle: the hooks of a member about to go idle, with Claude Code's answers.
+
+A member goes idle when its turn (its call) ended and the board has nothing for it: no unread
+message, no task it may claim, none it holds unreported (:func:`~.work.find_work`; with any of
+those the runtime wakes it again, so it is not idle). Then its ``TeammateIdle`` hooks run, with
+Claude Code's input: ``session_id`` (the lead's), ``cwd`` (the member's workspace),
+``permission_mode``, ``teammate_name``, ``team_name`` (the team id); there is no matcher. Their
+answer, as in Claude Code:
+
+- exit 2 (or ``decision: "block"``): the member does not go idle; it works on in the same call,
+  with the hook's stderr (or ``reason``) as its next prompt;
+- ``continue: false``: the member stops without another turn; the ``stopReason`` goes to the lead
+  as a message from the member (the lead is who a team reports to);
+- anything else: it goes idle.
+
+A hook that blocks :data:`MAX_IDLE_BLOCKS` times in a row is not obeyed once more: the member goes
+idle and the lead is told why (Claude Code has no bound, so such a hook loops for ever).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ...context import RuntimeContext
+from ...hooks import HookOutcome, claude_mode
+from ...message import Msg, UserMsg
+from ..protocol import TeamClient
+from ..rules.models import Member, Team
+from .work import find_work
+
+if TYPE_CHECKING:
+    from .slot import Slot
+
+log = logging.getLogger(__name__)
+
+EVENT = "TeammateIdle"
+#: The most turns in a row a TeammateIdle hook may add by blocking before the member goes idle.
+MAX_IDLE_BLOCKS = 8
+
+
+async def call_until_idle(
+    slot: Slot, client: TeamClient, team: Team, member: Member, prompt: Msg, ctx: RuntimeContext
+) -> None:
+    """Call the member with ``prompt``, then again with each TeammateIdle hook's feedback while
+    one keeps it from going idle (see the module docs)."""
+    agent, ext = slot.agent, slot.ext
+    assert agent is not None and ext is not None
+    for _ in range(MAX_IDLE_BLOCKS + 1):
+        await agent.call(prompt, ctx)
+        if not agent.hooks.by_event.get(EVENT):
+            return
+        if await find_work(client, team, member.name, await client.open_board(team.id), set()):
+            return  # not idle: the runtime wakes it for that work
+        outcome = await _fire(slot, team, member)
+        if outcome.stop:
+            reason = outcome.stop_reason or f"stopped by a {EVENT} hook"
+            await ext.view.send(team.lead, f"{member.name} stopped: {reason}")
+            return
+        if not outcome.blocked:
+            return
+        prompt = UserMsg(outcome.reason, name="hook")
+    note = f"its {EVENT} hooks kept it working {MAX_IDLE_BLOCKS} times in a row; it goes idle now"
+    log.warning("member %s of team %s: %s", member.name, team.id, note)
+    await ext.view.send(team.lead, f"{member.name}: {note}")
+
+
+async def _fire(slot: Slot, team: Team, member: Member) -> HookOutcome:
+    agent = slot.agent
+    assert agent is not None
+    payload: dict[str, object] = {
+        "session_id": slot.ref.ctx.session_id,
+        "cwd": str(slot.ref.builder.workspace_of(slot.ref.ctx, team.id, member)),
+        "permission_mode": claude_mode(agent.loop.permissions.mode),
+        "teammate_name": member.name,
+        "team_name": team.id,
+    }
+    return await agent.hooks.fire(EVENT, payload)

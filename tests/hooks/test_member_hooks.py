@@ -1,0 +1,157 @@
+"""Team members run hooks as the lead's agent does: the project's settings hooks (trusted project)
+and their spec's own ``hooks:``, also in an ``agentscope-teams worker`` process (a real one, with
+real hook scripts); tool events name the teammate."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.store import BaseStore
+from agentscope_teams.teams import LocalTeamClient, TaskStatus
+from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record
+from agentscope_teams.teams.member.builder import member_session_id
+
+from ..backends import REDIS_URL, unique_namespace
+from ..conftest import require_service
+from ..teams.helpers import eventually
+from . import members
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def worker_proc(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+def start_worker(root: Path, org: str, *, trust: bool) -> subprocess.Popen[bytes]:
+    log = (root / "worker.log").open("wb")
+    cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker", "--store", REDIS_URL]
+    cmd += ["--specs", str(members.project(root)), "--org", org, "--poll", "0.05"]
+    cmd += ["--lease-ttl", "2", "--model", "python:tests.hooks.members:member_model"]
+    cmd += ["--trust-project"] if trust else []
+    return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=log)
+
+
+async def team_for_workers(store: BaseStore, ctx: RuntimeContext, ws: Path) -> tuple[str, str]:
+    """A team in the directory for workers, a ``coder`` member and one task for it."""
+    client = LocalTeamClient(store, ctx)
+    team = await client.create_team("t")
+    record = TeamRuntimeRecord(
+        team_id=team.id,
+        org_id=ctx.org_id,
+        user_id=ctx.user_id,
+        lead=team.lead,
+        mode="workers",
+        workspace=str(ws),
+        root=str(ws),
+    )
+    await put_record(store, ctx, record)
+    session = member_session_id(team.id, "c")
+    await client.spawn_member(team.id, "c", "coder", session, permission_mode="acceptEdits")
+    task = await client.assign_task(team.id, "write out.txt", assignee="c")
+    return team.id, task.id
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trust", [True, False], ids=["trusted", "untrusted"])
+async def test_a_worker_run_member_runs_the_project_and_spec_hooks(
+    tmp_path: Path, worker_proc: list[subprocess.Popen[bytes]], trust: bool
+) -> None:
+    require_service("redis")
+    from agentscope_teams.store import store_from_url
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ctx = RuntimeContext(session_id="s1", user_id="alice", org_id=unique_namespace())
+    async with store_from_url(REDIS_URL) as store:
+        worker_proc.append(start_worker(tmp_path, ctx.org_id or "", trust=trust))
+        team_id, task_id = await team_for_workers(store, ctx, ws)
+        client = LocalTeamClient(store, ctx)
+
+        async def done() -> bool:
+            return (await client.get_task(team_id, task_id)).status is TaskStatus.COMPLETED
+
+        async def idle_fired() -> bool:  # TeammateIdle, once the member has nothing left
+            return any(e["hook_event_name"] == "TeammateIdle" for e in members.events(tmp_path))
+
+        with anyio.fail_after(90):  # a liveness guard, not a timing threshold
+            await eventually(done, within=80)
+            if trust:
+                await eventually(idle_fired, within=30)
+        await client.delete_team(team_id)
+    assert (ws / "out.txt").read_text() == "written"  # the member worked in the worker
+    seen = members.events(tmp_path)
+    if not trust:  # the control: an untrusted project's hooks are left off, and said so
+        assert seen == [] and not (tmp_path / members.MARK).exists()
+        worker_proc[0].kill()
+        worker_proc[0].wait(timeout=10)
+        assert "not trusted" in (tmp_path / "worker.log").read_text()
+        return
+    [pre] = [e for e in seen if e["hook_event_name"] == "PreToolUse" and e["tool_name"] == "Write"]
+    assert pre["tool_name"] == "Write" and str(pre["tool_input"]["file_path"]).endswith("out.txt")
+    assert (pre["teammate_name"], pre["team_name"]) == ("c", team_id)
+    [end] = [e for e in seen if e["hook_event_name"] == "TaskCompleted"]
+    assert (end["task_id"], end["status"], end["teammate_name"]) == (task_id, "completed", "c")
+    assert (tmp_path / members.MARK).exists()  # the spec's own PostToolUse hook ran
+    idle = next(e for e in seen if e["hook_event_name"] == "TeammateIdle")
+    assert (idle["teammate_name"], idle["team_name"]) == ("c", team_id)
+
+
+async def test_an_in_process_member_runs_the_project_and_spec_hooks(tmp_path: Path) -> None:
+    from agentscope_teams import HarnessAgent
+    from agentscope_teams.model.base import ModelRequest, ModelResponse
+    from agentscope_teams.model.scripted import ScriptedModel
+    from agentscope_teams.store import InMemoryStore
+
+    from ..teams.scripts import call
+
+    def lead_script(request: ModelRequest) -> ModelResponse | str:
+        done = {r.name for m in request.messages for r in m.tool_results()}
+        for name, response in (
+            ("createTeam", call("createTeam", name="t")),
+            (
+                "spawnMember",
+                call("spawnMember", name="c", spec="coder", permission_mode="acceptEdits"),
+            ),
+            ("assignTask", call("assignTask", title="write out.txt", assignee="c")),
+            ("waitForTeam", call("waitForTeam", timeout_seconds=60)),
+        ):
+            if name not in done:
+                return response
+        return "all done"
+
+    ws = tmp_path / "ws"
+    lead = HarnessAgent(
+        "lead",
+        ScriptedModel(lead_script),
+        workspace=ws,
+        workspace_scope="shared",
+        store=InMemoryStore(),
+        specs=members.project(tmp_path),
+        trust_project=True,
+        team_options={"member_model": ScriptedModel(members.coder), "poll": 0.05},
+    )
+    ctx = RuntimeContext(session_id="s1", user_id="alice")
+    async with lead:
+        with anyio.fail_after(60):
+            await lead.call("go", ctx)
+    seen = members.events(tmp_path)
+    [pre] = [e for e in seen if e["hook_event_name"] == "PreToolUse" and e["tool_name"] == "Write"]
+    assert pre["teammate_name"] == "c"
+    ends = [e for e in seen if e["hook_event_name"] == "TaskCompleted"]
+    assert [(e["status"], e["teammate_name"]) for e in ends] == [("completed", "c")]
+    assert (tmp_path / members.MARK).exists()
