@@ -11,11 +11,12 @@ Metric names and meanings: docs/operations.md, "Metrics and health checks".
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-__all__ = ["MAX_SERIES", "METRICS", "Metrics", "enable", "render"]
+__all__ = ["MAX_SERIES", "METRICS", "Metrics", "add_refresher", "enable", "refresh", "render"]
 
 #: Label sets kept per metric; further ones are merged under ``_other``.
 MAX_SERIES = 200
@@ -209,3 +210,24 @@ def enable() -> Metrics:
 def render() -> str:
     """The exposition text of this process's metrics (enabling them if they were off)."""
     return enable().render()
+
+
+#: Async callables that update gauges read from elsewhere (e.g. the task board) before a scrape.
+Refresher = Callable[[], Awaitable[None]]
+_refreshers: list[Refresher] = []
+
+
+def add_refresher(refresher: Refresher) -> Callable[[], None]:
+    """Run ``refresher`` before each scrape of this process (:func:`refresh`); returns the function
+    that removes it."""
+    _refreshers.append(refresher)
+    return lambda: _refreshers.remove(refresher) if refresher in _refreshers else None
+
+
+async def refresh() -> None:
+    """Run every refresher; one that fails is logged and leaves its gauges as they were."""
+    for refresher in list(_refreshers):
+        try:
+            await refresher()
+        except Exception as exc:
+            logging.getLogger(__name__).warning("metrics refresh failed: %s", exc)
