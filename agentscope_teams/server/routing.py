@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Message
 
 from .. import tracing
+from ..tracing import metrics
 from ..errors import AgentScopeTeamsError, StoreError, TeamError, UnknownTeamError
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, Team
@@ -279,6 +280,16 @@ class ApiRoute(APIRoute):
         method = next(iter(self.methods or {"GET"}))
 
         async def handle(request: Request) -> Response:
+            running = metrics.METRICS
+            if running is not None:
+                running.http_requests_running.inc()
+            try:
+                return await answer(request)
+            finally:
+                if running is not None:
+                    running.http_requests_running.inc(amount=-1)
+
+        async def answer(request: Request) -> Response:
             call: Call | None = None
             found = False  # the request found the team of its path
             try:

@@ -176,6 +176,10 @@ class Metrics:
             p + "store_conflicts_total",
             "Lost compare-and-set writes (each retried by the caller).",
         )
+        self.http_requests_running = Gauge(
+            p + "http_requests_running",
+            "Control-plane API requests being served now (serve only; event streams excluded).",
+        )
         self.all: list[Counter | Histogram] = [
             self.model_calls,
             self.model_tokens,
@@ -186,6 +190,7 @@ class Metrics:
             self.agent_calls_running,
             self.task_events,
             self.store_conflicts,
+            self.http_requests_running,
         ]
 
     def render(self) -> str:
