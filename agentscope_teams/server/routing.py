@@ -28,10 +28,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Message
 
 from .. import tracing
-from ..tracing import metrics
 from ..errors import AgentScopeTeamsError, StoreError, TeamError, UnknownTeamError
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, Team
+from ..tracing import metrics
 from .auth import Principal, authenticate, bearer_token
 from .errors import ControlPlaneAuthError, ControlPlaneError, error_body, retry_after, status_for
 from .schemas import ErrorBody
