@@ -169,8 +169,11 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
                 for sig, handler in before.items():
                     signal.signal(sig, handler)
 
+    from .board_metrics import BoardGauges
+
     trace_url = os.environ.get(TRACE_URL_ENV) or None
     app = create_app(store, task_lease=args.task_lease, trace_url=trace_url)
+    BoardGauges(store).install()  # open tasks by status (queue depth), members, teams
     sock = _bind(args.host, args.port)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host

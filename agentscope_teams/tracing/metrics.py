@@ -23,6 +23,8 @@ MAX_SERIES = 200
 OTHER = "_other"
 #: Seconds: a model call takes from well under a second to minutes.
 MODEL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+#: Seconds a task waits from its creation to its first claim: from instant to hours.
+WAIT_BUCKETS = (0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 TOOL_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -77,6 +79,11 @@ class Counter(_Metric):
         with self.lock:
             key = self._key(values, self.values)
             self.values[key] = self.values.get(key, 0.0) + amount
+
+    def set_all(self, values: Mapping[tuple[str, ...], float]) -> None:
+        """Replace every series with ``values`` (a gauge read from elsewhere)."""
+        with self.lock:
+            self.values = dict(values)
 
     def get(self, *values: str) -> float:
         return self.values.get(values, 0.0)
@@ -172,6 +179,33 @@ class Metrics:
             "Team task board transitions made in this process (claimed, completed, failed).",
             ("event",),
         )
+        self.task_wait_seconds = Histogram(
+            p + "task_wait_seconds",
+            "Time from a task's creation to its first claim (claim latency of the queue), for "
+            "claims made in this process.",
+            (),
+            WAIT_BUCKETS,
+        )
+        self.tasks = Gauge(
+            p + "tasks",
+            "Open tasks of every team in the store, by status (pending: the queue depth; "
+            "in_progress), read before each scrape (serve only).",
+            ("status",),
+        )
+        self.members = Gauge(
+            p + "members",
+            "Members of every live team in the store, by status, read before each scrape "
+            "(serve only).",
+            ("status",),
+        )
+        self.teams = Gauge(
+            p + "teams",
+            "Teams in the store's team directory, read before each scrape (serve only).",
+        )
+        self.board_scan_seconds = Gauge(
+            p + "board_scan_seconds",
+            "How long the last read of every team's open board took (serve only).",
+        )
         self.store_conflicts = Counter(
             p + "store_conflicts_total",
             "Lost compare-and-set writes (each retried by the caller).",
@@ -189,6 +223,11 @@ class Metrics:
             self.agent_calls,
             self.agent_calls_running,
             self.task_events,
+            self.task_wait_seconds,
+            self.tasks,
+            self.members,
+            self.teams,
+            self.board_scan_seconds,
             self.store_conflicts,
             self.http_requests_running,
         ]
