@@ -188,14 +188,14 @@ class Metrics:
         )
         self.tasks = Gauge(
             p + "tasks",
-            "Open tasks of every team in the store, by status (pending: the queue depth; "
-            "in_progress), read before each scrape (serve only).",
+            "Open tasks of the teams in the store's team directory, by status (pending: the queue "
+            "depth; in_progress), read before each scrape (serve only).",
             ("status",),
         )
         self.members = Gauge(
             p + "members",
-            "Members of every live team in the store, by status, read before each scrape "
-            "(serve only).",
+            "Members of the teams in the store's team directory, by status, read before each "
+            "scrape (serve only).",
             ("status",),
         )
         self.teams = Gauge(
