@@ -162,6 +162,12 @@ class Metrics:
             "Tool calls, by tool and outcome (ok, tool_error, exception).",
             ("tool", "outcome"),
         )
+        self.tool_denials = Counter(
+            p + "tool_denials_total",
+            "Tool calls refused before they ran, by tool and source (hook: a PreToolUse hook; "
+            "permission: the permission rules, the mode or a PermissionRequest hook).",
+            ("tool", "source"),
+        )
         self.tool_seconds = Histogram(
             p + "tool_call_seconds", "Duration of tool calls, by tool.", ("tool",), TOOL_BUCKETS
         )
@@ -219,6 +225,7 @@ class Metrics:
             self.model_tokens,
             self.model_seconds,
             self.tool_calls,
+            self.tool_denials,
             self.tool_seconds,
             self.agent_calls,
             self.agent_calls_running,

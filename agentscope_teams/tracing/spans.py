@@ -373,6 +373,14 @@ def _observe_wait(m: metrics.Metrics, task: Any) -> None:
         m.task_wait_seconds.observe(max(0.0, (claimed - created).total_seconds()))
 
 
+def denial(source: str, tool: str) -> None:
+    """A tool call refused before it ran: by a hook (``hook``) or by the permission rules, the
+    mode or a PermissionRequest hook (``permission``); counted when metrics are on."""
+    m = metrics.METRICS
+    if m is not None:
+        m.tool_denials.inc(tool, source)
+
+
 def conflict(key: Sequence[str]) -> None:
     """A lost compare-and-set on ``key``, as an event of the current span (the caller retries)."""
     m = metrics.METRICS

@@ -105,18 +105,21 @@ async def test_prometheus_scrapes_the_compose_services(tmp_path: Path) -> None:
         services["serve"]["command"],
         {"--store": store, "--host": "127.0.0.1", "--port": str(ports["serve"])},
     )
+    fast = ["--poll", "0.05", "--lease-ttl", "2"]
     worker_argv = {
-        name: replaced(
-            services[name]["command"],
-            {
-                "--store": store,
-                "--specs": str(ROOT / "specs"),
-                "--model": MODEL,
-                "--metrics-port": str(ports[name]),
-                "--metrics-host": "127.0.0.1",
-            },
-        )
-        + ["--poll", "0.05", "--lease-ttl", "2"]
+        name: [
+            *replaced(
+                services[name]["command"],
+                {
+                    "--store": store,
+                    "--specs": str(ROOT / "specs"),
+                    "--model": MODEL,
+                    "--metrics-port": str(ports[name]),
+                    "--metrics-host": "127.0.0.1",
+                },
+            ),
+            *fast,
+        ]
         for name in ("worker-1", "worker-2")
     }
     targets = {
