@@ -164,8 +164,8 @@ async def scenario(store: BaseStore, prom: httpx.AsyncClient, tmp_path: Path) ->
     idle = await client.create_team("nobody serves this one")
     record = TeamRuntimeRecord(team_id=idle.id, org_id="acme", user_id="alice", lead=idle.lead)
     await put_record(store, ctx, record)
-    for n in range(3):
-        await client.assign_task(idle.id, actor=idle.lead, title=f"queued {n}")
+    for i in range(3):
+        await client.assign_task(idle.id, actor=idle.lead, title=f"queued {i}")
     n = float(len(TASKS))
     await settles(prom, f'sum({P}task_events_total{{event="claimed"}})', {"": n})
     await settles(prom, f'sum({P}task_events_total{{event="completed"}})', {"": n})

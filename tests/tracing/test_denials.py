@@ -9,6 +9,7 @@ import pytest
 
 from agentscope_teams.agent.react import ReActAgent
 from agentscope_teams.model import ScriptedModel
+from agentscope_teams.model.base import ModelResponse
 from agentscope_teams.state import AgentState, PermissionRule
 from agentscope_teams.tools import PermissionEngine, Toolkit, tool
 from agentscope_teams.tracing import metrics
@@ -48,7 +49,7 @@ async def test_a_denying_rule_is_counted_and_an_allowed_call_is_not(m: metrics.M
         return text
 
     engine = PermissionEngine([PermissionRule(tool="echo", behavior="deny", pattern="no*")])
-    calls = [
+    calls: list[ModelResponse | str] = [
         ScriptedModel.tool_call("echo", {"text": "nope"}, id="d1"),
         ScriptedModel.tool_call("echo", {"text": "yes"}, id="d2"),
         "ok",
