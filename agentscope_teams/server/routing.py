@@ -156,15 +156,18 @@ class Call:
         raise ValueError("an operator must name the acting member (field 'member')")
 
 
-def token_call(request: Request) -> Call:
-    """The :class:`Call` of a route any valid token may use (authenticated by :class:`ApiRoute`)."""
+async def token_call(request: Request) -> Call:
+    """The :class:`Call` of a route any valid token may use (authenticated by :class:`ApiRoute`).
+
+    Dependencies are ``async``: FastAPI runs a plain ``def`` one in a worker thread, which cost
+    more than the rest of a small request (bench/server_framework.py)."""
     call: Call = request.state.call
     return call
 
 
-def operator_call(request: Request) -> Call:
+async def operator_call(request: Request) -> Call:
     """The :class:`Call` of an operator-only route (:class:`ApiRoute` answers 403 to others)."""
-    return token_call(request)
+    return await token_call(request)
 
 
 def query_int(name: str, raw: str | None, default: int, *, low: int = 0, high: int = 1000) -> int:
