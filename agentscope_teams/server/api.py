@@ -26,6 +26,9 @@ TASK = T + "/tasks/{task_id}"
 TokenCall = Annotated[Call, Depends(token_call)]
 OperatorCall = Annotated[Call, Depends(operator_call)]
 
+_STATUS_DOC = "only tasks with this status"
+_STATUSES: dict[str, Any] = {"enum": [s.value for s in TaskStatus]}
+
 router = APIRouter(route_class=ApiRoute, tags=["teams"], responses=ERROR_RESPONSES)
 
 
@@ -133,9 +136,12 @@ async def member_token(team_id: str, name: str, call: OperatorCall) -> s.IssuedT
 async def list_tasks(
     team_id: str,
     call: TokenCall,
-    status: Annotated[TaskStatus | None, Query(description="only tasks with this status")] = None,
+    status: Annotated[
+        str | None, Query(description=_STATUS_DOC, json_schema_extra=_STATUSES)
+    ] = None,
 ) -> list[Task]:
-    return await call.settled(await call.client.list_tasks(call.team_id, status))
+    wanted = None if status is None else TaskStatus(status)  # 422 naming the value
+    return await call.settled(await call.client.list_tasks(call.team_id, wanted))
 
 
 @router.get(

@@ -16,7 +16,7 @@ added), so the OpenAPI document and the security headers cover it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -100,6 +101,26 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+class HeadAsGet:
+    """``HEAD`` of an API path answered as its ``GET`` without the body (as Starlette routes do;
+    FastAPI's operations accept only the methods they declare)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, without_body)
+
+
 def create_app(
     store: BaseStore,
     *,
@@ -141,6 +162,7 @@ def create_app(
     )
     app.state.store, app.state.closing, app.state.settings = store, False, settings
     _mount(app, store, trace_url=trace_url, metrics=metrics)
+    app.add_middleware(HeadAsGet)
     app.add_middleware(SecurityHeaders)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
@@ -221,4 +243,25 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     body = {
         "error": {"type": kind, "message": f"{request.method} {request.url.path}: {exc.detail}"}
     }
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:  # every method of the path, not only those of the first route
+        headers["Allow"] = ", ".join(_allowed(request))
+    return JSONResponse(body, status_code=exc.status_code, headers=headers or None)
+
+
+def _flat(routes: Sequence[BaseRoute]) -> Iterator[BaseRoute]:
+    """Every route, those of included routers too (FastAPI may keep an included router whole)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        yield from _flat(inner.routes) if inner is not None else (route,)
+
+
+def _allowed(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in _flat(request.app.routes):
+        regex, found = getattr(route, "path_regex", None), getattr(route, "methods", None)
+        if regex is not None and found and regex.match(request.url.path):
+            methods |= set(found)
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
