@@ -122,5 +122,9 @@ def test_the_image_is_slim_non_root_with_bubblewrap_and_the_extras_it_runs() -> 
     pyproject = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())
     assert extras <= set(pyproject["project"]["optional-dependencies"])
     assert {"server", "redis", "postgres"} <= extras  # serve, and the stores the recipe names
+    models = {
+        flag(c["args"], "--model").split(":")[0] for _, c in containers() if "--model" in c["args"]
+    }
+    assert models <= extras  # the provider SDK of the workers' --model (e.g. the openai extra)
     for source in re.findall(r"^COPY (\S+)", text, re.M):
         assert (DEPLOY.parent / source).exists(), source
