@@ -82,6 +82,7 @@ class StepRunner:
                 call = self._rewrite(call, pre.updated_input)
             if pre.blocked or pre.permission == "deny":
                 reason = pre.reason or pre.permission_reason or "refused by a PreToolUse hook"
+                tracing.denial("hook", call.name)
                 results[call.id] = ToolResultBlock(
                     tool_use_id=call.id, name=call.name, output=reason, is_error=True
                 )
@@ -96,6 +97,7 @@ class StepRunner:
             if decision.behavior == "ask":
                 decision = await self._permission_request(tool, call, decision)
             if decision.behavior == "deny":
+                tracing.denial("permission", call.name)
                 results[call.id] = ToolResultBlock(
                     tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
                 )

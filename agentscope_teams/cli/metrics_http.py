@@ -82,6 +82,7 @@ async def _route(head: bytes, store: BaseStore) -> tuple[int, bytes, str]:
     if method != b"GET":
         return _json(405, {"error": "only GET"})
     if target == b"/metrics":
+        await metrics.refresh()
         return 200, metrics.render().encode(), metrics.CONTENT_TYPE
     if target == b"/readyz":
         reason = await store_unready(store)

@@ -4,15 +4,23 @@ Identity comes only from tokens. At startup the server issues an operator token 
 ``--org`` (valid ``--token-ttl`` seconds, 24 h by default) and prints it once, with the dashboard
 link; ``--create-operator-token`` only issues one (no expiry unless ``--token-ttl``), prints it and
 exits, for provisioning. Members get their tokens from the API when they are spawned.
+
+On SIGTERM or SIGINT the server drains: it stops accepting connections, ``/readyz`` answers 503,
+event streams end, and requests already running get up to ``--drain-seconds`` to finish; then it
+exits 0 (a second SIGINT stops it at once).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -33,6 +41,9 @@ EXAMPLES = (
     "agentscope-teams serve --store redis://localhost:6379/0 --create-operator-token --user bob",
 )
 STARTUP_TOKEN_TTL = 24 * 3600.0
+#: Default bound on the requests a stopping server waits for (under Kubernetes' default 30 s
+#: termination grace period).
+DRAIN_SECONDS = 25.0
 
 #: The trace page of an OTLP UI with a ``{trace_id}`` placeholder, linked from the dashboard.
 TRACE_URL_ENV = "AGENTSCOPE_TEAMS_TRACE_URL"
@@ -76,6 +87,14 @@ def register(subparsers: SubParsers) -> None:
         help="task lease of claims made through the API (default 60)",
     )
     parser.add_argument(
+        "--drain-seconds",
+        metavar="SECONDS",
+        type=float,
+        default=DRAIN_SECONDS,
+        help="on SIGTERM, how long running requests may take to finish before the server exits "
+        f"(default {DRAIN_SECONDS:g})",
+    )
+    parser.add_argument(
         "--access-log",
         action="store_true",
         help="log every request (off by default: URLs may carry short-lived stream tickets)",
@@ -88,6 +107,8 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.token_ttl is not None and args.token_ttl <= 0:
         raise ValueError("--token-ttl must be a positive number of seconds")
+    if not 0 <= args.drain_seconds <= 3600:
+        raise ValueError("--drain-seconds must be a number of seconds in 0..3600")
     config_lease(args.task_lease, "--task-lease")  # refused now, not as HTTP 500 on every claim
     if args.create_operator_token:
         return with_store(args, lambda store: _create_token(args, store))
@@ -133,8 +154,26 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
             request_shutdown(app)
             super().handle_exit(sig, frame)
 
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """Drain on SIGTERM / SIGINT and return (uvicorn's own re-raises the signal after
+            draining, which makes the process end by the signal instead of exiting 0)."""
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            before = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+
+    from .board_metrics import BoardGauges
+
     trace_url = os.environ.get(TRACE_URL_ENV) or None
     app = create_app(store, task_lease=args.task_lease, trace_url=trace_url)
+    BoardGauges(store).install()  # open tasks by status (queue depth), members, teams
     sock = _bind(args.host, args.port)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -149,7 +188,10 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
             file=sys.stderr,
             flush=True,
         )
-    options: dict[str, Any] = {"timeout_graceful_shutdown": 3, "lifespan": "off"}
+    options: dict[str, Any] = {
+        "timeout_graceful_shutdown": args.drain_seconds,
+        "lifespan": "off",
+    }
     config = uvicorn.Config(app, access_log=args.access_log, log_level="warning", **options)
     try:
         await Server(config).serve(sockets=[sock])

@@ -2,7 +2,7 @@
 
 ``create_app(store)`` builds the ASGI app that ``agentscope-teams serve`` runs with uvicorn;
 :class:`ControlPlaneTeamClient` is the :class:`~agentscope_teams.teams.TeamClient` protocol over
-HTTP. Needs the ``server`` extra (starlette, uvicorn, httpx).
+HTTP. Needs the ``server`` extra (fastapi, uvicorn, httpx).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import MissingDependencyError
 
 try:
+    import fastapi  # noqa: F401
     import httpx  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the installed extras

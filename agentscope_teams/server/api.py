@@ -6,34 +6,48 @@ to the (org, user) of the caller's token; the acting member comes from the token
 
 A team's DELETE can land while a request is served: a read of the board then checks the team
 again (:meth:`~.routing.Call.settled`), and a failure it causes is answered as the 404 of the
-deleted team, never as a missing task or a store error (see :func:`~.routing.routes`).
+deleted team, never as a missing task or a store error (see :class:`~.routing.ApiRoute`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from starlette.responses import JSONResponse
+from fastapi import APIRouter, Depends, Query, Response
 
 from ..errors import UnknownMemberError
 from ..teams import Member, Task, TaskStatus, Team
 from . import schemas as s
 from .auth import first_member_token, issue_member_token, revoke_team_tokens
-from .routing import Call, Endpoint
+from .routing import ERROR_RESPONSES, ApiRoute, Call, operator_call, token_call
 
 T = "/api/teams/{team_id}"
 TASK = T + "/tasks/{task_id}"
+TokenCall = Annotated[Call, Depends(token_call)]
+OperatorCall = Annotated[Call, Depends(operator_call)]
+
+_STATUS_DOC = "only tasks with this status"
+_STATUSES: dict[str, Any] = {"enum": [s.value for s in TaskStatus]}
+
+router = APIRouter(route_class=ApiRoute, tags=["teams"], responses=ERROR_RESPONSES)
 
 
-async def list_teams(call: Call) -> list[Team]:
+@router.get("/api/teams", summary="List teams", response_model=list[Team])
+async def list_teams(call: TokenCall) -> list[Team]:
     if call.principal.is_operator:
         return await call.client.list_teams()
     assert call.principal.team_id is not None
     return [await call.client.get_team(call.principal.team_id)]
 
 
-async def create_team(call: Call) -> s.CreatedTeam:
-    body = await call.body(s.CreateTeam)
+@router.post(
+    "/api/teams",
+    summary="Create a team",
+    status_code=201,
+    response_model=s.CreatedTeam,
+    description="Needs an operator token (403 for a member token).",
+)
+async def create_team(body: s.CreateTeam, call: OperatorCall) -> s.CreatedTeam:
     members = [Member(**m.model_dump(exclude_none=True)) for m in body.members]
     team = await call.client.create_team(body.name, body.lead, members, body.description)
     p = call.principal
@@ -44,27 +58,37 @@ async def create_team(call: Call) -> s.CreatedTeam:
     return s.CreatedTeam(team=team, tokens=tokens)
 
 
-async def get_team(call: Call) -> Team:
+@router.get(T, summary="Get a team", response_model=Team)
+async def get_team(team_id: str, call: TokenCall) -> Team:
     return await call.team()
 
 
-async def delete_team(call: Call) -> None:
+@router.delete(T, summary="Delete a team (operator or lead)", status_code=204)
+async def delete_team(team_id: str, call: TokenCall) -> None:
     team = await call.require_lead("delete the team")
     await call.client.delete_team(team.id)
     p = call.principal
     await revoke_team_tokens(call.store, p.org_id, p.user_id, team.id)
 
 
-async def set_team_status(call: Call) -> Team:
-    body = await call.body(s.SetTeamStatus)
+@router.put(T + "/status", summary="Set the team status (operator or lead)", response_model=Team)
+async def set_team_status(team_id: str, body: s.SetTeamStatus, call: TokenCall) -> Team:
     team = await call.require_lead("change the team's status")
     return await call.client.set_team_status(team.id, body.status)
 
 
-async def spawn_member(call: Call) -> JSONResponse:
+@router.post(
+    T + "/members",
+    summary="Spawn a member (operator or lead); 200 without a token if it already exists",
+    status_code=201,
+    response_model=s.SpawnedMember,
+    responses={200: {"model": s.SpawnedMember, "description": "The member existed (no token)"}},
+)
+async def spawn_member(
+    team_id: str, body: s.SpawnMember, call: TokenCall, response: Response
+) -> s.SpawnedMember:
     """201 and a token when this request created the member (the team's conditional write
     decides, so one racer wins); 200 and no token when it existed: nothing minted or revoked."""
-    body = await call.body(s.SpawnMember)
     team = await call.require_lead("spawn members")
     member, created = await call.client.add_member(
         team.id,
@@ -78,19 +102,28 @@ async def spawn_member(call: Call) -> JSONResponse:
     if created:
         p = call.principal
         token = await first_member_token(call.store, p.org_id, p.user_id, team.id, member.name)
-    spawned = s.SpawnedMember(member=member, token=token)
-    return JSONResponse(spawned.model_dump(mode="json"), status_code=201 if created else 200)
+    else:
+        response.status_code = 200
+    return s.SpawnedMember(member=member, token=token)
 
 
-async def set_member_status(call: Call) -> Member:
-    body = await call.body(s.SetMemberStatus)
-    name = await call.acting(call.path("name"))
-    return await call.client.set_member_status(call.team_id, name, body.status)
+@router.put(T + "/members/{name}/status", summary="Set a member's status", response_model=Member)
+async def set_member_status(
+    team_id: str, name: str, body: s.SetMemberStatus, call: TokenCall
+) -> Member:
+    acting = await call.acting(name)
+    return await call.client.set_member_status(call.team_id, acting, body.status)
 
 
-async def member_token(call: Call) -> s.IssuedToken:
+@router.post(
+    T + "/members/{name}/token",
+    summary="Issue a new token for a participant",
+    status_code=201,
+    response_model=s.IssuedToken,
+    description="Needs an operator token (403 for a member token).",
+)
+async def member_token(team_id: str, name: str, call: OperatorCall) -> s.IssuedToken:
     team = await call.team()
-    name = call.path("name")
     if name not in team.participants():
         raise UnknownMemberError(f"{name!r} is not a participant of team {team.id!r}")
     p = call.principal
@@ -99,29 +132,45 @@ async def member_token(call: Call) -> s.IssuedToken:
     )
 
 
-async def list_tasks(call: Call) -> list[Task]:
-    raw = call.request.query_params.get("status")
-    status = None if raw is None else TaskStatus(raw)
-    return await call.settled(await call.client.list_tasks(call.team_id, status))
+@router.get(T + "/tasks", summary="List tasks", response_model=list[Task])
+async def list_tasks(
+    team_id: str,
+    call: TokenCall,
+    status: Annotated[
+        str | None, Query(description=_STATUS_DOC, json_schema_extra=_STATUSES)
+    ] = None,
+) -> list[Task]:
+    wanted = None if status is None else TaskStatus(status)  # 422 naming the value
+    return await call.settled(await call.client.list_tasks(call.team_id, wanted))
 
 
-async def open_board(call: Call) -> list[Task]:
+@router.get(
+    T + "/open",
+    summary="Unfinished tasks, then the finished tasks pending ones wait on (no full scan)",
+    response_model=list[Task],
+)
+async def open_board(team_id: str, call: TokenCall) -> list[Task]:
     return await call.settled(await call.client.open_board(call.team_id))
 
 
-async def assign_task(call: Call) -> Task:
-    body = await call.body(s.AssignTask)
+@router.post(T + "/tasks", summary="Assign (create) a task", status_code=201, response_model=Task)
+async def assign_task(team_id: str, body: s.AssignTask, call: TokenCall) -> Task:
     actor = await call.acting(body.actor, default_lead=True)
     fields: dict[str, Any] = body.model_dump(exclude={"actor"})
     return await call.client.assign_task(call.team_id, actor=actor, **fields)
 
 
-async def get_task(call: Call) -> Task:
-    return await call.settled(await call.client.get_task(call.team_id, call.path("task_id")))
+@router.get(TASK, summary="Get a task", response_model=Task)
+async def get_task(team_id: str, task_id: str, call: TokenCall) -> Task:
+    return await call.settled(await call.client.get_task(call.team_id, task_id))
 
 
-async def claim_next(call: Call) -> s.ClaimResult:
-    body = await call.body(s.Claim)
+@router.post(
+    T + "/claim",
+    summary="Claim the next claimable (or a named) task",
+    response_model=s.ClaimResult,
+)
+async def claim_next(team_id: str, body: s.Claim, call: TokenCall) -> s.ClaimResult:
     member = await call.acting(body.member)
     task = await call.client.claim_task(
         call.team_id,
@@ -133,10 +182,9 @@ async def claim_next(call: Call) -> s.ClaimResult:
     return s.ClaimResult(task=task)
 
 
-async def claim(call: Call) -> Task:
-    body = await call.body(s.Claim)
+@router.post(TASK + "/claim", summary="Claim a task", response_model=Task)
+async def claim(team_id: str, task_id: str, body: s.Claim, call: TokenCall) -> Task:
     member = await call.acting(body.member)
-    task_id = call.path("task_id")
     if body.task_id not in (None, task_id):
         raise ValueError(f"the body names task {body.task_id!r} but the path names {task_id!r}")
     task = await call.client.claim_task(
@@ -146,174 +194,50 @@ async def claim(call: Call) -> Task:
     return task
 
 
-async def complete(call: Call) -> Task:
-    body = await call.body(s.Complete)
+@router.post(TASK + "/complete", summary="Complete a task", response_model=Task)
+async def complete(team_id: str, task_id: str, body: s.Complete, call: TokenCall) -> Task:
     member = await call.acting(body.member)
     return await call.client.complete_task(
-        call.team_id, member, call.path("task_id"), body.result, data=body.data
+        call.team_id, member, task_id, body.result, data=body.data
     )
 
 
-async def fail(call: Call) -> Task:
-    body = await call.body(s.Fail)
+@router.post(TASK + "/fail", summary="Fail a task", response_model=Task)
+async def fail(team_id: str, task_id: str, body: s.Fail, call: TokenCall) -> Task:
     member = await call.acting(body.member)
-    return await call.client.fail_task(call.team_id, member, call.path("task_id"), body.error)
+    return await call.client.fail_task(call.team_id, member, task_id, body.error)
 
 
-async def release(call: Call) -> Task:
-    body = await call.body(s.Release)
+@router.post(TASK + "/release", summary="Release a task", response_model=Task)
+async def release(team_id: str, task_id: str, body: s.Release, call: TokenCall) -> Task:
     member = await call.acting(body.member)
-    return await call.client.release_task(call.team_id, member, call.path("task_id"))
+    return await call.client.release_task(call.team_id, member, task_id)
 
 
-async def renew_task_lease(call: Call) -> Task:
-    body = await call.body(s.Heartbeat)
+@router.post(TASK + "/heartbeat", summary="Renew a task lease", response_model=Task)
+async def renew_task_lease(team_id: str, task_id: str, body: s.Heartbeat, call: TokenCall) -> Task:
     member = await call.acting(body.member)
     return await call.client.renew_task_lease(
-        call.team_id, member, call.path("task_id"), task_lease=body.lease_seconds
+        call.team_id, member, task_id, task_lease=body.lease_seconds
     )
 
 
-async def cancel(call: Call) -> Task:
-    body = await call.body(s.Cancel)
+@router.post(TASK + "/cancel", summary="Cancel a task (operator or lead)", response_model=Task)
+async def cancel(team_id: str, task_id: str, body: s.Cancel, call: TokenCall) -> Task:
     team = await call.require_lead("cancel tasks")
     actor = await call.acting(body.actor, default_lead=True)
-    return await call.client.cancel_task(
-        team.id, call.path("task_id"), actor=actor, reason=body.reason
-    )
+    return await call.client.cancel_task(team.id, task_id, actor=actor, reason=body.reason)
 
 
-async def reap(call: Call) -> list[Task]:
+@router.post(
+    T + "/reap", summary="Return tasks with expired leases to pending", response_model=list[Task]
+)
+async def reap(team_id: str, call: TokenCall) -> list[Task]:
     return await call.client.reap_expired(call.team_id)
 
 
-async def wait(call: Call) -> s.WaitResult:
-    body = await call.body(s.Wait)
+@router.post(
+    T + "/wait", summary="Wait until no task is open (at most 60 s)", response_model=s.WaitResult
+)
+async def wait(team_id: str, body: s.Wait, call: TokenCall) -> s.WaitResult:
     return s.WaitResult(done=await call.client.wait_for_tasks(call.team_id, body.timeout))
-
-
-def _ep(method: str, path: str, handler: Any, summary: str, **kw: Any) -> Endpoint:
-    return Endpoint(method, path, handler, summary, **kw)
-
-
-ENDPOINTS = [
-    _ep("GET", "/api/teams", list_teams, "List teams", response=Team, many=True),
-    _ep(
-        "POST",
-        "/api/teams",
-        create_team,
-        "Create a team",
-        body=s.CreateTeam,
-        response=s.CreatedTeam,
-        status=201,
-        access="operator",
-    ),
-    _ep("GET", T, get_team, "Get a team", response=Team),
-    _ep("DELETE", T, delete_team, "Delete a team (operator or lead)", status=204),
-    _ep(
-        "PUT",
-        T + "/status",
-        set_team_status,
-        "Set the team status (operator or lead)",
-        body=s.SetTeamStatus,
-        response=Team,
-    ),
-    _ep(
-        "POST",
-        T + "/members",
-        spawn_member,
-        "Spawn a member (operator or lead); 200 without a token if it already exists",
-        body=s.SpawnMember,
-        response=s.SpawnedMember,
-        status=201,
-        also_ok=(200,),
-    ),
-    _ep(
-        "PUT",
-        T + "/members/{name}/status",
-        set_member_status,
-        "Set a member's status",
-        body=s.SetMemberStatus,
-        response=Member,
-    ),
-    _ep(
-        "POST",
-        T + "/members/{name}/token",
-        member_token,
-        "Issue a new token for a participant",
-        response=s.IssuedToken,
-        status=201,
-        access="operator",
-    ),
-    _ep(
-        "GET",
-        T + "/tasks",
-        list_tasks,
-        "List tasks",
-        response=Task,
-        many=True,
-        query=(("status", "only tasks with this status"),),
-    ),
-    _ep(
-        "GET",
-        T + "/open",
-        open_board,
-        "Unfinished tasks, then the finished tasks pending ones wait on (no full scan)",
-        response=Task,
-        many=True,
-    ),
-    _ep(
-        "POST",
-        T + "/tasks",
-        assign_task,
-        "Assign (create) a task",
-        body=s.AssignTask,
-        response=Task,
-        status=201,
-    ),
-    _ep("GET", TASK, get_task, "Get a task", response=Task),
-    _ep(
-        "POST",
-        T + "/claim",
-        claim_next,
-        "Claim the next claimable (or a named) task",
-        body=s.Claim,
-        response=s.ClaimResult,
-    ),
-    _ep("POST", TASK + "/claim", claim, "Claim a task", body=s.Claim, response=Task),
-    _ep("POST", TASK + "/complete", complete, "Complete a task", body=s.Complete, response=Task),
-    _ep("POST", TASK + "/fail", fail, "Fail a task", body=s.Fail, response=Task),
-    _ep("POST", TASK + "/release", release, "Release a task", body=s.Release, response=Task),
-    _ep(
-        "POST",
-        TASK + "/heartbeat",
-        renew_task_lease,
-        "Renew a task lease",
-        body=s.Heartbeat,
-        response=Task,
-    ),
-    _ep(
-        "POST",
-        TASK + "/cancel",
-        cancel,
-        "Cancel a task (operator or lead)",
-        body=s.Cancel,
-        response=Task,
-    ),
-    _ep(
-        "POST",
-        T + "/reap",
-        reap,
-        "Return tasks with expired leases to pending",
-        response=Task,
-        many=True,
-    ),
-    _ep(
-        "POST",
-        T + "/wait",
-        wait,
-        "Wait until no task is open (at most 60 s)",
-        body=s.Wait,
-        response=s.WaitResult,
-    ),
-]

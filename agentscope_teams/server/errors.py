@@ -17,9 +17,10 @@ the ``type`` field (never the message text) and else from the status::
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
     422  ValueError              an invalid identifier, request body (too deep, not JSON) or query;
          LimitError (a number or text out of bounds), SpecError(s), ToolError, WebAccessError,
-         CommandError, OutputValidationError (a value that does not match its schema),
+         CommandError, CannotConvert (AgentScope data this project cannot represent),
+         OutputValidationError (a value that does not match its schema),
          InvalidSchema (a JSON schema we do not accept: docs/security.md)
-    500  ConfigurationError, StoreError, SubagentError (GitError), OutputError, SyncCallInsideLoopError,
+    500  ConfigurationError (OptionError), StoreError, SubagentError (GitError), OutputError, SyncCallInsideLoopError,
          AgentScopeTeamsError (a library error with its type and message); any other exception
          is an opaque ``InternalError``
     502  ModelError and its upstream failures, OutputRetriesExceededError (the model gave no valid
@@ -44,6 +45,7 @@ from ..errors import ControlPlaneError as ControlPlaneError  # re-exported
 STATUS: dict[type[BaseException], int] = {
     e.AgentScopeTeamsError: 500,
     e.ConfigurationError: 500,
+    e.OptionError: 500,
     e.MissingDependencyError: 500,
     e.StoreError: 500,
     e.VersionConflict: 409,
@@ -78,6 +80,7 @@ STATUS: dict[type[BaseException], int] = {
     e.OutputTypeMismatchError: 409,
     e.SyncCallInsideLoopError: 500,
     e.CommandError: 422,
+    e.CannotConvert: 422,
     e.ControlPlaneError: 502,
     e.ControlPlaneAuthError: 403,
     e.ModelError: 502,

@@ -46,7 +46,6 @@ import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from ..errors import AgentScopeTeamsError
 from ..keys import TeamKeys
@@ -54,7 +53,7 @@ from ..teams import LocalTeamClient, Member, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
 from .errors import ControlPlaneAuthError, error_body
 from .routing import Call, Settings, error_response, principal_of
-from .stream_log import Mark, StreamCursor, StreamLog, parse_event_id, restore
+from .stream_log import MAX_EVENT_ID, Mark, StreamCursor, StreamLog, parse_event_id, restore
 
 PATH = "/api/teams/{team_id}/events"
 _INBOX_PAGE = 200
@@ -215,4 +214,40 @@ async def team_events(request: Request) -> Response:
     )
 
 
-ROUTES = [Route(PATH, team_events, methods=["GET"])]
+#: The OpenAPI operation of the stream (its parameters are read by :func:`team_events` itself).
+OPERATION: dict[str, Any] = {
+    "summary": "Server-sent events of a team (task, message, member, team)",
+    "operation_id": "events_team_events",
+    "tags": ["events"],
+    "response_class": EventSourceResponse,
+    "response_model": None,
+    "responses": {
+        200: {
+            "description": "An endless text/event-stream",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        400: {"description": "A Last-Event-ID this server never sent (EventIdError)"},
+        401: {"description": "No token, or an unknown, revoked or expired one"},
+        403: {"description": "The token or ticket may not open this team's stream"},
+        404: {"description": "Unknown team"},
+    },
+    "openapi_extra": {
+        "parameters": [
+            {"name": "team_id", "in": "path", "required": True, "schema": {"type": "string"}},
+            {
+                "name": "ticket",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "a ticket from POST .../events/ticket (for EventSource)",
+            },
+            {
+                "name": "last_event_id",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "string", "maxLength": MAX_EVENT_ID},
+                "description": "resume after this event (as the Last-Event-ID header does)",
+            },
+        ]
+    },
+}

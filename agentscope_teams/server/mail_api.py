@@ -7,132 +7,102 @@ team is being deleted answers the 404 of the deleted team, not an inbox emptied 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
 
 from ..teams import TeamMessage
 from . import schemas as s
 from .auth import STREAM_TICKET_SECONDS, issue_stream_ticket, revoke_token
-from .routing import Call, Endpoint
+from .routing import ERROR_RESPONSES, ApiRoute, Call, query_int, token_call
 
 T = "/api/teams/{team_id}"
 INBOX = T + "/inbox/{member}"
+TokenCall = Annotated[Call, Depends(token_call)]
+After = Annotated[str | None, Query(description="only messages with a greater seq")]
+Limit = Annotated[str | None, Query(description="at most this many")]
+
+router = APIRouter(route_class=ApiRoute, tags=["mailbox"], responses=ERROR_RESPONSES)
 
 
-async def send(call: Call) -> TeamMessage:
-    body = await call.body(s.SendMessage)
+@router.post(
+    T + "/messages",
+    summary="Send a message to one participant",
+    status_code=201,
+    response_model=TeamMessage,
+)
+async def send(team_id: str, body: s.SendMessage, call: TokenCall) -> TeamMessage:
     sender = await call.acting(body.sender, default_lead=True)
     return await call.client.send_message(call.team_id, sender, body.to, body.content)
 
 
-async def broadcast(call: Call) -> list[TeamMessage]:
-    body = await call.body(s.Broadcast)
+@router.post(
+    T + "/broadcast",
+    summary="Send a message to every other participant",
+    status_code=201,
+    response_model=list[TeamMessage],
+)
+async def broadcast(team_id: str, body: s.Broadcast, call: TokenCall) -> list[TeamMessage]:
     sender = await call.acting(body.sender, default_lead=True)
     return await call.client.broadcast_message(call.team_id, sender, body.content)
 
 
-async def read(call: Call) -> list[TeamMessage]:
-    member = await call.acting(call.path("member"))
-    after = call.query_int("after", 0, high=2**62)
-    limit = call.query_int("limit", 100, low=1)
-    messages = await call.client.read_messages(call.team_id, member, after=after, limit=limit)
+@router.get(INBOX, summary="Read an inbox in order", response_model=list[TeamMessage])
+async def read(
+    team_id: str, member: str, call: TokenCall, after: After = None, limit: Limit = None
+) -> list[TeamMessage]:
+    reader = await call.acting(member)
+    first = query_int("after", after, 0, high=2**62)
+    most = query_int("limit", limit, 100, low=1)
+    messages = await call.client.read_messages(call.team_id, reader, after=first, limit=most)
     return await call.settled(messages)
 
 
-async def unread(call: Call) -> list[TeamMessage]:
-    member = await call.acting(call.path("member"))
-    limit = call.query_int("limit", 100, low=1)
-    return await call.settled(await call.client.unread(call.team_id, member, limit=limit))
+@router.get(
+    INBOX + "/unread",
+    summary="Messages after the acknowledged cursor",
+    response_model=list[TeamMessage],
+)
+async def unread(
+    team_id: str, member: str, call: TokenCall, limit: Limit = None
+) -> list[TeamMessage]:
+    reader = await call.acting(member)
+    most = query_int("limit", limit, 100, low=1)
+    return await call.settled(await call.client.unread(call.team_id, reader, limit=most))
 
 
-async def acknowledge(call: Call) -> s.Cursor:
-    body = await call.body(s.Acknowledge)
-    member = await call.acting(call.path("member"))
-    return s.Cursor(cursor=await call.client.acknowledge(call.team_id, member, body.cursor))
+@router.post(INBOX + "/ack", summary="Acknowledge messages up to a seq", response_model=s.Cursor)
+async def acknowledge(team_id: str, member: str, body: s.Acknowledge, call: TokenCall) -> s.Cursor:
+    reader = await call.acting(member)
+    return s.Cursor(cursor=await call.client.acknowledge(call.team_id, reader, body.cursor))
 
 
-async def whoami(call: Call) -> s.Whoami:
+auth_router = APIRouter(route_class=ApiRoute, tags=["auth"], responses=ERROR_RESPONSES)
+
+
+@auth_router.get("/api/whoami", summary="Who the token is", response_model=s.Whoami)
+async def whoami(call: TokenCall) -> s.Whoami:
     p = call.principal
     return s.Whoami(
         kind=p.kind.value, org_id=p.org_id, user_id=p.user_id, team_id=p.team_id, member=p.member
     )
 
 
-async def revoke(call: Call) -> None:
+@auth_router.delete(
+    "/api/tokens/current", summary="Revoke the token of this request", status_code=204
+)
+async def revoke(call: TokenCall) -> None:
     await revoke_token(call.store, call.principal)
 
 
-async def ticket(call: Call) -> s.IssuedToken:
+@auth_router.post(
+    T + "/events/ticket",
+    summary="Issue a ticket for the team's event stream",
+    status_code=201,
+    response_model=s.IssuedToken,
+    tags=["events"],
+)
+async def ticket(team_id: str, call: TokenCall) -> s.IssuedToken:
     team = await call.team()
     token = await issue_stream_ticket(call.principal, call.store, team.id)
     return s.IssuedToken(token=token, expires_in=STREAM_TICKET_SECONDS)
-
-
-def _ep(method: str, path: str, handler: Any, summary: str, **kw: Any) -> Endpoint:
-    return Endpoint(method, path, handler, summary, tag="mailbox", **kw)
-
-
-ENDPOINTS = [
-    _ep(
-        "POST",
-        T + "/messages",
-        send,
-        "Send a message to one participant",
-        body=s.SendMessage,
-        response=TeamMessage,
-        status=201,
-    ),
-    _ep(
-        "POST",
-        T + "/broadcast",
-        broadcast,
-        "Send a message to every other participant",
-        body=s.Broadcast,
-        response=TeamMessage,
-        many=True,
-        status=201,
-    ),
-    _ep(
-        "GET",
-        INBOX,
-        read,
-        "Read an inbox in order",
-        response=TeamMessage,
-        many=True,
-        query=(("after", "only messages with a greater seq"), ("limit", "at most this many")),
-    ),
-    _ep(
-        "GET",
-        INBOX + "/unread",
-        unread,
-        "Messages after the acknowledged cursor",
-        response=TeamMessage,
-        many=True,
-        query=(("limit", "at most this many"),),
-    ),
-    _ep(
-        "POST",
-        INBOX + "/ack",
-        acknowledge,
-        "Acknowledge messages up to a seq",
-        body=s.Acknowledge,
-        response=s.Cursor,
-    ),
-    Endpoint("GET", "/api/whoami", whoami, "Who the token is", response=s.Whoami, tag="auth"),
-    Endpoint(
-        "DELETE",
-        "/api/tokens/current",
-        revoke,
-        "Revoke the token of this request",
-        status=204,
-        tag="auth",
-    ),
-    Endpoint(
-        "POST",
-        T + "/events/ticket",
-        ticket,
-        "Issue a ticket for the team's event stream",
-        response=s.IssuedToken,
-        status=201,
-        tag="events",
-    ),
-]

@@ -6,6 +6,10 @@ Subagent runs are read as stored: an active run whose executing lease is gone is
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
 from ..keys import RUN, RunKeys, family_of, user_runs_prefix
 from ..listing import UNREADABLE, unreadable
 from ..sessions import SessionRecord, SessionStorage
@@ -13,16 +17,29 @@ from ..store.base import Key
 from ..subagents.runs import RunBook, RunRecord
 from . import schemas as s
 from .errors import ControlPlaneError
-from .routing import Call, Endpoint
+from .routing import ERROR_RESPONSES, ApiRoute, Call, operator_call
+
+OperatorCall = Annotated[Call, Depends(operator_call)]
+_OPERATOR = "Needs an operator token (403 for a member token)."
+router = APIRouter(route_class=ApiRoute, responses=ERROR_RESPONSES)
 
 
 def _storage(call: Call) -> SessionStorage:
     return SessionStorage(call.store)
 
 
-async def list_sessions(call: Call) -> list[s.SessionSummary]:
+@router.get(
+    "/api/sessions",
+    summary="List the operator's sessions",
+    response_model=list[s.SessionSummary],
+    tags=["sessions"],
+    description=_OPERATOR,
+)
+async def list_sessions(
+    call: OperatorCall,
+    agent: Annotated[str | None, Query(description="only the sessions of this agent")] = None,
+) -> list[s.SessionSummary]:
     p = call.principal
-    agent = call.request.query_params.get("agent")
     records = await _storage(call).list_sessions(p.user_id, agent, org_id=p.org_id)
     return [
         s.SessionSummary(
@@ -39,9 +56,16 @@ async def list_sessions(call: Call) -> list[s.SessionSummary]:
     ]
 
 
-async def get_session(call: Call) -> SessionRecord:
+@router.get(
+    "/api/sessions/{agent_id}/{session_id}",
+    summary="Get a session",
+    response_model=SessionRecord,
+    tags=["sessions"],
+    description=_OPERATOR,
+)
+async def get_session(agent_id: str, session_id: str, call: OperatorCall) -> SessionRecord:
     p = call.principal
-    agent, session = call.path("agent_id"), call.path("session_id")
+    agent, session = agent_id, session_id
     record = await _storage(call).get_session(p.user_id, agent, session, org_id=p.org_id)
     if record is None:
         raise ControlPlaneError(f"no session {session!r} of agent {agent!r} for this user", 404)
@@ -59,7 +83,14 @@ async def _run_keys(call: Call) -> list[Key]:
     return keys
 
 
-async def list_runs(call: Call) -> list[s.RunSummary]:
+@router.get(
+    "/api/subagent-runs",
+    summary="List the operator's subagent runs",
+    response_model=list[s.RunSummary],
+    tags=["subagents"],
+    description=_OPERATOR,
+)
+async def list_runs(call: OperatorCall) -> list[s.RunSummary]:
     out = []
     for key in await _run_keys(call):
         run_keys, run_id = RunKeys.parse(key)
@@ -98,37 +129,3 @@ def _summary(rec: RunRecord, session: str, lease_alive: bool) -> s.RunSummary:
             }
         ),
     )
-
-
-ENDPOINTS = [
-    Endpoint(
-        "GET",
-        "/api/sessions",
-        list_sessions,
-        "List the operator's sessions",
-        response=s.SessionSummary,
-        many=True,
-        access="operator",
-        tag="sessions",
-        query=(("agent", "only the sessions of this agent"),),
-    ),
-    Endpoint(
-        "GET",
-        "/api/sessions/{agent_id}/{session_id}",
-        get_session,
-        "Get a session",
-        response=SessionRecord,
-        access="operator",
-        tag="sessions",
-    ),
-    Endpoint(
-        "GET",
-        "/api/subagent-runs",
-        list_runs,
-        "List the operator's subagent runs",
-        response=s.RunSummary,
-        many=True,
-        access="operator",
-        tag="subagents",
-    ),
-]

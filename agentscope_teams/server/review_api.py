@@ -11,30 +11,30 @@ runs.
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
 from ..teams.member.review import serve_review
 from ..teams.member.review_remote import ReviewAnswer, ReviewRequest
-from .routing import Call, Endpoint
+from .routing import ERROR_RESPONSES, ApiRoute, Call, token_call
 
 PATH = "/api/teams/{team_id}/members/{name}/review"
+TokenCall = Annotated[Call, Depends(token_call)]
+
+router = APIRouter(route_class=ApiRoute, tags=["teams"], responses=ERROR_RESPONSES)
 
 
-async def review_member(call: Call) -> ReviewAnswer:
-    body = await call.body(ReviewRequest)
-    name = call.path("name")
+@router.post(
+    PATH,
+    summary="Record a member's plan or refused prompt, or the lead's answer to its plan",
+    response_model=ReviewAnswer,
+)
+async def review_member(
+    team_id: str, name: str, body: ReviewRequest, call: TokenCall
+) -> ReviewAnswer:
     if body.action == "answer_plan":
         actor = (await call.require_lead("answer a member's plan")).lead
     else:
         actor = await call.acting(name)
     return await serve_review(call.client, call.team_id, actor, name, body)
-
-
-ENDPOINTS = [
-    Endpoint(
-        "POST",
-        PATH,
-        review_member,
-        "Record a member's plan or refused prompt, or the lead's answer to its plan",
-        body=ReviewRequest,
-        response=ReviewAnswer,
-    ),
-]

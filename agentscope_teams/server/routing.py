@@ -1,7 +1,12 @@
-"""The plumbing every API route shares: authentication, scope checks, bodies, errors, JSON.
+"""The plumbing every API route shares: authentication, scope checks, bodies, errors.
 
-An :class:`Endpoint` is declared once and serves twice: :func:`routes` turns it into a Starlette
-route, :mod:`.openapi` into its OpenAPI operation, so the document always lists every route.
+The routes are FastAPI path operations (:mod:`.api`, :mod:`.mail_api`, :mod:`.read_api`) whose
+request bodies are the pydantic models of :mod:`.schemas`; FastAPI generates the OpenAPI document
+from them. Their routers use :class:`ApiRoute`, which runs, in this order and before FastAPI reads
+the body: the token (401), the operator check of routes that take :func:`operator_call` (403), the
+team of the path (403 / 404), then the body's size (413) and depth (422); then FastAPI validates
+the body (422) and the handler runs. Every failure is answered in the error format of
+:mod:`.errors`.
 """
 
 from __future__ import annotations
@@ -9,32 +14,51 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel
-from starlette.requests import Request
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from pydantic_core import ValidationError
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.types import Message
 
 from .. import tracing
 from ..errors import AgentScopeTeamsError, StoreError, TeamError, UnknownTeamError
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, Team
+from ..tracing import metrics
 from .auth import Principal, authenticate, bearer_token
 from .errors import ControlPlaneAuthError, ControlPlaneError, error_body, retry_after, status_for
+from .schemas import ErrorBody
 
 log = logging.getLogger("agentscope_teams.server")
-M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 #: Deepest nesting of arrays and objects a request body may have (checked before parsing).
 MAX_JSON_DEPTH = 64
 _JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 Access = Literal["operator", "token"]
+
+#: The error answers every API operation documents (each with the :class:`ErrorBody` schema).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in {
+        401: "No token, or an unknown, revoked or expired one",
+        403: "The token may not do this (another team, another member, operator only)",
+        404: "Unknown team, task or member",
+        409: "Conflict: ClaimConflict, VersionConflict, NotTaskOwnerError, TaskStateError",
+        413: "The request body is over the size limit",
+        422: "Invalid request body (not JSON, nested too deep, wrong fields), identifier or query",
+        500: "A library error (typed) or an unexpected one (InternalError)",
+        503: "The store behind the server cannot be reached, or is busy (StoreBusyError: retry "
+        "after the Retry-After seconds)",
+    }.items()
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +124,6 @@ class Call:
             raise self.deleted()
         return result
 
-    def path(self, name: str) -> str:
-        value: str = self.request.path_params[name]
-        return value
-
     def require_operator(self, what: str) -> None:
         if not self.principal.is_operator:
             raise ControlPlaneAuthError(f"only an operator token may {what}", 403)
@@ -135,35 +155,31 @@ class Call:
             return (await self.team()).lead
         raise ValueError("an operator must name the acting member (field 'member')")
 
-    async def body(self, model: type[M]) -> M:
-        """The JSON body validated as ``model``; 413 past the size limit, 422 when invalid
-        or nested deeper than :data:`MAX_JSON_DEPTH` (refused before the parser recurses)."""
-        limit = self.settings.max_body_bytes
-        declared = self.request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise _too_large(limit)
-        raw = bytearray()
-        async for chunk in self.request.stream():
-            raw += chunk
-            if len(raw) > limit:
-                raise _too_large(limit)
-        check_json_depth(bytes(raw))
-        try:
-            data = json.loads(raw or b"{}")
-        except ValueError:
-            raise ValueError("the request body is not valid JSON") from None
-        return model.model_validate(data)
 
-    def query_int(self, name: str, default: int, *, low: int = 0, high: int = 1000) -> int:
-        raw = self.request.query_params.get(name)
-        if raw is None:
-            return default
-        # ASCII digits only, and no longer than the bound: nothing is parsed that cannot fit
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(high))) or not (
-            low <= int(raw) <= high
-        ):
-            raise ValueError(f"query parameter {name!r} must be an integer in {low}..{high}")
-        return int(raw)
+async def token_call(request: Request) -> Call:
+    """The :class:`Call` of a route any valid token may use (authenticated by :class:`ApiRoute`).
+
+    Dependencies are ``async``: FastAPI runs a plain ``def`` one in a worker thread, which cost
+    more than the rest of a small request (bench/server_framework.py)."""
+    call: Call = request.state.call
+    return call
+
+
+async def operator_call(request: Request) -> Call:
+    """The :class:`Call` of an operator-only route (:class:`ApiRoute` answers 403 to others)."""
+    return await token_call(request)
+
+
+def query_int(name: str, raw: str | None, default: int, *, low: int = 0, high: int = 1000) -> int:
+    """The integer query parameter ``name`` (``raw`` as sent), refused unless it fits ``low..high``."""
+    if raw is None:
+        return default
+    # ASCII digits only, and no longer than the bound: nothing is parsed that cannot fit
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(high))) or not (
+        low <= int(raw) <= high
+    ):
+        raise ValueError(f"query parameter {name!r} must be an integer in {low}..{high}")
+    return int(raw)
 
 
 #: What a read or write of a team meets when the team is deleted under it.
@@ -191,39 +207,23 @@ def _too_large(limit: int) -> ControlPlaneError:
     return ControlPlaneError(f"the request body is over the limit of {limit} bytes", 413)
 
 
-Handler = Callable[[Call], Awaitable[Any]]
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One API operation: route, handler and what the OpenAPI document says about it."""
-
-    method: str
-    path: str
-    handler: Handler
-    summary: str
-    body: type[BaseModel] | None = None
-    response: type[BaseModel] | None = None
-    many: bool = False
-    status: int = 200
-    #: Other success statuses the handler may answer with (same body), e.g. 200 beside 201.
-    also_ok: tuple[int, ...] = ()
-    access: Access = "token"
-    tag: str = "teams"
-    query: Sequence[tuple[str, str]] = field(default_factory=tuple)
-
-
-def render(result: Any, status: int) -> Response:
-    if isinstance(result, Response):
-        return result
-    if result is None:
-        return Response(status_code=204)
-    if isinstance(result, BaseModel):
-        return JSONResponse(result.model_dump(mode="json"), status_code=status)
-    if isinstance(result, list):
-        items = [r.model_dump(mode="json") if isinstance(r, BaseModel) else r for r in result]
-        return JSONResponse(items, status_code=status)
-    return JSONResponse(result, status_code=status)
+async def guarded_body(request: Request, limit: int) -> bytes:
+    """The request body as JSON text: 413 past ``limit`` bytes, 422 when nested deeper than
+    :data:`MAX_JSON_DEPTH` (refused before any parser recurses) or not JSON; empty is ``{}``."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limit:
+            raise _too_large(limit)
+    check_json_depth(bytes(raw))
+    try:
+        json.loads(raw or b"{}")
+    except ValueError:
+        raise ValueError("the request body is not valid JSON") from None
+    return bytes(raw) or b"{}"
 
 
 def error_response(exc: BaseException) -> JSONResponse:
@@ -245,51 +245,110 @@ async def principal_of(request: Request, *, stream: bool = False) -> Principal:
     )
 
 
-def _endpoint(ep: Endpoint) -> Callable[[Request], Awaitable[Response]]:
-    async def run(request: Request) -> Response:
-        call: Call | None = None
-        found = False  # the request found the team of its path
-        try:
-            principal = await principal_of(request)
-            call = Call(request, principal, request.app.state.store, request.app.state.settings)
-            if ep.access == "operator":
-                call.require_operator(ep.summary[:1].lower() + ep.summary[1:])
-            if "team_id" in request.path_params:
-                await call.team()
-                found = True
-            with tracing.incoming(request.headers):  # tasks it creates join the caller's trace
-                return render(await ep.handler(call), ep.status)
-        except Exception as exc:
-            if found and call is not None and await _deleted_meanwhile(ep, call, exc):
-                exc = call.deleted()
-            return error_response(exc)
-
-    return run
+def invalid_input(exc: RequestValidationError, title: str) -> ValueError:
+    """FastAPI's validation failure as the pydantic ``ValidationError`` the API has always
+    answered (type ``ValidationError``, pydantic's message), the ``body`` / ``query`` location
+    prefix left out."""
+    lines: list[Any] = []
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        item = {"type": err["type"], "loc": loc[1:], "input": err.get("input")}
+        if err.get("ctx"):
+            item["ctx"] = err["ctx"]
+        lines.append(item)
+    try:
+        return ValidationError.from_exception_data(title, lines)
+    except Exception:  # an error type pydantic cannot rebuild: its messages, plainly
+        return ValueError("; ".join(f"{e.get('loc')}: {e.get('msg')}" for e in exc.errors()))
 
 
-async def _deleted_meanwhile(ep: Endpoint, call: Call, exc: Exception) -> bool:
+class ApiRoute(APIRoute):
+    """A path operation of the API: authenticated, scope-checked and guarded before FastAPI
+    validates its input; every failure answered in the API's error format."""
+
+    @property
+    def access(self) -> Access:
+        """``operator`` when the operation takes :func:`operator_call`, else ``token``."""
+        calls = {dep.call for dep in self.dependant.dependencies}
+        return "operator" if operator_call in calls else "token"
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        inner = super().get_route_handler()
+        what = (self.summary or self.name)[:1].lower() + (self.summary or self.name)[1:]
+        operator_only = self.access == "operator"
+        body_field = self.body_field
+        has_body = body_field is not None
+        body_type = None if body_field is None else body_field.field_info.annotation
+        title = getattr(body_type, "__name__", self.name)
+        method = next(iter(self.methods or {"GET"}))
+
+        async def handle(request: Request) -> Response:
+            running = metrics.METRICS
+            if running is not None:
+                running.http_requests_running.inc()
+            try:
+                return await answer(request)
+            finally:
+                if running is not None:
+                    running.http_requests_running.inc(amount=-1)
+
+        async def answer(request: Request) -> Response:
+            call: Call | None = None
+            found = False  # the request found the team of its path
+            try:
+                principal = await principal_of(request)
+                app_state = request.app.state
+                call = Call(request, principal, app_state.store, app_state.settings)
+                request.state.call = call
+                if operator_only:
+                    call.require_operator(what)
+                if "team_id" in request.path_params:
+                    await call.team()
+                    found = True
+                if has_body:
+                    request = _replayed(
+                        request, await guarded_body(request, call.settings.max_body_bytes)
+                    )
+                with tracing.incoming(request.headers):  # tasks it creates join the caller's trace
+                    try:
+                        return await inner(request)
+                    except RequestValidationError as exc:
+                        raise invalid_input(exc, title) from None
+            except Exception as exc:
+                if found and call is not None and await _deleted_meanwhile(method, call, exc):
+                    exc = call.deleted()
+                return error_response(exc)
+
+        return handle
+
+
+def _replayed(request: Request, body: bytes) -> Request:
+    """A request whose body is ``body`` (already read and checked), sent as JSON."""
+    headers = [
+        (k, v) for k, v in request.scope["headers"] if k not in (b"content-type", b"content-length")
+    ]
+    request.scope["headers"] = [
+        *headers,
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request(request.scope, receive)
+
+
+async def _deleted_meanwhile(method: str, call: Call, exc: Exception) -> bool:
     """Whether the request failed because the team it had found was deleted meanwhile (its
     DELETE landed while the request was served). A failed DELETE keeps its own error."""
     return (
-        ep.method != "DELETE"
+        method != "DELETE"
         and isinstance(exc, _DELETION_ERRORS)
         and await call.client.is_deleted(call.team_id)
     )
-
-
-def routes(endpoints: Sequence[Endpoint]) -> list[Route]:
-    """One Starlette route per path, dispatching on the method."""
-    by_path: dict[str, dict[str, Endpoint]] = {}
-    for ep in endpoints:
-        by_path.setdefault(ep.path, {})[ep.method] = ep
-    out = []
-    for path, methods in by_path.items():
-        handlers = {m: _endpoint(ep) for m, ep in methods.items()}
-
-        async def dispatch(request: Request, handlers: dict[str, Any] = handlers) -> Response:
-            method = "GET" if request.method == "HEAD" else request.method
-            handler: Callable[[Request], Awaitable[Response]] = handlers[method]
-            return await handler(request)
-
-        out.append(Route(path, dispatch, methods=list(methods)))
-    return out

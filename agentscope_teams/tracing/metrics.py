@@ -11,17 +11,20 @@ Metric names and meanings: docs/operations.md, "Metrics and health checks".
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-__all__ = ["MAX_SERIES", "METRICS", "Metrics", "enable", "render"]
+__all__ = ["MAX_SERIES", "METRICS", "Metrics", "add_refresher", "enable", "refresh", "render"]
 
 #: Label sets kept per metric; further ones are merged under ``_other``.
 MAX_SERIES = 200
 OTHER = "_other"
 #: Seconds: a model call takes from well under a second to minutes.
 MODEL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+#: Seconds a task waits from its creation to its first claim: from instant to hours.
+WAIT_BUCKETS = (0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 TOOL_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -76,6 +79,11 @@ class Counter(_Metric):
         with self.lock:
             key = self._key(values, self.values)
             self.values[key] = self.values.get(key, 0.0) + amount
+
+    def set_all(self, values: Mapping[tuple[str, ...], float]) -> None:
+        """Replace every series with ``values`` (a gauge read from elsewhere)."""
+        with self.lock:
+            self.values = dict(values)
 
     def get(self, *values: str) -> float:
         return self.values.get(values, 0.0)
@@ -154,6 +162,12 @@ class Metrics:
             "Tool calls, by tool and outcome (ok, tool_error, exception).",
             ("tool", "outcome"),
         )
+        self.tool_denials = Counter(
+            p + "tool_denials_total",
+            "Tool calls refused before they ran, by tool and source (hook: a PreToolUse hook; "
+            "permission: the permission rules, the mode or a PermissionRequest hook).",
+            ("tool", "source"),
+        )
         self.tool_seconds = Histogram(
             p + "tool_call_seconds", "Duration of tool calls, by tool.", ("tool",), TOOL_BUCKETS
         )
@@ -171,20 +185,58 @@ class Metrics:
             "Team task board transitions made in this process (claimed, completed, failed).",
             ("event",),
         )
+        self.task_wait_seconds = Histogram(
+            p + "task_wait_seconds",
+            "Time from a task's creation to its first claim (claim latency of the queue), for "
+            "claims made in this process.",
+            (),
+            WAIT_BUCKETS,
+        )
+        self.tasks = Gauge(
+            p + "tasks",
+            "Open tasks of the teams in the store's team directory, by status (pending: the queue "
+            "depth; in_progress), read before each scrape (serve only).",
+            ("status",),
+        )
+        self.members = Gauge(
+            p + "members",
+            "Members of the teams in the store's team directory, by status, read before each "
+            "scrape (serve only).",
+            ("status",),
+        )
+        self.teams = Gauge(
+            p + "teams",
+            "Teams in the store's team directory, read before each scrape (serve only).",
+        )
+        self.board_scan_seconds = Gauge(
+            p + "board_scan_seconds",
+            "How long the last read of every team's open board took (serve only).",
+        )
         self.store_conflicts = Counter(
             p + "store_conflicts_total",
             "Lost compare-and-set writes (each retried by the caller).",
+        )
+        self.http_requests_running = Gauge(
+            p + "http_requests_running",
+            "Control-plane API requests being served now (serve only; event streams excluded).",
         )
         self.all: list[Counter | Histogram] = [
             self.model_calls,
             self.model_tokens,
             self.model_seconds,
             self.tool_calls,
+            self.tool_denials,
             self.tool_seconds,
             self.agent_calls,
             self.agent_calls_running,
             self.task_events,
+            self.task_wait_seconds,
+            self.tasks,
+            self.members,
+            self.teams,
+            self.board_scan_seconds,
             self.store_conflicts,
+            self.http_requests_running,
         ]
 
     def render(self) -> str:
@@ -209,3 +261,24 @@ def enable() -> Metrics:
 def render() -> str:
     """The exposition text of this process's metrics (enabling them if they were off)."""
     return enable().render()
+
+
+#: Async callables that update gauges read from elsewhere (e.g. the task board) before a scrape.
+Refresher = Callable[[], Awaitable[None]]
+_refreshers: list[Refresher] = []
+
+
+def add_refresher(refresher: Refresher) -> Callable[[], None]:
+    """Run ``refresher`` before each scrape of this process (:func:`refresh`); returns the function
+    that removes it."""
+    _refreshers.append(refresher)
+    return lambda: _refreshers.remove(refresher) if refresher in _refreshers else None
+
+
+async def refresh() -> None:
+    """Run every refresher; one that fails is logged and leaves its gauges as they were."""
+    for refresher in list(_refreshers):
+        try:
+            await refresher()
+        except Exception as exc:
+            logging.getLogger(__name__).warning("metrics refresh failed: %s", exc)

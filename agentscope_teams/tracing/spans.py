@@ -349,7 +349,10 @@ def task_event(name: str, team_id: str, member: str, task: Any) -> None:
     status = getattr(task.status, "value", task.status)
     m = metrics.METRICS
     if m is not None:
-        m.task_events.inc("claimed" if name == names.TASK_CLAIM else str(status))
+        claimed = name == names.TASK_CLAIM
+        m.task_events.inc("claimed" if claimed else str(status))
+        if claimed and getattr(task, "attempts", None) == 1:
+            _observe_wait(m, task)
     if ACTIVE.get() is None:
         return
     event(
@@ -361,6 +364,21 @@ def task_event(name: str, team_id: str, member: str, task: Any) -> None:
             names.TASK_STATUS: status,
         },
     )
+
+
+def _observe_wait(m: metrics.Metrics, task: Any) -> None:
+    """A first claim: how long the task waited since it was created."""
+    created, claimed = getattr(task, "created_at", None), getattr(task, "updated_at", None)
+    if created is not None and claimed is not None:
+        m.task_wait_seconds.observe(max(0.0, (claimed - created).total_seconds()))
+
+
+def denial(source: str, tool: str) -> None:
+    """A tool call refused before it ran: by a hook (``hook``) or by the permission rules, the
+    mode or a PermissionRequest hook (``permission``); counted when metrics are on."""
+    m = metrics.METRICS
+    if m is not None:
+        m.tool_denials.inc(tool, source)
 
 
 def conflict(key: Sequence[str]) -> None:

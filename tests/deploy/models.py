@@ -1,0 +1,22 @@
+"""The member model of the deploy test's workers: the team tests' member script, with usage."""
+
+from __future__ import annotations
+
+from agentscope_teams.model.base import ModelRequest, ModelResponse, Usage
+from agentscope_teams.model.scripted import ScriptedModel
+
+from ..teams.scripts import member_script
+
+USAGE = Usage(input_tokens=120, output_tokens=30)
+
+
+def member_model() -> ScriptedModel:
+    """Each response reports :data:`USAGE` (so the token counters move)."""
+
+    def step(request: ModelRequest) -> ModelResponse:
+        out = member_script(request)
+        if isinstance(out, str):
+            return ScriptedModel.text(out, usage=USAGE)
+        return out.model_copy(update={"usage": USAGE})
+
+    return ScriptedModel(step)

@@ -1,0 +1,187 @@
+"""The compose file's ``serve`` and two workers, started here as plain processes over one store,
+scraped by a real Prometheus with the recipe's jobs: the series of the work they did (tasks by
+status, claims, the queue's wait, model request latency, tokens) read back through its HTTP API."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import yaml
+
+from agentscope_teams import HarnessAgent
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.model.scripted import ScriptedModel
+from agentscope_teams.store import BaseStore, store_from_url
+from agentscope_teams.teams import LocalTeamClient, TaskStatus, TeamLeadExtension
+from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record
+
+from ..backends import REQUIRE_SERVICES
+from ..teams.helpers import eventually, team_id_of
+from ..teams.scripts import START, TASKS, lead_script
+from .models import USAGE
+from .recipe import DEPLOY, ROOT, compose, free_port, replaced
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+MODEL = "python:tests.deploy.models:member_model"
+P = "agentscope_teams_"
+
+
+def prometheus_binary() -> str:
+    found = shutil.which("prometheus")
+    if found is None:
+        msg = "the prometheus binary is not installed (Debian package 'prometheus')"
+        if REQUIRE_SERVICES:
+            pytest.fail(msg + " and AGENTSCOPE_TEAMS_REQUIRE_SERVICES=1 forbids skipping")
+        pytest.skip(msg)
+    return found
+
+
+@contextmanager
+def process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``argv`` running (from the repository root), stopped with SIGTERM; it must exit 0."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=dict(os.environ), stdout=out, stderr=out)
+        try:
+            yield proc
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                code = proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+    assert code == 0, f"{argv[1]} exited {code}: {log.read_text(errors='replace')[-3000:]}"
+
+
+def scrape_config(targets: dict[str, list[str]], path: Path) -> Path:
+    """The recipe's prometheus.yml with its targets moved to this host's ports, scraping fast."""
+    config: dict[str, Any] = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
+    config["global"].update(scrape_interval="1s", evaluation_interval="1s")
+    for job in config["scrape_configs"]:
+        wanted = [t for c in job["static_configs"] for t in c["targets"]]
+        job["static_configs"] = [{"targets": [targets[t][0] for t in wanted]}]
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def query(prom: httpx.AsyncClient, expr: str) -> dict[str, float]:
+    """An instant query: its value per series (labels job, and status / event where present)."""
+    r = await prom.get("/api/v1/query", params={"query": expr})
+    r.raise_for_status()
+    out = {}
+    for item in r.json()["data"]["result"]:
+        labels = item["metric"]
+        key = ",".join(f"{k}={labels[k]}" for k in sorted(labels) if k != "instance")
+        out[key] = float(item["value"][1])
+    return out
+
+
+async def settles(prom: httpx.AsyncClient, expr: str, want: dict[str, float]) -> None:
+    async def check() -> bool:
+        return await query(prom, expr) == want
+
+    try:
+        await eventually(check, within=90)
+    except AssertionError:
+        raise AssertionError(f"{expr}: {await query(prom, expr)} != {want}") from None
+
+
+async def test_prometheus_scrapes_the_compose_services(tmp_path: Path) -> None:
+    binary = prometheus_binary()
+    store = f"sqlite:///{tmp_path / 'teams.db'}"
+    services = compose()["services"]
+    ports = {name: free_port() for name in ("serve", "worker-1", "worker-2", "prometheus")}
+    serve_argv = replaced(
+        services["serve"]["command"],
+        {"--store": store, "--host": "127.0.0.1", "--port": str(ports["serve"])},
+    )
+    fast = ["--poll", "0.05", "--lease-ttl", "2"]
+    worker_argv = {
+        name: [
+            *replaced(
+                services[name]["command"],
+                {
+                    "--store": store,
+                    "--specs": str(ROOT / "specs"),
+                    "--model": MODEL,
+                    "--metrics-port": str(ports[name]),
+                    "--metrics-host": "127.0.0.1",
+                },
+            ),
+            *fast,
+        ]
+        for name in ("worker-1", "worker-2")
+    }
+    targets = {
+        f"{name}:{port}": [f"127.0.0.1:{ports[name]}"]
+        for name, port in (("serve", 8765), ("worker-1", 9101), ("worker-2", 9101))
+    }
+    config = scrape_config(targets, tmp_path / "prometheus.yml")
+    prom_argv = [
+        binary,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{ports['prometheus']}",
+    ]
+    with ExitStack() as stack:
+        stack.enter_context(process(serve_argv, tmp_path / "serve.log"))
+        for name, argv in worker_argv.items():
+            stack.enter_context(process(argv, tmp_path / f"{name}.log"))
+        stack.enter_context(process(prom_argv, tmp_path / "prometheus.log"))
+        async with (
+            store_from_url(store) as opened,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports['prometheus']}") as prom,
+        ):
+            await scenario(opened, prom, tmp_path)
+
+
+async def scenario(store: BaseStore, prom: httpx.AsyncClient, tmp_path: Path) -> None:
+    """A lead whose members run in the workers does its tasks; a team no worker serves leaves three
+    pending; then every series is read back through Prometheus."""
+    jobs = "job=agentscope-teams-serve", "job=agentscope-teams-workers"
+    await settles(prom, "sum by (job) (up)", {jobs[0]: 1.0, jobs[1]: 2.0})
+    ctx = RuntimeContext(session_id="s-lead", user_id="alice", org_id="acme")
+    ext = TeamLeadExtension(ROOT / "specs", run_members="workers", poll=0.05)
+    lead = HarnessAgent(
+        "lead", ScriptedModel(lead_script), workspace=tmp_path / "ws", store=store, extensions=[ext]
+    )
+    with anyio.fail_after(180):
+        await lead.call(START, ctx)
+    client = LocalTeamClient(store, ctx)
+    team_id = team_id_of(await lead.get_agent_state(ctx))
+    assert {t.status for t in await client.list_tasks(team_id)} == {TaskStatus.COMPLETED}
+    # a team whose members run in its lead's process (mode "local": no worker takes its tasks)
+    idle = await client.create_team("nobody serves this one")
+    record = TeamRuntimeRecord(team_id=idle.id, org_id="acme", user_id="alice", lead=idle.lead)
+    await put_record(store, ctx, record)
+    for i in range(3):
+        await client.assign_task(idle.id, actor=idle.lead, title=f"queued {i}")
+    n = float(len(TASKS))
+    await settles(prom, f'sum({P}task_events_total{{event="claimed"}})', {"": n})
+    await settles(prom, f'sum({P}task_events_total{{event="completed"}})', {"": n})
+    await settles(prom, f"sum({P}task_wait_seconds_count)", {"": n})
+    await settles(
+        prom, f"sum by (status) ({P}tasks)", {"status=in_progress": 0.0, "status=pending": 3.0}
+    )
+    await settles(prom, f"max({P}teams)", {"": 2.0})
+    calls = await query(prom, f"sum by (job) ({P}model_call_seconds_count)")
+    assert set(calls) == {jobs[1]} and calls[jobs[1]] > 0
+    ok = await query(prom, f'sum({P}model_calls_total{{outcome="ok"}})')
+    assert ok == {"": calls[jobs[1]]}
+    tokens = await query(prom, f"sum by (direction) ({P}model_tokens_total)")
+    assert tokens == {
+        "direction=input": USAGE.input_tokens * calls[jobs[1]],
+        "direction=output": USAGE.output_tokens * calls[jobs[1]],
+    }
+    labels = await prom.get("/api/v1/labels")
+    assert "team_id" not in labels.json()["data"] and "session_id" not in labels.json()["data"]
