@@ -136,11 +136,23 @@ class Histogram(_Metric):
         return lines
 
 
+#: The prefix of every metric name.
+PREFIX = "agentscope_teams_"
+
+
 class Metrics:
     """The metrics of this process (names: docs/operations.md)."""
 
     def __init__(self) -> None:
-        p = "agentscope_teams_"
+        self._models_and_tools(PREFIX)
+        self._agents_and_tasks(PREFIX)
+        self._board_and_server(PREFIX)
+        #: Every metric, in the order declared.
+        self.all: list[Counter | Histogram] = [
+            m for m in vars(self).values() if isinstance(m, Counter | Histogram)
+        ]
+
+    def _models_and_tools(self, p: str) -> None:
         self.model_calls = Counter(
             p + "model_calls_total",
             "Model requests, by provider, model and outcome (ok, error).",
@@ -171,6 +183,8 @@ class Metrics:
         self.tool_seconds = Histogram(
             p + "tool_call_seconds", "Duration of tool calls, by tool.", ("tool",), TOOL_BUCKETS
         )
+
+    def _agents_and_tasks(self, p: str) -> None:
         self.agent_calls = Counter(
             p + "agent_calls_total",
             "Agent calls (call or stream), by kind (agent, subagent) and outcome (ok, error, "
@@ -192,6 +206,8 @@ class Metrics:
             (),
             WAIT_BUCKETS,
         )
+
+    def _board_and_server(self, p: str) -> None:
         self.tasks = Gauge(
             p + "tasks",
             "Open tasks of the teams in the store's team directory, by status (pending: the queue "
@@ -220,24 +236,6 @@ class Metrics:
             p + "http_requests_running",
             "Control-plane API requests being served now (serve only; event streams excluded).",
         )
-        self.all: list[Counter | Histogram] = [
-            self.model_calls,
-            self.model_tokens,
-            self.model_seconds,
-            self.tool_calls,
-            self.tool_denials,
-            self.tool_seconds,
-            self.agent_calls,
-            self.agent_calls_running,
-            self.task_events,
-            self.task_wait_seconds,
-            self.tasks,
-            self.members,
-            self.teams,
-            self.board_scan_seconds,
-            self.store_conflicts,
-            self.http_requests_running,
-        ]
 
     def render(self) -> str:
         """The text exposition format of every metric."""
