@@ -35,7 +35,8 @@ from ..message import new_id
 from ..model import ChatModel
 from ..review.report import Changes, board_findings, review_report
 from ..sessions import SessionStorage
-from ..store.base import BaseStore, shared_across_processes
+from ..store.base import BaseStore
+from ..store.capabilities import capabilities_of
 from ..store.url import store_from_url
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMessage, TeamStatus
 from ..teams.results import TeamCreated
@@ -144,7 +145,7 @@ class Watcher:
 
 
 async def _check_shared(store: BaseStore, workers: int) -> None:
-    if workers > 0 and not shared_across_processes(store):
+    if workers > 0 and not capabilities_of(store).shared_across_processes:
         raise ConfigurationError(
             f"--workers {workers} runs members in other processes, but {type(store).__name__} "
             "is not shared across processes; use a file, sqlite, SQL or Redis store "

@@ -84,6 +84,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
+from .capabilities import StoreCapabilities
 from .redact import redact_text, redact_url
 
 if TYPE_CHECKING:
@@ -282,6 +283,14 @@ class RedisStore(StoreBackend):
         self._update_fenced = client.register_script(_UPDATE_FENCED)
         self._subscriber = Subscriber(client)
         self.signals_enabled = True
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """The Redis board queue, signals (unless ``signals_enabled`` is False), fencing,
+        listing; shared by every process and host that reaches the server."""
+        return StoreCapabilities(
+            signals=self.signals_enabled, board_queue="redis", shared_across_hosts=True
+        )
 
     # -- plumbing --------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from ..base import (
     validate_key,
     validate_prefix,
 )
+from ..capabilities import StoreCapabilities
 from . import chunks as ch
 from . import reads
 from .database import Database, Retry
@@ -118,6 +119,16 @@ class SqlStore(StoreBackend):
         self._setup_lock = anyio.Lock()
         self._ready = False
         self._closed = False
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """The SQL board queue, fencing, listing; signals on PostgreSQL (unless
+        ``signals_enabled`` is False); several hosts except on SQLite."""
+        return StoreCapabilities(
+            signals=self.signals_enabled and self._listener is not None,
+            board_queue="sql",
+            shared_across_hosts=self.shared_across_hosts,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -363,7 +374,7 @@ class SqlStore(StoreBackend):
         if self._listener is None:
             raise ConfigurationError(
                 f"the SQL store at {self.url} has no signals ({self._db.kind} has no LISTEN/NOTIFY); "
-                "check signals_of(store) and poll when it is None"
+                "check capabilities_of(store).signals and poll when it is False"
             )
         return channel_name(self._table_prefix, validate_key(channel, "channel"))
 
