@@ -5,10 +5,10 @@ imported first; ``key_groups=`` overrides it. No server is needed: naming does n
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentscope_teams.errors import ConfigurationError
@@ -16,7 +16,7 @@ from agentscope_teams.keys import slot_groups
 
 pytest.importorskip("redis")
 
-from agentscope_teams.store.redis import RedisStore  # noqa: E402  (needs the redis extra)
+from agentscope_teams.store.redis import RedisStore
 
 CLUSTER = "redis+cluster://127.0.0.1:1/"
 PACKAGE = Path(__file__).resolve().parents[2] / "agentscope_teams"
@@ -63,11 +63,8 @@ async def test_the_layout_does_not_depend_on_import_order() -> None:
     expected = [RedisStore(CLUSTER).redis_name(k) for k in keys]
     ungrouped = [RedisStore(CLUSTER, key_groups={}).redis_name(k) for k in keys]
     assert expected != ungrouped  # the grouping changes names, so the check below can fail
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(PACKAGE), CLUSTER, json.dumps(keys)],
-        capture_output=True,
-        text=True,
-        check=True,
+    out = await anyio.run_process(
+        [sys.executable, "-c", CHILD, str(PACKAGE), CLUSTER, json.dumps(keys)]
     )
     child = json.loads(out.stdout)
     assert child["keys_imported_before"] is False
