@@ -7,6 +7,14 @@ the package: install it in your test environment).
 
 from __future__ import annotations
 
-from .store import StoreConformance, StoreFactory
+import pytest
+
+# pytest explains a failed assert of these modules (it rewrites only test modules by default).
+pytest.register_assert_rewrite(
+    *(f"{__name__}.{m}" for m in ("_store_entries", "_store_listing", "_store_streams"))
+)
+pytest.register_assert_rewrite(f"{__name__}._store_values", f"{__name__}._store_support")
+
+from .store import StoreConformance, StoreFactory  # noqa: E402
 
 __all__ = ["StoreConformance", "StoreFactory"]
