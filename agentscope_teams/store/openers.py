@@ -59,7 +59,8 @@ def _no_query(url: str, what: str) -> None:
         names = ", ".join(sorted(parse_qs(query, keep_blank_values=True))) or query
         raise ConfigurationError(
             f"store URL {redact_url(url)!r} has query option(s) {names}, but {what} takes none; "
-            "pass options to store_from_url as keyword arguments"
+            "pass options to store_from_url as keyword arguments (write a '?' that is part of "
+            "a path as %3F)"
         )
 
 

@@ -87,13 +87,10 @@ class RedisStore(RedisListing):
         self._client = cast(Any, client)
         self.cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
         self._connect(url, max_connections, pool_timeout)
-        groups = key_groups if key_groups is not None or not self.cluster else None
-        self._naming = KeyNames(
-            namespace,
-            hash_tag_segments,
-            self.cluster,
-            rc.check_key_groups(rc.default_key_groups() if groups is None else groups),
-        )
+        if key_groups is None:  # the key registry's grouping; a single server uses none
+            key_groups = rc.default_key_groups() if self.cluster else {}
+        groups = rc.check_key_groups(key_groups)
+        self._naming = KeyNames(namespace, hash_tag_segments, self.cluster, groups)
         self._registered: set[tuple[str, str]] = set()  # range members this store has written
         self._put, self._update = (
             client.register_script(lua.PUT),

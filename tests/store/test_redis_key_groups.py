@@ -80,4 +80,5 @@ async def test_key_groups_override_and_are_checked() -> None:
 
 async def test_a_single_server_ignores_the_grouping() -> None:
     store = RedisStore("redis://127.0.0.1:1/0")
+    assert store.key_groups == {}
     assert store.redis_name(("sessions", "a", "b", "c", "d")) == "ast:{sessions/a/b}/c/d"
