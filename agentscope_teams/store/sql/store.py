@@ -122,11 +122,11 @@ class SqlStore(StoreBackend):
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        """The SQL board queue, fencing, listing; signals on PostgreSQL (unless
-        ``signals_enabled`` is False); several hosts except on SQLite."""
+        """Fencing, listing; the SQL board queue and several hosts except on SQLite (whose board
+        runs the generic queue); signals on PostgreSQL (unless ``signals_enabled`` is False)."""
         return StoreCapabilities(
             signals=self.signals_enabled and self._listener is not None,
-            board_queue="sql",
+            board_queue=None if self._db.kind == "sqlite" else "sql",
             shared_across_hosts=self.shared_across_hosts,
         )
 
