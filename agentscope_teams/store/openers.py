@@ -83,10 +83,11 @@ def check_sql_query(url: str) -> None:
     else:
         unknown = set(kwargs) & given - _driver_options(driver)
     if unknown:
+        hint = "; asyncpg spells sslmode=require as ssl=require" if "sslmode" in unknown else ""
         raise ConfigurationError(
             f"SQL store URL {redact_url(url)!r} has unknown query option(s) "
             f"{', '.join(sorted(unknown))}; {driver} takes none such (see its connect() "
-            "arguments), so drop or correct them"
+            f"arguments), so drop or correct them{hint}"
         )
 
 
