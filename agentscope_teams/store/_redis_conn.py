@@ -22,9 +22,9 @@ import anyio
 
 from ..errors import StoreUnavailableError
 from . import _redis_cluster as cluster
+from . import _redis_scripts as lua
 from ._redis_client import UNREACHABLE, db_refused
 from ._redis_names import KeyNames
-from ._redis_scripts import SCRIPTS
 from ._redis_signals import Subscriber
 from .base import StoreBackend
 
@@ -133,7 +133,7 @@ class RedisConnection(StoreBackend):
         on first use: EVALSHA falls back to SCRIPT LOAD on NOSCRIPT)."""
         if self.cluster:
             await self._discover_cluster()
-        await self.load_scripts(SCRIPTS, ping=True)
+        await self.load_scripts(lua.SCRIPTS, ping=True)
 
     async def _discover_cluster(self) -> None:
         """Read the cluster's slot map. A node that refuses connections while a failover is in
