@@ -22,6 +22,8 @@ LAYERS: dict[str, int] = {
     "state": 2,
     "store": 3,
     "keys": 4,
+    #: Test kits shipped for third parties (the store conformance suite); imports store only.
+    "testing": 4,
     "listing": 4,
     "sessions": 5,
     #: Reads sessions stored by AgentScope itself (its Redis keys, its SQL table): backend details

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from ..store.base import BaseStore, StoreBackend, shared_across_hosts
+from ..store.base import BaseStore, StoreBackend
+from ..store.capabilities import capabilities_of
 
 DEFAULT_STORE_DIR = Path.home() / ".agentscope_teams" / "store"
 
@@ -39,7 +40,7 @@ def check_deployment(store: BaseStore, replicas: int, remote_workspace: bool) ->
     kind = type(store).__name__
     if not isinstance(store, StoreBackend) and not isinstance(store, BaseStore):
         raise ConfigurationError(f"store must implement BaseStore, got {kind}")
-    shared_hosts = shared_across_hosts(store)
+    shared_hosts = capabilities_of(store).shared_across_hosts
     if replicas > 1 and not shared_hosts:
         raise ConfigurationError(
             f"replicas={replicas} needs a store shared across hosts, but {kind} is local to one "

@@ -37,8 +37,8 @@ from ..state import AgentState
 from ..store.base import (
     BaseStore,
     path_segment,
-    shared_across_processes,
 )
+from ..store.capabilities import capabilities_of
 from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from ..tools.call_end import end_call
 from ..tools.plan import plan_tools
@@ -299,7 +299,7 @@ class SessionAgent:
         lock = self._locks.get(addr.key)
         if lock is None:
             lock = self._locks[addr.key] = anyio.Lock()
-        shared = shared_across_processes(self.store)
+        shared = capabilities_of(self.store).shared_across_processes
         return SessionGuard(
             lock,
             self.store if shared else None,

@@ -46,7 +46,8 @@ import anyio
 
 from ..errors import LeaseLostError, SessionBusyError, StoreBusyError, VersionConflict
 from ..keys import address_of
-from ..store.base import BaseStore, Fence, Key, takes_write_options
+from ..store.base import BaseStore, Fence, Key
+from ..store.capabilities import capabilities_of
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class Lease:
 
     async def _put(self, *, expected_version: int) -> int:
         """Write the lease, unindexed where the store takes the option (a lease is never listed)."""
-        if takes_write_options(self.store):
+        if capabilities_of(self.store).fencing:
             return await self.store.put(
                 self.key,
                 self._value(),
@@ -81,7 +82,7 @@ class Lease:
     @property
     def fenced_by_store(self) -> bool:
         """Whether saves can carry :meth:`fence`; else the holder verifies before each save."""
-        return takes_write_options(self.store)
+        return capabilities_of(self.store).fencing
 
     def _value(self) -> bytes:
         return self._token
@@ -186,7 +187,7 @@ class Lease:
         if not fresh and not await self._confirm_for_release(now):
             return
         with suppress(VersionConflict):
-            if takes_write_options(self.store):
+            if capabilities_of(self.store).fencing:
                 await self.store.delete(self.key, expected_version=self.version, indexed=False)
             else:
                 await self.store.delete(self.key, expected_version=self.version)

@@ -36,7 +36,8 @@ from ..model import ChatModel
 from ..review.engines import require_engines
 from ..review.report import Changes, board_findings, review_report
 from ..sessions import SessionStorage
-from ..store.base import BaseStore, shared_across_processes
+from ..store.base import BaseStore
+from ..store.capabilities import capabilities_of
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMessage, TeamStatus
 from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
@@ -144,7 +145,7 @@ class Watcher:
 
 
 async def _check_shared(store: BaseStore, workers: int) -> None:
-    if workers > 0 and not shared_across_processes(store):
+    if workers > 0 and not capabilities_of(store).shared_across_processes:
         raise ConfigurationError(
             f"--workers {workers} runs members in other processes, but {type(store).__name__} "
             "is not shared across processes; use a file, sqlite, SQL or Redis store "

@@ -87,6 +87,7 @@ from ._family import (
     family_of,
     group_of,
     parse,
+    slot_groups,
 )
 from ._memory import agent_memory_key
 from ._run import RunKeys, StreamKeys, user_runs_prefix
@@ -110,6 +111,7 @@ def address_of(key: Key) -> Key:
 
 
 __all__ = [
+    "slot_groups",
     "AGENT_MEMORY",
     "DIRECTORY_SIGNAL",
     "FAMILIES",

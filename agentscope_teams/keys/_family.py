@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..context import validate_identifier
-from ..store._redis_cluster import declare_groups
 from ..store.base import Key
 
 #: The segment of the per-user team registry (``list_teams``); no team may have this id.
@@ -177,7 +176,15 @@ def _group_sizes() -> dict[str, int]:
 
 
 _GROUPS = _group_sizes()
-declare_groups(_GROUPS)  # RedisStore tags keys by these groups on Redis Cluster
+
+
+def slot_groups() -> dict[str, int]:
+    """The group size of each key literal: what a Redis Cluster store hashes together.
+
+    :class:`~agentscope_teams.store.redis.RedisStore` takes it as ``key_groups``; by default it
+    loads it at construction through the ``agentscope_teams.key_groups`` entry point.
+    """
+    return dict(_GROUPS)
 
 
 def family_of(key: Key) -> Family | None:

@@ -2,8 +2,9 @@
 ``redis+cluster://`` URL, the waiting connection gate and the node an error came from.
 
 **Hash tags** (cluster mode only; a single server keeps its layout). A key whose first segment is
-a key-registry literal (:mod:`agentscope_teams.keys` declares each literal's group size ``G`` with
-:func:`declare_groups`) and that has at least ``G`` segments is tagged with segments ``1 .. G-1``:
+a key-registry literal (the store is given each literal's group size ``G`` at construction, its
+``key_groups``: :func:`agentscope_teams.keys.slot_groups` by default) and that has at least ``G``
+segments is tagged with segments ``1 .. G-1``:
 its group *without* the literal, so a session and its lease, or a user's sessions and runs, share
 one slot, and a team's records, indexes, streams, signals and member leases share the team's slot.
 Its name is ``N:<literal>{<s1/../sG-1>}/<rest>``. A key of a registry literal shorter than its
@@ -35,11 +36,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import ConfigurationError, StoreBusyError
 
-_GROUPS: dict[str, int] = {}
 _T = TypeVar("_T")
 #: The first and the longest pause between two tries of a command refused while its slot moves.
 MOVING_BACKOFF = (0.005, 0.2)
@@ -47,15 +47,12 @@ MOVING_BACKOFF = (0.005, 0.2)
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 
 
-def declare_groups(sizes: Mapping[str, int]) -> None:
-    """Record the group size of each key-registry literal (called by :mod:`agentscope_teams.keys`)."""
-    _GROUPS.update(sizes)
-
-
-def tag_length(enc: Sequence[str], tag_segments: int) -> tuple[int, bool]:
+def tag_length(
+    enc: Sequence[str], tag_segments: int, groups: Mapping[str, int]
+) -> tuple[int, bool]:
     """How many leading segments of a key (escaped) its tag covers, and whether it is a registry
-    key (tagged without its literal)."""
-    size = _GROUPS.get(enc[0])
+    key (tagged without its literal). ``groups``: the group size of each registry literal."""
+    size = groups.get(enc[0])
     if size is None:
         return min(len(enc), tag_segments), False
     if len(enc) >= size:
@@ -63,21 +60,23 @@ def tag_length(enc: Sequence[str], tag_segments: int) -> tuple[int, bool]:
     return len(enc), False  # a registry literal's key shorter than its group: its own tag
 
 
-def cluster_name(namespace: str, enc: Sequence[str], kind: str, tag_segments: int) -> str:
+def cluster_name(
+    namespace: str, enc: Sequence[str], kind: str, tag_segments: int, groups: Mapping[str, int]
+) -> str:
     """The Redis name of a key or prefix of at least its tag's length, given escaped segments."""
-    n, registry = tag_length(enc, tag_segments)
+    n, registry = tag_length(enc, tag_segments, groups)
     tail = "".join("/" + e for e in enc[n:])
     if registry:
         return f"{namespace}:{enc[0]}{{{'/'.join(enc[1:n])}}}{tail}{kind}"
     return f"{namespace}:{{{'/'.join(enc[:n])}}}{tail}{kind}"
 
 
-def is_short(enc_prefix: Sequence[str], tag_segments: int) -> bool:
+def is_short(enc_prefix: Sequence[str], tag_segments: int, groups: Mapping[str, int]) -> bool:
     """Whether a prefix is shorter than the tag prefix of the keys below it (listed through a tag
     registry, not an index)."""
     if not enc_prefix:
         return True
-    size = _GROUPS.get(enc_prefix[0])
+    size = groups.get(enc_prefix[0])
     return len(enc_prefix) < (size if size is not None else tag_segments)
 
 
@@ -87,10 +86,10 @@ def registry_name(namespace: str, enc_prefix: Sequence[str]) -> str:
 
 
 def registrations(
-    namespace: str, enc: Sequence[str], tag_segments: int
+    namespace: str, enc: Sequence[str], tag_segments: int, groups: Mapping[str, int]
 ) -> list[tuple[str, str, bool]]:
     """(registry, member, is a range member) for every short prefix of a key (escaped segments)."""
-    n, _ = tag_length(enc, tag_segments)
+    n, _ = tag_length(enc, tag_segments, groups)
     below = len(enc) > n
     return [
         (registry_name(namespace, enc[:d]), "/".join(enc[d:n]) + ("/" if below else ""), below)
@@ -126,6 +125,11 @@ def cluster_client(redis: Any, url: str, max_connections: int) -> Any:
                 "redis+cluster://[user:password@]host:port[,host:port...]/"
             )
         nodes.append(redis.asyncio.cluster.ClusterNode(host.strip("[]"), int(port)))
+    if parts.query:
+        raise ConfigurationError(
+            f"invalid Redis Cluster URL {redact_url(url)!r}: it takes no query options, got "
+            f"{', '.join(sorted(parse_qs(parts.query, keep_blank_values=True)))}"
+        )
     if parts.path not in ("", "/"):
         raise ConfigurationError(
             f"invalid Redis Cluster URL {redact_url(url)!r}: a cluster has only database 0, so "

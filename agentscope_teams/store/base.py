@@ -30,6 +30,10 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
   returns what ``get`` would for each key, in order, in one round trip where the backend allows it
   (a Redis pipeline, one ``SELECT ... IN`` per chunk on SQL). Callers pass keys of one group
   (:func:`agentscope_teams.keys.group_of`): on Redis Cluster one call must stay in one hash slot.
+* Capabilities: what a store can do beyond this interface is declared in one place, its
+  ``capabilities`` (:class:`~.capabilities.StoreCapabilities`), read with
+  :func:`~.capabilities.capabilities_of`; :func:`signals_of`, :func:`takes_write_options`,
+  :func:`shared_across_processes` and :func:`shared_across_hosts` are thin wrappers of it.
 * Signals (optional capability, :class:`Signals`, found with :func:`signals_of`): ``signal(channel)``
   wakes every task currently in ``wait_signal`` on that channel, in any process sharing the store;
   ``wait_signal(channels, timeout)`` returns True when one of ``channels`` was signalled, False at the
@@ -44,13 +48,13 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
 from __future__ import annotations
 
 import abc
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from ..errors import ValueTooLargeError
+from .capabilities import StoreCapabilities, capabilities_of
 from .encoding import (  # re-exported: the key encoding's home is .encoding
     PATH_SEGMENT_MAX_BYTES,
     Key,
@@ -73,6 +77,8 @@ __all__ = [
     "Fence",
     "Key",
     "StoreBackend",
+    "StoreCapabilities",
+    "capabilities_of",
     "check_expected",
     "check_size",
     "check_ttl",
@@ -204,41 +210,33 @@ class Signals(Protocol):
 
 def signals_of(store: object) -> Signals | None:
     """``store`` as :class:`Signals` when it has the capability (and it is not switched off with
-    ``signals_enabled = False``), else None: the caller polls."""
-    if not getattr(store, "signals_enabled", True):
-        return None
-    return store if isinstance(store, Signals) else None
-
-
-_WRITE_OPTIONS: dict[type, bool] = {}
+    ``signals_enabled = False``), else None: the caller polls. A thin wrapper of
+    :func:`~.capabilities.capabilities_of`."""
+    if capabilities_of(store).signals and isinstance(store, Signals):
+        return store
+    return None
 
 
 def takes_write_options(store: object) -> bool:
     """Whether ``store.put`` / ``delete`` take ``indexed=`` and ``fence=`` (every
     :class:`StoreBackend` does; a store written against the first protocol may not, and callers then
-    fall back: a separate verify read instead of the fence, indexed writes). Cached per type."""
-    kind = type(store)
-    found = _WRITE_OPTIONS.get(kind)
-    if found is None:
-        params = inspect.signature(store.put).parameters.values()  # type: ignore[attr-defined]
-        found = any(p.name == "fence" or p.kind is p.VAR_KEYWORD for p in params)
-        _WRITE_OPTIONS[kind] = found
-    return found
+    fall back: a separate verify read instead of the fence, indexed writes). A thin wrapper of
+    :func:`~.capabilities.capabilities_of` (its ``fencing``)."""
+    return capabilities_of(store).fencing
 
 
 def shared_across_processes(store: object) -> bool:
-    """Whether several OS processes may share ``store`` (its ``shared_across_processes`` flag).
-
-    Every :class:`StoreBackend` declares the flag; a store that does not is assumed shared, so
-    callers keep their cross-process guards (leases, fencing) rather than drop them.
-    """
-    return bool(getattr(store, "shared_across_processes", True))
+    """Whether several OS processes may share ``store`` (a store that declares nothing is assumed
+    shared, so callers keep their cross-process guards). A thin wrapper of
+    :func:`~.capabilities.capabilities_of`."""
+    return capabilities_of(store).shared_across_processes
 
 
 def shared_across_hosts(store: object) -> bool:
-    """Whether several hosts may share ``store`` (its ``shared_across_hosts`` flag; default False,
-    so a configuration that needs several hosts is refused unless the store says it can)."""
-    return bool(getattr(store, "shared_across_hosts", False))
+    """Whether several hosts may share ``store`` (default False, so a configuration that needs
+    several hosts is refused unless the store says it can). A thin wrapper of
+    :func:`~.capabilities.capabilities_of`."""
+    return capabilities_of(store).shared_across_hosts
 
 
 class StoreBackend(abc.ABC):
@@ -253,6 +251,15 @@ class StoreBackend(abc.ABC):
     shared_across_processes: bool = True
     #: True when several hosts may share the store (SQL, Redis).
     shared_across_hosts: bool = False
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """What this store can do (:mod:`.capabilities`); a backend declares its own."""
+        return StoreCapabilities(
+            signals=bool(getattr(self, "signals_enabled", False)) and isinstance(self, Signals),
+            shared_across_processes=self.shared_across_processes,
+            shared_across_hosts=self.shared_across_hosts,
+        )
 
     def __init__(self, *, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> None:
         self.max_value_bytes = max_value_bytes

@@ -8,6 +8,7 @@ conservative answer derived from the older per-flag attributes.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 
@@ -35,13 +36,29 @@ def capabilities_of(store: object) -> StoreCapabilities:
     declared = getattr(store, "capabilities", None)
     if isinstance(declared, StoreCapabilities):
         return declared
-    from .base import Signals, takes_write_options
+    from .base import Signals
 
     return StoreCapabilities(
         signals=bool(getattr(store, "signals_enabled", True)) and isinstance(store, Signals),
         board_queue=None,
-        fencing=takes_write_options(store),
+        fencing=_takes_fence(store),
         listing=callable(getattr(store, "list_keys", None)),
         shared_across_processes=bool(getattr(store, "shared_across_processes", True)),
         shared_across_hosts=bool(getattr(store, "shared_across_hosts", False)),
     )
+
+
+_FENCE: dict[type, bool] = {}
+
+
+def _takes_fence(store: object) -> bool:
+    """Whether ``store.put`` takes ``fence=`` (a store written against the first protocol may
+    not). Cached per type."""
+    kind = type(store)
+    found = _FENCE.get(kind)
+    if found is None:
+        put = getattr(store, "put", None)
+        params = inspect.signature(put).parameters.values() if callable(put) else ()
+        found = any(p.name == "fence" or p.kind is p.VAR_KEYWORD for p in params)
+        _FENCE[kind] = found
+    return found

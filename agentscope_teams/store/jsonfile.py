@@ -72,6 +72,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
+from .capabilities import StoreCapabilities
 
 __all__ = [
     "LOCK_STRIPES",
@@ -94,6 +95,9 @@ class JsonFileStore(StoreBackend):
 
     shared_across_processes = True
     shared_across_hosts = False
+
+    #: No signals (callers poll), fencing and listing; processes of one host only.
+    capabilities = StoreCapabilities(signals=False, shared_across_hosts=False)
 
     def __init__(
         self,

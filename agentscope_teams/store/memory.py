@@ -27,6 +27,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
+from .capabilities import StoreCapabilities
 
 
 class InMemoryStore(StoreBackend):
@@ -42,6 +43,13 @@ class InMemoryStore(StoreBackend):
         self._stream_hwm: dict[Key, int] = {}
         self._waiters: dict[Key, set[anyio.Event]] = {}
         self.signals_enabled = True
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """Signals (unless ``signals_enabled`` is False), fencing, listing; one process only."""
+        return StoreCapabilities(
+            signals=self.signals_enabled, shared_across_processes=False, shared_across_hosts=False
+        )
 
     def _live(self, enc: str) -> tuple[Key, bytes, int, float | None] | None:
         item = self._data.get(enc)

@@ -27,6 +27,7 @@ from urllib.parse import unquote
 from ..errors import ConfigurationError, MissingDependencyError
 from .base import StoreBackend
 from .redact import redact_url as redact_url  # its home is .redact; kept importable here
+from .registry import opener_for
 
 SUPPORTED_SCHEMES = (
     "memory://",
@@ -85,32 +86,12 @@ def store_from_url(url: str, **options: Any) -> StoreBackend:
     node; ``rediss+cluster://`` for TLS). SQL URLs may also name their async driver
     (``postgresql+asyncpg://``, ``mysql+asyncmy://``, ``sqlite+aiosqlite://``). See the module
     docs for the rule of file-backed URLs.
+
+    The scheme is looked up in :mod:`.registry` (built-in schemes, the ``agentscope_teams.stores``
+    entry points of third-party backends, :func:`~.registry.register_store_scheme`); an unknown
+    scheme, or a query option the backend does not take, is a ``ConfigurationError`` naming it.
     """
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    base = scheme.split("+", 1)[0]
-    if base == "memory":
-        from .memory import InMemoryStore
-
-        return InMemoryStore(**options)
-    if base == "file":
-        from .jsonfile import JsonFileStore
-
-        return JsonFileStore(file_store_path(url), **options)
-    if base in ("sqlite", "postgresql", "postgres", "mysql", "mariadb"):
-        sql_url = sqlite_url(url) if base == "sqlite" else url
-        require_drivers(sql_url)
-        from .sql import SqlStore
-
-        return SqlStore(sql_url, **options)
-    if base in ("redis", "rediss", "unix"):
-        require_drivers(url)
-        from .redis import RedisStore
-
-        return RedisStore(url, **options)
-    raise ConfigurationError(
-        f"unsupported store URL {redact_url(url)!r}: supported forms are "
-        + ", ".join(SUPPORTED_SCHEMES)
-    )
+    return opener_for(url)(url, **options)
 
 
 def file_store_path(url: str) -> Path:

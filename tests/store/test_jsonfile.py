@@ -19,8 +19,7 @@ from agentscope_teams.errors import (
 )
 from agentscope_teams.store import BaseStore, Entry, InMemoryStore, Key, encode_key, jsonfile
 from agentscope_teams.store.jsonfile import JsonFileStore
-
-from .test_conformance import HOSTILE_SEGMENTS, UNICODE_SEGMENTS
+from agentscope_teams.testing._store_support import HOSTILE_SEGMENTS, UNICODE_SEGMENTS
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ import pytest
 
 from agentscope_teams.errors import AgentScopeTeamsError
 from agentscope_teams.store import StoreBackend
-from agentscope_teams.store import redis as redis_store
+from agentscope_teams.store import _redis_scripts as redis_store
 from agentscope_teams.store.redis import RedisStore
 from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
@@ -42,15 +42,7 @@ end
 """
 
 
-STORE_SCRIPTS = (
-    "_PUT",
-    "_UPDATE",
-    "_DELETE",
-    "_EXISTS",
-    "_APPEND",
-    "_PUT_FENCED",
-    "_UPDATE_FENCED",
-)
+STORE_SCRIPTS = ("PUT", "UPDATE", "DELETE", "EXISTS", "APPEND", "PUT_FENCED", "UPDATE_FENCED")
 
 
 def checked(source: str) -> str:
@@ -71,7 +63,7 @@ async def store(
     for name in STORE_SCRIPTS:  # registered by each new RedisStore
         monkeypatch.setattr(redis_store, name, checked(getattr(redis_store, name)))
     monkeypatch.setattr(
-        redis_store, "_SCRIPTS", tuple(getattr(redis_store, n) for n in STORE_SCRIPTS)
+        redis_store, "SCRIPTS", tuple(getattr(redis_store, n) for n in STORE_SCRIPTS)
     )
     async with store_spec.open() as s:
         yield s

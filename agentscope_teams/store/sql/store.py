@@ -52,6 +52,7 @@ from ..base import (
     validate_key,
     validate_prefix,
 )
+from ..capabilities import StoreCapabilities
 from . import chunks as ch
 from . import reads
 from .database import Database, Retry
@@ -120,6 +121,16 @@ class SqlStore(TableSetHost, StoreBackend):
         self._setup_lock = anyio.Lock()
         self._ready = False
         self._closed = False
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """Fencing, listing; the SQL board queue and several hosts except on SQLite (whose board
+        runs the generic queue); signals on PostgreSQL (unless ``signals_enabled`` is False)."""
+        return StoreCapabilities(
+            signals=self.signals_enabled and self._listener is not None,
+            board_queue=None if self._db.kind == "sqlite" else "sql",
+            shared_across_hosts=self.shared_across_hosts,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -372,7 +383,7 @@ class SqlStore(TableSetHost, StoreBackend):
         if self._listener is None:
             raise ConfigurationError(
                 f"the SQL store at {self.url} has no signals ({self._db.kind} has no LISTEN/NOTIFY); "
-                "check signals_of(store) and poll when it is None"
+                "check capabilities_of(store).signals and poll when it is False"
             )
         return channel_name(self._table_prefix, validate_key(channel, "channel"))
 

@@ -58,8 +58,6 @@ def sql_queue_of(store: BaseStore, keys: TeamKeys) -> BoardQueue | None:
 
 
 _FAMILIES: dict[str, QueueFamily] = {"redis": redis_queue_of, "sql": sql_queue_of}
-#: Stores that declare no capabilities yet, by the module of their class (see :func:`family_of`).
-_UNDECLARED = {"agentscope_teams.store.redis": "redis", "agentscope_teams.store.sql": "sql"}
 
 
 def register_queue_family(name: str, family: QueueFamily) -> None:
@@ -70,12 +68,8 @@ def register_queue_family(name: str, family: QueueFamily) -> None:
 
 
 def family_of(store: BaseStore) -> str | None:
-    """The board-queue family ``store`` declares (:func:`capabilities_of`). A built-in backend
-    that declares no capabilities yet is known by its module, until it declares them."""
-    if getattr(store, "capabilities", None) is not None:
-        return capabilities_of(store).board_queue
-    module = type(store).__module__
-    return next((f for m, f in _UNDECLARED.items() if module.startswith(m)), None)
+    """The board-queue family ``store`` declares (:func:`capabilities_of`)."""
+    return capabilities_of(store).board_queue
 
 
 def board_queue_of(

@@ -1,0 +1,87 @@
+"""The Lua scripts of :class:`~agentscope_teams.store.redis.RedisStore`: conditional writes, the
+index updates that go with them, the fenced variants, listing checks and stream appends.
+
+Every script declares every key it touches in ``KEYS`` (Redis Cluster routes and refuses it by
+them; ``docs/redis-cluster.md``, "Slot migration").
+"""
+
+from __future__ import annotations
+
+# KEYS: entry, ancestor indexes. ARGV: expected ('' = any), value, ttl ms ('' = none), members.
+PUT = """
+local found = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= found then return {0, found} end
+local version = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 'v', ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+elseif found > 0 then
+  redis.call('PERSIST', KEYS[1])
+end
+if found == 0 then
+  for i = 2, #KEYS do redis.call('ZADD', KEYS[i], 0, ARGV[i + 2]) end
+end
+return {1, version}
+"""
+
+# The CAS of an existing entry (expected version > 0): it never creates the entry, so it needs no
+# index keys (half the arguments to send). KEYS: entry. ARGV: expected, value, ttl ms ('' = none).
+UPDATE = """
+local found = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if tonumber(ARGV[1]) ~= found then return {0, found} end
+local version = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 'v', ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+else
+  redis.call('PERSIST', KEYS[1])
+end
+return {1, version}
+"""
+
+# KEYS: entry, ancestor indexes. ARGV: expected ('' = any), members. An absent entry's members are
+# removed too: that is how stale index members of expired entries are cleaned (expected '0').
+DELETE = """
+local found = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if ARGV[1] ~= '' and tonumber(ARGV[1]) ~= found then return {0, found} end
+redis.call('DEL', KEYS[1])
+for i = 2, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i]) end
+return {1, found}
+"""
+
+# Fenced variants: the fence key is the last of KEYS; the last two ARGV are the value the fence key
+# must hold and '1' to delete the fence key (release) once the write succeeded. The check comes
+# first: a lost fence returns {-1, 0} and writes nothing.
+_FENCE_CHECK = """
+local fence = KEYS[#KEYS]
+if redis.call('HGET', fence, 'v') ~= ARGV[#ARGV - 1] then return {-1, 0} end
+"""
+_FENCE_RELEASE = "if ARGV[#ARGV] == '1' then redis.call('DEL', fence) end\n"
+_DONE = "return {1, version}"
+
+
+def fenced(script: str) -> str:
+    body = script.replace("for i = 2, #KEYS do", "for i = 2, #KEYS - 1 do")
+    assert body.count(_DONE) == 1
+    return _FENCE_CHECK + body.replace(_DONE, _FENCE_RELEASE + _DONE)
+
+
+PUT_FENCED = fenced(PUT)
+UPDATE_FENCED = fenced(UPDATE)
+
+# KEYS: entries. Whether each exists, in one command (listing checks a page of index members).
+EXISTS = """
+local out = {}
+for i = 1, #KEYS do out[i] = redis.call('EXISTS', KEYS[i]) end
+return out
+"""
+
+# KEYS: stream, counter. ARGV: value.
+APPEND = """
+local seq = redis.call('INCR', KEYS[2])
+redis.call('XADD', KEYS[1], string.format('0-%d', seq), 'v', ARGV[1])
+return seq
+"""
+
+
+SCRIPTS = (PUT, UPDATE, DELETE, EXISTS, APPEND, PUT_FENCED, UPDATE_FENCED)
