@@ -28,6 +28,11 @@ AREAS: dict[str, set[str]] = {
     "model/openai": {"openai"},
     "store/sql/": {"sql", "mysql", "postgres"},
     "store/redis": {"redis"},
+    "store/_redis": {"redis"},
+    #: the URL openers name the driver a URL needs before importing the backend
+    "store/openers.py": {"mysql", "postgres"},
+    #: the store conformance suite shipped for third-party backends runs under pytest
+    "testing/": {"testing"},
     #: the task board's native SQL queue and its tables
     "teams/queues/sql": {"sql", "mysql", "postgres"},
     "agentscope_import/sources.py": {"redis", "sql", "mysql", "postgres"},

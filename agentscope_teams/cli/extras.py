@@ -21,25 +21,30 @@ IMPORT_NAMES = {
     "opentelemetry-sdk": "opentelemetry",
     "pyyaml": "yaml",
 }
+#: The extra a command needs, preferred when a missing module is in several extras (uvicorn is in
+#: ``server`` and in ``mcp``).
+COMMAND_EXTRAS = {"serve": "server", "mcp-serve": "mcp", "review": "review"}
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @cache
-def extras_of_modules() -> dict[str, str]:
-    """Top-level module -> the first extra (not ``dev``) that installs it."""
+def extras_of_modules() -> dict[str, list[str]]:
+    """Top-level module -> the extras (not ``dev``) that install it, in declaration order."""
     try:
         requires = metadata.requires(DISTRIBUTION) or []
     except metadata.PackageNotFoundError:
         return {}
-    found: dict[str, str] = {}
+    found: dict[str, list[str]] = {}
     for requirement in requires:
         extra, name = _EXTRA.search(requirement), _NAME.match(requirement)
         if extra is None or name is None or extra.group(1) == "dev":
             continue
         dist = name.group(1).lower()
         module = IMPORT_NAMES.get(dist, dist.replace("-", "_").replace(".", "_"))
-        found.setdefault(module, extra.group(1))
+        extras = found.setdefault(module, [])
+        if extra.group(1) not in extras:
+            extras.append(extra.group(1))
     return found
 
 
@@ -47,7 +52,9 @@ def missing_module_message(exc: ModuleNotFoundError, command: str | None) -> str
     """One line: which module is missing, for which command, and what to install."""
     module = (exc.name or "").split(".")[0] or "a module"
     what = f"`agentscope-teams {command}`" if command else "this command"
-    extra = extras_of_modules().get(module)
+    extras = extras_of_modules().get(module, [])
+    preferred = COMMAND_EXTRAS.get(command or "")
+    extra = preferred if preferred in extras else (extras[0] if extras else None)
     if extra is not None:
         return (
             f"{what} needs the Python package {module!r}, which is not installed: run "
