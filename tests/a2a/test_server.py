@@ -1,0 +1,133 @@
+"""Our agent published over A2A, driven by the a2a-sdk's own client against real server processes
+that share one Redis store: a multi-turn exchange whose ``input-required`` pause is answered
+through the second process, streaming, cancel (also from another process), and auth."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, TaskState
+from a2a.utils.errors import TaskNotFoundError
+
+from ..backends import REDIS_URL, unique_namespace
+from ..conftest import require_service
+from .helpers import answer_of, processes, sdk_client, send, status_text, user_message, write_tokens
+
+pytest.importorskip("a2a")
+ALICE, BOB = "alice-a2a-token-0123456789", "bob-a2a-token-9876543210"
+
+
+@pytest.fixture
+def two_servers(tmp_path: Path) -> Iterator[list[str]]:
+    """Two server processes over one Redis store; alice and bob in an org of this test."""
+    require_service("redis")
+    org = unique_namespace()
+    tokens = write_tokens(
+        tmp_path / "tokens.json",
+        {ALICE: {"user": "alice", "org": org}, BOB: {"user": "bob", "org": org}},
+    )
+    argv = ["tests.a2a.agent_server", REDIS_URL, str(tokens)]
+    with processes(argv, argv) as ports:
+        yield [f"http://127.0.0.1:{port}/a2a/lead/" for port in ports]
+
+
+def test_input_required_is_answered_through_the_other_process(two_servers: list[str]) -> None:
+    first_url, second_url = two_servers
+
+    async def exchange() -> None:
+        first = await sdk_client(first_url, ALICE)
+        second = await sdk_client(second_url, ALICE)
+        card = first._card  # resolved from the well-known path under the mount
+        assert card.name == "lead" and card.capabilities.streaming
+        assert "bearer" in card.security_schemes
+
+        hello = await send(first, user_message("hello there"))
+        assert hello.status.state == TaskState.TASK_STATE_COMPLETED
+        assert answer_of(hello) == "echo: hello there"
+        context = hello.context_id
+
+        paused = await send(first, user_message("please ask me", context=context))
+        assert paused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert "Which colour?" in status_text(paused)
+
+        answered = await send(second, user_message("blue", task=paused.id, context=context))
+        assert answered.id == paused.id
+        assert answered.status.state == TaskState.TASK_STATE_COMPLETED
+        assert answer_of(answered) == "you chose {'Which colour?': 'blue'}"
+
+        # the same context is one session: the third call sees every user turn
+        recall = await send(second, user_message("recall", context=context))
+        assert answer_of(recall) == "you said 3 things"
+        seen = await first.get_task(GetTaskRequest(id=paused.id))  # from the shared store
+        assert seen.status.state == TaskState.TASK_STATE_COMPLETED
+
+        # another user never reaches alice's task or session
+        bob = await sdk_client(first_url, BOB)
+        with pytest.raises(TaskNotFoundError):
+            await bob.get_task(GetTaskRequest(id=paused.id))
+        own = await send(bob, user_message("recall", context=context))
+        assert answer_of(own) == "you said 1 things"
+
+    anyio.run(exchange)
+
+
+def test_streaming_carries_artifact_and_status_updates(two_servers: list[str]) -> None:
+    async def stream() -> list[str]:
+        client = await sdk_client(two_servers[0], ALICE, streaming=True)
+        kinds = []
+        chunks = []
+        async for event in client.send_message(user_message("stream these words")):
+            kind = event.WhichOneof("payload")
+            kinds.append(kind)
+            if kind == "artifact_update":
+                chunks.append(event.artifact_update)
+            if kind == "status_update":
+                last = event.status_update.status.state
+        assert last == TaskState.TASK_STATE_COMPLETED
+        assert len(chunks) > 2 and chunks[-1].last_chunk and not chunks[0].append
+        assert all(c.append for c in chunks[1:-1])
+        assert chunks[-1].artifact.parts[0].text == "echo: stream these words"
+        return kinds
+
+    kinds = anyio.run(stream)
+    assert kinds[0] == "task" and "artifact_update" in kinds
+
+
+def test_cancel_stops_the_call_in_either_process(two_servers: list[str]) -> None:
+    first_url, second_url = two_servers
+
+    async def cancel(via: str) -> None:
+        first = await sdk_client(first_url, ALICE)
+        canceller = await sdk_client(via, ALICE)
+        request = user_message("be slow")
+        request.configuration.return_immediately = True
+        running = await send(first, request)
+        assert running.status.state in (
+            TaskState.TASK_STATE_SUBMITTED,
+            TaskState.TASK_STATE_WORKING,
+        )
+        cancelled = await canceller.cancel_task(CancelTaskRequest(id=running.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        # the call stopped: the session is free for the next message at once
+        after = await send(first, user_message("are you free", context=running.context_id))
+        assert answer_of(after) == "echo: are you free"
+        final = await first.get_task(GetTaskRequest(id=running.id))
+        assert final.status.state == TaskState.TASK_STATE_CANCELED
+
+    anyio.run(cancel, first_url)
+    anyio.run(cancel, second_url)
+
+
+def test_nothing_is_reachable_without_a_known_token(two_servers: list[str]) -> None:
+    url = two_servers[0]
+    card = url + ".well-known/agent-card.json"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+    for headers in ({}, {"Authorization": "Bearer not-a-known-token"}):
+        assert httpx.get(card, headers=headers).status_code == 401
+        refused = httpx.post(url, json=body, headers=headers)
+        assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(card, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 200
