@@ -42,6 +42,8 @@ LAYERS: dict[str, int] = {
     "review": 14,
     #: Our agents (compose) as MCP tools: an MCP server over the official SDK.
     "mcp_server": 14,
+    #: Our agents (compose) over A2A: an A2A server on the official a2a-sdk.
+    "a2a_server": 14,
     "server": 15,
     "cli": 16,
     "__init__": 17,

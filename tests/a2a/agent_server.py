@@ -53,5 +53,10 @@ async def main(url: str, port: int, tokens: Path) -> None:
             await uvicorn.Server(config).serve()
 
 
+def model() -> ScriptedModel:
+    """The model above, for ``--model python:tests.a2a.agent_server:model``."""
+    return ScriptedModel(answer)
+
+
 if __name__ == "__main__":
     anyio.run(main, sys.argv[1], int(sys.argv[3]), Path(sys.argv[2]))
