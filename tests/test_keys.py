@@ -83,6 +83,12 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("a2a-push", "a:lead", "task-1"),
     ),
     (
+        k.A2A_REMOTE,
+        k.a2a_remote_key("acme", "alice", "remote", "s1"),
+        ("a2a-remote", *OWNER, "a:remote", "s:s1"),
+        ("a2a-remote", *OWNER),
+    ),
+    (
         k.TEAM_INDEX,
         TEAM.index(),
         ("teams", *OWNER, "_index", "team-1"),

@@ -35,6 +35,8 @@ LAYERS: dict[str, int] = {
     "hooks": 8,
     "agent": 9,
     "mcp": 10,
+    #: Remote A2A agents as subagents' models (the client side of the a2a-sdk).
+    "a2a": 10,
     "skills": 10,
     "subagents": 11,
     "teams": 12,

@@ -17,7 +17,7 @@ from a2a.server.tasks import PushNotificationConfigStore, TaskStore
 from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix
+from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix, parse
 from ..store.base import BaseStore
 from .auth import caller_of
 
@@ -63,7 +63,7 @@ class StoreTaskStore(TaskStore):
         prefix = a2a_tasks_prefix(who.org_id, who.user_id, self.agent)
         tasks = []
         for key in await self.store.list_keys(prefix, limit=_MAX_LISTED):
-            task = await self.get(key[-1], context)
+            task = await self.get(parse(key)[1]["a2a_task"], context)
             if task is None:
                 continue
             if params.context_id and task.context_id != params.context_id:

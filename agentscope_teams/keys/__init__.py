@@ -22,6 +22,7 @@ run-mail-ack   ("subagent-mail-ack", o, u, s:parent_session, run_id)     (lit, o
 agent-memory   ("agent-memory", o, u, scope, a:agent)                    (lit, o, u)
 a2a-task       ("a2a-tasks", o, u, a:agent, a2a_task)                    (lit, o, u)
 a2a-push       ("a2a-push", a:agent, a2a_task, push)                     (lit, a:agent, a2a_task)
+a2a-remote     ("a2a-remote", o, u, a:agent, s:session)                  (lit, o, u)
 team-index     ("teams", o, u, "_index", team_id)                        (lit, o, u, "_index")
 team           ("teams", o, u, team_id, "team")                          (lit, o, u, team_id)
 task           ("teams", o, u, team_id, "task", task_id)                 (lit, o, u, team_id)
@@ -56,9 +57,16 @@ earliest expiry first. The team id ``"_index"`` is reserved. Each family is a :c
 from __future__ import annotations
 
 from ..store.base import Key
-from ._a2a import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix
+from ._a2a import (
+    a2a_push_key,
+    a2a_push_prefix,
+    a2a_remote_key,
+    a2a_task_key,
+    a2a_tasks_prefix,
+)
 from ._family import (
     A2A_PUSH,
+    A2A_REMOTE,
     A2A_TASK,
     AGENT_MEMORY,
     DIRECTORY_SIGNAL,
@@ -116,6 +124,7 @@ def address_of(key: Key) -> Key:
 
 __all__ = [
     "A2A_PUSH",
+    "A2A_REMOTE",
     "A2A_TASK",
     "AGENT_MEMORY",
     "DIRECTORY_SIGNAL",
@@ -154,6 +163,7 @@ __all__ = [
     "address_of",
     "a2a_push_key",
     "a2a_push_prefix",
+    "a2a_remote_key",
     "a2a_task_key",
     "a2a_tasks_prefix",
     "agent_memory_key",

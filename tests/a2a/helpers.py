@@ -63,8 +63,10 @@ def write_tokens(path: Path, tokens: dict[str, dict[str, str]]) -> Path:
     return path
 
 
-async def sdk_client(url: str, token: str | None, *, streaming: bool = False) -> Any:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+async def sdk_client(
+    url: str, token: str | None, *, streaming: bool = False, headers: dict[str, str] | None = None
+) -> Any:
+    headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
     http = httpx.AsyncClient(headers=headers, timeout=60)
     return await create_client(url, ClientConfig(httpx_client=http, streaming=streaming))
 

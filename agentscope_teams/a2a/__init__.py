@@ -1,0 +1,6 @@
+"""Remote A2A agents as subagents (official ``a2a-sdk``): a spec's ``a2a:`` block; see ``docs/a2a.md``."""
+
+from .config import RemoteAgentConfig
+from .remote import RemoteA2AModel, RemoteConversation
+
+__all__ = ["RemoteA2AModel", "RemoteAgentConfig", "RemoteConversation"]

@@ -1,0 +1,35 @@
+"""A spec with an ``a2a:`` block: the child's model is the remote agent (:mod:`agentscope_teams.a2a`)."""
+
+from __future__ import annotations
+
+from ..a2a import RemoteA2AModel
+from ..errors import ToolError
+from ..mcp.config import expand_env
+from ..model.base import ChatModel
+from ..store.base import BaseStore
+from ..trust import ProjectTrust
+from .spec import SubagentSpec
+
+
+def remote_model(spec: SubagentSpec, store: BaseStore, trust: ProjectTrust) -> ChatModel:
+    """The model of a run of ``spec``: its remote agent, headers expanded.
+
+    ``${VAR}`` in a spec file's headers is expanded only when its project is trusted (a spec
+    file could otherwise send any environment variable to any URL); a spec made in code is the
+    operator's. Every problem is a tool error naming the agent.
+    """
+    config = spec.a2a
+    assert config is not None
+    if config.needs_expansion:
+        if spec.source is not None and not trust.is_trusted(spec.source):
+            trust.withhold("a2a headers", spec.name, spec.source)
+            raise ToolError(
+                f"agent {spec.name}: its a2a.headers use ${{VAR}}, which is expanded only for a "
+                f"trusted project; trust {spec.source.parent} (agentscope-teams trust add PATH, "
+                "--trust-project, trust_project=True) or write the values in"
+            )
+        try:
+            config = config.expanded(expand_env)
+        except Exception as exc:
+            raise ToolError(f"agent {spec.name}: {exc}") from exc
+    return RemoteA2AModel(spec.name, config, store)

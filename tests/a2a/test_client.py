@@ -1,0 +1,149 @@
+"""A remote A2A agent as a subagent: our lead (scripted) spawns a spec whose ``a2a:`` block names
+a plain a2a-sdk server running in another process: sync and background runs, ``agent_cancel``
+cancelling the remote task, ``input-required`` answered with ``agent_send``, errors as tool
+errors naming the agent, ``${VAR}`` headers and project trust."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agentscope_teams import HarnessAgent, RuntimeContext
+from agentscope_teams.message import ToolResultBlock
+from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel
+from agentscope_teams.store.memory import InMemoryStore
+
+from .helpers import processes, sdk_client
+
+pytest.importorskip("a2a")
+KEY = "remote-key-0123456789"
+SPEC = """---
+description: A remote agent reached over A2A.
+a2a:
+  url: {url}
+  headers: {{X-Api-Key: "${{REMOTE_KEY}}"}}
+  timeout: {timeout}
+  retries: 0
+  poll: 0.1
+---
+"""
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[str]:
+    with processes(["tests.a2a.remote_server", KEY]) as (port,):
+        yield f"http://127.0.0.1:{port}"
+
+
+def specs(tmp_path: Path, url: str, timeout: float = 60) -> Path:
+    folder = tmp_path / "specs"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "remote.md").write_text(SPEC.format(url=url, timeout=timeout))
+    return folder
+
+
+def last_output(request: ModelRequest) -> ToolResultBlock:
+    blocks = [b for b in request.messages[-1].content if isinstance(b, ToolResultBlock)]
+    assert blocks, request.messages[-1]
+    return blocks[0]
+
+
+def run_id(request: ModelRequest) -> str:
+    found = re.search(r"[Rr]un (r-\w+)", last_output(request).output)
+    assert found, last_output(request).output
+    return found[1]
+
+
+Step = ModelResponse | str | Callable[[ModelRequest], ModelResponse | str]
+
+
+def lead_run(folder: Path, steps: list[Step], *, trust: bool = True) -> list[ModelRequest]:
+    """Run the lead once with ``steps``; the model requests it made."""
+    model = ScriptedModel(steps)
+
+    async def go() -> None:
+        agent = HarnessAgent(
+            "lead", model, "lead", specs=folder, store=InMemoryStore(), trust_project=trust
+        )
+        async with agent:
+            await agent.call("go", RuntimeContext(session_id="s1", user_id="alice"))
+
+    anyio.run(go)
+    return model.requests
+
+
+def spawn(task: str, timeout: float = 60) -> ModelResponse:
+    return ScriptedModel.tool_call(
+        "agent_spawn", {"agent": "remote", "task": task, "timeout_seconds": timeout}
+    )
+
+
+@pytest.fixture(autouse=True)
+def remote_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REMOTE_KEY", KEY)
+
+
+def test_sync_spawn_returns_the_remote_answer(remote: str, tmp_path: Path) -> None:
+    requests = lead_run(specs(tmp_path, remote), [spawn("hi there"), "done"])
+    result = last_output(requests[1])
+    assert not result.is_error and result.output.endswith("completed:\nremote says: hi there")
+
+
+def test_input_required_is_answered_with_agent_send(remote: str, tmp_path: Path) -> None:
+    steps: list[Step] = [
+        spawn("ask"),
+        lambda r: ScriptedModel.tool_call("agent_send", {"run": run_id(r), "message": "Ada"}),
+        "done",
+    ]
+    requests = lead_run(specs(tmp_path, remote), steps)
+    asked = last_output(requests[1]).output
+    assert "[input required]" in asked and "What is your name?" in asked
+    assert last_output(requests[2]).output.endswith("completed:\nhello Ada")
+
+
+def test_background_run_and_agent_cancel_cancel_the_remote_task(
+    remote: str, tmp_path: Path
+) -> None:
+    steps: list[Step] = [
+        spawn("slow", timeout=0),
+        lambda r: ScriptedModel.tool_call("agent_wait", {"run": run_id(r), "timeout_seconds": 1}),
+        lambda r: ScriptedModel.tool_call("agent_cancel", {"run": run_id(r)}),
+        "done",
+    ]
+    requests = lead_run(specs(tmp_path, remote), steps)
+    assert "in the background" in last_output(requests[1]).output
+    assert "cancelled" in last_output(requests[3]).output
+
+    async def remote_tasks() -> list[Any]:
+        from a2a.types.a2a_pb2 import ListTasksRequest, TaskState
+
+        client = await sdk_client(remote + "/", None, headers={"X-Api-Key": KEY})
+        found = await client.list_tasks(ListTasksRequest())
+        return [TaskState.Name(t.status.state) for t in found.tasks]
+
+    assert "TASK_STATE_CANCELED" in anyio.run(remote_tasks)
+
+
+def test_failures_are_tool_errors_naming_the_remote_agent(remote: str, tmp_path: Path) -> None:
+    requests = lead_run(specs(tmp_path, remote), [spawn("fail"), "done"])
+    failed = last_output(requests[1])
+    assert failed.is_error and "'remote'" in failed.output and "FAILED: it broke" in failed.output
+
+    requests = lead_run(specs(tmp_path, remote, timeout=0.5), [spawn("slow"), "done"])
+    late = last_output(requests[1])
+    assert late.is_error and "did not answer within 0.5 s" in late.output
+
+    gone = specs(tmp_path / "gone", "http://127.0.0.1:9/")  # nothing listens on port 9
+    refused = last_output(lead_run(gone, [spawn("hi"), "done"])[1])
+    assert refused.is_error and "cannot read its Agent Card" in refused.output
+
+
+def test_headers_of_an_untrusted_project_are_not_expanded(remote: str, tmp_path: Path) -> None:
+    requests = lead_run(specs(tmp_path, remote), [spawn("hi"), "done"], trust=False)
+    refused = last_output(requests[1])
+    assert refused.is_error and "trusted project" in refused.output
