@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import httpx
 from pydantic import BaseModel
 
 from ..context import RuntimeContext, current_context
@@ -82,6 +81,8 @@ class RemoteA2AModel:
         talk = (
             RemoteConversation.model_validate_json(entry.value) if entry else RemoteConversation()
         )
+        import httpx
+
         http = httpx.AsyncClient(headers=self.config.headers, timeout=self.config.timeout)
         async with http:
             client = await self._connect(http)
@@ -93,7 +94,7 @@ class RemoteA2AModel:
         await self.store.put(key, talk.model_dump_json().encode())
         return answer
 
-    async def _connect(self, http: httpx.AsyncClient) -> Any:
+    async def _connect(self, http: Any) -> Any:
         from a2a.client import ClientConfig, create_client
 
         base, card_path = self.config.card_location
