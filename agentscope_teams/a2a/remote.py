@@ -32,6 +32,7 @@ from ..message import TextBlock
 from ..model.base import ModelRequest, ModelResponse, StreamItem
 from ..model.scripted import replay
 from ..store.base import BaseStore
+from .compat import lenient_transport
 from .config import RemoteAgentConfig
 
 _RUNNING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_UNSPECIFIED")
@@ -83,7 +84,11 @@ class RemoteA2AModel:
         )
         import httpx
 
-        http = httpx.AsyncClient(headers=self.config.headers, timeout=self.config.timeout)
+        http = httpx.AsyncClient(
+            headers=self.config.headers,
+            timeout=self.config.timeout,
+            transport=lenient_transport(httpx.AsyncHTTPTransport()),
+        )
         async with http:
             client = await self._connect(http)
             try:

@@ -147,3 +147,20 @@ def test_headers_of_an_untrusted_project_are_not_expanded(remote: str, tmp_path:
     requests = lead_run(specs(tmp_path, remote), [spawn("hi"), "done"], trust=False)
     refused = last_output(requests[1])
     assert refused.is_error and "trusted project" in refused.output
+
+
+def test_a_pydantic_ai_agent_served_by_fasta2a_is_a_subagent(tmp_path: Path) -> None:
+    pytest.importorskip("fasta2a.pydantic_ai")
+    with processes(["tests.a2a.pydantic_ai_server"]) as (port,):
+        folder = specs(tmp_path, f"http://127.0.0.1:{port}/.well-known/agent-card.json")
+        steps: list[Step] = [
+            spawn("the first thing"),
+            lambda r: ScriptedModel.tool_call(
+                "agent_send", {"run": run_id(r), "message": "the second thing"}
+            ),
+            "done",
+        ]
+        requests = lead_run(folder, steps)
+    first, second = last_output(requests[1]), last_output(requests[2])
+    assert first.output.endswith("completed:\npydantic-ai heard: the first thing"), first
+    assert second.output.endswith("completed:\npydantic-ai heard: the second thing"), second
