@@ -20,6 +20,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -41,6 +42,14 @@ INPUT_REQUIRED_NOTE = (
     "[input required] The remote agent {name} needs an answer before it can go on:\n{question}\n"
     "Answer it with agent_send to this run: your message goes to the remote agent as the answer."
 )
+
+
+@dataclass(frozen=True)
+class RemoteReply:
+    """What the remote agent said; ``waiting``: its task waits for an answer to ``text``."""
+
+    text: str
+    waiting: bool = False
 
 
 class RemoteConversation(BaseModel):
@@ -77,11 +86,22 @@ class RemoteA2AModel:
 
     async def turn(self, ctx: RuntimeContext, text: str) -> str:
         """Send ``text`` in ``ctx``'s conversation; the answer (or the remote agent's question)."""
+        reply = await self.ask(ctx, text)
+        if reply.waiting:
+            return INPUT_REQUIRED_NOTE.format(name=self.name, question=reply.text or "(none)")
+        return reply.text
+
+    async def ask(self, ctx: RuntimeContext, text: str, *, answers: bool = True) -> RemoteReply:
+        """Send ``text`` in ``ctx``'s conversation: the answer, or the question of a task that
+        waits for input (the next ``ask`` of this conversation answers it, unless ``answers`` is
+        False: then ``text`` starts a new task in the same context)."""
         key = a2a_remote_key(ctx.org_id, ctx.user_id, self.name, ctx.session_id)
         entry = await self.store.get(key)
         talk = (
             RemoteConversation.model_validate_json(entry.value) if entry else RemoteConversation()
         )
+        if not answers:
+            talk = RemoteConversation(context_id=talk.context_id)
         import httpx
 
         http = httpx.AsyncClient(
@@ -95,9 +115,9 @@ class RemoteA2AModel:
                 task_or_message = await self._exchange(client, talk, text)
             finally:
                 await client.close()
-        answer, talk = self._outcome(task_or_message, talk)
+        reply, talk = self._outcome(task_or_message, talk)
         await self.store.put(key, talk.model_dump_json().encode())
-        return answer
+        return reply
 
     async def _connect(self, http: Any) -> Any:
         from a2a.client import ClientConfig, create_client
@@ -184,21 +204,23 @@ class RemoteA2AModel:
             with anyio.move_on_after(_CANCEL_SECONDS), contextlib.suppress(Exception):
                 await client.cancel_task(CancelTaskRequest(id=task_id))
 
-    def _outcome(self, result: Any, talk: RemoteConversation) -> tuple[str, RemoteConversation]:
+    def _outcome(
+        self, result: Any, talk: RemoteConversation
+    ) -> tuple[RemoteReply, RemoteConversation]:
         from a2a.types.a2a_pb2 import Message, TaskState
 
         if isinstance(result, Message):
             context = result.context_id or talk.context_id
-            return _parts_text(result.parts), RemoteConversation(context_id=context)
+            return RemoteReply(_parts_text(result.parts)), RemoteConversation(context_id=context)
         state = TaskState.Name(result.status.state)
         context = result.context_id or talk.context_id
         said = _parts_text(result.status.message.parts)
         if state == "TASK_STATE_COMPLETED":
             answer = "\n".join(_parts_text(a.parts) for a in result.artifacts) or said
-            return answer, RemoteConversation(context_id=context)
+            return RemoteReply(answer), RemoteConversation(context_id=context)
         if state == "TASK_STATE_INPUT_REQUIRED":
-            note = INPUT_REQUIRED_NOTE.format(name=self.name, question=said or "(no question)")
-            return note, RemoteConversation(context_id=context, task_id=result.id)
+            waiting = RemoteConversation(context_id=context, task_id=result.id)
+            return RemoteReply(said, waiting=True), waiting
         raise ModelError(
             f"{self._where()}: its task {result.id} ended {state.removeprefix('TASK_STATE_')}"
             + (f": {said}" if said else ""),

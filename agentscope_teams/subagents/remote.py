@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..a2a import RemoteA2AModel
-from ..errors import ToolError
+from ..a2a import RemoteA2AModel, RemoteMemberModel
+from ..errors import ConfigurationError, ToolError
 from ..mcp.config import expand_env
 from ..model.base import ChatModel
 from ..store.base import BaseStore
@@ -11,12 +11,15 @@ from ..trust import ProjectTrust
 from .spec import SubagentSpec
 
 
-def remote_model(spec: SubagentSpec, store: BaseStore, trust: ProjectTrust) -> ChatModel:
+def remote_model(
+    spec: SubagentSpec, store: BaseStore, trust: ProjectTrust, *, member: bool = False
+) -> ChatModel:
     """The model of a run of ``spec``: its remote agent, headers expanded.
 
     ``${VAR}`` in a spec file's headers is expanded only when its project is trusted (a spec
     file could otherwise send any environment variable to any URL); a spec made in code is the
-    operator's. Every problem is a tool error naming the agent.
+    operator's. Every problem is a tool error naming the agent. ``member``: the model of a team
+    member (:class:`~agentscope_teams.a2a.RemoteMemberModel`), which works the board for it.
     """
     config = spec.a2a
     assert config is not None
@@ -32,4 +35,15 @@ def remote_model(spec: SubagentSpec, store: BaseStore, trust: ProjectTrust) -> C
             config = config.expanded(expand_env)
         except Exception as exc:
             raise ToolError(f"agent {spec.name}: {exc}") from exc
-    return RemoteA2AModel(spec.name, config, store)
+    remote = RemoteA2AModel(spec.name, config, store)
+    return RemoteMemberModel(remote) if member else remote
+
+
+def a2a_member(spec: SubagentSpec, store: BaseStore) -> ChatModel:
+    """The model of a team member of ``spec`` (which has an ``a2a:`` block): it claims each task,
+    has the remote agent do it and completes it with the answer. ``${VAR}`` in its headers needs
+    a trusted project, as for a subagent (the user's remembered decisions)."""
+    try:
+        return remote_model(spec, store, ProjectTrust(), member=True)
+    except ToolError as exc:
+        raise ConfigurationError(str(exc)) from None

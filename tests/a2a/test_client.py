@@ -6,7 +6,7 @@ errors naming the agent, ``${VAR}`` headers and project trust."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,10 @@ from agentscope_teams.message import ToolResultBlock
 from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 
+from .conftest import KEY
 from .helpers import processes, sdk_client
 
 pytest.importorskip("a2a")
-KEY = "remote-key-0123456789"
 SPEC = """---
 description: A remote agent reached over A2A.
 a2a:
@@ -32,12 +32,6 @@ a2a:
   poll: 0.1
 ---
 """
-
-
-@pytest.fixture(scope="module")
-def remote() -> Iterator[str]:
-    with processes(["tests.a2a.remote_server", KEY]) as (port,):
-        yield f"http://127.0.0.1:{port}"
 
 
 def specs(tmp_path: Path, url: str, timeout: float = 60) -> Path:

@@ -23,6 +23,7 @@ from ...model.base import ChatModel
 from ...sessions import SessionSource
 from ...store.base import BaseStore, path_segment
 from ...subagents.pool import specs_from
+from ...subagents.remote import a2a_member  # a remote A2A agent as a member (docs/a2a.md)
 from ...subagents.spawn import ModelPool, spawn_agent, spec_permissions
 from ...subagents.spec import SubagentSpec, WorkspaceMode
 from ...tools import PermissionEngine, Toolkit
@@ -126,7 +127,7 @@ class MemberBuilder:
         agent = spawn_agent(
             spec,
             name=member.name,
-            model=self.pool.for_spec(spec),
+            model=self.pool.for_spec(spec) if spec.a2a is None else a2a_member(spec, self.store),
             store=self.store,
             toolkit=toolkit,
             config=self.config or ReActConfig(),
