@@ -94,7 +94,7 @@ class MemberBuilder:
         if spec is None:
             return f"spec {member.spec!r} is not among this process's specs ({sorted(self.specs)})"
         try:
-            self.pool.for_spec(spec)
+            self.pool.for_spec(spec) if spec.a2a is None else a2a_member(spec, self.store)
         except Exception as exc:
             return f"no model for spec {spec.name!r}: {exc}"
         return None
