@@ -90,20 +90,28 @@ def agent_card(exposed: ExposedAgent, url: str, *, auth: bool = True) -> AgentCa
     return card
 
 
-def _agent_routes(exposed: ExposedAgent, store: BaseStore, auth: bool) -> tuple[list[Any], Any]:
+def _agent_routes(
+    exposed: ExposedAgent, store: BaseStore, auth: bool, private_push: bool
+) -> tuple[list[Any], Any]:
     import httpx
+    from a2a.utils.push_url_validator import validate_push_notification_url
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
     tasks = StoreTaskStore(store, exposed.name)
     pushes = StorePushConfigStore(store, exposed.name)
+    # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
+    push_check = None if private_push else validate_push_notification_url
     handler = DefaultRequestHandler(
         agent_executor=AgentTaskExecutor(exposed.agent, tasks, output_type=exposed.output_type),
         task_store=tasks,
         agent_card=agent_card(exposed, "http://localhost/", auth=auth),
         push_config_store=pushes,
-        push_sender=BasePushNotificationSender(httpx.AsyncClient(timeout=10), pushes),
+        push_sender=BasePushNotificationSender(
+            httpx.AsyncClient(timeout=10), pushes, push_url_validator=push_check
+        ),
+        push_url_validator=push_check,
     )
 
     async def card(request: Request) -> JSONResponse:
@@ -124,12 +132,14 @@ def a2a_app(
     verifier: Verifier | None,
     anonymous: bool = False,
     public_card: bool = False,
+    private_push: bool = False,
 ) -> Any:
     """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
 
     ``verifier`` maps a bearer token to its caller; a request it does not know gets 401, unless
     the operator says ``anonymous`` (everyone may call, as the anonymous user) or ``public_card``
-    (the cards only). Mount it anywhere (``app.mount("/a2a", a2a_app(...))``).
+    (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
+    unless ``private_push``. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``).
     """
     from starlette.applications import Starlette
     from starlette.routing import Mount
@@ -139,7 +149,7 @@ def a2a_app(
         raise ConfigurationError(f"expose one or more agents with distinct names (got {names})")
     mounts, handlers = [], []
     for exposed in agents:
-        routes, handler = _agent_routes(exposed, store, auth=not anonymous)
+        routes, handler = _agent_routes(exposed, store, not anonymous, private_push)
         mounts.append(Mount(f"/{exposed.name}", routes=routes))
         handlers.append(handler)
     app = Starlette(routes=mounts)

@@ -10,6 +10,7 @@ import anyio
 import httpx
 import pytest
 from a2a.types.a2a_pb2 import TaskState
+from a2a.utils.errors import InvalidParamsError
 
 from ..cli.conftest import CLI, REPO, Cli
 from .helpers import answer_of, free_port, sdk_client, send, user_message, wait_for_port
@@ -40,6 +41,10 @@ def test_serve_a2a_takes_the_operator_token(cli: Cli, tmp_path: Path) -> None:
             task = await send(client, user_message("hi from a2a"))
             assert task.status.state == TaskState.TASK_STATE_COMPLETED
             assert answer_of(task) == "echo: hi from a2a"
+            request = user_message("push to my loopback")  # this server would POST there: SSRF
+            request.configuration.task_push_notification_config.url = "http://127.0.0.1:9/h"
+            with pytest.raises(InvalidParamsError):
+                await send(client, request)
 
         anyio.run(call)
     finally:

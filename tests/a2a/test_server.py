@@ -4,12 +4,16 @@ through the second process, streaming, cancel (also from another process), and a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import anyio
 import httpx
 import pytest
+from a2a.helpers.proto_helpers import get_data_parts
 from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, TaskState
 from a2a.utils.errors import TaskNotFoundError
 
@@ -131,3 +135,64 @@ def test_nothing_is_reachable_without_a_known_token(two_servers: list[str]) -> N
         refused = httpx.post(url, json=body, headers=headers)
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
     assert httpx.get(card, headers={"Authorization": f"Bearer {ALICE}"}).status_code == 200
+
+
+def test_a_confirmation_is_given_through_the_other_process(two_servers: list[str]) -> None:
+    async def confirm() -> None:
+        first = await sdk_client(two_servers[0], ALICE)
+        second = await sdk_client(two_servers[1], ALICE)
+        paused = await send(first, user_message("please deploy"))
+        assert paused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert 'May I run deploy {"target": "prod"}?' in status_text(paused)
+        done = await send(second, user_message("yes", task=paused.id, context=paused.context_id))
+        assert answer_of(done) == "deploy said: deployed to prod"
+
+    anyio.run(confirm)
+
+
+def test_structured_output_is_a_data_part(two_servers: list[str]) -> None:
+    async def judged() -> None:
+        url = two_servers[0].replace("/a2a/lead/", "/a2a/judge/")
+        client = await sdk_client(url, ALICE)
+        assert "application/json" in client._card.default_output_modes
+        task = await send(client, user_message("judge this"))
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        (artifact,) = task.artifacts
+        assert get_data_parts(list(artifact.parts)) == [{"verdict": "approve", "score": 7.0}]
+
+    anyio.run(judged)
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    bodies: ClassVar[list[bytes]] = []
+
+    def do_POST(self) -> None:
+        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_push_notifications_reach_the_callers_url(two_servers: list[str]) -> None:
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    hook = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+
+    async def pushed() -> str:
+        client = await sdk_client(two_servers[0], ALICE)
+        request = user_message("push me")
+        request.configuration.task_push_notification_config.url = hook
+        request.configuration.task_push_notification_config.token = "caller-token"
+        task = await send(client, request)
+        with anyio.fail_after(30):  # a liveness guard, not a timing threshold
+            while not any(b"TASK_STATE_COMPLETED" in b for b in _Receiver.bodies):
+                await anyio.sleep(0.05)
+        return str(task.id)
+
+    try:
+        task_id = anyio.run(pushed)
+    finally:
+        receiver.shutdown()
+    assert all(task_id.encode() in body for body in _Receiver.bodies)
