@@ -14,7 +14,12 @@ import anyio
 import httpx
 import pytest
 from a2a.helpers.proto_helpers import get_data_parts
-from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, TaskState
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 from a2a.utils.errors import TaskNotFoundError
 
 from ..backends import REDIS_URL, unique_namespace
@@ -198,3 +203,39 @@ def test_push_notifications_reach_the_callers_url(two_servers: list[str]) -> Non
     finally:
         receiver.shutdown()
     assert all(task_id.encode() in body for body in _Receiver.bodies)
+
+
+def test_resubscribe_follows_a_running_task_to_its_cancel(two_servers: list[str]) -> None:
+    async def follow() -> list[str]:
+        client = await sdk_client(two_servers[0], ALICE, streaming=True)
+        request = user_message("be slow again")
+        request.configuration.return_immediately = True
+        started = await send(await sdk_client(two_servers[0], ALICE), request)
+        task_id = started.id
+        seen: list[str] = []
+        subscribed = anyio.Event()
+
+        async def listen() -> None:
+            async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                subscribed.set()
+                kind = event.WhichOneof("payload")
+                state = (
+                    event.task.status.state
+                    if kind == "task"
+                    else event.status_update.status.state
+                    if kind == "status_update"
+                    else None
+                )
+                if state is not None:
+                    seen.append(TaskState.Name(state))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listen)
+            with anyio.fail_after(30):  # a liveness guard, not a timing threshold
+                await subscribed.wait()
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+        return seen
+
+    seen = anyio.run(follow)
+    assert seen[0] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    assert seen[-1] == "TASK_STATE_CANCELED"
