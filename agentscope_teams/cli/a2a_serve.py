@@ -9,6 +9,7 @@ runs as the (org, user) of its token. ``--a2a-public-card`` lets anyone read the
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,9 @@ def mount_a2a(app: Any, args: argparse.Namespace) -> None:
     """Mount ``args.a2a_app`` (if any) at ``/a2a`` of the control plane ``app``."""
     if getattr(args, "a2a_app", None) is not None:
         app.mount(MOUNT, args.a2a_app)
+        where = f"{MOUNT}/{args.name}/"
+        print(
+            f"A2A: agent {args.name} at {where} (card {where}.well-known/agent-card.json)",
+            file=sys.stderr,
+            flush=True,
+        )
