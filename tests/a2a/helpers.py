@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_text_parts, new_text_part
 from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, Task
+
+from agentscope_teams import HarnessAgent, RuntimeContext
+from agentscope_teams.message import ToolResultBlock
+from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel
+from agentscope_teams.store.memory import InMemoryStore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,3 +103,39 @@ def answer_of(task: Task) -> str:
 
 def status_text(task: Task) -> str:
     return "\n".join(get_text_parts(list(task.status.message.parts)))
+
+
+def last_output(request: ModelRequest) -> ToolResultBlock:
+    blocks = [b for b in request.messages[-1].content if isinstance(b, ToolResultBlock)]
+    assert blocks, request.messages[-1]
+    return blocks[0]
+
+
+def run_id(request: ModelRequest) -> str:
+    found = re.search(r"[Rr]un (r-\w+)", last_output(request).output)
+    assert found, last_output(request).output
+    return found[1]
+
+
+Step = ModelResponse | str | Callable[[ModelRequest], ModelResponse | str]
+
+
+def lead_run(folder: Path, steps: list[Step], *, trust: bool = True) -> list[ModelRequest]:
+    """Run the lead once with ``steps``; the model requests it made."""
+    model = ScriptedModel(steps)
+
+    async def go() -> None:
+        agent = HarnessAgent(
+            "lead", model, "lead", specs=folder, store=InMemoryStore(), trust_project=trust
+        )
+        async with agent:
+            await agent.call("go", RuntimeContext(session_id="s1", user_id="alice"))
+
+    anyio.run(go)
+    return model.requests
+
+
+def spawn(task: str, timeout: float = 60) -> ModelResponse:
+    return ScriptedModel.tool_call(
+        "agent_spawn", {"agent": "remote", "task": task, "timeout_seconds": timeout}
+    )

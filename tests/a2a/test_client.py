@@ -5,21 +5,16 @@ errors naming the agent, ``${VAR}`` headers and project trust."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from agentscope_teams import HarnessAgent, RuntimeContext
-from agentscope_teams.message import ToolResultBlock
-from agentscope_teams.model import ModelRequest, ModelResponse, ScriptedModel
-from agentscope_teams.store.memory import InMemoryStore
+from agentscope_teams.model import ScriptedModel
 
 from .conftest import KEY
-from .helpers import processes, sdk_client
+from .helpers import Step, last_output, lead_run, processes, run_id, sdk_client, spawn
 
 pytest.importorskip("a2a")
 SPEC = """---
@@ -39,42 +34,6 @@ def specs(tmp_path: Path, url: str, timeout: float = 60) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "remote.md").write_text(SPEC.format(url=url, timeout=timeout))
     return folder
-
-
-def last_output(request: ModelRequest) -> ToolResultBlock:
-    blocks = [b for b in request.messages[-1].content if isinstance(b, ToolResultBlock)]
-    assert blocks, request.messages[-1]
-    return blocks[0]
-
-
-def run_id(request: ModelRequest) -> str:
-    found = re.search(r"[Rr]un (r-\w+)", last_output(request).output)
-    assert found, last_output(request).output
-    return found[1]
-
-
-Step = ModelResponse | str | Callable[[ModelRequest], ModelResponse | str]
-
-
-def lead_run(folder: Path, steps: list[Step], *, trust: bool = True) -> list[ModelRequest]:
-    """Run the lead once with ``steps``; the model requests it made."""
-    model = ScriptedModel(steps)
-
-    async def go() -> None:
-        agent = HarnessAgent(
-            "lead", model, "lead", specs=folder, store=InMemoryStore(), trust_project=trust
-        )
-        async with agent:
-            await agent.call("go", RuntimeContext(session_id="s1", user_id="alice"))
-
-    anyio.run(go)
-    return model.requests
-
-
-def spawn(task: str, timeout: float = 60) -> ModelResponse:
-    return ScriptedModel.tool_call(
-        "agent_spawn", {"agent": "remote", "task": task, "timeout_seconds": timeout}
-    )
 
 
 @pytest.fixture(autouse=True)

@@ -22,9 +22,24 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import TaskNotFoundError
 
+from agentscope_teams.model import ScriptedModel
+
 from ..backends import REDIS_URL, unique_namespace
 from ..conftest import require_service
-from .helpers import answer_of, processes, sdk_client, send, status_text, user_message, write_tokens
+from .helpers import (
+    Step,
+    answer_of,
+    last_output,
+    lead_run,
+    processes,
+    run_id,
+    sdk_client,
+    send,
+    spawn,
+    status_text,
+    user_message,
+    write_tokens,
+)
 
 pytest.importorskip("a2a")
 ALICE, BOB = "alice-a2a-token-0123456789", "bob-a2a-token-9876543210"
@@ -239,3 +254,24 @@ def test_resubscribe_follows_a_running_task_to_its_cancel(two_servers: list[str]
     seen = anyio.run(follow)
     assert seen[0] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
     assert seen[-1] == "TASK_STATE_CANCELED"
+
+
+def test_our_client_drives_our_server(two_servers: list[str], tmp_path: Path) -> None:
+    """Both directions at once: a lead's subagent is the lead served by the other processes;
+    its ask_user_question reaches this lead, which answers with agent_send."""
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "remote.md").write_text(
+        "---\ndescription: Our own agent, over A2A.\na2a:\n"
+        f"  url: {two_servers[0]}.well-known/agent-card.json\n"
+        f"  headers: {{Authorization: 'Bearer {ALICE}'}}\n  poll: 0.1\n---\n"
+    )
+    steps: list[Step] = [
+        spawn("please ask me"),
+        lambda r: ScriptedModel.tool_call("agent_send", {"run": run_id(r), "message": "green"}),
+        "done",
+    ]
+    requests = lead_run(folder, steps)
+    asked = last_output(requests[1]).output
+    assert "[input required]" in asked and "Which colour?" in asked
+    assert last_output(requests[2]).output.endswith("you chose {'Which colour?': 'green'}")
