@@ -278,6 +278,15 @@ class SubagentSpec(BaseModel):
         return allowed and "agent_spawn" not in self.removed_tools
 
     @model_validator(mode="after")
+    def _remote_is_plain(self) -> SubagentSpec:
+        if self.a2a is not None and (self.output is not None or self.output_type is not None):
+            raise ValueError(
+                "a remote agent (a2a:) answers with text: remove output/output_type, or ask it "
+                "for JSON in the task"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _one_output(self) -> SubagentSpec:
         if self.output is not None and self.output_type is not None:
             raise ValueError("give output (a JSON schema) or output_type (a type), not both")

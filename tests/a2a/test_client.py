@@ -117,3 +117,24 @@ def test_a_pydantic_ai_agent_served_by_fasta2a_is_a_subagent(tmp_path: Path) -> 
     first, second = last_output(requests[1]), last_output(requests[2])
     assert first.output.endswith("completed:\npydantic-ai heard: the first thing"), first
     assert second.output.endswith("completed:\npydantic-ai heard: the second thing"), second
+
+
+def test_an_a2a_block_is_checked_when_the_spec_loads(tmp_path: Path) -> None:
+    from agentscope_teams.errors import SpecError
+    from agentscope_teams.subagents import SubagentSpec
+
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    bad = {
+        "url: ftp://x": r"http\(s\) URL",
+        "url: http://x\n  colour: red": "colour",
+        "url: http://x\noutput: {type: object}": "answers with text",
+    }
+    for block, problem in bad.items():
+        path = folder / "remote.md"
+        path.write_text(f"---\ndescription: d\na2a:\n  {block}\n---\n")
+        with pytest.raises(SpecError, match=problem):
+            SubagentSpec.from_file(path)
+    path.write_text("---\ndescription: d\na2a: {url: 'http://x/'}\n---\n")
+    spec = SubagentSpec.from_file(path)
+    assert spec.a2a is not None and spec.tools == [] and spec.a2a.timeout == 300
