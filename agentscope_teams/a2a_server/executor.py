@@ -99,8 +99,11 @@ class AgentTaskExecutor(AgentExecutor):
 async def _run(
     executor: AgentTaskExecutor, updater: TaskUpdater, reply_input: ReplyInput, ctx: RuntimeContext
 ) -> None:
+    """Stream the reply into the task; the task ends only once the stream has ended (the session
+    is saved by then: a next message on the context, in any process, sees this turn)."""
     answer_id = f"answer-{updater.task_id}"
     streamed = False
+    end: ReplyEndEvent | RequireUserConfirmEvent | None = None
     try:
         stream = executor.agent.stream(reply_input, ctx, output_type=executor.output_type)
         async with aclosing(stream) as events:
@@ -119,19 +122,22 @@ async def _run(
                     message = updater.new_agent_message([new_data_part({DATA_KEY: data})])
                     await updater.update_status(TaskState.TASK_STATE_WORKING, message)
                 elif isinstance(event, RequireUserConfirmEvent):
-                    await updater.requires_input(_pause_message(updater, event))
-                    return
-                elif isinstance(event, ReplyEndEvent):
-                    parts = _answer_parts(event, structured=executor.output_type is not None)
-                    await updater.add_artifact(
-                        parts, artifact_id=answer_id, name="answer", append=False, last_chunk=True
-                    )
-                    await updater.complete(updater.new_agent_message(parts))
-                    return
+                    end = event  # the paused reply still ends (ReplyEndEvent): the pause counts
+                elif isinstance(event, ReplyEndEvent) and end is None:
+                    end = event
     except (AgentScopeTeamsError, ValueError) as exc:
         await updater.failed(_agent_message(updater, f"{type(exc).__name__}: {exc}"))
         return
-    await updater.failed(_agent_message(updater, "the agent ended without a reply"))
+    if isinstance(end, RequireUserConfirmEvent):
+        await updater.requires_input(_pause_message(updater, end))
+    elif isinstance(end, ReplyEndEvent):
+        parts = _answer_parts(end, structured=executor.output_type is not None)
+        await updater.add_artifact(
+            parts, artifact_id=answer_id, name="answer", append=False, last_chunk=True
+        )
+        await updater.complete(updater.new_agent_message(parts))
+    else:
+        await updater.failed(_agent_message(updater, "the agent ended without a reply"))
 
 
 async def _watch_cancel(

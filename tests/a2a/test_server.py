@@ -24,7 +24,7 @@ from a2a.utils.errors import TaskNotFoundError
 
 from agentscope_teams.model import ScriptedModel
 
-from ..backends import REDIS_URL, unique_namespace
+from ..backends import SERVICE_URLS, unique_namespace
 from ..conftest import require_service
 from .helpers import (
     Step,
@@ -48,19 +48,30 @@ ALICE, BOB = "alice-a2a-token-0123456789", "bob-a2a-token-9876543210"
 @pytest.fixture
 def two_servers(tmp_path: Path) -> Iterator[list[str]]:
     """Two server processes over one Redis store; alice and bob in an org of this test."""
-    require_service("redis")
+    yield from _two_servers(tmp_path, "redis")
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def two_servers_any(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[str]]:
+    """As ``two_servers``, over Redis and over PostgreSQL."""
+    yield from _two_servers(tmp_path, request.param)
+
+
+def _two_servers(tmp_path: Path, backend: str) -> Iterator[list[str]]:
+    require_service(backend)
+    url = SERVICE_URLS[backend]
     org = unique_namespace()
     tokens = write_tokens(
         tmp_path / "tokens.json",
         {ALICE: {"user": "alice", "org": org}, BOB: {"user": "bob", "org": org}},
     )
-    argv = ["tests.a2a.agent_server", REDIS_URL, str(tokens)]
+    argv = ["tests.a2a.agent_server", url, str(tokens)]
     with processes(argv, argv) as ports:
         yield [f"http://127.0.0.1:{port}/a2a/lead/" for port in ports]
 
 
-def test_input_required_is_answered_through_the_other_process(two_servers: list[str]) -> None:
-    first_url, second_url = two_servers
+def test_input_required_is_answered_through_the_other_process(two_servers_any: list[str]) -> None:
+    first_url, second_url = two_servers_any
 
     async def exchange() -> None:
         first = await sdk_client(first_url, ALICE)
