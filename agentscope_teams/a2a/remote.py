@@ -27,7 +27,7 @@ import anyio
 from pydantic import BaseModel
 
 from ..context import RuntimeContext, current_context
-from ..errors import ModelConnectionError, ModelError, ModelTimeoutError
+from ..errors import MissingDependencyError, ModelConnectionError, ModelError, ModelTimeoutError
 from ..keys import a2a_remote_key
 from ..message import TextBlock
 from ..model.base import ModelRequest, ModelResponse, StreamItem
@@ -58,6 +58,14 @@ class RemoteConversation(BaseModel):
     schema_version: int = 1
     context_id: str | None = None
     task_id: str | None = None
+
+
+def require_sdk(what: str) -> None:
+    """Raise :class:`MissingDependencyError` naming the ``a2a`` extra when the SDK is missing."""
+    try:
+        import a2a.client  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(what, "a2a", ["a2a-sdk"]) from exc
 
 
 class RemoteA2AModel:

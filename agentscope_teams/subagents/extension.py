@@ -36,7 +36,6 @@ from .memo import SubagentMemo
 from .memory import AgentMemory
 from .options import SubagentOptions, check_subagent_options
 from .pool import specs_from
-from .remote import remote_model
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
 from .runtime import Handle, Launch, Runner
 from .spawn import ModelPool
@@ -215,6 +214,8 @@ class SubagentExtension(Extension):
 
     def model_for(self, spec: SubagentSpec) -> ChatModel:
         if spec.a2a is not None:  # a remote A2A agent: its turns go there (docs/a2a.md)
+            from .remote import remote_model
+
             return remote_model(spec, self.agent.store, self.trust)
         try:
             return self.pool.for_spec(spec)

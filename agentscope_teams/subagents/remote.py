@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..a2a import RemoteA2AModel, RemoteMemberModel
-from ..errors import ConfigurationError, ToolError
+from ..a2a.member import RemoteMemberModel
+from ..a2a.remote import RemoteA2AModel, require_sdk
+from ..errors import ConfigurationError, MissingDependencyError, ToolError
 from ..mcp.config import expand_env
 from ..model.base import ChatModel
 from ..store.base import BaseStore
@@ -23,6 +24,10 @@ def remote_model(
     """
     config = spec.a2a
     assert config is not None
+    try:
+        require_sdk(f"agent {spec.name} (a remote A2A agent)")
+    except MissingDependencyError as exc:
+        raise ToolError(str(exc)) from exc
     if config.needs_expansion:
         if spec.source is not None and not trust.is_trusted(spec.source):
             trust.withhold("a2a headers", spec.name, spec.source)
