@@ -9,6 +9,7 @@ from ..mcp.config import expand_env
 from ..model.base import ChatModel
 from ..store.base import BaseStore
 from ..trust import ProjectTrust
+from .spawn import ModelPool
 from .spec import SubagentSpec
 
 
@@ -44,11 +45,21 @@ def remote_model(
     return RemoteMemberModel(remote) if member else remote
 
 
-def a2a_member(spec: SubagentSpec, store: BaseStore) -> ChatModel:
+def a2a_member(
+    spec: SubagentSpec, store: BaseStore, trust: ProjectTrust | None = None
+) -> ChatModel:
     """The model of a team member of ``spec`` (which has an ``a2a:`` block): it claims each task,
     has the remote agent do it and completes it with the answer. ``${VAR}`` in its headers needs
-    a trusted project, as for a subagent (the user's remembered decisions)."""
+    a trusted project, as for a subagent (``trust``, else the user's remembered decisions)."""
     try:
-        return remote_model(spec, store, ProjectTrust(), member=True)
+        return remote_model(spec, store, trust or ProjectTrust(), member=True)
     except ToolError as exc:
         raise ConfigurationError(str(exc)) from None
+
+
+def member_model(
+    pool: ModelPool, spec: SubagentSpec, store: BaseStore, trust: ProjectTrust | None
+) -> ChatModel:
+    """The model of a team member of ``spec``: the pool's, or :func:`a2a_member`'s for a remote
+    agent (the one call the team builder makes)."""
+    return pool.for_spec(spec) if spec.a2a is None else a2a_member(spec, store, trust)

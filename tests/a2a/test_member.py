@@ -17,8 +17,8 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.store.url import store_from_url
 from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TaskStatus, TeamRef, TeamRuntime
-from agentscope_teams.teams.builder import load_pool, member_session_id
 from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record
+from agentscope_teams.teams.member.builder import load_pool, member_session_id
 
 from ..backends import REDIS_URL, unique_namespace
 from ..conftest import require_service
