@@ -71,6 +71,24 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("agent-memory", *OWNER),
     ),
     (
+        k.A2A_TASK,
+        k.a2a_task_key("acme", "alice", "lead", "task-1"),
+        ("a2a-tasks", *OWNER, "a:lead", "task-1"),
+        ("a2a-tasks", *OWNER),
+    ),
+    (
+        k.A2A_PUSH,
+        k.a2a_push_key("lead", "task-1", "p1"),
+        ("a2a-push", "a:lead", "task-1", "p1"),
+        ("a2a-push", "a:lead", "task-1"),
+    ),
+    (
+        k.A2A_REMOTE,
+        k.a2a_remote_key("acme", "alice", "remote", "s1"),
+        ("a2a-remote", *OWNER, "a:remote", "s:s1"),
+        ("a2a-remote", *OWNER),
+    ),
+    (
         k.TEAM_INDEX,
         TEAM.index(),
         ("teams", *OWNER, "_index", "team-1"),

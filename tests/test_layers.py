@@ -37,6 +37,8 @@ LAYERS: dict[str, int] = {
     "hooks": 8,
     "agent": 9,
     "mcp": 10,
+    #: Remote A2A agents as subagents' models (the client side of the a2a-sdk).
+    "a2a": 10,
     "skills": 10,
     "subagents": 11,
     "teams": 12,
@@ -44,6 +46,8 @@ LAYERS: dict[str, int] = {
     "review": 14,
     #: Our agents (compose) as MCP tools: an MCP server over the official SDK.
     "mcp_server": 14,
+    #: Our agents (compose) over A2A: an A2A server on the official a2a-sdk.
+    "a2a_server": 14,
     "server": 15,
     "cli": 16,
     "__init__": 17,

@@ -20,6 +20,9 @@ run-inbox-ack  ("subagent-inbox-ack", o, u, a:agent, s:session)          (lit, o
 run-mail       stream ("subagent-mail", o, u, s:parent_session, run_id)  (lit, o, u)
 run-mail-ack   ("subagent-mail-ack", o, u, s:parent_session, run_id)     (lit, o, u)
 agent-memory   ("agent-memory", o, u, scope, a:agent)                    (lit, o, u)
+a2a-task       ("a2a-tasks", o, u, a:agent, a2a_task)                    (lit, o, u)
+a2a-push       ("a2a-push", a:agent, a2a_task, push)                     (lit, a:agent, a2a_task)
+a2a-remote     ("a2a-remote", o, u, a:agent, s:session)                  (lit, o, u)
 team-index     ("teams", o, u, "_index", team_id)                        (lit, o, u, "_index")
 team           ("teams", o, u, team_id, "team")                          (lit, o, u, team_id)
 task           ("teams", o, u, team_id, "task", task_id)                 (lit, o, u, team_id)
@@ -54,7 +57,17 @@ earliest expiry first. The team id ``"_index"`` is reserved. Each family is a :c
 from __future__ import annotations
 
 from ..store.base import Key
+from ._a2a import (
+    a2a_push_key,
+    a2a_push_prefix,
+    a2a_remote_key,
+    a2a_task_key,
+    a2a_tasks_prefix,
+)
 from ._family import (
+    A2A_PUSH,
+    A2A_REMOTE,
+    A2A_TASK,
     AGENT_MEMORY,
     DIRECTORY_SIGNAL,
     EVENT_LOG,
@@ -111,6 +124,9 @@ def address_of(key: Key) -> Key:
 
 
 __all__ = [
+    "A2A_PUSH",
+    "A2A_REMOTE",
+    "A2A_TASK",
     "slot_groups",
     "AGENT_MEMORY",
     "DIRECTORY_SIGNAL",
@@ -147,6 +163,11 @@ __all__ = [
     "StreamKeys",
     "TeamKeys",
     "address_of",
+    "a2a_push_key",
+    "a2a_push_prefix",
+    "a2a_remote_key",
+    "a2a_task_key",
+    "a2a_tasks_prefix",
     "agent_memory_key",
     "directory_key",
     "directory_prefix",

@@ -126,6 +126,12 @@ RUN_MAIL_ACK = Family("run-mail-ack", "subagent-mail-ack", (_O, _U, _S, "{run}")
                       about="the acknowledged cursor of a run's mail")
 AGENT_MEMORY = Family("agent-memory", "agent-memory", (_O, _U, "{scope}", _A), 3,
                       about="a subagent's persistent memory (memory: user/project/local)")
+A2A_TASK = Family("a2a-task", "a2a-tasks", (_O, _U, _A, "{a2a_task}"), 3,
+                  about="an A2A task record (the a2a_server's TaskStore) of an exposed agent")
+A2A_PUSH = Family("a2a-push", "a2a-push", (_A, "{a2a_task}", "{push}"), 3,
+                  about="one push-notification config of an A2A task (the owner is in it)")
+A2A_REMOTE = Family("a2a-remote", "a2a-remote", (_O, _U, _A, _S), 3,
+                    about="a session's conversation with a remote A2A agent (its context and task)")
 TEAM_INDEX = Family("team-index", "teams", (_O, _U, REGISTRY_SEGMENT, _T), 4,
                     about="a user's registry of teams (list_teams); grouped per user")
 TEAM = Family("team", "teams", (_O, _U, _T, "team"), 4, about="the Team record")
@@ -160,7 +166,7 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 #: Every key family, in the order of the table in :mod:`agentscope_teams.keys`.
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
-    AGENT_MEMORY, TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
+    AGENT_MEMORY, A2A_TASK, A2A_PUSH, A2A_REMOTE, TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
     MEMBER_LEASE, TEAM_SIGNAL, TEAM_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
 )
 # fmt: on

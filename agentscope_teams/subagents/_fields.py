@@ -57,6 +57,7 @@ SPEC_KEYS = frozenset(
         "memory",
         "isolation",
         "hooks",
+        "a2a",
     }
 )
 #: Claude Code keys loaded but not acted on (kept in ``extra``; ``specs check --strict`` refuses

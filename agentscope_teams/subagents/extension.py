@@ -213,6 +213,10 @@ class SubagentExtension(Extension):
     # -- runs ----------------------------------------------------------------------------------------
 
     def model_for(self, spec: SubagentSpec) -> ChatModel:
+        if spec.a2a is not None:  # a remote A2A agent: its turns go there (docs/a2a.md)
+            from .remote import remote_model
+
+            return remote_model(spec, self.agent.store, self.trust)
         try:
             return self.pool.for_spec(spec)
         except Exception as exc:

@@ -48,6 +48,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..a2a.config import RemoteAgentConfig
 from ..agent.output import OutputType
 from ..errors import SpecError, SpecErrors
 from ..mcp.config import HttpServer, StdioServer
@@ -237,6 +238,9 @@ class SubagentSpec(BaseModel):
     #: The same as a Python type (a pydantic model, ...), for specs built in code; the run's
     #: result data is then validated by it. Not serialized.
     output_type: Any = Field(default=None, exclude=True)
+    #: A remote A2A agent that runs as this subagent (``a2a: {url, headers, ...}``; see
+    #: ``docs/a2a.md``): its runs send their turns there instead of to a model.
+    a2a: RemoteAgentConfig | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     source: Path | None = None
@@ -246,6 +250,8 @@ class SubagentSpec(BaseModel):
     def _normalize(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, Mapping):
             return data
+        if data.get("a2a") is not None and data.get("tools") is None:
+            data = {**data, "tools": []}  # a remote agent has its own tools, none of ours
         return normalize_input(data, (info.context or {}).get("model_aliases"))
 
     @property
@@ -270,6 +276,15 @@ class SubagentSpec(BaseModel):
         (or ``agent_spawn``); Claude Code's ``tools:`` is an allowlist for spawning too."""
         allowed = self.tools is None or "agent_spawn" in self.tools
         return allowed and "agent_spawn" not in self.removed_tools
+
+    @model_validator(mode="after")
+    def _remote_is_plain(self) -> SubagentSpec:
+        if self.a2a is not None and (self.output is not None or self.output_type is not None):
+            raise ValueError(
+                "a remote agent (a2a:) answers with text: remove output/output_type, or ask it "
+                "for JSON in the task"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_output(self) -> SubagentSpec:

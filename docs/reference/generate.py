@@ -246,6 +246,10 @@ SPEC_KEY_DOCS = {
     "isolation": "`worktree`: each run works in a new git worktree of the parent's repository, on "
     "a branch `agent/<name>-<run>`; removed when the run changed nothing, otherwise kept and named "
     "in the result. The parent's workspace must be in a git repository. See docs/claude-code.md.",
+    "a2a": "A remote A2A agent that runs as this subagent: `{url, headers, timeout, retries, "
+    "poll}`; `url` is its Agent Card (or the base URL it is found under), `${VAR}` in `headers` "
+    "is expanded only for a trusted project. The subagent then has none of our tools; see "
+    "[A2A](../a2a.md).",
     "hooks": "Hooks active while it runs, in Claude Code's shape (`{Event: [{matcher, hooks: "
     "[{type: command, command, timeout}]}]}`); `Stop` means `SubagentStop`. They run only when "
     "the project is trusted; see [hooks](../hooks.md).",

@@ -23,6 +23,7 @@ from ...model.base import ChatModel
 from ...sessions import SessionSource
 from ...store.base import BaseStore, path_segment
 from ...subagents.pool import specs_from
+from ...subagents.remote import member_model  # also remote A2A agents (docs/a2a.md)
 from ...subagents.spawn import ModelPool, spawn_agent, spec_permissions
 from ...subagents.spec import SubagentSpec, WorkspaceMode
 from ...tools import PermissionEngine, Toolkit
@@ -93,7 +94,7 @@ class MemberBuilder:
         if spec is None:
             return f"spec {member.spec!r} is not among this process's specs ({sorted(self.specs)})"
         try:
-            self.pool.for_spec(spec)
+            member_model(self.pool, spec, self.store, self.trust)
         except Exception as exc:
             return f"no model for spec {spec.name!r}: {exc}"
         return None
@@ -126,7 +127,7 @@ class MemberBuilder:
         agent = spawn_agent(
             spec,
             name=member.name,
-            model=self.pool.for_spec(spec),
+            model=member_model(self.pool, spec, self.store, self.trust),
             store=self.store,
             toolkit=toolkit,
             config=self.config or ReActConfig(),

@@ -1,0 +1,157 @@
+"""The A2A app: one Agent Card and one JSON-RPC endpoint per exposed agent, behind bearer auth.
+
+:func:`a2a_app` returns an ASGI app (Starlette) serving each :class:`ExposedAgent` under
+``/<name>/``: its card at ``/<name>/.well-known/agent-card.json`` (the interface URL is the one
+the request reached, so the app can be mounted anywhere), JSON-RPC at ``/<name>/``. The SDK's
+request handler does the protocol (send, streaming send, get, list, cancel, resubscribe, push
+configs); the task records and push configs live in our store (:mod:`.stores`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.tasks import BasePushNotificationSender
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
+from google.protobuf.json_format import MessageToDict
+
+from .._version import __version__
+from ..compose import HarnessAgent
+from ..errors import ConfigurationError
+from ..store.base import BaseStore
+from ..subagents.extension import SubagentExtension
+from .auth import CallerContextBuilder, Verifier, guarded
+from .executor import AgentTaskExecutor
+from .stores import StorePushConfigStore, StoreTaskStore
+
+_DESCRIPTION_CHARS = 1000
+
+
+@dataclass
+class ExposedAgent:
+    """One agent published over A2A: ``description`` defaults to its system prompt;
+    ``output_type`` (as for ``HarnessAgent.call``) makes every answer carry a ``DataPart``."""
+
+    agent: HarnessAgent
+    description: str = ""
+    output_type: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+
+def agent_card(exposed: ExposedAgent, url: str, *, auth: bool = True) -> AgentCard:
+    """The Agent Card of ``exposed`` served at ``url``: a skill for the agent itself and one per
+    subagent spec it can spawn (their descriptions), the bearer scheme when ``auth``."""
+    agent = exposed.agent
+    description = (exposed.description or agent.system_prompt or agent.name)[:_DESCRIPTION_CHARS]
+    skills = [AgentSkill(id=agent.name, name=agent.name, description=description, tags=["lead"])]
+    for ext in agent.extensions:
+        if isinstance(ext, SubagentExtension):
+            skills += [
+                AgentSkill(id=name, name=name, description=spec.description, tags=["subagent"])
+                for name, spec in sorted(ext.specs.items())
+            ]
+    output_modes = ["text/plain", *(["application/json"] if exposed.output_type else [])]
+    card = AgentCard(
+        name=agent.name,
+        description=description,
+        version=__version__,
+        supported_interfaces=[
+            AgentInterface(
+                url=url, protocol_binding=TransportProtocol.JSONRPC.value, protocol_version="1.0"
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=output_modes,
+        skills=skills,
+    )
+    if auth:
+        card.security_schemes["bearer"].CopyFrom(
+            SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer"))
+        )
+        card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
+    return card
+
+
+def _agent_routes(
+    exposed: ExposedAgent, store: BaseStore, auth: bool, private_push: bool
+) -> tuple[list[Any], Any]:
+    import httpx
+    from a2a.utils.push_url_validator import validate_push_notification_url
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    tasks = StoreTaskStore(store, exposed.name)
+    pushes = StorePushConfigStore(store, exposed.name)
+    # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
+    push_check = None if private_push else validate_push_notification_url
+    handler = DefaultRequestHandler(
+        agent_executor=AgentTaskExecutor(exposed.agent, tasks, output_type=exposed.output_type),
+        task_store=tasks,
+        agent_card=agent_card(exposed, "http://localhost/", auth=auth),
+        push_config_store=pushes,
+        push_sender=BasePushNotificationSender(
+            httpx.AsyncClient(timeout=10), pushes, push_url_validator=push_check
+        ),
+        push_url_validator=push_check,
+    )
+
+    async def card(request: Request) -> JSONResponse:
+        url = str(request.url.replace(path=request.scope.get("root_path", "") + "/", query=""))
+        return JSONResponse(MessageToDict(agent_card(exposed, url, auth=auth)))
+
+    routes = [
+        Route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"]),
+        *create_jsonrpc_routes(handler, "/", context_builder=CallerContextBuilder()),
+    ]
+    return routes, handler
+
+
+def a2a_app(
+    agents: Sequence[ExposedAgent],
+    store: BaseStore,
+    *,
+    verifier: Verifier | None,
+    anonymous: bool = False,
+    public_card: bool = False,
+    private_push: bool = False,
+) -> Any:
+    """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
+
+    ``verifier`` maps a bearer token to its caller; a request it does not know gets 401, unless
+    the operator says ``anonymous`` (everyone may call, as the anonymous user) or ``public_card``
+    (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
+    unless ``private_push``. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``).
+    """
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    names = [a.name for a in agents]
+    if not agents or len(set(names)) != len(names):
+        raise ConfigurationError(f"expose one or more agents with distinct names (got {names})")
+    mounts, handlers = [], []
+    for exposed in agents:
+        routes, handler = _agent_routes(exposed, store, not anonymous, private_push)
+        mounts.append(Mount(f"/{exposed.name}", routes=routes))
+        handlers.append(handler)
+    app = Starlette(routes=mounts)
+    app.state.a2a_handlers = handlers
+    return guarded(app, verifier, anonymous=anonymous, public_card=public_card)

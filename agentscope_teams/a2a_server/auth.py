@@ -1,0 +1,169 @@
+"""Who an A2A request comes from: its credentials, checked before the SDK sees the request.
+
+A :data:`Verifier` turns a bearer token into a :class:`Caller` (org, user) or None. The ``serve``
+command passes one over the control plane's tokens; :class:`StaticTokens` is one over a file of
+tokens chosen by the operator. :func:`guarded` wraps the SDK's ASGI app: a request whose token the
+verifier does not know gets 401 (unless the operator allowed anonymous callers), and the caller it
+does know is put in the ASGI scope, where :class:`CallerContextBuilder` makes it the SDK's user.
+Nothing in the request body can choose the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from a2a.auth.user import User
+from a2a.server.context import ServerCallContext
+from a2a.server.routes import DefaultServerCallContextBuilder
+
+from ..context import RuntimeContext
+from ..errors import ConfigurationError
+
+#: Where :func:`guarded` puts the caller in the ASGI scope.
+SCOPE_KEY = "agentscope_teams.a2a_caller"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The (org, user) a request acts as; ``user_id`` None is an anonymous caller."""
+
+    user_id: str | None
+    org_id: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """The SDK's owner string (task stores scope by it); unambiguous for any ids."""
+        return json.dumps([self.org_id, self.user_id])
+
+
+#: A bearer token -> its caller, or None when the token is not known.
+Verifier = Callable[[str], Awaitable[Caller | None]]
+
+
+class StaticTokens:
+    """Operator-chosen bearer tokens and the caller each acts as; only their SHA-256 is kept.
+
+    The file (JSON or YAML) maps a token to ``{user: USER, org: ORG}`` (``org`` optional), the
+    format of ``mcp-serve --tokens``.
+    """
+
+    def __init__(self, tokens: Mapping[str, Caller]) -> None:
+        self._by_digest = {_digest(t): who for t, who in tokens.items()}
+
+    @classmethod
+    def from_file(cls, path: Path) -> StaticTokens:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigurationError(f"cannot read the token file {path}: {exc}") from None
+        if not isinstance(data, dict) or not data:
+            raise ConfigurationError(
+                f"token file {path}: expected a mapping TOKEN -> {{user: USER, org: ORG}}"
+            )
+        tokens: dict[str, Caller] = {}
+        for token, who in data.items():
+            if not isinstance(who, dict) or not isinstance(who.get("user"), str):
+                raise ConfigurationError(
+                    f"token file {path}: an entry is not {{user: USER, org: ORG}}; give each "
+                    "token a user"
+                )
+            org = who.get("org") if isinstance(who.get("org"), str) else None
+            RuntimeContext(session_id="check", user_id=who["user"], org_id=org)  # valid ids
+            tokens[str(token)] = Caller(who["user"], org)
+        return cls(tokens)
+
+    async def __call__(self, token: str) -> Caller | None:
+        digest = _digest(token)
+        for known, who in self._by_digest.items():
+            if hmac.compare_digest(known, digest):
+                return who
+        return None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class CallerUser(User):
+    """The SDK's user for a :class:`Caller`."""
+
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+
+    @property
+    def is_authenticated(self) -> bool:
+        return self.caller.user_id is not None
+
+    @property
+    def user_name(self) -> str:
+        return self.caller.owner
+
+
+class CallerContextBuilder(DefaultServerCallContextBuilder):
+    """Makes the caller :func:`guarded` found the SDK's user of the call."""
+
+    def build_user(self, request: Any) -> User:
+        caller = request.scope.get(SCOPE_KEY)
+        return CallerUser(caller if isinstance(caller, Caller) else Caller(None))
+
+
+def caller_of(context: ServerCallContext) -> Caller:
+    """The caller of an SDK call (anonymous when the request carried none)."""
+    user = context.user
+    return user.caller if isinstance(user, CallerUser) else Caller(None)
+
+
+def _bearer(scope: Mapping[str, Any]) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return None
+
+
+async def _refuse(send: Any, reason: str) -> None:
+    body = json.dumps({"error": reason}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def guarded(
+    app: Any, verifier: Verifier | None, *, anonymous: bool = False, public_card: bool = False
+) -> Any:
+    """``app`` behind bearer authentication: 401 for a request without a token ``verifier``
+    knows, unless ``anonymous`` (then it runs as the anonymous caller); ``public_card`` lets the
+    Agent Card be read without credentials."""
+    if verifier is None and not anonymous:
+        raise ConfigurationError(
+            "an A2A server needs a token verifier (the control plane's tokens or a token file); "
+            "pass anonymous=True only to let anyone call the agents"
+        )
+
+    async def wrapper(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        token = _bearer(scope)
+        caller = await verifier(token) if token and verifier is not None else None
+        if caller is None:
+            card = str(scope.get("path", "")).endswith("/.well-known/agent-card.json")
+            if not (anonymous or (public_card and card)):
+                await _refuse(send, "a known bearer token is required (Authorization: Bearer)")
+                return
+            caller = Caller(None)
+        await app({**scope, SCOPE_KEY: caller}, receive, send)
+
+    return wrapper

@@ -1,0 +1,127 @@
+"""The SDK's task and push-config stores over our :class:`~agentscope_teams.store.BaseStore`.
+
+A2A tasks live in the store as everything else, so every ``serve`` process sharing it sees the
+same tasks: a task paused for input in one process is answered through another. Records are
+scoped by the caller (org, user) and the exposed agent; a caller never reads another's task.
+Push-notification configs are keyed by agent and task (the SDK's sender dispatches without a
+caller) and name their owner, which every caller-facing read checks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import PushNotificationConfigStore, TaskStore
+from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix, parse
+from ..store.base import BaseStore
+from .auth import caller_of
+
+SCHEMA_VERSION = 1
+_PAGE = 50
+_MAX_LISTED = 1000
+
+
+def _encode(kind: str, message: Any, **more: Any) -> bytes:
+    record = {"schema_version": SCHEMA_VERSION, kind: MessageToDict(message), **more}
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
+class StoreTaskStore(TaskStore):
+    """A2A task records of the exposed agent ``agent``, one entry per task per caller."""
+
+    def __init__(self, store: BaseStore, agent: str) -> None:
+        self.store, self.agent = store, agent
+
+    def _key(self, task_id: str, context: ServerCallContext) -> tuple[str, ...]:
+        who = caller_of(context)
+        return a2a_task_key(who.org_id, who.user_id, self.agent, task_id)
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        await self.store.put(self._key(task.id, context), _encode("task", task))
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        if not task_id:
+            return None
+        entry = await self.store.get(self._key(task_id, context))
+        if entry is None:
+            return None
+        task: Task = ParseDict(json.loads(entry.value)["task"], Task())
+        return task
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        await self.store.delete(self._key(task_id, context))
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        """The caller's tasks, newest status first, filtered by context and state; the page
+        token is the offset of the page."""
+        who = caller_of(context)
+        prefix = a2a_tasks_prefix(who.org_id, who.user_id, self.agent)
+        tasks = []
+        for key in await self.store.list_keys(prefix, limit=_MAX_LISTED):
+            task = await self.get(parse(key)[1]["a2a_task"], context)
+            if task is None:
+                continue
+            if params.context_id and task.context_id != params.context_id:
+                continue
+            if params.status and task.status.state != params.status:
+                continue
+            tasks.append(task)
+        tasks.sort(key=lambda t: (t.status.timestamp.ToNanoseconds(), t.id), reverse=True)
+        start = int(params.page_token) if params.page_token.isdigit() else 0
+        size = params.page_size or _PAGE
+        end = start + size
+        return ListTasksResponse(
+            tasks=tasks[start:end],
+            next_page_token=str(end) if end < len(tasks) else "",
+            total_size=len(tasks),
+            page_size=size,
+        )
+
+
+class StorePushConfigStore(PushNotificationConfigStore):
+    """Push-notification configs of the exposed agent's tasks."""
+
+    def __init__(self, store: BaseStore, agent: str) -> None:
+        self.store, self.agent = store, agent
+
+    async def set_info(
+        self, task_id: str, notification_config: TaskPushNotificationConfig, context: Any
+    ) -> TaskPushNotificationConfig:
+        config = TaskPushNotificationConfig()
+        config.CopyFrom(notification_config)
+        config.task_id = task_id
+        config.id = config.id or task_id
+        owner = caller_of(context).owner
+        await self.store.put(
+            a2a_push_key(self.agent, task_id, config.id), _encode("config", config, owner=owner)
+        )
+        return config
+
+    async def _records(self, task_id: str) -> list[tuple[str, TaskPushNotificationConfig]]:
+        found = []
+        for key in await self.store.list_keys(a2a_push_prefix(self.agent, task_id)):
+            entry = await self.store.get(key)
+            if entry is not None:
+                record = json.loads(entry.value)
+                found.append(
+                    (record["owner"], ParseDict(record["config"], TaskPushNotificationConfig()))
+                )
+        return found
+
+    async def get_info(self, task_id: str, context: Any) -> list[TaskPushNotificationConfig]:
+        owner = caller_of(context).owner
+        return [c for who, c in await self._records(task_id) if who == owner]
+
+    async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        return [c for _, c in await self._records(task_id)]
+
+    async def delete_info(self, task_id: str, context: Any, config_id: str | None = None) -> None:
+        owner = caller_of(context).owner
+        for who, config in await self._records(task_id):
+            if who == owner and config_id in (None, config.id):
+                await self.store.delete(a2a_push_key(self.agent, task_id, config.id))
