@@ -35,6 +35,7 @@ from .skills import SkillExtension, SkillLibrary
 from .store.base import BaseStore
 from .tools import PermissionEngine, Tool, shell_tools
 from .trust import ProjectTrust, project_root
+from .usage import Budget, RateLimit, UsageGovernor
 
 __all__ = ["HarnessAgent", "extensions_from_specs", "project_mcp_json"]
 
@@ -161,6 +162,10 @@ class HarnessAgent(SessionAgent):
         hooks: Mapping[str, Any] | None = None,
         tracer_provider: Any = None,
         sandbox: Sandbox | str | None = "auto",
+        # -- budgets and shared rate limits (agentscope_teams.usage) --
+        usage: UsageGovernor | None = None,
+        budget: Budget | None = None,
+        rate_limit: RateLimit | None = None,
         **subagent_options: Any,
     ) -> None:
         self.sandbox = None if sandbox == "auto" else resolve_sandbox(sandbox)
@@ -185,6 +190,9 @@ class HarnessAgent(SessionAgent):
             tracer_provider=tracer_provider,
             session_source=session_source,
             depth=depth,
+            usage=usage,
+            budget=budget,
+            rate_limit=rate_limit,
         )
         self._owns_mcp = not isinstance(mcp_servers, McpToolset)
         self.trust = (

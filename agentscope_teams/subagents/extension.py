@@ -36,6 +36,7 @@ from .memo import SubagentMemo
 from .memory import AgentMemory
 from .pool import specs_from
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
+from ..usage import budget_of
 from .runtime import Handle, Launch, Runner
 from .spawn import ModelPool
 from .spec import ContextMode, IsolationMode, SubagentSpec, WorkspaceMode
@@ -346,6 +347,7 @@ class SubagentExtension(Extension):
                 finishers=finishers,
                 hooks=child.hooks,
                 cwd=str(scope.env.workspace),
+                budget=budget_of(spec.max_tokens, spec.max_budget_usd),
             )
         )
 

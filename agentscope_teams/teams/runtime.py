@@ -63,6 +63,7 @@ from . import limits
 from .models import Member, MemberStatus, Team, TeamStatus
 from .protocol import TeamClient
 from .slot import Slot, TeamRef, lease_key
+from .usage import team_budgets
 from .work import Work, find_work
 
 #: How many more times a member is woken for a task it still holds after a call ended.
@@ -430,7 +431,7 @@ class TeamRuntime:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
             await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
-            with tracing.joined(work.trace, work.linked):
+            with tracing.joined(work.trace, work.linked), team_budgets(team, member, self.store):
                 await slot.agent.call(work.message(), slot.ref.ctx.with_session(member.session_id))
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)

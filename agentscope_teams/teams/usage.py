@@ -1,0 +1,26 @@
+"""The budgets of a team and its members around a member's call (:mod:`agentscope_teams.usage`):
+``team:<id>`` shared by every member in every process, ``member:<id>/<name>`` its own; members
+of one team share rate limits as one tenant (the team), so a noisy team cannot starve others."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from ..usage import add_budget, budget_of, tenant
+from .models import Member, Team
+
+
+@contextlib.contextmanager
+def team_budgets(team: Team, member: Member | None, store: Any) -> Iterator[None]:
+    """Apply ``team``'s budget, ``member``'s and the team's rate-limit tenancy to the block."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(
+            add_budget(f"team:{team.id}", budget_of(team.max_tokens, team.max_budget_usd), store=store)
+        )
+        if member is not None:
+            own = budget_of(member.max_tokens, member.max_budget_usd)
+            stack.enter_context(add_budget(f"member:{team.id}/{member.name}", own, store=store))
+        stack.enter_context(tenant(f"team:{team.id}"))
+        yield

@@ -1,0 +1,65 @@
+"""What a call costs: a price per model from the caller's overrides, else from the ``genai-prices``
+database (an optional dependency, ``pip install agentscope-teams[prices]``), else unknown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigurationError
+
+
+class Price(BaseModel):
+    """US dollars per million input and output tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class PriceBook:
+    """Prices by model id (``"gpt-4o"``) or ``"provider:model"``; the overrides win."""
+
+    def __init__(self, overrides: Mapping[str, Price] | None = None) -> None:
+        self.overrides = dict(overrides or {})
+
+    def nanos(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> int | None:
+        """The cost in nano-dollars, or None when no price is known for the model."""
+        price = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+        if price is not None:
+            usd = input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok
+            return round(usd * 1000)  # per million tokens -> nano-dollars per token: x 1e9 / 1e6
+        return _database_nanos(provider, model, input_tokens, output_tokens)
+
+    def require(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> int:
+        """:meth:`nanos`, or a ConfigurationError naming the model when a dollar budget needs it."""
+        found = self.nanos(provider, model, input_tokens, output_tokens)
+        if found is None:
+            raise ConfigurationError(
+                f"no price is known for model {model!r} of provider {provider!r}, and a dollar "
+                "budget applies: install the 'prices' extra (genai-prices) or pass "
+                f"prices={{{model!r}: Price(input_per_mtok=..., output_per_mtok=...)}}"
+            )
+        return found
+
+
+def _database_nanos(provider: str, model: str, input_tokens: int, output_tokens: int) -> int | None:
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:
+        return None
+    try:
+        found = calc_price(
+            Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+            model_ref=model,
+            provider_id=provider or None,
+        )
+    except LookupError:
+        try:
+            found = calc_price(
+                Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=model
+            )
+        except LookupError:
+            return None
+    return round(float(found.total_price) * 1e9)

@@ -1,0 +1,91 @@
+"""A local OpenAI-compatible chat-completions server for the usage tests: it answers every request
+with a fixed usage, can enforce a request limit per sliding window (429 + Retry-After past it) and
+records what it saw (times, tenants named in the prompt, tokens it reported)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PROMPT_TOKENS = 40
+COMPLETION_TOKENS = 60
+
+
+class FakeProvider:
+    def __init__(self, *, limit: int | None = None, window: float = 1.0) -> None:
+        self.limit, self.window = limit, window
+        self.lock = threading.Lock()
+        self.ok_times: list[float] = []
+        self.recent: deque[float] = deque()
+        self.rejected = 0
+        self.tokens = 0
+        self.tenants: Counter[str] = Counter()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeProvider:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def admit(self, prompt: str) -> bool:
+        with self.lock:
+            now = time.monotonic()
+            while self.recent and self.recent[0] <= now - self.window:
+                self.recent.popleft()
+            if self.limit is not None and len(self.recent) >= self.limit:
+                self.rejected += 1
+                return False
+            self.recent.append(now)
+            self.ok_times.append(now)
+            self.tokens += PROMPT_TOKENS + COMPLETION_TOKENS
+            self.tenants[prompt.split(":")[0]] += 1
+            return True
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                content = body["messages"][-1]["content"]
+                if isinstance(content, list):
+                    content = "".join(part.get("text", "") for part in content)
+                prompt = str(content)
+                if not provider.admit(prompt):
+                    self._send(429, {"error": {"message": "rate limited", "code": "rate_limit"}},
+                               {"Retry-After": "1"})
+                    return
+                self._send(200, {
+                    "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "done"}}],
+                    "usage": {"prompt_tokens": PROMPT_TOKENS,
+                              "completion_tokens": COMPLETION_TOKENS,
+                              "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS},
+                })
+
+            def _send(self, status: int, data: object, headers: dict[str, str] | None = None) -> None:
+                raw = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(raw)
+
+        return Handler
