@@ -14,6 +14,7 @@ from .context import RuntimeContext, current_context, use_context
 from .errors import (
     AgentScopeTeamsError,
     AuthenticationError,
+    BudgetExceededError,
     ChildPausedError,
     ClaimConflict,
     CommandError,
@@ -39,6 +40,7 @@ from .errors import (
     OutputTypeMismatchError,
     OutputValidationError,
     RateLimitError,
+    RateLimitWaitError,
     ResultUnchecked,
     SchemaVersionError,
     SessionBusyError,
@@ -55,6 +57,7 @@ from .errors import (
     UnknownMemberError,
     UnknownTaskError,
     UnknownTeamError,
+    UsageLimitError,
     ValueTooLargeError,
     VersionConflict,
     WebAccessError,
@@ -82,6 +85,7 @@ from .state import AgentState
 from .store import BaseStore, InMemoryStore, store_from_url
 from .subagents import SubagentSpec, WorkspaceMode, load_specs
 from .tools import PermissionEngine, Tool, Toolkit, tool
+from .usage import Budget, RateLimit, UsageGovernor
 
 if TYPE_CHECKING:
     from .model.openai import OpenAIChatModel
@@ -131,6 +135,12 @@ __all__ = [
     "OutputValidationError",
     "PermissionEngine",
     "RateLimitError",
+    "RateLimitWaitError",
+    "BudgetExceededError",
+    "UsageLimitError",
+    "Budget",
+    "RateLimit",
+    "UsageGovernor",
     "ReActAgent",
     "ReActConfig",
     "RequireUserConfirmEvent",

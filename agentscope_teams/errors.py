@@ -437,9 +437,7 @@ class BudgetExceededError(UsageLimitError):
     flight) and ``over`` is how far past the limit it is (0 when exactly at it).
     """
 
-    def __init__(
-        self, message: str, *, budget: str, unit: str, limit: float, used: float
-    ) -> None:
+    def __init__(self, message: str, *, budget: str, unit: str, limit: float, used: float) -> None:
         super().__init__(message)
         self.budget, self.unit, self.limit, self.used = budget, unit, limit, used
         self.over = max(0.0, used - limit)

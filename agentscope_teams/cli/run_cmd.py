@@ -33,6 +33,7 @@ from ..subagents import load_specs
 from ..teams import LocalTeamClient
 from ..teams.worker import model_option
 from ..tracing import metering
+from ..usage import UsageGovernor
 from .common import (
     CommandError,
     SubParsers,
@@ -50,6 +51,7 @@ from .sandbox_option import add_sandbox_option, sandbox_option
 from .scripted_file import PREFIX as SCRIPTED
 from .scripted_file import scripted_model
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
+from .usage_option import add_usage_options, split_model_option, usage_governor
 from .usage_view import usage_json, usage_lines
 
 #: Environment key -> the model ``run`` uses when ``--model`` is not given (first match wins);
@@ -100,11 +102,18 @@ def register(subparsers: SubParsers) -> None:
     add_trust_option(parser)
     add_identity_options(parser)
     add_sandbox_option(parser)
+    add_usage_options(parser, "this run's session (the lead, its subagents and teams' calls)")
     add_json_option(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    limit_args = argparse.Namespace(**vars(args))
+    split_model_option(args)  # the model string without its ?rate-limit query
+
+    def governor(store: BaseStore) -> UsageGovernor | None:
+        return usage_governor(limit_args, store, "session")
+
     specs = spec_directory(args)
     model = _model(args.model, specs)
     trust = project_trust(args, specs)
@@ -134,6 +143,7 @@ def handle(args: argparse.Namespace) -> int:
             store=store,
             trust_project=trust,
             sandbox=sandbox,
+            usage=governor(store),
         ) as lead:
             # aclosing: an error stops the reply and saves it; the watcher polls the team meanwhile
             async with (

@@ -22,6 +22,7 @@ worker runs (:mod:`.metrics_http`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import logging
 import os
@@ -42,6 +43,7 @@ from .common import CommandError, SubParsers, add_command, with_store
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
+from .usage_option import add_usage_options, split_model_option, usage_governor
 
 ORPHAN_CHECK_SECONDS = 1.0
 
@@ -121,6 +123,7 @@ def register(subparsers: SubParsers) -> None:
         "was killed; for workers started by another program",
     )
     add_sandbox_option(parser)
+    add_usage_options(parser, "each team it serves that sets none")
     parser.add_argument(
         "--metrics-port",
         metavar="PORT",
@@ -164,6 +167,8 @@ def handle(args: argparse.Namespace) -> int:
             "needs the mcp package: pip install 'agentscope-teams[mcp]' (or pass --mcp-config "
             "with a file without servers)"
         )
+    limit_args = argparse.Namespace(**vars(args))
+    split_model_option(args)  # the model string without its ?rate-limit query
     config = WorkerConfig(
         specs=specs,
         model=model_option(args.model),
@@ -199,7 +204,9 @@ def handle(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                         flush=True,
                     )
-                await worker.run()
+                governor = usage_governor(limit_args, store, "team")
+                with governor.bind() if governor is not None else contextlib.nullcontext():
+                    await worker.run()
                 tg.cancel_scope.cancel()  # the worker stopped: so does the metrics server
         finally:  # after the members stopped: no MCP server outlives the worker
             await mcp.aclose()

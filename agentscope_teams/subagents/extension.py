@@ -30,13 +30,13 @@ from ..model.base import ChatModel
 from ..skills import Skill, SkillExtension, SkillLibrary
 from ..tools import Tool
 from ..trust import ProjectTrust
+from ..usage import budget_of
 from .child import build_child, fork_snapshot
 from .inbox import acknowledge, take
 from .memo import SubagentMemo
 from .memory import AgentMemory
 from .pool import specs_from
 from .runs import RunBook, RunRecord, RunStatus, child_session_id, new_run_id
-from ..usage import budget_of
 from .runtime import Handle, Launch, Runner
 from .spawn import ModelPool
 from .spec import ContextMode, IsolationMode, SubagentSpec, WorkspaceMode

@@ -8,17 +8,19 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..usage import add_budget, budget_of, tenant
+from ..usage import add_budget, budget_of, current_scope, tenant
 from .models import Member, Team
 
 
 @contextlib.contextmanager
 def team_budgets(team: Team, member: Member | None, store: Any) -> Iterator[None]:
-    """Apply ``team``'s budget, ``member``'s and the team's rate-limit tenancy to the block."""
+    """Apply ``team``'s budget (else the governor's ``"team"`` default, as ``worker
+    --max-tokens`` sets), ``member``'s and the team's rate-limit tenancy to the block."""
+    scope = current_scope()
+    default = scope.governor.budgets.get("team") if scope is not None else None
+    own_team = budget_of(team.max_tokens, team.max_budget_usd) or default
     with contextlib.ExitStack() as stack:
-        stack.enter_context(
-            add_budget(f"team:{team.id}", budget_of(team.max_tokens, team.max_budget_usd), store=store)
-        )
+        stack.enter_context(add_budget(f"team:{team.id}", own_team, store=store))
         if member is not None:
             own = budget_of(member.max_tokens, member.max_budget_usd)
             stack.enter_context(add_budget(f"member:{team.id}/{member.name}", own, store=store))

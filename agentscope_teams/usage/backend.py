@@ -82,7 +82,9 @@ class DocsUsage:
         await self.docs.update("hold off rate limit", [key], change)
 
     async def read(self, name: str) -> rules.Doc | None:
-        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], rules.Doc | None]:
+        def change(
+            docs: dict[str, rules.Doc | None],
+        ) -> tuple[dict[str, rules.Doc], rules.Doc | None]:
             return {}, docs[name]
 
         return await self.docs.update("read usage", [name], change)
@@ -126,13 +128,13 @@ class RedisUsage:
         await self.store.run_script(self._settle, keys, [rid, tokens, nanos])
 
     async def acquire(self, key: str, rates: Rates, tenant: str, tokens: int, lease: str) -> float:
-        args = [rates.rpm or 0, rates.tpm or 0, rates.concurrent or 0, rates.burst]
+        args: list[object] = [rates.rpm or 0, rates.tpm or 0, rates.concurrent or 0, rates.burst]
         args += [tenant, tokens, lease, rules.RESERVATION_TTL_MS]
         reply = await self.store.run_script(self._acquire, [self._limiter(key)], args)
         return float(reply)
 
     async def release(self, key: str, rates: Rates, lease: str, token_delta: int) -> None:
-        args = [lease, rates.tpm or 0, token_delta]
+        args: list[object] = [lease, rates.tpm or 0, token_delta]
         await self.store.run_script(self._release, [self._limiter(key)], args)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
@@ -153,9 +155,7 @@ def usage_backend(store: object) -> UsageBackend:
     """The usage backend of ``store`` (one per store object)."""
     found = _BACKENDS.get(store)
     if found is None:
-        from ..store.capabilities import capabilities_of
-
-        if capabilities_of(store).board_queue == "redis" or _is_redis(store):
+        if _is_redis(store):
             found = RedisUsage(store)  # type: ignore[arg-type]
         else:
             found = DocsUsage(docs_for(store))

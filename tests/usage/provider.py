@@ -66,19 +66,37 @@ class FakeProvider:
                     content = "".join(part.get("text", "") for part in content)
                 prompt = str(content)
                 if not provider.admit(prompt):
-                    self._send(429, {"error": {"message": "rate limited", "code": "rate_limit"}},
-                               {"Retry-After": "1"})
+                    self._send(
+                        429,
+                        {"error": {"message": "rate limited", "code": "rate_limit"}},
+                        {"Retry-After": "1"},
+                    )
                     return
-                self._send(200, {
-                    "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "done"}}],
-                    "usage": {"prompt_tokens": PROMPT_TOKENS,
-                              "completion_tokens": COMPLETION_TOKENS,
-                              "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "c1",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": "done"},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": PROMPT_TOKENS,
+                            "completion_tokens": COMPLETION_TOKENS,
+                            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+                        },
+                    },
+                )
 
-            def _send(self, status: int, data: object, headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, status: int, data: object, headers: dict[str, str] | None = None
+            ) -> None:
                 raw = json.dumps(data).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

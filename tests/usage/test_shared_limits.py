@@ -41,8 +41,14 @@ def _shared_url(spec: StoreSpec) -> str:
 def test_team_budget_is_overshot_by_at_most_one_call(store_spec: StoreSpec) -> None:
     team, budget = "t-" + uuid.uuid4().hex[:8], 2000
     with FakeProvider() as provider:
-        job = Job(_shared_url(store_spec), provider.base_url, "m-" + team, agents=3,
-                  team=team, team_tokens=budget)
+        job = Job(
+            _shared_url(store_spec),
+            provider.base_url,
+            "m-" + team,
+            agents=3,
+            team=team,
+            team_tokens=budget,
+        )
         results = _run(store_spec, [job, job, job])
     assert budget <= provider.tokens <= budget + CALL, provider.tokens
     assert sum(r["budget_stops"] for r in results) == 9  # every agent stopped on the budget
@@ -67,8 +73,9 @@ def test_shared_rate_limit_keeps_every_process_under_the_provider_limit(
     limit = RateLimit(requests_per_minute=120, margin=0.05, max_wait=60)
     model = "m-" + uuid.uuid4().hex[:8]
     with FakeProvider(limit=8, window=4.0) as provider:
-        job = Job(_shared_url(store_spec), provider.base_url, model, agents=2, calls=2,
-                  rate_limit=limit)
+        job = Job(
+            _shared_url(store_spec), provider.base_url, model, agents=2, calls=2, rate_limit=limit
+        )
         results = _run(store_spec, [job] * 4)
     assert provider.rejected == 0
     assert sum(r["calls"] for r in results) == len(provider.ok_times) == 16
@@ -81,10 +88,22 @@ def test_a_noisy_team_does_not_starve_a_quiet_one(store_spec: StoreSpec) -> None
     limit = RateLimit(requests_per_minute=600, margin=0.0, max_wait=60)
     model = "m-" + uuid.uuid4().hex[:8]
     with FakeProvider() as provider:
-        noisy = Job(_shared_url(store_spec), provider.base_url, model, agents=6,
-                    rate_limit=limit, tenant="noisy")
-        quiet = Job(_shared_url(store_spec), provider.base_url, model, agents=1,
-                    rate_limit=limit, tenant="quiet")
+        noisy = Job(
+            _shared_url(store_spec),
+            provider.base_url,
+            model,
+            agents=6,
+            rate_limit=limit,
+            tenant="noisy",
+        )
+        quiet = Job(
+            _shared_url(store_spec),
+            provider.base_url,
+            model,
+            agents=1,
+            rate_limit=limit,
+            tenant="quiet",
+        )
         if store_spec.backend == "memory":
             pytest.skip("tenants of one process: covered on the shared stores")
         run_processes([noisy, quiet], stop_when=lambda: len(provider.ok_times) >= 40)
