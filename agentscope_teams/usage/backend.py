@@ -155,10 +155,8 @@ def usage_backend(store: object) -> UsageBackend:
     """The usage backend of ``store`` (one per store object)."""
     found = _BACKENDS.get(store)
     if found is None:
-        if _is_redis(store):
-            found = RedisUsage(store)  # type: ignore[arg-type]
-        else:
-            found = DocsUsage(docs_for(store))
+        redis = _is_redis(store)
+        found = RedisUsage(store) if redis else DocsUsage(docs_for(store))  # type: ignore[arg-type]
         _BACKENDS[store] = found
     return found
 
