@@ -485,7 +485,11 @@ class AuthenticationError(ModelError):
 
 
 class RateLimitError(ModelError):
-    """HTTP 429 persisted through every retry."""
+    """HTTP 429 persisted through every retry; ``retry_after`` is the wait in seconds the
+    provider's headers asked for (``Retry-After``, ``x-ratelimit-reset-*``,
+    ``anthropic-ratelimit-*-reset``), or None."""
+
+    retry_after: float | None = None
 
 
 class ModelServerError(ModelError):
