@@ -56,14 +56,14 @@ import anyio
 from .. import tracing
 from ..agent.lease import Lease
 from ..context import RuntimeContext
-from ..errors import ConfigurationError, UnknownTeamError
+from ..errors import BudgetExceededError, ConfigurationError, UnknownTeamError
 from ..keys import TeamKeys
 from ..store.base import BaseStore, Key, Signals, signals_of
 from . import limits
 from .models import Member, MemberStatus, Team, TeamStatus
 from .protocol import TeamClient
 from .slot import Slot, TeamRef, lease_key
-from .usage import team_budgets
+from .usage import team_budgets, tell_lead
 from .work import Work, find_work
 
 #: How many more times a member is woken for a task it still holds after a call ended.
@@ -435,6 +435,11 @@ class TeamRuntime:
                 await slot.agent.call(work.message(), slot.ref.ctx.with_session(member.session_id))
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)
+        except BudgetExceededError as exc:  # no retry will pass: the lead reads why
+            slot.retry_at = time.monotonic() + MAX_BACKOFF
+            log.warning("member %s of team %s stopped: %s", member.name, team.id, exc)
+            with contextlib.suppress(Exception):
+                await tell_lead(client, team, member, exc)
         except Exception as exc:
             slot.failures += 1
             slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)

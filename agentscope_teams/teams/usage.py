@@ -8,8 +8,10 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import BudgetExceededError
 from ..usage import add_budget, budget_of, current_scope, tenant
 from .models import Member, Team
+from .protocol import TeamClient
 
 
 @contextlib.contextmanager
@@ -26,3 +28,15 @@ def team_budgets(team: Team, member: Member | None, store: Any) -> Iterator[None
             stack.enter_context(add_budget(f"member:{team.id}/{member.name}", own, store=store))
         stack.enter_context(tenant(f"team:{team.id}"))
         yield
+
+
+async def tell_lead(
+    client: TeamClient, team: Team, member: Member, exc: BudgetExceededError
+) -> None:
+    """Tell the lead (a team message it reads like any other) which budget stopped ``member``."""
+    unit = "tokens" if exc.unit == "tokens" else "USD"
+    text = (
+        f"[budget] {member.name} stopped: budget {exc.budget} is spent ({exc.used:g} of "
+        f"{exc.limit:g} {unit}); raise it or finish without this member"
+    )
+    await client.send_message(team.id, member.name, team.lead, text)
