@@ -12,11 +12,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PROMPT_TOKENS = 40
 COMPLETION_TOKENS = 60
+RETRY_AFTER = 2
 
 
 class FakeProvider:
-    def __init__(self, *, limit: int | None = None, window: float = 1.0) -> None:
+    def __init__(
+        self, *, limit: int | None = None, window: float = 1.0, reject_first: int = 0
+    ) -> None:
         self.limit, self.window = limit, window
+        #: Answer the first requests 429 with ``Retry-After: RETRY_AFTER`` whatever the rate.
+        self.reject_first = reject_first
+        self.rejected_times: list[float] = []
         self.lock = threading.Lock()
         self.ok_times: list[float] = []
         self.recent: deque[float] = deque()
@@ -43,8 +49,10 @@ class FakeProvider:
             now = time.monotonic()
             while self.recent and self.recent[0] <= now - self.window:
                 self.recent.popleft()
-            if self.limit is not None and len(self.recent) >= self.limit:
+            if (self.limit is not None and len(self.recent) >= self.limit) or self.reject_first:
+                self.reject_first = max(0, self.reject_first - 1)
                 self.rejected += 1
+                self.rejected_times.append(now)
                 return False
             self.recent.append(now)
             self.ok_times.append(now)
@@ -69,7 +77,7 @@ class FakeProvider:
                     self._send(
                         429,
                         {"error": {"message": "rate limited", "code": "rate_limit"}},
-                        {"Retry-After": "1"},
+                        {"Retry-After": str(RETRY_AFTER)},
                     )
                     return
                 self._send(

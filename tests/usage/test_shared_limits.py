@@ -13,7 +13,7 @@ from agentscope_teams.usage import RateLimit
 from agentscope_teams.usage.backend import usage_backend
 
 from ..backends import StoreSpec
-from .provider import COMPLETION_TOKENS, PROMPT_TOKENS, FakeProvider
+from .provider import COMPLETION_TOKENS, PROMPT_TOKENS, RETRY_AFTER, FakeProvider
 from .workers import Job, run_job, run_processes
 
 CALL = PROMPT_TOKENS + COMPLETION_TOKENS
@@ -110,3 +110,21 @@ def test_a_noisy_team_does_not_starve_a_quiet_one(store_spec: StoreSpec) -> None
     counts = provider.tenants
     # a fair share is half each; without it the quiet team would get about 1 call in 7
     assert counts["quiet"] >= 0.35 * (counts["quiet"] + counts["noisy"]), counts
+
+
+def test_a_429_holds_off_every_process_for_its_retry_after(store_spec: StoreSpec) -> None:
+    # turns 100 ms apart: without the hold the 8 calls would all be sent within a second
+    limit = RateLimit(requests_per_minute=600, margin=0.0, max_wait=60)
+    model = "m-" + uuid.uuid4().hex[:8]
+    with FakeProvider(reject_first=1) as provider:
+        job = Job(
+            _shared_url(store_spec), provider.base_url, model, agents=2, calls=2, rate_limit=limit
+        )
+        results = _run(store_spec, [job, job])
+    assert provider.rejected == 1 and sum(r["rate_limited"] for r in results) == 1
+    assert sum(r["calls"] for r in results) == len(provider.ok_times)
+    # after the calls already granted (in flight when the 429 came back), no process sent anything
+    # until the Retry-After had passed
+    start, end = provider.rejected_times[0] + 0.25, provider.rejected_times[0] + RETRY_AFTER - 0.05
+    assert [t for t in provider.ok_times if start < t < end] == []
+    assert len([t for t in provider.ok_times if t >= end]) >= 5

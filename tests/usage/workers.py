@@ -52,9 +52,10 @@ async def run_job(job: Job, go: Any = None, stop: Any = None) -> dict[str, int]:
                     counts["budget_stops"] += 1
                     return
                 except ModelError as exc:
-                    if exc.status_code == 429:
-                        counts["rate_limited"] += 1
-                    raise
+                    if exc.status_code != 429:
+                        raise
+                    counts["rate_limited"] += 1  # the shared limiter holds off: ask again
+                    continue
                 counts["calls"] += 1
                 n += 1
 
