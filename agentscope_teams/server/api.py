@@ -35,7 +35,13 @@ async def list_teams(call: Call) -> list[Team]:
 async def create_team(call: Call) -> s.CreatedTeam:
     body = await call.body(s.CreateTeam)
     members = [Member(**m.model_dump(exclude_none=True)) for m in body.members]
-    team = await call.client.create_team(body.name, body.lead, members)
+    team = await call.client.create_team(
+        body.name,
+        body.lead,
+        members,
+        max_tokens=body.max_tokens,
+        max_budget_usd=body.max_budget_usd,
+    )
     p = call.principal
     tokens = {
         m.name: await first_member_token(call.store, p.org_id, p.user_id, team.id, m.name)
@@ -73,6 +79,8 @@ async def spawn_member(call: Call) -> JSONResponse:
         body.session_id,
         permission_mode=body.permission_mode,
         plan_approval=body.plan_approval,
+        max_tokens=body.max_tokens,
+        max_budget_usd=body.max_budget_usd,
     )
     token = None
     if created:

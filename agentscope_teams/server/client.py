@@ -118,11 +118,18 @@ class ControlPlaneTeamClient:
         return s.Whoami.model_validate(await self._call("GET", "/api/whoami"))
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = ()
+        self,
+        name: str,
+        lead: str = "lead",
+        members: Sequence[Member] = (),
+        *,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Team:
         fields = set(s.MemberIn.model_fields)  # a member's review records are not input
         dumped = [m.model_dump(mode="json", include=fields) for m in members]
-        body = {"name": name, "lead": lead, "members": dumped}
+        body: dict[str, object] = {"name": name, "lead": lead, "members": dumped}
+        body |= {"max_tokens": max_tokens, "max_budget_usd": max_budget_usd}
         created = s.CreatedTeam.model_validate(await self._call("POST", "/api/teams", body))
         for member, token in created.tokens.items():
             self.member_tokens[(created.team.id, member)] = token
@@ -137,6 +144,8 @@ class ControlPlaneTeamClient:
         *,
         permission_mode: str | None = None,
         plan_approval: bool = False,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Member:
         body = {
             "name": name,
@@ -144,6 +153,8 @@ class ControlPlaneTeamClient:
             "session_id": session_id,
             "permission_mode": permission_mode,
             "plan_approval": plan_approval,
+            "max_tokens": max_tokens,
+            "max_budget_usd": max_budget_usd,
         }
         data = await self._call("POST", self._team(team_id) + "/members", body)
         spawned = s.SpawnedMember.model_validate(data)
