@@ -121,7 +121,8 @@ class RedisUsage:
             return None
         unit = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
         at = limits[int(reply[0]) - 1]
-        return Refusal(at.name, unit, int(float(reply[2])), int(float(reply[3])))
+        numbers = [int(float(x)) for x in reply[2:5]]
+        return Refusal(at.name, unit, *numbers)
 
     async def settle(self, names: Sequence[str], rid: str, tokens: int, nanos: int) -> None:
         keys = [self._budget(n) for n in names]

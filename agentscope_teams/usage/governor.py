@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -33,7 +35,7 @@ from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
 from .limiter import Turn, take_turn
 from .prices import Price, PriceBook
-from .rules import Limit
+from .rules import Limit, Refusal
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,8 @@ class UsageGovernor:
     :class:`RateLimit`; ``rate_limit`` is the ``"*"`` entry; the environment variable
     ``AGENTSCOPE_TEAMS_RATE_LIMIT`` gives it when neither does. ``prices`` overrides the price
     database per model. ``max_output_tokens`` is reserved for a request without ``max_tokens``.
+    A call refused only because calls in flight hold what is left of a budget waits for them, up
+    to ``budget_wait`` seconds; one refused because the settled use reached the limit fails.
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class UsageGovernor:
         rate_limits: Mapping[str, RateLimit] | None = None,
         prices: Mapping[str, Price] | None = None,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT,
+        budget_wait: float = 300.0,
     ) -> None:
         self.store = store
         self.budgets = {k: b for k, b in (budgets or {}).items() if b}
@@ -72,6 +77,7 @@ class UsageGovernor:
             self.rate_limits["*"] = default
         self.prices = PriceBook(prices)
         self.max_output_tokens = max_output_tokens
+        self.budget_wait = budget_wait
 
     @property
     def backend(self) -> UsageBackend:
@@ -261,25 +267,41 @@ async def _reserve(scope: Scope, model: ChatModel, est_in: int, max_out: int) ->
     )
     limits = [Limit(n, b.max_tokens, b.max_nanos) for n, b in scope.budgets]
     rid = uuid.uuid4().hex
-    refusal = await gov.backend.reserve(limits, rid, est_in + max_out, nanos)
-    if refusal is None:
-        return rid
+    deadline, pause = time.monotonic() + gov.budget_wait, 0.05
+    while True:
+        refusal = await gov.backend.reserve(limits, rid, est_in + max_out, nanos)
+        if refusal is None:
+            return rid
+        if refusal.settled >= refusal.limit or time.monotonic() + pause > deadline:
+            break
+        # what is left is held by calls in flight: their settling may give some back
+        await anyio.sleep(pause * random.uniform(0.8, 1.2))
+        pause = min(pause * 2, 1.0)
     m = _metrics.METRICS
     if m is not None:
         m.budget_refusals.inc(_kind(refusal.name), "usd" if refusal.unit == "nanos" else "tokens")
-    if refusal.unit == "nanos":
-        limit_v, used_v, unit = refusal.limit / 1e9, refusal.used / 1e9, "usd"
-        text = f"${used_v:.4f} of ${limit_v:.4f}"
+    raise _exceeded(refusal)
+
+
+def _exceeded(refusal: Refusal) -> BudgetExceededError:
+    """The error for a refusal: spent (settled use at the limit), or held by calls in flight."""
+    spent = refusal.settled >= refusal.limit
+    scale, unit = (1e9, "usd") if refusal.unit == "nanos" else (1.0, "tokens")
+    shown = refusal.settled if spent else refusal.used
+    used, limit = shown / scale, refusal.limit / scale
+    amount = (
+        f"${used:.4f} of ${limit:.4f}" if unit == "usd" else f"{shown} of {refusal.limit} tokens"
+    )
+    if spent:
+        text = f"budget {refusal.name} is spent ({amount} used)"
     else:
-        limit_v, used_v, unit = float(refusal.limit), float(refusal.used), "tokens"
-        text = f"{refusal.used} of {refusal.limit} tokens"
-    raise BudgetExceededError(
-        f"budget {refusal.name} is spent ({text} used, including calls in flight); "
-        "raise the budget or start a new one to continue",
+        text = f"budget {refusal.name} is held by calls in flight ({amount} used or reserved)"
+    return BudgetExceededError(
+        f"{text}; raise the budget or start a new one to continue",
         budget=refusal.name,
         unit=unit,
-        limit=limit_v,
-        used=used_v,
+        limit=limit,
+        used=used,
     )
 
 

@@ -39,10 +39,10 @@ for i, key in ipairs(KEYS) do
   end
   local max_t, max_n = tonumber(ARGV[4 + 2 * i - 1]), tonumber(ARGV[4 + 2 * i])
   if max_t >= 0 and d.ut + d.rt >= max_t then
-    return {i, 'tokens', tostring(max_t), tostring(d.ut + d.rt)}
+    return {i, 'tokens', tostring(max_t), tostring(d.ut + d.rt), tostring(d.ut)}
   end
   if max_n >= 0 and d.un + d.rn >= max_n then
-    return {i, 'nanos', tostring(max_n), tostring(d.un + d.rn)}
+    return {i, 'nanos', tostring(max_n), tostring(d.un + d.rn), tostring(d.un)}
   end
 end
 local held = tokens .. ' ' .. nanos .. ' ' .. (now + ttl)

@@ -37,12 +37,14 @@ class Limit:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a reservation was refused: the budget, its unit, limit and use (settled + in flight)."""
+    """Why a reservation was refused: the budget, its unit, limit, use (settled + in flight) and
+    settled use alone (below the limit: calls in flight hold the rest, so waiting may help)."""
 
     name: str
     unit: str
     limit: int
     used: int
+    settled: int
 
 
 def _budget(doc: Doc | None) -> Doc:
@@ -73,12 +75,12 @@ def reserve(
     for lim in limits:
         doc = out[lim.name]
         _reap(doc, now)
-        for unit, cap, used in (
-            ("tokens", lim.max_tokens, doc["ut"] + doc["rt"]),
-            ("nanos", lim.max_nanos, doc["un"] + doc["rn"]),
+        for unit, cap, settled, held in (
+            ("tokens", lim.max_tokens, doc["ut"], doc["rt"]),
+            ("nanos", lim.max_nanos, doc["un"], doc["rn"]),
         ):
-            if cap is not None and used >= cap:
-                return out, Refusal(lim.name, unit, cap, used)
+            if cap is not None and settled + held >= cap:
+                return out, Refusal(lim.name, unit, cap, settled + held, settled)
     for lim in limits:
         doc = out[lim.name]
         doc["rt"] += tokens

@@ -80,27 +80,35 @@ class FakeProvider:
                         {"Retry-After": str(RETRY_AFTER)},
                     )
                     return
-                self._send(
-                    200,
-                    {
-                        "id": "c1",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": "done"},
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": PROMPT_TOKENS,
-                            "completion_tokens": COMPLETION_TOKENS,
-                            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-                        },
-                    },
-                )
+                usage = {
+                    "prompt_tokens": PROMPT_TOKENS,
+                    "completion_tokens": COMPLETION_TOKENS,
+                    "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+                }
+                if body.get("stream"):
+                    self._stream(body["model"], usage)
+                    return
+                message = {"role": "assistant", "content": "done"}
+                choice = {"index": 0, "finish_reason": "stop", "message": message}
+                base = {"id": "c1", "created": 0, "model": body["model"]}
+                completion = {**base, "object": "chat.completion", "choices": [choice]}
+                self._send(200, {**completion, "usage": usage})
+
+            def _stream(self, model: str, usage: dict[str, int]) -> None:
+                base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": model}
+                delta = {"role": "assistant", "content": "done"}
+                chunks = [
+                    {**base, "choices": [{"index": 0, "delta": delta}]},
+                    {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                    {**base, "choices": [], "usage": usage},
+                ]
+                raw = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+                raw += b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
 
             def _send(
                 self, status: int, data: object, headers: dict[str, str] | None = None

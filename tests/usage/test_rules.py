@@ -94,7 +94,7 @@ def test_a_budget_admits_calls_while_something_is_left_then_names_itself() -> No
         assert refusal is None
         docs = dict(new)
     new, refusal = rules.reserve(docs, limits, "d", 100, 0, 0)
-    assert refusal == rules.Refusal("team:t", "tokens", 250, 300)
+    assert refusal == rules.Refusal("team:t", "tokens", 250, 300, 0)
     # nothing of the refused call was reserved anywhere
     assert new["session:s"]["rt"] == 300 and "d" not in new["session:s"]["res"]
     docs = dict(rules.settle(dict(new), "a", 80, 0))
