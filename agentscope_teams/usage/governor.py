@@ -5,9 +5,10 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
 :func:`add_budget` and name their tenant with :func:`tenant`. The agent loop wraps each model call in
 :func:`model_call`, which, when a governor is bound (otherwise it costs one ``ContextVar.get``):
 
-1. waits for a turn of the model's shared rate limit (:mod:`.limiter`), if it has one;
-2. reserves the call's maximum (estimated input + max output tokens, and its price) on every budget
-   that applies, in one store operation, or raises :class:`~agentscope_teams.errors.BudgetExceededError`;
+1. reserves the call's maximum (estimated input + max output tokens, and its price) on every budget
+   that applies, in one store operation, or raises :class:`~agentscope_teams.errors.BudgetExceededError`
+   (when calls in flight hold what is left, it waits for them first);
+2. waits for a turn of the model's shared rate limit (:mod:`.limiter`), if it has one;
 3. after the call settles what the provider reported (or an estimate, marked so) and ends the
    rate-limit lease; a failed call releases its reservation.
 """
@@ -218,16 +219,16 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
     gov = scope.governor
     est_in = estimate_input(request)
     max_out = request.max_tokens or gov.max_output_tokens
+    held = await _reserve(scope, model, est_in, max_out)  # a refused call takes no turn
     turn: Turn | None = None
     limit = gov.rate_limit_for(model)
     if limit is not None:
-        turn = await take_turn(gov.backend, model, limit, scope.tenant, est_in + max_out)
-    try:
-        held = await _reserve(scope, model, est_in, max_out)
-    except BaseException:
-        if turn is not None:
-            await turn.end(0)
-        raise
+        try:
+            turn = await take_turn(gov.backend, model, limit, scope.tenant, est_in + max_out)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await _settle(scope, held, (0, 0), None)
+            raise
     try:
         yield call
     except RateLimitError as exc:
