@@ -17,9 +17,8 @@ from .provider import COMPLETION_TOKENS, PROMPT_TOKENS, RETRY_AFTER, FakeProvide
 from .workers import Job, run_job, run_processes
 
 CALL = PROMPT_TOKENS + COMPLETION_TOKENS
-pytestmark = pytest.mark.parametrize(
-    "store_spec", ["memory", "file", "sqlite", "mariadb", "postgres", "redis"], indirect=True
-)
+STORES = ["memory", "file", "sqlite", "mariadb", "postgres", "redis"]
+each_store = pytest.mark.parametrize("store_spec", STORES, indirect=True)
 
 
 def _run(spec: StoreSpec, jobs: list[Job], **kw: object) -> list[dict[str, int]]:
@@ -38,6 +37,7 @@ def _shared_url(spec: StoreSpec) -> str:
     return spec.url
 
 
+@pytest.mark.parametrize("store_spec", [*STORES, "redis-cluster"], indirect=True)
 def test_team_budget_is_overshot_by_at_most_one_call(store_spec: StoreSpec) -> None:
     team, budget = "t-" + uuid.uuid4().hex[:8], 2000
     with FakeProvider() as provider:
@@ -66,6 +66,7 @@ def test_team_budget_is_overshot_by_at_most_one_call(store_spec: StoreSpec) -> N
         assert doc["ut"] == provider.tokens and doc["rt"] == 0
 
 
+@each_store
 def test_shared_rate_limit_keeps_every_process_under_the_provider_limit(
     store_spec: StoreSpec,
 ) -> None:
@@ -84,6 +85,7 @@ def test_shared_rate_limit_keeps_every_process_under_the_provider_limit(
     assert 2.0 * 0.9 <= rate <= 2.0 * 1.1, rate
 
 
+@each_store
 def test_a_noisy_team_does_not_starve_a_quiet_one(store_spec: StoreSpec) -> None:
     limit = RateLimit(requests_per_minute=600, margin=0.0, max_wait=60)
     model = "m-" + uuid.uuid4().hex[:8]
@@ -112,6 +114,7 @@ def test_a_noisy_team_does_not_starve_a_quiet_one(store_spec: StoreSpec) -> None
     assert counts["quiet"] >= 0.35 * (counts["quiet"] + counts["noisy"]), counts
 
 
+@each_store
 def test_a_429_holds_off_every_process_for_its_retry_after(store_spec: StoreSpec) -> None:
     # turns 100 ms apart: without the hold the 8 calls would all be sent within a second
     limit = RateLimit(requests_per_minute=600, margin=0.0, max_wait=60)
