@@ -10,11 +10,13 @@ from two processes; the counts the server saw per team. Run: ``python -m bench.u
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 import uuid
 
 import anyio
 
+from agentscope_teams import HarnessAgent, RuntimeContext
 from agentscope_teams.agent.config import ReActConfig
 from agentscope_teams.agent.react import ReActAgent
 from agentscope_teams.model.openai import OpenAIChatModel
@@ -27,21 +29,34 @@ from tests.usage.workers import Job, run_processes
 from .fixtures import REDIS_URL
 
 
-async def overhead(rounds: int = 15, ops: int = 20) -> tuple[float, float, float]:
-    with FakeProvider() as provider:
+async def overhead(harness: bool, rounds: int = 15, ops: int = 20) -> tuple[float, float, float]:
+    """(plain, governed, median ratio): a bare loop reply, or ``harness``: a HarnessAgent call on
+    Redis (session load, lease, save) with a session budget."""
+    with FakeProvider() as provider, tempfile.TemporaryDirectory() as tmp:
         async with store_from_url(REDIS_URL) as store:
             model = OpenAIChatModel("bench", base_url=provider.base_url, api_key="k", max_retries=0)
-            agent = ReActAgent("b", model, config=ReActConfig(stream_model=False))
+            config = ReActConfig(stream_model=False)
+            agent = ReActAgent("b", model, config=config)
             gov = UsageGovernor(store, rate_limit=RateLimit(requests_per_minute=1e7))
             team = Budget(max_tokens=10**12)
             name = "team:bench-" + uuid.uuid4().hex[:6]
+            options = {"store": store, "workspace": tmp, "builtin_tools": False, "config": config}
+            lead = HarnessAgent("p", model, **options)  # type: ignore[arg-type]
+            governed_lead = HarnessAgent("g", model, usage=gov, **options)  # type: ignore[arg-type]
+            ctx = RuntimeContext(session_id="bench-" + uuid.uuid4().hex[:6])
 
             async def plain() -> None:
-                await agent.reply("hi", AgentState(session_id="s"))
+                if harness:
+                    await lead.call("hi", ctx)
+                else:
+                    await agent.reply("hi", AgentState(session_id="s"))
 
             async def governed() -> None:
                 with gov.bind(), add_budget(name, team):
-                    await agent.reply("hi", AgentState(session_id="s"))
+                    if harness:
+                        await governed_lead.call("hi", ctx)
+                    else:
+                        await agent.reply("hi", AgentState(session_id="s"))
 
             base: list[float] = []
             gated: list[float] = []
@@ -68,12 +83,13 @@ def fairness() -> dict[str, int]:
 
 
 def main() -> None:
-    b, g, r = anyio.run(overhead)
-    print("| one-step call (local HTTP provider) | median per call |")
-    print("|---|---|")
-    print(f"| no budget, no limiter | {b * 1e3:.2f} ms |")
-    print(f"| team budget + shared rate limit (Redis) | {g * 1e3:.2f} ms |")
-    print(f"| interleaved ratio (governed / plain) | {r:.3f} (+{(r - 1) * 100:.1f} %) |")
+    print("| one-step call (local HTTP provider) | plain | + budget + limiter (Redis) | ratio |")
+    print("|---|---|---|---|")
+    for harness, what in ((False, "ReActAgent.reply (loop only)"), (True, "HarnessAgent.call")):
+        b, g, r = anyio.run(overhead, harness)
+        print(
+            f"| {what} | {b * 1e3:.2f} ms | {g * 1e3:.2f} ms | {r:.3f} (+{(r - 1) * 100:.1f} %) |"
+        )
     counts = fairness()
     total = sum(counts.values())
     print(f"\nfairness, 600 rpm shared, 6 agents vs 1 agent: {counts} "

@@ -1,13 +1,13 @@
 """A local OpenAI-compatible chat-completions server for the usage tests: it answers every request
-with a fixed usage, can enforce a request limit per sliding window (429 + Retry-After past it) and
-records what it saw (times, tenants named in the prompt, tokens it reported)."""
+(plain or streamed) with a fixed usage, can enforce a request rate as providers do (a token bucket:
+429 + Retry-After past it) and records what it saw (times, tenants named in the prompt, tokens)."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PROMPT_TOKENS = 40
@@ -16,16 +16,15 @@ RETRY_AFTER = 2
 
 
 class FakeProvider:
-    def __init__(
-        self, *, limit: int | None = None, window: float = 1.0, reject_first: int = 0
-    ) -> None:
-        self.limit, self.window = limit, window
+    def __init__(self, *, rate: float | None = None, burst: int = 1, reject_first: int = 0) -> None:
+        #: The limit it enforces: a token bucket of ``burst`` requests refilled at ``rate`` a second.
+        self.rate, self.burst = rate, burst
+        self.bucket, self.refilled = float(burst), time.monotonic()
         #: Answer the first requests 429 with ``Retry-After: RETRY_AFTER`` whatever the rate.
         self.reject_first = reject_first
         self.rejected_times: list[float] = []
         self.lock = threading.Lock()
         self.ok_times: list[float] = []
-        self.recent: deque[float] = deque()
         self.rejected = 0
         self.tokens = 0
         self.tenants: Counter[str] = Counter()
@@ -47,14 +46,16 @@ class FakeProvider:
     def admit(self, prompt: str) -> bool:
         with self.lock:
             now = time.monotonic()
-            while self.recent and self.recent[0] <= now - self.window:
-                self.recent.popleft()
-            if (self.limit is not None and len(self.recent) >= self.limit) or self.reject_first:
+            if self.rate is not None:
+                self.bucket = min(self.burst, self.bucket + (now - self.refilled) * self.rate)
+                self.refilled = now
+            if (self.rate is not None and self.bucket < 1) or self.reject_first:
                 self.reject_first = max(0, self.reject_first - 1)
                 self.rejected += 1
                 self.rejected_times.append(now)
                 return False
-            self.recent.append(now)
+            if self.rate is not None:
+                self.bucket -= 1
             self.ok_times.append(now)
             self.tokens += PROMPT_TOKENS + COMPLETION_TOKENS
             self.tenants[prompt.split(":")[0]] += 1

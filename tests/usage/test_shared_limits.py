@@ -70,10 +70,10 @@ def test_team_budget_is_overshot_by_at_most_one_call(store_spec: StoreSpec) -> N
 def test_shared_rate_limit_keeps_every_process_under_the_provider_limit(
     store_spec: StoreSpec,
 ) -> None:
-    # 120 requests/min, enforced by the provider as at most 8 in any 4 s
-    limit = RateLimit(requests_per_minute=120, margin=0.05, max_wait=60)
+    # 120 requests/min (2 a second, a burst of 2), scaled down from 60/min to run in seconds
+    limit = RateLimit(requests_per_minute=120, margin=0.02, max_wait=60)
     model = "m-" + uuid.uuid4().hex[:8]
-    with FakeProvider(limit=8, window=4.0) as provider:
+    with FakeProvider(rate=2.0, burst=2) as provider:
         job = Job(
             _shared_url(store_spec), provider.base_url, model, agents=2, calls=2, rate_limit=limit
         )
@@ -87,14 +87,14 @@ def test_shared_rate_limit_keeps_every_process_under_the_provider_limit(
 
 @each_store
 def test_a_noisy_team_does_not_starve_a_quiet_one(store_spec: StoreSpec) -> None:
-    limit = RateLimit(requests_per_minute=600, margin=0.0, max_wait=60)
+    limit = RateLimit(requests_per_minute=300, margin=0.0, max_wait=60)
     model = "m-" + uuid.uuid4().hex[:8]
     with FakeProvider() as provider:
         noisy = Job(
             _shared_url(store_spec),
             provider.base_url,
             model,
-            agents=6,
+            agents=8,
             rate_limit=limit,
             tenant="noisy",
         )
@@ -102,7 +102,7 @@ def test_a_noisy_team_does_not_starve_a_quiet_one(store_spec: StoreSpec) -> None
             _shared_url(store_spec),
             provider.base_url,
             model,
-            agents=1,
+            agents=2,
             rate_limit=limit,
             tenant="quiet",
         )
@@ -110,7 +110,7 @@ def test_a_noisy_team_does_not_starve_a_quiet_one(store_spec: StoreSpec) -> None
             pytest.skip("tenants of one process: covered on the shared stores")
         run_processes([noisy, quiet], stop_when=lambda: len(provider.ok_times) >= 40)
     counts = provider.tenants
-    # a fair share is half each; without it the quiet team would get about 1 call in 7
+    # a fair share is half each; first come, first served would give the quiet team 1 call in 5
     assert counts["quiet"] >= 0.35 * (counts["quiet"] + counts["noisy"]), counts
 
 
@@ -126,8 +126,9 @@ def test_a_429_holds_off_every_process_for_its_retry_after(store_spec: StoreSpec
         results = _run(store_spec, [job, job])
     assert provider.rejected == 1 and sum(r["rate_limited"] for r in results) == 1
     assert sum(r["calls"] for r in results) == len(provider.ok_times)
-    # after the calls already granted (in flight when the 429 came back), no process sent anything
-    # until the Retry-After had passed
-    start, end = provider.rejected_times[0] + 0.25, provider.rejected_times[0] + RETRY_AFTER - 0.05
-    assert [t for t in provider.ok_times if start < t < end] == []
-    assert len([t for t in provider.ok_times if t >= end]) >= 5
+    # during the Retry-After only calls whose turn was granted before the 429 came back were sent
+    # (at most the 3 other agents'); without the hold all 8 calls take under a second
+    rejected_at = provider.rejected_times[0]
+    held = [t for t in provider.ok_times if rejected_at < t < rejected_at + RETRY_AFTER - 0.05]
+    assert len(held) <= 3, held
+    assert len(provider.ok_times) - len(held) >= 5
