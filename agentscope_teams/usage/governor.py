@@ -233,7 +233,10 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
         yield call
     except RateLimitError as exc:
         if turn is not None:
-            await turn.hold_off(exc)
+            try:
+                await turn.hold_off(exc)
+            except Exception as store_exc:  # the 429 is what the caller must see
+                log.warning("could not pause the shared rate limit: %s", store_exc)
         raise
     finally:
         used = _finish(scope, model, call.response, est_in)
