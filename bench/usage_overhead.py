@@ -9,6 +9,7 @@ from two processes; the counts the server saw per team. Run: ``python -m bench.u
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import tempfile
 import time
@@ -43,18 +44,22 @@ async def overhead(harness: bool, rounds: int = 15, ops: int = 20) -> tuple[floa
             options = {"store": store, "workspace": tmp, "builtin_tools": False, "config": config}
             lead = HarnessAgent("p", model, **options)  # type: ignore[arg-type]
             governed_lead = HarnessAgent("g", model, usage=gov, **options)  # type: ignore[arg-type]
-            ctx = RuntimeContext(session_id="bench-" + uuid.uuid4().hex[:6])
+            run = "bench-" + uuid.uuid4().hex[:6]
+            sessions = itertools.count()
+
+            def fresh() -> RuntimeContext:  # a new session each call: every call is one step
+                return RuntimeContext(session_id=f"{run}-{next(sessions)}")
 
             async def plain() -> None:
                 if harness:
-                    await lead.call("hi", ctx)
+                    await lead.call("hi", fresh())
                 else:
                     await agent.reply("hi", AgentState(session_id="s"))
 
             async def governed() -> None:
                 with gov.bind(), add_budget(name, team):
                     if harness:
-                        await governed_lead.call("hi", ctx)
+                        await governed_lead.call("hi", fresh())
                     else:
                         await agent.reply("hi", AgentState(session_id="s"))
 

@@ -19,18 +19,30 @@ class Price(BaseModel):
 
 
 class PriceBook:
-    """Prices by model id (``"gpt-4o"``) or ``"provider:model"``; the overrides win."""
+    """Prices by model id (``"gpt-4o"``) or ``"provider:model"``; the overrides win. A model's
+    price is looked up in the database once (a lookup costs about a millisecond) and kept."""
 
     def __init__(self, overrides: Mapping[str, Price] | None = None) -> None:
         self.overrides = dict(overrides or {})
+        self._found: dict[tuple[str, str], Price | None] = {}
+
+    def price(self, provider: str, model: str) -> Price | None:
+        """The price of ``model``: an override, else the database's (None: unknown)."""
+        price = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
+        if price is not None:
+            return price
+        key = (provider, model)
+        if key not in self._found:
+            self._found[key] = _database_price(provider, model)
+        return self._found[key]
 
     def nanos(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> int | None:
         """The cost in nano-dollars, or None when no price is known for the model."""
-        price = self.overrides.get(f"{provider}:{model}") or self.overrides.get(model)
-        if price is not None:
-            usd = input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok
-            return round(usd * 1000)  # per million tokens -> nano-dollars per token: x 1e9 / 1e6
-        return _database_nanos(provider, model, input_tokens, output_tokens)
+        price = self.price(provider, model)
+        if price is None:
+            return None
+        usd = input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok
+        return round(usd * 1000)  # per million tokens -> nano-dollars per token: x 1e9 / 1e6
 
     def require(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> int:
         """:meth:`nanos`, or a ConfigurationError naming the model when a dollar budget needs it."""
@@ -44,22 +56,24 @@ class PriceBook:
         return found
 
 
-def _database_nanos(provider: str, model: str, input_tokens: int, output_tokens: int) -> int | None:
+def _database_price(provider: str, model: str) -> Price | None:
+    """The database's price per million input and output tokens (its base tier)."""
     try:
         from genai_prices import Usage, calc_price
     except ImportError:
         return None
-    try:
-        found = calc_price(
-            Usage(input_tokens=input_tokens, output_tokens=output_tokens),
-            model_ref=model,
-            provider_id=provider or None,
-        )
-    except LookupError:
-        try:
-            found = calc_price(
-                Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=model
-            )
-        except LookupError:
-            return None
-    return round(float(found.total_price) * 1e9)
+
+    def per_mtok(input_tokens: int, output_tokens: int) -> float | None:
+        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        for provider_id in (provider, None) if provider else (None,):
+            try:
+                found = calc_price(usage, model_ref=model, provider_id=provider_id)
+            except LookupError:
+                continue
+            return float(found.total_price)
+        return None
+
+    found_in, found_out = per_mtok(1_000_000, 0), per_mtok(0, 1_000_000)
+    if found_in is None or found_out is None:
+        return None
+    return Price(input_per_mtok=found_in, output_per_mtok=found_out)
