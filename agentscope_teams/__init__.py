@@ -14,6 +14,7 @@ from .context import RuntimeContext, current_context, use_context
 from .errors import (
     AgentScopeTeamsError,
     AuthenticationError,
+    BudgetExceededError,
     CannotConvert,
     ChildPausedError,
     ClaimConflict,
@@ -41,6 +42,7 @@ from .errors import (
     OutputTypeMismatchError,
     OutputValidationError,
     RateLimitError,
+    RateLimitWaitError,
     ResultUnchecked,
     SchemaVersionError,
     SessionBusyError,
@@ -57,6 +59,7 @@ from .errors import (
     UnknownMemberError,
     UnknownTaskError,
     UnknownTeamError,
+    UsageLimitError,
     ValueTooLargeError,
     VersionConflict,
     WebAccessError,
@@ -84,6 +87,7 @@ from .state import AgentState
 from .store import BaseStore, InMemoryStore, store_from_url
 from .subagents import SubagentSpec, WorkspaceMode, load_specs
 from .tools import PermissionEngine, Tool, Toolkit, tool
+from .usage import Budget, RateLimit, UsageGovernor
 
 if TYPE_CHECKING:
     from .model.openai import OpenAIChatModel
@@ -135,6 +139,12 @@ __all__ = [
     "OutputValidationError",
     "PermissionEngine",
     "RateLimitError",
+    "RateLimitWaitError",
+    "BudgetExceededError",
+    "UsageLimitError",
+    "Budget",
+    "RateLimit",
+    "UsageGovernor",
     "ReActAgent",
     "ReActConfig",
     "RequireUserConfirmEvent",

@@ -40,6 +40,9 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     ├── CommandError                  a CLI command could not do what was asked
     ├── ControlPlaneError             the control plane answered an unexpected status, or is unreachable
     │   └── ControlPlaneAuthError     401/403: a missing, unknown or expired token, or out of scope
+    ├── UsageLimitError               a budget or a shared rate limit stopped a model call
+    │   ├── BudgetExceededError       a token/cost budget is spent (budget, limit, used, over)
+    │   └── RateLimitWaitError        no turn of a shared rate limit within the wait bound (waited)
     └── ModelError                    a chat model call failed (see :mod:`agentscope_teams.model`)
         ├── ModelConfigurationError   no API key / base URL; names the environment variable
         ├── AuthenticationError       401/403: the key is invalid or expired
@@ -445,6 +448,33 @@ class ControlPlaneAuthError(ControlPlaneError):
     """401: the token is missing, unknown, revoked or expired; 403: it may not do this."""
 
 
+class UsageLimitError(AgentScopeTeamsError):
+    """A budget or a shared rate limit stopped a model call before it was sent."""
+
+
+class BudgetExceededError(UsageLimitError):
+    """A budget is spent: no model call is sent on it any more.
+
+    ``budget`` names it (``team:research``, ``session:s1``, ...), ``unit`` is ``tokens`` or
+    ``usd``, ``limit`` and ``used`` are in that unit (``used`` counts settled calls and those in
+    flight) and ``over`` is how far past the limit it is (0 when exactly at it).
+    """
+
+    def __init__(self, message: str, *, budget: str, unit: str, limit: float, used: float) -> None:
+        super().__init__(message)
+        self.budget, self.unit, self.limit, self.used = budget, unit, limit, used
+        self.over = max(0.0, used - limit)
+
+
+class RateLimitWaitError(UsageLimitError):
+    """A shared rate limit gave no turn within the caller's wait bound (``limit`` names it,
+    ``waited`` is in seconds)."""
+
+    def __init__(self, message: str, *, limit: str, waited: float) -> None:
+        super().__init__(message)
+        self.limit, self.waited = limit, waited
+
+
 class ModelError(AgentScopeTeamsError):
     """A chat model call failed.
 
@@ -478,7 +508,11 @@ class AuthenticationError(ModelError):
 
 
 class RateLimitError(ModelError):
-    """HTTP 429 persisted through every retry."""
+    """HTTP 429 persisted through every retry; ``retry_after`` is the wait in seconds the
+    provider's headers asked for (``Retry-After``, ``x-ratelimit-reset-*``,
+    ``anthropic-ratelimit-*-reset``), or None."""
+
+    retry_after: float | None = None
 
 
 class ModelServerError(ModelError):

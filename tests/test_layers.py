@@ -31,6 +31,9 @@ LAYERS: dict[str, int] = {
     "agentscope_import": 6,
     "model": 6,
     "events": 7,
+    #: Budgets and shared rate limits around model calls: store operations (store's public
+    #: interface), model requests and responses; the agent loop calls it.
+    "usage": 7,
     "sandbox": 6,
     "tools": 7,
     #: Hooks: Claude Code's hook protocol; reads the tool-name table, called by the agent loop.

@@ -43,6 +43,8 @@ from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from ..tools.call_end import end_call
 from ..tools.plan import plan_tools
 from ..tools.web import web_tools
+from ..usage import Budget, RateLimit, UsageGovernor, split_model_limits
+from ..usage.governor import governor_for
 from . import compression as comp
 from .config import ReActConfig
 from .construction import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR  # re-exported
@@ -86,11 +88,19 @@ class SessionAgent:
         session_source: SessionSource = SessionSource.USER,
         depth: int = 0,
         tracer_provider: Any = None,
+        usage: UsageGovernor | None = None,
+        budget: Budget | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         check_numbers(replicas, lease_ttl, busy_timeout)
         self.name = name
+        if isinstance(model, str):
+            model, model_limit = split_model_limits(model)
+            rate_limit = rate_limit or model_limit
         self.model = resolve_model(model)
         self.store: BaseStore = resolve_store(store)
+        #: Budgets and shared rate limits of this agent's model calls (None: none).
+        self.usage = governor_for(self.store, usage, budget, rate_limit)
         check_deployment(self.store, replicas, remote_workspace)
         self.workspace = Path(workspace).resolve()
         self.workspace_scope = workspace_scope
@@ -320,7 +330,8 @@ class SessionAgent:
             org_id=ctx.org_id,
             depth=self.depth,
         )
-        with use_context(ctx), span:
+        governed = self.usage.bind(ctx) if self.usage is not None else contextlib.nullcontext()
+        with use_context(ctx), span, governed:
             async with self._exclusive(addr) as lease:
                 await self._run_locked(input, ctx, addr, sink, lease, output)
 

@@ -26,6 +26,7 @@ from ..errors import OptionError
 from ..sessions import SessionSource
 from ..store.base import BaseStore
 from ..tools import PermissionEngine, Tool
+from ..usage import Budget, RateLimit, UsageGovernor
 from .config import ReActConfig
 from .extension import Extension
 
@@ -50,6 +51,10 @@ class SessionOptions(TypedDict, total=False):
     session_source: SessionSource
     depth: int
     tracer_provider: Any
+    # budgets and shared rate limits (agentscope_teams.usage; docs/operations.md)
+    usage: UsageGovernor | None
+    budget: Budget | None
+    rate_limit: RateLimit | None
 
 
 def session_options(options: Mapping[str, Any]) -> SessionOptions:

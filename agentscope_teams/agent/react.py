@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from .. import tracing
+from .. import tracing, usage
 from ..errors import ConfigurationError, ModelResponseError
 from ..events import (
     AgentEvent,
@@ -367,18 +367,20 @@ class _Reply(StepRunner):
         response: ModelResponse | None = None
         model = self.agent.model
         with tracing.chat(model, self.agent.name, request) as span:
-            if self.cfg.stream_model:
-                async for item in model.stream(request):
-                    if isinstance(item, TextDelta):
-                        yield TextDeltaEvent(text=item.text, **self._ev())
-                    elif isinstance(item, ModelResponse):
-                        response = item
-            else:
-                response = await model.generate(request)
-            if response is None:
-                raise ModelResponseError(
-                    f"model {model.model_name} ended its stream without a response"
-                )
+            async with usage.model_call(model, request) as call:
+                if self.cfg.stream_model:
+                    async for item in model.stream(request):
+                        if isinstance(item, TextDelta):
+                            yield TextDeltaEvent(text=item.text, **self._ev())
+                        elif isinstance(item, ModelResponse):
+                            response = item
+                else:
+                    response = await model.generate(request)
+                if response is None:
+                    raise ModelResponseError(
+                        f"model {model.model_name} ended its stream without a response"
+                    )
+                call.done(response)
             span.response(response)
         self.state.cur_iter += 1
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
@@ -425,6 +427,10 @@ class _Reply(StepRunner):
             content=list(content),
             metadata={"reply_id": self.state.reply_id, "usage": response.usage.model_dump()},
         )
+        if response.cost_usd is not None:
+            msg.metadata["cost_usd"] = response.cost_usd
+        if response.usage_estimated:
+            msg.metadata["usage_estimated"] = True
         self.state.context.append(msg)
         self._count_usage(response.usage)
         return msg

@@ -55,6 +55,7 @@ from .review_run import Watcher
 from .run_view import RunSummary, RunView
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
+from .usage_option import add_usage_options, split_model_option, usage_governor
 from .usage_view import usage_json, usage_lines
 
 #: Environment key -> the model ``run`` uses when ``--model`` is not given (first match wins);
@@ -117,11 +118,14 @@ def register(subparsers: SubParsers) -> None:
     add_trust_option(parser)
     add_identity_options(parser)
     add_sandbox_option(parser)
+    add_usage_options(parser, "this run's session (the lead, its subagents and teams' calls)")
     add_json_option(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    limit_args = argparse.Namespace(**vars(args))
+    split_model_option(args)  # the model string without its ?rate-limit query
     specs = _specs(args)
     model = _model(args.model, specs)
     project = specs if specs is not None else Path.cwd()
@@ -154,7 +158,16 @@ def handle(args: argparse.Namespace) -> int:
     )
     try:
         with metering() as meter:
-            return with_store(args, lambda store: _run(args, ctx, lead(store=store), view, meter))
+            return with_store(
+                args,
+                lambda store: _run(
+                    args,
+                    ctx,
+                    lead(store=store, usage=usage_governor(limit_args, store, "session")),
+                    view,
+                    meter,
+                ),
+            )
     except KeyboardInterrupt:
         return _interrupted(args, view, ctx)
 

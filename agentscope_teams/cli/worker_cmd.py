@@ -24,6 +24,7 @@ worker runs (:mod:`.metrics_http`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -47,6 +48,7 @@ from .common import SubParsers, add_command, require_mcp, with_store
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
+from .usage_option import add_usage_options, split_model_option, usage_governor
 
 ORPHAN_CHECK_SECONDS = 1.0
 
@@ -133,6 +135,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "was killed; for workers started by another program",
     )
     add_sandbox_option(parser)
+    add_usage_options(parser, "each team it serves that sets none")
     _add_metrics_options(parser)
 
 
@@ -176,6 +179,8 @@ def handle(args: argparse.Namespace) -> int:
     note = untrusted_note(args.specs, specs.values(), trust)
     if mcp.servers and mcp_path is not None:
         require_mcp(mcp_path, "the members")
+    limit_args = argparse.Namespace(**vars(args))
+    split_model_option(args)  # the model string without its ?rate-limit query
     config = WorkerConfig(
         specs=specs,
         model=_model(args.model, specs),
@@ -213,7 +218,9 @@ def handle(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                         flush=True,
                     )
-                await worker.run()
+                governor = usage_governor(limit_args, store, "team")
+                with governor.bind() if governor is not None else contextlib.nullcontext():
+                    await worker.run()
                 tg.cancel_scope.cancel()  # the worker stopped: so does the metrics server
         finally:  # after the members stopped: no MCP server outlives the worker
             await mcp.aclose()

@@ -23,6 +23,7 @@ from ..errors import (
     RateLimitError,
 )
 from .model_errors import ErrorMapper, Failure, status_kind
+from .rate_headers import retry_after_of
 
 #: Error types of the Messages API, for errors that arrive inside a stream.
 ERROR_TYPES: dict[str, type[ModelError]] = {
@@ -53,7 +54,9 @@ class AnthropicErrorMapper(ErrorMapper):
             if exc.status_code < 400:  # an ``error`` event in a stream
                 kind = ERROR_TYPES.get(code or "", ModelServerError)
                 return Failure(kind, None, detail or "stream error", code, body)
-            return Failure(status_kind(exc.status_code), exc.status_code, detail, code, body)
+            status = exc.status_code
+            wait = retry_after_of(exc.response.headers) if status == 429 else None
+            return Failure(status_kind(status), status, detail, code, body, wait)
         if isinstance(exc, anthropic.APIResponseValidationError):
             return Failure(ModelResponseError, exc.status_code, body=self.excerpt(exc.body))
         return super().classify(exc)

@@ -103,6 +103,10 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: StopReason = "end_turn"
     model: str = ""
+    #: What the call cost in US dollars, when a budget's price book knows the model (else None).
+    cost_usd: float | None = None
+    #: True when the provider reported no usage and ``usage`` is an estimate.
+    usage_estimated: bool = False
 
     @property
     def text(self) -> str:

@@ -43,6 +43,8 @@ class Failure:
     detail: str = ""
     code: str | None = None
     body: str | None = None
+    #: Seconds the provider asked to wait (a 429's headers; see :mod:`.rate_headers`).
+    retry_after: float | None = None
 
 
 def status_kind(status: int) -> type[ModelError]:
@@ -153,7 +155,7 @@ class ErrorMapper:
             )
         else:
             text = self._message(f, attempts)
-        return f.kind(
+        error = f.kind(
             self.scrub(text),
             status_code=f.status,
             code=f.code,
@@ -161,6 +163,9 @@ class ErrorMapper:
             model=self.model,
             base_url=self.scrub(self.url),
         )
+        if isinstance(error, RateLimitError):
+            error.retry_after = f.retry_after
+        return error
 
     def scrub(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text

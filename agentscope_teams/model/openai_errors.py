@@ -16,6 +16,7 @@ from ..errors import (
     ModelTimeoutError,
 )
 from .model_errors import ErrorMapper, Failure, status_kind
+from .rate_headers import retry_after_of
 
 
 class OpenAIErrorMapper(ErrorMapper):
@@ -31,7 +32,8 @@ class OpenAIErrorMapper(ErrorMapper):
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             code, body = self._fields(exc)
-            return Failure(status_kind(status), status, self.detail(exc.body), code, body)
+            wait = retry_after_of(exc.response.headers) if status == 429 else None
+            return Failure(status_kind(status), status, self.detail(exc.body), code, body, wait)
         if isinstance(exc, openai.APIResponseValidationError):
             return Failure(ModelResponseError, exc.status_code, body=self.excerpt(exc.body))
         if isinstance(exc, openai.APIError):

@@ -8,6 +8,7 @@ closed by :meth:`SdkChatModel.aclose` or ``async with``.
 
 from __future__ import annotations
 
+import hashlib
 from types import TracebackType
 from typing import Protocol, Self
 
@@ -67,6 +68,12 @@ class SdkChatModel:
     @property
     def model_name(self) -> str:
         return self.model
+
+    @property
+    def key_fingerprint(self) -> str:
+        """16 hex digits of the API key's SHA-256: names the key (a shared rate limit is per key)
+        without holding it."""
+        return hashlib.sha256(self._api_key.encode()).hexdigest()[:16]
 
     async def aclose(self) -> None:
         """Close the connection pool."""

@@ -49,7 +49,14 @@ async def list_teams(call: TokenCall) -> list[Team]:
 )
 async def create_team(body: s.CreateTeam, call: OperatorCall) -> s.CreatedTeam:
     members = [Member(**m.model_dump(exclude_none=True)) for m in body.members]
-    team = await call.client.create_team(body.name, body.lead, members, body.description)
+    team = await call.client.create_team(
+        body.name,
+        body.lead,
+        members,
+        body.description,
+        max_tokens=body.max_tokens,
+        max_budget_usd=body.max_budget_usd,
+    )
     p = call.principal
     tokens = {
         m.name: await first_member_token(call.store, p.org_id, p.user_id, team.id, m.name)
@@ -97,6 +104,8 @@ async def spawn_member(
         body.session_id,
         permission_mode=body.permission_mode,
         plan_approval=body.plan_approval,
+        max_tokens=body.max_tokens,
+        max_budget_usd=body.max_budget_usd,
     )
     token = None
     if created:

@@ -119,11 +119,20 @@ class ControlPlaneTeamClient:
         return s.Whoami.model_validate(await self._call("GET", "/api/whoami"))
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = (), description: str = ""
+        self,
+        name: str,
+        lead: str = "lead",
+        members: Sequence[Member] = (),
+        description: str = "",
+        *,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Team:
         fields = set(s.MemberIn.model_fields)  # a member's review records are not input
         dumped = [m.model_dump(mode="json", include=fields) for m in members]
-        body = {"name": name, "lead": lead, "members": dumped, "description": description}
+        body: dict[str, object] = {"name": name, "lead": lead, "members": dumped}
+        body |= {"description": description}
+        body |= {"max_tokens": max_tokens, "max_budget_usd": max_budget_usd}
         created = s.CreatedTeam.model_validate(await self._call("POST", "/api/teams", body))
         for member, token in created.tokens.items():
             self.member_tokens[(created.team.id, member)] = token
@@ -138,6 +147,8 @@ class ControlPlaneTeamClient:
         *,
         permission_mode: str | None = None,
         plan_approval: bool = False,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Member:
         body = {
             "name": name,
@@ -145,6 +156,8 @@ class ControlPlaneTeamClient:
             "session_id": session_id,
             "permission_mode": permission_mode,
             "plan_approval": plan_approval,
+            "max_tokens": max_tokens,
+            "max_budget_usd": max_budget_usd,
         }
         data = await self._call("POST", self._team(team_id) + "/members", body)
         spawned = s.SpawnedMember.model_validate(data)

@@ -9,6 +9,7 @@ the ``type`` field (never the message text) and else from the status::
 
     400  EventIdError            a ``Last-Event-ID`` the event stream never sent
     401  ControlPlaneAuthError   no token, an unknown / revoked / expired token
+    402  BudgetExceededError     a budget is spent (the body names it, its unit, limit and use)
     403  ControlPlaneAuthError   a valid token acting outside its scope (another team or member)
     404  UnknownTeamError, UnknownTaskError, UnknownMemberError
     409  ClaimConflict, VersionConflict, LeaseLostError, NotTaskOwnerError, TaskStateError, TeamError,
@@ -20,6 +21,7 @@ the ``type`` field (never the message text) and else from the status::
          CommandError, CannotConvert (AgentScope data this project cannot represent),
          OutputValidationError (a value that does not match its schema),
          InvalidSchema (a JSON schema we do not accept: docs/security.md)
+    429  UsageLimitError, RateLimitWaitError: no turn of a shared rate limit within the wait
     500  ConfigurationError (OptionError), StoreError, SubagentError (GitError), OutputError, SyncCallInsideLoopError,
          AgentScopeTeamsError (a library error with its type and message); any other exception
          is an opaque ``InternalError``
@@ -87,6 +89,9 @@ STATUS: dict[type[BaseException], int] = {
     e.ModelConfigurationError: 500,
     e.AuthenticationError: 502,
     e.RateLimitError: 503,
+    e.UsageLimitError: 429,
+    e.BudgetExceededError: 402,
+    e.RateLimitWaitError: 429,
     e.ModelServerError: 502,
     e.ModelConnectionError: 502,
     e.ModelTimeoutError: 504,

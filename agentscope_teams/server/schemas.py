@@ -38,6 +38,8 @@ class CreateTeam(_Input):
     description: str = ""  # as the createTeam tool takes it
     lead: str = "lead"
     members: list[MemberIn] = Field(default_factory=list)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_budget_usd: float | None = Field(default=None, gt=0)
 
 
 class SpawnMember(_Input):
@@ -46,6 +48,8 @@ class SpawnMember(_Input):
     session_id: str | None = None
     permission_mode: str | None = None
     plan_approval: bool = False
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_budget_usd: float | None = Field(default=None, gt=0)
 
 
 class SetTeamStatus(_Input):

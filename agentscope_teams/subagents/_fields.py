@@ -50,6 +50,8 @@ SPEC_KEYS = frozenset(
         "disallowedTools",
         "permissionMode",
         "maxTurns",
+        "maxTokens",
+        "maxBudgetUsd",
         "background",
         "effort",
         "initialPrompt",

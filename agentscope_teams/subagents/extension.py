@@ -29,6 +29,7 @@ from ..model.base import ChatModel
 from ..skills import SkillLibrary
 from ..tools import Tool
 from ..trust import ProjectTrust
+from ..usage import budget_of
 from .child import build_child, fork_snapshot
 from .child_setup import check_run_limits, child_skills, repository_for, warn_about
 from .inbox import acknowledge, take
@@ -255,6 +256,7 @@ class SubagentExtension(Extension):
                 finishers=finishers,
                 hooks=child.hooks,
                 cwd=str(scope.env.workspace),
+                budget=budget_of(spec.max_tokens, spec.max_budget_usd),
             )
         )
 

@@ -36,6 +36,7 @@ from ..hooks import Hooks
 from ..message import OUTPUT_KEY, utcnow
 from ..state import AgentState
 from ..store.base import Key
+from ..usage import Budget, add_budget
 from .child import answer_of, seed_session
 from .runs import RunBook, RunRecord, RunStatus
 from .stops import subagent_stop
@@ -73,6 +74,8 @@ class Launch:
     hooks: Hooks | None = None
     #: The parent's working directory (the ``cwd`` of those hook events).
     cwd: str = ""
+    #: The run's budget (spec ``maxTokens`` / ``maxBudgetUsd``), on top of those in force.
+    budget: Budget | None = None
 
 
 @dataclass
@@ -196,7 +199,8 @@ class Runner:
         text: str | None = launch.record.task
         continued = False
         for _ in range(MAX_TURNS):
-            with tracing.joined(launch.record.trace_context):
+            run_budget = add_budget(f"run:{run_id}", launch.budget, store=launch.child.store)
+            with tracing.joined(launch.record.trace_context), run_budget:
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
             answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
             stop = await subagent_stop(

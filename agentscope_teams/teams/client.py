@@ -155,8 +155,16 @@ class LocalTeamClient(TeamRegistry):
         return team, Mailbox(self.store, self._keys(team_id))
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = (), description: str = ""
+        self,
+        name: str,
+        lead: str = "lead",
+        members: Sequence[Member] = (),
+        description: str = "",
+        *,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Team:
+        """A new team; ``max_tokens`` / ``max_budget_usd``: the budget its members share."""
         name = limits.name(name, "team name")
         names = [limits.name(lead, "lead"), *(m.name for m in members)]
         for m in members:
@@ -172,6 +180,8 @@ class LocalTeamClient(TeamRegistry):
             lead=lead,
             members=list(members),
             trace_context=tracing.carrier(),
+            max_tokens=max_tokens,
+            max_budget_usd=max_budget_usd,
         )
         await self.store.put(
             self._keys(team.id).team(), team.model_dump_json().encode(), expected_version=0
@@ -188,9 +198,12 @@ class LocalTeamClient(TeamRegistry):
         *,
         permission_mode: str | None = None,
         plan_approval: bool = False,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Member:
         """Add a member; ``permission_mode`` (Claude Code's names accepted) and ``plan_approval``
-        are kept in its record and decide how its agent is built (:mod:`.member.builder`)."""
+        are kept in its record and decide how its agent is built (:mod:`.member.builder`);
+        ``max_tokens`` / ``max_budget_usd`` are its own budget."""
         return (
             await self.add_member(
                 team_id,
@@ -199,6 +212,8 @@ class LocalTeamClient(TeamRegistry):
                 session_id,
                 permission_mode=permission_mode,
                 plan_approval=plan_approval,
+                max_tokens=max_tokens,
+                max_budget_usd=max_budget_usd,
             )
         )[0]
 
@@ -211,6 +226,8 @@ class LocalTeamClient(TeamRegistry):
         *,
         permission_mode: str | None = None,
         plan_approval: bool = False,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> tuple[Member, bool]:
         """:meth:`spawn_member`, and whether this call created the member (False: it existed
         with the same spec). Decided by the conditional write, so one of racing callers wins."""
@@ -233,6 +250,8 @@ class LocalTeamClient(TeamRegistry):
                 spec=spec,
                 permission_mode=mode,
                 plan_approval=plan_approval,
+                max_tokens=max_tokens,
+                max_budget_usd=max_budget_usd,
                 **({"session_id": session_id} if session_id else {}),
             )
             created = True

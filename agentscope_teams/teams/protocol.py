@@ -21,7 +21,14 @@ class TeamClient(Protocol):
     """Teams, their task board and their mailbox, scoped to the caller's (org, user)."""
 
     async def create_team(
-        self, name: str, lead: str = "lead", members: Sequence[Member] = (), description: str = ""
+        self,
+        name: str,
+        lead: str = "lead",
+        members: Sequence[Member] = (),
+        description: str = "",
+        *,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Team: ...
 
     async def spawn_member(
@@ -33,6 +40,8 @@ class TeamClient(Protocol):
         *,
         permission_mode: str | None = None,
         plan_approval: bool = False,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Member: ...
 
     async def get_team(self, team_id: str) -> Team: ...

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from . import names
-from .usage import METER
+from .usage import GOVERNANCE, METER
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -93,7 +93,7 @@ def resolve(provider: Any = None) -> Active | None:
 
 def fresh_context() -> contextvars.Context:
     """An empty ``contextvars.Context`` that keeps only the running call's tracing choice (and
-    usage meter).
+    usage meter, budgets and rate limits).
 
     For tasks that must not inherit the caller's context (a background run, a team runtime) but
     should trace with the same provider; where they sit in a trace comes from the store
@@ -105,4 +105,7 @@ def fresh_context() -> contextvars.Context:
         ctx.run(ACTIVE.set, active)
     if meter is not None:
         ctx.run(METER.set, meter)
+    governance = GOVERNANCE.get()
+    if governance is not None:
+        ctx.run(GOVERNANCE.set, governance)
     return ctx

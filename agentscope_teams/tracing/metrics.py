@@ -26,6 +26,7 @@ MODEL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 #: Seconds a task waits from its creation to its first claim: from instant to hours.
 WAIT_BUCKETS = (0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 TOOL_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
+RATE_WAIT_BUCKETS = (0.0, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -147,6 +148,7 @@ class Metrics:
         self._models_and_tools(PREFIX)
         self._agents_and_tasks(PREFIX)
         self._board_and_server(PREFIX)
+        self._usage_metrics(PREFIX)
         #: Every metric, in the order declared.
         self.all: list[Counter | Histogram] = [
             m for m in vars(self).values() if isinstance(m, Counter | Histogram)
@@ -235,6 +237,39 @@ class Metrics:
         self.http_requests_running = Gauge(
             p + "http_requests_running",
             "Control-plane API requests being served now (serve only; event streams excluded).",
+        )
+
+    def _usage_metrics(self, p: str) -> None:
+        """Budgets and shared rate limits (:mod:`agentscope_teams.usage`); a budget's scope is its
+        kind (org, user, session, team, member, run, named), never its id."""
+        self.budget_tokens = Counter(
+            p + "budget_tokens_total",
+            "Tokens charged to budgets, by budget scope (org, user, session, team, member, run).",
+            ("scope",),
+        )
+        self.budget_usd = Counter(
+            p + "budget_usd_total", "US dollars charged to budgets, by budget scope.", ("scope",)
+        )
+        self.budget_refusals = Counter(
+            p + "budget_refusals_total",
+            "Model calls refused because a budget was spent, by scope and unit (tokens, usd).",
+            ("scope", "unit"),
+        )
+        self.ratelimit_wait = Histogram(
+            p + "ratelimit_wait_seconds",
+            "Time model calls waited for a turn of a shared rate limit, by provider and model.",
+            ("provider", "model"),
+            RATE_WAIT_BUCKETS,
+        )
+        self.ratelimit_timeouts = Counter(
+            p + "ratelimit_timeouts_total",
+            "Model calls that got no turn within their wait bound, by provider and model.",
+            ("provider", "model"),
+        )
+        self.ratelimit_holdoffs = Counter(
+            p + "ratelimit_holdoffs_total",
+            "429 answers that paused every process's turns (Retry-After), by provider and model.",
+            ("provider", "model"),
         )
 
     def render(self) -> str:

@@ -54,6 +54,12 @@ METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar(
     "agentscope_teams_usage", default=None
 )
 
+#: The budgets and rate limits that govern model calls here (a ``usage.governor.Scope``, set by
+#: :mod:`agentscope_teams.usage`); kept here so :func:`~.active.fresh_context` carries it too.
+GOVERNANCE: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "agentscope_teams_governance", default=None
+)
+
 
 @contextmanager
 def metering() -> Iterator[UsageMeter]:

@@ -232,6 +232,11 @@ SPEC_KEY_DOCS = {
     "mode.",
     "maxTurns": "At most this many model turns (with `steps`, the smaller applies); then one last "
     "answer without tools, and the result says the limit stopped it.",
+    "maxTokens": "Token budget (input + output) of each run, shared by all its processes; the run "
+    "stops with `BudgetExceededError` (a tool error for the parent) once spent, overshooting by at "
+    "most one model call.",
+    "maxBudgetUsd": "Dollar budget of each run (prices from `genai-prices` or `prices=`), enforced "
+    "as `maxTokens` is.",
     "background": "`true`: always spawned in the background (`agent_spawn` returns a run id).",
     "effort": "`low`, `medium`, `high`, `xhigh` or `max`: the reasoning effort of models that have "
     "one (OpenAI o-series and gpt-5: `reasoning_effort`; Claude Opus 4.5+, Sonnet 4.6+: "

@@ -19,6 +19,7 @@ import agentscope_teams
 from agentscope_teams import RuntimeContext
 from agentscope_teams.errors import (
     AgentScopeTeamsError,
+    BudgetExceededError,
     ClaimConflict,
     ControlPlaneAuthError,
     ControlPlaneError,
@@ -95,6 +96,10 @@ FIELDED: list[tuple[AgentScopeTeamsError, dict[str, object]]] = [
         {"status_code": 429, "code": "rate_limit", "model": "m", "body": "{}", "base_url": None},
     ),
     (ControlPlaneAuthError("no", 401), {"status": 401}),
+    (
+        BudgetExceededError("spent", budget="team:t", unit="tokens", limit=10.0, used=12.0),
+        {"budget": "team:t", "unit": "tokens", "limit": 10.0, "used": 12.0, "over": 2.0},
+    ),
 ]
 
 

@@ -218,3 +218,25 @@ def test_build_takes_the_specs_and_models_of_the_agent(tmp_path: Path) -> None:
     assert sorted(ext.specs) == ["perf-tester", "reviewer", "security-scanner"]
     assert ext.models == {"reviewer-model": reviewer} and ext.run_members == "workers"
     assert sorted(TeamLeadExtension.build(agent, [ext.specs["reviewer"]]).specs) == ["reviewer"]
+
+
+async def test_the_lead_sets_team_and_member_budgets_with_its_tools(
+    tmp_path: Path, store: BaseStore, alice: RuntimeContext
+) -> None:
+    model = ScriptedModel(
+        [
+            call("createTeam", name="crew", max_tokens=5000, max_budget_usd=2.5),
+            call("spawnMember", name="a", spec="reviewer", max_tokens=1000),
+            "done",
+        ]
+    )
+    ext = TeamLeadExtension(SPEC_DIR, run_members="workers")
+    lead = HarnessAgent("lead", model, workspace=tmp_path / "ws", store=store, extensions=[ext])
+    await lead.call("make a team", alice)
+    team = await LocalTeamClient(store, alice).get_team(
+        team_id_of(await lead.get_agent_state(alice))
+    )
+    assert (team.max_tokens, team.max_budget_usd) == (5000, 2.5)
+    member = team.member("a")
+    assert member is not None and (member.max_tokens, member.max_budget_usd) == (1000, None)
+    await ext.aclose()

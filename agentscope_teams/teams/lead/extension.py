@@ -189,9 +189,22 @@ class TeamLeadExtension(Extension):
     # -- team operations (used by the lead's tools) ----------------------------------------------
 
     async def create_team(
-        self, scope: CallScope, client: TeamClient, name: str, description: str
+        self,
+        scope: CallScope,
+        client: TeamClient,
+        name: str,
+        description: str,
+        *,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Team:
-        team = await client.create_team(name, lead=scope.agent.name, description=description)
+        team = await client.create_team(
+            name,
+            lead=scope.agent.name,
+            description=description,
+            max_tokens=max_tokens,
+            max_budget_usd=max_budget_usd,
+        )
         record = TeamRuntimeRecord(
             team_id=team.id,
             org_id=scope.ctx.org_id,
@@ -216,6 +229,8 @@ class TeamLeadExtension(Extension):
         *,
         permission_mode: str | None = None,
         plan_approval: bool = False,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> Member:
         member = await client.spawn_member(
             team_id,
@@ -224,6 +239,8 @@ class TeamLeadExtension(Extension):
             member_session_id(team_id, name),
             permission_mode=permission_mode,
             plan_approval=plan_approval,
+            max_tokens=max_tokens,
+            max_budget_usd=max_budget_usd,
         )
         if self.run_members != "workers":
             await self._watch(scope, client, team_id)

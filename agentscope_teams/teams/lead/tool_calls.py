@@ -52,8 +52,21 @@ class LeadToolCalls:
     def view(self, team_id: str | None) -> TeamActor:
         return TeamActor(self.client, self.team_id(team_id), self.lead)
 
-    async def create(self, name: str, description: str) -> TeamCreated:
-        team = await self.ext.create_team(self.scope, self.client, name, description)
+    async def create(
+        self,
+        name: str,
+        description: str,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
+    ) -> TeamCreated:
+        team = await self.ext.create_team(
+            self.scope,
+            self.client,
+            name,
+            description,
+            max_tokens=max_tokens,
+            max_budget_usd=max_budget_usd,
+        )
         return TeamCreated(
             team_id=team.id, name=team.name, lead=self.lead, specs=list(self.ext.specs)
         )
@@ -65,6 +78,8 @@ class LeadToolCalls:
         team_id: str | None,
         permission_mode: str | None = None,
         plan_approval: bool = False,
+        max_tokens: int | None = None,
+        max_budget_usd: float | None = None,
     ) -> MemberSpawned:
         if spec not in self.ext.specs:
             available = ", ".join(self.ext.specs) or "none"
@@ -78,6 +93,8 @@ class LeadToolCalls:
             spec,
             permission_mode=permission_mode,
             plan_approval=plan_approval,
+            max_tokens=max_tokens,
+            max_budget_usd=max_budget_usd,
         )
         runs_in = "workers" if self.ext.run_members == "workers" else "local"
         return MemberSpawned(team_id=tid, member=member.name, spec=spec, runs_in=runs_in)

@@ -56,7 +56,7 @@ import anyio
 from ... import tracing
 from ...agent.lease import Lease
 from ...context import RuntimeContext
-from ...errors import ConfigurationError, UnknownTeamError
+from ...errors import BudgetExceededError, ConfigurationError, UnknownTeamError
 from ...keys import TeamKeys
 from ...store.base import BaseStore, Key, Signals, signals_of
 from ..protocol import TeamClient
@@ -64,6 +64,7 @@ from ..rules import limits
 from ..rules.models import Member, MemberStatus, Team, TeamStatus
 from .idle import call_until_idle
 from .slot import Slot, TeamRef, lease_key
+from .usage import team_budgets, tell_lead
 from .work import Work, find_work
 
 #: How many more times a member is woken for a task it still holds after a call ended.
@@ -431,11 +432,16 @@ class TeamRuntime:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
             await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
-            with tracing.joined(work.trace, work.linked):  # then TeammateIdle, see .idle
-                ctx = slot.ref.ctx.with_session(member.session_id)
+            with tracing.joined(work.trace, work.linked), team_budgets(team, member, self.store):
+                ctx = slot.ref.ctx.with_session(member.session_id)  # then TeammateIdle, see .idle
                 await call_until_idle(slot, client, team, member, work.message(), ctx)
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)
+        except BudgetExceededError as exc:  # no retry will pass: the lead reads why
+            slot.retry_at = time.monotonic() + MAX_BACKOFF
+            log.warning("member %s of team %s stopped: %s", member.name, team.id, exc)
+            with contextlib.suppress(Exception):
+                await tell_lead(client, team, member, exc)
         except Exception as exc:
             slot.failures += 1
             slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)

@@ -91,6 +91,9 @@ class Member(BaseModel):
     plan_approval: bool = False
     plan: PlanReview | None = None
     permission_prompt: PermissionPrompt | None = None
+    #: This member's budget (None: no limit), enforced by :mod:`agentscope_teams.usage`.
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_budget_usd: float | None = Field(default=None, gt=0)
 
     @field_validator("name", "session_id")
     @classmethod
@@ -112,6 +115,9 @@ class Team(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     #: W3C trace context of the span that created the team (the dashboard shows its trace id).
     trace_context: dict[str, str] | None = None
+    #: The budget every member's model calls share (None: no limit), in every process.
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_budget_usd: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="before")
     @classmethod

@@ -17,12 +17,19 @@ TeamId = str | None
 Mode = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
 
 
-async def create_team(name: Annotated[str, Field(min_length=1)], description: str = "") -> str:
+async def create_team(
+    name: Annotated[str, Field(min_length=1)],
+    description: str = "",
+    max_tokens: Annotated[int | None, Field(ge=1)] = None,
+    max_budget_usd: Annotated[float | None, Field(gt=0)] = None,
+) -> str:
     """Create a team that you lead; it becomes your current team. Then add members with spawnMember.
 
     Args:
         name: A short name for the team.
         description: The team's goal; every member reads it.
+        max_tokens: Tokens all members together may use; default: no team limit.
+        max_budget_usd: US dollars all members together may spend; default: no team limit.
     """
     raise NotImplementedError
 
@@ -33,6 +40,8 @@ async def spawn_member(
     team_id: TeamId = None,
     permission_mode: Mode | None = None,
     plan_approval: bool = False,
+    max_tokens: Annotated[int | None, Field(ge=1)] = None,
+    max_budget_usd: Annotated[float | None, Field(gt=0)] = None,
 ) -> str:
     """Add a member to the team, running one of the available agent specs; it starts working on
     claimable tasks and messages at once.
@@ -45,6 +54,8 @@ async def spawn_member(
             edit files); default: its spec's, else yours.
         plan_approval: Start it in plan mode: it must send you its plan, which you answer with
             approvePlan, before it may change anything.
+        max_tokens: Tokens this member may use; default: no limit of its own.
+        max_budget_usd: US dollars this member may spend; default: no limit of its own.
     """
     raise NotImplementedError
 

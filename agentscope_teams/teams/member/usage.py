@@ -1,0 +1,42 @@
+"""The budgets of a team and its members around a member's call (:mod:`agentscope_teams.usage`):
+``team:<id>`` shared by every member in every process, ``member:<id>/<name>`` its own; members
+of one team share rate limits as one tenant (the team), so a noisy team cannot starve others."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import BudgetExceededError
+from ...usage import add_budget, budget_of, current_scope, tenant
+from ..protocol import TeamClient
+from ..rules.models import Member, Team
+
+
+@contextlib.contextmanager
+def team_budgets(team: Team, member: Member | None, store: Any) -> Iterator[None]:
+    """Apply ``team``'s budget (else the governor's ``"team"`` default, as ``worker
+    --max-tokens`` sets), ``member``'s and the team's rate-limit tenancy to the block."""
+    scope = current_scope()
+    default = scope.governor.budgets.get("team") if scope is not None else None
+    own_team = budget_of(team.max_tokens, team.max_budget_usd) or default
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(add_budget(f"team:{team.id}", own_team, store=store))
+        if member is not None:
+            own = budget_of(member.max_tokens, member.max_budget_usd)
+            stack.enter_context(add_budget(f"member:{team.id}/{member.name}", own, store=store))
+        stack.enter_context(tenant(f"team:{team.id}"))
+        yield
+
+
+async def tell_lead(
+    client: TeamClient, team: Team, member: Member, exc: BudgetExceededError
+) -> None:
+    """Tell the lead (a team message it reads like any other) which budget stopped ``member``."""
+    unit = "tokens" if exc.unit == "tokens" else "USD"
+    text = (
+        f"[budget] {member.name} stopped: budget {exc.budget} is spent ({exc.used:g} of "
+        f"{exc.limit:g} {unit}); raise it or finish without this member"
+    )
+    await client.send_message(team.id, member.name, team.lead, text)

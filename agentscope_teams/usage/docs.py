@@ -1,0 +1,179 @@
+"""Atomic read-modify-write of a few JSON documents, on the memory, file and SQL stores.
+
+:func:`docs_for` gives the backend of a store; ``update(op, names, fn)`` locks the named documents,
+calls ``fn`` with them (None for one never written) and writes back what it returns, as one atomic
+step across every process sharing the store:
+
+* memory: a lock of the process (the store is not shared between processes anyway);
+* file: an ``flock`` on ``<root>/usage/lock``, documents in ``<root>/usage/docs/``;
+* SQL: one transaction on the table ``<prefix>usage_doc``: the missing rows inserted, the rows
+  read ``FOR UPDATE`` in name order (SQLite: the transaction is ``BEGIN IMMEDIATE``), then updated.
+
+Redis does not use this module: its scripts (:mod:`.redis_store`) do each step in one round trip.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from ..errors import ConfigurationError
+from .rules import Doc
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    from ..store.sql import SqlStore
+
+T = TypeVar("T")
+Change = Callable[[dict[str, Doc | None]], tuple[dict[str, Doc], T]]
+
+
+class DocBackend(Protocol):
+    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T: ...
+
+
+def doc_id(name: str) -> str:
+    """The fixed-length id a document is stored under."""
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
+class MemoryDocs:
+    """Documents in this process, under one lock."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Doc] = {}
+        self._lock = threading.Lock()
+
+    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
+        with self._lock:
+            new, result = fn({n: self._docs.get(n) for n in names})
+            self._docs.update(json.loads(json.dumps(new)))
+            return result
+
+
+class FileDocs:
+    """Documents as files beside a file store's data, under one ``flock``."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "usage"
+        self._thread_lock = threading.Lock()
+
+    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
+        return await anyio.to_thread.run_sync(lambda: self._update_sync(names, fn))
+
+    def _update_sync(self, names: Sequence[str], fn: Change[T]) -> T:
+        docs = self.dir / "docs"
+        docs.mkdir(parents=True, exist_ok=True)
+        with self._thread_lock:
+            fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                found = {n: _read(docs / doc_id(n)) for n in names}
+                new, result = fn(found)
+                for name, doc in new.items():
+                    path = docs / doc_id(name)
+                    tmp = path.with_suffix(".tmp")
+                    tmp.write_text(json.dumps(doc))
+                    os.replace(tmp, path)
+                return result
+            finally:
+                os.close(fd)  # closing releases the flock
+
+
+def _read(path: Path) -> Doc | None:
+    try:
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except FileNotFoundError:
+        return None
+
+
+_INSERT = {
+    "postgresql": "INSERT INTO {t} (id, doc) VALUES (:id, '{{}}') ON CONFLICT (id) DO NOTHING",
+    "mysql": "INSERT IGNORE INTO {t} (id, doc) VALUES (:id, '{{}}')",
+    "sqlite": "INSERT OR IGNORE INTO {t} (id, doc) VALUES (:id, '{{}}')",
+}
+
+
+class SqlDocs:
+    """Documents as rows of ``<prefix>usage_doc`` in a SQL store's database."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.table = f"{store.table_prefix}usage_doc"
+        self._ready = False
+
+    async def _create(self) -> None:
+        from sqlalchemy import text
+
+        body = "TEXT" if self.store.dialect != "mysql" else "LONGTEXT"
+        ddl = f"CREATE TABLE IF NOT EXISTS {self.table} (id CHAR(64) PRIMARY KEY, doc {body})"
+
+        async def run(conn: AsyncConnection) -> None:
+            await conn.execute(text(ddl))
+
+        await self.store.transact("create usage table", run)
+        self._ready = True
+
+    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
+        from sqlalchemy import bindparam, text
+
+        if not self._ready:
+            await self._create()
+        ids = {doc_id(n): n for n in names}
+        lock = "" if self.store.dialect == "sqlite" else " FOR UPDATE"
+        select = text(
+            f"SELECT id, doc FROM {self.table} WHERE id IN :ids ORDER BY id{lock}"
+        ).bindparams(bindparam("ids", expanding=True))
+        insert = text(_INSERT[self.store.dialect].format(t=self.table))
+        write = text(f"UPDATE {self.table} SET doc = :doc WHERE id = :id")
+
+        async def run(conn: AsyncConnection) -> T:
+            await conn.execute(insert, [{"id": i} for i in sorted(ids)])
+            rows = (await conn.execute(select, {"ids": sorted(ids)})).all()
+            found: dict[str, Any] = {ids[r[0]]: json.loads(r[1]) or None for r in rows}
+            new, result = fn({n: found.get(n) for n in names})
+            if new:
+                params = [{"id": doc_id(n), "doc": json.dumps(d)} for n, d in new.items()]
+                await conn.execute(write, params)
+            return result
+
+        return await self.store.transact(op, run)
+
+
+_MEMORY: weakref.WeakKeyDictionary[object, DocBackend] = weakref.WeakKeyDictionary()
+
+
+def docs_for(store: object) -> DocBackend:
+    """The document backend of ``store`` (memory, file or SQL store); one per store object."""
+    found = _MEMORY.get(store)
+    if found is not None:
+        return found
+    from ..store.jsonfile import JsonFileStore
+    from ..store.memory import InMemoryStore
+    from ..store.sql import SqlStore
+
+    backend: DocBackend
+    if isinstance(store, InMemoryStore):
+        backend = MemoryDocs()
+    elif isinstance(store, JsonFileStore):
+        backend = FileDocs(store.root)
+    elif isinstance(store, SqlStore):
+        backend = SqlDocs(store)
+    else:
+        raise ConfigurationError(
+            f"budgets and rate limits need a memory, file, SQL or Redis store, got "
+            f"{type(store).__name__}"
+        )
+    _MEMORY[store] = backend
+    return backend

@@ -1,0 +1,342 @@
+""":class:`UsageGovernor`: budgets and shared rate limits around every model call.
+
+A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and session budgets of a
+:class:`~agentscope_teams.context.RuntimeContext`); subagent runs and team members add theirs with
+:func:`add_budget` and name their tenant with :func:`tenant`. The agent loop wraps each model call in
+:func:`model_call`, which, when a governor is bound (otherwise it costs one ``ContextVar.get``):
+
+1. reserves the call's maximum (estimated input + max output tokens, and its price) on every budget
+   that applies, in one store operation, or raises :class:`~agentscope_teams.errors.BudgetExceededError`
+   (when calls in flight hold what is left, it waits for them first);
+2. waits for a turn of the model's shared rate limit (:mod:`.limiter`), if it has one;
+3. after the call settles what the provider reported (or an estimate, marked so) and ends the
+   rate-limit lease; a failed call releases its reservation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+
+from ..context import RuntimeContext
+from ..errors import BudgetExceededError, ConfigurationError, RateLimitError
+from ..model.base import ChatModel, ModelRequest, ModelResponse
+from ..tracing import metrics as _metrics
+from ..tracing.usage import GOVERNANCE
+from .backend import UsageBackend, usage_backend
+from .config import Budget, RateLimit, env_rate_limit
+from .estimate import estimate_input, estimate_output
+from .limiter import Turn, take_turn
+from .prices import Price, PriceBook
+from .rules import Limit, Refusal
+
+log = logging.getLogger(__name__)
+
+#: Output tokens reserved for a request that does not set ``max_tokens``.
+DEFAULT_MAX_OUTPUT = 4096
+#: Budget kinds a governor applies from a RuntimeContext.
+CONTEXT_SCOPES = ("org", "user", "session")
+
+
+class UsageGovernor:
+    """Budgets and rate limits kept in ``store`` (memory, file, SQL or Redis).
+
+    ``budgets`` maps a scope kind (``"org"``, ``"user"``, ``"session"``: one budget per org, user
+    or session) or one named budget (``"org:acme"``, ``"team:t1"``) to a :class:`Budget`.
+    ``rate_limits`` maps a model (``"openai:gpt-4o"``, ``"gpt-4o"``) or ``"*"`` to a
+    :class:`RateLimit`; ``rate_limit`` is the ``"*"`` entry; the environment variable
+    ``AGENTSCOPE_TEAMS_RATE_LIMIT`` gives it when neither does. ``prices`` overrides the price
+    database per model. ``max_output_tokens`` is reserved for a request without ``max_tokens``.
+    A call refused only because calls in flight hold what is left of a budget waits for them, up
+    to ``budget_wait`` seconds; one refused because the settled use reached the limit fails.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        budgets: Mapping[str, Budget] | None = None,
+        rate_limit: RateLimit | None = None,
+        rate_limits: Mapping[str, RateLimit] | None = None,
+        prices: Mapping[str, Price] | None = None,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT,
+        budget_wait: float = 300.0,
+    ) -> None:
+        self.store = store
+        self.budgets = {k: b for k, b in (budgets or {}).items() if b}
+        self.rate_limits = dict(rate_limits or {})
+        default = rate_limit or self.rate_limits.get("*") or env_rate_limit()
+        if default is not None:
+            self.rate_limits["*"] = default
+        self.prices = PriceBook(prices)
+        self.max_output_tokens = max_output_tokens
+        self.budget_wait = budget_wait
+
+    @property
+    def backend(self) -> UsageBackend:
+        return usage_backend(self.store)
+
+    def context_budgets(self, ctx: RuntimeContext) -> list[tuple[str, Budget]]:
+        """The budgets that apply to ``ctx``: per-kind ones and the named ones it matches."""
+        org, user = ctx.org_id or "", ctx.user_id or ""
+        names = {
+            "org": f"org:{org}",
+            "user": f"user:{org}/{user}",
+            "session": f"session:{org}/{user}/{ctx.session_id}",
+        }
+        found = [(names[k], self.budgets[k]) for k in CONTEXT_SCOPES if k in self.budgets]
+        found += [(n, self.budgets[n]) for n in names.values() if n in self.budgets]
+        return found
+
+    def rate_limit_for(self, model: ChatModel) -> RateLimit | None:
+        """The limit of ``model``: by ``provider:model``, by model id, else ``"*"``."""
+        provider = str(getattr(model, "provider", ""))
+        name = model.model_name
+        return (
+            self.rate_limits.get(f"{provider}:{name}")
+            or self.rate_limits.get(name)
+            or self.rate_limits.get("*")
+        )
+
+    @contextlib.contextmanager
+    def bind(self, ctx: RuntimeContext | None = None) -> Iterator[None]:
+        """Govern the model calls of the block (with ``ctx``'s budgets)."""
+        scope = current_scope()
+        budgets = tuple(self.context_budgets(ctx)) if ctx is not None else ()
+        tenant_name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
+        if scope is not None and scope.governor is self:
+            new = replace(scope, budgets=_merge(scope.budgets, budgets))
+        else:
+            prior = scope.budgets if scope is not None else ()
+            new = Scope(self, _merge(prior, budgets), tenant_name)
+        token = GOVERNANCE.set(new)
+        try:
+            yield
+        finally:
+            GOVERNANCE.reset(token)
+
+
+def governor_for(
+    store: Any,
+    usage: UsageGovernor | None,
+    budget: Budget | None,
+    rate_limit: RateLimit | None,
+) -> UsageGovernor | None:
+    """An agent's governor: ``usage`` itself, or one on ``store`` with ``budget`` per session and
+    ``rate_limit`` for every model (None when nothing is set and the environment sets no limit)."""
+    if usage is not None:
+        if budget or rate_limit:
+            raise ConfigurationError(
+                "pass either usage= (a UsageGovernor) or budget= / rate_limit=, not both: "
+                "give the governor the budgets and rate limits"
+            )
+        return usage
+    if not budget and rate_limit is None and env_rate_limit() is None:
+        return None
+    budgets = {"session": budget} if budget else {}
+    return UsageGovernor(store, budgets=budgets, rate_limit=rate_limit)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The governor and budgets in force, and the tenant whose fair share calls draw on."""
+
+    governor: UsageGovernor
+    budgets: tuple[tuple[str, Budget], ...]
+    tenant: str
+
+
+def _merge(
+    a: tuple[tuple[str, Budget], ...], b: tuple[tuple[str, Budget], ...] | list[tuple[str, Budget]]
+) -> tuple[tuple[str, Budget], ...]:
+    names = {n for n, _ in b}
+    return tuple([x for x in a if x[0] not in names] + list(b))
+
+
+def current_scope() -> Scope | None:
+    found = GOVERNANCE.get()
+    return found if isinstance(found, Scope) else None
+
+
+@contextlib.contextmanager
+def add_budget(name: str, budget: Budget | None, *, store: Any = None) -> Iterator[None]:
+    """Apply ``budget`` (named ``team:t1``, ``member:t1/alice``, ``run:<id>``, ...) to the model
+    calls of the block, besides those already in force. Without a bound governor, one on
+    ``store`` is bound (no store: nothing to enforce it with, so nothing happens)."""
+    scope = current_scope()
+    if not budget or (scope is None and store is None):
+        yield
+        return
+    if scope is None:
+        scope = Scope(UsageGovernor(store), (), "-")
+    token = GOVERNANCE.set(replace(scope, budgets=_merge(scope.budgets, [(name, budget)])))
+    try:
+        yield
+    finally:
+        GOVERNANCE.reset(token)
+
+
+@contextlib.contextmanager
+def tenant(name: str) -> Iterator[None]:
+    """Calls of the block share rate limits fairly as tenant ``name`` (a team id)."""
+    scope = current_scope()
+    if scope is None:
+        yield
+        return
+    token = GOVERNANCE.set(replace(scope, tenant=name))
+    try:
+        yield
+    finally:
+        GOVERNANCE.reset(token)
+
+
+class ModelCall:
+    """One governed call: give it the response with :meth:`done`."""
+
+    def __init__(self) -> None:
+        self.response: ModelResponse | None = None
+
+    def done(self, response: ModelResponse) -> None:
+        self.response = response
+
+
+@contextlib.asynccontextmanager
+async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[ModelCall]:
+    """Govern one model call (see the module docs); a no-op when no governor is bound."""
+    scope = current_scope()
+    call = ModelCall()
+    if scope is None:
+        yield call
+        return
+    gov = scope.governor
+    est_in = estimate_input(request)
+    max_out = request.max_tokens or gov.max_output_tokens
+    held = await _reserve(scope, model, est_in, max_out)  # a refused call takes no turn
+    turn: Turn | None = None
+    limit = gov.rate_limit_for(model)
+    if limit is not None:
+        try:
+            turn = await take_turn(gov.backend, model, limit, scope.tenant, est_in + max_out)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await _settle(scope, held, (0, 0), None)
+            raise
+    try:
+        yield call
+    except RateLimitError as exc:
+        if turn is not None:
+            try:
+                await turn.hold_off(exc)
+            except Exception as store_exc:  # the 429 is what the caller must see
+                log.warning("could not pause the shared rate limit: %s", store_exc)
+        raise
+    finally:
+        used = _finish(scope, model, call.response, est_in)
+        with anyio.CancelScope(shield=True):
+            await _settle(scope, held, used, turn)
+
+
+async def _settle(scope: Scope, held: str | None, used: tuple[int, int], turn: Turn | None) -> None:
+    """Count what the call used on its budgets and end its rate-limit lease (a store failure
+    here is logged: the call itself is done)."""
+    try:
+        if held is not None:
+            await scope.governor.backend.settle([n for n, _ in scope.budgets], held, *used)
+            _count(scope, used)
+        if turn is not None:
+            await turn.end(used[0])
+    except Exception as exc:
+        log.warning("could not settle a model call's usage: %s", exc)
+
+
+async def _reserve(scope: Scope, model: ChatModel, est_in: int, max_out: int) -> str | None:
+    """Reserve the call's maximum on every budget in force; the reservation id (None: none)."""
+    if not scope.budgets:
+        return None
+    gov = scope.governor
+    provider = str(getattr(model, "provider", ""))
+    needs_usd = any(b.max_usd is not None for _, b in scope.budgets)
+    nanos = (
+        gov.prices.require(provider, model.model_name, est_in, max_out)
+        if needs_usd
+        else gov.prices.nanos(provider, model.model_name, est_in, max_out) or 0
+    )
+    limits = [Limit(n, b.max_tokens, b.max_nanos) for n, b in scope.budgets]
+    rid = uuid.uuid4().hex
+    deadline, pause = time.monotonic() + gov.budget_wait, 0.05
+    while True:
+        refusal = await gov.backend.reserve(limits, rid, est_in + max_out, nanos)
+        if refusal is None:
+            return rid
+        if refusal.settled >= refusal.limit or time.monotonic() + pause > deadline:
+            break
+        # what is left is held by calls in flight: their settling may give some back
+        await anyio.sleep(pause * random.uniform(0.8, 1.2))
+        pause = min(pause * 2, 1.0)
+    m = _metrics.METRICS
+    if m is not None:
+        m.budget_refusals.inc(_kind(refusal.name), "usd" if refusal.unit == "nanos" else "tokens")
+    raise _exceeded(refusal)
+
+
+def _exceeded(refusal: Refusal) -> BudgetExceededError:
+    """The error for a refusal: spent (settled use at the limit), or held by calls in flight."""
+    spent = refusal.settled >= refusal.limit
+    scale, unit = (1e9, "usd") if refusal.unit == "nanos" else (1.0, "tokens")
+    shown = refusal.settled if spent else refusal.used
+    used, limit = shown / scale, refusal.limit / scale
+    amount = (
+        f"${used:.4f} of ${limit:.4f}" if unit == "usd" else f"{shown} of {refusal.limit} tokens"
+    )
+    if spent:
+        text = f"budget {refusal.name} is spent ({amount} used)"
+    else:
+        text = f"budget {refusal.name} is held by calls in flight ({amount} used or reserved)"
+    return BudgetExceededError(
+        f"{text}; raise the budget or start a new one to continue",
+        budget=refusal.name,
+        unit=unit,
+        limit=limit,
+        used=used,
+    )
+
+
+def _finish(
+    scope: Scope, model: ChatModel, response: ModelResponse | None, est_in: int
+) -> tuple[int, int]:
+    """(tokens, nanos) the call used; marks an estimate and the cost on the response."""
+    if response is None:
+        return 0, 0
+    usage = response.usage
+    tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
+    if tokens_in == 0 and tokens_out == 0:
+        tokens_in, tokens_out = est_in, estimate_output(response)
+        response.usage_estimated = True
+    provider = str(getattr(model, "provider", ""))
+    nanos = scope.governor.prices.nanos(provider, model.model_name, tokens_in, tokens_out)
+    if nanos is not None:
+        response.cost_usd = nanos / 1e9
+    return tokens_in + tokens_out, nanos or 0
+
+
+def _kind(name: str) -> str:
+    kind = name.partition(":")[0]
+    return kind if kind in ("org", "user", "session", "team", "member", "run") else "named"
+
+
+def _count(scope: Scope, used: tuple[int, int]) -> None:
+    m = _metrics.METRICS
+    if m is None:
+        return
+    for name, _ in scope.budgets:
+        m.budget_tokens.inc(_kind(name), amount=used[0])
+        if used[1]:
+            m.budget_usd.inc(_kind(name), amount=used[1] / 1e9)

@@ -1,0 +1,190 @@
+"""The rules of budgets and rate limits, on plain JSON documents: one home for both.
+
+The memory, file and SQL backends (:mod:`.docs`) lock the documents a call touches, run one of these
+functions on them and write them back, all in one atomic step; Redis runs the same rules as Lua
+scripts (:mod:`.redis_lua`). Times are milliseconds, money is integer nano-dollars.
+
+**Budget document** (one per budget): ``ut``/``un`` used tokens / nano-dollars, ``rt``/``rn``
+reserved by calls in flight, ``res`` the reservations (id -> [tokens, nanos, expiry]). A call is
+admitted while ``used + reserved`` is below the limit of every budget it draws on, and then
+reserves its maximum on all of them; so a budget is overshot by at most one call.
+
+**Limiter document** (one per provider, model and key hash): GCRA theoretical arrival times for
+requests (``tat``) and tokens (``ttat``), one per active tenant (``ten``: tenant -> [tat, seen]),
+the leases of calls in flight (``lease``: id -> expiry) for the concurrency limit, and ``hold``:
+no turn before this time (a provider answered 429 with ``Retry-After``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Doc = dict[str, Any]
+
+#: A reservation or lease whose call never settles (its process died) ends after this long.
+RESERVATION_TTL_MS = 15 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One budget as a call applies it: its name and limits (None: no limit in that unit)."""
+
+    name: str
+    max_tokens: int | None
+    max_nanos: int | None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a reservation was refused: the budget, its unit, limit, use (settled + in flight) and
+    settled use alone (below the limit: calls in flight hold the rest, so waiting may help)."""
+
+    name: str
+    unit: str
+    limit: int
+    used: int
+    settled: int
+
+
+def _budget(doc: Doc | None) -> Doc:
+    base: Doc = {"ut": 0, "un": 0, "rt": 0, "rn": 0, "res": {}}
+    if doc:
+        base.update(doc)
+    return base
+
+
+def _reap(doc: Doc, now: int) -> None:
+    for rid, (t, n, exp) in list(doc["res"].items()):
+        if exp <= now:
+            del doc["res"][rid]
+            doc["rt"] -= t
+            doc["rn"] -= n
+
+
+def reserve(
+    docs: dict[str, Doc | None],
+    limits: list[Limit],
+    rid: str,
+    tokens: int,
+    nanos: int,
+    now: int,
+) -> tuple[dict[str, Doc], Refusal | None]:
+    """Reserve ``tokens`` and ``nanos`` on every budget of ``limits``, or on none (a refusal)."""
+    out = {name: _budget(doc) for name, doc in docs.items()}
+    for lim in limits:
+        doc = out[lim.name]
+        _reap(doc, now)
+        for unit, cap, settled, held in (
+            ("tokens", lim.max_tokens, doc["ut"], doc["rt"]),
+            ("nanos", lim.max_nanos, doc["un"], doc["rn"]),
+        ):
+            if cap is not None and settled + held >= cap:
+                return out, Refusal(lim.name, unit, cap, settled + held, settled)
+    for lim in limits:
+        doc = out[lim.name]
+        doc["rt"] += tokens
+        doc["rn"] += nanos
+        doc["res"][rid] = [tokens, nanos, now + RESERVATION_TTL_MS]
+    return out, None
+
+
+def settle(docs: dict[str, Doc | None], rid: str, tokens: int, nanos: int) -> dict[str, Doc]:
+    """End reservation ``rid`` on each budget and count what the call used (0 and 0: release)."""
+    out = {name: _budget(doc) for name, doc in docs.items()}
+    for doc in out.values():
+        held = doc["res"].pop(rid, None)
+        if held is not None:
+            doc["rt"] -= held[0]
+            doc["rn"] -= held[1]
+        doc["ut"] += tokens
+        doc["un"] += nanos
+    return out
+
+
+@dataclass(frozen=True)
+class Rates:
+    """A limiter's limits as the rules read them (None: no limit of that kind)."""
+
+    rpm: float | None = None
+    tpm: float | None = None
+    concurrent: int | None = None
+    burst: int = 1
+
+
+def _limiter(doc: Doc | None) -> Doc:
+    base: Doc = {"tat": 0.0, "ttat": 0.0, "hold": 0.0, "ten": {}, "lease": {}}
+    if doc:
+        base.update(doc)
+    return base
+
+
+#: Retry hint while every concurrent slot is taken (ms).
+CONCURRENCY_POLL_MS = 50.0
+
+
+def acquire(
+    doc: Doc | None, rates: Rates, now: float, tenant: str, tokens: int, lease: str
+) -> tuple[Doc, float]:
+    """Take a turn: (new document, 0) when granted, else (document, ms to wait before asking again).
+
+    GCRA for requests, per tenant with an interval scaled by the active tenants (the fair share),
+    GCRA for tokens (a call larger than the bucket passes when the bucket is empty), and a count of
+    leases for concurrency. Nothing but the tenant's ``seen`` time changes unless all three agree.
+    """
+    d = _limiter(doc)
+    ten: dict[str, list[float]] = d["ten"]
+    waits = [0.0, d["hold"] - now]
+    if rates.rpm:
+        interval = 60000.0 / rates.rpm
+        window = max(1000.0, 3 * interval * max(len(ten), 1))
+        for name, (_, seen) in list(ten.items()):
+            if seen < now - window:
+                del ten[name]
+        mine = ten.setdefault(tenant, [0.0, now])
+        mine[1] = now
+        tau = interval * (rates.burst - 1)
+        share = interval * len(ten)
+        waits.append(max(d["tat"], now) - now - tau)
+        waits.append(max(mine[0], now) - now - share * (rates.burst - 1))
+    if rates.tpm:
+        per_token = 60000.0 / rates.tpm
+        cap = 60000.0 * rates.burst / 6
+        ahead = max(d["ttat"], now) - now
+        if ahead > 0 and ahead + tokens * per_token > cap:
+            waits.append(ahead + tokens * per_token - cap)
+    leases: dict[str, float] = d["lease"]
+    for lid, exp in list(leases.items()):
+        if exp <= now:
+            del leases[lid]
+    if rates.concurrent and len(leases) >= rates.concurrent:
+        waits.append(CONCURRENCY_POLL_MS)
+    wait = max(waits)
+    if wait > 0:
+        return d, wait
+    if rates.rpm:
+        interval = 60000.0 / rates.rpm
+        d["tat"] = max(d["tat"], now) + interval
+        ten[tenant][0] = max(ten[tenant][0], now) + interval * len(ten)
+    if rates.tpm:
+        d["ttat"] = max(d["ttat"], now) + tokens * 60000.0 / rates.tpm
+    if rates.concurrent:
+        leases[lease] = now + RESERVATION_TTL_MS
+    return d, 0.0
+
+
+def release(doc: Doc | None, rates: Rates, now: float, lease: str, token_delta: int) -> Doc:
+    """End lease ``lease`` and correct the token clock by what the call used beyond (or below) its
+    estimate (``token_delta`` = used - estimated)."""
+    d = _limiter(doc)
+    d["lease"].pop(lease, None)
+    if rates.tpm and token_delta:
+        d["ttat"] = max(d["ttat"] + token_delta * 60000.0 / rates.tpm, now)
+    return d
+
+
+def hold_off(doc: Doc | None, now: float, wait_ms: float) -> Doc:
+    """A provider answered 429 anyway: no process takes a turn for ``wait_ms``."""
+    d = _limiter(doc)
+    d["hold"] = max(d["hold"], now + wait_ms)
+    return d
