@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agentscope_teams.teams.usage import team_budgets, tell_lead
 
 from agentscope_teams import (
     Budget,
@@ -21,6 +20,7 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.subagents.spec import SubagentSpec
 from agentscope_teams.teams import LocalTeamClient
+from agentscope_teams.teams.member.usage import team_budgets, tell_lead
 from agentscope_teams.usage import Price, UsageGovernor, split_model_limits
 
 
