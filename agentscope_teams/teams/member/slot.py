@@ -83,11 +83,13 @@ class Slot:
     async def beat(self) -> None:
         """Renew the member's lease (a lost one cancels its call) and, during a call, the leases of
         the tasks it claimed."""
-        if self.lease is None:
+        lease = self.lease  # the runtime may release it (slot.lease = None) while this renews
+        if lease is None:
             return
-        await self.lease.renew()
-        if self.lease.lost:
-            self.lease = None
+        await lease.renew()
+        if lease.lost:
+            if self.lease is lease:
+                self.lease = None
             self.cancel_call()
             return
         if self.busy and self.ext is not None:
