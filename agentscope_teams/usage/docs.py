@@ -6,8 +6,8 @@ step across every process sharing the store:
 
 * memory: a lock of the process (the store is not shared between processes anyway);
 * file: an ``flock`` on ``<root>/usage/lock``, documents in ``<root>/usage/docs/``;
-* SQL: one transaction on the table ``<prefix>usage_doc``: the missing rows inserted, the rows
-  read ``FOR UPDATE`` in name order (SQLite: the transaction is ``BEGIN IMMEDIATE``), then updated.
+* SQL: one transaction on the table ``<prefix>usage_doc`` (:mod:`.sql_docs`): the missing rows
+  inserted, the rows read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``), then updated.
 
 Redis does not use this module: its scripts (:mod:`.redis_store`) do each step in one round trip.
 """
@@ -22,7 +22,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -31,9 +31,7 @@ from ..errors import ConfigurationError
 from .rules import Doc
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection
-
-    from ..store.sql import SqlStore
+    pass
 
 T = TypeVar("T")
 Change = Callable[[dict[str, Doc | None]], tuple[dict[str, Doc], T]]
@@ -98,59 +96,6 @@ def _read(path: Path) -> Doc | None:
         return None
 
 
-_INSERT = {
-    "postgresql": "INSERT INTO {t} (id, doc) VALUES (:id, '{{}}') ON CONFLICT (id) DO NOTHING",
-    "mysql": "INSERT IGNORE INTO {t} (id, doc) VALUES (:id, '{{}}')",
-    "sqlite": "INSERT OR IGNORE INTO {t} (id, doc) VALUES (:id, '{{}}')",
-}
-
-
-class SqlDocs:
-    """Documents as rows of ``<prefix>usage_doc`` in a SQL store's database."""
-
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
-        self.table = f"{store.table_prefix}usage_doc"
-        self._ready = False
-
-    async def _create(self) -> None:
-        from sqlalchemy import text
-
-        body = "TEXT" if self.store.dialect != "mysql" else "LONGTEXT"
-        ddl = f"CREATE TABLE IF NOT EXISTS {self.table} (id CHAR(64) PRIMARY KEY, doc {body})"
-
-        async def run(conn: AsyncConnection) -> None:
-            await conn.execute(text(ddl))
-
-        await self.store.transact("create usage table", run)
-        self._ready = True
-
-    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
-        from sqlalchemy import bindparam, text
-
-        if not self._ready:
-            await self._create()
-        ids = {doc_id(n): n for n in names}
-        lock = "" if self.store.dialect == "sqlite" else " FOR UPDATE"
-        select = text(
-            f"SELECT id, doc FROM {self.table} WHERE id IN :ids ORDER BY id{lock}"
-        ).bindparams(bindparam("ids", expanding=True))
-        insert = text(_INSERT[self.store.dialect].format(t=self.table))
-        write = text(f"UPDATE {self.table} SET doc = :doc WHERE id = :id")
-
-        async def run(conn: AsyncConnection) -> T:
-            await conn.execute(insert, [{"id": i} for i in sorted(ids)])
-            rows = (await conn.execute(select, {"ids": sorted(ids)})).all()
-            found: dict[str, Any] = {ids[r[0]]: json.loads(r[1]) or None for r in rows}
-            new, result = fn({n: found.get(n) for n in names})
-            if new:
-                params = [{"id": doc_id(n), "doc": json.dumps(d)} for n, d in new.items()]
-                await conn.execute(write, params)
-            return result
-
-        return await self.store.transact(op, run)
-
-
 _MEMORY: weakref.WeakKeyDictionary[object, DocBackend] = weakref.WeakKeyDictionary()
 
 
@@ -169,6 +114,8 @@ def docs_for(store: object) -> DocBackend:
     elif isinstance(store, JsonFileStore):
         backend = FileDocs(store.root)
     elif isinstance(store, SqlStore):
+        from .sql_docs import SqlDocs  # SQLAlchemy only when a SQL store is in use
+
         backend = SqlDocs(store)
     else:
         raise ConfigurationError(

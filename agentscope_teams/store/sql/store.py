@@ -388,22 +388,9 @@ class SqlStore(TableSetHost, StoreBackend):
         return channel_name(self._table_prefix, validate_key(channel, "channel"))
 
     @property
-    def dialect(self) -> str:
-        """``sqlite``, ``mysql`` (MariaDB too) or ``postgresql``."""
-        return self._db.kind
-
-    @property
     def table_prefix(self) -> str:
         """The prefix of this store's table names (tables of the layers above use it too)."""
         return self._table_prefix
-
-    async def transact(
-        self, op: str, fn: Callable[[AsyncConnection], Awaitable[T]], *, write: bool = True
-    ) -> T:
-        """Run ``fn`` in one transaction of this store (``BEGIN IMMEDIATE`` on SQLite when
-        ``write``), retried on transient lock conflicts and with the store's error mapping, for
-        the layers above that keep tables of their own. ``op`` names it in errors."""
-        return await self._run(op, fn, write=write)
 
     async def _run(
         self,
