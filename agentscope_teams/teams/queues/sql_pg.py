@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..rules.models import Task, TaskStatus
@@ -32,27 +33,41 @@ from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
+#: The member's own held task (``prefer_own``: its lease is renewed, probe 0), probed first.
+_OWN = """own AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 0 AS probe FROM {task}
+  WHERE team = :team AND status = 'in_progress' AND owner = :member {guard}
+  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+), """
+
 _CLAIM = """
-WITH pick AS (
-  SELECT task_id, khash, status AS was, owner AS was_owner FROM {task}
-  WHERE team = :team
-    AND ((status = 'pending' AND blockers_left = 0 AND dead_blockers = 0)
-         OR (status = 'in_progress' AND lease_until <= :now AND attempts < max_attempts))
-    AND (assignee IS NULL OR assignee = :member)
-    {guard}
-  ORDER BY status = 'pending', seq
-  LIMIT 1
-  FOR UPDATE SKIP LOCKED
+WITH {own}expired AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 1 AS probe FROM {task}
+  WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
+    AND attempts < max_attempts AND (assignee IS NULL OR assignee = :member) {guard} {after_own}
+  ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED
+), ready AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 2 AS probe FROM {task}
+  WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
+    AND (assignee IS NULL OR assignee = :member) {guard} {after_own}
+    AND NOT EXISTS (SELECT 1 FROM expired)
+  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+), pick AS (
+  {own_pick}SELECT * FROM expired UNION ALL SELECT * FROM ready
 ), moved AS (
   UPDATE {task} t
-  SET status = 'in_progress', owner = :member, attempts = t.attempts + 1, lease_until = :until
+  SET status = 'in_progress', owner = :member, lease_until = :until,
+      attempts = t.attempts + CASE WHEN pick.probe = 0 THEN 0 ELSE 1 END
   FROM pick
   WHERE t.team = :team AND t.task_id = pick.task_id
-  RETURNING t.khash, t.attempts, t.max_attempts, pick.was, pick.was_owner
+  RETURNING t.khash, t.attempts, t.max_attempts, pick.was, pick.was_owner, pick.probe
 )
 UPDATE {kv} k
 SET version = k.version + 1, nparts = 0, value = convert_to((
-  convert_from(k.value, 'UTF8')::jsonb || jsonb_build_object(
+  convert_from(k.value, 'UTF8')::jsonb || CASE WHEN m.probe = 0 THEN jsonb_build_object(
+    'lease_seconds', CAST(:lease AS double precision),
+    'lease_expires_at', CAST(:until_iso AS text), 'updated_at', CAST(:now_iso AS text))
+  ELSE jsonb_build_object(
     'status', 'in_progress', 'owner', CAST(:member AS text), 'attempts', m.attempts,
     'lease_seconds', CAST(:lease AS double precision),
     'lease_expires_at', CAST(:until_iso AS text), 'updated_at', CAST(:now_iso AS text),
@@ -64,7 +79,7 @@ SET version = k.version + 1, nparts = 0, value = convert_to((
       || jsonb_build_array(jsonb_build_object(
            'at', CAST(:now_iso AS text), 'actor', CAST(:member AS text), 'action', 'claimed',
            'detail', 'attempt ' || m.attempts || ' of ' || m.max_attempts))
-  ))::text, 'UTF8')
+  ) END)::text, 'UTF8')
 FROM moved m
 WHERE k.khash = m.khash
 RETURNING k.value, k.version
@@ -99,7 +114,7 @@ WITH moved AS (
   )::text, 'UTF8')
   FROM moved m
   WHERE k.khash = m.khash
-  RETURNING k.value, k.version, k.nparts
+  RETURNING k.value, k.version, k.nparts{notify}
 )
 SELECT TRUE AS done, TRUE AS guarded, :id AS task_id, value, version, nparts FROM written
 UNION ALL
@@ -118,11 +133,23 @@ def _iso(at: datetime) -> str:
     return str(_DATETIME.dump_python(at, mode="json"))
 
 
+#: Woken waiters of the team when a finish wrote (delivered at its commit, as a NOTIFY would be).
+_NOTIFY = ", pg_notify(CAST(:channel AS text), '') AS woke"
+
+
+@lru_cache(maxsize=256)
+def _statement(template: str, **parts: str) -> TextClause:
+    """``template`` with its tables and optional parts filled in: built once per shape."""
+    return text(template.format(**parts))
+
+
 class PostgresBoardQueue(SqlBoardQueue):
-    """:class:`SqlBoardQueue` whose claim and finish are one statement each (autocommit: no
-    BEGIN/COMMIT), guarded by the team record's version when the caller passes a guard."""
+    """:class:`SqlBoardQueue` whose claim (with ``prefer_own`` too) and finish are one statement
+    each (autocommit: no BEGIN/COMMIT), guarded by the team record's version when the caller
+    passes a guard; a finish that writes wakes the team's waiters in the same statement."""
 
     guards_team = True
+    signals_finish = True
 
     def _guard(self, guard: TeamGuard | None, params: dict[str, Any]) -> dict[str, str]:
         """The SQL of ``guard`` for the statements' placeholders (its parameters into ``params``)."""
@@ -133,7 +160,12 @@ class PostgresBoardQueue(SqlBoardQueue):
         return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
 
     async def _claim_one(
-        self, member: str, lease: float, now: datetime, guard: TeamGuard | None
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        guard: TeamGuard | None,
+        prefer_own: bool = False,
     ) -> Task | None:
         until = now + timedelta(seconds=lease)
         params: dict[str, Any] = {
@@ -145,8 +177,17 @@ class PostgresBoardQueue(SqlBoardQueue):
             "until_iso": _iso(until),
             "now_iso": _iso(now),
         }
-        sql = _CLAIM.format(task=self.t.task.name, kv=self.t.kv.name, **self._guard(guard, params))
-        statement = text(sql)
+        task = self.t.task.name
+        parts = self._guard(guard, params)
+        if prefer_own:
+            parts.update(
+                own=_OWN.format(task=task, guard=parts["guard"]),
+                own_pick="SELECT * FROM own UNION ALL ",
+                after_own="AND NOT EXISTS (SELECT 1 FROM own)",
+            )
+        else:
+            parts.update(own="", own_pick="", after_own="")
+        statement = _statement(_CLAIM, task=task, kv=self.t.kv.name, **parts)
 
         async def run(conn: AsyncConnection) -> Task | None:
             row = (await conn.execute(statement, params)).first()
@@ -174,11 +215,16 @@ class PostgresBoardQueue(SqlBoardQueue):
             "data": None if how.data is None or not completed else json.dumps(how.data),
             "now_iso": _iso(now),
         }
+        params["channel"] = self.store.signal_channel(self.keys.signal())
         t = self.t
-        sql = _FINISH.format(
-            task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **self._guard(guard, params)
+        statement = _statement(
+            _FINISH,
+            task=t.task.name,
+            kv=t.kv.name,
+            dep=t.task_dep.name,
+            notify=_NOTIFY,
+            **self._guard(guard, params),
         )
-        statement = text(sql)
 
         async def run(conn: AsyncConnection) -> Any:
             return (await conn.execute(statement, params)).first()

@@ -15,6 +15,18 @@ transaction. ``lease_until`` is epoch seconds.
 
 Up to 0.x these tables were the store's own migration 2; a database migrated then already has
 them, and migration 1 here (which creates only what is missing) records them as they are.
+
+Migration 2 gives each probe of a claim (:mod:`.sql`, :mod:`.sql_pg`) an index that starts at its
+first candidate, so a claim reads the same few index entries at 1k or 100k tasks. On PostgreSQL
+they are partial (only the rows a probe can take; finished rows are in none of them)::
+
+    p_task_ready  (team, seq)          WHERE status = 'pending' AND no blockers left or dead
+    p_task_leased (team, lease_until)  WHERE status = 'in_progress'
+    p_task_held   (team, owner, seq)   WHERE status = 'in_progress'
+
+and replace migration 1's ``p_task_pending`` and ``p_task_lease``. MariaDB/MySQL has no partial
+indexes: it keeps those two (whose leading equality columns serve the same probes) and gains
+``p_task_held (team, status, owner, seq)`` for the member's own held tasks.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
+    text,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -82,11 +95,34 @@ async def _m1_task_queue(conn: AsyncConnection, tables: Mapping[str, Table]) -> 
         await create_table(conn, tables[name])
 
 
+_PG_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS {p}task_ready ON {p}task (team, seq)"
+    " WHERE status = 'pending' AND blockers_left = 0 AND dead_blockers = 0",
+    "CREATE INDEX IF NOT EXISTS {p}task_leased ON {p}task (team, lease_until)"
+    " WHERE status = 'in_progress'",
+    "CREATE INDEX IF NOT EXISTS {p}task_held ON {p}task (team, owner, seq)"
+    " WHERE status = 'in_progress'",
+    "DROP INDEX IF EXISTS {p}task_pending",
+    "DROP INDEX IF EXISTS {p}task_lease",
+)
+_MYSQL_INDEXES = ("CREATE INDEX {p}task_held ON {p}task (team, status, owner, seq)",)
+
+
+async def _m2_probe_indexes(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
+    prefix = tables["task"].name.removesuffix("task")
+    statements = _PG_INDEXES if conn.dialect.name == "postgresql" else _MYSQL_INDEXES
+    for sql in statements:
+        await conn.execute(text(sql.format(p=prefix)))
+
+
 #: The board queue's tables; every ``SqlStore`` creates them once :mod:`.sql` is imported.
 BOARD_TABLES = TableSet(
     name="board",
     define=_tables,
-    migrations=((1, "task, task_dep: the task board's native queue", _m1_task_queue),),
+    migrations=(
+        (1, "task, task_dep: the task board's native queue", _m1_task_queue),
+        (2, "task: an index per claim probe (partial on PostgreSQL)", _m2_probe_indexes),
+    ),
 )
 
 
