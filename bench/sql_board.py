@@ -47,8 +47,10 @@ async def private_store(url: str, pool: int = 20) -> AsyncIterator[SqlStore]:
 
 async def _drop_tables(store: SqlStore, prefix: str) -> None:
     async def run(conn: AsyncConnection) -> None:
-        where = "table_schema = current_schema()" if store.dialect == "postgresql" else (
-            "table_schema = DATABASE()"
+        where = (
+            "table_schema = current_schema()"
+            if store.dialect == "postgresql"
+            else ("table_schema = DATABASE()")
         )
         found = await conn.execute(
             text(f"SELECT table_name FROM information_schema.tables WHERE {where}")
@@ -120,7 +122,9 @@ async def _insert(
 async def _analyze(store: SqlStore, queue: SqlBoardQueue) -> None:
     async def run(conn: AsyncConnection) -> None:
         table = queue.t.task.name
-        await conn.execute(text(f"ANALYZE {'' if store.dialect == 'postgresql' else 'TABLE '}{table}"))
+        await conn.execute(
+            text(f"ANALYZE {'' if store.dialect == 'postgresql' else 'TABLE '}{table}")
+        )
 
     await store.transaction("bench analyze", run, single=True)
 

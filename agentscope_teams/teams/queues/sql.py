@@ -281,10 +281,7 @@ class SqlBoardQueue:
         index-ordered scans that stop at their first match (the member's own held task, the
         earliest expired lease, the oldest pending row with no blockers left: ``UNION ALL``).
         """
-        names = {"task": self.t.task.name, "kv": self.t.kv.name}
-        own = _MYSQL_OWN.format(**names) if prefer_own else ""
-        pick = _statement(_MYSQL_PICK, own=own, **names)
-        params = {"team": self.team, "member": member, "now": now.timestamp()}
+        pick, params = self.pick_statement(member, now, prefer_own)
 
         async def run(conn: AsyncConnection) -> Task | None:
             row = (await conn.execute(pick, params)).first()
@@ -301,6 +298,15 @@ class SqlBoardQueue:
             return await self._write(conn, task, new)
 
         return await self._tx("claim", run)
+
+    def pick_statement(
+        self, member: str, now: datetime, prefer_own: bool = False
+    ) -> tuple[TextClause, dict[str, Any]]:
+        """The locking read of a claim (built once per shape) and its parameters (for ``EXPLAIN``)."""
+        names = {"task": self.t.task.name, "kv": self.t.kv.name}
+        own = _MYSQL_OWN.format(**names) if prefer_own else ""
+        params = {"team": self.team, "member": member, "now": now.timestamp()}
+        return _statement(_MYSQL_PICK, own=own, **names), params
 
     async def _repair(self, conn: AsyncConnection, task: Task) -> None:
         t = self.t.task

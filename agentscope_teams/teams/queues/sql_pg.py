@@ -159,14 +159,15 @@ class PostgresBoardQueue(SqlBoardQueue):
         kv = self.t.kv.name
         return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
 
-    async def _claim_one(
+    def claim_statement(
         self,
         member: str,
         lease: float,
         now: datetime,
-        guard: TeamGuard | None,
+        guard: TeamGuard | None = None,
         prefer_own: bool = False,
-    ) -> Task | None:
+    ) -> tuple[TextClause, dict[str, Any]]:
+        """The claim statement of this shape (built once) and its parameters (for ``EXPLAIN``)."""
         until = now + timedelta(seconds=lease)
         params: dict[str, Any] = {
             "team": self.team,
@@ -187,7 +188,17 @@ class PostgresBoardQueue(SqlBoardQueue):
             )
         else:
             parts.update(own="", own_pick="", after_own="")
-        statement = _statement(_CLAIM, task=task, kv=self.t.kv.name, **parts)
+        return _statement(_CLAIM, task=task, kv=self.t.kv.name, **parts), params
+
+    async def _claim_one(
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        guard: TeamGuard | None,
+        prefer_own: bool = False,
+    ) -> Task | None:
+        statement, params = self.claim_statement(member, lease, now, guard, prefer_own)
 
         async def run(conn: AsyncConnection) -> Task | None:
             row = (await conn.execute(statement, params)).first()
