@@ -6,13 +6,16 @@ columns a claim filters on (status, assignee, owner, attempts, lease expiry, blo
 blockers, sequence) and its JSON record in ``p_kv`` as ever (``store.get`` reads it). Every
 transition writes both in one transaction, the record with version + 1.
 
-* **claim next** takes the oldest claimable row with ``FOR UPDATE SKIP LOCKED`` (concurrent claimers
-  skip each other's rows instead of queueing on them): a pending row with no blockers left, none
-  dead and routed to nobody or to the member, or an in-progress row whose lease ran out (reclaimed:
-  expired leases come first, as on the generic path). On PostgreSQL it is one statement
-  (:mod:`.sql_pg`: a CTE picks the row, ``UPDATE ... RETURNING`` moves it and rewrites the
-  JSON record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
-  ``SELECT ... FOR UPDATE SKIP LOCKED``, the record computed by :mod:`..rules.transitions`, two ``UPDATE`` s.
+* **claim next** takes the first claimable row with ``FOR UPDATE SKIP LOCKED`` (concurrent
+  claimers skip each other's rows instead of queueing on them), probing in order, each probe an
+  index scan that stops at its first match: with ``prefer_own`` the member's own held task (its
+  lease renewed), then the earliest expired lease it may take (reclaimed), then the oldest pending
+  row with no blockers left, none dead and routed to nobody or to the member. The cost does not
+  grow with the board (indexes: :mod:`..sql_tables`). On PostgreSQL it is one statement
+  (:mod:`.sql_pg`: CTE probes, ``UPDATE ... RETURNING`` moves the row and rewrites the JSON
+  record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
+  the probes as one ``UNION ALL`` of locking reads, the record computed by
+  :mod:`..rules.transitions`, one multi-table ``UPDATE``, the commit.
 * **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
   Python rule (:mod:`..rules.eligibility`, :mod:`..rules.transitions`) on the record and write the result; completing
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the

@@ -1,11 +1,18 @@
 """The PostgreSQL claim and finish: one statement each (see :mod:`.sql`).
 
-``pick`` locks the oldest claimable row (expired leases first) with ``FOR UPDATE SKIP LOCKED``;
-``moved`` updates its columns (one more attempt, the new owner and lease); the outer ``UPDATE`` of
-``p_kv`` rewrites the JSON record as :func:`~agentscope_teams.teams.rules.eligibility.claimed_record`
-would (a reclaim first appends the ``lease_expired`` event of :func:`~..rules.transitions.expired`) with version
-+ 1, and returns it. The board's conformance tests run the same scenarios through this statement
-and through the generic path.
+The claim's probes are CTEs, each ``LIMIT 1 FOR UPDATE SKIP LOCKED`` over a partial index
+(:mod:`.sql_tables`): ``own`` (with ``prefer_own``: the member's oldest held task, its lease
+renewed), ``expired`` (the earliest expired lease it may take) and ``ready`` (the oldest pending
+task with no blockers left). A probe runs only when those before it found nothing (a ``NOT
+EXISTS`` on them, which the planner makes a one-time filter above the index scan), so the plan
+never sorts or scans the candidates: ``EXPLAIN`` in ``bench/RESULTS.md``. ``moved`` updates the
+picked row's columns (one more attempt unless renewed, the new owner and lease); the outer
+``UPDATE`` of ``p_kv`` rewrites the JSON record as
+:func:`~agentscope_teams.teams.rules.eligibility.claimed_record` would (a reclaim first appends
+the ``lease_expired`` event of :func:`~..rules.transitions.expired`; a renewal only moves the
+lease) with version + 1, and returns it. The board's conformance tests run the same scenarios
+through this statement and through the generic path. Each statement's text is built once per
+shape (:func:`_statement`).
 
 The finish (complete or fail) is one statement too: ``moved`` updates the row only if the member
 owns it in progress (and, for a completion, the record declares no result schema or the board
@@ -13,7 +20,9 @@ checked the data against it), ``deps`` moves the dependents' counters, ``written
 record as :func:`~..rules.transitions.finish` would; the statement returns the written record, or else the
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
-lock and re-check the row (read committed), so concurrent finishers write it once.
+lock and re-check the row (read committed), so concurrent finishers write it once. A finish that
+writes ``pg_notify``s the team's signal channel in the same statement (delivered at its commit),
+so the team client sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`).
 """
 
 from __future__ import annotations

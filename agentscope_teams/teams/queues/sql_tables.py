@@ -26,7 +26,10 @@ they are partial (only the rows a probe can take; finished rows are in none of t
 
 and replace migration 1's ``p_task_pending`` and ``p_task_lease``. MariaDB/MySQL has no partial
 indexes: it keeps those two (whose leading equality columns serve the same probes) and gains
-``p_task_held (team, status, owner, seq)`` for the member's own held tasks.
+``p_task_held (team, status, owner, seq)`` for the member's own held tasks. Both drop
+``p_task_owner (team, owner, seq)``, which only the old two-step ``prefer_own`` read (and which
+the MariaDB planner would pick over ``p_task_held`` on a small table, then walk every finished task
+of the member).
 """
 
 from __future__ import annotations
@@ -75,7 +78,6 @@ def _tables(md: MetaData, prefix: str) -> tuple[Table, Table]:
         # claimable pending rows in claim order: a locking scan meets few rows it does not take
         Index(f"{prefix}task_pending", "team", "status", "blockers_left", "dead_blockers", "seq"),
         Index(f"{prefix}task_lease", "team", "status", "lease_until"),
-        Index(f"{prefix}task_owner", "team", "owner", "seq"),
         **TABLE_OPTIONS,
     )
     task_dep = Table(
@@ -104,15 +106,32 @@ _PG_INDEXES = (
     " WHERE status = 'in_progress'",
     "DROP INDEX IF EXISTS {p}task_pending",
     "DROP INDEX IF EXISTS {p}task_lease",
+    "DROP INDEX IF EXISTS {p}task_owner",
 )
 _MYSQL_INDEXES = ("CREATE INDEX {p}task_held ON {p}task (team, status, owner, seq)",)
 
 
 async def _m2_probe_indexes(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
     prefix = tables["task"].name.removesuffix("task")
-    statements = _PG_INDEXES if conn.dialect.name == "postgresql" else _MYSQL_INDEXES
+    if conn.dialect.name == "postgresql":
+        statements = list(_PG_INDEXES)
+    else:  # task_owner (migration 1 up to 0.x) would lure the planner away from task_held
+        statements = list(_MYSQL_INDEXES)
+        if await _has_index(conn, f"{prefix}task", f"{prefix}task_owner"):
+            statements.append("DROP INDEX {p}task_owner ON {p}task")
     for sql in statements:
         await conn.execute(text(sql.format(p=prefix)))
+
+
+async def _has_index(conn: AsyncConnection, table: str, index: str) -> bool:
+    if conn.dialect.name == "sqlite":
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = :t AND name = :i"
+    else:
+        sql = (
+            "SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() "
+            "AND table_name = :t AND index_name = :i"
+        )
+    return (await conn.execute(text(sql), {"t": table, "i": index})).first() is not None
 
 
 #: The board queue's tables; every ``SqlStore`` creates them once :mod:`.sql` is imported.
