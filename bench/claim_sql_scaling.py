@@ -44,7 +44,9 @@ def _claims(board: TaskBoard) -> Callable[[int], Awaitable[float]]:
     return run
 
 
-async def _scaling(url: str, sizes: list[int], ops: int, rounds: int) -> tuple[dict, str]:
+async def _scaling(
+    url: str, sizes: list[int], ops: int, rounds: int
+) -> tuple[dict[str, Sample], str]:
     need = ops * (rounds + 2)
     async with private_store(url) as store:
         boards = {f"{n:,} pending": await bulk_board(store, ["b"], pending=n) for n in sizes}
@@ -132,7 +134,9 @@ async def _floor(jobs: int) -> tuple[object, str]:
     return pool, name
 
 
-async def _throughput(name: str, url: str, tasks: int, rounds: int) -> dict[str, Sample | list]:
+async def _throughput(
+    name: str, url: str, tasks: int, rounds: int
+) -> tuple[dict[str, Sample], dict[str, list[float]]]:
     jobs = tasks * (rounds + 2)
     members = [f"c{i}" for i in range(CLAIMERS)]
     cpu: dict[str, list[float]] = {"board": [], "floor": [], "board, 4": []}
@@ -147,19 +151,15 @@ async def _throughput(name: str, url: str, tasks: int, rounds: int) -> dict[str,
             if name == "postgres":
                 pool, table_name = await _floor(jobs)
                 subjects["floor"] = await _floor_round(pool, table_name, cpu["floor"])
-            found: dict[str, Sample | list] = dict(
-                await compare(subjects, ops=tasks, rounds=rounds)
-            )
+            found = await compare(subjects, ops=tasks, rounds=rounds)
         finally:
             if pool is not None:
                 await pool.execute(f"DROP TABLE IF EXISTS {table_name}")  # type: ignore[attr-defined]
                 await pool.close()  # type: ignore[attr-defined]
-    for k, v in cpu.items():
-        found[f"cpu {k}"] = v
-    return found
+    return found, cpu
 
 
-def _cpu(values: list) -> str:
+def _cpu(values: list[float]) -> str:
     return ms(sorted(values)[len(values) // 2]) if values else "-"
 
 
@@ -167,11 +167,14 @@ async def run(fast: bool = False) -> str:
     sizes = [100, 1_000] if fast else [1_000, 10_000, 100_000]
     ops, rounds = (5, 3) if fast else (20, 7)
     tasks, trounds = (32, 3) if fast else (320, 7)
-    scale_rows, rate_rows, plans, verdicts = [], [], [], []
+    scale_rows: list[list[str]] = []
+    rate_rows: list[list[str]] = []
+    plans: list[str] = []
+    verdicts: list[str] = []
     for name, url in chosen(BACKENDS):
         try:
             found, plan = await _scaling(url, sizes, ops, rounds)
-            rates = await _throughput(name, url, tasks, trounds)
+            rates, cpu_of = await _throughput(name, url, tasks, trounds)
         except Exception as exc:  # a service that is down: say so
             verdicts.append(f"{name}: not measured ({type(exc).__name__}: {exc})")
             continue
@@ -186,14 +189,14 @@ async def run(fast: bool = False) -> str:
         )
         plans.append(f"{name}, {sizes[-1]:,} pending:\n\n```\n{plan}\n```")
         for label in ("floor", "board", "board, 4"):
-            sample = rates.get(label)
-            if isinstance(sample, Sample):
+            got = rates.get(label)
+            if got is not None:
                 claimers = 4 if label.endswith("4") else CLAIMERS
-                per_s = f"{1 / sample.median:,.0f}"
-                cpu = _cpu(rates[f"cpu {label}"])  # type: ignore[arg-type]
-                rate_rows.append([name, label, str(claimers), per_s, fmt(sample, us), cpu])
+                per_s = f"{1 / got.median:,.0f}"
+                cpu = _cpu(cpu_of[label])
+                rate_rows.append([name, label, str(claimers), per_s, fmt(got, us), cpu])
         floor, ours = rates.get("floor"), rates["board"]
-        if isinstance(floor, Sample) and isinstance(ours, Sample):
+        if floor is not None:
             gap = ours.median / floor.median
             verdicts.append(
                 f"{name}: board claims/s at {CLAIMERS} claimers within {FLOOR_TARGET}x of the "

@@ -143,21 +143,20 @@ async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: Sql
     table = board.queue.t.task.name  # type: ignore[attr-defined]
     prefix = table.removesuffix("task")
     pg = sql_store.dialect == "postgresql"
-    back = (
-        [f"DROP INDEX {prefix}task_ready", f"DROP INDEX {prefix}task_leased"]
-        + [f"DROP INDEX {prefix}task_held"]
-        + [
-            f"CREATE INDEX {prefix}task_pending ON {table} "
-            "(team, status, blockers_left, dead_blockers, seq)",
-            f"CREATE INDEX {prefix}task_lease ON {table} (team, status, lease_until)",
-            f"CREATE INDEX {prefix}task_owner ON {table} (team, owner, seq)",
-        ]
-        if pg
-        else [
-            f"DROP INDEX {prefix}task_held ON {table}",
-            f"CREATE INDEX {prefix}task_owner ON {table} (team, owner, seq)",
-        ]
-    )
+    old_pg = [
+        f"DROP INDEX {prefix}task_ready",
+        f"DROP INDEX {prefix}task_leased",
+        f"DROP INDEX {prefix}task_held",
+        f"CREATE INDEX {prefix}task_pending ON {table} "
+        "(team, status, blockers_left, dead_blockers, seq)",
+        f"CREATE INDEX {prefix}task_lease ON {table} (team, status, lease_until)",
+        f"CREATE INDEX {prefix}task_owner ON {table} (team, owner, seq)",
+    ]
+    old_mysql = [
+        f"DROP INDEX {prefix}task_held ON {table}",
+        f"CREATE INDEX {prefix}task_owner ON {table} (team, owner, seq)",
+    ]
+    back = old_pg if pg else old_mysql
 
     async def downgrade(conn: AsyncConnection) -> None:
         for sql in back:
