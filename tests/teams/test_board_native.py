@@ -16,6 +16,7 @@ import pytest
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import TaskStateError, UnknownMemberError, UnknownTeamError
 from agentscope_teams.store import StoreBackend
+from agentscope_teams.store.base import signals_of
 from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, Team, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
@@ -370,3 +371,31 @@ async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion
         await client.complete_task(team_id, "a", again.id, "done")
     with pytest.raises(UnknownTeamError):
         await client.claim_task(team_id, "a")
+
+
+async def test_a_postgres_completion_wakes_the_team_from_its_own_statement(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    """The completion's one statement ``pg_notify``s the team's channel: a waiter wakes, and
+    nothing else is sent."""
+    if store_spec.backend != "postgres":
+        pytest.skip("the in-statement wake-up is PostgreSQL's")
+    team_id, keys = await crew(client)
+    await client.assign_task(team_id, "task")
+    claimed = await client.claim_task(team_id, "a")
+    assert claimed is not None
+    signals = signals_of(store)
+    assert signals is not None
+    channel = keys.signal()
+    assert not await signals.wait_signal([channel], 0.05)  # listening from now on
+    woke: list[bool] = []
+
+    async def wait() -> None:
+        woke.append(await signals.wait_signal([channel], 10.0))  # a guard, not a latency bound
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        await anyio.sleep(0.1)
+        async with count_round_trips(store) as counter:
+            await client.complete_task(team_id, "a", claimed.id, "done")
+    assert woke == [True] and counter.seen == ["WITH"]
