@@ -183,3 +183,23 @@ async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: Sql
         assert fresh is not None and fresh.id == "t-3"
     finally:
         await again.aclose()
+
+
+async def test_a_claim_statement_is_built_once_per_shape(sql_store: SqlStore) -> None:
+    """Two claims of one shape by other members at other times reuse one statement object (no
+    ``text()`` rebuilt per call); only the parameters differ."""
+    board = await _board(sql_store)
+    queue = board.queue
+    assert isinstance(queue, SqlBoardQueue)
+    later = utcnow()
+    for own in (False, True):
+        if isinstance(queue, PostgresBoardQueue):
+            first, p1 = queue.claim_statement("me", 60.0, utcnow(), prefer_own=own)
+            second, p2 = queue.claim_statement("other", 30.0, later, prefer_own=own)
+        else:
+            first, p1 = queue.pick_statement("me", utcnow(), own)
+            second, p2 = queue.pick_statement("other", later, own)
+        assert first is second and p1 != p2
+    if isinstance(queue, PostgresBoardQueue):
+        mine = queue.claim_statement("me", 60.0, later)[0]
+        assert mine is not queue.claim_statement("me", 60.0, later, prefer_own=True)[0]
