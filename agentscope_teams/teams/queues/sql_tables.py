@@ -115,9 +115,12 @@ async def _m2_probe_indexes(conn: AsyncConnection, tables: Mapping[str, Table]) 
     prefix = tables["task"].name.removesuffix("task")
     if conn.dialect.name == "postgresql":
         statements = list(_PG_INDEXES)
-    else:  # task_owner (migration 1 up to 0.x) would lure the planner away from task_held
-        statements = list(_MYSQL_INDEXES)
-        if await _has_index(conn, f"{prefix}task", f"{prefix}task_owner"):
+    else:  # no IF [NOT] EXISTS on MySQL: each step only when needed (a rerun finds it done)
+        table = f"{prefix}task"
+        has_held = await _has_index(conn, table, f"{prefix}task_held")
+        statements = [] if has_held else list(_MYSQL_INDEXES)
+        # task_owner (migration 1 up to 0.x) would lure the planner away from task_held
+        if await _has_index(conn, table, f"{prefix}task_owner"):
             statements.append("DROP INDEX {p}task_owner ON {p}task")
     for sql in statements:
         await conn.execute(text(sql.format(p=prefix)))
