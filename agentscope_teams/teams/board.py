@@ -109,6 +109,12 @@ class TaskBoard(BoardReads):
         statement, so the team client need not read it per call."""
         return self.queue.guards_team
 
+    @property
+    def signals_finish(self) -> bool:
+        """Whether a completion or failure wakes the team's waiters itself (PostgreSQL's finish
+        statement notifies in the same statement), so the caller sends no signal of its own."""
+        return bool(getattr(self.queue, "signals_finish", False))
+
     async def claim_next(
         self,
         member: str,

@@ -393,37 +393,40 @@ class LocalTeamClient(TeamRegistry):
                 team_id, member, task_id, task_lease=task_lease, prefer_own=prefer_own
             )
         lease = self.task_lease if task_lease is None else task_lease
-        if task_id is None and not prefer_own:
-            claimed = await self._claim_guarded(team_id, member, lease)
+        if task_id is None:
+            claimed = await self._claim_guarded(team_id, member, lease, prefer_own)
         else:
             _, board = await self._board(team_id, member)
-            if task_id is None:
-                claimed = await board.claim_next(member, lease, prefer_own=prefer_own)
-            else:
-                claimed = await board.claim(member, task_id, lease)
+            claimed = await board.claim(member, task_id, lease)
         tracing.task_event(tracing.names.TASK_CLAIM, team_id, member, claimed)
         return claimed
 
-    async def _claim_guarded(self, team_id: str, member: str, lease: float) -> Task | None:
-        """The next task, the team record checked by the claim itself when the queue can."""
+    async def _claim_guarded(
+        self, team_id: str, member: str, lease: float, prefer_own: bool
+    ) -> Task | None:
+        """The next task (``prefer_own``: one ``member`` holds first), the team record checked by
+        the claim itself when the queue can."""
         board, guard = await self._guarded(team_id, member)
-        claimed = await board.claim_next(member, lease, guard=guard)
+        claimed = await board.claim_next(member, lease, prefer_own=prefer_own, guard=guard)
         if claimed is None and guard is not None and await self._team_moved(team_id, guard):
             board, guard = await self._guarded(team_id, member)  # the member checked anew
-            claimed = await board.claim_next(member, lease, guard=guard)
+            claimed = await board.claim_next(member, lease, prefer_own=prefer_own, guard=guard)
         return claimed
 
     async def _finish_guarded(
         self, team_id: str, member: str, finish: Callable[[TaskBoard, TeamGuard | None], Any]
     ) -> Task:
         """``finish`` (a completion or failure) with a guard; once more after a fresh read of the
-        team record (the member checked anew) when the record moved on."""
+        team record (the member checked anew) when the record moved on. The team's waiters are
+        woken after, unless the board's finish statement woke them itself."""
         board, guard = await self._guarded(team_id, member)
         try:
             task: Task = await finish(board, guard)
         except TeamChanged:
             board, _ = await self._guarded(team_id, member, fresh=True)
             task = await finish(board, None)  # checked just now: as every other call is
+        if not board.signals_finish:
+            await self._changed(team_id)
         return task
 
     async def complete_task(
@@ -443,7 +446,6 @@ class LocalTeamClient(TeamRegistry):
             team_id, member, lambda b, g: b.complete(member, task_id, result, data, guard=g)
         )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
-        await self._changed(team_id)
         return task
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
@@ -451,7 +453,6 @@ class LocalTeamClient(TeamRegistry):
             team_id, member, lambda b, g: b.fail(member, task_id, error, guard=g)
         )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
-        await self._changed(team_id)
         await self._task_hook("TaskCompleted", team_id, task, member, str(task.status))
         return task
 

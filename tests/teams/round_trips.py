@@ -46,7 +46,7 @@ async def count_round_trips(store: BaseStore) -> AsyncIterator[RoundTrips]:
         engine = store._engine.sync_engine  # type: ignore[attr-defined]
 
         def on_execute(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
-            if "pg_notify(" in statement:  # a wake-up signal, not part of the transition
+            if statement.lstrip().startswith("SELECT pg_notify("):  # a wake-up of its own
                 counter.seen.append("NOTIFY")
                 return
             counter.seen.append(statement.split(None, 1)[0].upper())

@@ -16,6 +16,7 @@ import pytest
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import TaskStateError, UnknownMemberError, UnknownTeamError
 from agentscope_teams.store import StoreBackend
+from agentscope_teams.store.base import signals_of
 from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, Team, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
@@ -69,7 +70,7 @@ ROUND_TRIPS = {
         "complete": 1,
         "fail": 1,
         "release": 5,
-        "prefer_own": 6,
+        "prefer_own": 1,
     },
     "mariadb": {
         "claim_next": 3,
@@ -78,7 +79,7 @@ ROUND_TRIPS = {
         "complete": 4,
         "fail": 4,
         "release": 3,
-        "prefer_own": 5,
+        "prefer_own": 3,
     },
 }
 
@@ -315,7 +316,7 @@ async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
 ) -> None:
     """Through the team client: once it has read the team record, PostgreSQL's claim and
     completion check it inside their one statement (no read of the record per call). A
-    completion then wakes the team's waiters: one ``pg_notify``, apart from the transition."""
+    completion wakes the team's waiters from the same statement (``pg_notify`` in it)."""
     if store_spec.backend != "postgres":
         pytest.skip("the team guard is PostgreSQL's")
     team_id, _ = await crew(client)
@@ -325,13 +326,17 @@ async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
     assert first is not None
     async with count_round_trips(store) as counter:
         await client.complete_task(team_id, "a", first.id, "done")
-    assert counter.seen == ["WITH", "NOTIFY"]
+    assert counter.seen == ["WITH"]
     async with count_round_trips(store) as counter:
         claimed = await client.claim_task(team_id, "b")
     assert claimed is not None and claimed.id == "t-2" and counter.seen == ["WITH"]
+    async with count_round_trips(store) as counter:  # the claimTask tool: its own task first
+        again = await client.claim_task(team_id, "b", prefer_own=True)
+    assert again is not None and again.id == claimed.id and counter.seen == ["WITH"]
+    assert again.attempts == claimed.attempts and again.version == claimed.version + 1
     async with count_round_trips(store) as counter:
         await client.fail_task(team_id, "b", claimed.id, "broke")
-    assert counter.seen == ["WITH", "NOTIFY"]
+    assert counter.seen == ["WITH"]
 
 
 async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion(
@@ -366,3 +371,31 @@ async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion
         await client.complete_task(team_id, "a", again.id, "done")
     with pytest.raises(UnknownTeamError):
         await client.claim_task(team_id, "a")
+
+
+async def test_a_postgres_completion_wakes_the_team_from_its_own_statement(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    """The completion's one statement ``pg_notify``s the team's channel: a waiter wakes, and
+    nothing else is sent."""
+    if store_spec.backend != "postgres":
+        pytest.skip("the in-statement wake-up is PostgreSQL's")
+    team_id, keys = await crew(client)
+    await client.assign_task(team_id, "task")
+    claimed = await client.claim_task(team_id, "a")
+    assert claimed is not None
+    signals = signals_of(store)
+    assert signals is not None
+    channel = keys.signal()
+    assert not await signals.wait_signal([channel], 0.05)  # listening from now on
+    woke: list[bool] = []
+
+    async def wait() -> None:
+        woke.append(await signals.wait_signal([channel], 10.0))  # a guard, not a latency bound
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        await anyio.sleep(0.1)
+        async with count_round_trips(store) as counter:
+            await client.complete_task(team_id, "a", claimed.id, "done")
+    assert woke == [True] and counter.seen == ["WITH"]

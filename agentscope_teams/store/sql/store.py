@@ -379,6 +379,11 @@ class SqlStore(TableSetHost, StoreBackend):
         assert self._listener is not None  # _channel raised otherwise
         return await self._listener.wait(names, timeout)
 
+    def signal_channel(self, channel: Key) -> str:
+        """The PostgreSQL channel ``signal`` notifies for ``channel``: a statement of another
+        package (the board's finish) may ``pg_notify`` it itself, waking the same waiters."""
+        return self._channel(channel)
+
     def _channel(self, channel: Key) -> str:
         if self._listener is None:
             raise ConfigurationError(

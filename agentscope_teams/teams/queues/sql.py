@@ -6,13 +6,16 @@ columns a claim filters on (status, assignee, owner, attempts, lease expiry, blo
 blockers, sequence) and its JSON record in ``p_kv`` as ever (``store.get`` reads it). Every
 transition writes both in one transaction, the record with version + 1.
 
-* **claim next** takes the oldest claimable row with ``FOR UPDATE SKIP LOCKED`` (concurrent claimers
-  skip each other's rows instead of queueing on them): a pending row with no blockers left, none
-  dead and routed to nobody or to the member, or an in-progress row whose lease ran out (reclaimed:
-  expired leases come first, as on the generic path). On PostgreSQL it is one statement
-  (:mod:`.sql_pg`: a CTE picks the row, ``UPDATE ... RETURNING`` moves it and rewrites the
-  JSON record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
-  ``SELECT ... FOR UPDATE SKIP LOCKED``, the record computed by :mod:`..rules.transitions`, two ``UPDATE`` s.
+* **claim next** takes the first claimable row with ``FOR UPDATE SKIP LOCKED`` (concurrent
+  claimers skip each other's rows instead of queueing on them), probing in order, each probe an
+  index scan that stops at its first match: with ``prefer_own`` the member's own held task (its
+  lease renewed), then the earliest expired lease it may take (reclaimed), then the oldest pending
+  row with no blockers left, none dead and routed to nobody or to the member. The cost does not
+  grow with the board (indexes: :mod:`..sql_tables`). On PostgreSQL it is one statement
+  (:mod:`.sql_pg`: CTE probes, ``UPDATE ... RETURNING`` moves the row and rewrites the JSON
+  record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
+  the probes as one ``UNION ALL`` of locking reads, the record computed by
+  :mod:`..rules.transitions`, one multi-table ``UPDATE``, the commit.
 * **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
   Python rule (:mod:`..rules.eligibility`, :mod:`..rules.transitions`) on the record and write the result; completing
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
@@ -30,9 +33,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import and_, delete, func, insert, or_, select, text, update
+from sqlalchemy import TextClause, and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ...errors import StoreError, TeamError
@@ -58,20 +62,33 @@ SETTLE_PAGE = 8
 _DEAD = (TaskStatus.FAILED.value, TaskStatus.CANCELLED.value)
 
 
+#: The member's own held task first (``prefer_own``: its lease is renewed).
+_MYSQL_OWN = """
+  (SELECT task_id, khash, 0 AS probe FROM {task}
+   WHERE team = :team AND status = 'in_progress' AND owner = :member
+   ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+  UNION ALL"""
+
 _MYSQL_PICK = """
-SELECT p.task_id, k.value, k.version, k.nparts FROM (
-  (SELECT task_id, khash, 0 AS pass FROM {task}
+SELECT p.task_id, p.probe, k.value, k.version, k.nparts FROM ({own}
+  (SELECT task_id, khash, 1 AS probe FROM {task}
    WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
      AND attempts < max_attempts AND (assignee IS NULL OR assignee = :member)
    ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED)
   UNION ALL
-  (SELECT task_id, khash, 1 AS pass FROM {task}
+  (SELECT task_id, khash, 2 AS probe FROM {task}
    WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
      AND (assignee IS NULL OR assignee = :member)
    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
 ) AS p JOIN {kv} k ON k.khash = p.khash
-ORDER BY p.pass LIMIT 1
+ORDER BY p.probe LIMIT 1
 """
+
+
+@lru_cache(maxsize=256)
+def _statement(template: str, **parts: str) -> TextClause:
+    """``template`` with its tables and optional parts filled in: built once per shape."""
+    return text(template.format(**parts))
 
 
 def columns(task: Task) -> dict[str, Any]:
@@ -243,44 +260,31 @@ class SqlBoardQueue:
         prefer_own: bool,
         guard: TeamGuard | None = None,
     ) -> Task | None:
-        if guard is not None and (prefer_own or not self.guards_team):
-            raise TypeError("a team guard is checked by a plain claim on PostgreSQL only")
-        if prefer_own:
-            for task_id in await self._own(member):
-                out = await self.claim(member, task_id, lease, now)
-                if out.verdict is Verdict.DONE:
-                    return out.task
-        claimed = await self._claim_one(member, lease, now, guard)
+        if guard is not None and not self.guards_team:
+            raise TypeError("a team guard is checked by a claim on PostgreSQL only")
+        claimed = await self._claim_one(member, lease, now, guard, prefer_own)
         if claimed is None and any(
             t.status is TaskStatus.PENDING for t in await self._settle(now, member, SETTLE_PAGE)
         ):
-            claimed = await self._claim_one(member, lease, now, guard)
+            claimed = await self._claim_one(member, lease, now, guard, prefer_own)
         return claimed
 
-    async def _own(self, member: str) -> list[str]:
-        c = self.t.task.c
-        stmt = (
-            select(c.task_id)
-            .where(self._of_team(), c.owner == member, c.status == TaskStatus.IN_PROGRESS.value)
-            .order_by(c.seq)
-        )
-
-        async def run(conn: AsyncConnection) -> list[str]:
-            return list(await conn.scalars(stmt))
-
-        return await self.store.transaction("board own", run, single=True)
-
     async def _claim_one(
-        self, member: str, lease: float, now: datetime, guard: TeamGuard | None
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        guard: TeamGuard | None,
+        prefer_own: bool = False,
     ) -> Task | None:
-        """One transaction: the oldest claimable row, skipping locked ones, claimed.
+        """One transaction: the member's oldest held task (``prefer_own``: its lease renewed),
+        else the oldest claimable row, skipping locked ones, claimed.
 
-        InnoDB locks every row a locking read examines (until the commit), so the pick is two
-        index-ordered scans that stop at their first match: the earliest expired lease, and the
-        oldest pending row with no blockers left (``UNION ALL``, expired first).
+        InnoDB locks every row a locking read examines (until the commit), so the pick is
+        index-ordered scans that stop at their first match (the member's own held task, the
+        earliest expired lease, the oldest pending row with no blockers left: ``UNION ALL``).
         """
-        pick = text(_MYSQL_PICK.format(task=self.t.task.name, kv=self.t.kv.name))
-        params = {"team": self.team, "member": member, "now": now.timestamp()}
+        pick, params = self.pick_statement(member, now, prefer_own)
 
         async def run(conn: AsyncConnection) -> Task | None:
             row = (await conn.execute(pick, params)).first()
@@ -288,7 +292,8 @@ class SqlBoardQueue:
                 return None
             task = self._decode(row)
             done = dict.fromkeys(task.blocked_by, TaskStatus.COMPLETED)  # counted by the row
-            verdict = eligibility.claim_verdict(task, member, done, now, renew_own=False)
+            renew = row.probe == 0
+            verdict = eligibility.claim_verdict(task, member, done, now, renew_own=renew)
             if not verdict.ok:  # the row disagrees with its record: repair it, claim another
                 await self._repair(conn, task)
                 return None
@@ -296,6 +301,15 @@ class SqlBoardQueue:
             return await self._write(conn, task, new)
 
         return await self._tx("claim", run)
+
+    def pick_statement(
+        self, member: str, now: datetime, prefer_own: bool = False
+    ) -> tuple[TextClause, dict[str, Any]]:
+        """The locking read of a claim (built once per shape) and its parameters (for ``EXPLAIN``)."""
+        names = {"task": self.t.task.name, "kv": self.t.kv.name}
+        own = _MYSQL_OWN.format(**names) if prefer_own else ""
+        params = {"team": self.team, "member": member, "now": now.timestamp()}
+        return _statement(_MYSQL_PICK, own=own, **names), params
 
     async def _repair(self, conn: AsyncConnection, task: Task) -> None:
         t = self.t.task

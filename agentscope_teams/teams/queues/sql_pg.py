@@ -1,11 +1,18 @@
 """The PostgreSQL claim and finish: one statement each (see :mod:`.sql`).
 
-``pick`` locks the oldest claimable row (expired leases first) with ``FOR UPDATE SKIP LOCKED``;
-``moved`` updates its columns (one more attempt, the new owner and lease); the outer ``UPDATE`` of
-``p_kv`` rewrites the JSON record as :func:`~agentscope_teams.teams.rules.eligibility.claimed_record`
-would (a reclaim first appends the ``lease_expired`` event of :func:`~..rules.transitions.expired`) with version
-+ 1, and returns it. The board's conformance tests run the same scenarios through this statement
-and through the generic path.
+The claim's probes are CTEs, each ``LIMIT 1 FOR UPDATE SKIP LOCKED`` over a partial index
+(:mod:`.sql_tables`): ``own`` (with ``prefer_own``: the member's oldest held task, its lease
+renewed), ``expired`` (the earliest expired lease it may take) and ``ready`` (the oldest pending
+task with no blockers left). A probe runs only when those before it found nothing (a ``NOT
+EXISTS`` on them, which the planner makes a one-time filter above the index scan), so the plan
+never sorts or scans the candidates: ``EXPLAIN`` in ``bench/RESULTS.md``. ``moved`` updates the
+picked row's columns (one more attempt unless renewed, the new owner and lease); the outer
+``UPDATE`` of ``p_kv`` rewrites the JSON record as
+:func:`~agentscope_teams.teams.rules.eligibility.claimed_record` would (a reclaim first appends
+the ``lease_expired`` event of :func:`~..rules.transitions.expired`; a renewal only moves the
+lease) with version + 1, and returns it. The board's conformance tests run the same scenarios
+through this statement and through the generic path. Each statement's text is built once per
+shape (:func:`_statement`).
 
 The finish (complete or fail) is one statement too: ``moved`` updates the row only if the member
 owns it in progress (and, for a completion, the record declares no result schema or the board
@@ -13,17 +20,20 @@ checked the data against it), ``deps`` moves the dependents' counters, ``written
 record as :func:`~..rules.transitions.finish` would; the statement returns the written record, or else the
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
-lock and re-check the row (read committed), so concurrent finishers write it once.
+lock and re-check the row (read committed), so concurrent finishers write it once. A finish that
+writes ``pg_notify``s the team's signal channel in the same statement (delivered at its commit),
+so the team client sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`).
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..rules.models import Task, TaskStatus
@@ -32,27 +42,41 @@ from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
+#: The member's own held task (``prefer_own``: its lease is renewed, probe 0), probed first.
+_OWN = """own AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 0 AS probe FROM {task}
+  WHERE team = :team AND status = 'in_progress' AND owner = :member {guard}
+  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+), """
+
 _CLAIM = """
-WITH pick AS (
-  SELECT task_id, khash, status AS was, owner AS was_owner FROM {task}
-  WHERE team = :team
-    AND ((status = 'pending' AND blockers_left = 0 AND dead_blockers = 0)
-         OR (status = 'in_progress' AND lease_until <= :now AND attempts < max_attempts))
-    AND (assignee IS NULL OR assignee = :member)
-    {guard}
-  ORDER BY status = 'pending', seq
-  LIMIT 1
-  FOR UPDATE SKIP LOCKED
+WITH {own}expired AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 1 AS probe FROM {task}
+  WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
+    AND attempts < max_attempts AND (assignee IS NULL OR assignee = :member) {guard} {after_own}
+  ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED
+), ready AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 2 AS probe FROM {task}
+  WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
+    AND (assignee IS NULL OR assignee = :member) {guard} {after_own}
+    AND NOT EXISTS (SELECT 1 FROM expired)
+  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+), pick AS (
+  {own_pick}SELECT * FROM expired UNION ALL SELECT * FROM ready
 ), moved AS (
   UPDATE {task} t
-  SET status = 'in_progress', owner = :member, attempts = t.attempts + 1, lease_until = :until
+  SET status = 'in_progress', owner = :member, lease_until = :until,
+      attempts = t.attempts + CASE WHEN pick.probe = 0 THEN 0 ELSE 1 END
   FROM pick
   WHERE t.team = :team AND t.task_id = pick.task_id
-  RETURNING t.khash, t.attempts, t.max_attempts, pick.was, pick.was_owner
+  RETURNING t.khash, t.attempts, t.max_attempts, pick.was, pick.was_owner, pick.probe
 )
 UPDATE {kv} k
 SET version = k.version + 1, nparts = 0, value = convert_to((
-  convert_from(k.value, 'UTF8')::jsonb || jsonb_build_object(
+  convert_from(k.value, 'UTF8')::jsonb || CASE WHEN m.probe = 0 THEN jsonb_build_object(
+    'lease_seconds', CAST(:lease AS double precision),
+    'lease_expires_at', CAST(:until_iso AS text), 'updated_at', CAST(:now_iso AS text))
+  ELSE jsonb_build_object(
     'status', 'in_progress', 'owner', CAST(:member AS text), 'attempts', m.attempts,
     'lease_seconds', CAST(:lease AS double precision),
     'lease_expires_at', CAST(:until_iso AS text), 'updated_at', CAST(:now_iso AS text),
@@ -64,7 +88,7 @@ SET version = k.version + 1, nparts = 0, value = convert_to((
       || jsonb_build_array(jsonb_build_object(
            'at', CAST(:now_iso AS text), 'actor', CAST(:member AS text), 'action', 'claimed',
            'detail', 'attempt ' || m.attempts || ' of ' || m.max_attempts))
-  ))::text, 'UTF8')
+  ) END)::text, 'UTF8')
 FROM moved m
 WHERE k.khash = m.khash
 RETURNING k.value, k.version
@@ -99,7 +123,7 @@ WITH moved AS (
   )::text, 'UTF8')
   FROM moved m
   WHERE k.khash = m.khash
-  RETURNING k.value, k.version, k.nparts
+  RETURNING k.value, k.version, k.nparts{notify}
 )
 SELECT TRUE AS done, TRUE AS guarded, :id AS task_id, value, version, nparts FROM written
 UNION ALL
@@ -118,11 +142,23 @@ def _iso(at: datetime) -> str:
     return str(_DATETIME.dump_python(at, mode="json"))
 
 
+#: Woken waiters of the team when a finish wrote (delivered at its commit, as a NOTIFY would be).
+_NOTIFY = ", pg_notify(CAST(:channel AS text), '') AS woke"
+
+
+@lru_cache(maxsize=256)
+def _statement(template: str, **parts: str) -> TextClause:
+    """``template`` with its tables and optional parts filled in: built once per shape."""
+    return text(template.format(**parts))
+
+
 class PostgresBoardQueue(SqlBoardQueue):
-    """:class:`SqlBoardQueue` whose claim and finish are one statement each (autocommit: no
-    BEGIN/COMMIT), guarded by the team record's version when the caller passes a guard."""
+    """:class:`SqlBoardQueue` whose claim (with ``prefer_own`` too) and finish are one statement
+    each (autocommit: no BEGIN/COMMIT), guarded by the team record's version when the caller
+    passes a guard; a finish that writes wakes the team's waiters in the same statement."""
 
     guards_team = True
+    signals_finish = True
 
     def _guard(self, guard: TeamGuard | None, params: dict[str, Any]) -> dict[str, str]:
         """The SQL of ``guard`` for the statements' placeholders (its parameters into ``params``)."""
@@ -132,9 +168,15 @@ class PostgresBoardQueue(SqlBoardQueue):
         kv = self.t.kv.name
         return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
 
-    async def _claim_one(
-        self, member: str, lease: float, now: datetime, guard: TeamGuard | None
-    ) -> Task | None:
+    def claim_statement(
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        guard: TeamGuard | None = None,
+        prefer_own: bool = False,
+    ) -> tuple[TextClause, dict[str, Any]]:
+        """The claim statement of this shape (built once) and its parameters (for ``EXPLAIN``)."""
         until = now + timedelta(seconds=lease)
         params: dict[str, Any] = {
             "team": self.team,
@@ -145,8 +187,27 @@ class PostgresBoardQueue(SqlBoardQueue):
             "until_iso": _iso(until),
             "now_iso": _iso(now),
         }
-        sql = _CLAIM.format(task=self.t.task.name, kv=self.t.kv.name, **self._guard(guard, params))
-        statement = text(sql)
+        task = self.t.task.name
+        parts = self._guard(guard, params)
+        if prefer_own:
+            parts.update(
+                own=_OWN.format(task=task, guard=parts["guard"]),
+                own_pick="SELECT * FROM own UNION ALL ",
+                after_own="AND NOT EXISTS (SELECT 1 FROM own)",
+            )
+        else:
+            parts.update(own="", own_pick="", after_own="")
+        return _statement(_CLAIM, task=task, kv=self.t.kv.name, **parts), params
+
+    async def _claim_one(
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        guard: TeamGuard | None,
+        prefer_own: bool = False,
+    ) -> Task | None:
+        statement, params = self.claim_statement(member, lease, now, guard, prefer_own)
 
         async def run(conn: AsyncConnection) -> Task | None:
             row = (await conn.execute(statement, params)).first()
@@ -174,11 +235,16 @@ class PostgresBoardQueue(SqlBoardQueue):
             "data": None if how.data is None or not completed else json.dumps(how.data),
             "now_iso": _iso(now),
         }
+        params["channel"] = self.store.signal_channel(self.keys.signal())
         t = self.t
-        sql = _FINISH.format(
-            task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **self._guard(guard, params)
+        statement = _statement(
+            _FINISH,
+            task=t.task.name,
+            kv=t.kv.name,
+            dep=t.task_dep.name,
+            notify=_NOTIFY,
+            **self._guard(guard, params),
         )
-        statement = text(sql)
 
         async def run(conn: AsyncConnection) -> Any:
             return (await conn.execute(statement, params)).first()

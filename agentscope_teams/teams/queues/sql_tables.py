@@ -15,6 +15,21 @@ transaction. ``lease_until`` is epoch seconds.
 
 Up to 0.x these tables were the store's own migration 2; a database migrated then already has
 them, and migration 1 here (which creates only what is missing) records them as they are.
+
+Migration 2 gives each probe of a claim (:mod:`.sql`, :mod:`.sql_pg`) an index that starts at its
+first candidate, so a claim reads the same few index entries at 1k or 100k tasks. On PostgreSQL
+they are partial (only the rows a probe can take; finished rows are in none of them)::
+
+    p_task_ready  (team, seq)          WHERE status = 'pending' AND no blockers left or dead
+    p_task_leased (team, lease_until)  WHERE status = 'in_progress'
+    p_task_held   (team, owner, seq)   WHERE status = 'in_progress'
+
+and replace migration 1's ``p_task_pending`` and ``p_task_lease``. MariaDB/MySQL has no partial
+indexes: it keeps those two (whose leading equality columns serve the same probes) and gains
+``p_task_held (team, status, owner, seq)`` for the member's own held tasks. Both drop
+``p_task_owner (team, owner, seq)``, which only the old two-step ``prefer_own`` read (and which
+the MariaDB planner would pick over ``p_task_held`` on a small table, then walk every finished task
+of the member).
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
+    text,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -62,7 +78,6 @@ def _tables(md: MetaData, prefix: str) -> tuple[Table, Table]:
         # claimable pending rows in claim order: a locking scan meets few rows it does not take
         Index(f"{prefix}task_pending", "team", "status", "blockers_left", "dead_blockers", "seq"),
         Index(f"{prefix}task_lease", "team", "status", "lease_until"),
-        Index(f"{prefix}task_owner", "team", "owner", "seq"),
         **TABLE_OPTIONS,
     )
     task_dep = Table(
@@ -82,11 +97,54 @@ async def _m1_task_queue(conn: AsyncConnection, tables: Mapping[str, Table]) -> 
         await create_table(conn, tables[name])
 
 
+_PG_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS {p}task_ready ON {p}task (team, seq)"
+    " WHERE status = 'pending' AND blockers_left = 0 AND dead_blockers = 0",
+    "CREATE INDEX IF NOT EXISTS {p}task_leased ON {p}task (team, lease_until)"
+    " WHERE status = 'in_progress'",
+    "CREATE INDEX IF NOT EXISTS {p}task_held ON {p}task (team, owner, seq)"
+    " WHERE status = 'in_progress'",
+    "DROP INDEX IF EXISTS {p}task_pending",
+    "DROP INDEX IF EXISTS {p}task_lease",
+    "DROP INDEX IF EXISTS {p}task_owner",
+)
+_MYSQL_INDEXES = ("CREATE INDEX {p}task_held ON {p}task (team, status, owner, seq)",)
+
+
+async def _m2_probe_indexes(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
+    prefix = tables["task"].name.removesuffix("task")
+    if conn.dialect.name == "postgresql":
+        statements = list(_PG_INDEXES)
+    else:  # no IF [NOT] EXISTS on MySQL: each step only when needed (a rerun finds it done)
+        table = f"{prefix}task"
+        has_held = await _has_index(conn, table, f"{prefix}task_held")
+        statements = [] if has_held else list(_MYSQL_INDEXES)
+        # task_owner (migration 1 up to 0.x) would lure the planner away from task_held
+        if await _has_index(conn, table, f"{prefix}task_owner"):
+            statements.append("DROP INDEX {p}task_owner ON {p}task")
+    for sql in statements:
+        await conn.execute(text(sql.format(p=prefix)))
+
+
+async def _has_index(conn: AsyncConnection, table: str, index: str) -> bool:
+    if conn.dialect.name == "sqlite":
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = :t AND name = :i"
+    else:
+        sql = (
+            "SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() "
+            "AND table_name = :t AND index_name = :i"
+        )
+    return (await conn.execute(text(sql), {"t": table, "i": index})).first() is not None
+
+
 #: The board queue's tables; every ``SqlStore`` creates them once :mod:`.sql` is imported.
 BOARD_TABLES = TableSet(
     name="board",
     define=_tables,
-    migrations=((1, "task, task_dep: the task board's native queue", _m1_task_queue),),
+    migrations=(
+        (1, "task, task_dep: the task board's native queue", _m1_task_queue),
+        (2, "task: an index per claim probe (partial on PostgreSQL)", _m2_probe_indexes),
+    ),
 )
 
 
