@@ -1,4 +1,6 @@
-"""Read-only routes over the operator's own sessions and subagent runs (nothing here writes).
+"""Read-only routes over the operator's own sessions and subagent runs (nothing here writes),
+and what the dashboard reads of a team's sessions: usage per participant and errors
+(:mod:`.session_reads`).
 
 Subagent runs are read as stored: an active run whose executing lease is gone is reported with
 ``lease_alive: false`` (the library marks it ``lost`` the next time its parent reads it).
@@ -15,7 +17,9 @@ from ..listing import UNREADABLE, unreadable
 from ..sessions import SessionRecord, SessionStorage
 from ..store.base import Key
 from ..subagents.runs import RunBook, RunRecord
+from ..teams import Team
 from . import schemas as s
+from . import session_reads as reads
 from .errors import ControlPlaneError
 from .routing import ERROR_RESPONSES, ApiRoute, Call, operator_call
 
@@ -48,9 +52,11 @@ async def list_sessions(
             source=r.source.value,
             version=r.version,
             messages=len(r.state.context),
-            model=r.config.model,
+            model=reads.model_of(r),
             created_at=r.created_at,
             updated_at=r.updated_at,
+            team_id=r.team_id,
+            **reads.usage_of(r).model_dump(),
         )
         for r in sorted(records, key=lambda r: r.updated_at, reverse=True)
     ]
@@ -70,6 +76,38 @@ async def get_session(agent_id: str, session_id: str, call: OperatorCall) -> Ses
     if record is None:
         raise ControlPlaneError(f"no session {session!r} of agent {agent!r} for this user", 404)
     return record
+
+
+async def _team_sessions(call: Call) -> tuple[Team, dict[str, SessionRecord]]:
+    team = await call.team()
+    p = call.principal
+    records = await _storage(call).list_sessions(p.user_id, org_id=p.org_id)
+    return team, reads.team_sessions(team, records)
+
+
+@router.get(
+    "/api/teams/{team_id}/usage",
+    summary="Tokens and cost of each participant of a team, and the team's total",
+    response_model=reads.TeamUsage,
+    tags=["sessions"],
+    description=_OPERATOR + " A cost_usd of null: no response of the session carried a cost.",
+)
+async def team_usage(team_id: str, call: OperatorCall) -> reads.TeamUsage:
+    team, sessions = await _team_sessions(call)
+    return reads.team_usage(team, sessions)
+
+
+@router.get(
+    "/api/teams/{team_id}/errors",
+    summary="What went wrong in a team: failed tasks and members, error tool results",
+    response_model=list[reads.ErrorEntry],
+    tags=["sessions"],
+    description=_OPERATOR + " Newest first.",
+)
+async def team_errors(team_id: str, call: OperatorCall) -> list[reads.ErrorEntry]:
+    team, sessions = await _team_sessions(call)
+    tasks = await call.client.list_tasks(team.id)
+    return reads.team_errors(team, tasks, sessions)
 
 
 async def _run_keys(call: Call) -> list[Key]:
