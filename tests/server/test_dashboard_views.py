@@ -251,5 +251,7 @@ def test_team_list_filters_ended_teams_searches_and_shows_every_completed_task(
     last = column.locator(".card").nth(13)
     last.scroll_into_view_if_needed()
     assert last.is_visible() and "step 13" in last.inner_text()
+    bars = page.locator('#work-timeline .work-row[data-who="w"] .work-bar.o-completed')
+    assert bars.count() == 14 and "step 0" in bars.first.inner_text()  # who worked on what, when
     assert page.locator("img").count() == 0
     assert tab.errors == []

@@ -103,6 +103,7 @@ function renderTeam() {
   $("team-trace").replaceChildren(...(trace ? ["trace ", traceLink(trace, trace)] : []));
   renderMembers(info);
   renderBoard();
+  renderWorkTimeline();
   renderTimeline();
 }
 
