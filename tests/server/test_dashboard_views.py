@@ -196,8 +196,8 @@ def test_team_usage_errors_and_member_conversations_live(
     running.wait_for()
     assert running.inner_text().startswith("Running now: Read")
     assert "denied by the sandbox" in page.inner_text('[data-tool-result="c1"]')
-    page.go_back()
-    page.click('.member[data-member="w2"]')
+    page.click("#session-back")  # back to the team
+    page.click('.member[data-member="w2"][data-session]')  # a chip opens once its session is known
     pause = page.locator('[data-pause="c9"]')
     pause.wait_for()
     assert pause.inner_text().startswith(f"Waiting for approval: {HOSTILE}")

@@ -26,6 +26,8 @@ function route() {
   $("main-error").hidden = true;
   for (const v of ["empty", "team", "sessions", "runs", "session"]) $(`view-${v}`).hidden = true;
   if (!hash.startsWith("session/")) state.session = null;
+  else if (state.team) $("session-back").href = `#team/${encodeURIComponent(state.team.id)}`; // back to its team
+  else $("session-back").href = "#sessions";
   if (hash.startsWith("team/")) return openTeam(hash.slice(5));
   state.team = null;
   closeStream();
