@@ -16,7 +16,7 @@ from ..keys import RUN, RunKeys, family_of, user_runs_prefix
 from ..listing import UNREADABLE, unreadable
 from ..sessions import SessionRecord, SessionStorage
 from ..store.base import Key
-from ..subagents.runs import RunBook, RunRecord
+from ..subagents.runs import RunBook, RunRecord, RunStatus
 from ..teams import Team
 from . import schemas as s
 from . import session_reads as reads
@@ -107,7 +107,26 @@ async def team_usage(team_id: str, call: OperatorCall) -> reads.TeamUsage:
 async def team_errors(team_id: str, call: OperatorCall) -> list[reads.ErrorEntry]:
     team, sessions = await _team_sessions(call)
     tasks = await call.client.list_tasks(team.id)
-    return reads.team_errors(team, tasks, sessions)
+    found = reads.team_errors(team, tasks, sessions)
+    found += await _failed_runs(call, {r.session_id: name for name, r in sessions.items()})
+    return sorted(found, key=lambda e: e.at.timestamp() if e.at else 0.0, reverse=True)
+
+
+async def _failed_runs(call: Call, who: dict[str, str]) -> list[reads.ErrorEntry]:
+    """The failed or lost subagent runs whose parent session is one of ``who`` (session -> name)."""
+    out = []
+    for key in await _run_keys(call):
+        run_keys, run_id = RunKeys.parse(key)
+        if run_keys.session_id not in who:
+            continue
+        try:
+            rec = await RunBook(call.store, *run_keys.scope).get(run_id)
+        except UNREADABLE as exc:
+            unreadable("run", run_id, key, exc)
+            continue
+        if rec is not None and rec.status in (RunStatus.FAILED, RunStatus.LOST):
+            out.append(reads.run_error(who[run_keys.session_id], rec))
+    return out
 
 
 async def _run_keys(call: Call) -> list[Key]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from ..message import ToolResultBlock, ToolUseBlock
 from ..sessions import SessionRecord
+from ..subagents.runs import RunRecord
 from ..teams import MemberStatus, Task, TaskStatus, Team
 from ..teams.lead.state import TeamLeadState
 
@@ -65,9 +66,11 @@ class TeamUsage(BaseModel):
 class ErrorEntry(BaseModel):
     """Something that went wrong, as the store recorded it.
 
-    ``kind``: ``task_failed`` (a task's error), ``member_failed`` (a member whose status is
-    failed), ``tool_error`` (a tool result marked as an error in a session: a refused call, a hook
-    block, a sandbox denial, a budget stop or a tool that raised; the store does not record which).
+    ``kind``: ``task_failed`` (a task's error), ``lease_expired`` (a member stopped renewing a
+    task's lease: it crashed or hung), ``member_failed`` (a member whose status is failed),
+    ``run_failed`` (a subagent run of a team session that failed or was lost), ``tool_error`` (a
+    tool result marked as an error in a session: a refused call, a hook block, a sandbox denial, a
+    budget stop or a tool that raised; the store does not record which).
     """
 
     kind: str
@@ -159,6 +162,7 @@ def team_errors(
         for t in tasks
         if t.status is TaskStatus.FAILED
     ]
+    out += [e for t in tasks for e in lapsed_leases(t)]
     out += [
         ErrorEntry(kind="member_failed", who=m.name, what=m.spec, detail="status failed")
         for m in team.members
@@ -167,6 +171,39 @@ def team_errors(
     for name, record in sessions.items():
         out += tool_errors(name, record)
     return sorted(out, key=lambda e: e.at.timestamp() if e.at else 0.0, reverse=True)
+
+
+def lapsed_leases(task: Task) -> list[ErrorEntry]:
+    """Each time the owner of ``task`` stopped renewing its lease (named by the claim before)."""
+    out, owner = [], ""
+    for event in task.history:
+        if event.action == "claimed":
+            owner = event.actor
+        elif event.action == "lease_expired":
+            out.append(
+                ErrorEntry(
+                    kind="lease_expired",
+                    who=owner,
+                    what=task.title,
+                    detail=event.detail[:DETAIL_CHARS],
+                    at=event.at,
+                    task_id=task.id,
+                )
+            )
+    return out
+
+
+def run_error(who: str, run: RunRecord) -> ErrorEntry:
+    """A failed or lost subagent run started by ``who``'s session."""
+    return ErrorEntry(
+        kind="run_failed",
+        who=who,
+        what=f"subagent {run.spec} ({run.status.value})",
+        detail=(run.error or "")[:DETAIL_CHARS],
+        at=run.ended_at or run.created_at,
+        session_id=run.child_session,
+        agent_id=run.spec,
+    )
 
 
 def tool_errors(who: str, record: SessionRecord) -> list[ErrorEntry]:

@@ -144,7 +144,27 @@ def test_team_usage_counts_the_lead_and_members_for_operators_only(
                     user_id="alice", org_id=org, agent_id=agent, session_id=session, state=state
                 )
 
+    async def fail_a_run() -> None:
+        async with store_from_url(served.store_url) as store:
+            ctx = RuntimeContext(session_id=w1_session, user_id="alice", org_id=org)
+            record = RunRecord(
+                run_id="r-crashed",
+                parent_agent="coder",
+                spec="explorer",
+                task="look",
+                status=RunStatus.FAILED,
+                error="model error: 500 from the provider",
+                child_session="sub-crashed",
+                depth=1,
+                lease="holder",
+            )
+            await RunBook.for_ctx(store, ctx).create(record)
+
     anyio.run(run_seed)
+    anyio.run(fail_a_run)
+    [error] = alice.ok("GET", f"/api/teams/{team_id}/errors")
+    assert (error["kind"], error["who"], error["session_id"]) == ("run_failed", "w1", "sub-crashed")
+    assert "500 from the provider" in error["detail"]
     usage = alice.ok("GET", f"/api/teams/{team_id}/usage")
     rows = {p["name"]: p for p in usage["participants"]}
     assert (rows[team["lead"]]["session_id"], rows[team["lead"]]["input_tokens"]) == ("s-lead", 50)

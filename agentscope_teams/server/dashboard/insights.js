@@ -65,7 +65,10 @@ function renderInsights() {
   renderErrors(t.errors || []);
 }
 
-const KIND_LABELS = { task_failed: "task failed", member_failed: "member failed", tool_error: "tool error" };
+const KIND_LABELS = {
+  task_failed: "task failed", lease_expired: "member stopped", member_failed: "member failed",
+  run_failed: "subagent failed", tool_error: "tool error",
+};
 
 function renderErrors(errors) {
   $("errors").replaceChildren(...errors.map((e) => h("li", { "data-kind": e.kind },
