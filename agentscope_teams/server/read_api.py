@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from ..keys import RUN, RunKeys, family_of, user_runs_prefix
+from ..keys import RUN, RunKeys, SessionAddress, family_of, user_runs_prefix
 from ..listing import UNREADABLE, unreadable
 from ..sessions import SessionRecord, SessionStorage
 from ..store.base import Key
@@ -79,9 +79,21 @@ async def get_session(agent_id: str, session_id: str, call: OperatorCall) -> Ses
 
 
 async def _team_sessions(call: Call) -> tuple[Team, dict[str, SessionRecord]]:
+    """The team and its participants' sessions: the lead's sessions (one agent's listing) and
+    each member's session, read by address (a member's agent is named after it)."""
     team = await call.team()
     p = call.principal
-    records = await _storage(call).list_sessions(p.user_id, org_id=p.org_id)
+    storage = _storage(call)
+    records = list(await storage.list_sessions(p.user_id, team.lead, org_id=p.org_id))
+    for m in team.members:
+        addr = SessionAddress(p.org_id, p.user_id, m.name, m.session_id)
+        try:
+            record = await storage.get_at(addr)
+        except UNREADABLE as exc:  # one bad record is logged and skipped, never a 500
+            unreadable("session", m.session_id, addr.key, exc)
+            continue
+        if record is not None:
+            records.append(record)
     return team, reads.team_sessions(team, records)
 
 

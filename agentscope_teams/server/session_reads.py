@@ -5,7 +5,8 @@ Nothing here writes. Usage comes from the session's :class:`~agentscope_teams.st
 session carry in their message metadata (set when a budget's price book knows the model); a
 session none of whose messages carries one has no cost (``None``, shown as "—"), never 0.
 
-A team's sessions: each member's (``Member.session_id``) and the lead's (the session whose
+A team's sessions: each member's (agent named after the member, session ``Member.session_id``)
+and the lead's (its newest session whose
 :class:`~agentscope_teams.teams.lead.state.TeamLeadState` names the team).
 """
 

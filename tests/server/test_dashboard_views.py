@@ -168,8 +168,8 @@ def test_team_usage_errors_and_member_conversations_live(
     )
 
     async def seed_both() -> None:
-        await seed(served, org, "coder", sessions["w1"], _w1_state(100))
-        await seed(served, org, "tester", sessions["w2"], paused)
+        await seed(served, org, "w1", sessions["w1"], _w1_state(100))
+        await seed(served, org, "w2", sessions["w2"], paused)
 
     in_thread(seed_both)
     page.goto(f"{served.base_url}/?token={served.tokens['alice']}")
@@ -186,7 +186,7 @@ def test_team_usage_errors_and_member_conversations_live(
     assert "denied by the sandbox" in page.inner_text('#errors li[data-kind="tool_error"]')
     assert errors.count() == 2
 
-    in_thread(lambda: seed(served, org, "coder", sessions["w1"], _w1_state(4000)))  # live
+    in_thread(lambda: seed(served, org, "w1", sessions["w1"], _w1_state(4000)))  # live
     page.locator('#usage-body tr[data-usage="w1"]', has_text="4,000").wait_for()
     assert "4,020 tok · $0.5000" in page.inner_text('.member[data-member="w1"]')
 

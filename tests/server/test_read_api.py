@@ -138,7 +138,7 @@ def test_team_usage_counts_the_lead_and_members_for_operators_only(
             for agent, session, state in (
                 (team["lead"], "s-lead", lead),
                 (team["lead"], "s-lead-2", other),
-                ("coder", w1_session, w1),
+                ("w1", w1_session, w1),
             ):
                 await storage.upsert_session(
                     user_id="alice", org_id=org, agent_id=agent, session_id=session, state=state
@@ -168,7 +168,7 @@ def test_team_usage_counts_the_lead_and_members_for_operators_only(
     usage = alice.ok("GET", f"/api/teams/{team_id}/usage")
     rows = {p["name"]: p for p in usage["participants"]}
     assert (rows[team["lead"]]["session_id"], rows[team["lead"]]["input_tokens"]) == ("s-lead", 50)
-    assert (rows["w1"]["agent_id"], rows["w1"]["cost_usd"]) == ("coder", 0.25)
+    assert (rows["w1"]["agent_id"], rows["w1"]["cost_usd"]) == ("w1", 0.25)
     assert rows["w2"]["session_id"] is None and rows["w2"]["cost_usd"] is None
     assert usage["total"] == {
         "input_tokens": 50,
