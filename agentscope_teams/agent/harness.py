@@ -144,6 +144,11 @@ class SessionAgent:
         )
 
     @property
+    def model_name(self) -> str | None:
+        """The model's name as a new session records it (``SessionConfig.model``)."""
+        return self.model.model_name or None
+
+    @property
     def system_prompt(self) -> str:
         return self.loop.system_prompt
 
@@ -297,7 +302,9 @@ class SessionAgent:
 
     def _writer(self, addr: SessionAddress, version: int, lease: Lease | None) -> SessionWriter:
         """The writer of one call or of one ``clear_context``."""
-        return SessionWriter(self.sessions, addr, version, lease, source=self.session_source)
+        return SessionWriter(
+            self.sessions, addr, version, lease, source=self.session_source, model=self.model_name
+        )
 
     def _releases_in_save(self, scope: CallScope) -> bool:
         """Whether this call's last save may release the lease: no extension still works after it

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .. import tracing
 from ..errors import VersionConflict
 from ..keys import SessionAddress
-from ..sessions import SessionSource, SessionStorage
+from ..sessions import SessionConfig, SessionSource, SessionStorage
 from ..state import AgentState
 from .lease import Lease
 
@@ -29,9 +29,12 @@ class SessionWriter:
         lease: Lease | None,
         *,
         source: SessionSource,
+        model: str | None = None,
     ) -> None:
         self.sessions, self.addr, self.version, self.lease = sessions, addr, version, lease
         self.source = source
+        #: The model name a session created by this writer records in its config.
+        self.model = model
         self._cut_short: str | None = None  # the state of a write whose outcome is unknown
 
     async def save(self, state: AgentState, *, release: bool = False) -> int:
@@ -58,7 +61,11 @@ class SessionWriter:
         try:
             if self.version == 0:
                 record = await self.sessions.create_at(
-                    self.addr, state=state, source=self.source, fence=fence
+                    self.addr,
+                    config=SessionConfig(model=self.model),
+                    state=state,
+                    source=self.source,
+                    fence=fence,
                 )
                 new = record.version
             else:

@@ -164,6 +164,8 @@ class Whoami(BaseModel):
 
 
 class SessionSummary(BaseModel):
+    """A session as listed: its model, team and reported usage (``cost_usd`` None: unknown)."""
+
     agent_id: str
     session_id: str
     source: str
@@ -172,6 +174,11 @@ class SessionSummary(BaseModel):
     model: str | None
     created_at: datetime
     updated_at: datetime
+    team_id: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    cost_usd: float | None = None
 
 
 class RunSummary(BaseModel):

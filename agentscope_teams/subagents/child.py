@@ -20,7 +20,7 @@ from ..context import RuntimeContext
 from ..errors import ChildPausedError, VersionConflict
 from ..message import Msg
 from ..model.base import ChatModel
-from ..sessions import SessionSource
+from ..sessions import SessionConfig, SessionSource
 from ..state import AgentState
 from .inbox import Inbox, acknowledge, take
 from .spawn import spawn_agent
@@ -95,6 +95,7 @@ async def seed_session(child: SessionAgent, ctx: RuntimeContext, snapshot: Agent
             agent_id=child.name,
             state=state,
             session_id=ctx.session_id,
+            config=SessionConfig(model=child.model_name),
             source=SessionSource.SUBAGENT,
             org_id=ctx.org_id,
             expected_version=0,

@@ -105,3 +105,79 @@ def test_an_unreadable_run_is_skipped_and_the_others_listed(
     anyio.run(run_seed)
     runs = {r["run_id"] for r in alice.ok("GET", "/api/subagent-runs")}
     assert runs == {"r-orphan", "r-live"}
+
+
+def test_team_usage_counts_the_lead_and_members_for_operators_only(
+    served: Served, http: httpx.Client
+) -> None:
+    from agentscope_teams.message import Msg
+    from agentscope_teams.state import AgentState
+    from agentscope_teams.teams.lead.state import TeamLeadState
+
+    from .test_api import make_team
+
+    alice = Api(http, served.tokens["alice"])
+    org = alice.ok("GET", "/api/whoami")["org_id"]
+    team_id, tokens = make_team(alice)
+    team = alice.ok("GET", f"/api/teams/{team_id}")
+    w1_session = next(m["session_id"] for m in team["members"] if m["name"] == "w1")
+
+    async def run_seed() -> None:
+        lead = AgentState()
+        TeamLeadState.of(lead).team_id = team_id
+        lead.usage.input_tokens, lead.usage.requests = 50, 1
+        other = AgentState()  # the lead's session of another team: not counted
+        TeamLeadState.of(other).team_id = "t-other"
+        other.usage.input_tokens = 999
+        w1 = AgentState(
+            context=[Msg(role="assistant", name="w1", content="x", metadata={"cost_usd": 0.25})]
+        )
+        w1.usage.output_tokens, w1.usage.requests = 7, 1
+        async with store_from_url(served.store_url) as store:
+            storage = SessionStorage(store)
+            for agent, session, state in (
+                (team["lead"], "s-lead", lead),
+                (team["lead"], "s-lead-2", other),
+                ("w1", w1_session, w1),
+            ):
+                await storage.upsert_session(
+                    user_id="alice", org_id=org, agent_id=agent, session_id=session, state=state
+                )
+
+    async def fail_a_run() -> None:
+        async with store_from_url(served.store_url) as store:
+            ctx = RuntimeContext(session_id=w1_session, user_id="alice", org_id=org)
+            record = RunRecord(
+                run_id="r-crashed",
+                parent_agent="coder",
+                spec="explorer",
+                task="look",
+                status=RunStatus.FAILED,
+                error="model error: 500 from the provider",
+                child_session="sub-crashed",
+                depth=1,
+                lease="holder",
+            )
+            await RunBook.for_ctx(store, ctx).create(record)
+
+    anyio.run(run_seed)
+    anyio.run(fail_a_run)
+    [error] = alice.ok("GET", f"/api/teams/{team_id}/errors")
+    assert (error["kind"], error["who"], error["session_id"]) == ("run_failed", "w1", "sub-crashed")
+    assert "500 from the provider" in error["detail"]
+    usage = alice.ok("GET", f"/api/teams/{team_id}/usage")
+    rows = {p["name"]: p for p in usage["participants"]}
+    assert (rows[team["lead"]]["session_id"], rows[team["lead"]]["input_tokens"]) == ("s-lead", 50)
+    assert (rows["w1"]["agent_id"], rows["w1"]["cost_usd"]) == ("w1", 0.25)
+    assert rows["w2"]["session_id"] is None and rows["w2"]["cost_usd"] is None
+    assert usage["total"] == {
+        "input_tokens": 50,
+        "output_tokens": 7,
+        "requests": 2,
+        "cost_usd": 0.25,
+    }
+    member = Api(http, tokens["w1"])
+    assert member("GET", f"/api/teams/{team_id}/usage").status_code == 403
+    assert member("GET", f"/api/teams/{team_id}/errors").status_code == 403
+    bob = Api(http, served.tokens["bob"])
+    assert bob("GET", f"/api/teams/{team_id}/errors").status_code == 404

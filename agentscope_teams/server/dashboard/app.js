@@ -24,11 +24,18 @@ async function start() {
 function route() {
   const hash = decodeURIComponent(location.hash.slice(1));
   $("main-error").hidden = true;
-  for (const v of ["empty", "team", "sessions", "runs"]) $(`view-${v}`).hidden = true;
+  for (const v of ["empty", "team", "sessions", "runs", "session"]) $(`view-${v}`).hidden = true;
+  if (!hash.startsWith("session/")) state.session = null;
+  else if (state.team) $("session-back").href = `#team/${encodeURIComponent(state.team.id)}`; // back to its team
+  else $("session-back").href = "#sessions";
   if (hash.startsWith("team/")) return openTeam(hash.slice(5));
   state.team = null;
   closeStream();
   renderTeamList();
+  if (hash.startsWith("session/")) {
+    const [agentId, sessionId] = location.hash.slice(9).split("/").map(decodeURIComponent);
+    return openSession(agentId, sessionId || "");
+  }
   if (hash === "sessions") return loadSessions();
   if (hash === "runs") return loadRuns();
   $("view-empty").hidden = false;
@@ -44,15 +51,31 @@ async function refreshTeams() {
   renderTeamList();
 }
 
+// The teams the filter (active / ended / all) and the search (name, id, description) keep, newest
+// first; the open team is always listed.
+function shownTeams() {
+  const which = $("team-filter").value;
+  const words = $("team-search").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  return state.teams.filter((t) => {
+    if (state.team?.id === t.id) return true;
+    if (which === "active" && teamEnded(t)) return false;
+    if (which === "ended" && !teamEnded(t)) return false;
+    const text = `${t.name} ${t.id} ${t.description || ""}`.toLowerCase();
+    return words.every((w) => text.includes(w));
+  }).sort((a, b) => String(b.created_at || "").localeCompare(String(a.created_at || "")));
+}
+
 function renderTeamList() {
-  const list = $("team-list");
-  list.replaceChildren(
-    ...state.teams.map((t) =>
-      h("li", { class: state.team?.id === t.id ? "active" : "" },
+  const shown = shownTeams();
+  $("team-list").replaceChildren(
+    ...shown.map((t) =>
+      h("li", { class: state.team?.id === t.id ? "active" : "", "data-ended": teamEnded(t) ? "yes" : "no" },
         h("a", { href: `#team/${encodeURIComponent(t.id)}`, "data-team-id": t.id },
           h("span", { class: "team-title" }, t.name),
-          h("span", { class: "muted small" }, `${t.members.length} member${t.members.length === 1 ? "" : "s"} · ${t.status}`)))));
+          h("span", { class: "muted small" }, `${t.members.length} member${t.members.length === 1 ? "" : "s"} · ${t.status}`),
+          h("span", { class: "muted small team-when" }, teamTimes(t))))));
   $("no-teams").hidden = state.teams.length > 0;
+  $("no-match").hidden = state.teams.length === 0 || shown.length > 0;
 }
 
 // ---- sessions and subagent runs (polled) ----
@@ -60,10 +83,13 @@ async function loadSessions() {
   $("view-sessions").hidden = false;
   try {
     const rows = await api("GET", "/api/sessions");
-    $("sessions-body").replaceChildren(...rows.map((s) => h("tr", {},
-      h("td", {}, s.agent_id), h("td", { class: "mono" }, s.session_id), h("td", {}, s.source),
-      h("td", {}, String(s.messages)), h("td", {}, s.model || ""), h("td", {}, String(s.version)),
-      h("td", {}, fmtTime(s.updated_at)))));
+    $("sessions-body").replaceChildren(...rows.map((s) => h("tr", {
+      class: "clickable", "data-session": s.session_id, onclick: () => { location.hash = sessionHash(s.agent_id, s.session_id); },
+    },
+    h("td", {}, s.agent_id), h("td", { class: "mono" }, s.session_id), h("td", {}, s.source),
+    h("td", {}, String(s.messages)), h("td", { class: "model" }, s.model || "—"),
+    h("td", { class: "tokens" }, fmtTokens(s)), h("td", { class: "cost" }, fmtCost(s.cost_usd)),
+    h("td", {}, String(s.version)), h("td", {}, fmtTime(s.updated_at)))));
     $("sessions-empty").hidden = rows.length > 0;
   } catch (err) {
     showError(err);
@@ -98,6 +124,8 @@ document.addEventListener("DOMContentLoaded", () => {
     start();
   });
   $("logout").addEventListener("click", () => showLogin());
+  $("team-search").addEventListener("input", renderTeamList);
+  $("team-filter").addEventListener("change", renderTeamList);
   window.addEventListener("hashchange", route);
   setInterval(() => {
     if (!state.token || !state.me) return;
@@ -106,5 +134,11 @@ document.addEventListener("DOMContentLoaded", () => {
     if (hash === "sessions") loadSessions();
     if (hash === "runs") loadRuns();
   }, 5000);
+  // Usage, errors and an open conversation change with every model step: read them more often.
+  setInterval(() => {
+    if (!state.token || !state.me) return;
+    if (state.team) loadInsights(state.team.id);
+    if (state.session) openSession(state.session.agentId, state.session.sessionId);
+  }, 2000);
   start();
 });

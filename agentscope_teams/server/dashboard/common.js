@@ -22,6 +22,7 @@ const state = {
   retry: null,
   openHistory: new Set(),
   renderQueued: false,
+  session: null, // the open conversation: {agentId, sessionId}
   traceUrl: null, // the OTLP UI's trace URL template ("...{trace_id}"), from /dashboard/config
 };
 

@@ -22,7 +22,9 @@ async function openTeam(teamId) {
   state.team = { id: teamId, info: null, tasks: new Map(), members: new Map(), messages: new Map(), lastEventId: "" };
   state.openHistory.clear();
   $("view-team").hidden = false;
+  $("insights").hidden = true;
   renderTeamList();
+  loadInsights(teamId);
   try {
     const info = await api("GET", `/api/teams/${encodeURIComponent(teamId)}`);
     if (state.team?.id !== teamId) return;
@@ -96,22 +98,32 @@ function renderTeam() {
   $("team-name").textContent = info.name;
   $("team-status").replaceChildren(badge(info.status || "unknown"));
   $("team-id").textContent = t.id;
+  $("team-times").textContent = teamTimes(info);
   const trace = traceId(info.trace_context);
   $("team-trace").replaceChildren(...(trace ? ["trace ", traceLink(trace, trace)] : []));
   renderMembers(info);
   renderBoard();
+  renderWorkTimeline();
   renderTimeline();
 }
 
 function renderMembers(info) {
-  const chips = [h("div", { class: "member lead", "data-member": info.lead },
-    h("strong", {}, info.lead), h("span", { class: "muted small" }, "lead"))];
+  const chips = [chip(info.lead, "member lead", {}, h("span", { class: "muted small" }, "lead"))];
   for (const m of t().members.values()) {
-    chips.push(h("div", { class: "member", "data-member": m.name, "data-status": m.status },
-      h("strong", {}, m.name), m.spec ? h("span", { class: "muted small" }, m.spec) : null, badge(m.status),
-      memberNotes(m)));
+    chips.push(chip(m.name, "member", { "data-status": m.status },
+      m.spec ? h("span", { class: "muted small" }, m.spec) : null, badge(m.status), memberNotes(m)));
   }
   $("members").replaceChildren(...chips);
+}
+
+// A participant's chip; once its session is known (usage), it shows its tokens and a click opens
+// its conversation.
+function chip(name, cls, attrs, ...rest) {
+  const p = participant(name);
+  const open = p?.session_id ? () => { location.hash = sessionHash(p.agent_id, p.session_id); } : null;
+  return h("div", { class: cls, "data-member": name, "data-session": p?.session_id || null, onclick: open, ...attrs },
+    h("strong", {}, name), ...rest,
+    p ? h("span", { class: "tokens" }, `${fmtInt(p.input_tokens + p.output_tokens)} tok · ${fmtCost(p.cost_usd)}`) : null);
 }
 
 // What a member waits for: its plan, on the lead's approval; a call it was refused for want of an

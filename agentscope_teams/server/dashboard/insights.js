@@ -1,0 +1,82 @@
+// What a team costs and what went wrong in it: usage per participant (tokens, cost) and the errors
+// panel, both polled while the team is open (operator tokens only: they read sessions). Also the
+// number formats shared with the sessions and conversation views. Text nodes only.
+"use strict";
+
+const fmtInt = (n) => Number(n || 0).toLocaleString("en-US");
+// A cost the usage records carry, else "—" (unknown is not zero).
+const fmtCost = (usd) => (typeof usd === "number" ? `$${usd.toFixed(usd >= 1 ? 2 : 4)}` : "—");
+const fmtTokens = (u) => `${fmtInt(u.input_tokens)} in · ${fmtInt(u.output_tokens)} out`;
+const ENDED = new Set(["done", "completed", "deleted", "archived"]);
+
+// A team is ended once its status says so or it carries an end time (tolerates records without one).
+function teamEnded(team) {
+  return ENDED.has(team.status) || Boolean(team.ended_at);
+}
+
+function teamTimes(team) {
+  const parts = [];
+  if (team.created_at) parts.push(`created ${fmtTime(team.created_at)}`);
+  if (team.ended_at) parts.push(`ended ${fmtTime(team.ended_at)}`);
+  return parts.join(" · ");
+}
+
+function sessionHash(agentId, sessionId) {
+  return `#session/${encodeURIComponent(agentId)}/${encodeURIComponent(sessionId)}`;
+}
+
+async function loadInsights(teamId) {
+  if (state.me?.kind !== "operator") return;
+  const base = `/api/teams/${encodeURIComponent(teamId)}`;
+  try {
+    const [usage, errors] = await Promise.all([api("GET", `${base}/usage`), api("GET", `${base}/errors`)]);
+    if (state.team?.id !== teamId) return;
+    state.team.usage = usage;
+    state.team.errors = errors;
+  } catch (err) {
+    if (err instanceof AuthError) return showLogin(err.message);
+    return; // the team may have been deleted meanwhile: its stream says so
+  }
+  renderInsights();
+  scheduleRender(); // the member chips show tokens and open sessions
+}
+
+function participant(name) {
+  return state.team?.usage?.participants.find((p) => p.name === name) || null;
+}
+
+function renderInsights() {
+  const t = state.team;
+  if (!t?.usage) return;
+  $("insights").hidden = false;
+  $("usage-body").replaceChildren(...t.usage.participants.map((p) => h("tr", {
+    "data-usage": p.name, class: p.session_id ? "clickable" : "",
+    onclick: p.session_id ? () => { location.hash = sessionHash(p.agent_id, p.session_id); } : null,
+  },
+  h("td", {}, h("strong", {}, p.name), h("span", { class: "muted small" }, ` ${p.role}`)),
+  h("td", {}, p.model || "—"), h("td", {}, fmtInt(p.requests)),
+  h("td", {}, fmtInt(p.input_tokens)), h("td", {}, fmtInt(p.output_tokens)),
+  h("td", { class: "cost" }, fmtCost(p.cost_usd)))));
+  const total = t.usage.total;
+  $("usage-total").replaceChildren(h("tr", { "data-usage": "total" },
+    h("td", {}, "Team total"), h("td", {}, ""), h("td", {}, fmtInt(total.requests)),
+    h("td", {}, fmtInt(total.input_tokens)), h("td", {}, fmtInt(total.output_tokens)),
+    h("td", { class: "cost" }, fmtCost(total.cost_usd))));
+  renderErrors(t.errors || []);
+}
+
+const KIND_LABELS = {
+  task_failed: "task failed", lease_expired: "member stopped", member_failed: "member failed",
+  run_failed: "subagent failed", tool_error: "tool error",
+};
+
+function renderErrors(errors) {
+  $("errors").replaceChildren(...errors.map((e) => h("li", { "data-kind": e.kind },
+    h("span", { class: "kind" }, KIND_LABELS[e.kind] || e.kind),
+    h("strong", {}, e.who || "—"), " ", e.what,
+    e.at ? h("span", { class: "muted small" }, ` ${fmtTime(e.at)}`) : null,
+    e.session_id ? h("a", { href: sessionHash(e.agent_id, e.session_id), class: "small" }, " open conversation") : null,
+    e.detail ? h("div", { class: "detail" }, e.detail) : null)));
+  $("error-count").textContent = String(errors.length);
+  $("no-errors").hidden = errors.length > 0;
+}
