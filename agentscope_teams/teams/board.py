@@ -109,6 +109,12 @@ class TaskBoard(BoardReads):
         statement, so the team client need not read it per call."""
         return self.queue.guards_team
 
+    @property
+    def guards_own(self) -> bool:
+        """Whether :meth:`claim_next` takes a ``guard`` together with ``prefer_own`` (Redis: one
+        script call for the model's ``claimTask``)."""
+        return self.queue.guards_team and bool(getattr(self.queue, "guards_own", False))
+
     async def claim_next(
         self,
         member: str,

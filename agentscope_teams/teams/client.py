@@ -14,7 +14,8 @@ so runtimes waiting on it look at once instead of at their next poll. A failed s
 never raised: the write happened, and the poll still finds it.
 
 **The team record, read once per team.** Where the board's native queue checks a
-:class:`~.queues.base.TeamGuard` (PostgreSQL), the hot calls (``claim_task`` of the next task,
+:class:`~.queues.base.TeamGuard` (PostgreSQL, Redis), the hot calls (``claim_task`` of the next task,
+with ``prefer_own`` too where the queue checks both at once (Redis),
 ``complete_task``, ``fail_task``) check the member against the team record as this client last
 read it, and the queue's statement runs only while the record is still at that version: a team
 changed since (deleted, a member removed, anything) makes the statement do nothing, and the client
@@ -108,13 +109,16 @@ class LocalTeamClient(TeamRegistry):
                 self._require(team, m)
         return team, TaskBoard(self.store, self._keys(team_id), self.clock)
 
+    def _board_of(self, team_id: str) -> TaskBoard:
+        return TaskBoard(self.store, self._keys(team_id), self.clock)
+
     async def _guarded(
         self, team_id: str, member: str, *, fresh: bool = False
     ) -> tuple[TaskBoard, TeamGuard | None]:
         """The board of ``team_id`` for ``member``'s hot calls, with a guard when its queue checks
         one (``member`` checked against the record last read, or read now when ``fresh``, when
         not known, or when it lacks ``member``); else the record is read and checked as ever."""
-        board = TaskBoard(self.store, self._keys(team_id), self.clock)
+        board = self._board_of(team_id)
         if not board.guards_team:
             self._require(await self._team(team_id), member)
             return board, None
@@ -374,8 +378,8 @@ class LocalTeamClient(TeamRegistry):
                 team_id, member, task_id, task_lease=task_lease, prefer_own=prefer_own
             )
         lease = self.task_lease if task_lease is None else task_lease
-        if task_id is None and not prefer_own:
-            claimed = await self._claim_guarded(team_id, member, lease)
+        if task_id is None and (not prefer_own or self._board_of(team_id).guards_own):
+            claimed = await self._claim_guarded(team_id, member, lease, prefer_own)
         else:
             _, board = await self._board(team_id, member)
             if task_id is None:
@@ -385,13 +389,15 @@ class LocalTeamClient(TeamRegistry):
         tracing.task_event(tracing.names.TASK_CLAIM, team_id, member, claimed)
         return claimed
 
-    async def _claim_guarded(self, team_id: str, member: str, lease: float) -> Task | None:
+    async def _claim_guarded(
+        self, team_id: str, member: str, lease: float, prefer_own: bool = False
+    ) -> Task | None:
         """The next task, the team record checked by the claim itself when the queue can."""
         board, guard = await self._guarded(team_id, member)
-        claimed = await board.claim_next(member, lease, guard=guard)
+        claimed = await board.claim_next(member, lease, prefer_own=prefer_own, guard=guard)
         if claimed is None and guard is not None and await self._team_moved(team_id, guard):
             board, guard = await self._guarded(team_id, member)  # the member checked anew
-            claimed = await board.claim_next(member, lease, guard=guard)
+            claimed = await board.claim_next(member, lease, prefer_own=prefer_own, guard=guard)
         return claimed
 
     async def _finish_guarded(

@@ -366,3 +366,28 @@ async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion
         await client.complete_task(team_id, "a", again.id, "done")
     with pytest.raises(UnknownTeamError):
         await client.claim_task(team_id, "a")
+
+
+async def test_a_member_claims_its_own_first_and_completes_in_one_command_each_on_redis(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    """The model's ``claimTask`` claims with ``prefer_own``: on Redis the script checks the team
+    record's version and the member's own tasks in the same call, so once the client has read
+    the record a claim is one command, and a completion one command plus its wake-up signal."""
+    if not store_spec.backend.startswith("redis"):
+        pytest.skip("the prefer_own guard is Redis's")
+    team_id, _ = await crew(client)
+    for i in range(3):
+        await client.assign_task(team_id, f"task {i}")
+    first = await client.claim_task(team_id, "a", prefer_own=True)  # reads the team record once
+    assert first is not None
+    async with count_round_trips(store) as counter:
+        again = await client.claim_task(team_id, "a", prefer_own=True)  # its own, renewed
+    assert again is not None and again.id == first.id and again.attempts == 1
+    assert counter.seen == ["EVALSHA"]
+    async with count_round_trips(store) as counter:
+        await client.complete_task(team_id, "a", first.id, "done")
+    assert counter.seen == ["EVALSHA", "PUBLISH"]
+    async with count_round_trips(store) as counter:
+        claimed = await client.claim_task(team_id, "b", prefer_own=True)
+    assert claimed is not None and claimed.id == "t-2" and counter.seen == ["EVALSHA"]

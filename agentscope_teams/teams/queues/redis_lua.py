@@ -231,10 +231,18 @@ end
 local function unchanged(raw, id)
   return {0, raw, redis.call('HGET', name_of(id), 'n')}
 end
+
+-- A team guard (queues.base.TeamGuard): the team record, the last key, still at version v
+-- ('' or nil: no guard). A deleted team has no version: the guard fails.
+local function guard_holds(v)
+  if v == nil or v == '' then return true end
+  return redis.call('HGET', KEYS[#KEYS], 'n') == v
+end
 """
 
-#: ARGV[5] member, [6] lease s, [7] lease ms, [8] '1' prefer own, [9] offset, [10] scan limit.
-#: It reads before it writes: stale index entries and leases to settle are noted while it looks,
+#: ARGV[5] member, [6] lease s, [7] lease ms, [8] '1' prefer own, [9] offset, [10] scan limit,
+#: [11] the team guard's version ('' none; the team record is then the last key: a stale guard
+#: claims nothing, ``{0}``). It reads before it writes: stale index entries and leases to settle are noted while it looks,
 #: and written only once it knows its answer, so a NEED reply has written nothing.
 CLAIM_NEXT = (
     PRELUDE
@@ -257,6 +265,7 @@ end
 local function won(w, last_read)
   return hinted({w[1], w[2], w[3]}, 0, last_read + AHEAD)
 end
+if not guard_holds(ARGV[11]) then return {0} end
 local mine, expired = {}, redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)
 if ARGV[8] == '1' then
   mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
@@ -359,10 +368,12 @@ return refused(raw, id)
 )
 
 
-def _owner_only(body: str) -> str:
-    """A transition only the task's owner may make (rules.require_owner), then ``body``."""
+def _owner_only(body: str, first: str = "") -> str:
+    """A transition only the task's owner may make (rules.require_owner), then ``body``
+    (``first`` runs before the record is read)."""
     return (
         PRELUDE
+        + first
         + r"""
 local id, member = ARGV[5], ARGV[6]
 local t, raw = load(id)
@@ -377,10 +388,11 @@ _REQUIRE_OWNER = """
 if t.status ~= 'in_progress' or t.owner ~= member then return refused(raw, id) end
 """
 
-#: ARGV[7] status, [8] field (result / error), [9] text, [10] history detail.
 #: ARGV[7] status, ARGV[8] the text's field, ARGV[9] the text, ARGV[10] the history detail,
 #: ARGV[11] a completion's data as JSON text ('' = none), ARGV[12] '1' when the board checked it
-#: against the task's result schema (a task declaring one is refused until then). Structured
+#: against the task's result schema (a task declaring one is refused until then), ARGV[13] the
+#: team guard's version ('' none; else the team record is the last key, and a stale guard replies
+#: ``{-3}``: nothing written). Structured
 #: fields travel as JSON text (``*_json``), so cjson never re-encodes them.
 FINISH = _owner_only(
     r"""
@@ -399,7 +411,8 @@ event(t, member, status, ARGV[10])
 t.status, t.lease_expires_at = status, NULL
 t[ARGV[8]] = ARGV[9]
 return save(t)
-"""
+""",
+    "\nif not guard_holds(ARGV[13]) then return {-3} end\n",
 )
 
 RELEASE = _owner_only(
