@@ -59,6 +59,8 @@ from ...context import RuntimeContext
 from ...errors import ConfigurationError, UnknownTeamError
 from ...keys import TeamKeys
 from ...store.base import BaseStore, Key, Signals, signals_of
+from ..board import TaskBoard
+from ..mailbox import Mailbox
 from ..protocol import TeamClient
 from ..rules import limits
 from ..rules.models import Member, MemberStatus, Team, TeamStatus
@@ -336,15 +338,19 @@ class TeamRuntime:
             self.refs.pop(ref.key, None)
             await self._drop(ref, client)
             return
-        tasks = await client.open_board(team.id)  # the open index, not the whole board
+        # The record just read is the step's only read of it: the board and the inboxes are read
+        # straight from the store (the client would read the record again for each), and every
+        # member looked at below is one of its members.
+        keys = TeamKeys(ref.ctx.owner_scope(), team.id)
+        tasks = await TaskBoard(self.store, keys).open_board()  # the open index, not the board
+        inbox = Mailbox(self.store, keys)
         for member in team.members:
             key = (*ref.key, member.name)
             slot = self.slots.get(key)
             if key in self._skip or (slot is not None and slot.busy):
                 continue
-            work = await find_work(
-                client, team, member.name, tasks, slot.offered if slot else set()
-            )
+            offered = slot.offered if slot else set()
+            work = await find_work(client, team, member.name, tasks, offered, inbox)
             if work is None:
                 if slot is not None:
                     await self._maybe_release(slot)
@@ -430,10 +436,11 @@ class TeamRuntime:
             if slot.agent is None or slot.ext is None:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
-            await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
-            with tracing.joined(work.trace, work.linked):  # then TeammateIdle, see .idle
-                ctx = slot.ref.ctx.with_session(member.session_id)
-                await call_until_idle(slot, client, team, member, work.message(), ctx)
+            ctx = slot.ref.ctx.with_session(member.session_id)
+            async with anyio.create_task_group() as tg:  # "running" is written as the call starts
+                tg.start_soon(client.set_member_status, team.id, member.name, MemberStatus.RUNNING)
+                with tracing.joined(work.trace, work.linked):  # then TeammateIdle, see .idle
+                    await call_until_idle(slot, client, team, member, work.message(), ctx)
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)
         except Exception as exc:
