@@ -132,6 +132,13 @@ class LocalTeamClient(TeamRegistry):
             self._known[team_id] = known
         return board, TeamGuard(self._keys(team_id).team(), known[1])
 
+    def _wrote(self, team_id: str, team: Team, version: int) -> None:
+        """Keep the record this client wrote (a member's status): its next guarded call need
+        not find the guard stale and read the record again."""
+        if len(self._known) >= _KNOWN_TEAMS:
+            self._known.clear()
+        self._known[team_id] = (team, version)
+
     async def _team_moved(self, team_id: str, guard: TeamGuard) -> bool:
         """Whether the team record is no longer at ``guard``'s version (read again to know)."""
         known = self._known.get(team_id)

@@ -89,9 +89,11 @@ class TeamMemberExtension(Extension):
         """Record refused prompts; leave plan mode once the lead approved the plan."""
         while self.engine is not None and self.engine.refused:
             await review.note_prompt(self.view, self.engine.refused.pop(0))
+        context = scope.state.permission_context
+        if scope.agent.permissions.effective_mode(context) != "plan":
+            return  # only a member in plan mode has a plan to approve (exit_plan_mode refuses)
         approved = await review.take_approved(self.view)
         if approved is not None:
-            context = scope.state.permission_context
             context.mode, context.mode_chosen = review.mode_after_plan(approved), True
 
     async def inject(self, scope: CallScope) -> list[Msg]:

@@ -437,8 +437,11 @@ class TeamRuntime:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
             ctx = slot.ref.ctx.with_session(member.session_id)
-            async with anyio.create_task_group() as tg:  # "running" is written as the call starts
-                tg.start_soon(client.set_member_status, team.id, member.name, MemberStatus.RUNNING)
+            # "running" is written as the call starts, by the client the member's tools use: it
+            # keeps the record it wrote, so the member's first claim's team guard is current
+            status = slot.ext.view.client.set_member_status
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(status, team.id, member.name, MemberStatus.RUNNING)
                 with tracing.joined(work.trace, work.linked):  # then TeammateIdle, see .idle
                     await call_until_idle(slot, client, team, member, work.message(), ctx)
             slot.failures = 0
@@ -452,8 +455,9 @@ class TeamRuntime:
             slot.idle_since = time.monotonic()
             if slot.ext is not None:
                 slot.ext.unread = None  # not left for a later call if this one failed first
+            writer = client if slot.ext is None else slot.ext.view.client  # as "running" above
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await client.set_member_status(team.id, member.name, MemberStatus.IDLE)
+                await writer.set_member_status(team.id, member.name, MemberStatus.IDLE)
             self.nudge()
 
     async def _heartbeat(self) -> None:
