@@ -432,18 +432,15 @@ class TeamRuntime:
     async def _call_in_scope(
         self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
     ) -> None:
+        running: asyncio.Task[object] | None = None
         try:
             if slot.agent is None or slot.ext is None:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
-            ctx = slot.ref.ctx.with_session(member.session_id)
-            # "running" is written as the call starts, by the client the member's tools use: it
-            # keeps the record it wrote, so the member's first claim's team guard is current
-            status = slot.ext.view.client.set_member_status
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(status, team.id, member.name, MemberStatus.RUNNING)
-                with tracing.joined(work.trace, work.linked):  # then TeammateIdle, see .idle
-                    await call_until_idle(slot, client, team, member, work.message(), ctx)
+            running = _status_write(slot.ext.view.client, team, member, MemberStatus.RUNNING)
+            with tracing.joined(work.trace, work.linked):  # then TeammateIdle, see .idle
+                ctx = slot.ref.ctx.with_session(member.session_id)
+                await call_until_idle(slot, client, team, member, work.message(), ctx)
             slot.failures = 0
             slot.reoffer_held(work.offers, MAX_REWAKES)
         except Exception as exc:
@@ -457,6 +454,8 @@ class TeamRuntime:
                 slot.ext.unread = None  # not left for a later call if this one failed first
             writer = client if slot.ext is None else slot.ext.view.client  # as "running" above
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                if running is not None:
+                    await running  # "idle" goes after "running"
                 await writer.set_member_status(team.id, member.name, MemberStatus.IDLE)
             self.nudge()
 
@@ -497,3 +496,22 @@ class TeamRuntime:
                         slot.ref.team_id, slot.name, MemberStatus.STOPPED
                     )
         self.slots.clear()
+
+
+def _status_write(
+    client: TeamClient, team: Team, member: Member, status: MemberStatus
+) -> asyncio.Task[object]:
+    """Write ``member``'s status beside its call, not before it (the model need not wait for it),
+    by the client the member's tools use: it keeps the record it wrote, so the member's first
+    claim's team guard is current. A failed write is logged; the call goes on."""
+
+    async def write() -> object:
+        try:
+            return await client.set_member_status(team.id, member.name, status)
+        except Exception as exc:
+            log.warning(
+                "could not mark member %s of team %s %s: %s", member.name, team.id, status, exc
+            )
+            return None
+
+    return asyncio.get_running_loop().create_task(write(), name=f"status of {member.name}")
