@@ -34,6 +34,7 @@ from . import (
     store_latency,
     task_claim,
     tracing_overhead,
+    wakeup_claim,
     wakeup_latency,
 )
 from .anchor import anchor_python
@@ -59,6 +60,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "mailbox_latency": mailbox_latency.run,
     "spawn_overhead": spawn_overhead.run,
     "wakeup_latency": wakeup_latency.run,
+    "wakeup_claim": wakeup_claim.run,
 }
 
 

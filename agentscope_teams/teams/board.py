@@ -115,6 +115,12 @@ class TaskBoard(BoardReads):
         statement notifies in the same statement), so the caller sends no signal of its own."""
         return bool(getattr(self.queue, "signals_finish", False))
 
+    @property
+    def guards_own(self) -> bool:
+        """Whether :meth:`claim_next` takes a ``guard`` together with ``prefer_own`` (Redis: one
+        script call for the model's ``claimTask``)."""
+        return self.queue.guards_team and bool(getattr(self.queue, "guards_own", False))
+
     async def claim_next(
         self,
         member: str,

@@ -14,7 +14,8 @@ so runtimes waiting on it look at once instead of at their next poll. A failed s
 never raised: the write happened, and the poll still finds it.
 
 **The team record, read once per team.** Where the board's native queue checks a
-:class:`~.queues.base.TeamGuard` (PostgreSQL), the hot calls (``claim_task`` of the next task,
+:class:`~.queues.base.TeamGuard` (PostgreSQL, Redis), the hot calls (``claim_task`` of the next task,
+with ``prefer_own`` too where the queue checks both at once (Redis),
 ``complete_task``, ``fail_task``) check the member against the team record as this client last
 read it, and the queue's statement runs only while the record is still at that version: a team
 changed since (deleted, a member removed, anything) makes the statement do nothing, and the client
@@ -108,13 +109,16 @@ class LocalTeamClient(TeamRegistry):
                 self._require(team, m)
         return team, TaskBoard(self.store, self._keys(team_id), self.clock)
 
+    def _board_of(self, team_id: str) -> TaskBoard:
+        return TaskBoard(self.store, self._keys(team_id), self.clock)
+
     async def _guarded(
         self, team_id: str, member: str, *, fresh: bool = False
     ) -> tuple[TaskBoard, TeamGuard | None]:
         """The board of ``team_id`` for ``member``'s hot calls, with a guard when its queue checks
         one (``member`` checked against the record last read, or read now when ``fresh``, when
         not known, or when it lacks ``member``); else the record is read and checked as ever."""
-        board = TaskBoard(self.store, self._keys(team_id), self.clock)
+        board = self._board_of(team_id)
         if not board.guards_team:
             self._require(await self._team(team_id), member)
             return board, None
@@ -127,6 +131,13 @@ class LocalTeamClient(TeamRegistry):
                 self._known.clear()
             self._known[team_id] = known
         return board, TeamGuard(self._keys(team_id).team(), known[1])
+
+    def _wrote(self, team_id: str, team: Team, version: int) -> None:
+        """Keep the record this client wrote (a member's status): its next guarded call need
+        not find the guard stale and read the record again."""
+        if len(self._known) >= _KNOWN_TEAMS:
+            self._known.clear()
+        self._known[team_id] = (team, version)
 
     async def _team_moved(self, team_id: str, guard: TeamGuard) -> bool:
         """Whether the team record is no longer at ``guard``'s version (read again to know)."""

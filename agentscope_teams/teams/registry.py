@@ -61,14 +61,18 @@ class TeamRegistry:
             if new is None:
                 return team
             try:
-                await self.store.put(
+                written = await self.store.put(
                     self._keys(team_id).team(),
                     new.model_dump_json().encode(),
                     expected_version=version,
                 )
             except VersionConflict:
                 continue
+            self._wrote(team_id, new, written)
             return new
+
+    def _wrote(self, team_id: str, team: Team, version: int) -> None:
+        """The team record as this registry just wrote it (a client keeps it for guarded calls)."""
 
     @staticmethod
     def _require(team: Team, name: str) -> None:

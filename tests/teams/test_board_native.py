@@ -17,7 +17,15 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import TaskStateError, UnknownMemberError, UnknownTeamError
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.store.base import signals_of
-from agentscope_teams.teams import LocalTeamClient, Member, Task, TaskStatus, Team, TeamKeys
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    Member,
+    MemberStatus,
+    Task,
+    TaskStatus,
+    Team,
+    TeamKeys,
+)
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
 from agentscope_teams.teams.queues.sql import SqlBoardQueue
@@ -399,3 +407,29 @@ async def test_a_postgres_completion_wakes_the_team_from_its_own_statement(
         async with count_round_trips(store) as counter:
             await client.complete_task(team_id, "a", claimed.id, "done")
     assert woke == [True] and counter.seen == ["WITH"]
+
+
+async def test_a_member_claims_its_own_first_and_completes_in_one_command_each_on_redis(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    """The model's ``claimTask`` claims with ``prefer_own``: on Redis the script checks the team
+    record's version and the member's own tasks in the same call, so once the client has read
+    the record a claim is one command, and a completion one command plus its wake-up signal."""
+    if not store_spec.backend.startswith("redis"):
+        pytest.skip("the prefer_own guard is Redis's")
+    team_id, _ = await crew(client)
+    for i in range(3):
+        await client.assign_task(team_id, f"task {i}")
+    first = await client.claim_task(team_id, "a", prefer_own=True)  # reads the team record once
+    assert first is not None
+    async with count_round_trips(store) as counter:
+        again = await client.claim_task(team_id, "a", prefer_own=True)  # its own, renewed
+    assert again is not None and again.id == first.id and again.attempts == 1
+    assert counter.seen == ["EVALSHA"]
+    async with count_round_trips(store) as counter:
+        await client.complete_task(team_id, "a", first.id, "done")
+    assert counter.seen == ["EVALSHA", "PUBLISH"]
+    await client.set_member_status(team_id, "b", MemberStatus.RUNNING)  # the record moves on
+    async with count_round_trips(store) as counter:  # ... as this client wrote it: still known
+        claimed = await client.claim_task(team_id, "b", prefer_own=True)
+    assert claimed is not None and claimed.id == "t-2" and counter.seen == ["EVALSHA"]

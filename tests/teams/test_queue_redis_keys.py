@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import AgentScopeTeamsError
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.store import _redis_scripts as redis_store
@@ -58,6 +59,7 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Any) -> StoreSpec:
 async def store(
     store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[StoreBackend]:
+    monkeypatch.setattr(queue_redis, "OPEN_STANDALONE", False)  # declare as on a cluster
     for name in queue_redis._SCRIPT_NAMES:
         monkeypatch.setattr(lua, name, checked(getattr(lua, name)))
     for name in STORE_SCRIPTS:  # registered by each new RedisStore
@@ -154,6 +156,36 @@ async def test_a_claim_costs_one_round_trip_with_hints_and_two_without(
     async with count_round_trips(store) as counter:  # the reply named the next ones
         assert await board.claim_next("a", 30) is not None
     assert counter.seen == ["EVALSHA"]
+
+
+async def test_a_standalone_claim_declares_no_record_and_needs_no_second_call(
+    store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a standalone server a claim's KEYS are its three sets: a process that knows nothing of
+    the board claims in one script call, passing tasks assigned to others and a blocked one."""
+    if store_spec.backend != "redis":
+        pytest.skip("a cluster declares every record")
+    async with store_spec.open() as store:  # the scripts as shipped, not the checked ones
+        assert isinstance(store, RedisStore)
+        other = LocalTeamClient(store, alice, clock=clock)
+        team = await other.create_team("crew", members=[Member(name="a"), Member(name="b")])
+        board = TaskBoard(store, TeamKeys(other.ctx.owner_scope(), team.id), clock, native=True)
+        first = await board.create("lead", "for b", assignee="b")
+        await board.create("lead", "blocked", blocked_by=[first.id])
+        free = await board.create("lead", "free")
+        forget_hints()
+        client_ = store._client  # type: ignore[attr-defined]
+        sent: list[tuple[Any, ...]] = []
+        original = client_.execute_command
+
+        async def recorded(*args: Any, **options: Any) -> Any:
+            sent.append(args)
+            return await original(*args, **options)
+
+        monkeypatch.setattr(client_, "execute_command", recorded)
+        got = await board.claim_next("a", 30)
+        assert got is not None and got.id == free.id
+        assert [(a[0], a[2]) for a in sent if a[0] != "SCRIPT LOAD"] == [("EVALSHA", 3)]
 
 
 async def test_reap_settles_every_expired_lease_batch_by_batch(

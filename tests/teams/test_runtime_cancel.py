@@ -53,7 +53,8 @@ class Client:
 def slot_with(agent: ShieldedCall) -> Slot:
     ref: Any = SimpleNamespace(ctx=RuntimeContext(session_id="s"), team_id="t", key=("t",))
     slot = Slot(ref, "member")
-    slot.agent, slot.ext = agent, SimpleNamespace(team=None)  # type: ignore[assignment]
+    ext = SimpleNamespace(team=None, view=SimpleNamespace(client=Client()))  # status writes
+    slot.agent, slot.ext = agent, ext  # type: ignore[assignment]
     return slot
 
 

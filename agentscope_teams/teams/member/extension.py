@@ -1,7 +1,8 @@
 """``TeamMemberExtension``: what each team member agent runs with.
 
 The member tools acting as that member (:mod:`.tools`), its team preamble (:func:`preamble`), its
-unread messages injected before each step (:mod:`..delivery`), the prompts it was refused recorded
+unread messages injected before each step (:mod:`..delivery`), its idle wake-ups compacted before
+each call (:mod:`.chatter`), the prompts it was refused recorded
 for the lead (:mod:`.review`), and the final text of a reply that reported nothing (no
 completeTask / failTask / sendMessage / broadcastMessage) sent to the lead.
 """
@@ -20,6 +21,7 @@ from ..actor import TeamActor
 from ..delivery import MemberCallData
 from ..rules.models import Team, TeamMessage
 from . import review
+from .chatter import compact_idle
 from .review import MemberPermissionEngine
 from .tools import member_tools
 
@@ -73,6 +75,10 @@ class TeamMemberExtension(Extension):
         if self.on_change is not None:
             self.on_change()
 
+    async def prepare(self, scope: CallScope) -> None:
+        """Before the call: its earlier idle wake-ups dropped from the session (:mod:`.chatter`)."""
+        compact_idle(scope.state)
+
     def tools(self, scope: CallScope) -> list[Tool]:
         return [*member_tools(self, scope), *self.extra_tools]
 
@@ -83,9 +89,11 @@ class TeamMemberExtension(Extension):
         """Record refused prompts; leave plan mode once the lead approved the plan."""
         while self.engine is not None and self.engine.refused:
             await review.note_prompt(self.view, self.engine.refused.pop(0))
+        context = scope.state.permission_context
+        if scope.agent.permissions.effective_mode(context) != "plan":
+            return  # only a member in plan mode has a plan to approve (exit_plan_mode refuses)
         approved = await review.take_approved(self.view)
         if approved is not None:
-            context = scope.state.permission_context
             context.mode, context.mode_chosen = review.mode_after_plan(approved), True
 
     async def inject(self, scope: CallScope) -> list[Msg]:

@@ -59,6 +59,8 @@ from ...context import RuntimeContext
 from ...errors import BudgetExceededError, ConfigurationError, UnknownTeamError
 from ...keys import TeamKeys
 from ...store.base import BaseStore, Key, Signals, signals_of
+from ..board import TaskBoard
+from ..mailbox import Mailbox
 from ..protocol import TeamClient
 from ..rules import limits
 from ..rules.models import Member, MemberStatus, Team, TeamStatus
@@ -337,15 +339,19 @@ class TeamRuntime:
             self.refs.pop(ref.key, None)
             await self._drop(ref, client)
             return
-        tasks = await client.open_board(team.id)  # the open index, not the whole board
+        # The record just read is the step's only read of it: the board and the inboxes are read
+        # straight from the store (the client would read the record again for each), and every
+        # member looked at below is one of its members.
+        keys = TeamKeys(ref.ctx.owner_scope(), team.id)
+        tasks = await TaskBoard(self.store, keys).open_board()  # the open index, not the board
+        inbox = Mailbox(self.store, keys)
         for member in team.members:
             key = (*ref.key, member.name)
             slot = self.slots.get(key)
             if key in self._skip or (slot is not None and slot.busy):
                 continue
-            work = await find_work(
-                client, team, member.name, tasks, slot.offered if slot else set()
-            )
+            offered = slot.offered if slot else set()
+            work = await find_work(client, team, member.name, tasks, offered, inbox)
             if work is None:
                 if slot is not None:
                     await self._maybe_release(slot)
@@ -427,11 +433,12 @@ class TeamRuntime:
     async def _call_in_scope(
         self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
     ) -> None:
+        running: asyncio.Task[object] | None = None
         try:
             if slot.agent is None or slot.ext is None:
                 slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
-            await client.set_member_status(team.id, member.name, MemberStatus.RUNNING)
+            running = _status_write(slot.ext.view.client, team, member, MemberStatus.RUNNING)
             with tracing.joined(work.trace, work.linked), team_budgets(team, member, self.store):
                 ctx = slot.ref.ctx.with_session(member.session_id)  # then TeammateIdle, see .idle
                 await call_until_idle(slot, client, team, member, work.message(), ctx)
@@ -451,8 +458,11 @@ class TeamRuntime:
             slot.idle_since = time.monotonic()
             if slot.ext is not None:
                 slot.ext.unread = None  # not left for a later call if this one failed first
+            writer = client if slot.ext is None else slot.ext.view.client  # as "running" above
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await client.set_member_status(team.id, member.name, MemberStatus.IDLE)
+                if running is not None:
+                    await running  # "idle" goes after "running"
+                await writer.set_member_status(team.id, member.name, MemberStatus.IDLE)
             self.nudge()
 
     async def _heartbeat(self) -> None:
@@ -492,3 +502,22 @@ class TeamRuntime:
                         slot.ref.team_id, slot.name, MemberStatus.STOPPED
                     )
         self.slots.clear()
+
+
+def _status_write(
+    client: TeamClient, team: Team, member: Member, status: MemberStatus
+) -> asyncio.Task[object]:
+    """Write ``member``'s status beside its call, not before it (the model need not wait for it),
+    by the client the member's tools use: it keeps the record it wrote, so the member's first
+    claim's team guard is current. A failed write is logged; the call goes on."""
+
+    async def write() -> object:
+        try:
+            return await client.set_member_status(team.id, member.name, status)
+        except Exception as exc:
+            log.warning(
+                "could not mark member %s of team %s %s: %s", member.name, team.id, status, exc
+            )
+            return None
+
+    return asyncio.get_running_loop().create_task(write(), name=f"status of {member.name}")

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from ...message import TEAM_WAKE_KEY, Msg, UserMsg, utcnow
 from ..delivery import INBOX_PAGE
+from ..mailbox import Mailbox
 from ..protocol import TeamClient
 from ..rules import eligibility
 from ..rules.models import Task, TaskStatus, Team, TeamMessage
@@ -67,14 +68,24 @@ class Work:
 
 
 async def find_work(
-    client: TeamClient, team: Team, member: str, tasks: list[Task], offered: set[OfferKey]
+    client: TeamClient,
+    team: Team,
+    member: str,
+    tasks: list[Task],
+    offered: set[OfferKey],
+    inbox: Mailbox | None = None,
 ) -> Work | None:
     """The member's new work (unread messages, tasks not offered yet), or None; ``tasks`` is what
-    :meth:`~..protocol.TeamClient.open_board` returned."""
+    :meth:`~..protocol.TeamClient.open_board` returned. With ``inbox`` (the team's mailbox, for a
+    caller that checked ``member`` against ``team`` just now) its messages are read from there,
+    without the client's read of the team record."""
     now, states = utcnow(), {t.id: t.status for t in tasks}
     tasks = [t for t in tasks if offerable(t, member, states, now)]
     offers = {offer_key(t) for t in tasks}
-    unread = await client.unread(team.id, member, limit=INBOX_PAGE)
+    if inbox is None:
+        unread = await client.unread(team.id, member, limit=INBOX_PAGE)
+    else:
+        unread = await inbox.unread(member, limit=INBOX_PAGE)
     if not unread and not offers - offered:
         return None
     own = [t.id for t in tasks if t.owner == member]

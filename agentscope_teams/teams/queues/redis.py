@@ -23,6 +23,9 @@ unless they are all on one node: see ``docs/redis-cluster.md``). A named transit
 task. ``claim_next`` declares the ids its previous reply hinted (the pending head) and the ids this
 process recently enqueued, claimed or was asked for (:class:`_Hints`); a script that meets a record
 it was not given replies NEED and the ids, and is called again with them, having written nothing.
+On a standalone server (no cluster) the scripts may read any record of the team, so no record is
+declared on a guess and no NEED reply happens: a claim's KEYS are its three sets (and the team
+record of a guard).
 Round trips: one per transition in the common case; one more when another process took the hinted
 tasks, a blocker or an expired lease's task is new to this process, or a listing page (``reap``,
 ``open_tasks``: two per page).
@@ -34,17 +37,15 @@ import json
 from collections import deque
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary, WeakSet
-
-from pydantic import TypeAdapter
 
 from ...errors import StoreUnavailableError
 from ...listing import UNREADABLE
 from ...store.encoding import encode_segment
 from ..rules.models import Task, TaskStatus, TeamKeys
 from . import redis_lua as lua
-from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
+from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 
 if TYPE_CHECKING:
     from ...store.redis import RedisStore
@@ -57,11 +58,15 @@ PAGE = 1000
 REAP_BATCH = 64
 #: Calls one transition may take to declare every record it needs (each adds the missing ones).
 MAX_ROUNDS = 16
+#: Whether scripts on a standalone server read records they were not given (see the module docs;
+#: the tests turn it off to check the declared-keys discipline a cluster needs on a standalone too).
+OPEN_STANDALONE = True
 #: Ids a team's hints keep from this process's own enqueues, claims and NEED replies.
 RECENT = 32
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 _PROBE = "t-0"
+#: FINISH's reply when its team guard is stale (nothing written).
+_TEAM_CHANGED = -3
 
 
 def _ms(now: datetime) -> int:
@@ -69,7 +74,9 @@ def _ms(now: datetime) -> int:
 
 
 def _iso(now: datetime) -> str:
-    return cast(str, _DATETIME.dump_python(now, mode="json"))
+    """``now`` as pydantic writes it in a record (``Z`` for UTC), without pydantic's cost."""
+    text = now.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _template(store: RedisStore, keys: TeamKeys) -> tuple[str, str] | None:
@@ -139,7 +146,9 @@ def redis_queue_supported(store: RedisStore) -> bool:
 class RedisBoardQueue:
     """The native queue of one team's board on one Redis store (see the module docs)."""
 
-    guards_team = False
+    guards_team = True
+    #: ``claim_next`` checks a guard together with ``prefer_own`` (the same script call).
+    guards_own = True
     native = True
 
     def __init__(self, store: RedisStore, keys: TeamKeys) -> None:
@@ -155,23 +164,36 @@ class RedisBoardQueue:
         ]
         self._scripts = _scripts_of(store)
         self._hints = _hints_of(store, self._keys[0])
+        #: A standalone server: scripts read undeclared records (see :mod:`.redis_lua`).
+        self._open = OPEN_STANDALONE and not store.cluster
 
     def _record(self, task_id: str) -> str:
         before, after = self._template
         return before + task_id + after
 
     async def _run(
-        self, script: str, now: datetime, *args: str | float, ids: Iterable[str] = ()
+        self,
+        script: str,
+        now: datetime,
+        *args: str | float,
+        ids: Iterable[str] = (),
+        guard: TeamGuard | None = None,
     ) -> Any:
         """Run ``script`` with the records of ``ids`` declared, adding those a NEED reply asks
-        for, until it answers (at most :data:`MAX_ROUNDS` calls)."""
+        for, until it answers (at most :data:`MAX_ROUNDS` calls). A ``guard``'s version is the
+        last argument and its team record the last key (same hash slot: the team's tag)."""
         if self.store not in _LOADED:  # once per store: every script on every primary
             await self.store.load_scripts([getattr(lua, n) for n in _SCRIPT_NAMES])
             _LOADED.add(self.store)
-        argv = [*self._template, str(_ms(now)), _iso(now), *map(str, args)]
+        argv = [*self._template, str(_ms(now)), _iso(now), "1" if self._open else ""]
+        argv += map(str, args)
+        tail: list[str] = []
+        if guard is not None:
+            argv.append(str(guard.version))
+            tail.append(self.store.redis_name(guard.key))
         declared = dict.fromkeys(ids)
         for _ in range(MAX_ROUNDS):
-            keys = [*self._keys, *map(self._record, declared)]
+            keys = [*self._keys, *map(self._record, declared), *tail]
             reply = await self.store.run_script(self._scripts[script], keys, argv)
             if not (isinstance(reply, list) and reply and int(reply[0]) == lua.NEED):
                 return reply
@@ -193,10 +215,20 @@ class RedisBoardQueue:
             return Outcome(Verdict.MISSING)
         return Outcome(Verdict(code), self._task(reply[1], reply[2]))
 
-    async def _named(self, script: str, task_id: str, now: datetime, *args: str | float) -> Outcome:
+    async def _named(
+        self,
+        script: str,
+        task_id: str,
+        now: datetime,
+        *args: str | float,
+        guard: TeamGuard | None = None,
+    ) -> Outcome:
         if encode_segment(task_id) != task_id:  # not a board id (t-<seq>): no such record
             return Outcome(Verdict.MISSING)
-        return self._outcome(await self._run(script, now, task_id, *args, ids=[task_id]))
+        reply = await self._run(script, now, task_id, *args, ids=[task_id], guard=guard)
+        if int(reply[0]) == _TEAM_CHANGED:
+            raise TeamChanged(self.keys.team_id)
+        return self._outcome(reply)
 
     async def enqueue(self, task: Task) -> None:
         await self.store.call(lambda client: client.zadd(self._keys[0], {task.id: task.seq}))
@@ -211,12 +243,12 @@ class RedisBoardQueue:
         prefer_own: bool,
         guard: TeamGuard | None = None,
     ) -> Task | None:
-        no_guard(guard)
         offset, own = 0, "1" if prefer_own else ""
         lease_ms = round(lease * 1000)
         while True:
             args = (member, lease, lease_ms, own, offset, SCAN)
-            reply = await self._run("CLAIM_NEXT", now, *args, ids=self._hints.ids())
+            ids = () if self._open else self._hints.ids()
+            reply = await self._run("CLAIM_NEXT", now, *args, ids=ids, guard=guard)
             code = int(reply[0])
             hints = reply[3:] if code == 1 else reply[1:] if code == 0 else reply[2:]
             self._hints.head = [raw.decode() for raw in hints]
@@ -234,11 +266,10 @@ class RedisBoardQueue:
     async def finish(
         self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
     ) -> Outcome:
-        no_guard(guard)
         field = "result" if how.status is TaskStatus.COMPLETED else "error"
         data = "" if how.data is None else json.dumps(how.data)
         args = (member, how.status.value, field, how.text, how.detail, data, int(how.checked))
-        return await self._named("FINISH", task_id, now, *args)
+        return await self._named("FINISH", task_id, now, *args, guard=guard)
 
     async def release(self, member: str, task_id: str, now: datetime) -> Outcome:
         return await self._named("RELEASE", task_id, now, member)

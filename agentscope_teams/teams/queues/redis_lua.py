@@ -6,7 +6,8 @@ member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: t
 ``KEYS[4..]`` the task records the client *declared*. Task records are the store's entries (hash
 ``{v: JSON, n: version}``); a record's name is ``ARGV[1] .. id .. ARGV[2]`` (a template the store
 computed), in the same hash slot. ``ARGV[3]`` is now in ms, ``ARGV[4]`` now as the records write it
-(ISO 8601). The rule mirrors :func:`agentscope_teams.teams.rules.eligibility.claim_verdict`; the history
+(ISO 8601), ``ARGV[5]`` ``'1'`` on a standalone server (see below); a script's own arguments
+follow from ``ARGV[6]``. The rule mirrors :func:`agentscope_teams.teams.rules.eligibility.claim_verdict`; the history
 texts mirror :mod:`agentscope_teams.teams.rules.transitions` (the board's conformance tests run both paths).
 
 **Every key a script touches is in KEYS** (Redis Cluster routes a script, and answers ASK or
@@ -15,6 +16,10 @@ client did not declare (the next pending task, a blocker, an expired lease's tas
 more and writes nothing: it replies :data:`NEED` and the ids to declare, and the client calls again
 with them. So a declared record that is absent is provably gone (during a migration Redis runs a
 script only where all its declared keys are), and only then is its index entry removed as stale.
+On a standalone server (no slots, nothing migrates) the client passes ``ARGV[5] = '1'``: every
+record counts as declared, so a script reads what it needs, never replies NEED, and the client
+declares no records it only guesses at (a claim's KEYS are the three sets, plus the team record
+of a guard): fewer keys to pack, send and hash per call.
 
 Replies: ``{1, json, version}`` written, ``{0, json, version}`` nothing to write, ``{-1, json,
 version}`` refused (the board derives the error from the record), ``{-2}`` no such task, ``{3,
@@ -30,6 +35,8 @@ PRELUDE = r"""
 local P, H, O = KEYS[1], KEYS[2], KEYS[3]
 local BEFORE, AFTER = ARGV[1], ARGV[2]
 local NOW, NOW_ISO = tonumber(ARGV[3]), ARGV[4]
+-- '1': a standalone server, where a script may read records it was not given (no NEED replies)
+local OPEN = ARGV[5] == '1'
 local NULL = cjson.null
 local AHEAD = 16
 
@@ -38,6 +45,7 @@ local function name_of(id) return BEFORE .. id .. AFTER end
 -- The records the client declared; a read of any other id is noted in NEED instead.
 local DECLARED, NEED, NEEDED = {}, {}, {}
 for i = 4, #KEYS do DECLARED[KEYS[i]] = true end
+local function declared(name) return OPEN or DECLARED[name] end
 
 local function need(id)
   if not NEEDED[id] then
@@ -51,7 +59,7 @@ end
 local function need_reply(set, first, last)
   if set ~= nil then
     for _, id in ipairs(redis.call('ZRANGE', set, first, last)) do
-      if not DECLARED[name_of(id)] then need(id) end
+      if not declared(name_of(id)) then need(id) end
     end
   end
   local out = {3}
@@ -70,7 +78,7 @@ end
 -- false), its id noted in NEED.
 local function load(id)
   local name = name_of(id)
-  if not DECLARED[name] then
+  if not declared(name) then
     need(id)
     return nil, nil, false
   end
@@ -231,15 +239,23 @@ end
 local function unchanged(raw, id)
   return {0, raw, redis.call('HGET', name_of(id), 'n')}
 end
+
+-- A team guard (queues.base.TeamGuard): the team record, the last key, still at version v
+-- ('' or nil: no guard). A deleted team has no version: the guard fails.
+local function guard_holds(v)
+  if v == nil or v == '' then return true end
+  return redis.call('HGET', KEYS[#KEYS], 'n') == v
+end
 """
 
-#: ARGV[5] member, [6] lease s, [7] lease ms, [8] '1' prefer own, [9] offset, [10] scan limit.
-#: It reads before it writes: stale index entries and leases to settle are noted while it looks,
+#: ARGV[6] member, [7] lease s, [8] lease ms, [9] '1' prefer own, [10] offset, [11] scan limit,
+#: [12] the team guard's version ('' none; the team record is then the last key: a stale guard
+#: claims nothing, ``{0}``). It reads before it writes: stale index entries and leases to settle are noted while it looks,
 #: and written only once it knows its answer, so a NEED reply has written nothing.
 CLAIM_NEXT = (
     PRELUDE
     + r"""
-local member, lease, lease_ms = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local member, lease, lease_ms = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local stale, settle, dropped = {}, {}, 0  -- {set, member} to remove; tasks to expire and save
 local function flush()
   for _, s in ipairs(stale) do redis.call('ZREM', s[1], s[2]) end
@@ -250,6 +266,7 @@ local function flush()
 end
 -- The hints of a reply: the pending ids of ranks first..last (what the next call will read).
 local function hinted(out, first, last)
+  if OPEN then return out end  -- nothing is declared on a guess
   for _, id in ipairs(redis.call('ZRANGE', P, first, last)) do out[#out + 1] = id end
   return out
 end
@@ -257,20 +274,21 @@ end
 local function won(w, last_read)
   return hinted({w[1], w[2], w[3]}, 0, last_read + AHEAD)
 end
+if not guard_holds(ARGV[12]) then return {0} end
 local mine, expired = {}, redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)
-if ARGV[8] == '1' then
+if ARGV[9] == '1' then
   mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
 end
-local offset, limit, step = tonumber(ARGV[9]), tonumber(ARGV[10]), 8
+local offset, limit, step = tonumber(ARGV[10]), tonumber(ARGV[11]), 8
 local seen, scan_end = 0, offset + limit - 1
 -- A record not given: ask at once for every one this call may read (blockers aside).
 local function need_all()
   for _, m in ipairs(mine) do
     local id = string.match(m, '%z([^%z]*)$')
-    if not DECLARED[name_of(id)] then need(id) end
+    if not declared(name_of(id)) then need(id) end
   end
   for _, id in ipairs(expired) do
-    if not DECLARED[name_of(id)] then need(id) end
+    if not declared(name_of(id)) then need(id) end
   end
   return need_reply(P, offset, scan_end)
 end
@@ -332,11 +350,11 @@ return hinted({2, offset - dropped}, offset - dropped, offset - dropped + AHEAD 
 """
 )
 
-#: ARGV[5] id, [6] member, [7] lease s, [8] lease ms.
+#: ARGV[6] id, [7] member, [8] lease s, [9] lease ms.
 CLAIM = (
     PRELUDE
     + r"""
-local id, member, lease, lease_ms = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local id, member, lease, lease_ms = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
 local t, raw = load(id)
 if raw == nil then return {-2} end
 if t == nil then return refused(raw, id) end
@@ -359,12 +377,14 @@ return refused(raw, id)
 )
 
 
-def _owner_only(body: str) -> str:
-    """A transition only the task's owner may make (rules.require_owner), then ``body``."""
+def _owner_only(body: str, first: str = "") -> str:
+    """A transition only the task's owner may make (rules.require_owner), then ``body``
+    (``first`` runs before the record is read)."""
     return (
         PRELUDE
+        + first
         + r"""
-local id, member = ARGV[5], ARGV[6]
+local id, member = ARGV[6], ARGV[7]
 local t, raw = load(id)
 if raw == nil then return {-2} end
 if t == nil then return refused(raw, id) end
@@ -377,29 +397,31 @@ _REQUIRE_OWNER = """
 if t.status ~= 'in_progress' or t.owner ~= member then return refused(raw, id) end
 """
 
-#: ARGV[7] status, [8] field (result / error), [9] text, [10] history detail.
-#: ARGV[7] status, ARGV[8] the text's field, ARGV[9] the text, ARGV[10] the history detail,
-#: ARGV[11] a completion's data as JSON text ('' = none), ARGV[12] '1' when the board checked it
-#: against the task's result schema (a task declaring one is refused until then). Structured
+#: ARGV[8] status, ARGV[9] the text's field, ARGV[10] the text, ARGV[11] the history detail,
+#: ARGV[12] a completion's data as JSON text ('' = none), ARGV[13] '1' when the board checked it
+#: against the task's result schema (a task declaring one is refused until then), ARGV[14] the
+#: team guard's version ('' none; else the team record is the last key, and a stale guard replies
+#: ``{-3}``: nothing written). Structured
 #: fields travel as JSON text (``*_json``), so cjson never re-encodes them.
 FINISH = _owner_only(
     r"""
-local status = ARGV[7]
+local status = ARGV[8]
 if t.status == status and t.owner == member then return unchanged(raw, id) end
 """
     + _REQUIRE_OWNER
     + r"""
 if status == 'completed' then
   local schema = t.result_schema_json
-  if schema ~= nil and schema ~= NULL and ARGV[12] ~= '1' then return refused(raw, id) end
-  if ARGV[11] ~= '' then t.result_data_json = ARGV[11] end
+  if schema ~= nil and schema ~= NULL and ARGV[13] ~= '1' then return refused(raw, id) end
+  if ARGV[12] ~= '' then t.result_data_json = ARGV[12] end
 end
 unindex(t, t.owner)
-event(t, member, status, ARGV[10])
+event(t, member, status, ARGV[11])
 t.status, t.lease_expires_at = status, NULL
-t[ARGV[8]] = ARGV[9]
+t[ARGV[9]] = ARGV[10]
 return save(t)
-"""
+""",
+    "\nif not guard_holds(ARGV[14]) then return {-3} end\n",
 )
 
 RELEASE = _owner_only(
@@ -413,38 +435,38 @@ return save(t)
 """
 )
 
-#: ARGV[7] lease s ('' = the task's own).
+#: ARGV[8] lease s ('' = the task's own).
 RENEW = _owner_only(
     _REQUIRE_OWNER
     + r"""
-local lease = ARGV[7] == '' and t.lease_seconds or tonumber(ARGV[7])
+local lease = ARGV[8] == '' and t.lease_seconds or tonumber(ARGV[8])
 return renewed(t, lease)
 """
 )
 
-#: ARGV[6] is the actor (anyone: the client checks the lead); ARGV[7] the reason.
+#: ARGV[7] is the actor (anyone: the client checks the lead); ARGV[8] the reason.
 CANCEL = _owner_only(
     r"""
 if t.status == 'cancelled' then return unchanged(raw, id) end
 if t.status ~= 'pending' and t.status ~= 'in_progress' then return refused(raw, id) end
 unindex(t, t.owner)
-event(t, member, 'cancelled', ARGV[7])
+event(t, member, 'cancelled', ARGV[8])
 t.status, t.lease_expires_at = 'cancelled', NULL
-t.error = (ARGV[7] == '') and NULL or ARGV[7]
+t.error = (ARGV[8] == '') and NULL or ARGV[8]
 return save(t)
 """
 )
 
-#: ARGV[5] offset (expired entries left in place by earlier batches), [6] batch size. Settles the
+#: ARGV[6] offset (expired entries left in place by earlier batches), [7] batch size. Settles the
 #: expired leases of a batch; replies ``{more, left, json, version, ...}`` (more: 1 when the batch
 #: was full; left: entries it left in place, undecodable records) or a NEED reply.
 REAP = (
     PRELUDE
     + r"""
-local offset, batch = tonumber(ARGV[5]), tonumber(ARGV[6])
+local offset, batch = tonumber(ARGV[6]), tonumber(ARGV[7])
 local ids = redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', offset, batch)
 for _, id in ipairs(ids) do
-  if not DECLARED[name_of(id)] then need(id) end
+  if not declared(name_of(id)) then need(id) end
 end
 if #NEED > 0 then return need_reply(nil) end
 local out = {#ids == batch and 1 or 0, 0}
@@ -465,16 +487,16 @@ return out
 """
 )
 
-#: ARGV[5] '1' for the held set (else the pending set), [6] offset, [7] page size. Replies ``{0,
+#: ARGV[6] '1' for the held set (else the pending set), [7] offset, [8] page size. Replies ``{0,
 #: number of members read, (id, json, version) of each whose record exists...}`` or a NEED reply.
 OPEN_PAGE = (
     PRELUDE
     + r"""
-local set = ARGV[5] == '1' and H or P
-local offset, limit = tonumber(ARGV[6]), tonumber(ARGV[7])
+local set = ARGV[6] == '1' and H or P
+local offset, limit = tonumber(ARGV[7]), tonumber(ARGV[8])
 local ids = redis.call('ZRANGE', set, offset, offset + limit - 1)
 for _, id in ipairs(ids) do
-  if not DECLARED[name_of(id)] then need(id) end
+  if not declared(name_of(id)) then need(id) end
 end
 if #NEED > 0 then return need_reply(nil) end
 local out = {0, #ids}
