@@ -11,9 +11,7 @@ LIMIT = 60
 
 #: path (relative to the package) :: qualified name -> lines today. Others are splitting these now
 #: (teams/, store/, server/, cli/worker_cmd.py, cli/review_cmd.py); shrink it as they land.
-ALLOWED: dict[str, int] = {
-    "cli/review_cmd.py::register": 65,
-}
+ALLOWED: dict[str, int] = {}
 
 
 def function_lengths(root: Path = PACKAGE) -> dict[str, int]:

@@ -77,6 +77,15 @@ def register(subparsers: SubParsers) -> None:
         "there is nothing to review.",
         examples=EXAMPLES,
     )
+    _add_what_options(parser)
+    _add_run_options(parser)
+    add_trust_option(parser)
+    add_json_option(parser)
+    parser.set_defaults(handler=handle)
+
+
+def _add_what_options(parser: argparse.ArgumentParser) -> None:
+    """What to review: the directory, or the review to resume, and since which git ref."""
     parser.add_argument(
         "path", metavar="PATH", type=Path, nargs="?", help="directory to review (not with --resume)"
     )
@@ -89,6 +98,17 @@ def register(subparsers: SubParsers) -> None:
         "one whose lead session is SESSION); its directory, report path, model and specs are "
         "those it started with unless given again",
     )
+    parser.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="review only the Python files changed since the git ref REF (a branch, tag or "
+        "commit); the lead reads the diff through the git MCP server (needs the mcp extra and "
+        "mcp-server-git)",
+    )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How to run it: model, workers, specs, report path, timeout."""
     parser.add_argument(
         "--model",
         metavar="MODEL",
@@ -120,16 +140,6 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--timeout", metavar="SECONDS", type=float, default=600.0, help="give up after SECONDS"
     )
-    parser.add_argument(
-        "--changed-since",
-        metavar="REF",
-        help="review only the Python files changed since the git ref REF (a branch, tag or "
-        "commit); the lead reads the diff through the git MCP server (needs the mcp extra and "
-        "mcp-server-git)",
-    )
-    add_trust_option(parser)
-    add_json_option(parser)
-    parser.set_defaults(handler=handle)
 
 
 def choose_model(name: str | None, env: dict[str, str] | None = None) -> tuple[str, ChatModel]:
