@@ -276,3 +276,40 @@ async def test_task_leases_are_renewed_while_a_member_works(
         assert "lease_expired" not in [e.action for e in task.history]
     finally:
         await ext.aclose()
+
+
+async def test_the_lead_ends_its_team_with_end_team(
+    tmp_path: Path, local_store: BaseStore, alice: RuntimeContext
+) -> None:
+    script: list[ScriptItem] = [
+        ScriptedModel.tool_calls(
+            [
+                ("createTeam", {"name": "brief"}),
+                ("spawnMember", {"name": "reviewer", "spec": "reviewer"}),
+                ("assignTask", {"title": "kept for later", "assignee": "lead"}),
+                ("endTeam", {}),
+                ("assignTask", {"title": "too late"}),
+                ("endTeam", {}),
+            ]
+        ),
+        "ended",
+    ]
+    lead_model = ScriptedModel(script)
+    lead, ext = make_lead(tmp_path, local_store, lead_model, ScriptedModel(member_script))
+    try:
+        await lead.call("go", alice)
+        team_id = team_id_of(await lead.get_agent_state(alice))
+        team = await LocalTeamClient(local_store, alice).get_team(team_id)
+        # ended although a task is open: the lead said so
+        assert team.status is TeamStatus.COMPLETED and team.ended_at is not None
+        assert {m.status for m in team.members} == {MemberStatus.STOPPED}
+        results = [r for r in newest_results(lead_model.requests[-1])]
+        ended, late, twice = results[3:]
+        assert ended.output.startswith(f"Team {team_id} ended (completed)")
+        assert late.is_error and f"team {team_id} has ended (completed)" in late.output
+        assert "createTeam" in late.output
+        assert twice.output == f"Team {team_id} had already ended (completed); nothing changed."
+        tasks = await LocalTeamClient(local_store, alice).list_tasks(team_id)
+        assert [t.title for t in tasks] == ["kept for later"]
+    finally:
+        await ext.aclose()
