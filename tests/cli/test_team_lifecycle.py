@@ -104,3 +104,17 @@ def test_prune_rejects_a_bad_duration(cli: Cli) -> None:
         assert result.returncode != 0
         line = one_error_line(result)
         assert repr(bad) in line and "7d, 12h" in line
+
+
+def test_a_run_that_finishes_its_work_leaves_no_active_team(cli: Cli) -> None:
+    from .test_run_scripted import EXAMPLE, _call
+
+    done = _call(cli, EXAMPLE / "script.yaml")
+    assert done.returncode == 0, done.stderr
+    result = cli("team", "list", "--all", "--json")
+    teams = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(t["name"], t["status"]) for t in teams] == [("survey", "completed")]
+    assert teams[0]["ended_at"] >= teams[0]["created_at"]
+    assert {m["status"] for m in teams[0]["members"]} == {"stopped"}
+    active = cli("team", "list")
+    assert "no active teams for the anonymous user" in active.stdout
