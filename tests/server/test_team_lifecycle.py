@@ -9,6 +9,7 @@ import httpx
 
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import utcnow
+from agentscope_teams.server import ControlPlaneTeamClient
 from agentscope_teams.store import store_from_url
 from agentscope_teams.teams import LocalTeamClient, TeamStatus
 
@@ -87,3 +88,19 @@ def test_prune_deletes_ended_teams_older_than_the_age(
     # bob's prune never sees alice's teams
     bob = Api(http, served.tokens["bob"])
     assert bob.ok("POST", "/api/teams/prune", {"older_than": "1s"})["teams"] == []
+
+
+def test_the_http_client_lists_ended_teams_as_the_local_client_does(served: Served) -> None:
+    """``ControlPlaneTeamClient.list_teams`` is every team, like ``LocalTeamClient.list_teams``;
+    ending one through it stops its members."""
+
+    async def body() -> None:
+        async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
+            first = await op.create_team("a")
+            second = await op.create_team("b")
+            done = await op.set_team_status(first.id, TeamStatus.COMPLETED)
+            assert done.status is TeamStatus.COMPLETED and done.ended_at is not None
+            listed = {t.id: t.status for t in await op.list_teams()}
+            assert listed == {first.id: TeamStatus.COMPLETED, second.id: TeamStatus.ACTIVE}
+
+    anyio.run(body)
