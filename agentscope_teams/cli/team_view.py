@@ -62,7 +62,9 @@ def team_detail(team: Team, tasks: Sequence[Task]) -> Group:
     header = Text.assemble(("team ", "dim"), (safe(team.name), "bold"), f"  {safe(team.id)}")
     header.append(
         f"\nstatus {team.status.value} · lead {safe(team.lead)} · {len(team.members)} member(s) · "
-        f"created {timestamp(team.created_at)} (UTC)",
+        f"created {timestamp(team.created_at)}"
+        + (f" · ended {timestamp(team.ended_at)}" if team.ended_at else "")
+        + " (UTC)",
         style="dim",
     )
     members = Table(title="Members", title_justify="left")

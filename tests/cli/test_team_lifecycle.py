@@ -65,6 +65,8 @@ def test_archive_ends_a_team_and_delete_removes_it(cli: Cli) -> None:
     archived = cli("team", "archive", "live", "--user", "alice")
     assert archived.returncode == 0, archived.stderr
     assert f"archived team 'live' ({ids['live']})" in archived.stdout
+    shown = cli("team", "show", "live", "--user", "alice")
+    assert "status archived" in shown.stdout and " · ended 20" in shown.stdout
     team = listed(cli, "--all")["live"]
     assert team["status"] == "archived" and team["ended_at"]
     assert [m["status"] for m in team["members"]] == ["stopped"]  # type: ignore[union-attr]
