@@ -55,10 +55,12 @@ async def test_work_finished_needs_no_open_task_and_one_completed() -> None:
         assert work_finished(await client.list_tasks(team.id))
 
 
-async def test_records_without_ended_at_load_and_prune_by_creation(store: BaseStore) -> None:
+async def test_records_without_ended_at_load_and_prune_by_creation(
+    store: BaseStore, alice: RuntimeContext
+) -> None:
     """A team record from before ``ended_at`` (status ``done``) loads, lists as ended and is
     pruned by its ``created_at``; active teams are never pruned."""
-    client = LocalTeamClient(store, ALICE)
+    client = LocalTeamClient(store, alice)
     old = await client.create_team("old", members=[Member(name="bob", spec="x")])
     live = await client.create_team("live")
     key = client._keys(old.id).team()
@@ -80,8 +82,10 @@ async def test_records_without_ended_at_load_and_prune_by_creation(store: BaseSt
     assert [t.id for t in await client.list_teams()] == [live.id]
 
 
-async def test_ending_stops_members_and_keeps_the_first_end(store: BaseStore) -> None:
-    client = LocalTeamClient(store, ALICE)
+async def test_ending_stops_members_and_keeps_the_first_end(
+    store: BaseStore, alice: RuntimeContext
+) -> None:
+    client = LocalTeamClient(store, alice)
     team = await client.create_team("t", members=[Member(name="bob", spec="x")])
     await client.set_member_status(team.id, "bob", MemberStatus.RUNNING)
     done = await client.set_team_status(team.id, TeamStatus.COMPLETED)
