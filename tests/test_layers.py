@@ -76,6 +76,8 @@ TEAMS_LAYERS: dict[str, int] = {
     "summary": 4,
     "board": 5,
     "delivery": 5,
+    #: When a team ends, what listings show, pruning ended teams (over the client protocol).
+    "lifecycle": 5,
     #: TaskCompleted for tasks failed by lease expiry (the client calls it before a claim).
     "expiry": 5,
     "client": 6,

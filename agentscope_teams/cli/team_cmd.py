@@ -1,6 +1,7 @@
-"""``agentscope-teams team list|show|tasks|messages``: inspect the teams of one user in the store.
+"""``agentscope-teams team list|show|tasks|messages``: inspect the teams of one user in the store
+(``delete``, ``archive`` and ``prune`` change them: :mod:`.team_admin`).
 
-Read-only: nothing here claims a task or acknowledges a message. ``TEAM`` is a team id or, when
+The inspecting commands are read-only: nothing here claims a task or acknowledges a message. ``TEAM`` is a team id or, when
 it is unique, a team name. A team deleted while a command reads it (its board or its inboxes going
 away half-way) is reported as deleted, never printed half-read (:func:`read_of`).
 """
@@ -17,6 +18,8 @@ from ..errors import AgentScopeTeamsError
 from ..store.base import BaseStore
 from ..store.url import redact_url
 from ..teams import LocalTeamClient, TaskStatus, Team, TeamMessage, UnknownTeamError
+from ..teams.lifecycle import visible
+from . import team_admin
 from .common import (
     CommandError,
     SubParsers,
@@ -38,6 +41,7 @@ EXAMPLES = (
     "agentscope-teams team show TEAM --user alice",
     "agentscope-teams team tasks TEAM --status pending --user alice",
     "agentscope-teams team messages TEAM --member reviewer --user alice",
+    *team_admin.EXAMPLES,
 )
 _PAGE = 500
 
@@ -55,7 +59,15 @@ def register(subparsers: SubParsers) -> None:
     commands = group.add_subparsers(
         title="team commands", dest="team_command", metavar="COMMAND", required=True
     )
-    parser = add_command(commands, "list", help="list the teams of a user", examples=EXAMPLES[:1])
+    parser = add_command(
+        commands,
+        "list",
+        help="list the active teams of a user (--all: ended and archived ones too)",
+        examples=EXAMPLES[:1],
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="also list the teams that ended (completed, archived)"
+    )
     _finish(parser, _list, team=False)
     parser = add_command(
         commands, "show", help="a team's members and task counts", examples=EXAMPLES[1:2]
@@ -72,10 +84,11 @@ def register(subparsers: SubParsers) -> None:
         commands,
         "messages",
         help="the messages in a team's mailboxes (all members, or one)",
-        examples=EXAMPLES[3:],
+        examples=EXAMPLES[3:4],
     )
     parser.add_argument("--member", metavar="NAME", help="only the inbox of this member")
     _finish(parser, _messages)
+    team_admin.register(commands, _finish)
 
 
 def _finish(parser: argparse.ArgumentParser, body: _Body, *, team: bool = True) -> None:
@@ -137,16 +150,21 @@ def _deleted(team: Team) -> CommandError:
 
 
 async def _list(client: LocalTeamClient, args: argparse.Namespace) -> int:
-    teams = await client.list_teams()
+    every = await client.list_teams()
+    teams = visible(every, include_ended=args.all)
     if args.json:
         for team in teams:
             print_json_line(team.model_dump(mode="json"))
         return 0
     console = stdout_console()
+    hidden = len(every) - len(teams)
     if not teams:
-        console.print(Text(f"no teams for {who(args.user, args.org)}", style="yellow"))
+        which = "active " if hidden else ""
+        console.print(Text(f"no {which}teams for {who(args.user, args.org)}", style="yellow"))
     else:
         console.print(teams_table(teams, f"Teams of {who(args.user, args.org)}"))
+    if hidden:
+        console.print(Text(f"{hidden} ended team(s) not shown; --all lists them", style="dim"))
     return 0
 
 

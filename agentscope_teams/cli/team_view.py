@@ -32,6 +32,7 @@ def teams_table(teams: Sequence[Team], title: str) -> Table:
     table.add_column("lead")
     table.add_column("members", overflow="fold")
     table.add_column("created_at (UTC)", no_wrap=True)
+    table.add_column("ended_at (UTC)", no_wrap=True)
     for team in teams:
         table.add_row(
             safe(team.id),
@@ -40,6 +41,7 @@ def teams_table(teams: Sequence[Team], title: str) -> Table:
             safe(team.lead),
             ", ".join(safe(m.name) for m in team.members) or "-",
             timestamp(team.created_at),
+            timestamp(team.ended_at),
         )
     return table
 
@@ -60,7 +62,9 @@ def team_detail(team: Team, tasks: Sequence[Task]) -> Group:
     header = Text.assemble(("team ", "dim"), (safe(team.name), "bold"), f"  {safe(team.id)}")
     header.append(
         f"\nstatus {team.status.value} · lead {safe(team.lead)} · {len(team.members)} member(s) · "
-        f"created {timestamp(team.created_at)} (UTC)",
+        f"created {timestamp(team.created_at)}"
+        + (f" · ended {timestamp(team.ended_at)}" if team.ended_at else "")
+        + " (UTC)",
         style="dim",
     )
     members = Table(title="Members", title_justify="left")

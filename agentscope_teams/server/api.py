@@ -16,7 +16,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 
 from ..errors import UnknownMemberError
-from ..teams import Member, Task, TaskStatus, Team
+from ..teams import Member, Task, TaskStatus, Team, TeamStatus
+from ..teams.lifecycle import parse_age, prune_teams, visible
 from . import schemas as s
 from .auth import first_member_token, issue_member_token, revoke_team_tokens
 from .routing import ERROR_RESPONSES, ApiRoute, Call, operator_call, token_call
@@ -32,12 +33,37 @@ _STATUSES: dict[str, Any] = {"enum": [s.value for s in TaskStatus]}
 router = APIRouter(route_class=ApiRoute, tags=["teams"], responses=ERROR_RESPONSES)
 
 
-@router.get("/api/teams", summary="List teams", response_model=list[Team])
-async def list_teams(call: TokenCall) -> list[Team]:
+@router.get(
+    "/api/teams",
+    summary="List teams (active ones unless ?all=true or ?status=)",
+    response_model=list[Team],
+    description="A member token lists its own team, whatever its status.",
+)
+async def list_teams(
+    call: TokenCall,
+    status: Annotated[TeamStatus | None, Query(description="only teams in this status")] = None,
+    all: Annotated[bool, Query(description="also the teams that ended")] = False,
+) -> list[Team]:
     if call.principal.is_operator:
-        return await call.client.list_teams()
+        return visible(await call.client.list_teams(), include_ended=all, status=status)
     assert call.principal.team_id is not None
     return [await call.client.get_team(call.principal.team_id)]
+
+
+@router.post(
+    "/api/teams/prune",
+    summary="Delete the ended teams that ended longer ago than older_than",
+    response_model=s.PrunedTeams,
+    description="Needs an operator token (403 for a member token). Active teams are never pruned.",
+)
+async def prune(body: s.PruneTeams, call: OperatorCall) -> s.PrunedTeams:
+    age = parse_age(body.older_than)
+    teams = await prune_teams(call.client, age, dry_run=body.dry_run)
+    if not body.dry_run:
+        p = call.principal
+        for team in teams:
+            await revoke_team_tokens(call.store, p.org_id, p.user_id, team.id)
+    return s.PrunedTeams(teams=list(teams), dry_run=body.dry_run)
 
 
 @router.post(
@@ -82,6 +108,16 @@ async def delete_team(team_id: str, call: TokenCall) -> None:
 async def set_team_status(team_id: str, body: s.SetTeamStatus, call: TokenCall) -> Team:
     team = await call.require_lead("change the team's status")
     return await call.client.set_team_status(team.id, body.status)
+
+
+@router.post(
+    T + "/archive",
+    summary="Archive a team (operator or lead): it ends, its members stop, its records stay",
+    response_model=Team,
+)
+async def archive_team(team_id: str, call: TokenCall) -> Team:
+    team = await call.require_lead("archive the team")
+    return await call.client.set_team_status(team.id, TeamStatus.ARCHIVED)
 
 
 @router.post(

@@ -183,7 +183,8 @@ class ControlPlaneTeamClient:
         return Team.model_validate(await self._call("GET", self._team(team_id)))
 
     async def list_teams(self) -> list[Team]:
-        return _TEAMS.validate_python(await self._call("GET", "/api/teams"))
+        """Every team (ended ones too), as :meth:`LocalTeamClient.list_teams` lists them."""
+        return _TEAMS.validate_python(await self._call("GET", "/api/teams", params={"all": "true"}))
 
     async def delete_team(self, team_id: str) -> None:
         await self._call("DELETE", self._team(team_id))

@@ -10,11 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..errors import ConfigurationError
 from ..state import PermissionMode
 from ..subagents.runs import RunStatus
 from ..teams import Member, MemberStatus, Task, Team, TeamStatus
+from ..teams.lifecycle import parse_age
 from ..teams.rules.limits import MAX_ATTEMPTS, MAX_TASK_LEASE
 
 
@@ -149,6 +151,30 @@ class ClaimResult(BaseModel):
 
 class WaitResult(BaseModel):
     done: bool
+
+
+class PruneTeams(_Input):
+    """Delete the caller's ended teams that ended more than ``older_than`` ago (``7d``, ``12h``,
+    ``30m``, ``2w``); ``dry_run`` only lists them."""
+
+    older_than: str = Field(examples=["7d"])
+    dry_run: bool = False
+
+    @field_validator("older_than")
+    @classmethod
+    def _check_age(cls, v: str) -> str:
+        try:
+            parse_age(v)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+
+class PrunedTeams(BaseModel):
+    """The teams pruned (or, with ``dry_run``, that would be), oldest first."""
+
+    teams: list[Team]
+    dry_run: bool
 
 
 class Cursor(BaseModel):

@@ -310,12 +310,13 @@ class LocalTeamClient(TeamRegistry):
         return member
 
     async def set_team_status(self, team_id: str, status: TeamStatus) -> Team:
-        """Set the team's status; ``done`` marks every member ``stopped`` in the same write."""
+        """Set the team's status; an end (``completed``, ``archived``, ``done``) marks every
+        member ``stopped`` and sets ``ended_at`` in the same write; ``active`` clears it."""
         if status is TeamStatus.DELETED:
             raise TeamError("use delete_team() to delete a team")
 
         def change(team: Team) -> Team | None:
-            new = team.with_status(status)  # done: every member stopped in the same write
+            new = team.with_status(status, self.clock())
             return None if new == team else new
 
         return await self._update_team(team_id, change)
@@ -326,7 +327,7 @@ class LocalTeamClient(TeamRegistry):
         if team.status is not TeamStatus.DELETED:
             await self._update_team(
                 team_id,
-                lambda t: t.with_status(TeamStatus.DELETED),
+                lambda t: t.with_status(TeamStatus.DELETED, self.clock()),
                 allow_deleted=True,
             )
         keys = self._keys(team_id)

@@ -114,6 +114,9 @@ class TeamWaited(ToolOutput):
     done: bool
     seconds: float
     tasks: list[TaskBrief]
+    #: The work is finished (none pending or in progress, one completed): the team ends with the
+    #: lead's reply unless more tasks are assigned first.
+    ends: bool = False
 
     def render(self) -> str:
         counts = Counter(t.status.value for t in self.tasks)
@@ -127,6 +130,11 @@ class TeamWaited(ToolOutput):
             head = (
                 f"Timed out after {self.seconds:g}s with {still} of {len(self.tasks)} tasks "
                 f"still open ({tally}); call waitForTeam again to keep waiting."
+            )
+        if self.ends:
+            head += (
+                " The team ends (completed, its members stopped) when your reply ends; assign "
+                "more tasks before then to keep it working, or call endTeam now."
             )
         return head + "\n" + _board(self.tasks, full=True)
 
@@ -168,6 +176,22 @@ class TeamDeleted(ToolOutput):
 
     def render(self) -> str:
         return f"Team {self.team_id} deleted; its members were stopped."
+
+
+class TeamEnded(ToolOutput):
+    """endTeam: the team is completed (or had ended already)."""
+
+    team_id: str
+    status: str
+    already: bool = False
+
+    def render(self) -> str:
+        if self.already:
+            return f"Team {self.team_id} had already ended ({self.status}); nothing changed."
+        return (
+            f"Team {self.team_id} ended ({self.status}): its members were stopped; its board and "
+            "messages are kept. createTeam starts a new team for new work."
+        )
 
 
 class TaskAssigned(ToolOutput):

@@ -80,7 +80,7 @@ CLAUDE_TOOLS: Mapping[str, ClaudeTool] = _table(
     ClaudeTool("AskUserQuestion", ("ask_user_question",)),
     ClaudeTool("Skill", ("skill",)),
     ClaudeTool("TeamCreate", ("createTeam", "spawnMember")),
-    ClaudeTool("TeamDelete", ("deleteTeam",)),
+    ClaudeTool("TeamDelete", ("deleteTeam", "endTeam")),
     ClaudeTool("TaskCreate", ("assignTask",)),
     ClaudeTool("TaskList", ("listTasks",)),
     ClaudeTool("TaskGet", ("listTasks",)),

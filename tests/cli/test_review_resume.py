@@ -58,7 +58,7 @@ def findings(report: str) -> set[tuple[str, str]]:
 
 
 def board(root: Path) -> dict[str, dict[str, object]]:
-    teams = cli(root, "team", "list", "--json")
+    teams = cli(root, "team", "list", "--all", "--json")
     (team,) = [json.loads(line) for line in teams.stdout.splitlines()]
     tasks = cli(root, "team", "tasks", team["id"], "--json")
     return {t["id"]: t for t in map(json.loads, tasks.stdout.splitlines())}

@@ -22,6 +22,7 @@ from agentscope_teams.teams import (
     TeamLeadExtension,
     TeamRef,
     TeamRuntime,
+    TeamStatus,
     member_session_id,
     wait_for_team,
 )
@@ -36,6 +37,7 @@ from .scripts import (
     SPECS,
     START,
     SUMMARY,
+    SUMMARY_REQUEST,
     lead_script,
     member_script,
     newest_results,
@@ -76,6 +78,7 @@ async def test_team_of_three_completes_six_tasks_and_reports(
         waited = [r for m in lead_model.requests for r in newest_results(m)]
         report = next(r.output for r in waited if r.name == "waitForTeam")
         assert report.startswith("All 6 tasks are finished (6 completed)")
+        assert "The team ends (completed, its members stopped) when your reply ends" in report
         tasks = await client.list_tasks(team_id)
         assert [t.status for t in tasks] == [TaskStatus.COMPLETED] * 6
         for task, assignee in zip(tasks, ["reviewer", "security", "perf"] * 2, strict=True):
@@ -84,11 +87,58 @@ async def test_team_of_three_completes_six_tasks_and_reports(
         for sender, recipient in [("reviewer", "security"), ("security", "perf")]:
             inbox = await client.read_messages(team_id, recipient)
             assert any(m.sender == sender and "is working on" in m.content for m in inbox)
+        # the lead's reply ended with every task done: the team ended with it
+        team = await client.get_team(team_id)
+        assert team.status is TeamStatus.COMPLETED and team.ended_at is not None
+        assert team.created_at <= team.ended_at
+        assert {m.status for m in team.members} == {MemberStatus.STOPPED}
+        assert ext.runtime is not None and not ext.runtime.refs
+        assert {m.session_id for m in team.members} == {
+            member_session_id(team_id, n) for n in SPECS
+        }
+        # the next call starts afresh: the ended team is no longer the current one
+        await lead.call("any news?", alice)
+        assert TeamLeadState.peek(await lead.get_agent_state(alice)).team_id is None
+    finally:
+        await ext.aclose()
+    team = await client.get_team(team_id)
+    assert team.status is TeamStatus.COMPLETED
+    assert {m.status for m in team.members} == {MemberStatus.STOPPED}
 
+
+def open_lead_script(request: ModelRequest) -> ModelResponse | str:
+    """START: form the team of three and keep one task for the lead itself (so the team stays
+    active when the call returns); ASK: broadcast a request for summaries."""
+    prompt = next(m for m in reversed(request.messages) if TEAM_MESSAGE not in m.metadata)
+    text = prompt.get_text_content()
+    if text == ASK:
+        return ScriptedModel.tool_call("broadcastMessage", {"content": SUMMARY_REQUEST})
+    if text == START:
+        steps: list[tuple[str, dict[str, object]]] = [
+            ("createTeam", {"name": "review"}),
+            *(("spawnMember", {"name": n, "spec": s}) for n, s in SPECS.items()),
+            ("assignTask", {"title": "write the final report", "assignee": "lead"}),
+        ]
+        return ScriptedModel.tool_calls(steps)
+    return "noted"
+
+
+async def test_a_team_with_open_tasks_stays_active_and_a_broadcast_wakes_it(
+    tmp_path: Path, local_store: BaseStore, alice: RuntimeContext
+) -> None:
+    lead_model, member_model = ScriptedModel(open_lead_script), ScriptedModel(member_script)
+    lead, ext = make_lead(tmp_path, local_store, lead_model, member_model)
+    try:
+        with anyio.fail_after(60):
+            await lead.call(START, alice)
+        team_id = team_id_of(await lead.get_agent_state(alice))
+        client = LocalTeamClient(local_store, alice)
+        team = await client.get_team(team_id)
+        assert team.status is TeamStatus.ACTIVE and team.ended_at is None
         # a broadcast wakes every member; their unreported final texts go to the lead
-        await members_idle(client, team_id)
         await lead.call(ASK, alice)
         await eventually(lambda: _summaries(client, team_id), within=30)
+        await members_idle(client, team_id)
         await lead.call("any news?", alice)
         messages = lead_model.requests[-1].messages
         seen = "\n".join(m.get_text_content() for m in messages)
@@ -96,13 +146,11 @@ async def test_team_of_three_completes_six_tasks_and_reports(
             assert f"Message from {member} (team {team_id}):\n{member}: {SUMMARY}" in seen
         ids = [m.metadata[TEAM_MESSAGE] for m in messages if TEAM_MESSAGE in m.metadata]
         assert len(ids) == len(set(ids)) == len(await lead_messages(client, team_id))
-        team = await client.get_team(team_id)
-        assert {m.name: m.session_id for m in team.members} == {
-            n: member_session_id(team_id, n) for n in SPECS
-        }
+        assert (await client.get_team(team_id)).status is TeamStatus.ACTIVE
     finally:
         await ext.aclose()
     team = await client.get_team(team_id)
+    assert team.status is TeamStatus.ACTIVE
     assert {m.status for m in team.members} == {MemberStatus.STOPPED}
 
 
@@ -226,5 +274,42 @@ async def test_task_leases_are_renewed_while_a_member_works(
             1,
         )
         assert "lease_expired" not in [e.action for e in task.history]
+    finally:
+        await ext.aclose()
+
+
+async def test_the_lead_ends_its_team_with_end_team(
+    tmp_path: Path, local_store: BaseStore, alice: RuntimeContext
+) -> None:
+    script: list[ScriptItem] = [
+        ScriptedModel.tool_calls(
+            [
+                ("createTeam", {"name": "brief"}),
+                ("spawnMember", {"name": "reviewer", "spec": "reviewer"}),
+                ("assignTask", {"title": "kept for later", "assignee": "lead"}),
+                ("endTeam", {}),
+                ("assignTask", {"title": "too late"}),
+                ("endTeam", {}),
+            ]
+        ),
+        "ended",
+    ]
+    lead_model = ScriptedModel(script)
+    lead, ext = make_lead(tmp_path, local_store, lead_model, ScriptedModel(member_script))
+    try:
+        await lead.call("go", alice)
+        team_id = team_id_of(await lead.get_agent_state(alice))
+        team = await LocalTeamClient(local_store, alice).get_team(team_id)
+        # ended although a task is open: the lead said so
+        assert team.status is TeamStatus.COMPLETED and team.ended_at is not None
+        assert {m.status for m in team.members} == {MemberStatus.STOPPED}
+        results = [r for r in newest_results(lead_model.requests[-1])]
+        ended, late, twice = results[3:]
+        assert ended.output.startswith(f"Team {team_id} ended (completed)")
+        assert late.is_error and f"team {team_id} has ended (completed)" in late.output
+        assert "createTeam" in late.output
+        assert twice.output == f"Team {team_id} had already ended (completed); nothing changed."
+        tasks = await LocalTeamClient(local_store, alice).list_tasks(team_id)
+        assert [t.title for t in tasks] == ["kept for later"]
     finally:
         await ext.aclose()

@@ -44,7 +44,7 @@ function route() {
 
 async function refreshTeams() {
   try {
-    state.teams = await api("GET", "/api/teams");
+    state.teams = await api("GET", "/api/teams?all=true"); // ended ones too: the list filters
   } catch (err) {
     return showError(err);
   }

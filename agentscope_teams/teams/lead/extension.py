@@ -31,7 +31,7 @@ from ...model.factory import resolve_model
 from ...store.base import BaseStore
 from ...subagents.extension import SubagentExtension
 from ...tools import Tool
-from .. import delivery
+from .. import delivery, lifecycle
 from ..actor import TeamActor
 from ..client import LocalTeamClient
 from ..delivery import LeadCallData
@@ -42,7 +42,7 @@ from ..member.runtime import TeamRuntime
 from ..member.slot import TeamRef
 from ..protocol import TeamClient
 from ..rules import limits
-from ..rules.models import Member, Team
+from ..rules.models import Member, Team, TeamStatus
 from .state import TeamLeadState
 from .tools import lead_tools
 
@@ -140,7 +140,9 @@ class TeamLeadExtension(Extension):
             "For work that needs several agents cooperating, form a team: createTeam, then "
             "spawnMember for each member you need, then assignTask (blocked_by orders tasks). "
             "Members claim tasks, message each other and report; waitForTeam returns every "
-            "result, and their messages to you appear in your conversation. deleteTeam at the end.",
+            "result, and their messages to you appear in your conversation. A team ends "
+            "(completed, members stopped, board kept) when you call endTeam, or by itself when "
+            "your reply ends with every task finished; deleteTeam also removes its records.",
             "spawnMember's permission_mode sets what a member may do (plan: read-only, "
             "acceptEdits: edits files); with plan_approval it first sends you its plan, which you "
             "answer with approvePlan. Members cannot ask anyone for permission: listTasks shows "
@@ -151,6 +153,37 @@ class TeamLeadExtension(Extension):
         if current:
             lines.append(f"Your current team: {current}.")
         return "\n".join(lines)
+
+    async def prepare(self, scope: CallScope) -> None:
+        """Forget a current team that ended (or was deleted) since the last call: the lead's next
+        work starts a new team."""
+        team_id = TeamLeadState.peek(scope.state).team_id
+        if not team_id:
+            return
+        try:
+            ended = (await self.client(scope).get_team(team_id)).status.ended
+        except UnknownTeamError:
+            ended = True
+        if ended:
+            TeamLeadState.of(scope.state).team_id = None
+
+    async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
+        """End the current team (``completed``, members stopped) when the reply ends with its
+        work finished (:func:`..lifecycle.work_finished`); with open tasks it stays active."""
+        team_id = TeamLeadState.peek(scope.state).team_id
+        if not team_id:
+            return
+        client = self.client(scope)
+        try:
+            team = await client.get_team(team_id)
+            if team.lead != scope.agent.name or team.status.ended:
+                return
+            if await lifecycle.has_open_tasks(client, team_id):
+                return
+            if lifecycle.work_finished(await client.list_tasks(team_id)):
+                await self.end_team(scope, client, team_id)
+        except UnknownTeamError:
+            return
 
     async def inject(self, scope: CallScope) -> list[Msg]:
         team_id = TeamLeadState.peek(scope.state).team_id
@@ -246,6 +279,14 @@ class TeamLeadExtension(Extension):
             await self._watch(scope, client, team_id)
         self.changed()
         return member
+
+    async def end_team(self, scope: CallScope, client: TeamClient, team_id: str) -> Team:
+        """Mark the team ``completed`` (members stopped, records kept) and stop serving it."""
+        if self.runtime is not None:
+            await self.runtime.stop_team(scope.ctx, team_id)
+        team = await client.set_team_status(team_id, TeamStatus.COMPLETED)
+        await delete_record(scope.agent.store, scope.ctx, team_id)  # workers stop looking for it
+        return team
 
     async def delete_team(self, scope: CallScope, client: TeamClient, team_id: str) -> None:
         if self.runtime is not None:

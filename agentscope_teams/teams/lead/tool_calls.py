@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...agent.extension import CallScope
 from ...errors import ToolError
-from .. import summary
+from .. import lifecycle, summary
 from ..actor import TeamActor
 from ..member import review
 from ..protocol import TeamClient
@@ -19,8 +19,10 @@ from ..results import (
     TaskBrief,
     TeamCreated,
     TeamDeleted,
+    TeamEnded,
     TeamWaited,
 )
+from ..rules.models import Team
 from .state import TeamLeadState
 
 if TYPE_CHECKING:
@@ -41,13 +43,30 @@ class LeadToolCalls:
             raise ToolError("you have no current team: call createTeam first, or pass team_id")
         return str(found)
 
-    async def led(self, team_id: str | None) -> str:
-        """The team id, if this agent leads that team (only the lead changes its members)."""
+    async def led(self, team_id: str | None, *, ended_ok: bool = False) -> str:
+        """The team id, if this agent leads that team (only the lead changes its members) and,
+        unless ``ended_ok``, the team has not ended."""
         tid = self.team_id(team_id)
         team = await self.client.get_team(tid)
         if team.lead != self.lead:
             raise ToolError(f"team {tid} is led by {team.lead!r}, not by you ({self.lead!r})")
+        if not ended_ok:
+            self.require_active(team)
         return tid
+
+    @staticmethod
+    def require_active(team: Team) -> None:
+        if team.status.ended:
+            raise ToolError(
+                f"team {team.id} has ended ({team.status.value}); its members are stopped. "
+                "Call createTeam to start a new team for more work."
+            )
+
+    async def active_view(self, team_id: str | None) -> TeamActor:
+        """The lead's view of a team that has not ended (a tool error for an ended one)."""
+        view = self.view(team_id)
+        self.require_active(await view.team())
+        return view
 
     def view(self, team_id: str | None) -> TeamActor:
         return TeamActor(self.client, self.team_id(team_id), self.lead)
@@ -109,16 +128,25 @@ class LeadToolCalls:
         return f"You {verdict} the plan of {member}; it was told so and wakes to go on."
 
     async def delete(self, team_id: str | None) -> TeamDeleted:
-        tid = await self.led(team_id)
+        tid = await self.led(team_id, ended_ok=True)
         await self.ext.delete_team(self.scope, self.client, tid)
         return TeamDeleted(team_id=tid)
 
+    async def end(self, team_id: str | None) -> TeamEnded:
+        tid = await self.led(team_id, ended_ok=True)
+        team = await self.client.get_team(tid)
+        if team.status.ended:
+            return TeamEnded(team_id=tid, status=team.status.value, already=True)
+        team = await self.ext.end_team(self.scope, self.client, tid)
+        return TeamEnded(team_id=tid, status=team.status.value)
+
     async def wait(self, timeout_seconds: float, team_id: str | None) -> TeamWaited:
         tid = self.team_id(team_id)
-        await self.client.get_team(tid)  # unknown team: a tool error now, not after the timeout
+        team = await self.client.get_team(tid)  # unknown team: a tool error now, not at timeout
         result = await summary.wait_for_team(self.client, tid, timeout_seconds)
         tasks = [TaskBrief.of(t) for t in result.tasks]
-        return TeamWaited(done=result.done, seconds=timeout_seconds, tasks=tasks)
+        ends = not team.status.ended and lifecycle.work_finished(result.tasks)
+        return TeamWaited(done=result.done, seconds=timeout_seconds, tasks=tasks, ends=ends)
 
     async def assign(
         self,
@@ -129,7 +157,7 @@ class LeadToolCalls:
         team_id: str | None,
         result_schema: dict[str, Any] | None = None,
     ) -> TaskAssigned:
-        view = self.view(team_id)
+        view = await self.active_view(team_id)
         task = await view.assign(
             title, description, assignee, blocked_by, result_schema=result_schema
         )
@@ -142,11 +170,11 @@ class LeadToolCalls:
         return BoardListing.of(tasks, review.member_notes(await view.team()))
 
     async def send(self, to: str, content: str, team_id: str | None) -> MessageSent:
-        msg = await self.view(team_id).send(to, content)
+        msg = await (await self.active_view(team_id)).send(to, content)
         self.ext.changed()
         return MessageSent(to=to, seq=msg.seq)
 
     async def broadcast(self, content: str, team_id: str | None) -> BroadcastSent:
-        sent = await self.view(team_id).broadcast(content)
+        sent = await (await self.active_view(team_id)).broadcast(content)
         self.ext.changed()
         return BroadcastSent(recipients=[m.recipient for m in sent], by_lead=True)

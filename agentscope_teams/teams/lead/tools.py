@@ -19,7 +19,7 @@ __all__ = ["MemberToolCalls", "guarded", "lead_tools", "member_tools"]
 
 
 def lead_tools(ext: TeamLeadExtension, scope: CallScope) -> list[Tool]:
-    """The lead's nine tools, bound to one call of the lead."""
+    """The lead's ten tools, bound to one call of the lead."""
     calls = LeadToolCalls(ext, scope)
     return bind_templates(
         LEAD_TEMPLATES,
@@ -33,5 +33,6 @@ def lead_tools(ext: TeamLeadExtension, scope: CallScope) -> list[Tool]:
             "sendMessage": calls.send,
             "broadcastMessage": calls.broadcast,
             "deleteTeam": calls.delete,
+            "endTeam": calls.end,
         },
     )

@@ -1,7 +1,7 @@
 """The LLM tools of Agent Teams: the members' (the lead's are bound in :mod:`..lead.tools`).
 
-Lead: ``createTeam``, ``spawnMember``, ``approvePlan``, ``deleteTeam``, ``waitForTeam``, ``assignTask``, ``listTasks``,
-``sendMessage``, ``broadcastMessage`` (every one but ``createTeam`` takes an optional ``team_id``, by
+Lead: ``createTeam``, ``spawnMember``, ``approvePlan``, ``endTeam``, ``deleteTeam``, ``waitForTeam``,
+``assignTask``, ``listTasks``, ``sendMessage``, ``broadcastMessage`` (every one but ``createTeam`` takes an optional ``team_id``, by
 default the lead's current team, kept in its :class:`~..lead.state.TeamLeadState`). Members: ``claimTask``,
 ``completeTask``, ``failTask``, ``listTasks``, ``sendMessage``, ``broadcastMessage``.
 

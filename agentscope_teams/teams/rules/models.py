@@ -26,9 +26,20 @@ MESSAGE_SCHEMA_VERSION = 1
 
 
 class TeamStatus(StrEnum):
+    """``active`` until the team ends: ``completed`` (its lead ended it, or the lead's call
+    returned with every task finished), ``archived`` (kept, out of the default listings),
+    ``done`` (the status of ``review`` teams and of callers from before ``completed``) or
+    ``deleted``. Every status but ``active`` is an end (:attr:`ended`)."""
+
     ACTIVE = "active"
     DONE = "done"
     DELETED = "deleted"
+    COMPLETED = "completed"
+    ARCHIVED = "archived"
+
+    @property
+    def ended(self) -> bool:
+        return self is not TeamStatus.ACTIVE
 
 
 class MemberStatus(StrEnum):
@@ -113,6 +124,8 @@ class Team(BaseModel):
     members: list[Member] = Field(default_factory=list)
     status: TeamStatus = TeamStatus.ACTIVE
     created_at: datetime = Field(default_factory=utcnow)
+    #: When the team left ``active`` (None while active, and on records from before this field).
+    ended_at: datetime | None = None
     #: W3C trace context of the span that created the team (the dashboard shows its trace id).
     trace_context: dict[str, str] | None = None
     #: The budget every member's model calls share (None: no limit), in every process.
@@ -131,21 +144,25 @@ class Team(BaseModel):
 
     @property
     def finished(self) -> bool:
-        """Done or deleted: its members are all ``stopped`` and stay so (see :meth:`with_status`)."""
-        return self.status in (TeamStatus.DONE, TeamStatus.DELETED)
+        """Ended (any status but ``active``): its members are all ``stopped`` and stay so (see
+        :meth:`with_status`)."""
+        return self.status.ended
 
-    def with_status(self, status: TeamStatus) -> Team:
-        """A copy in ``status``. Finishing a team (done or deleted) marks every member ``stopped``
-        in the same record, so their final status does not depend on which process held their
-        leases, or whether any did; :meth:`member_status_allowed` keeps them so."""
-        members = self.members
-        if status in (TeamStatus.DONE, TeamStatus.DELETED):
+    def with_status(self, status: TeamStatus, now: datetime | None = None) -> Team:
+        """A copy in ``status``. Ending a team marks every member ``stopped`` in the same record,
+        so their final status does not depend on which process held their leases, or whether any
+        did (:meth:`member_status_allowed` keeps them so), and sets ``ended_at`` (``now``) unless
+        it had ended already; making it ``active`` again clears ``ended_at``."""
+        members, ended_at = self.members, None
+        if status.ended:
             stopped = {"status": MemberStatus.STOPPED}
             members = [
                 m if m.status is MemberStatus.STOPPED else m.model_copy(update=stopped)
                 for m in members
             ]
-        return self.model_copy(update={"status": status, "members": members})
+            ended_at = self.ended_at or now or utcnow()
+        update = {"status": status, "members": members, "ended_at": ended_at}
+        return self.model_copy(update=update)
 
     def member_status_allowed(self, status: MemberStatus) -> bool:
         """A member of a finished team can only be ``stopped``: a late write of a call that was

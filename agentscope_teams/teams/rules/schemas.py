@@ -84,11 +84,23 @@ async def delete_team(team_id: TeamId = None) -> str:
     raise NotImplementedError
 
 
+async def end_team(team_id: TeamId = None) -> str:
+    """End the team when its work is done: it becomes completed, its members stop and its board
+    and messages are kept (read-only). A team also ends by itself when your reply ends with every
+    task finished (none pending or in progress, at least one completed).
+
+    Args:
+        team_id: The team; default: your current team.
+    """
+    raise NotImplementedError
+
+
 async def wait_for_team(
     timeout_seconds: Annotated[float, Field(ge=0, le=MAX_WAIT)] = 120, team_id: TeamId = None
 ) -> str:
     """Wait until every task is completed, failed or cancelled (or the timeout passes); returns
-    every task with its status, owner and result or error.
+    every task with its status, owner and result or error. When the work is finished, the team
+    ends (completed, members stopped) as your reply ends, unless you assign more tasks first.
 
     Args:
         timeout_seconds: Seconds to wait at most.
@@ -225,6 +237,7 @@ LEAD_TEMPLATES = {
         _t(send_team_message, "sendMessage"),
         _t(broadcast_team_message, "broadcastMessage"),
         _t(delete_team, "deleteTeam"),
+        _t(end_team, "endTeam"),
     )
 }
 MEMBER_TEMPLATES = {
