@@ -144,8 +144,8 @@ def test_servers_without_the_mcp_package_are_refused_up_front(
 ) -> None:
     import importlib.util
 
-    from agentscope_teams.cli.common import CommandError
     from agentscope_teams.cli.worker_cmd import handle
+    from agentscope_teams.errors import MissingDependencyError
 
     found = importlib.util.find_spec
     monkeypatch.setattr(
@@ -155,7 +155,7 @@ def test_servers_without_the_mcp_package_are_refused_up_front(
     argv = ["worker", "--store", "memory://", "--specs", str(specs), "--trust-project"]
     args = build_parser().parse_args(argv)
     with pytest.raises(
-        CommandError, match=r"needs the mcp package: pip install 'agentscope-teams\[mcp\]'"
+        MissingDependencyError, match=r"for the members, .*pip install 'agentscope-teams\[mcp\]'"
     ):
         handle(args)
 
