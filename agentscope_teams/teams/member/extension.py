@@ -9,6 +9,7 @@ completeTask / failTask / sendMessage / broadcastMessage) sent to the lead.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -99,12 +100,16 @@ class TeamMemberExtension(Extension):
     async def inject(self, scope: CallScope) -> list[Msg]:
         unread, self.unread = self.unread, None  # used once
         try:
-            await self._review(scope)
-            return await delivery.take(
+            msgs = await delivery.take(
                 self.view, scope.local(self, MemberCallData).mark, scope.state, unread
             )
         except UnknownTeamError:
             return []
+        # then the plan review: the lead's answer is written before its message is sent, so a
+        # member that reads "approved" in ``msgs`` has also left plan mode by its next tool call
+        with contextlib.suppress(UnknownTeamError):
+            await self._review(scope)
+        return msgs
 
     async def after_save(self, scope: CallScope) -> None:
         await delivery.acknowledge(self.view, scope.local(self, MemberCallData).mark)
