@@ -16,6 +16,8 @@ LAYERS: dict[str, int] = {
     "context": 1,
     "tracing": 1,
     "trust": 1,
+    #: Bearer tokens listed in an operator's file (mcp-serve, the A2A server).
+    "token_file": 2,
     #: Which JSON schemas we accept and how data is checked against them (imports errors only).
     "schema_guard": 1,
     "message": 1,

@@ -10,21 +10,18 @@ Nothing in the request body can choose the caller.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 
-from ..context import RuntimeContext
 from ..errors import ConfigurationError
+from ..token_file import TokenDigests, read_token_file
 
 #: Where :func:`guarded` puts the caller in the ASGI scope.
 SCOPE_KEY = "agentscope_teams.a2a_caller"
@@ -47,48 +44,18 @@ class Caller:
 Verifier = Callable[[str], Awaitable[Caller | None]]
 
 
-class StaticTokens:
+class StaticTokens(TokenDigests[Caller]):
     """Operator-chosen bearer tokens and the caller each acts as; only their SHA-256 is kept.
 
-    The file (JSON or YAML) maps a token to ``{user: USER, org: ORG}`` (``org`` optional), the
-    format of ``mcp-serve --tokens``.
+    The file is the format of ``mcp-serve --tokens`` (:mod:`agentscope_teams.token_file`).
     """
-
-    def __init__(self, tokens: Mapping[str, Caller]) -> None:
-        self._by_digest = {_digest(t): who for t, who in tokens.items()}
 
     @classmethod
     def from_file(cls, path: Path) -> StaticTokens:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigurationError(f"cannot read the token file {path}: {exc}") from None
-        if not isinstance(data, dict) or not data:
-            raise ConfigurationError(
-                f"token file {path}: expected a mapping TOKEN -> {{user: USER, org: ORG}}"
-            )
-        tokens: dict[str, Caller] = {}
-        for token, who in data.items():
-            if not isinstance(who, dict) or not isinstance(who.get("user"), str):
-                raise ConfigurationError(
-                    f"token file {path}: an entry is not {{user: USER, org: ORG}}; give each "
-                    "token a user"
-                )
-            org = who.get("org") if isinstance(who.get("org"), str) else None
-            RuntimeContext(session_id="check", user_id=who["user"], org_id=org)  # valid ids
-            tokens[str(token)] = Caller(who["user"], org)
-        return cls(tokens)
+        return cls({t: Caller(user, org) for t, (user, org) in read_token_file(path).items()})
 
     async def __call__(self, token: str) -> Caller | None:
-        digest = _digest(token)
-        for known, who in self._by_digest.items():
-            if hmac.compare_digest(known, digest):
-                return who
-        return None
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+        return self.find(token)
 
 
 class CallerUser(User):

@@ -19,17 +19,13 @@ control plane). Any failure of a call becomes an MCP tool error (``isError``), n
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..agent.output import OutputType
 from ..compose import HarnessAgent
@@ -37,6 +33,7 @@ from ..context import RuntimeContext
 from ..errors import AgentScopeTeamsError, ConfigurationError
 from ..events import ReplyEndEvent, RequireUserConfirmEvent
 from ..message import Msg
+from ..token_file import TokenDigests, read_token_file
 
 #: The input schema of every agent tool.
 INPUT_SCHEMA: dict[str, Any] = {
@@ -85,50 +82,22 @@ class Identity:
     org_id: str | None
 
 
-class TokenTable:
+class TokenTable(TokenDigests[Identity]):
     """Bearer tokens and the (org, user) each one acts as; only their SHA-256 is kept.
 
-    The file (JSON or YAML) maps a token to ``{user: ..., org: ...}`` (``org`` optional).
+    The file (JSON or YAML) maps a token to ``{user: ..., org: ...}`` (``org`` optional;
+    :mod:`agentscope_teams.token_file`).
     """
-
-    def __init__(self, tokens: Mapping[str, Identity]) -> None:
-        self._by_digest = {_digest(t): who for t, who in tokens.items()}
 
     @classmethod
     def from_file(cls, path: Path) -> TokenTable:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigurationError(f"cannot read the token file {path}: {exc}") from None
-        if not isinstance(data, dict) or not data:
-            raise ConfigurationError(
-                f"token file {path}: expected a mapping TOKEN -> {{user: USER, org: ORG}}"
-            )
-        tokens: dict[str, Identity] = {}
-        for token, who in data.items():
-            if not isinstance(who, dict) or not isinstance(who.get("user"), str):
-                raise ConfigurationError(
-                    f"token file {path}: an entry is not {{user: USER, org: ORG}}; give each "
-                    "token a user"
-                )
-            org = who.get("org")
-            RuntimeContext(session_id="check", user_id=who["user"], org_id=org)  # valid ids
-            tokens[str(token)] = Identity(who["user"], org if isinstance(org, str) else None)
-        return cls(tokens)
+        return cls({t: Identity(user, org) for t, (user, org) in read_token_file(path).items()})
 
     def identity(self, authorization: str | None) -> Identity | None:
         """The identity of an ``Authorization`` header value; None when it is not a known token."""
         if not authorization or not authorization.lower().startswith("bearer "):
             return None
-        digest = _digest(authorization[7:].strip())
-        for known, who in self._by_digest.items():
-            if hmac.compare_digest(known, digest):
-                return who
-        return None
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+        return self.find(authorization[7:].strip())
 
 
 class McpAgentServer:

@@ -1,0 +1,64 @@
+"""Bearer tokens an operator lists in a file, each acting as one (org, user): the one reader of that
+file format, shared by ``mcp-serve --tokens`` and the A2A server's ``--a2a-tokens``.
+
+The file (JSON or YAML) maps each token to ``{user: USER, org: ORG}`` (``org`` optional). Only the
+SHA-256 of each token is kept in memory, and lookups compare digests in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import yaml
+
+from .context import RuntimeContext
+from .errors import ConfigurationError
+
+T = TypeVar("T")
+
+
+def read_token_file(path: Path) -> dict[str, tuple[str, str | None]]:
+    """``token -> (user, org)`` from ``path``; a :class:`ConfigurationError` naming the file and
+    what is wrong when it cannot be read or an entry is not ``{user: USER, org: ORG}``."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigurationError(f"cannot read the token file {path}: {exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise ConfigurationError(
+            f"token file {path}: expected a mapping TOKEN -> {{user: USER, org: ORG}}"
+        )
+    tokens: dict[str, tuple[str, str | None]] = {}
+    for token, who in data.items():
+        if not isinstance(who, dict) or not isinstance(who.get("user"), str):
+            raise ConfigurationError(
+                f"token file {path}: an entry is not {{user: USER, org: ORG}}; give each token a user"
+            )
+        org = who.get("org") if isinstance(who.get("org"), str) else None
+        RuntimeContext(session_id="check", user_id=who["user"], org_id=org)  # valid ids
+        tokens[str(token)] = (who["user"], org)
+    return tokens
+
+
+class TokenDigests(Generic[T]):
+    """Tokens kept as their SHA-256 only, each mapped to whom it acts as."""
+
+    def __init__(self, tokens: Mapping[str, T]) -> None:
+        self._by_digest = {_digest(t): who for t, who in tokens.items()}
+
+    def find(self, token: str) -> T | None:
+        """Whom ``token`` acts as, or None when it is not known (constant-time comparisons)."""
+        digest = _digest(token)
+        found: T | None = None
+        for known, who in self._by_digest.items():
+            if hmac.compare_digest(known, digest):
+                found = who
+        return found
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
