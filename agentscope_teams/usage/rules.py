@@ -75,10 +75,11 @@ def reserve(
     for lim in limits:
         doc = out[lim.name]
         _reap(doc, now)
-        for unit, cap, settled, held in (
-            ("tokens", lim.max_tokens, doc["ut"], doc["rt"]),
-            ("nanos", lim.max_nanos, doc["un"], doc["rn"]),
-        ):
+        counted = {  # a budget's units: tokens, and USD in billionths ("nanos")
+            "tokens": (lim.max_tokens, doc["ut"], doc["rt"]),
+            "nanos": (lim.max_nanos, doc["un"], doc["rn"]),
+        }
+        for unit, (cap, settled, held) in counted.items():
             if cap is not None and settled + held >= cap:
                 return out, Refusal(lim.name, unit, cap, settled + held, settled)
     for lim in limits:

@@ -63,8 +63,9 @@ async def test_stopping_a_member_lets_its_shielded_save_finish(how: str) -> None
     runtime = TeamRuntime(InMemoryStore())
     agent = ShieldedCall()
     slot = slot_with(agent)
-    team: Any = SimpleNamespace(id="t")
-    member: Any = SimpleNamespace(name="member", session_id="s-member")
+    no_budget = {"max_tokens": None, "max_budget_usd": None}
+    team: Any = SimpleNamespace(id="t", lead="lead", **no_budget)
+    member: Any = SimpleNamespace(name="member", session_id="s-member", **no_budget)
     work: Any = SimpleNamespace(
         offers=set(), message=lambda: "work", trace=None, linked=[], unread=[]
     )
