@@ -31,6 +31,7 @@ from enum import IntEnum
 from typing import Any, Protocol
 
 from ...store.base import Key
+from ..rules import transitions as rules
 from ..rules.models import Task, TaskStatus
 
 #: Set to ``0`` to force the board's generic path on every backend.
@@ -154,3 +155,27 @@ def native_wanted(native: bool | None) -> bool:
     if native is not None:
         return native
     return os.environ.get(NATIVE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class RuleTransitions:
+    """``finish``, ``release``, ``renew`` and ``cancel`` as the Python rule's changes, applied by
+    the queue's own ``_changed`` (a conditional write on the store, a locked row on SQL)."""
+
+    async def _changed(self, task_id: str, change: rules.Change, now: datetime) -> Outcome:
+        raise NotImplementedError
+
+    async def finish(
+        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
+    ) -> Outcome:
+        no_guard(guard)
+        change = rules.finish(member, how.status, how.text, how.data, how.checked)
+        return await self._changed(task_id, change, now)
+
+    async def release(self, member: str, task_id: str, now: datetime) -> Outcome:
+        return await self._changed(task_id, rules.release(member), now)
+
+    async def renew(self, member: str, task_id: str, lease: float | None, now: datetime) -> Outcome:
+        return await self._changed(task_id, rules.renew_lease(member, lease), now)
+
+    async def cancel(self, actor: str, task_id: str, reason: str, now: datetime) -> Outcome:
+        return await self._changed(task_id, rules.cancel(actor, reason), now)

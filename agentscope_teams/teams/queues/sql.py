@@ -46,7 +46,7 @@ from ..rules import eligibility
 from ..rules import transitions as rules
 from ..rules.eligibility import ClaimOutcome
 from ..rules.models import Task, TaskStatus, TeamKeys
-from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
+from .base import Outcome, RuleTransitions, TeamGuard, Verdict
 from .sql_tables import BoardTables
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def columns(task: Task) -> dict[str, Any]:
     }
 
 
-class SqlBoardQueue:
+class SqlBoardQueue(RuleTransitions):
     """The queue of one team's board on a SQL store (MariaDB/MySQL as is; PostgreSQL overrides
     the claim with one statement)."""
 
@@ -353,23 +353,6 @@ class SqlBoardQueue:
             return Verdict.DONE, new, new
 
         return await self._transition(task_id, decide, now, claimer=member)
-
-    async def finish(
-        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
-    ) -> Outcome:
-        no_guard(guard)
-        return await self._changed(
-            task_id, rules.finish(member, how.status, how.text, how.data, how.checked), now
-        )
-
-    async def release(self, member: str, task_id: str, now: datetime) -> Outcome:
-        return await self._changed(task_id, rules.release(member), now)
-
-    async def renew(self, member: str, task_id: str, lease: float | None, now: datetime) -> Outcome:
-        return await self._changed(task_id, rules.renew_lease(member, lease), now)
-
-    async def cancel(self, actor: str, task_id: str, reason: str, now: datetime) -> Outcome:
-        return await self._changed(task_id, rules.cancel(actor, reason), now)
 
     async def reap(self, now: datetime) -> list[Task]:
         return await self._settle(now, None, None)

@@ -30,7 +30,7 @@ from ...store.base import Key
 from ..rules import transitions as rules
 from ..rules.eligibility import ClaimOutcome, claimed_record
 from ..rules.models import Task, TaskStatus
-from .base import Finish, Outcome, TeamGuard, Verdict, no_guard
+from .base import Outcome, RuleTransitions, TeamGuard, Verdict, no_guard
 from .records import Blockers, Read
 from .store_index import BoardIndex
 
@@ -39,7 +39,7 @@ PAGE = 64
 BATCH = 8
 
 
-class StoreQueue(BoardIndex):
+class StoreQueue(RuleTransitions, BoardIndex):
     """The queue of one team's board as conditional writes over the store's ``get`` / ``put`` /
     ``list_keys`` (see the module docs); every backend has it."""
 
@@ -173,22 +173,6 @@ class StoreQueue(BoardIndex):
             return await self._commit(task, rules.expired(task, now))
         except VersionConflict:
             return None
-
-    async def finish(
-        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
-    ) -> Outcome:
-        no_guard(guard)
-        change = rules.finish(member, how.status, how.text, how.data, how.checked)
-        return await self._changed(task_id, change, now)
-
-    async def release(self, member: str, task_id: str, now: datetime) -> Outcome:
-        return await self._changed(task_id, rules.release(member), now)
-
-    async def renew(self, member: str, task_id: str, lease: float | None, now: datetime) -> Outcome:
-        return await self._changed(task_id, rules.renew_lease(member, lease), now)
-
-    async def cancel(self, actor: str, task_id: str, reason: str, now: datetime) -> Outcome:
-        return await self._changed(task_id, rules.cancel(actor, reason), now)
 
     async def reap(self, now: datetime) -> list[Task]:
         reaped = []
