@@ -79,7 +79,7 @@ class RemoteA2AModel:
         return f"a2a:{self.name}"
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        text = _turn_text(request)
+        text = _turn_text(request, self._where())
         answer = await self.turn(current_context(), text)
         return ModelResponse(content=[TextBlock(text=answer)], model=self.model_name)
 
@@ -238,7 +238,7 @@ class RemoteA2AModel:
         )
 
 
-def _turn_text(request: ModelRequest) -> str:
+def _turn_text(request: ModelRequest, where: str) -> str:
     """The user text since the last answer (the task, an ``agent_send`` message, ...)."""
     texts: list[str] = []
     for msg in reversed(request.messages):
@@ -247,7 +247,10 @@ def _turn_text(request: ModelRequest) -> str:
         texts.append(msg.get_text_content())
     text = "\n\n".join(t for t in reversed(texts) if t)
     if not text:
-        raise ModelError("nothing to send to the remote agent: the turn has no text")
+        raise ModelError(
+            f"nothing to send to the {where}: the turn has no text; give the task (or the "
+            "agent_send message) some text"
+        )
     return text
 
 
