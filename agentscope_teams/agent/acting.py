@@ -19,7 +19,7 @@ from ..message import ToolResultBlock, ToolUseBlock
 from ..state import AgentState
 from ..tools import Tool, use_tool_env
 from ..tools.claude_code import from_claude_input
-from ..tools.permissions import PermissionDecision
+from ..tools.permissions import PermissionDecision, is_command_tool
 from . import hitl
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ class StepRunner:
             if decision.behavior == "ask":
                 decision = await self._permission_request(tool, call, decision)
             if decision.behavior == "deny":
-                tracing.denial("permission", call.name)
+                command = _command_reason(tool, decision, mode) if is_command_tool(tool) else None
+                tracing.denial("permission", call.name, command)
                 results[call.id] = ToolResultBlock(
                     tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
                 )
@@ -255,3 +256,12 @@ def _with_hook(decision: PermissionDecision, pre: HookOutcome, tool: Tool) -> Pe
     if pre.permission == "ask" and decision.behavior == "allow":
         return PermissionDecision("ask", pre.permission_reason or "a PreToolUse hook asks")
     return decision
+
+
+def _command_reason(tool: Tool, decision: PermissionDecision, mode: str) -> str:
+    """Why a shell command was refused (a sandbox denial's ``reason`` label)."""
+    if decision.rule is not None and decision.rule.behavior == "deny":
+        return "rule"
+    if mode == "plan" and not tool.read_only:
+        return "plan_mode"
+    return "dont_ask" if mode == "dont_ask" else "hook"

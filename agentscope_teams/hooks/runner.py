@@ -12,6 +12,7 @@ import anyio
 
 from ..tools.claude_code import claude_name_of, to_claude_input
 from ..tools.permissions import CLAUDE_MODES
+from ..tracing import hook_denial
 from ..trust import project_root
 from .command import run_command
 from .config import Hook, HookMap, merged
@@ -83,6 +84,8 @@ class Hooks:
         for answer in answers:
             if answer is not None:
                 outcome.add(answer)
+        if outcome.blocked or outcome.permission == "deny":
+            hook_denial(event)
         return outcome
 
     async def _run(self, hook: Hook, payload: dict[str, Any]) -> HookOutcome:

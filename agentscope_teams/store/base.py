@@ -68,6 +68,7 @@ from .encoding import (  # re-exported: the key encoding's home is .encoding
     validate_key,
     validate_prefix,
 )
+from .timing import time_operations
 
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
@@ -251,6 +252,12 @@ class StoreBackend(abc.ABC):
     shared_across_processes: bool = True
     #: True when several hosts may share the store (SQL, Redis).
     shared_across_hosts: bool = False
+    #: The ``backend`` label of the store's metrics (:mod:`.timing`).
+    metrics_backend: str = "custom"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        time_operations(cls)  # latency and errors by backend, when metrics are on
 
     @property
     def capabilities(self) -> StoreCapabilities:

@@ -95,6 +95,7 @@ class JsonFileStore(StoreBackend):
 
     shared_across_processes = True
     shared_across_hosts = False
+    metrics_backend = "file"
 
     #: No signals (callers poll), fencing and listing; processes of one host only.
     capabilities = StoreCapabilities(signals=False, shared_across_hosts=False)

@@ -34,6 +34,7 @@ class InMemoryStore(StoreBackend):
     """Process-local store. Not shared across processes; everything is lost when the process exits."""
 
     shared_across_processes = False
+    metrics_backend = "memory"
 
     def __init__(self, *, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> None:
         super().__init__(max_value_bytes=max_value_bytes)

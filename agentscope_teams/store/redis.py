@@ -86,6 +86,7 @@ class RedisStore(RedisListing):
                 client = rc.client_from_url(redis, url, max_connections, pool_timeout)
         self._client = cast(Any, client)
         self.cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
+        self.metrics_backend = "redis_cluster" if self.cluster else "redis"
         self._connect(url, max_connections, pool_timeout)
         if key_groups is None:  # the key registry's grouping; a single server uses none
             key_groups = rc.default_key_groups() if self.cluster else {}

@@ -21,8 +21,10 @@ from .spans import (
     execute_tool,
     hitl_pause,
     hitl_resume,
+    hook_denial,
     invoke_agent,
     task_event,
+    task_wakeup,
 )
 from .usage import AgentUsage, UsageMeter, metering, record_usage
 
@@ -42,6 +44,7 @@ __all__ = [
     "fresh_context",
     "hitl_pause",
     "hitl_resume",
+    "hook_denial",
     "incoming",
     "invoke_agent",
     "joined",
@@ -49,5 +52,6 @@ __all__ = [
     "names",
     "outgoing",
     "task_event",
+    "task_wakeup",
     "trace_id_of",
 ]

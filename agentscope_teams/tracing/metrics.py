@@ -27,6 +27,15 @@ MODEL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 WAIT_BUCKETS = (0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 TOOL_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0)
 RATE_WAIT_BUCKETS = (0.0, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0)
+#: Seconds a store operation takes: a local Redis command to a slow SQL transaction.
+STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+#: Seconds from a task's assignment to its member's claim: a running worker to a cold start.
+WAKEUP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0)
+#: The hook events a denial can come from (hooks that block a tool call, a prompt or a stop).
+HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SubagentStop")
+#: Why the permission engine refused a command (bash): a deny rule, plan mode (read-only), the
+#: dontAsk mode (nobody to ask), or a PermissionRequest hook.
+SANDBOX_REASONS = ("rule", "plan_mode", "dont_ask", "hook")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -162,8 +171,15 @@ class Metrics:
         )
         self.model_tokens = Counter(
             p + "model_tokens_total",
-            "Tokens the model responses reported, by provider, model and direction (input, output).",
-            ("provider", "model", "direction"),
+            "Tokens the model responses reported, by provider, model, agent kind (agent, "
+            "subagent) and direction (input, output).",
+            ("provider", "model", "agent", "direction"),
+        )
+        self.model_cost = Counter(
+            p + "model_cost_usd_total",
+            "US dollars the model responses cost (by the price database or its overrides; "
+            "responses of unpriced models are not counted), by provider, model and agent kind.",
+            ("provider", "model", "agent"),
         )
         self.model_seconds = Histogram(
             p + "model_call_seconds",
@@ -185,6 +201,21 @@ class Metrics:
         self.tool_seconds = Histogram(
             p + "tool_call_seconds", "Duration of tool calls, by tool.", ("tool",), TOOL_BUCKETS
         )
+        self.hook_denials = Counter(
+            p + "hook_denials_total",
+            "Hook runs that blocked what they were asked about (a tool call, a prompt, a stop), by "
+            "hook event.",
+            ("event",),
+        )
+        self.sandbox_denials = Counter(
+            p + "sandbox_denials_total",
+            "Shell commands refused before they ran, by reason (rule, plan_mode, dont_ask, hook).",
+            ("reason",),
+        )
+        for event in HOOK_EVENTS:  # known label values start at 0 (Prometheus practice)
+            self.hook_denials.inc(event, amount=0)
+        for reason in SANDBOX_REASONS:
+            self.sandbox_denials.inc(reason, amount=0)
 
     def _agents_and_tasks(self, p: str) -> None:
         self.agent_calls = Counter(
@@ -207,6 +238,13 @@ class Metrics:
             "claims made in this process.",
             (),
             WAIT_BUCKETS,
+        )
+        self.task_wakeup_seconds = Histogram(
+            p + "task_wakeup_seconds",
+            "Time from a task's assignment to a member to that member's claim (the member's "
+            "wake-up latency), observed by the member's runtime when its claim lands.",
+            (),
+            WAKEUP_BUCKETS,
         )
 
     def _board_and_server(self, p: str) -> None:
@@ -233,6 +271,19 @@ class Metrics:
         self.store_conflicts = Counter(
             p + "store_conflicts_total",
             "Lost compare-and-set writes (each retried by the caller).",
+        )
+        self.store_seconds = Histogram(
+            p + "store_operation_seconds",
+            "Duration of store operations, by backend (memory, file, sqlite, postgresql, mysql, "
+            "redis, redis_cluster) and operation.",
+            ("backend", "operation"),
+            STORE_BUCKETS,
+        )
+        self.store_errors = Counter(
+            p + "store_errors_total",
+            "Store operations that failed (the store unreachable or answering with an error; "
+            "lost compare-and-set writes are store_conflicts_total), by backend and operation.",
+            ("backend", "operation"),
         )
         self.http_requests_running = Gauge(
             p + "http_requests_running",

@@ -12,13 +12,17 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import Token
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import metrics, names
 from .active import ACTIVE, Active, otel_context, otel_trace, resolve
 from .propagation import carrier_of, link_to, take_pending_links
+
+#: The kind of the agent whose call is running (``agent`` or ``subagent``), set while metrics are
+#: on: the ``agent`` label of the model series.
+AGENT_KIND: ContextVar[str] = ContextVar("agentscope_teams_agent_kind", default="agent")
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -166,9 +170,12 @@ class MeteredChat(_Metered):
     __slots__ = ()
 
     def response(self, response: Response) -> None:
-        usage = response.usage
-        self.m.model_tokens.inc(*self.labels, "input", amount=usage.input_tokens)
-        self.m.model_tokens.inc(*self.labels, "output", amount=usage.output_tokens)
+        usage, kind = response.usage, AGENT_KIND.get()
+        self.m.model_tokens.inc(*self.labels, kind, "input", amount=usage.input_tokens)
+        self.m.model_tokens.inc(*self.labels, kind, "output", amount=usage.output_tokens)
+        cost = getattr(response, "cost_usd", None)
+        if cost:
+            self.m.model_cost.inc(*self.labels, kind, amount=float(cost))
         self.inner.response(response)
 
     def count(self, seconds: float, e: BaseException | None) -> None:
@@ -213,6 +220,7 @@ def invoke_agent(
     kind = "subagent" if depth else "agent"
     outcome = "error"
     m.agent_calls_running.inc(kind)
+    kind_token = AGENT_KIND.set(kind)
     try:
         with traced:
             yield
@@ -222,6 +230,7 @@ def invoke_agent(
             outcome = "cancelled"
         raise
     finally:
+        AGENT_KIND.reset(kind_token)
         m.agent_calls_running.inc(kind, amount=-1)
         m.agent_calls.inc(kind, outcome)
 
@@ -373,12 +382,36 @@ def _observe_wait(m: metrics.Metrics, task: Any) -> None:
         m.task_wait_seconds.observe(max(0.0, (claimed - created).total_seconds()))
 
 
-def denial(source: str, tool: str) -> None:
+def denial(source: str, tool: str, command_reason: str | None = None) -> None:
     """A tool call refused before it ran: by a hook (``hook``) or by the permission rules, the
-    mode or a PermissionRequest hook (``permission``); counted when metrics are on."""
+    mode or a PermissionRequest hook (``permission``); counted when metrics are on.
+    ``command_reason`` (one of :data:`.metrics.SANDBOX_REASONS`): the call was a shell command the
+    permission engine refused, counted as a sandbox denial too."""
     m = metrics.METRICS
     if m is not None:
         m.tool_denials.inc(tool, source)
+        if command_reason is not None:
+            m.sandbox_denials.inc(command_reason)
+
+
+def hook_denial(event: str) -> None:
+    """Hooks of ``event`` blocked what they were asked about; counted when metrics are on."""
+    m = metrics.METRICS
+    if m is not None:
+        m.hook_denials.inc(event)
+
+
+def task_wakeup(task: Any, member: str) -> None:
+    """``member``'s claim of ``task`` landed: when the task was assigned to it and this is its
+    first claim, how long the member took to wake up and claim it (metrics on only)."""
+    m = metrics.METRICS
+    if m is None or task is None or getattr(task, "assignee", None) != member:
+        return
+    if getattr(task, "attempts", None) != 1:
+        return
+    assigned, claimed = getattr(task, "created_at", None), getattr(task, "updated_at", None)
+    if assigned is not None and claimed is not None:
+        m.task_wakeup_seconds.observe(max(0.0, (claimed - assigned).total_seconds()))
 
 
 def conflict(key: Sequence[str]) -> None:

@@ -1,35 +1,28 @@
-"""One store operation per step of a model call: reserve / settle a budget, acquire / release a
-rate-limit turn. :func:`usage_backend` picks Redis scripts or locked documents (:mod:`.docs`)."""
+"""One store operation per step of a model call: before it, reserve on its budgets and take its
+rate-limit turn (:meth:`UsageBackend.admit`); after it, settle and end the lease
+(:meth:`UsageBackend.finish`). :func:`usage_backend` picks Redis scripts or locked documents
+(:mod:`.docs`)."""
 
 from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from . import redis_lua, rules
 from .docs import DocBackend, doc_id, docs_for
-from .rules import Limit, Rates, Refusal
+from .rules import Admission, Admitted, Refusal
 
 if TYPE_CHECKING:
     from ..store.redis import RedisStore
 
 
 class UsageBackend(Protocol):
-    """The atomic operations budgets and rate limits need of a store."""
+    """The atomic operations budgets and rate limits need of a store: one per step of a call."""
 
-    async def reserve(
-        self, limits: Sequence[Limit], rid: str, tokens: int, nanos: int
-    ) -> Refusal | None: ...
+    async def admit(self, a: Admission) -> Admitted: ...
 
-    async def settle(self, names: Sequence[str], rid: str, tokens: int, nanos: int) -> None: ...
-
-    async def acquire(
-        self, key: str, rates: Rates, tenant: str, tokens: int, lease: str
-    ) -> float: ...
-
-    async def release(self, key: str, rates: Rates, lease: str, token_delta: int) -> None: ...
+    async def finish(self, a: Admission, tokens: int, nanos: int) -> None: ...
 
     async def hold_off(self, key: str, wait_ms: float) -> None: ...
 
@@ -46,34 +39,17 @@ class DocsUsage:
     def __init__(self, docs: DocBackend) -> None:
         self.docs = docs
 
-    async def reserve(
-        self, limits: Sequence[Limit], rid: str, tokens: int, nanos: int
-    ) -> Refusal | None:
-        def change(
-            docs: dict[str, rules.Doc | None],
-        ) -> tuple[dict[str, rules.Doc], Refusal | None]:
-            return rules.reserve(docs, list(limits), rid, tokens, nanos, _now())
+    async def admit(self, a: Admission) -> Admitted:
+        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], Admitted]:
+            return rules.admit(docs, a, _now())
 
-        return await self.docs.update("reserve budget", [b.name for b in limits], change)
+        return await self.docs.update("admit model call", a.names, change)
 
-    async def settle(self, names: Sequence[str], rid: str, tokens: int, nanos: int) -> None:
+    async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
-            return rules.settle(docs, rid, tokens, nanos), None
+            return rules.finish(docs, a, tokens, nanos, _now()), None
 
-        await self.docs.update("settle budget", names, change)
-
-    async def acquire(self, key: str, rates: Rates, tenant: str, tokens: int, lease: str) -> float:
-        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], float]:
-            doc, wait = rules.acquire(docs[key], rates, float(_now()), tenant, tokens, lease)
-            return {key: doc}, wait
-
-        return await self.docs.update("acquire rate limit", [key], change)
-
-    async def release(self, key: str, rates: Rates, lease: str, token_delta: int) -> None:
-        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
-            return {key: rules.release(docs[key], rates, float(_now()), lease, token_delta)}, None
-
-        await self.docs.update("release rate limit", [key], change)
+        await self.docs.update("finish model call", a.names, change)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
@@ -90,53 +66,52 @@ class DocsUsage:
         return await self.docs.update("read usage", [name], change)
 
 
+#: Budgets and limiters live under this prefix: its first segments are the cluster hash tag, so a
+#: call's budgets and its limiter are one script on a Redis Cluster too.
+LEDGER = ("usage", "ledger", "budgets")
+
+
 class RedisUsage:
-    """The same rules as Lua scripts: one round trip each. Every budget hash shares one hash tag
-    (the key prefix ``usage/ledger/budgets``), so a call's budgets are one script on a cluster."""
+    """The same rules as Lua scripts (:mod:`.redis_lua`): one round trip per step."""
 
     def __init__(self, store: RedisStore) -> None:
         self.store = store
-        self._reserve = store.register_script(redis_lua.RESERVE)
-        self._settle = store.register_script(redis_lua.SETTLE)
-        self._acquire = store.register_script(redis_lua.ACQUIRE)
-        self._release = store.register_script(redis_lua.RELEASE)
+        self._admit = store.register_script(redis_lua.ADMIT)
+        self._finish = store.register_script(redis_lua.FINISH)
         self._hold = store.register_script(redis_lua.HOLD_OFF)
 
     def _budget(self, name: str) -> str:
-        return self.store.redis_name(("usage", "ledger", "budgets", doc_id(name)))
+        return self.store.redis_name((*LEDGER, doc_id(name)))
 
     def _limiter(self, key: str) -> str:
-        return self.store.redis_name(("usage", "limits", doc_id(key)))
+        return self.store.redis_name((*LEDGER, "limiter", doc_id(key)))
 
-    async def reserve(
-        self, limits: Sequence[Limit], rid: str, tokens: int, nanos: int
-    ) -> Refusal | None:
-        args: list[object] = [rid, tokens, nanos, rules.RESERVATION_TTL_MS]
-        for b in limits:
+    def _keys(self, a: Admission) -> list[str]:
+        keys = [self._budget(b.name) for b in a.limits]
+        return keys + ([self._limiter(a.key)] if a.key else [])
+
+    def _args(self, a: Admission) -> list[object]:
+        r = a.rates
+        args: list[object] = [len(a.limits), a.rid, a.tokens, a.nanos, rules.RESERVATION_TTL_MS]
+        args += [1 if a.key else 0, r.rpm or 0, r.tpm or 0, r.concurrent or 0, r.burst, a.tenant]
+        args += ["-"]
+        for b in a.limits:
             args += [-1 if b.max_tokens is None else b.max_tokens]
             args += [-1 if b.max_nanos is None else b.max_nanos]
-        keys = [self._budget(b.name) for b in limits]
-        reply = await self.store.run_script(self._reserve, keys, args)
-        if int(reply[0]) == 0:
-            return None
+        return args
+
+    async def admit(self, a: Admission) -> Admitted:
+        reply = await self.store.run_script(self._admit, self._keys(a), self._args(a))
+        at = int(reply[0])
+        if at == 0:
+            return Admitted(wait_ms=float(reply[1]))
         unit = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-        at = limits[int(reply[0]) - 1]
         numbers = [int(float(x)) for x in reply[2:5]]
-        return Refusal(at.name, unit, *numbers)
+        return Admitted(refusal=Refusal(a.limits[at - 1].name, unit, *numbers))
 
-    async def settle(self, names: Sequence[str], rid: str, tokens: int, nanos: int) -> None:
-        keys = [self._budget(n) for n in names]
-        await self.store.run_script(self._settle, keys, [rid, tokens, nanos])
-
-    async def acquire(self, key: str, rates: Rates, tenant: str, tokens: int, lease: str) -> float:
-        args: list[object] = [rates.rpm or 0, rates.tpm or 0, rates.concurrent or 0, rates.burst]
-        args += [tenant, tokens, lease, rules.RESERVATION_TTL_MS]
-        reply = await self.store.run_script(self._acquire, [self._limiter(key)], args)
-        return float(reply)
-
-    async def release(self, key: str, rates: Rates, lease: str, token_delta: int) -> None:
-        args: list[object] = [lease, rates.tpm or 0, token_delta]
-        await self.store.run_script(self._release, [self._limiter(key)], args)
+    async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
+        args = [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0, a.rates.tpm or 0]
+        await self.store.run_script(self._finish, self._keys(a), args)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         await self.store.run_script(self._hold, [self._limiter(key)], [wait_ms])

@@ -6,19 +6,20 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
 :func:`model_call`, which, when a governor is bound (otherwise it costs one ``ContextVar.get``):
 
 1. reserves the call's maximum (estimated input + max output tokens, and its price) on every budget
-   that applies, in one store operation, or raises :class:`~agentscope_teams.errors.BudgetExceededError`
-   (when calls in flight hold what is left, it waits for them first);
-2. waits for a turn of the model's shared rate limit (:mod:`.limiter`), if it has one;
-3. after the call settles what the provider reported (or an estimate, marked so) and ends the
-   rate-limit lease; a failed call releases its reservation.
+   that applies and takes a turn of the model's shared rate limit, if it has one, in one store
+   operation per attempt (:mod:`.limiter`), or raises
+   :class:`~agentscope_teams.errors.BudgetExceededError` (when calls in flight hold what is left,
+   it waits for them first);
+2. after the call settles what the provider reported (or an estimate, marked so) and ends the
+   rate-limit lease, in one store operation; a failed call releases its reservation.
+
+A call with no budget and no rate limit does no store operation.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import random
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -34,9 +35,9 @@ from ..tracing.usage import GOVERNANCE
 from .backend import UsageBackend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
-from .limiter import Turn, take_turn
+from .limiter import admit, hold_off, labels_of, limiter_key, rates_of
 from .prices import Price, PriceBook
-from .rules import Limit, Refusal
+from .rules import Admission, Limit, Rates, Refusal
 
 log = logging.getLogger(__name__)
 
@@ -216,75 +217,73 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
     if scope is None:
         yield call
         return
-    gov = scope.governor
     est_in = estimate_input(request)
-    max_out = request.max_tokens or gov.max_output_tokens
-    held = await _reserve(scope, model, est_in, max_out)  # a refused call takes no turn
-    turn: Turn | None = None
-    limit = gov.rate_limit_for(model)
-    if limit is not None:
-        try:
-            turn = await take_turn(gov.backend, model, limit, scope.tenant, est_in + max_out)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await _settle(scope, held, (0, 0), None)
-            raise
+    a, limit = _admission(scope, model, est_in, request.max_tokens)
+    labels = labels_of(model)
+    if a is not None:
+        refusal = await admit(scope.governor.backend, a, limit, scope.governor.budget_wait, labels)
+        if refusal is not None:
+            raise _refused(refusal)
     try:
         yield call
     except RateLimitError as exc:
-        if turn is not None:
+        if a is not None:
             try:
-                await turn.hold_off(exc)
+                await hold_off(scope.governor.backend, a, labels, exc)
             except Exception as store_exc:  # the 429 is what the caller must see
                 log.warning("could not pause the shared rate limit: %s", store_exc)
         raise
     finally:
         used = _finish(scope, model, call.response, est_in)
-        with anyio.CancelScope(shield=True):
-            await _settle(scope, held, used, turn)
+        if a is not None:
+            with anyio.CancelScope(shield=True):
+                await _settle(scope, a, used)
 
 
-async def _settle(scope: Scope, held: str | None, used: tuple[int, int], turn: Turn | None) -> None:
-    """Count what the call used on its budgets and end its rate-limit lease (a store failure
-    here is logged: the call itself is done)."""
+def _admission(
+    scope: Scope, model: ChatModel, est_in: int, max_tokens: int | None
+) -> tuple[Admission | None, RateLimit | None]:
+    """What the call asks of the store (None: no budget and no rate limit apply) and its limit."""
+    gov = scope.governor
+    limit = gov.rate_limit_for(model)
+    if not scope.budgets and limit is None:
+        return None, None
+    max_out = max_tokens or gov.max_output_tokens
+    nanos = 0
+    if scope.budgets:
+        provider = str(getattr(model, "provider", ""))
+        if any(b.max_usd is not None for _, b in scope.budgets):
+            nanos = gov.prices.require(provider, model.model_name, est_in, max_out)
+        else:
+            nanos = gov.prices.nanos(provider, model.model_name, est_in, max_out) or 0
+    limits = tuple(Limit(n, b.max_tokens, b.max_nanos) for n, b in scope.budgets)
+    key, rates = (limiter_key(model), rates_of(limit)) if limit is not None else (None, Rates())
+    tokens = est_in + max_out
+    return Admission(limits, uuid.uuid4().hex, tokens, nanos, key, rates, scope.tenant), limit
+
+
+async def _settle(scope: Scope, a: Admission, used: tuple[int, int]) -> None:
+    """Count what the call used on its budgets and end its rate-limit lease, in one store
+    operation (none when neither needs it); a store failure here is logged: the call is done."""
+    ends_lease = a.key is not None and bool(a.rates.concurrent or a.rates.tpm)
+    if not a.limits and not ends_lease:
+        return
+    if not ends_lease:
+        a = replace(a, key=None)
     try:
-        if held is not None:
-            await scope.governor.backend.settle([n for n, _ in scope.budgets], held, *used)
-            _count(scope, used)
-        if turn is not None:
-            await turn.end(used[0])
+        await scope.governor.backend.finish(a, *used)
     except Exception as exc:
         log.warning("could not settle a model call's usage: %s", exc)
+        return
+    if a.limits:
+        _count(scope, used)
 
 
-async def _reserve(scope: Scope, model: ChatModel, est_in: int, max_out: int) -> str | None:
-    """Reserve the call's maximum on every budget in force; the reservation id (None: none)."""
-    if not scope.budgets:
-        return None
-    gov = scope.governor
-    provider = str(getattr(model, "provider", ""))
-    needs_usd = any(b.max_usd is not None for _, b in scope.budgets)
-    nanos = (
-        gov.prices.require(provider, model.model_name, est_in, max_out)
-        if needs_usd
-        else gov.prices.nanos(provider, model.model_name, est_in, max_out) or 0
-    )
-    limits = [Limit(n, b.max_tokens, b.max_nanos) for n, b in scope.budgets]
-    rid = uuid.uuid4().hex
-    deadline, pause = time.monotonic() + gov.budget_wait, 0.05
-    while True:
-        refusal = await gov.backend.reserve(limits, rid, est_in + max_out, nanos)
-        if refusal is None:
-            return rid
-        if refusal.settled >= refusal.limit or time.monotonic() + pause > deadline:
-            break
-        # what is left is held by calls in flight: their settling may give some back
-        await anyio.sleep(pause * random.uniform(0.8, 1.2))
-        pause = min(pause * 2, 1.0)
+def _refused(refusal: Refusal) -> BudgetExceededError:
     m = _metrics.METRICS
     if m is not None:
         m.budget_refusals.inc(_kind(refusal.name), "usd" if refusal.unit == "nanos" else "tokens")
-    raise _exceeded(refusal)
+    return _exceeded(refusal)
 
 
 def _exceeded(refusal: Refusal) -> BudgetExceededError:

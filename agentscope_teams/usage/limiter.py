@@ -1,17 +1,18 @@
-"""Waiting for a turn of a shared rate limit.
+"""Admitting a model call: its budgets' reservation and its turn of a shared rate limit, together.
 
 The limit of a model is kept in the store under its provider, model id and a fingerprint of its
-API key (never the key). A caller asks for a turn (one store operation, :func:`.rules.acquire` or
-its Lua twin); when told to wait it sleeps that long and asks again, until granted or until its
-``max_wait`` would pass, then raises :class:`~agentscope_teams.errors.RateLimitWaitError`. A 429 that
-comes back anyway pauses every process's turns for the ``Retry-After`` the provider sent.
+API key (never the key). :func:`admit` asks the store once per attempt (:func:`.rules.admit` or its
+Lua twin) for both the reservation and the turn; told to wait for a turn it sleeps that long and
+asks again, until admitted or until its ``max_wait`` would pass, then raises
+:class:`~agentscope_teams.errors.RateLimitWaitError`; a budget whose rest is held by calls in flight
+is asked again with a backoff up to the governor's ``budget_wait``. A 429 that comes back anyway
+pauses every process's turns for the ``Retry-After`` the provider sent (:func:`hold_off`).
 """
 
 from __future__ import annotations
 
 import random
 import time
-import uuid
 
 import anyio
 
@@ -20,7 +21,7 @@ from ..model.base import ChatModel
 from ..tracing import metrics as _metrics
 from .backend import UsageBackend
 from .config import RateLimit
-from .rules import Rates
+from .rules import Admission, Rates, Refusal
 
 #: Pause after a 429 that did not say how long to wait (seconds).
 DEFAULT_HOLD_OFF = 1.0
@@ -41,60 +42,68 @@ def rates_of(limit: RateLimit) -> Rates:
     return Rates(rpm=rpm, tpm=tpm, concurrent=limit.concurrent, burst=limit.burst)
 
 
-class Turn:
-    """A granted turn: :meth:`end` it after the call (with the tokens it used)."""
-
-    def __init__(
-        self,
-        backend: UsageBackend,
-        key: str,
-        rates: Rates,
-        lease: str,
-        tokens: int,
-        labels: tuple[str, str],
-    ) -> None:
-        self.backend, self.key, self.rates, self.lease = backend, key, rates, lease
-        self.tokens, self.labels = tokens, labels
-
-    async def end(self, used_tokens: int) -> None:
-        if self.rates.concurrent or self.rates.tpm:
-            delta = used_tokens - self.tokens if used_tokens else 0
-            await self.backend.release(self.key, self.rates, self.lease, delta)
-
-    async def hold_off(self, exc: BaseException) -> None:
-        """A 429 came back: no process takes a turn for its ``Retry-After``."""
-        wait = getattr(exc, "retry_after", None) or DEFAULT_HOLD_OFF
-        await self.backend.hold_off(self.key, float(wait) * 1000)
-        m = _metrics.METRICS
-        if m is not None:
-            m.ratelimit_holdoffs.inc(*self.labels)
+def labels_of(model: ChatModel) -> tuple[str, str]:
+    """The metric labels of ``model``'s limiter: provider and model."""
+    return str(getattr(model, "provider", "")), model.model_name
 
 
-async def take_turn(
-    backend: UsageBackend, model: ChatModel, limit: RateLimit, tenant: str, tokens: int
-) -> Turn:
-    """Wait for a turn of ``limit`` for ``model`` (see the module docs)."""
-    key, rates, lease = limiter_key(model), rates_of(limit), uuid.uuid4().hex
-    labels = (str(getattr(model, "provider", "")), model.model_name)
+async def admit(
+    backend: UsageBackend,
+    a: Admission,
+    limit: RateLimit | None,
+    budget_wait: float,
+    labels: tuple[str, str],
+) -> Refusal | None:
+    """Reserve and take a turn (one store operation per attempt); the refusal of a budget that is
+    spent (or still held by calls in flight after ``budget_wait`` s), else None: admitted."""
     start = time.monotonic()
+    pause = 0.05
     while True:
-        wait_ms = await backend.acquire(key, rates, tenant, tokens, lease)
+        answer = await backend.admit(a)
         waited = time.monotonic() - start
+        if answer.refusal is not None:
+            spent = answer.refusal.settled >= answer.refusal.limit
+            if spent or waited + pause > budget_wait:
+                return answer.refusal
+            # what is left is held by calls in flight: their settling may give some back
+            await anyio.sleep(pause * random.uniform(0.8, 1.2))
+            pause = min(pause * 2, 1.0)
+            continue
+        wait_ms = answer.wait_ms
         if wait_ms <= 0:
             break
-        if waited + wait_ms / 1000 > limit.max_wait:
-            m = _metrics.METRICS
-            if m is not None:
-                m.ratelimit_timeouts.inc(*labels)
-            raise RateLimitWaitError(
-                f"no turn of the shared rate limit of model {labels[1]!r} ({labels[0]}) within "
-                f"{limit.max_wait:g} s (waited {waited:.1f} s, next turn in {wait_ms / 1000:.1f} "
-                "s); raise max_wait, lower the load or raise the limit",
-                limit=key.rpartition("|")[0],
-                waited=waited,
-            )
+        if limit is not None and waited + wait_ms / 1000 > limit.max_wait:
+            raise _waited_too_long(a, limit, labels, waited, wait_ms)
         await anyio.sleep(wait_ms / 1000 + random.uniform(0, min(0.01, wait_ms / 20000)))
     m = _metrics.METRICS
-    if m is not None:
+    if m is not None and a.key is not None:
         m.ratelimit_wait.observe(waited, *labels)
-    return Turn(backend, key, rates, lease, tokens, labels)
+    return None
+
+
+def _waited_too_long(
+    a: Admission, limit: RateLimit, labels: tuple[str, str], waited: float, wait_ms: float
+) -> RateLimitWaitError:
+    m = _metrics.METRICS
+    if m is not None:
+        m.ratelimit_timeouts.inc(*labels)
+    return RateLimitWaitError(
+        f"no turn of the shared rate limit of model {labels[1]!r} ({labels[0]}) within "
+        f"{limit.max_wait:g} s (waited {waited:.1f} s, next turn in {wait_ms / 1000:.1f} "
+        "s); raise max_wait, lower the load or raise the limit",
+        limit=(a.key or "").rpartition("|")[0],
+        waited=waited,
+    )
+
+
+async def hold_off(
+    backend: UsageBackend, a: Admission, labels: tuple[str, str], exc: BaseException
+) -> None:
+    """A 429 came back: no process takes a turn of ``a``'s limiter for its ``Retry-After``."""
+    if a.key is None:
+        return
+    wait = getattr(exc, "retry_after", None) or DEFAULT_HOLD_OFF
+    await backend.hold_off(a.key, float(wait) * 1000)
+    m = _metrics.METRICS
+    if m is not None:
+        m.ratelimit_holdoffs.inc(*labels)

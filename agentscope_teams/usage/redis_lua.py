@@ -1,6 +1,8 @@
 """The rules of :mod:`.rules` as Lua scripts: each step of a model call is one Redis round trip.
 
-Times come from the server's ``TIME`` (one clock for every process and host), in milliseconds.
+A model call is two scripts: :data:`ADMIT` (reserve on its budgets and take a rate-limit turn, both or
+neither) before it is sent, :data:`FINISH` (settle the budgets, end the lease) after it. Times come
+from the server's ``TIME`` (one clock for every process and host), in milliseconds.
 A budget is a hash (``ut``, ``un``, ``rt``, ``rn`` and one ``r:<reservation>`` field of
 ``"tokens nanos expiry"`` per call in flight); a limiter is a hash (``tat``, ``ttat``, ``hold``,
 ``t:<tenant>`` = ``"tat seen"``, ``l:<lease>`` = expiry). Limits arrive as arguments, -1 meaning
@@ -14,12 +16,20 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-RESERVE = (
-    _NOW
-    + """
-local rid, tokens, nanos, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local docs = {}
-for i, key in ipairs(KEYS) do
+# KEYS: the budgets (ARGV[1] of them), then the limiter when ARGV[6] is 1.
+# ARGV: nb, rid (also the lease), tokens, nanos, ttl, limited, rpm, tpm, conc, burst, tenant, -, then
+# (max tokens, max nanos) per budget.
+_ARGS = """
+local nb, rid, tokens, nanos = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local ttl, limited = tonumber(ARGV[5]), ARGV[6] == '1'
+local rpm, tpm, conc, burst = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local tenant, lease = ARGV[11], rid
+"""
+
+# Refuse (return) unless every budget has something left; expired reservations are reaped.
+_BUDGETS_CHECK = """
+for i = 1, nb do
+  local key = KEYS[i]
   local h = redis.call('HGETALL', key)
   local d = {ut = 0, un = 0, rt = 0, rn = 0}
   for j = 1, #h, 2 do
@@ -37,7 +47,7 @@ for i, key in ipairs(KEYS) do
       d[f] = d[f] + tonumber(v)
     end
   end
-  local max_t, max_n = tonumber(ARGV[4 + 2 * i - 1]), tonumber(ARGV[4 + 2 * i])
+  local max_t, max_n = tonumber(ARGV[12 + 2 * i - 1]), tonumber(ARGV[12 + 2 * i])
   if max_t >= 0 and d.ut + d.rt >= max_t then
     return {i, 'tokens', tostring(max_t), tostring(d.ut + d.rt), tostring(d.ut)}
   end
@@ -45,41 +55,15 @@ for i, key in ipairs(KEYS) do
     return {i, 'nanos', tostring(max_n), tostring(d.un + d.rn), tostring(d.un)}
   end
 end
-local held = tokens .. ' ' .. nanos .. ' ' .. (now + ttl)
-for _, key in ipairs(KEYS) do
-  redis.call('HINCRBY', key, 'rt', tokens)
-  redis.call('HINCRBY', key, 'rn', nanos)
-  redis.call('HSET', key, 'r:' .. rid, held)
-end
-return {0}
-"""
-)
-
-SETTLE = """
-local f, tokens, nanos = 'r:' .. ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-for _, key in ipairs(KEYS) do
-  local held = redis.call('HGET', key, f)
-  if held then
-    local rt, rn = string.match(held, '(%S+) (%S+)')
-    redis.call('HDEL', key, f)
-    redis.call('HINCRBY', key, 'rt', 0 - tonumber(rt))
-    redis.call('HINCRBY', key, 'rn', 0 - tonumber(rn))
-  end
-  redis.call('HINCRBY', key, 'ut', tokens)
-  redis.call('HINCRBY', key, 'un', nanos)
-end
-return 1
 """
 
-ACQUIRE = (
-    _NOW
-    + """
-local key = KEYS[1]
-local rpm, tpm, conc, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local tenant, tokens, lease, ttl = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+# The turn: GCRA per request (overall and per tenant: the fair share), per token, and leases.
+# Waiting: only the tenant's "seen" time is written, and the script returns.
+_LIMITER_CHECK = """
+local key = KEYS[nb + 1]
 local h = redis.call('HGETALL', key)
 local tat, ttat, hold = 0, 0, 0
-local ten, leases, nten, nlease = {}, {}, 0, 0
+local ten, nten, nlease = {}, 0, 0
 for j = 1, #h, 2 do
   local f, v = h[j], h[j + 1]
   local kind, name = string.sub(f, 1, 2), string.sub(f, 3)
@@ -92,7 +76,7 @@ for j = 1, #h, 2 do
     nten = nten + 1
   elseif kind == 'l:' then
     if tonumber(v) <= now then redis.call('HDEL', key, f)
-    else leases[name] = true; nlease = nlease + 1 end
+    else nlease = nlease + 1 end
   end
 end
 local wait = math.max(0, hold - now)
@@ -121,8 +105,20 @@ end
 if conc > 0 and nlease >= conc then wait = math.max(wait, 50) end
 if wait > 0 then
   if rpm > 0 then redis.call('HSET', key, 't:' .. tenant, ten[tenant][1] .. ' ' .. now) end
-  return tostring(wait)
+  return {0, tostring(wait)}
 end
+"""
+
+_BUDGETS_TAKE = """
+local held = tokens .. ' ' .. nanos .. ' ' .. (now + ttl)
+for i = 1, nb do
+  redis.call('HINCRBY', KEYS[i], 'rt', tokens)
+  redis.call('HINCRBY', KEYS[i], 'rn', nanos)
+  redis.call('HSET', KEYS[i], 'r:' .. rid, held)
+end
+"""
+
+_LIMITER_TAKE = """
 if rpm > 0 then
   redis.call('HSET', key, 'tat', math.max(tat, now) + interval)
   redis.call('HSET', key, 't:' .. tenant, (math.max(ten[tenant][1], now) + interval * nten) .. ' ' .. now)
@@ -130,18 +126,51 @@ end
 if tpm > 0 then redis.call('HSET', key, 'ttat', math.max(ttat, now) + tokens * 60000 / tpm) end
 if conc > 0 then redis.call('HSET', key, 'l:' .. lease, now + ttl) end
 redis.call('PEXPIRE', key, 3600000)
-return '0'
 """
+
+#: Reserve on every budget and take a turn, both or neither (:func:`.rules.admit`). Reply:
+#: ``{i, unit, limit, used, settled}`` when budget ``i`` refuses, else ``{0, ms to wait}``.
+ADMIT = (
+    _NOW
+    + _ARGS
+    + _BUDGETS_CHECK
+    + "if not limited then\n"
+    + _BUDGETS_TAKE
+    + "return {0, '0'}\nend\n"
+    + _LIMITER_CHECK
+    + _BUDGETS_TAKE
+    + _LIMITER_TAKE
+    + "return {0, '0'}\n"
 )
 
-RELEASE = (
+#: Settle the budgets (KEYS 1..ARGV[1]) and end the lease on the limiter (the next key, when
+#: ARGV[6] is 1) (:func:`.rules.finish`). ARGV: nb, rid, used tokens, used nanos, estimated
+#: tokens, limited, tpm.
+FINISH = (
     _NOW
     + """
-local key, tpm, delta = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-redis.call('HDEL', key, 'l:' .. ARGV[1])
-if tpm > 0 and delta ~= 0 then
-  local ttat = tonumber(redis.call('HGET', key, 'ttat') or '0')
-  redis.call('HSET', key, 'ttat', math.max(ttat + delta * 60000 / tpm, now))
+local nb, f, tokens, nanos = tonumber(ARGV[1]), 'r:' .. ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+for i = 1, nb do
+  local key = KEYS[i]
+  local held = redis.call('HGET', key, f)
+  if held then
+    local rt, rn = string.match(held, '(%S+) (%S+)')
+    redis.call('HDEL', key, f)
+    redis.call('HINCRBY', key, 'rt', 0 - tonumber(rt))
+    redis.call('HINCRBY', key, 'rn', 0 - tonumber(rn))
+  end
+  redis.call('HINCRBY', key, 'ut', tokens)
+  redis.call('HINCRBY', key, 'un', nanos)
+end
+if ARGV[6] == '1' then
+  local key, tpm = KEYS[nb + 1], tonumber(ARGV[7])
+  local delta = 0
+  if tokens > 0 then delta = tokens - tonumber(ARGV[5]) end
+  redis.call('HDEL', key, 'l:' .. ARGV[2])
+  if tpm > 0 and delta ~= 0 then
+    local ttat = tonumber(redis.call('HGET', key, 'ttat') or '0')
+    redis.call('HSET', key, 'ttat', math.max(ttat + delta * 60000 / tpm, now))
+  end
 end
 return 1
 """

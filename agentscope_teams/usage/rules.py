@@ -189,3 +189,59 @@ def hold_off(doc: Doc | None, now: float, wait_ms: float) -> Doc:
     d = _limiter(doc)
     d["hold"] = max(d["hold"], now + wait_ms)
     return d
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What one model call asks of the store before it is sent: a reservation of ``tokens`` and
+    ``nanos`` (id ``rid``, also the id of its rate-limit lease) on each budget of ``limits``, and a
+    turn of the limiter ``key`` (None: no rate limit) as ``tenant``."""
+
+    limits: tuple[Limit, ...]
+    rid: str
+    tokens: int
+    nanos: int
+    key: str | None = None
+    rates: Rates = Rates()
+    tenant: str = "-"
+
+    @property
+    def names(self) -> list[str]:
+        """Every document the admission reads: the budgets, then the limiter."""
+        return [b.name for b in self.limits] + ([self.key] if self.key else [])
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The answer to an :class:`Admission`: a budget's refusal, or ms to wait for a turn (0 and
+    no refusal: the call holds its reservation and its turn)."""
+
+    refusal: Refusal | None = None
+    wait_ms: float = 0.0
+
+
+def admit(docs: dict[str, Doc | None], a: Admission, now: int) -> tuple[dict[str, Doc], Admitted]:
+    """Reserve on every budget and take a turn, both or neither: a refused budget leaves the
+    limiter untouched; a turn to wait for leaves the budgets untouched."""
+    budget_docs = {b.name: docs[b.name] for b in a.limits}
+    reserved, refusal = reserve(budget_docs, list(a.limits), a.rid, a.tokens, a.nanos, now)
+    if refusal is not None:
+        return reserved, Admitted(refusal=refusal)
+    if a.key is None:
+        return reserved, Admitted()
+    limiter, wait = acquire(docs[a.key], a.rates, float(now), a.tenant, a.tokens, a.rid)
+    if wait > 0:
+        return {a.key: limiter}, Admitted(wait_ms=wait)
+    return {**reserved, a.key: limiter}, Admitted()
+
+
+def finish(
+    docs: dict[str, Doc | None], a: Admission, tokens: int, nanos: int, now: int
+) -> dict[str, Doc]:
+    """After the call: settle its reservation with what it used (0 and 0: release it) and end its
+    lease, correcting the token clock by the use beyond (or below) the estimate."""
+    out = settle({b.name: docs[b.name] for b in a.limits}, a.rid, tokens, nanos)
+    if a.key is not None:
+        delta = tokens - a.tokens if tokens else 0
+        out[a.key] = release(docs[a.key], a.rates, float(now), a.rid, delta)
+    return out

@@ -82,8 +82,8 @@ def test_metrics_count_a_scripted_call_and_task_transitions(
     m = {"provider": "", "model": "metrics-model"}
     p = "agentscope_teams_"
     assert delta(p + "model_calls_total", **m, outcome="ok") == 2
-    assert delta(p + "model_tokens_total", **m, direction="input") == 31
-    assert delta(p + "model_tokens_total", **m, direction="output") == 8
+    assert delta(p + "model_tokens_total", **m, agent="agent", direction="input") == 31
+    assert delta(p + "model_tokens_total", **m, agent="agent", direction="output") == 8
     assert delta(p + "model_call_seconds_count", **m) == 2
     assert delta(p + "model_call_seconds_bucket", **m, le="+Inf") == 2
     assert delta(p + "tool_calls_total", tool="glob_files", outcome="ok") == 1
@@ -92,6 +92,14 @@ def test_metrics_count_a_scripted_call_and_task_transitions(
     assert delta(p + "task_events_total", event="claimed") == 2
     assert delta(p + "task_events_total", event="completed") == 1
     assert delta(p + "task_events_total", event="failed") == 1
+    # the API's writes went through the file store, the agent's through a memory store: both
+    # timed by backend, and none failed
+    timed = {
+        dict(k[1])["backend"] for k in after if k[0] == p + "store_operation_seconds_count"
+    }
+    assert timed >= {"file", "memory"}, timed
+    assert delta(p + "store_operation_seconds_count", backend="file", operation="put") > 0
+    assert not [k for k in after if k[0] == p + "store_errors_total" and after[k] > 0]
     text = http.get("/metrics").text
     for tenant_data in ("tenant-user", "tenant-org", "secret-session", "metered", team_id, "w1"):
         assert tenant_data not in text

@@ -106,6 +106,7 @@ class SqlStore(TableSetHost, StoreBackend):
             self._engine = create_engine(url, connect_timeout, opts)
         self._db = Database(self._engine, busy_timeout=busy_timeout)
         self.url = self._db.url
+        self.metrics_backend = self._db.kind  # sqlite, postgresql or mysql
         if self._db.kind == "sqlite":
             self.shared_across_hosts = False
         now: ColumnElement[float] = literal_column(NOW_SQL[self._db.kind], Double())

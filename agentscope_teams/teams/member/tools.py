@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ...agent.extension import CallScope
 from ...errors import TeamError, ToolError
 from ...tools import Tool
+from ...tracing import task_wakeup
 from .. import summary
 from ..actor import TeamActor
 from ..delivery import MemberCallData
@@ -84,6 +85,7 @@ class MemberToolCalls:
         if task is None:
             open_ = [t for t in await self.view.open_board() if not t.status.finished]
             return TaskClaimed(member=self.view.name, open_count=len(open_))
+        task_wakeup(task, self.view.name)  # the claim landed: the member's wake-up latency
         self.ext.held.add(task.id)
         self.ext.changed()
         brief = TaskBrief.of(task)
