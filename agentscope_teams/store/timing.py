@@ -65,6 +65,8 @@ def _timed(fn: Callable[..., Any], operation: str) -> Callable[..., Any]:
         token = _INSIDE.set(True)
         start = time.perf_counter()
         labels = (backend_label(self), operation)
+        if labels not in m.store_errors.values:  # exported at 0 from the first operation on
+            m.store_errors.inc(*labels, amount=0)
         try:
             return await fn(self, *args, **kwargs)
         except NOT_ERRORS:

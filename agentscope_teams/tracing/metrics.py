@@ -227,6 +227,8 @@ class Metrics:
         self.agent_calls_running = Gauge(
             p + "agent_calls_running", "Agent calls running now, by kind.", ("kind",)
         )
+        for kind in ("agent", "subagent"):  # the live calls are exported at 0 from the start
+            self.agent_calls_running.inc(kind, amount=0)
         self.task_events = Counter(
             p + "task_events_total",
             "Team task board transitions made in this process (claimed, completed, failed).",

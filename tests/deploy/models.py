@@ -8,10 +8,13 @@ from agentscope_teams.model.scripted import ScriptedModel
 from ..teams.scripts import member_script
 
 USAGE = Usage(input_tokens=120, output_tokens=30)
+#: A model name with a price in the price database (genai-prices).
+PRICED = "gpt-4o-mini"
 
 
 def member_model() -> ScriptedModel:
-    """Each response reports :data:`USAGE` (so the token counters move)."""
+    """Each response reports :data:`USAGE` (so the token counters move), as a model the price
+    database knows (so the cost counter moves too)."""
 
     def step(request: ModelRequest) -> ModelResponse:
         out = member_script(request)
@@ -19,4 +22,4 @@ def member_model() -> ScriptedModel:
             return ScriptedModel.text(out, usage=USAGE)
         return out.model_copy(update={"usage": USAGE})
 
-    return ScriptedModel(step)
+    return ScriptedModel(step, name=PRICED)

@@ -1,6 +1,8 @@
 """The compose file's ``serve`` and two workers, started here as plain processes over one store,
-scraped by a real Prometheus with the recipe's jobs: the series of the work they did (tasks by
-status, claims, the queue's wait, model request latency, tokens) read back through its HTTP API."""
+scraped by a real Prometheus with the recipe's jobs: every series docs/deploy.md lists, read back
+through its HTTP API (tasks by status, claims and completions, claim and wake-up latency, model
+request latency, tokens and cost by model and agent, tool calls, hook and sandbox denials, store
+latency and errors by backend, live agent calls and members, budget use and rate-limit waits)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record
 from ..backends import REQUIRE_SERVICES
 from ..teams.helpers import eventually, team_id_of
 from ..teams.scripts import START, TASKS, lead_script
-from .models import USAGE
+from .models import PRICED, USAGE
 from .recipe import DEPLOY, ROOT, compose, free_port, replaced
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -106,6 +108,8 @@ async def test_prometheus_scrapes_the_compose_services(tmp_path: Path) -> None:
         {"--store": store, "--host": "127.0.0.1", "--port": str(ports["serve"])},
     )
     fast = ["--poll", "0.05", "--lease-ttl", "2"]
+    # a team budget and a shared rate limit (both far from binding): their series move
+    fast += ["--max-tokens", "100000000", "--rate-limit", "rpm=600000"]
     worker_argv = {
         name: [
             *replaced(
@@ -185,5 +189,31 @@ async def scenario(store: BaseStore, prom: httpx.AsyncClient, tmp_path: Path) ->
         "direction=input": USAGE.input_tokens * calls[jobs[1]],
         "direction=output": USAGE.output_tokens * calls[jobs[1]],
     }
+    await operations_series(prom, calls[jobs[1]], n)
     labels = await prom.get("/api/v1/labels")
     assert "team_id" not in labels.json()["data"] and "session_id" not in labels.json()["data"]
+
+
+async def operations_series(prom: httpx.AsyncClient, calls: float, tasks: float) -> None:
+    """The series an operator watches besides the board's: each found, moved by the work done."""
+    jobs = "job=agentscope-teams-serve", "job=agentscope-teams-workers"
+    await settles(prom, f"sum({P}task_wakeup_seconds_count)", {"": tasks})  # all were assigned
+    by_agent = await query(prom, f"sum by (agent) ({P}model_tokens_total)")
+    assert by_agent == {"agent=agent": (USAGE.input_tokens + USAGE.output_tokens) * calls}
+    cost = await query(prom, f"sum by (model) ({P}model_cost_usd_total)")
+    assert set(cost) == {f"model={PRICED}"} and cost[f"model={PRICED}"] > 0
+    assert (await query(prom, f"sum({P}tool_calls_total)"))[""] > 0
+    for name in ("hook_denials_total", "sandbox_denials_total"):  # known labels start at 0
+        found = await query(prom, f"sum by (job) ({P}{name})")
+        assert found == {jobs[0]: 0.0, jobs[1]: 0.0}, (name, found)
+    store_ops = await query(prom, f"sum by (job, backend) ({P}store_operation_seconds_count)")
+    assert set(store_ops) == {f"backend=sqlite,{j}" for j in jobs}, store_ops
+    errors = await query(prom, f"sum by (job, backend) ({P}store_errors_total)")
+    assert errors == {f"backend=sqlite,{j}": 0.0 for j in jobs}, errors
+    running = await query(prom, f"sum by (job) ({P}agent_calls_running)")
+    assert set(running) == set(jobs)
+    assert (await query(prom, f"max({P}members)"))[""] >= 0
+    budget = await query(prom, f"sum by (scope) ({P}budget_tokens_total)")
+    assert budget == {"scope=team": (USAGE.input_tokens + USAGE.output_tokens) * calls}
+    waits = await query(prom, f"sum({P}ratelimit_wait_seconds_count)")
+    assert waits == {"": calls}

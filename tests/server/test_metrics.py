@@ -94,9 +94,7 @@ def test_metrics_count_a_scripted_call_and_task_transitions(
     assert delta(p + "task_events_total", event="failed") == 1
     # the API's writes went through the file store, the agent's through a memory store: both
     # timed by backend, and none failed
-    timed = {
-        dict(k[1])["backend"] for k in after if k[0] == p + "store_operation_seconds_count"
-    }
+    timed = {dict(k[1])["backend"] for k in after if k[0] == p + "store_operation_seconds_count"}
     assert timed >= {"file", "memory"}, timed
     assert delta(p + "store_operation_seconds_count", backend="file", operation="put") > 0
     assert not [k for k in after if k[0] == p + "store_errors_total" and after[k] > 0]

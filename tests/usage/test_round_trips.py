@@ -1,0 +1,91 @@
+"""What budgets and rate limits cost a model call in store operations, counted on the real Redis
+and file stores: one before the call (reservation and turn together), one after (settle and lease
+end), one alone for a rate limit with nothing to settle, none when nothing applies."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from agentscope_teams.agent.config import ReActConfig
+from agentscope_teams.agent.react import ReActAgent
+from agentscope_teams.message import TextBlock
+from agentscope_teams.model.base import ModelRequest, ModelResponse, Usage
+from agentscope_teams.model.scripted import ScriptedModel
+from agentscope_teams.state import AgentState
+from agentscope_teams.store import BaseStore
+from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget
+from agentscope_teams.usage.backend import usage_backend
+
+from ..backends import StoreSpec
+
+pytestmark = pytest.mark.anyio
+USED = Usage(input_tokens=30, output_tokens=10)
+
+
+def _count_operations(store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The usage operations ``store`` runs from now on (a Redis script, a locked document update)."""
+    seen: list[str] = []
+    backend: Any = usage_backend(store)
+    if hasattr(backend, "docs"):
+        target, name = backend.docs, "update"
+    else:
+        target, name = store, "run_script"
+    original = getattr(target, name)
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        seen.append(name)
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, counted)
+    return seen
+
+
+async def _one_call(store: BaseStore, gov: UsageGovernor, budget: Budget | None) -> None:
+    def reply(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(content=[TextBlock(text="ok")], usage=USED)
+
+    agent = ReActAgent("a", ScriptedModel(reply), config=ReActConfig(stream_model=False))
+    with gov.bind(), add_budget("team:" + uuid.uuid4().hex[:8], budget):
+        await agent.reply("hi", AgentState(session_id="s"))
+
+
+@pytest.mark.parametrize("store_spec", ["file", "redis"], indirect=True)
+async def test_a_governed_call_costs_one_operation_before_and_one_after(
+    store: BaseStore, store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    budget = Budget(max_tokens=10**9)
+    with_lease = RateLimit(requests_per_minute=1e7, concurrent=100)
+    cases = [
+        ("budget and a rate limit with leases", with_lease, budget, 2),
+        ("budget only", None, budget, 2),
+        ("requests per minute only: nothing to end after the call", RateLimit(requests_per_minute=1e7), None, 1),
+        ("a governor with nothing to apply", None, None, 0),
+    ]  # fmt: skip
+    for what, limit, spend, expected in cases:
+        gov = UsageGovernor(store, rate_limit=limit)
+        await _one_call(store, gov, spend)  # the scripts are loaded, the documents exist
+        seen = _count_operations(store, monkeypatch)
+        await _one_call(store, gov, spend)
+        monkeypatch.undo()
+        assert len(seen) == expected, (what, seen)
+
+
+@pytest.mark.parametrize("store_spec", ["redis"], indirect=True)
+async def test_the_one_operation_settles_the_budget_and_ends_the_lease(store: BaseStore) -> None:
+    team = "team:" + uuid.uuid4().hex[:8]
+    gov = UsageGovernor(
+        store, rate_limit=RateLimit(requests_per_minute=1e7, concurrent=1, max_wait=2)
+    )
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(content=[TextBlock(text="ok")], usage=USED)
+
+    agent = ReActAgent("a", ScriptedModel(reply), config=ReActConfig(stream_model=False))
+    with gov.bind(), add_budget(team, Budget(max_tokens=10**9)):
+        for _ in range(3):  # one slot: a lease left behind makes the next call fail to get a turn
+            await agent.reply("hi", AgentState(session_id="s"))
+    doc = await usage_backend(store).read(team)
+    assert doc is not None and doc["ut"] == 3 * 40 and doc["rt"] == 0
