@@ -1,9 +1,10 @@
 """Cost of budgets and the shared rate limiter per model call, on Redis; and the limiter's fairness.
 
 A one-step reply (one model call to a local OpenAI-compatible HTTP server) with no governor, and the
-same reply with a team budget and a rate limit (high enough never to make it wait): reserve +
-settle + acquire (+ no release: no concurrency or token limit) = three Redis round trips. The two
-are interleaved round by round. Fairness: a team of 6 agents and a team of 1 share a 600 rpm limit
+same reply with a team budget and a rate limit (high enough never to make it wait): one Redis
+script before the call (reserve on the budget and take the turn, ``ADMIT``) and one after (settle,
+``FINISH``) = two round trips (before issue 27's change: reserve, acquire and settle, three). The
+two are interleaved round by round. Fairness: a team of 6 agents and a team of 1 share a 600 rpm limit
 from two processes; the counts the server saw per team. Run: ``python -m bench.usage_overhead``.
 """
 
