@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from . import redis_lua, rules
@@ -69,6 +70,8 @@ class DocsUsage:
 #: Budgets and limiters live under this prefix: its first segments are the cluster hash tag, so a
 #: call's budgets and its limiter are one script on a Redis Cluster too.
 LEDGER = ("usage", "ledger", "budgets")
+#: Budget and limiter names a Redis backend keeps computed.
+NAME_CACHE_SIZE = 4096
 
 
 class RedisUsage:
@@ -79,12 +82,23 @@ class RedisUsage:
         self._admit = store.register_script(redis_lua.ADMIT)
         self._finish = store.register_script(redis_lua.FINISH)
         self._hold = store.register_script(redis_lua.HOLD_OFF)
+        self._names: dict[tuple[str, str], str] = {}
 
     def _budget(self, name: str) -> str:
-        return self.store.redis_name((*LEDGER, doc_id(name)))
+        return self._name(("b", name), lambda: (*LEDGER, doc_id(name)))
 
     def _limiter(self, key: str) -> str:
-        return self.store.redis_name((*LEDGER, "limiter", doc_id(key)))
+        return self._name(("l", key), lambda: (*LEDGER, "limiter", doc_id(key)))
+
+    def _name(self, cache_key: tuple[str, str], key: Callable[[], tuple[str, ...]]) -> str:
+        """The Redis name of a budget or limiter, kept (a hash and an escape per call is a tenth
+        of a millisecond; a process uses few budgets and limiters at a time)."""
+        found = self._names.get(cache_key)
+        if found is None:
+            if len(self._names) >= NAME_CACHE_SIZE:
+                self._names.clear()
+            found = self._names[cache_key] = self.store.redis_name(key())
+        return found
 
     def _keys(self, a: Admission) -> list[str]:
         keys = [self._budget(b.name) for b in a.limits]

@@ -57,11 +57,13 @@ async def test_a_governed_call_costs_one_operation_before_and_one_after(
     store: BaseStore, store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     budget = Budget(max_tokens=10**9)
-    with_lease = RateLimit(requests_per_minute=1e7, concurrent=100)
+    # limits that never make a call wait (a burst: two calls in the same millisecond pass)
+    rpm = RateLimit(requests_per_minute=1e7, burst=1000)
+    with_lease = RateLimit(requests_per_minute=1e7, burst=1000, concurrent=100)
     cases = [
         ("budget and a rate limit with leases", with_lease, budget, 2),
         ("budget only", None, budget, 2),
-        ("requests per minute only: nothing to end after the call", RateLimit(requests_per_minute=1e7), None, 1),
+        ("requests per minute only: nothing to end after the call", rpm, None, 1),
         ("a governor with nothing to apply", None, None, 0),
     ]  # fmt: skip
     for what, limit, spend, expected in cases:
