@@ -123,11 +123,23 @@ class SessionStorage:
             await self.store.aclose()
 
     def _remember(
-        self, key: Key, version: int, body: SessionBody, layout: Layout | None = None
+        self,
+        key: Key,
+        version: int,
+        body: SessionBody,
+        layout: Layout | None = None,
+        *,
+        parsed: bool = False,
     ) -> None:
         # Keep only what is needed to rewrite the record, not the (possibly large) state.
-        # The config is copied: the caller keeps (and may mutate) the one it passed or was given.
-        kept = {"state": EMPTY_STATE, "config": body.config.model_copy(deep=True)}
+        # The config is copied unless it is already this storage's own (just parsed, or the one
+        # remembered): the caller keeps (and may mutate) the one it passed; the one it is given
+        # is a copy (_record).
+        config = body.config
+        seen = self._seen.get(key)
+        if not parsed and (seen is None or seen[1].config is not config):
+            config = config.model_copy(deep=True)
+        kept = {"state": EMPTY_STATE, "config": config}
         self._seen[key] = (version, body.model_copy(update=kept), layout)
         self._seen.move_to_end(key)
         if len(self._seen) > _CACHE_SIZE:
@@ -155,7 +167,7 @@ class SessionStorage:
             if segments is not None:
                 body = head.body
                 body.state.context = list(chain.from_iterable(s.messages for s in segments))
-                self._remember(key, entry.version, body, tuple(head.segments))
+                self._remember(key, entry.version, body, tuple(head.segments), parsed=True)
                 return entry.version, body
             found = await self.store.get(key)
             if found is None:
@@ -207,7 +219,7 @@ class SessionStorage:
         except ValidationError as exc:
             raise_if_newer(entry.value, VERSIONED_PARTS)  # a newer record: say "upgrade"
             raise SchemaVersionError(f"session record at {key!r} cannot be read: {exc}") from exc
-        self._remember(key, entry.version, body)
+        self._remember(key, entry.version, body, parsed=True)
         return entry.version, body
 
     @staticmethod
