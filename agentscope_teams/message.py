@@ -159,13 +159,17 @@ class Msg(BaseModel):
 
     def with_metadata(self, **items: Any) -> Msg:
         """A copy of this message with ``items`` added to (or replacing keys of) its metadata."""
-        return self.model_copy(update={"metadata": FrozenMetadata({**self.metadata, **items})})
+        msg = self.model_copy(update={"metadata": FrozenMetadata({**self.metadata, **items})})
+        private = msg.__pydantic_private__
+        if private is not None and _SEALED in private:  # the copy is not stored yet
+            object.__setattr__(msg, "__pydantic_private__", _unsealed(private))
+        return msg
 
     def with_output(self, value: Any, data: Any) -> Msg:
         """A copy of this message carrying a validated output: ``value`` for this process, ``data``
         (its JSON form) in ``metadata`` so it is saved with the message."""
         msg = self.with_metadata(**{OUTPUT_KEY: data})
-        private = dict(self.__pydantic_private__ or {})
+        private = _unsealed(self.__pydantic_private__ or {})
         private[_OUTPUT_SLOT] = value
         object.__setattr__(msg, "__pydantic_private__", private)
         return msg
@@ -221,6 +225,10 @@ def seal(messages: Iterable[Msg]) -> None:
             object.__setattr__(msg, "__pydantic_private__", {_SEALED: True})
         else:
             private[_SEALED] = True
+
+
+def _unsealed(private: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in private.items() if k != _SEALED}
 
 
 def is_sealed(msg: Msg) -> bool:

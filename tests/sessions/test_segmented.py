@@ -9,15 +9,23 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import ValidationError
 
 from agentscope_teams import AgentState, AssistantMsg, UserMsg
-from agentscope_teams.errors import LeaseLostError, VersionConflict
+from agentscope_teams.errors import LeaseLostError, SchemaVersionError, VersionConflict
 from agentscope_teams.keys import SessionAddress
 from agentscope_teams.message import Msg
 from agentscope_teams.sessions import SessionStorage
 from agentscope_teams.sessions.origins import origin_of
-from agentscope_teams.sessions.records import HEAD_MARK, SegmentedHead, new_body
+from agentscope_teams.sessions.records import (
+    HEAD_MARK,
+    VERSIONED_PARTS,
+    SegmentedHead,
+    SessionBody,
+    new_body,
+)
 from agentscope_teams.sessions.segments import SEGMENT_BYTES, SegmentCache, field_of
+from agentscope_teams.state import raise_if_newer
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.store.base import Entry, Fence, Key
 
@@ -258,3 +266,21 @@ async def test_a_body_field_change_keeps_the_context(store: StoreBackend, ns: st
     assert record is not None and record.team_id == "team-1"
     assert len(record.state.context) == 20
     assert await _cold(store, addr) == record.state.context
+
+
+@each_redis
+async def test_schema_versions_of_the_head(store: StoreBackend, ns: str) -> None:
+    storage = SessionStorage(store)
+    addr = await _segmented(storage, ns, 3)
+    entry = await store.get(addr.key)
+    assert entry is not None
+    # what a reader from before segments does with the head: it says "upgrade", not "empty history"
+    with pytest.raises(ValidationError):
+        SessionBody.model_validate_json(entry.value)
+    with pytest.raises(SchemaVersionError, match="upgrade"):
+        raise_if_newer(entry.value, VERSIONED_PARTS)
+    # a head from a newer agentscope-teams: this one says "upgrade" too
+    newer = entry.value.replace(b'"schema_version":3', b'"schema_version":4', 1)
+    await store.put(addr.key, newer, expected_version=entry.version)
+    with pytest.raises(SchemaVersionError, match="upgrade"):
+        await SessionStorage(store).get_at(addr)
