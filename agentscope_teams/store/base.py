@@ -229,8 +229,11 @@ class FieldRecords(Protocol):
 
 
 def field_records_of(store: object) -> FieldRecords | None:
-    """``store`` as :class:`FieldRecords` when it has the capability, else None."""
-    return store if isinstance(store, FieldRecords) else None
+    """``store`` as :class:`FieldRecords` when it declares the capability
+    (:attr:`~.capabilities.StoreCapabilities.field_records`), else None."""
+    if capabilities_of(store).field_records and isinstance(store, FieldRecords):
+        return store
+    return None
 
 
 @runtime_checkable

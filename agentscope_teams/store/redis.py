@@ -137,9 +137,12 @@ class RedisStore(RedisListing):
     @property
     def capabilities(self) -> StoreCapabilities:
         """The Redis board queue, signals (unless ``signals_enabled`` is False), fencing,
-        listing; shared by every process and host that reaches the server."""
+        listing, field records; shared by every process and host that reaches the server."""
         return StoreCapabilities(
-            signals=self.signals_enabled, board_queue="redis", shared_across_hosts=True
+            signals=self.signals_enabled,
+            board_queue="redis",
+            shared_across_hosts=True,
+            field_records=True,
         )
 
     @property
