@@ -284,3 +284,20 @@ async def test_schema_versions_of_the_head(store: StoreBackend, ns: str) -> None
     await store.put(addr.key, newer, expected_version=entry.version)
     with pytest.raises(SchemaVersionError, match="upgrade"):
         await SessionStorage(store).get_at(addr)
+
+
+@each_redis
+async def test_a_load_racing_a_compaction_reads_the_new_record(
+    store: StoreBackend, ns: str
+) -> None:
+    writer = SessionStorage(store)
+    addr = await _segmented(writer, ns, 200)
+    stale = await store.get(addr.key)  # a reader got the head, then the writer compacted
+    record = await writer.get_at(addr)
+    assert record is not None and stale is not None
+    record.state.context[:190] = [UserMsg("summary")]
+    await writer.update_at(addr, record.state)
+    reader = SessionStorage(store, segment_cache=SegmentCache())
+    loaded = await reader._read(addr.key, stale)  # its segments are gone: it starts again
+    assert loaded is not None and loaded[1].state.context == record.state.context
+    assert loaded[0] == record.version + 1
