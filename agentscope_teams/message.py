@@ -1,12 +1,22 @@
-"""Messages and content blocks exchanged between users, agents, models and tools."""
+"""Messages and content blocks exchanged between users, agents, models and tools.
+
+A :class:`Msg` is immutable: its fields cannot be assigned and its ``metadata`` is a
+:class:`FrozenMetadata` (a ``dict`` that refuses changes). A change is a new message
+(:meth:`Msg.with_metadata`, :meth:`Msg.with_output`, ``model_copy(update=...)``). Session storage
+relies on it: a message's stored encoding is cached and reused for as long as the message object
+lives (:mod:`agentscope_teams.sessions.segments`). Values nested inside ``metadata`` and block
+payloads (``ToolUseBlock.input``, ``DataBlock.data``) belong to the message too: never change them.
+"""
 
 from __future__ import annotations
 
 import uuid
+import warnings
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 T = TypeVar("T")
 
@@ -65,6 +75,32 @@ class DataBlock(BaseModel):
     data: Any = None
 
 
+class FrozenMetadata(dict[str, Any]):
+    """A message's metadata: a ``dict`` (JSON, ``==``, reads) that refuses every change.
+
+    Changing it raises ``TypeError`` saying to build a new message with :meth:`Msg.with_metadata`.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *_: Any, **__: Any) -> NoReturn:
+        raise TypeError(
+            "a message's metadata cannot be changed (a stored message's encoding is reused); "
+            "build a new message with msg.with_metadata(key=value)"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle / copy build it whole, not item by item
+        return (FrozenMetadata, (dict(self),))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenMetadata:
+        import copy
+
+        return FrozenMetadata(copy.deepcopy(dict(self), memo))
+
+
 Block = Annotated[
     TextBlock | ToolUseBlock | ToolResultBlock | DataBlock, Field(discriminator="type")
 ]
@@ -72,13 +108,16 @@ Role = Literal["user", "assistant", "system"]
 
 
 class Msg(BaseModel):
-    """One message: ``content`` is a plain string or a list of blocks."""
+    """One immutable message: ``content`` is a plain string or a list of blocks (module docs)."""
 
+    model_config = ConfigDict(frozen=True)
     id: str = Field(default_factory=new_id)
     role: Role
     name: str
     content: str | list[Block]
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], AfterValidator(FrozenMetadata)] = Field(
+        default_factory=FrozenMetadata
+    )
     created_at: datetime = Field(default_factory=utcnow)
     # The validated output lives in ``__pydantic_private__`` (copied by ``model_copy``, pickled),
     # set only by :meth:`set_output`, and is not a declared private attribute: pydantic would then
@@ -118,13 +157,41 @@ class Msg(BaseModel):
             return NotImplemented
         return type(self) is type(other) and self.__dict__ == other.__dict__
 
-    def set_output(self, value: Any, data: Any) -> None:
-        """Attach a validated output: ``value`` for this process, ``data`` (its JSON form) in
-        ``metadata`` so it is saved with the message."""
-        private = dict(self.__pydantic_private__ or {})
+    def with_metadata(self, **items: Any) -> Msg:
+        """A copy of this message with ``items`` added to (or replacing keys of) its metadata."""
+        msg = self.model_copy(update={"metadata": FrozenMetadata({**self.metadata, **items})})
+        private = msg.__pydantic_private__
+        if private is not None and _SEALED in private:  # the copy is not stored yet
+            object.__setattr__(msg, "__pydantic_private__", _unsealed(private))
+        return msg
+
+    def with_output(self, value: Any, data: Any) -> Msg:
+        """A copy of this message carrying a validated output: ``value`` for this process, ``data``
+        (its JSON form) in ``metadata`` so it is saved with the message."""
+        msg = self.with_metadata(**{OUTPUT_KEY: data})
+        private = _unsealed(self.__pydantic_private__ or {})
         private[_OUTPUT_SLOT] = value
-        object.__setattr__(self, "__pydantic_private__", private)
-        self.metadata[OUTPUT_KEY] = data
+        object.__setattr__(msg, "__pydantic_private__", private)
+        return msg
+
+    def set_output(self, value: Any, data: Any) -> None:
+        """Deprecated (messages are immutable): use ``msg = msg.with_output(value, data)``.
+
+        Still attaches the output in place to a message that was never stored; a stored one
+        raises ``TypeError`` (its cached encoding must stay true)."""
+        warnings.warn(
+            "Msg.set_output is deprecated: messages are immutable, use msg.with_output(value, data)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if is_sealed(self):
+            raise TypeError(
+                f"message {self.id} is stored in a session and cannot change; "
+                "use msg.with_output(value, data), which returns a new message"
+            )
+        made = self.with_output(value, data)
+        object.__setattr__(self, "metadata", made.metadata)
+        object.__setattr__(self, "__pydantic_private__", made.__pydantic_private__)
 
     @property
     def blocks(self) -> list[Block]:
@@ -144,6 +211,30 @@ class Msg(BaseModel):
 
     def tool_results(self) -> list[ToolResultBlock]:
         return [b for b in self.blocks if isinstance(b, ToolResultBlock)]
+
+
+_SEALED = "_sealed"
+
+
+def seal(messages: Iterable[Msg]) -> None:
+    """Mark messages whose encoding a session cache holds: even deprecated in-place changes
+    (:meth:`Msg.set_output`) refuse them from then on."""
+    for msg in messages:
+        private = msg.__pydantic_private__
+        if private is None:
+            object.__setattr__(msg, "__pydantic_private__", {_SEALED: True})
+        else:
+            private[_SEALED] = True
+
+
+def _unsealed(private: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in private.items() if k != _SEALED}
+
+
+def is_sealed(msg: Msg) -> bool:
+    """Whether :func:`seal` marked ``msg``."""
+    private = msg.__pydantic_private__
+    return private is not None and _SEALED in private
 
 
 def _is_instance(value: Any, kind: Any) -> bool:

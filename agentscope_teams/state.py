@@ -178,8 +178,9 @@ class AgentState(BaseModel):
             and self.reply_id
             and last.id == self.reply_id
         ):
-            last.content = [*last.blocks, *blocks]
-            return last
+            grown = last.model_copy(update={"content": [*last.blocks, *blocks]})
+            self.context[-1] = grown  # messages are immutable: the grown one replaces it
+            return grown
         msg = Msg(id=self.reply_id or new_id(), role="assistant", name=name, content=list(blocks))
         self.context.append(msg)
         return msg

@@ -51,10 +51,13 @@ class AnchorError(RuntimeError):
 class Anchor:
     """A running ``bench/anchor_<name>.py`` worker."""
 
-    def __init__(self, script: str, *args: str) -> None:
-        python = anchor_python()
+    def __init__(self, script: str, *args: str, baseline: str | None = None) -> None:
+        """``baseline``: run ``script`` with this project's interpreter and ``baseline`` (another
+        agentscope-teams tree) as its ``PYTHONPATH``, to compare two versions in one run."""
+        python = Path(sys.executable) if baseline is not None else anchor_python()
         if python is None:
             raise AnchorError(skip_note())
+        self.baseline = baseline
         self.command = [str(python), str(HERE / script), *args]
         self.ready: dict[str, Any] = {}
         self._proc: Process | None = None
@@ -63,6 +66,8 @@ class Anchor:
     async def __aenter__(self) -> Self:
         # A clean environment for the other interpreter: nothing of this project on its path.
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        if self.baseline is not None:
+            env["PYTHONPATH"] = self.baseline
         self._proc = await anyio.open_process(self.command, env=env, cwd=str(HERE))
         assert self._proc.stdout is not None
         self._out = BufferedByteReceiveStream(self._proc.stdout)
@@ -123,7 +128,14 @@ class Anchor:
         return answer
 
 
-__all__ = ["Anchor", "AnchorError", "anchor_python", "skip_note"]
+def baseline_path() -> str | None:
+    """The agentscope-teams tree to compare against (``AGENTSCOPE_TEAMS_BASELINE_PATH``, e.g. a
+    checkout of main), or None: sections then show this tree only."""
+    found = os.environ.get("AGENTSCOPE_TEAMS_BASELINE_PATH")
+    return found if found and Path(found, "agentscope_teams").is_dir() else None
+
+
+__all__ = ["Anchor", "AnchorError", "anchor_python", "baseline_path", "skip_note"]
 
 if __name__ == "__main__":  # pragma: no cover - a quick probe: python -m bench.anchor
     print(anchor_python() or skip_note(), file=sys.stderr)

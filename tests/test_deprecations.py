@@ -48,3 +48,12 @@ def test_renamed_classes_are_the_new_ones(module: str, old: str, new: str) -> No
     package = __import__(module, fromlist=[old])
     with pytest.warns(DeprecationWarning, match=f"{old} is renamed {new}"):
         assert getattr(package, old) is getattr(package, new)
+
+
+def test_set_output_still_attaches_an_output_to_an_unsaved_message() -> None:
+    from agentscope_teams import AssistantMsg
+
+    msg = AssistantMsg("done")
+    with pytest.warns(DeprecationWarning, match="with_output"):
+        msg.set_output({"score": 3}, {"score": 3})
+    assert msg.output == {"score": 3} and msg.metadata["output"] == {"score": 3}

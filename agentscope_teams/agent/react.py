@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import tracing, usage
 from ..errors import ConfigurationError, ModelResponseError
@@ -281,9 +282,9 @@ class _Reply(StepRunner):
                     if self.opts.checkpoint is not None:
                         await self.opts.checkpoint(state)
                     continue
-                msg = self._record(response, final=True)
-                if final:  # the turn limit ended it: say so to whoever reads the answer
-                    msg.metadata[TURN_LIMIT] = self.cfg.max_iters
+                # the turn limit ended it (final): say so to whoever reads the answer
+                limit = {TURN_LIMIT: self.cfg.max_iters} if final else {}
+                msg = self._record(response, final=True, extra=limit)
                 yield ReplyEndEvent(msg=msg, **self._ev())
                 return
             self._record(response, final=False)
@@ -411,26 +412,39 @@ class _Reply(StepRunner):
             response = response.model_copy(
                 update={"content": [TextBlock(text=text)], "usage": Usage()}
             )
-        msg = self._record(response, final=True)
-        msg.set_output(verdict.value, verdict.data)
+        msg = self._record(response, final=True, output=(verdict.value, verdict.data))
         OutputState.drop(state)
         return msg
 
-    def _record(self, response: ModelResponse, final: bool) -> Msg:
+    def _record(
+        self,
+        response: ModelResponse,
+        final: bool,
+        extra: dict[str, Any] | None = None,
+        output: tuple[Any, Any] | None = None,
+    ) -> Msg:
+        """Append the response as a message (made whole first: messages are immutable), with
+        ``extra`` metadata and a validated ``output`` (value, JSON data)."""
         content: list[TextBlock | ToolUseBlock] = list(response.content)
         if final:
             content = [b for b in content if isinstance(b, TextBlock)]
+        metadata: dict[str, Any] = {
+            "reply_id": self.state.reply_id,
+            "usage": response.usage.model_dump(),
+        }
+        if response.cost_usd is not None:
+            metadata["cost_usd"] = response.cost_usd
+        if response.usage_estimated:
+            metadata["usage_estimated"] = True
         msg = Msg(
             id=self.state.reply_id if final else new_id(),
             role="assistant",
             name=self.agent.name,
             content=list(content),
-            metadata={"reply_id": self.state.reply_id, "usage": response.usage.model_dump()},
+            metadata={**metadata, **(extra or {})},
         )
-        if response.cost_usd is not None:
-            msg.metadata["cost_usd"] = response.cost_usd
-        if response.usage_estimated:
-            msg.metadata["usage_estimated"] = True
+        if output is not None:
+            msg = msg.with_output(*output)
         self.state.context.append(msg)
         self._count_usage(response.usage)
         return msg

@@ -1,7 +1,10 @@
 """Session records: what is persisted (:class:`SessionBody`) and what a load returns (:class:`SessionRecord`).
 
 Schema version 2 added ``origin``, ``team_id`` and ``config_version``; version-1 records load with
-their origin taken from ``source``, no team and config version 1.
+their origin taken from ``source``, no team and config version 1. A segmented record (Redis,
+:mod:`.segments`) stores a :class:`SegmentedHead` (head version 3) whose body has an empty context;
+the context is in segments beside it. Versions before it refuse the head with "upgrade" instead of
+reading a session without its history.
 """
 
 from __future__ import annotations
@@ -44,10 +47,35 @@ class SessionBody(BaseModel):
         return self.origin if self.origin is not None else origin_of(source=self.source)
 
 
+HEAD_SCHEMA_VERSION = 3
+#: How a segmented head's bytes start (its first field), which a whole-value record never does.
+HEAD_MARK = b'{"segments":'
+
+
+class SegmentedHead(BaseModel):
+    """The value of a segmented record: the context's layout and the body without its context."""
+
+    #: (segment id, message count) per segment, in context order.
+    segments: list[tuple[str, int]]
+    schema_version: int = HEAD_SCHEMA_VERSION
+    body: SessionBody
+
+    @model_validator(mode="after")
+    def _check_version(self) -> SegmentedHead:
+        check_schema_version(
+            {"schema_version": self.schema_version}, HEAD_SCHEMA_VERSION, "session record"
+        )
+        return self
+
+
 EMPTY_STATE = AgentState()
 VERSIONED_PARTS = {
     None: (SESSION_SCHEMA_VERSION, "session record"),
     "state": (STATE_SCHEMA_VERSION, "AgentState"),
+}
+HEAD_VERSIONED_PARTS = {
+    None: (HEAD_SCHEMA_VERSION, "session record"),
+    "body": (SESSION_SCHEMA_VERSION, "session record"),
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from .segments import SegmentCache
 from .storage import SessionStorage
 
 _UNSUPPORTED = {
@@ -33,6 +34,7 @@ class RedisSessionStorage(SessionStorage):
         url: str | None = None,
         ttl: float | None = None,
         key_ttl: float | None = None,
+        segment_cache: SegmentCache | None = None,
         **store_options: Any,
     ) -> None:
         from ..store.redis import RedisStore
@@ -49,6 +51,7 @@ class RedisSessionStorage(SessionStorage):
             RedisStore(url, **store_options),
             ttl=ttl if ttl is not None else key_ttl,
             owns_store=True,
+            segment_cache=segment_cache,
         )
 
 

@@ -13,6 +13,14 @@ saw for each session and writes with that version in one round trip, re-reading 
 got there first. With ``expected_version`` the write happens only at that version. Creating with
 ``upsert_session(expected_version=0)`` (what ``HarnessAgent`` does for a new session) is a single
 create-only write, without reading first.
+
+On a store with :class:`~..store.base.FieldRecords` (Redis, Redis Cluster) a record rewritten
+after its creation is segmented (:mod:`.segments`): a small head (:class:`~.records.SegmentedHead`)
+as the value and the context in immutable segments beside it, so a save sends only the segments
+that changed and a load parses only the segments this process has not cached. Every guarantee of
+the whole-value record holds: the head is written with the same version check and fence in the
+same atomic operation as the segments; a record written whole (every other store, or before
+segments existed) loads as before and becomes segmented at its next write.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from itertools import chain
 from types import TracebackType
 from typing import Any, Self
 
@@ -30,21 +39,27 @@ from ..keys import SESSION, SessionAddress, sessions_prefix
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
 from ..state import AgentState, raise_if_newer
-from ..store.base import BaseStore, Entry, Fence, Key, get_many
+from ..store.base import BaseStore, Entry, Fence, Key, field_records_of, get_many
 from .config import SessionConfig
 from .origins import SessionOrigin, SessionSource, origin_of
 from .queries import ImportOutcome, ListOrder, by_channel, by_schedule, ordered, same_body
 from .records import (
     EMPTY_STATE,
+    HEAD_MARK,
+    HEAD_SCHEMA_VERSION,
+    HEAD_VERSIONED_PARTS,
     VERSIONED_PARTS,
+    SegmentedHead,
     SessionBody,
     SessionRecord,
     bind_state,
     new_body,
 )
+from .segments import SHARED_CACHE, Layout, Segment, SegmentCache, field_of, parse_segment, plan
 
 _CACHE_SIZE = 4096
 _PAGE = 500  # keys per list_keys page (and per get_many in listings)
+_SEGMENT_TRIES = 5  # loads of a head whose segments a concurrent write replaced meanwhile
 
 
 def _fresh(state: AgentState | None, addr: SessionAddress) -> AgentState:
@@ -70,14 +85,28 @@ def session_key(org_id: str | None, user_id: str | None, agent_id: str, session_
 
 
 class SessionStorage:
-    """Session records over any :class:`BaseStore`. ``ttl`` (seconds) expires idle sessions."""
+    """Session records over any :class:`BaseStore`. ``ttl`` (seconds) expires idle sessions.
 
-    def __init__(self, store: BaseStore, *, ttl: float | None = None, owns_store: bool = False):
+    ``segment_cache`` holds the parsed context segments of segmented records (module docs); by
+    default the process-wide :data:`~.segments.SHARED_CACHE`.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        ttl: float | None = None,
+        owns_store: bool = False,
+        segment_cache: SegmentCache | None = None,
+    ):
         self.store = store
         self.ttl = ttl
         self._owns_store = owns_store
-        # key -> (version, body without state): lets update_session_state write in one round trip.
-        self._seen: OrderedDict[Key, tuple[int, SessionBody]] = OrderedDict()
+        self._fields = field_records_of(store)
+        self._cache = SHARED_CACHE if segment_cache is None else segment_cache
+        # key -> (version, body without state, segment layout or None for a whole value): lets
+        # update_session_state write in one round trip, sending only the segments that changed.
+        self._seen: OrderedDict[Key, tuple[int, SessionBody, Layout | None]] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         if self._owns_store:
@@ -93,24 +122,96 @@ class SessionStorage:
         if self._owns_store:
             await self.store.aclose()
 
-    def _remember(self, key: Key, version: int, body: SessionBody) -> None:
+    def _remember(
+        self,
+        key: Key,
+        version: int,
+        body: SessionBody,
+        layout: Layout | None = None,
+        *,
+        parsed: bool = False,
+    ) -> None:
         # Keep only what is needed to rewrite the record, not the (possibly large) state.
-        # The config is copied: the caller keeps (and may mutate) the one it passed or was given.
-        kept = {"state": EMPTY_STATE, "config": body.config.model_copy(deep=True)}
-        self._seen[key] = (version, body.model_copy(update=kept))
+        # The config is copied unless it is already this storage's own (just parsed, or the one
+        # remembered): the caller keeps (and may mutate) the one it passed; the one it is given
+        # is a copy (_record).
+        config = body.config
+        seen = self._seen.get(key)
+        if not parsed and (seen is None or seen[1].config is not config):
+            config = config.model_copy(deep=True)
+        kept = {"state": EMPTY_STATE, "config": config}
+        self._seen[key] = (version, body.model_copy(update=kept), layout)
         self._seen.move_to_end(key)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
 
     async def _load(self, key: Key) -> tuple[int, SessionBody] | None:
-        return self._decode(key, await self.store.get(key))
+        return await self._read(key, await self.store.get(key))
 
-    def _decode(self, key: Key, entry: Entry | None) -> tuple[int, SessionBody] | None:
-        """The stored record at ``key`` (remembered for the next write); ``SchemaVersionError``
-        when it cannot be read."""
+    async def _read(self, key: Key, entry: Entry | None) -> tuple[int, SessionBody] | None:
+        """The stored record at ``key`` (remembered for the next write), whole or segmented;
+        ``SchemaVersionError`` when it cannot be read."""
         if entry is None:
             self._seen.pop(key, None)
             return None
+        if entry.value.startswith(HEAD_MARK):
+            return await self._read_segmented(key, entry)
+        return self._decode(key, entry)
+
+    async def _read_segmented(self, key: Key, entry: Entry) -> tuple[int, SessionBody] | None:
+        """A segmented record: its head, and each segment from the cache or, when missing, from
+        the store in one read (re-read from the head if a concurrent write replaced them)."""
+        for _ in range(_SEGMENT_TRIES):
+            head = self._head(key, entry.value)
+            segments = await self._segments(key, head)
+            if segments is not None:
+                body = head.body
+                body.state.context = list(chain.from_iterable(s.messages for s in segments))
+                self._remember(key, entry.version, body, tuple(head.segments), parsed=True)
+                return entry.version, body
+            found = await self.store.get(key)
+            if found is None:
+                self._seen.pop(key, None)
+                return None
+            entry = found
+        raise VersionConflict(key, entry.version, entry.version)  # rewritten on every try
+
+    def _head(self, key: Key, value: bytes) -> SegmentedHead:
+        try:
+            return SegmentedHead.model_validate_json(value)
+        except SchemaVersionError:
+            raise
+        except ValidationError as exc:
+            raise_if_newer(value, HEAD_VERSIONED_PARTS)
+            raise SchemaVersionError(f"session record at {key!r} cannot be read: {exc}") from exc
+
+    async def _segments(self, key: Key, head: SegmentedHead) -> list[Segment] | None:
+        """The head's segments in order; None when one is gone (the record was rewritten)."""
+        if self._fields is None:
+            raise SchemaVersionError(
+                f"session record at {key!r} is segmented (schema_version {HEAD_SCHEMA_VERSION}) "
+                "but this store cannot read its segments; open it with the Redis store"
+            )
+        found = {sid: self._cache.get(sid) for sid, _ in head.segments}
+        missing = [sid for sid, seg in found.items() if seg is None]
+        if missing:
+            datas = await self._fields.get_fields(key, [field_of(sid) for sid in missing])
+            for sid, data in zip(missing, datas, strict=True):
+                if data is None:
+                    return None
+                parsed = parse_segment(sid, data, f"the session record at {key!r}")
+                found[sid] = parsed
+                self._cache.add(parsed)
+        segments: list[Segment] = []
+        for sid, count in head.segments:
+            got = found[sid]
+            if got is None or len(got.messages) != count:
+                raise SchemaVersionError(f"context segment {sid} of {key!r} has a wrong count")
+            segments.append(got)
+        return segments
+
+    def _decode(self, key: Key, entry: Entry) -> tuple[int, SessionBody]:
+        """A whole-value record."""
         try:
             body = SessionBody.model_validate_json(entry.value)
         except SchemaVersionError:
@@ -118,7 +219,7 @@ class SessionStorage:
         except ValidationError as exc:
             raise_if_newer(entry.value, VERSIONED_PARTS)  # a newer record: say "upgrade"
             raise SchemaVersionError(f"session record at {key!r} cannot be read: {exc}") from exc
-        self._remember(key, entry.version, body)
+        self._remember(key, entry.version, body, parsed=True)
         return entry.version, body
 
     @staticmethod
@@ -272,7 +373,8 @@ class SessionStorage:
         """:meth:`update_session_state` by address; ``fence`` as in :meth:`create_at`."""
         key = addr.key
         bind_state(state, addr.session_id)
-        seen = self._seen.get(key)
+        remembered = self._seen.get(key)
+        seen = None if remembered is None else remembered[:2]
         while True:
             if seen is None or (expected_version is not None and seen[0] != expected_version):
                 seen = await self._load(key)
@@ -293,6 +395,8 @@ class SessionStorage:
                 seen = None
 
     async def _write(self, key: Key, body: SessionBody, expected: int, fence: Fence | None) -> int:
+        if self._fields is not None and expected > 0:
+            return await self._write_segmented(key, body, expected, fence)
         data = body.model_dump_json().encode()
         try:
             if fence is None:  # keeps stores written before fences existed working
@@ -305,6 +409,40 @@ class SessionStorage:
             self._seen.pop(key, None)
             raise
         self._remember(key, version, body)
+        return version
+
+    async def _write_segmented(
+        self, key: Key, body: SessionBody, expected: int, fence: Fence | None
+    ) -> int:
+        """Rewrite a record as a head and the segments that changed (:func:`~.segments.plan`)."""
+        assert self._fields is not None
+        seen = self._seen.get(key)
+        if seen is None or seen[0] != expected:  # which segments are stored: read it first
+            loaded = await self._load(key)
+            if loaded is None or loaded[0] != expected:
+                raise VersionConflict(key, expected, 0 if loaded is None else loaded[0])
+            seen = self._seen[key]
+        todo = plan(body.state.context, seen[2] or (), self._cache)
+        bare = body.model_copy(update={"state": body.state.model_copy(update={"context": []})})
+        head = SegmentedHead.model_construct(
+            segments=list(todo.layout), schema_version=HEAD_SCHEMA_VERSION, body=bare
+        )
+        try:
+            version = await self._fields.put_fields(
+                key,
+                head.model_dump_json().encode(),
+                expected_version=expected,
+                fields=[(field_of(s.id), s.data) for s in todo.add],
+                drop=[field_of(sid) for sid in todo.drop],
+                ttl=self.ttl,
+                fence=fence,
+            )
+        except VersionConflict:
+            self._seen.pop(key, None)
+            raise
+        for seg in todo.add:
+            self._cache.add(seg)
+        self._remember(key, version, body, todo.layout)
         return version
 
     async def list_sessions(
@@ -401,7 +539,7 @@ class SessionStorage:
             for key, entry in zip(keys, await get_many(self.store, keys), strict=True):
                 addr = SessionAddress.parse(key)
                 try:
-                    loaded = self._decode(addr.key, entry)
+                    loaded = await self._read(addr.key, entry)
                 except UNREADABLE as exc:
                     problems.append(unreadable("session", addr.session_id, addr.key, exc))
                     continue

@@ -39,6 +39,26 @@ end
 return {1, version}
 """
 
+# UPDATE that also sets fields beside the value and deletes others (a record rewritten in part).
+# KEYS: entry. ARGV: expected, value, ttl ms ('' = none), number of fields to set, their
+# (name, value) pairs, then the names to delete.
+UPDATE_FIELDS = """
+local found = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if tonumber(ARGV[1]) ~= found then return {0, found} end
+local version = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 'v', ARGV[2])
+local last = #ARGV
+local after = 5 + 2 * tonumber(ARGV[4])
+for i = 5, after - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = after, last do redis.call('HDEL', KEYS[1], ARGV[i]) end
+if ARGV[3] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+else
+  redis.call('PERSIST', KEYS[1])
+end
+return {1, version}
+"""
+
 # KEYS: entry, ancestor indexes. ARGV: expected ('' = any), members. An absent entry's members are
 # removed too: that is how stale index members of expired entries are cleaned (expected '0').
 DELETE = """
@@ -68,6 +88,7 @@ def fenced(script: str) -> str:
 
 PUT_FENCED = fenced(PUT)
 UPDATE_FENCED = fenced(UPDATE)
+UPDATE_FIELDS_FENCED = fenced(UPDATE_FIELDS).replace("local last = #ARGV", "local last = #ARGV - 2")
 
 # KEYS: entries. Whether each exists, in one command (listing checks a page of index members).
 EXISTS = """
@@ -84,4 +105,14 @@ return seq
 """
 
 
-SCRIPTS = (PUT, UPDATE, DELETE, EXISTS, APPEND, PUT_FENCED, UPDATE_FENCED)
+SCRIPTS = (
+    PUT,
+    UPDATE,
+    DELETE,
+    EXISTS,
+    APPEND,
+    PUT_FENCED,
+    UPDATE_FENCED,
+    UPDATE_FIELDS,
+    UPDATE_FIELDS_FENCED,
+)

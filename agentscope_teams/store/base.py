@@ -75,6 +75,7 @@ __all__ = [
     "PATH_SEGMENT_MAX_BYTES",
     "BaseStore",
     "Entry",
+    "FieldRecords",
     "Fence",
     "Key",
     "StoreBackend",
@@ -88,6 +89,7 @@ __all__ = [
     "encode_key",
     "encode_prefix",
     "encode_segment",
+    "field_records_of",
     "Signals",
     "get_many",
     "is_shortened",
@@ -198,6 +200,41 @@ async def get_many(store: BaseStore, keys: Sequence[Key]) -> list[Entry | None]:
         return [await store.get(k) for k in keys]
     found: list[Entry | None] = await native(list(keys))
     return found
+
+
+@runtime_checkable
+class FieldRecords(Protocol):
+    """The optional capability of keeping named fields beside an entry's value (Redis: fields of
+    the entry's hash), so a record can be rewritten in part. Session storage uses it for context
+    segments (:mod:`agentscope_teams.sessions.segments`); stores without it keep whole values.
+
+    ``get`` returns only the value; ``get_fields`` reads fields (None where absent).
+    ``put_fields`` is a ``put`` of an existing entry (``expected_version`` > 0, ``fence`` as in
+    ``put``) that also sets ``fields`` and deletes ``drop`` in the same atomic operation; the fields
+    share the entry's ttl and are deleted with it. Field names other than ``v`` and ``n``.
+    """
+
+    async def get_fields(self, key: Key, fields: Sequence[str]) -> list[bytes | None]: ...
+
+    async def put_fields(
+        self,
+        key: Key,
+        value: bytes,
+        *,
+        expected_version: int,
+        fields: Sequence[tuple[str, bytes]],
+        drop: Sequence[str] = (),
+        ttl: float | None = None,
+        fence: Fence | None = None,
+    ) -> int: ...
+
+
+def field_records_of(store: object) -> FieldRecords | None:
+    """``store`` as :class:`FieldRecords` when it declares the capability
+    (:attr:`~.capabilities.StoreCapabilities.field_records`), else None."""
+    if capabilities_of(store).field_records and isinstance(store, FieldRecords):
+        return store
+    return None
 
 
 @runtime_checkable

@@ -29,6 +29,9 @@ class StoreCapabilities:
     shared_across_processes: bool = True
     #: Several hosts may share the store (SQL servers, Redis; not files, not SQLite).
     shared_across_hosts: bool = False
+    #: Named fields beside an entry's value, rewritten in part (:class:`~.base.FieldRecords`;
+    #: Redis): session records keep their context in segments there.
+    field_records: bool = False
 
 
 def capabilities_of(store: object) -> StoreCapabilities:
@@ -45,6 +48,7 @@ def capabilities_of(store: object) -> StoreCapabilities:
         listing=callable(getattr(store, "list_keys", None)),
         shared_across_processes=bool(getattr(store, "shared_across_processes", True)),
         shared_across_hosts=bool(getattr(store, "shared_across_hosts", False)),
+        field_records=False,
     )
 
 

@@ -39,7 +39,7 @@ from ._redis_client import DEFAULT_MAX_CONNECTIONS, DEFAULT_URL
 from ._redis_listing import RedisListing, expected_arg
 from ._redis_names import NAME_CACHE_SIZE, KeyNames, valid
 from ._redis_signals import Subscriber
-from .base import DEFAULT_MAX_VALUE_BYTES, Entry, Fence, Key, validate_key
+from .base import DEFAULT_MAX_VALUE_BYTES, Entry, Fence, Key, check_size, validate_key
 from .capabilities import StoreCapabilities
 from .redact import redact_url
 
@@ -102,6 +102,8 @@ class RedisStore(RedisListing):
         self._append = client.register_script(lua.APPEND)
         self._put_fenced = client.register_script(lua.PUT_FENCED)
         self._update_fenced = client.register_script(lua.UPDATE_FENCED)
+        self._update_fields = client.register_script(lua.UPDATE_FIELDS)
+        self._update_fields_fenced = client.register_script(lua.UPDATE_FIELDS_FENCED)
         self._subscriber = Subscriber(client)
         self.signals_enabled = True
 
@@ -136,9 +138,12 @@ class RedisStore(RedisListing):
     @property
     def capabilities(self) -> StoreCapabilities:
         """The Redis board queue, signals (unless ``signals_enabled`` is False), fencing,
-        listing; shared by every process and host that reaches the server."""
+        listing, field records; shared by every process and host that reaches the server."""
         return StoreCapabilities(
-            signals=self.signals_enabled, board_queue="redis", shared_across_hosts=True
+            signals=self.signals_enabled,
+            board_queue="redis",
+            shared_across_hosts=True,
+            field_records=True,
         )
 
     @property
@@ -208,6 +213,60 @@ class RedisStore(RedisListing):
         async with self._turn():
             if self.cluster and indexed and not expected_version:  # it may create the key
                 await self._register(k)
+            with self._guard():
+                ok, found = await self._moving(lambda: script(keys=keys, args=args))
+        if ok < 0 and f is not None:
+            raise LeaseLostError(k, f.key)
+        if not ok:
+            raise VersionConflict(k, expected_version, int(found))
+        return int(found)
+
+    # -- fields beside a value (FieldRecords) ------------------------------------------------
+
+    async def get_fields(self, key: Key, fields: Sequence[str]) -> list[bytes | None]:
+        """The hash fields ``fields`` of ``key``'s entry (None where absent): one ``HMGET``."""
+        name = self._naming.entry(valid(key, self._naming.entries, "key"))
+        if not fields:
+            return []
+        async with self._turn():
+            with self._guard():
+                found = await self._moving(lambda: self._client.hmget(name, list(fields)))
+        return cast(list[bytes | None], found)
+
+    async def put_fields(
+        self,
+        key: Key,
+        value: bytes,
+        *,
+        expected_version: int,
+        fields: Sequence[tuple[str, bytes]],
+        drop: Sequence[str] = (),
+        ttl: float | None = None,
+        fence: Fence | None = None,
+    ) -> int:
+        """A CAS ``put`` of an existing entry that also sets ``fields`` and deletes ``drop``
+        (hash fields of the entry): one script call (:class:`~.base.FieldRecords`)."""
+        if expected_version < 1:
+            raise ValueError("put_fields rewrites an existing entry: expected_version must be >= 1")
+        k = self._check_put(key, value, expected_version, ttl)
+        for field, data in fields:
+            if field in ("v", "n"):
+                raise ValueError(f"field name {field!r} is the entry's own; choose another")
+            check_size(k, data, self.max_value_bytes)
+        f = self._check_fence(k, fence)
+        name = self._naming.entry(k)
+        ttl_ms = "" if ttl is None else str(max(1, math.ceil(ttl * 1000)))
+        args: list[bytes | str] = [str(expected_version), bytes(value), ttl_ms, str(len(fields))]
+        for field, data in fields:
+            args += [field, bytes(data)]
+        args += list(drop)
+        keys = [name]
+        script = self._update_fields
+        if f is not None:
+            keys.append(self._fence_name(k, name, f.key))
+            args += [bytes(f.value), "1" if f.release else ""]
+            script = self._update_fields_fenced
+        async with self._turn():
             with self._guard():
                 ok, found = await self._moving(lambda: script(keys=keys, args=args))
         if ok < 0 and f is not None:

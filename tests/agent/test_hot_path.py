@@ -160,7 +160,7 @@ def test_loading_a_message_runs_no_python_hook_and_outputs_still_ride_along() ->
 
     msg = AssistantMsg("done")
     assert msg.output is None
-    msg.set_output(Answer(score=3), {"score": 3})
+    msg = msg.with_output(Answer(score=3), {"score": 3})
     for kept in (msg, msg.model_copy(), copy.deepcopy(msg), pickle.loads(pickle.dumps(msg))):
         assert kept.output == Answer(score=3)
         assert kept.output_as(Answer) is kept.output

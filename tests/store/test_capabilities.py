@@ -22,8 +22,12 @@ EXPECTED = {
     "sqlite": StoreCapabilities(),  # the board runs the generic queue on SQLite
     "mariadb": StoreCapabilities(board_queue="sql", shared_across_hosts=True),
     "postgres": StoreCapabilities(signals=True, board_queue="sql", shared_across_hosts=True),
-    "redis": StoreCapabilities(signals=True, board_queue="redis", shared_across_hosts=True),
-    "redis-cluster": StoreCapabilities(signals=True, board_queue="redis", shared_across_hosts=True),
+    "redis": StoreCapabilities(
+        signals=True, board_queue="redis", shared_across_hosts=True, field_records=True
+    ),
+    "redis-cluster": StoreCapabilities(
+        signals=True, board_queue="redis", shared_across_hosts=True, field_records=True
+    ),
 }
 
 
