@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 Injector = Callable[[AgentState], Awaitable[list[Msg]]]
 Checkpoint = Callable[[AgentState], Awaitable[None]]
 
+#: Hook events that run with a tool call: a step with any of them is saved before its tools run.
+TOOL_HOOK_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
+
 MAX_ITERS_HINT = (
     "You have reached the maximum number of reasoning steps. Do not call tools; give your final "
     "answer now with what you have."
@@ -287,7 +290,7 @@ class _Reply(StepRunner):
                 yield ReplyEndEvent(msg=msg, **self._ev())
                 return
             self._record(response, final=False)
-            if self.opts.checkpoint is not None:
+            if self.opts.checkpoint is not None and self._save_before(response.tool_calls):
                 await self.opts.checkpoint(state)
             async for ev in self.act(response.tool_calls):
                 yield ev
@@ -298,6 +301,20 @@ class _Reply(StepRunner):
                 async for ev in self._pause(response.tool_calls):
                     yield ev
                 return
+
+    def _save_before(self, calls: list[ToolUseBlock]) -> bool:
+        """Whether the step is saved before its tools run: unless every call is to a read-only or
+        :attr:`~agentscope_teams.tools.Tool.idempotent` tool (or to no tool: an error result) and
+        no tool hook runs, for then a crash before the next save only has the model call them
+        again. The next step's save (or the reply's last) records them either way."""
+        hooks = self.opts.hooks
+        if hooks and any(hooks.by_event.get(e) for e in TOOL_HOOK_EVENTS):
+            return True
+        for call in calls:
+            tool = self.toolkit.get(call.name)
+            if tool is not None and not (tool.read_only or tool.idempotent):
+                return True
+        return False
 
     async def _pause(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
         asked = [c for c in calls if c.id in self.state.awaiting_confirmation]
@@ -436,8 +453,14 @@ class _Reply(StepRunner):
         return msg
 
     def _count_usage(self, usage: Usage) -> None:
-        """Add a recorded response's reported usage to the session's ledger and the usage meter."""
-        self.state.usage.record(usage.input_tokens, usage.output_tokens, self.state.context)
+        """Add a recorded response's reported usage to the session's ledger and the usage meter.
+        A response without reported input tokens is anchored at an estimate instead, counted from
+        the previous anchor (only the messages after it are estimated), so no later request of
+        the session estimates its whole context again."""
+        ledger, context = self.state.usage, self.state.context
+        estimate = self.tokens.total(context, ledger) if usage.input_tokens <= 0 else 0
+        ledger.record(usage.input_tokens, usage.output_tokens, context)
+        ledger.anchor_estimate(estimate, context)
         tracing.record_usage(self.agent.name, usage.input_tokens, usage.output_tokens)
 
 

@@ -77,8 +77,11 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF = 60.0
 #: The longest a signal listener waits before it re-reads the set of teams served.
 LISTEN_REFRESH = 1.0
-#: Seconds from one step's start to the next at the least: nudges that come faster are coalesced.
+#: Seconds between step starts in a burst of nudges: nudges that come faster are coalesced.
 STEP_SPACING = 0.01
+#: Steps that may start back to back before :data:`STEP_SPACING` applies (one more is earned
+#: per ``STEP_SPACING``): a wake-up after an idle period steps at once, a burst is spaced.
+STEP_BURST = 3
 #: Without push signals, directory scans back off to at most this many polls apart.
 MAX_SCAN_POLLS = 8
 
@@ -89,6 +92,26 @@ class _Serving:
 
     scope: anyio.CancelScope
     ended: anyio.Event
+
+
+class _Pace:
+    """When the supervisor's next step may start: at once while steps are sparse (up to
+    :data:`STEP_BURST` back to back), then at most one per :data:`STEP_SPACING`: a token bucket
+    that refills one step per ``STEP_SPACING`` up to ``STEP_BURST``."""
+
+    def __init__(self) -> None:
+        self.tokens, self.at = float(STEP_BURST), 0.0
+
+    def wait(self, now: float) -> float:
+        """Seconds to wait before a step due at ``now`` (its token is taken)."""
+        self.tokens = min(float(STEP_BURST), self.tokens + (now - self.at) / STEP_SPACING)
+        self.at = now
+        self.tokens -= 1.0
+        if self.tokens >= 0.0:
+            return 0.0
+        delay = -self.tokens * STEP_SPACING
+        self.tokens, self.at = 0.0, now + delay
+        return delay
 
 
 class TeamRuntime:
@@ -211,14 +234,13 @@ class TeamRuntime:
                 tg.start_soon(self._listen, signals)
                 if self.discover is not None and self.discover_signal is not None:
                     tg.start_soon(self._listen_discover, signals, self.discover_signal)
+            pace = _Pace()
             while True:
                 self._wake.clear()  # nudges during the step wake the next one at once
-                started = anyio.current_time()
                 await self.step()
                 with anyio.move_on_after(self.poll):
                     await self._wake.wait()
-                # a lone nudge steps at once; a burst of them, at most once per STEP_SPACING
-                await anyio.sleep(max(0.0, started + STEP_SPACING - anyio.current_time()))
+                await anyio.sleep(pace.wait(anyio.current_time()))
 
     def _channels(self) -> frozenset[Key]:
         refs = {**self._served, **self.refs}
@@ -427,18 +449,34 @@ class TeamRuntime:
         member: Member,
         work: Work,
     ) -> None:
-        with scope:
-            await self._call_in_scope(slot, client, team, member, work)
+        """The member's call, its status written ``running`` beside it (the model need not wait
+        for that write) and ``idle`` after both ended, by the client the member's tools use: it
+        keeps the record it wrote, so the member's first claim's team guard is current."""
+        if slot.agent is None or slot.ext is None:
+            try:
+                slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
+            except Exception as exc:
+                slot.idle_since = time.monotonic()
+                self._failed(slot, work, member, team, exc)
+                self.nudge()
+                return
+        writer = slot.ext.view.client
+        try:
+            with scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_status_write, writer, team, member, MemberStatus.RUNNING)
+                    await self._call_in_scope(slot, client, team, member, work)
+        finally:  # the "running" write has ended: "idle" goes after it
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await writer.set_member_status(team.id, member.name, MemberStatus.IDLE)
+            self.nudge()
 
     async def _call_in_scope(
         self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
     ) -> None:
-        running: asyncio.Task[object] | None = None
+        assert slot.ext is not None
         try:
-            if slot.agent is None or slot.ext is None:
-                slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
-            running = _status_write(slot.ext.view.client, team, member, MemberStatus.RUNNING)
             with tracing.joined(work.trace, work.linked), team_budgets(team, member, self.store):
                 ctx = slot.ref.ctx.with_session(member.session_id)  # then TeammateIdle, see .idle
                 await call_until_idle(slot, client, team, member, work.message(), ctx)
@@ -450,20 +488,17 @@ class TeamRuntime:
             with contextlib.suppress(Exception):
                 await tell_lead(client, team, member, exc)
         except Exception as exc:
-            slot.failures += 1
-            slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)
-            slot.offered -= work.offers  # offer them again after the backoff
-            log.warning("member %s of team %s failed: %s", member.name, team.id, exc)
+            self._failed(slot, work, member, team, exc)
         finally:
             slot.idle_since = time.monotonic()
-            if slot.ext is not None:
-                slot.ext.unread = None  # not left for a later call if this one failed first
-            writer = client if slot.ext is None else slot.ext.view.client  # as "running" above
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                if running is not None:
-                    await running  # "idle" goes after "running"
-                await writer.set_member_status(team.id, member.name, MemberStatus.IDLE)
-            self.nudge()
+            slot.ext.unread = None  # not left for a later call if this one failed first
+
+    def _failed(self, slot: Slot, work: Work, member: Member, team: Team, exc: Exception) -> None:
+        """A call that failed: retried after a backoff, its work offered again then."""
+        slot.failures += 1
+        slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)
+        slot.offered -= work.offers
+        log.warning("member %s of team %s failed: %s", member.name, team.id, exc)
 
     async def _heartbeat(self) -> None:
         while True:
@@ -504,20 +539,15 @@ class TeamRuntime:
         self.slots.clear()
 
 
-def _status_write(
+async def _status_write(
     client: TeamClient, team: Team, member: Member, status: MemberStatus
-) -> asyncio.Task[object]:
-    """Write ``member``'s status beside its call, not before it (the model need not wait for it),
-    by the client the member's tools use: it keeps the record it wrote, so the member's first
-    claim's team guard is current. A failed write is logged; the call goes on."""
-
-    async def write() -> object:
+) -> None:
+    """Write ``member``'s status, shielded (a cancelled call still orders its later writes after
+    this one); a failed write is logged and the call goes on."""
+    with anyio.CancelScope(shield=True):
         try:
-            return await client.set_member_status(team.id, member.name, status)
+            await client.set_member_status(team.id, member.name, status)
         except Exception as exc:
             log.warning(
                 "could not mark member %s of team %s %s: %s", member.name, team.id, status, exc
             )
-            return None
-
-    return asyncio.get_running_loop().create_task(write(), name=f"status of {member.name}")
