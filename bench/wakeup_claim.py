@@ -93,7 +93,8 @@ async def _round(mine: BaseStore, theirs: BaseStore, n: int) -> Samples:
     await lead.spawn_member(team.id, "reviewer", "reviewer")
     board = TaskBoard(theirs, TeamKeys(ctx.owner_scope(), team.id))
     seen_at: list[float] = []
-    _TimedClient.stamps = committed_at = []
+    committed_at: list[float] = []
+    _TimedClient.stamps = committed_at
     done = anyio.Event()
 
     def member(request: ModelRequest) -> ModelResponse | str:

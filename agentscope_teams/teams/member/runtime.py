@@ -60,10 +60,12 @@ from ...errors import BudgetExceededError, ConfigurationError, UnknownTeamError
 from ...keys import TeamKeys
 from ...store.base import BaseStore, Key, Signals, signals_of
 from ..board import TaskBoard
+from ..delivery import INBOX_PAGE
 from ..mailbox import Mailbox
 from ..protocol import TeamClient
+from ..registry import TeamRegistry
 from ..rules import limits
-from ..rules.models import Member, MemberStatus, Team, TeamStatus
+from ..rules.models import Member, MemberStatus, Task, Team, TeamMessage, TeamStatus
 from .idle import call_until_idle
 from .slot import Slot, TeamRef, lease_key
 from .usage import team_budgets, tell_lead
@@ -349,7 +351,7 @@ class TeamRuntime:
     async def _serve(self, ref: TeamRef) -> None:
         client = ref.builder.client_factory(self.store, ref.ctx)
         try:
-            team = await client.get_team(ref.team_id)
+            team, version = await _team_entry(client, ref.team_id)
         except UnknownTeamError:
             self.refs.pop(ref.key, None)
             self._discovered.pop(ref.key, None)
@@ -365,15 +367,17 @@ class TeamRuntime:
         # straight from the store (the client would read the record again for each), and every
         # member looked at below is one of its members.
         keys = TeamKeys(ref.ctx.owner_scope(), team.id)
-        tasks = await TaskBoard(self.store, keys).open_board()  # the open index, not the board
-        inbox = Mailbox(self.store, keys)
-        for member in team.members:
+        members = [m for m in team.members if self._may_wake((*ref.key, m.name))]
+        # the open index (not the board) and each member's inbox, read at once: the step waits
+        # for the slowest read, not for their sum
+        tasks, unread = await _read_at_once(
+            TaskBoard(self.store, keys), Mailbox(self.store, keys), [m.name for m in members]
+        )
+        for member in members:
             key = (*ref.key, member.name)
             slot = self.slots.get(key)
-            if key in self._skip or (slot is not None and slot.busy):
-                continue
             offered = slot.offered if slot else set()
-            work = await find_work(client, team, member.name, tasks, offered, inbox)
+            work = await find_work(client, team, member.name, tasks, offered, unread[member.name])
             if work is None:
                 if slot is not None:
                     await self._maybe_release(slot)
@@ -381,7 +385,12 @@ class TeamRuntime:
                 continue
             slot = slot or self._new_slot(ref, member, key)
             if slot is not None and await self._take(slot):
-                self._launch(slot, client, team, member, work)
+                self._launch(slot, client, team, member, work, version)
+
+    def _may_wake(self, key: Key) -> bool:
+        """Whether a step looks for the member's work: not skipped, not in a call."""
+        slot = self.slots.get(key)
+        return key not in self._skip and not (slot is not None and slot.busy)
 
     async def _reconcile(
         self, client: TeamClient, ref: TeamRef, member: Member, slot: Slot | None
@@ -429,12 +438,18 @@ class TeamRuntime:
                 log.warning("could not release the lease of member %s: %s", slot.name, exc)
 
     def _launch(
-        self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
+        self,
+        slot: Slot,
+        client: TeamClient,
+        team: Team,
+        member: Member,
+        work: Work,
+        version: int | None,
     ) -> None:
         slot.offered |= work.offers
         slot.scope = anyio.CancelScope()
         task = asyncio.get_running_loop().create_task(
-            self._call(slot, slot.scope, client, team, member, work),
+            self._call(slot, slot.scope, client, team, member, work, version),
             name=f"team member {member.name}",
             context=tracing.fresh_context(),
         )
@@ -448,9 +463,11 @@ class TeamRuntime:
         team: Team,
         member: Member,
         work: Work,
+        version: int | None = None,
     ) -> None:
         """The member's call, its status written ``running`` beside it (the model need not wait
         for that write) and ``idle`` after both ended, by the client the member's tools use: it
+        is handed the record the step read (``version``), so that write reads nothing first, and
         keeps the record it wrote, so the member's first claim's team guard is current."""
         if slot.agent is None or slot.ext is None:
             try:
@@ -461,10 +478,13 @@ class TeamRuntime:
                 self.nudge()
                 return
         writer = slot.ext.view.client
+        if version is not None and isinstance(writer, TeamRegistry):
+            writer.remember_team(team.id, team, version)
         try:
             with scope:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_status_write, writer, team, member, MemberStatus.RUNNING)
+                    slot.ext.status_written = written = anyio.Event()
+                    tg.start_soon(_status_write, writer, team, member, written)
                     await self._call_in_scope(slot, client, team, member, work)
         finally:  # the "running" write has ended: "idle" goes after it
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
@@ -539,11 +559,41 @@ class TeamRuntime:
         self.slots.clear()
 
 
+async def _team_entry(client: TeamClient, team_id: str) -> tuple[Team, int | None]:
+    """The team record and, from a client on this store, its version (else None)."""
+    if isinstance(client, TeamRegistry):
+        return await client.team_entry(team_id)
+    return await client.get_team(team_id), None
+
+
+async def _read_at_once(
+    board: TaskBoard, inbox: Mailbox, members: list[str]
+) -> tuple[list[Task], dict[str, list[TeamMessage]]]:
+    """The open tasks and the first unread page of each of ``members``, read concurrently."""
+    tasks: list[Task] = []
+    unread: dict[str, list[TeamMessage]] = {}
+
+    async def read_board() -> None:
+        tasks.extend(await board.open_board())
+
+    async def read_inbox(name: str) -> None:
+        unread[name] = await inbox.unread(name, limit=INBOX_PAGE)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_board)
+        for name in members:
+            tg.start_soon(read_inbox, name)
+    return tasks, unread
+
+
 async def _status_write(
-    client: TeamClient, team: Team, member: Member, status: MemberStatus
+    client: TeamClient, team: Team, member: Member, written: anyio.Event
 ) -> None:
-    """Write ``member``'s status, shielded (a cancelled call still orders its later writes after
-    this one); a failed write is logged and the call goes on."""
+    """Mark ``member`` running, shielded (a cancelled call still orders its later writes after
+    this one), then set ``written`` (the member's first step waits for it before the model's
+    request, so its first claim's team guard is the record written); a failed write is logged
+    and the call goes on."""
+    status = MemberStatus.RUNNING
     with anyio.CancelScope(shield=True):
         try:
             await client.set_member_status(team.id, member.name, status)
@@ -551,3 +601,5 @@ async def _status_write(
             log.warning(
                 "could not mark member %s of team %s %s: %s", member.name, team.id, status, exc
             )
+        finally:
+            written.set()
