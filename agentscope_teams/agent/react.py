@@ -151,6 +151,8 @@ class _Reply(StepRunner):
         self.tokens = comp.TokenCounter()
         self.output: OutputRun | None = None
         self.stop_hook_active = False
+        #: The last step ran calls with effects whose results no save has recorded yet.
+        self.unsaved_effects = False
 
     def validate(self, input: ReplyInput) -> None:
         """Check ``input`` against the state; raises (HITLError, TypeError,
@@ -187,6 +189,7 @@ class _Reply(StepRunner):
             tracing.hitl_resume(state.pause_trace, confirmed, len(self.decisions) - confirmed)
             state.pause_trace = None
             yield ReplyStartEvent(session_id=state.session_id, **self._ev())
+            self.unsaved_effects = True  # the confirmed calls run now: the next step is saved
             async for ev in self.resume(self.decisions):
                 yield ev
         else:
@@ -290,10 +293,12 @@ class _Reply(StepRunner):
                 yield ReplyEndEvent(msg=msg, **self._ev())
                 return
             self._record(response, final=False)
-            if self.opts.checkpoint is not None and self._save_before(response.tool_calls):
+            effects = self._has_effects(response.tool_calls)
+            if self.opts.checkpoint is not None and (effects or self.unsaved_effects):
                 await self.opts.checkpoint(state)
             async for ev in self.act(response.tool_calls):
                 yield ev
+            self.unsaved_effects = effects  # their results are saved by the next checkpoint
             if self.halted is not None:  # a hook answered continue: false
                 yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
                 return
@@ -302,11 +307,12 @@ class _Reply(StepRunner):
                     yield ev
                 return
 
-    def _save_before(self, calls: list[ToolUseBlock]) -> bool:
-        """Whether the step is saved before its tools run: unless every call is to a read-only or
-        :attr:`~agentscope_teams.tools.Tool.idempotent` tool (or to no tool: an error result) and
-        no tool hook runs, for then a crash before the next save only has the model call them
-        again. The next step's save (or the reply's last) records them either way."""
+    def _has_effects(self, calls: list[ToolUseBlock]) -> bool:
+        """Whether a step's calls change what a repeat would not find as they left it: a step
+        is saved before its tools run, and the next step before its own, unless every call is to
+        a read-only or :attr:`~agentscope_teams.tools.Tool.idempotent` tool (or to no tool: an
+        error result) and no tool hook runs; then a crash before the next save only has the model
+        call them again. The next step's save (or the reply's last) records them either way."""
         hooks = self.opts.hooks
         if hooks and any(hooks.by_event.get(e) for e in TOOL_HOOK_EVENTS):
             return True

@@ -162,3 +162,39 @@ async def test_a_step_of_read_only_or_idempotent_calls_is_not_saved_before_its_t
     sent = counted.take()
     # lease, load, the save before poke (creates), then the last save; plus the tools' reads
     assert sent.count("EVALSHA") == 3, sent
+
+
+async def test_a_read_only_step_after_one_with_effects_is_saved_before_its_tools(
+    redis_store: RedisStore, tmp_path: Path
+) -> None:
+    """The results of calls with effects are saved before the next step's tools run, even when
+    that step only reads (a long wait, say): a crash during it does not lose them."""
+    seen: dict[str, int] = {}
+
+    async def saved_messages() -> int:
+        record = await bot.sessions.get_at(SessionAddress.of(ctx, "counted"))
+        return 0 if record is None else len(record.state.context)
+
+    @tool
+    async def poke() -> str:
+        """Change something."""
+        seen["poke"] = await saved_messages()
+        return "poked"
+
+    @tool(read_only=True)
+    async def wait() -> str:
+        """Wait for something."""
+        seen["wait"] = await saved_messages()
+        return "waited"
+
+    model = ScriptedModel(
+        [ScriptedModel.tool_call("poke", {}), ScriptedModel.tool_call("wait", {}), "done"]
+    )
+    bot = HarnessAgent(
+        "counted", model, workspace=tmp_path, store=redis_store, tools=[poke, wait],
+        builtin_tools=False, config=ReActConfig(stream_model=False),
+    )  # fmt: skip
+    ctx = RuntimeContext(session_id="s4", user_id="u1", org_id="o1")
+    assert (await bot.call("go", ctx)).get_text_content() == "done"
+    # poke's step saved with its call (2 messages); wait's step with poke's result in it (4)
+    assert seen == {"poke": 2, "wait": 4}
