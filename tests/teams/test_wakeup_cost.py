@@ -16,6 +16,7 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TeamRef, TeamRuntime
 from agentscope_teams.teams.member.builder import load_pool, member_session_id
+from agentscope_teams.teams.member.runtime import STEP_BURST, STEP_SPACING, _Pace
 
 from ..backends import StoreSpec
 from .board_paths import native_spec
@@ -186,3 +187,13 @@ def _kind(name: str) -> str:
         if part in name:
             return kind
     return name
+
+
+def test_a_wake_up_after_an_idle_period_steps_at_once_and_a_burst_is_spaced() -> None:
+    """The supervisor's pace (times given, no clock): up to STEP_BURST steps back to back, then
+    one per STEP_SPACING; after a quiet spell the next step waits for nothing."""
+    pace = _Pace()
+    assert [pace.wait(1.0) for _ in range(STEP_BURST)] == [0.0] * STEP_BURST
+    assert pace.wait(1.0) == pytest.approx(STEP_SPACING)  # the burst is spaced from here on
+    assert pace.wait(1.0 + STEP_SPACING) == pytest.approx(STEP_SPACING)
+    assert pace.wait(5.0) == 0.0  # idle for seconds: at once
