@@ -444,7 +444,7 @@ class TeamRuntime:
         team: Team,
         member: Member,
         work: Work,
-        version: int | None,
+        version: int | None = None,
     ) -> None:
         slot.offered |= work.offers
         slot.scope = anyio.CancelScope()
