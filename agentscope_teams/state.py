@@ -98,6 +98,14 @@ class UsageLedger(BaseModel):
         else:
             self.forget_prompt()
 
+    def anchor_estimate(self, tokens: int, context: list[Msg]) -> None:
+        """Anchor an estimated size (``tokens``) at ``context``'s last message, for a response
+        whose model reported no usage: the next budget estimates only the messages after it."""
+        if tokens > 0 and context:
+            self.prompt_tokens = tokens
+            self.prompt_messages = len(context)
+            self.prompt_last_id = context[-1].id
+
     def forget_prompt(self) -> None:
         """Drop the anchor (the context was cut or cleared)."""
         self.prompt_tokens = self.prompt_messages = 0

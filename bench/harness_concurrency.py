@@ -29,6 +29,7 @@ from agentscope_teams.store import BaseStore, store_from_url
 
 from .fixtures import REDIS_URL, BareModel, drop_redis_namespace, noop
 from .stats import Sample, fmt, ms, section, table, us, verdict
+from .task_claim import chosen
 
 STEP_DELAY = 0.05
 TARGET = 2.0
@@ -86,7 +87,7 @@ async def run(fast: bool = False) -> str:
     n, singles, runs = (50, 3, 1) if fast else (1000, 5, 3)
     rows: list[list[str]] = []
     verdicts: list[str] = []
-    for name, url in (("memory", "memory://"), ("redis", REDIS_URL)):
+    for name, url in chosen([("memory", "memory://"), ("redis", REDIS_URL)]):
         namespace = f"bench-harness-{uuid.uuid4().hex[:8]}"
         options = {"namespace": namespace} if url.startswith("redis") else {}
         try:

@@ -1,9 +1,10 @@
 """``SessionAgent``: the engineered shell around the ReAct loop (``HarnessAgent`` builds on it).
 
 Each call loads the state for (org, user, agent name, session), runs the loop and writes the state
-back with a version check; it also writes at every checkpoint (after each model step that calls tools),
-at pauses and when the call is cancelled. Two calls for one session never overlap: in-process they queue
-on a lock; across processes a store lease (heartbeat, fencing, expiry) serializes them.
+back with a version check; it also writes at every checkpoint (after each model step that calls tools
+with effects, see :mod:`.react`), at pauses and when the call is cancelled. Two calls for one session
+never overlap: in-process they queue on a lock; across processes a store lease (heartbeat, fencing,
+expiry) serializes them.
 
 Workspaces: with ``workspace_scope="session"`` (default) each (org, user, session) gets its own
 directory under ``workspace``; ``"shared"`` points every session at ``workspace`` itself (a single-user

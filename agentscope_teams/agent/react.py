@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 Injector = Callable[[AgentState], Awaitable[list[Msg]]]
 Checkpoint = Callable[[AgentState], Awaitable[None]]
 
+#: Hook events that run with a tool call: a step with any of them is saved before its tools run.
+TOOL_HOOK_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
+
 MAX_ITERS_HINT = (
     "You have reached the maximum number of reasoning steps. Do not call tools; give your final "
     "answer now with what you have."
@@ -149,6 +152,8 @@ class _Reply(StepRunner):
         self.tokens = comp.TokenCounter()
         self.output: OutputRun | None = None
         self.stop_hook_active = False
+        #: The last step ran calls with effects whose results no save has recorded yet.
+        self.unsaved_effects = False
 
     def validate(self, input: ReplyInput) -> None:
         """Check ``input`` against the state; raises (HITLError, TypeError,
@@ -185,6 +190,7 @@ class _Reply(StepRunner):
             tracing.hitl_resume(state.pause_trace, confirmed, len(self.decisions) - confirmed)
             state.pause_trace = None
             yield ReplyStartEvent(session_id=state.session_id, **self._ev())
+            self.unsaved_effects = True  # the confirmed calls run now: the next step is saved
             async for ev in self.resume(self.decisions):
                 yield ev
         else:
@@ -288,10 +294,12 @@ class _Reply(StepRunner):
                 yield ReplyEndEvent(msg=msg, **self._ev())
                 return
             self._record(response, final=False)
-            if self.opts.checkpoint is not None:
+            effects = self._has_effects(response.tool_calls)
+            if self.opts.checkpoint is not None and (effects or self.unsaved_effects):
                 await self.opts.checkpoint(state)
             async for ev in self.act(response.tool_calls):
                 yield ev
+            self.unsaved_effects = effects  # their results are saved by the next checkpoint
             if self.halted is not None:  # a hook answered continue: false
                 yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
                 return
@@ -299,6 +307,21 @@ class _Reply(StepRunner):
                 async for ev in self._pause(response.tool_calls):
                     yield ev
                 return
+
+    def _has_effects(self, calls: list[ToolUseBlock]) -> bool:
+        """Whether a step's calls change what a repeat would not find as they left it: a step
+        is saved before its tools run, and the next step before its own, unless every call is to
+        a read-only or :attr:`~agentscope_teams.tools.Tool.idempotent` tool (or to no tool: an
+        error result) and no tool hook runs; then a crash before the next save only has the model
+        call them again. The next step's save (or the reply's last) records them either way."""
+        hooks = self.opts.hooks
+        if hooks and any(hooks.by_event.get(e) for e in TOOL_HOOK_EVENTS):
+            return True
+        for call in calls:
+            tool = self.toolkit.get(call.name)
+            if tool is not None and not (tool.read_only or tool.idempotent):
+                return True
+        return False
 
     async def _pause(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
         asked = [c for c in calls if c.id in self.state.awaiting_confirmation]
@@ -450,8 +473,14 @@ class _Reply(StepRunner):
         return msg
 
     def _count_usage(self, usage: Usage) -> None:
-        """Add a recorded response's reported usage to the session's ledger and the usage meter."""
-        self.state.usage.record(usage.input_tokens, usage.output_tokens, self.state.context)
+        """Add a recorded response's reported usage to the session's ledger and the usage meter.
+        A response without reported input tokens is anchored at an estimate instead, counted from
+        the previous anchor (only the messages after it are estimated), so no later request of
+        the session estimates its whole context again."""
+        ledger, context = self.state.usage, self.state.context
+        estimate = self.tokens.total(context, ledger) if usage.input_tokens <= 0 else 0
+        ledger.record(usage.input_tokens, usage.output_tokens, context)
+        ledger.anchor_estimate(estimate, context)
         tracing.record_usage(self.agent.name, usage.input_tokens, usage.output_tokens)
 
 

@@ -305,7 +305,8 @@ class LocalTeamClient(TeamRegistry):
             ]
             return team.model_copy(update={"members": members})
 
-        member = (await self._update_team(team_id, change)).member(name)
+        known = self._known.get(team_id)  # usually current: no read before the write
+        member = (await self._update_team(team_id, change, known=known)).member(name)
         assert member is not None
         return member
 

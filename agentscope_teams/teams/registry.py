@@ -52,14 +52,31 @@ class TeamRegistry:
         return found
 
     async def _update_team(
-        self, team_id: str, change: TeamChange, *, allow_deleted: bool = False
+        self,
+        team_id: str,
+        change: TeamChange,
+        *,
+        allow_deleted: bool = False,
+        known: tuple[Team, int] | None = None,
     ) -> Team:
-        """Read-modify-write the team record until the conditional write wins."""
+        """Read-modify-write the team record until the conditional write wins. With ``known``
+        (the record and version as read lately) the first write goes without a read; if that
+        record was stale, or the change has nothing to write or refuses it there, the record is
+        read and the change applied to it as without ``known``."""
         while True:
-            team, version = await self._team_entry(team_id, allow_deleted=allow_deleted)
-            new = change(team)
-            if new is None:
-                return team
+            if known is not None:
+                (team, version), known = known, None
+                try:
+                    new = change(team)
+                except TeamError:
+                    continue  # judged on the stored record, not on the one remembered
+                if new is None:
+                    continue
+            else:
+                team, version = await self._team_entry(team_id, allow_deleted=allow_deleted)
+                new = change(team)
+                if new is None:
+                    return team
             try:
                 written = await self.store.put(
                     self._keys(team_id).team(),
@@ -73,6 +90,15 @@ class TeamRegistry:
 
     def _wrote(self, team_id: str, team: Team, version: int) -> None:
         """The team record as this registry just wrote it (a client keeps it for guarded calls)."""
+
+    async def team_entry(self, team_id: str) -> tuple[Team, int]:
+        """The team record (as :meth:`get_team`) and its version, read now."""
+        return await self._team_entry(team_id)
+
+    def remember_team(self, team_id: str, team: Team, version: int) -> None:
+        """Take ``team`` at ``version`` as read just now by another reader of this store (the
+        runtime's step), so a status write or a guarded claim need not read it again."""
+        self._wrote(team_id, team, version)
 
     @staticmethod
     def _require(team: Team, name: str) -> None:

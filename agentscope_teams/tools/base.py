@@ -160,6 +160,11 @@ class Tool:
     #: The call is a question for the user: it always pauses (whatever the mode or rules, except a
     #: deny rule) and the user's answers are its result (``ConfirmResult.answers``).
     asks_user: bool = False
+    #: Running the call again with the same arguments leaves what running it once left (a
+    #: claim of a task the caller then holds): a reasoning step whose every call is read-only or
+    #: idempotent runs its tools before the session is saved, since a crash in between only
+    #: makes the model call them again (see :mod:`agentscope_teams.agent.react`).
+    idempotent: bool = False
     validator: Validator | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

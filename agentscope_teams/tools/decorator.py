@@ -148,6 +148,7 @@ def make_tool(
     requires_confirmation: bool = False,
     primary_argument: str | None = None,
     asks_user: bool = False,
+    idempotent: bool = False,
 ) -> Tool:
     """The :class:`Tool` for ``fn`` (see :func:`tool`)."""
     tool_name = name or fn.__name__
@@ -177,6 +178,7 @@ def make_tool(
         requires_confirmation=requires_confirmation,
         primary_argument=primary_argument,
         asks_user=asks_user,
+        idempotent=idempotent,
     )
 
     def validate(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +212,7 @@ def tool(
     concurrency_safe: bool | None = None,
     requires_confirmation: bool = False,
     primary_argument: str | None = None,
+    idempotent: bool = False,
 ) -> Tool: ...
 
 
@@ -224,6 +227,7 @@ def tool(
     concurrency_safe: bool | None = None,
     requires_confirmation: bool = False,
     primary_argument: str | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -237,6 +241,7 @@ def tool(
     concurrency_safe: bool | None = None,
     requires_confirmation: bool = False,
     primary_argument: str | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (async, or sync: run in a worker thread) into a :class:`Tool`.
 
@@ -244,7 +249,7 @@ def tool(
     parameter descriptions from the docstring's ``Args:`` section or ``:param x:`` lines, and the
     description from its first paragraph. A parameter annotated ``ToolEnv`` (or ``ToolEnv | None``)
     receives :func:`current_tool_env` and is hidden from the model. ``concurrency_safe`` defaults to
-    ``read_only``.
+    ``read_only``; ``idempotent``: see :attr:`Tool.idempotent`.
     """
 
     def build(f: Callable[..., Any]) -> Tool:
@@ -256,6 +261,7 @@ def tool(
             concurrency_safe=concurrency_safe,
             requires_confirmation=requires_confirmation,
             primary_argument=primary_argument,
+            idempotent=idempotent,
         )
 
     return build if fn is None else build(fn)

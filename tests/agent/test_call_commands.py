@@ -18,6 +18,7 @@ from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
 from agentscope_teams.agent import ReActConfig
 from agentscope_teams.keys import SessionAddress
 from agentscope_teams.store import RedisStore
+from agentscope_teams.tools import tool
 
 from ..backends import REDIS_URL, unique_namespace
 from ..conftest import require_service
@@ -108,3 +109,92 @@ async def test_a_failed_call_still_releases_its_lease(
     with pytest.raises(Exception, match="model down"):
         await bot.call("hello", ctx)
     assert await redis_store.get(SessionAddress.of(ctx, "counted").lease_key) is None
+
+
+async def test_a_step_of_read_only_or_idempotent_calls_is_not_saved_before_its_tools(
+    redis_store: RedisStore, tmp_path: Path
+) -> None:
+    """A step that calls only read-only or idempotent tools runs them before any save (a crash
+    there only has the model call them again): one save fewer per such step. A step calling a
+    tool with other effects is saved first, so a crash during it leaves the call recorded."""
+    seen: dict[str, int] = {}
+
+    async def saved_messages() -> int:
+        record = await bot.sessions.get_at(SessionAddress.of(ctx, "counted"))
+        return 0 if record is None else len(record.state.context)
+
+    @tool(read_only=True)
+    async def peek() -> str:
+        """Look."""
+        seen["peek"] = await saved_messages()
+        return "seen"
+
+    @tool(idempotent=True)
+    async def mark() -> str:
+        """Mark (again: the same mark)."""
+        seen["mark"] = await saved_messages()
+        return "marked"
+
+    @tool
+    async def poke() -> str:
+        """Change something."""
+        seen["poke"] = await saved_messages()
+        return "poked"
+
+    model = ScriptedModel(
+        [
+            ScriptedModel.tool_calls([("peek", {}), ("mark", {})]),
+            ScriptedModel.tool_call("poke", {}),
+            "done",
+        ]
+    )
+    bot = HarnessAgent(
+        "counted", model, workspace=tmp_path, store=redis_store, tools=[peek, mark, poke],
+        builtin_tools=False, config=ReActConfig(stream_model=False),
+    )  # fmt: skip
+    ctx = RuntimeContext(session_id="s3", user_id="u1", org_id="o1")
+    counted = Counted(redis_store._client)
+    counted.on = True
+    assert (await bot.call("go", ctx)).get_text_content() == "done"
+    # nothing saved before the first step's tools; the second step saved with its call in it
+    # (the prompt, the first step's call and results, the second step's call)
+    assert seen == {"peek": 0, "mark": 0, "poke": 4}
+    sent = counted.take()
+    # lease, load, the save before poke (creates), then the last save; plus the tools' reads
+    assert sent.count("EVALSHA") == 3, sent
+
+
+async def test_a_read_only_step_after_one_with_effects_is_saved_before_its_tools(
+    redis_store: RedisStore, tmp_path: Path
+) -> None:
+    """The results of calls with effects are saved before the next step's tools run, even when
+    that step only reads (a long wait, say): a crash during it does not lose them."""
+    seen: dict[str, int] = {}
+
+    async def saved_messages() -> int:
+        record = await bot.sessions.get_at(SessionAddress.of(ctx, "counted"))
+        return 0 if record is None else len(record.state.context)
+
+    @tool
+    async def poke() -> str:
+        """Change something."""
+        seen["poke"] = await saved_messages()
+        return "poked"
+
+    @tool(read_only=True)
+    async def wait() -> str:
+        """Wait for something."""
+        seen["wait"] = await saved_messages()
+        return "waited"
+
+    model = ScriptedModel(
+        [ScriptedModel.tool_call("poke", {}), ScriptedModel.tool_call("wait", {}), "done"]
+    )
+    bot = HarnessAgent(
+        "counted", model, workspace=tmp_path, store=redis_store, tools=[poke, wait],
+        builtin_tools=False, config=ReActConfig(stream_model=False),
+    )  # fmt: skip
+    ctx = RuntimeContext(session_id="s4", user_id="u1", org_id="o1")
+    assert (await bot.call("go", ctx)).get_text_content() == "done"
+    # poke's step saved with its call (2 messages); wait's step with poke's result in it (4)
+    assert seen == {"poke": 2, "wait": 4}

@@ -128,3 +128,20 @@ def test_a_state_saved_before_usage_was_recorded_still_loads() -> None:
     old = '{"schema_version": 1, "session_id": "s", "context": [], "reply_id": "r", "cur_iter": 2}'
     state = AgentState.model_validate_json(old)
     assert state.usage.requests == 0 and state.pause_trace is None
+
+
+async def test_a_model_without_usage_anchors_an_estimate_so_later_calls_estimate_only_new_messages(
+    tmp_path: Path,
+) -> None:
+    """The model reports no usage: the ledger keeps an estimate anchored at the last answer, so
+    the next call's budget estimates only the messages after it, not the whole session again."""
+    a = agent(tmp_path, ScriptedModel(["first answer", "second answer"]), trigger=10_000)
+    await a.call("first", CTX)
+    state = await a.get_agent_state(CTX)
+    whole = comp.TokenCounter().total(state.context)
+    assert state.usage.input_tokens == 0  # nothing was reported
+    assert (state.usage.prompt_tokens, state.usage.anchor(state.context)) == (whole, 2)
+    await a.call("second", CTX)
+    state = await a.get_agent_state(CTX)
+    assert state.usage.anchor(state.context) == 4
+    assert state.usage.prompt_tokens == comp.TokenCounter().total(state.context)

@@ -15,6 +15,8 @@ from agentscope_teams.store import BaseStore
 @dataclass
 class RoundTrips:
     seen: list[str] = field(default_factory=list)
+    #: Redis only: the first key (or channel) each command names, beside ``seen``.
+    keys: list[str] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -32,6 +34,8 @@ async def count_round_trips(store: BaseStore) -> AsyncIterator[RoundTrips]:
 
         async def counted(*args: Any, **options: Any) -> Any:
             counter.seen.append(str(args[0]))
+            first = args[3] if args[0] == "EVALSHA" and len(args) > 3 else args[1:2]
+            counter.keys.append(str(first[0] if isinstance(first, tuple) else first))
             return await original(*args, **options)
 
         client.execute_command = counted

@@ -16,6 +16,7 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TeamRef, TeamRuntime
 from agentscope_teams.teams.member.builder import load_pool, member_session_id
+from agentscope_teams.teams.member.runtime import STEP_BURST, STEP_SPACING, _Pace
 
 from ..backends import StoreSpec
 from .board_paths import native_spec
@@ -71,9 +72,12 @@ async def test_a_wake_up_step_reads_the_team_record_once(
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
             async with count_round_trips(store) as counter:
                 await runtime.step()  # finds the task, takes the lease, launches the call
-            # the team record, the open board (pending and held pages), the member's cursor and
-            # inbox, its lease (before: the record was read again for the board and the inbox)
-            assert counter.seen == ["HMGET", "EVALSHA", "EVALSHA", "HMGET", "XRANGE", "EVALSHA"]
+            # the team record, then the open board (pending and held pages) beside the member's
+            # cursor and inbox (read concurrently: their commands interleave), then its lease
+            # (before: the record was read again for the board and the inbox)
+            first, *reads, lease = counter.seen
+            assert (first, lease) == ("HMGET", "EVALSHA")
+            assert sorted(reads) == ["EVALSHA", "EVALSHA", "HMGET", "XRANGE"]
             await _calls_end(runtime)
         finally:
             await runtime.aclose()
@@ -109,3 +113,87 @@ async def test_a_member_woken_for_nothing_keeps_a_bounded_session(tmp_path: Path
     assert seen[2:] == [seen[1]] * 4, seen  # bounded from the second wake-up on
     # the last two exchanges: the one before is dropped when the next call begins
     assert record is not None and len(record.state.context) == 4
+
+
+def _claims_then_completes(request: ModelRequest) -> Any:
+    last = request.messages[-1] if request.messages else None
+    results = last.tool_results() if last is not None else []
+    if not results:
+        return ScriptedModel.tool_call("claimTask", {})
+    if results[-1].name == "claimTask":
+        task_id = results[-1].output.split("Claimed task ", 1)[-1].split()[0].rstrip(".:")
+        return ScriptedModel.tool_call("completeTask", {"task_id": task_id, "result": "ok"})
+    return "done"
+
+
+async def test_a_woken_member_claims_before_its_session_is_saved(
+    store_spec: StoreSpec, tmp_path: Path
+) -> None:
+    """From the step that finds the task to the member's committed claim: the step's reads, the
+    member's lease, its status beside its session lease, the session's load, the claim. No save
+    comes between the load and the claim (claimTask is idempotent: a crash there only has the
+    model claim again, and gets it the task it holds)."""
+    async with store_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-claim")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        model = ScriptedModel(_claims_then_completes)
+        runtime = _runtime(store, tmp_path, ctx, team.id, model)
+        try:
+            await runtime.step()
+            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
+            async with count_round_trips(store) as counter:
+                await runtime.step()
+                await _calls_end(runtime)
+            task = (await lead.list_tasks(team.id))[0]
+        finally:
+            await runtime.aclose()
+    assert task.status.value == "completed"
+    named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
+    scripts = [i for i, n in enumerate(named) if n == "EVALSHA board"]
+    to_claim = named[: scripts[2] + 1]  # the step's two board pages, then the claim
+    # the step: the team record once, the board's two pages beside the inbox, the member lease;
+    # the call: its status (written from the step's record: no read) beside the session lease,
+    # the session's load, the claim (one script: its team guard is the status write's record)
+    assert sorted(to_claim) == sorted(
+        [
+            "HMGET team",
+            "EVALSHA board",
+            "EVALSHA board",
+            "HMGET cursor",
+            "XRANGE inbox",
+            "EVALSHA member-lease",
+            "EVALSHA team",
+            "EVALSHA session-lease",
+            "HMGET session",
+            "EVALSHA board",
+        ]
+    ), named
+
+
+def _kind(name: str) -> str:
+    """What a Redis key of these tests holds, from its name."""
+    for part, kind in (
+        ("{sessions/", "session"),
+        ("{leases/", "session-lease"),
+        ("{team-member-lease/", "member-lease"),
+        ("/open:queue", "board"),
+        ("/cursor/", "cursor"),
+        ("/inbox/", "inbox"),
+        ("/signal", "signal"),
+        ("/team", "team"),
+    ):
+        if part in name:
+            return kind
+    return name
+
+
+def test_a_wake_up_after_an_idle_period_steps_at_once_and_a_burst_is_spaced() -> None:
+    """The supervisor's pace (times given, no clock): up to STEP_BURST steps back to back, then
+    one per STEP_SPACING; after a quiet spell the next step waits for nothing."""
+    pace = _Pace()
+    assert [pace.wait(1.0) for _ in range(STEP_BURST)] == [0.0] * STEP_BURST
+    assert pace.wait(1.0) == pytest.approx(STEP_SPACING)  # the burst is spaced from here on
+    assert pace.wait(1.0 + STEP_SPACING) == pytest.approx(STEP_SPACING)
+    assert pace.wait(5.0) == 0.0  # idle for seconds: at once

@@ -13,6 +13,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+import anyio
+
 from ...agent.extension import CallScope, Extension
 from ...errors import TeamError, UnknownTeamError
 from ...message import Msg
@@ -71,6 +73,9 @@ class TeamMemberExtension(Extension):
         #: The unread page the runtime read to wake this member, for its next call's first step.
         self.unread: list[TeamMessage] | None = None
         self.held: set[str] = set()  # tasks claimed in this process and not reported yet
+        #: Set by the runtime when a call's ``running`` status write ended (the write runs beside
+        #: the session's load); the call's first step waits for it, see :meth:`inject`.
+        self.status_written: anyio.Event | None = None
 
     def changed(self) -> None:
         if self.on_change is not None:
@@ -98,6 +103,9 @@ class TeamMemberExtension(Extension):
             context.mode, context.mode_chosen = review.mode_after_plan(approved), True
 
     async def inject(self, scope: CallScope) -> list[Msg]:
+        written, self.status_written = self.status_written, None
+        if written is not None:  # the status written first: the claim's guard is its record
+            await written.wait()
         unread, self.unread = self.unread, None  # used once
         try:
             msgs = await delivery.take(

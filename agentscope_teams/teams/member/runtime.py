@@ -60,10 +60,12 @@ from ...errors import BudgetExceededError, ConfigurationError, UnknownTeamError
 from ...keys import TeamKeys
 from ...store.base import BaseStore, Key, Signals, signals_of
 from ..board import TaskBoard
+from ..delivery import INBOX_PAGE
 from ..mailbox import Mailbox
 from ..protocol import TeamClient
+from ..registry import TeamRegistry
 from ..rules import limits
-from ..rules.models import Member, MemberStatus, Team, TeamStatus
+from ..rules.models import Member, MemberStatus, Task, Team, TeamMessage, TeamStatus
 from .idle import call_until_idle
 from .slot import Slot, TeamRef, lease_key
 from .usage import team_budgets, tell_lead
@@ -77,8 +79,11 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF = 60.0
 #: The longest a signal listener waits before it re-reads the set of teams served.
 LISTEN_REFRESH = 1.0
-#: Seconds from one step's start to the next at the least: nudges that come faster are coalesced.
+#: Seconds between step starts in a burst of nudges: nudges that come faster are coalesced.
 STEP_SPACING = 0.01
+#: Steps that may start back to back before :data:`STEP_SPACING` applies (one more is earned
+#: per ``STEP_SPACING``): a wake-up after an idle period steps at once, a burst is spaced.
+STEP_BURST = 3
 #: Without push signals, directory scans back off to at most this many polls apart.
 MAX_SCAN_POLLS = 8
 
@@ -89,6 +94,26 @@ class _Serving:
 
     scope: anyio.CancelScope
     ended: anyio.Event
+
+
+class _Pace:
+    """When the supervisor's next step may start: at once while steps are sparse (up to
+    :data:`STEP_BURST` back to back), then at most one per :data:`STEP_SPACING`: a token bucket
+    that refills one step per ``STEP_SPACING`` up to ``STEP_BURST``."""
+
+    def __init__(self) -> None:
+        self.tokens, self.at = float(STEP_BURST), 0.0
+
+    def wait(self, now: float) -> float:
+        """Seconds to wait before a step due at ``now`` (its token is taken)."""
+        self.tokens = min(float(STEP_BURST), self.tokens + (now - self.at) / STEP_SPACING)
+        self.at = now
+        self.tokens -= 1.0
+        if self.tokens >= 0.0:
+            return 0.0
+        delay = -self.tokens * STEP_SPACING
+        self.tokens, self.at = 0.0, now + delay
+        return delay
 
 
 class TeamRuntime:
@@ -211,14 +236,13 @@ class TeamRuntime:
                 tg.start_soon(self._listen, signals)
                 if self.discover is not None and self.discover_signal is not None:
                     tg.start_soon(self._listen_discover, signals, self.discover_signal)
+            pace = _Pace()
             while True:
                 self._wake.clear()  # nudges during the step wake the next one at once
-                started = anyio.current_time()
                 await self.step()
                 with anyio.move_on_after(self.poll):
                     await self._wake.wait()
-                # a lone nudge steps at once; a burst of them, at most once per STEP_SPACING
-                await anyio.sleep(max(0.0, started + STEP_SPACING - anyio.current_time()))
+                await anyio.sleep(pace.wait(anyio.current_time()))
 
     def _channels(self) -> frozenset[Key]:
         refs = {**self._served, **self.refs}
@@ -327,7 +351,7 @@ class TeamRuntime:
     async def _serve(self, ref: TeamRef) -> None:
         client = ref.builder.client_factory(self.store, ref.ctx)
         try:
-            team = await client.get_team(ref.team_id)
+            team, version = await _team_entry(client, ref.team_id)
         except UnknownTeamError:
             self.refs.pop(ref.key, None)
             self._discovered.pop(ref.key, None)
@@ -343,15 +367,17 @@ class TeamRuntime:
         # straight from the store (the client would read the record again for each), and every
         # member looked at below is one of its members.
         keys = TeamKeys(ref.ctx.owner_scope(), team.id)
-        tasks = await TaskBoard(self.store, keys).open_board()  # the open index, not the board
-        inbox = Mailbox(self.store, keys)
-        for member in team.members:
+        members = [m for m in team.members if self._may_wake((*ref.key, m.name))]
+        # the open index (not the board) and each member's inbox, read at once: the step waits
+        # for the slowest read, not for their sum
+        tasks, unread = await _read_at_once(
+            TaskBoard(self.store, keys), Mailbox(self.store, keys), [m.name for m in members]
+        )
+        for member in members:
             key = (*ref.key, member.name)
             slot = self.slots.get(key)
-            if key in self._skip or (slot is not None and slot.busy):
-                continue
             offered = slot.offered if slot else set()
-            work = await find_work(client, team, member.name, tasks, offered, inbox)
+            work = await find_work(client, team, member.name, tasks, offered, unread[member.name])
             if work is None:
                 if slot is not None:
                     await self._maybe_release(slot)
@@ -359,7 +385,12 @@ class TeamRuntime:
                 continue
             slot = slot or self._new_slot(ref, member, key)
             if slot is not None and await self._take(slot):
-                self._launch(slot, client, team, member, work)
+                self._launch(slot, client, team, member, work, version)
+
+    def _may_wake(self, key: Key) -> bool:
+        """Whether a step looks for the member's work: not skipped, not in a call."""
+        slot = self.slots.get(key)
+        return key not in self._skip and not (slot is not None and slot.busy)
 
     async def _reconcile(
         self, client: TeamClient, ref: TeamRef, member: Member, slot: Slot | None
@@ -407,12 +438,18 @@ class TeamRuntime:
                 log.warning("could not release the lease of member %s: %s", slot.name, exc)
 
     def _launch(
-        self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
+        self,
+        slot: Slot,
+        client: TeamClient,
+        team: Team,
+        member: Member,
+        work: Work,
+        version: int | None = None,
     ) -> None:
         slot.offered |= work.offers
         slot.scope = anyio.CancelScope()
         task = asyncio.get_running_loop().create_task(
-            self._call(slot, slot.scope, client, team, member, work),
+            self._call(slot, slot.scope, client, team, member, work, version),
             name=f"team member {member.name}",
             context=tracing.fresh_context(),
         )
@@ -426,19 +463,40 @@ class TeamRuntime:
         team: Team,
         member: Member,
         work: Work,
+        version: int | None = None,
     ) -> None:
-        with scope:
-            await self._call_in_scope(slot, client, team, member, work)
+        """The member's call, its status written ``running`` beside it (the model need not wait
+        for that write) and ``idle`` after both ended, by the client the member's tools use: it
+        is handed the record the step read (``version``), so that write reads nothing first, and
+        keeps the record it wrote, so the member's first claim's team guard is current."""
+        if slot.agent is None or slot.ext is None:
+            try:
+                slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
+            except Exception as exc:
+                slot.idle_since = time.monotonic()
+                self._failed(slot, work, member, team, exc)
+                self.nudge()
+                return
+        writer = slot.ext.view.client
+        if version is not None and isinstance(writer, TeamRegistry):
+            writer.remember_team(team.id, team, version)
+        try:
+            with scope:
+                async with anyio.create_task_group() as tg:
+                    slot.ext.status_written = written = anyio.Event()
+                    tg.start_soon(_status_write, writer, team, member, written)
+                    await self._call_in_scope(slot, client, team, member, work)
+        finally:  # the "running" write has ended: "idle" goes after it
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await writer.set_member_status(team.id, member.name, MemberStatus.IDLE)
+            self.nudge()
 
     async def _call_in_scope(
         self, slot: Slot, client: TeamClient, team: Team, member: Member, work: Work
     ) -> None:
-        running: asyncio.Task[object] | None = None
+        assert slot.ext is not None
         try:
-            if slot.agent is None or slot.ext is None:
-                slot.agent, slot.ext = slot.ref.builder.build(slot.ref.ctx, team, member)
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
-            running = _status_write(slot.ext.view.client, team, member, MemberStatus.RUNNING)
             with tracing.joined(work.trace, work.linked), team_budgets(team, member, self.store):
                 ctx = slot.ref.ctx.with_session(member.session_id)  # then TeammateIdle, see .idle
                 await call_until_idle(slot, client, team, member, work.message(), ctx)
@@ -450,20 +508,17 @@ class TeamRuntime:
             with contextlib.suppress(Exception):
                 await tell_lead(client, team, member, exc)
         except Exception as exc:
-            slot.failures += 1
-            slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)
-            slot.offered -= work.offers  # offer them again after the backoff
-            log.warning("member %s of team %s failed: %s", member.name, team.id, exc)
+            self._failed(slot, work, member, team, exc)
         finally:
             slot.idle_since = time.monotonic()
-            if slot.ext is not None:
-                slot.ext.unread = None  # not left for a later call if this one failed first
-            writer = client if slot.ext is None else slot.ext.view.client  # as "running" above
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                if running is not None:
-                    await running  # "idle" goes after "running"
-                await writer.set_member_status(team.id, member.name, MemberStatus.IDLE)
-            self.nudge()
+            slot.ext.unread = None  # not left for a later call if this one failed first
+
+    def _failed(self, slot: Slot, work: Work, member: Member, team: Team, exc: Exception) -> None:
+        """A call that failed: retried after a backoff, its work offered again then."""
+        slot.failures += 1
+        slot.retry_at = time.monotonic() + min(2.0**slot.failures, MAX_BACKOFF)
+        slot.offered -= work.offers
+        log.warning("member %s of team %s failed: %s", member.name, team.id, exc)
 
     async def _heartbeat(self) -> None:
         while True:
@@ -504,20 +559,47 @@ class TeamRuntime:
         self.slots.clear()
 
 
-def _status_write(
-    client: TeamClient, team: Team, member: Member, status: MemberStatus
-) -> asyncio.Task[object]:
-    """Write ``member``'s status beside its call, not before it (the model need not wait for it),
-    by the client the member's tools use: it keeps the record it wrote, so the member's first
-    claim's team guard is current. A failed write is logged; the call goes on."""
+async def _team_entry(client: TeamClient, team_id: str) -> tuple[Team, int | None]:
+    """The team record and, from a client on this store, its version (else None)."""
+    if isinstance(client, TeamRegistry):
+        return await client.team_entry(team_id)
+    return await client.get_team(team_id), None
 
-    async def write() -> object:
+
+async def _read_at_once(
+    board: TaskBoard, inbox: Mailbox, members: list[str]
+) -> tuple[list[Task], dict[str, list[TeamMessage]]]:
+    """The open tasks and the first unread page of each of ``members``, read concurrently."""
+    tasks: list[Task] = []
+    unread: dict[str, list[TeamMessage]] = {}
+
+    async def read_board() -> None:
+        tasks.extend(await board.open_board())
+
+    async def read_inbox(name: str) -> None:
+        unread[name] = await inbox.unread(name, limit=INBOX_PAGE)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_board)
+        for name in members:
+            tg.start_soon(read_inbox, name)
+    return tasks, unread
+
+
+async def _status_write(
+    client: TeamClient, team: Team, member: Member, written: anyio.Event
+) -> None:
+    """Mark ``member`` running, shielded (a cancelled call still orders its later writes after
+    this one), then set ``written`` (the member's first step waits for it before the model's
+    request, so its first claim's team guard is the record written); a failed write is logged
+    and the call goes on."""
+    status = MemberStatus.RUNNING
+    with anyio.CancelScope(shield=True):
         try:
-            return await client.set_member_status(team.id, member.name, status)
+            await client.set_member_status(team.id, member.name, status)
         except Exception as exc:
             log.warning(
                 "could not mark member %s of team %s %s: %s", member.name, team.id, status, exc
             )
-            return None
-
-    return asyncio.get_running_loop().create_task(write(), name=f"status of {member.name}")
+        finally:
+            written.set()

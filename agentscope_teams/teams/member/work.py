@@ -18,7 +18,6 @@ from datetime import datetime
 
 from ...message import TEAM_WAKE_KEY, Msg, UserMsg, utcnow
 from ..delivery import INBOX_PAGE
-from ..mailbox import Mailbox
 from ..protocol import TeamClient
 from ..rules import eligibility
 from ..rules.models import Task, TaskStatus, Team, TeamMessage
@@ -73,19 +72,17 @@ async def find_work(
     member: str,
     tasks: list[Task],
     offered: set[OfferKey],
-    inbox: Mailbox | None = None,
+    unread: list[TeamMessage] | None = None,
 ) -> Work | None:
     """The member's new work (unread messages, tasks not offered yet), or None; ``tasks`` is what
-    :meth:`~..protocol.TeamClient.open_board` returned. With ``inbox`` (the team's mailbox, for a
-    caller that checked ``member`` against ``team`` just now) its messages are read from there,
-    without the client's read of the team record."""
+    :meth:`~..protocol.TeamClient.open_board` returned. ``unread``: the first page of the
+    member's unread messages when the caller read it already (the runtime's step reads it beside
+    the board, straight from the mailbox); else the client reads it."""
     now, states = utcnow(), {t.id: t.status for t in tasks}
     tasks = [t for t in tasks if offerable(t, member, states, now)]
     offers = {offer_key(t) for t in tasks}
-    if inbox is None:
+    if unread is None:
         unread = await client.unread(team.id, member, limit=INBOX_PAGE)
-    else:
-        unread = await inbox.unread(member, limit=INBOX_PAGE)
     if not unread and not offers - offered:
         return None
     own = [t.id for t in tasks if t.owner == member]

@@ -221,8 +221,10 @@ async def broadcast_team_message(content: str, team_id: TeamId = None) -> str:
     raise NotImplementedError
 
 
-def _t(fn: Callable[..., Any], name: str, read_only: bool = False) -> Tool:
-    return make_tool(fn, name=name, read_only=read_only)
+def _t(
+    fn: Callable[..., Any], name: str, read_only: bool = False, idempotent: bool = False
+) -> Tool:
+    return make_tool(fn, name=name, read_only=read_only, idempotent=idempotent)
 
 
 LEAD_TEMPLATES = {
@@ -243,7 +245,7 @@ LEAD_TEMPLATES = {
 MEMBER_TEMPLATES = {
     t.name: t
     for t in (
-        _t(claim_task, "claimTask"),
+        _t(claim_task, "claimTask", idempotent=True),  # a claim again returns the task held
         _t(complete_task, "completeTask"),
         _t(fail_task, "failTask"),
         _t(list_tasks, "listTasks", read_only=True),
