@@ -6,8 +6,9 @@ without its URL, host, user, database or the driver's words
 (:func:`~agentscope_teams.errors.public_message`). No pooled connection within the pool's
 ``pool_timeout`` is :class:`~agentscope_teams.errors.StoreBusyError`; a lease release then runs on a
 connection of its own (:meth:`Database.reserved`), so a call that failed for want of a connection
-still gives its session back at once. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips); writes
-on SQLite start with ``BEGIN IMMEDIATE``.
+still gives its session back at once. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips), and hot
+paths may send theirs on the asyncpg connection itself (:meth:`Database.driver`, :mod:`.driver`);
+writes on SQLite start with ``BEGIN IMMEDIATE``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from sqlalchemy.engine import Connection
@@ -28,6 +29,7 @@ from sqlalchemy.pool import NullPool
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
 from ..redact import redact_text, redact_url
 from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
+from .driver import Failure, Watchers, classify, sqlstate
 
 T = TypeVar("T")
 
@@ -57,6 +59,8 @@ class Database:
         self.label = _LABEL[self.kind]
         self._reserve: AsyncEngine | None = None  # one connection outside the pool, made on need
         self._reserve_lock = anyio.Lock()
+        #: Told every statement :meth:`driver` runs (tests count round trips with it).
+        self.watchers: Watchers = []
         # PostgreSQL: single statements run without BEGIN/COMMIT (asyncpg autocommit is client-side).
         self._auto = (
             engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -100,6 +104,32 @@ class Database:
                 async with self.transaction(write=write, single=single) as conn:
                     result = await fn(conn)
             return result
+
+        return await self.retrying(op, attempt)
+
+    async def driver(self, op: str, fn: Callable[[Any], Awaitable[T]]) -> T:
+        """Run ``fn`` with the driver's own connection of a pooled one (asyncpg, autocommit), with
+        the store's retries; its errors are sorted by :func:`.driver.classify`."""
+
+        async def attempt() -> T:
+            async with self.open(auto=True) as conn:
+                raw = (await conn.get_raw_connection()).driver_connection
+                try:
+                    return await _watched(raw, fn, self.watchers)
+                except Exception as e:
+                    failure = classify(e)
+                    if failure is Failure.FOREIGN:
+                        raise
+                    if failure is Failure.RETRY:
+                        raise Retry from e
+                    if failure is Failure.LOST:
+                        await conn.invalidate()
+                        raise self.unavailable(e) from e
+                    raise StoreError(
+                        f"{op} failed on {self.url}: {self._redact(reason(e))}",
+                        public=f"{op} failed in the {self.label} store "
+                        f"({sqlstate(e)}); the server's log has the details",
+                    ) from e
 
         return await self.retrying(op, attempt)
 
@@ -226,3 +256,27 @@ class Database:
 
     def _redact(self, text: str) -> str:
         return redact_text(text, self._full_url)
+
+
+async def _watched(raw: Any, fn: Callable[[Any], Awaitable[T]], watchers: Watchers) -> T:
+    """``fn(raw)``; with ``watchers``, on a proxy of ``raw`` that tells them each statement."""
+    return await fn(_Watched(raw, watchers) if watchers else raw)
+
+
+class _Watched:
+    """An asyncpg connection whose statements are told to ``watchers`` as they are sent."""
+
+    def __init__(self, raw: Any, watchers: Watchers) -> None:
+        self._raw, self._watchers = raw, watchers
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._raw, name)
+        if name not in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
+            return call
+
+        def told(query: str, *args: Any, **kwargs: Any) -> Any:
+            for watch in list(self._watchers):
+                watch(query)
+            return call(query, *args, **kwargs)
+
+        return told
