@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
+from sqlalchemy.util import greenlet_spawn
 
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
 from ..redact import redact_text, redact_url
@@ -108,12 +109,11 @@ class Database:
         return await self.retrying(op, attempt)
 
     async def driver(self, op: str, fn: Callable[[Any], Awaitable[T]]) -> T:
-        """Run ``fn`` with the driver's own connection of a pooled one (asyncpg, autocommit), with
-        the store's retries; its errors are sorted by :func:`.driver.classify`."""
+        """Run ``fn`` with the asyncpg connection of a pooled one (autocommit: no transaction is
+        open on it), with the store's retries; its errors are sorted by :func:`.driver.classify`."""
 
         async def attempt() -> T:
-            async with self.open(auto=True) as conn:
-                raw = (await conn.get_raw_connection()).driver_connection
+            async with self._borrowed() as raw:
                 try:
                     return await _watched(raw, fn, self.watchers)
                 except Exception as e:
@@ -123,7 +123,6 @@ class Database:
                     if failure is Failure.RETRY:
                         raise Retry from e
                     if failure is Failure.LOST:
-                        await conn.invalidate()
                         raise self.unavailable(e) from e
                     raise StoreError(
                         f"{op} failed on {self.url}: {self._redact(reason(e))}",
@@ -132,6 +131,27 @@ class Database:
                     ) from e
 
         return await self.retrying(op, attempt)
+
+    @asynccontextmanager
+    async def _borrowed(self) -> AsyncIterator[Any]:
+        """The driver connection of one of the pool's, given back after; dropped (invalidated)
+        when the call was cut short or lost it, as its state is then unknown."""
+        try:
+            pooled = await self.engine.raw_connection()
+        except (DBAPIError, OSError) as e:
+            raise self.unavailable(e) from e
+        except PoolTimeout as e:
+            raise self.busy() from e
+        keep = False
+        try:
+            yield pooled.driver_connection
+            keep = True
+        except (StoreError, Retry) as e:  # the server answered: the connection is sound
+            keep = not isinstance(e, StoreUnavailableError)
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await greenlet_spawn(pooled.close if keep else pooled.invalidate)
 
     async def retrying(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
         """Call ``fn`` until it neither raises :class:`Retry` nor hits a transient lock conflict."""
@@ -211,12 +231,16 @@ class Database:
             public=f"the {self.label} store cannot be reached; the server's log names the cause",
         )
 
-    def busy(self) -> StoreBusyError:
-        """Every connection of the pool stayed checked out for the pool's ``pool_timeout``."""
+    def busy(self, limit: int | None = None, waited: float | None = None) -> StoreBusyError:
+        """Every connection of the pool (the engine's, or ``limit`` of the driver pool) stayed
+        checked out for the pool's timeout (``waited``)."""
         pool = self.engine.pool
-        size = getattr(pool, "size", None)
-        limit = size() + max(getattr(pool, "_max_overflow", 0), 0) if callable(size) else None
-        waited = float(getattr(pool, "_timeout", 0.0))
+        if limit is None:
+            size = getattr(pool, "size", None)
+            overflow = max(getattr(pool, "_max_overflow", 0), 0)
+            limit = size() + overflow if callable(size) else None
+        if waited is None:
+            waited = float(getattr(pool, "_timeout", 0.0))
         held = f"all {limit} connections" if limit is not None else "every connection"
         return StoreBusyError(
             f"no free connection to {self.url} within {waited:g} s ({held} of the pool in use); "
