@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 from pydantic import TypeAdapter
 from sqlalchemy import TextClause, text
 
-from ...store.sql.driver import numbered
+from ...store.sql import numbered
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .sql import SqlBoardQueue
