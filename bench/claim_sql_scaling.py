@@ -14,6 +14,7 @@ floor's claims/s. The CPU the process spends per task is shown beside (``time.pr
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -171,10 +172,12 @@ async def run(fast: bool = False) -> str:
     rate_rows: list[list[str]] = []
     plans: list[str] = []
     verdicts: list[str] = []
+    loads = [os.getloadavg()[0]]
     for name, url in chosen(BACKENDS):
         try:
             found, plan = await _scaling(url, sizes, ops, rounds)
             rates, cpu_of = await _throughput(name, url, tasks, trounds)
+            loads.append(os.getloadavg()[0])
         except Exception as exc:  # a service that is down: say so
             verdicts.append(f"{name}: not measured ({type(exc).__name__}: {exc})")
             continue
@@ -206,7 +209,8 @@ async def run(fast: bool = False) -> str:
         f"Claim alone: {rounds} rounds of {ops} claims per board, boards alternating; µs per "
         f"claim, median ± spread and min / median / max of the rounds. Claim + complete: "
         f"{trounds} rounds of {tasks} tasks, subjects alternating; wall µs per task, "
-        "median CPU ms per task of this process."
+        "median CPU ms per task of this process. Load average (1 min) at the start and after "
+        "each backend: " + " / ".join(f"{x:.1f}" for x in loads) + "."
     )
     body = (
         table(["backend", "board", "claim µs", "min / median / max", "vs smallest"], scale_rows)

@@ -111,8 +111,8 @@ class TaskBoard(BoardReads):
 
     @property
     def signals_finish(self) -> bool:
-        """Whether a completion or failure wakes the team's waiters itself (PostgreSQL's finish
-        statement notifies in the same statement), so the caller sends no signal of its own."""
+        """Whether a completion or failure wakes the team's waiters itself (PostgreSQL's queue
+        notifies right after its finish statement), so the caller sends no signal of its own."""
         return bool(getattr(self.queue, "signals_finish", False))
 
     @property

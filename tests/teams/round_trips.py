@@ -1,6 +1,7 @@
 """Counting a store's round trips to its server (not its ``BaseStore`` calls): every Redis command
-sent (a script call is one), every SQL statement executed and every BEGIN and COMMIT of a
-transaction (PostgreSQL's autocommit statements have neither)."""
+sent (a script call is one), every SQL statement executed (through SQLAlchemy or on the asyncpg
+connection itself) and every BEGIN and COMMIT of a transaction (PostgreSQL's autocommit
+statements have neither)."""
 
 from __future__ import annotations
 
@@ -65,12 +66,18 @@ async def count_round_trips(store: BaseStore) -> AsyncIterator[RoundTrips]:
             if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
                 counter.seen.append("COMMIT")
 
+        def on_driver(statement: str) -> None:  # sent on the asyncpg connection (with_driver)
+            on_execute(None, None, statement)
+
         hooks = {"before_cursor_execute": on_execute, "begin": on_begin, "commit": on_commit}
         for name, hook in hooks.items():
             event.listen(engine, name, hook)
+        watchers = store._db.watchers  # type: ignore[attr-defined]
+        watchers.append(on_driver)
         try:
             yield counter
         finally:
+            watchers.remove(on_driver)
             for name, hook in hooks.items():
                 event.remove(engine, name, hook)
         return

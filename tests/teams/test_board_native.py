@@ -60,10 +60,11 @@ def native_board(client: LocalTeamClient, keys: TeamKeys) -> TaskBoard:
     return board
 
 
-#: Round trips of each board operation: Redis runs one script; PostgreSQL's claim and finish
-#: (complete, fail: the row, the record and the dependents' counters) are one autocommit statement
-#: each, its other named transitions a transaction (BEGIN, the locked read, the record and row
-#: updates, COMMIT); MariaDB's is a
+#: Round trips of each board operation: Redis runs one script; PostgreSQL's claim is one
+#: autocommit statement and its finish (complete, fail: the row, the record and the dependents'
+#: counters) one too, then the team's wake-up (``pg_notify``, its own statement: a notifying
+#: transaction commits alone), its other named transitions a transaction (BEGIN, the locked read,
+#: the record and row updates, COMMIT); MariaDB's is a
 #: transaction begun implicitly (the locked read, one multi-table UPDATE, COMMIT).
 _ONE_SCRIPT = dict.fromkeys(
     ("claim_next", "claim", "renew", "complete", "fail", "release", "prefer_own"), 1
@@ -75,8 +76,8 @@ ROUND_TRIPS = {
         "claim_next": 1,
         "claim": 5,
         "renew": 5,
-        "complete": 1,
-        "fail": 1,
+        "complete": 2,
+        "fail": 2,
         "release": 5,
         "prefer_own": 1,
     },
@@ -319,12 +320,12 @@ async def anyio_gather(calls: list[Callable[[], Awaitable[Task]]]) -> list[Task]
     return out
 
 
-async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
+async def test_a_member_claims_in_one_statement_and_completes_in_one_plus_its_wake_up_on_postgres(
     store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
 ) -> None:
     """Through the team client: once it has read the team record, PostgreSQL's claim and
     completion check it inside their one statement (no read of the record per call). A
-    completion wakes the team's waiters from the same statement (``pg_notify`` in it)."""
+    completion then wakes the team's waiters (one ``pg_notify`` of its own, after the commit)."""
     if store_spec.backend != "postgres":
         pytest.skip("the team guard is PostgreSQL's")
     team_id, _ = await crew(client)
@@ -334,7 +335,7 @@ async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
     assert first is not None
     async with count_round_trips(store) as counter:
         await client.complete_task(team_id, "a", first.id, "done")
-    assert counter.seen == ["WITH"]
+    assert counter.seen == ["WITH", "NOTIFY"]
     async with count_round_trips(store) as counter:
         claimed = await client.claim_task(team_id, "b")
     assert claimed is not None and claimed.id == "t-2" and counter.seen == ["WITH"]
@@ -344,7 +345,7 @@ async def test_a_member_claims_and_completes_in_one_round_trip_each_on_postgres(
     assert again.attempts == claimed.attempts and again.version == claimed.version + 1
     async with count_round_trips(store) as counter:
         await client.fail_task(team_id, "b", claimed.id, "broke")
-    assert counter.seen == ["WITH"]
+    assert counter.seen == ["WITH", "NOTIFY"]
 
 
 async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion(
@@ -381,13 +382,13 @@ async def test_a_team_changed_elsewhere_is_seen_by_the_next_claim_and_completion
         await client.claim_task(team_id, "a")
 
 
-async def test_a_postgres_completion_wakes_the_team_from_its_own_statement(
+async def test_a_postgres_completion_wakes_the_team_with_one_notify_after_it(
     store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
 ) -> None:
-    """The completion's one statement ``pg_notify``s the team's channel: a waiter wakes, and
-    nothing else is sent."""
+    """The completion's statement is followed by one ``pg_notify`` of the team's channel: a
+    waiter wakes, and nothing else is sent (the client sends no signal of its own)."""
     if store_spec.backend != "postgres":
-        pytest.skip("the in-statement wake-up is PostgreSQL's")
+        pytest.skip("the board's own wake-up is PostgreSQL's")
     team_id, keys = await crew(client)
     await client.assign_task(team_id, "task")
     claimed = await client.claim_task(team_id, "a")
@@ -406,7 +407,7 @@ async def test_a_postgres_completion_wakes_the_team_from_its_own_statement(
         await anyio.sleep(0.1)
         async with count_round_trips(store) as counter:
             await client.complete_task(team_id, "a", claimed.id, "done")
-    assert woke == [True] and counter.seen == ["WITH"]
+    assert woke == [True] and counter.seen == ["WITH", "NOTIFY"]
 
 
 async def test_a_member_claims_its_own_first_and_completes_in_one_command_each_on_redis(

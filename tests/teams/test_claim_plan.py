@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import utcnow
 from agentscope_teams.store.sql import SqlStore
-from agentscope_teams.teams import LocalTeamClient, Member, TeamKeys
+from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queues.sql import SqlBoardQueue
 from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue
@@ -203,3 +203,36 @@ async def test_a_claim_statement_is_built_once_per_shape(sql_store: SqlStore) ->
     if isinstance(queue, PostgresBoardQueue):
         mine = queue.claim_statement("me", 60.0, later)[0]
         assert mine is not queue.claim_statement("me", 60.0, later, prefer_own=True)[0]
+
+
+async def test_a_finish_moves_its_dependents_counters_through_the_dependency_key(
+    sql_store: SqlStore,
+) -> None:
+    """The dependents' counters are updated by a join driven by ``p_task_dep``'s key: the plan
+    reads the dependency table by its key and each dependent by the tasks table's key, never a
+    range of the team's task rows (an ``IN (subquery)`` once made MariaDB read every one)."""
+    board = await _board(sql_store)
+    await board.create("lead", "waits", blocked_by=["t-3"])
+    queue = board.queue
+    assert isinstance(queue, SqlBoardQueue)
+    statement, params = queue.dependents_update("t-3", TaskStatus.COMPLETED)
+    task, dep = queue.t.task.name, queue.t.task_dep.name
+
+    async def run(conn: AsyncConnection) -> list[dict[str, object]]:
+        if sql_store.dialect == "postgresql":
+            await conn.execute(text("SET LOCAL enable_seqscan = off"))
+        rows = await conn.execute(text("EXPLAIN " + statement.text), params)
+        return [dict(r._mapping) for r in rows]
+
+    plan = await sql_store.transaction("explain", run)
+    if sql_store.dialect == "postgresql":
+        text_plan = "\n".join(str(next(iter(r.values()))) for r in plan)
+        assert f"Index Only Scan using {dep}_pkey" in text_plan or (
+            f"Index Scan using {dep}_pkey" in text_plan
+        ), text_plan
+        assert f"Index Scan using {task}_pkey" in text_plan, text_plan
+    else:
+        by_alias = {r["table"]: r for r in plan}  # x: the dependency table, d: the tasks table
+        assert [r["table"] for r in plan] == ["x", "d"], plan
+        assert by_alias["x"]["type"] == "ref" and by_alias["x"]["key"] == "PRIMARY", plan
+        assert by_alias["d"]["type"] == "eq_ref" and by_alias["d"]["key"] == "PRIMARY", plan

@@ -6,8 +6,9 @@ without its URL, host, user, database or the driver's words
 (:func:`~agentscope_teams.errors.public_message`). No pooled connection within the pool's
 ``pool_timeout`` is :class:`~agentscope_teams.errors.StoreBusyError`; a lease release then runs on a
 connection of its own (:meth:`Database.reserved`), so a call that failed for want of a connection
-still gives its session back at once. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips); writes
-on SQLite start with ``BEGIN IMMEDIATE``.
+still gives its session back at once. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips), and hot
+paths may send theirs on the asyncpg connection itself (:meth:`Database.driver`, :mod:`.driver`);
+writes on SQLite start with ``BEGIN IMMEDIATE``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from sqlalchemy.engine import Connection
@@ -24,10 +25,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
+from sqlalchemy.util import greenlet_spawn
 
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
 from ..redact import redact_text, redact_url
 from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
+from .driver import Failure, Watchers, classify, sqlstate
 
 T = TypeVar("T")
 
@@ -57,6 +60,8 @@ class Database:
         self.label = _LABEL[self.kind]
         self._reserve: AsyncEngine | None = None  # one connection outside the pool, made on need
         self._reserve_lock = anyio.Lock()
+        #: Told every statement :meth:`driver` runs (tests count round trips with it).
+        self.watchers: Watchers = []
         # PostgreSQL: single statements run without BEGIN/COMMIT (asyncpg autocommit is client-side).
         self._auto = (
             engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -102,6 +107,51 @@ class Database:
             return result
 
         return await self.retrying(op, attempt)
+
+    async def driver(self, op: str, fn: Callable[[Any], Awaitable[T]]) -> T:
+        """Run ``fn`` with the asyncpg connection of a pooled one (autocommit: no transaction is
+        open on it), with the store's retries; its errors are sorted by :func:`.driver.classify`."""
+
+        async def attempt() -> T:
+            async with self._borrowed() as raw:
+                try:
+                    return await _watched(raw, fn, self.watchers)
+                except Exception as e:
+                    failure = classify(e)
+                    if failure is Failure.FOREIGN:
+                        raise
+                    if failure is Failure.RETRY:
+                        raise Retry from e
+                    if failure is Failure.LOST:
+                        raise self.unavailable(e) from e
+                    raise StoreError(
+                        f"{op} failed on {self.url}: {self._redact(reason(e))}",
+                        public=f"{op} failed in the {self.label} store "
+                        f"({sqlstate(e)}); the server's log has the details",
+                    ) from e
+
+        return await self.retrying(op, attempt)
+
+    @asynccontextmanager
+    async def _borrowed(self) -> AsyncIterator[Any]:
+        """The driver connection of one of the pool's, given back after; dropped (invalidated)
+        when the call was cut short or lost it, as its state is then unknown."""
+        try:
+            pooled = await self.engine.raw_connection()
+        except (DBAPIError, OSError) as e:
+            raise self.unavailable(e) from e
+        except PoolTimeout as e:
+            raise self.busy() from e
+        keep = False
+        try:
+            yield pooled.driver_connection
+            keep = True
+        except (StoreError, Retry) as e:  # the server answered: the connection is sound
+            keep = not isinstance(e, StoreUnavailableError)
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await greenlet_spawn(pooled.close if keep else pooled.invalidate)
 
     async def retrying(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
         """Call ``fn`` until it neither raises :class:`Retry` nor hits a transient lock conflict."""
@@ -181,12 +231,16 @@ class Database:
             public=f"the {self.label} store cannot be reached; the server's log names the cause",
         )
 
-    def busy(self) -> StoreBusyError:
-        """Every connection of the pool stayed checked out for the pool's ``pool_timeout``."""
+    def busy(self, limit: int | None = None, waited: float | None = None) -> StoreBusyError:
+        """Every connection of the pool (the engine's, or ``limit`` of the driver pool) stayed
+        checked out for the pool's timeout (``waited``)."""
         pool = self.engine.pool
-        size = getattr(pool, "size", None)
-        limit = size() + max(getattr(pool, "_max_overflow", 0), 0) if callable(size) else None
-        waited = float(getattr(pool, "_timeout", 0.0))
+        if limit is None:
+            size = getattr(pool, "size", None)
+            overflow = max(getattr(pool, "_max_overflow", 0), 0)
+            limit = size() + overflow if callable(size) else None
+        if waited is None:
+            waited = float(getattr(pool, "_timeout", 0.0))
         held = f"all {limit} connections" if limit is not None else "every connection"
         return StoreBusyError(
             f"no free connection to {self.url} within {waited:g} s ({held} of the pool in use); "
@@ -226,3 +280,27 @@ class Database:
 
     def _redact(self, text: str) -> str:
         return redact_text(text, self._full_url)
+
+
+async def _watched(raw: Any, fn: Callable[[Any], Awaitable[T]], watchers: Watchers) -> T:
+    """``fn(raw)``; with ``watchers``, on a proxy of ``raw`` that tells them each statement."""
+    return await fn(_Watched(raw, watchers) if watchers else raw)
+
+
+class _Watched:
+    """An asyncpg connection whose statements are told to ``watchers`` as they are sent."""
+
+    def __init__(self, raw: Any, watchers: Watchers) -> None:
+        self._raw, self._watchers = raw, watchers
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._raw, name)
+        if name not in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
+            return call
+
+        def told(query: str, *args: Any, **kwargs: Any) -> Any:
+            for watch in list(self._watchers):
+                watch(query)
+            return call(query, *args, **kwargs)
+
+        return told

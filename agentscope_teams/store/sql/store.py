@@ -408,6 +408,10 @@ class SqlStore(TableSetHost, StoreBackend):
     ) -> T:
         """Set up the tables on first use (and a table set registered since), then run ``fn`` with
         :meth:`Database.run`."""
+        await self._ensure_setup()
+        return await self._db.run(op, fn, write=write, single=single)
+
+    async def _ensure_setup(self) -> None:
+        """Set up the tables on first use, and those of a table set registered since."""
         if not self._ready or self._sets.pending():
             await self.setup()
-        return await self._db.run(op, fn, write=write, single=single)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import MetaData, Table
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -141,6 +141,9 @@ class TableSetHost:
     ) -> T:
         raise NotImplementedError
 
+    async def _ensure_setup(self) -> None:
+        raise NotImplementedError
+
     @property
     def dialect(self) -> str:
         """The database: ``"postgresql"``, ``"mysql"`` (MySQL and MariaDB) or ``"sqlite"``."""
@@ -176,3 +179,16 @@ class TableSetHost:
         store's retries of lock conflicts, once every table (the store's and every registered
         set's) is set up. ``op`` names the operation in errors and traces."""
         return await self._run(op, fn, write=write, single=single)
+
+    async def with_driver(self, op: str, fn: Callable[[Any], Awaitable[T]]) -> T:
+        """Run ``fn`` with the driver's own connection (PostgreSQL: an ``asyncpg.Connection``,
+        autocommit, no transaction open), with the store's retries of lock conflicts, once every
+        table is set up. Statements take numbered parameters (``$1``; :func:`.driver.numbered`)
+        and are prepared once per connection by asyncpg. ``op`` names the operation in errors."""
+        if self._db.kind != "postgresql":
+            raise ConfigurationError(
+                f"with_driver runs on PostgreSQL only (this store is {self._db.kind}); use "
+                "transaction() elsewhere"
+            )
+        await self._ensure_setup()
+        return await self._db.driver(op, fn)

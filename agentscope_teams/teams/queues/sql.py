@@ -85,6 +85,33 @@ ORDER BY p.probe LIMIT 1
 """
 
 
+#: One task row and its record, locked (a named transition).
+_LOCK_ONE = """
+SELECT t.task_id, k.value, k.version, k.nparts FROM {task} t JOIN {kv} k ON k.khash = t.khash
+WHERE t.team = :team AND t.task_id = :id FOR UPDATE
+"""
+
+#: The record and the row's columns in one multi-table UPDATE (MariaDB/MySQL).
+_MYSQL_WRITE = """
+UPDATE {task} t JOIN {kv} k ON k.khash = t.khash
+SET k.value = :value, k.nparts = :nparts, k.version = k.version + 1, t.status = :status,
+    t.assignee = :assignee, t.owner = :owner, t.attempts = :attempts,
+    t.max_attempts = :max_attempts, t.lease_until = :lease_until
+WHERE t.team = :team AND t.task_id = :id
+"""
+
+#: The dependents' counters of a finished task, driven by the dependency table's key.
+_MYSQL_DEPS = """
+UPDATE {dep} x JOIN {task} d ON d.team = x.team AND d.task_id = x.task_id
+SET d.{counter} = d.{counter} {step}
+WHERE x.team = :team AND x.blocker_id = :id
+"""
+_PG_DEPS = """
+UPDATE {task} d SET {counter} = d.{counter} {step} FROM {dep} x
+WHERE x.team = :team AND x.blocker_id = :id AND d.team = x.team AND d.task_id = x.task_id
+"""
+
+
 @lru_cache(maxsize=256)
 def _statement(template: str, **parts: str) -> TextClause:
     """``template`` with its tables and optional parts filled in: built once per shape."""
@@ -152,29 +179,36 @@ class SqlBoardQueue(RuleTransitions):
 
     async def _write(self, conn: AsyncConnection, old: Task, new: Task) -> Task:
         """Write ``new`` over ``old`` (its row locked): record, columns, dependents' counters."""
-        kv, t, dep = self.t.kv, self.t.task, self.t.task_dep
-        h = self.store.key_hash(self.keys.task(old.id))
-        record = {"value": new.to_bytes(), "nparts": 0, "version": kv.c.version + 1}
-        row = update(t).where(self._of_team(), t.c.task_id == old.id)
+        kv, t = self.t.kv, self.t.task
+        record = {"value": new.to_bytes(), "nparts": 0}
         if self.store.dialect == "mysql":  # one multi-table UPDATE: one round trip fewer
-            both = {**{kv.c[k]: v for k, v in record.items()}}
-            both.update({t.c[k]: v for k, v in columns(new).items()})
-            await conn.execute(row.where(kv.c.khash == t.c.khash).values(both))
+            both = {"team": self.team, "id": old.id, **record, **columns(new)}
+            await conn.execute(_statement(_MYSQL_WRITE, task=t.name, kv=kv.name), both)
         else:
-            await conn.execute(update(kv).where(kv.c.khash == h).values(record))
-            await conn.execute(row.values(**columns(new)))
-        if new.status.finished and not old.status.finished:
-            counter = "blockers_left" if new.status is TaskStatus.COMPLETED else "dead_blockers"
-            step = -1 if counter == "blockers_left" else 1
-            waiting = select(dep.c.task_id).where(
-                dep.c.team == self.team, dep.c.blocker_id == old.id
+            h = self.store.key_hash(self.keys.task(old.id))
+            await conn.execute(
+                update(kv).where(kv.c.khash == h).values(**record, version=kv.c.version + 1)
             )
             await conn.execute(
-                update(t)
-                .where(self._of_team(), t.c.task_id.in_(waiting))
-                .values({counter: getattr(t.c, counter) + step})
+                update(t).where(self._of_team(), t.c.task_id == old.id).values(**columns(new))
             )
+        if new.status.finished and not old.status.finished:
+            await conn.execute(*self.dependents_update(old.id, new.status))
         return new.model_copy(update={"version": old.version + 1})
+
+    def dependents_update(
+        self, blocker_id: str, status: TaskStatus
+    ) -> tuple[TextClause, dict[str, Any]]:
+        """The counters of the tasks waiting on ``blocker_id``, moved for its finish as
+        ``status`` (built once per shape), and its parameters: a join driven by ``p_task_dep``'s
+        key, so it reads only the dependents' rows (an ``IN (subquery)`` made MariaDB read, and
+        lock-check, every task row of the team on every completion)."""
+        counter = "blockers_left" if status is TaskStatus.COMPLETED else "dead_blockers"
+        template = _MYSQL_DEPS if self.store.dialect == "mysql" else _PG_DEPS
+        names = {"task": self.t.task.name, "dep": self.t.task_dep.name}
+        step = "- 1" if counter == "blockers_left" else "+ 1"
+        statement = _statement(template, counter=counter, step=step, **names)
+        return statement, {"team": self.team, "id": blocker_id}
 
     async def _transition(
         self, task_id: str, decide: Decide, now: datetime, *, claimer: str | None = None
@@ -183,11 +217,9 @@ class SqlBoardQueue(RuleTransitions):
         when a claim by ``claimer`` turns on them), write what it returns."""
 
         async def run(conn: AsyncConnection) -> Outcome:
-            row = (
-                await conn.execute(
-                    self._locked_rows(self.t.task.c.task_id == task_id).with_for_update()
-                )
-            ).first()
+            names = {"task": self.t.task.name, "kv": self.t.kv.name}
+            locked = _statement(_LOCK_ONE, **names)
+            row = (await conn.execute(locked, {"team": self.team, "id": task_id})).first()
             if row is None:
                 return Outcome(Verdict.MISSING)
             task = self._decode(row)

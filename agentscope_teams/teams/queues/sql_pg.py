@@ -21,26 +21,35 @@ record as :func:`~..rules.transitions.finish` would; the statement returns the w
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
 lock and re-check the row (read committed), so concurrent finishers write it once. A finish that
-writes ``pg_notify``s the team's signal channel in the same statement (delivered at its commit),
-so the team client sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`).
+wrote then ``pg_notify``s the team's signal channel, on the same connection, so the team client
+sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`). Not in the finish
+statement: a transaction that notifies holds PostgreSQL's one notify-queue lock from its
+pre-commit until it ends, across its WAL flush, so notifying finishes committed one at a time
+(no group commit: 3-4x fewer tasks/s at 16 claimers, ``bench/RESULTS.md``); a statement of its
+own writes no WAL and holds that lock for microseconds.
+
+Both run on the store's asyncpg connection (:meth:`~agentscope_teams.store.sql.SqlStore.with_driver`),
+prepared once per connection: no SQLAlchemy compile, result proxy or parameter processing per call.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 from sqlalchemy import TextClause, text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ...store.sql import numbered
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
+log = logging.getLogger(__name__)
 
 #: The member's own held task (``prefer_own``: its lease is renewed, probe 0), probed first.
 _OWN = """own AS (
@@ -123,7 +132,7 @@ WITH moved AS (
   )::text, 'UTF8')
   FROM moved m
   WHERE k.khash = m.khash
-  RETURNING k.value, k.version, k.nparts{notify}
+  RETURNING k.value, k.version, k.nparts
 )
 SELECT TRUE AS done, TRUE AS guarded, :id AS task_id, value, version, nparts FROM written
 UNION ALL
@@ -142,8 +151,8 @@ def _iso(at: datetime) -> str:
     return str(_DATETIME.dump_python(at, mode="json"))
 
 
-#: Woken waiters of the team when a finish wrote (delivered at its commit, as a NOTIFY would be).
-_NOTIFY = ", pg_notify(CAST(:channel AS text), '') AS woke"
+#: Wakes the team's waiters, after a finish that wrote (its own statement: see the module docs).
+_NOTIFY = "SELECT pg_notify($1, '')"
 
 
 @lru_cache(maxsize=256)
@@ -152,10 +161,24 @@ def _statement(template: str, **parts: str) -> TextClause:
     return text(template.format(**parts))
 
 
+@lru_cache(maxsize=256)
+def _numbered(template: str, **parts: str) -> tuple[str, tuple[str, ...]]:
+    """``template`` filled in as :func:`_statement`, with numbered parameters for asyncpg and
+    their names in order: built once per shape."""
+    return numbered(template.format(**parts))
+
+
+async def _fetch(conn: Any, shape: tuple[str, tuple[str, ...]], params: dict[str, Any]) -> Any:
+    """The first row of ``shape`` run with ``params`` on the asyncpg connection ``conn``."""
+    sql, names = shape
+    return await conn.fetchrow(sql, *[params[n] for n in names])
+
+
 class PostgresBoardQueue(SqlBoardQueue):
     """:class:`SqlBoardQueue` whose claim (with ``prefer_own`` too) and finish are one statement
-    each (autocommit: no BEGIN/COMMIT), guarded by the team record's version when the caller
-    passes a guard; a finish that writes wakes the team's waiters in the same statement."""
+    each (autocommit: no BEGIN/COMMIT) on the store's asyncpg connection, prepared once per
+    connection, guarded by the team record's version when the caller passes a guard; a finish
+    that writes then wakes the team's waiters (one ``pg_notify`` on the same connection)."""
 
     guards_team = True
     signals_finish = True
@@ -168,15 +191,10 @@ class PostgresBoardQueue(SqlBoardQueue):
         kv = self.t.kv.name
         return {"guard": _GUARD.format(kv=kv), "guarded": _GUARDED.format(kv=kv)}
 
-    def claim_statement(
-        self,
-        member: str,
-        lease: float,
-        now: datetime,
-        guard: TeamGuard | None = None,
-        prefer_own: bool = False,
-    ) -> tuple[TextClause, dict[str, Any]]:
-        """The claim statement of this shape (built once) and its parameters (for ``EXPLAIN``)."""
+    def _claim_shape(
+        self, member: str, lease: float, now: datetime, guard: TeamGuard | None, prefer_own: bool
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """The parts that fill :data:`_CLAIM` in for this shape, and the claim's parameters."""
         until = now + timedelta(seconds=lease)
         params: dict[str, Any] = {
             "team": self.team,
@@ -197,7 +215,19 @@ class PostgresBoardQueue(SqlBoardQueue):
             )
         else:
             parts.update(own="", own_pick="", after_own="")
-        return _statement(_CLAIM, task=task, kv=self.t.kv.name, **parts), params
+        return {"task": task, "kv": self.t.kv.name, **parts}, params
+
+    def claim_statement(
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        guard: TeamGuard | None = None,
+        prefer_own: bool = False,
+    ) -> tuple[TextClause, dict[str, Any]]:
+        """The claim statement of this shape (built once) and its parameters (for ``EXPLAIN``)."""
+        parts, params = self._claim_shape(member, lease, now, guard, prefer_own)
+        return _statement(_CLAIM, **parts), params
 
     async def _claim_one(
         self,
@@ -207,22 +237,20 @@ class PostgresBoardQueue(SqlBoardQueue):
         guard: TeamGuard | None,
         prefer_own: bool = False,
     ) -> Task | None:
-        statement, params = self.claim_statement(member, lease, now, guard, prefer_own)
+        parts, params = self._claim_shape(member, lease, now, guard, prefer_own)
+        shape = _numbered(_CLAIM, **parts)
 
-        async def run(conn: AsyncConnection) -> Task | None:
-            row = (await conn.execute(statement, params)).first()
-            return None if row is None else Task.from_bytes(bytes(row.value), int(row.version))
+        async def run(conn: Any) -> Task | None:
+            row = await _fetch(conn, shape, params)
+            return None if row is None else Task.from_bytes(row[0], row[1])
 
-        return await self.store.transaction("board claim", run, write=True, single=True)
+        return await self.store.with_driver("board claim", run)
 
-    async def finish(
-        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
-    ) -> Outcome:
-        """One statement (module docs); with a stale ``guard`` nothing is written and
-        :class:`TeamChanged` is raised (also when the task is missing: the caller retries
-        unguarded and learns which)."""
+    def _finish_params(
+        self, member: str, task_id: str, how: Finish, now: datetime
+    ) -> dict[str, Any]:
         completed = how.status is TaskStatus.COMPLETED
-        params: dict[str, Any] = {
+        return {
             "team": self.team,
             "id": task_id,
             "member": member,
@@ -235,28 +263,51 @@ class PostgresBoardQueue(SqlBoardQueue):
             "data": None if how.data is None or not completed else json.dumps(how.data),
             "now_iso": _iso(now),
         }
-        params["channel"] = self.store.signal_channel(self.keys.signal())
+
+    async def finish(
+        self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None
+    ) -> Outcome:
+        """One statement (module docs); with a stale ``guard`` nothing is written and
+        :class:`TeamChanged` is raised (also when the task is missing: the caller retries
+        unguarded and learns which). A finish that wrote wakes the team's waiters."""
+        params = self._finish_params(member, task_id, how, now)
         t = self.t
-        statement = _statement(
-            _FINISH,
-            task=t.task.name,
-            kv=t.kv.name,
-            dep=t.task_dep.name,
-            notify=_NOTIFY,
-            **self._guard(guard, params),
-        )
+        parts = self._guard(guard, params)
+        shape = _numbered(_FINISH, task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **parts)
+        channel = self.store.signal_channel(self.keys.signal())
 
-        async def run(conn: AsyncConnection) -> Any:
-            return (await conn.execute(statement, params)).first()
+        async def run(conn: Any) -> Any:
+            row = await _fetch(conn, shape, params)
+            if row is not None and row["done"]:
+                await _wake(conn, channel)
+            return row
 
-        row = await self.store.transaction("board finish", run, write=True, single=True)
-        if guard is not None and (row is None or not row.guarded):
+        row = await self.store.with_driver("board finish", run)
+        if guard is not None and (row is None or not row["guarded"]):
             raise TeamChanged(f"team {self.keys.team_id!r} changed since it was read")
         if row is None:
             return Outcome(Verdict.MISSING)
-        task = self._decode(row)
-        if row.done:
+        task = self._decode(_Row(row["task_id"], row["value"], row["version"], row["nparts"]))
+        if row["done"]:
             return Outcome(Verdict.DONE, task)
         if task.status is how.status and task.owner == member:
             return Outcome(Verdict.UNCHANGED, task)
         return Outcome(Verdict.REFUSED, task)
+
+
+class _Row(NamedTuple):
+    """A record row as :meth:`SqlBoardQueue._decode` reads it."""
+
+    task_id: str
+    value: bytes
+    version: int
+    nparts: int
+
+
+async def _wake(conn: Any, channel: str) -> None:
+    """``pg_notify`` the team's channel after a finish committed; a failure is logged (the
+    write is done, and waiters poll)."""
+    try:
+        await conn.execute(_NOTIFY, channel)
+    except Exception as exc:
+        log.warning("could not wake the waiters of channel %s: %s", channel, exc)
