@@ -4,7 +4,8 @@ Starlette app, tasks in the store of ``argv[1]``.
 
 ``python -m tests.a2a.agent_server STORE_URL TOKENS_FILE PORT``. The model: a message containing
 "ask me" calls ``ask_user_question``; the answer to it is echoed as "you chose X"; "slow" sleeps
-(for cancel); "deploy" calls a tool that asks for confirmation; "recall" counts the user
+(for cancel); "deploy" calls a tool that asks for confirmation; "wait for PATH" calls a tool that
+waits until the file PATH exists; "recall" counts the user
 messages of the session; anything else is echoed. A second agent, "judge", answers with
 structured output.
 """
@@ -33,12 +34,16 @@ async def answer(request: ModelRequest) -> ModelResponse | str:
     results = [b for b in last.content if isinstance(b, ToolResultBlock)]
     if results and results[0].name == "deploy":
         return f"deploy said: {results[0].output}"
+    if results and results[0].name == "wait_for_file":
+        return f"the gate {results[0].output}"
     if results:
         return f"you chose {results[0].data.get('answers', {}) if results[0].data else 'nothing'}"
     text = last.get_text_content()
     if "ask me" in text:
         question = {"question": "Which colour?", "header": "colour", "options": []}
         return ScriptedModel.tool_call("ask_user_question", {"questions": [question]})
+    if text.startswith("wait for "):
+        return ScriptedModel.tool_call("wait_for_file", {"path": text[len("wait for ") :]})
     if "deploy" in text:
         return ScriptedModel.tool_call("deploy", {"target": "prod"})
     if "slow" in text:
@@ -58,6 +63,18 @@ async def deploy(target: str) -> str:
     return f"deployed to {target}"
 
 
+async def wait_for_file(path: str) -> str:
+    """Wait until the file ``path`` exists (the test opens the gate).
+
+    Args:
+        path: The file to wait for.
+    """
+    with anyio.fail_after(60):
+        while not await anyio.Path(path).exists():  # noqa: ASYNC110 - another process opens it
+            await anyio.sleep(0.02)
+    return "opened"
+
+
 class Verdict(BaseModel):
     verdict: str
     score: int
@@ -69,7 +86,7 @@ def judge(request: ModelRequest) -> ModelResponse:
 
 async def main(url: str, port: int, tokens: Path) -> None:
     async with store_from_url(url) as store:
-        tools = [make_tool(deploy, requires_confirmation=True)]
+        tools = [make_tool(deploy, requires_confirmation=True), make_tool(wait_for_file)]
         agent = HarnessAgent(
             "lead", ScriptedModel(answer), "A helpful lead.", store=store, tools=tools
         )
