@@ -11,8 +11,17 @@ from .helpers import processes
 KEY = "remote-key-0123456789"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def remote() -> Iterator[str]:
-    """The base URL of a plain a2a-sdk agent running in another process."""
+    """The base URL of a plain a2a-sdk agent running in another process (shared by the tests of
+    this folder: it keeps no state between tasks)."""
     with processes(["tests.a2a.remote_server", KEY]) as (port,):
         yield f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="package")
+def pydantic_ai_card() -> Iterator[str]:
+    """The card URL of a pydantic-ai agent served by fasta2a in another process."""
+    pytest.importorskip("fasta2a.pydantic_ai")
+    with processes(["tests.a2a.pydantic_ai_server"]) as (port,):
+        yield f"http://127.0.0.1:{port}/.well-known/agent-card.json"

@@ -23,7 +23,7 @@ from agentscope_teams.teams.member.builder import load_pool, member_session_id
 from ..backends import REDIS_URL, unique_namespace
 from ..conftest import require_service
 from .conftest import KEY
-from .helpers import REPO, processes
+from .helpers import REPO
 
 pytest.importorskip("a2a")
 SPEC = """---
@@ -117,12 +117,12 @@ def test_a_worker_process_runs_the_remote_member(remote: str, tmp_path: Path) ->
     assert (two.status, two.result) == (TaskStatus.COMPLETED, "remote says: two")
 
 
-def test_a_pydantic_ai_agent_served_by_fasta2a_is_a_team_member(tmp_path: Path) -> None:
+def test_a_pydantic_ai_agent_served_by_fasta2a_is_a_team_member(
+    pydantic_ai_card: str, tmp_path: Path
+) -> None:
     """An agent of another framework claims board tasks as any member does."""
-    pytest.importorskip("fasta2a.pydantic_ai")
-    with processes(["tests.a2a.pydantic_ai_server"]) as (port,):
-        url = f"http://127.0.0.1:{port}/.well-known/agent-card.json"
-        done, again = anyio.run(run_team, tmp_path, url, ["sum the column", "sort the rows"])
+    tasks = ["sum the column", "sort the rows"]
+    done, again = anyio.run(run_team, tmp_path, pydantic_ai_card, tasks)
     assert (done.status, done.result) == (TaskStatus.COMPLETED, "pydantic-ai heard: sum the column")
     assert (again.status, again.result) == (
         TaskStatus.COMPLETED,
