@@ -5,9 +5,9 @@ Starlette app, tasks in the store of ``argv[1]``.
 ``python -m tests.a2a.agent_server STORE_URL TOKENS_FILE PORT``. The model: a message containing
 "ask me" calls ``ask_user_question``; the answer to it is echoed as "you chose X"; "slow" sleeps
 (for cancel); "deploy" calls a tool that asks for confirmation; "wait for PATH" calls a tool that
-waits until the file PATH exists; "recall" counts the user
-messages of the session; anything else is echoed. A second agent, "judge", answers with
-structured output.
+waits until the file PATH exists; "hold until PATH" waits for it itself, then answers "released";
+"recall" counts the user messages of the session; anything else is echoed. A second agent,
+"judge", answers with structured output.
 """
 
 from __future__ import annotations
@@ -39,6 +39,12 @@ async def answer(request: ModelRequest) -> ModelResponse | str:
     if results:
         return f"you chose {results[0].data.get('answers', {}) if results[0].data else 'nothing'}"
     text = last.get_text_content()
+    if text.startswith("hold until "):  # the model itself waits: no tool needed (serve --a2a)
+        gate = anyio.Path(text[len("hold until ") :])
+        with anyio.fail_after(60):
+            while not await gate.exists():  # noqa: ASYNC110 - another process opens it
+                await anyio.sleep(0.02)
+        return "released"
     if "ask me" in text:
         question = {"question": "Which colour?", "header": "colour", "options": []}
         return ScriptedModel.tool_call("ask_user_question", {"questions": [question]})
