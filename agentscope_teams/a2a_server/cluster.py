@@ -54,6 +54,7 @@ POLL_SECONDS = 0.2
 #: How long a task's event stream outlives the task's end (for readers still catching up).
 KEEP_SECONDS = 30.0
 _READ_BATCH = 100
+_CANCEL_TRIES = 5
 _ENDED = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -84,18 +85,31 @@ class VersionedTasks(VersionedTaskStore):
         context: ServerCallContext,
     ) -> TaskVersion:
         del event, prev
+        if task.status.state == TaskState.TASK_STATE_CANCELED:
+            return await self._cancel(task, context)
         key = self.tasks.key(task.id, context)
         expected = _version_number(prev_version)
-        if task.status.state == TaskState.TASK_STATE_CANCELED:
-            current = await self.tasks.get_stored(task.id, context)
-            if current is None or current[0].status.state in _ENDED:
-                raise ConcurrentTaskModificationError(task.id)
-            expected = current[1]
         try:
             written = await self.tasks.store.put(key, encode_task(task), expected_version=expected)
         except VersionConflict:
             raise ConcurrentTaskModificationError(task.id) from None
         return TaskVersion(written)
+
+    async def _cancel(self, task: Task, context: ServerCallContext) -> TaskVersion:
+        """Write the cancelled ``task`` over whatever version is stored, unless it has ended."""
+        key = self.tasks.key(task.id, context)
+        for _ in range(_CANCEL_TRIES):
+            current = await self.tasks.get_stored(task.id, context)
+            if current is None or current[0].status.state in _ENDED:
+                break
+            try:
+                written = await self.tasks.store.put(
+                    key, encode_task(task), expected_version=current[1]
+                )
+            except VersionConflict:
+                continue  # the running process wrote it meanwhile: read it again
+            return TaskVersion(written)
+        raise ConcurrentTaskModificationError(task.id)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
         found = await self.tasks.get_stored(task_id, context)
