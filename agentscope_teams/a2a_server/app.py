@@ -33,7 +33,7 @@ from google.protobuf.json_format import MessageToDict
 from .._version import __version__
 from ..compose import HarnessAgent
 from ..errors import ConfigurationError
-from ..store.base import BaseStore
+from ..store.base import BaseStore, signals_of
 from ..subagents.extension import SubagentExtension
 from .auth import CallerContextBuilder, Verifier, guarded
 from .cluster import StoreTaskEventStream, VersionedTasks
@@ -107,10 +107,17 @@ def _agent_routes(
     pushes = StorePushConfigStore(store, exposed.name)
     # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
     push_check = None if private_push else validate_push_notification_url
+    events = StoreTaskEventStream(store, exposed.name)
+    executor = AgentTaskExecutor(  # a store with signals tells of a cancel at once: follow it
+        exposed.agent,
+        tasks,
+        output_type=exposed.output_type,
+        events=events if signals_of(store) is not None else None,
+    )
     handler = DefaultRequestHandler(
-        agent_executor=AgentTaskExecutor(exposed.agent, tasks, output_type=exposed.output_type),
+        agent_executor=executor,
         task_store=VersionedTasks(tasks),
-        event_stream=StoreTaskEventStream(store, exposed.name),
+        event_stream=events,
         # a paused task's runner is let go (the answer may reach any process; it is rebuilt
         # from the store where it does)
         interrupted_task_timeout=RELEASE_PAUSED_SECONDS,
