@@ -43,7 +43,7 @@ from ..events import (
     ToolResultEvent,
 )
 from ..message import Msg
-from ..token_file import TokenDigests, read_token_file
+from ..token_file import TokenDigests, bearer_token, read_token_file, refuse_unauthenticated
 
 #: The input schema of every agent tool.
 INPUT_SCHEMA: dict[str, Any] = {
@@ -197,7 +197,7 @@ class McpAgentServer:
         request = getattr(ctx, "request", None)
         if request is None:  # stdio
             return self.operator
-        found = request.scope.get(SCOPE_KEY)  # put there by _guarded, from the credentials
+        found = request.scope.get(SCOPE_KEY)  # put there by _Guarded, from the credentials
         return found if isinstance(found, Identity) else None
 
     def _session_id(self, ctx: Any, who: Identity, given: Any) -> str:
@@ -325,14 +325,6 @@ def _error(text: str) -> Any:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
-def _bearer(scope: Any) -> str | None:
-    for name, value in scope.get("headers") or ():
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
-
-
 class _Guarded:
     """An ASGI app behind bearer auth: the identity of a known token goes in the ASGI scope (where
     :meth:`McpAgentServer._identity` reads it); any other request gets 401, unless ``anonymous``
@@ -346,12 +338,9 @@ class _Guarded:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        token = _bearer(scope)
+        token = bearer_token(scope)
         who = await self.verifier(token) if token and self.verifier is not None else None
         if who is None and not self.anonymous:
-            body = b'{"error": "a known bearer token is required"}'
-            headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-            await send({"type": "http.response.start", "status": 401, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await refuse_unauthenticated(send)
             return
         await self.app({**scope, SCOPE_KEY: who or Identity(None, None)}, receive, send)
