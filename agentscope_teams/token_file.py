@@ -1,5 +1,6 @@
 """Bearer tokens an operator lists in a file, each acting as one (org, user): the one reader of that
-file format, shared by ``mcp-serve --tokens`` and the A2A server's ``--a2a-tokens``.
+file format, shared by ``mcp-serve --tokens`` and the A2A server's ``--a2a-tokens``; and the bearer
+gate both servers put before their SDK (:func:`bearer_token`, :func:`refuse_unauthenticated`).
 
 The file (JSON or YAML) maps each token to ``{user: USER, org: ORG}`` (``org`` optional). Only the
 SHA-256 of each token is kept in memory, and lookups compare digests in constant time.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import yaml
 
@@ -58,6 +60,23 @@ class TokenDigests(Generic[T]):
             if hmac.compare_digest(known, digest):
                 found = who
         return found
+
+
+def bearer_token(scope: Mapping[str, Any]) -> str | None:
+    """The token of an ASGI request's ``Authorization: Bearer TOKEN`` header, else None."""
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return None
+
+
+async def refuse_unauthenticated(send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    """Answer an ASGI request with 401 and ``WWW-Authenticate: Bearer``."""
+    body = json.dumps({"error": "a known bearer token is required (Authorization: Bearer)"})
+    headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body.encode()})
 
 
 def _digest(token: str) -> str:

@@ -83,6 +83,12 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("a2a-push", "a:lead", "task-1"),
     ),
     (
+        k.A2A_EVENTS,
+        k.a2a_events_key("lead", "task-1"),
+        ("a2a-events", "a:lead", "task-1"),
+        ("a2a-events", "a:lead", "task-1"),
+    ),
+    (
         k.A2A_REMOTE,
         k.a2a_remote_key("acme", "alice", "remote", "s1"),
         ("a2a-remote", *OWNER, "a:remote", "s:s1"),

@@ -4,7 +4,8 @@
 ``/<name>/``: its card at ``/<name>/.well-known/agent-card.json`` (the interface URL is the one
 the request reached, so the app can be mounted anywhere), JSON-RPC at ``/<name>/``. The SDK's
 request handler does the protocol (send, streaming send, get, list, cancel, resubscribe, push
-configs); the task records and push configs live in our store (:mod:`.stores`).
+configs) in its cluster mode: the task records, their events and push configs live in our store
+(:mod:`.stores`, :mod:`.cluster`), so any process sharing it serves any task.
 """
 
 from __future__ import annotations
@@ -32,13 +33,16 @@ from google.protobuf.json_format import MessageToDict
 from .._version import __version__
 from ..compose import HarnessAgent
 from ..errors import ConfigurationError
-from ..store.base import BaseStore
+from ..store.base import BaseStore, signals_of
 from ..subagents.extension import SubagentExtension
 from .auth import CallerContextBuilder, Verifier, guarded
+from .cluster import StoreTaskEventStream, VersionedTasks
 from .executor import AgentTaskExecutor
 from .stores import StorePushConfigStore, StoreTaskStore
 
 _DESCRIPTION_CHARS = 1000
+#: How long a process keeps the in-memory runner of a task paused for input.
+RELEASE_PAUSED_SECONDS = 60.0
 
 
 @dataclass
@@ -103,9 +107,20 @@ def _agent_routes(
     pushes = StorePushConfigStore(store, exposed.name)
     # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
     push_check = None if private_push else validate_push_notification_url
+    events = StoreTaskEventStream(store, exposed.name)
+    executor = AgentTaskExecutor(  # a store with signals tells of a cancel at once: follow it
+        exposed.agent,
+        tasks,
+        output_type=exposed.output_type,
+        events=events if signals_of(store) is not None else None,
+    )
     handler = DefaultRequestHandler(
-        agent_executor=AgentTaskExecutor(exposed.agent, tasks, output_type=exposed.output_type),
-        task_store=tasks,
+        agent_executor=executor,
+        task_store=VersionedTasks(tasks),
+        event_stream=events,
+        # a paused task's runner is let go (the answer may reach any process; it is rebuilt
+        # from the store where it does)
+        interrupted_task_timeout=RELEASE_PAUSED_SECONDS,
         agent_card=agent_card(exposed, "http://localhost/", auth=auth),
         push_config_store=pushes,
         push_sender=BasePushNotificationSender(

@@ -11,7 +11,7 @@ Nothing in the request body can choose the caller.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 
 from ..errors import ConfigurationError
-from ..token_file import TokenDigests, read_token_file
+from ..token_file import TokenDigests, bearer_token, read_token_file, refuse_unauthenticated
 
 #: Where :func:`guarded` puts the caller in the ASGI scope.
 SCOPE_KEY = "agentscope_teams.a2a_caller"
@@ -87,26 +87,6 @@ def caller_of(context: ServerCallContext) -> Caller:
     return user.caller if isinstance(user, CallerUser) else Caller(None)
 
 
-def _bearer(scope: Mapping[str, Any]) -> str | None:
-    for name, value in scope.get("headers") or ():
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
-
-
-async def _refuse(send: Any, reason: str) -> None:
-    body = json.dumps({"error": reason}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
 def guarded(
     app: Any, verifier: Verifier | None, *, anonymous: bool = False, public_card: bool = False
 ) -> Any:
@@ -123,12 +103,12 @@ def guarded(
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        token = _bearer(scope)
+        token = bearer_token(scope)
         caller = await verifier(token) if token and verifier is not None else None
         if caller is None:
             card = str(scope.get("path", "")).endswith("/.well-known/agent-card.json")
             if not (anonymous or (public_card and card)):
-                await _refuse(send, "a known bearer token is required (Authorization: Bearer)")
+                await refuse_unauthenticated(send)
                 return
             caller = Caller(None)
         await app({**scope, SCOPE_KEY: caller}, receive, send)

@@ -9,7 +9,9 @@
   and artifact updates (text deltas append to the answer artifact, replaced by the whole answer
   at the end); structured output is a ``DataPart`` of the answer;
 * a cancelled task cancels the call: the SDK cancels :meth:`execute` in the process running it;
-  a cancel recorded by another process is seen by :func:`_watch_cancel`, which stops the call.
+  a cancel recorded by another process reaches the task's event stream, where
+  :func:`_follow_cancel` sees it and stops the call (:func:`_watch_cancel`, reading the task
+  every ``cancel_poll`` seconds, is the fallback).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 import anyio
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.cluster import TaskEventStream, TaskVersion
 from a2a.server.tasks import TaskStore, TaskUpdater
-from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus
+from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
@@ -57,9 +60,10 @@ class AgentTaskExecutor(AgentExecutor):
         *,
         output_type: Any = None,
         cancel_poll: float = 1.0,
+        events: TaskEventStream | None = None,
     ) -> None:
         self.agent, self.tasks, self.output_type = agent, tasks, output_type
-        self.cancel_poll = cancel_poll
+        self.cancel_poll, self.events = cancel_poll, events
 
     async def execute(self, context: RequestContext, event_queue: Any) -> None:
         assert context.task_id is not None and context.context_id is not None
@@ -86,6 +90,8 @@ class AgentTaskExecutor(AgentExecutor):
         await updater.start_work()
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_cancel, self, context, tg.cancel_scope)
+            if self.events is not None:
+                tg.start_soon(_follow_cancel, self.events, context, tg.cancel_scope)
             await _run(self, updater, reply_input, run_ctx)
             tg.cancel_scope.cancel()
 
@@ -151,6 +157,23 @@ async def _watch_cancel(
         if task is not None and task.status.state == TaskState.TASK_STATE_CANCELED:
             scope.cancel()
             return
+
+
+async def _follow_cancel(
+    events: TaskEventStream, context: RequestContext, scope: anyio.CancelScope
+) -> None:
+    """Stop the call as soon as a cancel recorded by another process reaches the task's event
+    stream (:func:`_watch_cancel` is the fallback, should the event be lost)."""
+    assert context.task_id is not None
+    async with aclosing(events.subscribe(context.task_id, after=TaskVersion.MISSING)) as stream:
+        async for versioned in stream:
+            event = versioned.event
+            if (
+                isinstance(event, TaskStatusUpdateEvent)
+                and event.status.state == TaskState.TASK_STATE_CANCELED
+            ):
+                scope.cancel()
+                return
 
 
 def _agent_message(updater: TaskUpdater, text: str) -> Message:

@@ -31,30 +31,41 @@ def _encode(kind: str, message: Any, **more: Any) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
 
+def encode_task(task: Task) -> bytes:
+    """The stored value of a task record."""
+    return _encode("task", task)
+
+
 class StoreTaskStore(TaskStore):
     """A2A task records of the exposed agent ``agent``, one entry per task per caller."""
 
     def __init__(self, store: BaseStore, agent: str) -> None:
         self.store, self.agent = store, agent
 
-    def _key(self, task_id: str, context: ServerCallContext) -> tuple[str, ...]:
+    def key(self, task_id: str, context: ServerCallContext) -> tuple[str, ...]:
+        """The store key of the caller's task ``task_id``."""
         who = caller_of(context)
         return a2a_task_key(who.org_id, who.user_id, self.agent, task_id)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        await self.store.put(self._key(task.id, context), _encode("task", task))
+        await self.store.put(self.key(task.id, context), encode_task(task))
 
-    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+    async def get_stored(self, task_id: str, context: ServerCallContext) -> tuple[Task, int] | None:
+        """The caller's task ``task_id`` and the version of its record; None when absent."""
         if not task_id:
             return None
-        entry = await self.store.get(self._key(task_id, context))
+        entry = await self.store.get(self.key(task_id, context))
         if entry is None:
             return None
         task: Task = ParseDict(json.loads(entry.value)["task"], Task())
-        return task
+        return task, entry.version
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        found = await self.get_stored(task_id, context)
+        return None if found is None else found[0]
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        await self.store.delete(self._key(task_id, context))
+        await self.store.delete(self.key(task_id, context))
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         """The caller's tasks, newest status first, filtered by context and state; the page

@@ -1,4 +1,4 @@
-"""``serve --a2a``: the lead agent of ``--specs`` published over A2A at ``/a2a/<name>/``.
+"""``serve --a2a``: the lead agent (:mod:`.serve_agents`) published over A2A at ``/a2a/<name>/``.
 
 Callers authenticate with the control plane's operator tokens (the one ``serve`` prints, or
 ``serve --create-operator-token``), or with the static tokens of ``--a2a-tokens FILE``; each call
@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..compose import HarnessAgent
 from ..store.base import BaseStore
-from .common import CommandError, spec_directory
-from .sandbox_option import sandbox_option
+from .common import CommandError
 
 MOUNT = "/a2a"
 
@@ -25,9 +25,6 @@ def add_a2a_options(parser: argparse.ArgumentParser) -> None:
     """The options of ``serve --a2a``."""
     group = parser.add_argument_group("A2A (serve --a2a; needs the a2a extra)")
     group.add_argument("--a2a", action="store_true", help="also serve the lead agent over A2A")
-    group.add_argument("--specs", metavar="DIR", type=Path, default=Path("specs"))
-    group.add_argument("--model", metavar="MODEL", help="the lead's model, as for `run --model`")
-    group.add_argument("--name", default="lead", help="the exposed agent's name (default lead)")
     group.add_argument(
         "--a2a-tokens",
         metavar="FILE",
@@ -42,63 +39,28 @@ def add_a2a_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _verifier(store: BaseStore, static: Any) -> Callable[[str], Awaitable[Any]]:
-    from ..a2a_server import Caller
-    from ..server import ControlPlaneAuthError
-    from ..server.auth import authenticate
-
-    async def verify(token: str) -> Caller | None:
-        if static is not None and (found := await static(token)) is not None:
-            return found  # type: ignore[no-any-return]
-        try:
-            principal = await authenticate(store, token)
-        except ControlPlaneAuthError:
-            return None
-        return Caller(principal.user_id, principal.org_id) if principal.is_operator else None
-
-    return verify
-
-
-async def serve_with_a2a(
+def a2a_app_of(
     args: argparse.Namespace,
     store: BaseStore,
-    serve: Callable[[argparse.Namespace, BaseStore], Awaitable[int]],
-) -> int:
-    """Run ``serve(args, store)``; with ``--a2a``, the lead agent is open meanwhile and
-    ``args.a2a_app`` is its A2A app (else None)."""
-    args.a2a_app = None
-    if not getattr(args, "a2a", False):
-        return await serve(args, store)
+    lead: HarnessAgent,
+    verifier: Callable[[Any, Any], Callable[[str], Awaitable[Any]]],
+) -> Any:
+    """The A2A app of ``lead``; ``verifier(static, Caller)`` is the control plane's token
+    verifier (trying the static tokens first) making callers."""
     try:
-        from ..a2a_server import ExposedAgent, StaticTokens, a2a_app
+        from ..a2a_server import Caller, ExposedAgent, StaticTokens, a2a_app
     except ImportError as exc:
         raise CommandError(
             f"serve --a2a needs the a2a extra: pip install 'agentscope-teams[a2a]' ({exc})"
         ) from None
-    from ..compose import HarnessAgent
-    from .run_cmd import LEAD_PROMPT, _model
-
-    specs = spec_directory(args)
     static = StaticTokens.from_file(args.a2a_tokens) if args.a2a_tokens else None
-    lead = HarnessAgent(
-        args.name,
-        _model(args.model, specs),
-        LEAD_PROMPT,
-        workspace=Path.cwd(),
-        workspace_scope="shared",
-        specs=specs,
-        store=store,
-        sandbox=sandbox_option(args) if hasattr(args, "sandbox") else None,
+    return a2a_app(
+        [ExposedAgent(lead)],
+        store,
+        verifier=verifier(static, Caller),
+        anonymous=args.a2a_anonymous,
+        public_card=args.a2a_public_card,
     )
-    async with lead:
-        args.a2a_app = a2a_app(
-            [ExposedAgent(lead)],
-            store,
-            verifier=_verifier(store, static),
-            anonymous=args.a2a_anonymous,
-            public_card=args.a2a_public_card,
-        )
-        return await serve(args, store)
 
 
 def mount_a2a(app: Any, args: argparse.Namespace) -> None:

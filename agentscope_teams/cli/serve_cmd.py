@@ -26,7 +26,6 @@ from typing import Any
 
 from ..store.base import BaseStore
 from ..store.url import redact_url
-from .a2a_serve import add_a2a_options, mount_a2a, serve_with_a2a
 from .common import (
     SubParsers,
     add_command,
@@ -35,6 +34,7 @@ from .common import (
     who,
     with_store,
 )
+from .serve_agents import add_agent_options, mount_agents, serve_with_agents
 
 EXAMPLES = (
     "agentscope-teams serve --store redis://localhost:6379/0 --user alice --org acme",
@@ -100,7 +100,7 @@ def register(subparsers: SubParsers) -> None:
         action="store_true",
         help="log every request (off by default: URLs may carry short-lived stream tickets)",
     )
-    add_a2a_options(parser)
+    add_agent_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -114,7 +114,7 @@ def handle(args: argparse.Namespace) -> int:
     config_lease(args.task_lease, "--task-lease")  # refused now, not as HTTP 500 on every claim
     if args.create_operator_token:
         return with_store(args, lambda store: _create_token(args, store))
-    return with_store(args, lambda store: serve_with_a2a(args, store, _serve))
+    return with_store(args, lambda store: serve_with_agents(args, store, _serve))
 
 
 async def _create_token(args: argparse.Namespace, store: BaseStore) -> int:
@@ -176,7 +176,7 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
     trace_url = os.environ.get(TRACE_URL_ENV) or None
     app = create_app(store, task_lease=args.task_lease, trace_url=trace_url)
     BoardGauges(store).install()  # open tasks by status (queue depth), members, teams
-    mount_a2a(app, args)  # serve --a2a: the lead agent over A2A at /a2a (cli/a2a_serve.py)
+    mount_agents(app, args)  # serve --a2a / --mcp: the lead agent at /a2a, /mcp (serve_agents.py)
     sock = _bind(args.host, args.port)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host

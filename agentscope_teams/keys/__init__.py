@@ -22,6 +22,7 @@ run-mail-ack   ("subagent-mail-ack", o, u, s:parent_session, run_id)     (lit, o
 agent-memory   ("agent-memory", o, u, scope, a:agent)                    (lit, o, u)
 a2a-task       ("a2a-tasks", o, u, a:agent, a2a_task)                    (lit, o, u)
 a2a-push       ("a2a-push", a:agent, a2a_task, push)                     (lit, a:agent, a2a_task)
+a2a-events     stream ("a2a-events", a:agent, a2a_task)                  (lit, a:agent, a2a_task)
 a2a-remote     ("a2a-remote", o, u, a:agent, s:session)                  (lit, o, u)
 team-index     ("teams", o, u, "_index", team_id)                        (lit, o, u, "_index")
 team           ("teams", o, u, team_id, "team")                          (lit, o, u, team_id)
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 from ..store.base import Key
 from ._a2a import (
+    a2a_events_key,
     a2a_push_key,
     a2a_push_prefix,
     a2a_remote_key,
@@ -65,6 +67,7 @@ from ._a2a import (
     a2a_tasks_prefix,
 )
 from ._family import (
+    A2A_EVENTS,
     A2A_PUSH,
     A2A_REMOTE,
     A2A_TASK,
@@ -124,6 +127,7 @@ def address_of(key: Key) -> Key:
 
 
 __all__ = [
+    "A2A_EVENTS",
     "A2A_PUSH",
     "A2A_REMOTE",
     "A2A_TASK",
@@ -163,6 +167,7 @@ __all__ = [
     "StreamKeys",
     "TeamKeys",
     "address_of",
+    "a2a_events_key",
     "a2a_push_key",
     "a2a_push_prefix",
     "a2a_remote_key",

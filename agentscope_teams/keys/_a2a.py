@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..context import org_segment, user_segment
 from ..store.base import Key
-from ._family import A2A_PUSH, A2A_REMOTE, A2A_TASK, typed
+from ._family import A2A_EVENTS, A2A_PUSH, A2A_REMOTE, A2A_TASK, typed
 
 
 def a2a_task_key(org_id: str | None, user_id: str | None, agent: str, task_id: str) -> Key:
@@ -26,6 +26,12 @@ def a2a_push_key(agent: str, task_id: str, config_id: str) -> Key:
 def a2a_push_prefix(agent: str, task_id: str) -> Key:
     """Every push-notification config of an A2A task."""
     return A2A_PUSH.prefix(typed("agent", agent), task_id)
+
+
+def a2a_events_key(agent: str, task_id: str) -> Key:
+    """The stream of an A2A task's events (status and artifact updates), read by a resubscribe in
+    any process; also the name of its wake-up channel (store signals)."""
+    return A2A_EVENTS.key(typed("agent", agent), task_id)
 
 
 def a2a_remote_key(org_id: str | None, user_id: str | None, agent: str, session_id: str) -> Key:

@@ -130,6 +130,8 @@ A2A_TASK = Family("a2a-task", "a2a-tasks", (_O, _U, _A, "{a2a_task}"), 3,
                   about="an A2A task record (the a2a_server's TaskStore) of an exposed agent")
 A2A_PUSH = Family("a2a-push", "a2a-push", (_A, "{a2a_task}", "{push}"), 3,
                   about="one push-notification config of an A2A task (the owner is in it)")
+A2A_EVENTS = Family("a2a-events", "a2a-events", (_A, "{a2a_task}"), 3, stream=True,
+                    about="the stream events of a running A2A task (resubscribe in any process)")
 A2A_REMOTE = Family("a2a-remote", "a2a-remote", (_O, _U, _A, _S), 3,
                     about="a session's conversation with a remote A2A agent (its context and task)")
 TEAM_INDEX = Family("team-index", "teams", (_O, _U, REGISTRY_SEGMENT, _T), 4,
@@ -166,7 +168,7 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 #: Every key family, in the order of the table in :mod:`agentscope_teams.keys`.
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
-    AGENT_MEMORY, A2A_TASK, A2A_PUSH, A2A_REMOTE, TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
+    AGENT_MEMORY, A2A_TASK, A2A_PUSH, A2A_EVENTS, A2A_REMOTE, TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
     MEMBER_LEASE, TEAM_SIGNAL, TEAM_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
 )
 # fmt: on

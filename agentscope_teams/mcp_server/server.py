@@ -9,7 +9,9 @@ Identity: over stdio every call runs as the configured operator (org, user); ove
 bearer token found in the :class:`TokenTable` is let in, and the call runs as the (org, user) that
 token maps to. The store scopes sessions by (org, user, session), so a client only ever reaches the
 sessions of its own identity, whatever ``session_id`` it sends. Without ``session_id`` a call
-continues the conversation of its MCP session (one id per MCP session, made on its first call).
+continues the conversation of its MCP session (one id per MCP session, made on its first call);
+a sessionless HTTP request (protocol revision 2026-07-28) continues its caller's default one.
+While a call runs, the caller gets progress notifications (when it asked for them).
 
 A reply that pauses for confirmation (a tool call the permission rules ask about) is not an error:
 the result says the call awaits confirmation, names the tool calls and the ``reply_id`` (in the
@@ -19,21 +21,29 @@ control plane). Any failure of a call becomes an MCP tool error (``isError``), n
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
-from collections.abc import Sequence
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..agent.output import OutputType
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
 from ..errors import AgentScopeTeamsError, ConfigurationError
-from ..events import ReplyEndEvent, RequireUserConfirmEvent
+from ..events import (
+    HintEvent,
+    ReplyEndEvent,
+    RequireUserConfirmEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from ..message import Msg
-from ..token_file import TokenDigests, read_token_file
+from ..token_file import TokenDigests, bearer_token, read_token_file, refuse_unauthenticated
 
 #: The input schema of every agent tool.
 INPUT_SCHEMA: dict[str, Any] = {
@@ -49,6 +59,8 @@ INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _DESCRIPTION_CHARS = 1000
+#: Where the HTTP guard puts the caller's :class:`Identity` in the ASGI scope.
+SCOPE_KEY = "agentscope_teams.mcp_identity"
 #: How many default session ids the server remembers (oldest forgotten first).
 MAX_DEFAULT_SESSIONS = 10_000
 
@@ -82,6 +94,10 @@ class Identity:
     org_id: str | None
 
 
+#: A bearer token -> the identity it acts as, or None when the token is not known.
+IdentityVerifier = Callable[[str], Awaitable[Identity | None]]
+
+
 class TokenTable(TokenDigests[Identity]):
     """Bearer tokens and the (org, user) each one acts as; only their SHA-256 is kept.
 
@@ -93,6 +109,10 @@ class TokenTable(TokenDigests[Identity]):
     def from_file(cls, path: Path) -> TokenTable:
         return cls({t: Identity(user, org) for t, (user, org) in read_token_file(path).items()})
 
+    async def verify(self, token: str) -> Identity | None:
+        """The identity of a bearer token (an :data:`IdentityVerifier`)."""
+        return self.find(token)
+
     def identity(self, authorization: str | None) -> Identity | None:
         """The identity of an ``Authorization`` header value; None when it is not a known token."""
         if not authorization or not authorization.lower().startswith("bearer "):
@@ -103,8 +123,10 @@ class TokenTable(TokenDigests[Identity]):
 class McpAgentServer:
     """The MCP server of ``tools``; :meth:`run_stdio` or :meth:`http_app` serve it.
 
-    ``operator`` is who stdio calls run as; ``tokens`` who HTTP calls run as (required for HTTP).
-    The agents must be open (``async with agent``) while the server runs.
+    ``operator`` is who stdio calls run as. Over HTTP, ``verifier`` (or the ``tokens`` table)
+    maps a bearer token to who the call runs as; one of them is required unless ``anonymous``
+    (everyone may call, as the anonymous user). The agents must be open (``async with agent``)
+    while the server runs.
     """
 
     def __init__(
@@ -113,6 +135,8 @@ class McpAgentServer:
         *,
         operator: Identity = Identity(None, None),
         tokens: TokenTable | None = None,
+        verifier: IdentityVerifier | None = None,
+        anonymous: bool = False,
         name: str = "agentscope-teams",
     ) -> None:
         from mcp.server.lowlevel import Server
@@ -120,7 +144,9 @@ class McpAgentServer:
         self.tools = {t.name: t for t in tools}
         if len(self.tools) != len(tools):
             raise ConfigurationError("two exposed agents have the same name; rename one")
-        self.operator, self.tokens = operator, tokens
+        self.operator, self.tokens, self.anonymous = operator, tokens, anonymous
+        self.verifier = verifier or (tokens.verify if tokens is not None else None)
+        self._http: Any = None
         self._sessions: dict[tuple[Identity, str | None], str] = {}  # default session ids
         self.server: Any = Server(name, on_list_tools=self._list_tools, on_call_tool=self._call)
 
@@ -132,33 +158,23 @@ class McpAgentServer:
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
         """A Starlette app serving streamable HTTP at ``/mcp``; a request without a known bearer
-        token gets 401 before the SDK sees it."""
-        if self.tokens is None:
-            raise ConfigurationError("the HTTP transport needs a token table (--tokens FILE)")
-        inner = self.server.streamable_http_app(host=host)
-        tokens = self.tokens
+        token gets 401 before the SDK sees it (unless ``anonymous``). Its lifespan runs the MCP
+        sessions; an app that mounts it without running lifespans enters :meth:`running`."""
+        if self.verifier is None and not self.anonymous:
+            raise ConfigurationError(
+                "the HTTP transport needs a token table (--tokens FILE) or a token verifier"
+            )
+        if self._http is None:
+            self._http = self.server.streamable_http_app(host=host)
+        return _Guarded(self._http, self.verifier, anonymous=self.anonymous)
 
-        async def app(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] == "http":
-                headers = dict(scope.get("headers") or [])
-                raw = headers.get(b"authorization")
-                if tokens.identity(raw.decode("latin-1") if raw else None) is None:
-                    body = b'{"error": "a known bearer token is required"}'
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": 401,
-                            "headers": [
-                                (b"content-type", b"application/json"),
-                                (b"www-authenticate", b"Bearer"),
-                            ],
-                        }
-                    )
-                    await send({"type": "http.response.body", "body": body})
-                    return
-            await inner(scope, receive, send)
-
-        return app
+    def running(self) -> AbstractAsyncContextManager[Any]:
+        """Run the MCP sessions of :meth:`http_app` (what its lifespan does) for a block."""
+        if self._http is None:
+            raise ConfigurationError("call http_app() before running() the MCP sessions")
+        return cast(
+            AbstractAsyncContextManager[Any], self._http.router.lifespan_context(self._http)
+        )
 
     async def _list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
@@ -181,21 +197,24 @@ class McpAgentServer:
         request = getattr(ctx, "request", None)
         if request is None:  # stdio
             return self.operator
-        if self.tokens is None:
-            return None
-        return self.tokens.identity(request.headers.get("authorization"))
+        found = request.scope.get(SCOPE_KEY)  # put there by _Guarded, from the credentials
+        return found if isinstance(found, Identity) else None
 
     def _session_id(self, ctx: Any, who: Identity, given: Any) -> str:
-        """``given``, else the default session of the caller: one per transport session (HTTP's
-        ``Mcp-Session-Id``), else one per identity for this server's lifetime (over stdio the
-        server process is the client's own, so that is one per client)."""
+        """``given``, else the default session of the caller: over HTTP one per MCP session
+        (``Mcp-Session-Id``, protocol revisions up to 2025-11-25), or, for a sessionless request
+        (revision 2026-07-28), one per identity, the same in every server process; over stdio
+        one per server process (the client's own, so that is one per client)."""
         if isinstance(given, str) and given:
             return given
-        conn = getattr(ctx.session, "_connection", None)  # SDK-private; absent: no transport id
-        transport = getattr(conn, "session_id", None)
+        request = getattr(ctx, "request", None)
+        transport = request.headers.get("mcp-session-id") if request is not None else None
+        if request is not None and not transport:
+            owner = json.dumps([who.org_id, who.user_id]).encode()
+            return "mcp-" + hashlib.sha256(owner).hexdigest()[:16]
         key = (who, transport)
         if key not in self._sessions:
-            if len(self._sessions) >= MAX_DEFAULT_SESSIONS:  # forget the oldest transport session
+            if len(self._sessions) >= MAX_DEFAULT_SESSIONS:  # forget the oldest MCP session
                 del self._sessions[next(iter(self._sessions))]
             self._sessions[key] = "mcp-" + uuid.uuid4().hex[:16]
         return self._sessions[key]
@@ -225,6 +244,7 @@ class McpAgentServer:
             org_id=who.org_id,
         )
         final: Msg | None = None
+        progress = _Progress(ctx)
         async with aclosing(
             tool.agent.stream(message, run_ctx, output_type=tool.output_type)
         ) as events:
@@ -233,9 +253,32 @@ class McpAgentServer:
                     return _paused(event, run_ctx.session_id)
                 if isinstance(event, ReplyEndEvent):
                     final = event.msg
+                await progress.report(event)
         if final is None:
             return _error("the agent ended without a reply")
         return _answer(final, run_ctx.session_id, structured=tool.output_type is not None)
+
+
+class _Progress:
+    """Progress notifications of one tool call (sent only when the caller asked for them, with a
+    progress token): one per tool call, tool result and hint, one when the answer starts."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx, self.sent, self.answering = ctx, 0, False
+
+    async def report(self, event: object) -> None:
+        if isinstance(event, ToolCallEvent):
+            text = f"calling {event.tool_call.name}"
+        elif isinstance(event, ToolResultEvent):
+            text = f"{event.result.name} {'failed' if event.result.is_error else 'returned'}"
+        elif isinstance(event, HintEvent):
+            text = event.text[:_DESCRIPTION_CHARS]
+        elif isinstance(event, TextDeltaEvent) and event.text and not self.answering:
+            self.answering, text = True, "answering"
+        else:
+            return
+        self.sent += 1
+        await self.ctx.session.report_progress(self.sent, None, text)
 
 
 def _meta(session_id: str, **more: Any) -> dict[str, Any]:
@@ -280,3 +323,24 @@ def _error(text: str) -> Any:
     import mcp_types as types
 
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+class _Guarded:
+    """An ASGI app behind bearer auth: the identity of a known token goes in the ASGI scope (where
+    :meth:`McpAgentServer._identity` reads it); any other request gets 401, unless ``anonymous``
+    (then it runs as the anonymous user). A class, not a function: a router mounts it as an ASGI
+    app (every method), never as a request handler."""
+
+    def __init__(self, app: Any, verifier: IdentityVerifier | None, *, anonymous: bool) -> None:
+        self.app, self.verifier, self.anonymous = app, verifier, anonymous
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        token = bearer_token(scope)
+        who = await self.verifier(token) if token and self.verifier is not None else None
+        if who is None and not self.anonymous:
+            await refuse_unauthenticated(send)
+            return
+        await self.app({**scope, SCOPE_KEY: who or Identity(None, None)}, receive, send)

@@ -4,9 +4,10 @@ Starlette app, tasks in the store of ``argv[1]``.
 
 ``python -m tests.a2a.agent_server STORE_URL TOKENS_FILE PORT``. The model: a message containing
 "ask me" calls ``ask_user_question``; the answer to it is echoed as "you chose X"; "slow" sleeps
-(for cancel); "deploy" calls a tool that asks for confirmation; "recall" counts the user
-messages of the session; anything else is echoed. A second agent, "judge", answers with
-structured output.
+(for cancel); "deploy" calls a tool that asks for confirmation; "wait for PATH" calls a tool that
+waits until the file PATH exists; "hold until PATH" waits for it itself, then answers "released";
+"recall" counts the user messages of the session; anything else is echoed. A second agent,
+"judge", answers with structured output.
 """
 
 from __future__ import annotations
@@ -33,12 +34,22 @@ async def answer(request: ModelRequest) -> ModelResponse | str:
     results = [b for b in last.content if isinstance(b, ToolResultBlock)]
     if results and results[0].name == "deploy":
         return f"deploy said: {results[0].output}"
+    if results and results[0].name == "wait_for_file":
+        return f"the gate {results[0].output}"
     if results:
         return f"you chose {results[0].data.get('answers', {}) if results[0].data else 'nothing'}"
     text = last.get_text_content()
+    if text.startswith("hold until "):  # the model itself waits: no tool needed (serve --a2a)
+        gate = anyio.Path(text[len("hold until ") :])
+        with anyio.fail_after(60):
+            while not await gate.exists():  # noqa: ASYNC110 - another process opens it
+                await anyio.sleep(0.02)
+        return "released"
     if "ask me" in text:
         question = {"question": "Which colour?", "header": "colour", "options": []}
         return ScriptedModel.tool_call("ask_user_question", {"questions": [question]})
+    if text.startswith("wait for "):
+        return ScriptedModel.tool_call("wait_for_file", {"path": text[len("wait for ") :]})
     if "deploy" in text:
         return ScriptedModel.tool_call("deploy", {"target": "prod"})
     if "slow" in text:
@@ -58,6 +69,18 @@ async def deploy(target: str) -> str:
     return f"deployed to {target}"
 
 
+async def wait_for_file(path: str) -> str:
+    """Wait until the file ``path`` exists (the test opens the gate).
+
+    Args:
+        path: The file to wait for.
+    """
+    with anyio.fail_after(60):
+        while not await anyio.Path(path).exists():  # noqa: ASYNC110 - another process opens it
+            await anyio.sleep(0.02)
+    return "opened"
+
+
 class Verdict(BaseModel):
     verdict: str
     score: int
@@ -69,7 +92,7 @@ def judge(request: ModelRequest) -> ModelResponse:
 
 async def main(url: str, port: int, tokens: Path) -> None:
     async with store_from_url(url) as store:
-        tools = [make_tool(deploy, requires_confirmation=True)]
+        tools = [make_tool(deploy, requires_confirmation=True), make_tool(wait_for_file)]
         agent = HarnessAgent(
             "lead", ScriptedModel(answer), "A helpful lead.", store=store, tools=tools
         )

@@ -14,7 +14,7 @@ import pytest
 from agentscope_teams.model import ScriptedModel
 
 from .conftest import KEY
-from .helpers import Step, last_output, lead_run, processes, run_id, sdk_client, spawn
+from .helpers import Step, last_output, lead_run, run_id, sdk_client, spawn
 
 pytest.importorskip("a2a")
 SPEC = """---
@@ -102,18 +102,18 @@ def test_headers_of_an_untrusted_project_are_not_expanded(remote: str, tmp_path:
     assert refused.is_error and "trusted project" in refused.output
 
 
-def test_a_pydantic_ai_agent_served_by_fasta2a_is_a_subagent(tmp_path: Path) -> None:
-    pytest.importorskip("fasta2a.pydantic_ai")
-    with processes(["tests.a2a.pydantic_ai_server"]) as (port,):
-        folder = specs(tmp_path, f"http://127.0.0.1:{port}/.well-known/agent-card.json")
-        steps: list[Step] = [
-            spawn("the first thing"),
-            lambda r: ScriptedModel.tool_call(
-                "agent_send", {"run": run_id(r), "message": "the second thing"}
-            ),
-            "done",
-        ]
-        requests = lead_run(folder, steps)
+def test_a_pydantic_ai_agent_served_by_fasta2a_is_a_subagent(
+    pydantic_ai_card: str, tmp_path: Path
+) -> None:
+    folder = specs(tmp_path, pydantic_ai_card)
+    steps: list[Step] = [
+        spawn("the first thing"),
+        lambda r: ScriptedModel.tool_call(
+            "agent_send", {"run": run_id(r), "message": "the second thing"}
+        ),
+        "done",
+    ]
+    requests = lead_run(folder, steps)
     first, second = last_output(requests[1]), last_output(requests[2])
     assert first.output.endswith("completed:\npydantic-ai heard: the first thing"), first
     assert second.output.endswith("completed:\npydantic-ai heard: the second thing"), second

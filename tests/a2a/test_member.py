@@ -115,3 +115,16 @@ def test_a_worker_process_runs_the_remote_member(remote: str, tmp_path: Path) ->
         worker.wait(15)
     assert (one.status, one.result) == (TaskStatus.COMPLETED, "remote says: one")
     assert (two.status, two.result) == (TaskStatus.COMPLETED, "remote says: two")
+
+
+def test_a_pydantic_ai_agent_served_by_fasta2a_is_a_team_member(
+    pydantic_ai_card: str, tmp_path: Path
+) -> None:
+    """An agent of another framework claims board tasks as any member does."""
+    tasks = ["sum the column", "sort the rows"]
+    done, again = anyio.run(run_team, tmp_path, pydantic_ai_card, tasks)
+    assert (done.status, done.result) == (TaskStatus.COMPLETED, "pydantic-ai heard: sum the column")
+    assert (again.status, again.result) == (
+        TaskStatus.COMPLETED,
+        "pydantic-ai heard: sort the rows",
+    )

@@ -4,11 +4,13 @@ through the second process, streaming, cancel (also from another process), and a
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import anyio
 import httpx
@@ -45,29 +47,55 @@ pytest.importorskip("a2a")
 ALICE, BOB = "alice-a2a-token-0123456789", "bob-a2a-token-9876543210"
 
 
+class _ServerPairs:
+    """Pairs of server processes, one per store, started when a test first asks and shared by the
+    module's tests (each test uses its own contexts and tasks); alice and bob in an org of the
+    module."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.stack, self.pairs = folder, ExitStack(), dict[str, list[str]]()
+        org = unique_namespace()
+        self.tokens = write_tokens(
+            folder / "tokens.json",
+            {ALICE: {"user": "alice", "org": org}, BOB: {"user": "bob", "org": org}},
+        )
+
+    def __call__(self, backend: str) -> list[str]:
+        if backend not in self.pairs:
+            if backend == "file":
+                url = f"file://{self.folder / 'store'}"
+            else:
+                require_service(backend)
+                url = SERVICE_URLS[backend]
+            argv = ["tests.a2a.agent_server", url, str(self.tokens)]
+            ports = self.stack.enter_context(processes(argv, argv))
+            self.pairs[backend] = [f"http://127.0.0.1:{port}/a2a/lead/" for port in ports]
+        return self.pairs[backend]
+
+
+@pytest.fixture(scope="module")
+def server_pairs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_ServerPairs]:
+    pairs = _ServerPairs(tmp_path_factory.mktemp("a2a-servers"))
+    with pairs.stack:
+        yield pairs
+
+
 @pytest.fixture
-def two_servers(tmp_path: Path) -> Iterator[list[str]]:
-    """Two server processes over one Redis store; alice and bob in an org of this test."""
-    yield from _two_servers(tmp_path, "redis")
+def two_servers(server_pairs: _ServerPairs) -> list[str]:
+    """Two server processes over one Redis store."""
+    return server_pairs("redis")
 
 
 @pytest.fixture(params=["redis", "postgres"])
-def two_servers_any(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[str]]:
+def two_servers_any(request: pytest.FixtureRequest, server_pairs: _ServerPairs) -> list[str]:
     """As ``two_servers``, over Redis and over PostgreSQL."""
-    yield from _two_servers(tmp_path, request.param)
+    return server_pairs(request.param)
 
 
-def _two_servers(tmp_path: Path, backend: str) -> Iterator[list[str]]:
-    require_service(backend)
-    url = SERVICE_URLS[backend]
-    org = unique_namespace()
-    tokens = write_tokens(
-        tmp_path / "tokens.json",
-        {ALICE: {"user": "alice", "org": org}, BOB: {"user": "bob", "org": org}},
-    )
-    argv = ["tests.a2a.agent_server", url, str(tokens)]
-    with processes(argv, argv) as ports:
-        yield [f"http://127.0.0.1:{port}/a2a/lead/" for port in ports]
+@pytest.fixture(params=["redis", "file"])
+def two_servers_streaming(request: pytest.FixtureRequest, server_pairs: _ServerPairs) -> list[str]:
+    """As ``two_servers``, over Redis (signals) and over the file store (polling)."""
+    return server_pairs(request.param)
 
 
 def test_input_required_is_answered_through_the_other_process(two_servers_any: list[str]) -> None:
@@ -265,6 +293,42 @@ def test_resubscribe_follows_a_running_task_to_its_cancel(two_servers: list[str]
     seen = anyio.run(follow)
     assert seen[0] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
     assert seen[-1] == "TASK_STATE_CANCELED"
+
+
+def test_a_resubscribe_through_the_other_process_gets_the_live_events(
+    two_servers_streaming: list[str], tmp_path: Path
+) -> None:
+    """The task runs in the first process; the client follows it through the second, which reads
+    the events the first appends to the store (a tool result, the answer, the end) as they come."""
+    gate = tmp_path / "gate"
+
+    async def follow() -> list[Any]:
+        request = user_message(f"wait for {gate}")
+        request.configuration.return_immediately = True
+        started = await send(await sdk_client(two_servers_streaming[0], ALICE), request)
+        other = await sdk_client(two_servers_streaming[1], ALICE, streaming=True)
+        events = []
+        with anyio.fail_after(60):  # a liveness guard, not a timing threshold
+            async for event in other.subscribe(SubscribeToTaskRequest(id=started.id)):
+                events.append(event)
+                gate.touch()  # the task goes on only once the second process follows it
+        return events
+
+    events = anyio.run(follow)
+    kinds = [e.WhichOneof("payload") for e in events]
+    assert kinds[0] == "task" and events[0].task.status.state in (
+        TaskState.TASK_STATE_SUBMITTED,
+        TaskState.TASK_STATE_WORKING,
+    )
+    updates = [
+        json.dumps(get_data_parts(list(e.status_update.status.message.parts)))
+        for e in events
+        if e.HasField("status_update")
+    ]
+    assert any("wait_for_file" in u and "opened" in u for u in updates)  # the tool's result
+    answers = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
+    assert answers and answers[-1].parts[0].text == "the gate opened"
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
 def test_our_client_drives_our_server(two_servers: list[str], tmp_path: Path) -> None:

@@ -1,0 +1,110 @@
+"""``agentscope-teams serve --mcp``: the control plane publishes the lead agent as an MCP tool over
+streamable HTTP at ``/mcp``, driven by the ``mcp`` SDK's own client against a real ``serve``
+process. Callers use the control plane's operator tokens; an MCP session is one conversation."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import mcp
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from ..cli.conftest import CLI, REPO, Cli
+from .test_http import free_port
+from .test_mcp_server import texts
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Cli:
+    """The console script over one store for the module (its tests share one server)."""
+    return Cli(tmp_path_factory.mktemp("serve-mcp"))
+
+
+@pytest.fixture(scope="module")
+def served(cli: Cli) -> Iterator[tuple[str, str]]:
+    """A ``serve --mcp`` process: its MCP URL and the operator token it printed."""
+    specs = cli.tmp_path / "specs"
+    specs.mkdir()
+    (specs / "helper.md").write_text("---\ndescription: A helper.\n---\nHelp.\n")
+    port = free_port()
+    args = ["--store", cli.url, "serve", "--port", str(port), "--user", "alice", "--mcp"]
+    args += ["--specs", str(specs), "--model", "python:tests.mcp.serve_model:model"]
+    env = cli.env(PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([str(CLI), *args], env=env, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(4)]  # printed once it listens
+        assert lines[0].startswith("agentscope-teams control plane on"), lines
+        yield f"http://127.0.0.1:{port}/mcp", lines[3].strip()
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+async def _session(
+    url: str, token: str, *messages: str, mode: str = "auto"
+) -> tuple[list[str], list[Any]]:
+    """Tools listed and each message's result, in one MCP client; progress messages too."""
+    progress: list[Any] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        http,
+        mcp.Client(streamable_http_client(url, http_client=http), cache=None, mode=mode) as c,
+    ):
+        tools = [t.name for t in (await c.list_tools()).tools]
+        results = [
+            await c.call_tool("lead", {"message": m}, progress_callback=on_progress)
+            for m in messages
+        ]
+    return tools, [results, progress]
+
+
+def test_serve_mcp_answers_and_reports_progress(served: tuple[str, str]) -> None:
+    url, token = served
+    tools, (results, progress) = anyio.run(_session, url, token, "list your runs", "hello")
+    assert tools == ["lead"]
+    listed, echoed = results
+    assert not listed.is_error and texts(listed) == "listed"
+    assert texts(echoed) == "echo: hello"
+    assert progress == [  # per call, numbered from 1, sent while it runs
+        (1, "calling agent_list"),
+        (2, "agent_list returned"),
+        (3, "answering"),
+        (1, "answering"),
+    ]
+
+
+def test_serve_mcp_one_conversation_per_mcp_session(cli: Cli, served: tuple[str, str]) -> None:
+    url, token = served
+    _, ([first, second], _) = anyio.run(
+        functools.partial(_session, url, token, "hi", "recall", mode="legacy")
+    )
+    assert texts(second) == "you said 2 things"  # the second call continued the first's
+    session = first.meta["agentscope_teams"]["session_id"]
+    assert second.meta["agentscope_teams"]["session_id"] == session
+    shown = cli("sessions", "show", session, "--agent", "lead", "--user", "alice", "--json")
+    assert "hi" in shown.stdout and "recall" in shown.stdout  # stored as the token's user
+    _, ([fresh], _) = anyio.run(functools.partial(_session, url, token, "recall", mode="legacy"))
+    assert texts(fresh) == "you said 1 things"  # another MCP session, another conversation
+
+
+def test_serve_mcp_refuses_requests_without_a_known_token(served: tuple[str, str]) -> None:
+    url, token = served
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    for auth in ({}, {"Authorization": "Bearer not-a-known-token"}):
+        refused = httpx.post(url, json=body, headers={**headers, **auth})
+        assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    known = httpx.post(url, json=body, headers={**headers, "Authorization": f"Bearer {token}"})
+    assert known.status_code != 401  # control: the operator token gets past the gate
