@@ -186,11 +186,16 @@ def test_submodule_names_from_the_spec() -> None:
 
 
 def test_the_top_level_import_stays_cheap() -> None:
-    """``import agentscope_teams`` loads neither the review engine nor optional backends or SDKs,
-    nor the teams package (loaded when an agent is given specs)."""
+    """``import agentscope_teams`` loads only the error tree: the public names are imported on
+    first use, so a process importing one submodule (a store, the command line) pays for no
+    agents, tools, teams or review engine, nor for optional backends or SDKs."""
     heavy = (
         "agentscope_teams.review",
         "agentscope_teams.teams",
+        "agentscope_teams.agent",
+        "agentscope_teams.store",
+        "agentscope_teams.tools",
+        "pydantic",
         "redis",
         "sqlalchemy",
         "openai",

@@ -10,23 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import sys
-from collections.abc import Iterator, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol, cast
 
 from .._version import __version__
 from ..tracing.setup import configure_from_env, shutdown
-from . import (
-    mcp_serve_cmd,
-    review_cmd,
-    run_cmd,
-    serve_cmd,
-    sessions_cmd,
-    specs_cmd,
-    team_cmd,
-    trust_cmd,
-    worker_cmd,
-)
 from .common import Handler, SubParsers, add_global_options, check_store_given, debug_enabled
 from .exits import EXIT_FAILED, EXIT_OK, error_message, failure, guarded_stdout, stdout_closed
 
@@ -39,18 +29,22 @@ class CommandModule(Protocol):
     def register(self, subparsers: SubParsers) -> None: ...
 
 
-#: Every command group, in the order ``--help`` lists them.
-COMMAND_MODULES: tuple[CommandModule, ...] = (
-    review_cmd,
-    run_cmd,
-    specs_cmd,
-    trust_cmd,
-    sessions_cmd,
-    team_cmd,
-    worker_cmd,
-    serve_cmd,
-    mcp_serve_cmd,
-)
+#: Every command group, in the order ``--help`` lists them, and the module (in this package) that
+#: registers it. A command line naming one command imports only its module (see :func:`main`).
+COMMAND_MODULES: dict[str, str] = {
+    "review": "review_cmd",
+    "run": "run_cmd",
+    "specs": "specs_cmd",
+    "trust": "trust_cmd",
+    "sessions": "sessions_cmd",
+    "team": "team_cmd",
+    "worker": "worker_cmd",
+    "serve": "serve_cmd",
+    "mcp-serve": "mcp_serve_cmd",
+}
+
+#: The options accepted before the command that take a value (see :func:`.common.add_global_options`).
+_GLOBAL_VALUED = frozenset({"--store"})
 
 #: The commands that run agents, traced when ``OTEL_*`` variables ask for it.
 TRACED_COMMANDS = frozenset({"review", "run", "worker", "serve", "mcp-serve"})
@@ -74,8 +68,9 @@ Every command takes --store URL (default $AGENTSCOPE_TEAMS_STORE, else
 file://~/.agentscope_teams/store). Run `agentscope-teams COMMAND --help` for its options."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The complete ``agentscope-teams`` parser, with every registered command."""
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The ``agentscope-teams`` parser with ``commands`` (names of :data:`COMMAND_MODULES`),
+    by default every command."""
     parser = argparse.ArgumentParser(
         prog="agentscope-teams",
         description=_DESCRIPTION,
@@ -87,9 +82,27 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(
         title="commands", dest="command", metavar="COMMAND", required=True
     )
-    for module in COMMAND_MODULES:
-        module.register(subparsers)
+    for name in COMMAND_MODULES if commands is None else commands:
+        module = importlib.import_module(f".{COMMAND_MODULES[name]}", __package__)
+        cast(CommandModule, module).register(subparsers)
     return parser
+
+
+def commands_needed(argv: Sequence[str]) -> tuple[str, ...] | None:
+    """The commands the parser needs for ``argv``: none for ``--version``, the one it names when
+    its first word after the global options is a command, else None (every command: top-level
+    help, or a usage error listing them)."""
+    words = iter(argv)
+    for word in words:
+        if word in _GLOBAL_VALUED:
+            next(words, None)
+        elif word == "--version":
+            return ()
+        elif word in ("-h", "--help", "--"):
+            return None
+        elif not word.startswith("-"):
+            return (word,) if word in COMMAND_MODULES else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,8 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args: argparse.Namespace | None = None
         try:
             try:
-                parser = build_parser()
-                args = parser.parse_args(argv)
+                words = sys.argv[1:] if argv is None else argv
+                parser = build_parser(commands_needed(words))  # imports only what argv needs
+                args = parser.parse_args(words)
                 check_store_given(args)
                 handler: Handler = args.handler
                 with traced(args.command):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import subprocess
+import sys
+
 import pytest
 
 from agentscope_teams import __version__
@@ -150,3 +154,48 @@ def test_errors_inside_task_groups_are_unwrapped(
 
 def test_key_error_message_has_no_quotes() -> None:
     assert app.error_message(KeyError("session 's' does not exist")) == "session 's' does not exist"
+
+
+def _command_names(parser: argparse.ArgumentParser) -> list[str]:
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(commands.choices)
+
+
+def test_each_command_module_registers_the_command_it_is_listed_under() -> None:
+    """``main`` imports only the module of the command it is given, found in ``COMMAND_MODULES``."""
+    assert _command_names(app.build_parser()) == list(app.COMMAND_MODULES)
+    for name in app.COMMAND_MODULES:
+        assert _command_names(app.build_parser([name])) == [name]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needed"),
+    [
+        (["--version"], ()),
+        (["--store", "memory://", "--version"], ()),
+        (["sessions", "list"], ("sessions",)),
+        (["--store", "memory://", "--debug", "team", "list"], ("team",)),
+        (["--store=memory://", "run", "hi"], ("run",)),
+        (["mcp-serve", "--help"], ("mcp-serve",)),
+        (["--store", "run"], None),  # the store's value, not a command
+        (["--help", "run"], None),
+        (["frobnicate"], None),
+        ([], None),
+    ],
+)
+def test_the_parser_gets_the_commands_the_command_line_needs(
+    argv: list[str], needed: tuple[str, ...] | None
+) -> None:
+    assert app.commands_needed(argv) == needed
+
+
+def test_a_command_imports_neither_the_agents_nor_the_other_commands() -> None:
+    code = (
+        "import sys\n"
+        "from agentscope_teams.cli import main\n"
+        "main(['--store', 'memory://', 'sessions', 'list'])\n"
+        "print(sorted(m for m in ('agentscope_teams.agent', 'agentscope_teams.teams', "
+        "'agentscope_teams.cli.run_cmd', 'agentscope_teams.cli.serve_cmd') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr

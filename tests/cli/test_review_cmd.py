@@ -36,11 +36,22 @@ def review(cli: Cli, project: Path, *args: str, **env: str) -> Any:
     return cli.run("review", str(project), "--store", cli.url, "--output", str(out), *args, **env)
 
 
-def test_json_prints_one_parseable_event_per_line(cli: Cli, project: Path) -> None:
+@pytest.fixture(scope="module")
+def json_review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Cli, list[dict[str, Any]]]:
+    """One ``review --json`` of the sample project (its command line and events), shared by the
+    tests that only read what it printed, wrote and left in its store."""
+    cli = Cli(tmp_path_factory.mktemp("json-review"))
+    project = cli.tmp_path / "project"
+    shutil.copytree(SAMPLE, project)
     result = review(cli, project, "--json")
-
     assert result.returncode == 0, result.stderr
-    events = [json.loads(line) for line in result.stdout.splitlines()]
+    return cli, [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_json_prints_one_parseable_event_per_line(
+    json_review: tuple[Cli, list[dict[str, Any]]],
+) -> None:
+    cli, events = json_review
     start, end = events[0], events[-1]
     assert start["type"] == "review_start" and start["offline"] is True
     assert start["note"] == "offline model: deterministic static analysis, not an LLM"
@@ -70,12 +81,12 @@ def bullets(report: str) -> list[str]:
 
 
 def test_the_report_is_rendered_from_the_findings_data_on_the_board(
-    cli: Cli, project: Path
+    json_review: tuple[Cli, list[dict[str, Any]]],
 ) -> None:
     """review.md lists exactly the findings the members completed their tasks with as data,
     equals the rendering of that data, and follows it when it changes; the text of a result
     plays no part."""
-    events = [json.loads(line) for line in review(cli, project, "--json").stdout.splitlines()]
+    cli, events = json_review
     end = events[-1]
     report = (cli.tmp_path / "review.md").read_text()
 
@@ -168,7 +179,9 @@ def test_the_package_ships_the_lead_prompt_and_the_specs() -> None:
     assert set(shipped) == {"reviewer.md", "security-scanner.md", "perf-tester.md"}
 
 
-def test_the_review_ends_with_the_tokens_each_agent_used(cli: Cli, project: Path) -> None:
+def test_the_review_ends_with_the_tokens_each_agent_used(
+    cli: Cli, project: Path, json_review: tuple[Cli, list[dict[str, Any]]]
+) -> None:
     result = review(cli, project)
     assert result.returncode == 0, result.stderr
     tail = result.stdout[result.stdout.index("tokens used (as reported by the model):") :]
@@ -178,8 +191,7 @@ def test_the_review_ends_with_the_tokens_each_agent_used(cli: Cli, project: Path
     assert all(n > 0 for n in numbers.values())
     assert numbers["total"] == sum(n for name, n in numbers.items() if name != "total")
 
-    events = [json.loads(line) for line in review(cli, project, "--json").stdout.splitlines()]
-    [usage] = [e for e in events if e["type"] == "usage"]
+    [usage] = [e for e in json_review[1] if e["type"] == "usage"]
     assert set(usage["agents"]) == {"lead", "reviewer", "security-scanner", "perf-tester"}
     assert all(a["input_tokens"] > 0 and a["requests"] > 0 for a in usage["agents"].values())
 

@@ -144,7 +144,9 @@ async def resume_every_session(store: BaseStore, workspace: Path) -> int:
     return len(records)
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.15, 0.2, 0.3])
+#: SIGINT at the start, early and late in the members' work (each delay is a full review; finer steps
+#: than these are below the scheduling noise of a loaded machine, so they added runs, not cases).
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.3])
 def test_ctrl_c_during_a_review_saves_every_session_quietly(
     cli: Cli, tmp_path: Path, delay: float
 ) -> None:
