@@ -21,6 +21,7 @@ from ..tools import Tool, use_tool_env
 from ..tools.claude_code import from_claude_input
 from ..tools.permissions import PermissionDecision
 from . import hitl
+from .failures import RefusalKind, refusal_data
 
 if TYPE_CHECKING:
     from .react import ReActAgent, ReplyOptions
@@ -83,9 +84,7 @@ class StepRunner:
             if pre.blocked or pre.permission == "deny":
                 reason = pre.reason or pre.permission_reason or "refused by a PreToolUse hook"
                 tracing.denial("hook", call.name)
-                results[call.id] = ToolResultBlock(
-                    tool_use_id=call.id, name=call.name, output=reason, is_error=True
-                )
+                results[call.id] = _refused(call, reason, "hook_block")
                 continue
             decision = self.agent.permissions.check(
                 tool, call.input, self.state.permission_context, workspace=ws
@@ -98,9 +97,7 @@ class StepRunner:
                 decision = await self._permission_request(tool, call, decision)
             if decision.behavior == "deny":
                 tracing.denial("permission", call.name)
-                results[call.id] = ToolResultBlock(
-                    tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
-                )
+                results[call.id] = _refused(call, decision.reason, "permission_denied")
             elif decision.behavior == "ask":
                 to_ask.append(call)
             else:
@@ -255,3 +252,10 @@ def _with_hook(decision: PermissionDecision, pre: HookOutcome, tool: Tool) -> Pe
     if pre.permission == "ask" and decision.behavior == "allow":
         return PermissionDecision("ask", pre.permission_reason or "a PreToolUse hook asks")
     return decision
+
+
+def _refused(call: ToolUseBlock, reason: str, kind: RefusalKind) -> ToolResultBlock:
+    """The error result of a call refused before it ran, its kind in ``data``."""
+    return ToolResultBlock(
+        tool_use_id=call.id, name=call.name, output=reason, is_error=True, data=refusal_data(kind)
+    )
