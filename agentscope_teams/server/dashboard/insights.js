@@ -5,7 +5,12 @@
 
 const fmtInt = (n) => Number(n || 0).toLocaleString("en-US");
 // A cost the usage records carry, else "—" (unknown is not zero).
-const fmtCost = (usd) => (typeof usd === "number" ? `$${usd.toFixed(usd >= 1 ? 2 : 4)}` : "—");
+// A cost too small for 4 decimals reads "<$0.0001", not "$0.0000"; an unknown one reads "—".
+const fmtCost = (usd) => {
+  if (typeof usd !== "number") return "—";
+  if (usd > 0 && usd < 0.0001) return "<$0.0001";
+  return `$${usd.toFixed(usd >= 1 ? 2 : 4)}`;
+};
 const fmtTokens = (u) => `${fmtInt(u.input_tokens)} in · ${fmtInt(u.output_tokens)} out`;
 const ENDED = new Set(["done", "completed", "deleted", "archived"]);
 
