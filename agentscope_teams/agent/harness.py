@@ -127,7 +127,7 @@ class SessionAgent:
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        self._sync = LoopThread(f"agentscope-teams-{name}")  # for call_sync only
+        self._sync = LoopThread(f"agentscope-teams-{name}", self.aclose)  # call_sync's (.sync)
 
     def _make_view(self, toolkit: Toolkit) -> AgentView:
         """The frozen view extensions get of this agent."""

@@ -12,7 +12,12 @@ import sys
 import uuid
 from pathlib import Path
 
+import anyio
 import pytest
+
+from agentscope_teams import RuntimeContext
+from agentscope_teams.store import store_from_url
+from agentscope_teams.teams import LocalTeamClient
 
 from ..backends import REDIS_URL
 from ..conftest import require_service
@@ -22,8 +27,8 @@ RUNS = 3
 LEAKS = ("Task was destroyed", "Event loop is closed", "Traceback", "never awaited")
 
 
-def _run(mode: str, url: str, workspace: Path) -> subprocess.CompletedProcess[str]:
-    org = "unclosed-" + uuid.uuid4().hex[:12]  # a key prefix of its own on a shared server
+def _run(mode: str, url: str, workspace: Path, org: str = "") -> subprocess.CompletedProcess[str]:
+    org = org or "unclosed-" + uuid.uuid4().hex[:12]  # a key prefix of its own on a shared server
     cmd = [sys.executable, str(SCRIPT), mode, url, org, str(workspace)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
@@ -72,3 +77,20 @@ def test_a_redis_store_is_built_outside_an_event_loop(tmp_path: Path) -> None:
     require_service("redis")
     done = _run("call", REDIS_URL, tmp_path / "ws")
     assert done.returncode == 0 and done.stdout.splitlines()[0] == "one", done.stderr
+
+
+def test_call_sync_closes_the_agent_at_exit(tmp_path: Path) -> None:
+    """``call_sync`` without ``close_sync``: at interpreter exit the agent is closed on its own
+    loop, so the member that was mid-call is stopped and marked so in the store (not left
+    ``running`` for a lease to expire)."""
+    url = f"file://{tmp_path / 'store'}"
+    done = _run("sync", url, tmp_path / "ws", org="acme")
+    assert done.returncode == 0 and not done.stderr, done.stderr
+
+    async def members() -> list[str]:
+        async with store_from_url(url) as store:
+            ctx = RuntimeContext(session_id="s1", user_id="alice", org_id="acme")
+            [team] = await LocalTeamClient(store, ctx).list_teams()
+            return [m.status.value for m in team.members]
+
+    assert anyio.run(members) == ["stopped"]
