@@ -21,6 +21,7 @@ from ..tools import Tool, use_tool_env
 from ..tools.claude_code import from_claude_input
 from ..tools.permissions import PermissionDecision, is_command_tool
 from . import hitl
+from .failures import RefusalKind, refusal_data
 
 if TYPE_CHECKING:
     from .react import ReActAgent, ReplyOptions
@@ -83,9 +84,7 @@ class StepRunner:
             if pre.blocked or pre.permission == "deny":
                 reason = pre.reason or pre.permission_reason or "refused by a PreToolUse hook"
                 tracing.denial("hook", call.name)
-                results[call.id] = ToolResultBlock(
-                    tool_use_id=call.id, name=call.name, output=reason, is_error=True
-                )
+                results[call.id] = _refused(call, reason, "hook_block")
                 continue
             decision = self.agent.permissions.check(
                 tool, call.input, self.state.permission_context, workspace=ws
@@ -99,9 +98,7 @@ class StepRunner:
             if decision.behavior == "deny":
                 command = _command_reason(tool, decision, mode) if is_command_tool(tool) else None
                 tracing.denial("permission", call.name, command)
-                results[call.id] = ToolResultBlock(
-                    tool_use_id=call.id, name=call.name, output=decision.reason, is_error=True
-                )
+                results[call.id] = _refused(call, decision.reason, "permission_denied")
             elif decision.behavior == "ask":
                 to_ask.append(call)
             else:
@@ -265,3 +262,10 @@ def _command_reason(tool: Tool, decision: PermissionDecision, mode: str) -> str:
     if mode == "plan" and not tool.read_only:
         return "plan_mode"
     return "dont_ask" if mode == "dont_ask" else "hook"
+
+
+def _refused(call: ToolUseBlock, reason: str, kind: RefusalKind) -> ToolResultBlock:
+    """The error result of a call refused before it ran, its kind in ``data``."""
+    return ToolResultBlock(
+        tool_use_id=call.id, name=call.name, output=reason, is_error=True, data=refusal_data(kind)
+    )

@@ -51,6 +51,7 @@ from .config import ReActConfig
 from .construction import DEFAULT_STORE_DIR as DEFAULT_STORE_DIR  # re-exported
 from .construction import check_deployment, check_numbers, resolve_store
 from .extension import AgentView, CallScope, Extension
+from .failures import record_failure
 from .lease import Lease, SessionGuard
 from .output import OutputType
 from .react import ReActAgent, ReplyOptions
@@ -127,7 +128,7 @@ class SessionAgent:
         self._locks: weakref.WeakValueDictionary[tuple[str, ...], anyio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        self._sync = LoopThread(f"agentscope-teams-{name}")  # for call_sync only
+        self._sync = LoopThread(f"agentscope-teams-{name}", self.aclose)  # call_sync's (.sync)
 
     def _make_view(self, toolkit: Toolkit) -> AgentView:
         """The frozen view extensions get of this agent."""
@@ -392,8 +393,9 @@ class SessionAgent:
                 if isinstance(event, ReplyEndEvent):
                     final = event.msg
                 await sink(event)
-        except BaseException:
+        except BaseException as exc:
             if _change_marker(state) != loaded:  # input rejected before any change: no write
+                record_failure(state, exc)  # why, for the dashboard (see .failures)
                 await _save_quietly(functools.partial(save, last=True), state)
             raise
         finally:  # what tools started for this call (background shells) stops with it

@@ -50,6 +50,7 @@ from .acting import StepRunner
 from .config import ReActConfig
 from .output import OutputType
 from .output_run import OutputRun, OutputState, Verdict, model_mode
+from .pricing import price_unpriced
 
 log = logging.getLogger(__name__)
 
@@ -405,6 +406,7 @@ class _Reply(StepRunner):
                         f"model {model.model_name} ended its stream without a response"
                     )
                 call.done(response)
+            price_unpriced(model, response)  # after the budget's pricing, if any
             span.response(response)
         self.state.cur_iter += 1
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())

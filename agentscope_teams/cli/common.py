@@ -72,6 +72,17 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port from 0 (a free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number: use 0 to 65535")
+    return port
+
+
 def add_identity_options(parser: argparse.ArgumentParser) -> None:
     """``--user`` and ``--org``: whose sessions / teams a command looks at."""
     parser.add_argument(

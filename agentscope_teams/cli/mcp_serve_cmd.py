@@ -19,6 +19,7 @@ from .common import (
     SubParsers,
     add_command,
     add_identity_options,
+    port_number,
     spec_directory,
     with_store,
 )
@@ -54,7 +55,7 @@ def register(subparsers: SubParsers) -> None:
         help="stdio (default; calls run as --user/--org) or streamable HTTP at /mcp (--tokens)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
+    parser.add_argument("--port", type=port_number, default=8766, help="HTTP port (default 8766)")
     parser.add_argument(
         "--tokens",
         metavar="FILE",

@@ -100,7 +100,7 @@ async def _finished(store: BaseStore, session: SessionRecord) -> bool:
         team = await client.get_team(team_id)
     except UnknownTeamError:
         return True
-    return team.status is TeamStatus.DONE
+    return team.status in (TeamStatus.COMPLETED, TeamStatus.DONE)  # DONE: older reviews
 
 
 async def find_interrupted(store: BaseStore, session_id: str | None) -> Interrupted:

@@ -282,7 +282,7 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
             raise CommandError(_timeout_message(cfg, watcher, log)) from None
         await watcher.poll()
         if watcher.team_id is not None:  # members stop; workers no longer serve the team
-            await watcher.client.set_team_status(watcher.team_id, TeamStatus.DONE)
+            await watcher.client.set_team_status(watcher.team_id, TeamStatus.COMPLETED)
             if cfg.workers:
                 await _meter_worker_members(store, ctx, watcher.team_id)
     if log is not None:

@@ -30,6 +30,7 @@ from .common import (
     SubParsers,
     add_command,
     add_identity_options,
+    port_number,
     store_url,
     who,
     with_store,
@@ -63,7 +64,10 @@ def register(subparsers: SubParsers) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
-        "--port", type=int, default=8765, help="port to bind; 0 picks a free one (default 8765)"
+        "--port",
+        type=port_number,
+        default=8765,
+        help="port to bind; 0 picks a free one (default 8765)",
     )
     add_identity_options(parser)
     parser.add_argument(

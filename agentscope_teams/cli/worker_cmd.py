@@ -44,7 +44,7 @@ from ..store.base import BaseStore
 from ..subagents.spec import SubagentSpec, load_specs
 from ..teams.member.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust, project_root
-from .common import SubParsers, add_command, require_mcp, with_store
+from .common import SubParsers, add_command, port_number, require_mcp, with_store
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
@@ -144,7 +144,7 @@ def _add_metrics_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics-port",
         metavar="PORT",
-        type=int,
+        type=port_number,
         help="serve Prometheus /metrics and the /healthz and /readyz checks on this port "
         "(default: none)",
     )

@@ -103,7 +103,8 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: StopReason = "end_turn"
     model: str = ""
-    #: What the call cost in US dollars, when a budget's price book knows the model (else None).
+    #: What the call cost in US dollars, when a price book knows the model (else None): the
+    #: budget's under a budget, else the default one (``agent/pricing.py``).
     cost_usd: float | None = None
     #: True when the provider reported no usage and ``usage`` is an estimate.
     usage_estimated: bool = False

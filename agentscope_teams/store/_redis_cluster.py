@@ -160,15 +160,22 @@ class Gate:
     one reserved turn: a call that failed for want of a turn still gives its lease back at once.
     """
 
-    def __init__(self, limit: int, timeout: float, where: str) -> None:
+    def __init__(
+        self, limit: int, timeout: float, where: str, on_new_loop: Callable[[], None] | None = None
+    ) -> None:
         self._limit, self._timeout, self._where = limit, timeout, where
+        #: Called when a second event loop takes a turn (the client's connections belong to the
+        #: first: a script's second ``anyio.run``); the store drops them there.
+        self._on_new_loop = on_new_loop
         self._sem: asyncio.Semaphore | None = None
         self._spare: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def turn(self, reserve: bool = False) -> _Turn:
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # a new event loop (tests): a semaphore belongs to one loop
+        if self._loop is not loop:  # a new event loop: a semaphore belongs to one loop
+            if self._loop is not None and self._on_new_loop is not None:
+                self._on_new_loop()
             self._sem, self._spare = asyncio.Semaphore(self._limit), asyncio.Semaphore(1)
             self._loop = loop
         assert self._sem is not None and self._spare is not None

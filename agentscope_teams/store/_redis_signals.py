@@ -35,7 +35,7 @@ class Subscriber(Waiters):
         self._client = client
         self._pubsub: Any = None
         self._reader: asyncio.Task[None] | None = None
-        self._stop = anyio.CancelScope()  # the reader's: cancelled to stop it
+        self._stop: anyio.CancelScope | None = None  # the reader's: cancelled to stop it
         self._subscribed: set[str] = set()
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -87,7 +87,7 @@ class Subscriber(Waiters):
         cancellation is not suppressed."""
         pubsub, self._pubsub, self._subscribed = self._pubsub, None, set()
         reader, self._reader = self._reader, None
-        if reader is not None and not reader.done():
+        if reader is not None and not reader.done() and self._stop is not None:
             self._stop.cancel()
             await asyncio.wait({reader})
         if pubsub is not None:

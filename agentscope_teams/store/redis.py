@@ -119,8 +119,9 @@ class RedisStore(RedisListing):
             self._where = redact_url(url) if url is not None else rc.describe(client)
             self._turn = rc.no_turn
             if self._owns_client:
+                pool = client.connection_pool  # its connections belong to the loop that opened them
                 self._turn = cluster.Gate(
-                    max_connections, pool_timeout, f"Redis {self._where}"
+                    max_connections, pool_timeout, f"Redis {self._where}", pool.reset
                 ).turn
             kwargs = client.connection_pool.connection_kwargs
         if kwargs.get("decode_responses"):

@@ -15,7 +15,9 @@ Evaluation order, first hit wins:
    ``default``; ``default`` -> ask if the tool ``requires_confirmation``, else allow.
 
 In ``dont_ask`` mode nothing ever asks: every "ask" above (steps 2, 4 and 6) becomes "deny", so an
-agent with no user (a background subagent, a team member) never waits on a prompt.
+agent with no user (a background subagent, a team member) never waits on a prompt. An engine made
+with ``unattended=`` (a team member's) refuses every "ask" in any mode the same way, with that
+reason (:data:`DONT_ASK` is dontAsk mode's), and lists the refused tools in ``refused``.
 
 Claude Code's mode names (``acceptEdits``, ``bypassPermissions``, ``dontAsk``) are read by
 :func:`resolve_mode`.
@@ -299,14 +301,31 @@ def _allowed_part_by_part(
     return mine if allowed_by_rules([r.pattern for r in mine if r.pattern], command) else []
 
 
+#: The refusal of an "ask" in dontAsk mode; ``{tool}`` and ``{reason}`` (why it would ask) are
+#: filled in. An ``unattended=`` engine's own refusal has the same fields.
+DONT_ASK = "denied: {reason}, and the agent runs in dontAsk mode (nothing is asked); do not retry this call"
+
+
 class PermissionEngine:
-    """Decides whether a tool call runs, is refused, or waits for the user (module docstring)."""
+    """Decides whether a tool call runs, is refused, or waits for the user (module docstring).
+
+    ``unattended``: the refusal (with ``{tool}`` and ``{reason}``) of every call that would ask,
+    for an agent nobody can answer; those tools are appended to :attr:`refused` for the caller
+    to report (a team member's record). None (the default): calls ask, unless in dontAsk mode.
+    """
 
     def __init__(
-        self, rules: Sequence[PermissionRule] = (), mode: PermissionMode = "default"
+        self,
+        rules: Sequence[PermissionRule] = (),
+        mode: PermissionMode = "default",
+        *,
+        unattended: str | None = None,
     ) -> None:
         self.rules = tuple(rules)
         self.mode: PermissionMode = resolve_mode(mode)
+        self.unattended = unattended
+        #: The tools refused for want of anyone to ask (``unattended``), oldest first.
+        self.refused: list[str] = []
 
     def effective_mode(self, context: PermissionContext | None = None) -> PermissionMode:
         """The session's mode unless it is "default", else the engine's."""
@@ -314,15 +333,22 @@ class PermissionEngine:
             return context.mode
         return self.mode
 
-    def _never_ask(self, decision: PermissionDecision, mode: PermissionMode) -> PermissionDecision:
-        if decision.behavior != "ask" or mode != "dont_ask":
+    def _never_ask(
+        self, decision: PermissionDecision, mode: PermissionMode, tool: Tool
+    ) -> PermissionDecision:
+        """``decision``, unless it asks with nobody to ask: dontAsk mode, or an unattended engine
+        (whose refusals are listed in :attr:`refused`)."""
+        if decision.behavior != "ask":
             return decision
-        return PermissionDecision(
-            "deny",
-            f"denied: {decision.reason}, and the agent runs in dontAsk mode (nothing is asked); "
-            "do not retry this call",
-            decision.rule,
-        )
+        if mode == "dont_ask":
+            refusal = DONT_ASK
+        elif self.unattended is not None:
+            refusal = self.unattended
+            self.refused.append(tool.name)
+        else:
+            return decision
+        reason = refusal.format(tool=tool.name, reason=decision.reason)
+        return PermissionDecision("deny", reason, decision.rule)
 
     def check(
         self,
@@ -336,7 +362,7 @@ class PermissionEngine:
         ToolEnv's) lets path patterns see through symlinks and absolute paths; it is resolved
         only when a rule's pattern is matched against a path."""
         mode = self.effective_mode(context)
-        return self._never_ask(self._check(tool, arguments, context, mode, workspace), mode)
+        return self._never_ask(self._check(tool, arguments, context, mode, workspace), mode, tool)
 
     def _check(
         self,

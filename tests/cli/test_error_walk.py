@@ -89,6 +89,78 @@ CASES = [
     ("missing-mcp-config", ["run", "--model", "scripted:{script}", "--mcp-config",
      "/no/such/.mcp.json", "hi"], "/no/such/.mcp.json", "", None),
     ("specs-check-missing", ["specs", "check", "/no/such/specs"], "/no/such/specs", "", None),
+    # worker
+    ("worker-unknown-scheme", ["worker", "--store", "ftp://host/x", "--specs", "{specs}"],
+     "ftp://host/x", "", None),
+    ("worker-redis-db-out-of-range", ["worker", "--store", f"{_base(REDIS)}/99", "--specs",
+     "{specs}"], "/99", "", REDIS),
+    ("worker-redis-unknown-query", ["worker", "--store", f"{_base(REDIS)}/0?frobnicate=1",
+     "--specs", "{specs}"], "frobnicate", "", REDIS),
+    ("worker-unknown-model", ["worker", "--store", "{store}", "--specs", "{specs}", "--model",
+     "nope:x"], "nope:x", "", None),
+    ("worker-missing-script", ["worker", "--store", "{store}", "--specs", "{specs}", "--model",
+     "scripted:/no/such/turns.yaml"], "/no/such/turns.yaml", "", None),
+    ("worker-missing-specs", ["worker", "--store", "{store}", "--specs", "/no/such/specs"],
+     "/no/such/specs", "", None),
+    ("worker-missing-mcp-config", ["worker", "--store", "{store}", "--specs", "{specs}",
+     "--mcp-config", "/no/such/.mcp.json"], "/no/such/.mcp.json", "", None),
+    ("worker-unknown-option", ["worker", "--store", "{store}", "--specs", "{specs}",
+     "--frobnicate"], "--frobnicate", "", None),
+    ("worker-bad-metrics-port", ["worker", "--store", "{store}", "--specs", "{specs}",
+     "--metrics-port", "99999"], "99999", "", None),
+    ("worker-bad-rate-limit", ["worker", "--store", "{store}", "--specs", "{specs}",
+     "--rate-limit", "frob"], "frob", "", None),
+    # serve
+    ("serve-unknown-scheme", ["serve", "--store", "ftp://host/x", "--port", "0"],
+     "ftp://host/x", "", None),
+    ("serve-redis-db-out-of-range", ["serve", "--store", f"{_base(REDIS)}/99", "--port", "0"],
+     "/99", "", REDIS),
+    ("serve-bad-port", ["serve", "--store", "{store}", "--port", "99999"], "99999", "", None),
+    ("serve-unknown-option", ["serve", "--store", "{store}", "--frobnicate"], "--frobnicate",
+     "", None),
+    ("serve-a2a-unknown-model", ["serve", "--store", "{store}", "--port", "0", "--a2a",
+     "--specs", "{specs}", "--model", "nope:x"], "nope:x", "", None),
+    ("serve-a2a-missing-tokens", ["serve", "--store", "{store}", "--port", "0", "--a2a",
+     "--specs", "{specs}", "--model", "scripted:{script}", "--a2a-tokens", "/no/such/t.json"],
+     "/no/such/t.json", "", None),
+    # mcp-serve
+    ("mcp-serve-unknown-model", ["mcp-serve", "--store", "{store}", "--specs", "{specs}", "--model",
+     "nope:x"],
+     "nope:x", "", None),
+    ("mcp-serve-missing-specs", ["mcp-serve", "--store", "{store}", "--specs", "/no/such/specs",
+     "--model", "scripted:{script}"], "/no/such/specs", "", None),
+    ("mcp-serve-missing-script", ["mcp-serve", "--store", "{store}", "--specs", "{specs}",
+     "--model", "scripted:/no/such/turns.yaml"], "/no/such/turns.yaml", "", None),
+    ("mcp-serve-missing-tokens", ["mcp-serve", "--store", "{store}", "--specs", "{specs}",
+     "--model", "scripted:{script}", "--transport", "http", "--tokens", "/no/such/t.json"],
+     "/no/such/t.json", "", None),
+    ("mcp-serve-bad-port", ["mcp-serve", "--store", "{store}", "--model", "scripted:{script}",
+     "--transport", "http", "--port", "x"], "'x'", "", None),
+    ("mcp-serve-unknown-option", ["mcp-serve", "--store", "{store}", "--frobnicate"],
+     "--frobnicate", "", None),
+    # team
+    ("team-unknown-scheme", ["team", "list", "--store", "ftp://host/x"], "ftp://host/x", "",
+     None),
+    ("team-redis-db-out-of-range", ["team", "list", "--store", f"{_base(REDIS)}/99"], "/99", "",
+     REDIS),
+    ("team-show-unknown-id", ["team", "show", "nope-team", "--store", "{store}"], "nope-team",
+     "", None),
+    ("team-tasks-unknown-id", ["team", "tasks", "nope-team", "--store", "{store}"], "nope-team",
+     "", None),
+    ("team-messages-unknown-id", ["team", "messages", "nope-team", "--store", "{store}"],
+     "nope-team", "", None),
+    ("team-delete-unknown-id", ["team", "delete", "nope-team", "--store", "{store}"],
+     "nope-team", "", None),
+    ("team-archive-unknown-id", ["team", "archive", "nope-team", "--store", "{store}"],
+     "nope-team", "", None),
+    ("team-delete-unknown-id-redis", ["team", "delete", "nope-team", "--user", "walker",
+     "--store", REDIS], "nope-team", "", REDIS),
+    ("team-prune-bad-duration", ["team", "prune", "--older-than", "frob", "--store",
+     "{store}"], "frob", "", None),
+    ("team-unknown-command", ["team", "frobnicate", "--store", "{store}"], "frobnicate", "",
+     None),
+    ("team-unknown-option", ["team", "list", "--frobnicate", "--store", "{store}"],
+     "--frobnicate", "", None),
 ]  # fmt: skip
 
 
@@ -115,7 +187,8 @@ def test_bad_input_gets_one_clear_line(
     files["mcp"].write_text('{"mcpServers": {"time": {"command": "true"}}}')
     (tmp_path / "hide").mkdir()
     (tmp_path / "hide" / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
-    args = [a.format(**{k: str(v) for k, v in files.items()}) for a in argv]
+    values = {k: str(v) for k, v in files.items()} | {"store": f"file://{tmp_path / 'store'}"}
+    args = [a.format(**values) for a in argv]
     env = {"PYTHONPATH": str(tmp_path / "hide"), "HIDE_MODULES": hide} if hide else {}
     work = tmp_path / "work"
     work.mkdir()

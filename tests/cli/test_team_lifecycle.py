@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import timedelta
+from pathlib import Path
 
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import utcnow
 from agentscope_teams.store.jsonfile import JsonFileStore
 from agentscope_teams.teams import LocalTeamClient, Member, TeamStatus
 
-from .conftest import Cli, one_error_line
+from .conftest import REPO, Cli, one_error_line
 
 ALICE = RuntimeContext(session_id="s", user_id="alice")
 
@@ -120,3 +122,17 @@ def test_a_run_that_finishes_its_work_leaves_no_active_team(cli: Cli) -> None:
     assert {m["status"] for m in teams[0]["members"]} == {"stopped"}
     active = cli("team", "list")
     assert "no active teams for the anonymous user" in active.stdout
+
+
+def test_a_review_leaves_its_team_completed(cli: Cli, tmp_path: Path) -> None:
+    """``review`` through the CLI on a file store: its team is ``completed`` (not ``active``, not
+    the old ``done``) with every member stopped once the command returned."""
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "examples" / "sample_project", project)
+    done = cli("review", str(project), "--output", str(tmp_path / "review.md"))
+    assert done.returncode == 0, done.stderr
+    result = cli("team", "list", "--all", "--json")
+    teams = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(t["name"], t["status"]) for t in teams] == [("code-review", "completed")]
+    assert teams[0]["ended_at"] >= teams[0]["created_at"]
+    assert {m["status"] for m in teams[0]["members"]} == {"stopped"}

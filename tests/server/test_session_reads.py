@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agentscope_teams.server.session_reads import lapsed_leases
+from agentscope_teams.server.error_reads import lapsed_leases
 from agentscope_teams.teams import Task
 from agentscope_teams.teams.rules.models import TaskEvent
 

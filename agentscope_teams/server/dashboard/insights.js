@@ -5,7 +5,12 @@
 
 const fmtInt = (n) => Number(n || 0).toLocaleString("en-US");
 // A cost the usage records carry, else "—" (unknown is not zero).
-const fmtCost = (usd) => (typeof usd === "number" ? `$${usd.toFixed(usd >= 1 ? 2 : 4)}` : "—");
+// A cost too small for 4 decimals reads "<$0.0001", not "$0.0000"; an unknown one reads "—".
+const fmtCost = (usd) => {
+  if (typeof usd !== "number") return "—";
+  if (usd > 0 && usd < 0.0001) return "<$0.0001";
+  return `$${usd.toFixed(usd >= 1 ? 2 : 4)}`;
+};
 const fmtTokens = (u) => `${fmtInt(u.input_tokens)} in · ${fmtInt(u.output_tokens)} out`;
 const ENDED = new Set(["done", "completed", "deleted", "archived"]);
 
@@ -65,10 +70,24 @@ function renderInsights() {
   renderErrors(t.errors || []);
 }
 
+// One label per kind of server/error_reads.py.
 const KIND_LABELS = {
-  task_failed: "task failed", lease_expired: "member stopped", member_failed: "member failed",
-  run_failed: "subagent failed", tool_error: "tool error",
+  task_failed: "task failed", lease_expired: "member crash", member_failed: "member crash",
+  member_crash: "member crash", call_failed: "call failed", model_error: "model error",
+  budget_stop: "budget stop", hook_block: "hook block", permission_denied: "permission denied",
+  sandbox_denial: "sandbox denial", run_failed: "subagent failed", tool_error: "tool error",
 };
+
+function fmtAmount(value, unit) {
+  return unit === "usd" ? `$${Number(value).toFixed(4)}` : `${fmtInt(value)} tokens`;
+}
+
+// A budget stop says which budget and by how much it went over.
+function budgetLine(e) {
+  if (e.kind !== "budget_stop" || !e.budget) return null;
+  return h("div", { class: "budget" }, `${e.budget}: ${fmtAmount(e.used, e.unit)} used of ` +
+    `${fmtAmount(e.limit, e.unit)}, over by ${fmtAmount(e.over, e.unit)}`);
+}
 
 function renderErrors(errors) {
   $("errors").replaceChildren(...errors.map((e) => h("li", { "data-kind": e.kind },
@@ -76,6 +95,7 @@ function renderErrors(errors) {
     h("strong", {}, e.who || "—"), " ", e.what,
     e.at ? h("span", { class: "muted small" }, ` ${fmtTime(e.at)}`) : null,
     e.session_id ? h("a", { href: sessionHash(e.agent_id, e.session_id), class: "small" }, " open conversation") : null,
+    budgetLine(e),
     e.detail ? h("div", { class: "detail" }, e.detail) : null)));
   $("error-count").textContent = String(errors.length);
   $("no-errors").hidden = errors.length > 0;

@@ -32,7 +32,7 @@ from ..actor import TeamActor
 from ..protocol import TeamClient
 from ..rules.models import Member, Team
 from .extension import TeamMemberExtension
-from .review import MemberPermissionEngine, member_exit_plan_tool
+from .review import MEMBER_UNATTENDED, member_exit_plan_tool
 
 if TYPE_CHECKING:
     from ...mcp import McpToolset
@@ -52,13 +52,13 @@ def member_session_id(team_id: str, member: str) -> str:
 
 def member_engine(
     spec: SubagentSpec, lead: PermissionEngine | None, member: Member
-) -> MemberPermissionEngine:
+) -> PermissionEngine:
     """The permission engine of ``member``: the lead's rules plus the spec's deny rules, in plan
     mode with ``plan_approval``, else in the member's spawn mode, else the spec's, else the lead's
     (:func:`~...subagents.spawn.spec_permissions`); an "ask" is refused (:mod:`.review`)."""
     base = spec_permissions(spec, lead) or PermissionEngine()
     mode = "plan" if member.plan_approval else member.permission_mode
-    return MemberPermissionEngine(base, mode)
+    return PermissionEngine(base.rules, mode or base.mode, unattended=MEMBER_UNATTENDED)
 
 
 @dataclass

@@ -18,14 +18,13 @@ import anyio
 from ...agent.extension import CallScope, Extension
 from ...errors import TeamError, UnknownTeamError
 from ...message import Msg
-from ...tools import Tool
+from ...tools import PermissionEngine, Tool
 from .. import delivery
 from ..actor import TeamActor
 from ..delivery import MemberCallData
 from ..rules.models import Team, TeamMessage
 from . import review
 from .chatter import compact_idle
-from .review import MemberPermissionEngine
 from .tools import member_tools
 
 log = logging.getLogger(__name__)
@@ -64,7 +63,7 @@ class TeamMemberExtension(Extension):
         *,
         description: str = "",
         on_change: Callable[[], None] | None = None,
-        engine: MemberPermissionEngine | None = None,
+        engine: PermissionEngine | None = None,
     ) -> None:
         self.view, self.description, self.on_change = view, description, on_change
         self.engine = engine  # its refused prompts are recorded in the member's record

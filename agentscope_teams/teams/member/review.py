@@ -16,18 +16,16 @@ Both live in the member's record in the store (:class:`~..rules.models.PlanRevie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Annotated, Any, Protocol
+from collections.abc import Callable
+from typing import Annotated, Protocol
 
 from pydantic import Field
 
 from ...errors import TeamError, ToolError
-from ...state import PermissionContext, PermissionMode
-from ...tools import PermissionEngine, Tool
+from ...state import PermissionMode
+from ...tools import Tool
 from ...tools.base import ToolEnv
 from ...tools.decorator import make_tool
-from ...tools.permissions import PermissionDecision
 from ...tools.plan import session_state
 from ..actor import TeamActor
 from ..protocol import TeamClient
@@ -192,33 +190,12 @@ def member_exit_plan_tool(view: TeamActor) -> Tool:
     return make_tool(exit_plan_mode, read_only=True)
 
 
-class MemberPermissionEngine(PermissionEngine):
-    """A member's engine: every "ask" becomes a readable refusal (a member has no user, so a prompt
-    would wait for nobody); the refused tools are kept in :attr:`refused` until the member's
-    extension records them in its member record (:func:`note_prompt`)."""
-
-    def __init__(self, base: PermissionEngine, mode: PermissionMode | None = None) -> None:
-        super().__init__(base.rules, mode=mode or base.mode)
-        self.refused: list[str] = []
-
-    def check(
-        self,
-        tool: Tool,
-        arguments: Mapping[str, Any],
-        context: PermissionContext | None = None,
-        *,
-        workspace: Path | None = None,
-    ) -> PermissionDecision:
-        decision = super().check(tool, arguments, context, workspace=workspace)
-        if decision.behavior != "ask":
-            return decision
-        self.refused.append(tool.name)
-        return PermissionDecision(
-            "deny",
-            f"no one can approve {tool.name} for a team member ({decision.reason}); do without "
-            "it, or ask the lead with sendMessage (the lead sees this refusal in your record)",
-            decision.rule,
-        )
+#: A member's refusal of every call that would ask (a member has no user: a prompt would wait for
+#: nobody); its extension records the refused tools in its member record (:func:`note_prompt`).
+MEMBER_UNATTENDED = (
+    "no one can approve {tool} for a team member ({reason}); do without it, or ask the lead with "
+    "sendMessage (the lead sees this refusal in your record)"
+)
 
 
 async def serve_review(

@@ -28,7 +28,7 @@ MESSAGE_SCHEMA_VERSION = 1
 class TeamStatus(StrEnum):
     """``active`` until the team ends: ``completed`` (its lead ended it, or the lead's call
     returned with every task finished), ``archived`` (kept, out of the default listings),
-    ``done`` (the status of ``review`` teams and of callers from before ``completed``) or
+    ``done`` (the status of callers, and ``review`` teams, from before ``completed``) or
     ``deleted``. Every status but ``active`` is an end (:attr:`ended`)."""
 
     ACTIVE = "active"
