@@ -29,7 +29,10 @@ def project(root: Path) -> Path:
         f"        - type: command\n          command: touch {mark}\n---\nYou write files.\n"
     )
     log = root / LOG
-    entry = [{"hooks": [{"type": "command", "command": f"cat >> {log}; echo >> {log}"}]}]
+    # One append per event (hooks of the lead and its members run at once: a `cat` and a separate
+    # newline could interleave two events on one line).
+    append = f"line=$(cat); printf '%s\\n' \"$line\" >> {log}"
+    entry = [{"hooks": [{"type": "command", "command": append}]}]
     events = ("PreToolUse", "TaskCompleted", "TeammateIdle")
     settings = {"hooks": {e: entry for e in events}}
     (root / ".claude" / "settings.json").write_text(json.dumps(settings))
