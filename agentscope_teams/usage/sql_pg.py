@@ -9,8 +9,9 @@ parameters (:func:`admit_params`), and ``tests/usage/test_pg_agreement.py`` chec
 against :mod:`.rules` on a table of cases. A document that does not exist yet is reported
 (``found`` < the names asked): the caller inserts the missing rows and runs the statement again.
 
-MariaDB has no ``UPDATE … RETURNING`` and no JSON function that turns an object into rows inside an
-``UPDATE``, so it keeps the locked transaction of :mod:`.sql_docs`.
+MariaDB (10.11) keeps the locked transaction of :mod:`.sql_docs`: it has no ``UPDATE … RETURNING``
+(the caller cannot learn the decision from the write) and an ``UPDATE`` reads its own table in a
+subquery from a materialized copy, unlocked (the decision cannot come from locked rows inside it).
 """
 
 from __future__ import annotations
