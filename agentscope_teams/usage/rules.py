@@ -2,7 +2,9 @@
 
 The memory, file and SQL backends (:mod:`.docs`) lock the documents a call touches, run one of these
 functions on them and write them back, all in one atomic step; Redis runs the same rules as Lua
-scripts (:mod:`.redis_lua`). Times are milliseconds, money is integer nano-dollars.
+scripts (:mod:`.redis_lua`), PostgreSQL :func:`admit` and :func:`finish` as one SQL statement each
+(:mod:`.sql_pg`, given the constants below; tests/usage/test_pg_agreement.py holds them to these
+functions). Times are milliseconds, money is integer nano-dollars.
 
 **Budget document** (one per budget): ``ut``/``un`` used tokens / nano-dollars, ``rt``/``rn``
 reserved by calls in flight, ``res`` the reservations (id -> [tokens, nanos, expiry]). A call is
