@@ -6,15 +6,23 @@ script before the call (reserve on the budget and take the turn, ``ADMIT``) and 
 ``FINISH``) = two round trips (before issue 27's change: reserve, acquire and settle, three). The
 two are interleaved round by round. Fairness: a team of 6 agents and a team of 1 share a 600 rpm limit
 from two processes; the counts the server saw per team. Run: ``python -m bench.usage_overhead``.
+
+``USAGE_BENCH_STORE=postgresql://…`` (or ``mysql://…``) adds the SQL section: a governed call's two
+store steps (admit and finish, a team budget and a rate limit with ``concurrent``) as PostgreSQL's
+one statement each (:mod:`agentscope_teams.usage.sql_pg`) against the locked transaction each
+(:mod:`agentscope_teams.usage.sql_docs`, what every SQL store did before), interleaved round by
+round, alone and around a one-step ``ReActAgent.reply``.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -25,10 +33,16 @@ from agentscope_teams.model.openai import OpenAIChatModel
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import store_from_url
 from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget
+from agentscope_teams.usage.backend import DocsUsage, UsageBackend, usage_backend
+from agentscope_teams.usage.docs import docs_for
+from agentscope_teams.usage.rules import Admission, Limit, Rates
 from tests.usage.provider import FakeProvider
 from tests.usage.workers import Job, run_processes
 
 from .fixtures import REDIS_URL
+
+#: A SQL store to compare the one-statement steps with the locked transaction on (unset: skip).
+SQL_URL = os.environ.get("USAGE_BENCH_STORE", "")
 
 
 async def overhead(harness: bool, rounds: int = 15, ops: int = 20) -> tuple[float, float, float]:
@@ -78,6 +92,68 @@ async def overhead(harness: bool, rounds: int = 15, ops: int = 20) -> tuple[floa
     return b, g, statistics.median(ratios)
 
 
+async def sql_steps(url: str, rounds: int = 15, ops: int = 20) -> dict[str, list[float]]:
+    """Per-call seconds (one list entry per round) of: the two steps alone as one statement each
+    (``now``) and as a locked transaction each (``before``); a one-step reply with no governor
+    (``plain``), governed with each (``reply now``, ``reply before``)."""
+    async with store_from_url(url) as store:
+        now: UsageBackend = usage_backend(store)
+        before: UsageBackend = DocsUsage(docs_for(store))
+        run = uuid.uuid4().hex[:6]
+        rates = Rates(rpm=1e7, burst=1000, concurrent=1000)
+        limits = (Limit(f"team:bench-{run}", 10**15, None),)
+
+        async def steps(backend: UsageBackend) -> None:
+            a = Admission(limits, uuid.uuid4().hex, 100, 0, f"bench|{run}|k", rates, "t")
+            await backend.admit(a)
+            await backend.finish(a, 40, 0)
+
+        with FakeProvider() as provider:
+            model = OpenAIChatModel("bench", base_url=provider.base_url, api_key="k", max_retries=0)
+            agent = ReActAgent("b", model, config=ReActConfig(stream_model=False))
+
+            async def reply(backend: UsageBackend | None) -> None:
+                if backend is None:
+                    await agent.reply("hi", AgentState(session_id="s"))
+                else:
+                    await steps(backend)  # the same two steps the governor sends around it
+                    await agent.reply("hi", AgentState(session_id="s"))
+
+            variants: dict[str, Callable[[], Awaitable[None]]] = {
+                "now": lambda: steps(now),
+                "before": lambda: steps(before),
+                "plain": lambda: reply(None),
+                "reply now": lambda: reply(now),
+                "reply before": lambda: reply(before),
+            }
+            for op in variants.values():
+                await op()  # rows exist, connections are open
+            out: dict[str, list[float]] = {k: [] for k in variants}
+            for _ in range(rounds):
+                for name, op in variants.items():
+                    start = time.perf_counter()
+                    for _ in range(ops):
+                        await op()
+                    out[name].append((time.perf_counter() - start) / ops)
+            await model.aclose()
+    return out
+
+
+def print_sql(url: str) -> None:
+    load = os.getloadavg()[0]
+    out = anyio.run(sql_steps, url)
+    med = {k: statistics.median(v) * 1e3 for k, v in out.items()}
+    ratio = statistics.median(b / n for b, n in zip(out["before"], out["now"], strict=True))
+    scheme = url.partition(":")[0]
+    print(f"\n{scheme}, load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+    print("| per governed call | locked transaction per step (before) | one statement (now) |")
+    print("|---|---|---|")
+    print(f"| admit + finish alone | {med['before']:.2f} ms | {med['now']:.2f} ms "
+          f"(before/now {ratio:.2f}) |")  # fmt: skip
+    print(f"| one-step reply, plain {med['plain']:.2f} ms | {med['reply before']:.2f} ms | "
+          f"{med['reply now']:.2f} ms |")  # fmt: skip
+
+
 def fairness() -> dict[str, int]:
     limit = RateLimit(requests_per_minute=600, margin=0.0, max_wait=60)
     model = "fair-" + uuid.uuid4().hex[:6]
@@ -89,6 +165,9 @@ def fairness() -> dict[str, int]:
 
 
 def main() -> None:
+    if SQL_URL:
+        print_sql(SQL_URL)
+        return
     print("| one-step call (local HTTP provider) | plain | + budget + limiter (Redis) | ratio |")
     print("|---|---|---|---|")
     for harness, what in ((False, "ReActAgent.reply (loop only)"), (True, "HarnessAgent.call")):

@@ -1,7 +1,7 @@
 """One store operation per step of a model call: before it, reserve on its budgets and take its
 rate-limit turn (:meth:`UsageBackend.admit`); after it, settle and end the lease
-(:meth:`UsageBackend.finish`). :func:`usage_backend` picks Redis scripts or locked documents
-(:mod:`.docs`)."""
+(:meth:`UsageBackend.finish`). :func:`usage_backend` picks Redis scripts, PostgreSQL statements
+(:mod:`.sql_pg`) or locked documents (:mod:`.docs`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class UsageBackend(Protocol):
     async def read(self, name: str) -> rules.Doc | None: ...
 
 
-def _now() -> int:
+def now_ms() -> int:
     return int(time.time() * 1000)
 
 
@@ -42,19 +42,19 @@ class DocsUsage:
 
     async def admit(self, a: Admission) -> Admitted:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], Admitted]:
-            return rules.admit(docs, a, _now())
+            return rules.admit(docs, a, now_ms())
 
         return await self.docs.update("admit model call", a.names, change)
 
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
-            return rules.finish(docs, a, tokens, nanos, _now()), None
+            return rules.finish(docs, a, tokens, nanos, now_ms()), None
 
         await self.docs.update("finish model call", a.names, change)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
-            return {key: rules.hold_off(docs[key], float(_now()), wait_ms)}, None
+            return {key: rules.hold_off(docs[key], float(now_ms()), wait_ms)}, None
 
         await self.docs.update("hold off rate limit", [key], change)
 
@@ -145,8 +145,15 @@ def usage_backend(store: object) -> UsageBackend:
     """The usage backend of ``store`` (one per store object)."""
     found = _BACKENDS.get(store)
     if found is None:
-        redis = _is_redis(store)
-        found = RedisUsage(store) if redis else DocsUsage(docs_for(store))  # type: ignore[arg-type]
+        if _is_redis(store):
+            found = RedisUsage(store)  # type: ignore[arg-type]
+        else:
+            docs = docs_for(store)
+            found = DocsUsage(docs)
+            if getattr(docs, "dialect", None) == "postgresql":
+                from .sql_pg import PgUsage  # one statement per step (see its module)
+
+                found = PgUsage(docs)  # type: ignore[arg-type]
         _BACKENDS[store] = found
     return found
 

@@ -7,7 +7,8 @@ step across every process sharing the store:
 * memory: a lock of the process (the store is not shared between processes anyway);
 * file: an ``flock`` on ``<root>/usage/lock``, documents in ``<root>/usage/docs/``;
 * SQL: one transaction on the table ``<prefix>usage_doc`` (:mod:`.sql_docs`): the missing rows
-  inserted, the rows read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``), then updated.
+  inserted, the rows read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``), then updated
+  (PostgreSQL runs a call's admit and finish as one statement each instead: :mod:`.sql_pg`).
 
 Redis does not use this module: its scripts (:mod:`.redis_store`) do each step in one round trip.
 """

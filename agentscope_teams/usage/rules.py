@@ -2,7 +2,9 @@
 
 The memory, file and SQL backends (:mod:`.docs`) lock the documents a call touches, run one of these
 functions on them and write them back, all in one atomic step; Redis runs the same rules as Lua
-scripts (:mod:`.redis_lua`). Times are milliseconds, money is integer nano-dollars.
+scripts (:mod:`.redis_lua`), PostgreSQL :func:`admit` and :func:`finish` as one SQL statement each
+(:mod:`.sql_pg`, given the constants below; tests/usage/test_pg_agreement.py holds them to these
+functions). Times are milliseconds, money is integer nano-dollars.
 
 **Budget document** (one per budget): ``ut``/``un`` used tokens / nano-dollars, ``rt``/``rn``
 reserved by calls in flight, ``res`` the reservations (id -> [tokens, nanos, expiry]). A call is
@@ -51,6 +53,7 @@ def _budget(doc: Doc | None) -> Doc:
     base: Doc = {"ut": 0, "un": 0, "rt": 0, "rn": 0, "res": {}}
     if doc:
         base.update(doc)
+        base["res"] = dict(base["res"])  # the caller's document stays as it was
     return base
 
 
@@ -117,11 +120,18 @@ def _limiter(doc: Doc | None) -> Doc:
     base: Doc = {"tat": 0.0, "ttat": 0.0, "hold": 0.0, "ten": {}, "lease": {}}
     if doc:
         base.update(doc)
+        base["ten"] = {name: list(v) for name, v in base["ten"].items()}
+        base["lease"] = dict(base["lease"])
     return base
 
 
 #: Retry hint while every concurrent slot is taken (ms).
 CONCURRENCY_POLL_MS = 50.0
+#: A tenant not seen for this many of its share's intervals (at least the floor, ms) is forgotten.
+TENANT_WINDOW_INTERVALS = 3
+TENANT_WINDOW_MIN_MS = 1000.0
+#: The token bucket holds this fraction of a minute's tokens (times the burst).
+TOKEN_BUCKET_MINUTE_FRACTION = 6
 
 
 def acquire(
@@ -138,7 +148,7 @@ def acquire(
     waits = [0.0, d["hold"] - now]
     if rates.rpm:
         interval = 60000.0 / rates.rpm
-        window = max(1000.0, 3 * interval * max(len(ten), 1))
+        window = max(TENANT_WINDOW_MIN_MS, TENANT_WINDOW_INTERVALS * interval * max(len(ten), 1))
         for name, (_, seen) in list(ten.items()):
             if seen < now - window:
                 del ten[name]
@@ -150,7 +160,7 @@ def acquire(
         waits.append(max(mine[0], now) - now - share * (rates.burst - 1))
     if rates.tpm:
         per_token = 60000.0 / rates.tpm
-        cap = 60000.0 * rates.burst / 6
+        cap = 60000.0 * rates.burst / TOKEN_BUCKET_MINUTE_FRACTION
         ahead = max(d["ttat"], now) - now
         if ahead > 0 and ahead + tokens * per_token > cap:
             waits.append(ahead + tokens * per_token - cap)

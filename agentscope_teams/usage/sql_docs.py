@@ -60,7 +60,7 @@ class SqlDocs:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.table = store.tables(USAGE_TABLES)["usage_doc"].name
-        dialect = store.dialect
+        self.dialect = dialect = store.dialect
         lock = "" if dialect == "sqlite" else " FOR UPDATE"
         self._select = text(
             f"SELECT id, doc FROM {self.table} WHERE id IN :ids ORDER BY id{lock}"
@@ -82,3 +82,13 @@ class SqlDocs:
             return result
 
         return await self.store.transaction(op, run, write=True)
+
+    async def create(self, names: Sequence[str]) -> None:
+        """Insert the rows of ``names`` that do not exist yet (as empty documents)."""
+
+        async def run(conn: AsyncConnection) -> None:
+            await conn.execute(
+                self._insert, [{"id": i} for i in sorted({doc_id(n) for n in names})]
+            )
+
+        await self.store.transaction("create usage documents", run, write=True)

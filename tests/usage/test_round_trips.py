@@ -20,6 +20,7 @@ from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget
 from agentscope_teams.usage.backend import usage_backend
 
 from ..backends import StoreSpec
+from ..teams.round_trips import count_round_trips
 
 pytestmark = pytest.mark.anyio
 USED = Usage(input_tokens=30, output_tokens=10)
@@ -43,12 +44,14 @@ def _count_operations(store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> list
     return seen
 
 
-async def _one_call(store: BaseStore, gov: UsageGovernor, budget: Budget | None) -> None:
+async def _one_call(
+    store: BaseStore, gov: UsageGovernor, budget: Budget | None, team: str | None = None
+) -> None:
     def reply(request: ModelRequest) -> ModelResponse:
         return ModelResponse(content=[TextBlock(text="ok")], usage=USED)
 
     agent = ReActAgent("a", ScriptedModel(reply), config=ReActConfig(stream_model=False))
-    with gov.bind(), add_budget("team:" + uuid.uuid4().hex[:8], budget):
+    with gov.bind(), add_budget(team or "team:" + uuid.uuid4().hex[:8], budget):
         await agent.reply("hi", AgentState(session_id="s"))
 
 
@@ -91,3 +94,25 @@ async def test_the_one_operation_settles_the_budget_and_ends_the_lease(store: Ba
             await agent.reply("hi", AgentState(session_id="s"))
     doc = await usage_backend(store).read(team)
     assert doc is not None and doc["ut"] == 3 * 40 and doc["rt"] == 0
+
+
+@pytest.mark.parametrize("store_spec", ["postgres"], indirect=True)
+async def test_on_postgres_each_step_is_one_statement_without_a_transaction(
+    store: BaseStore, store_spec: StoreSpec
+) -> None:
+    """Statements sent to PostgreSQL per governed call: the admit and the finish statement, no
+    BEGIN or COMMIT (the locked transaction it replaces sent five per step)."""
+    with_lease = RateLimit(requests_per_minute=1e7, burst=1000, concurrent=100)
+    rpm = RateLimit(requests_per_minute=1e7, burst=1000)
+    cases = [
+        ("budget and a rate limit with leases", with_lease, Budget(max_tokens=10**9), ["WITH"] * 2),
+        ("requests per minute only", rpm, None, ["WITH"]),
+    ]  # fmt: skip
+    for what, limit, spend, expected in cases:
+        gov = UsageGovernor(store, rate_limit=limit)
+        team = "team:" + uuid.uuid4().hex[:8]
+        # a budget's first call finds no row: it inserts it (one transaction), then decides again
+        await _one_call(store, gov, spend, team)
+        async with count_round_trips(store) as trips:
+            await _one_call(store, gov, spend, team)
+        assert trips.seen == expected, what

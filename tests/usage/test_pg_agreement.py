@@ -1,0 +1,162 @@
+"""PostgreSQL's one-statement admit and finish (:mod:`agentscope_teams.usage.sql_pg`) agree with
+the rules (:mod:`agentscope_teams.usage.rules`) on a table of cases: the same answer, and the same
+documents afterwards (compared once expired reservations are taken off, which both do lazily)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from agentscope_teams.store import BaseStore
+from agentscope_teams.usage import rules
+from agentscope_teams.usage.backend import usage_backend
+from agentscope_teams.usage.docs import doc_id
+from agentscope_teams.usage.rules import Admission, Limit, Rates
+from agentscope_teams.usage.sql_pg import PgUsage
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_spec", ["postgres"], indirect=True)]
+
+NOW = 10_000_000
+LIVE, GONE = NOW + 60_000, NOW - 1  # a reservation's or lease's expiry: still held, ended
+
+
+def _budget(ut: int = 0, un: int = 0, held: dict[str, list[int]] | None = None) -> rules.Doc:
+    res = held or {}
+    rt, rn = sum(v[0] for v in res.values()), sum(v[1] for v in res.values())
+    return {"ut": ut, "un": un, "rt": rt, "rn": rn, "res": res}
+
+
+def _limiter(**fields: Any) -> rules.Doc:
+    return {"tat": 0.0, "ttat": 0.0, "hold": 0.0, "ten": {}, "lease": {}, **fields}
+
+
+# (what, documents before (A, B: budgets; L: the limiter), the budgets' limits, rates or None)
+CASES: list[tuple[str, dict[str, rules.Doc | None], list[tuple[str, int | None, int | None]], Rates | None]] = [
+    ("no documents yet", {"A": None}, [("A", 100, None)], None),
+    ("budget under its limit", {"A": _budget(ut=10)}, [("A", 100, None)], None),
+    ("budget at its limit", {"A": _budget(ut=100)}, [("A", 100, None)], None),
+    ("budget over its limit", {"A": _budget(ut=150)}, [("A", 100, None)], None),
+    ("rest held by a call in flight", {"A": _budget(50, held={"x": [50, 0, LIVE]})}, [("A", 100, None)], None),
+    ("an ended call's reservation is given back", {"A": _budget(50, held={"x": [50, 0, GONE]})}, [("A", 100, None)], None),
+    ("several budgets, the second refuses in USD", {"A": _budget(5, 5), "B": _budget(1, 600)}, [("A", 1000, 1000), ("B", None, 500)], None),
+    ("several budgets, all admit", {"A": _budget(5, 5), "B": _budget(1, 6)}, [("A", 1000, 1000), ("B", None, 500)], None),
+    ("limiter ready", {"L": None}, [], Rates(rpm=60)),
+    ("limiter waiting for the next request", {"L": _limiter(tat=NOW + 5000.0)}, [], Rates(rpm=60)),
+    ("a burst lets the turn pass", {"L": _limiter(tat=NOW + 500.0)}, [], Rates(rpm=60, burst=3)),
+    ("fair share: the tenant's own clock is ahead", {"L": _limiter(tat=NOW - 10.0, ten={"me": [NOW + 900.0, NOW - 5.0], "o": [NOW, NOW - 5.0]})}, [], Rates(rpm=600)),
+    ("a tenant not seen for long is forgotten", {"L": _limiter(ten={"old": [NOW - 1e6, NOW - 1e6], "o": [NOW, NOW - 5.0]})}, [], Rates(rpm=600)),
+    ("tokens per minute: the bucket is full", {"L": _limiter(ttat=NOW + 9000.0)}, [], Rates(tpm=1000)),
+    ("tokens per minute: room left", {"L": _limiter(ttat=NOW + 10.0)}, [], Rates(tpm=100000)),
+    ("concurrency cap reached", {"L": _limiter(lease={"p": LIVE, "q": LIVE})}, [], Rates(concurrent=2)),
+    ("concurrency: an ended lease frees a slot", {"L": _limiter(lease={"p": LIVE, "q": GONE})}, [], Rates(concurrent=2)),
+    ("held off after a 429", {"L": _limiter(hold=NOW + 3000.0)}, [], Rates(rpm=60)),
+    ("budget refuses: the limiter is untouched", {"A": _budget(ut=100), "L": _limiter()}, [("A", 100, None)], Rates(rpm=60, concurrent=1)),
+    ("limiter waits: the budgets are untouched", {"A": _budget(ut=10), "L": _limiter(tat=NOW + 5000.0)}, [("A", 100, None)], Rates(rpm=60)),
+    ("both admit: reservation and turn together", {"A": _budget(ut=10), "L": _limiter(tat=NOW - 1.0)}, [("A", 100, 10**9)], Rates(rpm=60, tpm=10**6, concurrent=3)),
+]  # fmt: skip
+
+
+async def _setup(
+    store: BaseStore, case: dict[str, rules.Doc | None]
+) -> tuple[PgUsage, dict[str, str]]:
+    backend = usage_backend(store)
+    assert isinstance(backend, PgUsage)
+    run = uuid.uuid4().hex[:8]
+    names = {short: f"case:{run}:{short}" for short in case}
+    for short, doc in case.items():
+        if doc is not None:
+            await _write(backend, names[short], doc)
+    return backend, names
+
+
+async def _write(backend: PgUsage, name: str, doc: rules.Doc) -> None:
+    await backend.docs.create([name])
+    stmt = text(f"UPDATE {backend.docs.table} SET doc = :doc WHERE id = :id")
+
+    async def run(conn: Any) -> None:
+        await conn.execute(stmt, {"doc": json.dumps(doc), "id": doc_id(name)})
+
+    await backend.docs.store.transaction("write case", run, write=True)
+
+
+async def _stored(backend: PgUsage, name: str) -> rules.Doc | None:
+    stmt = text(f"SELECT doc FROM {backend.docs.table} WHERE id = :id")
+
+    async def run(conn: Any) -> Any:
+        return (await conn.execute(stmt, {"id": doc_id(name)})).scalar()
+
+    raw = await backend.docs.store.transaction("read case", run)
+    return (json.loads(raw) or None) if raw is not None else None
+
+
+def _normal(doc: rules.Doc | None, limiter: bool) -> Any:
+    """A document as the rules would see it at NOW (defaults filled in, ended reservations
+    taken off), numbers as floats."""
+    if limiter:
+        d = rules._limiter(doc)
+        return {**d, "tat": float(d["tat"]), "ttat": float(d["ttat"]), "hold": float(d["hold"])}
+    d = rules._budget(json.loads(json.dumps(doc)) if doc else None)
+    rules._reap(d, NOW)
+    return d
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal documents, numbers to a millionth of a millisecond."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) <= 1e-6
+    return bool(a == b)
+
+
+def _admission(
+    names: dict[str, str], limits: list[tuple[str, int | None, int | None]], rates: Rates | None
+) -> Admission:
+    budgets = tuple(Limit(names[s], t, n) for s, t, n in limits)
+    key = names.get("L") if rates is not None else None
+    return Admission(budgets, "call1", 120, 7, key, rates or Rates(), "me")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+async def test_the_admit_statement_agrees_with_the_rules(store: BaseStore, case: Any) -> None:
+    _, before, limits, rates = case
+    backend, names = await _setup(store, before)
+    a = _admission(names, limits, rates)
+    expected_docs, expected = rules.admit({names[s]: d for s, d in before.items()}, a, NOW)
+    got = await backend.admit_at(a, NOW)
+    assert got.refusal == expected.refusal
+    assert got.wait_ms == pytest.approx(expected.wait_ms)
+    for short, name in names.items():
+        want = expected_docs.get(name, before[short])
+        stored = await _stored(backend, name)
+        got_doc, want_doc = _normal(stored, short == "L"), _normal(want, short == "L")
+        assert _same(got_doc, want_doc), (short, got_doc, want_doc)
+
+
+FINISHES: list[tuple[str, dict[str, rules.Doc | None], Rates | None, tuple[int, int]]] = [
+    ("settle what the call used", {"A": _budget(10, 3, held={"call1": [120, 7, LIVE], "y": [5, 0, LIVE]})}, None, (40, 2)),
+    ("release a failed call", {"A": _budget(10, 3, held={"call1": [120, 7, LIVE]})}, None, (0, 0)),
+    ("end the lease, correct the token clock", {"A": _budget(held={"call1": [120, 7, LIVE]}), "L": _limiter(ttat=NOW + 500.0, lease={"call1": LIVE, "z": LIVE})}, Rates(tpm=60000, concurrent=4), (40, 2)),
+    ("a token clock never goes before now", {"L": _limiter(ttat=NOW + 5.0, lease={"call1": LIVE})}, Rates(tpm=60000, concurrent=4), (1, 0)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FINISHES, ids=[c[0] for c in FINISHES])
+async def test_the_finish_statement_agrees_with_the_rules(store: BaseStore, case: Any) -> None:
+    _, before, rates, (tokens, nanos) = case
+    backend, names = await _setup(store, before)
+    limits = [(s, 10**6, None) for s in before if s != "L"]
+    a = _admission(names, limits, rates)
+    expected_docs = rules.finish({names[s]: d for s, d in before.items()}, a, tokens, nanos, NOW)
+    await backend.finish_at(a, tokens, nanos, NOW)
+    for short, name in names.items():
+        stored = await _stored(backend, name)
+        want = expected_docs[name]
+        got_doc, want_doc = _normal(stored, short == "L"), _normal(want, short == "L")
+        assert _same(got_doc, want_doc), (short, got_doc, want_doc)
