@@ -31,6 +31,7 @@ AREAS: dict[str, set[str]] = {
     "store/_redis": {"redis"},
     #: budgets on SQL stores (a store already opened: its driver is there) and the price database
     "usage/sql_docs.py": {"sql", "mysql", "postgres"},
+    "usage/sql_pg.py": {"postgres"},
     "usage/prices.py": {"prices"},
     #: the URL openers name the driver a URL needs before importing the backend
     "store/openers.py": {"mysql", "postgres"},
