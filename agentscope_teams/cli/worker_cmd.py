@@ -35,12 +35,14 @@ from pathlib import Path
 import anyio
 
 from ..compose import project_mcp_json
+from ..errors import CommandError
 from ..hooks import Hooks, project_hooks
 from ..mcp import McpToolset
 from ..mcp.project import project_servers
 from ..model import ChatModel
 from ..model.script_file import ScriptFileModel
 from ..store.base import BaseStore
+from ..store.capabilities import capabilities_of
 from ..subagents.spec import SubagentSpec, load_specs
 from ..teams.member.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust, project_root
@@ -197,6 +199,12 @@ def handle(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     async def body(store: BaseStore) -> int:
+        if not capabilities_of(store).shared_across_processes:
+            raise CommandError(
+                f"--store {args.store}: a worker takes members from a store other processes write "
+                "to, and this store lives only in this process; use a file, SQL or Redis store "
+                "shared with the lead"
+            )
         worker = Worker(store, config)
         print(
             f"worker serving {len(config.specs)} specs, up to {config.max_members} members"

@@ -92,6 +92,8 @@ CASES = [
     # worker
     ("worker-unknown-scheme", ["worker", "--store", "ftp://host/x", "--specs", "{specs}"],
      "ftp://host/x", "", None),
+    ("worker-store-of-one-process", ["worker", "--store", "memory://", "--specs", "{specs}"],
+     "memory://", "", None),
     ("worker-redis-db-out-of-range", ["worker", "--store", f"{_base(REDIS)}/99", "--specs",
      "{specs}"], "/99", "", REDIS),
     ("worker-redis-unknown-query", ["worker", "--store", f"{_base(REDIS)}/0?frobnicate=1",
