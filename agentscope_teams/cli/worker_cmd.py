@@ -199,12 +199,7 @@ def handle(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     async def body(store: BaseStore) -> int:
-        if not capabilities_of(store).shared_across_processes:
-            raise CommandError(
-                f"--store {args.store}: a worker takes members from a store other processes write "
-                "to, and this store lives only in this process; use a file, SQL or Redis store "
-                "shared with the lead"
-            )
+        _require_shared(store, args.store)
         worker = Worker(store, config)
         print(
             f"worker serving {len(config.specs)} specs, up to {config.max_members} members"
@@ -235,6 +230,16 @@ def handle(args: argparse.Namespace) -> int:
         return 0
 
     return with_store(args, body)
+
+
+def _require_shared(store: BaseStore, url: str) -> None:
+    """Refuse a store no other process can write to (a worker there would wait forever)."""
+    if not capabilities_of(store).shared_across_processes:
+        raise CommandError(
+            f"--store {url}: a worker takes members from a store other processes write to, and "
+            "this store lives only in this process; use a file, SQL or Redis store shared with "
+            "the lead"
+        )
 
 
 def _model(name: str | None, specs: Mapping[str, SubagentSpec]) -> ChatModel | None:
