@@ -21,19 +21,27 @@ from .common import CommandError
 MOUNT = "/a2a"
 
 
-def add_a2a_options(parser: argparse.ArgumentParser) -> None:
-    """The options of ``serve --a2a``."""
-    group = parser.add_argument_group("A2A (serve --a2a; needs the a2a extra)")
-    group.add_argument("--a2a", action="store_true", help="also serve the lead agent over A2A")
+def add_bearer_options(group: Any, protocol: str) -> None:
+    """``--<protocol>-tokens FILE`` and ``--<protocol>-anonymous``: who may call a published agent
+    besides the control plane's operator tokens (``group``: an argparse argument group)."""
     group.add_argument(
-        "--a2a-tokens",
+        f"--{protocol}-tokens",
         metavar="FILE",
         type=Path,
         help="also accept the bearer tokens of FILE (JSON/YAML: TOKEN: {user: USER, org: ORG})",
     )
     group.add_argument(
-        "--a2a-anonymous", action="store_true", help="let callers without a token in (anonymous)"
+        f"--{protocol}-anonymous",
+        action="store_true",
+        help="let callers without a token in (as the anonymous user)",
     )
+
+
+def add_a2a_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``serve --a2a``."""
+    group = parser.add_argument_group("A2A (serve --a2a; needs the a2a extra)")
+    group.add_argument("--a2a", action="store_true", help="also serve the lead agent over A2A")
+    add_bearer_options(group, "a2a")
     group.add_argument(
         "--a2a-public-card", action="store_true", help="serve the Agent Card without a token"
     )

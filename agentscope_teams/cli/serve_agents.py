@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..store.base import BaseStore
-from .a2a_serve import a2a_app_of, add_a2a_options, mount_a2a
+from .a2a_serve import a2a_app_of, add_a2a_options, add_bearer_options, mount_a2a
 from .common import CommandError, spec_directory
 from .sandbox_option import sandbox_option
 
@@ -40,15 +40,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"also serve the lead agent as an MCP tool (streamable HTTP at {MCP_PATH})",
     )
-    mcp.add_argument(
-        "--mcp-tokens",
-        metavar="FILE",
-        type=Path,
-        help="also accept the bearer tokens of FILE (JSON/YAML: TOKEN: {user: USER, org: ORG})",
-    )
-    mcp.add_argument(
-        "--mcp-anonymous", action="store_true", help="let MCP callers without a token in"
-    )
+    add_bearer_options(mcp, "mcp")
 
 
 def control_plane_verifier(
