@@ -35,6 +35,7 @@ from .common import (
     who,
     with_store,
 )
+from .heap import freeze_startup_heap
 from .serve_agents import add_agent_options, mount_agents, serve_with_agents
 
 EXAMPLES = (
@@ -200,6 +201,7 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
         "lifespan": "off",
     }
     config = uvicorn.Config(app, access_log=args.access_log, log_level="warning", **options)
+    freeze_startup_heap()  # the app, its routes and the store exist: out of the collector's way
     try:
         await Server(config).serve(sockets=[sock])
     finally:

@@ -47,6 +47,7 @@ from ..subagents.spec import SubagentSpec, load_specs
 from ..teams.member.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust, project_root
 from .common import SubParsers, add_command, port_number, require_mcp, with_store
+from .heap import freeze_startup_heap
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
@@ -201,6 +202,7 @@ def handle(args: argparse.Namespace) -> int:
     async def body(store: BaseStore) -> int:
         _require_shared(store, args.store)
         worker = Worker(store, config)
+        freeze_startup_heap()  # the worker's long-lived objects exist: out of the collector's way
         print(
             f"worker serving {len(config.specs)} specs, up to {config.max_members} members"
             f"{_mcp_note(mcp, mcp_path)}; Ctrl-C to stop" + (f"\nnote: {note}" if note else ""),

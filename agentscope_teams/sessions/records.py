@@ -15,7 +15,7 @@ from pydantic import BaseModel, model_validator
 
 from ..message import utcnow
 from ..state import STATE_SCHEMA_VERSION, AgentState, check_schema_version
-from .config import SessionConfig
+from .config import SessionConfig, copy_config
 from .origins import ChannelOrigin, ScheduleOrigin, SessionOrigin, SessionSource, origin_of
 
 SESSION_SCHEMA_VERSION = 2
@@ -148,7 +148,7 @@ def new_body(
     """A record body; ``source`` follows ``origin``, the timestamps default to now."""
     now = utcnow()
     return SessionBody(
-        config=config.model_copy(deep=True) if config is not None else SessionConfig(),
+        config=copy_config(config) if config is not None else SessionConfig(),
         state=state,
         source=SessionSource(origin.type),
         origin=origin,

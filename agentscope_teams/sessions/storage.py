@@ -40,7 +40,7 @@ from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
 from ..state import AgentState, raise_if_newer
 from ..store.base import BaseStore, Entry, Fence, Key, field_records_of, get_many
-from .config import SessionConfig
+from .config import SessionConfig, copy_config
 from .origins import SessionOrigin, SessionSource, origin_of
 from .queries import ImportOutcome, ListOrder, by_channel, by_schedule, ordered, same_body
 from .records import (
@@ -74,7 +74,7 @@ def _updated(
     if state is not None:
         update["state"] = state
     if config is not None and config != old.config:
-        update["config"] = config.model_copy(deep=True)  # the caller may change its own later
+        update["config"] = copy_config(config)  # the caller may change its own later
         update["config_version"] = old.config_version + 1
     return old.model_copy(update=update)
 
@@ -128,19 +128,12 @@ class SessionStorage:
         version: int,
         body: SessionBody,
         layout: Layout | None = None,
-        *,
-        parsed: bool = False,
     ) -> None:
         # Keep only what is needed to rewrite the record, not the (possibly large) state.
-        # The config is copied unless it is already this storage's own (just parsed, or the one
-        # remembered): the caller keeps (and may mutate) the one it passed; the one it is given
-        # is a copy (_record).
-        config = body.config
-        seen = self._seen.get(key)
-        if not parsed and (seen is None or seen[1].config is not config):
-            config = config.model_copy(deep=True)
-        kept = {"state": EMPTY_STATE, "config": config}
-        self._seen[key] = (version, body.model_copy(update=kept), layout)
+        # The config is kept as is: every body read or written holds a config of this storage's
+        # own (parsed, or copied from the caller's by new_body / _updated / import_at), and a
+        # caller is only ever given a copy (_record), so no caller can change the one kept.
+        self._seen[key] = (version, body.model_copy(update={"state": EMPTY_STATE}), layout)
         self._seen.move_to_end(key)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
@@ -167,7 +160,7 @@ class SessionStorage:
             if segments is not None:
                 body = head.body
                 body.state.context = list(chain.from_iterable(s.messages for s in segments))
-                self._remember(key, entry.version, body, tuple(head.segments), parsed=True)
+                self._remember(key, entry.version, body, tuple(head.segments))
                 return entry.version, body
             found = await self.store.get(key)
             if found is None:
@@ -219,7 +212,7 @@ class SessionStorage:
         except ValidationError as exc:
             raise_if_newer(entry.value, VERSIONED_PARTS)  # a newer record: say "upgrade"
             raise SchemaVersionError(f"session record at {key!r} cannot be read: {exc}") from exc
-        self._remember(key, entry.version, body, parsed=True)
+        self._remember(key, entry.version, body)
         return entry.version, body
 
     @staticmethod
@@ -229,9 +222,7 @@ class SessionStorage:
             user_id=addr.user_id,
             agent_id=addr.agent_id,
             session_id=addr.session_id,
-            config=b.config.model_copy(
-                deep=True
-            ),  # the caller's to change; the cache keeps its own
+            config=copy_config(b.config),  # the caller's to change; the cache keeps its own
             state=b.state,
             version=version,
             source=b.source,
@@ -556,6 +547,7 @@ class SessionStorage:
         same data twice leaves every version as it was); ``dry_run`` says which without writing.
         """
         bind_state(body.state, addr.session_id)
+        body = body.model_copy(update={"config": copy_config(body.config)})  # the caller keeps its
         while True:
             loaded = await self._load(addr.key)
             if loaded is not None and same_body(loaded[1], body):

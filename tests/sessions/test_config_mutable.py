@@ -4,7 +4,11 @@ the cache hold; only a new ``upsert_session`` does."""
 
 from __future__ import annotations
 
+from agentscope_teams.keys import SessionAddress
 from agentscope_teams.sessions import SessionConfig, SessionStorage
+from agentscope_teams.sessions.config import ChatModelConfig, copy_config
+from agentscope_teams.sessions.origins import UserOrigin
+from agentscope_teams.sessions.records import new_body
 from agentscope_teams.state import AgentState
 from agentscope_teams.store.memory import InMemoryStore
 
@@ -59,3 +63,34 @@ async def test_mutating_a_loaded_config_changes_nothing_until_upserted() -> None
         updated = await storage.upsert_session("alice", "helper", loaded.config, session_id="s1")
         assert updated.config_version == 2
         assert (await _stored(store, "s1")).name == "renamed"
+
+
+async def test_mutating_an_imported_body_config_changes_neither_cache_nor_store() -> None:
+    async with InMemoryStore() as store:
+        storage = SessionStorage(store)
+        model = ChatModelConfig(type="openai", credential_id="c1", model="m", parameters={"t": [1]})
+        config = SessionConfig(name="imported", chat_model_config=model)
+        body = new_body(None, AgentState(session_id="s1"), UserOrigin())
+        body.config = config  # as a converter builds it: the importer's own config object
+        addr = SessionAddress(None, "alice", "helper", "s1")
+        assert await storage.import_at(addr, body) == "created"
+        body.config.name = "changed by the importer"
+        assert body.config.chat_model_config is not None
+        body.config.chat_model_config.parameters["t"].append(2)
+        await storage.update_session_state("alice", "helper", "s1", AgentState(session_id="s1"))
+        stored = await _stored(store, "s1")
+        kept = ChatModelConfig(type="openai", credential_id="c1", model="m", parameters={"t": [1]})
+        assert stored == SessionConfig(name="imported", chat_model_config=kept)
+
+
+def test_a_config_copy_is_equal_and_independent() -> None:
+    model = ChatModelConfig(type="openai", credential_id="c1", model="m", parameters={"t": [1]})
+    config = SessionConfig(workspace_id="w", metadata={"a": {"b": [1]}}, chat_model_config=model)
+    copy = copy_config(config)
+    assert copy == config
+    copy.metadata["a"]["b"].append(2)
+    copy.naming.auto = True
+    assert copy.chat_model_config is not None
+    copy.chat_model_config.parameters["t"].append(2)
+    assert config.metadata == {"a": {"b": [1]}} and not config.naming.auto
+    assert model.parameters == {"t": [1]}
