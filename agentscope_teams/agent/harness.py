@@ -314,7 +314,9 @@ class SessionAgent:
         asked at the last save, since it depends on what the call injected."""
         return not any(ext.works_after_save(scope) for ext in self.extensions)
 
-    def _exclusive(self, addr: SessionAddress) -> SessionGuard:
+    def _exclusive(self, addr: SessionAddress, *, load: bool = False) -> SessionGuard:
+        """The session's lock and lease; ``load`` reads its record with the lease (one round
+        trip on Redis): :meth:`_load` then decodes it."""
         lock = self._locks.get(addr.key)
         if lock is None:
             lock = self._locks[addr.key] = anyio.Lock()
@@ -325,7 +327,14 @@ class SessionAgent:
             addr.lease_key,
             ttl=self.lease_ttl,
             wait_timeout=self.busy_timeout,
+            read=addr.key if load else None,
         )
+
+    async def _load(self, addr: SessionAddress, lease: Lease | None) -> SessionRecord | None:
+        """The session's record: the one read with ``lease``, else read now."""
+        if lease is not None and lease.read_key == addr.key:
+            return await self.sessions.record_from(addr, lease.read)
+        return await self.sessions.get_at(addr)
 
     async def _run(
         self, input: ReplyInput, ctx: RuntimeContext, sink: Any, output: OutputType | None = None
@@ -341,7 +350,7 @@ class SessionAgent:
         )
         governed = self.usage.bind(ctx) if self.usage is not None else contextlib.nullcontext()
         with use_context(ctx), span, governed:
-            async with self._exclusive(addr) as lease:
+            async with self._exclusive(addr, load=True) as lease:
                 await self._run_locked(input, ctx, addr, sink, lease, output)
 
     async def _run_locked(
@@ -353,7 +362,7 @@ class SessionAgent:
         lease: Lease | None,
         output: OutputType | None = None,
     ) -> None:
-        record = await self.sessions.get_at(addr)
+        record = await self._load(addr, lease)
         state = record.state if record else AgentState(session_id=ctx.session_id)
         version = record.version if record else 0
         loaded = _change_marker(state)

@@ -46,7 +46,7 @@ import anyio
 
 from ..errors import LeaseLostError, SessionBusyError, StoreBusyError, VersionConflict
 from ..keys import address_of
-from ..store.base import BaseStore, Fence, Key
+from ..store.base import BaseStore, Entry, Fence, Key, create_then_get
 from ..store.capabilities import capabilities_of
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,12 @@ log = logging.getLogger(__name__)
 class Lease:
     """A held lease: :meth:`fence` fences a save with it; :meth:`verify` raises once it is lost."""
 
-    def __init__(self, store: BaseStore, key: Key, ttl: float) -> None:
+    def __init__(self, store: BaseStore, key: Key, ttl: float, *, read: Key | None = None) -> None:
         self.store, self.key, self.ttl = store, key, ttl
+        #: The key read together with acquiring (the record the lease guards), and what it held
+        #: then (None: absent, or no ``read`` key).
+        self.read_key = read
+        self.read: Entry | None = None
         self.holder = uuid.uuid4().hex
         self.version = 0
         self.lost = False
@@ -88,9 +92,16 @@ class Lease:
         return self._token
 
     async def try_acquire(self) -> bool:
-        """Create the lease key if absent; False if someone holds it."""
+        """Create the lease key if absent, then read :attr:`read_key` (one round trip where the
+        store has it, see :func:`~agentscope_teams.store.base.create_then_get`); False if someone
+        holds it."""
         try:
-            self.version = await self._put(expected_version=0)
+            if self.read_key is None:
+                self.version = await self._put(expected_version=0)
+            else:
+                self.version, self.read = await create_then_get(
+                    self.store, self.key, self._value(), ttl=self.ttl, read=self.read_key
+                )
         except VersionConflict:
             return False
         self._written_at = self._confirmed_at = time.monotonic()
@@ -210,13 +221,14 @@ async def acquire(lease: Lease, wait_timeout: float) -> None:
 
 @asynccontextmanager
 async def hold_lease(
-    store: BaseStore, key: Key, *, ttl: float, wait_timeout: float
+    store: BaseStore, key: Key, *, ttl: float, wait_timeout: float, read: Key | None = None
 ) -> AsyncIterator[Lease]:
-    """Acquire the lease at ``key`` (waiting up to ``wait_timeout``), renew it while the body runs.
+    """Acquire the lease at ``key`` (waiting up to ``wait_timeout``), renew it while the body runs;
+    ``read`` is read with the acquisition (:attr:`Lease.read`).
 
     The body's exception propagates as is (not wrapped in an ``ExceptionGroup``).
     """
-    lease = Lease(store, key, ttl)
+    lease = Lease(store, key, ttl, read=read)
     await acquire(lease, wait_timeout)
     error: BaseException | None = None
     try:
@@ -242,7 +254,8 @@ class SessionGuard:
     """Exclusive access to one session: the in-process lock, then (if given a store) its lease.
 
     Waiting for both together is bounded by ``wait_timeout`` (:class:`SessionBusyError`). Entering
-    yields the held :class:`Lease`, or None when the store is private to this process.
+    yields the held :class:`Lease`, or None when the store is private to this process. ``read``
+    (the session record's key) is read with the lease's acquisition: :attr:`Lease.read`.
     """
 
     def __init__(
@@ -253,8 +266,9 @@ class SessionGuard:
         *,
         ttl: float,
         wait_timeout: float,
+        read: Key | None = None,
     ) -> None:
-        self.lock, self.store, self.key = lock, store, key
+        self.lock, self.store, self.key, self.read = lock, store, key, read
         self.ttl, self.wait_timeout = ttl, wait_timeout
         self._lease_cm: contextlib.AbstractAsyncContextManager[Lease] | None = None
 
@@ -265,7 +279,9 @@ class SessionGuard:
             return None
         try:
             remaining = max(self.wait_timeout - (time.monotonic() - start), 0.0)
-            self._lease_cm = hold_lease(self.store, self.key, ttl=self.ttl, wait_timeout=remaining)
+            self._lease_cm = hold_lease(
+                self.store, self.key, ttl=self.ttl, wait_timeout=remaining, read=self.read
+            )
             return await self._lease_cm.__aenter__()
         except BaseException:
             self._lease_cm = None

@@ -244,6 +244,12 @@ class SessionStorage:
         loaded = await self._load(addr.key)
         return None if loaded is None else self._record(addr, *loaded)
 
+    async def record_from(self, addr: SessionAddress, entry: Entry | None) -> SessionRecord | None:
+        """The record in ``entry``, as just read from ``addr``'s key (with its lease, say); a
+        segmented record's missing segments are read from the store, as by :meth:`get_at`."""
+        loaded = await self._read(addr.key, entry)
+        return None if loaded is None else self._record(addr, *loaded)
+
     async def upsert_session(
         self,
         user_id: str | None,

@@ -90,6 +90,19 @@ PUT_FENCED = fenced(PUT)
 UPDATE_FENCED = fenced(UPDATE)
 UPDATE_FIELDS_FENCED = fenced(UPDATE_FIELDS).replace("local last = #ARGV", "local last = #ARGV - 2")
 
+# Create an unindexed entry (a lease) and read another entry (the record it guards) after it, in
+# one atomic command. KEYS: created entry, read entry. ARGV: value, ttl ms.
+# Returns {0, found version} when the entry exists, else {1, version, read value, read version}.
+CREATE_THEN_GET = """
+local found = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if found ~= 0 then return {0, found} end
+local version = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 'v', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local read = redis.call('HMGET', KEYS[2], 'v', 'n')
+return {1, version, read[1], read[2]}
+"""
+
 # KEYS: entries. Whether each exists, in one command (listing checks a page of index members).
 EXISTS = """
 local out = {}
@@ -115,4 +128,5 @@ SCRIPTS = (
     UPDATE_FENCED,
     UPDATE_FIELDS,
     UPDATE_FIELDS_FENCED,
+    CREATE_THEN_GET,
 )

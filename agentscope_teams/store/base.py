@@ -202,6 +202,24 @@ async def get_many(store: BaseStore, keys: Sequence[Key]) -> list[Entry | None]:
     return found
 
 
+async def create_then_get(
+    store: BaseStore, key: Key, value: bytes, *, ttl: float, read: Key
+) -> tuple[int, Entry | None]:
+    """Create the unindexed entry ``key`` (``expected_version=0``, ``ttl``; a lease) and then read
+    ``read``: the new version and that entry. :class:`VersionConflict` if ``key`` exists (nothing
+    is read). The store's own ``create_then_get`` does both in one round trip (Redis: one script,
+    ``read`` in ``key``'s cluster slot); other stores write, then read."""
+    native = getattr(store, "create_then_get", None)
+    if native is not None:
+        found: tuple[int, Entry | None] = await native(key, value, ttl=ttl, read=read)
+        return found
+    if capabilities_of(store).fencing:
+        version = await store.put(key, value, expected_version=0, ttl=ttl, indexed=False)
+    else:
+        version = await store.put(key, value, expected_version=0, ttl=ttl)
+    return version, await store.get(read)
+
+
 @runtime_checkable
 class FieldRecords(Protocol):
     """The optional capability of keeping named fields beside an entry's value (Redis: fields of

@@ -104,6 +104,7 @@ class RedisStore(RedisListing):
         self._update_fenced = client.register_script(lua.UPDATE_FENCED)
         self._update_fields = client.register_script(lua.UPDATE_FIELDS)
         self._update_fields_fenced = client.register_script(lua.UPDATE_FIELDS_FENCED)
+        self._create_then_get = client.register_script(lua.CREATE_THEN_GET)
         self._subscriber = Subscriber(client)
         self.signals_enabled = True
 
@@ -221,6 +222,29 @@ class RedisStore(RedisListing):
         if not ok:
             raise VersionConflict(k, expected_version, int(found))
         return int(found)
+
+    async def create_then_get(
+        self, key: Key, value: bytes, *, ttl: float, read: Key
+    ) -> tuple[int, Entry | None]:
+        """Create the unindexed entry ``key`` and read ``read`` after it: one script call (see
+        :func:`~.base.create_then_get`); on a cluster ``read`` must share ``key``'s slot."""
+        k = self._check_put(key, value, 0, ttl)
+        name = self._naming.entry(k)
+        read_name = self._naming.entry(valid(read, self._naming.entries, "key"))
+        if self.cluster and self._client.keyslot(read_name) != self._client.keyslot(name):
+            raise ConfigurationError(
+                f"{read!r} is in another Redis Cluster hash slot than {key!r}; reading it with "
+                "the write needs both keys in one key-registry group (agentscope_teams.keys)"
+            )
+        args: list[bytes | str] = [bytes(value), str(max(1, math.ceil(ttl * 1000)))]
+        script = self._create_then_get
+        async with self._turn():
+            with self._guard():
+                row = await self._moving(lambda: script(keys=[name, read_name], args=args))
+        if not row[0]:
+            raise VersionConflict(k, 0, int(row[1]))
+        found = None if row[2] is None or row[3] is None else Entry(row[2], int(row[3]))
+        return int(row[1]), found
 
     # -- fields beside a value (FieldRecords) ------------------------------------------------
 

@@ -140,3 +140,27 @@ async def test_a_taken_over_lease_fences_its_holder_and_not_the_winner(
     await winner.release()  # nothing left to do: no store access, no error
     entry = await store.get(rec)
     assert entry is not None and entry.value == b"won"
+
+
+async def test_a_lease_taken_with_a_read_returns_the_record_it_guards(
+    store: StoreBackend, ns: str
+) -> None:
+    """Acquiring a lease can read the record it guards with it (one script on Redis): the reader
+    sees the record as it is once the lease is held, and a held lease refuses with no read."""
+    rec, lease_key = keys(ns)
+    await store.put(rec, b"record")
+    first = Lease(store, lease_key, ttl=30, read=rec)
+    assert await first.try_acquire()
+    assert first.read is not None and (first.read.value, first.read.version) == (b"record", 1)
+    second = Lease(store, lease_key, ttl=30, read=rec)
+    assert not await second.try_acquire()  # held by another holder: refused, nothing read
+    assert second.read is None and second.version == 0
+    # the holder's fenced save still writes, and releases the lease with it
+    assert await store.put(rec, b"saved", expected_version=1, fence=first.fence(release=True)) == 2
+    assert await store.get(lease_key) is None
+    absent = Lease(store, lease_key, ttl=30, read=(*rec[:-1], "other"))
+    assert await absent.try_acquire() and absent.read is None  # no record yet: None
+    with pytest.raises(LeaseLostError):  # the stale first holder writes nothing
+        await store.put(rec, b"stale", fence=Lease(store, lease_key, 30).fence())
+    entry = await store.get(rec)
+    assert entry is not None and (entry.value, entry.version) == (b"saved", 2)

@@ -130,7 +130,8 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     store_spec: StoreSpec, tmp_path: Path
 ) -> None:
     """From the step that finds the task to the member's committed claim: the step's reads, the
-    member's lease, its status beside its session lease, the session's load, the claim. No save
+    member's lease, its status beside its session lease (which reads the session with it on
+    Redis: one script, no separate load), the claim. No save
     comes between the load and the claim (claimTask is idempotent: a crash there only has the
     model claim again, and gets it the task it holds)."""
     async with store_spec.open() as store:
@@ -154,8 +155,9 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     scripts = [i for i, n in enumerate(named) if n == "EVALSHA board"]
     to_claim = named[: scripts[2] + 1]  # the step's two board pages, then the claim
     # the step: the team record once, the board's two pages beside the inbox, the member lease;
-    # the call: its status (written from the step's record: no read) beside the session lease,
-    # the session's load, the claim (one script: its team guard is the status write's record)
+    # the call: its status (written from the step's record: no read) beside the session lease
+    # that reads the session with it (before issue 26's h-wake2: a separate HMGET after it), the
+    # claim (one script: its team guard is the status write's record)
     assert sorted(to_claim) == sorted(
         [
             "HMGET team",
@@ -166,7 +168,6 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
             "EVALSHA member-lease",
             "EVALSHA team",
             "EVALSHA session-lease",
-            "HMGET session",
             "EVALSHA board",
         ]
     ), named
