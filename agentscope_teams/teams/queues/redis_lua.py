@@ -73,6 +73,9 @@ local function decode(raw)
   return nil
 end
 
+-- The version of each record read (its 'n' field), so that a save writes it in the same command.
+local VERSION = {}
+
 -- The record of id: (table or nil, raw or nil, known); an undecodable one is (nil, raw, true), an
 -- absent declared one (nil, nil, true): provably gone. An undeclared one is not read: (nil, nil,
 -- false), its id noted in NEED.
@@ -82,8 +85,10 @@ local function load(id)
     need(id)
     return nil, nil, false
   end
-  local raw = redis.call('HGET', name, 'v')
+  local got = redis.call('HMGET', name, 'v', 'n')
+  local raw = got[1]
   if not raw then return nil, nil, true end
+  VERSION[id] = tonumber(got[2])
   return decode(raw), raw, true
 end
 
@@ -126,8 +131,15 @@ end
 local function save(t)
   local raw = encode(t)
   local name = name_of(t.id)
-  redis.call('HSET', name, 'v', raw)
-  return {1, raw, redis.call('HINCRBY', name, 'n', 1)}
+  local n = VERSION[t.id]
+  if n == nil then  -- not read here, or written without a version: the store's own count
+    redis.call('HSET', name, 'v', raw)
+    return {1, raw, redis.call('HINCRBY', name, 'n', 1)}
+  end
+  n = n + 1
+  VERSION[t.id] = n
+  redis.call('HSET', name, 'v', raw, 'n', string.format('%d', n))
+  return {1, raw, n}
 end
 
 local function event(t, actor, action, detail)
@@ -215,7 +227,9 @@ end
 
 -- rules.claimed: one more attempt, a fresh lease (seconds, ms).
 local function claimed(t, member, lease, lease_ms)
-  unindex(t, t.owner)
+  -- unindex, but for the held set: held_until's ZADD below replaces its entry
+  redis.call('ZREM', P, t.id)
+  if t.owner ~= nil and t.owner ~= NULL then redis.call('ZREM', O, owner_member(t.owner, t)) end
   t.attempts = t.attempts + 1
   event(t, member, 'claimed', string.format('attempt %d of %d', t.attempts, t.max_attempts))
   t.status, t.owner, t.lease_seconds = 'in_progress', member, lease
@@ -232,12 +246,17 @@ local function renewed(t, lease)
   return save(t)
 end
 
+-- The version of id's record as this script read it (no second read when load noted it).
+local function version_of(id)
+  return VERSION[id] or redis.call('HGET', name_of(id), 'n')
+end
+
 local function refused(raw, id)
-  return {-1, raw, redis.call('HGET', name_of(id), 'n')}
+  return {-1, raw, version_of(id)}
 end
 
 local function unchanged(raw, id)
-  return {0, raw, redis.call('HGET', name_of(id), 'n')}
+  return {0, raw, version_of(id)}
 end
 
 -- A team guard (queues.base.TeamGuard): the team record, the last key, still at version v
