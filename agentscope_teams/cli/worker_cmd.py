@@ -43,10 +43,18 @@ from ..model import ChatModel
 from ..model.script_file import ScriptFileModel
 from ..store.base import BaseStore
 from ..store.capabilities import capabilities_of
+from ..store.redact import redact_url
 from ..subagents.spec import SubagentSpec, load_specs
 from ..teams.member.worker import Worker, WorkerConfig, model_option
 from ..trust import ProjectTrust, project_root
-from .common import SubParsers, add_command, port_number, require_mcp, with_store
+from .common import (
+    SubParsers,
+    add_command,
+    port_number,
+    require_mcp,
+    store_url,
+    with_store,
+)
 from .heap import freeze_startup_heap
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
@@ -200,7 +208,7 @@ def handle(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     async def body(store: BaseStore) -> int:
-        _require_shared(store, args.store)
+        _require_shared(store, store_url(args))
         worker = Worker(store, config)
         freeze_startup_heap()  # the worker's long-lived objects exist: out of the collector's way
         print(
@@ -238,7 +246,7 @@ def _require_shared(store: BaseStore, url: str) -> None:
     """Refuse a store no other process can write to (a worker there would wait forever)."""
     if not capabilities_of(store).shared_across_processes:
         raise CommandError(
-            f"--store {url}: a worker takes members from a store other processes write to, and "
+            f"--store {redact_url(url)}: a worker takes members from a store other processes write to, and "
             "this store lives only in this process; use a file, SQL or Redis store shared with "
             "the lead"
         )
