@@ -99,7 +99,7 @@ async def test_scripts_are_loaded_on_every_primary(store: RedisStore) -> None:
     for node in store._client.get_primaries():
         found = await store._client.execute_command("SCRIPT EXISTS", *shas, target_nodes=node)
         assert list(found) == [1, 1, 1, 1], f"scripts missing on {node.name}"
-    assert len(_redis_scripts.SCRIPTS) == 9
+    assert len(_redis_scripts.SCRIPTS) == 10
 
 
 # -- hash tags: one slot per key-registry group -----------------------------------------------

@@ -67,8 +67,17 @@ def test_a_team_budget_holds_across_worker_processes(
                         await client.send_message(team_id, "lead", name, f"note {i}")
                     await anyio.sleep(0.3)
             await anyio.sleep(3)  # any call still in flight lands
-            unread = await client.unread(team_id, "lead")
-            return [m.content for m in unread if m.content.startswith("[budget]")]
+            # Wake every member once more: each now asks for a call the budget refuses (the last
+            # round may have spent the budget exactly, leaving no call to refuse).
+            for name in MEMBERS:
+                await client.send_message(team_id, "lead", name, "one more")
+            notes: list[str] = []
+            with anyio.move_on_after(60):
+                while not notes:
+                    unread = await client.unread(team_id, "lead")
+                    notes = [m.content for m in unread if m.content.startswith("[budget]")]
+                    await anyio.sleep(0.2)
+            return notes
 
     with FakeProvider() as provider:
         team_id = anyio.run(make_team)
