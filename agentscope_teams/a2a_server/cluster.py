@@ -134,10 +134,13 @@ def _response(event: Any) -> StreamResponse:
     raise TypeError(f"not an A2A event: {type(event).__name__}")
 
 
-def _event(response: StreamResponse) -> Any:
+def _event(response: StreamResponse, task_id: str, seq: int) -> Any:
     which = response.WhichOneof("payload")
     if which is None:
-        raise ValueError("a stored A2A event has no payload")
+        raise ValueError(
+            f"A2A task {task_id}: stored event {seq} of its event stream has no payload (written "
+            "by an incompatible version?); cancel the task and send the message again"
+        )
     return getattr(response, which)
 
 
@@ -181,7 +184,8 @@ class StoreTaskEventStream(TaskEventStream):
                 record = json.loads(value)
                 if int(record["version"]) > floor:
                     response = ParseDict(record["event"], StreamResponse())
-                    yield VersionedEvent(_event(response), TaskVersion(int(record["version"])))
+                    event = _event(response, task_id, seq)
+                    yield VersionedEvent(event, TaskVersion(int(record["version"])))
             if len(batch) == _READ_BATCH:
                 continue
             if signals is not None:

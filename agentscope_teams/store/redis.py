@@ -216,12 +216,8 @@ class RedisStore(RedisListing):
             if self.cluster and indexed and not expected_version:  # it may create the key
                 await self._register(k)
             with self._guard():
-                ok, found = await self._moving(lambda: script(keys=keys, args=args))
-        if ok < 0 and f is not None:
-            raise LeaseLostError(k, f.key)
-        if not ok:
-            raise VersionConflict(k, expected_version, int(found))
-        return int(found)
+                reply = await self._moving(lambda: script(keys=keys, args=args))
+        return _written(reply, k, expected_version, f)
 
     async def create_then_get(
         self, key: Key, value: bytes, *, ttl: float, read: Key
@@ -293,12 +289,8 @@ class RedisStore(RedisListing):
             script = self._update_fields_fenced
         async with self._turn():
             with self._guard():
-                ok, found = await self._moving(lambda: script(keys=keys, args=args))
-        if ok < 0 and f is not None:
-            raise LeaseLostError(k, f.key)
-        if not ok:
-            raise VersionConflict(k, expected_version, int(found))
-        return int(found)
+                reply = await self._moving(lambda: script(keys=keys, args=args))
+        return _written(reply, k, expected_version, f)
 
     def _fence_name(self, key: Key, name: str, fence: Key) -> str:
         """The fence key's name; on a cluster it must share the written key's slot."""
@@ -377,3 +369,14 @@ class RedisStore(RedisListing):
 
 
 __all__ = ["RedisStore"]
+
+
+def _written(reply: Any, key: Key, expected: int | None, fence: Fence | None) -> int:
+    """The new version of a write script's ``{ok, version}`` reply, or the error it reports: a
+    lost lease (``ok`` < 0, fenced writes) or a version conflict (``ok`` == 0)."""
+    ok, found = reply
+    if ok < 0 and fence is not None:
+        raise LeaseLostError(key, fence.key)
+    if not ok:
+        raise VersionConflict(key, expected, int(found))
+    return int(found)
