@@ -10,7 +10,7 @@ configs) in its cluster mode: the task records, their events and push configs li
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +96,7 @@ def agent_card(exposed: ExposedAgent, url: str, *, auth: bool = True) -> AgentCa
 
 def _agent_routes(
     exposed: ExposedAgent, store: BaseStore, auth: bool, private_push: bool
-) -> tuple[list[Any], Any]:
+) -> tuple[list[Any], StoreTaskEventStream]:
     import httpx
     from a2a.utils.push_url_validator import validate_push_notification_url
     from starlette.requests import Request
@@ -137,7 +137,24 @@ def _agent_routes(
         Route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"]),
         *create_jsonrpc_routes(handler, "/", context_builder=CallerContextBuilder()),
     ]
-    return routes, handler
+    return routes, events
+
+
+class A2AApp:
+    """The ASGI app :func:`a2a_app` returns. Its event streams own tasks (the deletions of ended
+    tasks' streams): :meth:`aclose` ends them; the app's own lifespan does (when it is the served
+    app), and so must whoever mounts it in another app (``serve --a2a`` does)."""
+
+    def __init__(self, asgi: Any, streams: Sequence[StoreTaskEventStream]) -> None:
+        self.asgi, self.streams = asgi, list(streams)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.asgi(scope, receive, send)
+
+    async def aclose(self) -> None:
+        """End every task the app's event streams still own (see ``StoreTaskEventStream``)."""
+        for stream in self.streams:
+            await stream.aclose()
 
 
 def a2a_app(
@@ -148,25 +165,34 @@ def a2a_app(
     anonymous: bool = False,
     public_card: bool = False,
     private_push: bool = False,
-) -> Any:
+) -> A2AApp:
     """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
 
     ``verifier`` maps a bearer token to its caller; a request it does not know gets 401, unless
     the operator says ``anonymous`` (everyone may call, as the anonymous user) or ``public_card``
     (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
-    unless ``private_push``. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``).
+    unless ``private_push``. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``) and await its
+    ``aclose()`` when the host app stops (its own lifespan does so when it is served alone).
     """
+    import contextlib
+
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
     names = [a.name for a in agents]
     if not agents or len(set(names)) != len(names):
         raise ConfigurationError(f"expose one or more agents with distinct names (got {names})")
-    mounts, handlers = [], []
+    mounts, streams = [], []
     for exposed in agents:
-        routes, handler = _agent_routes(exposed, store, not anonymous, private_push)
+        routes, stream = _agent_routes(exposed, store, not anonymous, private_push)
         mounts.append(Mount(f"/{exposed.name}", routes=routes))
-        handlers.append(handler)
-    app = Starlette(routes=mounts)
-    app.state.a2a_handlers = handlers
-    return guarded(app, verifier, anonymous=anonymous, public_card=public_card)
+        streams.append(stream)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        yield
+        await served.aclose()
+
+    app = Starlette(routes=mounts, lifespan=lifespan)
+    served = A2AApp(guarded(app, verifier, anonymous=anonymous, public_card=public_card), streams)
+    return served

@@ -13,12 +13,17 @@ The SDK's cluster mode needs two things, both kept in our store:
   where it has them (Redis, PostgreSQL, memory), else poll every :data:`POLL_SECONDS`. A task's
   stream is deleted :data:`KEEP_SECONDS` after it ends (a resubscribe to an ended task is refused by
   the SDK, which answers with the stored task instead).
+
+The deletions waiting out :data:`KEEP_SECONDS` are tasks the stream owns: :meth:`~StoreTaskEventStream.aclose`
+(the A2A app's shutdown) deletes their streams at once and waits for them, so none is lost and
+none outlives the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -47,6 +52,8 @@ from ..errors import VersionConflict
 from ..keys import a2a_events_key
 from ..store.base import BaseStore, signals_of
 from .stores import StoreTaskStore, encode_task
+
+log = logging.getLogger(__name__)
 
 #: How often a reader looks for new events when the store has no signals (and the longest it
 #: waits for a signal before looking anyway: a signal sent while nobody waits is lost).
@@ -153,7 +160,9 @@ class StoreTaskEventStream(TaskEventStream):
 
     def __init__(self, store: BaseStore, agent: str) -> None:
         self.store, self.agent = store, agent
-        self._cleanups: set[asyncio.Task[None]] = set()
+        #: The deletions waiting out :data:`KEEP_SECONDS`, by task id (ended by :meth:`aclose`).
+        self._cleanups: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
 
     async def publish(self, task_id: str, event: VersionedEvent) -> None:
         stream = a2a_events_key(self.agent, task_id)
@@ -166,9 +175,7 @@ class StoreTaskEventStream(TaskEventStream):
         if signals is not None:
             await signals.signal(stream)
         if _ends(event.event):
-            cleanup = asyncio.create_task(self._forget_later(task_id))
-            self._cleanups.add(cleanup)
-            cleanup.add_done_callback(self._cleanups.discard)
+            await self._forget_later(task_id)
 
     async def subscribe(
         self, task_id: str, *, after: TaskVersion
@@ -197,5 +204,31 @@ class StoreTaskEventStream(TaskEventStream):
         await self.store.delete_stream(a2a_events_key(self.agent, task_id))
 
     async def _forget_later(self, task_id: str) -> None:
+        """Delete the stream of the ended ``task_id`` after :data:`KEEP_SECONDS` (at once when
+        the stream is closed)."""
+        if self._closed:
+            await self.destroy(task_id)
+            return
+        if task_id in self._cleanups:  # a second end of one task: one deletion is enough
+            return
+        cleanup = asyncio.get_running_loop().create_task(self._sleep_then_destroy(task_id))
+        self._cleanups[task_id] = cleanup
+        cleanup.add_done_callback(lambda _: self._cleanups.pop(task_id, None))
+
+    async def _sleep_then_destroy(self, task_id: str) -> None:
         await asyncio.sleep(KEEP_SECONDS)
         await self.destroy(task_id)
+
+    async def aclose(self) -> None:
+        """End the waiting deletions: each ended task's stream is deleted now, and this waits
+        for every deletion (a failed one is logged), so no task outlives the server."""
+        self._closed = True
+        pending = list(self._cleanups.items())
+        for _, cleanup in pending:
+            cleanup.cancel()
+        await asyncio.gather(*(c for _, c in pending), return_exceptions=True)
+        for task_id, _ in pending:
+            try:
+                await self.destroy(task_id)
+            except Exception as exc:  # the server is stopping: say what is left in the store
+                log.warning("A2A task %s: its event stream was not deleted: %s", task_id, exc)

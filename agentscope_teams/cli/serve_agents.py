@@ -113,6 +113,7 @@ async def serve_with_agents(
     async with lead, contextlib.AsyncExitStack() as stack:
         if args.a2a:
             args.a2a_app = a2a_app_of(args, store, lead, _verifier_of(store))
+            stack.push_async_callback(args.a2a_app.aclose)  # a mount gets no lifespan
         if args.mcp:
             server = _mcp_server(args, store, lead)
             args.mcp_app = server.http_app(args.host)

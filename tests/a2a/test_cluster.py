@@ -4,6 +4,8 @@ a store stream that any process tails from a version on."""
 
 from __future__ import annotations
 
+import asyncio
+
 import anyio
 import pytest
 
@@ -16,6 +18,7 @@ from a2a.types.a2a_pb2 import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from agentscope_teams.a2a_server.auth import Caller, CallerUser
 from agentscope_teams.a2a_server.cluster import StoreTaskEventStream, VersionedTasks
 from agentscope_teams.a2a_server.stores import StoreTaskStore
+from agentscope_teams.keys import a2a_events_key
 from agentscope_teams.store.memory import InMemoryStore
 
 ALICE = ServerCallContext(user=CallerUser(Caller("alice", "acme")))
@@ -79,3 +82,69 @@ def test_a_subscriber_gets_the_events_after_its_version_then_the_live_ones() -> 
     seen = anyio.run(scenario)
     working, done = TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED
     assert seen == [(2, working), (3, working), (4, done)]
+
+
+def _pending() -> set[asyncio.Task[object]]:
+    current = asyncio.current_task()
+    return {t for t in asyncio.all_tasks() if t is not current and not t.done()}
+
+
+def test_closing_the_stream_deletes_ended_tasks_streams_and_leaves_no_task() -> None:
+    """An ended task's stream waits KEEP_SECONDS to be deleted; closing the server's stream ends
+    that wait: the streams are deleted now and no task is left pending."""
+
+    async def scenario() -> None:
+        store = InMemoryStore()
+        events = StoreTaskEventStream(store, "lead")
+        before = _pending()
+        for task_id in ("t-1", "t-2"):
+            ended = VersionedEvent(_update(TaskState.TASK_STATE_COMPLETED), TaskVersion(1))
+            await events.publish(task_id, ended)
+            await events.publish(task_id, ended)  # a second end: still one deletion
+        waiting = _pending() - before
+        assert len(waiting) == 2  # the control: the deletions wait in tasks of their own
+        await events.aclose()
+        assert _pending() - before == set()
+        for task_id in ("t-1", "t-2"):
+            assert await store.read(a2a_events_key("lead", task_id), after=0, limit=10) == []
+        ended = VersionedEvent(_update(TaskState.TASK_STATE_FAILED), TaskVersion(1))
+        await events.publish("t-3", ended)  # after the close: deleted at once, no new task
+        assert _pending() - before == set()
+        assert await store.read(a2a_events_key("lead", "t-3"), after=0, limit=10) == []
+
+    asyncio.run(scenario())
+
+
+def test_the_apps_shutdown_closes_its_streams() -> None:
+    """Served alone, the A2A app's lifespan shutdown ends the deletions its streams own."""
+    from agentscope_teams import HarnessAgent, ScriptedModel
+    from agentscope_teams.a2a_server import ExposedAgent, a2a_app
+
+    async def scenario() -> None:
+        store = InMemoryStore()
+        agent = HarnessAgent("lead", ScriptedModel(["hi"]), store=store)
+        app = a2a_app([ExposedAgent(agent)], store, verifier=None, anonymous=True)
+        before = _pending()
+        ended = VersionedEvent(_update(TaskState.TASK_STATE_COMPLETED), TaskVersion(1))
+        await app.streams[0].publish("t-1", ended)
+        assert len(_pending() - before) == 1
+        await _lifespan(app)
+        assert _pending() - before == set()
+        assert await store.read(a2a_events_key("lead", "t-1"), after=0, limit=10) == []
+
+    asyncio.run(scenario())
+
+
+async def _lifespan(app: object) -> None:
+    """Start and stop ``app`` as an ASGI server does (the lifespan protocol)."""
+    incoming = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[str] = []
+
+    async def receive() -> dict[str, str]:
+        return incoming.pop(0)
+
+    async def send(message: dict[str, str]) -> None:
+        sent.append(message["type"])
+
+    await app({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send)  # type: ignore[operator]
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
