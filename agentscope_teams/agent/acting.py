@@ -16,12 +16,13 @@ from .. import tracing
 from ..events import AgentEvent, ConfirmResult, ToolCallEvent, ToolResultEvent
 from ..hooks import HookOutcome, claude_mode, tool_payload
 from ..message import ToolResultBlock, ToolUseBlock
+from ..sandbox.denials import PermissionCause, refused_command, result_data
 from ..state import AgentState
 from ..tools import Tool, use_tool_env
 from ..tools.claude_code import from_claude_input
 from ..tools.permissions import PermissionDecision, is_command_tool
 from . import hitl
-from .failures import RefusalKind, refusal_data
+from .failures import AfterToolBlock, RefusalKind, refusal_data
 
 if TYPE_CHECKING:
     from .react import ReActAgent, ReplyOptions
@@ -96,9 +97,8 @@ class StepRunner:
             if decision.behavior == "ask":
                 decision = await self._permission_request(tool, call, decision)
             if decision.behavior == "deny":
-                command = _command_reason(tool, decision, mode) if is_command_tool(tool) else None
-                tracing.denial("permission", call.name, command)
-                results[call.id] = _refused(call, decision.reason, "permission_denied")
+                tracing.denial("permission", call.name)
+                results[call.id] = _denied(call, tool, decision, mode)
             elif decision.behavior == "ask":
                 to_ask.append(call)
             else:
@@ -216,10 +216,15 @@ class StepRunner:
         else:
             post = await self.hook("PostToolUse", **fields, tool_response=response)
         notes = [n for n in (post.reason if post.blocked else "", post.additional_context) if n]
-        if not notes:
+        if not notes and not post.blocked:
             return result
         text = "\n\n".join([result.output, *(f"[hook] {n}" for n in notes)])
-        return result.model_copy(update={"output": text})
+        update: dict[str, object] = {"output": text}
+        if post.blocked:  # the tool has run: the dashboard lists the block (agent.failures)
+            event = "PostToolUseFailure" if result.is_error else "PostToolUse"
+            block = AfterToolBlock(event=event, hooks=post.blocked_by, reason=post.reason)
+            update["data"] = block.into(result.data)
+        return result.model_copy(update=update)
 
     def _batches(self, calls: list[ToolUseBlock]) -> list[list[ToolUseBlock]]:
         """Consecutive concurrency-safe calls form one parallel batch; others run alone, in order."""
@@ -255,8 +260,25 @@ def _with_hook(decision: PermissionDecision, pre: HookOutcome, tool: Tool) -> Pe
     return decision
 
 
-def _command_reason(tool: Tool, decision: PermissionDecision, mode: str) -> str:
-    """Why a shell command was refused (a sandbox denial's ``reason`` label)."""
+def _denied(
+    call: ToolUseBlock, tool: Tool, decision: PermissionDecision, mode: str
+) -> ToolResultBlock:
+    """The error result of a call the permission engine refused; a shell command's refusal is a
+    sandbox denial (:mod:`agentscope_teams.sandbox.denials`: recorded there, once)."""
+    if not is_command_tool(tool):
+        return _refused(call, decision.reason, "permission_denied")
+    denial = refused_command(_command_cause(tool, decision, mode), decision.reason)
+    return ToolResultBlock(
+        tool_use_id=call.id,
+        name=call.name,
+        output=decision.reason,
+        is_error=True,
+        data=result_data(denial),
+    )
+
+
+def _command_cause(tool: Tool, decision: PermissionDecision, mode: str) -> PermissionCause:
+    """What refused a shell command: a deny rule, plan mode, dontAsk or a PermissionRequest hook."""
     if decision.rule is not None and decision.rule.behavior == "deny":
         return "rule"
     if mode == "plan" and not tool.read_only:

@@ -5,14 +5,16 @@ partial state; :func:`record_failure` adds a :class:`CallFailure` to the session
 :class:`SessionFailures` (``AgentState.middle_context["failures"]``, the newest
 :data:`KEEP` only) in that same save. Refusals that do not end the call (a hook block, a
 permission denial, a sandbox denial) are tool results instead; their kind is in the result's
-``data["error_kind"]`` (:func:`refusal_data`). The session is the one home of both: nothing else
+``data["error_kind"]`` (:func:`refusal_data`). A PostToolUse (or PostToolUseFailure) hook that
+blocks after the tool ran leaves an :class:`AfterToolBlock` in the result's
+``data["hook_block_after_tool"]``. The session is the one home of all of them: nothing else
 records them.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +39,18 @@ class BudgetOverrun(BaseModel):
     used: float
     over: float
 
+    def summary(self) -> str:
+        """How a person reads it (the lead's ``[budget]`` note and the dashboard's entry):
+        ``team:crew: 1,250 tokens used of 1,000 tokens, over by 250 tokens``."""
+
+        def amount(value: float) -> str:
+            return f"${value:.4f}" if self.unit == "usd" else f"{value:,.0f} tokens"
+
+        return (
+            f"{self.budget}: {amount(self.used)} used of {amount(self.limit)}, "
+            f"over by {amount(self.over)}"
+        )
+
 
 class CallFailure(BaseModel):
     """One call that ended with an error."""
@@ -56,7 +70,8 @@ class SessionFailures(ExtensionState):
 
 
 def failure_of(exc: BaseException) -> CallFailure | None:
-    """What ``exc`` says about a failed call; None for a cancellation or an interrupt."""
+    """What ``exc`` says about a failed call; None for a cancellation or an interrupt. The one
+    maker of a failure: a budget stop's session record and the lead's note are both this value."""
     if not isinstance(exc, Exception):
         return None
     detail = str(exc)[:DETAIL_CHARS] or type(exc).__name__
@@ -82,3 +97,17 @@ def record_failure(state: AgentState, exc: BaseException) -> None:
 def refusal_data(kind: RefusalKind) -> dict[str, str]:
     """The ``data`` of a tool result refused before the tool ran (its kind, for the dashboard)."""
     return {"error_kind": kind}
+
+
+class AfterToolBlock(BaseModel):
+    """A PostToolUse / PostToolUseFailure hook blocked after the tool ran: the ``event``, the
+    ``hooks`` that blocked (their labels) and their ``reason`` (the model reads it as a note)."""
+
+    KEY: ClassVar[str] = "hook_block_after_tool"
+    event: str
+    hooks: list[str]
+    reason: str
+
+    def into(self, data: dict[str, Any] | None) -> dict[str, Any]:
+        """``data`` (a result's) with this block added under :attr:`KEY`."""
+        return {**(data or {}), self.KEY: self.model_dump(mode="json")}

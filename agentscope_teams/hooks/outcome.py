@@ -29,7 +29,9 @@ class HookOutcome:
 
     ``blocked`` with ``reason``: exit 2 or ``decision: "block"``. ``permission`` is a
     PreToolUse ``permissionDecision`` (allow / deny / ask) with ``permission_reason``.
-    ``stop`` (``continue: false``) ends the agent's reply with ``stop_reason``.
+    ``stop`` (``continue: false``) ends the agent's reply with ``stop_reason``. ``blocked_by``
+    names (:attr:`Hook.label <agentscope_teams.hooks.config.Hook.label>`) the hooks that blocked
+    or denied.
     """
 
     blocked: bool = False
@@ -41,6 +43,7 @@ class HookOutcome:
     stop: bool = False
     stop_reason: str = ""
     errors: list[str] = field(default_factory=list)
+    blocked_by: list[str] = field(default_factory=list)
 
     @property
     def additional_context(self) -> str:
@@ -60,6 +63,7 @@ class HookOutcome:
             self.stop = True
             self.stop_reason = self.stop_reason or other.stop_reason
         self.errors += other.errors
+        self.blocked_by += other.blocked_by
 
 
 def from_json(event: str, data: dict[str, Any]) -> HookOutcome:

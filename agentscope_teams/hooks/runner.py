@@ -76,7 +76,9 @@ class Hooks:
         answers: list[HookOutcome | None] = [None] * len(hooks)
 
         async def one(i: int, hook: Hook) -> None:
-            answers[i] = await self._run(hook, dict(sent))
+            answer = answers[i] = await self._run(hook, dict(sent))
+            if answer.blocked or answer.permission == "deny":
+                answer.blocked_by.append(hook.label)
 
         async with anyio.create_task_group() as tg:
             for i, hook in enumerate(hooks):

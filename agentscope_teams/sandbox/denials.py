@@ -1,27 +1,88 @@
-"""What a sandbox refused a command, told apart from the command's own failure.
+"""Sandbox denials: one event per shell command refused, whoever refused it.
 
-A contained sandbox does not stop a command before it runs: the command runs and the kernel
-refuses what the sandbox does not allow (a write outside the workspace, the network). Those
-refusals reach the command's output as the C library's fixed messages; :func:`denial_in` names
-the first it finds, so the ``bash`` tool can mark its result (``ShellResult.sandbox_denial``) and
-the dashboard can list it as a sandbox denial. Only a contained sandbox's failed command is read.
+Two things refuse a shell command. The permission engine refuses it before it runs (a deny rule
+such as ``Bash(rm:*)``, plan mode, the dontAsk mode, a PermissionRequest hook). A contained
+sandbox does not stop a command before it runs: the command runs and the kernel refuses what the
+sandbox does not allow (a write outside the workspace, the network); those refusals reach the
+command's output as the C library's fixed messages, which :func:`denial_in` recognises (only a
+contained sandbox's failed command is read).
+
+Either way the refusal is one :class:`SandboxDenial`, made and counted here (:func:`recorded`:
+``agentscope_teams_sandbox_denials_total{reason}``) and kept in the tool result's ``data``
+(:func:`result_data` for a refused command; ``ShellResult.sandbox_denial`` for a run one), which
+the dashboard's errors panel reads as it is. Nothing else counts or recognises a sandbox denial.
 """
 
 from __future__ import annotations
 
-#: The system's message -> what the sandbox refused.
-REFUSALS = {
-    "Read-only file system": "a write outside the workspace (the rest of the file system is read-only)",
-    "Network is unreachable": "network access (the sandbox has no network)",
-    "Temporary failure in name resolution": "network access (the sandbox has no network)",
-    "Could not resolve host": "network access (the sandbox has no network)",
-    "Operation not permitted": "an operation the sandbox does not permit",
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from .. import tracing
+
+#: Why a command was refused: the permission engine, or the kernel inside a contained sandbox
+#: refused a write outside the workspace, the network, or another operation (the metric's
+#: ``reason`` label: :data:`agentscope_teams.tracing.metrics.SANDBOX_REASONS`, the same set).
+DenialReason = Literal["permission", "filesystem", "network", "operation"]
+
+_WRITE = "a write outside the workspace (the rest of the file system is read-only)"
+_NETWORK = "network access (the sandbox has no network)"
+#: The system's message -> why, and what the sandbox refused.
+REFUSALS: dict[str, tuple[DenialReason, str]] = {
+    "Read-only file system": ("filesystem", _WRITE),
+    "Network is unreachable": ("network", _NETWORK),
+    "Temporary failure in name resolution": ("network", _NETWORK),
+    "Could not resolve host": ("network", _NETWORK),
+    "Operation not permitted": ("operation", "an operation the sandbox does not permit"),
 }
+#: What the permission engine's refusal was by: a deny rule, plan mode (read-only), the dontAsk
+#: mode (nobody to ask) or a PermissionRequest hook.
+PermissionCause = Literal["rule", "plan_mode", "dont_ask", "hook"]
 
 
-def denial_in(output: str, *, contained: bool, exit_code: int) -> str | None:
-    """What the sandbox refused, if ``output`` of a failed command in a contained sandbox
-    shows a refusal; else None."""
+class SandboxDenial(BaseModel):
+    """One shell command refused: ``reason`` (a :data:`DenialReason`), ``what`` was refused (for
+    a person) and, for the permission engine's refusals, its ``cause``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: DenialReason
+    what: str
+    cause: PermissionCause | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_text(cls, value: Any) -> Any:
+        """A result stored before denials were events kept only ``what`` (a string)."""
+        if isinstance(value, str):
+            found = next((r for r, what in REFUSALS.values() if what == value), "operation")
+            return {"reason": found, "what": value}
+        return value
+
+
+def recorded(denial: SandboxDenial) -> SandboxDenial:
+    """Count ``denial`` (when metrics are on) and return it: call it once per refused command."""
+    tracing.sandbox_denial(denial.reason)
+    return denial
+
+
+def denial_in(output: str, *, contained: bool, exit_code: int) -> SandboxDenial | None:
+    """The kernel's refusal that ``output`` of a failed command in a contained sandbox shows,
+    recorded (:func:`recorded`); else None."""
     if not contained or exit_code == 0:
         return None
-    return next((what for message, what in REFUSALS.items() if message in output), None)
+    found = next((r for message, r in REFUSALS.items() if message in output), None)
+    return None if found is None else recorded(SandboxDenial(reason=found[0], what=found[1]))
+
+
+def refused_command(cause: PermissionCause, why: str) -> SandboxDenial:
+    """The permission engine refused a shell command (``why``: the reason the model reads),
+    recorded (:func:`recorded`)."""
+    return recorded(SandboxDenial(reason="permission", what=why, cause=cause))
+
+
+def result_data(denial: SandboxDenial) -> dict[str, Any]:
+    """The ``data`` of the error result of a command refused before it ran: its kind (as every
+    refused call's) and the denial itself."""
+    return {"error_kind": "sandbox_denial", "sandbox_denial": denial.model_dump(mode="json")}

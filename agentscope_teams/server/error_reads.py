@@ -8,8 +8,12 @@ Everything is read from what the store already holds; nothing here writes. The h
 - each participant's session (:mod:`agentscope_teams.agent.failures`): a call that raised is
   ``model_error`` (the model failed), ``budget_stop`` (a budget is spent: which one, its unit,
   limit, use and overrun) or ``member_crash`` (anything else; ``call_failed`` for the lead); a tool
-  call refused before it ran is ``hook_block`` or ``permission_denied``; a ``bash`` command the
-  sandbox refused is ``sandbox_denial``; any other error tool result is ``tool_error``;
+  call refused before it ran is ``hook_block`` or ``permission_denied``; a shell command refused
+  (by the permission engine, or by the kernel in a contained sandbox) is ``sandbox_denial``, read
+  from the one :class:`~agentscope_teams.sandbox.denials.SandboxDenial` its result keeps (the
+  event the metric counted); any other error tool result is ``tool_error``; a PostToolUse hook
+  that blocked after the tool ran is ``hook_block_after_tool`` (an entry of its own, naming the
+  hook and the tool);
 - the subagent runs of those sessions: ``run_failed``.
 """
 
@@ -20,8 +24,9 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from ..agent.failures import CallFailure, SessionFailures
+from ..agent.failures import AfterToolBlock, CallFailure, SessionFailures
 from ..message import ToolResultBlock, ToolUseBlock
+from ..sandbox.denials import SandboxDenial
 from ..sessions import SessionRecord
 from ..subagents.runs import RunRecord
 from ..teams import MemberStatus, Task, TaskStatus, Team
@@ -36,7 +41,10 @@ class ErrorEntry(BaseModel):
     """Something that went wrong, as the store recorded it; ``kind`` is one of the module's.
 
     A ``budget_stop`` also names the ``budget``, its ``unit`` (``tokens`` or ``usd``), ``limit``,
-    ``used`` and how far ``over`` it went.
+    ``used``, how far ``over`` it went and its ``summary`` (the text the lead's ``[budget]`` note
+    has: ``agent.failures.BudgetOverrun.summary``); a ``sandbox_denial`` its ``reason`` (``permission``,
+    ``filesystem``, ``network``, ``operation``) and ``cause``; a ``hook_block_after_tool`` the
+    ``hook`` that blocked (``what`` is the tool).
     """
 
     kind: str
@@ -52,6 +60,10 @@ class ErrorEntry(BaseModel):
     limit: float | None = None
     used: float | None = None
     over: float | None = None
+    summary: str | None = None
+    reason: str | None = None
+    cause: str | None = None
+    hook: str | None = None
 
 
 def team_errors(
@@ -135,6 +147,7 @@ def _failure_entry(who: str, record: SessionRecord, f: CallFailure, lead: bool) 
         kind=kind,
         who=who,
         what=f"budget {b.budget}",
+        summary=b.summary(),
         detail=f.detail,
         at=f.at,
         budget=b.budget,
@@ -147,36 +160,54 @@ def _failure_entry(who: str, record: SessionRecord, f: CallFailure, lead: bool) 
 
 
 def tool_errors(who: str, record: SessionRecord) -> list[ErrorEntry]:
-    """The refused, denied and failed tool calls of one session, with the call's tool name."""
-    results = [
-        (msg.created_at, block)
-        for msg in record.state.context
-        for block in msg.blocks
-        if isinstance(block, ToolResultBlock)
-    ]
-    return [
-        ErrorEntry(
-            kind=kind,
-            who=who,
-            what=block.name or _tool_name(record, block.tool_use_id),
-            detail=block.output[:DETAIL_CHARS],
-            at=at,
-            agent_id=record.agent_id,
-            session_id=record.session_id,
-        )
-        for at, block in results
-        if (kind := _tool_error_kind(block)) is not None
-    ]
+    """The refused, denied and failed tool calls of one session, with the call's tool name, and
+    the hooks that blocked after a tool ran."""
+    out: list[ErrorEntry] = []
+    where = {"agent_id": record.agent_id, "session_id": record.session_id}
+    for msg in record.state.context:
+        for block in msg.blocks:
+            if not isinstance(block, ToolResultBlock):
+                continue
+            tool = block.name or _tool_name(record, block.tool_use_id)
+            entry = _result_error(who, tool, block)
+            if entry is not None:
+                out.append(entry.model_copy(update={"at": msg.created_at, **where}))
+            after = _after_tool_block(who, tool, block)
+            if after is not None:
+                out.append(after.model_copy(update={"at": msg.created_at, **where}))
+    return out
 
 
-def _tool_error_kind(block: ToolResultBlock) -> str | None:
+def _result_error(who: str, tool: str, block: ToolResultBlock) -> ErrorEntry | None:
+    """The error a tool result records, if any (a sandbox denial is its one recorded event)."""
     data = block.data or {}
+    detail = block.output[:DETAIL_CHARS]
     if data.get("sandbox_denial"):
-        return "sandbox_denial"
+        denial = SandboxDenial.model_validate(data["sandbox_denial"])
+        return ErrorEntry(
+            kind="sandbox_denial", who=who, what=tool, detail=detail, reason=denial.reason,
+            cause=denial.cause,
+        )  # fmt: skip
     if not block.is_error:
         return None
     kind = data.get("error_kind")
-    return kind if isinstance(kind, str) and kind in REFUSALS else "tool_error"
+    kind = kind if isinstance(kind, str) and kind in REFUSALS else "tool_error"
+    return ErrorEntry(kind=kind, who=who, what=tool, detail=detail)
+
+
+def _after_tool_block(who: str, tool: str, block: ToolResultBlock) -> ErrorEntry | None:
+    """A PostToolUse hook's block of a tool that already ran, with the hook that blocked."""
+    found = (block.data or {}).get(AfterToolBlock.KEY)
+    if not isinstance(found, dict):
+        return None
+    after = AfterToolBlock.model_validate(found)
+    return ErrorEntry(
+        kind="hook_block_after_tool",
+        who=who,
+        what=tool,
+        detail=after.reason[:DETAIL_CHARS],
+        hook="; ".join(after.hooks)[:DETAIL_CHARS] or after.event,
+    )
 
 
 def _tool_name(record: SessionRecord, call_id: str) -> str:

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from ..errors import ToolError
 from ..sandbox import BackgroundProcess, Sandbox, SandboxLimits
-from ..sandbox.denials import denial_in
+from ..sandbox.denials import SandboxDenial, denial_in
 from .base import Tool, ToolEnv
 from .call_end import at_call_end
 from .decorator import make_tool
@@ -56,13 +56,13 @@ class ShellResult(ToolOutput):
     timed_out: bool = False
     timeout_ms: int
     sandbox: str
-    #: What the sandbox refused the command (see :mod:`agentscope_teams.sandbox.denials`).
-    sandbox_denial: str | None = None
+    #: What the sandbox refused the command, recorded once (:mod:`agentscope_teams.sandbox.denials`).
+    sandbox_denial: SandboxDenial | None = None
 
     def render(self) -> str:
         text = self.output.rstrip("\n") or "(no output)"
         if self.sandbox_denial:
-            text += f"\n[the sandbox refused {self.sandbox_denial}]"
+            text += f"\n[the sandbox refused {self.sandbox_denial.what}]"
         if self.timed_out:
             status = (
                 f"[timed out after {self.timeout_ms} ms: the command and every process it started "

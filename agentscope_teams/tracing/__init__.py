@@ -23,6 +23,7 @@ from .spans import (
     hitl_resume,
     hook_denial,
     invoke_agent,
+    sandbox_denial,
     task_event,
     task_wakeup,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "link_to",
     "names",
     "outgoing",
+    "sandbox_denial",
     "task_event",
     "task_wakeup",
     "trace_id_of",

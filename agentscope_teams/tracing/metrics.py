@@ -33,9 +33,10 @@ STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0
 WAKEUP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0, 300.0)
 #: The hook events a denial can come from (hooks that block a tool call, a prompt or a stop).
 HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SubagentStop")
-#: Why the permission engine refused a command (bash): a deny rule, plan mode (read-only), the
-#: dontAsk mode (nobody to ask), or a PermissionRequest hook.
-SANDBOX_REASONS = ("rule", "plan_mode", "dont_ask", "hook")
+#: Why a shell command was refused (``agentscope_teams.sandbox.denials``): by the permission
+#: engine, or by the kernel in a contained sandbox (a write outside the workspace, the network,
+#: another operation).
+SANDBOX_REASONS = ("permission", "filesystem", "network", "operation")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -209,7 +210,8 @@ class Metrics:
         )
         self.sandbox_denials = Counter(
             p + "sandbox_denials_total",
-            "Shell commands refused before they ran, by reason (rule, plan_mode, dont_ask, hook).",
+            "Shell commands refused, by reason (permission: by the permission engine before they "
+            "ran; filesystem, network, operation: by the kernel in a contained sandbox).",
             ("reason",),
         )
         for event in HOOK_EVENTS:  # known label values start at 0 (Prometheus practice)

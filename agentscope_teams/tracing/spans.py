@@ -382,16 +382,20 @@ def _observe_wait(m: metrics.Metrics, task: Any) -> None:
         m.task_wait_seconds.observe(max(0.0, (claimed - created).total_seconds()))
 
 
-def denial(source: str, tool: str, command_reason: str | None = None) -> None:
+def denial(source: str, tool: str) -> None:
     """A tool call refused before it ran: by a hook (``hook``) or by the permission rules, the
-    mode or a PermissionRequest hook (``permission``); counted when metrics are on.
-    ``command_reason`` (one of :data:`.metrics.SANDBOX_REASONS`): the call was a shell command the
-    permission engine refused, counted as a sandbox denial too."""
+    mode or a PermissionRequest hook (``permission``); counted when metrics are on."""
     m = metrics.METRICS
     if m is not None:
         m.tool_denials.inc(tool, source)
-        if command_reason is not None:
-            m.sandbox_denials.inc(command_reason)
+
+
+def sandbox_denial(reason: str) -> None:
+    """A shell command refused (``reason``: one of :data:`.metrics.SANDBOX_REASONS`); counted when
+    metrics are on. ``agentscope_teams.sandbox.denials`` calls it, once per denial."""
+    m = metrics.METRICS
+    if m is not None:
+        m.sandbox_denials.inc(reason)
 
 
 def hook_denial(event: str) -> None:

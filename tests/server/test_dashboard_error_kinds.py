@@ -1,7 +1,8 @@
 """The errors panel in real Chromium says what kind each error is: a member crash, a model error,
-a hook block, a permission denial, a sandbox denial and a budget stop (with the budget and how far
-over it went). Real agents produce each one in the members' sessions: their failed calls are kept
-in the session (``agent/failures.py``) and their refused tool calls carry their kind.
+a hook block, a permission denial, a sandbox denial (with its reason), a budget stop (with the
+budget and how far over it went) and a hook's block after the tool ran (with the hook). Real
+agents produce each one in the members' sessions: their failed calls are kept in the session
+(``agent/failures.py``) and their refused tool calls carry their kind.
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ def _no_deploys(payload: dict[str, Any]) -> dict[str, Any]:
     return {"decision": "block", "reason": "no deploys on Fridays"}
 
 
+def _listing_leaks(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"decision": "block", "reason": "the listing names a secret"}
+
+
 async def _fail(agent: HarnessAgent, ctx: RuntimeContext, error: type[Exception]) -> None:
     with pytest.raises(error):
         await agent.call("go on", ctx)
 
 
 async def _w1(store_url: str, org: str, session: str, workspace: Path) -> None:
-    """A model error, a budget stop and a hook block in w1's session."""
+    """A model error, a budget stop, a hook block and a hook block after a tool ran in w1's
+    session."""
     model = ScriptedModel(
         [
             ModelServerError("the provider answered 500 Internal Server Error", status_code=500),
@@ -43,13 +49,15 @@ async def _w1(store_url: str, org: str, session: str, workspace: Path) -> None:
                 used=1250,
             ),
             ScriptedModel.tool_call("write_file", {"file_path": "deploy.txt", "content": "go"}),
+            ScriptedModel.tool_call("glob_files", {"pattern": "*"}),
             "not deploying",
         ]
     )  # fmt: skip
     ctx = RuntimeContext(session_id=session, user_id="alice", org_id=org)
     async with store_from_url(store_url) as store:
         agent = HarnessAgent(
-            "w1", model, store=store, workspace=workspace, hooks={"PreToolUse": [_no_deploys]},
+            "w1", model, store=store, workspace=workspace,
+            hooks={"PreToolUse": [("Write", _no_deploys)], "PostToolUse": [_listing_leaks]},
             permissions=PermissionEngine(mode="bypassPermissions"),
         )  # fmt: skip
         async with agent:
@@ -103,7 +111,7 @@ def test_the_errors_panel_names_each_kind(
         kind: page.inner_text(f'#errors li[data-kind="{kind}"]')
         for kind in (
             "model_error", "budget_stop", "hook_block", "permission_denied", "sandbox_denial",
-            "member_crash",
+            "member_crash", "hook_block_after_tool",
         )
     }  # fmt: skip
     assert seen["model_error"].startswith("MODEL ERROR")
@@ -120,6 +128,10 @@ def test_the_errors_panel_names_each_kind(
     assert "Read-only file system" in seen["sandbox_denial"]
     assert seen["member_crash"].startswith("MEMBER CRASH")
     assert "the member's tool process died" in seen["member_crash"]
-    assert page.locator("#errors li").count() == 6
-    assert page.inner_text("#error-count") == "6"
+    after = seen["hook_block_after_tool"]
+    assert after.startswith("HOOK BLOCK AFTER TOOL") and "glob_files" in after
+    assert "hook: PostToolUse _listing_leaks" in after and "the listing names a secret" in after
+    assert "refused: filesystem" in seen["sandbox_denial"]
+    assert page.locator("#errors li").count() == 7
+    assert page.inner_text("#error-count") == "7"
     assert tab.errors == []

@@ -56,10 +56,10 @@ async def test_hooks_and_the_permission_engine_count_what_they_refuse(
     assert (await agent.call("clean up", CTX)).get_text_content() == "done"
     assert m.hook_denials.get("UserPromptSubmit") == 1
     assert m.hook_denials.get("PreToolUse") == 1
-    assert m.sandbox_denials.get("rule") == 1
+    assert m.sandbox_denials.get("permission") == 1
     assert m.tool_denials.get("bash", "permission") == 1
     text = m.render()  # every known label value is exported, at 0 when nothing happened
-    assert 'agentscope_teams_sandbox_denials_total{reason="dont_ask"} 0' in text
+    assert 'agentscope_teams_sandbox_denials_total{reason="network"} 0' in text
     assert 'agentscope_teams_hook_denials_total{event="Stop"} 0' in text
 
 

@@ -76,17 +76,26 @@ const KIND_LABELS = {
   member_crash: "member crash", call_failed: "call failed", model_error: "model error",
   budget_stop: "budget stop", hook_block: "hook block", permission_denied: "permission denied",
   sandbox_denial: "sandbox denial", run_failed: "subagent failed", tool_error: "tool error",
+  hook_block_after_tool: "hook block after tool",
 };
 
-function fmtAmount(value, unit) {
-  return unit === "usd" ? `$${Number(value).toFixed(4)}` : `${fmtInt(value)} tokens`;
+// A budget stop says which budget and by how much it went over: the server's summary, the text
+// the lead's [budget] note has (agent/failures.py, BudgetOverrun.summary).
+function budgetLine(e) {
+  if (e.kind !== "budget_stop" || !e.summary) return null;
+  return h("div", { class: "budget" }, e.summary);
 }
 
-// A budget stop says which budget and by how much it went over.
-function budgetLine(e) {
-  if (e.kind !== "budget_stop" || !e.budget) return null;
-  return h("div", { class: "budget" }, `${e.budget}: ${fmtAmount(e.used, e.unit)} used of ` +
-    `${fmtAmount(e.limit, e.unit)}, over by ${fmtAmount(e.over, e.unit)}`);
+// Who refused: a sandbox denial's reason (and the permission engine's cause), the hook that
+// blocked after a tool ran.
+function refusalLine(e) {
+  if (e.kind === "sandbox_denial" && e.reason) {
+    return h("div", { class: "refusal" }, `refused: ${e.reason}${e.cause ? ` (${e.cause})` : ""}`);
+  }
+  if (e.kind === "hook_block_after_tool" && e.hook) {
+    return h("div", { class: "refusal" }, `hook: ${e.hook}`);
+  }
+  return null;
 }
 
 function renderErrors(errors) {
@@ -95,7 +104,7 @@ function renderErrors(errors) {
     h("strong", {}, e.who || "—"), " ", e.what,
     e.at ? h("span", { class: "muted small" }, ` ${fmtTime(e.at)}`) : null,
     e.session_id ? h("a", { href: sessionHash(e.agent_id, e.session_id), class: "small" }, " open conversation") : null,
-    budgetLine(e),
+    budgetLine(e), refusalLine(e),
     e.detail ? h("div", { class: "detail" }, e.detail) : null)));
   $("error-count").textContent = String(errors.length);
   $("no-errors").hidden = errors.length > 0;

@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from ...agent.failures import failure_of
 from ...errors import BudgetExceededError
 from ...usage import add_budget, budget_of, current_scope, tenant
 from ..protocol import TeamClient
@@ -33,10 +34,15 @@ def team_budgets(team: Team, member: Member | None, store: Any) -> Iterator[None
 async def tell_lead(
     client: TeamClient, team: Team, member: Member, exc: BudgetExceededError
 ) -> None:
-    """Tell the lead (a team message it reads like any other) which budget stopped ``member``."""
-    unit = "tokens" if exc.unit == "tokens" else "USD"
+    """Tell the lead (a team message it reads like any other) which budget stopped ``member``:
+    the budget stop the member's session recorded (``agent.failures.failure_of``: one event,
+    which the dashboard lists), rendered as the dashboard renders it."""
+    failure = failure_of(exc)
+    overrun = failure.budget if failure is not None else None
+    if overrun is None:
+        return
     text = (
-        f"[budget] {member.name} stopped: budget {exc.budget} is spent ({exc.used:g} of "
-        f"{exc.limit:g} {unit}); raise it or finish without this member"
+        f"[budget] {member.name} stopped: budget {overrun.budget} is spent "
+        f"({overrun.summary()}); raise it or finish without this member"
     )
     await client.send_message(team.id, member.name, team.lead, text)
