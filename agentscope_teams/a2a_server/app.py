@@ -96,7 +96,7 @@ def agent_card(exposed: ExposedAgent, url: str, *, auth: bool = True) -> AgentCa
 
 def _agent_routes(
     exposed: ExposedAgent, store: BaseStore, auth: bool, private_push: bool
-) -> tuple[list[Any], StoreTaskEventStream]:
+) -> tuple[list[Any], StoreTaskEventStream, Any]:
     import httpx
     from a2a.utils.push_url_validator import validate_push_notification_url
     from starlette.requests import Request
@@ -108,6 +108,7 @@ def _agent_routes(
     # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
     push_check = None if private_push else validate_push_notification_url
     events = StoreTaskEventStream(store, exposed.name)
+    push_client = httpx.AsyncClient(timeout=10)
     executor = AgentTaskExecutor(  # a store with signals tells of a cancel at once: follow it
         exposed.agent,
         tasks,
@@ -123,9 +124,7 @@ def _agent_routes(
         interrupted_task_timeout=RELEASE_PAUSED_SECONDS,
         agent_card=agent_card(exposed, "http://localhost/", auth=auth),
         push_config_store=pushes,
-        push_sender=BasePushNotificationSender(
-            httpx.AsyncClient(timeout=10), pushes, push_url_validator=push_check
-        ),
+        push_sender=BasePushNotificationSender(push_client, pushes, push_url_validator=push_check),
         push_url_validator=push_check,
     )
 
@@ -137,24 +136,30 @@ def _agent_routes(
         Route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"]),
         *create_jsonrpc_routes(handler, "/", context_builder=CallerContextBuilder()),
     ]
-    return routes, events
+    return routes, events, push_client
 
 
 class A2AApp:
     """The ASGI app :func:`a2a_app` returns. Its event streams own tasks (the deletions of ended
-    tasks' streams): :meth:`aclose` ends them; the app's own lifespan does (when it is the served
-    app), and so must whoever mounts it in another app (``serve --a2a`` does)."""
+    tasks' streams) and it owns the HTTP clients that send push notifications: :meth:`aclose` ends
+    them; the app's own lifespan does (when it is the served app), and so must whoever mounts it
+    in another app (``serve --a2a`` does)."""
 
-    def __init__(self, asgi: Any, streams: Sequence[StoreTaskEventStream]) -> None:
-        self.asgi, self.streams = asgi, list(streams)
+    def __init__(
+        self, asgi: Any, streams: Sequence[StoreTaskEventStream], clients: Sequence[Any] = ()
+    ) -> None:
+        self.asgi, self.streams, self.clients = asgi, list(streams), list(clients)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.asgi(scope, receive, send)
 
     async def aclose(self) -> None:
-        """End every task the app's event streams still own (see ``StoreTaskEventStream``)."""
+        """End every task the app's event streams still own (see ``StoreTaskEventStream``) and
+        close its push-notification clients."""
         for stream in self.streams:
             await stream.aclose()
+        for client in self.clients:
+            await client.aclose()
 
 
 def a2a_app(
@@ -182,11 +187,12 @@ def a2a_app(
     names = [a.name for a in agents]
     if not agents or len(set(names)) != len(names):
         raise ConfigurationError(f"expose one or more agents with distinct names (got {names})")
-    mounts, streams = [], []
+    mounts, streams, clients = [], [], []
     for exposed in agents:
-        routes, stream = _agent_routes(exposed, store, not anonymous, private_push)
+        routes, stream, client = _agent_routes(exposed, store, not anonymous, private_push)
         mounts.append(Mount(f"/{exposed.name}", routes=routes))
         streams.append(stream)
+        clients.append(client)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
@@ -194,5 +200,6 @@ def a2a_app(
         await served.aclose()
 
     app = Starlette(routes=mounts, lifespan=lifespan)
-    served = A2AApp(guarded(app, verifier, anonymous=anonymous, public_card=public_card), streams)
+    guarded_app = guarded(app, verifier, anonymous=anonymous, public_card=public_card)
+    served = A2AApp(guarded_app, streams, clients)
     return served

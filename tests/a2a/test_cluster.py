@@ -116,7 +116,8 @@ def test_closing_the_stream_deletes_ended_tasks_streams_and_leaves_no_task() -> 
 
 
 def test_the_apps_shutdown_closes_its_streams() -> None:
-    """Served alone, the A2A app's lifespan shutdown ends the deletions its streams own."""
+    """Served alone, the A2A app's lifespan shutdown ends the deletions its streams own and
+    closes its push-notification clients."""
     from agentscope_teams import HarnessAgent, ScriptedModel
     from agentscope_teams.a2a_server import ExposedAgent, a2a_app
 
@@ -130,6 +131,7 @@ def test_the_apps_shutdown_closes_its_streams() -> None:
         assert len(_pending() - before) == 1
         await _lifespan(app)
         assert _pending() - before == set()
+        assert all(client.is_closed for client in app.clients)  # the push senders' clients
         assert await store.read(a2a_events_key("lead", "t-1"), after=0, limit=10) == []
 
     asyncio.run(scenario())
