@@ -207,3 +207,29 @@ async def test_a_hook_ask_in_dont_ask_mode_is_refused(tmp_path: Path, mode: str)
         assert not asked and "dontAsk" in tool_results(model.requests[1])[0]
     else:  # the control: the same hook asks
         assert asked
+
+
+async def test_a_post_tool_use_block_names_only_the_hooks_that_blocked(tmp_path: Path) -> None:
+    """Two PostToolUse hooks on one call: the one that blocks (exit 2) is named in the result's
+    record of the block; the one that answered with context is not."""
+    lint = script(tmp_path, "lint.sh", "cat > /dev/null\necho 'fails the linter' >&2\nexit 2\n")
+    note = script(tmp_path, "note.sh", 'cat > /dev/null\necho \'{"additionalContext": "seen"}\'\n')
+    hooks = {
+        "PostToolUse": [
+            {"matcher": "Write", "hooks": [{"type": "command", "command": c}]} for c in (lint, note)
+        ]
+    }
+    model = ScriptedModel([WRITE, "done"])
+    async with agent(tmp_path, model, hooks=hooks) as a:
+        await a.call("go", CTX)
+        state = await a.get_agent_state(CTX)
+    [result] = [
+        b for m in state.context for b in m.blocks if getattr(b, "type", "") == "tool_result"
+    ]
+    assert not result.is_error and (tmp_path / "ws" / "a.txt").exists()  # the tool ran
+    assert result.data is not None
+    assert result.data["hook_block_after_tool"] == {
+        "event": "PostToolUse",
+        "hooks": [f"PostToolUse[Write] {lint}"],
+        "reason": "fails the linter",
+    }
