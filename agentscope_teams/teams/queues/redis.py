@@ -50,7 +50,8 @@ from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 if TYPE_CHECKING:
     from ...store.redis import RedisStore
 
-#: Pending tasks one claim script passes by before answering "more" (the board then calls again).
+#: Pending tasks one claim script passes by before answering "more" (the board then calls again);
+#: part of the script's text (:data:`.redis_lua.SCAN`), not an argument.
 SCAN = lua.SCAN
 #: Tasks per page of an open-task listing (two script calls each: the ids, then their records).
 PAGE = 1000
