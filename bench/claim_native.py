@@ -6,12 +6,19 @@ A claim here is ``TaskBoard.claim_next`` (the board operation, without the team-
 round on one store: a CAS put of a task-sized value (the baseline), a native claim, and a generic
 claim (``native=False``, on its own team: the old path, for reference). A second table claims on two
 native boards alternating, one whose other member holds ``HELD`` tasks and one holding none.
+
+With ``AGENTSCOPE_TEAMS_BENCH_PRIVATE_REDIS`` set to the URL of a Redis server nothing else uses
+(its ``INFO commandstats`` are server-wide and reset each round), a third table splits the Redis
+claim and CAS into client CPU (``time.process_time``) and server time per script call.
 """
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import BaseStore, store_from_url
@@ -19,7 +26,7 @@ from agentscope_teams.teams import LocalTeamClient, Member, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 
 from .fixtures import MYSQL_URL, POSTGRES_URL, REDIS_URL, drop_redis_namespace
-from .stats import Sample, fmt, interleaved, section, table, us, verdict
+from .stats import Op, RoundFn, Sample, compare, fmt, interleaved, section, table, us, verdict
 from .task_claim import chosen
 
 CAS_TARGET = 1.5
@@ -27,6 +34,7 @@ HELD = 1_000
 HELD_TARGET = 1.5
 BACKENDS = [("redis", REDIS_URL), ("postgres", POSTGRES_URL), ("mariadb", MYSQL_URL)]
 CTX = RuntimeContext(session_id="bench", user_id="bench-native")
+PRIVATE_REDIS = os.environ.get("AGENTSCOPE_TEAMS_BENCH_PRIVATE_REDIS")
 
 
 async def _board(store: BaseStore, native: bool, tasks: int, held: int = 0) -> TaskBoard:
@@ -71,6 +79,52 @@ async def _measure(store: BaseStore, ops: int, rounds: int, held: int) -> dict[s
         f"native, {held:,} held": _claims(await _board(store, True, tasks, held)),
     }
     return await interleaved(subjects, ops=ops, rounds=rounds)
+
+
+def _costed(op: Op, server: Any, costs: dict[str, list[float]]) -> RoundFn:
+    """A round of ``op`` timed on the wall, noting its client CPU and its scripts' server time."""
+
+    async def run(ops: int) -> float:
+        await server.config_resetstat()
+        w0, c0 = time.perf_counter(), time.process_time()
+        for i in range(ops):
+            await op(i)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        stats = await server.info("commandstats")
+        costs["cpu"].append(cpu / ops)
+        costs["server"].append(stats.get("cmdstat_evalsha", {}).get("usec", 0) / 1e6 / ops)
+        return wall / ops
+
+    return run
+
+
+async def _private(url: str, ops: int, rounds: int) -> str:
+    """The claim / CAS table on a private server (see the module docs)."""
+    import redis.asyncio as aioredis
+
+    server = aioredis.Redis.from_url(url)
+    costs: dict[str, dict[str, list[float]]] = {
+        n: {"cpu": [], "server": []} for n in ("cas", "native")
+    }
+    namespace = f"bench-private-{uuid.uuid4().hex[:8]}"
+    try:
+        async with store_from_url(url, namespace=namespace) as store:
+            board = await _board(store, True, ops * (rounds + 3))
+            ops_of = {"cas": await _cas(store), "native": _claims(board)}
+            named = {n: _costed(op, server, costs[n]) for n, op in ops_of.items()}
+            walls = await compare(named, ops=ops, rounds=rounds)
+    finally:
+        keys = [k async for k in server.scan_iter(match=f"{namespace}:*", count=1000)]
+        for i in range(0, len(keys), 500):
+            await server.delete(*keys[i : i + 500])
+        await server.aclose()
+    rows = []
+    for name in ("cas", "native"):
+        cpu, srv = (Sample(name, costs[name][k][-rounds:]) for k in ("cpu", "server"))
+        rows.append([name, fmt(walls[name], us), fmt(cpu, us), fmt(srv, us)])
+    cost = walls["native"].median / walls["cas"].median
+    head = ["subject", "wall µs", "client CPU µs", "server µs (EVALSHA)"]
+    return table(head, rows) + f"\n\nnative / CAS (wall): {cost:.2f}"
 
 
 async def run(fast: bool = False) -> str:
@@ -132,4 +186,6 @@ async def run(fast: bool = False) -> str:
             held_rows,
         )
     )
+    if PRIVATE_REDIS and any(name == "redis" for name, _ in chosen(BACKENDS)):
+        body += "\n\nRedis, private server:\n\n" + await _private(PRIVATE_REDIS, ops * 2, rounds)
     return section("Native claims: one round trip", intro, body, verdicts)

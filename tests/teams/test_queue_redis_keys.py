@@ -186,6 +186,49 @@ async def test_a_standalone_claim_declares_no_record_and_needs_no_second_call(
         got = await board.claim_next("a", 30)
         assert got is not None and got.id == free.id
         assert [(a[0], a[2]) for a in sent if a[0] != "SCRIPT LOAD"] == [("EVALSHA", 3)]
+        # its 3 sets and 6 arguments (now, standalone, member, lease, prefer own, offset): the
+        # record names, the ISO time, the lease in ms and the scan limit are derived in the script
+        (call,) = [a for a in sent if a[0] == "EVALSHA"]
+        assert len(call) == 3 + 3 + 6
+
+
+#: Prepended to a script whose ``redis.call`` became ``__counted``: each command's name is pushed
+#: on the list ``<pending set>:calls`` (same hash slot) before it runs.
+COUNT = r"""
+local function __counted(cmd, ...)
+  redis.call('RPUSH', KEYS[1] .. ':calls', cmd)
+  return redis.call(cmd, ...)
+end
+"""
+
+
+async def test_a_claim_script_runs_seven_commands(
+    store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands inside one claim of the pending head on a standalone server, pinned: read the
+    expired leases and the pending head, read the record with its version, then move the task
+    between the indexes and write record and version in one HSET."""
+    if store_spec.backend != "redis":
+        pytest.skip("counted on a standalone server")
+    monkeypatch.setattr(
+        lua, "CLAIM_NEXT", COUNT + lua.CLAIM_NEXT.replace("redis.call(", "__counted(")
+    )
+    async with store_spec.open() as store:
+        assert isinstance(store, RedisStore)
+        client = LocalTeamClient(store, alice, clock=clock)
+        team = await client.create_team("crew", members=[Member(name="a")])
+        keys = TeamKeys(client.ctx.owner_scope(), team.id)
+        board = TaskBoard(store, keys, clock, native=True)
+        for i in range(3):
+            await board.create("lead", f"task {i}")
+        calls = store.redis_name(keys.open_prefix(), ":queue") + ":calls"
+        for _ in range(2):
+            got = await board.claim_next("a", 30)
+            assert got is not None and got.status is TaskStatus.IN_PROGRESS
+            async with store.commands() as redis:
+                ran = [c.decode() for c in await redis.lrange(calls, 0, -1)]
+                await redis.delete(calls)
+            assert ran == ["ZRANGEBYSCORE", "ZRANGE", "HMGET", "ZREM", "ZADD", "ZADD", "HSET"]
 
 
 async def test_reap_settles_every_expired_lease_batch_by_batch(

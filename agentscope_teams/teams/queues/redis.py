@@ -50,8 +50,9 @@ from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 if TYPE_CHECKING:
     from ...store.redis import RedisStore
 
-#: Pending tasks one claim script passes by before answering "more" (the board then calls again).
-SCAN = 256
+#: Pending tasks one claim script passes by before answering "more" (the board then calls again);
+#: part of the script's text (:data:`.redis_lua.SCAN`), not an argument.
+SCAN = lua.SCAN
 #: Tasks per page of an open-task listing (two script calls each: the ids, then their records).
 PAGE = 1000
 #: Expired leases one reap script settles.
@@ -64,7 +65,7 @@ OPEN_STANDALONE = True
 #: Ids a team's hints keep from this process's own enqueues, claims and NEED replies.
 RECENT = 32
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_PROBE = "t-0"
+_PROBES = ("t-0", "t-12345")
 #: FINISH's reply when its team guard is stale (nothing written).
 _TEAM_CHANGED = -3
 
@@ -73,20 +74,22 @@ def _ms(now: datetime) -> int:
     return (now - _EPOCH) // timedelta(milliseconds=1)
 
 
-def _iso(now: datetime) -> str:
-    """``now`` as pydantic writes it in a record (``Z`` for UTC), without pydantic's cost."""
-    text = now.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+def _us(now: datetime) -> int:
+    return (now - _EPOCH) // timedelta(microseconds=1)
 
 
-def _template(store: RedisStore, keys: TeamKeys) -> tuple[str, str] | None:
-    """(before, after) such that a task record's name is ``before + id + after``, or None."""
-    name = store.redis_name(keys.task(_PROBE))
-    if not name.endswith(_PROBE) and _PROBE not in name:
+def _names(store: RedisStore, keys: TeamKeys) -> tuple[list[str], str] | None:
+    """The team's three sets and the start of its task records' names (the name of task ``i`` is
+    that + ``i``), or None when the records are not named as the scripts derive them: the
+    pending set's name with :data:`.redis_lua.PENDING_SUFFIX` replaced by ``RECORD_INFIX``."""
+    pending = store.redis_name(keys.open_prefix(), ":queue")
+    if not pending.endswith(lua.PENDING_SUFFIX):
         return None
-    before, _, after = name.rpartition(_PROBE)
-    check = "t-12345"
-    return (before, after) if store.redis_name(keys.task(check)) == before + check + after else None
+    before = pending[: -len(lua.PENDING_SUFFIX)] + lua.RECORD_INFIX
+    if any(store.redis_name(keys.task(i)) != before + i for i in _PROBES):
+        return None
+    held = store.redis_name(keys.held_prefix(), ":queue")
+    return [pending, held, store.redis_name(keys.held_prefix(), ":owners")], before
 
 
 _SCRIPT_NAMES = ("CLAIM_NEXT", "CLAIM", "FINISH", "RELEASE", "RENEW", "CANCEL", "REAP", "OPEN_PAGE")
@@ -140,7 +143,7 @@ def _hints_of(store: RedisStore, pending: str) -> _Hints:
 
 def redis_queue_supported(store: RedisStore) -> bool:
     """Whether the store names task records so the scripts can derive them (always, today)."""
-    return _template(store, TeamKeys(("o", "u"), "team")) is not None
+    return _names(store, TeamKeys(("o", "u"), "team")) is not None
 
 
 class RedisBoardQueue:
@@ -152,24 +155,19 @@ class RedisBoardQueue:
     native = True
 
     def __init__(self, store: RedisStore, keys: TeamKeys) -> None:
-        template = _template(store, keys)
-        if template is None:  # pragma: no cover - redis_queue_supported said otherwise
-            raise ValueError("task record names cannot be templated")
+        names = _names(store, keys)
+        if names is None:  # pragma: no cover - redis_queue_supported said otherwise
+            raise ValueError("task record names cannot be derived from the pending set's")
         self.store, self.keys = store, keys
-        self._template = template
-        self._keys = [
-            store.redis_name(keys.open_prefix(), ":queue"),
-            store.redis_name(keys.held_prefix(), ":queue"),
-            store.redis_name(keys.held_prefix(), ":owners"),
-        ]
+        self._keys, self._before = names
         self._scripts = _scripts_of(store)
         self._hints = _hints_of(store, self._keys[0])
         #: A standalone server: scripts read undeclared records (see :mod:`.redis_lua`).
         self._open = OPEN_STANDALONE and not store.cluster
+        self._flag = "1" if self._open else ""
 
     def _record(self, task_id: str) -> str:
-        before, after = self._template
-        return before + task_id + after
+        return self._before + task_id
 
     async def _run(
         self,
@@ -185,8 +183,7 @@ class RedisBoardQueue:
         if self.store not in _LOADED:  # once per store: every script on every primary
             await self.store.load_scripts([getattr(lua, n) for n in _SCRIPT_NAMES])
             _LOADED.add(self.store)
-        argv = [*self._template, str(_ms(now)), _iso(now), "1" if self._open else ""]
-        argv += map(str, args)
+        argv = [str(_us(now)), self._flag, *map(str, args)]
         tail: list[str] = []
         if guard is not None:
             argv.append(str(guard.version))
@@ -244,11 +241,11 @@ class RedisBoardQueue:
         guard: TeamGuard | None = None,
     ) -> Task | None:
         offset, own = 0, "1" if prefer_own else ""
-        lease_ms = round(lease * 1000)
         while True:
-            args = (member, lease, lease_ms, own, offset, SCAN)
             ids = () if self._open else self._hints.ids()
-            reply = await self._run("CLAIM_NEXT", now, *args, ids=ids, guard=guard)
+            reply = await self._run(
+                "CLAIM_NEXT", now, member, lease, own, offset, ids=ids, guard=guard
+            )
             code = int(reply[0])
             hints = reply[3:] if code == 1 else reply[1:] if code == 0 else reply[2:]
             self._hints.head = [raw.decode() for raw in hints]
@@ -261,7 +258,7 @@ class RedisBoardQueue:
             offset, own = int(reply[1]), ""
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
-        return await self._named("CLAIM", task_id, now, member, lease, round(lease * 1000))
+        return await self._named("CLAIM", task_id, now, member, lease)
 
     async def finish(
         self, member: str, task_id: str, how: Finish, now: datetime, guard: TeamGuard | None = None

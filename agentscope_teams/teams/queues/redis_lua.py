@@ -4,10 +4,12 @@ Every script starts with :data:`PRELUDE`. Keys: ``KEYS[1]`` the pending set (sco
 member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: task id),
 ``KEYS[3]`` the owners set (score 0, member ``owner NUL seq NUL id``, read by lex range), then
 ``KEYS[4..]`` the task records the client *declared*. Task records are the store's entries (hash
-``{v: JSON, n: version}``); a record's name is ``ARGV[1] .. id .. ARGV[2]`` (a template the store
-computed), in the same hash slot. ``ARGV[3]`` is now in ms, ``ARGV[4]`` now as the records write it
-(ISO 8601), ``ARGV[5]`` ``'1'`` on a standalone server (see below); a script's own arguments
-follow from ``ARGV[6]``. The rule mirrors :func:`agentscope_teams.teams.rules.eligibility.claim_verdict`; the history
+``{v: JSON, n: version}``); a record's name is derived from the pending set's: ``KEYS[1]`` with
+its :data:`PENDING_SUFFIX` replaced by :data:`RECORD_INFIX` and the id (the queue checks that the
+store names them so, see :func:`~.redis.redis_queue_supported`), in the same hash slot.
+``ARGV[1]`` is now in µs since the epoch (the scripts write it as ISO 8601, as pydantic does),
+``ARGV[2]`` ``'1'`` on a standalone server (see below); a script's own arguments follow from
+``ARGV[3]``. The rule mirrors :func:`agentscope_teams.teams.rules.eligibility.claim_verdict`; the history
 texts mirror :mod:`agentscope_teams.teams.rules.transitions` (the board's conformance tests run both paths).
 
 **Every key a script touches is in KEYS** (Redis Cluster routes a script, and answers ASK or
@@ -16,7 +18,7 @@ client did not declare (the next pending task, a blocker, an expired lease's tas
 more and writes nothing: it replies :data:`NEED` and the ids to declare, and the client calls again
 with them. So a declared record that is absent is provably gone (during a migration Redis runs a
 script only where all its declared keys are), and only then is its index entry removed as stale.
-On a standalone server (no slots, nothing migrates) the client passes ``ARGV[5] = '1'``: every
+On a standalone server (no slots, nothing migrates) the client passes ``ARGV[2] = '1'``: every
 record counts as declared, so a script reads what it needs, never replies NEED, and the client
 declares no records it only guesses at (a claim's KEYS are the three sets, plus the team record
 of a guard): fewer keys to pack, send and hash per call.
@@ -30,17 +32,22 @@ call again from ``offset``), where the hints are the pending ids its next call w
 
 #: The reply code of a script that needs records the client did not declare (the ids follow).
 NEED = 3
+#: The end of a team's pending set's name, and what replaces it to name a task record (+ the id).
+PENDING_SUFFIX, RECORD_INFIX = "open:queue", "task/"
+#: Pending tasks one claim script passes by before answering "more" (the board then calls again).
+SCAN = 256
 
 PRELUDE = r"""
 local P, H, O = KEYS[1], KEYS[2], KEYS[3]
-local BEFORE, AFTER = ARGV[1], ARGV[2]
-local NOW, NOW_ISO = tonumber(ARGV[3]), ARGV[4]
+local BEFORE = string.sub(P, 1, #P - #'$PENDING_SUFFIX') .. '$RECORD_INFIX'
+local NOW_US = tonumber(ARGV[1])
+local NOW = math.floor(NOW_US / 1000)
 -- '1': a standalone server, where a script may read records it was not given (no NEED replies)
-local OPEN = ARGV[5] == '1'
+local OPEN = ARGV[2] == '1'
 local NULL = cjson.null
 local AHEAD = 16
 
-local function name_of(id) return BEFORE .. id .. AFTER end
+local function name_of(id) return BEFORE .. id end
 
 -- The records the client declared; a read of any other id is noted in NEED instead.
 local DECLARED, NEED, NEEDED = {}, {}, {}
@@ -92,9 +99,8 @@ local function load(id)
   return decode(raw), raw, true
 end
 
-local function iso(ms)
-  local s = math.floor(ms / 1000)
-  local frac = ms - s * 1000
+-- 'YYYY-MM-DDTHH:MM:SS' of s seconds since the epoch (UTC)
+local function iso_s(s)
   local days = math.floor(s / 86400)
   local rem = s - days * 86400
   local z = days + 719468
@@ -107,8 +113,24 @@ local function iso(ms)
   local d = doy - math.floor((153 * mp + 2) / 5) + 1
   local m = mp < 10 and mp + 3 or mp - 9
   local y = yoe + era * 400 + (m <= 2 and 1 or 0)
-  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d,
-    math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60, frac)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d', y, m, d,
+    math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60)
+end
+
+-- ms since the epoch as a record's ISO 8601 text, to the ms (a lease's expiry)
+local function iso(ms)
+  local s = math.floor(ms / 1000)
+  return iso_s(s) .. string.format('.%03dZ', ms - s * 1000)
+end
+
+-- now as a record's ISO 8601 text, to the µs (as pydantic writes a datetime), made once
+local NOW_ISO
+local function now_iso()
+  if NOW_ISO == nil then
+    local s = math.floor(NOW_US / 1000000)
+    NOW_ISO = iso_s(s) .. string.format('.%06dZ', NOW_US - s * 1000000)
+  end
+  return NOW_ISO
 end
 
 -- cjson writes an empty list as {}: write those as [] by hand.
@@ -143,8 +165,9 @@ local function save(t)
 end
 
 local function event(t, actor, action, detail)
-  t.history[#t.history + 1] = {at = NOW_ISO, actor = actor, action = action, detail = detail}
-  t.updated_at = NOW_ISO
+  local at = now_iso()
+  t.history[#t.history + 1] = {at = at, actor = actor, action = action, detail = detail}
+  t.updated_at = at
 end
 
 local function q(s) return "'" .. s .. "'" end
@@ -225,6 +248,9 @@ local function expire(t)
   end
 end
 
+-- A lease in seconds as ms (as renewed() rounds it).
+local function ms_of(lease) return math.floor(lease * 1000 + 0.5) end
+
 -- rules.claimed: one more attempt, a fresh lease (seconds, ms).
 local function claimed(t, member, lease, lease_ms)
   -- unindex, but for the held set: held_until's ZADD below replaces its entry
@@ -240,8 +266,8 @@ end
 
 -- rules.renewed: the lease moved, no history entry.
 local function renewed(t, lease)
-  local until_ms = NOW + math.floor(lease * 1000 + 0.5)
-  t.lease_seconds, t.lease_expires_at, t.updated_at = lease, iso(until_ms), NOW_ISO
+  local until_ms = NOW + ms_of(lease)
+  t.lease_seconds, t.lease_expires_at, t.updated_at = lease, iso(until_ms), now_iso()
   held_until(t, until_ms)
   return save(t)
 end
@@ -266,15 +292,17 @@ local function guard_holds(v)
   return redis.call('HGET', KEYS[#KEYS], 'n') == v
 end
 """
+PRELUDE = PRELUDE.replace("$PENDING_SUFFIX", PENDING_SUFFIX).replace("$RECORD_INFIX", RECORD_INFIX)
 
-#: ARGV[6] member, [7] lease s, [8] lease ms, [9] '1' prefer own, [10] offset, [11] scan limit,
-#: [12] the team guard's version ('' none; the team record is then the last key: a stale guard
+#: ARGV[3] member, [4] lease s, [5] '1' prefer own, [6] offset (it passes by at most :data:`SCAN`
+#: pending tasks), [7] the team guard's version ('' none; the team record is then the last key: a stale guard
 #: claims nothing, ``{0}``). It reads before it writes: stale index entries and leases to settle are noted while it looks,
 #: and written only once it knows its answer, so a NEED reply has written nothing.
 CLAIM_NEXT = (
     PRELUDE
     + r"""
-local member, lease, lease_ms = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local member, lease = ARGV[3], tonumber(ARGV[4])
+local lease_ms = ms_of(lease)
 local stale, settle, dropped = {}, {}, 0  -- {set, member} to remove; tasks to expire and save
 local function flush()
   for _, s in ipairs(stale) do redis.call('ZREM', s[1], s[2]) end
@@ -293,12 +321,12 @@ end
 local function won(w, last_read)
   return hinted({w[1], w[2], w[3]}, 0, last_read + AHEAD)
 end
-if not guard_holds(ARGV[12]) then return {0} end
+if not guard_holds(ARGV[7]) then return {0} end
 local mine, expired = {}, redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)
-if ARGV[9] == '1' then
+if ARGV[5] == '1' then
   mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
 end
-local offset, limit, step = tonumber(ARGV[10]), tonumber(ARGV[11]), 8
+local offset, limit, step = tonumber(ARGV[6]), $SCAN, 8
 local seen, scan_end = 0, offset + limit - 1
 -- A record not given: ask at once for every one this call may read (blockers aside).
 local function need_all()
@@ -367,13 +395,14 @@ end
 flush()
 return hinted({2, offset - dropped}, offset - dropped, offset - dropped + AHEAD - 1)
 """
-)
+).replace("$SCAN", str(SCAN))
 
-#: ARGV[6] id, [7] member, [8] lease s, [9] lease ms.
+#: ARGV[3] id, [4] member, [5] lease s.
 CLAIM = (
     PRELUDE
     + r"""
-local id, member, lease, lease_ms = ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
+local id, member, lease = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local lease_ms = ms_of(lease)
 local t, raw = load(id)
 if raw == nil then return {-2} end
 if t == nil then return refused(raw, id) end
@@ -403,7 +432,7 @@ def _owner_only(body: str, first: str = "") -> str:
         PRELUDE
         + first
         + r"""
-local id, member = ARGV[6], ARGV[7]
+local id, member = ARGV[3], ARGV[4]
 local t, raw = load(id)
 if raw == nil then return {-2} end
 if t == nil then return refused(raw, id) end
@@ -416,31 +445,31 @@ _REQUIRE_OWNER = """
 if t.status ~= 'in_progress' or t.owner ~= member then return refused(raw, id) end
 """
 
-#: ARGV[8] status, ARGV[9] the text's field, ARGV[10] the text, ARGV[11] the history detail,
-#: ARGV[12] a completion's data as JSON text ('' = none), ARGV[13] '1' when the board checked it
-#: against the task's result schema (a task declaring one is refused until then), ARGV[14] the
+#: ARGV[5] status, ARGV[6] the text's field, ARGV[7] the text, ARGV[8] the history detail,
+#: ARGV[9] a completion's data as JSON text ('' = none), ARGV[10] '1' when the board checked it
+#: against the task's result schema (a task declaring one is refused until then), ARGV[11] the
 #: team guard's version ('' none; else the team record is the last key, and a stale guard replies
 #: ``{-3}``: nothing written). Structured
 #: fields travel as JSON text (``*_json``), so cjson never re-encodes them.
 FINISH = _owner_only(
     r"""
-local status = ARGV[8]
+local status = ARGV[5]
 if t.status == status and t.owner == member then return unchanged(raw, id) end
 """
     + _REQUIRE_OWNER
     + r"""
 if status == 'completed' then
   local schema = t.result_schema_json
-  if schema ~= nil and schema ~= NULL and ARGV[13] ~= '1' then return refused(raw, id) end
-  if ARGV[12] ~= '' then t.result_data_json = ARGV[12] end
+  if schema ~= nil and schema ~= NULL and ARGV[10] ~= '1' then return refused(raw, id) end
+  if ARGV[9] ~= '' then t.result_data_json = ARGV[9] end
 end
 unindex(t, t.owner)
-event(t, member, status, ARGV[11])
+event(t, member, status, ARGV[8])
 t.status, t.lease_expires_at = status, NULL
-t[ARGV[9]] = ARGV[10]
+t[ARGV[6]] = ARGV[7]
 return save(t)
 """,
-    "\nif not guard_holds(ARGV[14]) then return {-3} end\n",
+    "\nif not guard_holds(ARGV[11]) then return {-3} end\n",
 )
 
 RELEASE = _owner_only(
@@ -454,35 +483,35 @@ return save(t)
 """
 )
 
-#: ARGV[8] lease s ('' = the task's own).
+#: ARGV[5] lease s ('' = the task's own).
 RENEW = _owner_only(
     _REQUIRE_OWNER
     + r"""
-local lease = ARGV[8] == '' and t.lease_seconds or tonumber(ARGV[8])
+local lease = ARGV[5] == '' and t.lease_seconds or tonumber(ARGV[5])
 return renewed(t, lease)
 """
 )
 
-#: ARGV[7] is the actor (anyone: the client checks the lead); ARGV[8] the reason.
+#: ARGV[4] is the actor (anyone: the client checks the lead); ARGV[5] the reason.
 CANCEL = _owner_only(
     r"""
 if t.status == 'cancelled' then return unchanged(raw, id) end
 if t.status ~= 'pending' and t.status ~= 'in_progress' then return refused(raw, id) end
 unindex(t, t.owner)
-event(t, member, 'cancelled', ARGV[8])
+event(t, member, 'cancelled', ARGV[5])
 t.status, t.lease_expires_at = 'cancelled', NULL
-t.error = (ARGV[8] == '') and NULL or ARGV[8]
+t.error = (ARGV[5] == '') and NULL or ARGV[5]
 return save(t)
 """
 )
 
-#: ARGV[6] offset (expired entries left in place by earlier batches), [7] batch size. Settles the
+#: ARGV[3] offset (expired entries left in place by earlier batches), [4] batch size. Settles the
 #: expired leases of a batch; replies ``{more, left, json, version, ...}`` (more: 1 when the batch
 #: was full; left: entries it left in place, undecodable records) or a NEED reply.
 REAP = (
     PRELUDE
     + r"""
-local offset, batch = tonumber(ARGV[6]), tonumber(ARGV[7])
+local offset, batch = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ids = redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', offset, batch)
 for _, id in ipairs(ids) do
   if not declared(name_of(id)) then need(id) end
@@ -506,13 +535,13 @@ return out
 """
 )
 
-#: ARGV[6] '1' for the held set (else the pending set), [7] offset, [8] page size. Replies ``{0,
+#: ARGV[3] '1' for the held set (else the pending set), [4] offset, [5] page size. Replies ``{0,
 #: number of members read, (id, json, version) of each whose record exists...}`` or a NEED reply.
 OPEN_PAGE = (
     PRELUDE
     + r"""
-local set = ARGV[6] == '1' and H or P
-local offset, limit = tonumber(ARGV[7]), tonumber(ARGV[8])
+local set = ARGV[3] == '1' and H or P
+local offset, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ids = redis.call('ZRANGE', set, offset, offset + limit - 1)
 for _, id in ipairs(ids) do
   if not declared(name_of(id)) then need(id) end

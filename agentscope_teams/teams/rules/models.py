@@ -13,7 +13,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic_core import SchemaValidator
 
 from ...context import validate_identifier
 from ...keys import TeamKeys as TeamKeys
@@ -248,7 +249,12 @@ class Task(BaseModel):
 
     @classmethod
     def from_bytes(cls, raw: bytes, version: int) -> Task:
-        task = cls.model_validate_json(raw)
+        """The task of a stored record read at ``version``. Most records (the current schema, no
+        ``*_json`` field) skip :meth:`_check_version`, a no-op for them (:func:`_lean_task`); any
+        other record, or one that does not validate, takes the full path and its errors."""
+        task = _lean_task(raw) if cls is Task else None
+        if task is None:
+            task = cls.model_validate_json(raw)
         task.version = version
         return task
 
@@ -259,6 +265,38 @@ class Task(BaseModel):
             and self.lease_expires_at is not None
             and self.lease_expires_at <= now
         )
+
+
+def _lean_validator() -> SchemaValidator | None:
+    """Task's validator without its model-level before-validator (which has pydantic build the
+    whole record as Python objects before validating them); None if pydantic's schema is not
+    shaped as expected, leaving the full path the only one."""
+    schema: Any = Task.__pydantic_core_schema__
+    inner = schema.get("schema", {}) if schema.get("type") == "model" else {}
+    if inner.get("type") != "function-before":
+        return None
+    if inner.get("schema", {}).get("type") != "model-fields":
+        return None
+    return SchemaValidator({**schema, "schema": inner["schema"]})
+
+
+#: See :func:`_lean_task`.
+_LEAN_TASK = _lean_validator()
+
+
+def _lean_task(raw: bytes) -> Task | None:
+    """The task of ``raw`` validated by :data:`_LEAN_TASK`, when :meth:`Task._check_version`
+    would have left the record as it is: it names no ``*_json`` field (no ``_json`` in the bytes,
+    nor a ``\\u`` escape that could spell one) and validates to the current schema version. Else
+    None: the full path decides. Measured against the full path inside a Redis claim (9 rounds
+    of 200, 3 runs, load 9-11): 2-9 µs less client CPU per claim."""
+    if _LEAN_TASK is None or type(raw) is not bytes or b"_json" in raw or b"\\u" in raw:
+        return None
+    try:
+        task: Task = _LEAN_TASK.validate_json(raw)
+    except ValidationError:
+        return None
+    return task if task.schema_version == TASK_SCHEMA_VERSION else None
 
 
 class TeamMessage(BaseModel):
