@@ -21,9 +21,11 @@ record as :func:`~..rules.transitions.finish` would; the statement returns the w
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
 lock and re-check the row (read committed), so concurrent finishers write it once. A finish that
-wrote then ``pg_notify``s the team's signal channel, on the same connection, so the team client
-sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`). Not in the finish
-statement: a transaction that notifies holds PostgreSQL's one notify-queue lock from its
+wrote then wakes the team's signal channel (``pg_notify``, on the same connection), so the team
+client sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`); the wake-ups of one
+process are coalesced per channel (:class:`~agentscope_teams.store.sql.signals.Wakes`: a finish
+that committed while another's notification is queued and not yet started sends none). Not in the
+finish statement: a transaction that notifies holds PostgreSQL's one notify-queue lock from its
 pre-commit until it ends, across its WAL flush, so notifying finishes committed one at a time
 (no group commit: 3-4x fewer tasks/s at 16 claimers, ``bench/RESULTS.md``); a statement of its
 own writes no WAL and holds that lock for microseconds.
@@ -35,21 +37,32 @@ prepared once per connection: no SQLAlchemy compile, result proxy or parameter p
 from __future__ import annotations
 
 import json
-import logging
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, NamedTuple
+from weakref import WeakKeyDictionary
 
 from pydantic import TypeAdapter
 from sqlalchemy import TextClause, text
 
-from ...store.sql import numbered
+from ...store.sql import SqlStore, numbered
+from ...store.sql.signals import Wakes
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
-log = logging.getLogger(__name__)
+#: Each store's coalesced wake-ups (one per store: its finishes share them, whatever the board).
+_WAKES: WeakKeyDictionary[SqlStore, Wakes] = WeakKeyDictionary()
+
+
+def wakes_of(store: SqlStore) -> Wakes:
+    """The coalesced wake-ups of ``store``'s finishes (one per store and process)."""
+    wakes = _WAKES.get(store)
+    if wakes is None:
+        wakes = _WAKES[store] = Wakes()
+    return wakes
+
 
 #: The member's own held task (``prefer_own``: its lease is renewed, probe 0), probed first.
 _OWN = """own AS (
@@ -149,10 +162,6 @@ _GUARDED = "EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version 
 
 def _iso(at: datetime) -> str:
     return str(_DATETIME.dump_python(at, mode="json"))
-
-
-#: Wakes the team's waiters, after a finish that wrote (its own statement: see the module docs).
-_NOTIFY = "SELECT pg_notify($1, '')"
 
 
 @lru_cache(maxsize=256)
@@ -275,11 +284,12 @@ class PostgresBoardQueue(SqlBoardQueue):
         parts = self._guard(guard, params)
         shape = _numbered(_FINISH, task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **parts)
         channel = self.store.signal_channel(self.keys.signal())
+        wakes = wakes_of(self.store)
 
         async def run(conn: Any) -> Any:
             row = await _fetch(conn, shape, params)
             if row is not None and row["done"]:
-                await _wake(conn, channel)
+                await wakes.after_commit(conn, channel)
             return row
 
         row = await self.store.with_driver("board finish", run)
@@ -302,12 +312,3 @@ class _Row(NamedTuple):
     value: bytes
     version: int
     nparts: int
-
-
-async def _wake(conn: Any, channel: str) -> None:
-    """``pg_notify`` the team's channel after a finish committed; a failure is logged (the
-    write is done, and waiters poll)."""
-    try:
-        await conn.execute(_NOTIFY, channel)
-    except Exception as exc:
-        log.warning("could not wake the waiters of channel %s: %s", channel, exc)
