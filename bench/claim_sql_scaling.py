@@ -9,7 +9,9 @@ each round on one store (:mod:`.sql_board` loads them in bulk). Target: 100k wit
 (``TaskBoard.claim_next`` + ``complete``) and, on PostgreSQL, on a raw asyncpg ``FOR UPDATE SKIP
 LOCKED`` queue (a jobs table, a partial index on pending, one claim ``UPDATE`` and one complete
 ``UPDATE`` per job, pool of 16): the floor. Rounds alternate. Target: the board within 2x of the
-floor's claims/s. The CPU the process spends per task is shown beside (``time.process_time``).
+floor's claims/s. The CPU the process spends per task is shown beside (``time.process_time``),
+and on PostgreSQL the wake-up statements (``pg_notify``) the board sent per task: its finishes'
+wake-ups are coalesced per team (:class:`~agentscope_teams.store.sql.signals.Wakes`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue, wakes_of
 
 from .fixtures import MYSQL_URL, POSTGRES_URL
 from .sql_board import bulk_board, explain, private_store
@@ -65,7 +68,17 @@ def _spread(sample: Sample) -> str:
     return f"{us(min(sample.per_op))} / {us(sample.median)} / {us(max(sample.per_op))}"
 
 
-def _board_round(board: TaskBoard, members: list[str], cpu: list[float]) -> RoundFn:
+def _notifies(board: TaskBoard) -> int:
+    """The wake-ups the board's store sent so far (PostgreSQL; 0 elsewhere)."""
+    queue = board.queue
+    if not isinstance(queue, PostgresBoardQueue):
+        return 0
+    return wakes_of(queue.store).sent
+
+
+def _board_round(
+    board: TaskBoard, members: list[str], cpu: list[float], notify: list[float]
+) -> RoundFn:
     async def run(ops: int) -> float:
         left = [ops]
 
@@ -76,11 +89,12 @@ def _board_round(board: TaskBoard, members: list[str], cpu: list[float]) -> Roun
                 assert task is not None
                 await board.complete(member, task.id, "ok")
 
-        c0, t0 = time.process_time(), time.perf_counter()
+        n0, c0, t0 = _notifies(board), time.process_time(), time.perf_counter()
         async with anyio.create_task_group() as tg:
             for m in members:
                 tg.start_soon(claimer, m)
         cpu.append((time.process_time() - c0) / ops)
+        notify.append((_notifies(board) - n0) / ops)
         return (time.perf_counter() - t0) / ops
 
     return run
@@ -141,11 +155,12 @@ async def _throughput(
     jobs = tasks * (rounds + 2)
     members = [f"c{i}" for i in range(CLAIMERS)]
     cpu: dict[str, list[float]] = {"board": [], "floor": [], "board, 4": []}
+    notify: dict[str, list[float]] = {"board": [], "board, 4": []}
     async with private_store(url, pool=CLAIMERS + 4) as store:
         board = await bulk_board(store, members, pending=jobs * 2)
         subjects = {
-            "board": _board_round(board, members, cpu["board"]),
-            "board, 4": _board_round(board, members[:4], cpu["board, 4"]),
+            "board": _board_round(board, members, cpu["board"], notify["board"]),
+            "board, 4": _board_round(board, members[:4], cpu["board, 4"], notify["board, 4"]),
         }
         pool: object = None
         try:
@@ -157,11 +172,15 @@ async def _throughput(
             if pool is not None:
                 await pool.execute(f"DROP TABLE IF EXISTS {table_name}")  # type: ignore[attr-defined]
                 await pool.close()  # type: ignore[attr-defined]
-    return found, cpu
+    return found, {**cpu, **{f"{k} notify": v for k, v in notify.items()}}
 
 
 def _cpu(values: list[float]) -> str:
     return ms(sorted(values)[len(values) // 2]) if values else "-"
+
+
+def _per_task(values: list[float]) -> str:
+    return f"{sorted(values)[len(values) // 2]:.2f}" if values else "-"
 
 
 async def run(fast: bool = False) -> str:
@@ -197,7 +216,11 @@ async def run(fast: bool = False) -> str:
                 claimers = 4 if label.endswith("4") else CLAIMERS
                 per_s = f"{1 / got.median:,.0f}"
                 cpu = _cpu(cpu_of[label])
-                rate_rows.append([name, label, str(claimers), per_s, fmt(got, us), cpu])
+                notifies = (
+                    _per_task(cpu_of.get(f"{label} notify", [])) if name == "postgres" else "-"
+                )
+                row = [name, label, str(claimers), per_s, fmt(got, us), cpu, notifies]
+                rate_rows.append(row)
         floor, ours = rates.get("floor"), rates["board"]
         if floor is not None:
             gap = ours.median / floor.median
@@ -209,14 +232,24 @@ async def run(fast: bool = False) -> str:
         f"Claim alone: {rounds} rounds of {ops} claims per board, boards alternating; µs per "
         f"claim, median ± spread and min / median / max of the rounds. Claim + complete: "
         f"{trounds} rounds of {tasks} tasks, subjects alternating; wall µs per task, "
-        "median CPU ms per task of this process. Load average (1 min) at the start and after "
-        "each backend: " + " / ".join(f"{x:.1f}" for x in loads) + "."
+        "median CPU ms per task of this process and NOTIFY statements per task. Load average "
+        "(1 min) at the start and after each backend: "
+        + " / ".join(f"{x:.1f}" for x in loads)
+        + "."
     )
     body = (
         table(["backend", "board", "claim µs", "min / median / max", "vs smallest"], scale_rows)
         + "\n\n"
         + table(
-            ["backend", "subject", "claimers", "tasks/s", "µs per task", "CPU ms per task"],
+            [
+                "backend",
+                "subject",
+                "claimers",
+                "tasks/s",
+                "µs per task",
+                "CPU ms per task",
+                "NOTIFY per task",
+            ],
             rate_rows,
         )
         + "\n\nPlans of the claim at the largest board (PostgreSQL: EXPLAIN ANALYZE of the whole "

@@ -17,6 +17,14 @@ again. A connection that died silently (no FIN from a vanished host) is found by
 a ``wait`` sends when the last one is over ``HEALTH_EVERY`` seconds old; if it fails or does not
 answer within ``HEALTH_TIMEOUT``, the connection is dropped and the next ``wait`` opens another. A notification sent while the connection was down is lost: the callers' poll covers it. A
 ``wait`` that cannot connect sleeps its timeout and returns False.
+
+:class:`Wakes` sends the wake-ups that follow commits (the board's finish), coalesced per channel
+within one process: a notification wakes every waiter of the channel, and a waiter woken by it sees
+every commit made before the ``NOTIFY`` statement started. So a writer that committed while another
+writer's notification is queued but not started needs none of its own; one that committed while a
+notification is on the wire queues the next one, sent on its own connection once that one is
+answered (at most one in flight and one queued per channel). Each writer waits at most one
+notification's round trip and sends at most one.
 """
 
 from __future__ import annotations
@@ -27,7 +35,10 @@ import hashlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
+
+import anyio
 
 from .._signal_waiters import Waiters
 from ..base import Key, encode_key
@@ -39,8 +50,10 @@ HEALTH_EVERY = 30.0
 HEALTH_TIMEOUT = 5.0
 
 
+@lru_cache(maxsize=1024)
 def channel_name(table_prefix: str, key: Key) -> str:
-    """The PostgreSQL channel of ``key`` for a store with ``table_prefix`` (a safe identifier)."""
+    """The PostgreSQL channel of ``key`` for a store with ``table_prefix`` (a safe identifier;
+    cached: a process signals the few channels of the teams it serves, on every finish)."""
     digest = hashlib.sha256(f"{table_prefix}\0{encode_key(key)}".encode()).hexdigest()
     return "ast_" + digest[:40]
 
@@ -122,3 +135,68 @@ class Listener(Waiters):
         """The server process id of the listening connection (None when not connected)."""
         conn = self._conn
         return None if conn is None or conn.is_closed() else int(conn.get_server_pid())
+
+
+#: Wakes the waiters of a channel (after a commit: see :class:`Wakes`).
+NOTIFY = "SELECT pg_notify($1, '')"
+
+
+class _Channel:
+    """One channel's wake-ups in flight (answered when ``done`` is set) and queued."""
+
+    __slots__ = ("done", "loop", "queued")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queued = False
+        self.done: asyncio.Event | None = None
+
+
+class Wakes:
+    """The wake-ups that follow commits, coalesced per channel (see the module docs).
+
+    ``sent`` counts the ``NOTIFY`` statements this instance sent (tests, benchmarks).
+    """
+
+    def __init__(self) -> None:
+        self._channels: dict[str, _Channel] = {}
+        self.sent = 0
+
+    def _state(self, channel: str) -> _Channel:
+        loop = asyncio.get_running_loop()
+        state = self._channels.get(channel)
+        if state is None or state.loop is not loop:  # a new event loop (tests): start afresh
+            state = self._channels[channel] = _Channel(loop)
+        return state
+
+    async def after_commit(self, conn: Any, channel: str) -> bool:
+        """Wake ``channel``'s waiters after the caller's commit on the asyncpg connection
+        ``conn``: queue a ``NOTIFY`` unless one is queued already, sent once the one in flight
+        (if any) is answered. True when this call sent it. A failure is logged (the write is
+        done, and waiters poll); the wait and the send are shielded from cancellation, as a
+        pool's check-in is, and bounded by twice ``HEALTH_TIMEOUT``."""
+        state = self._state(channel)
+        if state.queued:  # starts after this commit: it covers it
+            return False
+        state.queued = True
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2 * HEALTH_TIMEOUT):
+                while state.done is not None:
+                    await state.done.wait()
+                state.queued = False
+                state.done = done = asyncio.Event()
+                try:
+                    await self._notify(conn, channel)
+                finally:
+                    state.done = None
+                    done.set()
+        finally:
+            state.queued = False
+        return True
+
+    async def _notify(self, conn: Any, channel: str) -> None:
+        try:
+            await conn.execute(NOTIFY, channel, timeout=HEALTH_TIMEOUT)
+            self.sent += 1
+        except Exception as exc:
+            log.warning("could not wake the waiters of channel %s: %s", channel, exc)

@@ -10,20 +10,26 @@ picked row's columns (one more attempt unless renewed, the new owner and lease);
 ``UPDATE`` of ``p_kv`` rewrites the JSON record as
 :func:`~agentscope_teams.teams.rules.eligibility.claimed_record` would (a reclaim first appends
 the ``lease_expired`` event of :func:`~..rules.transitions.expired`; a renewal only moves the
-lease) with version + 1, and returns it. The board's conformance tests run the same scenarios
-through this statement and through the generic path. Each statement's text is built once per
-shape (:func:`_statement`).
+lease) with version + 1, and returns it; the record is parsed once (``convert_from(value)::jsonb``
+in a sub-select kept apart by ``OFFSET 0``: PostgreSQL evaluates a repeated expression each time,
+and an ``UPDATE`` re-reads its target row's latest version, so the parse sees the row as locked).
+The board's conformance tests run the same scenarios through this statement and through the
+generic path. Each statement's text is built once per shape (:func:`_statement`).
 
-The finish (complete or fail) is one statement too: ``moved`` updates the row only if the member
-owns it in progress (and, for a completion, the record declares no result schema or the board
-checked the data against it), ``deps`` moves the dependents' counters, ``written`` rewrites the
-record as :func:`~..rules.transitions.finish` would; the statement returns the written record, or else the
+The finish (complete or fail) is one statement too: ``cur`` locks the task row and its record
+(``FOR UPDATE``: read committed then returns their latest versions) and parses the record once,
+``moved`` updates the row only if the member owns it in progress (and, for a completion, the record
+declares no result schema or the board checked the data against it), ``deps`` moves the
+dependents' counters, ``written`` rewrites the parsed record as
+:func:`~..rules.transitions.finish` would; the statement returns the written record, or else the
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
 lock and re-check the row (read committed), so concurrent finishers write it once. A finish that
-wrote then ``pg_notify``s the team's signal channel, on the same connection, so the team client
-sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`). Not in the finish
-statement: a transaction that notifies holds PostgreSQL's one notify-queue lock from its
+wrote then wakes the team's signal channel (``pg_notify``, on the same connection), so the team
+client sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`); the wake-ups of one
+process are coalesced per channel (:class:`~agentscope_teams.store.sql.signals.Wakes`: a finish
+that committed while another's notification is queued and not yet started sends none). Not in the
+finish statement: a transaction that notifies holds PostgreSQL's one notify-queue lock from its
 pre-commit until it ends, across its WAL flush, so notifying finishes committed one at a time
 (no group commit: 3-4x fewer tasks/s at 16 claimers, ``bench/RESULTS.md``); a statement of its
 own writes no WAL and holds that lock for microseconds.
@@ -35,21 +41,32 @@ prepared once per connection: no SQLAlchemy compile, result proxy or parameter p
 from __future__ import annotations
 
 import json
-import logging
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, NamedTuple
+from weakref import WeakKeyDictionary
 
 from pydantic import TypeAdapter
 from sqlalchemy import TextClause, text
 
-from ...store.sql import numbered
+from ...store.sql import SqlStore, numbered
+from ...store.sql.signals import Wakes
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
-log = logging.getLogger(__name__)
+#: Each store's coalesced wake-ups (one per store: its finishes share them, whatever the board).
+_WAKES: WeakKeyDictionary[SqlStore, Wakes] = WeakKeyDictionary()
+
+
+def wakes_of(store: SqlStore) -> Wakes:
+    """The coalesced wake-ups of ``store``'s finishes (one per store and process)."""
+    wakes = _WAKES.get(store)
+    if wakes is None:
+        wakes = _WAKES[store] = Wakes()
+    return wakes
+
 
 #: The member's own held task (``prefer_own``: its lease is renewed, probe 0), probed first.
 _OWN = """own AS (
@@ -81,15 +98,15 @@ WITH {own}expired AS (
   RETURNING t.khash, t.attempts, t.max_attempts, pick.was, pick.was_owner, pick.probe
 )
 UPDATE {kv} k
-SET version = k.version + 1, nparts = 0, value = convert_to((
-  convert_from(k.value, 'UTF8')::jsonb || CASE WHEN m.probe = 0 THEN jsonb_build_object(
+SET version = k.version + 1, nparts = 0, value = (SELECT convert_to((
+  r.j || CASE WHEN m.probe = 0 THEN jsonb_build_object(
     'lease_seconds', CAST(:lease AS double precision),
     'lease_expires_at', CAST(:until_iso AS text), 'updated_at', CAST(:now_iso AS text))
   ELSE jsonb_build_object(
     'status', 'in_progress', 'owner', CAST(:member AS text), 'attempts', m.attempts,
     'lease_seconds', CAST(:lease AS double precision),
     'lease_expires_at', CAST(:until_iso AS text), 'updated_at', CAST(:now_iso AS text),
-    'history', (convert_from(k.value, 'UTF8')::jsonb -> 'history')
+    'history', (r.j -> 'history')
       || CASE WHEN m.was = 'in_progress' THEN jsonb_build_array(jsonb_build_object(
            'at', CAST(:now_iso AS text), 'actor', 'board', 'action', 'lease_expired',
            'detail', '''' || m.was_owner || ''' stopped renewing its lease; back to pending'))
@@ -98,6 +115,7 @@ SET version = k.version + 1, nparts = 0, value = convert_to((
            'at', CAST(:now_iso AS text), 'actor', CAST(:member AS text), 'action', 'claimed',
            'detail', 'attempt ' || m.attempts || ' of ' || m.max_attempts))
   ) END)::text, 'UTF8')
+  FROM (SELECT convert_from(k.value, 'UTF8')::jsonb AS j OFFSET 0) r)
 FROM moved m
 WHERE k.khash = m.khash
 RETURNING k.value, k.version
@@ -105,13 +123,16 @@ RETURNING k.value, k.version
 
 
 _FINISH = """
-WITH moved AS (
+WITH cur AS MATERIALIZED (
+  SELECT t.khash, convert_from(k.value, 'UTF8')::jsonb AS j
+  FROM {task} t JOIN {kv} k ON k.khash = t.khash
+  WHERE t.team = :team AND t.task_id = :id AND k.nparts = 0 {guard}
+  FOR UPDATE OF t, k
+), moved AS (
   UPDATE {task} t SET status = :status, lease_until = NULL
+  FROM cur c
   WHERE t.team = :team AND t.task_id = :id AND t.status = 'in_progress' AND t.owner = :member
-    AND EXISTS (SELECT 1 FROM {kv} k WHERE k.khash = t.khash AND k.nparts = 0
-                AND (:checked OR :status <> 'completed'
-                     OR convert_from(k.value, 'UTF8')::jsonb ->> 'result_schema_json' IS NULL))
-    {guard}
+    AND (:checked OR :status <> 'completed' OR c.j ->> 'result_schema_json' IS NULL)
   RETURNING t.khash
 ), deps AS (
   UPDATE {task} d
@@ -121,16 +142,16 @@ WITH moved AS (
 ), written AS (
   UPDATE {kv} k
   SET version = k.version + 1, nparts = 0, value = convert_to((
-    convert_from(k.value, 'UTF8')::jsonb || jsonb_build_object(
+    c.j || jsonb_build_object(
       'status', CAST(:status AS text), 'lease_expires_at', CAST(NULL AS text),
       'updated_at', CAST(:now_iso AS text), CAST(:field AS text), CAST(:text AS text),
-      'history', (convert_from(k.value, 'UTF8')::jsonb -> 'history') || jsonb_build_array(
+      'history', (c.j -> 'history') || jsonb_build_array(
         jsonb_build_object('at', CAST(:now_iso AS text), 'actor', CAST(:member AS text),
                            'action', CAST(:status AS text), 'detail', CAST(:detail AS text))))
     || CASE WHEN CAST(:data AS text) IS NULL THEN '{{}}'::jsonb
             ELSE jsonb_build_object('result_data_json', CAST(:data AS text)) END
   )::text, 'UTF8')
-  FROM moved m
+  FROM moved m, cur c
   WHERE k.khash = m.khash
   RETURNING k.value, k.version, k.nparts
 )
@@ -149,10 +170,6 @@ _GUARDED = "EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version 
 
 def _iso(at: datetime) -> str:
     return str(_DATETIME.dump_python(at, mode="json"))
-
-
-#: Wakes the team's waiters, after a finish that wrote (its own statement: see the module docs).
-_NOTIFY = "SELECT pg_notify($1, '')"
 
 
 @lru_cache(maxsize=256)
@@ -275,11 +292,12 @@ class PostgresBoardQueue(SqlBoardQueue):
         parts = self._guard(guard, params)
         shape = _numbered(_FINISH, task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **parts)
         channel = self.store.signal_channel(self.keys.signal())
+        wakes = wakes_of(self.store)
 
         async def run(conn: Any) -> Any:
             row = await _fetch(conn, shape, params)
             if row is not None and row["done"]:
-                await _wake(conn, channel)
+                await wakes.after_commit(conn, channel)
             return row
 
         row = await self.store.with_driver("board finish", run)
@@ -302,12 +320,3 @@ class _Row(NamedTuple):
     value: bytes
     version: int
     nparts: int
-
-
-async def _wake(conn: Any, channel: str) -> None:
-    """``pg_notify`` the team's channel after a finish committed; a failure is logged (the
-    write is done, and waiters poll)."""
-    try:
-        await conn.execute(_NOTIFY, channel)
-    except Exception as exc:
-        log.warning("could not wake the waiters of channel %s: %s", channel, exc)
