@@ -30,7 +30,7 @@ from sqlalchemy.util import greenlet_spawn
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
 from ..redact import redact_text, redact_url
 from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
-from .driver import Failure, Watchers, classify, sqlstate
+from .driver import Failure, Watchers, classify, ended, sqlstate
 
 T = TypeVar("T")
 
@@ -109,8 +109,9 @@ class Database:
         return await self.retrying(op, attempt)
 
     async def driver(self, op: str, fn: Callable[[Any], Awaitable[T]]) -> T:
-        """Run ``fn`` with the asyncpg connection of a pooled one (autocommit: no transaction is
-        open on it), with the store's retries; its errors are sorted by :func:`.driver.classify`."""
+        """Run ``fn`` with the driver connection of a pooled one (asyncpg: autocommit, no
+        transaction open on it; asyncmy: see :mod:`.driver`), with the store's retries; its
+        errors are sorted by :func:`.driver.classify`."""
 
         async def attempt() -> T:
             async with self._borrowed() as raw:
@@ -151,7 +152,10 @@ class Database:
             raise
         finally:
             with anyio.CancelScope(shield=True):
-                await greenlet_spawn(pooled.close if keep else pooled.invalidate)
+                if keep and ended(pooled.driver_connection):  # its COMMIT/ROLLBACK was sent
+                    await greenlet_spawn(pooled._close_special, True)
+                else:
+                    await greenlet_spawn(pooled.close if keep else pooled.invalidate)
 
     async def retrying(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
         """Call ``fn`` until it neither raises :class:`Retry` nor hits a transient lock conflict."""
@@ -288,14 +292,15 @@ async def _watched(raw: Any, fn: Callable[[Any], Awaitable[T]], watchers: Watche
 
 
 class _Watched:
-    """An asyncpg connection whose statements are told to ``watchers`` as they are sent."""
+    """A driver connection (asyncpg, asyncmy) whose statements are told to ``watchers`` as they
+    are sent."""
 
     def __init__(self, raw: Any, watchers: Watchers) -> None:
         self._raw, self._watchers = raw, watchers
 
     def __getattr__(self, name: str) -> Any:
         call = getattr(self._raw, name)
-        if name not in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
+        if name not in ("execute", "executemany", "fetch", "fetchrow", "fetchval", "query"):
             return call
 
         def told(query: str, *args: Any, **kwargs: Any) -> Any:
