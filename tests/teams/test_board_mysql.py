@@ -84,8 +84,8 @@ async def test_a_claim_is_the_locked_pick_then_the_write_and_commit_in_one_packe
     assert claimed is not None and claimed.owner == "a" and claimed.version == 2
     assert counter.seen == ["SELECT", "UPDATE"]
     assert "FOR UPDATE SKIP LOCKED" in sent[0]
-    assert sent[1].startswith("\nUPDATE") and sent[1].endswith(";COMMIT")
-    assert sent[1].count("UPDATE ") == 1  # the record and the row: one multi-table UPDATE
+    assert sent[1].startswith("UPDATE") and sent[1].endswith(";COMMIT")
+    assert sent[1].count("UPDATE ") == 2  # the record, the row
     assert resets == [True]  # the pool sent no ROLLBACK of its own
     stored = await board.get(claimed.id)
     assert stored.version == 2 and stored.status is TaskStatus.IN_PROGRESS
@@ -104,11 +104,35 @@ async def test_a_completion_moves_its_dependents_in_the_packet_that_commits(
             done = await board.complete("a", first.id, "done")
     assert done.status is TaskStatus.COMPLETED
     assert counter.seen == ["SELECT", "UPDATE"]
-    assert sent[1].endswith(";COMMIT") and sent[1].count("UPDATE ") == 2
+    assert sent[1].endswith(";COMMIT") and sent[1].count("UPDATE ") == 3
     assert "SET d.blockers_left = d.blockers_left - 1" in sent[1]  # the dependents' counters
     assert resets == [True]
     unblocked = await board.claim_next("b", 30)
     assert unblocked is not None and unblocked.id == second.id
+    with statements(store) as sent:  # nothing waits on the second: no counters to move
+        failed = await board.fail("b", second.id, "broke")
+    assert failed.status is TaskStatus.FAILED
+    assert sent[1].count("UPDATE ") == 2 and "blockers" not in sent[1]
+
+
+async def test_a_dependent_enqueued_while_its_blocker_finishes_is_counted_once(
+    store: StoreBackend, board: TaskBoard
+) -> None:
+    """The finish reads whether anything waits on the task under the task's row lock: a
+    dependent created right after sees the blocker finished (its counter starts at 0); one
+    created before is moved by the finish. Either way the dependent becomes claimable."""
+    first = await board.create("lead", "first")
+    claimed = await board.claim_next("a", 30)
+    assert claimed is not None
+    before = await board.create("lead", "before", blocked_by=[first.id])
+    await board.complete("a", first.id, "done")
+    after = await board.create("lead", "after", blocked_by=[first.id])
+    ids = set()
+    for member in ("a", "b"):
+        got = await board.claim_next(member, 30)
+        assert got is not None
+        ids.add(got.id)
+    assert ids == {before.id, after.id}
 
 
 async def test_a_refused_or_empty_transition_rolls_back_itself(

@@ -33,17 +33,34 @@ from ..rules import eligibility
 from ..rules.models import Task, TaskStatus
 from .base import Outcome, TeamGuard, Verdict
 from .sql import (
-    _LOCK_ONE,
     _MYSQL_DEPS,
     _MYSQL_OWN,
     _MYSQL_PICK,
-    _MYSQL_WRITE,
     Blockers,
     Decide,
     SqlBoardQueue,
     columns,
 )
 
+#: One task row and its record, locked, and whether any task waits on it. Its row's lock keeps
+#: the answer true until the commit: an enqueue of a dependent first locks its blockers' rows
+#: (shared), so it either committed before this lock was granted (then this read, which runs
+#: after, sees its dependency rows) or waits for this commit (then it reads the new status).
+_LOCK_ONE = """
+SELECT t.task_id, k.value, k.version, k.nparts,
+       EXISTS (SELECT 1 FROM {dep} x WHERE x.team = t.team AND x.blocker_id = t.task_id)
+FROM {task} t JOIN {kv} k ON k.khash = t.khash
+WHERE t.team = :team AND t.task_id = :id FOR UPDATE
+"""
+
+#: The record and the task row, each by its key (cheaper for the server than one multi-table
+#: ``UPDATE``).
+_RECORD = "UPDATE {kv} SET value = :value, nparts = 0, version = version + 1 WHERE khash = :h"
+_ROW = (
+    "UPDATE {task} SET status = :status, assignee = :assignee, owner = :owner, "
+    "attempts = :attempts, max_attempts = :max_attempts, lease_until = :lease_until "
+    "WHERE team = :team AND task_id = :id"
+)
 _STATUSES = "SELECT task_id, status FROM {task} WHERE team = {team} AND task_id IN ({ids})"
 
 
@@ -98,22 +115,22 @@ class MysqlBoardQueue(SqlBoardQueue):
 
         return await self.store.with_driver("board claim", run)
 
-    def _written(self, conn: Any, old: Task, new: Task, *, repair: bool = False) -> str:
-        """The statements that write ``new`` over ``old`` (its row locked) and commit: the record
-        and the row's columns, the dependents' counters when it finishes; with ``repair`` only
-        the row's columns, from ``new``."""
+    def _written(
+        self, conn: Any, old: Task, new: Task, *, dependents: bool = True, repair: bool = False
+    ) -> str:
+        """The statements that write ``new`` over ``old`` (its row locked) and commit: the record,
+        the row's columns, and the dependents' counters when it finishes and ``dependents``
+        (whether any task waits on it, as read under its row's lock); with ``repair`` only the
+        row's columns, from ``new``."""
         t = self.t
         key = {"team": self.team, "id": old.id}
+        row = rendered(conn, _shape(_ROW, task=t.task.name), key | columns(new))
         if repair:
-            sets = ", ".join(f"{c} = :{c}" for c in columns(new))
-            shape = _shape(
-                "UPDATE {task} SET " + sets + " WHERE team = :team AND task_id = :id",
-                task=t.task.name,
-            )
-            return rendered(conn, shape, {**key, **columns(new)}) + ";COMMIT"
-        record = {"value": new.to_bytes(), "nparts": 0, **columns(new)}
-        sql = [rendered(conn, _shape(_MYSQL_WRITE, task=t.task.name, kv=t.kv.name), key | record)]
-        if new.status.finished and not old.status.finished:
+            return row + ";COMMIT"
+        h = self.store.key_hash(self.keys.task(old.id))
+        record = rendered(conn, _shape(_RECORD, kv=t.kv.name), {"value": new.to_bytes(), "h": h})
+        sql = [record, row]
+        if dependents and new.status.finished and not old.status.finished:
             completed = new.status is TaskStatus.COMPLETED
             counter = "blockers_left" if completed else "dead_blockers"
             parts = {"counter": counter, "step": "- 1" if completed else "+ 1"}
@@ -137,7 +154,7 @@ class MysqlBoardQueue(SqlBoardQueue):
         """Lock ``task_id``'s row, let ``decide`` judge the record (with its blockers' statuses
         when a claim by ``claimer`` turns on them), write what it returns and commit."""
         names = {"task": self.t.task.name, "kv": self.t.kv.name}
-        locked = _shape(_LOCK_ONE, **names)
+        locked = _shape(_LOCK_ONE, dep=self.t.task_dep.name, **names)
         params = {"team": self.team, "id": task_id}
 
         async def run(conn: Any) -> Outcome:
@@ -145,14 +162,15 @@ class MysqlBoardQueue(SqlBoardQueue):
             if not rows:
                 await mysql_rows(conn, "ROLLBACK")
                 return Outcome(Verdict.MISSING)
-            task = self._decode(_Row(*rows[0]))
+            task_id_, value, version, nparts, dependents = rows[0]
+            task = self._decode(_Row(task_id_, value, version, nparts))
             wanted = claimer is not None and eligibility.needs_blockers(task, claimer, now)
             states = await self._statuses_on(conn, task.blocked_by) if wanted else {}
             verdict, new, answer = decide(task, states, now)
             if new is None:
                 await mysql_rows(conn, "ROLLBACK")
                 return Outcome(verdict, answer)
-            await mysql_rows(conn, self._written(conn, task, new))
+            await mysql_rows(conn, self._written(conn, task, new, dependents=bool(dependents)))
             written = new.model_copy(update={"version": task.version + 1})
             return Outcome(verdict, written if answer is new else answer)
 
