@@ -14,8 +14,10 @@ round on one board (one store, one team):
   on (status, id)): the claim is the locking read then ``UPDATE; COMMIT`` in one packet, the
   completion ``UPDATE; COMMIT``, on 16 pooled connections.
 
-Wall µs per task (median of the rounds) and the CPU this process spends per task
-(``time.process_time``), with the load average before and after. Run it alone:
+Wall µs per task (median of the rounds), the CPU this process spends per task
+(``time.process_time``) and, when the server runs on this machine, the CPU the MariaDB server
+process spends per task (``/proc``; it includes whatever else the server serves meanwhile), with
+the load average before and after. Run it alone:
 ``python -m bench.claim_mysql [--fast]``.
 """
 
@@ -42,17 +44,40 @@ PAYLOAD = "x" * 800  # about a task record's size
 Claimer = Callable[[str, list[int]], Coroutine[Any, Any, None]]
 
 
-def _round(claimer: Claimer, members: list[str], cpu: list[float]) -> RoundFn:
+def _server_pid() -> int | None:
+    """The MariaDB/MySQL server's process on this machine, if any."""
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        try:
+            with open(f"/proc/{entry}/comm") as f:
+                if f.read().strip() in ("mariadbd", "mysqld"):
+                    return int(entry)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _server_cpu(pid: int | None) -> float:
+    """Seconds of CPU the process ``pid`` has used (0 without one)."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _round(claimer: Claimer, members: list[str], cpu: list[tuple[float, float]]) -> RoundFn:
     """A round: ``members`` claim and complete ``ops`` tasks between them."""
+    server = _server_pid()
 
     async def run(ops: int) -> float:
         left = [ops]
-        c0, t0 = time.process_time(), time.perf_counter()
+        c0, s0, t0 = time.process_time(), _server_cpu(server), time.perf_counter()
         async with anyio.create_task_group() as tg:
             for m in members:
                 tg.start_soon(claimer, m, left)
-        cpu.append((time.process_time() - c0) / ops)
-        return (time.perf_counter() - t0) / ops
+        wall = (time.perf_counter() - t0) / ops
+        cpu.append(((time.process_time() - c0) / ops, (_server_cpu(server) - s0) / ops))
+        return wall
 
     return run
 
@@ -124,12 +149,14 @@ async def _drop_floor(pool: Any, name: str) -> None:
     await pool.wait_closed()
 
 
-async def measure(tasks: int, rounds: int) -> tuple[dict[str, Sample], dict[str, list[float]]]:
+async def measure(
+    tasks: int, rounds: int
+) -> tuple[dict[str, Sample], dict[str, list[tuple[float, float]]]]:
     """The samples and CPU per task of every subject (see the module docs)."""
     jobs = tasks * (rounds + 2)
     members = [f"c{i}" for i in range(CLAIMERS)]
     subjects: dict[str, RoundFn] = {}
-    cpu: dict[str, list[float]] = {}
+    cpu: dict[str, list[tuple[float, float]]] = {}
     async with private_store(MYSQL_URL, pool=CLAIMERS + 4) as store:
         board = await bulk_board(store, members, pending=jobs * 4 + 100)
         old = TaskBoard(store, board.keys, native=True)
@@ -150,11 +177,19 @@ async def measure(tasks: int, rounds: int) -> tuple[dict[str, Sample], dict[str,
     return found, cpu
 
 
-def report(found: dict[str, Sample], cpu: dict[str, list[float]], loads: list[float]) -> str:
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def report(
+    found: dict[str, Sample], cpu: dict[str, list[tuple[float, float]]], loads: list[float]
+) -> str:
     rows = []
     for label, sample in found.items():
-        per_cpu = sorted(cpu[label])[len(cpu[label]) // 2]
-        rows.append([label, f"{1 / sample.median:,.0f}", fmt(sample, us), ms(per_cpu)])
+        client = _median([c for c, _ in cpu[label]])
+        server = _median([s for _, s in cpu[label]])
+        rate = f"{1 / sample.median:,.0f}"
+        rows.append([label, rate, fmt(sample, us), ms(client), ms(server) if server else "-"])
     ratios = []
     for n in (CLAIMERS, 4):
         board, old, floor = (
@@ -167,7 +202,7 @@ def report(found: dict[str, Sample], cpu: dict[str, list[float]], loads: list[fl
     for s in ("board", "sqlalchemy board", "floor"):
         scale = found[f"{s}, 4"].median / found[f"{s}, {CLAIMERS}"].median
         ratios.append(f"{s}: {CLAIMERS} / 4 claimers {scale:.2f}x the tasks/s")
-    head = ["subject, claimers", "tasks/s", "µs per task", "CPU ms per task"]
+    head = ["subject, claimers", "tasks/s", "µs per task", "CPU ms per task", "server CPU ms"]
     load = " / ".join(f"{x:.1f}" for x in loads)
     return table(head, rows) + "\n\n" + "\n".join(f"- {r}" for r in ratios) + f"\n- load {load}"
 

@@ -28,7 +28,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ...store.sql.driver import mysql_rows, pyformat, rendered
+from ...store.sql import mysql_rows, pyformat, rendered
 from ..rules import eligibility
 from ..rules.models import Task, TaskStatus
 from .base import Outcome, TeamGuard, Verdict
