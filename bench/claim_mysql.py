@@ -208,7 +208,7 @@ def report(
 
 
 async def main(fast: bool) -> None:
-    tasks, rounds = (32, 3) if fast else (320, 5)
+    tasks, rounds = (32, 3) if fast else (320, 7)
     loads = [os.getloadavg()[0]]
     found, cpu = await measure(tasks, rounds)
     loads.append(os.getloadavg()[0])

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 import pytest
 from asyncmy import errors as mysql_errors
 from sqlalchemy import event
@@ -182,3 +183,31 @@ def test_asyncmy_errors_are_sorted_for_the_retry_loop() -> None:
 
 def test_parameters_are_named_for_client_side_escaping() -> None:
     assert pyformat("a = :a AND b LIKE '5%' OR c = :a") == "a = %(a)s AND b LIKE '5%%' OR c = %(a)s"
+
+
+async def test_dependents_created_while_their_blockers_finish_are_all_counted(
+    store: StoreBackend, board: TaskBoard
+) -> None:
+    """Blockers complete while their dependents are being created, on separate connections:
+    whichever commits first, each dependent ends with no blockers left and is claimed."""
+    blockers = [await board.create("lead", f"blocker {i}") for i in range(12)]
+    for _ in blockers:
+        assert await board.claim_next("a", 60) is not None
+    dependents: list[str] = []
+
+    async def finish(task_id: str, delay: float) -> None:
+        await anyio.sleep(delay)
+        await board.complete("a", task_id, "done")
+
+    async def depend(task_id: str, delay: float) -> None:
+        await anyio.sleep(delay)
+        dependents.append((await board.create("lead", "after", blocked_by=[task_id])).id)
+
+    async with anyio.create_task_group() as tg:  # staggered: some finish first, some after
+        for i, task in enumerate(blockers):
+            tg.start_soon(depend, task.id, 0.005 * i)
+            tg.start_soon(finish, task.id, 0.005 * (len(blockers) - i))
+    claimed = set()
+    while (got := await board.claim_next("b", 60)) is not None:
+        claimed.add(got.id)
+    assert claimed == set(dependents) and len(dependents) == len(blockers)
