@@ -13,8 +13,9 @@ import pytest
 from asyncmy import errors as mysql_errors
 from sqlalchemy import event
 
-from agentscope_teams.errors import NotTaskOwnerError
+from agentscope_teams.errors import NotTaskOwnerError, StoreError
 from agentscope_teams.store import StoreBackend
+from agentscope_teams.store.sql import mysql_rows, rendered
 from agentscope_teams.store.sql.driver import Failure, classify, pyformat
 from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
@@ -211,3 +212,22 @@ async def test_dependents_created_while_their_blockers_finish_are_all_counted(
     while (got := await board.claim_next("b", 60)) is not None:
         claimed.add(got.id)
     assert claimed == set(dependents) and len(dependents) == len(blockers)
+
+
+async def test_a_call_that_failed_inside_its_transaction_is_rolled_back_by_the_pool(
+    store: StoreBackend, board: TaskBoard
+) -> None:
+    """A statement that fails after a locking read leaves the transaction (and its locks) open:
+    the pool rolls the connection back when it is given back."""
+    task = await board.create("lead", "locked, then a failure")
+    queue = board.queue
+    assert isinstance(queue, MysqlBoardQueue)
+    lock = f"SELECT task_id FROM {queue.t.task.name} WHERE team = %(team)s FOR UPDATE"
+
+    async def broken(conn: Any) -> None:
+        assert await mysql_rows(conn, rendered(conn, lock, {"team": queue.team})) == ((task.id,),)
+        await mysql_rows(conn, "SELECT * FROM no_such_table_here")
+
+    with pool_resets(store) as resets, pytest.raises(StoreError, match="no_such_table_here"):
+        await store.with_driver("probe", broken)  # type: ignore[attr-defined]
+    assert resets == [False]

@@ -136,23 +136,26 @@ class Database:
     @asynccontextmanager
     async def _borrowed(self) -> AsyncIterator[Any]:
         """The driver connection of one of the pool's, given back after; dropped (invalidated)
-        when the call was cut short or lost it, as its state is then unknown."""
+        when the call was cut short or lost it, as its state is then unknown. After a call that
+        returned and whose last reply says no transaction is open (:func:`.driver.ended`), the
+        pool sends no rollback of its own; after an error it always does (a failed statement
+        may leave the locks of the transaction it ran in)."""
         try:
             pooled = await self.engine.raw_connection()
         except (DBAPIError, OSError) as e:
             raise self.unavailable(e) from e
         except PoolTimeout as e:
             raise self.busy() from e
-        keep = False
+        keep = clean = False
         try:
             yield pooled.driver_connection
-            keep = True
+            keep = clean = True
         except (StoreError, Retry) as e:  # the server answered: the connection is sound
             keep = not isinstance(e, StoreUnavailableError)
             raise
         finally:
             with anyio.CancelScope(shield=True):
-                if keep and ended(pooled.driver_connection):  # its COMMIT/ROLLBACK was sent
+                if clean and ended(pooled.driver_connection):  # its COMMIT/ROLLBACK was sent
                     await greenlet_spawn(pooled._close_special, True)
                 else:
                     await greenlet_spawn(pooled.close if keep else pooled.invalidate)
