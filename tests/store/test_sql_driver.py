@@ -67,5 +67,5 @@ async def test_a_lock_conflict_is_retried_and_a_failure_named_by_its_sqlstate(
 
 async def test_other_databases_refuse_it(tmp_path: Any) -> None:
     async with SqlStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
-        with pytest.raises(ConfigurationError, match="PostgreSQL only"):
+        with pytest.raises(ConfigurationError, match="PostgreSQL and MySQL only"):
             await store.with_driver("probe", lambda conn: conn.fetchval("SELECT 1"))

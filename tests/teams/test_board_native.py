@@ -65,7 +65,8 @@ def native_board(client: LocalTeamClient, keys: TeamKeys) -> TaskBoard:
 #: counters) one too, then the team's wake-up (``pg_notify``, its own statement: a notifying
 #: transaction commits alone), its other named transitions a transaction (BEGIN, the locked read,
 #: the record and row updates, COMMIT); MariaDB's is a
-#: transaction begun implicitly (the locked read, one multi-table UPDATE, COMMIT).
+#: transaction begun implicitly by the locked read, then one packet with the multi-table UPDATE
+#: (and a finish's dependents' counters) and the COMMIT.
 _ONE_SCRIPT = dict.fromkeys(
     ("claim_next", "claim", "renew", "complete", "fail", "release", "prefer_own"), 1
 )
@@ -81,15 +82,9 @@ ROUND_TRIPS = {
         "release": 5,
         "prefer_own": 1,
     },
-    "mariadb": {
-        "claim_next": 3,
-        "claim": 3,
-        "renew": 3,
-        "complete": 4,
-        "fail": 4,
-        "release": 3,
-        "prefer_own": 3,
-    },
+    "mariadb": dict.fromkeys(
+        ("claim_next", "claim", "renew", "complete", "fail", "release", "prefer_own"), 2
+    ),
 }
 
 

@@ -3,7 +3,7 @@
 Modules: :mod:`.store` (the operations), :mod:`.schema` (tables and migrations), :mod:`.tablesets`
 (tables other packages keep here, through a public hook), :mod:`.writes`
 (per-dialect upserts and appends), :mod:`.chunks` (large values), :mod:`.database` (connections,
-transactions, retries), :mod:`.driver` (statements on the asyncpg connection itself) and :mod:`.dialect` (URLs, engines, error codes, the server clock).
+transactions, retries), :mod:`.driver` (statements on the driver's connection itself: asyncpg, asyncmy) and :mod:`.dialect` (URLs, engines, error codes, the server clock).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ try:
 
     from .chunks import DEFAULT_CHUNK_BYTES
     from .dialect import async_url
-    from .driver import numbered
+    from .driver import mysql_rows, numbered, pyformat, rendered
     from .schema import HEAD_BYTES, LATEST, TABLE_OPTIONS, create_table, hash_type, make_tables
     from .store import SqlStore
     from .tablesets import TableSet, register_table_set
@@ -38,6 +38,9 @@ __all__ = [
     "create_table",
     "hash_type",
     "make_tables",
+    "mysql_rows",
     "numbered",
+    "pyformat",
     "register_table_set",
+    "rendered",
 ]

@@ -30,7 +30,7 @@ from sqlalchemy.util import greenlet_spawn
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
 from ..redact import redact_text, redact_url
 from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
-from .driver import Failure, Watchers, classify, sqlstate
+from .driver import Failure, Watchers, classify, ended, sqlstate
 
 T = TypeVar("T")
 
@@ -109,8 +109,9 @@ class Database:
         return await self.retrying(op, attempt)
 
     async def driver(self, op: str, fn: Callable[[Any], Awaitable[T]]) -> T:
-        """Run ``fn`` with the asyncpg connection of a pooled one (autocommit: no transaction is
-        open on it), with the store's retries; its errors are sorted by :func:`.driver.classify`."""
+        """Run ``fn`` with the driver connection of a pooled one (asyncpg: autocommit, no
+        transaction open on it; asyncmy: see :mod:`.driver`), with the store's retries; its
+        errors are sorted by :func:`.driver.classify`."""
 
         async def attempt() -> T:
             async with self._borrowed() as raw:
@@ -135,23 +136,29 @@ class Database:
     @asynccontextmanager
     async def _borrowed(self) -> AsyncIterator[Any]:
         """The driver connection of one of the pool's, given back after; dropped (invalidated)
-        when the call was cut short or lost it, as its state is then unknown."""
+        when the call was cut short or lost it, as its state is then unknown. After a call that
+        returned and whose last reply says no transaction is open (:func:`.driver.ended`), the
+        pool sends no rollback of its own; after an error it always does (a failed statement
+        may leave the locks of the transaction it ran in)."""
         try:
             pooled = await self.engine.raw_connection()
         except (DBAPIError, OSError) as e:
             raise self.unavailable(e) from e
         except PoolTimeout as e:
             raise self.busy() from e
-        keep = False
+        keep = clean = False
         try:
             yield pooled.driver_connection
-            keep = True
+            keep = clean = True
         except (StoreError, Retry) as e:  # the server answered: the connection is sound
             keep = not isinstance(e, StoreUnavailableError)
             raise
         finally:
             with anyio.CancelScope(shield=True):
-                await greenlet_spawn(pooled.close if keep else pooled.invalidate)
+                if clean and ended(pooled.driver_connection):  # its COMMIT/ROLLBACK was sent
+                    await greenlet_spawn(pooled._close_special, True)
+                else:
+                    await greenlet_spawn(pooled.close if keep else pooled.invalidate)
 
     async def retrying(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
         """Call ``fn`` until it neither raises :class:`Retry` nor hits a transient lock conflict."""
@@ -288,14 +295,15 @@ async def _watched(raw: Any, fn: Callable[[Any], Awaitable[T]], watchers: Watche
 
 
 class _Watched:
-    """An asyncpg connection whose statements are told to ``watchers`` as they are sent."""
+    """A driver connection (asyncpg, asyncmy) whose statements are told to ``watchers`` as they
+    are sent."""
 
     def __init__(self, raw: Any, watchers: Watchers) -> None:
         self._raw, self._watchers = raw, watchers
 
     def __getattr__(self, name: str) -> Any:
         call = getattr(self._raw, name)
-        if name not in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
+        if name not in ("execute", "executemany", "fetch", "fetchrow", "fetchval", "query"):
             return call
 
         def told(query: str, *args: Any, **kwargs: Any) -> Any:

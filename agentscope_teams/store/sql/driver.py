@@ -1,4 +1,5 @@
-"""Statements sent on the driver's own connection (asyncpg on PostgreSQL), for hot paths.
+"""Statements sent on the driver's own connection (asyncpg on PostgreSQL, asyncmy on MySQL/MariaDB),
+for hot paths.
 
 A statement through SQLAlchemy's ``AsyncConnection`` costs about 0.2 ms of Python on top of
 asyncpg's own work (the ``Connection`` object and its events, greenlet switches, the result
@@ -14,19 +15,34 @@ retry loop: a serialization failure or deadlock is retried, a lost connection is
 anything else a failure named by its SQLSTATE. Tests count these statements through
 :data:`Watchers` (while one is registered, the caller gets a proxy of the connection that tells
 it each statement as it is sent).
+
+On MySQL/MariaDB the connection is asyncmy's, in a transaction begun by its first statement
+(autocommit off) that the caller ends with ``COMMIT`` or ``ROLLBACK`` in its last one.
+asyncmy escapes parameters on the client (its server-side prepared statements are opt-in
+and cannot run several statements in one packet): :func:`pyformat` turns a ``:name`` template
+into ``%(name)s`` form once per shape, :func:`rendered` fills it in with the connection's own
+escaping, and :func:`mysql_rows` sends it (several ``;``-separated statements are one round
+trip: asyncmy connects with ``MULTI_STATEMENTS``). A connection that reports no open
+transaction when given back (:func:`ended`) is not rolled back again by the pool.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
+from typing import Any
 
 #: Callbacks told the text of every statement a :meth:`~.store.SqlStore.with_driver` call runs.
 Watchers = list[Callable[[str], None]]
 
 _NAME = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _TRANSIENT = ("40001", "40P01")
+#: MySQL error codes: lock wait timeout, deadlock (retried); server gone, lost, connection error.
+_MYSQL_TRANSIENT = (1205, 1213)
+_MYSQL_LOST = (2003, 2006, 2013, 2055)
+#: ``SERVER_STATUS_IN_TRANS`` in the server status of a MySQL reply.
+_IN_TRANS = 1
 
 
 class Failure(Enum):
@@ -52,7 +68,10 @@ def numbered(template: str) -> tuple[str, tuple[str, ...]]:
 
 
 def classify(exc: BaseException) -> Failure:
-    """What ``exc``, raised by a statement on the asyncpg connection, means for the store."""
+    """What ``exc``, raised by a statement on the driver connection, means for the store."""
+    mysql = classify_mysql(exc)
+    if mysql is not None:
+        return mysql
     try:
         import asyncpg
     except ImportError:  # pragma: no cover - the postgres extra is installed with_driver runs
@@ -72,3 +91,55 @@ def sqlstate(exc: BaseException) -> str:
     """The SQLSTATE of a driver error, or its class name."""
     state = getattr(exc, "sqlstate", None)
     return f"SQLSTATE {state}" if isinstance(state, str) and state else type(exc).__name__
+
+
+def classify_mysql(exc: BaseException) -> Failure | None:
+    """What ``exc`` means if asyncmy raised it (None: not an asyncmy error)."""
+    try:
+        from asyncmy import errors
+    except ImportError:  # pragma: no cover - the mysql extra is installed where it runs
+        return None
+    if not isinstance(exc, errors.Error):
+        return None
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    if code in _MYSQL_TRANSIENT:
+        return Failure.RETRY
+    if code in _MYSQL_LOST or isinstance(exc, errors.InterfaceError):
+        return Failure.LOST
+    return Failure.FAILED
+
+
+def pyformat(template: str) -> str:
+    """``template`` with each ``:name`` replaced by ``%(name)s`` (a literal ``%`` doubled), for
+    :func:`rendered`."""
+    return _NAME.sub(r"%(\1)s", template.replace("%", "%%"))
+
+
+def rendered(conn: Any, shape: str, params: Mapping[str, Any]) -> str:
+    """``shape`` (from :func:`pyformat`) with ``params`` escaped by the asyncmy connection ``conn``
+    (its character set and ``NO_BACKSLASH_ESCAPES`` mode)."""
+    return shape % {name: conn.literal(value) for name, value in params.items()}
+
+
+async def mysql_rows(conn: Any, sql: str) -> tuple[tuple[Any, ...], ...]:
+    """Send ``sql`` (one statement, or several separated by ``;``: one round trip) on the asyncmy
+    connection ``conn``; the rows of the first result. Every later result is read here, so an
+    error in any statement is raised by this call."""
+    await conn.query(sql)
+    rows = conn._result.rows or ()
+    while conn._result.has_next:
+        await conn.next_result()
+    return tuple(rows)
+
+
+def ended(raw: Any) -> bool:
+    """Whether ``raw`` is an asyncmy connection whose last reply says no transaction is open (it
+    needs no rollback when given back to the pool). False for any other driver.
+
+    The last reply of a query is its result's status: asyncmy copies a result's status to the
+    connection only when it is not 0, and the reply to a ``COMMIT`` with autocommit off is 0."""
+    if not type(raw).__module__.startswith("asyncmy"):
+        return False
+    result = getattr(raw, "_result", None)
+    status = getattr(result if result is not None else raw, "server_status", None)
+    return isinstance(status, int) and not status & _IN_TRANS

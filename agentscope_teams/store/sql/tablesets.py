@@ -184,11 +184,14 @@ class TableSetHost:
         """Run ``fn`` with the driver's own connection (PostgreSQL: an ``asyncpg.Connection``,
         autocommit, no transaction open), with the store's retries of lock conflicts, once every
         table is set up. Statements take numbered parameters (``$1``; :func:`.driver.numbered`)
-        and are prepared once per connection by asyncpg. ``op`` names the operation in errors."""
-        if self._db.kind != "postgresql":
+        and are prepared once per connection by asyncpg. On MySQL/MariaDB it is an asyncmy
+        ``Connection`` whose first statement begins a transaction that ``fn`` ends (``COMMIT``
+        or ``ROLLBACK``), parameters escaped on the client (:func:`.driver.rendered`). ``op``
+        names the operation in errors."""
+        if self._db.kind not in ("postgresql", "mysql"):
             raise ConfigurationError(
-                f"with_driver runs on PostgreSQL only (this store is {self._db.kind}); use "
-                "transaction() elsewhere"
+                f"with_driver runs on PostgreSQL and MySQL only (this store is {self._db.kind}); "
+                "use transaction() elsewhere"
             )
         await self._ensure_setup()
         return await self._db.driver(op, fn)

@@ -51,9 +51,9 @@ def sql_queue_of(store: BaseStore, keys: TeamKeys) -> BoardQueue | None:
 
         return PostgresBoardQueue(store, keys)
     if store.dialect == "mysql":
-        from .sql import SqlBoardQueue
+        from .sql_mysql import MysqlBoardQueue
 
-        return SqlBoardQueue(store, keys)
+        return MysqlBoardQueue(store, keys)
     return None
 
 

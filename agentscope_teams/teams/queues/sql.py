@@ -15,7 +15,8 @@ transition writes both in one transaction, the record with version + 1.
   (:mod:`.sql_pg`: CTE probes, ``UPDATE ... RETURNING`` moves the row and rewrites the JSON
   record); on MariaDB, which has no ``UPDATE ... RETURNING`` before 13.0, one short transaction:
   the probes as one ``UNION ALL`` of locking reads, the record computed by
-  :mod:`..rules.transitions`, one multi-table ``UPDATE``, the commit.
+  :mod:`..rules.transitions`, one multi-table ``UPDATE``, the commit (:mod:`.sql_mysql` sends
+  them on the asyncmy connection, the write and the commit in one packet).
 * **named transitions** (named claim, complete, fail, release, renew, cancel) lock the row, run the
   Python rule (:mod:`..rules.eligibility`, :mod:`..rules.transitions`) on the record and write the result; completing
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
