@@ -155,8 +155,9 @@ class Database:
             raise
         finally:
             with anyio.CancelScope(shield=True):
-                if clean and ended(pooled.driver_connection):  # its COMMIT/ROLLBACK was sent
-                    await greenlet_spawn(pooled._close_special, True)
+                skip_reset = getattr(pooled, "_close_special", None)  # SQLAlchemy 2.0/2.1
+                if clean and skip_reset is not None and ended(pooled.driver_connection):
+                    await greenlet_spawn(skip_reset, True)  # its COMMIT/ROLLBACK was sent
                 else:
                     await greenlet_spawn(pooled.close if keep else pooled.invalidate)
 
