@@ -207,13 +207,20 @@ def report(
     return table(head, rows) + "\n\n" + "\n".join(f"- {r}" for r in ratios) + f"\n- load {load}"
 
 
-async def main(fast: bool) -> None:
+async def run(fast: bool) -> str:
+    """The section of ``python -m bench``: the board, the SQLAlchemy path and the floor."""
     tasks, rounds = (32, 3) if fast else (320, 7)
     loads = [os.getloadavg()[0]]
     found, cpu = await measure(tasks, rounds)
     loads.append(os.getloadavg()[0])
-    print(f"{rounds} rounds of {tasks} tasks per subject, alternating")
-    print(report(found, cpu, loads))
+    return (
+        "### MariaDB claim + complete against a raw floor (`bench/claim_mysql.py`)\n\n"
+        f"{rounds} rounds of {tasks} tasks per subject, alternating\n\n" + report(found, cpu, loads)
+    )
+
+
+async def main(fast: bool) -> None:
+    print(await run(fast))
 
 
 if __name__ == "__main__":
