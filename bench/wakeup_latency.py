@@ -6,7 +6,8 @@ signal's (``store.base.signals_of``); the baseline is the same runtime with sign
 0.5 s poll. Each sample: ``assign_task`` returns -> the member's model is first asked. p50 / p99 over
 the samples. To split the figure, "signal only" is ``signal`` -> the other store's ``wait_signal``
 returning, and "one get" a single ``get`` round trip: the rest of a wake-up is the member runtime's
-step (team, open board, mailbox, lease, status, session load) before the model is asked.
+step (one round of reads: team record, open board, cursors, inboxes; the member lease if not held)
+and the call's status write beside its session lease and load, before the model is asked.
 """
 
 from __future__ import annotations

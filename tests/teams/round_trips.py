@@ -10,6 +10,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 from agentscope_teams.store import BaseStore
 
 
@@ -25,25 +27,21 @@ class RoundTrips:
 
 
 @asynccontextmanager
-async def count_round_trips(store: BaseStore) -> AsyncIterator[RoundTrips]:
-    """Count what ``store`` sends to its server inside the block (Redis commands, SQL statements)."""
+async def count_round_trips(
+    store: BaseStore, *, pipelines: bool = False, gate: int = 0
+) -> AsyncIterator[RoundTrips]:
+    """Count what ``store`` sends to its server inside the block (Redis commands, SQL statements).
+
+    Redis only: with ``pipelines``, a pipeline is counted too, as one round trip named
+    ``PIPELINE`` and the commands it holds (``PIPELINE HMGET``; without it a pipeline is not
+    seen). ``gate``: the first ``gate`` round trips are held until all of them were sent, so a
+    block that sends them one after the other never finishes (a test of concurrency that does
+    not time anything: it waits under a ``fail_after`` guard)."""
     counter = RoundTrips()
     kind = type(store).__name__
     if kind == "RedisStore":
-        client: Any = store._client  # type: ignore[attr-defined]
-        original = client.execute_command
-
-        async def counted(*args: Any, **options: Any) -> Any:
-            counter.seen.append(str(args[0]))
-            first = args[3] if args[0] == "EVALSHA" and len(args) > 3 else args[1:2]
-            counter.keys.append(str(first[0] if isinstance(first, tuple) else first))
-            return await original(*args, **options)
-
-        client.execute_command = counted
-        try:
+        async with _count_redis(store._client, counter, pipelines, gate):  # type: ignore[attr-defined]
             yield counter
-        finally:
-            del client.execute_command
         return
     if kind == "SqlStore":
         from sqlalchemy import event
@@ -82,3 +80,50 @@ async def count_round_trips(store: BaseStore) -> AsyncIterator[RoundTrips]:
                 event.remove(engine, name, hook)
         return
     raise TypeError(f"cannot count the round trips of {kind}")
+
+
+@asynccontextmanager
+async def _count_redis(
+    client: Any, counter: RoundTrips, pipelines: bool, gate: int
+) -> AsyncIterator[None]:
+    original, make_pipeline = client.execute_command, client.pipeline
+    held = anyio.Event()
+    left = [gate]
+
+    async def through_gate() -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            if left[0] == 0:
+                held.set()
+            await held.wait()
+
+    async def counted(*args: Any, **options: Any) -> Any:
+        counter.seen.append(str(args[0]))
+        first = args[3] if args[0] == "EVALSHA" and len(args) > 3 else args[1:2]
+        counter.keys.append(str(first[0] if isinstance(first, tuple) else first))
+        await through_gate()
+        return await original(*args, **options)
+
+    def pipeline(*args: Any, **options: Any) -> Any:
+        pipe = make_pipeline(*args, **options)
+        execute = pipe.execute
+
+        async def counted_execute(*args: Any, **options: Any) -> Any:
+            stack = [command for command, _ in pipe.command_stack]
+            counter.seen.append(" ".join(["PIPELINE", *sorted({str(c[0]) for c in stack})]))
+            counter.keys.append(str(stack[0][1]) if stack and len(stack[0]) > 1 else "")
+            await through_gate()
+            return await execute(*args, **options)
+
+        pipe.execute = counted_execute
+        return pipe
+
+    client.execute_command = counted
+    if pipelines:
+        client.pipeline = pipeline
+    try:
+        yield
+    finally:
+        del client.execute_command
+        if pipelines:
+            del client.pipeline

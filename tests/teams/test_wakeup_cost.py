@@ -56,11 +56,13 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
     return native_spec(request, tmp_path)
 
 
-async def test_a_wake_up_step_reads_the_team_record_once(
+async def test_a_wake_up_step_reads_everything_in_one_round(
     store_spec: StoreSpec, tmp_path: Path
 ) -> None:
-    """The step that finds a newly assigned task: one read of the team record, the open board
-    (one script per index), the member's cursor and inbox, its lease: six commands, in order."""
+    """The step that finds a newly assigned task: the team record, the open board's first page,
+    the member's cursor and its inbox after the cursor the previous step saw, all sent before any
+    answered (held until the four were sent: sent one after the other, the step would never end);
+    then the board's second page and the member's lease. Six round trips, three in sequence."""
     async with store_spec.open() as store:
         ctx = RuntimeContext(session_id="lead", user_id="wake-cost")
         lead = LocalTeamClient(store, ctx)
@@ -68,16 +70,21 @@ async def test_a_wake_up_step_reads_the_team_record_once(
         await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
         runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(lambda _: "done"))
         try:
-            await runtime.step()  # nothing to do yet (and the scripts are loaded)
+            await runtime.step()  # nothing to do yet (the scripts are loaded, the members known)
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
-            async with count_round_trips(store) as counter:
-                await runtime.step()  # finds the task, takes the lease, launches the call
-            # the team record, then the open board (pending and held pages) beside the member's
-            # cursor and inbox (read concurrently: their commands interleave), then its lease
-            # (before: the record was read again for the board and the inbox)
-            first, *reads, lease = counter.seen
-            assert (first, lease) == ("HMGET", "EVALSHA")
-            assert sorted(reads) == ["EVALSHA", "EVALSHA", "HMGET", "XRANGE"]
+            async with count_round_trips(store, pipelines=True, gate=4) as counter:
+                with anyio.fail_after(10):  # a guard, not a latency assertion
+                    await runtime.step()  # finds the task, takes the lease, launches the call
+            named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
+            # before (issue 26's h-wake3): the record, then the board beside the cursor, then the
+            # inbox after the cursor: three reads in sequence
+            assert sorted(named[:4]) == [
+                "EVALSHA board",
+                "HMGET team",
+                "PIPELINE HMGET cursor",
+                "XRANGE inbox",
+            ], named
+            assert named[4:] == ["EVALSHA board", "EVALSHA member-lease"], named
             await _calls_end(runtime)
         finally:
             await runtime.aclose()
@@ -144,7 +151,7 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
         try:
             await runtime.step()
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
-            async with count_round_trips(store) as counter:
+            async with count_round_trips(store, pipelines=True) as counter:
                 await runtime.step()
                 await _calls_end(runtime)
             task = (await lead.list_tasks(team.id))[0]
@@ -163,7 +170,7 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
             "HMGET team",
             "EVALSHA board",
             "EVALSHA board",
-            "HMGET cursor",
+            "PIPELINE HMGET cursor",
             "XRANGE inbox",
             "EVALSHA member-lease",
             "EVALSHA team",

@@ -56,18 +56,18 @@ import anyio
 from ... import tracing
 from ...agent.lease import Lease
 from ...context import RuntimeContext
-from ...errors import BudgetExceededError, ConfigurationError, UnknownTeamError
+from ...errors import BudgetExceededError, ConfigurationError
 from ...keys import TeamKeys
 from ...store.base import BaseStore, Key, Signals, signals_of
 from ..board import TaskBoard
-from ..delivery import INBOX_PAGE
 from ..mailbox import Mailbox
 from ..protocol import TeamClient
 from ..registry import TeamRegistry
 from ..rules import limits
-from ..rules.models import Member, MemberStatus, Task, Team, TeamMessage, TeamStatus
+from ..rules.models import Member, MemberStatus, Team, TeamStatus
 from .idle import call_until_idle
 from .slot import Slot, TeamRef, lease_key
+from .step_reads import Known, read_team
 from .usage import team_budgets, tell_lead
 from .work import Work, find_work
 
@@ -158,6 +158,7 @@ class TeamRuntime:
         self._serving: _Serving | None = None  # the running serve_forever, in any task
         self._lock = asyncio.Lock()  # a step and stop_team never interleave
         self._served: dict[Key, TeamRef] = {}  # every team the last step looked at
+        self._known: dict[Key, Known] = {}  # per team: what its previous step read
         self._channels_changed = asyncio.Event()
         self.listening: frozenset[Key] = frozenset()
         self.steps = 0  # supervisor steps done (tests wait for the first)
@@ -350,9 +351,20 @@ class TeamRuntime:
 
     async def _serve(self, ref: TeamRef) -> None:
         client = ref.builder.client_factory(self.store, ref.ctx)
-        try:
-            team, version = await _team_entry(client, ref.team_id)
-        except UnknownTeamError:
+        keys = TeamKeys(ref.ctx.owner_scope(), ref.team_id)
+        # The record, the open index (not the board) and the inboxes of the members the previous
+        # step saw, read at once and straight from the store (the client would read the record
+        # again for each): the step waits for the slowest read, not for their sum (.step_reads).
+        got = await read_team(
+            client,
+            ref.team_id,
+            TaskBoard(self.store, keys),
+            Mailbox(self.store, keys),
+            self._known.setdefault(ref.key, Known()),
+            lambda name: self._may_wake((*ref.key, name)),
+        )
+        team, version, tasks, unread = got.team, got.version, got.tasks, got.unread
+        if team is None:
             self.refs.pop(ref.key, None)
             self._discovered.pop(ref.key, None)
             await self._drop(ref, None)
@@ -363,16 +375,7 @@ class TeamRuntime:
             self.refs.pop(ref.key, None)
             await self._drop(ref, client)
             return
-        # The record just read is the step's only read of it: the board and the inboxes are read
-        # straight from the store (the client would read the record again for each), and every
-        # member looked at below is one of its members.
-        keys = TeamKeys(ref.ctx.owner_scope(), team.id)
-        members = [m for m in team.members if self._may_wake((*ref.key, m.name))]
-        # the open index (not the board) and each member's inbox, read at once: the step waits
-        # for the slowest read, not for their sum
-        tasks, unread = await _read_at_once(
-            TaskBoard(self.store, keys), Mailbox(self.store, keys), [m.name for m in members]
-        )
+        members = [m for m in team.members if m.name in unread]
         for member in members:
             key = (*ref.key, member.name)
             slot = self.slots.get(key)
@@ -531,6 +534,7 @@ class TeamRuntime:
 
     async def _drop(self, ref: TeamRef, client: TeamClient | None) -> None:
         """Stop the members of ``ref``; with ``client``, mark them stopped."""
+        self._known.pop(ref.key, None)
         for key, slot in list(self.slots.items()):
             if slot.ref.key != ref.key:
                 continue
@@ -557,33 +561,6 @@ class TeamRuntime:
                         slot.ref.team_id, slot.name, MemberStatus.STOPPED
                     )
         self.slots.clear()
-
-
-async def _team_entry(client: TeamClient, team_id: str) -> tuple[Team, int | None]:
-    """The team record and, from a client on this store, its version (else None)."""
-    if isinstance(client, TeamRegistry):
-        return await client.team_entry(team_id)
-    return await client.get_team(team_id), None
-
-
-async def _read_at_once(
-    board: TaskBoard, inbox: Mailbox, members: list[str]
-) -> tuple[list[Task], dict[str, list[TeamMessage]]]:
-    """The open tasks and the first unread page of each of ``members``, read concurrently."""
-    tasks: list[Task] = []
-    unread: dict[str, list[TeamMessage]] = {}
-
-    async def read_board() -> None:
-        tasks.extend(await board.open_board())
-
-    async def read_inbox(name: str) -> None:
-        unread[name] = await inbox.unread(name, limit=INBOX_PAGE)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read_board)
-        for name in members:
-            tg.start_soon(read_inbox, name)
-    return tasks, unread
 
 
 async def _status_write(

@@ -1,0 +1,140 @@
+"""What a :class:`~.runtime.TeamRuntime` step reads of one team, in one round of concurrent reads.
+
+A step needs the team record (its status and members), the open board and, per member that is not
+busy, the first page of its unread messages. None of these reads waits for another: the inboxes
+read are those of the members the previous step's record named (:class:`Known`), each after the
+cursor the previous step saw, beside one read of all their cursors. So a wake-up's reads are one
+round trip, where they were three in sequence (the record, then the board beside each cursor, then
+each inbox after its cursor).
+
+Every figure the step acts on is still read in this step; the guesses only decide what is read at
+once. A member the record names that the previous one did not (just spawned) is read after the
+round (its cursor, then its page), and one whose cursor moved (it acknowledged messages since) has
+its page read again after the cursor read now: one or two more round trips in that step only. A
+member the previous record named that is gone costs a wasted inbox read, once.
+
+At most :data:`ROUND_READS` reads run at once (the record, the board and the cursors start first):
+on a SQL store each takes a pooled connection, and more than the default pool (5) would open an
+overflow connection per step, which costs more than it overlaps. With more than two members read,
+the last pages wait for the first reads to end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+
+from ...errors import UnknownTeamError
+from ...store.base import get_many
+from ..board import TaskBoard
+from ..delivery import INBOX_PAGE
+from ..mailbox import Mailbox
+from ..protocol import TeamClient
+from ..registry import TeamRegistry
+from ..rules.models import InboxCursor, Task, Team, TeamMessage
+
+#: The most reads of a step's round in flight at once (a SQL store's default pool holds 5).
+ROUND_READS = 5
+
+
+@dataclass
+class Known:
+    """What the previous step of a team saw: its members' names and their inbox cursors."""
+
+    members: list[str] = field(default_factory=list)
+    cursors: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class StepReads:
+    """The step's reads of one team: the record (None: the team is gone) and its version (None
+    from a client that does not give it), the open tasks, and each read member's unread page."""
+
+    team: Team | None
+    version: int | None
+    tasks: list[Task]
+    unread: dict[str, list[TeamMessage]]
+
+
+async def read_team(
+    client: TeamClient,
+    team_id: str,
+    board: TaskBoard,
+    inbox: Mailbox,
+    known: Known,
+    wanted: Callable[[str], bool],
+) -> StepReads:
+    """The team record, its open board and the unread page of every member ``wanted`` (not busy),
+    all read at once; then, if the record names a wanted member not read yet, or a member's cursor
+    moved, that member's inbox. ``known`` is updated to what this step saw."""
+    got = StepReads(None, None, [], {})
+    names = [n for n in known.members if wanted(n)]
+    cursors: list[int] = []
+
+    limiter = anyio.CapacityLimiter(ROUND_READS)
+
+    async def read_record() -> None:
+        async with limiter:
+            with contextlib.suppress(UnknownTeamError):  # got.team stays None: the team is gone
+                got.team, got.version = await _team_entry(client, team_id)
+
+    async def read_board() -> None:
+        async with limiter:
+            got.tasks.extend(await board.open_board())
+
+    async def read_cursors() -> None:
+        async with limiter:
+            cursors.extend(await _cursors(inbox, names))
+
+    async def read_page(name: str) -> None:
+        async with limiter:
+            after = known.cursors.get(name, 0)
+            got.unread[name] = await inbox.read(name, after=after, limit=INBOX_PAGE)
+
+    async with anyio.create_task_group() as tg:
+        for read in (read_record, read_board, read_cursors):
+            tg.start_soon(read)
+        for name in names:
+            tg.start_soon(read_page, name)
+    if got.team is None:
+        return got
+    moved = {n: c for n, c in zip(names, cursors, strict=True) if c != known.cursors.get(n, 0)}
+    known.cursors.update(moved)
+    known.members = [m.name for m in got.team.members]
+    late = [n for n in known.members if wanted(n) and (n not in got.unread or n in moved)]
+    await _read_late(inbox, late, known, got.unread)
+    return got
+
+
+async def _read_late(
+    inbox: Mailbox, names: list[str], known: Known, into: dict[str, list[TeamMessage]]
+) -> None:
+    """The unread pages the round could not guess: a member read for the first time (its cursor,
+    then its page), one whose cursor moved (its page after the cursor read in the round)."""
+
+    async def read(name: str, cursor: int | None) -> None:
+        if cursor is None:
+            cursor = known.cursors[name] = await inbox.cursor(name)
+        into[name] = await inbox.read(name, after=cursor, limit=INBOX_PAGE)
+
+    async with anyio.create_task_group() as tg:
+        for name in names:
+            tg.start_soon(read, name, known.cursors[name] if name in into else None)
+
+
+async def _cursors(inbox: Mailbox, names: list[str]) -> list[int]:
+    """The cursors of ``names``' inboxes, in one read (0 where none was written)."""
+    if not names:
+        return []
+    entries = await get_many(inbox.store, [inbox.keys.cursor(n) for n in names])
+    return [0 if e is None else InboxCursor.model_validate_json(e.value).cursor for e in entries]
+
+
+async def _team_entry(client: TeamClient, team_id: str) -> tuple[Team, int | None]:
+    """The team record and, from a client on this store, its version (else None)."""
+    if isinstance(client, TeamRegistry):
+        return await client.team_entry(team_id)
+    return await client.get_team(team_id), None

@@ -1,0 +1,69 @@
+"""The runtime step's reads of a team in one round (:mod:`agentscope_teams.teams.member.step_reads`):
+what it guesses from the previous step (the members, their cursors) only decides what is read at
+once, never what the step sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.store import InMemoryStore
+from agentscope_teams.teams import LocalTeamClient, TeamKeys
+from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.mailbox import Mailbox
+from agentscope_teams.teams.member.step_reads import Known, StepReads, read_team
+
+pytestmark = pytest.mark.anyio
+
+
+async def _step(lead: LocalTeamClient, team_id: str, known: Known) -> StepReads:
+    keys = TeamKeys(lead.ctx.owner_scope(), team_id)
+    board, inbox = TaskBoard(lead.store, keys), Mailbox(lead.store, keys)
+    return await read_team(lead, team_id, board, inbox, known, lambda name: name != "busy")
+
+
+def _contents(got: StepReads, member: str) -> list[str]:
+    return [m.content for m in got.unread[member]]
+
+
+async def test_a_step_sees_what_a_sequential_read_sees_when_its_guesses_are_stale() -> None:
+    """A cursor moved since the previous step (the member acknowledged), a member spawned since,
+    a busy member: the unread pages are those after each cursor as stored now."""
+    store = InMemoryStore()
+    lead = LocalTeamClient(store, RuntimeContext(session_id="lead", user_id="step-reads"))
+    team = await lead.create_team("reads")
+    await lead.spawn_member(team.id, "a", "reviewer")
+    await lead.spawn_member(team.id, "busy", "reviewer")
+    mailbox = Mailbox(store, TeamKeys(lead.ctx.owner_scope(), team.id))
+    known = Known()
+    first = await _step(lead, team.id, known)  # learns the members and their cursors (0)
+    assert first.unread == {"a": []} and known.members == ["a", "busy"]
+    one = await mailbox.deliver("lead", "a", "one")
+    await mailbox.deliver("lead", "a", "two")
+    await mailbox.acknowledge("a", one.seq)  # moved since the previous step saw 0
+    await lead.spawn_member(team.id, "b", "reviewer")  # not in the previous step's record
+    await mailbox.deliver("lead", "b", "hello b")
+    await lead.assign_task(team.id, "review a.py", assignee="a")
+
+    got = await _step(lead, team.id, known)
+
+    assert got.team is not None and got.version is not None
+    assert [t.title for t in got.tasks] == ["review a.py"]
+    assert _contents(got, "a") == ["two"]  # not "one": read again after the cursor read now
+    assert _contents(got, "b") == ["hello b"]
+    assert "busy" not in got.unread
+    assert known.members == ["a", "busy", "b"] and known.cursors == {"a": one.seq, "b": 0}
+    again = await _step(lead, team.id, known)  # the guesses hold now: the same pages
+    assert _contents(again, "a") == ["two"] and _contents(again, "b") == ["hello b"]
+
+
+async def test_a_step_of_a_deleted_team_reads_no_team() -> None:
+    store = InMemoryStore()
+    lead = LocalTeamClient(store, RuntimeContext(session_id="lead", user_id="step-reads"))
+    team = await lead.create_team("reads")
+    await lead.spawn_member(team.id, "a", "reviewer")
+    known = Known()
+    await _step(lead, team.id, known)
+    await lead.delete_team(team.id)
+    got = await _step(lead, team.id, known)
+    assert got.team is None
