@@ -12,9 +12,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from .. import tracing, usage
 from ..errors import ConfigurationError, ModelResponseError
@@ -177,7 +175,7 @@ class _Reply(StepRunner):
     async def start(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
         state = self.state
         if isinstance(input, UserInterruptEvent):
-            yield _trusted(ReplyStartEvent, self._ev(), session_id=state.session_id)
+            yield ReplyStartEvent(session_id=state.session_id, **self._ev())
             OutputState.drop(state)
             closed = hitl.close_pending(state, hitl.INTERRUPTED_BY_USER)
             note = AssistantMsg(
@@ -185,14 +183,14 @@ class _Reply(StepRunner):
                 name=self.agent.name,
                 metadata={"interrupted": True},
             )
-            yield _trusted(ReplyEndEvent, self._ev(), msg=note)
+            yield ReplyEndEvent(msg=note, **self._ev())
             return
         if isinstance(input, UserConfirmResultEvent):
             state.awaiting_confirmation.clear()
             confirmed = sum(1 for _, answer in self.decisions if answer.confirmed)
             tracing.hitl_resume(state.pause_trace, confirmed, len(self.decisions) - confirmed)
             state.pause_trace = None
-            yield _trusted(ReplyStartEvent, self._ev(), session_id=state.session_id)
+            yield ReplyStartEvent(session_id=state.session_id, **self._ev())
             self.unsaved_effects = True  # the confirmed calls run now: the next step is saved
             async for ev in self.resume(self.decisions):
                 yield ev
@@ -200,7 +198,7 @@ class _Reply(StepRunner):
             async for ev in self._begin():
                 yield ev
             if self.halted is not None:  # a UserPromptSubmit hook refused the prompt
-                yield _trusted(ReplyEndEvent, self._ev(), msg=self._halt_msg())
+                yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
                 return
         async for ev in self._loop():
             yield ev
@@ -221,7 +219,7 @@ class _Reply(StepRunner):
         if self.opts.output is not None:
             mode = model_mode(self.agent.model)
             self.output = OutputRun.start(self.opts.output, mode, state, self.cfg.output_retries)
-        yield _trusted(ReplyStartEvent, self._ev(), session_id=state.session_id)
+        yield ReplyStartEvent(session_id=state.session_id, **self._ev())
         if closed:
             yield HintEvent(
                 text=f"closed {len(closed)} unfinished tool call(s): {reason}", **self._ev()
@@ -281,7 +279,7 @@ class _Reply(StepRunner):
             if verdict is not None:
                 done = self._settle(response, verdict)
                 if done is not None:
-                    yield _trusted(ReplyEndEvent, self._ev(), msg=done)
+                    yield ReplyEndEvent(msg=done, **self._ev())
                     return
                 if self.opts.checkpoint is not None:
                     await self.opts.checkpoint(state)
@@ -294,7 +292,7 @@ class _Reply(StepRunner):
                 # the turn limit ended it (final): say so to whoever reads the answer
                 limit = {TURN_LIMIT: self.cfg.max_iters} if final else {}
                 msg = self._record(response, final=True, extra=limit)
-                yield _trusted(ReplyEndEvent, self._ev(), msg=msg)
+                yield ReplyEndEvent(msg=msg, **self._ev())
                 return
             self._record(response, final=False)
             effects = self._has_effects(response.tool_calls)
@@ -304,7 +302,7 @@ class _Reply(StepRunner):
                 yield ev
             self.unsaved_effects = effects  # their results are saved by the next checkpoint
             if self.halted is not None:  # a hook answered continue: false
-                yield _trusted(ReplyEndEvent, self._ev(), msg=self._halt_msg())
+                yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
                 return
             if self.paused:
                 async for ev in self._pause(response.tool_calls):
@@ -335,7 +333,7 @@ class _Reply(StepRunner):
             name=self.agent.name,
             metadata={"awaiting_confirmation": [c.id for c in asked]},
         )
-        yield _trusted(ReplyEndEvent, self._ev(), msg=note)
+        yield ReplyEndEvent(msg=note, **self._ev())
 
     async def _inject_and_compress(self) -> AsyncIterator[AgentEvent]:
         for injector in self.opts.injectors:
@@ -379,8 +377,7 @@ class _Reply(StepRunner):
         schema = None
         if self.output is not None:
             tools, schema = self.output.shape(tools, final)
-        # model_construct: every field is the loop's own, already typed (no copy of the context)
-        return ModelRequest.model_construct(
+        return ModelRequest(
             system_prompt=system,
             messages=messages,
             tools=tools,
@@ -390,7 +387,7 @@ class _Reply(StepRunner):
 
     async def _reason(self, final: bool) -> AsyncIterator[AgentEvent | ModelResponse]:
         iteration = self.state.cur_iter
-        yield _trusted(ModelCallStartEvent, self._ev(), iteration=iteration)
+        yield ModelCallStartEvent(iteration=iteration, **self._ev())
         request = self._request(final)
         response: ModelResponse | None = None
         model = self.agent.model
@@ -412,7 +409,7 @@ class _Reply(StepRunner):
             price_unpriced(model, response)  # after the budget's pricing, if any
             span.response(response)
         self.state.cur_iter += 1
-        yield _trusted(ModelCallEndEvent, self._ev(), iteration=iteration, usage=response.usage)
+        yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
         yield response
 
     def _settle(self, response: ModelResponse, verdict: Verdict) -> Msg | None:
@@ -491,16 +488,6 @@ class _Reply(StepRunner):
 
 TURN_LIMIT = "turn_limit"
 """Metadata key of a final answer the turn limit forced (its value: the limit)."""
-
-
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def _trusted(cls: type[_M], ev: dict[str, str], **fields: Any) -> _M:
-    """An event of the loop's own typed values (``ev``: reply id and agent), built without
-    validation: ``model_construct`` (issue 26, framework CPU per call)."""
-    values: dict[str, Any] = {**ev, **fields}
-    return cls.model_construct(None, **values)
 
 
 def _as_messages(input: ReplyInput) -> list[Msg]:
