@@ -186,20 +186,26 @@ class _TimerSend:
     a task, two futures and their callbacks per command, all of it garbage for the collector at
     1,000 concurrent calls (``bench/RESULTS.md``, h-cpu2). Errors are redis-py's: the write runs
     its own code, with the timeout lifted for its duration; a write that times out disconnects
-    and raises ``redis.exceptions.TimeoutError`` as redis-py's does."""
+    and raises ``redis.exceptions.TimeoutError`` as redis-py's does. A write that first connects
+    or checks the connection's health (their replies are read under the socket timeout) takes
+    redis-py's path unchanged."""
 
     socket_timeout: float | None
     _timeout_error: type[Exception]
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         timeout = self.socket_timeout
-        if not timeout:
+        if (
+            not timeout
+            or not self.is_connected  # type: ignore[attr-defined]
+            or (check_health and self.health_check_interval)  # type: ignore[attr-defined]
+        ):  # a connect or a health check (a handshake, a PING read): redis-py's own path
             await super().send_packed_command(command, check_health)  # type: ignore[misc]
             return
         self.socket_timeout = None  # read by nothing else while this connection writes
         try:
             async with asyncio.timeout(timeout):
-                await super().send_packed_command(command, check_health)  # type: ignore[misc]
+                await super().send_packed_command(command, False)  # type: ignore[misc]
         except TimeoutError:
             await self.disconnect(nowait=True)  # type: ignore[attr-defined]
             raise self._timeout_error("Timeout writing to socket") from None

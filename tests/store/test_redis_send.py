@@ -62,8 +62,11 @@ async def test_a_write_past_the_socket_timeout_fails_and_disconnects(
 
 
 async def test_a_write_starts_no_task_and_keeps_the_timeout(deaf_server: int) -> None:
+    """The first write connects (redis-py's own path: the handshake's replies are read under the
+    socket timeout); the next one is timed by the timer alone."""
     conn = _connection(timer_send(redis, aioredis.Connection), deaf_server)
-    await conn.connect()
+    await conn.send_packed_command([b"*1\r\n$4\r\nPING\r\n"])
+    assert conn.is_connected
     created: list[object] = []
     loop = asyncio.get_running_loop()
     loop.set_task_factory(
