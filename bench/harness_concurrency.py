@@ -10,10 +10,16 @@ Reported per store, as the median over runs ± interquartile spread: one call al
 N concurrent calls, their ratio, the process CPU per call of the N calls and of N concurrent replies
 of the loop alone (same model and tools, no store) in the same runs, and their difference: the
 framework's CPU per call.
+
+``AGENTSCOPE_TEAMS_BENCH_GC_THRESHOLD=N`` sets the collector's generation-0 threshold to N (Python's
+default 700) after the warm-up: the opt-in policy of ``bench/RESULTS.md`` (h-cpu2), an application's
+setting, not the library's.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 import tempfile
 import time
 import uuid
@@ -70,6 +76,7 @@ async def _measure(
     loop = ReActAgent("bench", model, "", agent.loop.toolkit, agent.loop.config)
     user = "bench-" + uuid.uuid4().hex[:8]
     await _one(agent, user)  # warm-up: imports, pools, first connections
+    gc_threshold()
     one: list[float] = []
     many: list[float] = []
     cpu: list[float] = []
@@ -81,6 +88,15 @@ async def _measure(
         cpu.append(per_call)
         loop_cpu.append((await _many(_loop_one, loop, user, n))[1])
     return Sample("one", one), Sample("many", many), Sample("cpu", cpu), Sample("loop", loop_cpu)
+
+
+def gc_threshold() -> int | None:
+    """Apply ``AGENTSCOPE_TEAMS_BENCH_GC_THRESHOLD`` (generation 0's threshold), if set."""
+    value = os.environ.get("AGENTSCOPE_TEAMS_BENCH_GC_THRESHOLD")
+    if not value:
+        return None
+    gc.set_threshold(int(value), *gc.get_threshold()[1:])
+    return int(value)
 
 
 async def run(fast: bool = False) -> str:
@@ -142,5 +158,6 @@ async def run(fast: bool = False) -> str:
         "CPU is the process's (time.process_time) over the N concurrent calls, per call; the loop "
         "alone (same model and tools, no store, no harness) runs N concurrent replies in the same "
         "runs, and framework CPU is the difference."
+        + (f" Collector generation-0 threshold {t}." if (t := gc_threshold()) else "")
     )
     return section("Concurrent HarnessAgent.call()", intro, table(head, rows), verdicts)

@@ -4,7 +4,8 @@ Targets: ``session`` (Redis round trip of the 50-message state), ``cas:<backend>
 sqlite, postgres, mariadb, redis), ``react`` (one 20-iteration reply), ``harness:<store>`` (N
 concurrent ``HarnessAgent.call``, memory or redis), ``claim:<backend>`` (claim + complete, one
 claimer, redis or postgres). Uses pyinstrument when installed (``pip install pyinstrument``), else
-cProfile sorted by own time.
+cProfile sorted by own time. ``AGENTSCOPE_TEAMS_BENCH_GC_THRESHOLD`` as for
+``bench.harness_concurrency``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .fixtures import (
     noop,
     state_from,
 )
+from .harness_concurrency import gc_threshold
 from .react_overhead import TOOL_ITERS, CountingModel
 
 Work = Callable[[], Awaitable[object]]
@@ -141,6 +143,7 @@ async def main(target: str, n: int) -> None:
                 work = await builders[kind](store, tmp)
                 for _ in range(min(20, repeat)):
                     await work()  # warm-up
+                gc_threshold()
                 await _profiled(work, repeat)
         finally:
             if url.startswith("redis"):

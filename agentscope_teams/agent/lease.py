@@ -3,8 +3,9 @@
 A lease is a key written with ``expected_version=0``, a store TTL and ``indexed=False`` (it is never
 listed), so a holder that dies simply lets it expire. Its value names the holder (a random token) and
 never changes while it is held, so the value alone identifies the holding: store versions restart
-after a key expires, but a newer holder's value differs. The holder renews it from a heartbeat task (a
-compare-and-set on its own version after checking that the key still holds its value).
+after a key expires, but a newer holder's value differs. The holder renews it every ``ttl / 3`` (a
+compare-and-set on its own version after checking that the key still holds its value), from a task
+started only once the holder outlives the first third: a shorter call costs one timer.
 
 Fencing is done by the store inside each save: the holder passes :meth:`Lease.fence` to the write,
 which succeeds only while the lease key still holds this holder's value, atomically with the write
@@ -32,17 +33,17 @@ have expired (written less than ``2 * ttl / 3`` ago), with the trade-off above.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import json
 import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import suppress
 from types import TracebackType
 
 import anyio
+import anyio.abc
 
 from ..errors import LeaseLostError, SessionBusyError, StoreBusyError, VersionConflict
 from ..keys import address_of
@@ -140,10 +141,13 @@ class Lease:
             return
         self._written_at = self._confirmed_at = written_at
 
-    async def heartbeat(self) -> None:
-        """Renew every ``ttl / 3`` until lost; store errors are logged and retried next beat."""
+    async def heartbeat(self, *, first: float | None = None) -> None:
+        """Renew every ``ttl / 3`` (the first time after ``first`` seconds, by default the same)
+        until lost; store errors are logged and retried next beat."""
+        delay = self.ttl / 3 if first is None else first
         while not self.lost and not self.done:
-            await anyio.sleep(self.ttl / 3)
+            await anyio.sleep(delay)
+            delay = self.ttl / 3
             try:
                 await self.renew()
             except Exception as exc:
@@ -219,35 +223,96 @@ async def acquire(lease: Lease, wait_timeout: float) -> None:
         delay = min(delay * 1.5, 0.5)
 
 
-@asynccontextmanager
-async def hold_lease(
-    store: BaseStore, key: Key, *, ttl: float, wait_timeout: float, read: Key | None = None
-) -> AsyncIterator[Lease]:
-    """Acquire the lease at ``key`` (waiting up to ``wait_timeout``), renew it while the body runs;
-    ``read`` is read with the acquisition (:attr:`Lease.read`).
+class _Heartbeat:
+    """Renews a held lease every ``ttl / 3`` from the first third of ``ttl`` on.
 
-    The body's exception propagates as is (not wrapped in an ``ExceptionGroup``).
+    Most calls end long before that, so until then it is one timer of the event loop, not a task:
+    the renewing task starts only when the holder outlives the first third (on asyncio; on another
+    anyio backend it is a task from the start, in a task group of the holder's own).
+    :meth:`stop` ends either, and waits for a renewal under way.
     """
-    lease = Lease(store, key, ttl, read=read)
-    await acquire(lease, wait_timeout)
-    error: BaseException | None = None
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lease.heartbeat)
-            try:
-                yield lease
-            except BaseException as exc:  # re-raised below, outside the task group
-                error = exc
-            finally:
-                tg.cancel_scope.cancel()
-    finally:
+
+    def __init__(self, lease: Lease) -> None:
+        self.lease = lease
+        self._task: asyncio.Task[None] | None = None
+        self._group: anyio.abc.TaskGroup | None = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio: started by start_elsewhere()
+            self._timer: asyncio.TimerHandle | None = None
+        else:
+            self._timer = loop.call_later(lease.ttl / 3, self._start)
+
+    def _start(self) -> None:
+        self._timer = None
+        self._task = asyncio.get_running_loop().create_task(self.lease.heartbeat(first=0.0))
+
+    async def start_elsewhere(self) -> None:
+        """On a backend other than asyncio: the heartbeat in a task group (entered here)."""
+        if self._timer is None and self._task is None:
+            self._group = anyio.create_task_group()
+            await self._group.__aenter__()
+            self._group.start_soon(self.lease.heartbeat)
+
+    async def stop(self) -> None:
+        """End the heartbeat (shielded: a cancelled holder still waits for its renewal's end)."""
+        if self._timer is not None:
+            self._timer.cancel()
         with anyio.CancelScope(shield=True):
-            try:
-                await lease.release()
-            except Exception as exc:  # the lease expires on its own; keep the body's outcome
-                log.warning("could not release lease %r: %s", key, exc)
-    if error is not None:
-        raise error
+            if self._task is not None:
+                self._task.cancel()
+                await asyncio.wait((self._task,))
+            if self._group is not None:
+                self._group.cancel_scope.cancel()
+                await self._group.__aexit__(None, None, None)
+
+
+class HeldLease:
+    """``async with`` it: the lease at ``key`` acquired (waiting up to ``wait_timeout``) and
+    renewed while the body runs (:class:`_Heartbeat`), released after; ``read`` is read with the
+    acquisition (:attr:`Lease.read`). The body's exception propagates as is.
+
+    A plain class, not ``asynccontextmanager`` and a task group: entering it on the hot path of
+    every call costs no generator, task or cancel scope (``bench/RESULTS.md``, h-cpu2).
+    """
+
+    def __init__(
+        self, store: BaseStore, key: Key, *, ttl: float, wait_timeout: float, read: Key | None
+    ) -> None:
+        self.lease = Lease(store, key, ttl, read=read)
+        self.wait_timeout = wait_timeout
+        self._beat: _Heartbeat | None = None
+
+    async def __aenter__(self) -> Lease:
+        await acquire(self.lease, self.wait_timeout)
+        self._beat = _Heartbeat(self.lease)
+        try:
+            await self._beat.start_elsewhere()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self.lease
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if self._beat is not None:
+                await self._beat.stop()
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.lease.release()
+                except Exception as exc:  # the lease expires on its own; keep the body's outcome
+                    log.warning("could not release lease %r: %s", self.lease.key, exc)
+
+
+def hold_lease(
+    store: BaseStore, key: Key, *, ttl: float, wait_timeout: float, read: Key | None = None
+) -> HeldLease:
+    """Acquire the lease at ``key`` (waiting up to ``wait_timeout``), renew it while the body runs;
+    ``read`` is read with the acquisition (:attr:`Lease.read`). See :class:`HeldLease`."""
+    return HeldLease(store, key, ttl=ttl, wait_timeout=wait_timeout, read=read)
 
 
 class SessionGuard:
@@ -270,7 +335,7 @@ class SessionGuard:
     ) -> None:
         self.lock, self.store, self.key, self.read = lock, store, key, read
         self.ttl, self.wait_timeout = ttl, wait_timeout
-        self._lease_cm: contextlib.AbstractAsyncContextManager[Lease] | None = None
+        self._held: HeldLease | None = None
 
     async def __aenter__(self) -> Lease | None:
         start = time.monotonic()
@@ -279,12 +344,12 @@ class SessionGuard:
             return None
         try:
             remaining = max(self.wait_timeout - (time.monotonic() - start), 0.0)
-            self._lease_cm = hold_lease(
+            self._held = HeldLease(
                 self.store, self.key, ttl=self.ttl, wait_timeout=remaining, read=self.read
             )
-            return await self._lease_cm.__aenter__()
+            return await self._held.__aenter__()
         except BaseException:
-            self._lease_cm = None
+            self._held = None
             self.lock.release()
             raise
 
@@ -307,11 +372,10 @@ class SessionGuard:
         et: type[BaseException] | None,
         e: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool | None:
+    ) -> None:
         try:
-            if self._lease_cm is not None:
-                return await self._lease_cm.__aexit__(et, e, tb)
-            return None
+            if self._held is not None:
+                await self._held.__aexit__(et, e, tb)
         finally:
-            self._lease_cm = None
+            self._held = None
             self.lock.release()

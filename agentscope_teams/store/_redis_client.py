@@ -9,6 +9,7 @@ reported by ``setup()`` (:func:`db_refused`). A ``redis+cluster://`` URL takes n
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Mapping
 from importlib.metadata import entry_points
@@ -170,12 +171,57 @@ def client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: fl
     check_url(redis, url)
     try:
         pool = redis.asyncio.ConnectionPool.from_url(url, socket_connect_timeout=5)
+        pool.connection_class = timer_send(redis, pool.connection_class)
         return cast("Redis", redis.asyncio.Redis.from_pool(pool))
     except ValueError as exc:
         raise ConfigurationError(
             f"invalid Redis URL {redact_url(url)!r} ({redact_text(str(exc), url)}); "
             "use redis://[user:password@]host:port/db"
         ) from exc
+
+
+class _TimerSend:
+    """redis-py's ``send_packed_command`` with its socket timeout as ``asyncio.timeout`` (one timer)
+    instead of ``asyncio.wait_for``, which on Python 3.11 wraps every write in a task of its own:
+    a task, two futures and their callbacks per command, all of it garbage for the collector at
+    1,000 concurrent calls (``bench/RESULTS.md``, h-cpu2). Errors are redis-py's: the write runs
+    its own code, with the timeout lifted for its duration; a write that times out disconnects
+    and raises ``redis.exceptions.TimeoutError`` as redis-py's does. A write that first connects
+    or checks the connection's health (their replies are read under the socket timeout) takes
+    redis-py's path unchanged."""
+
+    socket_timeout: float | None
+    _timeout_error: type[Exception]
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        timeout = self.socket_timeout
+        if (
+            not timeout
+            or not self.is_connected  # type: ignore[attr-defined]
+            or (check_health and self.health_check_interval)  # type: ignore[attr-defined]
+        ):  # a connect or a health check (a handshake, a PING read): redis-py's own path
+            await super().send_packed_command(command, check_health)  # type: ignore[misc]
+            return
+        self.socket_timeout = None  # read by nothing else while this connection writes
+        try:
+            async with asyncio.timeout(timeout):
+                await super().send_packed_command(command, False)  # type: ignore[misc]
+        except TimeoutError:
+            await self.disconnect(nowait=True)  # type: ignore[attr-defined]
+            raise self._timeout_error("Timeout writing to socket") from None
+        finally:
+            self.socket_timeout = timeout
+
+
+def timer_send(redis: Any, connection_class: type) -> type:
+    """``connection_class`` sending as :class:`_TimerSend` does (a subclass of it)."""
+    if issubclass(connection_class, _TimerSend):
+        return connection_class
+    return type(
+        connection_class.__name__,
+        (_TimerSend, connection_class),
+        {"_timeout_error": redis.exceptions.TimeoutError, "__module__": __name__},
+    )
 
 
 def describe(client: Redis) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -30,6 +30,22 @@ from .base import StoreBackend
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+
+class _Guard:
+    """The error mapping of :meth:`RedisConnection._guard` (stateless: one per store)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: RedisConnection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: Any) -> None:
+        if e is not None and isinstance(e, self._conn._errors):
+            raise self._conn._unavailable(e) from e
 
 
 class RedisConnection(StoreBackend):
@@ -59,26 +75,30 @@ class RedisConnection(StoreBackend):
         store's gate and error mapping: prefer :meth:`commands`, :meth:`call`, :meth:`run_script`."""
         return self._client
 
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except self._errors as exc:
-            if self.cluster:
-                node = cluster.node_of(exc)
-                at = f" (node {node})" if node else ""
-                raise StoreUnavailableError(
-                    f"Redis Cluster {self._where}{at} is unavailable ({type(exc).__name__}: "
-                    f"{exc}); check that its nodes are running and reachable, that every slot is "
-                    "served (a failover takes a few seconds), and that the URL and credentials "
-                    "are right",
-                    public=UNREACHABLE.format("Redis Cluster"),
-                ) from exc
-            raise StoreUnavailableError(
-                f"Redis at {self._where} is unavailable ({exc}); check that the server is running "
-                "and reachable and that the URL and credentials are right",
-                public=UNREACHABLE.format("Redis"),
-            ) from exc
+    def _guard(self) -> _Guard:
+        """``with self._guard():`` maps the client's connection errors to
+        :class:`StoreUnavailableError` (one object per store, no generator per command)."""
+        guard: _Guard | None = self.__dict__.get("_guard_cm")
+        if guard is None:
+            guard = self.__dict__["_guard_cm"] = _Guard(self)
+        return guard
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+        if self.cluster:
+            node = cluster.node_of(exc)
+            at = f" (node {node})" if node else ""
+            return StoreUnavailableError(
+                f"Redis Cluster {self._where}{at} is unavailable ({type(exc).__name__}: "
+                f"{exc}); check that its nodes are running and reachable, that every slot is "
+                "served (a failover takes a few seconds), and that the URL and credentials "
+                "are right",
+                public=UNREACHABLE.format("Redis Cluster"),
+            )
+        return StoreUnavailableError(
+            f"Redis at {self._where} is unavailable ({exc}); check that the server is running "
+            "and reachable and that the URL and credentials are right",
+            public=UNREACHABLE.format("Redis"),
+        )
 
     @asynccontextmanager
     async def commands(self) -> AsyncIterator[Any]:
