@@ -18,7 +18,6 @@ setting, not the library's.
 
 from __future__ import annotations
 
-import gc
 import os
 import tempfile
 import time
@@ -30,6 +29,7 @@ from typing import Any
 import anyio
 
 from agentscope_teams import AgentState, HarnessAgent, ReActAgent
+from agentscope_teams.cli.heap import set_young_threshold, young_threshold
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store import BaseStore, store_from_url
 
@@ -95,7 +95,7 @@ def gc_threshold() -> int | None:
     value = os.environ.get("AGENTSCOPE_TEAMS_BENCH_GC_THRESHOLD")
     if not value:
         return None
-    gc.set_threshold(int(value), *gc.get_threshold()[1:])
+    set_young_threshold(young_threshold(value))
     return int(value)
 
 
