@@ -25,6 +25,7 @@ from . import (
     cluster_claim,
     harness_concurrency,
     mailbox_latency,
+    rate_limit_60,
     react_overhead,
     redis_pool,
     session_load,
@@ -34,6 +35,7 @@ from . import (
     store_latency,
     task_claim,
     tracing_overhead,
+    usage_overhead,
     wakeup_claim,
     wakeup_latency,
 )
@@ -61,6 +63,8 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "spawn_overhead": spawn_overhead.run,
     "wakeup_latency": wakeup_latency.run,
     "wakeup_claim": wakeup_claim.run,
+    "usage_overhead": usage_overhead.run,
+    "rate_limit_60": rate_limit_60.run,
 }
 
 
