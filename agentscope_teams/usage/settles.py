@@ -70,7 +70,10 @@ class Settles:
 
     async def flush(self) -> None:
         """Wait for every settle this event loop started so far."""
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # another event loop (trio): no settle ran as a task
+            return
         await _wait([t for t in self._tasks if t.get_loop() is loop])
 
 
