@@ -26,6 +26,7 @@ from . import (
     cluster_claim,
     harness_concurrency,
     mailbox_latency,
+    rate_limit_60,
     react_overhead,
     redis_pool,
     session_load,
@@ -35,6 +36,7 @@ from . import (
     store_latency,
     task_claim,
     tracing_overhead,
+    usage_overhead,
     wakeup_claim,
     wakeup_latency,
 )
@@ -63,6 +65,8 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "spawn_overhead": spawn_overhead.run,
     "wakeup_latency": wakeup_latency.run,
     "wakeup_claim": wakeup_claim.run,
+    "usage_overhead": usage_overhead.run,
+    "rate_limit_60": rate_limit_60.run,
 }
 
 

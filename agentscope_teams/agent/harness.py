@@ -44,7 +44,7 @@ from ..tools import PermissionEngine, Tool, ToolEnv, Toolkit, filesystem_tools
 from ..tools.call_end import end_call
 from ..tools.plan import plan_tools
 from ..tools.web import web_tools
-from ..usage import Budget, RateLimit, UsageGovernor, split_model_limits
+from ..usage import Budget, RateLimit, UsageGovernor, flush, settled, split_model_limits
 from ..usage.governor import governor_for
 from . import compression as comp
 from .config import ReActConfig
@@ -297,6 +297,7 @@ class SessionAgent:
         errors are raised, chained, once all ran), so ``async with agent:`` leaves none behind."""
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(self.sessions.aclose)
+            stack.push_async_callback(flush, self.store, self.usage)  # usage settled, then closed
             for ext in reversed(self.extensions):
                 stack.push_async_callback(ext.aclose)
 
@@ -350,8 +351,11 @@ class SessionAgent:
         )
         governed = self.usage.bind(ctx) if self.usage is not None else contextlib.nullcontext()
         with use_context(ctx), span, governed:
-            async with self._exclusive(addr, load=True) as lease:
-                await self._run_locked(input, ctx, addr, sink, lease, output)
+            try:
+                async with self._exclusive(addr, load=True) as lease:
+                    await self._run_locked(input, ctx, addr, sink, lease, output)
+            finally:  # the last model call's settle ran beside the last save: its usage counts
+                await settled()
 
     async def _run_locked(
         self,

@@ -110,11 +110,16 @@ class ReActAgent:
     async def reply(
         self, input: ReplyInput, state: AgentState, options: ReplyOptions | None = None
     ) -> Msg:
-        """Run one reply and return its final message (or the pause notice)."""
+        """Run one reply and return its final message (or the pause notice), once the usage of
+        its model calls is settled (:func:`~agentscope_teams.usage.governor.settled`; a
+        :meth:`reply_stream` leaves that to its caller)."""
         final: Msg | None = None
-        async for event in self.reply_stream(input, state, options):
-            if isinstance(event, ReplyEndEvent):
-                final = event.msg
+        try:
+            async for event in self.reply_stream(input, state, options):
+                if isinstance(event, ReplyEndEvent):
+                    final = event.msg
+        finally:
+            await usage.settled()
         if final is None:  # pragma: no cover - the loop always ends with ReplyEndEvent
             raise RuntimeError("reply ended without a final message")
         return final

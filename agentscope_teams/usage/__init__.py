@@ -6,7 +6,9 @@
 * :class:`RateLimit` — requests, tokens and concurrent calls per minute per provider, model and API
   key, with fair shares between tenants (teams, users) (:mod:`.limiter`).
 * :class:`UsageGovernor` binds both to model calls (:mod:`.governor`); prices come from
-  :class:`PriceBook` (overrides, then ``genai-prices``).
+  :class:`PriceBook` (overrides, then ``genai-prices``). A call's settle runs beside the caller's
+  next work (:mod:`.settles`): :func:`settled` waits for a bound block's, :func:`flush` for a
+  store's.
 
 How to set them and the design: docs/operations.md, "Budgets and rate limits".
 """
@@ -14,7 +16,15 @@ How to set them and the design: docs/operations.md, "Budgets and rate limits".
 from __future__ import annotations
 
 from .config import RATE_LIMIT_ENV, Budget, RateLimit, budget_of, split_model_limits
-from .governor import UsageGovernor, add_budget, current_scope, model_call, tenant
+from .governor import (
+    UsageGovernor,
+    add_budget,
+    current_scope,
+    flush,
+    model_call,
+    settled,
+    tenant,
+)
 from .prices import Price, PriceBook
 
 __all__ = [
@@ -27,7 +37,9 @@ __all__ = [
     "add_budget",
     "budget_of",
     "current_scope",
+    "flush",
     "model_call",
+    "settled",
     "split_model_limits",
     "tenant",
 ]

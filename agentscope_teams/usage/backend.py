@@ -1,7 +1,8 @@
 """One store operation per step of a model call: before it, reserve on its budgets and take its
 rate-limit turn (:meth:`UsageBackend.admit`); after it, settle and end the lease
 (:meth:`UsageBackend.finish`). :func:`usage_backend` picks Redis scripts, PostgreSQL statements
-(:mod:`.sql_pg`) or locked documents (:mod:`.docs`)."""
+(:mod:`.sql_pg`) or locked documents (:mod:`.docs`). Each backend keeps the settles of its store
+in flight (:class:`~.settles.Settles`: ``finish`` runs beside the caller's next work)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from . import redis_lua, rules
 from .docs import DocBackend, doc_id, docs_for
 from .rules import Admission, Admitted, Refusal
+from .settles import Settles
 
 if TYPE_CHECKING:
     from ..store.redis import RedisStore
@@ -20,6 +22,9 @@ if TYPE_CHECKING:
 
 class UsageBackend(Protocol):
     """The atomic operations budgets and rate limits need of a store: one per step of a call."""
+
+    #: The ``finish`` operations of this store running as tasks of their own.
+    settles: Settles
 
     async def admit(self, a: Admission) -> Admitted: ...
 
@@ -39,6 +44,7 @@ class DocsUsage:
 
     def __init__(self, docs: DocBackend) -> None:
         self.docs = docs
+        self.settles = Settles()
 
     async def admit(self, a: Admission) -> Admitted:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], Admitted]:
@@ -83,6 +89,7 @@ class RedisUsage:
         self._finish = store.register_script(redis_lua.FINISH)
         self._hold = store.register_script(redis_lua.HOLD_OFF)
         self._names: dict[tuple[str, str], str] = {}
+        self.settles = Settles()
 
     def _budget(self, name: str) -> str:
         return self._name(("b", name), lambda: (*LEDGER, doc_id(name)))
@@ -156,6 +163,11 @@ def usage_backend(store: object) -> UsageBackend:
                 found = PgUsage(docs)  # type: ignore[arg-type]
         _BACKENDS[store] = found
     return found
+
+
+def known_backend(store: object) -> UsageBackend | None:
+    """The usage backend of ``store`` if one was made (None: it governed no call)."""
+    return _BACKENDS.get(store)
 
 
 def _is_redis(store: object) -> bool:

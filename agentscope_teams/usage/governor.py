@@ -11,7 +11,11 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
    :class:`~agentscope_teams.errors.BudgetExceededError` (when calls in flight hold what is left,
    it waits for them first);
 2. after the call settles what the provider reported (or an estimate, marked so) and ends the
-   rate-limit lease, in one store operation; a failed call releases its reservation.
+   rate-limit lease, in one store operation; a failed call releases its reservation. That operation
+   runs as a task of its own (:mod:`.settles`), beside what the caller does next (a tool step, a
+   session save); ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for their call's settles
+   (:func:`settled`) before they return, and :meth:`UsageGovernor.aclose` (:func:`flush`) for every
+   one left. Until a settle lands its reservation stays held.
 
 A call with no budget and no rate limit does no store operation.
 """
@@ -22,8 +26,9 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import Any, Self
 
 import anyio
 
@@ -32,12 +37,13 @@ from ..errors import BudgetExceededError, ConfigurationError, RateLimitError
 from ..model.base import ChatModel, ModelRequest, ModelResponse
 from ..tracing import metrics as _metrics
 from ..tracing.usage import GOVERNANCE
-from .backend import UsageBackend, usage_backend
+from .backend import UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
-from .limiter import admit, hold_off, labels_of, limiter_key, rates_of
+from .limiter import admit, ends_lease, hold_off, labels_of, limiter_key, rates_of
 from .prices import Price, PriceBook
 from .rules import Admission, Limit, Rates, Refusal
+from .settles import Pending
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +64,7 @@ class UsageGovernor:
     database per model. ``max_output_tokens`` is reserved for a request without ``max_tokens``.
     A call refused only because calls in flight hold what is left of a budget waits for them, up
     to ``budget_wait`` seconds; one refused because the settled use reached the limit fails.
+    Closing it (:meth:`aclose`, ``async with``) waits for the settles of its store still running.
     """
 
     def __init__(
@@ -109,12 +116,13 @@ class UsageGovernor:
 
     @contextlib.contextmanager
     def bind(self, ctx: RuntimeContext | None = None) -> Iterator[None]:
-        """Govern the model calls of the block (with ``ctx``'s budgets)."""
+        """Govern the model calls of the block (with ``ctx``'s budgets); :func:`settled` waits for
+        the settles of the block's calls (not for those of the block around it)."""
         scope = current_scope()
         budgets = tuple(self.context_budgets(ctx)) if ctx is not None else ()
         tenant_name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
         if scope is not None and scope.governor is self:
-            new = replace(scope, budgets=_merge(scope.budgets, budgets))
+            new = replace(scope, budgets=_merge(scope.budgets, budgets), pending=Pending())
         else:
             prior = scope.budgets if scope is not None else ()
             new = Scope(self, _merge(prior, budgets), tenant_name)
@@ -123,6 +131,19 @@ class UsageGovernor:
             yield
         finally:
             GOVERNANCE.reset(token)
+
+    async def aclose(self) -> None:
+        """Wait for the settles of this governor's store still running (its usage counted, its
+        reservations and leases given back); the store stays open (it is the caller's)."""
+        await self.backend.settles.flush()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
 
 def governor_for(
@@ -148,11 +169,13 @@ def governor_for(
 
 @dataclass(frozen=True)
 class Scope:
-    """The governor and budgets in force, and the tenant whose fair share calls draw on."""
+    """The governor and budgets in force, the tenant whose fair share calls draw on, and the
+    settles of the bound block's calls still running."""
 
     governor: UsageGovernor
     budgets: tuple[tuple[str, Budget], ...]
     tenant: str
+    pending: Pending = field(default_factory=Pending, compare=False, repr=False)
 
 
 def _merge(
@@ -221,7 +244,8 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
     a, limit = _admission(scope, model, est_in, request.max_tokens)
     labels = labels_of(model)
     if a is not None:
-        refusal = await admit(scope.governor.backend, a, limit, scope.governor.budget_wait, labels)
+        gov = scope.governor
+        refusal = await admit(gov.backend, a, limit, gov.budget_wait, labels, scope.pending.wait)
         if refusal is not None:
             raise _refused(refusal)
     try:
@@ -236,8 +260,7 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
     finally:
         used = _finish(scope, model, call.response, est_in)
         if a is not None:
-            with anyio.CancelScope(shield=True):
-                await _settle(scope, a, used)
+            await _settle_soon(scope, a, used)
 
 
 def _admission(
@@ -262,21 +285,46 @@ def _admission(
     return Admission(limits, uuid.uuid4().hex, tokens, nanos, key, rates, scope.tenant), limit
 
 
-async def _settle(scope: Scope, a: Admission, used: tuple[int, int]) -> None:
+async def _settle_soon(scope: Scope, a: Admission, used: tuple[int, int]) -> None:
     """Count what the call used on its budgets and end its rate-limit lease, in one store
-    operation (none when neither needs it); a store failure here is logged: the call is done."""
-    ends_lease = a.key is not None and bool(a.rates.concurrent or a.rates.tpm)
-    if not a.limits and not ends_lease:
+    operation (none when neither needs it), as a task of its own (:mod:`.settles`) that the
+    scope's :func:`settled` waits for; a store failure there is logged: the call is done."""
+    leased = ends_lease(a)
+    if not a.limits and not leased:
         return
-    if not ends_lease:
+    if not leased:
         a = replace(a, key=None)
-    try:
-        await scope.governor.backend.finish(a, *used)
-    except Exception as exc:
-        log.warning("could not settle a model call's usage: %s", exc)
+    backend = scope.governor.backend
+
+    async def settle() -> None:
+        await backend.finish(a, *used)
+        if a.limits:
+            _count(scope, used)
+
+    task = backend.settles.start(settle)
+    if task is not None:
+        scope.pending.add(task)
         return
-    if a.limits:
-        _count(scope, used)
+    with anyio.CancelScope(shield=True):  # no task to hand it to: settle here, as before
+        await backend.settles.run(settle)
+
+
+async def settled() -> None:
+    """Wait for the settles of the calls of the bound block (:meth:`UsageGovernor.bind`) still
+    running (a no-op when no governor is bound): then their usage is counted."""
+    scope = current_scope()
+    if scope is not None:
+        await scope.pending.wait()
+
+
+async def flush(store: Any, governor: UsageGovernor | None = None) -> None:
+    """Wait for every settle still running on ``store`` (and on ``governor``'s store): for a
+    process that closes its store next. Nothing is made for a store that governed no call."""
+    backend = known_backend(store)
+    if backend is not None:
+        await backend.settles.flush()
+    if governor is not None and governor.store is not store:
+        await governor.aclose()
 
 
 def _refused(refusal: Refusal) -> BudgetExceededError:

@@ -5,7 +5,9 @@ API key (never the key). :func:`admit` asks the store once per attempt (:func:`.
 Lua twin) for both the reservation and the turn; told to wait for a turn it sleeps that long and
 asks again, until admitted or until its ``max_wait`` would pass, then raises
 :class:`~agentscope_teams.errors.RateLimitWaitError`; a budget whose rest is held by calls in flight
-is asked again with a backoff up to the governor's ``budget_wait``. A 429 that comes back anyway
+is asked again with a backoff up to the governor's ``budget_wait``; before that wait (or a wait for a
+turn that a lease or the token count may hold), the settles the caller's earlier calls still run are
+waited for and the store asked again at once: they may be what holds it. A 429 that comes back anyway
 pauses every process's turns for the ``Retry-After`` the provider sent (:func:`hold_off`).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -53,18 +56,24 @@ async def admit(
     limit: RateLimit | None,
     budget_wait: float,
     labels: tuple[str, str],
+    settled: Callable[[], Awaitable[bool]] | None = None,
 ) -> Refusal | None:
     """Reserve and take a turn (one store operation per attempt); the refusal of a budget that is
-    spent (or still held by calls in flight after ``budget_wait`` s), else None: admitted."""
+    spent (or still held by calls in flight after ``budget_wait`` s), else None: admitted.
+    ``settled()`` waits for the caller's own settles still running (True if there were any)."""
     start = time.monotonic()
     pause = 0.05
     while True:
         answer = await backend.admit(a)
         waited = time.monotonic() - start
-        if answer.refusal is not None:
-            spent = answer.refusal.settled >= answer.refusal.limit
+        refusal = answer.refusal
+        spent = refusal is not None and refusal.settled >= refusal.limit
+        held = (refusal is not None and not spent) or (answer.wait_ms > 0 and ends_lease(a))
+        if held and settled is not None and await settled():
+            continue  # what held it may have been our own earlier call, still settling
+        if refusal is not None:
             if spent or waited + pause > budget_wait:
-                return answer.refusal
+                return refusal
             # what is left is held by calls in flight: their settling may give some back
             await anyio.sleep(pause * random.uniform(0.8, 1.2))
             pause = min(pause * 2, 1.0)
@@ -79,6 +88,11 @@ async def admit(
     if m is not None and a.key is not None:
         m.ratelimit_wait.observe(waited, *labels)
     return None
+
+
+def ends_lease(a: Admission) -> bool:
+    """Whether the settle of ``a`` gives its limiter something back (a lease, the token count)."""
+    return a.key is not None and bool(a.rates.concurrent or a.rates.tpm)
 
 
 def _waited_too_long(

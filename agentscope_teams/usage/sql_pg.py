@@ -223,6 +223,7 @@ class PgUsage:
     def __init__(self, docs: SqlDocs) -> None:
         self.docs = docs
         self.locked = DocsUsage(docs)
+        self.settles = self.locked.settles
         ids: BindParameter[Any] = bindparam("ids", expanding=True)
         admit_sql, finish_sql = ADMIT.format(t=docs.table), FINISH.format(t=docs.table)
         self._admit = text(admit_sql).bindparams(ids)

@@ -1,0 +1,111 @@
+"""Settling a finished model call beside the caller's next work.
+
+A governed call's second store operation (``FINISH``: count what the call used on its budgets, end
+its rate-limit lease) returns nothing the caller needs, so it runs as a task of its own and the call
+goes on at once: its tool step, its session save. Each such settle is owned twice:
+
+* by the :class:`Settles` of its store's usage backend, which logs and counts a failure, keeps
+  the task referenced until it ends, and is flushed by :meth:`UsageGovernor.aclose
+  <agentscope_teams.usage.UsageGovernor.aclose>` and ``HarnessAgent.aclose`` (:func:`flush`);
+* by the :class:`Pending` of the call's scope (one per ``UsageGovernor.bind``), which
+  ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for before they return (:func:`settled`), and
+  which a later call of the same scope waits for when the store answers that calls in flight hold
+  what it asks for.
+
+The reservation stays held until the settle lands (another call sees it in flight), so a budget is
+still overshot by at most one call. Under an event loop other than asyncio's (anyio on trio) there is
+no task to hand a settle to, and it runs in line, as it did before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+Task = asyncio.Task[None]
+
+
+class Settles:
+    """The settles of one store in flight, and how many were started and how many failed."""
+
+    def __init__(self) -> None:
+        self._tasks: set[Task] = set()
+        #: Settles handed to a task since this object was made.
+        self.started = 0
+        #: Of those, the ones whose store operation failed (each logged as a warning).
+        self.failed = 0
+
+    @property
+    def pending(self) -> int:
+        return len(self._tasks)
+
+    def start(self, settle: Callable[[], Awaitable[None]]) -> Task | None:
+        """Run ``settle()`` as a task of its own (None: no asyncio loop runs; await it in line)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        # an empty context: the settle is no part of the caller's trace span or store operation
+        ctx = contextvars.Context()
+        task = loop.create_task(self._run(settle), name="settle model call", context=ctx)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self.started += 1
+        return task
+
+    async def run(self, settle: Callable[[], Awaitable[None]]) -> None:
+        """Run ``settle()`` here, with a failure logged and counted as a task's would be."""
+        await self._run(settle)
+
+    async def _run(self, settle: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await settle()
+        except Exception as exc:  # the call is done: its caller must not see the store's error
+            self.failed += 1
+            log.warning("could not settle a model call's usage: %s", exc)
+
+    async def flush(self) -> None:
+        """Wait for every settle this event loop started so far."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # another event loop (trio): no settle ran as a task
+            return
+        await _wait([t for t in self._tasks if t.get_loop() is loop])
+
+
+class Pending:
+    """The settles one scope (a bound governor: one ``HarnessAgent.call``) started and has not
+    waited for."""
+
+    __slots__ = ("_tasks",)
+
+    def __init__(self) -> None:
+        self._tasks: list[Task] = []
+
+    def add(self, task: Task) -> None:
+        self._tasks = [t for t in self._tasks if not t.done()]
+        self._tasks.append(task)
+
+    async def wait(self) -> bool:
+        """Wait for them; True if any was still running. Cancelling the wait leaves them running
+        (and still pending here)."""
+        tasks, self._tasks = [t for t in self._tasks if not t.done()], []
+        if not tasks:
+            return False
+        try:
+            await _wait(tasks)
+        except BaseException:
+            self._tasks += tasks
+            raise
+        return True
+
+
+async def _wait(tasks: Iterable[Task]) -> None:
+    """Wait for ``tasks`` to end; being cancelled does not cancel them (``asyncio.wait``)."""
+    found = list(tasks)
+    if found:
+        await asyncio.wait(found)

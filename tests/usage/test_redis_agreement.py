@@ -1,0 +1,58 @@
+"""The Lua scripts of a Redis store decide as :mod:`agentscope_teams.usage.rules` does (run here on
+the memory store): two budgets (the second refusing in dollars), a concurrency cap, a token bucket,
+a settle that corrects reservations to use, and a tenant name with a space in it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from agentscope_teams.store import BaseStore
+from agentscope_teams.store.memory import InMemoryStore
+from agentscope_teams.usage.backend import usage_backend
+from agentscope_teams.usage.rules import Admission, Limit, Rates
+
+from ..backends import StoreSpec
+
+pytestmark = pytest.mark.anyio
+
+
+async def _story(store: BaseStore, tag: str) -> list[Any]:
+    be = usage_backend(store)
+    tokens_budget, usd_budget = f"team:{tag}-a", f"team:{tag}-b"
+    limits = (Limit(tokens_budget, 1000, None), Limit(usd_budget, None, 500))
+    rates = Rates(rpm=1e6, tpm=6000, concurrent=2, burst=5)
+
+    def call(tokens: int, nanos: int) -> Admission:
+        return Admission(limits, uuid.uuid4().hex, tokens, nanos, f"p|{tag}|k", rates, "org/a b")
+
+    first, second, third = call(300, 200), call(300, 200), call(300, 200)
+    seen: list[Any] = [await be.admit(first), await be.admit(second)]
+    capped = await be.admit(third)  # two leases held: wait for a turn, no refusal
+    seen.append((capped.wait_ms > 0, capped.refusal))
+    await be.finish(first, 100, 150)
+    await be.finish(second, 500, 400)
+    for name in (tokens_budget, usd_budget):
+        doc = await be.read(name)
+        assert doc is not None
+        seen.append({k: doc[k] for k in ("ut", "un", "rt", "rn")})
+    seen.append(await be.admit(call(10, 10)))  # 550 of 500 nano-dollars: the second refuses
+    bucket = (Limit(f"team:{tag}-c", 10**9, None),)
+    for _ in range(2):  # 100 tokens at 60/min: the first passes, the second waits
+        a = Admission(bucket, uuid.uuid4().hex, 100, 0, f"p|{tag}|t", Rates(tpm=60), "t")
+        seen.append((await be.admit(a)).wait_ms > 0)
+    return seen
+
+
+@pytest.mark.parametrize("store_spec", ["redis"], indirect=True)
+async def test_the_redis_scripts_decide_as_the_rules(
+    store: BaseStore, store_spec: StoreSpec
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    on_redis = await _story(store, tag)
+    assert on_redis == await _story(InMemoryStore(), tag)
+    assert on_redis[3] == {"ut": 600, "un": 550, "rt": 0, "rn": 0}
+    assert on_redis[5].refusal.name == f"team:{tag}-b"
+    assert on_redis[2][0] and on_redis[-2:] == [False, True]
