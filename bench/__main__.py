@@ -1,4 +1,5 @@
-"""Run the benchmarks: ``python -m bench`` (full; writes bench/RESULTS.md) or ``python -m bench --fast``.
+"""Run the benchmarks: ``python -m bench`` (full; writes bench/RESULTS.md, keeping its investigations
+and profile notes: :mod:`bench.results_file`) or ``python -m bench --fast``.
 
 ``--fast`` runs every section with few iterations and small N: it checks the harness (CI runs it),
 not the targets, and never fails on a missed one. Naming sections (``python -m bench session_roundtrip
@@ -41,6 +42,7 @@ from . import (
     wakeup_latency,
 )
 from .anchor import anchor_python
+from .results_file import merged
 from .stats import machine
 
 SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
@@ -108,9 +110,10 @@ if __name__ == "__main__":
     names = args.sections or list(SECTIONS)
     head = header(args.fast)  # before the run: the load average is the machine's, not ours
     report = anyio.run(main, args.fast, names)
-    notes = Path(__file__).with_name("PROFILE_NOTES.md").read_text(encoding="utf-8")
-    text = f"{head}\n\n{report}\n\n{notes}"
+    text = f"{head}\n\n{report}"
     print(text)
-    if not args.fast and not args.sections:
-        Path(__file__).with_name("RESULTS.md").write_text(text, encoding="utf-8")
+    if not args.fast and not args.sections:  # keeps the investigations and the profile notes
+        results = Path(__file__).with_name("RESULTS.md")
+        previous = results.read_text(encoding="utf-8") if results.exists() else ""
+        results.write_text(merged(text, previous), encoding="utf-8")
     sys.exit(0)
