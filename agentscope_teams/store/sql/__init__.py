@@ -3,7 +3,9 @@
 Modules: :mod:`.store` (the operations), :mod:`.schema` (tables and migrations), :mod:`.tablesets`
 (tables other packages keep here, through a public hook), :mod:`.writes`
 (per-dialect upserts and appends), :mod:`.chunks` (large values), :mod:`.database` (connections,
-transactions, retries), :mod:`.driver` (statements on the driver's connection itself: asyncpg, asyncmy) and :mod:`.dialect` (URLs, engines, error codes, the server clock).
+transactions, retries), :mod:`.driver` (statements on the driver's connection itself: asyncpg, asyncmy),
+:mod:`.signals` (change signals: LISTEN/NOTIFY, coalesced wake-ups) and :mod:`.dialect` (URLs,
+engines, error codes, the server clock).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ try:
     from .dialect import async_url
     from .driver import mysql_rows, numbered, pyformat, rendered
     from .schema import HEAD_BYTES, LATEST, TABLE_OPTIONS, create_table, hash_type, make_tables
+    from .signals import Wakes
     from .store import SqlStore
     from .tablesets import TableSet, register_table_set
 except ImportError as _e:  # pragma: no cover - exercised only without the extra
@@ -34,6 +37,7 @@ __all__ = [
     "TABLE_OPTIONS",
     "SqlStore",
     "TableSet",
+    "Wakes",
     "async_url",
     "create_table",
     "hash_type",

@@ -49,8 +49,7 @@ from weakref import WeakKeyDictionary
 from pydantic import TypeAdapter
 from sqlalchemy import TextClause, text
 
-from ...store.sql import SqlStore, numbered
-from ...store.sql.signals import Wakes
+from ...store.sql import SqlStore, Wakes, numbered
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .sql import SqlBoardQueue
