@@ -349,7 +349,7 @@ class SessionAgent:
             org_id=ctx.org_id,
             depth=self.depth,
         )
-        governed = self.usage.bind(ctx) if self.usage is not None else contextlib.nullcontext()
+        governed = self.usage.bind(ctx) if self.usage is not None else _UNGOVERNED
         with use_context(ctx), span, governed:
             try:
                 async with self._exclusive(addr, load=True) as lease:
@@ -444,6 +444,10 @@ class SessionAgent:
             hook_fields=dict(self.hook_fields),
             stop_event="Stop" if self.depth == 0 else None,
         )
+
+
+#: The usage scope of a call without a governor (a shared no-op: nothing allocated per call).
+_UNGOVERNED = contextlib.nullcontext()
 
 
 def _output(output_type: Any) -> OutputType | None:
