@@ -60,6 +60,9 @@ from .writer import SessionWriter
 
 log = logging.getLogger(__name__)
 
+#: Where a streamed call's events go, as they happen.
+Sink = Callable[[AgentEvent], Awaitable[None]]
+
 
 class SessionAgent:
     """A stateless agent bound to a store: call it with a RuntimeContext, it does the rest.
@@ -175,14 +178,10 @@ class SessionAgent:
         :mod:`.output_run`. A confirmation resuming a paused reply takes the same type again, or
         none to get the value as JSON data.
         """
-        final: list[Msg] = []
-
-        async def sink(event: AgentEvent) -> None:
-            if isinstance(event, ReplyEndEvent):
-                final.append(event.msg)
-
-        await self._run(input, ctx, sink, _output(output_type))
-        return final[-1]
+        final = await self._run(input, ctx, None, _output(output_type))
+        if final is None:  # pragma: no cover - the loop always ends with ReplyEndEvent
+            raise RuntimeError("reply ended without a final message")
+        return final
 
     def call_sync(self, input: ReplyInput, ctx: RuntimeContext, *, output_type: Any = None) -> Msg:
         """:meth:`call` for code without an event loop (scripts, a REPL): blocks until the reply
@@ -338,8 +337,9 @@ class SessionAgent:
         return await self.sessions.get_at(addr)
 
     async def _run(
-        self, input: ReplyInput, ctx: RuntimeContext, sink: Any, output: OutputType | None = None
-    ) -> None:
+        self, input: ReplyInput, ctx: RuntimeContext, sink: Sink | None, output: OutputType | None
+    ) -> Msg | None:
+        """Run one reply; each event goes to ``sink`` (None: none), its final message is returned."""
         addr = self.address(ctx)
         span = tracing.invoke_agent(
             self.name,
@@ -353,7 +353,7 @@ class SessionAgent:
         with use_context(ctx), span, governed:
             try:
                 async with self._exclusive(addr, load=True) as lease:
-                    await self._run_locked(input, ctx, addr, sink, lease, output)
+                    return await self._run_locked(input, ctx, addr, sink, lease, output)
             finally:  # the last model call's settle ran beside the last save: its usage counts
                 await settled()
 
@@ -362,10 +362,10 @@ class SessionAgent:
         input: ReplyInput,
         ctx: RuntimeContext,
         addr: SessionAddress,
-        sink: Any,
+        sink: Sink | None,
         lease: Lease | None,
         output: OutputType | None = None,
-    ) -> None:
+    ) -> Msg | None:
         record = await self._load(addr, lease)
         state = record.state if record else AgentState(session_id=ctx.session_id)
         version = record.version if record else 0
@@ -394,18 +394,14 @@ class SessionAgent:
         options = self._options(scope, save)
         options.output = output
         if record is None and self.hooks:  # a new session: SessionStart context goes first
-            started = await self.hooks.fire(
-                "SessionStart",
-                {"session_id": ctx.session_id, "cwd": str(env.workspace), "source": "startup"},
-            )
-            if started.additional_context:
-                state.context.append(UserMsg(started.additional_context, name="hook"))
+            await self._session_start(state, env)
         final: Msg | None = None
         try:
             async for event in self.loop.reply_stream(input, state, options):
                 if isinstance(event, ReplyEndEvent):
                     final = event.msg
-                await sink(event)
+                if sink is not None:
+                    await sink(event)
         except BaseException as exc:
             if _change_marker(state) != loaded:  # input rejected before any change: no write
                 record_failure(state, exc)  # why, for the dashboard (see .failures)
@@ -417,6 +413,16 @@ class SessionAgent:
         if final is not None:
             for ext in self.extensions:
                 await ext.on_reply_end(scope, final)
+        return final
+
+    async def _session_start(self, state: AgentState, env: ToolEnv) -> None:
+        """The SessionStart hooks of a new session; their context goes first."""
+        started = await self.hooks.fire(
+            "SessionStart",
+            {"session_id": state.session_id, "cwd": str(env.workspace), "source": "startup"},
+        )
+        if started.additional_context:
+            state.context.append(UserMsg(started.additional_context, name="hook"))
 
     def _options(self, scope: CallScope, save: Any) -> ReplyOptions:
         tools = [t for ext in self.extensions for t in ext.tools(scope)]
