@@ -382,13 +382,7 @@ class SessionAgent:
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
-        writer = self._writer(addr, version, lease)
-
-        async def save(s: AgentState, last: bool = False) -> None:
-            await writer.save(s, release=last and self._releases_in_save(scope))
-            for ext in self.extensions:
-                await ext.after_save(scope)
-
+        save = _Saves(self, scope, self._writer(addr, version, lease))
         for ext in self.extensions:
             await ext.prepare(scope)
         options = self._options(scope, save)
@@ -424,7 +418,7 @@ class SessionAgent:
         if started.additional_context:
             state.context.append(UserMsg(started.additional_context, name="hook"))
 
-    def _options(self, scope: CallScope, save: Any) -> ReplyOptions:
+    def _options(self, scope: CallScope, save: _Saves) -> ReplyOptions:
         tools = [t for ext in self.extensions for t in ext.tools(scope)]
         toolkit = self.loop.toolkit.merged(Toolkit(tools)) if tools else self.loop.toolkit
         suffix = "\n\n".join(p for ext in self.extensions if (p := ext.system_prompt(scope)))
@@ -435,21 +429,43 @@ class SessionAgent:
 
             return inject
 
-        async def archiver(msgs: list[Msg]) -> None:  # the path is worked out only if needed
-            path = comp.workspace_archive_path(scope.env.workspace, self.name, scope.ctx.session_id)
-            await comp.file_archiver(path)(msgs)
-
         return ReplyOptions(
             toolkit=toolkit,
             env=scope.env,
-            injectors=[injector(ext) for ext in self.extensions],
+            injectors=tuple(injector(ext) for ext in self.extensions),
             checkpoint=save,
-            archiver=archiver,
+            archiver=save.archive,
             system_suffix=suffix,
             hooks=self.hooks if self.hooks else None,
             hook_fields=dict(self.hook_fields),
             stop_event="Stop" if self.depth == 0 else None,
         )
+
+
+class _Saves:
+    """What one call writes: its checkpoints and last save (through its writer, then the
+    extensions' ``after_save``), and the archive of the messages compression removes. One object
+    rather than closures (a function, a tuple and a cell per name each): it is held, with what it
+    holds, while the call is in flight."""
+
+    __slots__ = ("agent", "scope", "writer")
+
+    def __init__(self, agent: SessionAgent, scope: CallScope, writer: SessionWriter) -> None:
+        self.agent, self.scope, self.writer = agent, scope, writer
+
+    async def __call__(self, state: AgentState, last: bool = False) -> None:
+        agent, scope = self.agent, self.scope
+        await self.writer.save(state, release=last and agent._releases_in_save(scope))
+        for ext in agent.extensions:
+            await ext.after_save(scope)
+
+    async def archive(self, msgs: list[Msg]) -> None:
+        """Append ``msgs`` to the session's archive (its path is worked out only if needed)."""
+        scope = self.scope
+        path = comp.workspace_archive_path(
+            scope.env.workspace, self.agent.name, scope.ctx.session_id
+        )
+        await comp.file_archiver(path)(msgs)
 
 
 #: The usage scope of a call without a governor (a shared no-op: nothing allocated per call).
