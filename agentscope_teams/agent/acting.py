@@ -27,6 +27,13 @@ from .failures import AfterToolBlock, RefusalKind, refusal_data
 if TYPE_CHECKING:
     from .react import ReActAgent, ReplyOptions
 
+#: A step's tool calls decided: the calls whose results it reports, in call order; those to run;
+#: the results of those decided without running (denied, rejected).
+ToolRun = tuple[list[ToolUseBlock], list[ToolUseBlock], dict[str, ToolResultBlock]]
+
+
+_NO_ENV = nullcontext()
+
 
 class StepRunner:
     """Runs tool calls for one reply of ``agent`` on ``state``."""
@@ -44,10 +51,9 @@ class StepRunner:
     def _ev(self) -> dict[str, str]:
         return {"reply_id": self.state.reply_id, "agent": self.agent.name}
 
-    async def resume(
-        self, decisions: list[tuple[ToolUseBlock, ConfirmResult]]
-    ) -> AsyncIterator[AgentEvent]:
-        """Run the confirmed calls of the paused step; rejected ones get an error result."""
+    def confirmed(self, decisions: list[tuple[ToolUseBlock, ConfirmResult]]) -> ToolRun:
+        """What the paused step runs now: its confirmed calls; rejected ones get an error result
+        (their events come from :meth:`_run_tools`)."""
         run: list[ToolUseBlock] = []
         results: dict[str, ToolResultBlock] = {}
         for call, answer in decisions:
@@ -66,11 +72,11 @@ class StepRunner:
                 rule = self.agent.permissions.remember_rule(tool, call.input, workspace=ws)
                 if rule not in self.state.permission_context.rules:
                     self.state.permission_context.rules.append(rule)
-        async for ev in self._run_tools([c for c, _ in decisions], run, results):
-            yield ev
+        return [c for c, _ in decisions], run, results
 
-    async def act(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
-        """Decide each call (deny / ask / run), run the allowed ones, pause on the asked ones."""
+    async def decide(self, calls: list[ToolUseBlock]) -> ToolRun:
+        """Decide each call (deny / ask / run): what :meth:`_run_tools` runs (the allowed calls)
+        and what it reports (the denied ones' results); the asked ones pause the reply."""
         results: dict[str, ToolResultBlock] = {}
         to_run, to_ask = [], []
         ws = self.opts.env.workspace if self.opts.env else None
@@ -109,8 +115,7 @@ class StepRunner:
         asked = {c.id for c in to_ask}
         current = {c.id: c for c in [*to_run, *to_ask]}
         decided = [current.get(c.id, c) for c in calls if c.id not in asked]
-        async for ev in self._run_tools(decided, to_run, results):
-            yield ev
+        return decided, to_run, results
 
     async def _run_tools(
         self,
@@ -136,7 +141,7 @@ class StepRunner:
     async def _run_batch(
         self, batch: list[ToolUseBlock], results: dict[str, ToolResultBlock]
     ) -> None:
-        env_cm = use_tool_env(self.opts.env) if self.opts.env is not None else nullcontext()
+        env_cm = use_tool_env(self.opts.env) if self.opts.env is not None else _NO_ENV
         with env_cm:
             if len(batch) == 1:  # awaited inline (no task group): the common case
                 await self._run_one(batch[0], results)

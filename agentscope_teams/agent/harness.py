@@ -60,6 +60,9 @@ from .writer import SessionWriter
 
 log = logging.getLogger(__name__)
 
+#: Where a streamed call's events go, as they happen.
+Sink = Callable[[AgentEvent], Awaitable[None]]
+
 
 class SessionAgent:
     """A stateless agent bound to a store: call it with a RuntimeContext, it does the rest.
@@ -175,14 +178,10 @@ class SessionAgent:
         :mod:`.output_run`. A confirmation resuming a paused reply takes the same type again, or
         none to get the value as JSON data.
         """
-        final: list[Msg] = []
-
-        async def sink(event: AgentEvent) -> None:
-            if isinstance(event, ReplyEndEvent):
-                final.append(event.msg)
-
-        await self._run(input, ctx, sink, _output(output_type))
-        return final[-1]
+        final = await self._run(input, ctx, None, _output(output_type))
+        if final is None:  # pragma: no cover - the loop always ends with ReplyEndEvent
+            raise RuntimeError("reply ended without a final message")
+        return final
 
     def call_sync(self, input: ReplyInput, ctx: RuntimeContext, *, output_type: Any = None) -> Msg:
         """:meth:`call` for code without an event loop (scripts, a REPL): blocks until the reply
@@ -338,8 +337,9 @@ class SessionAgent:
         return await self.sessions.get_at(addr)
 
     async def _run(
-        self, input: ReplyInput, ctx: RuntimeContext, sink: Any, output: OutputType | None = None
-    ) -> None:
+        self, input: ReplyInput, ctx: RuntimeContext, sink: Sink | None, output: OutputType | None
+    ) -> Msg | None:
+        """Run one reply; each event goes to ``sink`` (None: none), its final message is returned."""
         addr = self.address(ctx)
         span = tracing.invoke_agent(
             self.name,
@@ -349,11 +349,11 @@ class SessionAgent:
             org_id=ctx.org_id,
             depth=self.depth,
         )
-        governed = self.usage.bind(ctx) if self.usage is not None else contextlib.nullcontext()
+        governed = self.usage.bind(ctx) if self.usage is not None else _UNGOVERNED
         with use_context(ctx), span, governed:
             try:
                 async with self._exclusive(addr, load=True) as lease:
-                    await self._run_locked(input, ctx, addr, sink, lease, output)
+                    return await self._run_locked(input, ctx, addr, sink, lease, output)
             finally:  # the last model call's settle ran beside the last save: its usage counts
                 await settled()
 
@@ -362,10 +362,10 @@ class SessionAgent:
         input: ReplyInput,
         ctx: RuntimeContext,
         addr: SessionAddress,
-        sink: Any,
+        sink: Sink | None,
         lease: Lease | None,
         output: OutputType | None = None,
-    ) -> None:
+    ) -> Msg | None:
         record = await self._load(addr, lease)
         state = record.state if record else AgentState(session_id=ctx.session_id)
         version = record.version if record else 0
@@ -382,30 +382,20 @@ class SessionAgent:
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 
-        writer = self._writer(addr, version, lease)
-
-        async def save(s: AgentState, last: bool = False) -> None:
-            await writer.save(s, release=last and self._releases_in_save(scope))
-            for ext in self.extensions:
-                await ext.after_save(scope)
-
+        save = _Saves(self, scope, self._writer(addr, version, lease))
         for ext in self.extensions:
             await ext.prepare(scope)
         options = self._options(scope, save)
         options.output = output
         if record is None and self.hooks:  # a new session: SessionStart context goes first
-            started = await self.hooks.fire(
-                "SessionStart",
-                {"session_id": ctx.session_id, "cwd": str(env.workspace), "source": "startup"},
-            )
-            if started.additional_context:
-                state.context.append(UserMsg(started.additional_context, name="hook"))
+            await self._session_start(state, env)
         final: Msg | None = None
         try:
             async for event in self.loop.reply_stream(input, state, options):
                 if isinstance(event, ReplyEndEvent):
                     final = event.msg
-                await sink(event)
+                if sink is not None:
+                    await sink(event)
         except BaseException as exc:
             if _change_marker(state) != loaded:  # input rejected before any change: no write
                 record_failure(state, exc)  # why, for the dashboard (see .failures)
@@ -417,8 +407,18 @@ class SessionAgent:
         if final is not None:
             for ext in self.extensions:
                 await ext.on_reply_end(scope, final)
+        return final
 
-    def _options(self, scope: CallScope, save: Any) -> ReplyOptions:
+    async def _session_start(self, state: AgentState, env: ToolEnv) -> None:
+        """The SessionStart hooks of a new session; their context goes first."""
+        started = await self.hooks.fire(
+            "SessionStart",
+            {"session_id": state.session_id, "cwd": str(env.workspace), "source": "startup"},
+        )
+        if started.additional_context:
+            state.context.append(UserMsg(started.additional_context, name="hook"))
+
+    def _options(self, scope: CallScope, save: _Saves) -> ReplyOptions:
         tools = [t for ext in self.extensions for t in ext.tools(scope)]
         toolkit = self.loop.toolkit.merged(Toolkit(tools)) if tools else self.loop.toolkit
         suffix = "\n\n".join(p for ext in self.extensions if (p := ext.system_prompt(scope)))
@@ -429,21 +429,47 @@ class SessionAgent:
 
             return inject
 
-        async def archiver(msgs: list[Msg]) -> None:  # the path is worked out only if needed
-            path = comp.workspace_archive_path(scope.env.workspace, self.name, scope.ctx.session_id)
-            await comp.file_archiver(path)(msgs)
-
         return ReplyOptions(
             toolkit=toolkit,
             env=scope.env,
-            injectors=[injector(ext) for ext in self.extensions],
+            injectors=tuple(injector(ext) for ext in self.extensions),
             checkpoint=save,
-            archiver=archiver,
+            archiver=save.archive,
             system_suffix=suffix,
             hooks=self.hooks if self.hooks else None,
             hook_fields=dict(self.hook_fields),
             stop_event="Stop" if self.depth == 0 else None,
         )
+
+
+class _Saves:
+    """What one call writes: its checkpoints and last save (through its writer, then the
+    extensions' ``after_save``), and the archive of the messages compression removes. One object
+    rather than closures (a function, a tuple and a cell per name each): it is held, with what it
+    holds, while the call is in flight."""
+
+    __slots__ = ("agent", "scope", "writer")
+
+    def __init__(self, agent: SessionAgent, scope: CallScope, writer: SessionWriter) -> None:
+        self.agent, self.scope, self.writer = agent, scope, writer
+
+    async def __call__(self, state: AgentState, last: bool = False) -> None:
+        agent, scope = self.agent, self.scope
+        await self.writer.save(state, release=last and agent._releases_in_save(scope))
+        for ext in agent.extensions:
+            await ext.after_save(scope)
+
+    async def archive(self, msgs: list[Msg]) -> None:
+        """Append ``msgs`` to the session's archive (its path is worked out only if needed)."""
+        scope = self.scope
+        path = comp.workspace_archive_path(
+            scope.env.workspace, self.agent.name, scope.ctx.session_id
+        )
+        await comp.file_archiver(path)(msgs)
+
+
+#: The usage scope of a call without a governor (a shared no-op: nothing allocated per call).
+_UNGOVERNED = contextlib.nullcontext()
 
 
 def _output(output_type: Any) -> OutputType | None:

@@ -124,24 +124,15 @@ class ReActAgent:
             raise RuntimeError("reply ended without a final message")
         return final
 
-    async def reply_stream(
+    def reply_stream(
         self, input: ReplyInput, state: AgentState, options: ReplyOptions | None = None
     ) -> AsyncIterator[AgentEvent]:
         """Run one reply, yielding its events; the last event is always ``ReplyEndEvent``.
 
         Input that does not fit the state (a confirmation for another reply, a bad type) raises
-        before anything changes.
+        before anything changes. Nothing runs before the first event is asked for.
         """
-        run = self._new_reply(state, options or ReplyOptions())
-        run.validate(input)
-        try:
-            async for event in run.start(input):
-                yield event
-        except BaseException:
-            closed = hitl.close_pending(state, hitl.CANCELLED) if not run.paused else []
-            if closed:
-                log.info("reply %s stopped; closed %d tool calls", state.reply_id, len(closed))
-            raise
+        return self._new_reply(state, options or ReplyOptions()).run(input)
 
     def _new_reply(self, state: AgentState, options: ReplyOptions) -> _Reply:
         """The steps of one reply (a benchmark swaps in a variant without tracing hooks)."""
@@ -177,39 +168,85 @@ class _Reply(StepRunner):
                 "final answer; rename that tool to use output_type="
             )
 
-    async def start(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
+    async def run(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
+        """The reply's events: reason and act until the model answers, a hook halts the reply or
+        a call waits for the user. One async generator: its steps are plain calls, but for the
+        model call and the tools' runs, which yield as they go. Unless the reply paused, a reply
+        that stops (cancelled, failed, closed) closes its unfinished tool calls."""
+        self.validate(input)
         state = self.state
-        if isinstance(input, UserInterruptEvent):
-            yield ReplyStartEvent(session_id=state.session_id, **self._ev())
-            OutputState.drop(state)
-            closed = hitl.close_pending(state, hitl.INTERRUPTED_BY_USER)
-            note = AssistantMsg(
-                f"Interrupted; {len(closed)} pending tool call(s) were not run.",
-                name=self.agent.name,
-                metadata={"interrupted": True},
-            )
-            yield ReplyEndEvent(msg=note, **self._ev())
-            return
-        if isinstance(input, UserConfirmResultEvent):
-            state.awaiting_confirmation.clear()
-            confirmed = sum(1 for _, answer in self.decisions if answer.confirmed)
-            tracing.hitl_resume(state.pause_trace, confirmed, len(self.decisions) - confirmed)
-            state.pause_trace = None
-            yield ReplyStartEvent(session_id=state.session_id, **self._ev())
-            self.unsaved_effects = True  # the confirmed calls run now: the next step is saved
-            async for ev in self.resume(self.decisions):
-                yield ev
-        else:
-            async for ev in self._begin():
-                yield ev
-            if self.halted is not None:  # a UserPromptSubmit hook refused the prompt
-                yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
+        try:
+            if isinstance(input, UserInterruptEvent):
+                yield ReplyStartEvent(session_id=state.session_id, **self._ev())
+                yield ReplyEndEvent(msg=self._interrupted(), **self._ev())
                 return
-        async for ev in self._loop():
-            yield ev
+            if isinstance(input, UserConfirmResultEvent):
+                yield self._resumed()
+                self.unsaved_effects = True  # the confirmed calls run now: the next step is saved
+                async for ev in self._run_tools(*self.confirmed(self.decisions)):
+                    yield ev
+            else:
+                for ev in self._begin():
+                    yield ev
+                if await self._prompt():  # a UserPromptSubmit hook refused the prompt
+                    yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
+                    return
+            while True:
+                final = state.cur_iter >= self.cfg.max_iters
+                if final:
+                    yield ExceedMaxItersEvent(max_iters=self.cfg.max_iters, **self._ev())
+                else:
+                    for injector in self.opts.injectors:
+                        for msg in await injector(state):
+                            yield self._injected(msg)
+                    if (compressed := await self._compress()) is not None:
+                        yield compressed
+                async for item in self._reason(final=final):
+                    if isinstance(item, ModelResponse):
+                        response = item
+                    else:
+                        yield item
+                answer = await self._answer(response, final)
+                if isinstance(answer, Msg):
+                    yield ReplyEndEvent(msg=answer, **self._ev())
+                    return
+                if not answer:
+                    continue
+                effects = await self._before_tools(response)
+                async for ev in self._run_tools(*await self.decide(response.tool_calls)):
+                    yield ev
+                self.unsaved_effects = effects  # their results are saved by the next checkpoint
+                if ending := self._after_tools(response.tool_calls):
+                    for ev in ending:
+                        yield ev
+                    return
+        except BaseException:
+            closed = hitl.close_pending(state, hitl.CANCELLED) if not self.paused else []
+            if closed:
+                log.info("reply %s stopped; closed %d tool calls", state.reply_id, len(closed))
+            raise
 
-    async def _begin(self) -> AsyncIterator[AgentEvent]:
-        """Close what the last reply left open, start a new reply and add the user's input."""
+    def _interrupted(self) -> Msg:
+        """Close the calls a user's interrupt leaves pending; the reply's final message."""
+        OutputState.drop(self.state)
+        closed = hitl.close_pending(self.state, hitl.INTERRUPTED_BY_USER)
+        return AssistantMsg(
+            f"Interrupted; {len(closed)} pending tool call(s) were not run.",
+            name=self.agent.name,
+            metadata={"interrupted": True},
+        )
+
+    def _resumed(self) -> ReplyStartEvent:
+        """Resume a paused reply with the user's answers: its start event."""
+        state = self.state
+        state.awaiting_confirmation.clear()
+        confirmed = sum(1 for _, answer in self.decisions if answer.confirmed)
+        tracing.hitl_resume(state.pause_trace, confirmed, len(self.decisions) - confirmed)
+        state.pause_trace = None
+        return ReplyStartEvent(session_id=state.session_id, **self._ev())
+
+    def _begin(self) -> list[AgentEvent]:
+        """Close what the last reply left open and start a new reply: its first events."""
         state = self.state
         closed: list[ToolResultBlock] = []
         reason = hitl.NEW_MESSAGE_INTERRUPT if state.awaiting_confirmation else hitl.RECOVERED
@@ -224,21 +261,27 @@ class _Reply(StepRunner):
         if self.opts.output is not None:
             mode = model_mode(self.agent.model)
             self.output = OutputRun.start(self.opts.output, mode, state, self.cfg.output_retries)
-        yield ReplyStartEvent(session_id=state.session_id, **self._ev())
+        events: list[AgentEvent] = [ReplyStartEvent(session_id=state.session_id, **self._ev())]
         if closed:
-            yield HintEvent(
-                text=f"closed {len(closed)} unfinished tool call(s): {reason}", **self._ev()
-            )
+            text = f"closed {len(closed)} unfinished tool call(s): {reason}"
+            events.append(HintEvent(text=text, **self._ev()))
+        return events
+
+    async def _prompt(self) -> bool:
+        """Add the user's input to the context, unless a UserPromptSubmit hook refuses it (or
+        halts the reply): whether the reply is halted."""
+        state = self.state
         prompt = await self.hook(
             "UserPromptSubmit", prompt="\n".join(m.get_text_content() for m in self.messages)
         )
         if prompt.blocked:
             self.halted = f"prompt blocked by a UserPromptSubmit hook: {prompt.reason}"
         if self.halted is not None:
-            return  # the prompt is not added to the context, as Claude Code erases it
+            return True  # the prompt is not added to the context, as Claude Code erases it
         state.context.extend(self.messages)
         if prompt.additional_context:
             state.context.append(UserMsg(prompt.additional_context, name="hook"))
+        return False
 
     def _halt_msg(self) -> Msg:
         """The final message of a reply a hook stopped (``continue: false``, a blocked prompt)."""
@@ -264,55 +307,44 @@ class _Reply(StepRunner):
         self.stop_hook_active = True
         return True
 
-    async def _loop(self) -> AsyncIterator[AgentEvent]:
-        state = self.state
-        while True:
-            final = state.cur_iter >= self.cfg.max_iters
-            if final:
-                yield ExceedMaxItersEvent(max_iters=self.cfg.max_iters, **self._ev())
-            else:
-                async for ev in self._inject_and_compress():
-                    yield ev
-            got: list[ModelResponse] = []
-            async for item in self._reason(final=final):
-                if isinstance(item, ModelResponse):
-                    got.append(item)
-                else:
-                    yield item
-            response = got[-1]
-            verdict = await self.output.judge(response, final) if self.output is not None else None
-            if verdict is not None:
-                done = self._settle(response, verdict)
-                if done is not None:
-                    yield ReplyEndEvent(msg=done, **self._ev())
-                    return
-                if self.opts.checkpoint is not None:
-                    await self.opts.checkpoint(state)
-                continue
-            if self.output is None and (final or not response.tool_calls):
-                if not final and await self._stop_hook(response):
-                    if self.opts.checkpoint is not None:
-                        await self.opts.checkpoint(state)
-                    continue
-                # the turn limit ended it (final): say so to whoever reads the answer
-                limit = {TURN_LIMIT: self.cfg.max_iters} if final else {}
-                msg = self._record(response, final=True, extra=limit)
-                yield ReplyEndEvent(msg=msg, **self._ev())
-                return
-            self._record(response, final=False)
-            effects = self._has_effects(response.tool_calls)
-            if self.opts.checkpoint is not None and (effects or self.unsaved_effects):
-                await self.opts.checkpoint(state)
-            async for ev in self.act(response.tool_calls):
-                yield ev
-            self.unsaved_effects = effects  # their results are saved by the next checkpoint
-            if self.halted is not None:  # a hook answered continue: false
-                yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
-                return
-            if self.paused:
-                async for ev in self._pause(response.tool_calls):
-                    yield ev
-                return
+    async def _before_tools(self, response: ModelResponse) -> bool:
+        """Record a step that calls tools, saved first if they have effects (or the last step's
+        have not been saved); whether they have."""
+        self._record(response, final=False)
+        effects = self._has_effects(response.tool_calls)
+        if effects or self.unsaved_effects:
+            await self._checkpoint()
+        return effects
+
+    def _after_tools(self, calls: list[ToolUseBlock]) -> list[AgentEvent]:
+        """The reply's last events after its tools ran, if it ends: a hook answered ``continue:
+        false``, or calls wait for the user's confirmation."""
+        if self.halted is not None:
+            return [ReplyEndEvent(msg=self._halt_msg(), **self._ev())]
+        return self._pause(calls) if self.paused else []
+
+    async def _answer(self, response: ModelResponse, final: bool) -> Msg | bool:
+        """What a step's response does: end the reply with its final message, True: run its tool
+        calls, False: ask the model again (a rejected structured answer, a Stop hook's block)."""
+        verdict = await self.output.judge(response, final) if self.output is not None else None
+        if verdict is not None:
+            done = self._settle(response, verdict)
+            if done is not None:
+                return done
+            await self._checkpoint()
+            return False
+        if self.output is None and (final or not response.tool_calls):
+            if not final and await self._stop_hook(response):
+                await self._checkpoint()
+                return False
+            # the turn limit ended it (final): say so to whoever reads the answer
+            limit = {TURN_LIMIT: self.cfg.max_iters} if final else {}
+            return self._record(response, final=True, extra=limit)
+        return True
+
+    async def _checkpoint(self) -> None:
+        if self.opts.checkpoint is not None:
+            await self.opts.checkpoint(self.state)
 
     def _has_effects(self, calls: list[ToolUseBlock]) -> bool:
         """Whether a step's calls change what a repeat would not find as they left it: a step
@@ -329,29 +361,34 @@ class _Reply(StepRunner):
                 return True
         return False
 
-    async def _pause(self, calls: list[ToolUseBlock]) -> AsyncIterator[AgentEvent]:
+    def _pause(self, calls: list[ToolUseBlock]) -> list[AgentEvent]:
+        """Wait for the user's confirmation of the calls asked about: the reply's last events."""
         asked = [c for c in calls if c.id in self.state.awaiting_confirmation]
         self.state.pause_trace = tracing.hitl_pause([c.name for c in asked])
-        yield RequireUserConfirmEvent(tool_calls=asked, **self._ev())
         note = AssistantMsg(
             "Waiting for the user to confirm: " + ", ".join(c.name for c in asked),
             name=self.agent.name,
             metadata={"awaiting_confirmation": [c.id for c in asked]},
         )
-        yield ReplyEndEvent(msg=note, **self._ev())
+        return [
+            RequireUserConfirmEvent(tool_calls=asked, **self._ev()),
+            ReplyEndEvent(msg=note, **self._ev()),
+        ]
 
-    async def _inject_and_compress(self) -> AsyncIterator[AgentEvent]:
-        for injector in self.opts.injectors:
-            for msg in await injector(self.state):
-                self.state.context.append(msg)
-                yield HintEvent(text=f"injected: {msg.get_text_content()[:200]}", **self._ev())
+    def _injected(self, msg: Msg) -> HintEvent:
+        """Add an injector's message to the context."""
+        self.state.context.append(msg)
+        return HintEvent(text=f"injected: {msg.get_text_content()[:200]}", **self._ev())
+
+    async def _compress(self) -> HintEvent | None:
+        """Compress the older context into the summary when it is over the trigger."""
         cc = self.cfg.compression
         context = self.state.context
         if not cc.enabled or self.tokens.total(context, self.state.usage) <= cc.trigger_tokens:
-            return
+            return None
         split = comp.choose_split(context, cc.keep_recent_tokens)
         if split <= 0:
-            return
+            return None
         removed = context[:split]
         await self.hook("PreCompact", trigger="auto", custom_instructions="")
         try:
@@ -360,11 +397,11 @@ class _Reply(StepRunner):
                 await self.opts.archiver(removed)
         except Exception as exc:  # compression is an optimization: never fail the reply for it
             log.warning("context compression skipped: %s", exc)
-            return
+            return None
         self.state.summary = summary
         del context[:split]
         self.state.usage.forget_prompt()
-        yield HintEvent(text=f"compressed {split} older message(s) into the summary", **self._ev())
+        return HintEvent(text=f"compressed {split} older message(s) into the summary", **self._ev())
 
     def _request(self, final: bool) -> ModelRequest:
         system = self.agent.system_prompt

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -197,7 +196,67 @@ class MeteredTool(_Metered):
         self.m.tool_seconds.observe(seconds, *self.labels)
 
 
-@contextmanager
+class AgentSpan(_Span):
+    """``invoke_agent {agent}``: current while the call runs, its tracing active inside (a hook
+    of the call reads it); started when entered."""
+
+    __slots__ = ("attributes", "name", "tokens")
+    tokens: tuple[Token[Active | None], Token[Context]]
+
+    def __init__(self, active: Active, name: str, attributes: dict[str, Any]) -> None:
+        super().__init__(active, None)
+        self.name, self.attributes = name, attributes
+
+    def __enter__(self) -> AgentSpan:
+        self.span = span = self.active.tracer.start_span(
+            self.name, attributes=self.attributes, links=take_pending_links()
+        )
+        active = ACTIVE.set(self.active)
+        self.tokens = active, otel_context.attach(otel_trace.set_span_in_context(span))
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        active, current = self.tokens
+        try:
+            otel_context.detach(current)
+            super().__exit__(et, e, tb)
+        finally:
+            ACTIVE.reset(active)
+
+
+class MeteredAgent:
+    """An ``invoke_agent`` hook with metrics on: the calls running, and each by outcome, with the
+    agent's kind current (:data:`AGENT_KIND`) inside."""
+
+    __slots__ = ("inner", "kind", "m", "token")
+
+    def __init__(self, m: metrics.Metrics, inner: AgentSpan | NoSpan, kind: str) -> None:
+        self.m, self.inner, self.kind = m, inner, kind
+
+    def __enter__(self) -> MeteredAgent:
+        self.m.agent_calls_running.inc(self.kind)
+        self.token = AGENT_KIND.set(self.kind)
+        try:
+            self.inner.__enter__()
+        except BaseException as exc:
+            self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self.inner.__exit__(et, e, tb)
+        finally:
+            AGENT_KIND.reset(self.token)
+            self.m.agent_calls_running.inc(self.kind, amount=-1)
+            outcome = "ok" if e is None else "error" if isinstance(e, Exception) else "cancelled"
+            self.m.agent_calls.inc(self.kind, outcome)
+
+
 def invoke_agent(
     agent: str,
     *,
@@ -206,73 +265,27 @@ def invoke_agent(
     user_id: str | None = None,
     org_id: str | None = None,
     depth: int = 0,
-) -> Iterator[None]:
-    """``invoke_agent {agent}`` around one ``call()`` / ``stream()``; its tracing is active inside
-    (and it is counted when metrics are on)."""
-    traced = _invoke_agent(
-        agent, provider=provider, session_id=session_id, user_id=user_id, org_id=org_id, depth=depth
-    )
-    m = metrics.METRICS
+) -> AgentSpan | MeteredAgent | NoSpan:
+    """``invoke_agent {agent}`` around one ``call()`` / ``stream()``: its tracing (resolved now,
+    see :func:`.active.resolve`) is active inside, and it is counted when metrics are on. With
+    both off, the shared no-op (nothing is allocated per call)."""
+    active, m = resolve(provider), metrics.METRICS
+    span: AgentSpan | NoSpan = NO_SPAN
+    if active is not None:
+        attributes: dict[str, Any] = {
+            names.OPERATION: "invoke_agent",
+            names.AGENT_NAME: agent,
+            names.CONVERSATION_ID: session_id,
+            names.DEPTH: depth,
+        }
+        if user_id:
+            attributes[names.USER_ID] = user_id
+        if org_id:
+            attributes[names.ORG_ID] = org_id
+        span = AgentSpan(active, f"{names.INVOKE_AGENT} {agent}", attributes)
     if m is None:
-        with traced:
-            yield
-        return
-    kind = "subagent" if depth else "agent"
-    outcome = "error"
-    m.agent_calls_running.inc(kind)
-    kind_token = AGENT_KIND.set(kind)
-    try:
-        with traced:
-            yield
-        outcome = "ok"
-    except BaseException as exc:
-        if not isinstance(exc, Exception):
-            outcome = "cancelled"
-        raise
-    finally:
-        AGENT_KIND.reset(kind_token)
-        m.agent_calls_running.inc(kind, amount=-1)
-        m.agent_calls.inc(kind, outcome)
-
-
-@contextmanager
-def _invoke_agent(
-    agent: str,
-    *,
-    provider: Any = None,
-    session_id: str,
-    user_id: str | None = None,
-    org_id: str | None = None,
-    depth: int = 0,
-) -> Iterator[None]:
-    active = resolve(provider)
-    if active is None:
-        yield
-        return
-    attributes: dict[str, Any] = {
-        names.OPERATION: "invoke_agent",
-        names.AGENT_NAME: agent,
-        names.CONVERSATION_ID: session_id,
-        names.DEPTH: depth,
-    }
-    if user_id:
-        attributes[names.USER_ID] = user_id
-    if org_id:
-        attributes[names.ORG_ID] = org_id
-    span = active.tracer.start_span(
-        f"{names.INVOKE_AGENT} {agent}", attributes=attributes, links=take_pending_links()
-    )
-    token = ACTIVE.set(active)
-    try:
-        with (
-            _Span(active, span),
-            otel_trace.use_span(
-                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-            ),
-        ):
-            yield
-    finally:
-        ACTIVE.reset(token)
+        return span
+    return MeteredAgent(m, span, "subagent" if depth else "agent")
 
 
 def chat(model: Model, agent: str, request: Request) -> ChatSpan | NoSpan | MeteredChat:

@@ -1,17 +1,23 @@
-"""Tasks and async generators per call, counted deterministically (issue 26: framework CPU).
+"""Tasks, async generators and generator context managers per call, counted deterministically
+(issue 26: framework CPU).
 
 At 1,000 concurrent calls a third of the framework's CPU is the garbage collector walking what the
 calls in flight hold; every task (a task object, its context, two or three scheduled callbacks) and
-every async generator (a frame kept alive between events) adds to it. A one-step call on Redis
-starts no task of its own: the session lease's heartbeat is a timer until the call outlives a third
-of the lease's TTL, and a Redis command's write is timed by a timer rather than ``wait_for`` (a
-task per command on Python 3.11). Counted with the event loop's task factory and the async
-generator hooks, around a call on a new session and one on an existing session.
+every async generator (a frame kept alive between events, resumed per event by every layer above it)
+adds to it. A one-step call on Redis starts no task of its own: the session lease's heartbeat is a
+timer until the call outlives a third of the lease's TTL, and a Redis command's write is timed by a
+timer rather than ``wait_for`` (a task per command on Python 3.11). The reply is one async generator
+(``_Reply.run``) whose steps are plain calls, but for the model call (``_reason`` and the usage
+governor's ``model_call``) and a step's tool runs (``_run_tools``), which yield as they go; with
+tracing and metrics off the ``invoke_agent`` span is a shared no-op, not a generator. Counted with
+the event loop's task factory, the async generator hooks and ``contextlib``'s generator context
+manager, around a call on a new session and one on an existing session.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -29,26 +35,35 @@ from ..backends import REDIS_URL, unique_namespace
 from ..conftest import require_service
 from .conftest import _drop_redis_namespace
 
-#: Async generators of one call, one model step without tools: the reply stream and its steps
-#: (reply_stream, start, begin, the loop, injection and the reasoning step, the model call).
-ONE_STEP_GENERATORS = 7
-#: ... and a call of two steps, the first calling a tool: a second reasoning step and its model
-#: call and injection, and the tool step (act, run tools).
-TOOL_STEP_GENERATORS = 12
+#: Async generators of one call, one model step without tools: the reply, its model call (the
+#: reasoning step and the usage governor's ``model_call``).
+ONE_STEP_GENERATORS = ["_Reply.run", "_Reply._reason", "model_call"]
+#: ... and a call of two steps, the first calling a tool: the tool runs and a second model call.
+TOOL_STEP_GENERATORS = [
+    "_Reply.run", "_Reply._reason", "model_call", "StepRunner._run_tools", "_Reply._reason",
+    "model_call",
+]  # fmt: skip
+#: ``@contextmanager`` objects of a call (tracing off): the call's ``RuntimeContext`` only ...
+ONE_STEP_CONTEXT_MANAGERS = ["use_context"]
+#: ... and the tool step's ``ToolEnv``.
+TOOL_STEP_CONTEXT_MANAGERS = ["use_context", "use_tool_env"]
 
 
 class Created:
-    """The tasks (by coroutine name) and async generators (by name) created while counting."""
+    """The tasks (by coroutine name), async generators and ``@contextmanager`` objects (by
+    function name) created while counting."""
 
     def __init__(self) -> None:
         self.tasks: list[str] = []
         self.generators: list[str] = []
+        self.context_managers: list[str] = []
 
     @contextmanager
     def counting(self) -> Iterator[None]:
         loop = asyncio.get_running_loop()
         factory = loop.get_task_factory()
         first, final = sys.get_asyncgen_hooks()
+        made = contextlib._GeneratorContextManager.__init__
 
         def task(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> Any:
             self.tasks.append(getattr(coro, "__qualname__", repr(coro)))
@@ -59,11 +74,17 @@ class Created:
             if first is not None:
                 first(agen)
 
+        def context_manager(cm: Any, func: Any, args: Any, kwds: Any) -> None:
+            self.context_managers.append(func.__qualname__)
+            made(cm, func, args, kwds)
+
         loop.set_task_factory(task)
         sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=final)
+        contextlib._GeneratorContextManager.__init__ = context_manager  # type: ignore[method-assign]
         try:
             yield
         finally:
+            contextlib._GeneratorContextManager.__init__ = made  # type: ignore[method-assign]
             loop.set_task_factory(factory)
             sys.set_asyncgen_hooks(firstiter=first, finalizer=final)
 
@@ -109,7 +130,8 @@ async def test_a_one_step_call_on_redis_starts_no_task(
 ) -> None:
     for created in await _counted_calls(redis_store, tmp_path, "hi"):
         assert created.tasks == []
-        assert len(created.generators) == ONE_STEP_GENERATORS, created.generators
+        assert created.generators == ONE_STEP_GENERATORS
+        assert created.context_managers == ONE_STEP_CONTEXT_MANAGERS
 
 
 async def test_a_tool_step_call_on_redis_starts_no_task(
@@ -119,13 +141,15 @@ async def test_a_tool_step_call_on_redis_starts_no_task(
     replies = (ScriptedModel.tool_call("poke", {}), "done")
     for created in await _counted_calls(redis_store, tmp_path, *replies):
         assert created.tasks == []
-        assert len(created.generators) == TOOL_STEP_GENERATORS, created.generators
+        assert created.generators == TOOL_STEP_GENERATORS
+        assert created.context_managers == TOOL_STEP_CONTEXT_MANAGERS
 
 
 async def test_a_one_step_call_in_memory_starts_no_task(tmp_path: Path) -> None:
     for created in await _counted_calls(InMemoryStore(), tmp_path, "hi"):
         assert created.tasks == []
-        assert len(created.generators) == ONE_STEP_GENERATORS, created.generators
+        assert created.generators == ONE_STEP_GENERATORS
+        assert created.context_managers == ONE_STEP_CONTEXT_MANAGERS
 
 
 async def test_a_call_that_outlives_a_third_of_its_lease_ttl_starts_the_heartbeat(
