@@ -9,7 +9,8 @@ script call adds a tuple copy, an import and two type checks per call. Measured 
 h-rfast) that is most of the client CPU of a script call beside the socket write itself.
 
 :class:`LeanRedis` sends a command that has no response callback and no options (``EVALSHA``,
-``HMGET``, ``PUBLISH``, ``DEL``, ...) as redis-py does, on the same pool, with:
+``HMGET``, ``PUBLISH``, ``DEL``, ...; redis-py's ``keys=`` option, which only client-side caching
+reads, is allowed) as redis-py does, on the same pool, with:
 
 - a free connection taken from the pool's list directly when nobody holds the pool's lock and it is
   connected with nothing pending (else the pool's ``get_connection``: connect, reconnect a dirty
@@ -35,8 +36,13 @@ from typing import Any
 
 from redis.asyncio import ConnectionPool, Redis
 from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
+from redis.utils import HIREDIS_AVAILABLE
 
 _DIRTY = (ConnectionError, TimeoutError, OSError)
+
+pack_command: Any = None
+if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
+    from hiredis import pack_command
 
 
 class LeanRedis(Redis):
@@ -47,7 +53,7 @@ class LeanRedis(Redis):
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         pool = self.connection_pool
         if (
-            options
+            (options and (len(options) > 1 or "keys" not in options))  # keys=: for caching only
             or args[0] in self.response_callbacks
             or self.single_connection_client
             or type(pool) is not ConnectionPool
@@ -55,11 +61,18 @@ class LeanRedis(Redis):
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         conn = await _take(pool)
         try:
-            return await conn.retry.call_with_retry(
-                lambda: _send_read(conn, args),
-                lambda error, failures: conn.disconnect(error=error, failure_count=failures),
-                with_failure_count=True,
-            )
+            retry = conn.retry
+            if retry._retries or retry._is_retryable is not None:
+                return await retry.call_with_retry(
+                    lambda: _send_read(conn, args),
+                    lambda error, failures: conn.disconnect(error=error, failure_count=failures),
+                    with_failure_count=True,
+                )
+            try:  # call_with_retry without retries, inline
+                return await _send_read(conn, args)
+            except retry._supported_errors as error:
+                await conn.disconnect(error=error, failure_count=1)
+                raise
         finally:
             await _give_back(pool, conn)
 
@@ -71,8 +84,30 @@ class LeanRedis(Redis):
 
 
 async def _send_read(conn: Any, args: tuple[Any, ...]) -> Any:
-    await conn.send_packed_command(conn.pack_command(*args))
+    await conn.send_packed_command(_pack(conn, args))
     return await conn.read_response()
+
+
+def _pack(conn: Any, args: tuple[Any, ...]) -> Any:
+    """``conn.pack_command(*args)`` for a command of one word whose arguments are bytes, str and
+    int, encoded as redis-py's encoder does, without its per-argument calls; redis-py's for others
+    (its errors for a value it cannot encode) and when hiredis is not installed."""
+    name = args[0]
+    if pack_command is None or type(name) is not str or " " in name:
+        return conn.pack_command(*args)
+    encoding, errors = conn.encoder.encoding, conn.encoder.encoding_errors
+    out = [name.encode()]
+    for arg in args[1:]:
+        kind = type(arg)
+        if kind is bytes:
+            out.append(arg)
+        elif kind is str:
+            out.append(arg.encode(encoding, errors))
+        elif kind is int:
+            out.append(b"%d" % arg)
+        else:
+            return conn.pack_command(*args)
+    return [pack_command(tuple(out))]
 
 
 async def _take(pool: Any) -> Any:

@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import DataError
 
 from agentscope_teams.errors import StoreUnavailableError
 from agentscope_teams.store import RedisStore
-from agentscope_teams.store._redis_lean import LeanRedis, LeanScript
+from agentscope_teams.store._redis_lean import LeanRedis, LeanScript, _pack
 
 from ..backends import unique_namespace
 
@@ -222,6 +223,10 @@ async def test_a_lean_script_call_is_one_write_and_one_read_on_a_pooled_connecti
         assert sent == ["EVALSHA"]
         assert calls == ["send_packed_command", "read_response"]
         assert pool._available_connections == [conn] and not pool._in_use_connections
+        assert await store.get(KEY) is not None  # a hot single command (HMGET, keys=) too
+        assert (
+            sent == ["EVALSHA", "HMGET"] and calls == ["send_packed_command", "read_response"] * 2
+        )
         assert await store.delete(KEY)
 
 
@@ -243,3 +248,24 @@ async def test_scripts_of_a_store_from_a_url_are_lean_and_injected_clients_keep_
     async with RedisStore(client=client, namespace=unique_namespace()) as store:
         assert not isinstance(store.register_script("return 1"), LeanScript)
     await client.aclose()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("EVALSHA", "a" * 40, 2, "k1", "k\u00e9", b"\x00bytes", "", b"x" * 70_000),
+        ("HMGET", "name", "v", "n"),
+        ("PUBLISH", "ch", 12, -3),
+        ("EVALSHA", "a" * 40, 0, 1.5),  # a float: redis-py's packer
+    ],
+)
+def test_commands_are_packed_byte_for_byte_as_redis_py_packs_them(args: tuple[Any, ...]) -> None:
+    conn = aioredis.Connection()
+    assert b"".join(_pack(conn, args)) == b"".join(conn.pack_command(*args))
+
+
+def test_a_value_redis_py_cannot_encode_is_refused_as_redis_py_refuses_it() -> None:
+    conn = aioredis.Connection()
+    for bad in (True, None, object()):
+        with pytest.raises(DataError):
+            _pack(conn, ("EVALSHA", "a" * 40, 0, bad))
