@@ -31,8 +31,8 @@ CALLS = 10
 
 
 def _store(namespace: str, lean: bool) -> RedisStore:
-    def build(*args: Any) -> Any:
-        return original(*args, lean=lean)
+    def build(redis: Any, url: str, size: int, timeout: float) -> Any:
+        return original(redis, url, size, timeout, lean)
 
     original = rc.client_from_url
     with mock.patch.object(rc, "client_from_url", build):
