@@ -8,15 +8,17 @@ table and releases through the lock again with two more records and a release ev
 script call adds a tuple copy, an import and two type checks per call. Measured (``bench/RESULTS.md``,
 h-rfast) that is most of the client CPU of a script call beside the socket write itself.
 
-:class:`LeanRedis` sends a command that has no response callback and no options (``EVALSHA``,
-``HMGET``, ``PUBLISH``, ``DEL``, ...; redis-py's ``keys=`` option, which only client-side caching
-reads, is allowed) as redis-py does, on the same pool, with:
+:class:`LeanRedis` sends a command of :data:`LEAN_COMMANDS` (``EVALSHA``, ``HMGET``, ``PUBLISH``,
+``DEL``, ...) that has no response callback and no options (redis-py's ``keys=`` option, which only
+client-side caching reads, is allowed) as redis-py does, on the same pool, with:
 
 - a free connection taken from the pool's list directly when nobody holds the pool's lock and it is
   connected with nothing pending (else the pool's ``get_connection``: connect, reconnect a dirty
   one), and given back directly unless it must reconnect (else the pool's ``release``);
-- the command packed and sent, the reply read by the connection's own methods (its socket
-  timeouts, its error mapping, ``NOSCRIPT`` raised as ``NoScriptError``);
+- the command packed by ``hiredis`` from its bytes, str and int arguments without redis-py's
+  per-argument encoder (byte for byte as redis-py packs them; other values take redis-py's packer),
+  sent and its reply read by the connection's own methods (its socket timeouts, its disconnect on
+  any error or cancellation, ``NOSCRIPT`` raised as ``NoScriptError``);
 - the connection's own retry policy, disconnecting after each failure, as ``execute_command``.
 
 What it does not do: redis-py's own OpenTelemetry records (its ``observability`` module, which
@@ -39,6 +41,12 @@ from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
 from redis.utils import HIREDIS_AVAILABLE
 
 _DIRTY = (ConnectionError, TimeoutError, OSError)
+#: The commands that take the lean path (when redis-py has no response callback for them): the
+#: store's and its layers' hot single commands. Others (``HIMPORT``'s per-connection state, ...)
+#: take redis-py's ``execute_command``.
+LEAN_COMMANDS = frozenset(
+    {"EVALSHA", "HMGET", "HGET", "PUBLISH", "DEL", "EXISTS", "ZADD", "ZREM", "ZRANGEBYLEX"}
+)
 
 pack_command: Any = None
 if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
@@ -54,6 +62,7 @@ class LeanRedis(Redis):
         pool = self.connection_pool
         if (
             (options and (len(options) > 1 or "keys" not in options))  # keys=: for caching only
+            or args[0] not in LEAN_COMMANDS
             or args[0] in self.response_callbacks
             or self.single_connection_client
             or type(pool) is not ConnectionPool

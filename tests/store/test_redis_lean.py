@@ -227,6 +227,9 @@ async def test_a_lean_script_call_is_one_write_and_one_read_on_a_pooled_connecti
         assert (
             sent == ["EVALSHA", "HMGET"] and calls == ["send_packed_command", "read_response"] * 2
         )
+        calls.clear()  # a command outside LEAN_COMMANDS: redis-py's execute_command, its pool calls
+        assert await store.client.execute_command("STRLEN", "absent") == 0
+        assert calls[0] == "get_connection" and calls[-1] == "release"
         assert await store.delete(KEY)
 
 
