@@ -156,7 +156,9 @@ def db_refused(where: str, db: int, exc: BaseException) -> ConfigurationError:
     )
 
 
-def client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: float) -> Redis:
+def client_from_url(
+    redis: Any, url: str, max_connections: int, pool_timeout: float, lean: bool = True
+) -> Redis:
     """A client on a plain connection pool; the store's gate bounds its operations.
 
     The pool itself is unbounded so that it never fails with "Too many connections": the store's
@@ -165,14 +167,18 @@ def client_from_url(redis: Any, url: str, max_connections: int, pool_timeout: fl
     subscriber adds one connection. Measured (``python -m bench redis_pool``, 1,000 concurrent
     tasks): a blocking pool of 64, 256 or 1,024 costs the same client CPU, i.e. its
     per-acquisition condition and timeout, not waiting; the gated plain pool avoids that cost.
-    Replies are parsed by ``hiredis`` when installed (the ``redis`` extra installs it).
+    Replies are parsed by ``hiredis`` when installed (the ``redis`` extra installs it). The client
+    sends its script calls and hot single commands on a lean path (:mod:`._redis_lean`); with
+    ``lean=False`` (the baseline of ``python -m bench redis_lean``) redis-py's own.
     """
     check_pool(max_connections, pool_timeout)
     check_url(redis, url)
     try:
         pool = redis.asyncio.ConnectionPool.from_url(url, socket_connect_timeout=5)
         pool.connection_class = timer_send(redis, pool.connection_class)
-        return cast("Redis", redis.asyncio.Redis.from_pool(pool))
+        from ._redis_lean import LeanRedis  # imports redis-py, an optional dependency
+
+        return (LeanRedis if lean else redis.asyncio.Redis).from_pool(pool)
     except ValueError as exc:
         raise ConfigurationError(
             f"invalid Redis URL {redact_url(url)!r} ({redact_text(str(exc), url)}); "

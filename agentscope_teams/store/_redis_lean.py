@@ -1,0 +1,175 @@
+"""The lean command path of a :class:`~agentscope_teams.store.redis.RedisStore` built from a URL:
+its script calls (``EVALSHA``) and hot single commands skip the layers of redis-py's
+``execute_command`` that do nothing for the store.
+
+redis-py 8's ``execute_command`` takes a connection through the pool's lock, its observability
+records and a reconnect-or-check coroutine, retries under a closure, parses through the callback
+table and releases through the lock again with two more records and a release event; a registered
+script call adds a tuple copy, an import and two type checks per call. Measured (``bench/RESULTS.md``,
+h-rfast) that is most of the client CPU of a script call beside the socket write itself.
+
+:class:`LeanRedis` sends a command of :data:`LEAN_COMMANDS` (``EVALSHA``, ``HMGET``, ``PUBLISH``,
+``DEL``, ...) that has no response callback and no options (redis-py's ``keys=`` option, which only
+client-side caching reads, is allowed) as redis-py does, on the same pool, with:
+
+- a free connection taken from the pool's list directly when nobody holds the pool's lock and it is
+  connected with nothing pending (else the pool's ``get_connection``: connect, reconnect a dirty
+  one), and given back directly unless it must reconnect (else the pool's ``release``);
+- the command packed by ``hiredis`` from its bytes, str and int arguments without redis-py's
+  per-argument encoder (byte for byte as redis-py packs them; other values take redis-py's packer),
+  sent and its reply read by the connection's own methods (its socket timeouts, its disconnect on
+  any error or cancellation, ``NOSCRIPT`` raised as ``NoScriptError``);
+- the connection's own retry policy, disconnecting after each failure, as ``execute_command``.
+
+What it does not do: redis-py's own OpenTelemetry records (its ``observability`` module, which
+this package never enables; the store's ``store_operation_seconds`` are above it, unchanged).
+Commands stay observable where they were: every command still goes through the client's
+``execute_command`` (a wrapper on it counts what is sent), the lean part is inside it.
+
+:class:`LeanScript` is redis-py's ``AsyncScript`` without its per-call work: ``EVALSHA``; on
+``NOSCRIPT`` (a restarted or flushed server) ``SCRIPT LOAD`` and ``EVALSHA`` again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import ConnectionPool, Redis
+from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
+from redis.utils import HIREDIS_AVAILABLE
+
+_DIRTY = (ConnectionError, TimeoutError, OSError)
+#: The commands that take the lean path (when redis-py has no response callback for them): the
+#: store's and its layers' hot single commands. Others (``HIMPORT``'s per-connection state, ...)
+#: take redis-py's ``execute_command``.
+LEAN_COMMANDS = frozenset(
+    {"EVALSHA", "HMGET", "HGET", "PUBLISH", "DEL", "EXISTS", "ZADD", "ZREM", "ZRANGEBYLEX"}
+)
+
+pack_command: Any = None
+if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
+    from hiredis import pack_command
+
+
+class LeanRedis(Redis):
+    """redis-py's asyncio client whose commands without a response callback or options take the
+    lean path (module docs); every other command, a pipeline, pub/sub, a client bound to one
+    connection or a pool of another class takes redis-py's."""
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        pool = self.connection_pool
+        if (
+            (options and (len(options) > 1 or "keys" not in options))  # keys=: for caching only
+            or args[0] not in LEAN_COMMANDS
+            or args[0] in self.response_callbacks
+            or self.single_connection_client
+            or type(pool) is not ConnectionPool
+        ):
+            return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+        conn = await _take(pool)
+        try:
+            retry = conn.retry
+            if retry._retries or retry._is_retryable is not None:
+                return await retry.call_with_retry(
+                    lambda: _send_read(conn, args),
+                    lambda error, failures: conn.disconnect(error=error, failure_count=failures),
+                    with_failure_count=True,
+                )
+            try:  # call_with_retry without retries, inline
+                return await _send_read(conn, args)
+            except retry._supported_errors as error:
+                await conn.disconnect(error=error, failure_count=1)
+                raise
+        finally:
+            await _give_back(pool, conn)
+
+    def register_script(self, script: Any) -> Any:
+        """A :class:`LeanScript` (redis-py's ``AsyncScript`` for a script given as bytes)."""
+        if not isinstance(script, str):
+            return super().register_script(script)
+        return LeanScript(self, script)
+
+
+async def _send_read(conn: Any, args: tuple[Any, ...]) -> Any:
+    await conn.send_packed_command(_pack(conn, args))
+    return await conn.read_response()
+
+
+def _pack(conn: Any, args: tuple[Any, ...]) -> Any:
+    """``conn.pack_command(*args)`` for a command of one word whose arguments are bytes, str and
+    int, encoded as redis-py's encoder does, without its per-argument calls; redis-py's for others
+    (its errors for a value it cannot encode) and when hiredis is not installed."""
+    name = args[0]
+    if pack_command is None or type(name) is not str or " " in name:
+        return conn.pack_command(*args)
+    encoding, errors = conn.encoder.encoding, conn.encoder.encoding_errors
+    out = [name.encode()]
+    for arg in args[1:]:
+        kind = type(arg)
+        if kind is bytes:
+            out.append(arg)
+        elif kind is str:
+            out.append(arg.encode(encoding, errors))
+        elif kind is int:
+            out.append(b"%d" % arg)
+        else:
+            return conn.pack_command(*args)
+    return [pack_command(tuple(out))]
+
+
+async def _take(pool: Any) -> Any:
+    """A free connection of ``pool``, ready to send (``ConnectionPool.get_connection`` without its
+    lock round trip and records when one is free, connected and clean)."""
+    free = pool._available_connections
+    if not free or pool._lock.locked():
+        return await pool.get_connection()
+    conn = free.pop()
+    pool._in_use_connections.add(conn)
+    try:
+        if conn.is_connected and not await conn.can_read():
+            return conn
+    except _DIRTY:
+        pass  # the pool's check reconnects it
+    try:
+        await pool.ensure_connection(conn)
+    except BaseException:
+        await pool.release(conn)
+        raise
+    return conn
+
+
+async def _give_back(pool: Any, conn: Any) -> None:
+    """``ConnectionPool.release`` without its lock round trip and records, unless the connection
+    must reconnect or re-authenticate (then the pool's own release)."""
+    if (
+        pool._lock.locked()
+        or conn.should_reconnect()
+        or getattr(conn, "_re_auth_token", None) is not None
+        or conn not in pool._in_use_connections
+    ):
+        await pool.release(conn)
+        return
+    pool._in_use_connections.remove(conn)
+    pool._available_connections.append(conn)
+
+
+class LeanScript:
+    """A Lua script run on ``client`` by ``EVALSHA`` (called as redis-py's ``AsyncScript``:
+    ``await script(keys=..., args=...)``); on ``NOSCRIPT`` it loads the script and runs it again."""
+
+    __slots__ = ("client", "script", "sha")
+
+    def __init__(self, client: Any, script: str) -> None:
+        self.client = client
+        self.script = script
+        self.sha = hashlib.sha1(script.encode()).hexdigest()
+
+    async def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
+        run = self.client.execute_command
+        try:
+            return await run("EVALSHA", self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            self.sha = await self.client.script_load(self.script)
+            return await run("EVALSHA", self.sha, len(keys), *keys, *args)
