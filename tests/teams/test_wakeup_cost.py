@@ -192,6 +192,67 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     ), named
 
 
+@pytest.fixture(params=["postgres"])
+def postgres_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    return native_spec(request, tmp_path)
+
+
+async def test_on_postgres_a_woken_member_takes_its_session_in_one_statement(
+    postgres_spec: StoreSpec, tmp_path: Path
+) -> None:
+    """The statements from the step that finds the task to the member's committed claim on
+    PostgreSQL: the step's four reads, the member lease, then the session lease that reads the
+    session with it (one call of the schema's function; before issue 26's h-wake4 an ``INSERT``,
+    then a ``SELECT``) beside the status, then the claim."""
+    async with postgres_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-claim-pg")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(_claims_then_completes))
+        try:
+            await runtime.step()
+            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
+            async with count_round_trips(store) as counter:
+                await runtime.step()
+                await _calls_end(runtime)
+        finally:
+            await runtime.aclose()
+    kinds = [_statement_kind(s) for s in counter.statements]
+    to_claim = kinds[: kinds.index("claim") + 1]
+    assert sorted(to_claim) == sorted(
+        [
+            "record",  # the team (before: the session too, after its lease)
+            "board",
+            "cursors",
+            "inbox",
+            "member lease",
+            "session lease + load",
+            "status",
+            "claim",
+        ]
+    ), counter.statements
+
+
+def _statement_kind(statement: str) -> str:
+    """What a statement of the PostgreSQL wake-up does, from its text."""
+    text = " ".join(statement.split())
+    for start, kind in (
+        ("SELECT * FROM ast_create_then_get(", "session lease + load"),
+        ("WITH own AS", "claim"),
+        ("INSERT INTO ast_kv ", "member lease"),
+        ("UPDATE ast_kv ", "status"),
+    ):
+        if text.startswith(start):
+            return kind
+    for part, kind in (("FROM ast_task ", "board"), ("FROM ast_stream ", "inbox")):
+        if part in text:
+            return kind
+    if text.startswith("SELECT ast_kv.khash,") and " IN (" in text:
+        return "cursors"
+    return "record" if text.startswith("SELECT ast_kv.version,") else text[:40]
+
+
 @pytest.mark.parametrize("declared", [False, True], ids=["standalone", "declared"])
 async def test_the_open_board_reads_both_first_pages_in_one_call(
     store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch, declared: bool
