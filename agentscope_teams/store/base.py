@@ -208,7 +208,9 @@ async def create_then_get(
     """Create the unindexed entry ``key`` (``expected_version=0``, ``ttl``; a lease) and then read
     ``read``: the new version and that entry. :class:`VersionConflict` if ``key`` exists (nothing
     is read). The store's own ``create_then_get`` does both in one round trip (Redis: one script,
-    ``read`` in ``key``'s cluster slot); other stores write, then read."""
+    ``read`` in ``key``'s cluster slot; PostgreSQL: one call of a function of the schema, whose
+    read sees every save committed before the lease was written); other stores write, then
+    read."""
     native = getattr(store, "create_then_get", None)
     if native is not None:
         found: tuple[int, Entry | None] = await native(key, value, ttl=ttl, read=read)

@@ -20,6 +20,8 @@ class RoundTrips:
     seen: list[str] = field(default_factory=list)
     #: Redis only: the first key (or channel) each command names, beside ``seen``.
     keys: list[str] = field(default_factory=list)
+    #: SQL only: the text of each statement, beside ``seen`` (BEGIN and COMMIT as such).
+    statements: list[str] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -49,6 +51,7 @@ async def count_round_trips(
         engine = store._engine.sync_engine  # type: ignore[attr-defined]
 
         def on_execute(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+            counter.statements.append(statement)
             if statement.lstrip().startswith("SELECT pg_notify("):  # a wake-up of its own
                 counter.seen.append("NOTIFY")
                 return
@@ -59,10 +62,12 @@ async def count_round_trips(
             autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
             if conn.dialect.name == "postgresql" and not autocommit:
                 counter.seen.append("BEGIN")
+                counter.statements.append("BEGIN")
 
         def on_commit(conn: Any) -> None:
             if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
                 counter.seen.append("COMMIT")
+                counter.statements.append("COMMIT")
 
         def on_driver(statement: str) -> None:  # sent on the asyncpg connection (with_driver)
             on_execute(None, None, statement)

@@ -14,9 +14,19 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.model.base import ModelRequest
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, InMemoryStore
-from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TeamRef, TeamRuntime
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    Member,
+    MemberBuilder,
+    TeamKeys,
+    TeamRef,
+    TeamRuntime,
+)
+from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.member.builder import load_pool, member_session_id
 from agentscope_teams.teams.member.runtime import STEP_BURST, STEP_SPACING, _Pace
+from agentscope_teams.teams.queues import redis as queue_redis
+from agentscope_teams.teams.queues.redis import RedisBoardQueue
 
 from ..backends import StoreSpec
 from .board_paths import native_spec
@@ -59,10 +69,11 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
 async def test_a_wake_up_step_reads_everything_in_one_round(
     store_spec: StoreSpec, tmp_path: Path
 ) -> None:
-    """The step that finds a newly assigned task: the team record, the open board's first page,
-    the member's cursor and its inbox after the cursor the previous step saw, all sent before any
-    answered (held until the four were sent: sent one after the other, the step would never end);
-    then the board's second page and the member's lease. Six round trips, three in sequence."""
+    """The step that finds a newly assigned task: the team record, the open board (the first page
+    of its pending and held tasks, one script call), the member's cursor and its inbox after the
+    cursor the previous step saw, all sent before any answered (held until the four were sent:
+    sent one after the other, the step would never end); then the member's lease. Five round
+    trips, two in sequence."""
     async with store_spec.open() as store:
         ctx = RuntimeContext(session_id="lead", user_id="wake-cost")
         lead = LocalTeamClient(store, ctx)
@@ -84,7 +95,8 @@ async def test_a_wake_up_step_reads_everything_in_one_round(
                 "PIPELINE HMGET cursor",
                 "XRANGE inbox",
             ], named
-            assert named[4:] == ["EVALSHA board", "EVALSHA member-lease"], named
+            # before issue 26's h-wake4: the board's held page, then the lease
+            assert named[4:] == ["EVALSHA member-lease"], named
             await _calls_end(runtime)
         finally:
             await runtime.aclose()
@@ -160,15 +172,15 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     assert task.status.value == "completed"
     named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
     scripts = [i for i, n in enumerate(named) if n == "EVALSHA board"]
-    to_claim = named[: scripts[2] + 1]  # the step's two board pages, then the claim
-    # the step: the team record once, the board's two pages beside the inbox, the member lease;
+    to_claim = named[: scripts[1] + 1]  # the step's board read, then the claim
+    # the step: the team record once, the board (both first pages: one script; before issue 26's
+    # h-wake4 two) beside the cursor and the inbox, the member lease;
     # the call: its status (written from the step's record: no read) beside the session lease
     # that reads the session with it (before issue 26's h-wake2: a separate HMGET after it), the
     # claim (one script: its team guard is the status write's record)
     assert sorted(to_claim) == sorted(
         [
             "HMGET team",
-            "EVALSHA board",
             "EVALSHA board",
             "PIPELINE HMGET cursor",
             "XRANGE inbox",
@@ -178,6 +190,100 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
             "EVALSHA board",
         ]
     ), named
+
+
+@pytest.fixture(params=["postgres"])
+def postgres_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    return native_spec(request, tmp_path)
+
+
+async def test_on_postgres_a_woken_member_takes_its_session_in_one_statement(
+    postgres_spec: StoreSpec, tmp_path: Path
+) -> None:
+    """The statements from the step that finds the task to the member's committed claim on
+    PostgreSQL: the step's four reads, the member lease, then the session lease that reads the
+    session with it (one call of the schema's function; before issue 26's h-wake4 an ``INSERT``,
+    then a ``SELECT``) beside the status, then the claim."""
+    async with postgres_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-claim-pg")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(_claims_then_completes))
+        try:
+            await runtime.step()
+            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
+            async with count_round_trips(store) as counter:
+                await runtime.step()
+                await _calls_end(runtime)
+        finally:
+            await runtime.aclose()
+    kinds = [_statement_kind(s) for s in counter.statements]
+    to_claim = kinds[: kinds.index("claim") + 1]
+    assert sorted(to_claim) == sorted(
+        [
+            "record",  # the team (before: the session too, after its lease)
+            "board",
+            "cursors",
+            "inbox",
+            "member lease",
+            "session lease + load",
+            "status",
+            "claim",
+        ]
+    ), counter.statements
+
+
+def _statement_kind(statement: str) -> str:
+    """What a statement of the PostgreSQL wake-up does, from its text."""
+    text = " ".join(statement.split())
+    for start, kind in (
+        ("SELECT * FROM ast_create_then_get(", "session lease + load"),
+        ("WITH own AS", "claim"),
+        ("INSERT INTO ast_kv ", "member lease"),
+        ("UPDATE ast_kv ", "status"),
+    ):
+        if text.startswith(start):
+            return kind
+    for part, kind in (("FROM ast_task ", "board"), ("FROM ast_stream ", "inbox")):
+        if part in text:
+            return kind
+    if text.startswith("SELECT ast_kv.khash,") and " IN (" in text:
+        return "cursors"
+    return "record" if text.startswith("SELECT ast_kv.version,") else text[:40]
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["standalone", "declared"])
+async def test_the_open_board_reads_both_first_pages_in_one_call(
+    store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch, declared: bool
+) -> None:
+    """The open board's listing on Redis: the first page of the pending and of the held tasks in
+    one script call (before issue 26's h-wake4: one each), a further page only after a full one,
+    and every open task once, as the generic listing has them (``declared``: the records named
+    in KEYS, as on a cluster, so the script asks for them first)."""
+    monkeypatch.setattr(queue_redis, "OPEN_STANDALONE", not declared)
+    async with store_spec.open() as store:
+        client = LocalTeamClient(store, RuntimeContext(session_id="lead", user_id="wake-page"))
+        team = await client.create_team("crew", members=[Member(name="a")])
+        keys = TeamKeys(client.ctx.owner_scope(), team.id)
+        board = TaskBoard(store, keys, client.clock, native=True)
+        for i in range(5):
+            await board.create("lead", f"task {i}")
+        held = [await board.claim_next("a", 30) for _ in range(2)]
+        queue = board.queue
+        assert isinstance(queue, RedisBoardQueue)
+        expected = sorted(t.id for t in await TaskBoard(store, keys, client.clock).open_tasks())
+        counts = []
+        for page in (1000, 3, 2):  # both pages short; the pending one full; both full
+            monkeypatch.setattr(queue_redis, "PAGE", page)
+            async with count_round_trips(store) as counter:
+                listed = await queue.open_tasks()
+            counts.append(counter.count)
+            assert sorted(i for i, _ in listed) == expected
+            assert [i for i, _ in listed[-2:]] == [t.id for t in held if t is not None]
+    assert len(expected) == 5
+    if not declared:  # pages: 3 pending + 2 held; (2+2) + 1 pending; (2+2) + (1+0)
+        assert counts == [1, 2, 2]
 
 
 def _kind(name: str) -> str:

@@ -13,7 +13,8 @@ Other packages keep tables of their own in the same database through the public 
 (:mod:`.tablesets`): the task board's SQL queue keeps ``p_task`` and ``p_task_dep`` that way
 (:mod:`agentscope_teams.teams.queues.sql_tables`). Migration 2 created those two tables up to
 0.x; it stays recorded as it was, and creates nothing now (the board's own migration 1 finds them
-on a database migrated then, and creates them on a new one).
+on a database migrated then, and creates them on a new one). Migration 3 creates, on PostgreSQL
+only, the function ``p_create_then_get`` (:mod:`.lease`); elsewhere it records its number only.
 
 ``khash``/``sid`` are the SHA-256 of the encoded key, so keys of any length fit a primary key.
 ``ekey`` holds the whole encoded key as bytes and ``khead`` its first :data:`HEAD_BYTES` bytes
@@ -217,12 +218,22 @@ async def _m2_task_queue(conn: AsyncConnection, t: Tables) -> None:
     """Created the board's tables up to 0.x; they are the board queue's table set now."""
 
 
+async def _m3_create_then_get(conn: AsyncConnection, t: Tables) -> None:
+    """PostgreSQL: the function taking a lease and reading a record in one round trip
+    (:mod:`.lease`); nothing elsewhere."""
+    if conn.dialect.name == "postgresql":
+        from .lease import create_function
+
+        await conn.exec_driver_sql(create_function(t))
+
+
 Migration = Callable[[AsyncConnection, Tables], Awaitable[None]]
 
 #: (version, description, step). Append only.
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "kv, kv_part, stream_head, stream, stream_part", _m1_initial),
     (2, "task, task_dep: the task board's native queue", _m2_task_queue),
+    (3, "create_then_get: lease and read in one call (PostgreSQL)", _m3_create_then_get),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -10,6 +10,8 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
   A fenced put runs in one transaction: ``SELECT ... FOR UPDATE`` of the fence row (SQLite: the
   ``BEGIN IMMEDIATE`` write lock), the write, and on release the fence row's ``DELETE``.
   ``indexed`` is ignored: rows are listed by their key columns.
+* ``create_then_get`` (a lease, then the record it guards): on PostgreSQL one call of a function
+  of the schema (:mod:`.lease`); elsewhere the ``put``, then the ``get``.
 * ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
   (``RETURNING nparts`` where supported) and then its chunks, if it had any. An unindexed delete
   (a lease given back) that finds every pooled connection busy runs on a connection of its own.
@@ -54,7 +56,7 @@ from ..base import (
 )
 from ..capabilities import StoreCapabilities
 from . import chunks as ch
-from . import reads
+from . import lease, reads
 from .database import Database, Retry
 from .dialect import NOW_SQL, create_engine
 from .schema import HEAD_BYTES, make_tables, migrate
@@ -249,6 +251,32 @@ class SqlStore(TableSetHost, StoreBackend):
         # A fenced write is a transaction: the fence row stays locked from the check to the commit.
         single = not chunks and f is None
         return await self._run("put", run, write=True, single=single)
+
+    async def create_then_get(
+        self, key: Key, value: bytes, *, ttl: float, read: Key
+    ) -> tuple[int, Entry | None]:
+        """Create the unindexed entry ``key`` and read ``read`` after it (see
+        :func:`~.base.create_then_get`): on PostgreSQL one call of the schema's function
+        (:mod:`.lease`), elsewhere (and for a value that needs chunks) the write, then the read."""
+        r = ref(self._check_put(key, value, 0, ttl))
+        inline, chunks = ch.split(value, self.chunk_bytes)
+        if self._db.kind == "postgresql" and not chunks:
+            rh = ref(validate_key(read)).h
+            args = (r.h, r.ekey[:HEAD_BYTES], r.ekey, inline, float(ttl), rh)
+            statement = lease.call_statement(self._t)
+
+            async def call(conn: Any) -> tuple[bool, int, Entry | None] | None:
+                return lease.outcome(await conn.fetch(statement, *args))
+
+            await self._ensure_setup()
+            done = await self._db.driver("create_then_get", call)
+            if done is not None:
+                written, version, found = done
+                if not written:
+                    raise VersionConflict(r.key, 0, version)
+                return version, found
+        version = await self.put(key, value, expected_version=0, ttl=ttl, indexed=False)
+        return version, await self.get(read)
 
     async def delete(
         self, key: Key, *, expected_version: int | None = None, indexed: bool = True

@@ -27,8 +27,8 @@ On a standalone server (no cluster) the scripts may read any record of the team,
 declared on a guess and no NEED reply happens: a claim's KEYS are its three sets (and the team
 record of a guard).
 Round trips: one per transition in the common case; one more when another process took the hinted
-tasks, a blocker or an expired lease's task is new to this process, or a listing page (``reap``,
-``open_tasks``: two per page).
+tasks, a blocker or an expired lease's task is new to this process, or a listing page (``reap``:
+one per batch; ``open_tasks``: one for the first page of both sets, then one per further page).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 #: Pending tasks one claim script passes by before answering "more" (the board then calls again);
 #: part of the script's text (:data:`.redis_lua.SCAN`), not an argument.
 SCAN = lua.SCAN
-#: Tasks per page of an open-task listing (two script calls each: the ids, then their records).
+#: Tasks per page of an open-task listing, per set (one script call reads both sets' first pages).
 PAGE = 1000
 #: Expired leases one reap script settles.
 REAP_BATCH = 64
@@ -288,17 +288,24 @@ class RedisBoardQueue:
             offset += int(flat[1])
 
     async def open_tasks(self) -> list[tuple[str, Task | Exception]]:
-        out: list[tuple[str, Task | Exception]] = []
-        for held in ("", "1"):
-            offset = 0
-            while True:
-                flat = await self._run("OPEN_PAGE", _EPOCH, held, offset, PAGE)
-                for i in range(2, len(flat), 3):
-                    out.append((flat[i].decode(), _decoded(flat[i + 1], flat[i + 2])))
-                if int(flat[1]) < PAGE:
-                    break
-                offset += PAGE
-        return out
+        """The pending tasks, then the held ones: the first page of both sets in one script call,
+        further pages of a set (one call each) only after a full one."""
+        found: dict[str, list[tuple[str, Task | Exception]]] = {"0": [], "1": []}
+        sets, offset = "01", 0
+        while sets:
+            flat = await self._run("OPEN_PAGE", _EPOCH, sets, offset, PAGE)
+            full, at = "", 1
+            for which in sets:
+                read, records = int(flat[at]), int(flat[at + 1])
+                end = at + 2 + 3 * records
+                found[which] += [
+                    (flat[i].decode(), _decoded(flat[i + 1], flat[i + 2]))
+                    for i in range(at + 2, end, 3)
+                ]
+                full += which if read == PAGE else ""
+                at = end
+            sets, offset = full, offset + PAGE
+        return found["0"] + found["1"]
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
         pending, held, owners = self._keys

@@ -535,26 +535,39 @@ return out
 """
 )
 
-#: ARGV[3] '1' for the held set (else the pending set), [4] offset, [5] page size. Replies ``{0,
-#: number of members read, (id, json, version) of each whose record exists...}`` or a NEED reply.
+#: A page of each set ARGV[3] names (``'0'`` pending, ``'1'`` held; ``'01'``: both, in one call),
+#: from rank ARGV[4], ARGV[5] ids each. Replies ``{0, then per set: number of members read, number
+#: of records found, (id, json, version) of each whose record exists...}`` or a NEED reply.
 OPEN_PAGE = (
     PRELUDE
     + r"""
-local set = ARGV[3] == '1' and H or P
-local offset, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
-local ids = redis.call('ZRANGE', set, offset, offset + limit - 1)
-for _, id in ipairs(ids) do
-  if not declared(name_of(id)) then need(id) end
+-- ARGV[3]: the sets to read, one character each ('0' pending, '1' held), each from rank ARGV[4],
+-- ARGV[5] ids at most. Reply {0, then per set: ids in the page, records found, (id, json,
+-- version) per record found}; a NEED reply covers every set's page.
+local sets, offset, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local pages = {}
+for i = 1, #sets do
+  local set = string.sub(sets, i, i) == '1' and H or P
+  pages[i] = redis.call('ZRANGE', set, offset, offset + limit - 1)
+  for _, id in ipairs(pages[i]) do
+    if not declared(name_of(id)) then need(id) end
+  end
 end
 if #NEED > 0 then return need_reply(nil) end
-local out = {0, #ids}
-for _, id in ipairs(ids) do
-  local name = name_of(id)
-  local raw = redis.call('HGET', name, 'v')
-  if raw then
-    out[#out + 1] = id
-    out[#out + 1] = raw
-    out[#out + 1] = redis.call('HGET', name, 'n')
+local out = {0}
+for _, ids in ipairs(pages) do
+  out[#out + 1] = #ids
+  local at = #out + 1
+  out[at] = 0
+  for _, id in ipairs(ids) do
+    local name = name_of(id)
+    local raw = redis.call('HGET', name, 'v')
+    if raw then
+      out[#out + 1] = id
+      out[#out + 1] = raw
+      out[#out + 1] = redis.call('HGET', name, 'n')
+      out[at] = out[at] + 1
+    end
   end
 end
 return out
