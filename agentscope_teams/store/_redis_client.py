@@ -168,16 +168,18 @@ def client_from_url(
     tasks): a blocking pool of 64, 256 or 1,024 costs the same client CPU, i.e. its
     per-acquisition condition and timeout, not waiting; the gated plain pool avoids that cost.
     Replies are parsed by ``hiredis`` when installed (the ``redis`` extra installs it). The client
-    sends its script calls and hot single commands on a lean path (:mod:`._redis_lean`); with
-    ``lean=False`` (the baseline of ``python -m bench redis_lean``) redis-py's own.
+    sends its script calls and hot single commands on a lean path (:mod:`._redis_lean`) when the
+    installed redis-py has what that path reads (:func:`._redis_lean.fits`); with ``lean=False``
+    (the baseline of ``python -m bench redis_lean``) or an older redis-py, redis-py's own.
     """
     check_pool(max_connections, pool_timeout)
     check_url(redis, url)
     try:
         pool = redis.asyncio.ConnectionPool.from_url(url, socket_connect_timeout=5)
         pool.connection_class = timer_send(redis, pool.connection_class)
-        from ._redis_lean import LeanRedis  # imports redis-py, an optional dependency
+        from ._redis_lean import LeanRedis, fits  # imports redis-py, an optional dependency
 
+        lean = lean and fits(pool)
         return (LeanRedis if lean else redis.asyncio.Redis).from_pool(pool)
     except ValueError as exc:
         raise ConfigurationError(

@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
 from redis.utils import HIREDIS_AVAILABLE
 
@@ -51,6 +53,26 @@ LEAN_COMMANDS = frozenset(
 pack_command: Any = None
 if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
     from hiredis import pack_command
+
+
+#: What the lean path reads of redis-py beside its public API, checked once per pool
+#: (:func:`fits`): a redis-py without one of them keeps its own path.
+_POOL_PARTS = ("_available_connections", "_in_use_connections", "_lock", "ensure_connection")
+_CONNECTION_PARTS = ("should_reconnect", "can_read", "send_packed_command", "read_response")
+_RETRY_PARTS = ("_retries", "_is_retryable", "_supported_errors", "call_with_retry")
+
+
+def fits(pool: ConnectionPool) -> bool:
+    """Whether the installed redis-py has every part of ``pool`` the lean path uses (redis-py 8
+    has; older releases, which the ``redis`` extra admits, may lack some)."""
+    conn = pool.connection_class
+    retry = pool.connection_kwargs.get("retry") or Retry(NoBackoff(), 0)
+    return (
+        type(pool) is ConnectionPool
+        and all(hasattr(pool, part) for part in _POOL_PARTS)
+        and all(hasattr(conn, part) for part in _CONNECTION_PARTS)
+        and all(hasattr(retry, part) for part in _RETRY_PARTS)
+    )
 
 
 class LeanRedis(Redis):

@@ -272,3 +272,18 @@ def test_a_value_redis_py_cannot_encode_is_refused_as_redis_py_refuses_it() -> N
     for bad in (True, None, object()):
         with pytest.raises(DataError):
             _pack(conn, ("EVALSHA", "a" * 40, 0, bad))
+
+
+def test_a_redis_py_without_a_part_the_lean_path_reads_keeps_its_own_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ``redis`` extra admits redis-py releases older than the one the lean path was written
+    against: a client from a URL then uses redis-py's path rather than fail on every command."""
+    import redis
+
+    from agentscope_teams.store._redis_client import client_from_url
+
+    url = "redis://127.0.0.1:6379/0"
+    assert type(client_from_url(redis, url, 8, 1.0)) is LeanRedis
+    monkeypatch.delattr(aioredis.ConnectionPool, "ensure_connection")
+    assert type(client_from_url(redis, url, 8, 1.0)) is aioredis.Redis
