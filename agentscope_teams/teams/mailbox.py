@@ -20,11 +20,13 @@ message's ``content`` and of a read's ``limit`` by :mod:`.rules.limits`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import anyio
 
 from ..errors import VersionConflict
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
-from ..store.base import BaseStore, shared_across_processes
+from ..store.base import BaseStore, Entry, get_many, shared_across_processes
 from .rules import limits
 from .rules.models import InboxCursor, TeamKeys, TeamMessage
 
@@ -98,8 +100,14 @@ class Mailbox:
 
     async def cursor(self, member: str) -> int:
         """The last seq ``member`` acknowledged (0 when none)."""
-        entry = await self.store.get(self.keys.cursor(member))
-        return 0 if entry is None else InboxCursor.model_validate_json(entry.value).cursor
+        return _cursor_of(await self.store.get(self.keys.cursor(member)))
+
+    async def cursors(self, members: Sequence[str]) -> list[int]:
+        """The cursors of ``members``' inboxes (0 where none was written), in one read."""
+        if not members:
+            return []
+        entries = await get_many(self.store, [self.keys.cursor(m) for m in members])
+        return [_cursor_of(e) for e in entries]
 
     async def acknowledge(self, member: str, cursor: int) -> int:
         """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor."""
@@ -108,7 +116,7 @@ class Mailbox:
         key = self.keys.cursor(member)
         while True:
             entry = await self.store.get(key)
-            current = 0 if entry is None else InboxCursor.model_validate_json(entry.value).cursor
+            current = _cursor_of(entry)
             if cursor <= current:
                 return current
             value = InboxCursor(cursor=cursor).model_dump_json().encode()
@@ -125,3 +133,8 @@ class Mailbox:
     async def delete_inbox(self, member: str) -> None:
         await self.store.delete_stream(self.keys.inbox(member))
         await self.store.delete(self.keys.cursor(member))
+
+
+def _cursor_of(entry: Entry | None) -> int:
+    """The seq an inbox cursor entry holds (0: no cursor written)."""
+    return 0 if entry is None else InboxCursor.model_validate_json(entry.value).cursor

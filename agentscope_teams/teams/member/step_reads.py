@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 import anyio
 
 from ...errors import UnknownTeamError
-from ...store.base import get_many
 from ..board import TaskBoard
 from ..delivery import INBOX_PAGE
 from ..mailbox import Mailbox
 from ..protocol import TeamClient
 from ..registry import TeamRegistry
-from ..rules.models import InboxCursor, Task, Team, TeamMessage
+from ..rules.models import Task, Team, TeamMessage
 
 #: The most reads of a step's round in flight at once (a SQL store's default pool holds 5).
 ROUND_READS = 5
@@ -87,7 +86,7 @@ async def read_team(
 
     async def read_cursors() -> None:
         async with limiter:
-            cursors.extend(await _cursors(inbox, names))
+            cursors.extend(await inbox.cursors(names))
 
     async def read_page(name: str) -> None:
         async with limiter:
@@ -123,14 +122,6 @@ async def _read_late(
     async with anyio.create_task_group() as tg:
         for name in names:
             tg.start_soon(read, name, known.cursors[name] if name in into else None)
-
-
-async def _cursors(inbox: Mailbox, names: list[str]) -> list[int]:
-    """The cursors of ``names``' inboxes, in one read (0 where none was written)."""
-    if not names:
-        return []
-    entries = await get_many(inbox.store, [inbox.keys.cursor(n) for n in names])
-    return [0 if e is None else InboxCursor.model_validate_json(e.value).cursor for e in entries]
 
 
 async def _team_entry(client: TeamClient, team_id: str) -> tuple[Team, int | None]:
