@@ -64,13 +64,13 @@ _DEAD = (TaskStatus.FAILED.value, TaskStatus.CANCELLED.value)
 
 
 #: The member's own held task first (``prefer_own``: its lease is renewed).
-_MYSQL_OWN = """
+MYSQL_OWN = """
   (SELECT task_id, khash, 0 AS probe FROM {task}
    WHERE team = :team AND status = 'in_progress' AND owner = :member
    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
   UNION ALL"""
 
-_MYSQL_PICK = """
+MYSQL_PICK = """
 SELECT p.task_id, p.probe, k.value, k.version, k.nparts FROM ({own}
   (SELECT task_id, khash, 1 AS probe FROM {task}
    WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
@@ -102,7 +102,7 @@ WHERE t.team = :team AND t.task_id = :id
 """
 
 #: The dependents' counters of a finished task, driven by the dependency table's key.
-_MYSQL_DEPS = """
+MYSQL_DEPS = """
 UPDATE {dep} x JOIN {task} d ON d.team = x.team AND d.task_id = x.task_id
 SET d.{counter} = d.{counter} {step}
 WHERE x.team = :team AND x.blocker_id = :id
@@ -205,7 +205,7 @@ class SqlBoardQueue(RuleTransitions):
         key, so it reads only the dependents' rows (an ``IN (subquery)`` made MariaDB read, and
         lock-check, every task row of the team on every completion)."""
         counter = "blockers_left" if status is TaskStatus.COMPLETED else "dead_blockers"
-        template = _MYSQL_DEPS if self.store.dialect == "mysql" else _PG_DEPS
+        template = MYSQL_DEPS if self.store.dialect == "mysql" else _PG_DEPS
         names = {"task": self.t.task.name, "dep": self.t.task_dep.name}
         step = "- 1" if counter == "blockers_left" else "+ 1"
         statement = _statement(template, counter=counter, step=step, **names)
@@ -340,9 +340,9 @@ class SqlBoardQueue(RuleTransitions):
     ) -> tuple[TextClause, dict[str, Any]]:
         """The locking read of a claim (built once per shape) and its parameters (for ``EXPLAIN``)."""
         names = {"task": self.t.task.name, "kv": self.t.kv.name}
-        own = _MYSQL_OWN.format(**names) if prefer_own else ""
+        own = MYSQL_OWN.format(**names) if prefer_own else ""
         params = {"team": self.team, "member": member, "now": now.timestamp()}
-        return _statement(_MYSQL_PICK, own=own, **names), params
+        return _statement(MYSQL_PICK, own=own, **names), params
 
     async def _repair(self, conn: AsyncConnection, task: Task) -> None:
         t = self.t.task

@@ -33,9 +33,9 @@ from ..rules import eligibility
 from ..rules.models import Task, TaskStatus
 from .base import Outcome, TeamGuard, Verdict
 from .sql import (
-    _MYSQL_DEPS,
-    _MYSQL_OWN,
-    _MYSQL_PICK,
+    MYSQL_DEPS,
+    MYSQL_OWN,
+    MYSQL_PICK,
     Blockers,
     Decide,
     SqlBoardQueue,
@@ -93,8 +93,8 @@ class MysqlBoardQueue(SqlBoardQueue):
         prefer_own: bool = False,
     ) -> Task | None:
         names = {"task": self.t.task.name, "kv": self.t.kv.name}
-        own = _MYSQL_OWN.format(**names) if prefer_own else ""
-        pick = _shape(_MYSQL_PICK, own=own, **names)
+        own = MYSQL_OWN.format(**names) if prefer_own else ""
+        pick = _shape(MYSQL_PICK, own=own, **names)
         params = {"team": self.team, "member": member, "now": now.timestamp()}
 
         async def run(conn: Any) -> Task | None:
@@ -134,7 +134,7 @@ class MysqlBoardQueue(SqlBoardQueue):
             completed = new.status is TaskStatus.COMPLETED
             counter = "blockers_left" if completed else "dead_blockers"
             parts = {"counter": counter, "step": "- 1" if completed else "+ 1"}
-            deps = _shape(_MYSQL_DEPS, task=t.task.name, dep=t.task_dep.name, **parts)
+            deps = _shape(MYSQL_DEPS, task=t.task.name, dep=t.task_dep.name, **parts)
             sql.append(rendered(conn, deps, key))
         return ";".join([*sql, "COMMIT"])
 
