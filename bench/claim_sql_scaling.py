@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from agentscope_teams.teams.board import TaskBoard
-from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue, wakes_of
+from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue
 
 from .fixtures import MYSQL_URL, POSTGRES_URL
 from .sql_board import bulk_board, explain, private_store
@@ -73,7 +73,7 @@ def _notifies(board: TaskBoard) -> int:
     queue = board.queue
     if not isinstance(queue, PostgresBoardQueue):
         return 0
-    return wakes_of(queue.store).sent
+    return queue.store.wakes.sent
 
 
 def _board_round(

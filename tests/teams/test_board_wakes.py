@@ -18,7 +18,6 @@ from agentscope_teams.store import StoreBackend
 from agentscope_teams.store.base import signals_of
 from agentscope_teams.store.sql.signals import NOTIFY, Wakes
 from agentscope_teams.teams import LocalTeamClient, Member
-from agentscope_teams.teams.queues.sql_pg import wakes_of
 
 from ..backends import StoreSpec
 from .board_paths import native_spec
@@ -169,7 +168,7 @@ async def test_completions_during_a_wake_up_in_flight_send_one_more_between_them
     for i in range(4):
         await client.assign_task(team.id, f"task {i}")
     claimed = {m: await client.claim_task(team.id, m) for m in "abc"}
-    wakes = wakes_of(store)  # type: ignore[arg-type]
+    wakes = store.wakes  # type: ignore[attr-defined]
     sent_before = wakes.sent
     held: list[anyio.Event] = []
     real = Wakes._notify

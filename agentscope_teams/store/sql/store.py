@@ -60,7 +60,7 @@ from . import lease, reads
 from .database import Database, Retry
 from .dialect import NOW_SQL, create_engine
 from .schema import HEAD_BYTES, make_tables, migrate
-from .signals import Listener, channel_name
+from .signals import Listener, Wakes, channel_name
 from .tablesets import StoreTableSets, TableSetHost
 from .writes import Statements, ref
 
@@ -121,6 +121,9 @@ class SqlStore(TableSetHost, StoreBackend):
             self._listener = Listener({**args, "timeout": connect_timeout})
         #: Push wake-ups (PostgreSQL); False elsewhere, or set False to make callers poll.
         self.signals_enabled = self._listener is not None
+        #: The wake-ups other packages send after their own commits (the board's finish),
+        #: coalesced per channel across this store's users in the process (:class:`.Wakes`).
+        self.wakes = Wakes()
         self._setup_lock = anyio.Lock()
         self._ready = False
         self._closed = False

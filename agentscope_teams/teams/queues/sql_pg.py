@@ -44,29 +44,16 @@ import json
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, NamedTuple
-from weakref import WeakKeyDictionary
 
 from pydantic import TypeAdapter
 from sqlalchemy import TextClause, text
 
-from ...store.sql import SqlStore, Wakes, numbered
+from ...store.sql import numbered
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
 from .sql import SqlBoardQueue
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
-#: Each store's coalesced wake-ups (one per store: its finishes share them, whatever the board).
-_WAKES: WeakKeyDictionary[SqlStore, Wakes] = WeakKeyDictionary()
-
-
-def wakes_of(store: SqlStore) -> Wakes:
-    """The coalesced wake-ups of ``store``'s finishes (one per store and process)."""
-    wakes = _WAKES.get(store)
-    if wakes is None:
-        wakes = _WAKES[store] = Wakes()
-    return wakes
-
-
 #: The member's own held task (``prefer_own``: its lease is renewed, probe 0), probed first.
 _OWN = """own AS (
   SELECT task_id, khash, status AS was, owner AS was_owner, 0 AS probe FROM {task}
@@ -291,7 +278,7 @@ class PostgresBoardQueue(SqlBoardQueue):
         parts = self._guard(guard, params)
         shape = _numbered(_FINISH, task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **parts)
         channel = self.store.signal_channel(self.keys.signal())
-        wakes = wakes_of(self.store)
+        wakes = self.store.wakes
 
         async def run(conn: Any) -> Any:
             row = await _fetch(conn, shape, params)
