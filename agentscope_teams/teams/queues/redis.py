@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary, WeakSet
 
-from ...errors import StoreUnavailableError
+from ...errors import ConfigurationError, StoreUnavailableError
 from ...listing import UNREADABLE
 from ...store.encoding import encode_segment
 from ..rules.models import Task, TaskStatus, TeamKeys
@@ -157,7 +157,11 @@ class RedisBoardQueue:
     def __init__(self, store: RedisStore, keys: TeamKeys) -> None:
         names = _names(store, keys)
         if names is None:  # pragma: no cover - redis_queue_supported said otherwise
-            raise ValueError("task record names cannot be derived from the pending set's")
+            raise ConfigurationError(
+                f"team {keys.team_id!r}: this Redis store does not name task records after the "
+                "board's pending set, so the native queue cannot run its scripts; build the board "
+                "through queues.factory, which checks redis_queue_supported and falls back"
+            )
         self.store, self.keys = store, keys
         self._keys, self._before = names
         self._scripts = _scripts_of(store)
