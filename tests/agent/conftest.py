@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from agentscope_teams.store import RedisStore
+
 from ..backends import REDIS_URL, unique_namespace
 from ..conftest import require_service
 from .helpers import Setup, StoreArgs
@@ -70,3 +72,13 @@ def make_setup(tmp_path: Path) -> SetupFactory:
         return Setup(**fields)
 
     return make
+
+
+@pytest.fixture
+async def redis_store() -> AsyncIterator[RedisStore]:
+    """A RedisStore on the shared Redis in a namespace of its own, dropped after the test."""
+    require_service("redis")
+    namespace = unique_namespace()
+    async with RedisStore(REDIS_URL, namespace=namespace) as store:
+        yield store
+    await _drop_redis_namespace(namespace)

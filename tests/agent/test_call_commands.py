@@ -9,7 +9,6 @@ script call (``EVALSHA``) goes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,6 @@ from agentscope_teams.agent import ReActConfig
 from agentscope_teams.keys import SessionAddress
 from agentscope_teams.store import RedisStore
 from agentscope_teams.tools import tool
-
-from ..backends import REDIS_URL, unique_namespace
-from ..conftest import require_service
-from .conftest import _drop_redis_namespace
 
 #: Targets of issue 14 (then 5 for an existing session, 7 with a new one), 3 until issue 26.
 EXISTING_SESSION_MAX = 2
@@ -48,15 +43,6 @@ class Counted:
     def take(self) -> list[str]:
         sent, self.sent = self.sent, []
         return sent
-
-
-@pytest.fixture
-async def redis_store() -> AsyncIterator[RedisStore]:
-    require_service("redis")
-    namespace = unique_namespace()
-    async with RedisStore(REDIS_URL, namespace=namespace) as store:
-        yield store
-    await _drop_redis_namespace(namespace)
 
 
 def agent(store: RedisStore, workspace: Path) -> HarnessAgent:

@@ -19,21 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
 from agentscope_teams.agent import ReActConfig
 from agentscope_teams.store import InMemoryStore, RedisStore
 from agentscope_teams.tools import tool
-
-from ..backends import REDIS_URL, unique_namespace
-from ..conftest import require_service
-from .conftest import _drop_redis_namespace
 
 #: Async generators of one call, one model step without tools: the reply, its model call (the
 #: reasoning step and the usage governor's ``model_call``).
@@ -87,15 +81,6 @@ class Created:
             contextlib._GeneratorContextManager.__init__ = made  # type: ignore[method-assign]
             loop.set_task_factory(factory)
             sys.set_asyncgen_hooks(firstiter=first, finalizer=final)
-
-
-@pytest.fixture
-async def redis_store() -> AsyncIterator[RedisStore]:
-    require_service("redis")
-    namespace = unique_namespace()
-    async with RedisStore(REDIS_URL, namespace=namespace) as store:
-        yield store
-    await _drop_redis_namespace(namespace)
 
 
 @tool
