@@ -16,8 +16,8 @@ from agentscope_teams.store import RedisStore
 from agentscope_teams.subagents import RunBook
 from agentscope_teams.subagents.inbox import INBOX_META, Notice
 
+from ..agent.conftest import redis_store as redis_store  # the fixture
 from ..agent.test_call_commands import Counted
-from ..agent.test_call_commands import redis_store as redis_store  # the fixture
 from .helpers import spec
 
 #: Lease create with the session read, inbox cursor read, inbox stream read, fenced save with
