@@ -403,6 +403,12 @@ class StoreBackend(abc.ABC):
         return k
 
     @staticmethod
+    def _check_delete(key: Sequence[str], expected_version: int | None) -> Key:
+        k = validate_key(key)
+        check_expected(expected_version)
+        return k
+
+    @staticmethod
     def _check_fence(key: Key, fence: Fence | None) -> Fence | None:
         """``fence`` with its key validated; ``ValueError`` if it names the written key itself."""
         if fence is None:
