@@ -301,7 +301,7 @@ def _background_tools(shells: BackgroundShells) -> list[Tool]:
         shell = shells.get(env, shell_id)
         was_running = shell.process.running
         await shell.process.kill()
-        chunk = await shell.process.read()
+        chunk = dataclasses.replace(await shell.process.read(), running=False)  # it was stopped
         shells.forget(env, shell_id)
         return shell.output(shell_id, chunk, shown=chunk.output, filtered=False, killed=was_running)
 
