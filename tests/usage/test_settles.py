@@ -220,14 +220,16 @@ def _lived(url: str, closes: str) -> tuple[int, int]:
     return anyio.run(read)
 
 
-@pytest.mark.parametrize("store_spec", ["file", "sqlite", "postgres", "redis"], indirect=True)
+@pytest.mark.parametrize(
+    "store_spec", ["file", "sqlite", "mariadb", "postgres", "redis"], indirect=True
+)
 def test_a_process_that_closes_only_its_store_and_ends_counts_its_last_call(
     store_spec: StoreSpec,
 ) -> None:
     assert _lived(store_spec.url, "store") == (40, 0)
 
 
-@pytest.mark.parametrize("store_spec", ["postgres", "redis"], indirect=True)
+@pytest.mark.parametrize("store_spec", ["file", "postgres", "redis"], indirect=True)
 def test_a_process_that_closes_its_governor_and_ends_counts_its_last_call(
     store_spec: StoreSpec,
 ) -> None:
