@@ -109,15 +109,20 @@ def check_pool(max_connections: int, pool_timeout: float) -> None:
         raise ConfigurationError(f"pool_timeout must be > 0 seconds, got {pool_timeout!r}")
 
 
+def invalid_url(url: str, exc: ValueError) -> ConfigurationError:
+    """The error of a Redis URL redis-py cannot parse (the password redacted)."""
+    return ConfigurationError(
+        f"invalid Redis URL {redact_url(url)!r} ({redact_text(str(exc), url)}); "
+        "use redis://[user:password@]host:port/db"
+    )
+
+
 def check_url(redis: Any, url: str) -> None:
     """Refuse a query option the connection does not take, and a negative database number."""
     try:
         kwargs = redis.asyncio.connection.parse_url(url)
     except ValueError as exc:
-        raise ConfigurationError(
-            f"invalid Redis URL {redact_url(url)!r} ({redact_text(str(exc), url)}); "
-            "use redis://[user:password@]host:port/db"
-        ) from exc
+        raise invalid_url(url, exc) from exc
     known = _connection_options(kwargs.get("connection_class", redis.asyncio.Connection))
     unknown = sorted(k for k in kwargs if k not in known and k not in _POOL_OPTIONS)
     if unknown:
@@ -182,10 +187,7 @@ def client_from_url(
         lean = lean and fits(pool)
         return (LeanRedis if lean else redis.asyncio.Redis).from_pool(pool)
     except ValueError as exc:
-        raise ConfigurationError(
-            f"invalid Redis URL {redact_url(url)!r} ({redact_text(str(exc), url)}); "
-            "use redis://[user:password@]host:port/db"
-        ) from exc
+        raise invalid_url(url, exc) from exc
 
 
 class _TimerSend:

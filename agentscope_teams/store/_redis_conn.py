@@ -204,6 +204,7 @@ class RedisConnection(StoreBackend):
             raise failures[0]
 
     async def aclose(self) -> None:
+        await super().aclose()
         await self._subscriber.aclose()
         if self._owns_client:
             await self._client.aclose()

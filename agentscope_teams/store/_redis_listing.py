@@ -15,7 +15,6 @@ from ..errors import VersionConflict
 from ._redis_conn import RedisConnection
 from .base import (
     Key,
-    check_expected,
     decode_key,
     encode_key,
     encode_prefix,
@@ -34,8 +33,7 @@ class RedisListing(RedisConnection):
     async def delete(
         self, key: Key, *, expected_version: int | None = None, indexed: bool = True
     ) -> bool:
-        k = validate_key(key)
-        check_expected(expected_version)
+        k = self._check_delete(key, expected_version)
         async with self._turn(reserve=not indexed):  # a lease is given back even when busy
             ok, found = await self._delete_script(k, expected_arg(expected_version), indexed)
         if not ok:
@@ -72,11 +70,7 @@ class RedisListing(RedisConnection):
         out: list[Key] = []
         while start is not None and len(out) < limit:
             batch = max(limit - len(out), 32)
-            with self._guard():
-                raw = await self._moving(
-                    partial(self._client.zrangebylex, self._naming.index(p), start, "+", 0, batch)
-                )
-            members = [cast(bytes, m).decode() for m in raw]
+            members = await self._members(self._naming.index(p), start, batch)
             # Entry names straight from the escaped members: no decode / re-encode round trip.
             names = [self._naming.encoded(prefix_enc + m.split("/")) for m in members]
             out.extend(await self._live([p + decode_key(m) for m in members], names))
@@ -91,11 +85,7 @@ class RedisListing(RedisConnection):
         out: list[Key] = []
         while start is not None and len(out) < limit:
             batch = max(limit - len(out), 32)
-            with self._guard():
-                raw = await self._moving(
-                    partial(self._client.zrangebylex, registry, start, "+", 0, batch)
-                )
-            members = [cast(bytes, m).decode() for m in raw]
+            members = await self._members(registry, start, batch)
             singles: list[Key] = []
             for m in members:
                 if not m.endswith("/"):
@@ -112,6 +102,12 @@ class RedisListing(RedisConnection):
             out.extend(await self._existing(singles))
             start = "(" + members[-1] if len(members) == batch else None
         return out[:limit]
+
+    async def _members(self, index: str, start: str, batch: int) -> list[str]:
+        """Up to ``batch`` members of sorted set ``index`` from ``start`` on (ZRANGEBYLEX)."""
+        with self._guard():
+            raw = await self._moving(partial(self._client.zrangebylex, index, start, "+", 0, batch))
+        return [cast(bytes, m).decode() for m in raw]
 
     def _registry_start(self, p: Key, after: Key | None) -> tuple[str | None, Key | None]:
         """Where a registry listing of ``p`` starts after ``after``: the ZRANGEBYLEX start (None:

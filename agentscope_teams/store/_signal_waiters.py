@@ -1,6 +1,7 @@
 """What every store's signal listener shares: the tasks waiting per channel, and how they wake.
 
-A backend's listener subclasses :class:`Waiters` and supplies :meth:`Waiters._ensure` (connect
+A backend's listener subclasses :class:`Waiters` (:class:`LocalWaiters`: one that listens to
+nothing, for a store whose signals stay in its process) and supplies :meth:`Waiters._ensure` (connect
 and subscribe to the channels, once) and :meth:`Waiters._reset` (drop a connection that failed);
 its reader calls :meth:`Waiters.wake` per message and :meth:`Waiters.wake_all` when the
 connection is lost (a spurious wake-up costs a waiter one look; a missed one, a poll).
@@ -67,3 +68,15 @@ class Waiters:
 
     async def _reset(self) -> None:
         raise NotImplementedError
+
+
+class LocalWaiters(Waiters):
+    """Waiters woken from this process only (the memory store's signals): nothing to connect."""
+
+    backend = "memory"
+
+    async def _ensure(self, names: Sequence[str]) -> None:
+        return None
+
+    async def _reset(self) -> None:
+        return None

@@ -54,6 +54,7 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from ..errors import ValueTooLargeError
+from . import closing
 from .capabilities import StoreCapabilities, capabilities_of
 from .encoding import (  # re-exported: the key encoding's home is .encoding
     PATH_SEGMENT_MAX_BYTES,
@@ -374,8 +375,11 @@ class StoreBackend(abc.ABC):
     async def setup(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Create whatever the backend needs (tables, directories). Idempotent."""
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Release what this store created; an injected client belongs to the caller."""
+    async def aclose(self) -> None:
+        """Release what this store created; an injected client belongs to the caller. First wait
+        (boundedly) for the work layers above left running on it
+        (:mod:`agentscope_teams.store.closing`): a subclass that releases more calls this first."""
+        await closing.landed(self)
 
     async def __aenter__(self) -> Self:
         await self.setup()
@@ -396,6 +400,12 @@ class StoreBackend(abc.ABC):
         check_size(k, value, self.max_value_bytes)
         check_expected(expected_version)
         check_ttl(ttl)
+        return k
+
+    @staticmethod
+    def _check_delete(key: Sequence[str], expected_version: int | None) -> Key:
+        k = validate_key(key)
+        check_expected(expected_version)
         return k
 
     @staticmethod

@@ -65,7 +65,6 @@ from .base import (
     Fence,
     Key,
     StoreBackend,
-    check_expected,
     encode_key,
     encode_prefix,
     path_segment,
@@ -223,8 +222,7 @@ class JsonFileStore(StoreBackend):
     async def delete(
         self, key: Key, *, expected_version: int | None = None, indexed: bool = True
     ) -> bool:
-        k = validate_key(key)
-        check_expected(expected_version)
+        k = self._check_delete(key, expected_version)
         return await self._locks.run(
             stripe_of("kv", k), lambda: self._delete_sync(k, expected_version)
         )

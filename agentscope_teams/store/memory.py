@@ -4,7 +4,7 @@ Operations do not await, so each one (a fenced put with its fence check and rele
 atomic within the loop. ``indexed`` is ignored: listing scans the dict.
 
 Signals (:class:`~.base.Signals`): ``wait_signal`` parks an :class:`anyio.Event` under each channel;
-``signal`` sets the events of that channel. Set ``signals_enabled = False`` to make callers poll.
+``signal`` sets the events of that channel (:class:`~._signal_waiters.LocalWaiters`). Set ``signals_enabled = False`` to make callers poll.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import bisect
 import time
 from collections.abc import Sequence
 
-import anyio
-
 from ..errors import LeaseLostError, VersionConflict
+from ._signal_waiters import LocalWaiters
 from .base import (
     DEFAULT_MAX_VALUE_BYTES,
     Entry,
@@ -42,7 +41,7 @@ class InMemoryStore(StoreBackend):
         self._data: dict[str, tuple[Key, bytes, int, float | None]] = {}
         self._streams: dict[Key, tuple[list[int], list[bytes]]] = {}
         self._stream_hwm: dict[Key, int] = {}
-        self._waiters: dict[Key, set[anyio.Event]] = {}
+        self._waiters = LocalWaiters()
         self.signals_enabled = True
 
     @property
@@ -60,6 +59,15 @@ class InMemoryStore(StoreBackend):
             del self._data[enc]
             return None
         return item
+
+    def _version(self, key: Key, enc: str, expected: int | None) -> int:
+        """The live version of ``key`` (0: absent); VersionConflict unless it is ``expected``
+        (None: any)."""
+        item = self._live(enc)
+        found = 0 if item is None else item[2]
+        if expected is not None and expected != found:
+            raise VersionConflict(key, expected, found)
+        return found
 
     async def get(self, key: Key) -> Entry | None:
         item = self._live(encode_key(validate_key(key)))
@@ -88,11 +96,7 @@ class InMemoryStore(StoreBackend):
             if held is None or held[1] != fence.value:
                 raise LeaseLostError(k, fence.key)
         enc = encode_key(k)
-        item = self._live(enc)
-        found = 0 if item is None else item[2]
-        if expected_version is not None and expected_version != found:
-            raise VersionConflict(k, expected_version, found)
-        version = found + 1
+        version = self._version(k, enc, expected_version) + 1
         expires = None if ttl is None else time.monotonic() + ttl
         self._data[enc] = (k, bytes(value), version, expires)
         if fence is not None and fence.release:
@@ -102,12 +106,9 @@ class InMemoryStore(StoreBackend):
     async def delete(
         self, key: Key, *, expected_version: int | None = None, indexed: bool = True
     ) -> bool:
-        k = validate_key(key)
+        k = self._check_delete(key, expected_version)
         enc = encode_key(k)
-        item = self._live(enc)
-        found = 0 if item is None else item[2]
-        if expected_version is not None and expected_version != found:
-            raise VersionConflict(k, expected_version, found)
+        self._version(k, enc, expected_version)
         return self._data.pop(enc, None) is not None
 
     async def list_keys(
@@ -150,22 +151,9 @@ class InMemoryStore(StoreBackend):
     # -- signals ---------------------------------------------------------------------------
 
     async def signal(self, channel: Key) -> None:
-        for event in self._waiters.get(validate_key(channel, "channel"), ()):
-            event.set()
+        self._waiters.wake(encode_key(validate_key(channel, "channel")))
 
     async def wait_signal(self, channels: Sequence[Key], timeout: float) -> bool:  # noqa: ASYNC109
         """True when one of ``channels`` is signalled within ``timeout`` seconds, else False."""
-        event, keys = anyio.Event(), [validate_key(c, "channel") for c in channels]
-        for k in keys:
-            self._waiters.setdefault(k, set()).add(event)
-        try:
-            with anyio.move_on_after(timeout):
-                await event.wait()
-            return event.is_set()
-        finally:
-            for k in keys:
-                waiting = self._waiters.get(k)
-                if waiting is not None:
-                    waiting.discard(event)
-                    if not waiting:
-                        del self._waiters[k]
+        names = [encode_key(validate_key(c, "channel")) for c in channels]
+        return await self._waiters.wait(names, timeout)

@@ -203,8 +203,8 @@ class RedisStore(RedisListing):
         name, indexes, members = self._naming.of(k)
         if expected_version or not indexed:  # no index to touch: it exists, or is never listed
             indexes, members = [], []
-        ttl_ms = "" if ttl is None else str(max(1, math.ceil(ttl * 1000)))
-        args: list[bytes | str] = [expected_arg(expected_version), bytes(value), ttl_ms, *members]
+        expected, ttl_ms = expected_arg(expected_version), _ttl_ms(ttl)
+        args: list[bytes | str] = [expected, bytes(value), ttl_ms, *members]
         keys = [name, *indexes]
         if f is not None:
             keys.append(self._fence_name(k, name, f.key))
@@ -276,8 +276,8 @@ class RedisStore(RedisListing):
             check_size(k, data, self.max_value_bytes)
         f = self._check_fence(k, fence)
         name = self._naming.entry(k)
-        ttl_ms = "" if ttl is None else str(max(1, math.ceil(ttl * 1000)))
-        args: list[bytes | str] = [str(expected_version), bytes(value), ttl_ms, str(len(fields))]
+        args: list[bytes | str] = [str(expected_version), bytes(value), _ttl_ms(ttl)]
+        args.append(str(len(fields)))
         for field, data in fields:
             args += [field, bytes(data)]
         args += list(drop)
@@ -369,6 +369,11 @@ class RedisStore(RedisListing):
 
 
 __all__ = ["RedisStore"]
+
+
+def _ttl_ms(ttl: float | None) -> str:
+    """The scripts' ttl argument: whole milliseconds, at least one; '' for none."""
+    return "" if ttl is None else str(max(1, math.ceil(ttl * 1000)))
 
 
 def _written(reply: Any, key: Key, expected: int | None, fence: Fence | None) -> int:

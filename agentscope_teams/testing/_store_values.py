@@ -160,6 +160,7 @@ class ValueTests:
         await store.put(key, b"v")
         for call in (
             lambda: store.put(key, b"w", expected_version=-1),
+            lambda: store.delete(key, expected_version=-1),
             lambda: store.list_keys((ns,), limit=0),
             lambda: store.read((ns, "s"), limit=0),
             lambda: store.read((ns, "s"), after=-1),

@@ -28,8 +28,8 @@ from typing import Annotated
 from pydantic import Field
 
 from ..errors import ToolError
-from ..sandbox import BackgroundProcess, Sandbox, SandboxLimits
-from ..sandbox.denials import SandboxDenial, denial_in
+from ..sandbox import BackgroundProcess, OutputChunk, Sandbox, SandboxLimits
+from ..sandbox.denials import DenialWatch, SandboxDenial, denial_in
 from .base import Tool, ToolEnv
 from .call_end import at_call_end
 from .decorator import make_tool
@@ -100,6 +100,9 @@ class ShellOutput(ToolOutput):
     omitted_bytes: int = 0
     filtered: bool = False
     killed: bool = False
+    #: What the sandbox refused the command, on the read that first reports its end (recorded
+    #: once: :mod:`agentscope_teams.sandbox.denials`).
+    sandbox_denial: SandboxDenial | None = None
 
     def render(self) -> str:
         if self.killed:
@@ -109,6 +112,8 @@ class ShellOutput(ToolOutput):
         else:
             state = f"exited with code {self.exit_code}"
         text = self.output.rstrip("\n") or "(no new output)"
+        if self.sandbox_denial:
+            text += f"\n[the sandbox refused {self.sandbox_denial.what}]"
         return f"[{self.shell_id}: {state}]\n{text}"
 
 
@@ -116,6 +121,26 @@ class ShellOutput(ToolOutput):
 class _Shell:
     command: str
     process: BackgroundProcess
+    watch: DenialWatch
+
+    def output(
+        self, shell_id: str, chunk: OutputChunk, *, shown: str, filtered: bool, killed: bool
+    ) -> ShellOutput:
+        """What ``chunk`` (read just now; ``shown``: the part of its output to show) says, with
+        the sandbox's refusal on the read that first reports the end of a command it refused."""
+        self.watch.seen(chunk.output)
+        ended = None if chunk.running else chunk.exit_code
+        return ShellOutput(
+            shell_id=shell_id,
+            command=self.command,
+            running=chunk.running,
+            exit_code=chunk.exit_code,
+            output=shown,
+            omitted_bytes=chunk.omitted_bytes,
+            filtered=filtered,
+            killed=killed,
+            sandbox_denial=self.watch.ended(ended),
+        )
 
 
 @dataclass
@@ -125,7 +150,7 @@ class BackgroundShells:
     calls: dict[int, dict[str, _Shell]] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
-    def add(self, env: ToolEnv, command: str, process: BackgroundProcess) -> str:
+    def add(self, env: ToolEnv, command: str, process: BackgroundProcess, contained: bool) -> str:
         shells = self.calls.get(id(env))
         if shells is None:
             shells = self.calls[id(env)] = {}
@@ -136,7 +161,7 @@ class BackgroundShells:
 
             at_call_end(env, stop_all)
         shell_id = f"bash_{next(self.ids)}"
-        shells[shell_id] = _Shell(command, process)
+        shells[shell_id] = _Shell(command, process, DenialWatch(contained=contained))
         return shell_id
 
     def running(self, env: ToolEnv) -> int:
@@ -228,7 +253,7 @@ def _bash_tool(sandbox: Sandbox, base: SandboxLimits, shells: BackgroundShells) 
                     "stop one with kill_shell first"
                 )
             process = await sandbox.start(command, env.workspace, limits=base)
-            shell_id = shells.add(env, command, process)
+            shell_id = shells.add(env, command, process, sandbox.contained)
             return ShellStarted(
                 command=command, description=description, shell_id=shell_id, sandbox=sandbox.name
             )
@@ -264,15 +289,8 @@ def _background_tools(shells: BackgroundShells) -> list[Tool]:
         """
         shell = shells.get(env, bash_id)
         chunk = await shell.process.read()
-        return ShellOutput(
-            shell_id=bash_id,
-            command=shell.command,
-            running=chunk.running,
-            exit_code=chunk.exit_code,
-            output=_filtered(chunk.output, filter),
-            omitted_bytes=chunk.omitted_bytes,
-            filtered=filter is not None,
-        )
+        shown = _filtered(chunk.output, filter)
+        return shell.output(bash_id, chunk, shown=shown, filtered=filter is not None, killed=False)
 
     async def kill_shell(shell_id: str, *, env: ToolEnv) -> ShellOutput:
         """Stop a background shell and everything it started.
@@ -283,16 +301,8 @@ def _background_tools(shells: BackgroundShells) -> list[Tool]:
         shell = shells.get(env, shell_id)
         was_running = shell.process.running
         await shell.process.kill()
-        chunk = await shell.process.read()
+        chunk = dataclasses.replace(await shell.process.read(), running=False)  # it was stopped
         shells.forget(env, shell_id)
-        return ShellOutput(
-            shell_id=shell_id,
-            command=shell.command,
-            running=False,
-            exit_code=chunk.exit_code,
-            output=chunk.output,
-            omitted_bytes=chunk.omitted_bytes,
-            killed=was_running,
-        )
+        return shell.output(shell_id, chunk, shown=chunk.output, filtered=False, killed=was_running)
 
     return [make_tool(bash_output, read_only=True), make_tool(kill_shell)]

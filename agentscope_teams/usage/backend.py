@@ -11,6 +11,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from ..store.closing import land_before_close
 from . import redis_lua, rules
 from .docs import DocBackend, doc_id, docs_for
 from .rules import Admission, Admitted, Refusal
@@ -162,6 +163,7 @@ def usage_backend(store: object) -> UsageBackend:
 
                 found = PgUsage(docs)  # type: ignore[arg-type]
         _BACKENDS[store] = found
+        land_before_close(store, found.settles)  # closing the store lands its settles
     return found
 
 

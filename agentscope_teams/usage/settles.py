@@ -6,7 +6,8 @@ goes on at once: its tool step, its session save. Each such settle is owned twic
 
 * by the :class:`Settles` of its store's usage backend, which logs and counts a failure, keeps
   the task referenced until it ends, and is flushed by :meth:`UsageGovernor.aclose
-  <agentscope_teams.usage.UsageGovernor.aclose>` and ``HarnessAgent.aclose`` (:func:`flush`);
+  <agentscope_teams.usage.UsageGovernor.aclose>`, ``HarnessAgent.aclose`` (:func:`flush`) and
+  the store's own close (:mod:`agentscope_teams.store.closing`: bounded, what is left logged);
 * by the :class:`Pending` of the call's scope (one per ``UsageGovernor.bind``), which
   ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for before they return (:func:`settled`), and
   which a later call of the same scope waits for when the store answers that calls in flight hold
@@ -31,6 +32,9 @@ Task = asyncio.Task[None]
 
 class Settles:
     """The settles of one store in flight, and how many were started and how many failed."""
+
+    #: What they are, for the store's close (:mod:`agentscope_teams.store.closing`).
+    what = "settles of model calls' usage"
 
     def __init__(self) -> None:
         self._tasks: set[Task] = set()

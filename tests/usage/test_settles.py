@@ -1,12 +1,14 @@
 """The settle of a governed call (``FINISH``) runs beside the caller's next work, and is never lost:
 a call returns with its usage counted, its settle overlapped its last session save, a later call of
 the same reply waits for it rather than count its reservation as somebody else's, a failure is
-logged and counted, and closing the agent or the governor (or the process ending right after a
-call) leaves no reservation uncounted."""
+logged and counted, and closing the agent, the governor or only the store (or the process ending
+right after a call) leaves no reservation uncounted; a store's close waits for its settles for a
+bounded time and logs those left."""
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -181,39 +183,101 @@ async def test_closing_the_agent_settles_what_a_cancelled_call_left_running(
     assert await _used(store, _session_budget(ctx)) == (40, 0)
 
 
-def _run_then_end(url: str, name: str, close_governor: bool) -> None:
-    """A process's life: open the store, one streamed loop reply (a stream leaves the settle to
-    its caller), close the governor or not, and end the event loop at once."""
+def _life(url: str, name: str, closes: str) -> None:
+    """A process's life (a child process's target): open the store, one streamed loop reply (a
+    stream leaves the settle to its caller), close the store, the governor or nothing (``closes``),
+    and end the event loop at once."""
 
     async def life() -> None:
-        async with store_from_url(url) as store:
-            _slowed(store, lambda: anyio.sleep(0.3))
-            agent = ReActAgent("a", _model(), config=ReActConfig(stream_model=False))
-            gov = UsageGovernor(store)
-            with gov.bind(), add_budget(name, Budget(max_tokens=10**6)):
-                async for _ in agent.reply_stream("go", AgentState(session_id="s")):
-                    pass
-            if close_governor:
-                await gov.aclose()
+        store = store_from_url(url)
+        await store.setup()
+        _slowed(store, lambda: anyio.sleep(0.3))
+        agent = ReActAgent("a", _model(), config=ReActConfig(stream_model=False))
+        gov = UsageGovernor(store)
+        with gov.bind(), add_budget(name, Budget(max_tokens=10**6)):
+            async for _ in agent.reply_stream("go", AgentState(session_id="s")):
+                pass
+        if closes == "governor":
+            await gov.aclose()
+        elif closes == "store":
+            await store.aclose()  # only the store: neither the agent nor the governor
 
     anyio.run(life)
 
 
-@pytest.mark.parametrize("store_spec", ["file", "redis"], indirect=True)
+def _lived(url: str, closes: str) -> tuple[int, int]:
+    """(settled, reserved) tokens of the budget of one :func:`_life` in a process of its own."""
+    name = "team:" + unique_namespace()
+    child = multiprocessing.get_context("spawn").Process(target=_life, args=(url, name, closes))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0, f"the child process ended with {child.exitcode}"
+
+    async def read() -> tuple[int, int]:
+        async with store_from_url(url) as store:
+            return await _used(store, name)
+
+    return anyio.run(read)
+
+
+@pytest.mark.parametrize(
+    "store_spec", ["file", "sqlite", "mariadb", "postgres", "redis"], indirect=True
+)
+def test_a_process_that_closes_only_its_store_and_ends_counts_its_last_call(
+    store_spec: StoreSpec,
+) -> None:
+    assert _lived(store_spec.url, "store") == (40, 0)
+
+
+@pytest.mark.parametrize("store_spec", ["file", "postgres", "redis"], indirect=True)
 def test_a_process_that_closes_its_governor_and_ends_counts_its_last_call(
     store_spec: StoreSpec,
 ) -> None:
-    async def read(name: str) -> tuple[int, int]:
-        async with store_from_url(store_spec.url) as store:
-            return await _used(store, name)
-
-    closed, left = "team:" + unique_namespace(), "team:" + unique_namespace()
-    _run_then_end(store_spec.url, closed, close_governor=True)
-    assert anyio.run(read, closed) == (40, 0)
-    # the control: not closed, the loop's end cancels the settle; the reservation is left to expire
-    _run_then_end(store_spec.url, left, close_governor=False)
-    settled, reserved = anyio.run(read, left)
+    assert _lived(store_spec.url, "governor") == (40, 0)
+    # the control: nothing closed, the loop's end cancels the settle; the reservation is left to
+    # expire
+    settled, reserved = _lived(store_spec.url, "nothing")
     assert settled == 0 and reserved > 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "store_spec", ["memory", "file", "sqlite", "mariadb", "postgres", "redis"], indirect=True
+)
+async def test_every_stores_close_waits_for_the_settles_running_on_it(
+    store_spec: StoreSpec,
+) -> None:
+    store = store_spec.open()
+    await store.setup()
+    landed: list[str] = []
+
+    async def settle() -> None:
+        await anyio.sleep(0.2)
+        landed.append("settled")
+
+    settles = usage_backend(store).settles
+    assert settles.start(settle) is not None
+    await store.aclose()
+    assert landed == ["settled"] and settles.pending == 0
+
+
+@pytest.mark.anyio
+async def test_a_store_closes_after_a_bounded_wait_and_logs_the_settles_left(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentscope_teams.store import closing
+    from agentscope_teams.store.memory import InMemoryStore
+
+    monkeypatch.setattr(closing, "LAND_SECONDS", 0.2)
+    store, release = InMemoryStore(), anyio.Event()
+    settles = usage_backend(store).settles
+    settles.start(release.wait)
+    with caplog.at_level(logging.WARNING, "agentscope_teams.store"), anyio.fail_after(5):
+        await store.aclose()
+    assert settles.pending == 1  # left running, not cancelled
+    assert "closing InMemoryStore: 1 settles of model calls' usage still running" in caplog.text
+    release.set()
+    await settles.flush()
 
 
 @pytest.mark.parametrize("store_spec", ["redis"], indirect=True)

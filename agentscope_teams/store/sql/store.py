@@ -164,6 +164,7 @@ class SqlStore(TableSetHost, StoreBackend):
 
     async def aclose(self) -> None:
         """Close the signal connection; dispose of the engine if this store created it."""
+        await super().aclose()  # the work left running on it lands first
         if self._listener is not None:
             await self._listener.aclose()
         await self._db.dispose()
