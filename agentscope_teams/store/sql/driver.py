@@ -143,3 +143,21 @@ def ended(raw: Any) -> bool:
     result = getattr(raw, "_result", None)
     status = getattr(result if result is not None else raw, "server_status", None)
     return isinstance(status, int) and not status & _IN_TRANS
+
+
+def idle(raw: Any) -> bool:
+    """Whether no transaction is open on the driver connection ``raw`` (asyncpg: none begun;
+    asyncmy: :func:`ended`), so it may serve the next call as it is."""
+    if _asyncpg(raw):
+        return not (raw.is_in_transaction() or raw.is_closed())
+    return ended(raw)
+
+
+def stranded(raw: Any) -> bool:
+    """Whether ``raw`` is an asyncpg connection with a transaction open: SQLAlchemy's pool, which
+    began none on it, would give it back without a rollback, so it is dropped instead."""
+    return _asyncpg(raw) and bool(raw.is_in_transaction())
+
+
+def _asyncpg(raw: Any) -> bool:
+    return type(raw).__module__.startswith("asyncpg")
