@@ -83,9 +83,7 @@ async def test_a_connection_left_in_a_transaction_goes_back_to_the_pool(
     assert await store.with_driver("probe", in_transaction) is False
 
 
-async def test_a_failed_statement_gives_its_connection_back(
-    store: SqlStore, backend: str
-) -> None:
+async def test_a_failed_statement_gives_its_connection_back(store: SqlStore, backend: str) -> None:
     await probe(store, backend)
 
     async def broken(conn: Any) -> Any:
