@@ -7,7 +7,8 @@ without its URL, host, user, database or the driver's words
 ``pool_timeout`` is :class:`~agentscope_teams.errors.StoreBusyError`; a lease release then runs on a
 connection of its own (:meth:`Database.reserved`), so a call that failed for want of a connection
 still gives its session back at once. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips), and hot
-paths may send theirs on the asyncpg connection itself (:meth:`Database.driver`, :mod:`.driver`);
+paths may send theirs on the asyncpg connection itself (:meth:`Database.driver`, :mod:`.driver`,
+on connections kept between calls: :mod:`.spare`);
 writes on SQLite start with ``BEGIN IMMEDIATE``.
 """
 

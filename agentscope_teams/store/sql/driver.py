@@ -3,9 +3,10 @@ for hot paths.
 
 A statement through SQLAlchemy's ``AsyncConnection`` costs about 0.2 ms of Python on top of
 asyncpg's own work (the ``Connection`` object and its events, greenlet switches, the result
-proxy, parameter processing). :meth:`~.store.SqlStore.with_driver` borrows a connection from the
-engine's pool itself (its raw pooled connection: ≈ 30 µs, and the same connection budget) and
-hands the caller the asyncpg connection under it: statements with numbered parameters (``$1``)
+proxy, parameter processing). :meth:`~.store.SqlStore.with_driver` takes a pooled connection
+the driver path kept from its last call (:mod:`.spare`: no pool borrow), else borrows one from
+the engine's pool itself (the same connection budget either way), and hands the caller the
+asyncpg connection under it: statements with numbered parameters (``$1``)
 that asyncpg prepares once per connection (its statement cache) and runs in autocommit (no
 transaction is open on it). :func:`numbered` turns a ``:name`` template
 into that form once per shape.
