@@ -132,3 +132,30 @@ async def test_closing_the_store_gives_the_kept_connections_back(backend: str) -
         assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     finally:
         await engine.dispose()
+
+
+async def test_no_more_connections_are_kept_idle_than_the_pool_would_keep(backend: str) -> None:
+    """Four calls at once on a pool of 2 (+ 3 overflow): after them at most 2 are kept (the
+    others go back to the pool, which keeps 2 more and closes the rest)."""
+    import anyio
+
+    async with _store(backend, pool_size=2, max_overflow=3) as s:
+        await probe(s, backend)  # set up the tables first
+        arrived = 0
+        all_in = anyio.Event()
+
+        async def held(conn: Any) -> None:
+            nonlocal arrived
+            arrived += 1
+            if arrived == 4:
+                all_in.set()
+            await all_in.wait()
+            if backend == "mariadb":
+                await mysql_rows(conn, "COMMIT")
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(s.with_driver, "probe", held)
+        pool = s._engine.pool
+        assert len(s._db.spare) == 2 and pool.checkedout() == 2  # type: ignore[attr-defined]
+        assert pool.checkedin() == 2  # type: ignore[attr-defined]

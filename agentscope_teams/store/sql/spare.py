@@ -7,8 +7,10 @@ connection it used cleanly (the call returned and no transaction is open on it: 
 to its :class:`Spare` instead of the pool, and its next call takes it back without a switch.
 
 The connections stay checked out of the engine's pool, so the connection budget is the pool's
-(``pool_size`` + ``max_overflow``), shared with every other operation of the store. None is kept
-for long: one idle for :data:`IDLE_SECONDS` goes back to the pool at the next borrow (where
+(``pool_size`` + ``max_overflow``), shared with every other operation of the store. A
+connection is kept only while the kept ones and those checked in are fewer than ``pool_size``
+(so at most ``pool_size`` are kept, and at most twice that idle with the pool's own). None is
+kept for long: one idle for :data:`IDLE_SECONDS` goes back to the pool at the next borrow (where
 ``pool_recycle`` and ``pool_pre_ping`` apply again), and when the pool has no connection checked
 in, an operation outside the driver path gets one back from the spare ones before it waits for
 or opens a connection (:meth:`Spare.starved`). Only a queue pool (the default) has spares: with
@@ -54,8 +56,10 @@ class Spare:
         return pooled
 
     def keep(self, pooled: Any) -> bool:
-        """Keep ``pooled`` for the next call; False when this pool keeps none."""
-        if self._pool is None:
+        """Keep ``pooled`` for the next call; False when this pool keeps none, or when the kept
+        ones and those checked in make ``pool_size`` already."""
+        pool = self._pool
+        if pool is None or len(self._idle) + pool.checkedin() >= pool.size():
             return False
         self._idle.append((pooled, time.monotonic()))
         return True
