@@ -35,13 +35,6 @@ class Spare:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool if isinstance(pool, QueuePool) else None
         self._idle: list[tuple[Any, float]] = []
-        #: Connections taken from here (tests and benchmarks count borrows with it).
-        self.reused = 0
-
-    @property
-    def enabled(self) -> bool:
-        """Whether the engine's pool lets connections be kept (a queue pool)."""
-        return self._pool is not None
 
     def take(self) -> Any | None:
         """The most recently kept connection, or None (none kept, or it idled too long: then
@@ -52,7 +45,6 @@ class Spare:
         if time.monotonic() - since > IDLE_SECONDS:
             return None
         self._idle.pop()
-        self.reused += 1
         return pooled
 
     def keep(self, pooled: Any) -> bool:
