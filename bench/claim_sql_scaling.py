@@ -11,7 +11,9 @@ LOCKED`` queue (a jobs table, a partial index on pending, one claim ``UPDATE`` a
 ``UPDATE`` per job, pool of 16): the floor. Rounds alternate. Target: the board within 2x of the
 floor's claims/s. The CPU the process spends per task is shown beside (``time.process_time``),
 and on PostgreSQL the wake-up statements (``pg_notify``) the board sent per task: its finishes'
-wake-ups are coalesced per team (:class:`~agentscope_teams.store.sql.signals.Wakes`).
+wake-ups are coalesced per team (:class:`~agentscope_teams.store.sql.signals.Wakes`). The board's
+checkouts from the store's connection pool per task are counted too (the claim and finish run on
+connections the store keeps between calls, :mod:`agentscope_teams.store.sql.spare`: about 0).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import anyio
+from sqlalchemy import event
 
+from agentscope_teams.store.sql import SqlStore
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue
 
@@ -76,8 +80,23 @@ def _notifies(board: TaskBoard) -> int:
     return queue.store.wakes.sent
 
 
+class _Checkouts:
+    """Counts the checkouts from ``store``'s connection pool."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.n = 0
+        event.listen(store._engine.sync_engine, "checkout", self._seen)
+
+    def _seen(self, *_: object) -> None:
+        self.n += 1
+
+
 def _board_round(
-    board: TaskBoard, members: list[str], cpu: list[float], notify: list[float]
+    board: TaskBoard,
+    members: list[str],
+    cpu: list[float],
+    notify: list[float],
+    borrows: tuple[_Checkouts, list[float]],
 ) -> RoundFn:
     async def run(ops: int) -> float:
         left = [ops]
@@ -89,12 +108,15 @@ def _board_round(
                 assert task is not None
                 await board.complete(member, task.id, "ok")
 
-        n0, c0, t0 = _notifies(board), time.process_time(), time.perf_counter()
+        counter, borrowed = borrows
+        b0, n0 = counter.n, _notifies(board)
+        c0, t0 = time.process_time(), time.perf_counter()
         async with anyio.create_task_group() as tg:
             for m in members:
                 tg.start_soon(claimer, m)
         cpu.append((time.process_time() - c0) / ops)
         notify.append((_notifies(board) - n0) / ops)
+        borrowed.append((counter.n - b0) / ops)
         return (time.perf_counter() - t0) / ops
 
     return run
@@ -156,11 +178,15 @@ async def _throughput(
     members = [f"c{i}" for i in range(CLAIMERS)]
     cpu: dict[str, list[float]] = {"board": [], "floor": [], "board, 4": []}
     notify: dict[str, list[float]] = {"board": [], "board, 4": []}
+    borrowed: dict[str, list[float]] = {"board": [], "board, 4": []}
     async with private_store(url, pool=CLAIMERS + 4) as store:
         board = await bulk_board(store, members, pending=jobs * 2)
+        counter = _Checkouts(store)
         subjects = {
-            "board": _board_round(board, members, cpu["board"], notify["board"]),
-            "board, 4": _board_round(board, members[:4], cpu["board, 4"], notify["board, 4"]),
+            label: _board_round(
+                board, members[:n], cpu[label], notify[label], (counter, borrowed[label])
+            )
+            for label, n in (("board", CLAIMERS), ("board, 4", 4))
         }
         pool: object = None
         try:
@@ -172,7 +198,9 @@ async def _throughput(
             if pool is not None:
                 await pool.execute(f"DROP TABLE IF EXISTS {table_name}")  # type: ignore[attr-defined]
                 await pool.close()  # type: ignore[attr-defined]
-    return found, {**cpu, **{f"{k} notify": v for k, v in notify.items()}}
+    notes = {f"{k} notify": v for k, v in notify.items()}
+    notes.update({f"{k} borrows": v for k, v in borrowed.items()})
+    return found, {**cpu, **notes}
 
 
 def _cpu(values: list[float]) -> str:
@@ -219,7 +247,8 @@ async def run(fast: bool = False) -> str:
                 notifies = (
                     _per_task(cpu_of.get(f"{label} notify", [])) if name == "postgres" else "-"
                 )
-                row = [name, label, str(claimers), per_s, fmt(got, us), cpu, notifies]
+                borrows = _per_task(cpu_of.get(f"{label} borrows", []))
+                row = [name, label, str(claimers), per_s, fmt(got, us), cpu, notifies, borrows]
                 rate_rows.append(row)
         floor, ours = rates.get("floor"), rates["board"]
         if floor is not None:
@@ -232,7 +261,8 @@ async def run(fast: bool = False) -> str:
         f"Claim alone: {rounds} rounds of {ops} claims per board, boards alternating; µs per "
         f"claim, median ± spread and min / median / max of the rounds. Claim + complete: "
         f"{trounds} rounds of {tasks} tasks, subjects alternating; wall µs per task, "
-        "median CPU ms per task of this process and NOTIFY statements per task. Load average "
+        "median CPU ms per task of this process, NOTIFY statements and pool checkouts per task. "
+        "Load average "
         "(1 min) at the start and after each backend: "
         + " / ".join(f"{x:.1f}" for x in loads)
         + "."
@@ -249,6 +279,7 @@ async def run(fast: bool = False) -> str:
                 "µs per task",
                 "CPU ms per task",
                 "NOTIFY per task",
+                "pool checkouts per task",
             ],
             rate_rows,
         )

@@ -69,3 +69,21 @@ async def test_other_databases_refuse_it(tmp_path: Any) -> None:
     async with SqlStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
         with pytest.raises(ConfigurationError, match="PostgreSQL and MySQL only"):
             await store.with_driver("probe", lambda conn: conn.fetchval("SELECT 1"))
+
+
+async def test_bytes_are_sent_to_mysql_as_a_hexadecimal_literal_and_come_back_whole() -> None:
+    """``rendered`` writes ``bytes`` as ``X'…'`` (no escaping pass over a record), and any byte
+    (quotes, backslashes, NUL) reads back as sent."""
+    require_service("mariadb")
+    from agentscope_teams.store.sql import mysql_rows, pyformat, rendered
+
+    raw = bytes(range(256)) + b"'\\\"%s"
+    async with SqlStore(SERVICE_URLS["mariadb"], table_prefix=f"d{uuid.uuid4().hex[:8]}_") as s:
+
+        async def run(conn: Any) -> Any:
+            sql = rendered(conn, pyformat("SELECT :v, :t; COMMIT"), {"v": raw, "t": "it's"})
+            assert sql.startswith(f"SELECT X'{raw.hex()}', ")
+            return (await mysql_rows(conn, sql))[0]
+
+        value, text = await s.with_driver("probe", run)
+    assert bytes(value) == raw and text == "it's"

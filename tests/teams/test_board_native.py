@@ -112,6 +112,29 @@ async def test_round_trips_per_transition(
         assert counter.count == expected[name], (name, counter.seen)
 
 
+async def test_a_sql_claim_and_completion_borrow_no_connection_from_the_pool(
+    store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
+) -> None:
+    """The SQL queues' claim and finish run on a connection their store kept from its previous
+    driver call (:mod:`agentscope_teams.store.sql.spare`): after the first, no pool checkout."""
+    if store_spec.backend not in ("postgres", "mariadb"):
+        pytest.skip("SQL stores only")
+    from sqlalchemy import event
+
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    for i in range(4):
+        await board.create("lead", f"task {i}")
+    await board.complete("a", (await board.claim_next("a", 30)).id, "ok")  # type: ignore[union-attr]
+    seen: list[int] = []
+    event.listen(store._engine.sync_engine, "checkout", lambda *_: seen.append(1))  # type: ignore[attr-defined]
+    for _ in range(3):
+        task = await board.claim_next("a", 30)
+        assert task is not None
+        await board.complete("a", task.id, "ok")
+    assert seen == []
+
+
 async def test_claim_cost_does_not_grow_with_held_tasks(
     store_spec: StoreSpec, store: StoreBackend, client: LocalTeamClient
 ) -> None:

@@ -3,9 +3,10 @@
 Modules: :mod:`.store` (the operations), :mod:`.schema` (tables and migrations), :mod:`.tablesets`
 (tables other packages keep here, through a public hook), :mod:`.writes`
 (per-dialect upserts and appends), :mod:`.chunks` (large values), :mod:`.database` (connections,
-transactions, retries), :mod:`.driver` (statements on the driver's connection itself: asyncpg, asyncmy),
-:mod:`.signals` (change signals: LISTEN/NOTIFY, coalesced wake-ups) and :mod:`.dialect` (URLs,
-engines, error codes, the server clock).
+transactions, retries), :mod:`.driver` (statements on the driver's connection itself: asyncpg,
+asyncmy), :mod:`.spare` (the connections that path keeps between its calls), :mod:`.signals`
+(change signals: LISTEN/NOTIFY, coalesced wake-ups) and :mod:`.dialect` (URLs, engines, error
+codes, the server clock).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ without its URL, host, user, database or the driver's words
 ``pool_timeout`` is :class:`~agentscope_teams.errors.StoreBusyError`; a lease release then runs on a
 connection of its own (:meth:`Database.reserved`), so a call that failed for want of a connection
 still gives its session back at once. On PostgreSQL single statements run in autocommit mode (no BEGIN/COMMIT round trips), and hot
-paths may send theirs on the asyncpg connection itself (:meth:`Database.driver`, :mod:`.driver`);
+paths may send theirs on the asyncpg connection itself (:meth:`Database.driver`, :mod:`.driver`,
+on connections kept between calls: :mod:`.spare`);
 writes on SQLite start with ``BEGIN IMMEDIATE``.
 """
 
@@ -30,7 +31,8 @@ from sqlalchemy.util import greenlet_spawn
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
 from ..redact import redact_text, redact_url
 from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
-from .driver import Failure, Watchers, classify, ended, sqlstate
+from .driver import Failure, Watchers, classify, ended, idle, sqlstate, stranded
+from .spare import Spare
 
 T = TypeVar("T")
 
@@ -62,6 +64,8 @@ class Database:
         self._reserve_lock = anyio.Lock()
         #: Told every statement :meth:`driver` runs (tests count round trips with it).
         self.watchers: Watchers = []
+        #: Connections the driver path keeps checked out between its calls (:mod:`.spare`).
+        self.spare = Spare(engine.pool)
         # PostgreSQL: single statements run without BEGIN/COMMIT (asyncpg autocommit is client-side).
         self._auto = (
             engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -111,55 +115,73 @@ class Database:
     async def driver(self, op: str, fn: Callable[[Any], Awaitable[T]]) -> T:
         """Run ``fn`` with the driver connection of a pooled one (asyncpg: autocommit, no
         transaction open on it; asyncmy: see :mod:`.driver`), with the store's retries; its
-        errors are sorted by :func:`.driver.classify`."""
+        errors are sorted by :func:`.driver.classify`. The connection is a spare one when one
+        is kept (:mod:`.spare`), else the pool's."""
 
         async def attempt() -> T:
-            async with self._borrowed() as raw:
-                try:
-                    return await _watched(raw, fn, self.watchers)
-                except Exception as e:
-                    failure = classify(e)
-                    if failure is Failure.FOREIGN:
-                        raise
-                    if failure is Failure.RETRY:
-                        raise Retry from e
-                    if failure is Failure.LOST:
-                        raise self.unavailable(e) from e
-                    raise StoreError(
-                        f"{op} failed on {self.url}: {self._redact(reason(e))}",
-                        public=f"{op} failed in the {self.label} store "
-                        f"({sqlstate(e)}); the server's log has the details",
-                    ) from e
+            pooled = self.spare.take()
+            if pooled is None:
+                pooled = await self._checkout()
+            try:
+                result = await _watched(pooled.driver_connection, fn, self.watchers)
+            except Exception as e:
+                error = self._driver_error(op, e)
+                # The server answered: the connection is sound (else its state is unknown).
+                sound = isinstance(error, StoreError | Retry)
+                lost = isinstance(error, StoreUnavailableError)
+                await self._give_back(pooled, keep=sound and not lost, clean=False)
+                if error is e:
+                    raise
+                raise error from e
+            except BaseException:  # cut short: the connection's state is unknown
+                await self._give_back(pooled, keep=False, clean=False)
+                raise
+            if not (idle(pooled.driver_connection) and self.spare.keep(pooled)):
+                await self._give_back(pooled, keep=True, clean=True)
+            return result
 
         return await self.retrying(op, attempt)
 
-    @asynccontextmanager
-    async def _borrowed(self) -> AsyncIterator[Any]:
-        """The driver connection of one of the pool's, given back after; dropped (invalidated)
-        when the call was cut short or lost it, as its state is then unknown. After a call that
-        returned and whose last reply says no transaction is open (:func:`.driver.ended`), the
-        pool sends no rollback of its own; after an error it always does (a failed statement
-        may leave the locks of the transaction it ran in)."""
+    def _driver_error(self, op: str, e: Exception) -> Exception:
+        """What the store raises for ``e``, raised by a statement on the driver connection."""
+        failure = classify(e)
+        if failure is Failure.FOREIGN:
+            return e
+        if failure is Failure.RETRY:
+            return Retry()
+        if failure is Failure.LOST:
+            return self.unavailable(e)
+        return StoreError(
+            f"{op} failed on {self.url}: {self._redact(reason(e))}",
+            public=f"{op} failed in the {self.label} store "
+            f"({sqlstate(e)}); the server's log has the details",
+        )
+
+    async def _checkout(self) -> Any:
+        """A connection from the engine's pool (spare ones idle too long go back first)."""
+        for old in self.spare.stale():
+            await self._give_back(old, keep=True, clean=True)
         try:
-            pooled = await self.engine.raw_connection()
+            return await self.engine.raw_connection()
         except (DBAPIError, OSError) as e:
             raise self.unavailable(e) from e
         except PoolTimeout as e:
             raise self.busy() from e
-        keep = clean = False
-        try:
-            yield pooled.driver_connection
-            keep = clean = True
-        except (StoreError, Retry) as e:  # the server answered: the connection is sound
-            keep = not isinstance(e, StoreUnavailableError)
-            raise
-        finally:
-            with anyio.CancelScope(shield=True):
-                skip_reset = getattr(pooled, "_close_special", None)  # SQLAlchemy 2.0/2.1
-                if clean and skip_reset is not None and ended(pooled.driver_connection):
-                    await greenlet_spawn(skip_reset, True)  # its COMMIT/ROLLBACK was sent
-                else:
-                    await greenlet_spawn(pooled.close if keep else pooled.invalidate)
+
+    async def _give_back(self, pooled: Any, *, keep: bool, clean: bool) -> None:
+        """Check ``pooled`` in to the engine's pool; dropped (invalidated) unless ``keep`` (the
+        call was cut short or lost it: its state is unknown). After a ``clean`` call whose last
+        reply says no transaction is open (:func:`.driver.ended`) the pool sends no rollback of
+        its own; after an error it always does (a failed statement may leave the locks of the
+        transaction it ran in). An asyncpg connection left in a transaction is dropped
+        (:func:`.driver.stranded`)."""
+        keep = keep and not stranded(pooled.driver_connection)
+        with anyio.CancelScope(shield=True):
+            skip_reset = getattr(pooled, "_close_special", None)  # SQLAlchemy 2.0/2.1
+            if clean and skip_reset is not None and ended(pooled.driver_connection):
+                await greenlet_spawn(skip_reset, True)  # its COMMIT/ROLLBACK was sent
+            else:
+                await greenlet_spawn(pooled.close if keep else pooled.invalidate)
 
     async def retrying(self, op: str, fn: Callable[[], Awaitable[T]]) -> T:
         """Call ``fn`` until it neither raises :class:`Retry` nor hits a transient lock conflict."""
@@ -189,6 +211,9 @@ class Database:
     async def open(self, *, auto: bool = False) -> AsyncIterator[AsyncConnection]:
         """A prepared connection; connection failures become :class:`StoreUnavailableError`."""
         engine = self._auto if auto and self._auto is not None else self.engine
+        spare = self.spare.starved()
+        if spare is not None:  # the pool has none checked in: one the driver path kept
+            await self._give_back(spare, keep=True, clean=True)
         conn = engine.connect()
         try:
             await conn.start()
@@ -281,7 +306,10 @@ class Database:
                     await conn.close()
 
     async def dispose(self) -> None:
-        """Close the reserve's engine (the pool's engine belongs to the store)."""
+        """Give the spare connections back to the pool and close the reserve's engine (the
+        pool's engine belongs to the store)."""
+        for pooled in self.spare.drain():
+            await self._give_back(pooled, keep=True, clean=True)
         if self._reserve is not None:
             await self._reserve.dispose()
             self._reserve = None

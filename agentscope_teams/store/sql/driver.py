@@ -3,9 +3,10 @@ for hot paths.
 
 A statement through SQLAlchemy's ``AsyncConnection`` costs about 0.2 ms of Python on top of
 asyncpg's own work (the ``Connection`` object and its events, greenlet switches, the result
-proxy, parameter processing). :meth:`~.store.SqlStore.with_driver` borrows a connection from the
-engine's pool itself (its raw pooled connection: ≈ 30 µs, and the same connection budget) and
-hands the caller the asyncpg connection under it: statements with numbered parameters (``$1``)
+proxy, parameter processing). :meth:`~.store.SqlStore.with_driver` takes a pooled connection
+the driver path kept from its last call (:mod:`.spare`: no pool borrow), else borrows one from
+the engine's pool itself (the same connection budget either way), and hands the caller the
+asyncpg connection under it: statements with numbered parameters (``$1``)
 that asyncpg prepares once per connection (its statement cache) and runs in autocommit (no
 transaction is open on it). :func:`numbered` turns a ``:name`` template
 into that form once per shape.
@@ -117,8 +118,12 @@ def pyformat(template: str) -> str:
 
 def rendered(conn: Any, shape: str, params: Mapping[str, Any]) -> str:
     """``shape`` (from :func:`pyformat`) with ``params`` escaped by the asyncmy connection ``conn``
-    (its character set and ``NO_BACKSLASH_ESCAPES`` mode)."""
-    return shape % {name: conn.literal(value) for name, value in params.items()}
+    (its character set and ``NO_BACKSLASH_ESCAPES`` mode); ``bytes`` as a hexadecimal literal
+    (``X'…'``: no escaping, whatever the mode; ≈ 0.6 µs for a 1 KB record against 17 µs)."""
+    return shape % {
+        name: f"X'{value.hex()}'" if isinstance(value, bytes) else conn.literal(value)
+        for name, value in params.items()
+    }
 
 
 async def mysql_rows(conn: Any, sql: str) -> tuple[tuple[Any, ...], ...]:
@@ -143,3 +148,21 @@ def ended(raw: Any) -> bool:
     result = getattr(raw, "_result", None)
     status = getattr(result if result is not None else raw, "server_status", None)
     return isinstance(status, int) and not status & _IN_TRANS
+
+
+def idle(raw: Any) -> bool:
+    """Whether no transaction is open on the driver connection ``raw`` (asyncpg: none begun;
+    asyncmy: :func:`ended`), so it may serve the next call as it is."""
+    if _asyncpg(raw):
+        return not (raw.is_in_transaction() or raw.is_closed())
+    return ended(raw)
+
+
+def stranded(raw: Any) -> bool:
+    """Whether ``raw`` is an asyncpg connection with a transaction open: SQLAlchemy's pool, which
+    began none on it, would give it back without a rollback, so it is dropped instead."""
+    return _asyncpg(raw) and bool(raw.is_in_transaction())
+
+
+def _asyncpg(raw: Any) -> bool:
+    return type(raw).__module__.startswith("asyncpg")

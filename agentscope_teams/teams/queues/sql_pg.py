@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
@@ -186,6 +186,11 @@ class PostgresBoardQueue(SqlBoardQueue):
     guards_team = True
     signals_finish = True
 
+    @cached_property
+    def _channel(self) -> str:
+        """The team's signal channel (its key checked and hashed once per queue)."""
+        return self.store.signal_channel(self.keys.signal())
+
     def _guard(self, guard: TeamGuard | None, params: dict[str, Any]) -> dict[str, str]:
         """The SQL of ``guard`` for the statements' placeholders (its parameters into ``params``)."""
         if guard is None:
@@ -277,7 +282,7 @@ class PostgresBoardQueue(SqlBoardQueue):
         t = self.t
         parts = self._guard(guard, params)
         shape = _numbered(_FINISH, task=t.task.name, kv=t.kv.name, dep=t.task_dep.name, **parts)
-        channel = self.store.signal_channel(self.keys.signal())
+        channel = self._channel
         wakes = self.store.wakes
 
         async def run(conn: Any) -> Any:
