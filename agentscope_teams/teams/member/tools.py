@@ -56,7 +56,7 @@ def member_tools(ext: TeamMemberExtension, scope: CallScope) -> list[Tool]:
     """The member's six tools, acting as the member ``ext`` runs (never as an argument says);
     each waits for the call's status write first (:meth:`~.extension.TeamMemberExtension.status_ready`)."""
     calls = MemberToolCalls(ext, scope)
-    impl = {
+    impl: dict[str, Callable[..., Awaitable[object]]] = {
         "claimTask": calls.claim,
         "completeTask": calls.complete,
         "failTask": calls.fail,
