@@ -61,21 +61,13 @@ def replay(response: ModelResponse) -> list[StreamItem]:
 def _snapshot(request: ModelRequest) -> ModelRequest:
     """A copy of ``request`` immune to later changes of the conversation, without a deep copy.
 
-    Messages are mutable (their ``content`` and ``metadata`` get replaced or updated), so each one
-    is copied with its own content list and metadata dict; blocks and tool schemas are frozen.
+    Messages are immutable (:mod:`agentscope_teams.message`), and so are blocks and tool schemas:
+    the copy holds new lists and a new metadata dict of the same objects, so it costs one
+    reference per message, not a copy of each.
     """
-    messages = [
-        m.model_copy(
-            update={
-                "content": m.content if isinstance(m.content, str) else list(m.content),
-                "metadata": dict(m.metadata),
-            }
-        )
-        for m in request.messages
-    ]
     return request.model_copy(
         update={
-            "messages": messages,
+            "messages": list(request.messages),
             "tools": list(request.tools),
             "metadata": dict(request.metadata),
         }

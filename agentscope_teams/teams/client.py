@@ -87,6 +87,8 @@ class LocalTeamClient(TeamRegistry):
         self.hooks = hooks
         #: team id -> (record, version) as last read, for guarded calls (module docs)
         self._known: dict[str, tuple[Team, int]] = {}
+        #: team id -> its board, built once (its queue derives the server's key names)
+        self._boards: dict[str, TaskBoard] = {}
 
     @property
     def lease_seconds(self) -> float:
@@ -110,7 +112,14 @@ class LocalTeamClient(TeamRegistry):
         return team, TaskBoard(self.store, self._keys(team_id), self.clock)
 
     def _board_of(self, team_id: str) -> TaskBoard:
-        return TaskBoard(self.store, self._keys(team_id), self.clock)
+        """The board of ``team_id`` for the hot calls, built once per team (a board holds no
+        state of a call; building a native queue's names is most of a Redis claim's CPU)."""
+        board = self._boards.get(team_id)
+        if board is None:
+            if len(self._boards) >= _KNOWN_TEAMS:
+                self._boards.clear()
+            board = self._boards[team_id] = TaskBoard(self.store, self._keys(team_id), self.clock)
+        return board
 
     async def _guarded(
         self, team_id: str, member: str, *, fresh: bool = False

@@ -13,10 +13,14 @@ from ..errors import (
 )
 from ..keys import REGISTRY_SEGMENT, TeamKeys, team_id_of, team_index_prefix
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
-from ..store.base import BaseStore, Key
+from ..store.base import BaseStore, Entry, Key
 from .rules.models import Member, Team, TeamStatus
 
 TeamChange = Callable[[Team], Team | None]
+
+
+def _decoded(entry: Entry | None) -> tuple[Team, int] | None:
+    return None if entry is None else (Team.model_validate_json(entry.value), entry.version)
 
 
 class TeamRegistry:
@@ -35,14 +39,18 @@ class TeamRegistry:
         return self._keys(team_id).index()
 
     async def _load(self, team_id: str) -> tuple[Team, int] | None:
-        entry = await self.store.get(self._keys(team_id).team())
-        return None if entry is None else (Team.model_validate_json(entry.value), entry.version)
+        return _decoded(await self.store.get(self._keys(team_id).team()))
 
     async def _team(self, team_id: str, *, allow_deleted: bool = False) -> Team:
         return (await self._team_entry(team_id, allow_deleted=allow_deleted))[0]
 
     async def _team_entry(self, team_id: str, *, allow_deleted: bool = False) -> tuple[Team, int]:
-        found = await self._load(team_id)
+        return self._checked(team_id, await self._load(team_id), allow_deleted=allow_deleted)
+
+    def _checked(
+        self, team_id: str, found: tuple[Team, int] | None, *, allow_deleted: bool = False
+    ) -> tuple[Team, int]:
+        """The team record read, or the error of a team that is not there (or was deleted)."""
         if found is None:
             raise UnknownTeamError(
                 f"no team {team_id!r} is visible to this user; list_teams() shows the teams you own"
@@ -94,6 +102,16 @@ class TeamRegistry:
     async def team_entry(self, team_id: str) -> tuple[Team, int]:
         """The team record (as :meth:`get_team`) and its version, read now."""
         return await self._team_entry(team_id)
+
+    def team_key(self, team_id: str) -> Key:
+        """The store key of ``team_id``'s record, for a reader that reads it beside other keys
+        (the runtime's step, with the inbox cursors) and decodes it with :meth:`team_entry_of`."""
+        return self._keys(team_id).team()
+
+    def team_entry_of(self, team_id: str, entry: Entry | None) -> tuple[Team, int]:
+        """The team record and version of ``entry``, read at :meth:`team_key` (raises as
+        :meth:`team_entry` does when the team is not there or was deleted)."""
+        return self._checked(team_id, _decoded(entry))
 
     def remember_team(self, team_id: str, team: Team, version: int) -> None:
         """Take ``team`` at ``version`` as read just now by another reader of this store (the

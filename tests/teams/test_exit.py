@@ -68,9 +68,10 @@ def test_lead_script_exits(store_spec: StoreSpec, tmp_path: Path) -> None:
 
 
 class SwallowsOneCancel:
-    """A store whose next ``get`` after :meth:`arm` waits until it is cancelled and then completes
-    anyway: what ``asyncio.wait_for`` does on Python 3.11 when the operation it waits for finishes
-    as the cancel arrives (the cancel is lost; the caller carries on)."""
+    """A store whose next ``get`` or ``get_many`` (the step's read of the team record, with the
+    inbox cursors) after :meth:`arm` waits until it is cancelled and then completes anyway: what
+    ``asyncio.wait_for`` does on Python 3.11 when the operation it waits for finishes as the
+    cancel arrives (the cancel is lost; the caller carries on)."""
 
     def __init__(self, inner: BaseStore) -> None:
         self.inner = inner
@@ -85,7 +86,7 @@ class SwallowsOneCancel:
     def arm(self) -> None:
         self.armed = True
 
-    async def get(self, key: Key) -> Entry | None:
+    async def _park(self) -> None:
         if self.armed:
             self.armed = False
             self.parked.set()
@@ -93,7 +94,14 @@ class SwallowsOneCancel:
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
                 self.swallowed += 1
+
+    async def get(self, key: Key) -> Entry | None:
+        await self._park()
         return await self.inner.get(key)
+
+    async def get_many(self, keys: Sequence[Key]) -> list[Entry | None]:
+        await self._park()
+        return await self.inner.get_many(keys)
 
     async def signal(self, channel: Key) -> None:
         await self.inner.signal(channel)  # type: ignore[attr-defined]

@@ -4,6 +4,8 @@ once, never what the step sees."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentscope_teams.context import RuntimeContext
@@ -12,6 +14,7 @@ from agentscope_teams.teams import LocalTeamClient, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.mailbox import Mailbox
 from agentscope_teams.teams.member.step_reads import Known, StepReads, read_team
+from agentscope_teams.teams.rules.models import Team
 
 pytestmark = pytest.mark.anyio
 
@@ -67,3 +70,55 @@ async def test_a_step_of_a_deleted_team_reads_no_team() -> None:
     await lead.delete_team(team.id)
     got = await _step(lead, team.id, known)
     assert got.team is None
+
+
+class _Remote:
+    """A client that is not a registry of the runtime's store (a remote one): the step reads the
+    record through it, the cursors from the store on their own."""
+
+    def __init__(self, client: LocalTeamClient) -> None:
+        self.client = client
+
+    async def get_team(self, team_id: str) -> Team:
+        return await self.client.get_team(team_id)
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["registry", "remote"])
+async def test_the_record_is_read_beside_the_cursors_only_from_a_client_of_the_store(
+    remote: bool,
+) -> None:
+    """A client of the runtime's store: the record and every cursor in one read (one
+    ``get_many``), its version known. Any other client: the record through
+    it (no version), the cursors in a read of their own. The same pages either way."""
+    store = InMemoryStore()
+    lead = LocalTeamClient(store, RuntimeContext(session_id="lead", user_id="step-reads"))
+    team = await lead.create_team("reads")
+    await lead.spawn_member(team.id, "a", "reviewer")
+    mailbox = Mailbox(store, TeamKeys(lead.ctx.owner_scope(), team.id))
+    known = Known()
+    await _step(lead, team.id, known)
+    one = await mailbox.deliver("lead", "a", "one")
+    await mailbox.deliver("lead", "a", "two")
+    await mailbox.acknowledge("a", one.seq)
+    keys = TeamKeys(lead.ctx.owner_scope(), team.id)
+    ours = {keys.team(): "team", keys.cursor("a"): "cursor"}
+    reads: list[list[str]] = []  # per read of the store: the record and cursors it read
+    get, get_many = store.get, store.get_many
+
+    async def counted_get(key: Any) -> Any:
+        reads.append([ours.get(key, "other")])
+        return await get(key)
+
+    async def counted_get_many(keys: Any) -> Any:
+        reads.append(sorted(ours.get(k, "other") for k in keys))
+        return await get_many(keys)
+
+    store.get, store.get_many = counted_get, counted_get_many  # type: ignore[method-assign]
+    client: Any = _Remote(lead) if remote else lead
+    got = await read_team(
+        client, team.id, TaskBoard(store, keys), Mailbox(store, keys), known, lambda _: True
+    )
+    assert got.team is not None and _contents(got, "a") == ["two"]
+    ours_read = sorted(r for r in reads if r and "other" not in r)
+    assert ours_read == ([["cursor"], ["team"]] if remote else [["cursor", "team"]]), reads
+    assert (got.version is None) is remote

@@ -4,10 +4,12 @@ straight from the store), and a member woken again and again for nothing keeps a
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentscope_teams.context import RuntimeContext
@@ -21,12 +23,14 @@ from agentscope_teams.teams import (
     TeamKeys,
     TeamRef,
     TeamRuntime,
+    board_reads,
 )
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.member.builder import load_pool, member_session_id
 from agentscope_teams.teams.member.runtime import STEP_BURST, STEP_SPACING, _Pace
 from agentscope_teams.teams.queues import redis as queue_redis
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
+from agentscope_teams.teams.rules.models import MemberStatus
 
 from ..backends import StoreSpec
 from .board_paths import native_spec
@@ -37,14 +41,19 @@ pytestmark = pytest.mark.anyio
 
 
 def _runtime(
-    store: BaseStore, tmp_path: Path, ctx: RuntimeContext, team_id: str, model: Any
+    store: BaseStore,
+    tmp_path: Path,
+    ctx: RuntimeContext,
+    team_id: str,
+    model: Any,
+    client_factory: Any = LocalTeamClient,
 ) -> TeamRuntime:
     """A runtime serving ``team_id`` whose supervisor is not started: the test steps it."""
     runtime = TeamRuntime(store, lease_ttl=5.0, poll=30.0)
     builder = MemberBuilder(
         store=store,
         specs=load_pool(SPEC_DIR),
-        client_factory=LocalTeamClient,
+        client_factory=client_factory,
         workspace=tmp_path,
         root=tmp_path,
         model=model,
@@ -69,11 +78,11 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
 async def test_a_wake_up_step_reads_everything_in_one_round(
     store_spec: StoreSpec, tmp_path: Path
 ) -> None:
-    """The step that finds a newly assigned task: the team record, the open board (the first page
-    of its pending and held tasks, one script call), the member's cursor and its inbox after the
-    cursor the previous step saw, all sent before any answered (held until the four were sent:
-    sent one after the other, the step would never end); then the member's lease. Five round
-    trips, two in sequence."""
+    """The step that finds a newly assigned task: the team record with the member's cursor (one
+    pipeline), the open board (the first page of its pending and held tasks, one script call) and
+    its inbox after the cursor the previous step saw, all sent before any answered (held until the
+    three were sent: sent one after the other, the step would never end); then the member's
+    lease. Four round trips, two in sequence."""
     async with store_spec.open() as store:
         ctx = RuntimeContext(session_id="lead", user_id="wake-cost")
         lead = LocalTeamClient(store, ctx)
@@ -83,20 +92,20 @@ async def test_a_wake_up_step_reads_everything_in_one_round(
         try:
             await runtime.step()  # nothing to do yet (the scripts are loaded, the members known)
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
-            async with count_round_trips(store, pipelines=True, gate=4) as counter:
+            async with count_round_trips(store, pipelines=True, gate=3) as counter:
                 with anyio.fail_after(10):  # a guard, not a latency assertion
                     await runtime.step()  # finds the task, takes the lease, launches the call
             named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
             # before (issue 26's h-wake3): the record, then the board beside the cursor, then the
-            # inbox after the cursor: three reads in sequence
-            assert sorted(named[:4]) == [
+            # inbox after the cursor: three reads in sequence; before h-wake5 the record and the
+            # cursors were two reads of the round (an HMGET, a pipeline)
+            assert sorted(named[:3]) == [
                 "EVALSHA board",
-                "HMGET team",
-                "PIPELINE HMGET cursor",
+                "PIPELINE HMGET team",
                 "XRANGE inbox",
             ], named
             # before issue 26's h-wake4: the board's held page, then the lease
-            assert named[4:] == ["EVALSHA member-lease"], named
+            assert named[3:] == ["EVALSHA member-lease"], named
             await _calls_end(runtime)
         finally:
             await runtime.aclose()
@@ -173,16 +182,16 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
     scripts = [i for i, n in enumerate(named) if n == "EVALSHA board"]
     to_claim = named[: scripts[1] + 1]  # the step's board read, then the claim
-    # the step: the team record once, the board (both first pages: one script; before issue 26's
-    # h-wake4 two) beside the cursor and the inbox, the member lease;
+    # the step: the team record once with the cursor (one pipeline; before issue 26's h-wake5
+    # an HMGET and a pipeline), the board (both first pages: one script; before h-wake4 two)
+    # beside the inbox, the member lease;
     # the call: its status (written from the step's record: no read) beside the session lease
     # that reads the session with it (before issue 26's h-wake2: a separate HMGET after it), the
     # claim (one script: its team guard is the status write's record)
     assert sorted(to_claim) == sorted(
         [
-            "HMGET team",
+            "PIPELINE HMGET team",
             "EVALSHA board",
-            "PIPELINE HMGET cursor",
             "XRANGE inbox",
             "EVALSHA member-lease",
             "EVALSHA team",
@@ -190,6 +199,63 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
             "EVALSHA board",
         ]
     ), named
+
+
+class _HeldStatus(LocalTeamClient):
+    """A member's client whose ``running`` status write waits until the model was asked."""
+
+    asked: anyio.Event
+    statuses: list[str]  # the writes ended, and those that gave up waiting for the model
+
+    async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member:
+        if status is MemberStatus.RUNNING:
+            with anyio.move_on_after(3):  # a guard, not a latency assertion
+                await _HeldStatus.asked.wait()
+            if not _HeldStatus.asked.is_set():
+                _HeldStatus.statuses.append("gave up waiting for the model")
+        member = await super().set_member_status(team_id, name, status)
+        _HeldStatus.statuses.append(status.value)
+        return member
+
+
+async def test_the_model_is_asked_beside_the_status_write_and_the_claim_waits_for_it(
+    store_spec: StoreSpec, tmp_path: Path
+) -> None:
+    """The member's ``running`` status write runs beside its session's load and its model's
+    first request: the request does not wait for it (held here until the model was asked; before
+    issue 26's h-wake5 the first step waited, so this never ended); the member's claim does, so
+    its team guard is the record that write returned: one claim script, no read of the team."""
+    _HeldStatus.asked, _HeldStatus.statuses = anyio.Event(), []
+    at_request: list[list[str]] = []
+
+    def member(request: ModelRequest) -> Any:
+        at_request.append(list(_HeldStatus.statuses))
+        _HeldStatus.asked.set()
+        return _claims_then_completes(request)
+
+    async with store_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-status")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        model = ScriptedModel(member)
+        runtime = _runtime(store, tmp_path, ctx, team.id, model, _HeldStatus)
+        try:
+            await runtime.step()
+            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
+            async with count_round_trips(store, pipelines=True) as counter:
+                await runtime.step()
+                await _calls_end(runtime)
+            task = (await lead.list_tasks(team.id))[0]
+        finally:
+            await runtime.aclose()
+    assert task.status.value == "completed" and task.owner == "reviewer"
+    assert at_request[0] == []  # asked before the status was written
+    named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
+    claim = [i for i, n in enumerate(named) if n == "EVALSHA board"][1]
+    # the status written before the claim, the claim's guard current: no team read, one script
+    assert named[: claim + 1].count("EVALSHA team") == 1, named
+    assert "HMGET team" not in named[:claim] and named.count("EVALSHA board") == 3, named
 
 
 @pytest.fixture(params=["postgres"])
@@ -201,9 +267,10 @@ async def test_on_postgres_a_woken_member_takes_its_session_in_one_statement(
     postgres_spec: StoreSpec, tmp_path: Path
 ) -> None:
     """The statements from the step that finds the task to the member's committed claim on
-    PostgreSQL: the step's four reads, the member lease, then the session lease that reads the
-    session with it (one call of the schema's function; before issue 26's h-wake4 an ``INSERT``,
-    then a ``SELECT``) beside the status, then the claim."""
+    PostgreSQL: the step's three reads (the team record and the cursors in one ``SELECT``; before
+    issue 26's h-wake5 two), the member lease, then the session lease that reads the session with
+    it (one call of the schema's function; before h-wake4 an ``INSERT``, then a ``SELECT``)
+    beside the status, then the claim."""
     async with postgres_spec.open() as store:
         ctx = RuntimeContext(session_id="lead", user_id="wake-claim-pg")
         lead = LocalTeamClient(store, ctx)
@@ -222,9 +289,8 @@ async def test_on_postgres_a_woken_member_takes_its_session_in_one_statement(
     to_claim = kinds[: kinds.index("claim") + 1]
     assert sorted(to_claim) == sorted(
         [
-            "record",  # the team (before: the session too, after its lease)
+            "record + cursors",  # the team and every cursor (before h-wake5: two statements)
             "board",
-            "cursors",
             "inbox",
             "member lease",
             "session lease + load",
@@ -249,7 +315,7 @@ def _statement_kind(statement: str) -> str:
         if part in text:
             return kind
     if text.startswith("SELECT ast_kv.khash,") and " IN (" in text:
-        return "cursors"
+        return "record + cursors"
     return "record" if text.startswith("SELECT ast_kv.version,") else text[:40]
 
 
@@ -311,3 +377,82 @@ def test_a_wake_up_after_an_idle_period_steps_at_once_and_a_burst_is_spaced() ->
     assert pace.wait(1.0) == pytest.approx(STEP_SPACING)  # the burst is spaced from here on
     assert pace.wait(1.0 + STEP_SPACING) == pytest.approx(STEP_SPACING)
     assert pace.wait(5.0) == 0.0  # idle for seconds: at once
+
+
+async def test_a_signal_starts_the_step_two_turns_of_the_event_loop_later(tmp_path: Path) -> None:
+    """From a team's signal to the supervisor's step: the listener's wait returns, it nudges the
+    supervisor before its task group ends, and the supervisor steps in the turn it wakes (no
+    ``sleep(0)`` after a quiet spell). Counted in event loop turns (a task that yields once per
+    turn), not timed: two, the listener's and the supervisor's (before issue 26's h-wake5: five,
+    the nudge after the listener's group ended and a pacing ``sleep(0)``)."""
+    store = InMemoryStore()
+    ctx = RuntimeContext(session_id="lead", user_id="wake-turns")
+    lead = LocalTeamClient(store, ctx)
+    team = await lead.create_team("wake")
+    runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(lambda _: "done"))
+    turns, at_step = [0], []
+    step = runtime.step
+
+    async def counted_step() -> None:
+        at_step.append(turns[0])
+        await step()
+
+    async def tick() -> None:
+        while True:
+            turns[0] += 1
+            await asyncio.sleep(0)
+
+    runtime.step = counted_step  # type: ignore[method-assign]
+    channel = TeamKeys(ctx.owner_scope(), team.id).signal()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            runtime.start()
+            with anyio.fail_after(10):  # a guard, not a latency assertion
+                while channel not in runtime.listening or not at_step:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+                await anyio.sleep(0.05)  # the first step ended; the listener waits again
+                stepped = len(at_step)
+                await store.signal(channel)
+                signalled = turns[0]
+                while len(at_step) == stepped:
+                    await anyio.lowlevel.checkpoint()
+            tg.cancel_scope.cancel()
+    finally:
+        await runtime.aclose()
+    assert at_step[stepped] - signalled == 2
+
+
+async def test_a_second_wake_up_builds_no_board(
+    store_spec: StoreSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime's step and the member's client keep each team's board: a member woken a
+    second time to claim and complete a task builds no board (before issue 26's h-wake5: one for
+    the step, one for the claim and one for the completion, each deriving the queue's key names:
+    ~64 µs apiece on Redis)."""
+    async with store_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-boards")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(_claims_then_completes))
+        built: list[TeamKeys] = []
+        queue_of = board_reads.board_queue_of
+
+        def counted(store: BaseStore, keys: TeamKeys, *args: Any, **kwargs: Any) -> Any:
+            built.append(keys)
+            return queue_of(store, keys, *args, **kwargs)
+
+        monkeypatch.setattr(board_reads, "board_queue_of", counted)
+        try:
+            for i in range(2):
+                await lead.assign_task(team.id, f"review {i}.py", assignee="reviewer")
+                first = len(built)
+                await runtime.step()
+                await _calls_end(runtime)
+            second = built[first:]  # the second wake-up's step and call
+            tasks = await lead.list_tasks(team.id)
+        finally:
+            await runtime.aclose()
+    assert [t.status.value for t in tasks] == ["completed", "completed"]
+    assert second == []

@@ -73,7 +73,7 @@ class TeamMemberExtension(Extension):
         self.unread: list[TeamMessage] | None = None
         self.held: set[str] = set()  # tasks claimed in this process and not reported yet
         #: Set by the runtime when a call's ``running`` status write ended (the write runs beside
-        #: the session's load); the call's first step waits for it, see :meth:`inject`.
+        #: the session's load and the model's first request); see :meth:`status_ready`.
         self.status_written: anyio.Event | None = None
 
     def changed(self) -> None:
@@ -101,10 +101,16 @@ class TeamMemberExtension(Extension):
         if approved is not None:
             context.mode, context.mode_chosen = review.mode_after_plan(approved), True
 
-    async def inject(self, scope: CallScope) -> list[Msg]:
+    async def status_ready(self) -> None:
+        """Wait for the call's ``running`` status write to end (once a call): the member's tools
+        do before their first team call, so a claim's team guard is the record that write
+        returned (one claim script, not a stale guard and a read). The model's first request
+        does not wait for it: a model answers after the write ended, or the tool waits."""
         written, self.status_written = self.status_written, None
-        if written is not None:  # the status written first: the claim's guard is its record
+        if written is not None:
             await written.wait()
+
+    async def inject(self, scope: CallScope) -> list[Msg]:
         unread, self.unread = self.unread, None  # used once
         try:
             msgs = await delivery.take(

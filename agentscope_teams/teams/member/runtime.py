@@ -159,6 +159,7 @@ class TeamRuntime:
         self._lock = asyncio.Lock()  # a step and stop_team never interleave
         self._served: dict[Key, TeamRef] = {}  # every team the last step looked at
         self._known: dict[Key, Known] = {}  # per team: what its previous step read
+        self._boards: dict[Key, TaskBoard] = {}  # per team: its board, built once
         self._channels_changed = asyncio.Event()
         self.listening: frozenset[Key] = frozenset()
         self.steps = 0  # supervisor steps done (tests wait for the first)
@@ -243,7 +244,9 @@ class TeamRuntime:
                 await self.step()
                 with anyio.move_on_after(self.poll):
                     await self._wake.wait()
-                await anyio.sleep(pace.wait(anyio.current_time()))
+                delay = pace.wait(anyio.current_time())
+                if delay > 0.0:  # none after a quiet spell: the step starts in this turn
+                    await anyio.sleep(delay)
 
     def _channels(self) -> frozenset[Key]:
         refs = {**self._served, **self.refs}
@@ -260,7 +263,6 @@ class TeamRuntime:
                 with anyio.move_on_after(LISTEN_REFRESH):
                     await self._channels_changed.wait()
                 continue
-            woke = False
             try:
                 async with anyio.create_task_group() as tg:
 
@@ -269,15 +271,13 @@ class TeamRuntime:
                         scope.cancel()
 
                     tg.start_soon(changed)
-                    woke = await signals.wait_signal(sorted(channels), LISTEN_REFRESH)
+                    if await signals.wait_signal(sorted(channels), LISTEN_REFRESH):
+                        self.nudge()  # before the group's exit waits for ``changed`` to end
                     tg.cancel_scope.cancel()
             except Exception as exc:
                 self.listening = frozenset()
                 log.warning("waiting for team signals failed, polling instead: %s", exc)
                 await anyio.sleep(self.poll)
-                continue
-            if woke:
-                self.nudge()
 
     async def _listen_discover(self, signals: Signals, channel: Key) -> None:
         """Scan the directory when ``channel`` is signalled (see the module docs)."""
@@ -358,7 +358,7 @@ class TeamRuntime:
         got = await read_team(
             client,
             ref.team_id,
-            TaskBoard(self.store, keys),
+            self._board(ref.key, keys),
             Mailbox(self.store, keys),
             self._known.setdefault(ref.key, Known()),
             lambda name: self._may_wake((*ref.key, name)),
@@ -389,6 +389,12 @@ class TeamRuntime:
             slot = slot or self._new_slot(ref, member, key)
             if slot is not None and await self._take(slot):
                 self._launch(slot, client, team, member, work, version)
+
+    def _board(self, key: Key, keys: TeamKeys) -> TaskBoard:
+        board = self._boards.get(key)
+        if board is None:
+            board = self._boards[key] = TaskBoard(self.store, keys)
+        return board
 
     def _may_wake(self, key: Key) -> bool:
         """Whether a step looks for the member's work: not skipped, not in a call."""
@@ -535,6 +541,7 @@ class TeamRuntime:
     async def _drop(self, ref: TeamRef, client: TeamClient | None) -> None:
         """Stop the members of ``ref``; with ``client``, mark them stopped."""
         self._known.pop(ref.key, None)
+        self._boards.pop(ref.key, None)
         for key, slot in list(self.slots.items()):
             if slot.ref.key != ref.key:
                 continue
@@ -567,9 +574,9 @@ async def _status_write(
     client: TeamClient, team: Team, member: Member, written: anyio.Event
 ) -> None:
     """Mark ``member`` running, shielded (a cancelled call still orders its later writes after
-    this one), then set ``written`` (the member's first step waits for it before the model's
-    request, so its first claim's team guard is the record written); a failed write is logged
-    and the call goes on."""
+    this one), then set ``written`` (the member's tools wait for it before their first team call,
+    so its first claim's team guard is the record written; the model's request does not wait);
+    a failed write is logged and the call goes on."""
     status = MemberStatus.RUNNING
     with anyio.CancelScope(shield=True):
         try:

@@ -3,9 +3,10 @@
 A step needs the team record (its status and members), the open board and, per member that is not
 busy, the first page of its unread messages. None of these reads waits for another: the inboxes
 read are those of the members the previous step's record named (:class:`Known`), each after the
-cursor the previous step saw, beside one read of all their cursors. So a wake-up's reads are one
-round trip, where they were three in sequence (the record, then the board beside each cursor, then
-each inbox after its cursor).
+cursor the previous step saw, beside one read of the record and all their cursors (one pipeline on
+Redis, one statement on SQL, when the client reads the runtime's store; else the record and the
+cursors are two reads). So a wake-up's reads are one round trip, where they were three in sequence
+(the record, then the board beside each cursor, then each inbox after its cursor).
 
 Every figure the step acts on is still read in this step; the guesses only decide what is read at
 once. A member the record names that the previous one did not (just spawned) is read after the
@@ -13,7 +14,7 @@ round (its cursor, then its page), and one whose cursor moved (it acknowledged m
 its page read again after the cursor read now: one or two more round trips in that step only. A
 member the previous record named that is gone costs a wasted inbox read, once.
 
-At most :data:`ROUND_READS` reads run at once (the record, the board and the cursors start first):
+At most :data:`ROUND_READS` reads run at once (the record and cursors, the board start first):
 on a SQL store each takes a pooled connection, and more than the default pool (5) would open an
 overflow connection per step, which costs more than it overlaps. With more than two members read,
 the last pages wait for the first reads to end.
@@ -72,13 +73,19 @@ async def read_team(
     got = StepReads(None, None, [], {})
     names = [n for n in known.members if wanted(n)]
     cursors: list[int] = []
-
+    # a client of this store: the record is read beside the cursors (one read); else on its own
+    registry = client if isinstance(client, TeamRegistry) and client.store is inbox.store else None
     limiter = anyio.CapacityLimiter(ROUND_READS)
 
     async def read_record() -> None:
         async with limiter:
             with contextlib.suppress(UnknownTeamError):  # got.team stays None: the team is gone
-                got.team, got.version = await _team_entry(client, team_id)
+                if registry is not None:
+                    entry, found = await inbox.cursors_with(registry.team_key(team_id), names)
+                    cursors.extend(found)
+                    got.team, got.version = registry.team_entry_of(team_id, entry)
+                else:
+                    got.team = await client.get_team(team_id)
 
     async def read_board() -> None:
         async with limiter:
@@ -94,7 +101,7 @@ async def read_team(
             got.unread[name] = await inbox.read(name, after=after, limit=INBOX_PAGE)
 
     async with anyio.create_task_group() as tg:
-        for read in (read_record, read_board, read_cursors):
+        for read in (read_record, read_board, *(() if registry else (read_cursors,))):
             tg.start_soon(read)
         for name in names:
             tg.start_soon(read_page, name)
@@ -122,10 +129,3 @@ async def _read_late(
     async with anyio.create_task_group() as tg:
         for name in names:
             tg.start_soon(read, name, known.cursors[name] if name in into else None)
-
-
-async def _team_entry(client: TeamClient, team_id: str) -> tuple[Team, int | None]:
-    """The team record and, from a client on this store, its version (else None)."""
-    if isinstance(client, TeamRegistry):
-        return await client.team_entry(team_id)
-    return await client.get_team(team_id), None

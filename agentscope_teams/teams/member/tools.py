@@ -53,19 +53,31 @@ def bind_templates(
 
 
 def member_tools(ext: TeamMemberExtension, scope: CallScope) -> list[Tool]:
-    """The member's six tools, acting as the member ``ext`` runs (never as an argument says)."""
+    """The member's six tools, acting as the member ``ext`` runs (never as an argument says);
+    each waits for the call's status write first (:meth:`~.extension.TeamMemberExtension.status_ready`)."""
     calls = MemberToolCalls(ext, scope)
-    return bind_templates(
-        MEMBER_TEMPLATES,
-        {
-            "claimTask": calls.claim,
-            "completeTask": calls.complete,
-            "failTask": calls.fail,
-            "listTasks": calls.list,
-            "sendMessage": calls.send,
-            "broadcastMessage": calls.broadcast,
-        },
-    )
+    impl: dict[str, Callable[..., Awaitable[object]]] = {
+        "claimTask": calls.claim,
+        "completeTask": calls.complete,
+        "failTask": calls.fail,
+        "listTasks": calls.list,
+        "sendMessage": calls.send,
+        "broadcastMessage": calls.broadcast,
+    }
+    return bind_templates(MEMBER_TEMPLATES, {n: _after_status(ext, f) for n, f in impl.items()})
+
+
+def _after_status(
+    ext: TeamMemberExtension, fn: Callable[..., Awaitable[object]]
+) -> Callable[..., Awaitable[object]]:
+    """``fn`` once the call's ``running`` status write ended."""
+
+    @functools.wraps(fn)
+    async def run(**kwargs: Any) -> object:
+        await ext.status_ready()
+        return await fn(**kwargs)
+
+    return run
 
 
 class MemberToolCalls:
