@@ -14,7 +14,7 @@ from agentscope_teams.errors import TeamError
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.server import ControlPlaneAuthError, ControlPlaneTeamClient
 from agentscope_teams.store import store_from_url
-from agentscope_teams.teams import Member, MemberBuilder, TeamRef, TeamRuntime
+from agentscope_teams.teams import Member, MemberBuilder, TeamMessage, TeamRef, TeamRuntime
 from agentscope_teams.teams.actor import TeamActor
 from agentscope_teams.teams.member.builder import load_pool
 from agentscope_teams.teams.member.review import (
@@ -71,8 +71,9 @@ async def test_a_member_on_the_http_client_gets_its_plan_approved(
                     return member is not None and member.plan is not None
 
                 await eventually(pending)
-                inbox = await lead.read_messages(team.id, "lead")
-                assert any(m.content.startswith(PLAN_REQUEST) for m in inbox)
+                # the plan is recorded before the lead is messaged about it: its message may come
+                # a moment after the record shows the plan
+                await eventually(lambda: _plan_requested(lead, team.id))
                 assert not results_of(model, "write_file")  # it waits for the lead
                 answered = await answer_plan(TeamActor(lead, team.id, "lead"), "p", True, "ok")
                 assert answered.status == "approved"
@@ -89,6 +90,39 @@ async def test_a_member_on_the_http_client_gets_its_plan_approved(
 
 async def _wrote(model: object) -> bool:
     return bool(results_of(model, "write_file"))  # type: ignore[arg-type]
+
+
+async def _plan_requested(lead: ControlPlaneTeamClient, team_id: str) -> bool:
+    inbox = await lead.read_messages(team_id, "lead")
+    return any(m.content.startswith(PLAN_REQUEST) for m in inbox)
+
+
+async def test_a_review_is_recorded_before_its_message_is_sent(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever a review's message wakes finds the record it announces: the plan is ``pending``
+    when the lead is messaged, and ``approved`` when the member is (so the member's next step
+    leaves plan mode)."""
+    seen: list[tuple[str, str | None]] = []
+    send = TeamActor.send
+
+    async def noting(self: TeamActor, to: str, content: str) -> TeamMessage:
+        member = (await self.team()).member("w")  # runs in the server, before the message
+        seen.append((to, member.plan.status if member and member.plan else None))
+        return await send(self, to, content)
+
+    monkeypatch.setattr(TeamActor, "send", noting)
+    async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
+        team = await op.create_team("crew", members=[Member(name="w")])
+        w_token = op.member_tokens[(team.id, "w")]
+        lead_token = await op.issue_member_token(team.id, "lead")
+    async with (
+        ControlPlaneTeamClient(served.base_url, w_token) as w,
+        ControlPlaneTeamClient(served.base_url, lead_token) as lead,
+    ):
+        await request_plan(TeamActor(w, team.id, "w"), "my plan")
+        await answer_plan(TeamActor(lead, team.id, "lead"), "w", True, "ok")
+    assert seen == [("lead", "pending"), ("w", "approved")]
 
 
 async def test_who_may_change_review_records_over_http(served: Served) -> None:
