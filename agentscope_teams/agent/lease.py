@@ -34,7 +34,6 @@ have expired (written less than ``2 * ttl / 3`` ago), with the trade-off above.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import time
@@ -66,7 +65,7 @@ class Lease:
         self.version = 0
         self.lost = False
         self.done = False  # released (by release() or by a save's fence), not lost
-        self._token = json.dumps({"holder": self.holder}).encode()
+        self._token = b'{"holder": "' + self.holder.encode() + b'"}'  # json.dumps' bytes
         self._written_at = -math.inf  # monotonic time of the last successful write of the lease
         self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
 

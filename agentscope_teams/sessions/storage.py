@@ -306,6 +306,24 @@ class SessionStorage:
             fence=fence,
         )
 
+    async def insert_at(
+        self,
+        addr: SessionAddress,
+        state: AgentState,
+        *,
+        model: str | None = None,
+        source: SessionSource = SessionSource.USER,
+        fence: Fence | None = None,
+    ) -> int:
+        """Create the session with ``state`` and a default config naming ``model`` (an agent's
+        new session), as :meth:`create_at` does, and return its version: no record is built and
+        no config copied for a caller that needs only the version. ``VersionConflict`` if it
+        exists; ``fence`` as in :meth:`create_at`."""
+        bind_state(state, addr.session_id)
+        body = new_body(None, state, origin_of(None, source))
+        body.config.model = model  # the body's own config, made by new_body
+        return await self._write(addr.key, body, 0, fence)
+
     async def upsert_at(
         self,
         addr: SessionAddress,

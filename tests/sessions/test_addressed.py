@@ -51,3 +51,35 @@ async def test_update_at_a_missing_session_is_a_key_error() -> None:
     assert await storage.upsert_session(
         user_id="alice", agent_id="lead", session_id="s1", org_id="acme"
     ) == await storage.get_at(ADDR)
+
+
+async def test_insert_at_stores_what_create_at_stores_and_returns_the_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent's new session: the same stored record as ``create_at`` with a config naming the
+    model, and no record built nor config copied for the caller (it needs the version only)."""
+    from agentscope_teams.sessions import records, storage
+
+    made: list[str] = []
+    monkeypatch.setattr(storage, "SessionRecord", lambda **kw: made.append("record"))
+    monkeypatch.setattr(records, "copy_config", lambda c: made.append("copy"))
+    store = InMemoryStore()
+    inserted, created = SessionStorage(store), SessionStorage(store)
+    other = SessionAddress.of(CTX.with_session("s2"), "lead")
+    state = AgentState()
+    state.context.append(UserMsg("hi"))
+    assert await inserted.insert_at(ADDR, state, model="m", source=SessionSource.API) == 1
+    assert made == []
+    with pytest.raises(VersionConflict):
+        await inserted.insert_at(ADDR, AgentState(), model="m")
+    monkeypatch.undo()
+    twin = AgentState()
+    twin.context.append(state.context[0])
+    await created.create_at(
+        other, config=SessionConfig(model="m"), state=twin, source=SessionSource.API
+    )
+    a, b = await SessionStorage(store).get_at(ADDR), await SessionStorage(store).get_at(other)
+    assert a is not None and b is not None and state.session_id == "s1"
+    fields = ("version", "config", "source", "origin", "team_id", "config_version")
+    assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields]
+    assert a.config.model == "m" and a.state.context == b.state.context
