@@ -83,3 +83,24 @@ async def test_insert_at_stores_what_create_at_stores_and_returns_the_version(
     fields = ("version", "config", "source", "origin", "team_id", "config_version")
     assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields]
     assert a.config.model == "m" and a.state.context == b.state.context
+
+
+async def test_remembered_sessions_with_equal_configs_share_one_and_keep_their_own_data() -> None:
+    """The storage remembers each session's body (without state) to write it back in one round
+    trip; sessions with an equal config and origin (an agent's sessions) share one of each, so
+    each remembered session holds fewer objects. Each still writes back its own config."""
+    storage = SessionStorage(InMemoryStore())
+    addrs = [SessionAddress.of(CTX.with_session(f"s{i}"), "lead") for i in range(4)]
+    for addr, model in zip(addrs, ["m", "m", "other", "m"], strict=True):
+        await storage.insert_at(addr, AgentState(), model=model)
+    kept = [storage._seen[a.key][1] for a in addrs]
+    assert kept[0].config is kept[1].config and kept[0].origin is kept[1].origin
+    assert kept[2].config is not kept[1].config and kept[2].config.model == "other"
+    assert kept[3].config is not kept[2].config and kept[3].config == kept[0].config
+    for addr in addrs:
+        record = await storage.get_at(addr)
+        assert record is not None
+        assert await storage.update_at(addr, record.state) == 2
+    fresh = SessionStorage(storage.store)
+    models = [(r.config.model if (r := await fresh.get_at(a)) else None) for a in addrs]
+    assert models == ["m", "m", "other", "m"]
