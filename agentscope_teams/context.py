@@ -8,11 +8,11 @@ Backends escape every segment again, so ``"../x"`` or ``"a:b"`` can neither coll
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import hashlib
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from types import MappingProxyType
 from typing import Any
 
@@ -29,6 +29,8 @@ def validate_identifier(value: str, field: str) -> str:
         raise ValueError(f"{field} must be 1-{MAX_ID_LENGTH} characters long, got {len(value)}")
     if value != value.strip():
         raise ValueError(f"{field} {value!r} has leading or trailing whitespace; remove it")
+    if value.isascii() and value.isprintable():  # no ASCII control character: the common case
+        return value
     for ch in value:
         if unicodedata.category(ch) in ("Cc", "Cs"):
             raise ValueError(
@@ -130,11 +132,29 @@ def get_context() -> RuntimeContext | None:
     return _current.get()
 
 
-@contextlib.contextmanager
-def use_context(ctx: RuntimeContext) -> Iterator[RuntimeContext]:
+def use_context(ctx: RuntimeContext) -> AbstractContextManager[RuntimeContext]:
     """Make ``ctx`` the current context inside the ``with`` block."""
-    token = _current.set(ctx)
-    try:
-        yield ctx
-    finally:
-        _current.reset(token)
+    return _ContextScope(ctx)
+
+
+class _ContextScope:
+    """What :func:`use_context` returns: the context variable set on entry and reset on exit. A
+    small class, not a ``@contextmanager`` generator (a generator, its frame and the manager's
+    ``__dict__``), because every call enters one and holds it while in flight."""
+
+    __slots__ = ("_token", "ctx")
+
+    def __init__(self, ctx: RuntimeContext) -> None:
+        self.ctx = ctx
+        self._token: contextvars.Token[RuntimeContext | None] | None = None
+
+    def __enter__(self) -> RuntimeContext:
+        if self._token is not None:
+            raise RuntimeError("this use_context(...) is already entered; call use_context again")
+        self._token = _current.set(self.ctx)
+        return self.ctx
+
+    def __exit__(self, et: object, e: object, tb: object) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            _current.reset(token)

@@ -6,7 +6,7 @@ context in call order, including those that finished before a cancellation.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,8 @@ _NO_ENV = nullcontext()
 class StepRunner:
     """Runs tool calls for one reply of ``agent`` on ``state``."""
 
+    __slots__ = ("agent", "cfg", "halted", "opts", "paused", "state", "toolkit")
+
     def __init__(self, agent: ReActAgent, state: AgentState, options: ReplyOptions) -> None:
         self.agent = agent
         self.state = state
@@ -51,7 +53,7 @@ class StepRunner:
     def _ev(self) -> dict[str, str]:
         return {"reply_id": self.state.reply_id, "agent": self.agent.name}
 
-    def confirmed(self, decisions: list[tuple[ToolUseBlock, ConfirmResult]]) -> ToolRun:
+    def confirmed(self, decisions: Sequence[tuple[ToolUseBlock, ConfirmResult]]) -> ToolRun:
         """What the paused step runs now: its confirmed calls; rejected ones get an error result
         (their events come from :meth:`_run_tools`)."""
         run: list[ToolUseBlock] = []

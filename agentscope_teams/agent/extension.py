@@ -52,15 +52,16 @@ class AgentView:
     workspace: Path
 
 
-@dataclass
+@dataclass(slots=True)
 class CallScope:
-    """What an extension sees of one call."""
+    """What an extension sees of one call (slotted, its locals made on first use: every call
+    holds one while in flight)."""
 
     agent: AgentView
     ctx: RuntimeContext
     state: AgentState
     env: ToolEnv
-    _locals: dict[tuple[int, type[Any]], Any] = field(default_factory=dict, repr=False)
+    _locals: dict[tuple[int, type[Any]], Any] | None = field(default=None, repr=False)
 
     def local(self, owner: object, kind: type[T]) -> T:
         """The per-call ``kind()`` object of ``owner`` (made on first use, one per owner and kind).
@@ -68,6 +69,8 @@ class CallScope:
         Extensions keep what they read or remember during one call here, instead of string keys.
         """
         slot = (id(owner), kind)
+        if self._locals is None:
+            self._locals = {}
         found = self._locals.get(slot)
         if found is None:
             self._locals[slot] = found = kind()

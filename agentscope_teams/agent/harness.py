@@ -18,9 +18,9 @@ import functools
 import logging
 import math
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Literal, Self
 
 import anyio
@@ -437,7 +437,7 @@ class SessionAgent:
             archiver=save.archive,
             system_suffix=suffix,
             hooks=self.hooks if self.hooks else None,
-            hook_fields=dict(self.hook_fields),
+            hook_fields=dict(self.hook_fields) if self.hook_fields else _NO_FIELDS,
             stop_event="Stop" if self.depth == 0 else None,
         )
 
@@ -468,8 +468,23 @@ class _Saves:
         await comp.file_archiver(path)(msgs)
 
 
-#: The usage scope of a call without a governor (a shared no-op: nothing allocated per call).
-_UNGOVERNED = contextlib.nullcontext()
+class _NoScope:
+    """The usage scope of a call without a governor: a shared no-op whose ``__exit__`` is a
+    static method, so the call's ``with`` holds that function, not a bound method made per call."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    @staticmethod
+    def __exit__(et: object, e: object, tb: object) -> None:
+        return None
+
+
+_UNGOVERNED = _NoScope()
+#: The hook fields of an agent that sets none (shared: a call copies only fields it has).
+_NO_FIELDS: Mapping[str, object] = MappingProxyType({})
 
 
 def _output(output_type: Any) -> OutputType | None:

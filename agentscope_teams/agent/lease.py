@@ -34,7 +34,6 @@ have expired (written less than ``2 * ttl / 3`` ago), with the trade-off above.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import time
@@ -66,7 +65,7 @@ class Lease:
         self.version = 0
         self.lost = False
         self.done = False  # released (by release() or by a save's fence), not lost
-        self._token = json.dumps({"holder": self.holder}).encode()
+        self._token = b'{"holder": "' + self.holder.encode() + b'"}'  # json.dumps' bytes
         self._written_at = -math.inf  # monotonic time of the last successful write of the lease
         self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
 
@@ -241,9 +240,10 @@ class _Heartbeat:
         except RuntimeError:  # not asyncio: started by start_elsewhere()
             self._timer: asyncio.TimerHandle | None = None
         else:
-            self._timer = loop.call_later(lease.ttl / 3, self._start)
+            self._timer = loop.call_later(lease.ttl / 3, self)
 
-    def _start(self) -> None:
+    def __call__(self) -> None:
+        """The timer's callback (the object itself: no bound method per call): start renewing."""
         self._timer = None
         self._task = asyncio.get_running_loop().create_task(self.lease.heartbeat(first=0.0))
 
@@ -258,6 +258,9 @@ class _Heartbeat:
         """End the heartbeat (shielded: a cancelled holder still waits for its renewal's end)."""
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None
+        if self._task is None and self._group is None:  # the common case: only the timer ran
+            return
         with anyio.CancelScope(shield=True):
             if self._task is not None:
                 self._task.cancel()
@@ -300,11 +303,16 @@ class HeldLease:
             if self._beat is not None:
                 await self._beat.stop()
         finally:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self.lease.release()
-                except Exception as exc:  # the lease expires on its own; keep the body's outcome
-                    log.warning("could not release lease %r: %s", self.lease.key, exc)
+            if not (self.lease.lost or self.lease.done):  # else release() has nothing to do
+                await self._release()
+
+    async def _release(self) -> None:
+        """Release the lease, shielded from cancellation; an error is logged."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.lease.release()
+            except Exception as exc:  # the lease expires on its own; keep the body's outcome
+                log.warning("could not release lease %r: %s", self.lease.key, exc)
 
 
 def hold_lease(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,7 @@ MAX_ITERS_HINT = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class ReplyOptions:
     """Per-reply wiring supplied by the caller (HarnessAgent): tools, env, hooks."""
 
@@ -81,7 +81,7 @@ class ReplyOptions:
     #: The hooks to run (None: none); see :mod:`agentscope_teams.hooks`.
     hooks: Hooks | None = None
     #: Fields every hook event of this reply carries (``agent_id``, ``agent_type`` in a subagent).
-    hook_fields: dict[str, object] = field(default_factory=dict)
+    hook_fields: Mapping[str, object] = field(default_factory=dict)
     #: The event fired when the reply would end with a text answer ("Stop"; None: no event, as
     #: in a subagent, whose SubagentStop its runner fires).
     stop_event: str | None = "Stop"
@@ -140,12 +140,16 @@ class ReActAgent:
 
 
 class _Reply(StepRunner):
-    """The per-reply working set; never shared between replies."""
+    """The per-reply working set; never shared between replies (slotted: held while in flight)."""
+
+    __slots__ = (
+        "decisions", "messages", "output", "stop_hook_active", "tokens", "unsaved_effects",
+    )  # fmt: skip
 
     def __init__(self, agent: ReActAgent, state: AgentState, options: ReplyOptions) -> None:
         super().__init__(agent, state, options)
         self.messages: list[Msg] = []
-        self.decisions: list[tuple[ToolUseBlock, ConfirmResult]] = []
+        self.decisions: Sequence[tuple[ToolUseBlock, ConfirmResult]] = ()
         self.tokens = comp.TokenCounter()
         self.output: OutputRun | None = None
         self.stop_hook_active = False

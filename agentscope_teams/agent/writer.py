@@ -13,7 +13,7 @@ from __future__ import annotations
 from .. import tracing
 from ..errors import VersionConflict
 from ..keys import SessionAddress
-from ..sessions import SessionConfig, SessionSource, SessionStorage
+from ..sessions import SessionSource, SessionStorage
 from ..state import AgentState
 from .lease import Lease
 
@@ -60,14 +60,9 @@ class SessionWriter:
             await lease.verify()
         try:
             if self.version == 0:
-                record = await self.sessions.create_at(
-                    self.addr,
-                    config=SessionConfig(model=self.model),
-                    state=state,
-                    source=self.source,
-                    fence=fence,
+                new = await self.sessions.insert_at(
+                    self.addr, state, model=self.model, source=self.source, fence=fence
                 )
-                new = record.version
             else:
                 new = await self.sessions.update_at(
                     self.addr, state, expected_version=self.version, fence=fence

@@ -107,6 +107,8 @@ class SessionStorage:
         # key -> (version, body without state, segment layout or None for a whole value): lets
         # update_session_state write in one round trip, sending only the segments that changed.
         self._seen: OrderedDict[Key, tuple[int, SessionBody, Layout | None]] = OrderedDict()
+        # The config and origin the last remembered body kept: an equal one is shared (_remember).
+        self._shared: tuple[SessionConfig | None, SessionOrigin | None] = (None, None)
 
     async def __aenter__(self) -> Self:
         if self._owns_store:
@@ -133,7 +135,16 @@ class SessionStorage:
         # The config is kept as is: every body read or written holds a config of this storage's
         # own (parsed, or copied from the caller's by new_body / _updated / import_at), and a
         # caller is only ever given a copy (_record), so no caller can change the one kept.
-        self._seen[key] = (version, body.model_copy(update={"state": EMPTY_STATE}), layout)
+        # Nothing changes a kept config or origin either, so sessions with equal ones (an agent's
+        # sessions) share one: a few objects fewer per remembered session for the collector.
+        config, origin = self._shared
+        if body.config is not config and body.config != config:
+            config = body.config
+        if body.origin is not origin and body.origin != origin:
+            origin = body.origin
+        self._shared = (config, origin)
+        kept = {"state": EMPTY_STATE, "config": config, "origin": origin}
+        self._seen[key] = (version, body.model_copy(update=kept), layout)
         self._seen.move_to_end(key)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
@@ -305,6 +316,24 @@ class SessionStorage:
             expected_version=0,
             fence=fence,
         )
+
+    async def insert_at(
+        self,
+        addr: SessionAddress,
+        state: AgentState,
+        *,
+        model: str | None = None,
+        source: SessionSource = SessionSource.USER,
+        fence: Fence | None = None,
+    ) -> int:
+        """Create the session with ``state`` and a default config naming ``model`` (an agent's
+        new session), as :meth:`create_at` does, and return its version: no record is built and
+        no config copied for a caller that needs only the version. ``VersionConflict`` if it
+        exists; ``fence`` as in :meth:`create_at`."""
+        bind_state(state, addr.session_id)
+        body = new_body(None, state, origin_of(None, source))
+        body.config.model = model  # the body's own config, made by new_body
+        return await self._write(addr.key, body, 0, fence)
 
     async def upsert_at(
         self,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import os
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -128,14 +128,31 @@ def get_tool_env() -> ToolEnv | None:
     return _current_env.get()
 
 
-@contextlib.contextmanager
-def use_tool_env(env: ToolEnv) -> Iterator[ToolEnv]:
+def use_tool_env(env: ToolEnv) -> AbstractContextManager[ToolEnv]:
     """Make ``env`` the current ToolEnv inside the ``with`` block."""
-    token = _current_env.set(env)
-    try:
-        yield env
-    finally:
-        _current_env.reset(token)
+    return _ToolEnvScope(env)
+
+
+class _ToolEnvScope:
+    """What :func:`use_tool_env` returns: the context variable set on entry and reset on exit (a
+    small class, not a ``@contextmanager`` generator: every tool batch of a call enters one)."""
+
+    __slots__ = ("_token", "env")
+
+    def __init__(self, env: ToolEnv) -> None:
+        self.env = env
+        self._token: contextvars.Token[ToolEnv | None] | None = None
+
+    def __enter__(self) -> ToolEnv:
+        if self._token is not None:
+            raise RuntimeError("this use_tool_env(...) is already entered; call use_tool_env again")
+        self._token = _current_env.set(self.env)
+        return self.env
+
+    def __exit__(self, et: object, e: object, tb: object) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            _current_env.reset(token)
 
 
 @dataclass

@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: The scope of a tool call given no env (shared: the caller made its env current, or has none).
+_NO_ENV = contextlib.nullcontext()
 
 DEFAULT_MAX_OUTPUT_CHARS = 100_000
 
@@ -156,7 +158,7 @@ class Toolkit:
             arguments = t.validate(call.input)
         except ToolError as exc:
             return self._result(call, str(exc), error=True)
-        scope = use_tool_env(env) if env is not None else contextlib.nullcontext()
+        scope = use_tool_env(env) if env is not None else _NO_ENV
         try:
             with scope:
                 value = await t.func(**arguments)

@@ -63,7 +63,10 @@ class NoSpan:
     def __enter__(self) -> NoSpan:
         return self
 
-    def __exit__(self, et: object, e: object, tb: object) -> None:
+    @staticmethod
+    def __exit__(et: object, e: object, tb: object) -> None:
+        """A static method: a ``with`` block then holds this function, not a bound method made
+        for each block."""
         return None
 
     def response(self, response: Response) -> None:

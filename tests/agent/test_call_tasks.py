@@ -9,7 +9,8 @@ timer until the call outlives a third of the lease's TTL, and a Redis command's 
 timer rather than ``wait_for`` (a task per command on Python 3.11). The reply is one async generator
 (``_Reply.run``) whose steps are plain calls, but for the model call (``_reason`` and the usage
 governor's ``model_call``) and a step's tool runs (``_run_tools``), which yield as they go; with
-tracing and metrics off the ``invoke_agent`` span is a shared no-op, not a generator. Counted with
+tracing and metrics off the ``invoke_agent`` span is a shared no-op, not a generator, and the
+context and tool env are set by small classes, not ``@contextmanager`` generators. Counted with
 the event loop's task factory, the async generator hooks and ``contextlib``'s generator context
 manager, around a call on a new session and one on an existing session.
 """
@@ -24,6 +25,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+from anyio._backends import _asyncio as anyio_asyncio
+
 from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel
 from agentscope_teams.agent import ReActConfig
 from agentscope_teams.store import InMemoryStore, RedisStore
@@ -37,10 +41,10 @@ TOOL_STEP_GENERATORS = [
     "_Reply.run", "_Reply._reason", "model_call", "StepRunner._run_tools", "_Reply._reason",
     "model_call",
 ]  # fmt: skip
-#: ``@contextmanager`` objects of a call (tracing off): the call's ``RuntimeContext`` only ...
-ONE_STEP_CONTEXT_MANAGERS = ["use_context"]
-#: ... and the tool step's ``ToolEnv``.
-TOOL_STEP_CONTEXT_MANAGERS = ["use_context", "use_tool_env"]
+#: ``@contextmanager`` objects of a call (tracing off): none; ``use_context`` (the call's
+#: ``RuntimeContext``) and ``use_tool_env`` (a tool step's ``ToolEnv``) are small classes.
+ONE_STEP_CONTEXT_MANAGERS: list[str] = []
+TOOL_STEP_CONTEXT_MANAGERS: list[str] = []
 
 
 class Created:
@@ -157,3 +161,23 @@ async def test_a_call_that_outlives_a_third_of_its_lease_ttl_starts_the_heartbea
     with created.counting():
         await bot.call("go", RuntimeContext(session_id="s1", user_id="u1"))
     assert created.tasks == ["Lease.heartbeat"]
+
+
+async def test_a_call_on_redis_enters_no_cancel_scope(
+    redis_store: RedisStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease's end shields only what has work to do: stopping a heartbeat that is still a
+    timer, and releasing a lease the last save already gave back, need no shielded cancel scope."""
+    made: list[bool] = []
+    backend = anyio_asyncio.CancelScope  # what anyio.CancelScope() makes on asyncio
+    init = backend.__init__
+
+    def counted(scope: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(kwargs.get("shield", False))
+        init(scope, *args, **kwargs)
+
+    bot = _agent(redis_store, tmp_path, "hi", "hi")
+    await bot.call("warm up", RuntimeContext(session_id="s0", user_id="u1"))
+    monkeypatch.setattr(backend, "__init__", counted)
+    await bot.call("hello", RuntimeContext(session_id="s1", user_id="u1"))
+    assert made == []

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -220,6 +221,25 @@ async def test_missing_env_is_reported() -> None:
         current_tool_env()
     result = await Toolkit([needs_env]).execute(call("needs_env"))
     assert result.is_error and "no ToolEnv is active" in result.output
+
+
+def test_use_tool_env_is_a_small_class_restored_on_error_and_not_entered_twice(
+    tmp_path: Path,
+) -> None:
+    """Every tool batch of a call enters one: a slotted class, not a ``@contextmanager``."""
+    outer, inner = ToolEnv(workspace=tmp_path), ToolEnv(workspace=tmp_path / "inner")
+    scope = use_tool_env(outer)
+    assert not hasattr(scope, "__dict__")
+    with scope as entered:
+        assert entered is outer and current_tool_env() is outer
+        with pytest.raises(RuntimeError, match="already entered"):
+            scope.__enter__()
+        with pytest.raises(ValueError), use_tool_env(inner):
+            assert current_tool_env() is inner
+            raise ValueError
+        assert current_tool_env() is outer
+    with pytest.raises(LookupError):
+        current_tool_env()
 
 
 async def test_output_conversion_and_truncation() -> None:
