@@ -9,12 +9,12 @@ Backends escape every segment again, so ``"../x"`` or ``"a:b"`` can neither coll
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import unicodedata
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
@@ -112,6 +112,9 @@ class RuntimeContext(BaseModel):
         return hash((self.session_id, self.user_id, self.org_id))
 
 
+T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 _current: contextvars.ContextVar[RuntimeContext | None] = contextvars.ContextVar(
     "agentscope_teams_runtime_context", default=None
 )
@@ -132,29 +135,43 @@ def get_context() -> RuntimeContext | None:
     return _current.get()
 
 
-def use_context(ctx: RuntimeContext) -> AbstractContextManager[RuntimeContext]:
-    """Make ``ctx`` the current context inside the ``with`` block."""
-    return _ContextScope(ctx)
+def use_context(ctx: RuntimeContext) -> VarScope[RuntimeContext]:
+    """Make ``ctx`` the current context inside the ``with`` block (or the decorated function)."""
+    return VarScope(_current, ctx)
 
 
-class _ContextScope:
-    """What :func:`use_context` returns: the context variable set on entry and reset on exit. A
-    small class, not a ``@contextmanager`` generator (a generator, its frame and the manager's
-    ``__dict__``), because every call enters one and holds it while in flight."""
+class VarScope(Generic[T]):
+    """A context variable set to ``value`` on entry and reset on exit: what :func:`use_context`
+    and ``use_tool_env`` return. A small slotted class, not a ``@contextmanager`` generator (a
+    generator, its frame and the manager's ``__dict__``): every call enters one and holds it
+    while in flight. Used as a decorator, it sets the variable around each call of a (sync)
+    function, each call with a scope of its own."""
 
-    __slots__ = ("_token", "ctx")
+    __slots__ = ("_token", "_var", "value")
 
-    def __init__(self, ctx: RuntimeContext) -> None:
-        self.ctx = ctx
-        self._token: contextvars.Token[RuntimeContext | None] | None = None
+    def __init__(self, var: contextvars.ContextVar[T | None], value: T) -> None:
+        self._var, self.value = var, value
+        self._token: contextvars.Token[T | None] | None = None
 
-    def __enter__(self) -> RuntimeContext:
+    def __enter__(self) -> T:
         if self._token is not None:
-            raise RuntimeError("this use_context(...) is already entered; call use_context again")
-        self._token = _current.set(self.ctx)
-        return self.ctx
+            raise RuntimeError(
+                f"this scope of {self._var.name} is already entered; make a new one for each block"
+            )
+        self._token = self._var.set(self.value)
+        return self.value
 
     def __exit__(self, et: object, e: object, tb: object) -> None:
         token, self._token = self._token, None
         if token is not None:
-            _current.reset(token)
+            self._var.reset(token)
+
+    def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
+        var, value = self._var, self.value
+
+        @functools.wraps(func)
+        def scoped(*args: P.args, **kwargs: P.kwargs) -> R:
+            with VarScope(var, value):
+                return func(*args, **kwargs)
+
+        return scoped

@@ -49,6 +49,16 @@ def test_use_context_is_a_small_class_that_refuses_to_be_entered_twice_at_once()
         assert current_context() is A
 
 
+def test_use_context_decorates_a_function_each_call_with_a_scope_of_its_own() -> None:
+    @use_context(A)
+    def who(depth: int) -> list[str]:
+        inner = who(depth - 1) if depth else []  # re-entered while the outer call runs
+        return [current_context().session_id, *inner]
+
+    assert who(2) == ["a", "a", "a"]
+    assert who.__name__ == "who" and get_context() is None
+
+
 @pytest.mark.parametrize("code", [*range(0x20), 0x7F, 0x85, 0x9F])
 def test_an_identifier_with_a_control_character_is_refused(code: int) -> None:
     with pytest.raises(ValueError, match=f"control character U\\+{code:04X}"):

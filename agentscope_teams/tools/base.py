@@ -6,7 +6,6 @@ import contextvars
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -15,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from ..context import RuntimeContext
+from ..context import RuntimeContext, VarScope
 from ..errors import ToolError
 from ..model.base import ToolSchema
 from ..model.response_parsing import RAW_ARGUMENTS_KEY
@@ -128,31 +127,9 @@ def get_tool_env() -> ToolEnv | None:
     return _current_env.get()
 
 
-def use_tool_env(env: ToolEnv) -> AbstractContextManager[ToolEnv]:
-    """Make ``env`` the current ToolEnv inside the ``with`` block."""
-    return _ToolEnvScope(env)
-
-
-class _ToolEnvScope:
-    """What :func:`use_tool_env` returns: the context variable set on entry and reset on exit (a
-    small class, not a ``@contextmanager`` generator: every tool batch of a call enters one)."""
-
-    __slots__ = ("_token", "env")
-
-    def __init__(self, env: ToolEnv) -> None:
-        self.env = env
-        self._token: contextvars.Token[ToolEnv | None] | None = None
-
-    def __enter__(self) -> ToolEnv:
-        if self._token is not None:
-            raise RuntimeError("this use_tool_env(...) is already entered; call use_tool_env again")
-        self._token = _current_env.set(self.env)
-        return self.env
-
-    def __exit__(self, et: object, e: object, tb: object) -> None:
-        token, self._token = self._token, None
-        if token is not None:
-            _current_env.reset(token)
+def use_tool_env(env: ToolEnv) -> VarScope[ToolEnv]:
+    """Make ``env`` the current ToolEnv inside the ``with`` block (or the decorated function)."""
+    return VarScope(_current_env, env)
 
 
 @dataclass

@@ -31,12 +31,12 @@ from agentscope_teams.store import InMemoryStore, RedisStore
 #: the reply options carry, and the usage ``model_call`` scope of the model step.
 HELD_METHODS = [
     "SessionGuard.__aexit__",
+    "VarScope.__exit__",
     "_AsyncGeneratorContextManager.__aexit__",
-    "_ContextScope.__exit__",
     "_Saves.archive",
 ]
 #: Per-call objects of the framework that are slotted (no ``__dict__`` held beside them).
-SLOTTED = {"CallScope", "ReplyOptions", "_Reply", "_ContextScope", "_Saves"}
+SLOTTED = {"CallScope", "ReplyOptions", "_Reply", "VarScope", "_Saves"}
 
 
 class WaitingModel:
