@@ -14,6 +14,7 @@ be a race with the machine's load.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 
@@ -101,14 +102,19 @@ async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
     spec = StoreSpec("redis-cluster", own_cluster.url)
     ctx_args = {"session_id": "s-lead", "user_id": "alice", "org_id": ctx.org_id or ""}
     args = [(spec, ctx_args, team.id, g, PROCS) for g in groups]
-    results: list[tuple[list[tuple[str, str]], int]] = []  # (log, StoreUnavailableError seen)
+    results: list[tuple[list[cluster_workers.Done], int]] = []  # (log, unavailable seen)
+    events: dict[str, float] = {}  # when each step of the failover happened (time.time())
+    failed: list[str] = []
 
     async def run_claimers() -> None:
-        results.extend(
-            await anyio.to_thread.run_sync(
-                workers.run_children, cluster_workers.claim_through_outages, args
+        try:
+            results.extend(
+                await anyio.to_thread.run_sync(
+                    workers.run_children, cluster_workers.claim_through_outages, args
+                )
             )
-        )
+        except AssertionError as exc:  # reported below with the failover's timing
+            failed.append(str(exc))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_claimers)
@@ -117,20 +123,28 @@ async def test_a_killed_primary_fails_over_and_no_task_is_lost_or_done_twice(
                 await anyio.sleep(0.05)
         own_cluster.allow_failover(heir, False)
         own_cluster.kill_primary(victim.port)
+        events["killed"] = time.time()
         outage = await _until_unavailable(store, team_key)
         assert f"(node 127.0.0.1:{victim.port})" in str(outage)  # the node is named
         own_cluster.allow_failover(heir, True)
+        events["failover allowed"] = time.time()
         # a store opened now, with the primary down, waits out the failover and opens
         async with RedisStore(own_cluster.url) as fresh:
             assert fresh.cluster
         await anyio.to_thread.run_sync(own_cluster.wait_failover)
+        events["failed over"] = time.time()
         await _until_available(store, team_key)
+        events["available"] = time.time()
 
     assert own_cluster.processes[victim.port].poll() is not None
     assert victim.port not in own_cluster.primaries() and heir in own_cluster.primaries()
+    timing = ", ".join(f"{name} {at:.3f}" for name, at in events.items())
+    assert not failed, f"{failed[0]}\nfailover: {timing}"
     done = [entry for log, _ in results for entry in log]
-    assert Counter(task_id for _, task_id in done) == Counter(ids)  # none lost, none done twice
-    owner_of = dict((task_id, member) for member, task_id in done)
+    twice = [d for d in done if sum(e[1] == d[1] for e in done) > 1]
+    assert not twice, f"done twice (member, task, claimed, lease to): {twice}\nfailover: {timing}"
+    assert Counter(task_id for _, task_id, *_ in done) == Counter(ids)  # none lost
+    owner_of = {task_id: member for member, task_id, *_ in done}
     for task in await client.list_tasks(team.id):
         assert task.status is TaskStatus.COMPLETED
         assert task.owner == owner_of[task.id] and task.result == f"done by {task.owner}"
