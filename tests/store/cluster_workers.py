@@ -13,14 +13,31 @@ import time
 import anyio
 
 from agentscope_teams.errors import AgentScopeTeamsError, StoreUnavailableError
+from agentscope_teams.store.redis import RedisStore
 from agentscope_teams.teams import LocalTeamClient, Task, TaskStatus
 
 from ..backends import StoreSpec
 from ..teams.workers import CtxArgs, client_for
 
-#: Seconds a claimed task's lease lasts: longer than a failover, so a claimer that keeps retrying
-#: its completion through the outage still holds the task when the cluster is back.
-TASK_LEASE = 30.0
+#: The failover test's bounds, in seconds, on each step of the outage: until a read sees it, until
+#: the cluster is ok again once the failover is let go, until the killed node is back as a synced
+#: replica, until a read works again. A store the test opens meanwhile waits up to its
+#: ``cluster_setup_timeout`` (15 s) on top.
+UNAVAILABLE_WITHIN, FAILOVER_WITHIN, REJOIN_WITHIN, AVAILABLE_WITHIN = 30.0, 30.0, 30.0, 60.0
+OUTAGE_BOUND = (
+    UNAVAILABLE_WITHIN
+    + RedisStore.cluster_setup_timeout
+    + FAILOVER_WITHIN
+    + REJOIN_WITHIN
+    + AVAILABLE_WITHIN
+)
+
+#: Seconds a claimed task's lease lasts: longer than the longest outage the test lets pass
+#: (:data:`OUTAGE_BOUND`, 165 s) with a margin, so a claimer that keeps retrying its completion
+#: through the outage still holds its task when the cluster is back, however loaded the machine.
+#: (At 30 s, shorter than those bounds, a slow failover could expire a lease mid-outage and let
+#: another member claim a task whose holder was still completing it.)
+TASK_LEASE = OUTAGE_BOUND + 30.0
 
 
 #: One task done: (member, task id, claimed at, its lease's expiry), times as ``time.time()``.
