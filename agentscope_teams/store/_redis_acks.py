@@ -18,7 +18,7 @@ slot map before the next command.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError, StoreUnavailableError
@@ -102,9 +102,9 @@ async def on_cluster(
             await node.execute_pipeline(cmds)
         except (e.ConnectionError, e.TimeoutError) as exc:
             client._request_refresh(last_failed_node_name=node.name)
-            exc.last_failed_node_name = node.name  # type: ignore[attr-defined]
+            exc.last_failed_node_name = node.name
             raise
-        reply, acks = cmds[-2].result, cmds[-1].result
+        reply, acks = cmds[-2].result, cast(Any, cmds[-1].result)
         asking = None
         if isinstance(reply, e.MovedError):
             await client.nodes_manager.move_slot(reply)

@@ -54,6 +54,11 @@ class RedisStore(RedisListing):
 
     ``key_groups`` (literal -> group size) is how a cluster hashes keys together; by default the
     key registry's (see the module docs). A single server ignores it.
+
+    ``replica_acks`` (also ``?replica_acks=N`` in the URL): replicas that must confirm every write
+    (``WAIT`` in the write's round trip) within ``replica_ack_timeout`` seconds (``?replica_ack_
+    timeout=``), else StoreUnavailableError; 0 (the default): writes are not confirmed and one a
+    failed primary acknowledged alone is lost in a failover (:mod:`._redis_acks`).
     """
 
     shared_across_processes = True
