@@ -17,8 +17,10 @@ pytest.importorskip("redis")
 
 from redis.asyncio.cluster import ClusterNode
 
+from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import ConfigurationError, StoreUnavailableError
 from agentscope_teams.store.redis import RedisStore
+from agentscope_teams.teams import LocalTeamClient, Member
 
 from .._redis_cluster import LocalPair, cluster_binaries
 from ..backends import unique_namespace
@@ -64,15 +66,15 @@ def test_a_bad_option_value_is_refused_by_name(options: dict[str, Any], named: s
 
 
 @pytest.mark.parametrize(
-    "url",
+    ("url", "message"),
     [
-        "redis://127.0.0.1:1/0?replica_acks=-1",
-        "redis://127.0.0.1:1/0?replica_acks=one",
-        "redis+cluster://127.0.0.1:1/?replica_ack_timeout=soon",
+        ("redis://127.0.0.1:1/0?replica_acks=-1", "replica_acks must be an int >= 0"),
+        ("redis://127.0.0.1:1/0?replica_acks=one", "replica_acks must be a number"),
+        ("redis+cluster://127.0.0.1:1/?replica_ack_timeout=x", "replica_ack_timeout must be a"),
     ],
 )
-def test_a_bad_url_option_is_refused_by_name(url: str) -> None:
-    with pytest.raises(ConfigurationError, match="replica_ack"):
+def test_a_bad_url_option_is_refused_by_name(url: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
         RedisStore(url)
 
 
@@ -165,3 +167,17 @@ async def test_on_a_cluster_the_write_and_wait_go_to_the_owning_node_together(
         assert sent[-2:] == [(owner, ["EVALSHA", "WAIT"])] * 2
         found = await store.get(key)
         assert found is not None and found.value == b"w"
+
+
+async def test_the_board_queue_confirms_its_writes_and_not_its_listing(acked: RedisStore) -> None:
+    client = LocalTeamClient(acked, RuntimeContext(session_id="s", user_id="acks"))
+    team = await client.create_team("acks", members=[Member(name="m")])
+    await client.assign_task(team.id, "job")
+    async with count_round_trips(acked, pipelines=True) as trips:
+        task = await client.claim_task(team.id, "m")
+        assert task is not None
+        await client.complete_task(team.id, "m", task.id, "done")
+    assert trips.seen.count("PIPELINE EVALSHA WAIT") >= 2 and "EVALSHA" not in trips.seen
+    async with count_round_trips(acked, pipelines=True) as trips:
+        assert await client.wait_for_tasks(team.id, timeout=0)  # OPEN_PAGE: a read-only script
+    assert "EVALSHA" in trips.seen and not any("WAIT" in seen for seen in trips.seen)
