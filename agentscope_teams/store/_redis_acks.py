@@ -106,6 +106,8 @@ async def on_cluster(
             raise
         reply, acks = cmds[-2].result, cast(Any, cmds[-1].result)
         asking = None
+        if isinstance(reply, e.MovedError | e.AskError) and not reply.host:
+            reply.host = node.host  # "MOVED <slot> :<port>": the same host
         if isinstance(reply, e.MovedError):
             await client.nodes_manager.move_slot(reply)
             continue

@@ -22,8 +22,9 @@ from agentscope_teams.errors import ConfigurationError, StoreUnavailableError
 from agentscope_teams.store.redis import RedisStore
 from agentscope_teams.teams import LocalTeamClient, Member
 
-from .._redis_cluster import LocalPair, cluster_binaries
+from .._redis_cluster import LocalCluster, LocalPair, SlotMove, cluster_binaries
 from ..backends import unique_namespace
+from ..conftest import start_cluster
 from ..teams.round_trips import count_round_trips
 
 pytestmark = pytest.mark.anyio
@@ -181,3 +182,43 @@ async def test_the_board_queue_confirms_its_writes_and_not_its_listing(acked: Re
     async with count_round_trips(acked, pipelines=True) as trips:
         assert await client.wait_for_tasks(team.id, timeout=0)  # OPEN_PAGE: a read-only script
     assert "EVALSHA" in trips.seen and not any("WAIT" in seen for seen in trips.seen)
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = start_cluster(tmp_path_factory.mktemp("acks-cluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+async def test_a_confirmed_write_follows_ask_and_moved_on_the_owning_node(
+    own_cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[tuple[int, list[str]]] = []
+    real = ClusterNode.execute_pipeline
+
+    async def recording(node: ClusterNode, commands: list[Any]) -> bool:
+        sent.append((node.port, [str(c.args[0]) for c in commands]))
+        return await real(node, commands)
+
+    monkeypatch.setattr(ClusterNode, "execute_pipeline", recording)
+    async with RedisStore(own_cluster.url, namespace=unique_namespace(), replica_acks=1) as store:
+        key, fresh = ("t", "s", "a", "b"), ("t", "s", "a", "new")
+        await store.put(key, b"v", expected_version=0)
+        name = store.redis_name(key)
+        source = store.client.get_node_from_key(name).port
+        target = next(p for p in own_cluster.primaries() if p != source)
+        move = SlotMove(store.client.keyslot(name), source, target, own_cluster.ports)
+        move.begin()
+        sent.clear()
+        await store.put(fresh, b"f", indexed=False)  # not on the source: ASK, sent to the target
+        assert sent == [(source, ["EVALSHA", "WAIT"]), (target, ["ASKING", "EVALSHA", "WAIT"])]
+        move.migrate(move.keys())
+        move.finish()
+        sent.clear()
+        await store.put(key, b"w", expected_version=1)  # the slot map is stale: MOVED
+        assert sent == [(source, ["EVALSHA", "WAIT"]), (target, ["EVALSHA", "WAIT"])]
+        found = await store.get(key)
+        assert found is not None and found.value == b"w"
