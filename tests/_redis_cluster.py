@@ -5,7 +5,8 @@ starts the servers with a short node timeout (so a killed primary fails over in 
 joins them with ``redis-cli --cluster create --cluster-replicas 1`` and waits for
 ``cluster_state:ok`` on every node. ``kill_primary`` SIGKILLs one primary, for failover tests;
 ``allow_failover`` holds its replica back from taking over until the test has seen the outage.
-:class:`SlotMove` moves one hash slot between primaries step by step (``CLUSTER SETSLOT``
+:class:`LocalPair` is a standalone primary and its replica (``replicaof``), for tests of writes
+confirmed by replicas. :class:`SlotMove` moves one hash slot between primaries step by step (``CLUSTER SETSLOT``
 IMPORTING / MIGRATING, ``MIGRATE`` of chosen keys, ``SETSLOT NODE``), for slot-migration tests.
 """
 
@@ -202,6 +203,21 @@ class LocalCluster:
         alive = [p for p in self.ports if self.processes[p].poll() is None]
         self.wait_ok(binaries[1], alive, timeout)
 
+    def restart(self, port: int, timeout: float = 30) -> None:
+        """Start the killed node on ``port`` again (its ``nodes.conf`` kept) and wait until it is
+        a synced replica: a primary that failed over rejoins as its heir's replica."""
+        binaries = cluster_binaries()
+        assert binaries is not None
+        self._start_node(binaries[0], port)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                info = _cli(binaries[1], port, "info", "replication")
+                if "role:slave" in info and "master_link_status:up" in info:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"the restarted node on port {port} did not sync as a replica")
+
     def stop(self) -> None:
         for proc in self.processes.values():
             if proc.poll() is None:
@@ -268,3 +284,69 @@ class SlotMove:
         ]:
             with contextlib.suppress(_response_error()):  # a replica refuses; the bus tells it
                 _node(port).execute_command("CLUSTER", "SETSLOT", self.slot, "NODE", target)
+
+
+@dataclass
+class LocalPair:
+    """A standalone ``redis-server`` primary and one replica of it (``--replicaof``) under
+    ``workdir``; ``pause_replica`` SIGSTOPs the replica (it acknowledges nothing) until
+    ``resume_replica``."""
+
+    workdir: Path
+    ports: list[int] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.ports[0]}/0"
+
+    def start(self, timeout: float = 30) -> None:
+        binaries = cluster_binaries()
+        assert binaries is not None, "redis-server and redis-cli are needed"
+        self.ports = _free_ports(2)
+        for i, port in enumerate(self.ports):
+            extra = ["--replicaof", "127.0.0.1", str(self.ports[0])] if i else []
+            self.processes.append(
+                subprocess.Popen(
+                    [
+                        binaries[0],
+                        "--port",
+                        str(port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--dir",
+                        str(self.workdir),
+                        *extra,
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                if "master_link_status:up" in _cli(
+                    binaries[1], self.ports[1], "info", "replication"
+                ):
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the replica of the private Redis pair did not sync")
+
+    def pause_replica(self) -> None:
+        self.processes[1].send_signal(signal.SIGSTOP)
+
+    def resume_replica(self) -> None:
+        self.processes[1].send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        for proc in self.processes:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        for proc in self.processes:
+            proc.wait(timeout=10)
+        self.processes.clear()

@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 import anyio
 
 from ..errors import StoreUnavailableError
+from . import _redis_acks as acks
 from . import _redis_cluster as cluster
 from . import _redis_scripts as lua
 from ._redis_client import UNREACHABLE, db_refused
@@ -68,6 +69,9 @@ class RedisConnection(StoreBackend):
     _naming: KeyNames
     #: True on Redis Cluster: keys are tagged by their key-registry group.
     cluster: bool
+    #: Replicas that must confirm each write (0: none; :mod:`._redis_acks`), and how long to wait.
+    replica_acks: int = 0
+    replica_ack_timeout: float = acks.DEFAULT_ACK_TIMEOUT
 
     @property
     def client(self) -> Any:
@@ -122,6 +126,38 @@ class RedisConnection(StoreBackend):
             return await call()
         return await cluster.through_migration(self._redis, call, self.migration_timeout)
 
+    async def _write(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """Run the write script ``script`` (retried while its slot migrates); with
+        ``replica_acks``, followed by ``WAIT`` in the same round trip (:meth:`_acked`)."""
+        if not self.replica_acks:
+            return await self._moving(lambda: script(keys=keys, args=args))
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        return await self._moving(lambda: self._acked(command, keys[0], script.script))
+
+    async def _acked(self, command: Sequence[Any], key: str, source: str | None = None) -> Any:
+        """The reply of the write ``command`` (on ``key``'s slot) sent with ``WAIT`` on the same
+        connection in one round trip; StoreUnavailableError when fewer than ``replica_acks``
+        replicas confirm it. ``source``: the script an ``EVALSHA`` runs, loaded on NOSCRIPT."""
+        wanted, timeout = self.replica_acks, self.replica_ack_timeout
+        wait = ("WAIT", wanted, max(1, round(timeout * 1000)))
+        client, redis = self._client, self._redis
+        while True:
+            try:
+                if self.cluster:
+                    slot = client.keyslot(key)
+                    reply, got = await acks.on_cluster(client, redis, slot, command, wait)
+                else:
+                    reply, got = await acks.on_server(client, command, wait)
+            except redis.exceptions.NoScriptError:
+                if source is None:
+                    raise
+                await client.script_load(source)
+                source = None  # loaded: a second NOSCRIPT is an error
+                continue
+            if got < wanted:
+                raise acks.unconfirmed(self._where, wanted, got, timeout)
+            return reply
+
     async def _pipelined(self, build: Callable[[Any], object]) -> list[Any]:
         """One non-transactional pipeline of the commands ``build(pipe)`` queues, retried whole
         while a slot migrates: only for idempotent commands (reads, a registry ``ZADD``)."""
@@ -133,12 +169,17 @@ class RedisConnection(StoreBackend):
 
         return await self._moving(run)
 
-    async def run_script(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    async def run_script(
+        self, script: Any, keys: Sequence[str], args: Sequence[Any], *, writes: bool = True
+    ) -> Any:
         """Run a script of :meth:`register_script` in a turn of the gate, with the store's error
-        mapping, and retried while its slot migrates. ``keys`` must name every key it touches."""
+        mapping, and retried while its slot migrates. ``keys`` must name every key it touches.
+        A script that ``writes`` is confirmed by ``replica_acks`` replicas (:meth:`_write`)."""
         async with self._turn():
             with self._guard():
-                return await self._moving(lambda: script(keys=keys, args=args))
+                if not writes:
+                    return await self._moving(lambda: script(keys=keys, args=args))
+                return await self._write(script, keys, args)
 
     async def call(self, command: Callable[[Any], Awaitable[_T]]) -> _T:
         """``await command(client)`` as :meth:`run_script` runs a script (for the layers above

@@ -47,9 +47,7 @@ class RedisListing(RedisConnection):
         if not indexed:
             indexes, members = [], []
         with self._guard():
-            ok, found = await self._moving(
-                lambda: self._delete(keys=[name, *indexes], args=[expected, *members])
-            )
+            ok, found = await self._write(self._delete, [name, *indexes], [expected, *members])
         return int(ok), int(found)
 
     async def list_keys(

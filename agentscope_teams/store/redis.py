@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigurationError, LeaseLostError, VersionConflict
+from . import _redis_acks as acks
 from . import _redis_client as rc
 from . import _redis_cluster as cluster
 from . import _redis_scripts as lua
@@ -53,6 +54,11 @@ class RedisStore(RedisListing):
 
     ``key_groups`` (literal -> group size) is how a cluster hashes keys together; by default the
     key registry's (see the module docs). A single server ignores it.
+
+    ``replica_acks`` (also ``?replica_acks=N`` in the URL): replicas that must confirm every write
+    (``WAIT`` in the write's round trip) within ``replica_ack_timeout`` seconds (``?replica_ack_
+    timeout=``), else StoreUnavailableError; 0 (the default): writes are not confirmed and one a
+    failed primary acknowledged alone is lost in a failover (:mod:`._redis_acks`).
     """
 
     shared_across_processes = True
@@ -69,6 +75,8 @@ class RedisStore(RedisListing):
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         pool_timeout: float = 20.0,
         key_groups: Mapping[str, int] | None = None,
+        replica_acks: int = 0,
+        replica_ack_timeout: float = acks.DEFAULT_ACK_TIMEOUT,
     ) -> None:
         super().__init__(max_value_bytes=max_value_bytes)
         redis = self._redis = rc.load_redis()
@@ -77,8 +85,13 @@ class RedisStore(RedisListing):
             raise ConfigurationError("RedisStore takes a url or a client, not both")
         self.namespace, self.hash_tag_segments = namespace, hash_tag_segments
         self._owns_client = client is None
+        url, found = acks.from_url(url or DEFAULT_URL) if client is None else (url, {})
+        self.replica_acks, self.replica_ack_timeout = acks.check(  # the URL's win
+            found.get("replica_acks", replica_acks),
+            found.get("replica_ack_timeout", replica_ack_timeout),
+        )
         if client is None:
-            url = url or DEFAULT_URL
+            assert url is not None
             if cluster.is_cluster_url(url):
                 rc.check_pool(max_connections, pool_timeout)
                 client = cluster.cluster_client(redis, url, max_connections)
@@ -216,7 +229,7 @@ class RedisStore(RedisListing):
             if self.cluster and indexed and not expected_version:  # it may create the key
                 await self._register(k)
             with self._guard():
-                reply = await self._moving(lambda: script(keys=keys, args=args))
+                reply = await self._write(script, keys, args)
         return _written(reply, k, expected_version, f)
 
     async def create_then_get(
@@ -236,7 +249,7 @@ class RedisStore(RedisListing):
         script = self._create_then_get
         async with self._turn():
             with self._guard():
-                row = await self._moving(lambda: script(keys=[name, read_name], args=args))
+                row = await self._write(script, [name, read_name], args)
         if not row[0]:
             raise VersionConflict(k, 0, int(row[1]))
         found = None if row[2] is None or row[3] is None else Entry(row[2], int(row[3]))
@@ -289,7 +302,7 @@ class RedisStore(RedisListing):
             script = self._update_fields_fenced
         async with self._turn():
             with self._guard():
-                reply = await self._moving(lambda: script(keys=keys, args=args))
+                reply = await self._write(script, keys, args)
         return _written(reply, k, expected_version, f)
 
     def _fence_name(self, key: Key, name: str, fence: Key) -> str:
@@ -321,9 +334,7 @@ class RedisStore(RedisListing):
         names = self._naming.stream(k)
         async with self._turn():
             with self._guard():
-                seq = await self._moving(
-                    lambda: self._append(keys=list(names), args=[bytes(value)])
-                )
+                seq = await self._write(self._append, list(names), [bytes(value)])
         return int(seq)
 
     async def read(
@@ -350,6 +361,8 @@ class RedisStore(RedisListing):
         name = self.redis_name(validate_key(stream, "stream"), ":stream")
         async with self._turn():
             with self._guard():
+                if self.replica_acks:
+                    return bool(await self._moving(lambda: self._acked(("DEL", name), name)))
                 return bool(await self._moving(lambda: self._client.delete(name)))
 
     # -- signals ---------------------------------------------------------------------------

@@ -8,17 +8,44 @@ have succeeded, so the claimer then looks for in-progress tasks it owns and has 
 
 from __future__ import annotations
 
+import time
+
 import anyio
 
 from agentscope_teams.errors import AgentScopeTeamsError, StoreUnavailableError
+from agentscope_teams.store.redis import RedisStore
 from agentscope_teams.teams import LocalTeamClient, Task, TaskStatus
 
 from ..backends import StoreSpec
 from ..teams.workers import CtxArgs, client_for
 
-#: Seconds a claimed task's lease lasts: longer than a failover, so a claimer that keeps retrying
-#: its completion through the outage still holds the task when the cluster is back.
-TASK_LEASE = 30.0
+#: The failover test's bounds, in seconds, on each step of the outage: until a read sees it, until
+#: the cluster is ok again once the failover is let go, until the killed node is back as a synced
+#: replica, until a read works again. A store the test opens meanwhile waits up to its
+#: ``cluster_setup_timeout`` (15 s) on top.
+UNAVAILABLE_WITHIN, FAILOVER_WITHIN, REJOIN_WITHIN, AVAILABLE_WITHIN = 30.0, 30.0, 30.0, 60.0
+OUTAGE_BOUND = (
+    UNAVAILABLE_WITHIN
+    + RedisStore.cluster_setup_timeout
+    + FAILOVER_WITHIN
+    + REJOIN_WITHIN
+    + AVAILABLE_WITHIN
+)
+
+#: Seconds a claimed task's lease lasts: longer than the longest outage the test lets pass
+#: (:data:`OUTAGE_BOUND`, 165 s) with a margin, so a claimer that keeps retrying its completion
+#: through the outage still holds its task when the cluster is back, however loaded the machine.
+#: (At 30 s, shorter than those bounds, a slow failover could expire a lease mid-outage and let
+#: another member claim a task whose holder was still completing it.)
+TASK_LEASE = OUTAGE_BOUND + 30.0
+
+
+#: One task done: (member, task id, claimed at, its lease's expiry), times as ``time.time()``.
+Done = tuple[str, str, float, float]
+
+
+def _lease_end(task: Task) -> float:
+    return task.lease_expires_at.timestamp() if task.lease_expires_at else 0.0
 
 
 async def _complete(client: LocalTeamClient, team_id: str, member: str, task: Task) -> int:
@@ -40,7 +67,10 @@ async def _complete(client: LocalTeamClient, team_id: str, member: str, task: Ta
             unavailable += 1
             continue
         if now.status is TaskStatus.COMPLETED:
-            assert now.owner == member, f"{task.id} completed by {now.owner}, done by {member}"
+            assert now.owner == member, (
+                f"{task.id} completed by {now.owner}, done by {member} (lease to "
+                f"{_lease_end(task):.3f}, seen at {time.time():.3f})"
+            )
             return unavailable
 
 
@@ -53,7 +83,7 @@ async def _mine_not_done(
 
 def claim_through_outages(
     spec: StoreSpec, ctx: CtxArgs, team_id: str, members: list[str], procs: int
-) -> tuple[list[tuple[str, str]], int]:
+) -> tuple[list[Done], int]:
     """Each member claims, does and completes tasks until every task is finished.
 
     No process claims before all ``procs`` processes have their store open (each marks itself
@@ -61,12 +91,12 @@ def claim_through_outages(
     drained by the others, and the test, which waits for every process to be at work before it
     kills a primary, would wait for ever.
 
-    Returns the log of (member, task id) done and the number of StoreUnavailableError seen. Any
+    Returns the log of tasks done (:data:`Done`) and the number of StoreUnavailableError seen. Any
     other error (a raw redis-py exception) fails the child, and so the test.
     """
 
-    async def main() -> tuple[list[tuple[str, str]], int]:
-        log: list[tuple[str, str]] = []
+    async def main() -> tuple[list[Done], int]:
+        log: list[Done] = []
         unavailable = 0
         async with spec.open() as store:
             ready = ("failover-ready", team_id)
@@ -97,8 +127,8 @@ def claim_through_outages(
                         unsure = True
                         await anyio.sleep(0.2)
                         continue
-                    for task in todo:
-                        log.append((member, task.id))  # the work, done once per claim won
+                    for task in todo:  # the work, done once per claim won
+                        log.append((member, task.id, time.time(), _lease_end(task)))
                         done.add(task.id)
                         unavailable += await _complete(client, team_id, member, task)
 

@@ -195,7 +195,8 @@ class RedisBoardQueue:
         declared = dict.fromkeys(ids)
         for _ in range(MAX_ROUNDS):
             keys = [*self._keys, *map(self._record, declared), *tail]
-            reply = await self.store.run_script(self._scripts[script], keys, argv)
+            run = self.store.run_script
+            reply = await run(self._scripts[script], keys, argv, writes=script != "OPEN_PAGE")
             if not (isinstance(reply, list) and reply and int(reply[0]) == lua.NEED):
                 return reply
             asked = [raw.decode() for raw in reply[1:]]
