@@ -44,9 +44,11 @@ from .limiter import settle_of
 from .rules import Admission, Admitted
 
 #: Longest time (s) from sending an early ``ADMIT`` that takes a requests/min or tokens/min turn
-#: to the request it admits; past it the turn is given back and taken again. 20 ms is the default
-#: margin (2 %) of a 60/min limit's interval; a session lease and load take 0.3-5 ms.
-TURN_AHEAD = 0.02
+#: to the request it admits; past it the turn is given back and taken again. A session's lease and
+#: load take 0.3-10 ms (Redis to MariaDB, a loaded machine: up to ~70 ms for a process's first
+#: call on SQL); a provider's bucket of even 2 requests tolerates one interval of jitter (100 ms at
+#: 600/min), and the limiter's margin (2 %) the drift.
+TURN_AHEAD = 0.05
 #: Tokens reserved beyond the estimate for what a call adds before its first request.
 SLACK_TOKENS = 1024
 #: Sessions whose context size this process keeps (least recently used first out).
