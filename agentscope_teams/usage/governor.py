@@ -9,7 +9,10 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
    that applies and takes a turn of the model's shared rate limit, if it has one, in one store
    operation per attempt (:mod:`.limiter`), or raises
    :class:`~agentscope_teams.errors.BudgetExceededError` (when calls in flight hold what is left,
-   it waits for them first);
+   it waits for them first). The first call of a ``HarnessAgent.call`` usually finds that
+   operation done: it was sent beside the session's lease and load with a reservation estimated
+   before the load (:mod:`.early`), and is used if it covers the request's own estimate, else
+   given back beside the call;
 2. after the call settles what the provider reported (or an estimate, marked so) and ends the
    rate-limit lease, in one store operation; a failed call releases its reservation. That operation
    runs as a task of its own (:mod:`.settles`), beside what the caller does next (a tool step, a
