@@ -1,7 +1,7 @@
 """Early admission: a ``HarnessAgent.call`` sends its first ``ADMIT`` beside its session lease and load.
 
 Before the first request of a call the agent takes the session's lease and loads it (one round
-trip). :class:`admit_early` sends the call's ``ADMIT`` at the same time, as a task of its own, with a
+trip). :func:`admit_early` sends the call's ``ADMIT`` at the same time, as a task of its own, with a
 reservation worked out from what is known before the load: this process's last sight of the
 session's context (the last request's input and answer, kept for :data:`HINTS_SIZE` sessions, least
 recently used first out) or, for a session it has not seen, the agent's system prompt and tools;
@@ -20,7 +20,8 @@ here, the request's own admission answers (waits, backs off, raises) as it alway
 one then reserved nothing. An early admission no request took (the call failed or was cancelled
 before its first request) is released when the call ends, once its ``ADMIT`` has landed; so
 nothing stays reserved past the call. A released one has spent its requests/min turn (the
-limiter errs slow). Under an event loop other than asyncio's nothing is sent early.
+limiter errs slow). Under an event loop other than asyncio's nothing is sent early. :class:`Counts`
+counts the early admissions sent, taken and released.
 """
 
 from __future__ import annotations

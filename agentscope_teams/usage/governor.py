@@ -303,7 +303,7 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
         if early is not None:
             early.seen(scope, est_in, call.response)
         if a is not None:
-            await settle_soon(scope, a, used)
+            await _settle_soon(scope, a, used)
 
 
 def admission(
@@ -329,7 +329,7 @@ def admission(
     return Admission(limits, _RIDS.next(), tokens, nanos, key, rates, scope.tenant), limit
 
 
-async def settle_soon(scope: Scope, a: Admission, used: tuple[int, int]) -> None:
+async def _settle_soon(scope: Scope, a: Admission, used: tuple[int, int]) -> None:
     """Count what the call used on its budgets and end its rate-limit lease, in one store
     operation (none when neither needs it), as a task of its own (:mod:`.settles`) that the
     scope's :func:`settled` waits for; a store failure there is logged: the call is done."""
