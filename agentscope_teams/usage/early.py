@@ -19,7 +19,8 @@ admits as before. The early ``ADMIT`` asks once: a refusal or a wait for a turn 
 here, the request's own admission answers (waits, backs off, raises) as it always did; the early
 one then reserved nothing. An early admission no request took (the call failed or was cancelled
 before its first request) is released when the call ends, once its ``ADMIT`` has landed; so
-nothing stays reserved past the call. A released one has spent its requests/min turn (the
+nothing stays reserved past the call. A released one gives its rate-limit turn back too when no
+other turn was taken since (:func:`.rules.give_back`: exact; otherwise the turn stays spent and the
 limiter errs slow). Under an event loop other than asyncio's nothing is sent early. :class:`Counts`
 counts the early admissions sent, taken and released.
 """
@@ -149,7 +150,8 @@ class Early:
 
     async def take(self, scope: Scope, a: Admission) -> Admission | None:
         """The early admission for the first request, asking ``a``, of the call: granted,
-        covering ``a``, recent enough; else None (released beside: the request admits as before)."""
+        covering ``a``, recent enough; else None (released, the request admits as before: a turn
+        of a requests or tokens per minute limit is given back before that, so that it can)."""
         if not self.open:
             return None
         if not self.task.done():  # cancelled here: still open, released when the call ends
@@ -158,7 +160,7 @@ class Early:
         if _granted(self.task) and self._covers(scope, a) and self._recent(a):
             Counts.taken += 1
             return self.a
-        await self._release()
+        await self._release(land_first=True)
         return None
 
     def _covers(self, scope: Scope, a: Admission) -> bool:
@@ -189,9 +191,12 @@ class Early:
             self.open = False
             await self._release()
 
-    async def _release(self) -> None:
-        """Give the reservation and the lease back, once the ``ADMIT`` has landed, as a settle."""
-        task, sent = self.task, settle_of(self.a)
+    async def _release(self, land_first: bool = False) -> None:
+        """Give the reservation, the lease and the turn back (:meth:`~.backend.UsageBackend.give_back`:
+        the turn only if none was taken since), once the ``ADMIT`` has landed, as a settle; with
+        ``land_first`` and a timed turn (requests or tokens per minute), wait for it to land (the
+        request's own ``ADMIT`` comes next: before the give-back, it would wait for the turn)."""
+        task, sent = self.task, self.a if self.a.key is not None else settle_of(self.a)
         if sent is None or (task.done() and not _granted(task)):
             return
         Counts.released += 1
@@ -201,11 +206,13 @@ class Early:
             if not task.done():
                 await asyncio.wait([task])
             if _granted(task):
-                await backend.finish(sent, 0, 0)
+                await backend.give_back(sent)
 
         started = backend.settles.start(release)
         if started is not None:
             self.scope.pending.add(started)
+            if land_first and (sent.rates.rpm or sent.rates.tpm) and sent.key is not None:
+                await asyncio.wait([started])  # cancelled here: the give-back goes on
             return
         with anyio.CancelScope(shield=True):  # pragma: no cover - an Early needs asyncio
             await backend.settles.run(release)

@@ -48,7 +48,7 @@ class Seen:
         self.answers = 0
         self._answer = anyio.Event()
         backend: Any = usage_backend(store)
-        admit, finish = backend.admit, backend.finish
+        admit, finish, give_back = backend.admit, backend.finish, backend.give_back
 
         async def counted_admit(a: Admission) -> Any:
             self.ops.append("admit")
@@ -64,8 +64,13 @@ class Seen:
             self.ops.append("release" if (tokens, nanos) == (0, 0) else "settle")
             await finish(a, tokens, nanos)
 
+        async def counted_give_back(a: Admission) -> None:
+            self.ops.append("release")
+            await give_back(a)
+
         monkeypatch.setattr(backend, "admit", counted_admit)
         monkeypatch.setattr(backend, "finish", counted_finish)
+        monkeypatch.setattr(backend, "give_back", counted_give_back)
 
     def model(self) -> ScriptedModel:
         def reply(request: ModelRequest) -> ModelResponse:
@@ -333,3 +338,84 @@ async def _cancel_while_loading(
             tg.cancel_scope.cancel()
         assert seen.answers == answers + (0 if in_flight else 1)
         go_on.set()  # the ADMIT lands now, after the call ended
+
+
+#: One request a second, no margin: a turn taken and not given back delays the next by a second.
+PER_SECOND = RateLimit(requests_per_minute=60, margin=0.0)
+
+
+def _clocked_agent(
+    store: BaseStore, tmp_path: Path, seen: Seen, limit: RateLimit, monkeypatch: pytest.MonkeyPatch
+) -> tuple[HarnessAgent, str]:
+    """An agent of a model (and so a limiter) of its own whose session load is slower than
+    ``TURN_AHEAD``: its early turn is released before the request admits; and its limiter."""
+    budgets = {"session": Budget(max_tokens=10**9)}
+    agent = _agent(store, tmp_path, seen, UsageGovernor(store, budgets=budgets, rate_limit=limit))
+    _after_load(agent, monkeypatch, lambda: anyio.sleep(early_mod.TURN_AHEAD * 2))
+    return agent, limiter_key(agent.loop.model)
+
+
+@pytest.mark.parametrize("store_spec", STORES, indirect=True)
+async def test_a_released_early_turn_is_given_back_the_request_takes_it_at_once(
+    store: BaseStore, store_spec: StoreSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At one request a second, the early turn released (taken too long before the request) is
+    undone: the request is admitted by its first ``ADMIT``, not a second later by its second."""
+    seen = Seen(store, monkeypatch)
+    agent, _ = _clocked_agent(store, tmp_path, seen, PER_SECOND, monkeypatch)
+    ctx, before = _ctx(), _counts()
+    await agent.call("hi", ctx)
+    assert _since(before) == (1, 0, 1)
+    assert seen.ops == ["admit", "release", "admit", "request", "settle"]
+    assert await _held(store, _budget(ctx)) == (40, 0)
+
+
+@pytest.mark.parametrize("store_spec", STORES, indirect=True)
+async def test_a_released_early_turn_after_another_callers_turn_gives_nothing_back(
+    store: BaseStore, store_spec: StoreSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another caller takes a turn between the early ``ADMIT`` and its release: the early turn
+    stays spent (undoing it would undo the other's), so the request, the third turn of a bucket of
+    two, waits for it."""
+    seen = Seen(store, monkeypatch)
+    limit = RateLimit(requests_per_minute=60, burst=2, margin=0.0)
+    agent, key = _clocked_agent(store, tmp_path, seen, limit, monkeypatch)
+    other = Admission((), "other-turn", 1, 0, key, Rates(rpm=60, burst=2), "other")
+    answers = seen.answers
+
+    async def another_turn() -> None:
+        await seen.answered(answers + 1)  # the early ADMIT took its turn
+        assert (await usage_backend(store).admit(other)).wait_ms == 0
+
+    _after_load(agent, monkeypatch, another_turn)
+    await agent.call("hi", _ctx())
+    # the early ADMIT, the other's, the release; the request told to wait, then admitted
+    assert seen.ops == ["admit", "admit", "release", "admit", "admit", "request", "settle"]
+
+
+@pytest.mark.parametrize("store_spec", ["memory", "postgres", "redis"], indirect=True)
+async def test_a_sent_request_that_failed_still_counts_its_turn(
+    store: BaseStore, store_spec: StoreSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider failed the request: it was sent, its turn stays spent (only its reservation
+    and lease are given back), so the next turn is a second away."""
+    seen = Seen(store, monkeypatch)
+    budgets = {"session": Budget(max_tokens=10**9)}
+    gov = UsageGovernor(store, budgets=budgets, rate_limit=PER_SECOND)
+
+    def fail(request: ModelRequest) -> ModelResponse:
+        seen.ops.append("request")
+        raise RuntimeError("provider down")
+
+    model = ScriptedModel(fail, name="scripted-" + unique_namespace())
+    agent = HarnessAgent(
+        "a", model, store=store, workspace=tmp_path, usage=gov, builtin_tools=False,
+        config=ReActConfig(stream_model=False),
+    )  # fmt: skip
+    ctx = _ctx()
+    with pytest.raises(Exception, match="provider down"):
+        await agent.call("hi", ctx)
+    assert seen.ops.count("request") == 1 and seen.ops[-2:] == ["request", "release"]
+    probe = Admission((), "probe", 1, 0, limiter_key(model), Rates(rpm=60), "probe")
+    assert (await usage_backend(store).admit(probe)).wait_ms > 0
+    assert await _held(store, _budget(ctx)) == (0, 0)
