@@ -287,9 +287,9 @@ def finish(
 def give_back(docs: dict[str, Doc | None], a: Admission, now: int) -> dict[str, Doc]:
     """Release an admission whose request was never sent: its reservation and lease end as after
     :func:`finish` with nothing used, and its rate-limit turn is undone if no turn was taken since
-    (:func:`undo_turn`). Exact: the limiter is as if that turn had not been taken; when another
-    turn came after it nothing is given back (the limiter errs slow, never lets more requests or
-    tokens through than its rates)."""
+    (:func:`undo_turn`). Exact: the clocks are as if that turn had not been taken (its tenant stays
+    among the active ones); when another turn came after it nothing is given back (the limiter errs
+    slow, never lets more requests or tokens through than its rates)."""
     out = finish(docs, a, 0, 0, now)
     if a.key is not None:
         out[a.key] = undo_turn(out[a.key], a.rid, a.tenant)
