@@ -5,7 +5,9 @@ same reply with a team budget and a rate limit (high enough never to make it wai
 script before the call (reserve on the budget and take the turn, ``ADMIT``) and one after (settle,
 ``FINISH``) = two round trips (before issue 27's change: reserve, acquire and settle, three).
 ``FINISH`` is measured awaited in line (as until h-usage2) and run beside the call's next work (now:
-:mod:`agentscope_teams.usage.settles`). The variants are interleaved round by round. Fairness: a
+:mod:`agentscope_teams.usage.settles`). A ``HarnessAgent.call`` sends its ``ADMIT`` beside its
+session lease and load (:mod:`agentscope_teams.usage.early`; the section says how many of those
+early admissions the requests took). The variants are interleaved round by round. Fairness: a
 team of 6 agents and a team of 1 share a 600 rpm limit from two processes; the counts the server saw
 per team. Run: ``python -m bench.usage_overhead``, or as the ``usage_overhead`` section of
 ``python -m bench`` (``--fast``: tiny sizes, checks the harness).
@@ -37,7 +39,7 @@ from agentscope_teams.agent.react import ReActAgent
 from agentscope_teams.model.openai import OpenAIChatModel
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import store_from_url
-from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget
+from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget, early
 from agentscope_teams.usage.backend import DocsUsage, UsageBackend, usage_backend
 from agentscope_teams.usage.docs import docs_for
 from agentscope_teams.usage.rules import Admission, Limit, Rates
@@ -218,7 +220,9 @@ async def run(fast: bool) -> str:
     fairness run of a dozen calls, which checks the harness only)."""
     load = os.getloadavg()[0]
     rounds, ops, calls = (2, 3, 12) if fast else (15, 20, 100)
+    before = _early_counts()
     rows = await overhead_rows(rounds, ops)
+    sent, taken, released = (now - then for now, then in zip(_early_counts(), before, strict=True))
     counts = await anyio.to_thread.run_sync(fairness, calls)
     total = sum(counts.values()) or 1
     return section(
@@ -233,10 +237,17 @@ async def run(fast: bool) -> str:
         [
             "HarnessAgent.call with budget + limiter < 5 % over plain: "
             + verdict(_ratio_of(rows[1][-1]) < 1.05, rows[1][-1]),
+            f"early admissions (HarnessAgent.call): {sent} sent, {taken} taken by their "
+            f"request, {released} released",
             f"fairness, 600 rpm shared, 6 agents vs 1: {counts} (quiet team "
             f"{counts.get('quiet', 0) / total:.0%} of {total} calls)",
         ],
     )
+
+
+def _early_counts() -> tuple[int, int, int]:
+    c = early.Counts
+    return c.sent, c.taken, c.released
 
 
 def _ratio_of(cell: str) -> float:

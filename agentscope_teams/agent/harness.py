@@ -45,6 +45,7 @@ from ..tools.call_end import end_call
 from ..tools.plan import plan_tools
 from ..tools.web import web_tools
 from ..usage import Budget, RateLimit, UsageGovernor, flush, settled, split_model_limits
+from ..usage.early import admit_early
 from ..usage.governor import governor_for
 from . import compression as comp
 from .config import ReActConfig
@@ -351,8 +352,11 @@ class SessionAgent:
         )
         governed = self.usage.bind(ctx) if self.usage is not None else _UNGOVERNED
         with use_context(ctx), span, governed:
-            try:
-                async with self._exclusive(addr, load=True) as lease:
+            try:  # the first model call's ADMIT goes beside the session lease and load
+                async with (
+                    admit_early(self.loop, addr.key, input),
+                    self._exclusive(addr, load=True) as lease,
+                ):
                     return await self._run_locked(input, ctx, addr, sink, lease, output)
             finally:  # the last model call's settle ran beside the last save: its usage counts
                 await settled()

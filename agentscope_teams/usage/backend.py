@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 
 class UsageBackend(Protocol):
-    """The atomic operations budgets and rate limits need of a store: one per step of a call."""
+    """The atomic operations budgets and rate limits need of a store: one per step of a call
+    (``admit`` before it, ``finish`` after it; ``give_back`` for an admission whose request was
+    never sent: :func:`.rules.give_back`)."""
 
     #: The ``finish`` operations of this store running as tasks of their own.
     settles: Settles
@@ -30,6 +32,8 @@ class UsageBackend(Protocol):
     async def admit(self, a: Admission) -> Admitted: ...
 
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None: ...
+
+    async def give_back(self, a: Admission) -> None: ...
 
     async def hold_off(self, key: str, wait_ms: float) -> None: ...
 
@@ -58,6 +62,12 @@ class DocsUsage:
             return rules.finish(docs, a, tokens, nanos, now_ms()), None
 
         await self.docs.update("finish model call", a.names, change)
+
+    async def give_back(self, a: Admission) -> None:
+        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
+            return rules.give_back(docs, a, now_ms()), None
+
+        await self.docs.update("give back model call", a.names, change)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
@@ -132,8 +142,14 @@ class RedisUsage:
         return Admitted(refusal=Refusal(a.limits[at - 1].name, unit, *numbers))
 
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
+        await self._end(a, tokens, nanos, 0)
+
+    async def give_back(self, a: Admission) -> None:
+        await self._end(a, 0, 0, 1)
+
+    async def _end(self, a: Admission, tokens: int, nanos: int, unsent: int) -> None:
         args = [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0, a.rates.tpm or 0]
-        await self.store.run_script(self._finish, self._keys(a), args)
+        await self.store.run_script(self._finish, self._keys(a), [*args, unsent, a.tenant])
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         await self.store.run_script(self._hold, [self._limiter(key)], [wait_ms])

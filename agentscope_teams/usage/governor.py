@@ -9,7 +9,10 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
    that applies and takes a turn of the model's shared rate limit, if it has one, in one store
    operation per attempt (:mod:`.limiter`), or raises
    :class:`~agentscope_teams.errors.BudgetExceededError` (when calls in flight hold what is left,
-   it waits for them first);
+   it waits for them first). The first call of a ``HarnessAgent.call`` usually finds that
+   operation done: it was sent beside the session's lease and load with a reservation estimated
+   before the load (:mod:`.early`), and is used if it covers the request's own estimate, else
+   given back beside the call;
 2. after the call settles what the provider reported (or an estimate, marked so) and ends the
    rate-limit lease, in one store operation; a failed call releases its reservation. That operation
    runs as a task of its own (:mod:`.settles`), beside what the caller does next (a tool step, a
@@ -23,12 +26,14 @@ A call with no budget and no rate limit does no store operation.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import itertools
 import logging
-import uuid
+import os
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
@@ -40,10 +45,13 @@ from ..tracing.usage import GOVERNANCE
 from .backend import UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
-from .limiter import admit, ends_lease, hold_off, labels_of, limiter_key, rates_of
+from .limiter import admit, count_wait, hold_off, labels_of, limiter_key, rates_of, settle_of
 from .prices import Price, PriceBook
 from .rules import Admission, Limit, Rates, Refusal
 from .settles import Pending
+
+if TYPE_CHECKING:
+    from .early import Early
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,28 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_OUTPUT = 4096
 #: Budget kinds a governor applies from a RuntimeContext.
 CONTEXT_SCOPES = ("org", "user", "session")
+#: The early admission of the call running here (:mod:`.early`), for its first model call.
+EARLY: contextvars.ContextVar[Early | None] = contextvars.ContextVar(
+    "agentscope_teams_early_admission", default=None
+)
+
+
+class _Rids:
+    """Reservation ids: a random prefix per process (new in a forked child) and a counter; unique
+    as a uuid4 is, at a tenth of its cost."""
+
+    def __init__(self) -> None:
+        self.renew()
+
+    def renew(self) -> None:
+        self.prefix, self.count = os.urandom(12).hex(), itertools.count()
+
+    def next(self) -> str:
+        return f"{self.prefix}{next(self.count):x}"
+
+
+_RIDS = _Rids()
+os.register_at_fork(after_in_child=_RIDS.renew)
 
 
 class UsageGovernor:
@@ -122,7 +152,7 @@ class UsageGovernor:
         budgets = tuple(self.context_budgets(ctx)) if ctx is not None else ()
         tenant_name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
         if scope is not None and scope.governor is self:
-            new = replace(scope, budgets=_merge(scope.budgets, budgets), pending=Pending())
+            new = Scope(self, _merge(scope.budgets, budgets), scope.tenant)
         else:
             prior = scope.budgets if scope is not None else ()
             new = Scope(self, _merge(prior, budgets), tenant_name)
@@ -181,6 +211,8 @@ class Scope:
 def _merge(
     a: tuple[tuple[str, Budget], ...], b: tuple[tuple[str, Budget], ...] | list[tuple[str, Budget]]
 ) -> tuple[tuple[str, Budget], ...]:
+    if not a:
+        return tuple(b)
     names = {n for n, _ in b}
     return tuple([x for x in a if x[0] not in names] + list(b))
 
@@ -201,7 +233,8 @@ def add_budget(name: str, budget: Budget | None, *, store: Any = None) -> Iterat
         return
     if scope is None:
         scope = Scope(UsageGovernor(store), (), "-")
-    token = GOVERNANCE.set(replace(scope, budgets=_merge(scope.budgets, [(name, budget)])))
+    merged = _merge(scope.budgets, [(name, budget)])
+    token = GOVERNANCE.set(Scope(scope.governor, merged, scope.tenant, scope.pending))
     try:
         yield
     finally:
@@ -215,7 +248,7 @@ def tenant(name: str) -> Iterator[None]:
     if scope is None:
         yield
         return
-    token = GOVERNANCE.set(replace(scope, tenant=name))
+    token = GOVERNANCE.set(Scope(scope.governor, scope.budgets, name, scope.pending))
     try:
         yield
     finally:
@@ -241,13 +274,21 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
         yield call
         return
     est_in = estimate_input(request)
-    a, limit = _admission(scope, model, est_in, request.max_tokens)
+    a, limit = admission(scope, model, est_in, request.max_tokens)
     labels = labels_of(model)
+    early = EARLY.get()
     if a is not None:
-        gov = scope.governor
-        refusal = await admit(gov.backend, a, limit, gov.budget_wait, labels, scope.pending.wait)
-        if refusal is not None:
-            raise _refused(refusal)
+        taken = await early.take(scope, a) if early is not None else None
+        if taken is not None:
+            a = taken  # admitted beside the session load (:mod:`.early`): no wait
+            count_wait(a, labels, 0.0)
+        else:
+            gov = scope.governor
+            refusal = await admit(
+                gov.backend, a, limit, gov.budget_wait, labels, scope.pending.wait
+            )
+            if refusal is not None:
+                raise _refused(refusal)
     try:
         yield call
     except RateLimitError as exc:
@@ -259,14 +300,17 @@ async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[M
         raise
     finally:
         used = _finish(scope, model, call.response, est_in)
+        if early is not None:
+            early.seen(scope, est_in, call.response)
         if a is not None:
             await _settle_soon(scope, a, used)
 
 
-def _admission(
+def admission(
     scope: Scope, model: ChatModel, est_in: int, max_tokens: int | None
 ) -> tuple[Admission | None, RateLimit | None]:
-    """What the call asks of the store (None: no budget and no rate limit apply) and its limit."""
+    """What a call of ``est_in`` input tokens asks of the store (None: no budget and no rate limit
+    apply) and its rate limit."""
     gov = scope.governor
     limit = gov.rate_limit_for(model)
     if not scope.budgets and limit is None:
@@ -282,23 +326,21 @@ def _admission(
     limits = tuple(Limit(n, b.max_tokens, b.max_nanos) for n, b in scope.budgets)
     key, rates = (limiter_key(model), rates_of(limit)) if limit is not None else (None, Rates())
     tokens = est_in + max_out
-    return Admission(limits, uuid.uuid4().hex, tokens, nanos, key, rates, scope.tenant), limit
+    return Admission(limits, _RIDS.next(), tokens, nanos, key, rates, scope.tenant), limit
 
 
 async def _settle_soon(scope: Scope, a: Admission, used: tuple[int, int]) -> None:
     """Count what the call used on its budgets and end its rate-limit lease, in one store
     operation (none when neither needs it), as a task of its own (:mod:`.settles`) that the
     scope's :func:`settled` waits for; a store failure there is logged: the call is done."""
-    leased = ends_lease(a)
-    if not a.limits and not leased:
+    sent = settle_of(a)
+    if sent is None:
         return
-    if not leased:
-        a = replace(a, key=None)
     backend = scope.governor.backend
 
     async def settle() -> None:
-        await backend.finish(a, *used)
-        if a.limits:
+        await backend.finish(sent, *used)
+        if sent.limits:
             _count(scope, used)
 
     task = backend.settles.start(settle)

@@ -118,13 +118,22 @@ for i = 1, nb do
 end
 """
 
+# The turn, noted as ``last`` = "<tat moved> <tenant's tat moved> <ttat moved> <lease>" (FINISH's undo).
 _LIMITER_TAKE = """
+local moved = {0, 0, 0}
 if rpm > 0 then
-  redis.call('HSET', key, 'tat', math.max(tat, now) + interval)
-  redis.call('HSET', key, 't:' .. tenant, (math.max(ten[tenant][1], now) + interval * nten) .. ' ' .. now)
+  local new_tat, mine = math.max(tat, now) + interval, math.max(ten[tenant][1], now) + interval * nten
+  moved[1], moved[2] = new_tat - tat, mine - ten[tenant][1]
+  redis.call('HSET', key, 'tat', new_tat)
+  redis.call('HSET', key, 't:' .. tenant, mine .. ' ' .. now)
 end
-if tpm > 0 then redis.call('HSET', key, 'ttat', math.max(ttat, now) + tokens * 60000 / tpm) end
+if tpm > 0 then
+  local new_ttat = math.max(ttat, now) + tokens * 60000 / tpm
+  moved[3] = new_ttat - ttat
+  redis.call('HSET', key, 'ttat', new_ttat)
+end
 if conc > 0 then redis.call('HSET', key, 'l:' .. lease, now + ttl) end
+redis.call('HSET', key, 'last', string.format('%.17g %.17g %.17g ', moved[1], moved[2], moved[3]) .. lease)
 redis.call('PEXPIRE', key, 3600000)
 """
 
@@ -143,9 +152,31 @@ ADMIT = (
     + "return {0, '0'}\n"
 )
 
+# An admission never sent (ARGV[8] is 1): undo its turn if it is still the last one taken
+# (:func:`.rules.undo_turn`; ARGV[9]: its tenant).
+_UNDO_TURN = """
+local last = redis.call('HGET', key, 'last')
+if ARGV[8] == '1' and last then
+  local d_tat, d_ten, d_ttat, rid = string.match(last, '(%S+) (%S+) (%S+) (.*)')
+  if rid == ARGV[2] then
+    redis.call('HDEL', key, 'last')
+    local tat = tonumber(redis.call('HGET', key, 'tat') or '0')
+    redis.call('HSET', key, 'tat', tat - tonumber(d_tat))
+    local mine = redis.call('HGET', key, 't:' .. ARGV[9])
+    if mine then
+      local a, seen = string.match(mine, '(%S+) (%S+)')
+      redis.call('HSET', key, 't:' .. ARGV[9], (tonumber(a) - tonumber(d_ten)) .. ' ' .. seen)
+    end
+    local ttat = tonumber(redis.call('HGET', key, 'ttat') or '0')
+    redis.call('HSET', key, 'ttat', ttat - tonumber(d_ttat))
+  end
+end
+"""
+
 #: Settle the budgets (KEYS 1..ARGV[1]) and end the lease on the limiter (the next key, when
-#: ARGV[6] is 1) (:func:`.rules.finish`). ARGV: nb, rid, used tokens, used nanos, estimated
-#: tokens, limited, tpm.
+#: ARGV[6] is 1) (:func:`.rules.finish`); for an admission never sent (ARGV[8] is 1) also undo
+#: its turn (:func:`.rules.give_back`). ARGV: nb, rid, used tokens, used nanos, estimated
+#: tokens, limited, tpm, unsent, tenant.
 FINISH = (
     _NOW
     + """
@@ -171,6 +202,9 @@ if ARGV[6] == '1' then
     local ttat = tonumber(redis.call('HGET', key, 'ttat') or '0')
     redis.call('HSET', key, 'ttat', math.max(ttat + delta * 60000 / tpm, now))
   end
+"""
+    + _UNDO_TURN
+    + """
 end
 return 1
 """

@@ -2,9 +2,9 @@
 
 The memory, file and SQL backends (:mod:`.docs`) lock the documents a call touches, run one of these
 functions on them and write them back, all in one atomic step; Redis runs the same rules as Lua
-scripts (:mod:`.redis_lua`), PostgreSQL :func:`admit` and :func:`finish` as one SQL statement each
-(:mod:`.sql_pg`, given the constants below; tests/usage/test_pg_agreement.py holds them to these
-functions). Times are milliseconds, money is integer nano-dollars.
+scripts (:mod:`.redis_lua`), PostgreSQL :func:`admit`, :func:`finish` and :func:`give_back` as one
+SQL statement each (:mod:`.sql_pg`, given the constants below; tests/usage/test_pg_agreement.py
+holds them to these functions). Times are milliseconds, money is integer nano-dollars.
 
 **Budget document** (one per budget): ``ut``/``un`` used tokens / nano-dollars, ``rt``/``rn``
 reserved by calls in flight, ``res`` the reservations (id -> [tokens, nanos, expiry]). A call is
@@ -13,8 +13,9 @@ reserves its maximum on all of them; so a budget is overshot by at most one call
 
 **Limiter document** (one per provider, model and key hash): GCRA theoretical arrival times for
 requests (``tat``) and tokens (``ttat``), one per active tenant (``ten``: tenant -> [tat, seen]),
-the leases of calls in flight (``lease``: id -> expiry) for the concurrency limit, and ``hold``:
-no turn before this time (a provider answered 429 with ``Retry-After``).
+the leases of calls in flight (``lease``: id -> expiry) for the concurrency limit, ``hold``:
+no turn before this time (a provider answered 429 with ``Retry-After``), and ``last``: the last turn
+taken and what it moved the clocks by (so an admission never sent can give its turn back).
 """
 
 from __future__ import annotations
@@ -173,15 +174,26 @@ def acquire(
     wait = max(waits)
     if wait > 0:
         return d, wait
-    if rates.rpm:
-        interval = 60000.0 / rates.rpm
-        d["tat"] = max(d["tat"], now) + interval
-        ten[tenant][0] = max(ten[tenant][0], now) + interval * len(ten)
-    if rates.tpm:
-        d["ttat"] = max(d["ttat"], now) + tokens * 60000.0 / rates.tpm
-    if rates.concurrent:
-        leases[lease] = now + RESERVATION_TTL_MS
+    _take(d, rates, now, tenant, tokens, lease)
     return d, 0.0
+
+
+def _take(d: Doc, rates: Rates, now: float, tenant: str, tokens: int, lease: str) -> None:
+    """Take the turn :func:`acquire` granted, noting it as ``last``: [lease, what ``tat``, the
+    tenant's tat and ``ttat`` moved by] (what :func:`give_back` undoes)."""
+    moved = [0.0, 0.0, 0.0]
+    if rates.rpm:
+        interval, mine = 60000.0 / rates.rpm, d["ten"][tenant]
+        tat, own = max(d["tat"], now) + interval, max(mine[0], now) + interval * len(d["ten"])
+        moved[0], moved[1] = tat - d["tat"], own - mine[0]
+        d["tat"], mine[0] = tat, own
+    if rates.tpm:
+        ttat = max(d["ttat"], now) + tokens * 60000.0 / rates.tpm
+        moved[2] = ttat - d["ttat"]
+        d["ttat"] = ttat
+    if rates.concurrent:
+        d["lease"][lease] = now + RESERVATION_TTL_MS
+    d["last"] = [lease, *moved]
 
 
 def release(doc: Doc | None, rates: Rates, now: float, lease: str, token_delta: int) -> Doc:
@@ -191,6 +203,21 @@ def release(doc: Doc | None, rates: Rates, now: float, lease: str, token_delta: 
     d["lease"].pop(lease, None)
     if rates.tpm and token_delta:
         d["ttat"] = max(d["ttat"] + token_delta * 60000.0 / rates.tpm, now)
+    return d
+
+
+def undo_turn(doc: Doc | None, lease: str, tenant: str) -> Doc:
+    """Undo the turn taken as ``lease`` (by ``tenant``) if it is still the last one taken: ``tat``,
+    the tenant's tat and ``ttat`` move back by what that turn moved them; else change nothing."""
+    d = _limiter(doc)
+    last = d.get("last")
+    if not last or last[0] != lease:
+        return d
+    del d["last"]
+    d["tat"] -= last[1]
+    if tenant in d["ten"]:
+        d["ten"][tenant][0] -= last[2]
+    d["ttat"] -= last[3]
     return d
 
 
@@ -254,4 +281,16 @@ def finish(
     if a.key is not None:
         delta = tokens - a.tokens if tokens else 0
         out[a.key] = release(docs[a.key], a.rates, float(now), a.rid, delta)
+    return out
+
+
+def give_back(docs: dict[str, Doc | None], a: Admission, now: int) -> dict[str, Doc]:
+    """Release an admission whose request was never sent: its reservation and lease end as after
+    :func:`finish` with nothing used, and its rate-limit turn is undone if no turn was taken since
+    (:func:`undo_turn`). Exact: the clocks are as if that turn had not been taken (its tenant stays
+    among the active ones); when another turn came after it nothing is given back (the limiter errs
+    slow, never lets more requests or tokens through than its rates)."""
+    out = finish(docs, a, 0, 0, now)
+    if a.key is not None:
+        out[a.key] = undo_turn(out[a.key], a.rid, a.tenant)
     return out

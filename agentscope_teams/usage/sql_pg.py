@@ -119,7 +119,12 @@ ldocs AS (
       'lease', CASE WHEN p.conc IS NULL THEN lw.lease
         ELSE lw.lease || jsonb_build_object(p.rid, p.now + p.ttl) END,
       'ten', CASE WHEN p.rpm IS NULL THEN lw.ten ELSE lw.tenr || jsonb_build_object(p.tenant,
-        jsonb_build_array(greatest(lw.mine, p.now) + lw.iv * lw.n, p.now)) END) AS taking
+        jsonb_build_array(greatest(lw.mine, p.now) + lw.iv * lw.n, p.now)) END,
+      'last', jsonb_build_array(p.rid,
+        CASE WHEN p.rpm IS NULL THEN 0 ELSE greatest(lw.tat, p.now) + lw.iv - lw.tat END,
+        CASE WHEN p.rpm IS NULL THEN 0 ELSE greatest(lw.mine, p.now) + lw.iv * lw.n - lw.mine END,
+        CASE WHEN p.tpm IS NULL THEN 0
+          ELSE greatest(lw.ttat, p.now) + p.tokens * 60000 / p.tpm - lw.ttat END)) AS taking
   FROM lw CROSS JOIN p)
 """
 
@@ -151,7 +156,9 @@ SELECT complete, ord, unit, lim, used, settled, wait, (SELECT count(*) FROM up) 
 ADMIT = "WITH" + ",".join([_PARAMS, _LOCKED, _BUDGETS, _LIMITER, _DECIDE])
 
 #: :func:`.rules.finish` in one statement: settle each budget (``:bids``) and end the lease on the
-#: limiter (``key``), correcting its token clock by ``:delta`` tokens. Result: complete, written.
+#: limiter (``key``), correcting its token clock by ``:delta`` tokens; with ``:unsent``
+#: (:func:`.rules.give_back`) undo the admission's turn if it is still the last one taken.
+#: Result: complete, written.
 FINISH = (
     "WITH"
     + ",".join([_PARAMS, _LOCKED])
@@ -165,13 +172,22 @@ new AS (
       'res', COALESCE(l.d->'res', '{{}}'::jsonb) - p.rid) AS doc
   FROM locked l CROSS JOIN p WHERE l.id IN :bids
   UNION ALL
-  SELECT l.id, l.d || jsonb_build_object(
+  SELECT l.id, CASE WHEN u.undo THEN (l.d || jsonb_build_object(
+      'lease', COALESCE(l.d->'lease', '{{}}'::jsonb) - p.rid,
+      'tat', COALESCE((l.d->>'tat')::float8, 0) - (l.d->'last'->>1)::float8,
+      'ttat', COALESCE((l.d->>'ttat')::float8, 0) - (l.d->'last'->>3)::float8,
+      'ten', CASE WHEN l.d->'ten' ? p.tenant THEN jsonb_set(l.d->'ten', ARRAY[p.tenant, '0'],
+          to_jsonb((l.d->'ten'->p.tenant->>0)::float8 - (l.d->'last'->>2)::float8))
+        ELSE COALESCE(l.d->'ten', '{{}}'::jsonb) END)) - 'last'
+     ELSE l.d || jsonb_build_object(
       'lease', COALESCE(l.d->'lease', '{{}}'::jsonb) - p.rid,
       'ttat', CASE WHEN p.tpm IS NOT NULL AND CAST(:delta AS bigint) <> 0
         THEN greatest(COALESCE((l.d->>'ttat')::float8, 0) + CAST(:delta AS bigint) * 60000 / p.tpm,
           p.now)
-        ELSE COALESCE((l.d->>'ttat')::float8, 0) END)
-  FROM locked l CROSS JOIN p WHERE l.id = p.key),
+        ELSE COALESCE((l.d->>'ttat')::float8, 0) END) END
+  FROM locked l CROSS JOIN p CROSS JOIN LATERAL (
+    SELECT CAST(:unsent AS boolean) AND l.d->'last'->>0 = p.rid AS undo) u
+  WHERE l.id = p.key),
 up AS (UPDATE {t} AS t SET doc = CAST(new.doc AS text) FROM new WHERE t.id = new.id RETURNING 1)
 SELECT (SELECT count(*) FROM locked) = p.n, (SELECT count(*) FROM up) FROM p
 """
@@ -259,10 +275,16 @@ class PgUsage:
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
         await self.finish_at(a, tokens, nanos, now_ms())
 
-    async def finish_at(self, a: Admission, tokens: int, nanos: int, now: int) -> None:
-        """:meth:`finish` at time ``now`` (ms)."""
+    async def give_back(self, a: Admission) -> None:
+        await self.finish_at(a, 0, 0, now_ms(), unsent=True)
+
+    async def finish_at(
+        self, a: Admission, tokens: int, nanos: int, now: int, unsent: bool = False
+    ) -> None:
+        """:meth:`finish` at time ``now`` (ms); ``unsent``: :meth:`give_back`."""
         values = params(a, now, tokens, nanos)
         values["delta"] = tokens - a.tokens if tokens else 0
+        values["unsent"] = unsent
         found = {k: values[k] for k in self._finish_names}
         await self._run("finish model call", self._finish, found, a)
 

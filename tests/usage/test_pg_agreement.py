@@ -160,3 +160,52 @@ async def test_the_finish_statement_agrees_with_the_rules(store: BaseStore, case
         want = expected_docs[name]
         got_doc, want_doc = _normal(stored, short == "L"), _normal(want, short == "L")
         assert _same(got_doc, want_doc), (short, got_doc, want_doc)
+
+
+#: The turn "call1" took moved tat by 1000, its tenant's by 2000 and ttat by 50 ms.
+TOOK = ["call1", 1000.0, 2000.0, 50.0]
+TURNED = {
+    "tat": NOW + 1000.0,
+    "ttat": NOW + 50.0,
+    "ten": {"me": [NOW + 2000.0, NOW], "o": [NOW, NOW]},
+}
+GIVE_BACKS: list[tuple[str, dict[str, rules.Doc | None]]] = [
+    ("its turn is the last one: undone", {"A": _budget(held={"call1": [120, 7, LIVE]}), "L": _limiter(**TURNED, last=TOOK, lease={"call1": LIVE})}),
+    ("another turn came after it: unchanged", {"L": _limiter(**TURNED, last=["other", 1000.0, 0.0, 50.0], lease={"call1": LIVE})}),
+    ("its tenant was forgotten since: the clocks undone", {"L": _limiter(tat=NOW + 1000.0, ttat=NOW + 50.0, last=TOOK)}),
+    ("no turn noted", {"L": _limiter(tat=NOW + 1000.0)}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", GIVE_BACKS, ids=[c[0] for c in GIVE_BACKS])
+async def test_the_give_back_statement_agrees_with_the_rules(store: BaseStore, case: Any) -> None:
+    _, before = case
+    backend, names = await _setup(store, before)
+    limits = [(s, 10**6, None) for s in before if s != "L"]
+    a = _admission(names, limits, Rates(rpm=60, tpm=60000, concurrent=4))
+    expected_docs = rules.give_back({names[s]: d for s, d in before.items()}, a, NOW)
+    await backend.finish_at(a, 0, 0, NOW, unsent=True)
+    for short, name in names.items():
+        stored = await _stored(backend, name)
+        got_doc, want_doc = (
+            _normal(stored, short == "L"),
+            _normal(expected_docs[name], short == "L"),
+        )
+        assert _same(got_doc, want_doc), (short, got_doc, want_doc)
+    assert ("last" in expected_docs[names["L"]]) == (before["L"].get("last") not in (None, TOOK))
+
+
+async def test_an_admit_then_its_give_back_agree_with_the_rules(store: BaseStore) -> None:
+    """The turn the statement notes is the one its give-back undoes, as in the rules."""
+    before: dict[str, rules.Doc | None] = {"L": _limiter(tat=NOW - 10.0, ttat=NOW + 5.0)}
+    backend, names = await _setup(store, before)
+    a = _admission(names, [], Rates(rpm=60, tpm=60000, concurrent=4))
+    docs, _ = rules.admit({names["L"]: before["L"]}, a, NOW)
+    await backend.admit_at(a, NOW)
+    assert _same(_normal(await _stored(backend, names["L"]), True), _normal(docs[names["L"]], True))
+    docs = rules.give_back(docs, a, NOW + 1)
+    await backend.finish_at(a, 0, 0, NOW + 1, unsent=True)
+    got = _normal(await _stored(backend, names["L"]), True)
+    assert _same(got, _normal(docs[names["L"]], True))
+    assert got["tat"] == pytest.approx(NOW) and got["ttat"] == pytest.approx(NOW + 5.0)
+    assert "last" not in got and got["lease"] == {}

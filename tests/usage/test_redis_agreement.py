@@ -1,6 +1,7 @@
 """The Lua scripts of a Redis store decide as :mod:`agentscope_teams.usage.rules` does (run here on
 the memory store): two budgets (the second refusing in dollars), a concurrency cap, a token bucket,
-a settle that corrects reservations to use, and a tenant name with a space in it."""
+a settle that corrects reservations to use, a tenant name with a space in it, and turns given back
+(undone while the last one taken, kept after another)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,23 @@ async def _story(store: BaseStore, tag: str) -> list[Any]:
     for _ in range(2):  # 100 tokens at 60/min: the first passes, the second waits
         a = Admission(bucket, uuid.uuid4().hex, 100, 0, f"p|{tag}|t", Rates(tpm=60), "t")
         seen.append((await be.admit(a)).wait_ms > 0)
+    seen += await _given_back(store, tag)
     return seen
+
+
+async def _given_back(store: BaseStore, tag: str) -> list[bool]:
+    """Whether each of four turns of a bucket of two (one a second) waits: the first is given back
+    while it is the last turn taken (undone), the second after the third came (kept)."""
+    be, waits = usage_backend(store), []
+    turns = [
+        Admission((), f"{tag}-{i}", 1, 0, f"p|{tag}|r", Rates(rpm=60, burst=2), "r")
+        for i in range(4)
+    ]
+    for i, a in enumerate(turns):
+        waits.append((await be.admit(a)).wait_ms > 0)
+        if i in (0, 2):
+            await be.give_back(turns[0 if i == 0 else 1])
+    return waits
 
 
 @pytest.mark.parametrize("store_spec", ["redis"], indirect=True)
@@ -55,4 +72,5 @@ async def test_the_redis_scripts_decide_as_the_rules(
     assert on_redis == await _story(InMemoryStore(), tag)
     assert on_redis[3] == {"ut": 600, "un": 550, "rt": 0, "rn": 0}
     assert on_redis[5].refusal.name == f"team:{tag}-b"
-    assert on_redis[2][0] and on_redis[-2:] == [False, True]
+    assert on_redis[2][0] and on_redis[-6:-4] == [False, True]
+    assert on_redis[-4:] == [False, False, False, True]

@@ -1,0 +1,258 @@
+"""Early admission: a ``HarnessAgent.call`` sends its first ``ADMIT`` beside its session lease and load.
+
+Before the first request of a call the agent takes the session's lease and loads it (one round
+trip). :func:`admit_early` sends the call's ``ADMIT`` at the same time, as a task of its own, with a
+reservation worked out from what is known before the load: this process's last sight of the
+session's context (the last request's input and answer, kept for :data:`HINTS_SIZE` sessions, least
+recently used first out) or, for a session it has not seen, the agent's system prompt and tools;
+plus the new input, :data:`SLACK_TOKENS` for what the call adds before its request (injections,
+hook context, extensions' prompt and tools) and the governor's max output tokens.
+
+When the first request is built, :func:`~.governor.model_call` takes it (:meth:`Early.take`) if the
+store granted it at once, it asks at least what the request's own admission asks (the same budgets,
+limiter, rates and tenant; no fewer tokens or nano-dollars: the one-call overshoot bound holds) and,
+when its rate limit counts requests or tokens per minute, it was sent at most :data:`TURN_AHEAD`
+seconds before (a turn taken early moves the request later than the limiter placed it; this bounds
+by how much, e.g. after a slow ``UserPromptSubmit`` hook). Otherwise it is released beside the call
+(a settle of nothing, as a task the call's :func:`~.governor.settled` waits for) and the request
+admits as before. The early ``ADMIT`` asks once: a refusal or a wait for a turn is never raised
+here, the request's own admission answers (waits, backs off, raises) as it always did; the early
+one then reserved nothing. An early admission no request took (the call failed or was cancelled
+before its first request) is released when the call ends, once its ``ADMIT`` has landed; so
+nothing stays reserved past the call. A released one gives its rate-limit turn back too when no
+other turn was taken since (:func:`.rules.give_back`: exact; otherwise the turn stays spent and the
+limiter errs slow). Under an event loop other than asyncio's nothing is sent early. :class:`Counts`
+counts the early admissions sent, taken and released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from types import TracebackType
+from typing import Any, Protocol
+
+import anyio
+
+from ..message import Msg
+from ..model.base import ChatModel, ModelResponse, ToolSchema
+from .estimate import CHARS_PER_TOKEN, PER_MESSAGE, estimate_output
+from .governor import EARLY, Scope, admission, current_scope
+from .limiter import settle_of
+from .rules import Admission, Admitted
+
+#: Longest time (s) from sending an early ``ADMIT`` that takes a requests/min or tokens/min turn
+#: to the request it admits; past it the turn is given back and taken again. A session's lease and
+#: load take 0.3-10 ms (Redis to MariaDB, a loaded machine: up to ~70 ms for a process's first
+#: call on SQL); a provider's bucket of even 2 requests tolerates one interval of jitter (100 ms at
+#: 600/min), and the limiter's margin (2 %) the drift.
+TURN_AHEAD = 0.05
+#: Tokens reserved beyond the estimate for what a call adds before its first request.
+SLACK_TOKENS = 1024
+#: Sessions whose context size this process keeps (least recently used first out).
+HINTS_SIZE = 4096
+#: Characters a plain-text input adds beyond its text in a request (its message's JSON).
+TEXT_OVERHEAD = 40
+
+_HINTS: OrderedDict[Hashable, int] = OrderedDict()
+_TOOL_CHARS: weakref.WeakKeyDictionary[object, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+
+class Loop(Protocol):
+    """What the early estimate reads of an agent's loop (a ``ReActAgent``)."""
+
+    model: ChatModel
+    system_prompt: str
+
+    @property
+    def toolkit(self) -> Any: ...
+
+
+class Counts:
+    """Early admissions since the process started: sent, taken by their request, released."""
+
+    sent = 0
+    taken = 0
+    released = 0
+
+
+def hint(session: Hashable) -> int | None:
+    """The input tokens of ``session``'s last request in this process, with its answer."""
+    found = _HINTS.get(session)
+    if found is not None:
+        _HINTS.move_to_end(session)
+    return found
+
+
+def _keep_hint(session: Hashable, tokens: int) -> None:
+    _HINTS[session] = tokens
+    _HINTS.move_to_end(session)
+    while len(_HINTS) > HINTS_SIZE:
+        _HINTS.popitem(last=False)
+
+
+def estimate_early(loop: Loop, session: Hashable, input: object) -> int:
+    """Input tokens the first request of a call of ``loop`` on ``session`` may count for."""
+    base = hint(session)
+    if base is None:  # a session not seen here: the agent's own prompt and tools
+        chars = len(loop.system_prompt) + _tool_chars(loop.toolkit)
+        base = -(-chars // CHARS_PER_TOKEN) + PER_MESSAGE
+    return base + _input_tokens(input) + SLACK_TOKENS
+
+
+def _tool_chars(toolkit: Any) -> int:
+    """The length of ``toolkit``'s schemas as a request carries them (kept per toolkit)."""
+    if toolkit is None or not len(toolkit):
+        return 0
+    found = _TOOL_CHARS.get(toolkit)
+    if found is None or found[0] != len(toolkit):
+        schemas: Sequence[ToolSchema] = toolkit.schemas()
+        found = _TOOL_CHARS[toolkit] = (
+            len(toolkit),
+            len(json.dumps([t.model_dump() for t in schemas])),
+        )
+    return found[1]
+
+
+def _input_tokens(input: object) -> int:
+    if isinstance(input, str):
+        return -(-(len(input) + TEXT_OVERHEAD) // CHARS_PER_TOKEN) + PER_MESSAGE
+    msgs = [input] if isinstance(input, Msg) else input if isinstance(input, list) else []
+    chars = sum(len(m.model_dump_json(include={"content"})) for m in msgs if isinstance(m, Msg))
+    return -(-chars // CHARS_PER_TOKEN) + PER_MESSAGE * len(msgs)
+
+
+def _granted(task: asyncio.Task[Admitted]) -> bool:
+    """Whether the early ``ADMIT`` reserved and took its turn (a store error: it did not)."""
+    if not task.done() or task.cancelled() or task.exception() is not None:
+        return False
+    answer = task.result()
+    return answer.refusal is None and answer.wait_ms <= 0
+
+
+class Early:
+    """One call's early admission: its ``ADMIT`` task, what it asked and when."""
+
+    __slots__ = ("a", "last", "open", "scope", "sent", "session", "task")
+
+    def __init__(self, scope: Scope, a: Admission, session: Hashable) -> None:
+        self.scope, self.a, self.session = scope, a, session
+        self.sent = time.monotonic()
+        self.task = asyncio.get_running_loop().create_task(scope.governor.backend.admit(a))
+        #: Neither taken by a request nor released yet.
+        self.open = True
+        self.last: tuple[int, ModelResponse | None] | None = None
+        Counts.sent += 1
+
+    async def take(self, scope: Scope, a: Admission) -> Admission | None:
+        """The early admission for the first request, asking ``a``, of the call: granted,
+        covering ``a``, recent enough; else None (released, the request admits as before: a turn
+        of a requests or tokens per minute limit is given back before that, so that it can)."""
+        if not self.open:
+            return None
+        if not self.task.done():  # cancelled here: still open, released when the call ends
+            await asyncio.wait([self.task])
+        self.open = False
+        if _granted(self.task) and self._covers(scope, a) and self._recent(a):
+            Counts.taken += 1
+            return self.a
+        await self._release(land_first=True)
+        return None
+
+    def _covers(self, scope: Scope, a: Admission) -> bool:
+        e = self.a
+        return (
+            scope.governor is self.scope.governor
+            and e.tokens >= a.tokens
+            and e.nanos >= a.nanos
+            and (e.limits, e.key, e.rates, e.tenant) == (a.limits, a.key, a.rates, a.tenant)
+        )
+
+    def _recent(self, a: Admission) -> bool:
+        timed = a.key is not None and bool(a.rates.rpm or a.rates.tpm)
+        return not timed or time.monotonic() - self.sent <= TURN_AHEAD
+
+    def seen(self, scope: Scope, est_in: int, response: ModelResponse | None) -> None:
+        """A model call of the call ended: the last one gives the session's hint."""
+        if scope is self.scope:
+            self.last = (est_in, response)
+
+    async def close(self) -> None:
+        """The call ends: release the admission if no request took it; keep the hint."""
+        if self.last is not None:
+            est_in, response = self.last
+            out = estimate_output(response) if response is not None else 0
+            _keep_hint(self.session, est_in + out)
+        if self.open:
+            self.open = False
+            await self._release()
+
+    async def _release(self, land_first: bool = False) -> None:
+        """Give the reservation, the lease and the turn back (:meth:`~.backend.UsageBackend.give_back`:
+        the turn only if none was taken since), once the ``ADMIT`` has landed, as a settle; with
+        ``land_first`` and a timed turn (requests or tokens per minute), wait for it to land (the
+        request's own ``ADMIT`` comes next: before the give-back, it would wait for the turn)."""
+        task, sent = self.task, self.a if self.a.key is not None else settle_of(self.a)
+        if sent is None or (task.done() and not _granted(task)):
+            return
+        Counts.released += 1
+        backend = self.scope.governor.backend
+
+        async def release() -> None:
+            if not task.done():
+                await asyncio.wait([task])
+            if _granted(task):
+                await backend.give_back(sent)
+
+        started = backend.settles.start(release)
+        if started is not None:
+            self.scope.pending.add(started)
+            if land_first and (sent.rates.rpm or sent.rates.tpm) and sent.key is not None:
+                await asyncio.wait([started])  # cancelled here: the give-back goes on
+            return
+        with anyio.CancelScope(shield=True):  # pragma: no cover - an Early needs asyncio
+            await backend.settles.run(release)
+
+
+def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock:
+    """Send the ``ADMIT`` of the block's first model call now, beside the block's first work (a
+    call's session lease and load), for ``loop`` answering ``input`` on ``session``; release it at
+    the end if no request took it. A no-op without a bound governor or an asyncio loop, when
+    nothing applies to the call, or when its price is unknown (the request's admission says so)."""
+    return EarlyBlock(loop, session, input)
+
+
+class EarlyBlock:
+    """The async context manager of :func:`admit_early`."""
+
+    __slots__ = ("early", "input", "loop", "session", "token")
+
+    def __init__(self, loop: Loop, session: Hashable, input: object) -> None:
+        self.loop, self.session, self.input = loop, session, input
+        self.early: Early | None = None
+
+    async def __aenter__(self) -> None:
+        scope = current_scope()
+        if scope is None:
+            return
+        try:
+            asyncio.get_running_loop()
+            tokens = estimate_early(self.loop, self.session, self.input)
+            a, _ = admission(scope, self.loop.model, tokens, None)
+        except Exception:  # no asyncio loop, a bad input, no price: the request's path answers
+            return
+        if a is not None:
+            self.early = Early(scope, a, self.session)
+            self.token = EARLY.set(self.early)
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        early = self.early
+        if early is not None:
+            EARLY.reset(self.token)
+            await early.close()
