@@ -154,21 +154,17 @@ def _claims_then_completes(request: ModelRequest) -> Any:
     return "done"
 
 
-async def test_a_woken_member_claims_before_its_session_is_saved(
-    store_spec: StoreSpec, tmp_path: Path
-) -> None:
-    """From the step that finds the task to the member's committed claim: the step's reads, the
-    member's lease, its status beside its session lease (which reads the session with it on
-    Redis: one script, no separate load), the claim. No save
-    comes between the load and the claim (claimTask is idempotent: a crash there only has the
-    model claim again, and gets it the task it holds)."""
+async def _wake_for_assigned_task(
+    store_spec: StoreSpec, tmp_path: Path, user: str, model: Any, client: Any = LocalTeamClient
+) -> tuple[Any, list[str]]:
+    """A reviewer woken by a task assigned to it, stepped until its calls end: the task after,
+    and the store commands of the wake-up step, each named by its kind of key."""
     async with store_spec.open() as store:
-        ctx = RuntimeContext(session_id="lead", user_id="wake-claim")
+        ctx = RuntimeContext(session_id="lead", user_id=user)
         lead = LocalTeamClient(store, ctx)
         team = await lead.create_team("wake")
         await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
-        model = ScriptedModel(_claims_then_completes)
-        runtime = _runtime(store, tmp_path, ctx, team.id, model)
+        runtime = _runtime(store, tmp_path, ctx, team.id, model, client)
         try:
             await runtime.step()
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
@@ -178,8 +174,20 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
             task = (await lead.list_tasks(team.id))[0]
         finally:
             await runtime.aclose()
+    return task, [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
+
+
+async def test_a_woken_member_claims_before_its_session_is_saved(
+    store_spec: StoreSpec, tmp_path: Path
+) -> None:
+    """From the step that finds the task to the member's committed claim: the step's reads, the
+    member's lease, its status beside its session lease (which reads the session with it on
+    Redis: one script, no separate load), the claim. No save
+    comes between the load and the claim (claimTask is idempotent: a crash there only has the
+    model claim again, and gets it the task it holds)."""
+    model = ScriptedModel(_claims_then_completes)
+    task, named = await _wake_for_assigned_task(store_spec, tmp_path, "wake-claim", model)
     assert task.status.value == "completed"
-    named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
     scripts = [i for i, n in enumerate(named) if n == "EVALSHA board"]
     to_claim = named[: scripts[1] + 1]  # the step's board read, then the claim
     # the step: the team record once with the cursor (one pipeline; before issue 26's h-wake5
@@ -233,25 +241,12 @@ async def test_the_model_is_asked_beside_the_status_write_and_the_claim_waits_fo
         _HeldStatus.asked.set()
         return _claims_then_completes(request)
 
-    async with store_spec.open() as store:
-        ctx = RuntimeContext(session_id="lead", user_id="wake-status")
-        lead = LocalTeamClient(store, ctx)
-        team = await lead.create_team("wake")
-        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
-        model = ScriptedModel(member)
-        runtime = _runtime(store, tmp_path, ctx, team.id, model, _HeldStatus)
-        try:
-            await runtime.step()
-            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
-            async with count_round_trips(store, pipelines=True) as counter:
-                await runtime.step()
-                await _calls_end(runtime)
-            task = (await lead.list_tasks(team.id))[0]
-        finally:
-            await runtime.aclose()
+    model = ScriptedModel(member)
+    task, named = await _wake_for_assigned_task(
+        store_spec, tmp_path, "wake-status", model, _HeldStatus
+    )
     assert task.status.value == "completed" and task.owner == "reviewer"
     assert at_request[0] == []  # asked before the status was written
-    named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
     claim = [i for i, n in enumerate(named) if n == "EVALSHA board"][1]
     # the status written before the claim, the claim's guard current: no team read, one script
     assert named[: claim + 1].count("EVALSHA team") == 1, named
