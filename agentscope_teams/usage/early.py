@@ -218,12 +218,32 @@ class Early:
             await backend.settles.run(release)
 
 
-def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock:
+def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock | NoEarly:
     """Send the ``ADMIT`` of the block's first model call now, beside the block's first work (a
     call's session lease and load), for ``loop`` answering ``input`` on ``session``; release it at
-    the end if no request took it. A no-op without a bound governor or an asyncio loop, when
-    nothing applies to the call, or when its price is unknown (the request's admission says so)."""
+    the end if no request took it. A no-op without a bound governor (the shared :data:`NO_EARLY`)
+    or an asyncio loop, when nothing applies to the call, or when its price is unknown (the
+    request's admission says so)."""
+    if current_scope() is None:
+        return NO_EARLY
     return EarlyBlock(loop, session, input)
+
+
+class NoEarly:
+    """The block of a call without a governor: a shared no-op whose ``__aexit__`` is a static
+    method, so the call's ``async with`` holds that function, not a bound method made per call."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    @staticmethod
+    async def __aexit__(et: object, e: object, tb: object) -> None:
+        return None
+
+
+NO_EARLY = NoEarly()
 
 
 class EarlyBlock:
