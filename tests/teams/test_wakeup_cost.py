@@ -30,7 +30,7 @@ from agentscope_teams.teams.member.builder import load_pool, member_session_id
 from agentscope_teams.teams.member.runtime import STEP_BURST, STEP_SPACING, _Pace
 from agentscope_teams.teams.queues import redis as queue_redis
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
-from agentscope_teams.teams.rules.models import MemberStatus
+from agentscope_teams.teams.rules.models import MemberStatus, TeamStatus
 
 from ..backends import StoreSpec
 from .board_paths import native_spec
@@ -251,6 +251,43 @@ async def test_the_model_is_asked_beside_the_status_write_and_the_claim_waits_fo
     # the status written before the claim, the claim's guard current: no team read, one script
     assert named[: claim + 1].count("EVALSHA team") == 1, named
     assert "HMGET team" not in named[:claim] and named.count("EVALSHA board") == 3, named
+
+
+class _TeamEndsFirst(LocalTeamClient):
+    """A member's client whose team ends just before its ``running`` status write."""
+
+    async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member:
+        if status is MemberStatus.RUNNING:
+            await self.set_team_status(team_id, TeamStatus.COMPLETED)
+        return await super().set_member_status(team_id, name, status)
+
+
+async def test_a_member_whose_team_ended_before_its_status_write_stops_its_call(
+    store_spec: StoreSpec, tmp_path: Path
+) -> None:
+    """The team refuses the member's ``running`` write (it ended after the step read it): the
+    call is cancelled, so its model request, sent beside that write, is not waited for (this
+    model never answers: without the cancel the call never ends) and nothing claims the task."""
+
+    class Silent(ScriptedModel):
+        async def generate(self, request: ModelRequest) -> Any:
+            await anyio.sleep_forever()
+
+    async with store_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-ended")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        runtime = _runtime(store, tmp_path, ctx, team.id, Silent([]), _TeamEndsFirst)
+        try:
+            await runtime.step()
+            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
+            await runtime.step()
+            await _calls_end(runtime)  # fails after 10 s if the call waits for the model
+            task = (await lead.list_tasks(team.id))[0]
+        finally:
+            await runtime.aclose()
+    assert task.status.value == "pending" and task.owner is None
 
 
 @pytest.fixture(params=["postgres"])

@@ -56,7 +56,7 @@ import anyio
 from ... import tracing
 from ...agent.lease import Lease
 from ...context import RuntimeContext
-from ...errors import BudgetExceededError, ConfigurationError
+from ...errors import BudgetExceededError, ConfigurationError, TeamError
 from ...keys import TeamKeys
 from ...store.base import BaseStore, Key, Signals, signals_of
 from ..board import TaskBoard
@@ -493,7 +493,7 @@ class TeamRuntime:
             with scope:
                 async with anyio.create_task_group() as tg:
                     slot.ext.status_written = written = anyio.Event()
-                    tg.start_soon(_status_write, writer, team, member, written)
+                    tg.start_soon(_status_write, writer, team, member, written, scope)
                     await self._call_in_scope(slot, client, team, member, work)
         finally:  # the "running" write has ended: "idle" goes after it
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
@@ -571,16 +571,25 @@ class TeamRuntime:
 
 
 async def _status_write(
-    client: TeamClient, team: Team, member: Member, written: anyio.Event
+    client: TeamClient,
+    team: Team,
+    member: Member,
+    written: anyio.Event,
+    call: anyio.CancelScope,
 ) -> None:
     """Mark ``member`` running, shielded (a cancelled call still orders its later writes after
     this one), then set ``written`` (the member's tools wait for it before their first team call,
-    so its first claim's team guard is the record written; the model's request does not wait);
-    a failed write is logged and the call goes on."""
+    so its first claim's team guard is the record written; the model's request does not wait).
+    A write the team refuses (it ended, or the member left it since the step read it) cancels
+    the ``call``: a stopped member sends no request, and one already sent is not waited for. Any
+    other failure is logged and the call goes on."""
     status = MemberStatus.RUNNING
     with anyio.CancelScope(shield=True):
         try:
             await client.set_member_status(team.id, member.name, status)
+        except TeamError as exc:
+            log.info("member %s of team %s does not run: %s", member.name, team.id, exc)
+            call.cancel()
         except Exception as exc:
             log.warning(
                 "could not mark member %s of team %s %s: %s", member.name, team.id, status, exc
