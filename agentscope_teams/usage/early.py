@@ -28,7 +28,6 @@ counts the early admissions sent, taken and released.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import weakref
 from collections import OrderedDict
@@ -40,7 +39,7 @@ import anyio
 
 from ..message import Msg
 from ..model.base import ChatModel, ModelResponse, ToolSchema
-from .estimate import CHARS_PER_TOKEN, PER_MESSAGE, estimate_output
+from .estimate import PER_MESSAGE, estimate_output, message_chars, tokens, tool_chars
 from .governor import EARLY, Scope, admission, current_scope
 from .limiter import settle_of
 from .rules import Admission, Admitted
@@ -99,8 +98,7 @@ def estimate_early(loop: Loop, session: Hashable, input: object) -> int:
     """Input tokens the first request of a call of ``loop`` on ``session`` may count for."""
     base = hint(session)
     if base is None:  # a session not seen here: the agent's own prompt and tools
-        chars = len(loop.system_prompt) + _tool_chars(loop.toolkit)
-        base = -(-chars // CHARS_PER_TOKEN) + PER_MESSAGE
+        base = tokens(len(loop.system_prompt) + _tool_chars(loop.toolkit)) + PER_MESSAGE
     return base + _input_tokens(input) + SLACK_TOKENS
 
 
@@ -111,19 +109,16 @@ def _tool_chars(toolkit: Any) -> int:
     found = _TOOL_CHARS.get(toolkit)
     if found is None or found[0] != len(toolkit):
         schemas: Sequence[ToolSchema] = toolkit.schemas()
-        found = _TOOL_CHARS[toolkit] = (
-            len(toolkit),
-            len(json.dumps([t.model_dump() for t in schemas])),
-        )
+        found = _TOOL_CHARS[toolkit] = (len(toolkit), tool_chars(schemas))
     return found[1]
 
 
 def _input_tokens(input: object) -> int:
     if isinstance(input, str):
-        return -(-(len(input) + TEXT_OVERHEAD) // CHARS_PER_TOKEN) + PER_MESSAGE
+        return tokens(len(input) + TEXT_OVERHEAD) + PER_MESSAGE
     msgs = [input] if isinstance(input, Msg) else input if isinstance(input, list) else []
-    chars = sum(len(m.model_dump_json(include={"content"})) for m in msgs if isinstance(m, Msg))
-    return -(-chars // CHARS_PER_TOKEN) + PER_MESSAGE * len(msgs)
+    chars = sum(message_chars(m) for m in msgs if isinstance(m, Msg))
+    return tokens(chars) + PER_MESSAGE * len(msgs)
 
 
 def _granted(task: asyncio.Task[Admitted]) -> bool:

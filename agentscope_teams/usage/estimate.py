@@ -9,29 +9,39 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
-from ..model.base import ModelRequest, ModelResponse
+from ..message import Msg
+from ..model.base import ModelRequest, ModelResponse, ToolSchema
 
 CHARS_PER_TOKEN = 3
 PER_MESSAGE = 4
 
 
-def _tokens(chars: int) -> int:
+def tokens(chars: int) -> int:
+    """Tokens ``chars`` characters may count for."""
     return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def message_chars(msg: Msg) -> int:
+    """The characters a message's content adds to a request."""
+    return len(msg.model_dump_json(include={"content"}))
+
+
+def tool_chars(tools: Sequence[ToolSchema]) -> int:
+    """The characters tool schemas add to a request."""
+    return len(json.dumps([t.model_dump() for t in tools])) if tools else 0
 
 
 def estimate_input(request: ModelRequest) -> int:
     """Tokens the request's prompt, messages and tool schemas may count for."""
-    chars = len(request.system_prompt)
-    for msg in request.messages:
-        chars += len(msg.model_dump_json(include={"content"}))
-    if request.tools:
-        chars += len(json.dumps([t.model_dump() for t in request.tools]))
+    chars = len(request.system_prompt) + tool_chars(request.tools)
+    chars += sum(message_chars(msg) for msg in request.messages)
     if request.response_schema is not None:
         chars += len(json.dumps(request.response_schema.json_schema))
-    return _tokens(chars) + PER_MESSAGE * (len(request.messages) + 1)
+    return tokens(chars) + PER_MESSAGE * (len(request.messages) + 1)
 
 
 def estimate_output(response: ModelResponse) -> int:
     """Tokens the response's text and tool calls may count for."""
-    return _tokens(len(response.model_dump_json(include={"content"}))) + PER_MESSAGE
+    return tokens(len(response.model_dump_json(include={"content"}))) + PER_MESSAGE
