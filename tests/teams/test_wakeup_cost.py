@@ -273,20 +273,10 @@ async def test_a_member_whose_team_ended_before_its_status_write_stops_its_call(
         async def generate(self, request: ModelRequest) -> Any:
             await anyio.sleep_forever()
 
-    async with store_spec.open() as store:
-        ctx = RuntimeContext(session_id="lead", user_id="wake-ended")
-        lead = LocalTeamClient(store, ctx)
-        team = await lead.create_team("wake")
-        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
-        runtime = _runtime(store, tmp_path, ctx, team.id, Silent([]), _TeamEndsFirst)
-        try:
-            await runtime.step()
-            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
-            await runtime.step()
-            await _calls_end(runtime)  # fails after 10 s if the call waits for the model
-            task = (await lead.list_tasks(team.id))[0]
-        finally:
-            await runtime.aclose()
+    # its runtime's calls must end: after 10 s it fails if the call waits for the model
+    task, _ = await _wake_for_assigned_task(
+        store_spec, tmp_path, "wake-ended", Silent([]), _TeamEndsFirst
+    )
     assert task.status.value == "pending" and task.owner is None
 
 
