@@ -120,9 +120,10 @@ async def _send_read(conn: Any, args: tuple[Any, ...]) -> Any:
 
 
 def _pack(conn: Any, args: tuple[Any, ...]) -> Any:
-    """``conn.pack_command(*args)`` for a command of one word whose arguments are bytes, str and
-    int, encoded as redis-py's encoder does, without its per-argument calls; redis-py's for others
-    (its errors for a value it cannot encode) and when hiredis is not installed."""
+    """``conn.pack_command(*args)`` for a command of one word whose arguments are bytes, str, int
+    and float, encoded as redis-py's encoder does (a number as its ``repr``), without its
+    per-argument calls; redis-py's for others (its errors for a value it cannot encode) and when
+    hiredis is not installed."""
     name = args[0]
     if pack_command is None or type(name) is not str or " " in name:
         return conn.pack_command(*args)
@@ -136,6 +137,8 @@ def _pack(conn: Any, args: tuple[Any, ...]) -> Any:
             out.append(arg.encode(encoding, errors))
         elif kind is int:
             out.append(b"%d" % arg)
+        elif kind is float:  # a rate limit's turns per minute, a hold-off's ms
+            out.append(repr(arg).encode())
         else:
             return conn.pack_command(*args)
     return [pack_command(tuple(out))]

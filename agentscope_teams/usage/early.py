@@ -257,7 +257,7 @@ class EarlyBlock:
         try:
             asyncio.get_running_loop()
             tokens = estimate_early(self.loop, self.session, self.input)
-            a, _ = admission(scope, self.loop.model, tokens, None)
+            a = admission(scope, self.loop.model, tokens, None)
         except Exception:  # no asyncio loop, a bad input, no price: the request's path answers
             return
         if a is not None:

@@ -25,14 +25,14 @@ A call with no budget and no rate limit does no store operation.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import itertools
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
@@ -45,7 +45,7 @@ from ..tracing.usage import GOVERNANCE
 from .backend import UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
-from .limiter import admit, count_wait, hold_off, labels_of, limiter_key, rates_of, settle_of
+from .limiter import admit, count_wait, hold_off, limiter_key, rates_of, settle_of
 from .prices import Price, PriceBook
 from .rules import Admission, Limit, Rates, Refusal
 from .settles import Pending
@@ -110,13 +110,16 @@ class UsageGovernor:
     ) -> None:
         self.store = store
         self.budgets = {k: b for k, b in (budgets or {}).items() if b}
-        self.rate_limits = dict(rate_limits or {})
-        default = rate_limit or self.rate_limits.get("*") or env_rate_limit()
+        limits = dict(rate_limits or {})
+        default = rate_limit or limits.get("*") or env_rate_limit()
         if default is not None:
-            self.rate_limits["*"] = default
+            limits["*"] = default
+        #: Read-only: what a model call asks of the store is worked out once per model (:meth:`terms`).
+        self.rate_limits: Mapping[str, RateLimit] = MappingProxyType(limits)
         self.prices = PriceBook(prices)
         self.max_output_tokens = max_output_tokens
         self.budget_wait = budget_wait
+        self._terms: weakref.WeakKeyDictionary[ChatModel, Terms] = weakref.WeakKeyDictionary()
 
     @property
     def backend(self) -> UsageBackend:
@@ -124,6 +127,8 @@ class UsageGovernor:
 
     def context_budgets(self, ctx: RuntimeContext) -> list[tuple[str, Budget]]:
         """The budgets that apply to ``ctx``: per-kind ones and the named ones it matches."""
+        if not self.budgets:
+            return []
         org, user = ctx.org_id or "", ctx.user_id or ""
         names = {
             "org": f"org:{org}",
@@ -144,23 +149,31 @@ class UsageGovernor:
             or self.rate_limits.get("*")
         )
 
-    @contextlib.contextmanager
-    def bind(self, ctx: RuntimeContext | None = None) -> Iterator[None]:
+    def terms(self, model: ChatModel) -> Terms:
+        """What a call of ``model`` asks of the store besides its tokens: its rate limit, the
+        limiter's key and rates; worked out once per model object (its provider, name and API key
+        are set when it is made; the governor's limits and prices when it is)."""
+        try:
+            found = self._terms.get(model)
+        except TypeError:  # a model that cannot be weakly referenced: worked out per call
+            return _terms_of(self, model)
+        if found is None:
+            found = self._terms[model] = _terms_of(self, model)
+        return found
+
+    def bind(self, ctx: RuntimeContext | None = None) -> _Using:
         """Govern the model calls of the block (with ``ctx``'s budgets); :func:`settled` waits for
         the settles of the block's calls (not for those of the block around it)."""
+        return _Using(self._bound, ctx)
+
+    def _bound(self, ctx: RuntimeContext | None) -> Scope:
         scope = current_scope()
         budgets = tuple(self.context_budgets(ctx)) if ctx is not None else ()
-        tenant_name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
         if scope is not None and scope.governor is self:
-            new = Scope(self, _merge(scope.budgets, budgets), scope.tenant)
-        else:
-            prior = scope.budgets if scope is not None else ()
-            new = Scope(self, _merge(prior, budgets), tenant_name)
-        token = GOVERNANCE.set(new)
-        try:
-            yield
-        finally:
-            GOVERNANCE.reset(token)
+            return Scope(self, _merge(scope.budgets, budgets), scope.tenant)
+        tenant_name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
+        prior = scope.budgets if scope is not None else ()
+        return Scope(self, _merge(prior, budgets), tenant_name)
 
     async def aclose(self) -> None:
         """Wait for the settles of this governor's store still running (its usage counted, its
@@ -197,6 +210,26 @@ def governor_for(
     return UsageGovernor(store, budgets=budgets, rate_limit=rate_limit)
 
 
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """What every call of one model asks of a governor's store besides its tokens and price."""
+
+    provider: str
+    name: str
+    limit: RateLimit | None
+    #: The limiter's key (None: no rate limit) and the rates it applies.
+    key: str | None
+    rates: Rates
+
+
+def _terms_of(gov: UsageGovernor, model: ChatModel) -> Terms:
+    limit = gov.rate_limit_for(model)
+    provider, name = str(getattr(model, "provider", "")), model.model_name
+    if limit is None:
+        return Terms(provider, name, None, None, Rates())
+    return Terms(provider, name, limit, limiter_key(model), rates_of(limit))
+
+
 @dataclass(frozen=True)
 class Scope:
     """The governor and budgets in force, the tenant whose fair share calls draw on, and the
@@ -206,6 +239,37 @@ class Scope:
     budgets: tuple[tuple[str, Budget], ...]
     tenant: str
     pending: Pending = field(default_factory=Pending, compare=False, repr=False)
+    #: The budgets as the store's rules read them, and whether one counts dollars.
+    limits: tuple[Limit, ...] = field(init=False, compare=False, repr=False)
+    usd: bool = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        limits = tuple(Limit(n, b.max_tokens, b.max_nanos) for n, b in self.budgets)
+        object.__setattr__(self, "limits", limits)
+        object.__setattr__(self, "usd", any(b.max_usd is not None for _, b in self.budgets))
+
+
+class _Using:
+    """The ``with`` block of :meth:`UsageGovernor.bind`, :func:`add_budget` and :func:`tenant`:
+    the scope ``make`` returns (None: none, the block changes nothing) is in force inside it; made
+    when the block is entered."""
+
+    __slots__ = ("arg", "make", "token")
+
+    def __init__(self, make: Callable[[Any], Scope | None], arg: Any) -> None:
+        self.make, self.arg = make, arg
+        self.token: contextvars.Token[object] | None = None
+
+    def __enter__(self) -> None:
+        scope = self.make(self.arg)
+        self.token = GOVERNANCE.set(scope) if scope is not None else None
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.token is not None:
+            GOVERNANCE.reset(self.token)
+            self.token = None
 
 
 def _merge(
@@ -222,111 +286,142 @@ def current_scope() -> Scope | None:
     return found if isinstance(found, Scope) else None
 
 
-@contextlib.contextmanager
-def add_budget(name: str, budget: Budget | None, *, store: Any = None) -> Iterator[None]:
+def add_budget(name: str, budget: Budget | None, *, store: Any = None) -> _Using:
     """Apply ``budget`` (named ``team:t1``, ``member:t1/alice``, ``run:<id>``, ...) to the model
     calls of the block, besides those already in force. Without a bound governor, one on
     ``store`` is bound (no store: nothing to enforce it with, so nothing happens)."""
-    scope = current_scope()
-    if not budget or (scope is None and store is None):
-        yield
-        return
-    if scope is None:
-        scope = Scope(UsageGovernor(store), (), "-")
-    merged = _merge(scope.budgets, [(name, budget)])
-    token = GOVERNANCE.set(Scope(scope.governor, merged, scope.tenant, scope.pending))
-    try:
-        yield
-    finally:
-        GOVERNANCE.reset(token)
+
+    def added(_: None) -> Scope | None:
+        scope = current_scope()
+        if not budget or (scope is None and store is None):
+            return None
+        if scope is None:
+            scope = Scope(UsageGovernor(store), (), "-")
+        merged = _merge(scope.budgets, [(name, budget)])
+        return Scope(scope.governor, merged, scope.tenant, scope.pending)
+
+    return _Using(added, None)
 
 
-@contextlib.contextmanager
-def tenant(name: str) -> Iterator[None]:
+def tenant(name: str) -> _Using:
     """Calls of the block share rate limits fairly as tenant ``name`` (a team id)."""
+    return _Using(_as_tenant, name)
+
+
+def _as_tenant(name: str) -> Scope | None:
     scope = current_scope()
     if scope is None:
-        yield
-        return
-    token = GOVERNANCE.set(Scope(scope.governor, scope.budgets, name, scope.pending))
-    try:
-        yield
-    finally:
-        GOVERNANCE.reset(token)
+        return None
+    return Scope(scope.governor, scope.budgets, name, scope.pending)
 
 
 class ModelCall:
-    """One governed call: give it the response with :meth:`done`."""
+    """One governed call (:func:`model_call`'s ``async with`` block): give it the response with
+    :meth:`done`. Entering it admits the call; leaving it settles what the call used."""
 
-    def __init__(self) -> None:
+    __slots__ = ("a", "early", "est_in", "labels", "model", "request", "response", "scope")
+
+    def __init__(self, scope: Scope, model: ChatModel, request: ModelRequest) -> None:
+        self.scope, self.model, self.request = scope, model, request
         self.response: ModelResponse | None = None
+        self.a: Admission | None = None
 
     def done(self, response: ModelResponse) -> None:
         self.response = response
 
+    async def __aenter__(self) -> ModelCall:
+        scope, model = self.scope, self.model
+        request = self.request
+        self.est_in = est_in = estimate_input(request)
+        terms = scope.governor.terms(model)
+        a = admission(scope, model, est_in, request.max_tokens, terms)
+        self.labels = labels = (terms.provider, terms.name)
+        self.early = early = EARLY.get()
+        if a is not None:
+            taken = await early.take(scope, a) if early is not None else None
+            if taken is not None:
+                a = taken  # admitted beside the session load (:mod:`.early`): no wait
+                count_wait(a, labels, 0.0)
+            else:
+                gov = scope.governor
+                refusal = await admit(
+                    gov.backend, a, terms.limit, gov.budget_wait, labels, scope.pending.wait
+                )
+                if refusal is not None:
+                    raise _refused(refusal)
+        self.a = a
+        return self
 
-@contextlib.asynccontextmanager
-async def model_call(model: ChatModel, request: ModelRequest) -> AsyncIterator[ModelCall]:
-    """Govern one model call (see the module docs); a no-op when no governor is bound."""
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        scope, a = self.scope, self.a
+        try:
+            if a is not None and isinstance(e, RateLimitError):
+                try:
+                    await hold_off(scope.governor.backend, a, self.labels, e)
+                except Exception as store_exc:  # the 429 is what the caller must see
+                    log.warning("could not pause the shared rate limit: %s", store_exc)
+        finally:
+            used = _finish(scope, self.model, self.response, self.est_in)
+            if self.early is not None:
+                self.early.seen(scope, self.est_in, self.response)
+            if a is not None:
+                await _settle_soon(scope, a, used)
+
+
+class _Ungoverned:
+    """The block of a model call with no governor bound: a shared no-op."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> _Ungoverned:
+        return self
+
+    @staticmethod
+    async def __aexit__(et: object, e: object, tb: object) -> None:
+        return None
+
+    @staticmethod
+    def done(response: ModelResponse) -> None:
+        return None
+
+
+_UNGOVERNED = _Ungoverned()
+
+
+def model_call(model: ChatModel, request: ModelRequest) -> ModelCall | _Ungoverned:
+    """Govern one model call (see the module docs): ``async with model_call(m, r) as call:``,
+    then ``call.done(response)``; a shared no-op when no governor is bound."""
     scope = current_scope()
-    call = ModelCall()
-    if scope is None:
-        yield call
-        return
-    est_in = estimate_input(request)
-    a, limit = admission(scope, model, est_in, request.max_tokens)
-    labels = labels_of(model)
-    early = EARLY.get()
-    if a is not None:
-        taken = await early.take(scope, a) if early is not None else None
-        if taken is not None:
-            a = taken  # admitted beside the session load (:mod:`.early`): no wait
-            count_wait(a, labels, 0.0)
-        else:
-            gov = scope.governor
-            refusal = await admit(
-                gov.backend, a, limit, gov.budget_wait, labels, scope.pending.wait
-            )
-            if refusal is not None:
-                raise _refused(refusal)
-    try:
-        yield call
-    except RateLimitError as exc:
-        if a is not None:
-            try:
-                await hold_off(scope.governor.backend, a, labels, exc)
-            except Exception as store_exc:  # the 429 is what the caller must see
-                log.warning("could not pause the shared rate limit: %s", store_exc)
-        raise
-    finally:
-        used = _finish(scope, model, call.response, est_in)
-        if early is not None:
-            early.seen(scope, est_in, call.response)
-        if a is not None:
-            await _settle_soon(scope, a, used)
+    return _UNGOVERNED if scope is None else ModelCall(scope, model, request)
 
 
 def admission(
-    scope: Scope, model: ChatModel, est_in: int, max_tokens: int | None
-) -> tuple[Admission | None, RateLimit | None]:
+    scope: Scope,
+    model: ChatModel,
+    est_in: int,
+    max_tokens: int | None,
+    terms: Terms | None = None,
+) -> Admission | None:
     """What a call of ``est_in`` input tokens asks of the store (None: no budget and no rate limit
-    apply) and its rate limit."""
+    apply); ``terms`` are the governor's for ``model`` (:meth:`UsageGovernor.terms`)."""
     gov = scope.governor
-    limit = gov.rate_limit_for(model)
-    if not scope.budgets and limit is None:
-        return None, None
+    if terms is None:
+        terms = gov.terms(model)
+    if not scope.budgets and terms.limit is None:
+        return None
     max_out = max_tokens or gov.max_output_tokens
     nanos = 0
     if scope.budgets:
-        provider = str(getattr(model, "provider", ""))
-        if any(b.max_usd is not None for _, b in scope.budgets):
-            nanos = gov.prices.require(provider, model.model_name, est_in, max_out)
+        if scope.usd:
+            nanos = gov.prices.require(terms.provider, terms.name, est_in, max_out)
         else:
-            nanos = gov.prices.nanos(provider, model.model_name, est_in, max_out) or 0
-    limits = tuple(Limit(n, b.max_tokens, b.max_nanos) for n, b in scope.budgets)
-    key, rates = (limiter_key(model), rates_of(limit)) if limit is not None else (None, Rates())
+            nanos = gov.prices.nanos(terms.provider, terms.name, est_in, max_out) or 0
     tokens = est_in + max_out
-    return Admission(limits, _RIDS.next(), tokens, nanos, key, rates, scope.tenant), limit
+    return Admission(
+        scope.limits, _RIDS.next(), tokens, nanos, terms.key, terms.rates, scope.tenant
+    )
 
 
 async def _settle_soon(scope: Scope, a: Admission, used: tuple[int, int]) -> None:

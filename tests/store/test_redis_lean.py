@@ -259,12 +259,26 @@ async def test_scripts_of_a_store_from_a_url_are_lean_and_injected_clients_keep_
         ("EVALSHA", "a" * 40, 2, "k1", "k\u00e9", b"\x00bytes", "", b"x" * 70_000),
         ("HMGET", "name", "v", "n"),
         ("PUBLISH", "ch", 12, -3),
-        ("EVALSHA", "a" * 40, 0, 1.5),  # a float: redis-py's packer
+        ("EVALSHA", "a" * 40, 0, 1.5, 9800000.0, 1e-07, float("inf"), -0.0),
     ],
 )
 def test_commands_are_packed_byte_for_byte_as_redis_py_packs_them(args: tuple[Any, ...]) -> None:
     conn = aioredis.Connection()
     assert b"".join(_pack(conn, args)) == b"".join(conn.pack_command(*args))
+
+
+def test_a_rate_limits_float_arguments_take_the_lean_packer() -> None:
+    """A usage ``ADMIT`` carries turns per minute as floats (a limit less its margin): they are
+    packed without redis-py's per-argument encoder."""
+    conn = aioredis.Connection()
+    args = ("EVALSHA", "a" * 40, 1, "k", 58.8, 1000, "tenant")
+    expected = b"".join(conn.pack_command(*args))
+
+    def refuse(*args: Any) -> None:
+        raise AssertionError("redis-py's packer was used")
+
+    conn.pack_command = refuse  # type: ignore[method-assign]
+    assert b"".join(_pack(conn, args)) == expected
 
 
 def test_a_value_redis_py_cannot_encode_is_refused_as_redis_py_refuses_it() -> None:
