@@ -39,6 +39,7 @@ from . import (
     store_latency,
     task_claim,
     tracing_overhead,
+    usage_instructions,
     usage_overhead,
     wakeup_claim,
     wakeup_latency,
@@ -72,6 +73,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "wakeup_latency": wakeup_latency.run,
     "wakeup_claim": wakeup_claim.run,
     "usage_overhead": usage_overhead.run,
+    "usage_instructions": usage_instructions.run,
     "rate_limit_60": rate_limit_60.run,
 }
 

@@ -180,7 +180,9 @@ class Early:
         """The call ends: release the admission if no request took it; keep the hint."""
         if self.last is not None:
             est_in, response = self.last
-            out = estimate_output(response) if response is not None else 0
+            out = 0 if response is None else response.usage.output_tokens  # as the provider counted
+            if response is not None and not out:
+                out = estimate_output(response)
             _keep_hint(self.session, est_in + out)
         if self.open:
             self.open = False

@@ -16,6 +16,9 @@ from ..model.base import ModelRequest, ModelResponse, ToolSchema
 
 CHARS_PER_TOKEN = 3
 PER_MESSAGE = 4
+#: Tool schemas whose JSON length is kept (by identity; schemas are immutable).
+SCHEMAS_KEPT = 4096
+_SCHEMA_CHARS: dict[int, tuple[ToolSchema, int]] = {}
 
 
 def tokens(chars: int) -> int:
@@ -29,8 +32,23 @@ def message_chars(msg: Msg) -> int:
 
 
 def tool_chars(tools: Sequence[ToolSchema]) -> int:
-    """The characters tool schemas add to a request."""
-    return len(json.dumps([t.model_dump() for t in tools])) if tools else 0
+    """The characters tool schemas add to a request: the length of their JSON list."""
+    if not tools:
+        return 0
+    return sum(map(_schema_chars, tools)) + 2 * len(tools)  # "[", "]" and each ", "
+
+
+def _schema_chars(schema: ToolSchema) -> int:
+    """The length of ``schema``'s JSON; kept per schema object (a toolkit builds its schemas once
+    and every request of its agent carries the same ones)."""
+    found = _SCHEMA_CHARS.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    chars = len(json.dumps(schema.model_dump()))
+    if len(_SCHEMA_CHARS) >= SCHEMAS_KEPT:
+        _SCHEMA_CHARS.clear()
+    _SCHEMA_CHARS[id(schema)] = (schema, chars)
+    return chars
 
 
 def estimate_input(request: ModelRequest) -> int:

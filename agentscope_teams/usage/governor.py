@@ -25,7 +25,9 @@ A call with no budget and no rate limit does no store operation.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
 import itertools
 import logging
 import os
@@ -239,22 +241,29 @@ class Scope:
     budgets: tuple[tuple[str, Budget], ...]
     tenant: str
     pending: Pending = field(default_factory=Pending, compare=False, repr=False)
-    #: The budgets as the store's rules read them, and whether one counts dollars.
-    limits: tuple[Limit, ...] = field(init=False, compare=False, repr=False)
-    usd: bool = field(init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        limits = tuple(Limit(n, b.max_tokens, b.max_nanos) for n, b in self.budgets)
-        object.__setattr__(self, "limits", limits)
-        object.__setattr__(self, "usd", any(b.max_usd is not None for _, b in self.budgets))
+    @functools.cached_property
+    def limits(self) -> tuple[Limit, ...]:
+        """The budgets as the store's rules read them (worked out at the first model call)."""
+        return tuple(Limit(n, b.max_tokens, b.max_nanos) for n, b in self.budgets)
+
+    @functools.cached_property
+    def usd(self) -> bool:
+        """Whether a budget counts dollars (then a call needs its model's price)."""
+        return any(b.max_usd is not None for _, b in self.budgets)
 
 
-class _Using:
-    """The ``with`` block of :meth:`UsageGovernor.bind`, :func:`add_budget` and :func:`tenant`:
-    the scope ``make`` returns (None: none, the block changes nothing) is in force inside it; made
-    when the block is entered."""
+class _Using(contextlib.ContextDecorator):
+    """The ``with`` block (or function decorator) of :meth:`UsageGovernor.bind`,
+    :func:`add_budget` and :func:`tenant`: the scope ``make`` returns (None: none, the block
+    changes nothing) is in force inside it; made when the block is entered."""
 
     __slots__ = ("arg", "make", "token")
+
+    def _recreate_cm(
+        self,
+    ) -> _Using:  # a decorated function's calls each enter a block of their own
+        return _Using(self.make, self.arg)
 
     def __init__(self, make: Callable[[Any], Scope | None], arg: Any) -> None:
         self.make, self.arg = make, arg

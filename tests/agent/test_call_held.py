@@ -32,7 +32,6 @@ from agentscope_teams.store import InMemoryStore, RedisStore
 HELD_METHODS = [
     "SessionGuard.__aexit__",
     "VarScope.__exit__",
-    "_AsyncGeneratorContextManager.__aexit__",
     "_Saves.archive",
 ]
 #: Per-call objects of the framework that are slotted (no ``__dict__`` held beside them).

@@ -33,14 +33,11 @@ from agentscope_teams.agent import ReActConfig
 from agentscope_teams.store import InMemoryStore, RedisStore
 from agentscope_teams.tools import tool
 
-#: Async generators of one call, one model step without tools: the reply, its model call (the
-#: reasoning step and the usage governor's ``model_call``).
-ONE_STEP_GENERATORS = ["_Reply.run", "_Reply._reason", "model_call"]
+#: Async generators of one call, one model step without tools: the reply and its reasoning step
+#: (the usage governor's ``model_call`` is a shared no-op object without a governor).
+ONE_STEP_GENERATORS = ["_Reply.run", "_Reply._reason"]
 #: ... and a call of two steps, the first calling a tool: the tool runs and a second model call.
-TOOL_STEP_GENERATORS = [
-    "_Reply.run", "_Reply._reason", "model_call", "StepRunner._run_tools", "_Reply._reason",
-    "model_call",
-]  # fmt: skip
+TOOL_STEP_GENERATORS = ["_Reply.run", "_Reply._reason", "StepRunner._run_tools", "_Reply._reason"]
 #: ``@contextmanager`` objects of a call (tracing off): none; ``use_context`` (the call's
 #: ``RuntimeContext``) and ``use_tool_env`` (a tool step's ``ToolEnv``) are small classes.
 ONE_STEP_CONTEXT_MANAGERS: list[str] = []
