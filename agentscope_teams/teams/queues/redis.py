@@ -92,7 +92,17 @@ def _names(store: RedisStore, keys: TeamKeys) -> tuple[list[str], str] | None:
     return [pending, held, store.redis_name(keys.held_prefix(), ":owners")], before
 
 
-_SCRIPT_NAMES = ("CLAIM_NEXT", "CLAIM", "FINISH", "RELEASE", "RENEW", "CANCEL", "REAP", "OPEN_PAGE")
+_SCRIPT_NAMES = (
+    "ENQUEUE",
+    "CLAIM_NEXT",
+    "CLAIM",
+    "FINISH",
+    "RELEASE",
+    "RENEW",
+    "CANCEL",
+    "REAP",
+    "OPEN_PAGE",
+)
 _REGISTERED: WeakKeyDictionary[RedisStore, dict[str, Any]] = WeakKeyDictionary()
 #: Stores whose servers have every queue script loaded (see :meth:`RedisStore.load_scripts`).
 _LOADED: WeakSet[RedisStore] = WeakSet()
@@ -233,7 +243,8 @@ class RedisBoardQueue:
         return self._outcome(reply)
 
     async def enqueue(self, task: Task) -> None:
-        await self.store.call(lambda client: client.zadd(self._keys[0], {task.id: task.seq}))
+        """Index the task and write its record split (one script call, see :mod:`.redis_lua`)."""
+        await self._run("ENQUEUE", _EPOCH, task.id, task.seq, ids=[task.id])
         self._hints.remember([task.id])
 
     async def claim_next(
