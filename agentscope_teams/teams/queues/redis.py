@@ -92,17 +92,7 @@ def _names(store: RedisStore, keys: TeamKeys) -> tuple[list[str], str] | None:
     return [pending, held, store.redis_name(keys.held_prefix(), ":owners")], before
 
 
-_SCRIPT_NAMES = (
-    "ENQUEUE",
-    "CLAIM_NEXT",
-    "CLAIM",
-    "FINISH",
-    "RELEASE",
-    "RENEW",
-    "CANCEL",
-    "REAP",
-    "OPEN_PAGE",
-)
+_SCRIPT_NAMES = ("CLAIM_NEXT", "CLAIM", "FINISH", "RELEASE", "RENEW", "CANCEL", "REAP", "OPEN_PAGE")
 _REGISTERED: WeakKeyDictionary[RedisStore, dict[str, Any]] = WeakKeyDictionary()
 #: Stores whose servers have every queue script loaded (see :meth:`RedisStore.load_scripts`).
 _LOADED: WeakSet[RedisStore] = WeakSet()
@@ -243,8 +233,7 @@ class RedisBoardQueue:
         return self._outcome(reply)
 
     async def enqueue(self, task: Task) -> None:
-        """Index the task and write its record split (one script call, see :mod:`.redis_lua`)."""
-        await self._run("ENQUEUE", _EPOCH, task.id, task.seq, ids=[task.id])
+        await self.store.call(lambda client: client.zadd(self._keys[0], {task.id: task.seq}))
         self._hints.remember([task.id])
 
     async def claim_next(

@@ -23,15 +23,6 @@ record counts as declared, so a script reads what it needs, never replies NEED, 
 declares no records it only guesses at (a claim's KEYS are the three sets, plus the team record
 of a guard): fewer keys to pack, send and hash per call.
 
-**Split records (SPLIT; an attempt, measured in bench/RESULTS.md "Issue 26 (h-rsplit)").** A
-record written by a script (or indexed by ENQUEUE) keeps its body the whole record, with the
-members a transition changes written after the history, and beside it hash fields that describe
-that body (stamp ``x`` = its version, the history's cut ``c``, the body length ``l``, the changed
-members and the claim rule's inputs): a script that finds them current rewrites the body as text
-(head, new events, changed members) and decodes no JSON; any other record (written by a plain
-``put``, or before this layout) is decoded with cjson as before and written split (read old,
-write new). Every reader still reads only the body.
-
 Replies: ``{1, json, version}`` written, ``{0, json, version}`` nothing to write, ``{-1, json,
 version}`` refused (the board derives the error from the record), ``{-2}`` no such task, ``{3,
 id...}`` declare these records and call again; ``claim_next`` returns ``{1, json, version,
@@ -91,31 +82,6 @@ end
 
 -- The version of each record read (its 'n' field), so that a save writes it in the same command.
 local VERSION = {}
--- Beside each record table (so no cjson sees them): LAYOUT, the {body, cut, result, error, data}
--- of a split record read (the last three as JSON text); NEW, the history events a transition
--- added (JSON text).
-local LAYOUT, NEW = {}, {}
-
--- The record of a split read g (HMGET of the fields in load) as a table, no JSON decoded; nil
--- when the split fields do not describe this body (stamp x ~= version n, or a body of another
--- length or cut): the body alone is then the record (read old).
-local function split(id, g)
-  local c = tonumber(g[4])
-  if not g[3] or g[3] ~= g[2] or c == nil or tonumber(g[5]) ~= #g[1]
-    or string.sub(g[1], c + 1, c + 1) ~= ']' then
-    return nil
-  end
-  local t = {
-    id = id, status = g[6], owner = g[7] == '' and NULL or g[7],
-    lease_expires_at = g[8] == '' and NULL or g[8], lease_seconds = tonumber(g[9]),
-    attempts = tonumber(g[10]), updated_at = g[11], assignee = g[15] == '' and NULL or g[15],
-    max_attempts = tonumber(g[17]), seq = tonumber(g[18]),
-    result_schema_json = g[19] == '1' or NULL,
-    blocked_by = g[16] == '[]' and {} or cjson.decode(g[16]),
-  }
-  LAYOUT[t] = {g[1], c, g[12], g[13], g[14]}
-  return t
-end
 
 -- The record of id: (table or nil, raw or nil, known); an undecodable one is (nil, raw, true), an
 -- absent declared one (nil, nil, true): provably gone. An undeclared one is not read: (nil, nil,
@@ -126,12 +92,11 @@ local function load(id)
     need(id)
     return nil, nil, false
   end
-  local got = redis.call('HMGET', name, 'v', 'n', 'x', 'c', 'l', 's', 'o', 'le', 'ls', 'a', 'u',
-    'r', 'er', 'rd', 'as', 'b', 'm', 'q', 'sc')
+  local got = redis.call('HMGET', name, 'v', 'n')
   local raw = got[1]
   if not raw then return nil, nil, true end
   VERSION[id] = tonumber(got[2])
-  return split(id, got) or decode(raw), raw, true
+  return decode(raw), raw, true
 end
 
 -- 'YYYY-MM-DDTHH:MM:SS' of s seconds since the epoch (UTC)
@@ -185,97 +150,23 @@ local function encode(t)
   return raw
 end
 
--- A JSON string; cjson only for text that needs escapes.
-local function jstr(s)
-  if string.find(s, '[%c"\\]') then return cjson.encode(s) end
-  return '"' .. s .. '"'
-end
-
--- A record value as JSON: null, a JSON text kept as read ({text}), a number, a string.
-local function jv(x)
-  if x == nil or x == NULL then return 'null' end
-  local kind = type(x)
-  if kind == 'table' then return x[1] end
-  if kind == 'number' then
-    if x == math.floor(x) and math.abs(x) < 1e15 then return string.format('%d', x) end
-    return string.format('%.17g', x)
-  end
-  return jstr(x)
-end
-
-local function bare(x)  -- a split field's text for a string or null ('')
-  if x == nil or x == NULL then return '' end
-  return x
-end
-
--- A decoded record's body up to its history's last event: the other members but those write
--- puts after the history, then the history (write new: a record read old is written split).
-local function cold_head(t)
-  local hot = {'status', 'owner', 'lease_expires_at', 'lease_seconds', 'attempts', 'updated_at',
-    'result', 'error', 'result_data_json'}
-  local keep, hist = {}, t.history
-  for _, k in ipairs(hot) do
-    keep[k] = t[k]
-    t[k] = nil
-  end
-  t.history = nil
-  local cold = encode(t)
-  for k, x in pairs(keep) do t[k] = x end
-  t.history = hist
-  local events = {}
-  for i, e in ipairs(hist) do events[i] = cjson.encode(e) end
-  local sep = (cold == '{}') and '' or ','
-  return string.sub(cold, 1, -2) .. sep .. '"history":[' .. table.concat(events, ',')
-end
-
--- Write t split at version n, in one HSET: its body (the head as read, or rendered once from a
--- record read old; the events added; then the members a transition changes) and split fields.
-local function write(t, n)
-  local lay = LAYOUT[t] or {cold_head(t)}
-  local head, new = lay[2] and string.sub(lay[1], 1, lay[2]) or lay[1], NEW[t]
-  if new then
-    head = head .. (string.sub(head, -1) == '[' and '' or ',') .. table.concat(new, ',')
-  end
-  local result = t.result == nil and lay[3] or jv(t.result)
-  local err = t.error == nil and lay[4] or jv(t.error)
-  local data = t.result_data_json
-  if data == nil then data = lay[5] or '' elseif data == NULL then data = '' else data = jv(data) end
-  local raw = head .. '],"status":' .. jstr(t.status) .. ',"owner":' .. jv(t.owner)
-    .. ',"lease_expires_at":' .. jv(t.lease_expires_at) .. ',"lease_seconds":'
-    .. jv(t.lease_seconds) .. ',"attempts":' .. jv(t.attempts) .. ',"updated_at":'
-    .. jv(t.updated_at) .. ',"result":' .. (result or 'null') .. ',"error":' .. (err or 'null')
-    .. (data == '' and '' or ',"result_data_json":' .. data) .. '}'
-  local v, name = string.format('%d', n), name_of(t.id)
-  redis.call('HSET', name, 'v', raw, 'n', v, 'x', v, 'c', #head, 'l', #raw, 's', t.status,
-    'o', bare(t.owner), 'le', bare(t.lease_expires_at), 'ls', jv(t.lease_seconds),
-    'a', jv(t.attempts), 'u', t.updated_at, 'r', result or 'null', 'er', err or 'null', 'rd', data)
-  if not lay[2] then  -- read old: the fields the rule reads that no transition changes
-    local b, schema = t.blocked_by, t.result_schema_json
-    redis.call('HSET', name, 'as', bare(t.assignee), 'm', jv(t.max_attempts), 'q', jv(t.seq),
-      'b', (type(b) ~= 'table' or next(b) == nil) and '[]' or cjson.encode(b),
-      'sc', (schema ~= nil and schema ~= NULL) and '1' or '')
-  end
-  LAYOUT[t], NEW[t] = {raw, #head, result or 'null', err or 'null', data}, nil
-  return raw
-end
-
 local function save(t)
+  local raw = encode(t)
+  local name = name_of(t.id)
   local n = VERSION[t.id]
   if n == nil then  -- not read here, or written without a version: the store's own count
-    n = redis.call('HINCRBY', name_of(t.id), 'n', 1)
-  else
-    n = n + 1
+    redis.call('HSET', name, 'v', raw)
+    return {1, raw, redis.call('HINCRBY', name, 'n', 1)}
   end
+  n = n + 1
   VERSION[t.id] = n
-  return {1, write(t, n), n}
+  redis.call('HSET', name, 'v', raw, 'n', string.format('%d', n))
+  return {1, raw, n}
 end
 
 local function event(t, actor, action, detail)
   local at = now_iso()
-  local new = NEW[t] or {}
-  new[#new + 1] = '{"at":"' .. at .. '","actor":' .. jstr(actor) .. ',"action":"' .. action
-    .. '","detail":' .. jstr(detail) .. '}'
-  NEW[t] = new
+  t.history[#t.history + 1] = {at = at, actor = actor, action = action, detail = detail}
   t.updated_at = at
 end
 
@@ -505,19 +396,6 @@ flush()
 return hinted({2, offset - dropped}, offset - dropped, offset - dropped + AHEAD - 1)
 """
 ).replace("$SCAN", str(SCAN))
-
-#: ARGV[3] id, [4] its sequence. Index a task just created, and write its record split at the same
-#: version (the same task, its members reordered: see SPLIT), so its claims read no JSON.
-ENQUEUE = (
-    PRELUDE
-    + r"""
-local id = ARGV[3]
-redis.call('ZADD', P, ARGV[4], id)
-local t = load(id)
-if t ~= nil and LAYOUT[t] == nil and VERSION[id] ~= nil then write(t, VERSION[id]) end
-return 1
-"""
-)
 
 #: ARGV[3] id, [4] member, [5] lease s.
 CLAIM = (
