@@ -159,7 +159,7 @@ class TeamRuntime:
         self._lock = asyncio.Lock()  # a step and stop_team never interleave
         self._served: dict[Key, TeamRef] = {}  # every team the last step looked at
         self._known: dict[Key, Known] = {}  # per team: what its previous step read
-        self._boards: dict[Key, TaskBoard] = {}  # per team: its board, built once
+        self._boards: dict[Key, tuple[TaskBoard, Mailbox]] = {}  # per team, built once
         self._channels_changed = asyncio.Event()
         self.listening: frozenset[Key] = frozenset()
         self.steps = 0  # supervisor steps done (tests wait for the first)
@@ -355,11 +355,12 @@ class TeamRuntime:
         # The record, the open index (not the board) and the inboxes of the members the previous
         # step saw, read at once and straight from the store (the client would read the record
         # again for each): the step waits for the slowest read, not for their sum (.step_reads).
+        board, inbox = self._team_io(ref.key, keys)
         got = await read_team(
             client,
             ref.team_id,
-            self._board(ref.key, keys),
-            Mailbox(self.store, keys),
+            board,
+            inbox,
             self._known.setdefault(ref.key, Known()),
             lambda name: self._may_wake((*ref.key, name)),
         )
@@ -390,11 +391,12 @@ class TeamRuntime:
             if slot is not None and await self._take(slot):
                 self._launch(slot, client, team, member, work, version)
 
-    def _board(self, key: Key, keys: TeamKeys) -> TaskBoard:
-        board = self._boards.get(key)
-        if board is None:
-            board = self._boards[key] = TaskBoard(self.store, keys)
-        return board
+    def _team_io(self, key: Key, keys: TeamKeys) -> tuple[TaskBoard, Mailbox]:
+        """The team's board and mailbox, built once (each keeps the names of its keys)."""
+        got = self._boards.get(key)
+        if got is None:
+            got = self._boards[key] = (TaskBoard(self.store, keys), Mailbox(self.store, keys))
+        return got
 
     def _may_wake(self, key: Key) -> bool:
         """Whether a step looks for the member's work: not skipped, not in a call."""
