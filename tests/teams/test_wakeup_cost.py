@@ -13,8 +13,10 @@ import anyio.lowlevel
 import pytest
 
 from agentscope_teams.context import RuntimeContext
+from agentscope_teams.message import Msg, TextBlock, ToolUseBlock, UserMsg
 from agentscope_teams.model.base import ModelRequest
 from agentscope_teams.model.scripted import ScriptedModel
+from agentscope_teams.state import AgentState
 from agentscope_teams.store import BaseStore, InMemoryStore
 from agentscope_teams.teams import (
     LocalTeamClient,
@@ -27,8 +29,10 @@ from agentscope_teams.teams import (
     registry,
 )
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.member import chatter
 from agentscope_teams.teams.member.builder import load_pool, member_session_id
 from agentscope_teams.teams.member.runtime import STEP_BURST, STEP_SPACING, _Pace
+from agentscope_teams.teams.member.work import WAKE
 from agentscope_teams.teams.queues import redis as queue_redis
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
 from agentscope_teams.teams.rules.models import MemberStatus, TeamStatus
@@ -513,3 +517,70 @@ async def test_a_step_decodes_the_team_record_only_once_it_changed(
         finally:
             await runtime.aclose()
     assert first == 1 and unchanged == 0 and changed == 1, decoded
+
+
+def test_compacting_a_working_session_judges_no_answer() -> None:
+    """Before each call the member's context is scanned for idle exchanges (a wake-up prompt, a
+    plain answer, the next prompt): one look at each message for the prompts, and an answer is
+    judged only between two prompts two apart. A session of wake-ups that worked (tool calls
+    between the prompts) has none to judge (before issue 26's h-wake6: one per prompt, each
+    message looked at three times)."""
+    wake = {WAKE: {"own": [], "free": ["t"]}}
+    state = AgentState(session_id="s")
+    for i in range(20):
+        state.context += [
+            UserMsg(f"work {i}", name="team", metadata=wake),
+            Msg(
+                role="assistant",
+                name="m",
+                content=[ToolUseBlock(id=f"c{i}", name="claimTask", input={})],
+            ),
+            Msg(role="assistant", name="m", content=[TextBlock(text="done")]),
+        ]
+    judged: list[Msg] = []
+    plain = chatter._plain_answer
+
+    def counted(msg: Msg) -> bool:
+        judged.append(msg)
+        return plain(msg)
+
+    chatter._plain_answer = counted  # type: ignore[assignment]
+    try:
+        assert chatter.compact_idle(state) == 0 and len(state.context) == 60
+    finally:
+        chatter._plain_answer = plain  # type: ignore[assignment]
+    assert judged == []
+
+
+async def test_the_listener_reads_the_teams_served_only_once_they_changed(tmp_path: Path) -> None:
+    """Woken by a team's signal again and again, the listener waits on the channels it read
+    before: it reads the set of teams served again only when ``watch`` or a step marked it
+    changed (before issue 26's h-wake6: after every signal, ~12 µs a read on the wake-up's path)."""
+    store = InMemoryStore()
+    ctx = RuntimeContext(session_id="lead", user_id="wake-listen")
+    lead = LocalTeamClient(store, ctx)
+    team = await lead.create_team("wake")
+    runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(lambda _: "done"))
+    reads: list[int] = []
+    channels_of = runtime._channels
+
+    def counted() -> Any:
+        reads.append(runtime.steps)
+        return channels_of()
+
+    runtime._channels = counted  # type: ignore[method-assign]
+    channel = TeamKeys(ctx.owner_scope(), team.id).signal()
+    try:
+        runtime.start()
+        with anyio.fail_after(10):  # a guard, not a latency assertion
+            while channel not in runtime.listening or not runtime.steps:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.05)
+            before, steps = len(reads), runtime.steps
+            for i in range(5):
+                await store.signal(channel)
+                while runtime.steps < steps + i + 1:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+    finally:
+        await runtime.aclose()
+    assert len(reads) == before, reads

@@ -77,7 +77,8 @@ MAX_REWAKES = 3
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF = 60.0
-#: The longest a signal listener waits before it re-reads the set of teams served.
+#: The longest a signal listener waits before it looks again at the set of teams served (it is
+#: read again when a step or ``watch`` marked it changed, or while it is empty).
 LISTEN_REFRESH = 1.0
 #: Seconds between step starts in a burst of nudges: nudges that come faster are coalesced.
 STEP_SPACING = 0.01
@@ -255,9 +256,12 @@ class TeamRuntime:
     async def _listen(self, signals: Signals) -> None:
         """Nudge the supervisor whenever a served team's channel is signalled (see the module
         docs). A failing store is logged and retried after ``poll``: the poll covers the gap."""
+        channels: frozenset[Key] | None = None
         while True:
-            self._channels_changed.clear()
-            channels = self._channels()
+            if not channels or self._channels_changed.is_set():  # else the same set as before
+                self._channels_changed.clear()
+                channels = self._channels()
+                names = sorted(channels)
             self.listening = channels
             if not channels:
                 with anyio.move_on_after(LISTEN_REFRESH):
@@ -271,7 +275,7 @@ class TeamRuntime:
                         scope.cancel()
 
                     tg.start_soon(changed)
-                    if await signals.wait_signal(sorted(channels), LISTEN_REFRESH):
+                    if await signals.wait_signal(names, LISTEN_REFRESH):
                         self.nudge()  # before the group's exit waits for ``changed`` to end
                     tg.cancel_scope.cancel()
             except Exception as exc:
