@@ -86,17 +86,13 @@ async def read_team(
     async def read_record() -> None:
         async with _turn(limiter):
             with contextlib.suppress(UnknownTeamError):  # got.team stays None: the team is gone
-                if registry is not None:
-                    after = {n: known.cursors.get(n, 0) for n in names} if pages else {}
-                    entry, found, read = await inbox.round_with(
-                        registry.team_key(team_id), names, after, INBOX_PAGE
-                    )
-                    cursors.extend(found)
-                    got.unread.update(read)
-                    got.team, got.version = registry.team_entry_of(team_id, entry, known.record)
-                    known.record = (entry.value, got.team) if entry is not None else None
-                else:
+                if registry is None:
                     got.team = await client.get_team(team_id)
+                    return
+                after = {n: known.cursors.get(n, 0) for n in names} if pages else {}
+                cursors.extend(
+                    await _record_round(registry, team_id, inbox, after, names, got, known)
+                )
 
     async def read_board() -> None:
         async with _turn(limiter):
@@ -125,6 +121,27 @@ async def read_team(
     late = [n for n in known.members if wanted(n) and (n not in got.unread or n in moved)]
     await _read_late(inbox, late, known, got.unread)
     return got
+
+
+async def _record_round(
+    registry: TeamRegistry,
+    team_id: str,
+    inbox: Mailbox,
+    after: dict[str, int],
+    names: list[str],
+    got: StepReads,
+    known: Known,
+) -> list[int]:
+    """The record and the cursors of ``names`` (and the pages after ``after``) in one read, the
+    record decoded into ``got`` unless ``known`` holds it decoded from the same bytes; the
+    cursors are returned."""
+    entry, cursors, pages = await inbox.round_with(
+        registry.team_key(team_id), names, after, INBOX_PAGE
+    )
+    got.unread.update(pages)
+    got.team, got.version = registry.team_entry_of(team_id, entry, known.record)
+    known.record = (entry.value, got.team) if entry is not None else None
+    return cursors
 
 
 def _turn(limiter: anyio.CapacityLimiter | None) -> contextlib.AbstractAsyncContextManager[Any]:
