@@ -5,8 +5,11 @@ busy, the first page of its unread messages. None of these reads waits for anoth
 read are those of the members the previous step's record named (:class:`Known`), each after the
 cursor the previous step saw, beside one read of the record and all their cursors (one pipeline on
 Redis, one statement on SQL, when the client reads the runtime's store; else the record and the
-cursors are two reads). So a wake-up's reads are one round trip, where they were three in sequence
-(the record, then the board beside each cursor, then each inbox after its cursor).
+cursors are two reads). On a standalone Redis server the pages go in that pipeline too
+(:meth:`~..mailbox.Mailbox.round_with`): the round is two commands, that pipeline and the board's
+script. So a wake-up's reads are one round trip, where they were three in sequence (the record,
+then the board beside each cursor, then each inbox after its cursor). The record is decoded only
+when its bytes differ from those the previous step decoded (:attr:`Known.record`).
 
 Every figure the step acts on is still read in this step; the guesses only decide what is read at
 once. A member the record names that the previous one did not (just spawned) is read after the
@@ -16,8 +19,9 @@ member the previous record named that is gone costs a wasted inbox read, once.
 
 At most :data:`ROUND_READS` reads run at once (the record and cursors, the board start first):
 on a SQL store each takes a pooled connection, and more than the default pool (5) would open an
-overflow connection per step, which costs more than it overlaps. With more than two members read,
-the last pages wait for the first reads to end.
+overflow connection per step, which costs more than it overlaps. With more than two members read
+on their own, the last pages wait for the first reads to end; a round within the bound takes no
+limiter.
 """
 
 from __future__ import annotations
