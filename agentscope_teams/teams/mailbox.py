@@ -123,7 +123,11 @@ class Mailbox:
     ) -> tuple[Entry | None, list[int], dict[str, Listing[TeamMessage]]]:
         """:meth:`cursors_with`, and when :attr:`pages_in_round`, in the same pipeline the page of
         up to ``limit`` messages after ``after[m]`` of each member of ``after`` (as :meth:`read`
-        reads it): one round trip on Redis, where the cursors and the pages were two."""
+        reads it): one round trip on Redis, where the cursors and the pages were two. The
+        commands are those of ``RedisStore.get_many`` (an entry's hash ``{v, n}``) and
+        ``RedisStore.read`` (a stream entry ``0-<seq>`` with field ``v``), sent through
+        ``RedisStore.call`` (its gate and error mapping); the step-reads tests compare the pages
+        with :meth:`read`'s on Redis."""
         if not self.pages_in_round:
             entry, cursors = await self.cursors_with(key, members)
             return entry, cursors, {}
