@@ -146,3 +146,32 @@ async def test_the_record_is_read_beside_the_cursors_only_from_a_client_of_the_s
     ours_read = sorted(r for r in reads if r and "other" not in r)
     assert ours_read == ([["cursor"], ["team"]] if remote else [["cursor", "team"]]), reads
     assert (got.version is None) is remote
+
+
+async def test_a_round_within_the_bound_takes_no_limiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step reading one member's inbox (three reads at most) starts them without a capacity
+    limiter, whose turns cost more than the reads' own starts (before issue 26's h-wake6: one
+    per step); a round over :data:`ROUND_READS` still takes one."""
+    from agentscope_teams.teams.member import step_reads
+
+    made: list[float] = []
+    limiter = step_reads.anyio.CapacityLimiter
+
+    def counted(tokens: float) -> Any:
+        made.append(tokens)
+        return limiter(tokens)
+
+    monkeypatch.setattr(step_reads.anyio, "CapacityLimiter", counted)
+    store = InMemoryStore()
+    lead = LocalTeamClient(store, RuntimeContext(session_id="lead", user_id="step-reads"))
+    team = await lead.create_team("reads")
+    await lead.spawn_member(team.id, "a", "reviewer")
+    known = Known()
+    await _step(lead, team.id, known)  # learns the member
+    await _step(lead, team.id, known)
+    assert made == []
+    for name in ("b", "c", "d", "e"):
+        await lead.spawn_member(team.id, name, "reviewer")
+    await _step(lead, team.id, known)  # learns them: their pages are read late
+    await _step(lead, team.id, known)  # five pages, the record, the board: seven reads
+    assert made == [step_reads.ROUND_READS]
