@@ -20,7 +20,8 @@ message's ``content`` and of a read's ``limit`` by :mod:`.rules.limits`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anyio
 
@@ -38,6 +39,8 @@ class Mailbox:
 
     def __init__(self, store: BaseStore, keys: TeamKeys) -> None:
         self.store, self.keys = store, keys
+        self._pipelined: bool | None = None
+        self._names: dict[tuple[Key, str], str] = {}
 
     async def deliver(
         self, sender: str, recipient: str, content: str, *, broadcast: bool = False
@@ -86,17 +89,7 @@ class Mailbox:
         if not isinstance(after, int) or after < 0:
             raise ValueError(f"after must be an int >= 0, got {after!r}")
         inbox = self.keys.inbox(member)
-        out: list[TeamMessage] = []
-        problems: list[Unreadable] = []
-        for seq, raw in await self.store.read(inbox, after=after, limit=limit):
-            try:
-                msg = TeamMessage.model_validate_json(raw)
-            except UNREADABLE as exc:
-                problems.append(unreadable("message", str(seq), inbox, exc))
-                continue
-            msg.seq = seq
-            out.append(msg)
-        return Listing(out, problems)
+        return _messages(inbox, await self.store.read(inbox, after=after, limit=limit))
 
     async def cursor(self, member: str) -> int:
         """The last seq ``member`` acknowledged (0 when none)."""
@@ -116,6 +109,59 @@ class Mailbox:
         of ``members``' inboxes, in one read: one pipeline on Redis, one statement on SQL."""
         entries = await get_many(self.store, [key, *(self.keys.cursor(m) for m in members)])
         return entries[0], [_cursor_of(e) for e in entries[1:]]
+
+    @property
+    def pages_in_round(self) -> bool:
+        """Whether :meth:`round_with` reads inbox pages in its one round trip (a standalone
+        Redis store: one pipeline); elsewhere it reads none and the caller reads them."""
+        if self._pipelined is None:
+            self._pipelined = _standalone_redis(self.store)
+        return self._pipelined
+
+    async def round_with(
+        self, key: Key, members: Sequence[str], after: Mapping[str, int], limit: int
+    ) -> tuple[Entry | None, list[int], dict[str, Listing[TeamMessage]]]:
+        """:meth:`cursors_with`, and when :attr:`pages_in_round`, in the same pipeline the page of
+        up to ``limit`` messages after ``after[m]`` of each member of ``after`` (as :meth:`read`
+        reads it): one round trip on Redis, where the cursors and the pages were two. The
+        commands are those of ``RedisStore.get_many`` (an entry's hash ``{v, n}``) and
+        ``RedisStore.read`` (a stream entry ``0-<seq>`` with field ``v``), sent through
+        ``RedisStore.call`` (its gate and error mapping); the step-reads tests compare the pages
+        with :meth:`read`'s on Redis."""
+        if not self.pages_in_round:
+            entry, cursors = await self.cursors_with(key, members)
+            return entry, cursors, {}
+        limit = limits.read_limit(limit)
+        entries = [self._name(k) for k in (key, *(self.keys.cursor(m) for m in members))]
+        streams = [(m, self._name(self.keys.inbox(m), ":stream"), a) for m, a in after.items()]
+
+        async def run(client: Any) -> list[Any]:
+            async with client.pipeline(transaction=False) as pipe:
+                for name in entries:
+                    pipe.hmget(name, ["v", "n"])
+                for _, name, a in streams:
+                    pipe.xrange(name, min=f"0-{a + 1}", max="+", count=limit)
+                return list(await pipe.execute())
+
+        rows = await self.store.call(run)  # type: ignore[attr-defined]
+        got = [
+            None if v is None or n is None else Entry(v, int(n)) for v, n in rows[: len(entries)]
+        ]
+        pages = {
+            m: _messages(
+                self.keys.inbox(m), [(int(rid.split(b"-")[1]), f[b"v"]) for rid, f in r or []]
+            )
+            for (m, _, _), r in zip(streams, rows[len(entries) :], strict=True)
+        }
+        return got[0], [_cursor_of(e) for e in got[1:]], pages
+
+    def _name(self, key: Key, kind: str = "") -> str:
+        """The Redis name of ``key`` (the store's :meth:`~..store.redis.RedisStore.redis_name`),
+        kept: a team's step reads the same few keys every time."""
+        name = self._names.get((key, kind))
+        if name is None:
+            name = self._names[(key, kind)] = self.store.redis_name(key, kind)  # type: ignore[attr-defined]
+        return name
 
     async def acknowledge(self, member: str, cursor: int) -> int:
         """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor."""
@@ -141,6 +187,31 @@ class Mailbox:
     async def delete_inbox(self, member: str) -> None:
         await self.store.delete_stream(self.keys.inbox(member))
         await self.store.delete(self.keys.cursor(member))
+
+
+def _messages(inbox: Key, rows: list[tuple[int, bytes]]) -> Listing[TeamMessage]:
+    """The messages of an inbox page read as ``(seq, value)`` rows; one that cannot be decoded is
+    left out, logged and named (by its seq) in the listing's ``problems``."""
+    out: list[TeamMessage] = []
+    problems: list[Unreadable] = []
+    for seq, raw in rows:
+        try:
+            msg = TeamMessage.model_validate_json(raw)
+        except UNREADABLE as exc:
+            problems.append(unreadable("message", str(seq), inbox, exc))
+            continue
+        msg.seq = seq
+        out.append(msg)
+    return Listing(out, problems)
+
+
+def _standalone_redis(store: BaseStore) -> bool:
+    """Whether ``store`` is a Redis store on one server (every key of a team on it)."""
+    try:
+        from ..store.redis import RedisStore
+    except ImportError:  # the redis extra is not installed: no Redis store either
+        return False
+    return isinstance(store, RedisStore) and not store.cluster
 
 
 def _cursor_of(entry: Entry | None) -> int:

@@ -108,9 +108,15 @@ class TeamRegistry:
         (the runtime's step, with the inbox cursors) and decodes it with :meth:`team_entry_of`."""
         return self._keys(team_id).team()
 
-    def team_entry_of(self, team_id: str, entry: Entry | None) -> tuple[Team, int]:
+    def team_entry_of(
+        self, team_id: str, entry: Entry | None, last: tuple[bytes, Team] | None = None
+    ) -> tuple[Team, int]:
         """The team record and version of ``entry``, read at :meth:`team_key` (raises as
-        :meth:`team_entry` does when the team is not there or was deleted)."""
+        :meth:`team_entry` does when the team is not there or was deleted). ``last``: a record
+        decoded before and the bytes it was decoded from, taken as it is when ``entry`` holds
+        the same bytes (records are never changed in place: a change writes a copy)."""
+        if entry is not None and last is not None and last[0] == entry.value:
+            return self._checked(team_id, (last[1], entry.version))
         return self._checked(team_id, _decoded(entry))
 
     def remember_team(self, team_id: str, team: Team, version: int) -> None:

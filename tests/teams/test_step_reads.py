@@ -4,6 +4,7 @@ once, never what the step sees."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,18 @@ from agentscope_teams.teams.mailbox import Mailbox
 from agentscope_teams.teams.member.step_reads import Known, StepReads, read_team
 from agentscope_teams.teams.rules.models import Team
 
+from ..backends import StoreSpec, make_spec
+from ..conftest import require_service
+
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["memory", "redis", "postgres"])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    """A store whose step reads the inbox pages beside the record (Redis: one pipeline) or on
+    their own (the others)."""
+    require_service(request.param)
+    return make_spec(request.param, tmp_path)
 
 
 async def _step(lead: LocalTeamClient, team_id: str, known: Known) -> StepReads:
@@ -29,10 +41,17 @@ def _contents(got: StepReads, member: str) -> list[str]:
     return [m.content for m in got.unread[member]]
 
 
-async def test_a_step_sees_what_a_sequential_read_sees_when_its_guesses_are_stale() -> None:
+async def test_a_step_sees_what_a_sequential_read_sees_when_its_guesses_are_stale(
+    spec: StoreSpec,
+) -> None:
     """A cursor moved since the previous step (the member acknowledged), a member spawned since,
-    a busy member: the unread pages are those after each cursor as stored now."""
-    store = InMemoryStore()
+    a busy member: the unread pages are those after each cursor as stored now (on Redis the
+    pages read in the record's pipeline, as :meth:`Mailbox.read` reads them)."""
+    async with spec.open() as store:
+        await _stale_guesses(store)
+
+
+async def _stale_guesses(store: Any) -> None:
     lead = LocalTeamClient(store, RuntimeContext(session_id="lead", user_id="step-reads"))
     team = await lead.create_team("reads")
     await lead.spawn_member(team.id, "a", "reviewer")
@@ -58,6 +77,11 @@ async def test_a_step_sees_what_a_sequential_read_sees_when_its_guesses_are_stal
     assert known.members == ["a", "busy", "b"] and known.cursors == {"a": one.seq, "b": 0}
     again = await _step(lead, team.id, known)  # the guesses hold now: the same pages
     assert _contents(again, "a") == ["two"] and _contents(again, "b") == ["hello b"]
+    await store.append(mailbox.keys.inbox("b"), b"not a message")  # named, left out
+    last = await _step(lead, team.id, known)
+    page = last.unread["b"]
+    assert page == await mailbox.read("b", after=0, limit=100)
+    assert [m.content for m in page] == ["hello b"] and len(page.problems) == 1  # type: ignore[attr-defined]
 
 
 async def test_a_step_of_a_deleted_team_reads_no_team() -> None:
@@ -122,3 +146,32 @@ async def test_the_record_is_read_beside_the_cursors_only_from_a_client_of_the_s
     ours_read = sorted(r for r in reads if r and "other" not in r)
     assert ours_read == ([["cursor"], ["team"]] if remote else [["cursor", "team"]]), reads
     assert (got.version is None) is remote
+
+
+async def test_a_round_within_the_bound_takes_no_limiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step reading one member's inbox (three reads at most) starts them without a capacity
+    limiter, whose turns cost more than the reads' own starts (before issue 26's h-wake6: one
+    per step); a round over :data:`ROUND_READS` still takes one."""
+    from agentscope_teams.teams.member import step_reads
+
+    made: list[float] = []
+    limiter = step_reads.anyio.CapacityLimiter
+
+    def counted(tokens: float) -> Any:
+        made.append(tokens)
+        return limiter(tokens)
+
+    monkeypatch.setattr(step_reads.anyio, "CapacityLimiter", counted)
+    store = InMemoryStore()
+    lead = LocalTeamClient(store, RuntimeContext(session_id="lead", user_id="step-reads"))
+    team = await lead.create_team("reads")
+    await lead.spawn_member(team.id, "a", "reviewer")
+    known = Known()
+    await _step(lead, team.id, known)  # learns the member
+    await _step(lead, team.id, known)
+    assert made == []
+    for name in ("b", "c", "d", "e"):
+        await lead.spawn_member(team.id, name, "reviewer")
+    await _step(lead, team.id, known)  # learns them: their pages are read late
+    await _step(lead, team.id, known)  # five pages, the record, the board: seven reads
+    assert made == [step_reads.ROUND_READS]

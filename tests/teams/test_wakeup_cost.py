@@ -13,8 +13,10 @@ import anyio.lowlevel
 import pytest
 
 from agentscope_teams.context import RuntimeContext
+from agentscope_teams.message import Msg, TextBlock, ToolUseBlock, UserMsg
 from agentscope_teams.model.base import ModelRequest
 from agentscope_teams.model.scripted import ScriptedModel
+from agentscope_teams.state import AgentState
 from agentscope_teams.store import BaseStore, InMemoryStore
 from agentscope_teams.teams import (
     LocalTeamClient,
@@ -24,10 +26,13 @@ from agentscope_teams.teams import (
     TeamRef,
     TeamRuntime,
     board_reads,
+    registry,
 )
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.member import chatter
 from agentscope_teams.teams.member.builder import load_pool, member_session_id
 from agentscope_teams.teams.member.runtime import STEP_BURST, STEP_SPACING, _Pace
+from agentscope_teams.teams.member.work import WAKE
 from agentscope_teams.teams.queues import redis as queue_redis
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
 from agentscope_teams.teams.rules.models import MemberStatus, TeamStatus
@@ -78,11 +83,11 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
 async def test_a_wake_up_step_reads_everything_in_one_round(
     store_spec: StoreSpec, tmp_path: Path
 ) -> None:
-    """The step that finds a newly assigned task: the team record with the member's cursor (one
-    pipeline), the open board (the first page of its pending and held tasks, one script call) and
-    its inbox after the cursor the previous step saw, all sent before any answered (held until the
-    three were sent: sent one after the other, the step would never end); then the member's
-    lease. Four round trips, two in sequence."""
+    """The step that finds a newly assigned task: the team record with the member's cursor and
+    its inbox after the cursor the previous step saw (one pipeline), and the open board (the
+    first page of its pending and held tasks, one script call), both sent before either answered
+    (held until the two were sent: sent one after the other, the step would never end); then the
+    member's lease. Three round trips, two in sequence."""
     async with store_spec.open() as store:
         ctx = RuntimeContext(session_id="lead", user_id="wake-cost")
         lead = LocalTeamClient(store, ctx)
@@ -92,20 +97,17 @@ async def test_a_wake_up_step_reads_everything_in_one_round(
         try:
             await runtime.step()  # nothing to do yet (the scripts are loaded, the members known)
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
-            async with count_round_trips(store, pipelines=True, gate=3) as counter:
+            async with count_round_trips(store, pipelines=True, gate=2) as counter:
                 with anyio.fail_after(10):  # a guard, not a latency assertion
                     await runtime.step()  # finds the task, takes the lease, launches the call
             named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
             # before (issue 26's h-wake3): the record, then the board beside the cursor, then the
             # inbox after the cursor: three reads in sequence; before h-wake5 the record and the
-            # cursors were two reads of the round (an HMGET, a pipeline)
-            assert sorted(named[:3]) == [
-                "EVALSHA board",
-                "PIPELINE HMGET team",
-                "XRANGE inbox",
-            ], named
+            # cursors were two reads of the round (an HMGET, a pipeline); before h-wake6 the
+            # inbox page was a third (an XRANGE of its own)
+            assert sorted(named[:2]) == ["EVALSHA board", "PIPELINE HMGET XRANGE team"], named
             # before issue 26's h-wake4: the board's held page, then the lease
-            assert named[3:] == ["EVALSHA member-lease"], named
+            assert named[2:] == ["EVALSHA member-lease"], named
             await _calls_end(runtime)
         finally:
             await runtime.aclose()
@@ -190,17 +192,16 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     assert task.status.value == "completed"
     scripts = [i for i, n in enumerate(named) if n == "EVALSHA board"]
     to_claim = named[: scripts[1] + 1]  # the step's board read, then the claim
-    # the step: the team record once with the cursor (one pipeline; before issue 26's h-wake5
-    # an HMGET and a pipeline), the board (both first pages: one script; before h-wake4 two)
-    # beside the inbox, the member lease;
+    # the step: the team record once with the cursor and the inbox page (one pipeline; before
+    # issue 26's h-wake5 an HMGET, a pipeline and an XRANGE), the board (both first pages: one
+    # script; before h-wake4 two) beside it, the member lease;
     # the call: its status (written from the step's record: no read) beside the session lease
     # that reads the session with it (before issue 26's h-wake2: a separate HMGET after it), the
     # claim (one script: its team guard is the status write's record)
     assert sorted(to_claim) == sorted(
         [
-            "PIPELINE HMGET team",
+            "PIPELINE HMGET XRANGE team",  # the inbox page too (before issue 26's h-wake6: alone)
             "EVALSHA board",
-            "XRANGE inbox",
             "EVALSHA member-lease",
             "EVALSHA team",
             "EVALSHA session-lease",
@@ -478,3 +479,108 @@ async def test_a_second_wake_up_builds_no_board(
             await runtime.aclose()
     assert [t.status.value for t in tasks] == ["completed", "completed"]
     assert second == []
+
+
+async def test_a_step_decodes_the_team_record_only_once_it_changed(
+    store_spec: StoreSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime keeps the team record its previous step decoded with the bytes it came from:
+    a step that reads the same bytes (a wake-up for a task: the board changed, not the team)
+    decodes no record; one that reads a changed record decodes it (before issue 26's h-wake6:
+    one decode per step, ~50 µs on Redis)."""
+    async with store_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-decode")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(lambda _: "done"))
+        decoded: list[str] = []
+        decode = registry._decoded
+
+        def counted(entry: Any) -> Any:
+            decoded.append(entry.value.decode()[:20] if entry is not None else "none")
+            return decode(entry)
+
+        monkeypatch.setattr(registry, "_decoded", counted)
+        try:
+            await runtime.step()  # the first read: decoded
+            first = len(decoded)
+            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
+            before = len(decoded)
+            await runtime.step()  # the same record: not decoded; the call starts
+            unchanged = len(decoded) - before
+            await _calls_end(runtime)
+            await lead.spawn_member(team.id, "tester", "reviewer")  # the record changes
+            before = len(decoded)
+            await runtime.step()
+            changed = len(decoded) - before
+        finally:
+            await runtime.aclose()
+    assert first == 1 and unchanged == 0 and changed == 1, decoded
+
+
+def test_compacting_a_working_session_judges_no_answer() -> None:
+    """Before each call the member's context is scanned for idle exchanges (a wake-up prompt, a
+    plain answer, the next prompt): one look at each message for the prompts, and an answer is
+    judged only between two prompts two apart. A session of wake-ups that worked (tool calls
+    between the prompts) has none to judge (before issue 26's h-wake6: one per prompt, each
+    message looked at three times)."""
+    wake = {WAKE: {"own": [], "free": ["t"]}}
+    state = AgentState(session_id="s")
+    for i in range(20):
+        state.context += [
+            UserMsg(f"work {i}", name="team", metadata=wake),
+            Msg(
+                role="assistant",
+                name="m",
+                content=[ToolUseBlock(id=f"c{i}", name="claimTask", input={})],
+            ),
+            Msg(role="assistant", name="m", content=[TextBlock(text="done")]),
+        ]
+    judged: list[Msg] = []
+    plain = chatter._plain_answer
+
+    def counted(msg: Msg) -> bool:
+        judged.append(msg)
+        return plain(msg)
+
+    chatter._plain_answer = counted  # type: ignore[assignment]
+    try:
+        assert chatter.compact_idle(state) == 0 and len(state.context) == 60
+    finally:
+        chatter._plain_answer = plain  # type: ignore[assignment]
+    assert judged == []
+
+
+async def test_the_listener_reads_the_teams_served_only_once_they_changed(tmp_path: Path) -> None:
+    """Woken by a team's signal again and again, the listener waits on the channels it read
+    before: it reads the set of teams served again only when ``watch`` or a step marked it
+    changed (before issue 26's h-wake6: after every signal, ~12 µs a read on the wake-up's path)."""
+    store = InMemoryStore()
+    ctx = RuntimeContext(session_id="lead", user_id="wake-listen")
+    lead = LocalTeamClient(store, ctx)
+    team = await lead.create_team("wake")
+    runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(lambda _: "done"))
+    reads: list[int] = []
+    channels_of = runtime._channels
+
+    def counted() -> Any:
+        reads.append(runtime.steps)
+        return channels_of()
+
+    runtime._channels = counted  # type: ignore[method-assign]
+    channel = TeamKeys(ctx.owner_scope(), team.id).signal()
+    try:
+        runtime.start()
+        with anyio.fail_after(10):  # a guard, not a latency assertion
+            while channel not in runtime.listening or not runtime.steps:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.05)
+            before, steps = len(reads), runtime.steps
+            for i in range(5):
+                await store.signal(channel)
+                while runtime.steps < steps + i + 1:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+    finally:
+        await runtime.aclose()
+    assert len(reads) == before, reads

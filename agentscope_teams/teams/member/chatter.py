@@ -14,13 +14,11 @@ messages after it (the anchored size is then an over-estimate: on the safe side)
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from ...message import Msg
 from ...state import AgentState
 from .work import WAKE
-
-
-def _wake(msg: Msg) -> bool:
-    return msg.role == "user" and WAKE in msg.metadata
 
 
 def _plain_answer(msg: Msg) -> bool:
@@ -31,11 +29,9 @@ def compact_idle(state: AgentState) -> int:
     """Drop the idle exchanges of ``state``'s context but the latest (see the module docs);
     returns how many messages were dropped."""
     context = state.context
-    idle = [
-        i
-        for i in range(len(context) - 2)
-        if _wake(context[i]) and _plain_answer(context[i + 1]) and _wake(context[i + 2])
-    ]
+    # one look at each message: a wake-up's prompt is a user message with the WAKE metadata
+    wakes = [i for i, m in enumerate(context) if m.role == "user" and WAKE in m.metadata]
+    idle = [i for i, j in pairwise(wakes) if j == i + 2 and _plain_answer(context[i + 1])]
     if not idle:
         return 0
     gone = {j for i in idle for j in (i, i + 1)}

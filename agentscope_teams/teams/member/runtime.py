@@ -77,7 +77,8 @@ MAX_REWAKES = 3
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF = 60.0
-#: The longest a signal listener waits before it re-reads the set of teams served.
+#: The longest a signal listener waits before it looks again at the set of teams served (it is
+#: read again when a step or ``watch`` marked it changed, or while it is empty).
 LISTEN_REFRESH = 1.0
 #: Seconds between step starts in a burst of nudges: nudges that come faster are coalesced.
 STEP_SPACING = 0.01
@@ -159,7 +160,7 @@ class TeamRuntime:
         self._lock = asyncio.Lock()  # a step and stop_team never interleave
         self._served: dict[Key, TeamRef] = {}  # every team the last step looked at
         self._known: dict[Key, Known] = {}  # per team: what its previous step read
-        self._boards: dict[Key, TaskBoard] = {}  # per team: its board, built once
+        self._boards: dict[Key, tuple[TaskBoard, Mailbox]] = {}  # per team, built once
         self._channels_changed = asyncio.Event()
         self.listening: frozenset[Key] = frozenset()
         self.steps = 0  # supervisor steps done (tests wait for the first)
@@ -255,9 +256,12 @@ class TeamRuntime:
     async def _listen(self, signals: Signals) -> None:
         """Nudge the supervisor whenever a served team's channel is signalled (see the module
         docs). A failing store is logged and retried after ``poll``: the poll covers the gap."""
+        channels: frozenset[Key] | None = None
         while True:
-            self._channels_changed.clear()
-            channels = self._channels()
+            if not channels or self._channels_changed.is_set():  # else the same set as before
+                self._channels_changed.clear()
+                channels = self._channels()
+                names = sorted(channels)
             self.listening = channels
             if not channels:
                 with anyio.move_on_after(LISTEN_REFRESH):
@@ -271,7 +275,7 @@ class TeamRuntime:
                         scope.cancel()
 
                     tg.start_soon(changed)
-                    if await signals.wait_signal(sorted(channels), LISTEN_REFRESH):
+                    if await signals.wait_signal(names, LISTEN_REFRESH):
                         self.nudge()  # before the group's exit waits for ``changed`` to end
                     tg.cancel_scope.cancel()
             except Exception as exc:
@@ -355,11 +359,12 @@ class TeamRuntime:
         # The record, the open index (not the board) and the inboxes of the members the previous
         # step saw, read at once and straight from the store (the client would read the record
         # again for each): the step waits for the slowest read, not for their sum (.step_reads).
+        board, inbox = self._team_io(ref.key, keys)
         got = await read_team(
             client,
             ref.team_id,
-            self._board(ref.key, keys),
-            Mailbox(self.store, keys),
+            board,
+            inbox,
             self._known.setdefault(ref.key, Known()),
             lambda name: self._may_wake((*ref.key, name)),
         )
@@ -390,11 +395,12 @@ class TeamRuntime:
             if slot is not None and await self._take(slot):
                 self._launch(slot, client, team, member, work, version)
 
-    def _board(self, key: Key, keys: TeamKeys) -> TaskBoard:
-        board = self._boards.get(key)
-        if board is None:
-            board = self._boards[key] = TaskBoard(self.store, keys)
-        return board
+    def _team_io(self, key: Key, keys: TeamKeys) -> tuple[TaskBoard, Mailbox]:
+        """The team's board and mailbox, built once (each keeps the names of its keys)."""
+        got = self._boards.get(key)
+        if got is None:
+            got = self._boards[key] = (TaskBoard(self.store, keys), Mailbox(self.store, keys))
+        return got
 
     def _may_wake(self, key: Key) -> bool:
         """Whether a step looks for the member's work: not skipped, not in a call."""
