@@ -196,10 +196,31 @@ class RedisStore(RedisListing):
                 rows = await self._pipelined(
                     lambda pipe: [pipe.hmget(n, ["v", "n"]) for n in names]
                 )
-        return [
-            None if value is None or version is None else Entry(cast(bytes, value), int(version))
-            for value, version in rows
-        ]
+        return [_entry_of(row) for row in rows]
+
+    async def get_many_and_read(
+        self, keys: Sequence[Key], pages: Sequence[tuple[Key, int, int]]
+    ) -> tuple[list[Entry | None], list[list[tuple[int, bytes]]]]:
+        """:meth:`get_many` of ``keys`` and :meth:`read` of each ``(stream, after, limit)`` of
+        ``pages``, in one pipeline: one round trip on one server (on a cluster, one per node)."""
+        names = [self._naming.entry(valid(key, self._naming.entries, "key")) for key in keys]
+        streams = []
+        for stream, after, limit in pages:
+            k = valid(stream, self._naming.streams, "stream")
+            self._check_page(limit, after)
+            streams.append((self._naming.stream(k)[0], after, limit))
+
+        def build(pipe: Any) -> None:
+            for n in names:
+                pipe.hmget(n, ["v", "n"])
+            for name, after, limit in streams:
+                pipe.xrange(name, min=f"0-{after + 1}", max="+", count=limit)
+
+        async with self._turn():
+            with self._guard():
+                rows = await self._pipelined(build)
+        entries = [_entry_of(row) for row in rows[: len(names)]]
+        return entries, [_page_of(r) for r in rows[len(names) :]]
 
     async def put(
         self,
@@ -349,13 +370,7 @@ class RedisStore(RedisListing):
                         self._naming.stream(k)[0], min=f"0-{after + 1}", max="+", count=limit
                     )
                 )
-        return [
-            (
-                int(cast(bytes, rid).split(b"-")[1]),
-                cast(dict[bytes, bytes], fields)[b"v"],
-            )
-            for rid, fields in rows or []
-        ]
+        return _page_of(rows)
 
     async def delete_stream(self, stream: Key) -> bool:
         name = self.redis_name(validate_key(stream, "stream"), ":stream")
@@ -398,3 +413,17 @@ def _written(reply: Any, key: Key, expected: int | None, fence: Fence | None) ->
     if not ok:
         raise VersionConflict(key, expected, int(found))
     return int(found)
+
+
+def _entry_of(row: Any) -> Entry | None:
+    """The entry of an ``HMGET name v n`` reply (None: no entry)."""
+    value, version = row
+    return None if value is None or version is None else Entry(cast(bytes, value), int(version))
+
+
+def _page_of(rows: Any) -> list[tuple[int, bytes]]:
+    """The ``(seq, value)`` rows of an ``XRANGE`` reply of a stream's entries ``0-<seq>``."""
+    return [
+        (int(cast(bytes, rid).split(b"-")[1]), cast(dict[bytes, bytes], fields)[b"v"])
+        for rid, fields in rows or []
+    ]

@@ -21,7 +21,6 @@ message's ``content`` and of a read's ``limit`` by :mod:`.rules.limits`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import anyio
 
@@ -40,7 +39,6 @@ class Mailbox:
     def __init__(self, store: BaseStore, keys: TeamKeys) -> None:
         self.store, self.keys = store, keys
         self._pipelined: bool | None = None
-        self._names: dict[tuple[Key, str], str] = {}
 
     async def deliver(
         self, sender: str, recipient: str, content: str, *, broadcast: bool = False
@@ -123,45 +121,17 @@ class Mailbox:
     ) -> tuple[Entry | None, list[int], dict[str, Listing[TeamMessage]]]:
         """:meth:`cursors_with`, and when :attr:`pages_in_round`, in the same pipeline the page of
         up to ``limit`` messages after ``after[m]`` of each member of ``after`` (as :meth:`read`
-        reads it): one round trip on Redis, where the cursors and the pages were two. The
-        commands are those of ``RedisStore.get_many`` (an entry's hash ``{v, n}``) and
-        ``RedisStore.read`` (a stream entry ``0-<seq>`` with field ``v``), sent through
-        ``RedisStore.call`` (its gate and error mapping); the step-reads tests compare the pages
-        with :meth:`read`'s on Redis."""
+        reads it): one round trip on Redis (``RedisStore.get_many_and_read``), where the cursors
+        and the pages were two."""
         if not self.pages_in_round:
             entry, cursors = await self.cursors_with(key, members)
             return entry, cursors, {}
         limit = limits.read_limit(limit)
-        entries = [self._name(k) for k in (key, *(self.keys.cursor(m) for m in members))]
-        streams = [(m, self._name(self.keys.inbox(m), ":stream"), a) for m, a in after.items()]
-
-        async def run(client: Any) -> list[Any]:
-            async with client.pipeline(transaction=False) as pipe:
-                for name in entries:
-                    pipe.hmget(name, ["v", "n"])
-                for _, name, a in streams:
-                    pipe.xrange(name, min=f"0-{a + 1}", max="+", count=limit)
-                return list(await pipe.execute())
-
-        rows = await self.store.call(run)  # type: ignore[attr-defined]
-        got = [
-            None if v is None or n is None else Entry(v, int(n)) for v, n in rows[: len(entries)]
-        ]
-        pages = {
-            m: _messages(
-                self.keys.inbox(m), [(int(rid.split(b"-")[1]), f[b"v"]) for rid, f in r or []]
-            )
-            for (m, _, _), r in zip(streams, rows[len(entries) :], strict=True)
-        }
-        return got[0], [_cursor_of(e) for e in got[1:]], pages
-
-    def _name(self, key: Key, kind: str = "") -> str:
-        """The Redis name of ``key`` (the store's :meth:`~..store.redis.RedisStore.redis_name`),
-        kept: a team's step reads the same few keys every time."""
-        name = self._names.get((key, kind))
-        if name is None:
-            name = self._names[(key, kind)] = self.store.redis_name(key, kind)  # type: ignore[attr-defined]
-        return name
+        keys = [key, *(self.keys.cursor(m) for m in members)]
+        pages = [(self.keys.inbox(m), a, limit) for m, a in after.items()]
+        entries, rows = await self.store.get_many_and_read(keys, pages)  # type: ignore[attr-defined]
+        read = {m: _messages(p[0], r) for m, p, r in zip(after, pages, rows, strict=True)}
+        return entries[0], [_cursor_of(e) for e in entries[1:]], read
 
     async def acknowledge(self, member: str, cursor: int) -> int:
         """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor."""

@@ -198,6 +198,35 @@ async def test_each_operation_is_one_round_trip(
     assert len(counter.calls) == 1
 
 
+async def test_entries_and_stream_pages_read_together_as_apart(
+    store: RedisStore, client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b, gone = ("t", "s", "a", "1"), ("t", "s", "a", "2"), ("t", "s", "a", "3")
+    log, empty = ("t", "s", "log"), ("t", "s", "none")
+    await store.put(a, b"va")
+    await store.put(b, b"vb")
+    await store.put(b, b"vb2", expected_version=1)
+    for i in range(5):
+        await store.append(log, b"e%d" % i)
+    counter = _CountingClient(client, monkeypatch)
+    pipelines: list[object] = []
+    real = store._pipelined
+
+    async def pipelined(build: Any) -> Any:
+        pipelines.append(build)
+        return await real(build)
+
+    monkeypatch.setattr(store, "_pipelined", pipelined)
+    pages = [(log, 1, 2), (log, 4, 10), (empty, 0, 10)]
+    entries, read = await store.get_many_and_read([a, b, gone], pages)
+    assert len(pipelines) == 1 and counter.calls == []  # one pipeline, no command of its own
+    assert entries == await store.get_many([a, b, gone])
+    assert read == [await store.read(s, after=n, limit=m) for s, n, m in pages]
+    assert read[0] == [(2, b"e1"), (3, b"e2")]
+    with pytest.raises(ValueError):
+        await store.get_many_and_read([a], [(log, -1, 10)])
+
+
 # --------------------------------------------------------------------------- expiry and indexes
 
 
