@@ -559,3 +559,21 @@ async def test_a_due_health_check_takes_redis_py_path(
     assert await script(args=["c"]) == b"c"
     assert len(writes) == 3
     await c.aclose()
+
+
+def test_a_connection_that_reads_its_own_way_keeps_redis_py_path() -> None:
+    """The lean send-and-read does the work of redis-py's ``read_response`` and send: a connection
+    class that overrides one of them (or a redis-py without hiredis' parser) keeps redis-py's."""
+    import redis
+
+    from agentscope_teams.store._redis_client import timer_send
+    from agentscope_teams.store._redis_lean import fits
+
+    class OwnRead(aioredis.Connection):
+        async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+            return await super().read_response(*args, **kwargs)
+
+    url = "redis://127.0.0.1:6379/0"
+    for klass, lean in ((aioredis.Connection, True), (OwnRead, False)):
+        pool = aioredis.ConnectionPool.from_url(url, connection_class=timer_send(redis, klass))
+        assert fits(pool) is lean
