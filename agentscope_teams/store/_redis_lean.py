@@ -12,13 +12,15 @@ h-rfast) that is most of the client CPU of a script call beside the socket write
 ``DEL``, ...) that has no response callback and no options (redis-py's ``keys=`` option, which only
 client-side caching reads, is allowed) as redis-py does, on the same pool, with:
 
-- a free connection taken from the pool's list directly when nobody holds the pool's lock and it is
-  connected with nothing pending (else the pool's ``get_connection``: connect, reconnect a dirty
-  one), and given back directly unless it must reconnect (else the pool's ``release``);
-- the command packed by ``hiredis`` from its bytes, str and int arguments without redis-py's
-  per-argument encoder (byte for byte as redis-py packs them; other values take redis-py's packer),
-  sent and its reply read by the connection's own methods (its socket timeouts, its disconnect on
-  any error or cancellation, ``NOSCRIPT`` raised as ``NoScriptError``);
+- a free connection taken from the pool's list directly (no coroutine) when nobody holds the pool's
+  lock and it is connected with nothing pending (else the pool's ``get_connection``: connect,
+  reconnect a dirty one), and given back directly unless it must reconnect (else ``release``);
+- the command packed by ``hiredis`` from its bytes, str, int and float arguments without
+  redis-py's per-argument encoder (byte for byte as redis-py packs them; other values take
+  redis-py's packer), written and its reply read by :func:`._redis_wire.exchange` (one timer for
+  both, redis-py's results: its socket timeouts, its disconnect on any error or cancellation,
+  ``NOSCRIPT`` raised as ``NoScriptError``) or, on a connection it does not take, by the
+  connection's own ``send_packed_command`` and ``read_response``;
 - the connection's own retry policy, disconnecting after each failure, as ``execute_command``.
 
 What it does not do: redis-py's own OpenTelemetry records (its ``observability`` module, which
