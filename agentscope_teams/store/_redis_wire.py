@@ -126,7 +126,7 @@ async def exchange(conn: Any, packed: list[bytes]) -> Any:
     if conn.health_check_interval:
         conn.next_health_check = get_running_loop().time() + conn.health_check_interval
     if isinstance(response, ResponseError):
-        raise response
+        raise response from None
     return response
 
 
