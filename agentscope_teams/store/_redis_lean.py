@@ -12,13 +12,15 @@ h-rfast) that is most of the client CPU of a script call beside the socket write
 ``DEL``, ...) that has no response callback and no options (redis-py's ``keys=`` option, which only
 client-side caching reads, is allowed) as redis-py does, on the same pool, with:
 
-- a free connection taken from the pool's list directly when nobody holds the pool's lock and it is
-  connected with nothing pending (else the pool's ``get_connection``: connect, reconnect a dirty
-  one), and given back directly unless it must reconnect (else the pool's ``release``);
-- the command packed by ``hiredis`` from its bytes, str and int arguments without redis-py's
-  per-argument encoder (byte for byte as redis-py packs them; other values take redis-py's packer),
-  sent and its reply read by the connection's own methods (its socket timeouts, its disconnect on
-  any error or cancellation, ``NOSCRIPT`` raised as ``NoScriptError``);
+- a free connection taken from the pool's list directly (no coroutine) when nobody holds the pool's
+  lock and it is connected with nothing pending (else the pool's ``get_connection``: connect,
+  reconnect a dirty one), and given back directly unless it must reconnect (else ``release``);
+- the command packed by ``hiredis`` from its bytes, str, int and float arguments without
+  redis-py's per-argument encoder (byte for byte as redis-py packs them; other values take
+  redis-py's packer), written and its reply read by :func:`._redis_wire.exchange` (one timer for
+  both, redis-py's results: its socket timeouts, its disconnect on any error or cancellation,
+  ``NOSCRIPT`` raised as ``NoScriptError``) or, on a connection it does not take, by the
+  connection's own ``send_packed_command`` and ``read_response``;
 - the connection's own retry policy, disconnecting after each failure, as ``execute_command``.
 
 What it does not do: redis-py's own OpenTelemetry records (its ``observability`` module, which
@@ -42,6 +44,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
 from redis.utils import HIREDIS_AVAILABLE
 
+from ._redis_client import _TimerSend
+from ._redis_wire import _AsyncHiredisParser, exchange, ready, wire_fits
+
 _DIRTY = (ConnectionError, TimeoutError, OSError)
 #: The commands that take the lean path (when redis-py has no response callback for them): the
 #: store's and its layers' hot single commands. Others (``HIMPORT``'s per-connection state, ...)
@@ -64,7 +69,8 @@ _RETRY_PARTS = ("_retries", "_is_retryable", "_supported_errors", "call_with_ret
 
 def fits(pool: ConnectionPool) -> bool:
     """Whether the installed redis-py has every part of ``pool`` the lean path uses (redis-py 8
-    has; older releases, which the ``redis`` extra admits, may lack some)."""
+    has; older releases, which the ``redis`` extra admits, may lack some), and its connections
+    send and read as redis-py's do (:func:`._redis_wire.wire_fits`)."""
     conn = pool.connection_class
     retry = pool.connection_kwargs.get("retry") or Retry(NoBackoff(), 0)
     return (
@@ -72,6 +78,7 @@ def fits(pool: ConnectionPool) -> bool:
         and all(hasattr(pool, part) for part in _POOL_PARTS)
         and all(hasattr(conn, part) for part in _CONNECTION_PARTS)
         and all(hasattr(retry, part) for part in _RETRY_PARTS)
+        and wire_fits(conn, _TimerSend.send_packed_command)
     )
 
 
@@ -90,7 +97,7 @@ class LeanRedis(Redis):
             or type(pool) is not ConnectionPool
         ):
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-        conn = await _take(pool)
+        conn = _take_idle(pool) or await _take(pool)
         try:
             retry = conn.retry
             if retry._retries or retry._is_retryable is not None:
@@ -100,12 +107,15 @@ class LeanRedis(Redis):
                     with_failure_count=True,
                 )
             try:  # call_with_retry without retries, inline
+                if ready(conn):
+                    return await exchange(conn, _pack(conn, args))
                 return await _send_read(conn, args)
             except retry._supported_errors as error:
                 await conn.disconnect(error=error, failure_count=1)
                 raise
         finally:
-            await _give_back(pool, conn)
+            if not _give_back_idle(pool, conn):
+                await pool.release(conn)
 
     def register_script(self, script: Any) -> Any:
         """A :class:`LeanScript` (redis-py's ``AsyncScript`` for a script given as bytes)."""
@@ -115,6 +125,8 @@ class LeanRedis(Redis):
 
 
 async def _send_read(conn: Any, args: tuple[Any, ...]) -> Any:
+    if ready(conn):
+        return await exchange(conn, _pack(conn, args))
     await conn.send_packed_command(_pack(conn, args))
     return await conn.read_response()
 
@@ -144,8 +156,33 @@ def _pack(conn: Any, args: tuple[Any, ...]) -> Any:
     return [pack_command(tuple(out))]
 
 
+def _take_idle(pool: Any) -> Any:
+    """The last free connection of ``pool``, taken, when nobody holds the pool's lock and it is
+    connected with nothing pending (``Connection.can_read`` of the hiredis parser, false); else
+    None (:func:`_take`)."""
+    free = pool._available_connections
+    if not free or pool._lock.locked():
+        return None
+    conn = free[-1]
+    parser, writer = conn._parser, conn._writer
+    if (
+        type(parser) is not _AsyncHiredisParser
+        or not parser._connected
+        or writer is None
+        or conn._reader is None
+        or parser._reader.has_data()
+    ):
+        return None
+    stream = parser._stream
+    if stream._buffer or stream.at_eof() or stream.exception() is not None:
+        return None
+    free.pop()
+    pool._in_use_connections.add(conn)
+    return conn
+
+
 async def _take(pool: Any) -> Any:
-    """A free connection of ``pool``, ready to send (``ConnectionPool.get_connection`` without its
+    """A connection of ``pool``, ready to send (``ConnectionPool.get_connection`` without its
     lock round trip and records when one is free, connected and clean)."""
     free = pool._available_connections
     if not free or pool._lock.locked():
@@ -165,19 +202,20 @@ async def _take(pool: Any) -> Any:
     return conn
 
 
-async def _give_back(pool: Any, conn: Any) -> None:
-    """``ConnectionPool.release`` without its lock round trip and records, unless the connection
-    must reconnect or re-authenticate (then the pool's own release)."""
+def _give_back_idle(pool: Any, conn: Any) -> bool:
+    """``ConnectionPool.release`` without its lock round trip and records (True), unless the
+    connection must reconnect or re-authenticate (False: the pool's own release)."""
+    in_use = pool._in_use_connections
     if (
         pool._lock.locked()
         or conn.should_reconnect()
         or getattr(conn, "_re_auth_token", None) is not None
-        or conn not in pool._in_use_connections
+        or conn not in in_use
     ):
-        await pool.release(conn)
-        return
-    pool._in_use_connections.remove(conn)
+        return False
+    in_use.remove(conn)
     pool._available_connections.append(conn)
+    return True
 
 
 class LeanScript:
