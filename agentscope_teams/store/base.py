@@ -91,6 +91,8 @@ __all__ = [
     "encode_prefix",
     "encode_segment",
     "field_records_of",
+    "RoundReads",
+    "round_reads_of",
     "Signals",
     "get_many",
     "is_shortened",
@@ -254,6 +256,25 @@ def field_records_of(store: object) -> FieldRecords | None:
     """``store`` as :class:`FieldRecords` when it declares the capability
     (:attr:`~.capabilities.StoreCapabilities.field_records`), else None."""
     if capabilities_of(store).field_records and isinstance(store, FieldRecords):
+        return store
+    return None
+
+
+@runtime_checkable
+class RoundReads(Protocol):
+    """The optional capability of reading entries and stream pages in one round trip (a
+    standalone Redis server: one pipeline). ``get_many_and_read`` returns what ``get_many(keys)``
+    and ``read(stream, after=after, limit=limit)`` of each of ``pages`` would."""
+
+    async def get_many_and_read(
+        self, keys: Sequence[Key], pages: Sequence[tuple[Key, int, int]]
+    ) -> tuple[list[Entry | None], list[list[tuple[int, bytes]]]]: ...
+
+
+def round_reads_of(store: object) -> RoundReads | None:
+    """``store`` as :class:`RoundReads` when it declares the capability
+    (:attr:`~.capabilities.StoreCapabilities.round_reads`), else None."""
+    if capabilities_of(store).round_reads and isinstance(store, RoundReads):
         return store
     return None
 

@@ -32,6 +32,9 @@ class StoreCapabilities:
     #: Named fields beside an entry's value, rewritten in part (:class:`~.base.FieldRecords`;
     #: Redis): session records keep their context in segments there.
     field_records: bool = False
+    #: Entries and stream pages read together in one round trip (:class:`~.base.RoundReads`;
+    #: a standalone Redis server: one pipeline).
+    round_reads: bool = False
 
 
 def capabilities_of(store: object) -> StoreCapabilities:
@@ -49,6 +52,7 @@ def capabilities_of(store: object) -> StoreCapabilities:
         shared_across_processes=bool(getattr(store, "shared_across_processes", True)),
         shared_across_hosts=bool(getattr(store, "shared_across_hosts", False)),
         field_records=False,
+        round_reads=False,
     )
 
 

@@ -153,12 +153,14 @@ class RedisStore(RedisListing):
     @property
     def capabilities(self) -> StoreCapabilities:
         """The Redis board queue, signals (unless ``signals_enabled`` is False), fencing,
-        listing, field records; shared by every process and host that reaches the server."""
+        listing, field records, round reads on one server; shared by every process and host
+        that reaches the server."""
         return StoreCapabilities(
             signals=self.signals_enabled,
             board_queue="redis",
             shared_across_hosts=True,
             field_records=True,
+            round_reads=not self.cluster,  # a cluster's pipeline is a round trip per node
         )
 
     @property

@@ -26,7 +26,7 @@ import anyio
 
 from ..errors import VersionConflict
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
-from ..store.base import BaseStore, Entry, Key, get_many, shared_across_processes
+from ..store.base import BaseStore, Entry, Key, get_many, round_reads_of, shared_across_processes
 from .rules import limits
 from .rules.models import InboxCursor, TeamKeys, TeamMessage
 
@@ -38,7 +38,7 @@ class Mailbox:
 
     def __init__(self, store: BaseStore, keys: TeamKeys) -> None:
         self.store, self.keys = store, keys
-        self._pipelined: bool | None = None
+        self._rounds = round_reads_of(store)
 
     async def deliver(
         self, sender: str, recipient: str, content: str, *, broadcast: bool = False
@@ -110,26 +110,25 @@ class Mailbox:
 
     @property
     def pages_in_round(self) -> bool:
-        """Whether :meth:`round_with` reads inbox pages in its one round trip (a standalone
-        Redis store: one pipeline); elsewhere it reads none and the caller reads them."""
-        if self._pipelined is None:
-            self._pipelined = _standalone_redis(self.store)
-        return self._pipelined
+        """Whether :meth:`round_with` reads inbox pages in its one round trip (a store with
+        round reads: a standalone Redis server); elsewhere it reads none and the caller reads
+        them."""
+        return self._rounds is not None
 
     async def round_with(
         self, key: Key, members: Sequence[str], after: Mapping[str, int], limit: int
     ) -> tuple[Entry | None, list[int], dict[str, Listing[TeamMessage]]]:
         """:meth:`cursors_with`, and when :attr:`pages_in_round`, in the same pipeline the page of
         up to ``limit`` messages after ``after[m]`` of each member of ``after`` (as :meth:`read`
-        reads it): one round trip on Redis (``RedisStore.get_many_and_read``), where the cursors
+        reads it): one round trip (:func:`~..store.base.round_reads_of`), where the cursors
         and the pages were two."""
-        if not self.pages_in_round:
+        if self._rounds is None:
             entry, cursors = await self.cursors_with(key, members)
             return entry, cursors, {}
         limit = limits.read_limit(limit)
         keys = [key, *(self.keys.cursor(m) for m in members)]
         pages = [(self.keys.inbox(m), a, limit) for m, a in after.items()]
-        entries, rows = await self.store.get_many_and_read(keys, pages)  # type: ignore[attr-defined]
+        entries, rows = await self._rounds.get_many_and_read(keys, pages)
         read = {m: _messages(p[0], r) for m, p, r in zip(after, pages, rows, strict=True)}
         return entries[0], [_cursor_of(e) for e in entries[1:]], read
 
@@ -173,15 +172,6 @@ def _messages(inbox: Key, rows: list[tuple[int, bytes]]) -> Listing[TeamMessage]
         msg.seq = seq
         out.append(msg)
     return Listing(out, problems)
-
-
-def _standalone_redis(store: BaseStore) -> bool:
-    """Whether ``store`` is a Redis store on one server (every key of a team on it)."""
-    try:
-        from ..store.redis import RedisStore
-    except ImportError:  # the redis extra is not installed: no Redis store either
-        return False
-    return isinstance(store, RedisStore) and not store.cluster
 
 
 def _cursor_of(entry: Entry | None) -> int:

@@ -23,7 +23,11 @@ EXPECTED = {
     "mariadb": StoreCapabilities(board_queue="sql", shared_across_hosts=True),
     "postgres": StoreCapabilities(signals=True, board_queue="sql", shared_across_hosts=True),
     "redis": StoreCapabilities(
-        signals=True, board_queue="redis", shared_across_hosts=True, field_records=True
+        signals=True,
+        board_queue="redis",
+        shared_across_hosts=True,
+        field_records=True,
+        round_reads=True,
     ),
     "redis-cluster": StoreCapabilities(
         signals=True, board_queue="redis", shared_across_hosts=True, field_records=True
