@@ -55,7 +55,8 @@ def from_url(url: str) -> tuple[str, dict[str, Any]]:
             found[name] = int(value) if name == "replica_acks" else float(value)
         except ValueError:
             raise ConfigurationError(
-                f"the Redis URL's {name} must be a number, got {value!r}"
+                f"the Redis URL's {name} must be a number, got {value!r}; e.g. "
+                "?replica_acks=1&replica_ack_timeout=2.5"
             ) from None
     return urlunsplit(parts._replace(query=urlencode(rest))), found
 
@@ -123,4 +124,7 @@ async def on_cluster(
             if isinstance(found, Exception):
                 raise found
         return reply, int(acks)
-    raise e.ClusterError("TTL exhausted.")
+    raise e.ClusterError(  # redis-py's own words for it, and which slot
+        f"TTL exhausted: slot {slot} was still redirected after "
+        f"{client.RedisClusterRequestTTL} tries; the cluster is resharding or failing over"
+    )
