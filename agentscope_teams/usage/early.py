@@ -29,18 +29,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
 
 from ..message import Msg
-from ..model.base import ChatModel, ModelResponse, ToolSchema
-from .estimate import PER_MESSAGE, estimate_output, message_chars, tokens, tool_chars
-from .governor import EARLY, Scope, admission, current_scope
+from ..model.base import ChatModel, ModelResponse
+from .estimate import PER_MESSAGE, message_chars, output_tokens, tokens, tool_chars
+from .governor import EARLY, UNGOVERNED, Scope, Ungoverned, admission, current_scope
 from .limiter import settle_of
 from .rules import Admission, Admitted
 
@@ -58,7 +57,6 @@ HINTS_SIZE = 4096
 TEXT_OVERHEAD = 40
 
 _HINTS: OrderedDict[Hashable, int] = OrderedDict()
-_TOOL_CHARS: weakref.WeakKeyDictionary[object, tuple[int, int]] = weakref.WeakKeyDictionary()
 
 
 class Loop(Protocol):
@@ -103,14 +101,9 @@ def estimate_early(loop: Loop, session: Hashable, input: object) -> int:
 
 
 def _tool_chars(toolkit: Any) -> int:
-    """The length of ``toolkit``'s schemas as a request carries them (kept per toolkit)."""
-    if toolkit is None or not len(toolkit):
-        return 0
-    found = _TOOL_CHARS.get(toolkit)
-    if found is None or found[0] != len(toolkit):
-        schemas: Sequence[ToolSchema] = toolkit.schemas()
-        found = _TOOL_CHARS[toolkit] = (len(toolkit), tool_chars(schemas))
-    return found[1]
+    """The length of ``toolkit``'s schemas as a request carries them (each schema measured once:
+    :func:`.estimate.tool_chars`)."""
+    return tool_chars(toolkit.schemas()) if toolkit is not None and len(toolkit) else 0
 
 
 def _input_tokens(input: object) -> int:
@@ -180,9 +173,7 @@ class Early:
         """The call ends: release the admission if no request took it; keep the hint."""
         if self.last is not None:
             est_in, response = self.last
-            out = 0 if response is None else response.usage.output_tokens  # as the provider counted
-            if response is not None and not out:
-                out = estimate_output(response)
+            out = 0 if response is None else output_tokens(response)
             _keep_hint(self.session, est_in + out)
         if self.open:
             self.open = False
@@ -215,32 +206,15 @@ class Early:
             await backend.settles.run(release)
 
 
-def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock | NoEarly:
+def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock | Ungoverned:
     """Send the ``ADMIT`` of the block's first model call now, beside the block's first work (a
     call's session lease and load), for ``loop`` answering ``input`` on ``session``; release it at
-    the end if no request took it. A no-op without a bound governor (the shared :data:`NO_EARLY`)
+    the end if no request took it. A no-op without a bound governor (the shared :data:`~.governor.UNGOVERNED`)
     or an asyncio loop, when nothing applies to the call, or when its price is unknown (the
     request's admission says so)."""
     if current_scope() is None:
-        return NO_EARLY
+        return UNGOVERNED
     return EarlyBlock(loop, session, input)
-
-
-class NoEarly:
-    """The block of a call without a governor: a shared no-op whose ``__aexit__`` is a static
-    method, so the call's ``async with`` holds that function, not a bound method made per call."""
-
-    __slots__ = ()
-
-    async def __aenter__(self) -> None:
-        return None
-
-    @staticmethod
-    async def __aexit__(et: object, e: object, tb: object) -> None:
-        return None
-
-
-NO_EARLY = NoEarly()
 
 
 class EarlyBlock:

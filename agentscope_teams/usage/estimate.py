@@ -63,3 +63,8 @@ def estimate_input(request: ModelRequest) -> int:
 def estimate_output(response: ModelResponse) -> int:
     """Tokens the response's text and tool calls may count for."""
     return tokens(len(response.model_dump_json(include={"content"}))) + PER_MESSAGE
+
+
+def output_tokens(response: ModelResponse) -> int:
+    """The output tokens the provider counted for ``response``, else an estimate."""
+    return response.usage.output_tokens or estimate_output(response)

@@ -47,7 +47,7 @@ from ..tracing.usage import GOVERNANCE
 from .backend import UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
-from .limiter import admit, count_wait, hold_off, limiter_key, rates_of, settle_of
+from .limiter import admit, count_wait, hold_off, labels_of, limiter_key, rates_of, settle_of
 from .prices import Price, PriceBook
 from .rules import Admission, Limit, Rates, Refusal
 from .settles import Pending
@@ -226,7 +226,7 @@ class Terms:
 
 def _terms_of(gov: UsageGovernor, model: ChatModel) -> Terms:
     limit = gov.rate_limit_for(model)
-    provider, name = str(getattr(model, "provider", "")), model.model_name
+    provider, name = labels_of(model)
     if limit is None:
         return Terms(provider, name, None, None, Rates())
     return Terms(provider, name, limit, limiter_key(model), rates_of(limit))
@@ -379,12 +379,14 @@ class ModelCall:
                 await _settle_soon(scope, a, used)
 
 
-class _Ungoverned:
-    """The block of a model call with no governor bound: a shared no-op."""
+class Ungoverned:
+    """The block of a model call (:func:`model_call`), or of a call's early admission
+    (:func:`~.early.admit_early`), with no governor bound: a shared no-op whose ``__aexit__`` is
+    a static method, so an ``async with`` holds that function, not a bound method made per call."""
 
     __slots__ = ()
 
-    async def __aenter__(self) -> _Ungoverned:
+    async def __aenter__(self) -> Ungoverned:
         return self
 
     @staticmethod
@@ -396,14 +398,15 @@ class _Ungoverned:
         return None
 
 
-_UNGOVERNED = _Ungoverned()
+#: The shared :class:`Ungoverned` block.
+UNGOVERNED = Ungoverned()
 
 
-def model_call(model: ChatModel, request: ModelRequest) -> ModelCall | _Ungoverned:
+def model_call(model: ChatModel, request: ModelRequest) -> ModelCall | Ungoverned:
     """Govern one model call (see the module docs): ``async with model_call(m, r) as call:``,
     then ``call.done(response)``; a shared no-op when no governor is bound."""
     scope = current_scope()
-    return _UNGOVERNED if scope is None else ModelCall(scope, model, request)
+    return UNGOVERNED if scope is None else ModelCall(scope, model, request)
 
 
 def admission(
