@@ -151,10 +151,14 @@ class Database:
             return Retry()
         if failure is Failure.LOST:
             return self.unavailable(e)
+        return self._failed(op, e, sqlstate(e))
+
+    def _failed(self, op: str, e: BaseException, code: str) -> StoreError:
+        """The error of ``op`` refused by the database for ``e`` (``code``: its own code)."""
         return StoreError(
             f"{op} failed on {self.url}: {self._redact(reason(e))}",
-            public=f"{op} failed in the {self.label} store "
-            f"({sqlstate(e)}); the server's log has the details",
+            public=f"{op} failed in the {self.label} store ({code}); the server's log has "
+            "the details",
         )
 
     async def _checkout(self) -> Any:
@@ -194,11 +198,7 @@ class Database:
                 if e.connection_invalidated:
                     raise self.unavailable(e) from e
                 if not is_transient(self.kind, e):
-                    raise StoreError(
-                        f"{op} failed on {self.url}: {self._redact(reason(e))}",
-                        public=f"{op} failed in the {self.label} store "
-                        f"({code_of(e)}); the server's log has the details",
-                    ) from e
+                    raise self._failed(op, e, code_of(e)) from e
             await anyio.sleep(random.uniform(0, min(0.25, 0.002 * 2**attempt)))
         conflicts = f"kept hitting lock conflicts ({MAX_ATTEMPTS} attempts)"
         raise StoreError(
