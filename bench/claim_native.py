@@ -9,7 +9,8 @@ native boards alternating, one whose other member holds ``HELD`` tasks and one h
 
 With ``AGENTSCOPE_TEAMS_BENCH_PRIVATE_REDIS`` set to the URL of a Redis server nothing else uses
 (its ``INFO commandstats`` are server-wide and reset each round), a third table splits the Redis
-claim and CAS into client CPU (``time.process_time``) and server time per script call.
+claim and CAS into client CPU (``time.process_time``) and server time per script call (``EVALSHA``,
+or ``FCALL`` where the board's queue calls its Redis functions).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _costed(op: Op, server: Any, costs: dict[str, list[float]]) -> RoundFn:
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         stats = await server.info("commandstats")
         costs["cpu"].append(cpu / ops)
-        costs["server"].append(stats.get("cmdstat_evalsha", {}).get("usec", 0) / 1e6 / ops)
+        usec = sum(stats.get(f"cmdstat_{c}", {}).get("usec", 0) for c in ("evalsha", "fcall"))
+        costs["server"].append(usec / 1e6 / ops)
         return wall / ops
 
     return run
@@ -123,7 +125,7 @@ async def _private(url: str, ops: int, rounds: int) -> str:
         cpu, srv = (Sample(name, costs[name][k][-rounds:]) for k in ("cpu", "server"))
         rows.append([name, fmt(walls[name], us), fmt(cpu, us), fmt(srv, us)])
     cost = walls["native"].median / walls["cas"].median
-    head = ["subject", "wall µs", "client CPU µs", "server µs (EVALSHA)"]
+    head = ["subject", "wall µs", "client CPU µs", "server µs (EVALSHA / FCALL)"]
     return table(head, rows) + f"\n\nnative / CAS (wall): {cost:.2f}"
 
 

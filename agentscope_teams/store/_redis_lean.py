@@ -52,7 +52,7 @@ _DIRTY = (ConnectionError, TimeoutError, OSError)
 #: store's and its layers' hot single commands. Others (``HIMPORT``'s per-connection state, ...)
 #: take redis-py's ``execute_command``.
 LEAN_COMMANDS = frozenset(
-    {"EVALSHA", "HMGET", "HGET", "PUBLISH", "DEL", "EXISTS", "ZADD", "ZREM", "ZRANGEBYLEX"}
+    {"EVALSHA", "FCALL", "HMGET", "HGET", "PUBLISH", "DEL", "EXISTS", "ZADD", "ZREM", "ZRANGEBYLEX"}
 )
 
 pack_command: Any = None

@@ -14,6 +14,18 @@ import anyio
 
 from agentscope_teams.store import BaseStore
 
+#: The commands that run a script: its first key is the third argument.
+SCRIPT_CALLS = ("EVALSHA", "FCALL")
+
+
+def board_call(store: BaseStore) -> str:
+    """The command the board's native queue runs its scripts with on ``store`` (once it has run
+    one): ``FCALL`` where the store calls the queue's Redis functions, else ``EVALSHA``."""
+    from agentscope_teams.teams.queues import redis as queue_redis
+
+    prepared = queue_redis._PREPARED[store]  # type: ignore[index]
+    return "FCALL" if isinstance(prepared["CLAIM"], queue_redis._Function) else "EVALSHA"
+
 
 @dataclass
 class RoundTrips:
@@ -104,7 +116,7 @@ async def _count_redis(
 
     async def counted(*args: Any, **options: Any) -> Any:
         counter.seen.append(str(args[0]))
-        first = args[3] if args[0] == "EVALSHA" and len(args) > 3 else args[1:2]
+        first = args[3] if args[0] in SCRIPT_CALLS and len(args) > 3 else args[1:2]
         counter.keys.append(str(first[0] if isinstance(first, tuple) else first))
         await through_gate()
         return await original(*args, **options)

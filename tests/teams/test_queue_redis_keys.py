@@ -60,8 +60,9 @@ async def store(
     store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[StoreBackend]:
     monkeypatch.setattr(queue_redis, "OPEN_STANDALONE", False)  # declare as on a cluster
-    for name in queue_redis._SCRIPT_NAMES:
-        monkeypatch.setattr(lua, name, checked(getattr(lua, name)))
+    monkeypatch.setattr(queue_redis, "FUNCTIONS", False)  # the scripts (the functions' bodies)
+    for name, source in lua.SCRIPTS.items():
+        monkeypatch.setitem(lua.SCRIPTS, name, checked(source))
     for name in STORE_SCRIPTS:  # registered by each new RedisStore
         monkeypatch.setattr(redis_store, name, checked(getattr(redis_store, name)))
     monkeypatch.setattr(
@@ -185,10 +186,10 @@ async def test_a_standalone_claim_declares_no_record_and_needs_no_second_call(
         monkeypatch.setattr(client_, "execute_command", recorded)
         got = await board.claim_next("a", 30)
         assert got is not None and got.id == free.id
-        assert [(a[0], a[2]) for a in sent if a[0] != "SCRIPT LOAD"] == [("EVALSHA", 3)]
+        assert [(a[0], a[2]) for a in sent if a[0] != "FUNCTION LOAD"] == [("FCALL", 3)]
         # its 3 sets and 6 arguments (now, standalone, member, lease, prefer own, offset): the
         # record names, the ISO time, the lease in ms and the scan limit are derived in the script
-        (call,) = [a for a in sent if a[0] == "EVALSHA"]
+        (call,) = [a for a in sent if a[0] == "FCALL"]
         assert len(call) == 3 + 3 + 6
 
 
@@ -210,8 +211,9 @@ async def test_a_claim_script_runs_seven_commands(
     between the indexes and write record and version in one HSET."""
     if store_spec.backend != "redis":
         pytest.skip("counted on a standalone server")
-    monkeypatch.setattr(
-        lua, "CLAIM_NEXT", COUNT + lua.CLAIM_NEXT.replace("redis.call(", "__counted(")
+    monkeypatch.setattr(queue_redis, "FUNCTIONS", False)  # the script: the function's body
+    monkeypatch.setitem(
+        lua.SCRIPTS, "CLAIM_NEXT", COUNT + lua.CLAIM_NEXT.replace("redis.call(", "__counted(")
     )
     async with store_spec.open() as store:
         assert isinstance(store, RedisStore)

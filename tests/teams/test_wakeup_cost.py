@@ -40,7 +40,7 @@ from agentscope_teams.teams.rules.models import MemberStatus, TeamStatus
 from ..backends import StoreSpec
 from .board_paths import native_spec
 from .helpers import SPEC_DIR
-from .round_trips import count_round_trips
+from .round_trips import board_call, count_round_trips
 
 pytestmark = pytest.mark.anyio
 
@@ -101,11 +101,12 @@ async def test_a_wake_up_step_reads_everything_in_one_round(
                 with anyio.fail_after(10):  # a guard, not a latency assertion
                     await runtime.step()  # finds the task, takes the lease, launches the call
             named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
+            board = f"{board_call(store)} board"  # FCALL: the queue's Redis functions
             # before (issue 26's h-wake3): the record, then the board beside the cursor, then the
             # inbox after the cursor: three reads in sequence; before h-wake5 the record and the
             # cursors were two reads of the round (an HMGET, a pipeline); before h-wake6 the
             # inbox page was a third (an XRANGE of its own)
-            assert sorted(named[:2]) == ["EVALSHA board", "PIPELINE HMGET XRANGE team"], named
+            assert sorted(named[:2]) == [board, "PIPELINE HMGET XRANGE team"], named
             # before issue 26's h-wake4: the board's held page, then the lease
             assert named[2:] == ["EVALSHA member-lease"], named
             await _calls_end(runtime)
@@ -158,9 +159,10 @@ def _claims_then_completes(request: ModelRequest) -> Any:
 
 async def _wake_for_assigned_task(
     store_spec: StoreSpec, tmp_path: Path, user: str, model: Any, client: Any = LocalTeamClient
-) -> tuple[Any, list[str]]:
+) -> tuple[Any, list[str], str]:
     """A reviewer woken by a task assigned to it, stepped until its calls end: the task after,
-    and the store commands of the wake-up step, each named by its kind of key."""
+    the store commands of the wake-up step, each named by its kind of key, and the name of a
+    board script's call among them."""
     async with store_spec.open() as store:
         ctx = RuntimeContext(session_id="lead", user_id=user)
         lead = LocalTeamClient(store, ctx)
@@ -176,7 +178,9 @@ async def _wake_for_assigned_task(
             task = (await lead.list_tasks(team.id))[0]
         finally:
             await runtime.aclose()
-    return task, [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
+        board = f"{board_call(store)} board"
+    named = [f"{c} {_kind(k)}" for c, k in zip(counter.seen, counter.keys, strict=True)]
+    return task, named, board
 
 
 async def test_a_woken_member_claims_before_its_session_is_saved(
@@ -188,9 +192,9 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     comes between the load and the claim (claimTask is idempotent: a crash there only has the
     model claim again, and gets it the task it holds)."""
     model = ScriptedModel(_claims_then_completes)
-    task, named = await _wake_for_assigned_task(store_spec, tmp_path, "wake-claim", model)
+    task, named, board = await _wake_for_assigned_task(store_spec, tmp_path, "wake-claim", model)
     assert task.status.value == "completed"
-    scripts = [i for i, n in enumerate(named) if n == "EVALSHA board"]
+    scripts = [i for i, n in enumerate(named) if n == board]
     to_claim = named[: scripts[1] + 1]  # the step's board read, then the claim
     # the step: the team record once with the cursor and the inbox page (one pipeline; before
     # issue 26's h-wake5 an HMGET, a pipeline and an XRANGE), the board (both first pages: one
@@ -201,11 +205,11 @@ async def test_a_woken_member_claims_before_its_session_is_saved(
     assert sorted(to_claim) == sorted(
         [
             "PIPELINE HMGET XRANGE team",  # the inbox page too (before issue 26's h-wake6: alone)
-            "EVALSHA board",
+            board,
             "EVALSHA member-lease",
             "EVALSHA team",
             "EVALSHA session-lease",
-            "EVALSHA board",
+            board,
         ]
     ), named
 
@@ -243,15 +247,15 @@ async def test_the_model_is_asked_beside_the_status_write_and_the_claim_waits_fo
         return _claims_then_completes(request)
 
     model = ScriptedModel(member)
-    task, named = await _wake_for_assigned_task(
+    task, named, board = await _wake_for_assigned_task(
         store_spec, tmp_path, "wake-status", model, _HeldStatus
     )
     assert task.status.value == "completed" and task.owner == "reviewer"
     assert at_request[0] == []  # asked before the status was written
-    claim = [i for i, n in enumerate(named) if n == "EVALSHA board"][1]
+    claim = [i for i, n in enumerate(named) if n == board][1]
     # the status written before the claim, the claim's guard current: no team read, one script
     assert named[: claim + 1].count("EVALSHA team") == 1, named
-    assert "HMGET team" not in named[:claim] and named.count("EVALSHA board") == 3, named
+    assert "HMGET team" not in named[:claim] and named.count(board) == 3, named
 
 
 class _TeamEndsFirst(LocalTeamClient):
@@ -275,7 +279,7 @@ async def test_a_member_whose_team_ended_before_its_status_write_stops_its_call(
             await anyio.sleep_forever()
 
     # its runtime's calls must end: after 10 s it fails if the call waits for the model
-    task, _ = await _wake_for_assigned_task(
+    task, _, _ = await _wake_for_assigned_task(
         store_spec, tmp_path, "wake-ended", Silent([]), _TeamEndsFirst
     )
     assert task.status.value == "pending" and task.owner is None

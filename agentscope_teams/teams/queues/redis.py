@@ -11,7 +11,10 @@ they share the team's hash slot with its records:
   ``prefer_own`` (a lex range per member).
 
 The scripts (:mod:`.redis_lua`) check the claim rule on the records they read and write the
-new record with version + 1 and its index moves atomically. A claim's cost does not depend on held
+new record with version + 1 and its index moves atomically. On a standalone Redis 7+ without
+``replica_acks`` they run as the functions of one library, loaded once per store (``FCALL``:
+their helpers are not rebuilt on every call); elsewhere as scripts (``EVALSHA``; see
+:func:`_prepare`). A claim's cost does not depend on held
 tasks (they are not in the pending set); it grows only with pending tasks it must pass by (assigned
 to others, or waiting on blockers), read inside the script, :data:`SCAN` at a time. A lease expiry
 is exact to the millisecond: the held score is the record's ``lease_expires_at``, written at ms
@@ -34,11 +37,14 @@ one per batch; ``open_tasks``: one for the first page of both sets, then one per
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary, WeakSet
+from weakref import WeakKeyDictionary
+
+from redis.exceptions import ResponseError
 
 from ...errors import ConfigurationError, StoreUnavailableError
 from ...listing import UNREADABLE
@@ -65,6 +71,7 @@ OPEN_STANDALONE = True
 #: Ids a team's hints keep from this process's own enqueues, claims and NEED replies.
 RECENT = 32
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+log = logging.getLogger(__name__)
 _PROBES = ("t-0", "t-12345")
 #: FINISH's reply when its team guard is stale (nothing written).
 _TEAM_CHANGED = -3
@@ -92,18 +99,53 @@ def _names(store: RedisStore, keys: TeamKeys) -> tuple[list[str], str] | None:
     return [pending, held, store.redis_name(keys.held_prefix(), ":owners")], before
 
 
-_SCRIPT_NAMES = ("CLAIM_NEXT", "CLAIM", "FINISH", "RELEASE", "RENEW", "CANCEL", "REAP", "OPEN_PAGE")
-_REGISTERED: WeakKeyDictionary[RedisStore, dict[str, Any]] = WeakKeyDictionary()
-#: Stores whose servers have every queue script loaded (see :meth:`RedisStore.load_scripts`).
-_LOADED: WeakSet[RedisStore] = WeakSet()
+#: What each store runs a queue script as (see :func:`_prepare`), once per store.
+_PREPARED: WeakKeyDictionary[RedisStore, dict[str, Any]] = WeakKeyDictionary()
+#: Whether a store may call the queue's Redis functions (the tests turn it off to run the scripts).
+FUNCTIONS = True
 
 
-def _scripts_of(store: RedisStore) -> dict[str, Any]:
-    """The scripts registered on ``store``'s client, once per store (a board is built per call)."""
-    found = _REGISTERED.get(store)
+class _Function:
+    """A queue script run as its function of :data:`.redis_lua.LIBRARY` (``FCALL``), called as a
+    registered script is: ``await f(keys=..., args=...)``. A server that lost the library (a
+    restart without persistence, ``FUNCTION FLUSH``) has it loaded again, once per call."""
+
+    __slots__ = ("client", "name")
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.client, self.name = client, name
+
+    async def __call__(self, keys: Sequence[str] = (), args: Sequence[Any] = ()) -> Any:
+        run = self.client.execute_command
+        try:
+            return await run("FCALL", self.name, len(keys), *keys, *args)
+        except ResponseError as exc:
+            if str(exc) != "Function not found":  # redis-py's text of the server's reply
+                raise
+            await self.client.function_load(lua.LIBRARY, replace=True)
+            return await run("FCALL", self.name, len(keys), *keys, *args)
+
+
+async def _prepare(store: RedisStore) -> dict[str, Any]:
+    """What ``store`` runs each queue script as, its server made ready once per store: the
+    library's functions (one ``FUNCTION LOAD``) on a standalone Redis 7+ without
+    ``replica_acks``; else the scripts by ``EVALSHA`` (loaded on every primary), as on Redis 6,
+    a cluster (a library would be loaded on each primary and again after each failover) and with
+    ``replica_acks`` (whose ``WAIT`` follows an ``EVALSHA``)."""
+    found = _PREPARED.get(store)
+    if found is not None:
+        return found
+    if FUNCTIONS and not store.cluster and not store.replica_acks:
+        try:
+            await store.call(lambda client: client.function_load(lua.LIBRARY, replace=True))
+        except ResponseError as exc:  # no FUNCTION command (Redis < 7), or not allowed (ACL)
+            log.info("Redis functions unavailable, the board queue runs scripts: %s", exc)
+        else:
+            found = {n: _Function(store.client, f) for n, f in lua.FUNCTIONS.items()}
     if found is None:
-        found = {n: store.register_script(getattr(lua, n)) for n in _SCRIPT_NAMES}
-        _REGISTERED[store] = found
+        await store.load_scripts(list(lua.SCRIPTS.values()))
+        found = {n: store.register_script(s) for n, s in lua.SCRIPTS.items()}
+    _PREPARED[store] = found
     return found
 
 
@@ -164,7 +206,6 @@ class RedisBoardQueue:
             )
         self.store, self.keys = store, keys
         self._keys, self._before = names
-        self._scripts = _scripts_of(store)
         self._hints = _hints_of(store, self._keys[0])
         #: A standalone server: scripts read undeclared records (see :mod:`.redis_lua`).
         self._open = OPEN_STANDALONE and not store.cluster
@@ -184,9 +225,7 @@ class RedisBoardQueue:
         """Run ``script`` with the records of ``ids`` declared, adding those a NEED reply asks
         for, until it answers (at most :data:`MAX_ROUNDS` calls). A ``guard``'s version is the
         last argument and its team record the last key (same hash slot: the team's tag)."""
-        if self.store not in _LOADED:  # once per store: every script on every primary
-            await self.store.load_scripts([getattr(lua, n) for n in _SCRIPT_NAMES])
-            _LOADED.add(self.store)
+        scripts = _PREPARED.get(self.store) or await _prepare(self.store)
         argv = [str(_us(now)), self._flag, *map(str, args)]
         tail: list[str] = []
         if guard is not None:
@@ -196,7 +235,7 @@ class RedisBoardQueue:
         for _ in range(MAX_ROUNDS):
             keys = [*self._keys, *map(self._record, declared), *tail]
             run = self.store.run_script
-            reply = await run(self._scripts[script], keys, argv, writes=script != "OPEN_PAGE")
+            reply = await run(scripts[script], keys, argv, writes=script != "OPEN_PAGE")
             if not (isinstance(reply, list) and reply and int(reply[0]) == lua.NEED):
                 return reply
             asked = [raw.decode() for raw in reply[1:]]

@@ -1,6 +1,9 @@
 """The Lua scripts of :mod:`.redis`: the claim rule and the transitions, once, on Redis.
 
-Every script starts with :data:`PRELUDE`. Keys: ``KEYS[1]`` the pending set (score: sequence,
+Every script is :data:`PRELUDE` (the :data:`HELPERS`, then ``begin(KEYS, ARGV)``: the call's
+state) and its body. The same bodies are the functions of one Redis Functions library
+(:data:`LIBRARY`, Redis 7+), whose helpers are defined once when it loads instead of on every call
+(:mod:`.redis` says where each runs). Keys: ``KEYS[1]`` the pending set (score: sequence,
 member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: task id),
 ``KEYS[3]`` the owners set (score 0, member ``owner NUL seq NUL id``, read by lex range), then
 ``KEYS[4..]`` the task records the client *declared*. Task records are the store's entries (hash
@@ -30,6 +33,8 @@ hint...}``, ``{0, hint...}`` (nothing claimable) or ``{2, offset, hint...}`` (sc
 call again from ``offset``), where the hints are the pending ids its next call will likely read.
 """
 
+import hashlib
+
 #: The reply code of a script that needs records the client did not declare (the ids follow).
 NEED = 3
 #: The end of a team's pending set's name, and what replaces it to name a task record (+ the id).
@@ -37,21 +42,30 @@ PENDING_SUFFIX, RECORD_INFIX = "open:queue", "task/"
 #: Pending tasks one claim script passes by before answering "more" (the board then calls again).
 SCAN = 256
 
-PRELUDE = r"""
-local P, H, O = KEYS[1], KEYS[2], KEYS[3]
-local BEFORE = string.sub(P, 1, #P - #'$PENDING_SUFFIX') .. '$RECORD_INFIX'
-local NOW_US = tonumber(ARGV[1])
-local NOW = math.floor(NOW_US / 1000)
--- '1': a standalone server, where a script may read records it was not given (no NEED replies)
-local OPEN = ARGV[2] == '1'
-local NULL = cjson.null
+HELPERS = r"""
+-- A call's state, set by begin(KEYS, ARGV) before anything else runs.
+local K, P, H, O, BEFORE, NOW_US, NOW, OPEN
+-- The records the client declared (a read of any other id is noted in NEED instead); the ids
+-- noted; the version of each record read (its 'n' field), so that a save writes it in the same
+-- command; now as ISO text, made once.
+local DECLARED, NEED, NEEDED, VERSION, NOW_ISO
+-- cjson.null (a library's load sees no cjson, so it is set with the call's state)
+local NULL
 local AHEAD = 16
+
+local function begin(keys, argv)
+  K, P, H, O, NULL = keys, keys[1], keys[2], keys[3], cjson.null
+  BEFORE = string.sub(P, 1, #P - #'$PENDING_SUFFIX') .. '$RECORD_INFIX'
+  NOW_US = tonumber(argv[1])
+  NOW = math.floor(NOW_US / 1000)
+  -- '1': a standalone server, where a script may read records it was not given (no NEED replies)
+  OPEN = argv[2] == '1'
+  DECLARED, NEED, NEEDED, VERSION, NOW_ISO = {}, {}, {}, {}, nil
+  for i = 4, #keys do DECLARED[keys[i]] = true end
+end
 
 local function name_of(id) return BEFORE .. id end
 
--- The records the client declared; a read of any other id is noted in NEED instead.
-local DECLARED, NEED, NEEDED = {}, {}, {}
-for i = 4, #KEYS do DECLARED[KEYS[i]] = true end
 local function declared(name) return OPEN or DECLARED[name] end
 
 local function need(id)
@@ -80,9 +94,6 @@ local function decode(raw)
   return nil
 end
 
--- The version of each record read (its 'n' field), so that a save writes it in the same command.
-local VERSION = {}
-
 -- The record of id: (table or nil, raw or nil, known); an undecodable one is (nil, raw, true), an
 -- absent declared one (nil, nil, true): provably gone. An undeclared one is not read: (nil, nil,
 -- false), its id noted in NEED.
@@ -99,10 +110,8 @@ local function load(id)
   return decode(raw), raw, true
 end
 
--- 'YYYY-MM-DDTHH:MM:SS' of s seconds since the epoch (UTC)
-local function iso_s(s)
-  local days = math.floor(s / 86400)
-  local rem = s - days * 86400
+-- 'YYYY-MM-DD' of a day since the epoch (UTC)
+local function iso_day(days)
   local z = days + 719468
   local era = math.floor(z / 146097)
   local doe = z - era * 146097
@@ -113,7 +122,27 @@ local function iso_s(s)
   local d = doy - math.floor((153 * mp + 2) / 5) + 1
   local m = mp < 10 and mp + 3 or mp - 9
   local y = yoe + era * 400 + (m <= 2 and 1 or 0)
-  return string.format('%04d-%02d-%02dT%02d:%02d:%02d', y, m, d,
+  return string.format('%04d-%02d-%02d', y, m, d)
+end
+
+-- The last two days' text (a library keeps it across calls: a claim writes today's date twice,
+-- as now and as its lease's expiry, which crosses midnight at times).
+local DAY_AT, DAY_TEXT = {-1, -1}, {'', ''}
+
+-- 'YYYY-MM-DDTHH:MM:SS' of s seconds since the epoch (UTC)
+local function iso_s(s)
+  local days = math.floor(s / 86400)
+  local rem = s - days * 86400
+  local date
+  if DAY_AT[1] == days then
+    date = DAY_TEXT[1]
+  elseif DAY_AT[2] == days then
+    date = DAY_TEXT[2]
+  else
+    date = iso_day(days)
+    DAY_AT[2], DAY_TEXT[2], DAY_AT[1], DAY_TEXT[1] = DAY_AT[1], DAY_TEXT[1], days, date
+  end
+  return string.format('%sT%02d:%02d:%02d', date,
     math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60)
 end
 
@@ -124,7 +153,6 @@ local function iso(ms)
 end
 
 -- now as a record's ISO 8601 text, to the µs (as pydantic writes a datetime), made once
-local NOW_ISO
 local function now_iso()
   if NOW_ISO == nil then
     local s = math.floor(NOW_US / 1000000)
@@ -289,10 +317,12 @@ end
 -- ('' or nil: no guard). A deleted team has no version: the guard fails.
 local function guard_holds(v)
   if v == nil or v == '' then return true end
-  return redis.call('HGET', KEYS[#KEYS], 'n') == v
+  return redis.call('HGET', K[#K], 'n') == v
 end
 """
-PRELUDE = PRELUDE.replace("$PENDING_SUFFIX", PENDING_SUFFIX).replace("$RECORD_INFIX", RECORD_INFIX)
+HELPERS = HELPERS.replace("$PENDING_SUFFIX", PENDING_SUFFIX).replace("$RECORD_INFIX", RECORD_INFIX)
+#: What every script starts with: the helpers, then the call's state from its KEYS and ARGV.
+PRELUDE = HELPERS + "begin(KEYS, ARGV)\n"
 
 #: ARGV[3] member, [4] lease s, [5] '1' prefer own, [6] offset (it passes by at most :data:`SCAN`
 #: pending tasks), [7] the team guard's version ('' none; the team record is then the last key: a stale guard
@@ -573,3 +603,42 @@ end
 return out
 """
 )
+
+#: The scripts, by the name the queue calls them.
+SCRIPTS = {
+    "CLAIM_NEXT": CLAIM_NEXT,
+    "CLAIM": CLAIM,
+    "FINISH": FINISH,
+    "RELEASE": RELEASE,
+    "RENEW": RENEW,
+    "CANCEL": CANCEL,
+    "REAP": REAP,
+    "OPEN_PAGE": OPEN_PAGE,
+}
+#: The scripts that only read (registered as ``no-writes`` functions).
+READ_ONLY = frozenset({"OPEN_PAGE"})
+
+
+def _library() -> tuple[str, dict[str, str]]:
+    """The scripts as one Redis Functions library (Redis 7+) and each one's function name.
+
+    Its helpers are defined once, when the library loads, not on every call as a script's
+    prelude is; a function sets the call's state with ``begin`` and runs the script's body as
+    it is. The library's and functions' names carry a hash of the text, so processes of two
+    releases on one server each call their own."""
+    bodies = {name: script.removeprefix(PRELUDE) for name, script in SCRIPTS.items()}
+    tag = hashlib.sha1((HELPERS + "".join(bodies.values())).encode()).hexdigest()[:12]
+    names = {name: f"agentscope_teams_queue_{tag}_{name.lower()}" for name in SCRIPTS}
+    parts = [f"#!lua name=agentscope_teams_queue_{tag}\n", HELPERS]
+    for name, body in bodies.items():
+        flags = ", flags = {'no-writes'}" if name in READ_ONLY else ""
+        parts.append(
+            f"redis.register_function{{function_name = '{names[name]}', "
+            f"callback = function(KEYS, ARGV)\nbegin(KEYS, ARGV)\n{body}\nend{flags}}}\n"
+        )
+    return "".join(parts), names
+
+
+#: The library of :func:`_library` and its function names (see :mod:`.redis`: used where the
+#: server has Redis Functions, else the scripts run by ``EVALSHA``).
+LIBRARY, FUNCTIONS = _library()

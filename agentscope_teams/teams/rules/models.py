@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from pydantic_core import SchemaValidator
 
 from ...context import validate_identifier
+from ...errors import SchemaVersionError
 from ...keys import TeamKeys as TeamKeys
 from ...message import new_id, utcnow
 from ...state import PermissionMode, check_schema_version
@@ -277,7 +278,18 @@ def _lean_validator() -> SchemaValidator | None:
         return None
     if inner.get("schema", {}).get("type") != "model-fields":
         return None
-    return SchemaValidator({**schema, "schema": inner["schema"]})
+    # pydantic-core reuses a complete model's own validator for a schema naming its class (the
+    # before-validator with it): built while Task reads as incomplete, the schema is taken as given.
+    Task.__pydantic_complete__ = False
+    try:
+        lean = SchemaValidator({**schema, "schema": inner["schema"]})
+    finally:
+        Task.__pydantic_complete__ = True
+    try:  # the before-validator would refuse a newer schema version: it must not run here
+        lean.validate_python({"id": "t-0", "seq": 0, "title": "t", "schema_version": 1 << 30})
+    except (ValidationError, SchemaVersionError):
+        return None
+    return lean
 
 
 #: See :func:`_lean_task`.

@@ -1,0 +1,133 @@
+"""The Redis board queue's scripts as Redis Functions: one library loaded once per store, called by
+``FCALL`` on a standalone Redis 7+; ``EVALSHA`` where the server has no functions.
+
+A function runs the script's body as it is (the declared-keys and command-count tests run the
+scripts, the same bodies); its helpers are defined when the library loads, not on every call.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.exceptions import ResponseError
+
+from agentscope_teams.context import RuntimeContext
+from agentscope_teams.store.redis import RedisStore
+from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
+from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queues import redis_lua as lua
+
+from ..backends import StoreSpec
+from .board_paths import native_spec
+from .conftest import FakeClock
+
+pytestmark = pytest.mark.anyio
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(params=["redis"])
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    return native_spec(request, tmp_path)
+
+
+async def _board(store: RedisStore, alice: RuntimeContext, clock: FakeClock) -> TaskBoard:
+    client = LocalTeamClient(store, alice, clock=clock)
+    team = await client.create_team("crew", members=[Member(name="a")])
+    board = TaskBoard(store, TeamKeys(client.ctx.owner_scope(), team.id), clock, native=True)
+    for i in range(3):
+        await board.create("lead", f"task {i}")
+    return board
+
+
+def _recorded(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every command ``store``'s client sends from now on."""
+    client = store.client
+    sent: list[str] = []
+    original = client.execute_command
+
+    async def recorded(*args: Any, **options: Any) -> Any:
+        sent.append(str(args[0]))
+        return await original(*args, **options)
+
+    monkeypatch.setattr(client, "execute_command", recorded)
+    return sent
+
+
+async def test_a_standalone_board_loads_its_library_once_and_calls_its_functions(
+    store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with store_spec.open() as store:
+        assert isinstance(store, RedisStore)
+        board = await _board(store, alice, clock)
+        sent = _recorded(store, monkeypatch)
+        first = await board.claim_next("a", 30)
+        second = await board.claim_next("a", 30)
+        assert first is not None and second is not None and first.id != second.id
+        assert second.status is TaskStatus.IN_PROGRESS and second.owner == "a"
+        scripts = [c for c in sent if c in ("FUNCTION LOAD", "SCRIPT LOAD", "FCALL", "EVALSHA")]
+        assert scripts == ["FUNCTION LOAD", "FCALL", "FCALL"]
+
+
+async def test_a_server_that_lost_the_library_has_it_loaded_again(
+    store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart without persistence or a ``FUNCTION FLUSH`` drops the library: the call that
+    finds it missing (having run nothing) loads it and claims once."""
+    async with store_spec.open() as store:
+        assert isinstance(store, RedisStore)
+        board = await _board(store, alice, clock)
+        assert await board.claim_next("a", 30) is not None
+        library = lua.LIBRARY.split("\n", 1)[0].removeprefix("#!lua name=")
+        async with store.commands() as redis:
+            await redis.function_delete(library)
+        sent = _recorded(store, monkeypatch)
+        claimed = await board.claim_next("a", 30)
+        assert claimed is not None and claimed.id == "t-2" and claimed.attempts == 1
+        assert sent == ["FCALL", "FUNCTION LOAD", "FCALL"]
+        assert [t.status for t in await board.list_tasks()] == [TaskStatus.IN_PROGRESS] * 2 + [
+            TaskStatus.PENDING
+        ]
+
+
+async def test_a_server_without_functions_runs_the_scripts(
+    store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis 6 has no ``FUNCTION`` command (an ACL may forbid it too): the board's scripts run by
+    ``EVALSHA``, as on a cluster. The refusal is Redis 6's, answered here by the client."""
+    async with store_spec.open() as store:
+        assert isinstance(store, RedisStore)
+
+        async def refused(*args: Any, **options: Any) -> Any:
+            raise ResponseError("unknown command 'FUNCTION', with args beginning with: 'LOAD'")
+
+        monkeypatch.setattr(store.client, "function_load", refused)
+        board = await _board(store, alice, clock)
+        sent = _recorded(store, monkeypatch)
+        assert await board.claim_next("a", 30) is not None
+        assert await board.claim_next("a", 30) is not None
+        assert [c for c in sent if c != "SCRIPT LOAD"] == ["EVALSHA", "EVALSHA"]
+
+
+async def test_the_lua_dates_match_pythons_across_days(store_spec: StoreSpec) -> None:
+    """A record's ISO dates written in Lua (a library remembers the last two days' text) equal
+    Python's, in any order of days: leap days, centuries, midnight, a lease past midnight."""
+    rng = random.Random(26)
+    ms = [rng.randrange(0, 4_102_444_800_000) for _ in range(400)]
+    ms += [951_782_400_000, 951_868_799_999, 946_684_799_999, 4_107_542_400_000, 0]
+    ms += [m + d for m in ms[:40] for d in (86_399_999, 86_400_000, 0, 1)]
+    source = (
+        lua.HELPERS
+        + "local out = {}\nfor i = 1, #ARGV do out[i] = iso(tonumber(ARGV[i])) end\nreturn out\n"
+    )
+    async with store_spec.open() as store, store.commands() as redis:
+        got = await redis.eval(source, 0, *ms)
+    expected = [
+        (_EPOCH + timedelta(milliseconds=m)).strftime("%Y-%m-%dT%H:%M:%S.") + f"{m % 1000:03d}Z"
+        for m in ms
+    ]
+    assert [g.decode() for g in got] == expected
