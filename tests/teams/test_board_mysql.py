@@ -121,30 +121,36 @@ async def test_a_completion_moves_its_dependents_in_the_packet_that_commits(
     assert sent[1].count("UPDATE ") == 2 and "blockers" not in sent[1]
 
 
-async def test_a_finish_of_a_kept_record_is_one_packet_that_moves_its_dependents(
+async def test_a_transition_of_a_kept_record_is_one_packet(
     store: StoreBackend, board: TaskBoard
 ) -> None:
-    """The queue that claimed a task finishes it in one round trip: the locked read, the writes
-    and the counters, each guarded by the read's check, and the commit."""
+    """The queue that claimed (or renewed) a task runs its next transition in one round trip:
+    the locked read that checks the stored record is still the one it wrote, the writes guarded
+    by that check, and the commit. A finish with dependents to move reads the row instead."""
     first = await board.create("lead", "first")
     second = await board.create("lead", "second", blocked_by=[first.id])
     third = await board.create("lead", "third")
     assert (await board.claim_next("a", 30)).id == first.id  # type: ignore[union-attr]
-    with statements(store) as sent, pool_resets(store) as resets:
-        async with count_round_trips(store) as counter:
+    async with count_round_trips(store) as counter:
+        renewed = await board.renew_lease("a", first.id, 60)
+    assert counter.statements[0].startswith("SELECT COALESCE(MAX(k.version = 2 AND k.value = X'")
+    assert counter.statements[0].endswith(";COMMIT") and "AND @ok;" in counter.statements[0]
+    assert counter.seen == ["SELECT"] and "EXISTS" not in counter.statements[0]
+    assert renewed.version == 3 and await board.get(first.id) == renewed
+    with pool_resets(store) as resets:
+        async with count_round_trips(store) as counter:  # the second waits on it
             done = await board.complete("a", first.id, "done")
-    assert done.status is TaskStatus.COMPLETED and done.version == 3
-    assert counter.seen == ["SET"] and sent[0].endswith(";SELECT @ok;COMMIT")
-    assert "FOR UPDATE" in sent[0] and sent[0].count("AND @ok") == 3
-    assert "SET d.blockers_left = d.blockers_left - 1" in sent[0]
+    assert counter.seen == ["SELECT", "SELECT", "UPDATE"] and "EXISTS" in counter.statements[0]
+    assert "SET d.blockers_left = d.blockers_left - 1" in counter.statements[2]
     assert resets == [] and len(store._db.spare) == 1  # type: ignore[attr-defined]
-    assert await board.get(first.id) == done
+    assert done.status is TaskStatus.COMPLETED and done.version == 4
     got = await board.claim_next("b", 30)
     assert got is not None and got.id == second.id  # the counter moved: claimable, and first
-    async with count_round_trips(store) as counter:
-        assert (await board.fail("b", second.id, "broke")).version == 3
-    assert counter.seen == ["SET"]
-    assert third.status is TaskStatus.PENDING
+    async with count_round_trips(store) as counter:  # nothing waits on the second
+        failed = await board.fail("b", second.id, "broke")
+    assert counter.seen == ["SELECT"] and "NOT EXISTS" in counter.statements[0]
+    assert failed.version == 3 and await board.get(second.id) == failed
+    assert (await board.get(third.id)).status is TaskStatus.PENDING
 
 
 async def test_a_kept_record_another_process_moved_on_is_read_again(
@@ -160,7 +166,7 @@ async def test_a_kept_record_another_process_moved_on_is_read_again(
     assert renewed.version == 3
     async with count_round_trips(store) as counter:
         done = await board.complete("a", task.id, "done")
-    assert counter.seen == ["SET", "SELECT", "UPDATE"]
+    assert counter.seen == ["SELECT", "SELECT", "UPDATE"]
     stored = await board.get(task.id)
     assert stored == done and stored.version == 4 and stored.status is TaskStatus.COMPLETED
     assert [e.action for e in stored.history][-2] == [e.action for e in renewed.history][-1]
@@ -302,5 +308,5 @@ async def test_a_kept_record_is_not_taken_for_another_at_the_same_version(
     assert reclaimed.version == 2 and reclaimed.description == "edited"
     async with count_round_trips(store) as counter:
         done = await board.complete("a", task.id, "done")
-    assert counter.seen == ["SET", "SELECT", "UPDATE"]
+    assert counter.seen == ["SELECT", "SELECT", "UPDATE"]
     assert done.description == "edited" and done.status is TaskStatus.COMPLETED

@@ -20,7 +20,8 @@ check on the path; and the statements after the decision go in one packet with t
   in-progress records) is one: the rule runs on the kept record, and the packet is the locked
   read checking that the stored record is still that one (its version and bytes), the
   writes guarded by that check, and ``COMMIT``. When the record moved on (another process
-  renewed, released or reclaimed it) nothing is written and the transition runs as above.
+  renewed, released or reclaimed it), or a finish has dependents whose counters to move,
+  nothing is written and the transition runs as above.
 
 The pool does not roll the connection back again when it is given back after a ``COMMIT`` or
 ``ROLLBACK`` (:func:`~agentscope_teams.store.sql.driver.ended`). Settling expired leases,
@@ -34,7 +35,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ...store.sql import SqlStore, mysql_results, mysql_rows, pyformat, rendered
+from ...store.sql import SqlStore, mysql_affected, mysql_rows, pyformat, rendered
 from ..rules import eligibility
 from ..rules.models import Task, TaskStatus, TeamKeys
 from .base import Outcome, TeamGuard, Verdict
@@ -61,14 +62,15 @@ WHERE t.team = :team AND t.task_id = :id FOR UPDATE
 
 #: The same locked read for a task whose record this queue wrote last (:class:`_Kept`): ``@ok``
 #: says whether the stored record is still that one (its version and its bytes: the rule's
-#: decision on the kept record is then the decision on the stored one), ``@d`` whether any task
-#: waits on it. The writes that follow in the packet apply only when ``@ok`` is set
-#: (``AND @ok``: the planner sees a constant, so a false one reads no row).
-_LOCK_KEPT = """SET @ok = 0, @d = 0;
-SELECT k.version = :version AND k.value = :kept,
-       EXISTS (SELECT 1 FROM {dep} x WHERE x.team = t.team AND x.blocker_id = t.task_id)
-INTO @ok, @d FROM {task} t JOIN {kv} k ON k.khash = t.khash
+#: decision on the kept record is then the decision on the stored one) and, before a finish, that
+#: no task waits on it (whose counters the finish would move: :data:`_NO_DEPENDENTS`). The
+#: writes that follow in the packet apply only when ``@ok`` is set (``AND @ok``: a constant to
+#: the planner). The aggregate sets it whether the row exists or not.
+_LOCK_KEPT = """SELECT COALESCE(MAX(k.version = :version AND k.value = :kept{free}), 0)
+INTO @ok FROM {task} t JOIN {kv} k ON k.khash = t.khash
 WHERE t.team = :team AND t.task_id = :id FOR UPDATE"""
+_NO_DEPENDENTS = """ AND NOT EXISTS (
+  SELECT 1 FROM {dep} x WHERE x.team = t.team AND x.blocker_id = t.task_id)"""
 
 #: The record and the task row, each by its key (cheaper for the server than one multi-table
 #: ``UPDATE``).
@@ -174,25 +176,23 @@ class MysqlBoardQueue(SqlBoardQueue):
         khash: bytes,
         *,
         dependents: bool = True,
-        kept: bool = False,
+        only_if: str = "",
     ) -> list[str]:
         """The statements that write ``new`` (encoded as ``record``) over ``old`` (its row
-        locked): the record, the row's columns, and the dependents' counters when it finishes
-        and ``dependents`` (whether any task waits on it, as read under its row's lock). With
-        ``kept``, each applies only if ``@ok`` (:data:`_LOCK_KEPT`), the counters only if
-        ``@d`` too."""
-        only_if = " AND @ok" if kept else ""
-        h = {"value": record, "h": khash}
+        locked): the record, the row's columns (each with ``only_if`` added to its condition),
+        and the dependents' counters when it finishes and ``dependents`` (whether any task
+        waits on it, as read under its row's lock)."""
         sql = [
-            rendered(conn, _shape(_RECORD + only_if, kv=self.t.kv.name), h),
+            rendered(
+                conn, _shape(_RECORD + only_if, kv=self.t.kv.name), {"value": record, "h": khash}
+            ),
             self._row_written(conn, old.id, new, only_if),
         ]
         if dependents and new.status.finished and not old.status.finished:
             completed = new.status is TaskStatus.COMPLETED
             counter = "blockers_left" if completed else "dead_blockers"
             parts = {"counter": counter, "step": "- 1" if completed else "+ 1"}
-            deps = MYSQL_DEPS + (" AND @ok AND @d" if kept else "")
-            deps = _shape(deps, task=self.t.task.name, dep=self.t.task_dep.name, **parts)
+            deps = _shape(MYSQL_DEPS, task=self.t.task.name, dep=self.t.task_dep.name, **parts)
             sql.append(rendered(conn, deps, {"team": self.team, "id": old.id}))
         return sql
 
@@ -254,16 +254,21 @@ class MysqlBoardQueue(SqlBoardQueue):
         verdict, new, answer = decide(task, {}, now)
         if new is None or answer is not new:  # a refusal or no change: worded from the row
             return None
-        names = {"task": self.t.task.name, "kv": self.t.kv.name, "dep": self.t.task_dep.name}
-        lock = _shape(_LOCK_KEPT, **names)
+        names = {"task": self.t.task.name, "kv": self.t.kv.name}
+        finishes = new.status.finished and not task.status.finished
+        free = _NO_DEPENDENTS.format(dep=self.t.task_dep.name) if finishes else ""
+        lock = _shape(_LOCK_KEPT, free=free, **names)
         params = {"team": self.team, "id": task_id, "version": kept.version, "kept": kept.value}
         record = new.to_bytes()
 
         async def run(conn: Any) -> bool:
-            sql = [rendered(conn, lock, params)]
-            sql += self._written(conn, task, new, record, kept.khash, kept=True)
-            found = await mysql_results(conn, ";".join([*sql, "SELECT @ok", "COMMIT"]))
-            return bool(found[-2][0][0])
+            writes = self._written(
+                conn, task, new, record, kept.khash, dependents=False, only_if=" AND @ok"
+            )
+            changed = await mysql_affected(
+                conn, ";".join([rendered(conn, lock, params), *writes, "COMMIT"])
+            )
+            return changed[1] == 1  # the record was written
 
         if not await self.store.with_driver("board transition", run):
             self._kept.pop(task_id, None)
