@@ -6,7 +6,8 @@ round on one board (one store, one team):
 
 * ``board`` (16 and 4 claimers): ``TaskBoard.claim_next`` + ``complete`` on the native queue the
   factory picks (:class:`~agentscope_teams.teams.queues.sql_mysql.MysqlBoardQueue`: the
-  statements on the asyncmy connection, two round trips per transition);
+  statements on the asyncmy connection; the claim two round trips, the completion of the task
+  it claimed one);
 * ``sqlalchemy board`` (16 and 4): the same board on
   :class:`~agentscope_teams.teams.queues.sql.SqlBoardQueue` (the statements through SQLAlchemy's
   ``AsyncConnection``: three round trips per claim, four per completion), the baseline;

@@ -13,7 +13,7 @@ import pytest
 from asyncmy import errors as mysql_errors
 from sqlalchemy import event
 
-from agentscope_teams.errors import NotTaskOwnerError, StoreError
+from agentscope_teams.errors import NotTaskOwnerError, StoreError, TaskStateError
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.store.sql import mysql_rows, rendered
 from agentscope_teams.store.sql.driver import Failure, classify, pyformat
@@ -97,14 +97,17 @@ async def test_a_claim_is_the_locked_pick_then_the_write_and_commit_in_one_packe
 async def test_a_completion_moves_its_dependents_in_the_packet_that_commits(
     store: StoreBackend, board: TaskBoard
 ) -> None:
+    """A finish on a queue that did not write the task's record last (another process's, here a
+    second board) reads the row, then writes; the dependents' counters only when one waits."""
     first = await board.create("lead", "first")
     second = await board.create("lead", "second", blocked_by=[first.id])
     claimed = await board.claim_next("a", 30)
     assert claimed is not None and claimed.id == first.id
     assert await board.claim_next("b", 30) is None  # the second waits on the first
+    other = TaskBoard(store, board.keys, board.clock)
     with statements(store) as sent, pool_resets(store) as resets:
         async with count_round_trips(store) as counter:
-            done = await board.complete("a", first.id, "done")
+            done = await other.complete("a", first.id, "done")
     assert done.status is TaskStatus.COMPLETED
     assert counter.seen == ["SELECT", "UPDATE"]
     assert sent[1].endswith(";COMMIT") and sent[1].count("UPDATE ") == 3
@@ -113,9 +116,64 @@ async def test_a_completion_moves_its_dependents_in_the_packet_that_commits(
     unblocked = await board.claim_next("b", 30)
     assert unblocked is not None and unblocked.id == second.id
     with statements(store) as sent:  # nothing waits on the second: no counters to move
-        failed = await board.fail("b", second.id, "broke")
+        failed = await other.fail("b", second.id, "broke")
     assert failed.status is TaskStatus.FAILED
     assert sent[1].count("UPDATE ") == 2 and "blockers" not in sent[1]
+
+
+async def test_a_transition_of_a_kept_record_is_one_packet(
+    store: StoreBackend, board: TaskBoard
+) -> None:
+    """The queue that claimed (or renewed) a task runs its next transition in one round trip:
+    the locked read that checks the stored record is still the one it wrote, the writes guarded
+    by that check, and the commit. A finish with dependents to move reads the row instead."""
+    first = await board.create("lead", "first")
+    second = await board.create("lead", "second", blocked_by=[first.id])
+    third = await board.create("lead", "third")
+    assert (await board.claim_next("a", 30)).id == first.id  # type: ignore[union-attr]
+    async with count_round_trips(store) as counter:
+        renewed = await board.renew_lease("a", first.id, 60)
+    assert counter.statements[0].startswith("SELECT COALESCE(MAX(k.version = 2 AND k.value = X'")
+    assert counter.statements[0].endswith(";COMMIT") and "AND @ok;" in counter.statements[0]
+    assert counter.seen == ["SELECT"] and "EXISTS" not in counter.statements[0]
+    assert renewed.version == 3 and await board.get(first.id) == renewed
+    with pool_resets(store) as resets:
+        async with count_round_trips(store) as counter:  # the second waits on it
+            done = await board.complete("a", first.id, "done")
+    assert counter.seen == ["SELECT", "SELECT", "UPDATE"] and "EXISTS" in counter.statements[0]
+    assert "SET d.blockers_left = d.blockers_left - 1" in counter.statements[2]
+    assert resets == [] and len(store._db.spare) == 1  # type: ignore[attr-defined]
+    assert done.status is TaskStatus.COMPLETED and done.version == 4
+    got = await board.claim_next("b", 30)
+    assert got is not None and got.id == second.id  # the counter moved: claimable, and first
+    async with count_round_trips(store) as counter:  # nothing waits on the second
+        failed = await board.fail("b", second.id, "broke")
+    assert counter.seen == ["SELECT"] and "NOT EXISTS" in counter.statements[0]
+    assert failed.version == 3 and await board.get(second.id) == failed
+    assert (await board.get(third.id)).status is TaskStatus.PENDING
+
+
+async def test_a_kept_record_another_process_moved_on_is_read_again(
+    store: StoreBackend, board: TaskBoard
+) -> None:
+    """A finish whose kept record is no longer the stored one writes nothing in its packet and
+    runs again on the row it reads: the other process's change is kept (the test fails when the
+    packet's writes ignore the check)."""
+    task = await board.create("lead", "shared")
+    assert await board.claim_next("a", 30) is not None
+    other = TaskBoard(store, board.keys, board.clock)  # the same member in another process
+    renewed = await other.renew_lease("a", task.id, 120)
+    assert renewed.version == 3
+    async with count_round_trips(store) as counter:
+        done = await board.complete("a", task.id, "done")
+    assert counter.seen == ["SELECT", "SELECT", "UPDATE"]
+    stored = await board.get(task.id)
+    assert stored == done and stored.version == 4 and stored.status is TaskStatus.COMPLETED
+    assert [e.action for e in stored.history][-2] == [e.action for e in renewed.history][-1]
+    async with count_round_trips(store) as counter:  # finished: no longer kept
+        with pytest.raises(TaskStateError):
+            await board.fail("a", task.id, "too late")
+    assert counter.seen == ["SELECT", "ROLLBACK"]
 
 
 async def test_a_dependent_enqueued_while_its_blocker_finishes_is_counted_once(
@@ -232,3 +290,23 @@ async def test_a_call_that_failed_inside_its_transaction_is_rolled_back_by_the_p
     with pool_resets(store) as resets, pytest.raises(StoreError, match="no_such_table_here"):
         await store.with_driver("probe", broken)  # type: ignore[attr-defined]
     assert resets == [False]
+
+
+async def test_a_kept_record_is_not_taken_for_another_at_the_same_version(
+    store: StoreBackend, board: TaskBoard
+) -> None:
+    """The check compares the record's bytes, not only its version: a record deleted and written
+    again with another description, then claimed again elsewhere at the same moment, is back at
+    the kept version with the same lease, but it is not the kept record (the test fails when the
+    check reads the version alone, or the version and the row's lease)."""
+    task = await board.create("lead", "again")
+    assert await board.claim_next("a", 30) is not None
+    key = board.keys.task(task.id)
+    edited = task.model_copy(update={"description": "edited"}).to_bytes()
+    assert await store.delete(key) and await store.put(key, edited) == 1
+    reclaimed = await TaskBoard(store, board.keys, board.clock).claim("a", task.id, 30)
+    assert reclaimed.version == 2 and reclaimed.description == "edited"
+    async with count_round_trips(store) as counter:
+        done = await board.complete("a", task.id, "done")
+    assert counter.seen == ["SELECT", "SELECT", "UPDATE"]
+    assert done.description == "edited" and done.status is TaskStatus.COMPLETED

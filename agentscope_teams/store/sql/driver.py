@@ -137,6 +137,16 @@ async def mysql_rows(conn: Any, sql: str) -> tuple[tuple[Any, ...], ...]:
     return tuple(rows)
 
 
+async def mysql_affected(conn: Any, sql: str) -> list[int]:
+    """Like :func:`mysql_rows`, the rows each statement changed (or read), in order."""
+    await conn.query(sql)
+    found = [conn._result.affected_rows]
+    while conn._result.has_next:
+        await conn.next_result()
+        found.append(conn._result.affected_rows)
+    return found
+
+
 def ended(raw: Any) -> bool:
     """Whether ``raw`` is an asyncmy connection whose last reply says no transaction is open (it
     needs no rollback when given back to the pool). False for any other driver.

@@ -71,7 +71,7 @@ MYSQL_OWN = """
   UNION ALL"""
 
 MYSQL_PICK = """
-SELECT p.task_id, p.probe, k.value, k.version, k.nparts FROM ({own}
+SELECT p.task_id, p.probe, k.value, k.version, k.nparts, p.khash FROM ({own}
   (SELECT task_id, khash, 1 AS probe FROM {task}
    WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
      AND attempts < max_attempts AND (assignee IS NULL OR assignee = :member)
