@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import pytest
@@ -15,8 +16,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_teams.errors import VersionConflict
 from agentscope_teams.store import Key
-from agentscope_teams.store.sql import SqlStore, async_url, make_tables
+from agentscope_teams.store.sql import SqlStore, async_url, make_tables, pg_statements
 from agentscope_teams.store.sql import reads as sql_reads
+from agentscope_teams.store.sql.database import Retry
 
 from ..backends import POSTGRES_URL
 from ..conftest import require_service
@@ -132,3 +134,25 @@ async def test_a_versioned_put_over_a_chunked_value_reads_back_inline(store: Sql
     assert not counter.on_driver
     entry = await store.get(BIG)
     assert entry is not None and entry.value == b"d" * 3000
+
+
+async def test_a_round_read_whose_chunks_tore_is_read_again(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows whose chunks a concurrent write tore (``Retry`` from their decoding, as ``get_many``
+    raises it) are read again by the store's retry loop, not handed to the caller."""
+    await _filled(store)
+    decoded: list[int] = []
+    real = pg_statements.round_of
+
+    def torn_once(rows: Any, hs: Any, npages: int) -> Any:
+        decoded.append(len(rows))
+        if len(decoded) == 1:
+            raise Retry
+        return real(rows, hs, npages)
+
+    monkeypatch.setattr(pg_statements, "round_of", torn_once)
+    async with count_round_trips(store) as counter:
+        got = await store.get_many_and_read([BIG], [(LOG, 0, 10)])
+    assert counter.count == 2 and len(decoded) == 2
+    assert got == (await store.get_many([BIG]), [await store.read(LOG)])

@@ -4,12 +4,14 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
 :mod:`.schema`, write statements in :mod:`.writes`):
 
 * ``get``: one ``SELECT kv LEFT JOIN kv_part`` (one snapshot; chunks only for values over
-  ``chunk_bytes``).
+  ``chunk_bytes``). ``get_many_and_read`` (entries and stream pages): on PostgreSQL one statement
+  on the asyncpg connection (:mod:`.pg_statements`), elsewhere ``get_many``, then each ``read``.
 * ``put``: one upsert, a create-only insert or a versioned ``UPDATE`` (see :mod:`.writes`); the row
   count says who won. A failed condition costs one more ``SELECT`` to report the version found.
   A fenced put runs in one transaction: ``SELECT ... FOR UPDATE`` of the fence row (SQLite: the
   ``BEGIN IMMEDIATE`` write lock), the write, and on release the fence row's ``DELETE``.
-  ``indexed`` is ignored: rows are listed by their key columns.
+  ``indexed`` is ignored: rows are listed by their key columns. On PostgreSQL a versioned put of
+  an inline value with no fence is sent on the asyncpg connection (:mod:`.pg_statements`).
 * ``create_then_get`` (a lease, then the record it guards): on PostgreSQL one call of a function
   of the schema (:mod:`.lease`); elsewhere the ``put``, then the ``get``.
 * ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
@@ -241,12 +243,12 @@ class SqlStore(TableSetHost, StoreBackend):
             return entries, [await self.read(s, after=a, limit=n) for s, a, n in pages]
         afters, limits = [a for _, a, _ in pages], [n for _, _, n in pages]
 
-        async def run(conn: Any) -> Any:
-            return await conn.fetch(texts.round, list(dict.fromkeys(hs)), sids, afters, limits)
+        async def run(conn: Any) -> tuple[list[Entry | None], list[list[tuple[int, bytes]]]]:
+            rows = await conn.fetch(texts.round, list(dict.fromkeys(hs)), sids, afters, limits)
+            return pg.round_of(rows, hs, len(pages))  # torn chunks: Retry, read again
 
         await self._ensure_setup()
-        rows = await self._db.driver("get_many_and_read", run)
-        return pg.round_of(rows, hs, len(pages))
+        return await self._db.driver("get_many_and_read", run)
 
     async def put(
         self,
