@@ -263,7 +263,7 @@ def field_records_of(store: object) -> FieldRecords | None:
 @runtime_checkable
 class RoundReads(Protocol):
     """The optional capability of reading entries and stream pages in one round trip (a
-    standalone Redis server: one pipeline). ``get_many_and_read`` returns what ``get_many(keys)``
+    standalone Redis server: one pipeline; PostgreSQL: one statement). ``get_many_and_read`` returns what ``get_many(keys)``
     and ``read(stream, after=after, limit=limit)`` of each of ``pages`` would."""
 
     async def get_many_and_read(

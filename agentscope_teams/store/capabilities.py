@@ -33,7 +33,7 @@ class StoreCapabilities:
     #: Redis): session records keep their context in segments there.
     field_records: bool = False
     #: Entries and stream pages read together in one round trip (:class:`~.base.RoundReads`;
-    #: a standalone Redis server: one pipeline).
+    #: a standalone Redis server: one pipeline; PostgreSQL: one statement).
     round_reads: bool = False
 
 

@@ -111,8 +111,8 @@ class Mailbox:
     @property
     def pages_in_round(self) -> bool:
         """Whether :meth:`round_with` reads inbox pages in its one round trip (a store with
-        round reads: a standalone Redis server); elsewhere it reads none and the caller reads
-        them."""
+        round reads: a standalone Redis server, PostgreSQL); elsewhere it reads none and the
+        caller reads them."""
         return self._rounds is not None
 
     async def round_with(

@@ -21,7 +21,9 @@ EXPECTED = {
     "file": StoreCapabilities(signals=False),
     "sqlite": StoreCapabilities(),  # the board runs the generic queue on SQLite
     "mariadb": StoreCapabilities(board_queue="sql", shared_across_hosts=True),
-    "postgres": StoreCapabilities(signals=True, board_queue="sql", shared_across_hosts=True),
+    "postgres": StoreCapabilities(  # round reads: one statement (issue 26's h-pgwake)
+        signals=True, board_queue="sql", shared_across_hosts=True, round_reads=True
+    ),
     "redis": StoreCapabilities(
         signals=True,
         board_queue="redis",

@@ -34,6 +34,9 @@ class RoundTrips:
     keys: list[str] = field(default_factory=list)
     #: SQL only: the text of each statement, beside ``seen`` (BEGIN and COMMIT as such).
     statements: list[str] = field(default_factory=list)
+    #: SQL only: the statements sent on the driver's own connection (``with_driver``), not
+    #: through SQLAlchemy, by their index in ``statements``.
+    on_driver: set[int] = field(default_factory=set)
 
     @property
     def count(self) -> int:
@@ -82,6 +85,7 @@ async def count_round_trips(
                 counter.statements.append("COMMIT")
 
         def on_driver(statement: str) -> None:  # sent on the asyncpg connection (with_driver)
+            counter.on_driver.add(len(counter.statements))
             on_execute(None, None, statement)
 
         hooks = {"before_cursor_execute": on_execute, "begin": on_begin, "commit": on_commit}

@@ -294,10 +294,13 @@ async def test_on_postgres_a_woken_member_takes_its_session_in_one_statement(
     postgres_spec: StoreSpec, tmp_path: Path
 ) -> None:
     """The statements from the step that finds the task to the member's committed claim on
-    PostgreSQL: the step's three reads (the team record and the cursors in one ``SELECT``; before
-    issue 26's h-wake5 two), the member lease, then the session lease that reads the session with
-    it (one call of the schema's function; before h-wake4 an ``INSERT``, then a ``SELECT``)
-    beside the status, then the claim."""
+    PostgreSQL: the step's two reads (the team record, the cursors and the inbox page in one
+    ``SELECT``; before issue 26's h-pgwake the page was a statement of its own, and before
+    h-wake5 the cursors too), the member lease, then the session lease that reads the session
+    with it (one call of the schema's function; before h-wake4 an ``INSERT``, then a ``SELECT``)
+    beside the status, then the claim. All but the member lease (a first wake-up's) are sent on
+    the driver's connection (before h-pgwake the record, the board, the inbox and the status
+    went through SQLAlchemy)."""
     async with postgres_spec.open() as store:
         ctx = RuntimeContext(session_id="lead", user_id="wake-claim-pg")
         lead = LocalTeamClient(store, ctx)
@@ -316,15 +319,52 @@ async def test_on_postgres_a_woken_member_takes_its_session_in_one_statement(
     to_claim = kinds[: kinds.index("claim") + 1]
     assert sorted(to_claim) == sorted(
         [
-            "record + cursors",  # the team and every cursor (before h-wake5: two statements)
+            "record + cursors + inbox",  # one statement (before h-pgwake: two; h-wake5: three)
             "board",
-            "inbox",
             "member lease",
             "session lease + load",
             "status",
             "claim",
         ]
     ), counter.statements
+    through_sqlalchemy = [k for i, k in enumerate(to_claim) if i not in counter.on_driver]
+    assert through_sqlalchemy == ["member lease"], counter.statements
+
+
+async def test_on_postgres_a_second_wake_up_sends_five_statements_on_the_driver(
+    postgres_spec: StoreSpec, tmp_path: Path
+) -> None:
+    """A member woken a second time (its member lease kept from the first): from the step to
+    its committed claim five statements, every one on the driver's connection, none through
+    SQLAlchemy: the step's round (record, cursors and inbox page in one ``SELECT``, the board
+    beside it), the session lease + load beside the ``running`` status write, the claim. Before
+    issue 26's h-pgwake: six, four of them through SQLAlchemy (the record and cursors, the
+    board, the inbox page, the status)."""
+    async with postgres_spec.open() as store:
+        ctx = RuntimeContext(session_id="lead", user_id="wake-again-pg")
+        lead = LocalTeamClient(store, ctx)
+        team = await lead.create_team("wake")
+        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+        runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(_claims_then_completes))
+        try:
+            await runtime.step()
+            await lead.assign_task(team.id, "review a.py", assignee="reviewer")
+            await runtime.step()
+            await _calls_end(runtime)
+            await runtime.step()  # the member is idle again, its lease kept
+            await lead.assign_task(team.id, "review b.py", assignee="reviewer")
+            async with count_round_trips(store) as counter:
+                await runtime.step()
+                await _calls_end(runtime)
+            tasks = await lead.list_tasks(team.id)
+        finally:
+            await runtime.aclose()
+    assert [t.status.value for t in tasks] == ["completed", "completed"]
+    kinds = [_statement_kind(s) for s in counter.statements]
+    to_claim = kinds[: kinds.index("claim") + 1]
+    assert sorted(to_claim[:2]) == ["board", "record + cursors + inbox"], counter.statements
+    assert sorted(to_claim[2:]) == ["claim", "session lease + load", "status"], to_claim
+    assert counter.on_driver >= set(range(len(to_claim))), counter.statements
 
 
 def _statement_kind(statement: str) -> str:
@@ -338,6 +378,8 @@ def _statement_kind(statement: str) -> str:
     ):
         if text.startswith(start):
             return kind
+    if text.startswith("SELECT CAST(NULL AS integer) AS page,") and "FROM ast_stream " in text:
+        return "record + cursors + inbox"
     for part, kind in (("FROM ast_task ", "board"), ("FROM ast_stream ", "inbox")):
         if part in text:
             return kind

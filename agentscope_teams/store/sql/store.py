@@ -4,12 +4,14 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
 :mod:`.schema`, write statements in :mod:`.writes`):
 
 * ``get``: one ``SELECT kv LEFT JOIN kv_part`` (one snapshot; chunks only for values over
-  ``chunk_bytes``).
+  ``chunk_bytes``). ``get_many_and_read`` (entries and stream pages): on PostgreSQL one statement
+  on the asyncpg connection (:mod:`.pg_statements`), elsewhere ``get_many``, then each ``read``.
 * ``put``: one upsert, a create-only insert or a versioned ``UPDATE`` (see :mod:`.writes`); the row
   count says who won. A failed condition costs one more ``SELECT`` to report the version found.
   A fenced put runs in one transaction: ``SELECT ... FOR UPDATE`` of the fence row (SQLite: the
   ``BEGIN IMMEDIATE`` write lock), the write, and on release the fence row's ``DELETE``.
-  ``indexed`` is ignored: rows are listed by their key columns.
+  ``indexed`` is ignored: rows are listed by their key columns. On PostgreSQL a versioned put of
+  an inline value with no fence is sent on the asyncpg connection (:mod:`.pg_statements`).
 * ``create_then_get`` (a lease, then the record it guards): on PostgreSQL one call of a function
   of the schema (:mod:`.lease`); elsewhere the ``put``, then the ``get``.
 * ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
@@ -57,12 +59,13 @@ from ..base import (
 from ..capabilities import StoreCapabilities
 from . import chunks as ch
 from . import lease, reads
+from . import pg_statements as pg
 from .database import Database, Retry
 from .dialect import NOW_SQL, create_engine
 from .schema import HEAD_BYTES, make_tables, migrate
 from .signals import Listener, Wakes, channel_name
 from .tablesets import StoreTableSets, TableSetHost
-from .writes import Statements, ref
+from .writes import Ref, Statements, ref
 
 T = TypeVar("T")
 
@@ -116,6 +119,8 @@ class SqlStore(TableSetHost, StoreBackend):
         self._lock_name = f"agentscope_teams:{self._engine.url.database or ''}:{table_prefix}"
         self._table_prefix = table_prefix
         self._listener: Listener | None = None
+        #: PostgreSQL on asyncpg: the statements some operations send on its connection.
+        self._pg = pg.Texts.of(self._t) if self._engine.dialect.driver == "asyncpg" else None
         if self._engine.dialect.driver == "asyncpg":
             args = self._engine.dialect.create_connect_args(self._engine.url)[1]
             self._listener = Listener({**args, "timeout": connect_timeout})
@@ -131,11 +136,13 @@ class SqlStore(TableSetHost, StoreBackend):
     @property
     def capabilities(self) -> StoreCapabilities:
         """Fencing, listing; the SQL board queue and several hosts except on SQLite (whose board
-        runs the generic queue); signals on PostgreSQL (unless ``signals_enabled`` is False)."""
+        runs the generic queue); signals on PostgreSQL (unless ``signals_enabled`` is False);
+        round reads (:meth:`get_many_and_read` in one statement) on PostgreSQL."""
         return StoreCapabilities(
             signals=self.signals_enabled and self._listener is not None,
             board_queue=None if self._db.kind == "sqlite" else "sql",
             shared_across_hosts=self.shared_across_hosts,
+            round_reads=self._pg is not None,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -219,6 +226,30 @@ class SqlStore(TableSetHost, StoreBackend):
             found.update(await self._run("get_many", run, single=True))
         return [found.get(h) for h in hs]
 
+    async def get_many_and_read(
+        self, keys: Sequence[Key], pages: Sequence[tuple[Key, int, int]]
+    ) -> tuple[list[Entry | None], list[list[tuple[int, bytes]]]]:
+        """:meth:`get_many` of ``keys`` and :meth:`read` of each ``(stream, after, limit)`` of
+        ``pages``: on PostgreSQL one statement on the driver's connection, one snapshot
+        (:mod:`.pg_statements`); elsewhere, or for more keys than one ``get_many`` chunk, those
+        calls one after the other."""
+        hs = reads.hashes(keys)
+        sids = [ref(validate_key(s, "stream")).h for s, _, _ in pages]
+        for _, after, limit in pages:
+            self._check_page(limit, after)
+        texts = self._pg
+        if texts is None or len(set(hs)) > reads.CHUNK:
+            entries = await self.get_many(keys)
+            return entries, [await self.read(s, after=a, limit=n) for s, a, n in pages]
+        afters, limits = [a for _, a, _ in pages], [n for _, _, n in pages]
+
+        async def run(conn: Any) -> tuple[list[Entry | None], list[list[tuple[int, bytes]]]]:
+            rows = await conn.fetch(texts.round, list(dict.fromkeys(hs)), sids, afters, limits)
+            return pg.round_of(rows, hs, len(pages))  # torn chunks: Retry, read again
+
+        await self._ensure_setup()
+        return await self._db.driver("get_many_and_read", run)
+
     async def put(
         self,
         key: Key,
@@ -233,6 +264,8 @@ class SqlStore(TableSetHost, StoreBackend):
         f = self._check_fence(r.key, fence)
         fr = None if f is None else ref(f.key)
         inline, chunks = ch.split(value, self.chunk_bytes)
+        if expected_version and f is None and not chunks and self._pg is not None:
+            return await self._pg_update(r, inline, expected_version, ttl)
         row = self._sql.row(r, inline, len(chunks), ttl)
 
         async def run(conn: AsyncConnection) -> int:
@@ -255,6 +288,21 @@ class SqlStore(TableSetHost, StoreBackend):
         # A fenced write is a transaction: the fence row stays locked from the check to the commit.
         single = not chunks and f is None
         return await self._run("put", run, write=True, single=single)
+
+    async def _pg_update(self, r: Ref, inline: bytes, expected: int, ttl: float | None) -> int:
+        """``put(expected_version=expected)`` of an inline value with no fence on PostgreSQL: one
+        statement on the driver's connection (:func:`.pg_statements.update`)."""
+        texts, seconds = self._pg, None if ttl is None else float(ttl)
+        assert texts is not None
+
+        async def run(conn: Any) -> tuple[bool, int]:
+            return await pg.update(conn, texts, r.h, inline, expected, seconds)
+
+        await self._ensure_setup()
+        written, version = await self._db.driver("put", run)
+        if not written:
+            raise VersionConflict(r.key, expected, version)
+        return version
 
     async def create_then_get(
         self, key: Key, value: bytes, *, ttl: float, read: Key

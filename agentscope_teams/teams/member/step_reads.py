@@ -5,9 +5,10 @@ busy, the first page of its unread messages. None of these reads waits for anoth
 read are those of the members the previous step's record named (:class:`Known`), each after the
 cursor the previous step saw, beside one read of the record and all their cursors (one pipeline on
 Redis, one statement on SQL, when the client reads the runtime's store; else the record and the
-cursors are two reads). On a standalone Redis server the pages go in that pipeline too
-(:meth:`~..mailbox.Mailbox.round_with`): the round is two commands, that pipeline and the board's
-script. So a wake-up's reads are one round trip, where they were three in sequence (the record,
+cursors are two reads). On a standalone Redis server the pages go in that pipeline too, on
+PostgreSQL in that statement (:meth:`~..mailbox.Mailbox.round_with`): the round is two commands,
+that pipeline and the board's script, or two statements on the driver's connection, that one and
+the board's. So a wake-up's reads are one round trip, where they were three in sequence (the record,
 then the board beside each cursor, then each inbox after its cursor). The record is decoded only
 when its bytes differ from those the previous step decoded (:attr:`Known.record`).
 
@@ -81,7 +82,8 @@ async def read_team(
     names = [n for n in known.members if wanted(n)]
     cursors: list[int] = []
     # a client of this store: the record is read beside the cursors (one read), and on a
-    # standalone Redis store beside the inbox pages too (one pipeline); else on its own
+    # standalone Redis store or PostgreSQL beside the inbox pages too (one pipeline or
+    # statement); else on its own
     registry = client if isinstance(client, TeamRegistry) and client.store is inbox.store else None
     pages = registry is not None and inbox.pages_in_round
     reads = 2 + (0 if pages else len(names)) + (0 if registry else 1)

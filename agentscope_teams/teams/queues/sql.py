@@ -396,15 +396,19 @@ class SqlBoardQueue(RuleTransitions):
         stmt = self._locked_rows(unfinished).order_by(c.seq)
 
         async def run(conn: AsyncConnection) -> list[tuple[str, Task | Exception]]:
-            out: list[tuple[str, Task | Exception]] = []
-            for row in (await conn.execute(stmt)).all():
-                try:
-                    out.append((row.task_id, self._decode(row)))
-                except UNREADABLE as exc:
-                    out.append((row.task_id, exc))
-            return out
+            return self._listed((await conn.execute(stmt)).all())
 
         return await self.store.transaction("board open", run, single=True)
+
+    def _listed(self, rows: Sequence[Any]) -> list[tuple[str, Task | Exception]]:
+        """Each row's task id and its decoded record, or the error that decoding it raised."""
+        out: list[tuple[str, Task | Exception]] = []
+        for row in rows:
+            try:
+                out.append((row.task_id, self._decode(row)))
+            except UNREADABLE as exc:
+                out.append((row.task_id, exc))
+        return out
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
         status = {t.id: t.status.value for t in tasks}

@@ -34,7 +34,7 @@ pre-commit until it ends, across its WAL flush, so notifying finishes committed 
 (no group commit: 3-4x fewer tasks/s at 16 claimers, ``bench/RESULTS.md``); a statement of its
 own writes no WAL and holds that lock for microseconds.
 
-Both run on the store's asyncpg connection (:meth:`~agentscope_teams.store.sql.SqlStore.with_driver`),
+Both run on the store's asyncpg connection, as does the open board's read (:meth:`~agentscope_teams.store.sql.SqlStore.with_driver`),
 prepared once per connection: no SQLAlchemy compile, result proxy or parameter processing per call.
 """
 
@@ -152,6 +152,13 @@ WHERE t.team = :team AND t.task_id = :id AND NOT EXISTS (SELECT 1 FROM written)
 #: The team record still at the version the caller checked the member against (see TeamGuard).
 _GUARD = "AND EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version = :guard_v)"
 _GUARDED = "EXISTS (SELECT 1 FROM {kv} g WHERE g.khash = :guard_h AND g.version = :guard_v)"
+
+
+#: The unfinished tasks with their records, oldest first.
+_OPEN = """
+SELECT t.task_id, k.value, k.version, k.nparts FROM {task} t JOIN {kv} k ON k.khash = t.khash
+WHERE t.team = :team AND t.status IN ('pending', 'in_progress') ORDER BY t.seq
+"""
 
 
 def _iso(at: datetime) -> str:
@@ -302,6 +309,17 @@ class PostgresBoardQueue(SqlBoardQueue):
         if task.status is how.status and task.owner == member:
             return Outcome(Verdict.UNCHANGED, task)
         return Outcome(Verdict.REFUSED, task)
+
+    async def open_tasks(self) -> list[tuple[str, Task | Exception]]:
+        """The unfinished tasks' records in ``seq`` order: one statement on the driver's
+        connection (the step of a member's wake-up reads it)."""
+        sql, _ = _numbered(_OPEN, task=self.t.task.name, kv=self.t.kv.name)
+
+        async def run(conn: Any) -> list[Any]:
+            return list(await conn.fetch(sql, self.team))
+
+        rows = await self.store.with_driver("board open", run)
+        return self._listed([_Row(*row) for row in rows])
 
 
 class _Row(NamedTuple):
