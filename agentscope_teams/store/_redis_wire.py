@@ -130,6 +130,59 @@ async def exchange(conn: Any, packed: list[bytes]) -> Any:
     return response
 
 
+async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]:
+    """``packed`` (``count`` commands) written in one ``writelines`` on a :func:`ready`
+    connection and their ``count`` replies read, under one deadline, with :func:`exchange`'s
+    results, except that a ``ResponseError`` reply is returned in its place in the list (one
+    command's error does not fail the others)."""
+    parser, writer = conn._parser, conn._writer
+    deadline = _Deadline(conn.socket_timeout)
+    writing = True
+    replies: list[Any] = []
+    try:
+        writer.writelines(packed)
+        transport = writer.transport
+        if transport.is_closing() or transport.get_write_buffer_size():
+            await writer.drain()
+            deadline.restart(conn.socket_timeout)
+        writing = False
+        conn._active_read_timeout = deadline
+        try:
+            while len(replies) < count:
+                replies.append(await _reply(parser))
+        finally:
+            conn._active_read_timeout = None
+    except BaseException as error:
+        raise await _failed(conn, deadline.stop(error), writing)  # noqa: B904 (redis-py's chain)
+    deadline.stop(None)
+    if conn.health_check_interval:
+        conn.next_health_check = get_running_loop().time() + conn.health_check_interval
+    return replies
+
+
+async def _reply(parser: Any) -> Any:
+    """The next reply on ``parser``'s stream (:func:`exchange`'s read, as a coroutine)."""
+    if not parser._connected:
+        raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
+    reader = parser._reader
+    response: Any = reader.gets()
+    while response is NOT_ENOUGH_DATA:
+        data = await parser._stream.read(parser._read_size)
+        if not data:
+            raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
+        reader.feed(data)
+        response = reader.gets()
+    push = parser._hiredis_PushNotificationType
+    if push is not None and isinstance(response, push):
+        await parser.handle_push_response(response)
+        response = await parser.read_response()
+    if isinstance(response, ConnectionError):
+        raise response
+    if isinstance(response, list) and response and isinstance(response[0], ConnectionError):
+        raise response[0]
+    return response
+
+
 async def _failed(conn: Any, error: BaseException, writing: bool) -> BaseException:
     """What redis-py's ``send_packed_command`` (``writing``) or ``read_response`` raises for
     ``error``, with ``conn`` disconnected as they disconnect it."""
