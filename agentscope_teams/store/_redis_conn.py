@@ -8,6 +8,10 @@ failing with "Too many connections". Behind the gate is a plain connection pool:
 blocking pool costs a lock, a condition and a timeout timer per acquisition even when a connection
 is free (about 28% of client CPU at 1,000 concurrent operations, ``python -m bench redis_pool``);
 the gate takes a free turn without a timer.
+
+A write script (``_write``) also carries the riders queued in its context for this store
+(:mod:`._redis_riders`: :meth:`RedisConnection.ride`, :meth:`~RedisConnection.land`,
+:meth:`~RedisConnection.drop`), in the same socket write, on one server without ``replica_acks``.
 """
 
 from __future__ import annotations

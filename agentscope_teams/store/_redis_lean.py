@@ -28,6 +28,10 @@ this package never enables; the store's ``store_operation_seconds`` are above it
 Commands stay observable where they were: every command still goes through the client's
 ``execute_command`` (a wrapper on it counts what is sent), the lean part is inside it.
 
+:meth:`LeanRedis.execute_many` sends several commands in one write on one connection and reads
+their replies (:func:`._redis_wire.exchange_many`; the riders of :mod:`._redis_riders`): it is not
+seen by a wrapper of ``execute_command``.
+
 :class:`LeanScript` is redis-py's ``AsyncScript`` without its per-call work: ``EVALSHA``; on
 ``NOSCRIPT`` (a restarted or flushed server) ``SCRIPT LOAD`` and ``EVALSHA`` again.
 """

@@ -69,10 +69,10 @@ class Rider:
 
     def leave(self) -> bool:
         """Leave the queue (True: it was waiting, nothing was sent)."""
-        try:
-            self.queue.waiting.remove(self)
-        except ValueError:
+        waiting = self.queue.waiting
+        if self not in waiting:
             return False
+        waiting.remove(self)
         return True
 
     def answer(self, reply: Any) -> None:

@@ -11,6 +11,8 @@ only on a connection :func:`ready` for it (connected, a hiredis parser, no healt
 otherwise redis-py's own pair runs. Its results are redis-py's (:func:`_failed`): the same reply,
 ``ResponseError`` raised with the connection kept, a socket timeout a ``TimeoutError`` and any
 other failure or a cancellation a disconnect; a RESP3 push message is handled by the parser.
+:func:`exchange_many` does the same for several commands in one write (riders,
+:mod:`._redis_riders`), each ``ResponseError`` returned in its reply's place.
 """
 
 from __future__ import annotations
@@ -148,8 +150,22 @@ async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]
         writing = False
         conn._active_read_timeout = deadline
         try:
-            while len(replies) < count:
-                replies.append(await _reply(parser))
+            reader, push = parser._reader, parser._hiredis_PushNotificationType
+            while len(replies) < count:  # exchange's read, once per reply
+                if not parser._connected:
+                    raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
+                response: Any = reader.gets()
+                while response is NOT_ENOUGH_DATA:
+                    data = await parser._stream.read(parser._read_size)
+                    if not data:
+                        raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
+                    reader.feed(data)
+                    response = reader.gets()
+                if push is not None and isinstance(response, push):
+                    await parser.handle_push_response(response)
+                    response = await parser.read_response()
+                _raise_connection_error(response)
+                replies.append(response)
         finally:
             conn._active_read_timeout = None
     except BaseException as error:
@@ -160,27 +176,12 @@ async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]
     return replies
 
 
-async def _reply(parser: Any) -> Any:
-    """The next reply on ``parser``'s stream (:func:`exchange`'s read, as a coroutine)."""
-    if not parser._connected:
-        raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
-    reader = parser._reader
-    response: Any = reader.gets()
-    while response is NOT_ENOUGH_DATA:
-        data = await parser._stream.read(parser._read_size)
-        if not data:
-            raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
-        reader.feed(data)
-        response = reader.gets()
-    push = parser._hiredis_PushNotificationType
-    if push is not None and isinstance(response, push):
-        await parser.handle_push_response(response)
-        response = await parser.read_response()
+def _raise_connection_error(response: Any) -> None:
+    """Raise a reply that is an error of the connection (``LOADING``, ...: it drops it)."""
     if isinstance(response, ConnectionError):
         raise response
     if isinstance(response, list) and response and isinstance(response[0], ConnectionError):
         raise response[0]
-    return response
 
 
 async def _failed(conn: Any, error: BaseException, writing: bool) -> BaseException:

@@ -23,6 +23,15 @@ nothing stays reserved past the call. A released one gives its rate-limit turn b
 other turn was taken since (:func:`.rules.give_back`: exact; otherwise the turn stays spent and the
 limiter errs slow). Under an event loop other than asyncio's nothing is sent early. :class:`Counts`
 counts the early admissions sent, taken and released.
+
+On a store whose backend has :class:`~.backend.Rides` (Redis on one server) the ``ADMIT`` is not a
+task: it is queued (the call's riding block, opened here) and goes in the same socket write as the
+lease + load (:mod:`agentscope_teams.store._redis_riders`); :meth:`Early.take` reads its answer
+(sent alone then if no round trip took it). Its age for :data:`TURN_AHEAD` still counts from when
+it was queued, which is no later than when it was sent: the bound holds. A riding ``ADMIT`` of a
+call that ends before its lease is dropped unsent (nothing to give back); one whose round trip
+failed (unknown whether it ran) is given back, which is harmless if it never ran. The riding block
+also carries the call's last ``FINISH`` (:func:`~.governor._settle_soon`).
 """
 
 from __future__ import annotations

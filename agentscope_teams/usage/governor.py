@@ -16,7 +16,8 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
 2. after the call settles what the provider reported (or an estimate, marked so) and ends the
    rate-limit lease, in one store operation; a failed call releases its reservation. That operation
    runs as a task of its own (:mod:`.settles`), beside what the caller does next (a tool step, a
-   session save); ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for their call's settles
+   session save; on one Redis server the last one rides in the same socket write as the call's
+   last save: :mod:`.settles`); ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for their call's settles
    (:func:`settled`) before they return, and :meth:`UsageGovernor.aclose` (:func:`flush`) for every
    one left. Until a settle lands its reservation stays held.
 
@@ -123,8 +124,9 @@ class UsageGovernor:
         self.budget_wait = budget_wait
         self._terms: weakref.WeakKeyDictionary[ChatModel, Terms] = weakref.WeakKeyDictionary()
 
-    @property
+    @functools.cached_property
     def backend(self) -> UsageBackend:
+        """The usage backend of the governor's store (one per store object: :func:`usage_backend`)."""
         return usage_backend(self.store)
 
     def context_budgets(self, ctx: RuntimeContext) -> list[tuple[str, Budget]]:
