@@ -7,6 +7,7 @@ however it ends. Round trips are counted on the client (``execute_command``: one
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import subprocess
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from agentscope_teams import Budget, HarnessAgent, RateLimit, RuntimeContext
@@ -127,8 +129,11 @@ async def test_a_finish_is_not_held_across_a_tool_step(
     @tool(read_only=True)
     async def look() -> str:
         """Look at the limiter."""
-        await flush(redis)  # only settles handed to tasks: a riding one would not land here
         backend: Any = usage_backend(redis)
+        running = list(backend.settles._tasks)  # the settle tasks only (flush lands riders too)
+        if running:
+            await asyncio.wait(running)
+        assert not backend.settles._later  # no FINISH waits for a round trip
         raw = await redis.client.hgetall(backend._limiter(limiter_key(model)))  # type: ignore[attr-defined]
         seen.append([k.decode() for k in raw if k.startswith(b"l:")])
         return "seen"
@@ -265,3 +270,32 @@ async def _noscript(store: Any) -> None:
         store.close_rides(token)
     assert await store.land(rider) == b"x"
     assert (await store.get(key)).value == b"v"
+
+
+async def test_a_call_cancelled_before_its_lease_sends_no_admit(
+    redis: BaseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queued ``ADMIT`` of a call cancelled while it waits for its session (before the lease
+    round trip) is dropped unsent: nothing reserved, nothing to give back, no round trip."""
+    model, team = _model(), "team:" + uuid.uuid4().hex[:8]
+    agent = _agent(redis, tmp_path, model)
+    waiting = anyio.Event()
+
+    class Busy:
+        async def __aenter__(self) -> None:
+            waiting.set()
+            await anyio.sleep_forever()
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr(agent, "_exclusive", lambda *a, **kw: Busy())
+    trips = Trips(redis.client, monkeypatch)  # type: ignore[attr-defined]
+    with anyio.fail_after(20), add_budget(team, Budget(max_tokens=10**9), store=redis):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.call, "hi", RuntimeContext(session_id="c-" + uuid.uuid4().hex[:6]))
+            await waiting.wait()
+            tg.cancel_scope.cancel()
+    await flush(redis)
+    assert trips.take() == []
+    assert await usage_backend(redis).read(team) is None  # never written
