@@ -15,6 +15,7 @@ valgrind (a check of the harness). Needs ``valgrind`` (skipped without it).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import shutil
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -76,7 +78,8 @@ async def _child(mode: str, calls: int) -> None:
 
 
 def _answer_scripts_at_once() -> None:
-    """The Redis usage backend's ADMIT, FINISH and give-back answered in Python, sending nothing."""
+    """The Redis usage backend's ADMIT, FINISH and give-back answered in Python, sending nothing
+    (riding ones too: queued nowhere, answered at once)."""
     from agentscope_teams.usage.backend import RedisUsage
     from agentscope_teams.usage.rules import Admission, Admitted
 
@@ -92,6 +95,29 @@ def _answer_scripts_at_once() -> None:
     RedisUsage.admit = admit  # type: ignore[method-assign]
     RedisUsage.finish = finish  # type: ignore[method-assign]
     RedisUsage.give_back = give_back  # type: ignore[method-assign]
+    _answer_riders_at_once(RedisUsage, Admitted)
+
+
+def _answer_riders_at_once(usage: Any, admitted: Any) -> None:
+    """The riding ``ADMIT`` and ``FINISH`` (issue 27, h-rider) queued nowhere: answered at once."""
+
+    class Answered:
+        lost = False
+
+        def __init__(self) -> None:
+            self.future = asyncio.get_running_loop().create_future()
+            self.future.set_result(None)
+
+    async def answer(self: Any, a: Any, rider: Any) -> Any:
+        return admitted()
+
+    async def landed(self: Any, rider: Any) -> None:
+        return None
+
+    usage.ride_admit = lambda self, a: Answered()
+    usage.ride_finish = lambda self, a, tokens, nanos: Answered()
+    usage.admitted, usage.landed = answer, landed
+    usage.drop = lambda self, rider: False
 
 
 def _command(mode: str, calls: int, counted: bool) -> list[str]:
