@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +51,7 @@ RIDERS: contextvars.ContextVar[Riders | None] = contextvars.ContextVar(
 class Rider:
     """One script call waiting to ride a round trip to ``store``, then its reply in ``future``."""
 
-    __slots__ = ("args", "command", "future", "keys", "lost", "queue", "script", "store")
+    __slots__ = ("args", "command", "future", "keys", "lost", "queue", "script", "sent", "store")
 
     def __init__(
         self, queue: Riders, store: object, script: Any, keys: Sequence[Any], args: Sequence[Any]
@@ -61,6 +62,8 @@ class Rider:
         self.future: asyncio.Future[Any] = queue.loop.create_future()
         #: Taken by a round trip that failed: whether the server ran it is unknown.
         self.lost = False
+        #: ``time.monotonic()`` when a round trip took it (None: not yet): the server runs it after.
+        self.sent: float | None = None
 
     @property
     def waiting(self) -> bool:
@@ -68,11 +71,12 @@ class Rider:
         return self in self.queue.waiting
 
     def leave(self) -> bool:
-        """Leave the queue (True: it was waiting, nothing was sent)."""
+        """Leave the queue (True: it was waiting, nothing was sent; :attr:`sent` is now)."""
         waiting = self.queue.waiting
         if self not in waiting:
             return False
         waiting.remove(self)
+        self.sent = time.monotonic()
         return True
 
     def answer(self, reply: Any) -> None:
@@ -133,4 +137,7 @@ def take(store: object) -> list[Rider] | None:
     if not mine:
         return None
     riders.waiting = [r for r in waiting if r.store is not store]
+    now = time.monotonic()
+    for rider in mine:
+        rider.sent = now
     return mine

@@ -27,8 +27,8 @@ counts the early admissions sent, taken and released.
 On a store whose backend has :class:`~.backend.Rides` (Redis on one server) the ``ADMIT`` is not a
 task: it is queued (the call's riding block, opened here) and goes in the same socket write as the
 lease + load (:mod:`agentscope_teams.store._redis_riders`); :meth:`Early.take` reads its answer
-(sent alone then if no round trip took it). Its age for :data:`TURN_AHEAD` still counts from when
-it was queued, which is no later than when it was sent: the bound holds. A riding ``ADMIT`` of a
+(sent alone then if no round trip took it). Its age for :data:`TURN_AHEAD` counts from when the
+round trip took it, just before writing it (the server runs it after that): the bound holds. A riding ``ADMIT`` of a
 call that ends before its lease is dropped unsent (nothing to give back); one whose round trip
 failed (unknown whether it ran) is given back, which is harmless if it never ran. The riding block
 also carries the call's last ``FINISH`` (:func:`~.governor._settle_soon`).
@@ -201,8 +201,14 @@ class Early:
         )
 
     def _recent(self, a: Admission) -> bool:
+        """Whether a timed turn was taken at most :data:`TURN_AHEAD` ago: counted from when the
+        ``ADMIT`` was sent (a riding one: when its round trip took it; the server runs it after)."""
         timed = a.key is not None and bool(a.rates.rpm or a.rates.tpm)
-        return not timed or time.monotonic() - self.sent <= TURN_AHEAD
+        if not timed:
+            return True
+        rider = self.rider
+        sent = rider.sent if rider is not None and rider.sent is not None else self.sent
+        return time.monotonic() - sent <= TURN_AHEAD
 
     def seen(self, scope: Scope, est_in: int, response: ModelResponse | None) -> None:
         """A model call of the call ended: the last one gives the session's hint."""
