@@ -109,6 +109,7 @@ def _answer_riders_at_once(usage: Any, admitted: Any) -> None:
 
     class Answered:
         lost = False
+        sent = None  # the early admission's age counts from its own start
 
         def __init__(self) -> None:
             self.future = asyncio.get_running_loop().create_future()
