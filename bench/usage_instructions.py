@@ -9,12 +9,15 @@ of ``N`` and one of ``N0`` calls, over ``N - N0``, so the set-up cancels out. Va
 (no governor); ``governed`` (a team budget and a rate limit on Redis, as in ``usage_overhead``);
 ``governor only`` (the same, with the store's two scripts answered in Python at once: what the
 governor's own Python costs; the rest of the overhead is the two scripts' round trips).
+Under callgrind ``TURN_AHEAD`` is scaled by :data:`SLOWDOWN` (the early admission decides as at
+full speed: :func:`_scale_turn_ahead`); the releases left are reported.
 Run: ``python -m bench usage_instructions``; ``--fast`` runs the variants once each without
 valgrind (a check of the harness). Needs ``valgrind`` (skipped without it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import shutil
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -31,6 +35,10 @@ from .stats import section, table, verdict
 
 #: Calls of a short and a long run (instructions per call: their difference over N - N0).
 N0, N = 20, 120
+#: How much slower a process runs under callgrind (about; ``TURN_AHEAD`` is scaled by it there).
+SLOWDOWN = 100
+#: Set for a child under callgrind (:func:`_scale_turn_ahead`).
+SLOWED_ENV = "AGENTSCOPE_TEAMS_BENCH_SLOWED"
 VARIANTS = {"plain": "plain", "governed": "governed", "governor only": "null"}
 
 
@@ -76,7 +84,8 @@ async def _child(mode: str, calls: int) -> None:
 
 
 def _answer_scripts_at_once() -> None:
-    """The Redis usage backend's ADMIT, FINISH and give-back answered in Python, sending nothing."""
+    """The Redis usage backend's ADMIT, FINISH and give-back answered in Python, sending nothing
+    (riding ones too: queued nowhere, answered at once)."""
     from agentscope_teams.usage.backend import RedisUsage
     from agentscope_teams.usage.rules import Admission, Admitted
 
@@ -92,6 +101,30 @@ def _answer_scripts_at_once() -> None:
     RedisUsage.admit = admit  # type: ignore[method-assign]
     RedisUsage.finish = finish  # type: ignore[method-assign]
     RedisUsage.give_back = give_back  # type: ignore[method-assign]
+    _answer_riders_at_once(RedisUsage, Admitted)
+
+
+def _answer_riders_at_once(usage: Any, admitted: Any) -> None:
+    """The riding ``ADMIT`` and ``FINISH`` (issue 27, h-rider) queued nowhere: answered at once."""
+
+    class Answered:
+        lost = False
+        sent = None  # the early admission's age counts from its own start
+
+        def __init__(self) -> None:
+            self.future = asyncio.get_running_loop().create_future()
+            self.future.set_result(None)
+
+    async def answer(self: Any, a: Any, rider: Any) -> Any:
+        return admitted()
+
+    async def landed(self: Any, rider: Any) -> None:
+        return None
+
+    usage.ride_admit = lambda self, a: Answered()
+    usage.ride_finish = lambda self, a, tokens, nanos: Answered()
+    usage.admitted, usage.landed = answer, landed
+    usage.drop = lambda self, rider: False
 
 
 def _command(mode: str, calls: int, counted: bool) -> list[str]:
@@ -114,6 +147,7 @@ def _run_pair(mode: str) -> float:
     """Instructions per call of ``mode``: a run of N0 and one of N calls, side by side."""
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONHASHSEED": "0"}  # the same dict layouts
+    env[SLOWED_ENV] = "1"
     procs = [
         subprocess.Popen(
             _command(mode, n, True),
@@ -125,13 +159,26 @@ def _run_pair(mode: str) -> float:
         )
         for n in (N0, N)
     ]
-    counts = []
+    counts, released = [], []
     for p in procs:
         _, err = p.communicate()
         if p.returncode:
             raise RuntimeError(f"{mode} run failed ({p.returncode}):\n{err[-2000:]}")
         counts.append(_instructions(err))
+        released.append(_released(err))
+    RELEASED[mode] = released[1] - released[0]
     return (counts[1] - counts[0]) / (N - N0)
+
+
+#: Early admissions released in the long run less the short one, per mode (TURN_AHEAD passed).
+RELEASED: dict[str, int] = {}
+
+
+def _released(output: str) -> int:
+    for line in output.splitlines():
+        if line.startswith("early admissions:"):
+            return int(line.rpartition(" ")[2])
+    return 0
 
 
 def _check_harness() -> None:
@@ -175,13 +222,31 @@ async def run(fast: bool) -> str:
             "< 5 %: " + verdict(overhead < 0.05),
             f"of the overhead: {python:.0%} the governor's Python, {1 - python:.0%} the two "
             "scripts' round trips (client side)",
+            f"early admissions released (older than TURN_AHEAD x {SLOWDOWN}) in the {N - N0} "
+            f"counted governed calls: {RELEASED.get('governed', 0)}",
         ],
     )
 
 
 def main() -> None:
     mode, calls = sys.argv[1], int(sys.argv[2])
+    if os.environ.get(SLOWED_ENV):
+        _scale_turn_ahead()
     anyio.run(_child, mode, calls)
+    from agentscope_teams.usage import early
+
+    c = early.Counts
+    print(f"early admissions: sent {c.sent} taken {c.taken} released {c.released}", file=sys.stderr)
+
+
+def _scale_turn_ahead() -> None:
+    """Under callgrind every step of a call takes ~:data:`SLOWDOWN` times longer, so an early
+    turn would often be older than ``TURN_AHEAD`` when its request is built (released, then
+    taken again: two round trips a call on an unslowed machine does not make). Scaled alike, the
+    early admission decides as it does at full speed."""
+    from agentscope_teams.usage import early
+
+    early.TURN_AHEAD *= SLOWDOWN
 
 
 if __name__ == "__main__":

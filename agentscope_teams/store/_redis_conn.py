@@ -8,6 +8,10 @@ failing with "Too many connections". Behind the gate is a plain connection pool:
 blocking pool costs a lock, a condition and a timeout timer per acquisition even when a connection
 is free (about 28% of client CPU at 1,000 concurrent operations, ``python -m bench redis_pool``);
 the gate takes a free turn without a timer.
+
+A write script (``_write``) also carries the riders queued in its context for this store
+(:mod:`._redis_riders`: :meth:`RedisConnection.ride`, :meth:`~RedisConnection.land`,
+:meth:`~RedisConnection.drop`), in the same socket write, on one server without ``replica_acks``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import anyio
 from ..errors import StoreUnavailableError
 from . import _redis_acks as acks
 from . import _redis_cluster as cluster
+from . import _redis_riders as rides
 from . import _redis_scripts as lua
 from ._redis_client import UNREACHABLE, db_refused
 from ._redis_names import KeyNames
@@ -65,6 +70,8 @@ class RedisConnection(StoreBackend):
     _db: int
     _turn: Any
     _errors: tuple[type[Exception], ...]
+    #: Whether write scripts carry riders (:mod:`._redis_riders`): one server, the lean client.
+    _rides: bool = False
     _subscriber: Subscriber
     _naming: KeyNames
     #: True on Redis Cluster: keys are tagged by their key-registry group.
@@ -130,9 +137,91 @@ class RedisConnection(StoreBackend):
         """Run the write script ``script`` (retried while its slot migrates); with
         ``replica_acks``, followed by ``WAIT`` in the same round trip (:meth:`_acked`)."""
         if not self.replica_acks:
+            riders = self._rides and rides.take(self)
+            if riders:
+                return await self._with_riders(script, keys, args, riders)
             return await self._moving(lambda: script(keys=keys, args=args))
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
         return await self._moving(lambda: self._acked(command, keys[0], script.script))
+
+    async def _with_riders(
+        self, script: Any, keys: Sequence[str], args: Sequence[Any], riders: list[rides.Rider]
+    ) -> Any:
+        """The write script's reply, sent after ``riders`` in one pipeline (:mod:`._redis_riders`):
+        each rider gets its own reply or error; a ``NOSCRIPT`` loads the script and sends that
+        command again, alone; a failure of the round trip fails the riders too (``lost``)."""
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:
+            replies = await self._client.execute_many([*(r.command for r in riders), command])
+        except BaseException as exc:
+            error = self._unavailable(exc) if isinstance(exc, self._errors) else exc
+            for rider in riders:
+                rider.fail(error, lost=True)
+            raise
+        no_script = self._redis.exceptions.NoScriptError
+        for rider, reply in zip(riders, replies, strict=False):
+            if isinstance(reply, no_script):
+                await self._alone(rider, in_turn=True)
+            elif isinstance(reply, Exception):
+                rider.fail(reply)
+            else:
+                rider.answer(reply)
+        own = replies[-1]
+        if isinstance(own, no_script):
+            return await script(keys=keys, args=args)  # loads it, runs it again
+        if isinstance(own, Exception):
+            raise own
+        return own
+
+    def open_rides(self) -> Any:
+        """Start a riding block in this context (:mod:`._redis_riders`; None: riders do not
+        apply here); end it with :meth:`close_rides`."""
+        if not self._rides or self.replica_acks:
+            return None
+        return rides.open_rides()
+
+    def close_rides(self, token: Any) -> None:
+        rides.close_rides(token)
+
+    def ride(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> rides.Rider | None:
+        """Queue the write script ``script`` to ride this context's next write to this store
+        (:mod:`._redis_riders`); None when riders do not apply (a cluster, ``replica_acks``, a
+        client of its own, no riding block): then run it with :meth:`run_script`. Its reply:
+        :meth:`land`."""
+        if not self._rides or self.replica_acks:
+            return None
+        return rides.queue(self, script, keys, args)
+
+    async def land(self, rider: rides.Rider) -> Any:
+        """``rider``'s reply (its error raised): sent alone now, in a turn of the gate, if no
+        round trip took it yet, else awaited."""
+        if rider.leave():
+            await self._alone(rider)
+        return await rider.future
+
+    def drop(self, rider: rides.Rider) -> bool:
+        """Take ``rider`` off its queue unsent (True); False: it was sent (:meth:`land`)."""
+        if not rider.leave():
+            return False
+        rider.fail(StoreUnavailableError("a riding Redis command was dropped unsent"))
+        return True
+
+    async def _alone(self, rider: rides.Rider, in_turn: bool = False) -> None:
+        """Send ``rider`` by itself (``in_turn``: within the turn of the carrier that found
+        ``NOSCRIPT``); its reply or error goes to its future (a cancellation is raised too)."""
+        script, keys, args = rider.script, rider.keys, rider.args
+        try:
+            if in_turn:
+                reply = await script(keys=keys, args=args)  # loads it on NOSCRIPT
+            else:
+                reply = await self.run_script(script, keys, args)
+        except BaseException as exc:
+            error = self._unavailable(exc) if isinstance(exc, self._errors) else exc
+            rider.fail(error, lost=not isinstance(exc, self._redis.exceptions.ResponseError))
+            if not isinstance(exc, Exception):
+                raise
+            return
+        rider.answer(reply)
 
     async def _acked(self, command: Sequence[Any], key: str, source: str | None = None) -> Any:
         """The reply of the write ``command`` (on ``key``'s slot) sent with ``WAIT`` on the same

@@ -28,6 +28,10 @@ this package never enables; the store's ``store_operation_seconds`` are above it
 Commands stay observable where they were: every command still goes through the client's
 ``execute_command`` (a wrapper on it counts what is sent), the lean part is inside it.
 
+:meth:`LeanRedis.execute_many` sends several commands in one write on one connection and reads
+their replies (:func:`._redis_wire.exchange_many`; the riders of :mod:`._redis_riders`): it is not
+seen by a wrapper of ``execute_command``.
+
 :class:`LeanScript` is redis-py's ``AsyncScript`` without its per-call work: ``EVALSHA``; on
 ``NOSCRIPT`` (a restarted or flushed server) ``SCRIPT LOAD`` and ``EVALSHA`` again.
 """
@@ -41,11 +45,11 @@ from typing import Any
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 from redis.utils import HIREDIS_AVAILABLE
 
 from ._redis_client import _TimerSend
-from ._redis_wire import _AsyncHiredisParser, exchange, ready, wire_fits
+from ._redis_wire import _AsyncHiredisParser, exchange, exchange_many, ready, wire_fits
 
 _DIRTY = (ConnectionError, TimeoutError, OSError)
 #: The commands that take the lean path (when redis-py has no response callback for them): the
@@ -117,6 +121,30 @@ class LeanRedis(Redis):
             if not _give_back_idle(pool, conn):
                 await pool.release(conn)
 
+    async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` in one write on one connection and read their replies (riders,
+        :mod:`._redis_riders`): a list with each reply, or the ``ResponseError`` of that command
+        in its place; any other failure raises for all of them (the connection dropped, the pool's
+        retry policy applied as for one command). Not seen by a wrapper of ``execute_command``."""
+        pool = self.connection_pool
+        conn = _take_idle(pool) or await _take(pool)
+        try:
+            retry = conn.retry
+            if retry._retries or retry._is_retryable is not None:
+                return await retry.call_with_retry(  # type: ignore[no-any-return]
+                    lambda: _send_read_many(conn, commands),
+                    lambda error, failures: conn.disconnect(error=error, failure_count=failures),
+                    with_failure_count=True,
+                )
+            try:
+                return await _send_read_many(conn, commands)
+            except retry._supported_errors as error:
+                await conn.disconnect(error=error, failure_count=1)
+                raise
+        finally:
+            if not _give_back_idle(pool, conn):
+                await pool.release(conn)
+
     def register_script(self, script: Any) -> Any:
         """A :class:`LeanScript` (redis-py's ``AsyncScript`` for a script given as bytes)."""
         if not isinstance(script, str):
@@ -129,6 +157,20 @@ async def _send_read(conn: Any, args: tuple[Any, ...]) -> Any:
         return await exchange(conn, _pack(conn, args))
     await conn.send_packed_command(_pack(conn, args))
     return await conn.read_response()
+
+
+async def _send_read_many(conn: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    packed = [part for command in commands for part in _pack(conn, command)]
+    if ready(conn):
+        return await exchange_many(conn, packed, len(commands))
+    await conn.send_packed_command(packed)
+    replies: list[Any] = []
+    for _ in commands:
+        try:
+            replies.append(await conn.read_response())
+        except ResponseError as error:
+            replies.append(error)
+    return replies
 
 
 def _pack(conn: Any, args: tuple[Any, ...]) -> Any:

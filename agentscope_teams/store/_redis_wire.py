@@ -11,6 +11,8 @@ only on a connection :func:`ready` for it (connected, a hiredis parser, no healt
 otherwise redis-py's own pair runs. Its results are redis-py's (:func:`_failed`): the same reply,
 ``ResponseError`` raised with the connection kept, a socket timeout a ``TimeoutError`` and any
 other failure or a cancellation a disconnect; a RESP3 push message is handled by the parser.
+:func:`exchange_many` does the same for several commands in one write (riders,
+:mod:`._redis_riders`), each ``ResponseError`` returned in its reply's place.
 """
 
 from __future__ import annotations
@@ -128,6 +130,58 @@ async def exchange(conn: Any, packed: list[bytes]) -> Any:
     if isinstance(response, ResponseError):
         raise response from None
     return response
+
+
+async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]:
+    """``packed`` (``count`` commands) written in one ``writelines`` on a :func:`ready`
+    connection and their ``count`` replies read, under one deadline, with :func:`exchange`'s
+    results, except that a ``ResponseError`` reply is returned in its place in the list (one
+    command's error does not fail the others)."""
+    parser, writer = conn._parser, conn._writer
+    deadline = _Deadline(conn.socket_timeout)
+    writing = True
+    replies: list[Any] = []
+    try:
+        writer.writelines(packed)
+        transport = writer.transport
+        if transport.is_closing() or transport.get_write_buffer_size():
+            await writer.drain()
+            deadline.restart(conn.socket_timeout)
+        writing = False
+        conn._active_read_timeout = deadline
+        try:
+            reader, push = parser._reader, parser._hiredis_PushNotificationType
+            while len(replies) < count:  # exchange's read, once per reply
+                if not parser._connected:
+                    raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
+                response: Any = reader.gets()
+                while response is NOT_ENOUGH_DATA:
+                    data = await parser._stream.read(parser._read_size)
+                    if not data:
+                        raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
+                    reader.feed(data)
+                    response = reader.gets()
+                if push is not None and isinstance(response, push):
+                    await parser.handle_push_response(response)
+                    response = await parser.read_response()
+                _raise_connection_error(response)
+                replies.append(response)
+        finally:
+            conn._active_read_timeout = None
+    except BaseException as error:
+        raise await _failed(conn, deadline.stop(error), writing)  # noqa: B904 (redis-py's chain)
+    deadline.stop(None)
+    if conn.health_check_interval:
+        conn.next_health_check = get_running_loop().time() + conn.health_check_interval
+    return replies
+
+
+def _raise_connection_error(response: Any) -> None:
+    """Raise a reply that is an error of the connection (``LOADING``, ...: it drops it)."""
+    if isinstance(response, ConnectionError):
+        raise response
+    if isinstance(response, list) and response and isinstance(response[0], ConnectionError):
+        raise response[0]
 
 
 async def _failed(conn: Any, error: BaseException, writing: bool) -> BaseException:

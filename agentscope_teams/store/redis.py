@@ -144,6 +144,7 @@ class RedisStore(RedisListing):
                 "bytes, so pass a client created with decode_responses=False"
             )
         self._db = int(kwargs.get("db") or 0)
+        self._rides = not self.cluster and callable(getattr(client, "execute_many", None))
         self._errors = (
             redis.exceptions.ConnectionError,
             redis.exceptions.TimeoutError,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..store.closing import land_before_close
 from . import redis_lua, rules
@@ -21,6 +21,25 @@ if TYPE_CHECKING:
     from ..store.redis import RedisStore
 
 
+class Rides(Protocol):
+    """A backend whose ``ADMIT`` and ``FINISH`` can ride round trips the call makes anyway (the
+    session lease + load, the last save; Redis on one server: :class:`RedisUsage`)."""
+
+    def open_rides(self) -> object | None: ...
+
+    def close_rides(self, token: object) -> None: ...
+
+    def ride_admit(self, a: Admission) -> Any: ...
+
+    async def admitted(self, a: Admission, rider: Any) -> Admitted: ...
+
+    def ride_finish(self, a: Admission, tokens: int, nanos: int) -> Any: ...
+
+    async def landed(self, rider: Any) -> None: ...
+
+    def drop(self, rider: Any) -> bool: ...
+
+
 class UsageBackend(Protocol):
     """The atomic operations budgets and rate limits need of a store: one per step of a call
     (``admit`` before it, ``finish`` after it; ``give_back`` for an admission whose request was
@@ -28,6 +47,8 @@ class UsageBackend(Protocol):
 
     #: The ``finish`` operations of this store running as tasks of their own.
     settles: Settles
+    #: Riding round trips the call makes anyway (None: each operation is a round trip of its own).
+    rides: Rides | None
 
     async def admit(self, a: Admission) -> Admitted: ...
 
@@ -46,6 +67,8 @@ def now_ms() -> int:
 
 class DocsUsage:
     """The rules of :mod:`.rules` on locked documents (memory, file, SQL stores)."""
+
+    rides: Rides | None = None
 
     def __init__(self, docs: DocBackend) -> None:
         self.docs = docs
@@ -101,6 +124,7 @@ class RedisUsage:
         self._hold = store.register_script(redis_lua.HOLD_OFF)
         self._names: dict[tuple[str, str], str] = {}
         self.settles = Settles()
+        self.rides: Rides | None = self
 
     def _budget(self, name: str) -> str:
         return self._name(("b", name), lambda: (*LEDGER, doc_id(name)))
@@ -133,13 +157,35 @@ class RedisUsage:
         return args
 
     async def admit(self, a: Admission) -> Admitted:
-        reply = await self.store.run_script(self._admit, self._keys(a), self._args(a))
-        at = int(reply[0])
-        if at == 0:
-            return Admitted(wait_ms=float(reply[1]))
-        unit = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-        numbers = [int(float(x)) for x in reply[2:5]]
-        return Admitted(refusal=Refusal(a.limits[at - 1].name, unit, *numbers))
+        return _admitted(a, await self.store.run_script(self._admit, self._keys(a), self._args(a)))
+
+    # -- riding the call's own round trips (:class:`Rides`; ``agentscope_teams.store._redis_riders``)
+
+    def open_rides(self) -> object | None:
+        token: object | None = self.store.open_rides()
+        return token
+
+    def close_rides(self, token: object) -> None:
+        self.store.close_rides(token)
+
+    def ride_admit(self, a: Admission) -> Any:
+        """The ``ADMIT`` of ``a`` queued for this context's next write (None: not queued)."""
+        return self.store.ride(self._admit, self._keys(a), self._args(a))
+
+    async def admitted(self, a: Admission, rider: Any) -> Admitted:
+        """The answer of a riding ``ADMIT`` (sent alone now if no round trip took it)."""
+        return _admitted(a, await self.store.land(rider))
+
+    def ride_finish(self, a: Admission, tokens: int, nanos: int) -> Any:
+        """The ``FINISH`` of ``a`` queued for this context's next write (None: not queued)."""
+        args = [*self._end_args(a, tokens, nanos), 0, a.tenant]
+        return self.store.ride(self._finish, self._keys(a), args)
+
+    async def landed(self, rider: Any) -> None:
+        await self.store.land(rider)
+
+    def drop(self, rider: Any) -> bool:
+        return bool(self.store.drop(rider))
 
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
         await self._end(a, tokens, nanos, 0)
@@ -147,9 +193,12 @@ class RedisUsage:
     async def give_back(self, a: Admission) -> None:
         await self._end(a, 0, 0, 1)
 
+    def _end_args(self, a: Admission, tokens: int, nanos: int) -> list[object]:
+        return [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0, a.rates.tpm or 0]
+
     async def _end(self, a: Admission, tokens: int, nanos: int, unsent: int) -> None:
-        args = [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0, a.rates.tpm or 0]
-        await self.store.run_script(self._finish, self._keys(a), [*args, unsent, a.tenant])
+        args = [*self._end_args(a, tokens, nanos), unsent, a.tenant]
+        await self.store.run_script(self._finish, self._keys(a), args)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         await self.store.run_script(self._hold, [self._limiter(key)], [wait_ms])
@@ -160,6 +209,16 @@ class RedisUsage:
             return None
         fields = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
         return {f: int(fields.get(f, 0)) for f in ("ut", "un", "rt", "rn")}
+
+
+def _admitted(a: Admission, reply: Any) -> Admitted:
+    """The answer of an ``ADMIT`` reply."""
+    at = int(reply[0])
+    if at == 0:
+        return Admitted(wait_ms=float(reply[1]))
+    unit = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+    numbers = [int(float(x)) for x in reply[2:5]]
+    return Admitted(refusal=Refusal(a.limits[at - 1].name, unit, *numbers))
 
 
 _BACKENDS: weakref.WeakKeyDictionary[object, UsageBackend] = weakref.WeakKeyDictionary()

@@ -23,6 +23,15 @@ nothing stays reserved past the call. A released one gives its rate-limit turn b
 other turn was taken since (:func:`.rules.give_back`: exact; otherwise the turn stays spent and the
 limiter errs slow). Under an event loop other than asyncio's nothing is sent early. :class:`Counts`
 counts the early admissions sent, taken and released.
+
+On a store whose backend has :class:`~.backend.Rides` (Redis on one server) the ``ADMIT`` is not a
+task: it is queued (the call's riding block, opened here) and goes in the same socket write as the
+lease + load (:mod:`agentscope_teams.store._redis_riders`); :meth:`Early.take` reads its answer
+(sent alone then if no round trip took it). Its age for :data:`TURN_AHEAD` counts from when the
+round trip took it, just before writing it (the server runs it after that): the bound holds. A riding ``ADMIT`` of a
+call that ends before its lease is dropped unsent (nothing to give back); one whose round trip
+failed (unknown whether it ran) is given back, which is harmless if it never ran. The riding block
+also carries the call's last ``FINISH`` (:func:`~.governor._settle_soon`).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ import anyio
 
 from ..message import Msg
 from ..model.base import ChatModel, ModelResponse
+from .backend import Rides
 from .estimate import PER_MESSAGE, message_chars, output_tokens, tokens, tool_chars
 from .governor import EARLY, UNGOVERNED, Scope, Ungoverned, admission, current_scope
 from .limiter import settle_of
@@ -55,6 +65,8 @@ SLACK_TOKENS = 1024
 HINTS_SIZE = 4096
 #: Characters a plain-text input adds beyond its text in a request (its message's JSON).
 TEXT_OVERHEAD = 40
+#: The answer of an early ``ADMIT`` task that failed or was cancelled.
+_LOST = RuntimeError("the early ADMIT failed")
 
 _HINTS: OrderedDict[Hashable, int] = OrderedDict()
 
@@ -114,23 +126,27 @@ def _input_tokens(input: object) -> int:
     return tokens(chars) + PER_MESSAGE * len(msgs)
 
 
-def _granted(task: asyncio.Task[Admitted]) -> bool:
+def _granted(answer: Admitted | BaseException | None) -> bool:
     """Whether the early ``ADMIT`` reserved and took its turn (a store error: it did not)."""
-    if not task.done() or task.cancelled() or task.exception() is not None:
-        return False
-    answer = task.result()
-    return answer.refusal is None and answer.wait_ms <= 0
+    return isinstance(answer, Admitted) and answer.refusal is None and answer.wait_ms <= 0
 
 
 class Early:
-    """One call's early admission: its ``ADMIT`` task, what it asked and when."""
+    """One call's early admission: its ``ADMIT`` (riding the session lease's round trip, or a
+    task), what it asked and when, and its answer once landed."""
 
-    __slots__ = ("a", "last", "open", "scope", "sent", "session", "task")
+    __slots__ = ("a", "answer", "last", "open", "rider", "scope", "sent", "session", "task")
 
     def __init__(self, scope: Scope, a: Admission, session: Hashable) -> None:
         self.scope, self.a, self.session = scope, a, session
         self.sent = time.monotonic()
-        self.task = asyncio.get_running_loop().create_task(scope.governor.backend.admit(a))
+        backend = scope.governor.backend
+        rides = backend.rides
+        #: The ``ADMIT`` queued to ride the call's next write (the lease), else None and a task.
+        self.rider = rides.ride_admit(a) if rides is not None else None
+        self.task = None if self.rider is not None else asyncio.create_task(backend.admit(a))
+        #: The ``ADMIT``'s answer or error once landed (None: not yet).
+        self.answer: Admitted | BaseException | None = None
         #: Neither taken by a request nor released yet.
         self.open = True
         self.last: tuple[int, ModelResponse | None] | None = None
@@ -142,14 +158,38 @@ class Early:
         of a requests or tokens per minute limit is given back before that, so that it can)."""
         if not self.open:
             return None
-        if not self.task.done():  # cancelled here: still open, released when the call ends
-            await asyncio.wait([self.task])
+        answer = await self._landed()  # cancelled here: still open, released when the call ends
         self.open = False
-        if _granted(self.task) and self._covers(scope, a) and self._recent(a):
+        if _granted(answer) and self._covers(scope, a) and self._recent(a):
             Counts.taken += 1
             return self.a
         await self._release(land_first=True)
         return None
+
+    async def _landed(self) -> Admitted | BaseException:
+        """The ``ADMIT``'s answer or error, once it landed (a riding one no round trip took is
+        sent alone now)."""
+        if self.answer is not None:
+            return self.answer
+        answer: Admitted | BaseException
+        rides, task = self.scope.governor.backend.rides, self.task
+        if task is None:
+            assert rides is not None and self.rider is not None
+            try:
+                answer = await rides.admitted(self.a, self.rider)
+            except Exception as exc:  # the request's own admission answers
+                answer = exc
+        else:
+            if not task.done():
+                await asyncio.wait([task])
+            answer = task.result() if not task.cancelled() and task.exception() is None else _LOST
+        self.answer = answer
+        return answer
+
+    def _holds(self, answer: Admitted | BaseException) -> bool:
+        """Whether the ``ADMIT`` holds something to give back: granted, or riding a round trip
+        that failed (whether the server ran it is unknown; a give-back of nothing is harmless)."""
+        return _granted(answer) or (self.rider is not None and self.rider.lost)
 
     def _covers(self, scope: Scope, a: Admission) -> bool:
         e = self.a
@@ -161,8 +201,14 @@ class Early:
         )
 
     def _recent(self, a: Admission) -> bool:
+        """Whether a timed turn was taken at most :data:`TURN_AHEAD` ago: counted from when the
+        ``ADMIT`` was sent (a riding one: when its round trip took it; the server runs it after)."""
         timed = a.key is not None and bool(a.rates.rpm or a.rates.tpm)
-        return not timed or time.monotonic() - self.sent <= TURN_AHEAD
+        if not timed:
+            return True
+        rider = self.rider
+        sent = rider.sent if rider is not None and rider.sent is not None else self.sent
+        return time.monotonic() - sent <= TURN_AHEAD
 
     def seen(self, scope: Scope, est_in: int, response: ModelResponse | None) -> None:
         """A model call of the call ended: the last one gives the session's hint."""
@@ -183,17 +229,20 @@ class Early:
         """Give the reservation, the lease and the turn back (:meth:`~.backend.UsageBackend.give_back`:
         the turn only if none was taken since), once the ``ADMIT`` has landed, as a settle; with
         ``land_first`` and a timed turn (requests or tokens per minute), wait for it to land (the
-        request's own ``ADMIT`` comes next: before the give-back, it would wait for the turn)."""
-        task, sent = self.task, self.a if self.a.key is not None else settle_of(self.a)
-        if sent is None or (task.done() and not _granted(task)):
+        request's own ``ADMIT`` comes next: before the give-back, it would wait for the turn). A
+        riding ``ADMIT`` no round trip took is dropped unsent: nothing to give back."""
+        backend = self.scope.governor.backend
+        rides, rider = backend.rides, self.rider
+        if rider is not None and rides is not None and rides.drop(rider):
+            return
+        sent = self.a if self.a.key is not None else settle_of(self.a)
+        answer = self.answer
+        if sent is None or (answer is not None and not self._holds(answer)):
             return
         Counts.released += 1
-        backend = self.scope.governor.backend
 
         async def release() -> None:
-            if not task.done():
-                await asyncio.wait([task])
-            if _granted(task):
+            if self._holds(await self._landed()):
                 await backend.give_back(sent)
 
         started = backend.settles.start(release)
@@ -220,11 +269,13 @@ def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock | Un
 class EarlyBlock:
     """The async context manager of :func:`admit_early`."""
 
-    __slots__ = ("early", "input", "loop", "session", "token")
+    __slots__ = ("early", "input", "loop", "rides", "session", "token")
 
     def __init__(self, loop: Loop, session: Hashable, input: object) -> None:
         self.loop, self.session, self.input = loop, session, input
         self.early: Early | None = None
+        #: The riding block of the call (:class:`~.backend.Rides`), its backend and token.
+        self.rides: tuple[Rides, object] | None = None
 
     async def __aenter__(self) -> None:
         scope = current_scope()
@@ -237,13 +288,19 @@ class EarlyBlock:
         except Exception:  # no asyncio loop, a bad input, no price: the request's path answers
             return
         if a is not None:
+            rides = scope.governor.backend.rides
+            ride = rides.open_rides() if rides is not None else None
+            if ride is not None:  # the call's ADMIT and last FINISH ride its own round trips
+                self.rides = (rides, ride)  # type: ignore[assignment]
             self.early = Early(scope, a, self.session)
             self.token = EARLY.set(self.early)
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        early = self.early
+        early, rides = self.early, self.rides
+        if rides is not None:
+            rides[0].close_rides(rides[1])  # what still waits is sent or dropped by its owner
         if early is not None:
             EARLY.reset(self.token)
             await early.close()

@@ -16,7 +16,8 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
 2. after the call settles what the provider reported (or an estimate, marked so) and ends the
    rate-limit lease, in one store operation; a failed call releases its reservation. That operation
    runs as a task of its own (:mod:`.settles`), beside what the caller does next (a tool step, a
-   session save); ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for their call's settles
+   session save; on one Redis server the last one rides in the same socket write as the call's
+   last save: :mod:`.settles`); ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for their call's settles
    (:func:`settled`) before they return, and :meth:`UsageGovernor.aclose` (:func:`flush`) for every
    one left. Until a settle lands its reservation stays held.
 
@@ -44,7 +45,7 @@ from ..errors import BudgetExceededError, ConfigurationError, RateLimitError
 from ..model.base import ChatModel, ModelRequest, ModelResponse
 from ..tracing import metrics as _metrics
 from ..tracing.usage import GOVERNANCE
-from .backend import UsageBackend, known_backend, usage_backend
+from .backend import Rides, UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
 from .limiter import admit, count_wait, hold_off, labels_of, limiter_key, rates_of, settle_of
@@ -123,8 +124,9 @@ class UsageGovernor:
         self.budget_wait = budget_wait
         self._terms: weakref.WeakKeyDictionary[ChatModel, Terms] = weakref.WeakKeyDictionary()
 
-    @property
+    @functools.cached_property
     def backend(self) -> UsageBackend:
+        """The usage backend of the governor's store (one per store object: :func:`usage_backend`)."""
         return usage_backend(self.store)
 
     def context_budgets(self, ctx: RuntimeContext) -> list[tuple[str, Budget]]:
@@ -376,7 +378,9 @@ class ModelCall:
             if self.early is not None:
                 self.early.seen(scope, self.est_in, self.response)
             if a is not None:
-                await _settle_soon(scope, a, used)
+                response = self.response
+                last = e is None and response is not None and not response.tool_calls
+                await _settle_soon(scope, a, used, last)
 
 
 class Ungoverned:
@@ -436,14 +440,26 @@ def admission(
     )
 
 
-async def _settle_soon(scope: Scope, a: Admission, used: tuple[int, int]) -> None:
+async def _settle_soon(
+    scope: Scope, a: Admission, used: tuple[int, int], last: bool = False
+) -> None:
     """Count what the call used on its budgets and end its rate-limit lease, in one store
     operation (none when neither needs it), as a task of its own (:mod:`.settles`) that the
-    scope's :func:`settled` waits for; a store failure there is logged: the call is done."""
+    scope's :func:`settled` waits for; a store failure there is logged: the call is done.
+
+    A ``last`` call (its answer ends the agent's loop: no tool step follows) queues its
+    operation to ride the next write of the call (its session save; :class:`~.backend.Rides`)
+    where the backend can: the settle is then landed when the scope's settles are waited for."""
     sent = settle_of(a)
     if sent is None:
         return
     backend = scope.governor.backend
+    rides = backend.rides
+    if last and rides is not None:
+        rider = rides.ride_finish(sent, *used)
+        if rider is not None:
+            _ride(scope, backend, rides, rider, sent, used)
+            return
 
     async def settle() -> None:
         await backend.finish(sent, *used)
@@ -456,6 +472,25 @@ async def _settle_soon(scope: Scope, a: Admission, used: tuple[int, int]) -> Non
         return
     with anyio.CancelScope(shield=True):  # no task to hand it to: settle here, as before
         await backend.settles.run(settle)
+
+
+def _ride(
+    scope: Scope,
+    backend: UsageBackend,
+    rides: Rides,
+    rider: Any,
+    sent: Admission,
+    used: tuple[int, int],
+) -> None:
+    """The settle of a ``FINISH`` riding the call's next write, deferred (:meth:`.Settles.defer`)."""
+
+    async def settle() -> None:
+        await rides.landed(rider)
+        if sent.limits:
+            _count(scope, used)
+
+    later = backend.settles.defer(settle, rider.future.done)
+    scope.pending.add_later(backend.settles, later)
 
 
 async def settled() -> None:

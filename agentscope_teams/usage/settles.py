@@ -13,6 +13,12 @@ goes on at once: its tool step, its session save. Each such settle is owned twic
   which a later call of the same scope waits for when the store answers that calls in flight hold
   what it asks for.
 
+On Redis (one server) the settle of a call's last model call, whose answer ends the loop, is not
+a task: its ``FINISH`` rides the call's last session save (:class:`Later`, a rider of
+:mod:`agentscope_teams.store._redis_riders`, queued by :func:`~.governor._settle_soon`); it is
+landed (in line when the save brought its reply back, else sent alone as a task) when the scope or
+the store's settles are waited for, whichever comes first.
+
 The reservation stays held until the settle lands (another call sees it in flight), so a budget is
 still overshot by at most one call. Under an event loop other than asyncio's (anyio on trio) there is
 no task to hand a settle to, and it runs in line, as it did before.
@@ -38,14 +44,16 @@ class Settles:
 
     def __init__(self) -> None:
         self._tasks: set[Task] = set()
-        #: Settles handed to a task since this object was made.
+        self._later: set[Later] = set()
+        #: Settles handed to a task (or riding a round trip: :meth:`defer`) since this object
+        #: was made.
         self.started = 0
         #: Of those, the ones whose store operation failed (each logged as a warning).
         self.failed = 0
 
     @property
     def pending(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) + len(self._later)
 
     def start(self, settle: Callable[[], Awaitable[None]]) -> Task | None:
         """Run ``settle()`` as a task of its own (None: no asyncio loop runs; await it in line)."""
@@ -53,13 +61,36 @@ class Settles:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return None
+        self.started += 1
+        return self._task(loop, settle)
+
+    def _task(self, loop: asyncio.AbstractEventLoop, settle: Callable[[], Awaitable[None]]) -> Task:
         # an empty context: the settle is no part of the caller's trace span or store operation
         ctx = contextvars.Context()
         task = loop.create_task(self._run(settle), name="settle model call", context=ctx)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        self.started += 1
         return task
+
+    def defer(self, settle: Callable[[], Awaitable[None]], ready: Callable[[], bool]) -> Later:
+        """Hold ``settle()`` (whose store operation rides a later round trip) until it is
+        landed (:meth:`land`); ``ready()``: its reply is in (then it lands in line)."""
+        later = Later(asyncio.get_running_loop(), settle, ready)
+        self._later.add(later)
+        self.started += 1
+        return later
+
+    async def land(self, later: Later) -> Task | None:
+        """Run the deferred settle: in line when its reply is in (None), else as a task (the
+        riding operation is sent alone); the task it runs in if it was landed already."""
+        if later not in self._later:
+            return later.task
+        self._later.discard(later)
+        if later.ready():
+            await self._run(later.settle)
+            return None
+        later.task = self._task(later.loop, later.settle)
+        return later.task
 
     async def run(self, settle: Callable[[], Awaitable[None]]) -> None:
         """Run ``settle()`` here, with a failure logged and counted as a task's would be."""
@@ -78,34 +109,66 @@ class Settles:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # another event loop (trio): no settle ran as a task
             return
+        for later in [x for x in self._later if x.loop is loop]:
+            await self.land(later)
         await _wait([t for t in self._tasks if t.get_loop() is loop])
+
+
+class Later:
+    """A settle deferred until landed (:meth:`Settles.defer`)."""
+
+    __slots__ = ("loop", "ready", "settle", "task")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        settle: Callable[[], Awaitable[None]],
+        ready: Callable[[], bool],
+    ) -> None:
+        self.loop, self.settle, self.ready = loop, settle, ready
+        self.task: Task | None = None
 
 
 class Pending:
     """The settles one scope (a bound governor: one ``HarnessAgent.call``) started and has not
     waited for."""
 
-    __slots__ = ("_tasks",)
+    __slots__ = ("_later", "_tasks")
 
     def __init__(self) -> None:
         self._tasks: list[Task] = []
+        self._later: list[tuple[Settles, Later]] = []
 
     def add(self, task: Task) -> None:
         self._tasks = [t for t in self._tasks if not t.done()]
         self._tasks.append(task)
 
+    def add_later(self, settles: Settles, later: Later) -> None:
+        """A deferred settle (:meth:`Settles.defer`): landed by :meth:`wait`."""
+        self._later.append((settles, later))
+
     async def wait(self) -> bool:
-        """Wait for them; True if any was still running. Cancelling the wait leaves them running
-        (and still pending here)."""
+        """Land the deferred settles and wait for them all; True if any was still running.
+        Cancelling the wait leaves them running (and still pending here)."""
+        landed = await self._land()
         tasks, self._tasks = [t for t in self._tasks if not t.done()], []
         if not tasks:
-            return False
+            return landed
         try:
             await _wait(tasks)
         except BaseException:
             self._tasks += tasks
             raise
         return True
+
+    async def _land(self) -> bool:
+        """Land the deferred settles (True: there were some)."""
+        later, self._later = self._later, []
+        for settles, one in later:
+            task = await settles.land(one)
+            if task is not None:
+                self._tasks.append(task)
+        return bool(later)
 
 
 async def _wait(tasks: Iterable[Task]) -> None:

@@ -24,7 +24,7 @@ from sqlalchemy import BindParameter, TextClause, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import rules
-from .backend import DocsUsage, now_ms
+from .backend import DocsUsage, Rides, now_ms
 from .docs import doc_id
 from .rules import Admission, Admitted, Refusal
 from .sql_docs import SqlDocs
@@ -235,6 +235,9 @@ class PgUsage:
     """:class:`~.backend.UsageBackend` on PostgreSQL: :data:`ADMIT` before a call and
     :data:`FINISH` after it, one autocommitted statement each; the rare steps (a 429's hold-off,
     a read) keep the locked documents of :mod:`.sql_docs`."""
+
+    #: Each step is a statement of its own (:class:`~.backend.Rides`: Redis only).
+    rides: Rides | None = None
 
     def __init__(self, docs: SqlDocs) -> None:
         self.docs = docs

@@ -1,0 +1,143 @@
+"""Riders: script calls that go to a standalone Redis server in the socket write of a round trip
+the caller makes anyway (issue 27).
+
+A layer above queues a script call with :meth:`RedisConnection.ride
+<agentscope_teams.store._redis_conn.RedisConnection.ride>` inside a riding block
+(:func:`open_rides`, a :class:`contextvars.ContextVar` of this context's queue): the next write
+script this context sends to the same store (``_write``: a put, a lease's ``create_then_get``, an
+append, ``run_script``) takes every rider queued for that store and sends them first, then its own
+command, as one pipeline (:meth:`~._redis_lean.LeanRedis.execute_many`: one socket write, the
+replies read in order). Each rider's :attr:`Rider.future` gets its reply, or its own
+``ResponseError`` (one command's error does not fail the others; ``NOSCRIPT`` loads the script and
+sends that command again, alone). A rider nobody took is sent alone when its result is asked for
+(:meth:`RedisConnection.land`), or dropped unsent (:meth:`RedisConnection.drop`): nothing waits on
+a timer. When the carrier fails after taking its riders (a lost connection, a timeout, a
+cancellation), whether the server ran them is unknown: their futures get a
+:class:`~agentscope_teams.errors.StoreUnavailableError` and :attr:`Rider.lost` is set.
+
+Only a store on one server without ``replica_acks``, whose client is the lean one, under asyncio,
+queues riders; elsewhere :meth:`~RedisConnection.ride` returns None and the caller sends its
+command as before (on a cluster the keys live on other nodes; with ``replica_acks`` each write is
+followed by ``WAIT``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import StoreUnavailableError
+
+
+class Riders:
+    """The riders of one riding block, waiting for a round trip, and its event loop."""
+
+    __slots__ = ("loop", "waiting")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: list[Rider] = []
+
+
+#: The riding block of this context (None: riders are not queued).
+RIDERS: contextvars.ContextVar[Riders | None] = contextvars.ContextVar(
+    "agentscope_teams_redis_riders", default=None
+)
+
+
+class Rider:
+    """One script call waiting to ride a round trip to ``store``, then its reply in ``future``."""
+
+    __slots__ = ("args", "command", "future", "keys", "lost", "queue", "script", "sent", "store")
+
+    def __init__(
+        self, queue: Riders, store: object, script: Any, keys: Sequence[Any], args: Sequence[Any]
+    ) -> None:
+        self.queue, self.store, self.script = queue, store, script
+        self.keys, self.args = keys, args
+        self.command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        self.future: asyncio.Future[Any] = queue.loop.create_future()
+        #: Taken by a round trip that failed: whether the server ran it is unknown.
+        self.lost = False
+        #: ``time.monotonic()`` when a round trip took it (None: not yet): the server runs it after.
+        self.sent: float | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """Queued, not sent yet."""
+        return self in self.queue.waiting
+
+    def leave(self) -> bool:
+        """Leave the queue (True: it was waiting, nothing was sent; :attr:`sent` is now)."""
+        waiting = self.queue.waiting
+        if self not in waiting:
+            return False
+        waiting.remove(self)
+        self.sent = time.monotonic()
+        return True
+
+    def answer(self, reply: Any) -> None:
+        if not self.future.done():
+            self.future.set_result(reply)
+
+    def fail(self, error: BaseException, lost: bool = False) -> None:
+        """Its reply is ``error`` (a cancellation or another BaseException: the outcome is
+        unknown, a StoreUnavailableError)."""
+        self.lost = self.lost or lost
+        if not isinstance(error, Exception):
+            error = StoreUnavailableError(
+                f"a Redis command riding a round trip was not answered ({type(error).__name__}): "
+                "whether the server ran it is unknown"
+            )
+        if not self.future.done():
+            self.future.set_exception(error)
+            self.future.exception()  # retrieved: a rider nobody asks about logs nothing
+
+
+def open_rides() -> contextvars.Token[Riders | None] | None:
+    """Start a riding block here (None: no asyncio loop runs); end it with :func:`close_rides`."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return RIDERS.set(Riders(loop))
+
+
+def close_rides(token: contextvars.Token[Riders | None]) -> None:
+    """End the riding block (riders still queued stay with their owners: sent or dropped by
+    them)."""
+    RIDERS.reset(token)
+
+
+def queue(store: object, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> Rider | None:
+    """A rider of ``script`` queued for ``store`` in this context's riding block (None: none)."""
+    riders = RIDERS.get()
+    if riders is None:
+        return None
+    rider = Rider(riders, store, script, keys, args)
+    riders.waiting.append(rider)
+    return rider
+
+
+def take(store: object) -> list[Rider] | None:
+    """The riders queued for ``store`` in this context, taken off the queue (None: none)."""
+    riders = RIDERS.get()
+    if riders is None or not riders.waiting:
+        return None
+    try:
+        if asyncio.get_running_loop() is not riders.loop:
+            return None
+    except RuntimeError:
+        return None
+    waiting = riders.waiting
+    mine = [r for r in waiting if r.store is store]
+    if not mine:
+        return None
+    riders.waiting = [r for r in waiting if r.store is not store]
+    now = time.monotonic()
+    for rider in mine:
+        rider.sent = now
+    return mine
