@@ -135,9 +135,11 @@ class RedisConnection(StoreBackend):
 
     async def _write(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run the write script ``script`` (retried while its slot migrates); with
-        ``replica_acks``, followed by ``WAIT`` in the same round trip (:meth:`_acked`)."""
+        ``replica_acks``, followed by ``WAIT`` in the same round trip (:meth:`_acked`). A script
+        run by ``EVALSHA`` carries this context's riders; a function (``FCALL``, the board
+        queue's) leaves them queued for the next one, or to be sent alone when landed."""
         if not self.replica_acks:
-            riders = self._rides and rides.take(self)
+            riders = self._rides and hasattr(script, "sha") and rides.take(self)
             if riders:
                 return await self._with_riders(script, keys, args, riders)
             return await self._moving(lambda: script(keys=keys, args=args))

@@ -131,3 +131,24 @@ async def test_the_lua_dates_match_pythons_across_days(store_spec: StoreSpec) ->
         for m in ms
     ]
     assert [g.decode() for g in got] == expected
+
+
+async def test_a_claim_by_function_sends_a_queued_rider_too(
+    store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock
+) -> None:
+    """A claim (``FCALL``) made while a usage script waits to ride this context's next write (a
+    governed call's riders, ``store._redis_riders``) claims, and the rider gets its reply."""
+    async with store_spec.open() as store:
+        assert isinstance(store, RedisStore)
+        board = await _board(store, alice, clock)
+        echo = store.register_script("return ARGV[1]")
+        token = store.open_rides()
+        assert token is not None
+        try:
+            rider = store.ride(echo, [], ["x"])
+            assert rider is not None
+            claimed = await board.claim_next("a", 30)
+        finally:
+            store.close_rides(token)
+        assert claimed is not None and claimed.owner == "a"
+        assert await store.land(rider) == b"x"
