@@ -29,7 +29,7 @@ Commands stay observable where they were: every command still goes through the c
 ``execute_command`` (a wrapper on it counts what is sent), the lean part is inside it.
 
 :meth:`LeanRedis.execute_many` sends several commands in one write on one connection and reads
-their replies (:func:`._redis_wire.exchange_many`; the riders of :mod:`._redis_riders`): it is not
+their replies (:func:`._redis_wire.exchange` with a count; the riders of :mod:`._redis_riders`): it is not
 seen by a wrapper of ``execute_command``.
 
 :class:`LeanScript` is redis-py's ``AsyncScript`` without its per-call work: ``EVALSHA``; on
@@ -49,7 +49,7 @@ from redis.exceptions import ConnectionError, NoScriptError, ResponseError, Time
 from redis.utils import HIREDIS_AVAILABLE
 
 from ._redis_client import _TimerSend
-from ._redis_wire import _AsyncHiredisParser, exchange, exchange_many, ready, wire_fits
+from ._redis_wire import _AsyncHiredisParser, exchange, ready, wire_fits
 
 _DIRTY = (ConnectionError, TimeoutError, OSError)
 #: The commands that take the lean path (when redis-py has no response callback for them): the
@@ -162,7 +162,7 @@ async def _send_read(conn: Any, args: tuple[Any, ...]) -> Any:
 async def _send_read_many(conn: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
     packed = [part for command in commands for part in _pack(conn, command)]
     if ready(conn):
-        return await exchange_many(conn, packed, len(commands))
+        return await exchange(conn, packed, len(commands))  # type: ignore[no-any-return]
     await conn.send_packed_command(packed)
     replies: list[Any] = []
     for _ in commands:

@@ -11,7 +11,7 @@ only on a connection :func:`ready` for it (connected, a hiredis parser, no healt
 otherwise redis-py's own pair runs. Its results are redis-py's (:func:`_failed`): the same reply,
 ``ResponseError`` raised with the connection kept, a socket timeout a ``TimeoutError`` and any
 other failure or a cancellation a disconnect; a RESP3 push message is handled by the parser.
-:func:`exchange_many` does the same for several commands in one write (riders,
+:func:`exchange` with a ``count`` does the same for several commands in one write (riders,
 :mod:`._redis_riders`), each ``ResponseError`` returned in its reply's place.
 """
 
@@ -85,58 +85,13 @@ def ready(conn: Any) -> bool:
     )
 
 
-async def exchange(conn: Any, packed: list[bytes]) -> Any:
+async def exchange(conn: Any, packed: list[bytes], count: int | None = None) -> Any:
     """``conn.send_packed_command(packed)`` then ``conn.read_response()`` on a :func:`ready`
     connection, with redis-py's results (module docs) under one deadline: the write waits only
     when the socket's buffer is full or closing (then it drains as redis-py's does and the read
-    gets a socket timeout of its own)."""
-    parser, writer = conn._parser, conn._writer
-    deadline = _Deadline(conn.socket_timeout)
-    writing = True
-    try:
-        writer.writelines(packed)
-        transport = writer.transport
-        if transport.is_closing() or transport.get_write_buffer_size():
-            await writer.drain()
-            deadline.restart(conn.socket_timeout)
-        writing = False
-        if not parser._connected:  # disconnected meanwhile (the parser's own check)
-            raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
-        conn._active_read_timeout = deadline  # a maintenance notification may relax it
-        try:
-            reader = parser._reader
-            response: Any = reader.gets()
-            while response is NOT_ENOUGH_DATA:
-                data = await parser._stream.read(parser._read_size)
-                if not data:
-                    raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
-                reader.feed(data)
-                response = reader.gets()
-            push = parser._hiredis_PushNotificationType
-            if push is not None and isinstance(response, push):  # RESP3: the parser's
-                await parser.handle_push_response(response)
-                response = await parser.read_response()
-        finally:
-            conn._active_read_timeout = None
-        if isinstance(response, ConnectionError):  # the parser's: a reply that is an error of
-            raise response  # the connection (LOADING, ...) drops it
-        if isinstance(response, list) and response and isinstance(response[0], ConnectionError):
-            raise response[0]
-    except BaseException as error:
-        raise await _failed(conn, deadline.stop(error), writing)  # noqa: B904 (redis-py's chain)
-    deadline.stop(None)
-    if conn.health_check_interval:
-        conn.next_health_check = get_running_loop().time() + conn.health_check_interval
-    if isinstance(response, ResponseError):
-        raise response from None
-    return response
-
-
-async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]:
-    """``packed`` (``count`` commands) written in one ``writelines`` on a :func:`ready`
-    connection and their ``count`` replies read, under one deadline, with :func:`exchange`'s
-    results, except that a ``ResponseError`` reply is returned in its place in the list (one
-    command's error does not fail the others)."""
+    gets a socket timeout of its own). ``packed`` is one command, or ``count`` commands (riders,
+    :mod:`._redis_riders`): then the ``count`` replies are returned as a list, a ``ResponseError``
+    in its reply's place (one command's error does not fail the others)."""
     parser, writer = conn._parser, conn._writer
     deadline = _Deadline(conn.socket_timeout)
     writing = True
@@ -148,11 +103,11 @@ async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]
             await writer.drain()
             deadline.restart(conn.socket_timeout)
         writing = False
-        conn._active_read_timeout = deadline
+        conn._active_read_timeout = deadline  # a maintenance notification may relax it
         try:
             reader, push = parser._reader, parser._hiredis_PushNotificationType
-            while len(replies) < count:  # exchange's read, once per reply
-                if not parser._connected:
+            for _ in range(count or 1):
+                if not parser._connected:  # disconnected meanwhile (the parser's own check)
                     raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
                 response: Any = reader.gets()
                 while response is NOT_ENOUGH_DATA:
@@ -161,7 +116,7 @@ async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]
                         raise ConnectionError(SERVER_CLOSED_CONNECTION_ERROR)
                     reader.feed(data)
                     response = reader.gets()
-                if push is not None and isinstance(response, push):
+                if push is not None and isinstance(response, push):  # RESP3: the parser's
                     await parser.handle_push_response(response)
                     response = await parser.read_response()
                 _raise_connection_error(response)
@@ -173,7 +128,11 @@ async def exchange_many(conn: Any, packed: list[bytes], count: int) -> list[Any]
     deadline.stop(None)
     if conn.health_check_interval:
         conn.next_health_check = get_running_loop().time() + conn.health_check_interval
-    return replies
+    if count is not None:
+        return replies
+    if isinstance(response, ResponseError):
+        raise response from None
+    return response
 
 
 def _raise_connection_error(response: Any) -> None:

@@ -302,11 +302,7 @@ async def test_on_postgres_a_woken_member_takes_its_session_in_one_statement(
     the driver's connection (before h-pgwake the record, the board, the inbox and the status
     went through SQLAlchemy)."""
     async with postgres_spec.open() as store:
-        ctx = RuntimeContext(session_id="lead", user_id="wake-claim-pg")
-        lead = LocalTeamClient(store, ctx)
-        team = await lead.create_team("wake")
-        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
-        runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(_claims_then_completes))
+        lead, team, runtime = await _reviewer_team(store, tmp_path, "wake-claim-pg")
         try:
             await runtime.step()
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
@@ -341,11 +337,7 @@ async def test_on_postgres_a_second_wake_up_sends_five_statements_on_the_driver(
     issue 26's h-pgwake: six, four of them through SQLAlchemy (the record and cursors, the
     board, the inbox page, the status)."""
     async with postgres_spec.open() as store:
-        ctx = RuntimeContext(session_id="lead", user_id="wake-again-pg")
-        lead = LocalTeamClient(store, ctx)
-        team = await lead.create_team("wake")
-        await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
-        runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(_claims_then_completes))
+        lead, team, runtime = await _reviewer_team(store, tmp_path, "wake-again-pg")
         try:
             await runtime.step()
             await lead.assign_task(team.id, "review a.py", assignee="reviewer")
@@ -365,6 +357,17 @@ async def test_on_postgres_a_second_wake_up_sends_five_statements_on_the_driver(
     assert sorted(to_claim[:2]) == ["board", "record + cursors + inbox"], counter.statements
     assert sorted(to_claim[2:]) == ["claim", "session lease + load", "status"], to_claim
     assert counter.on_driver >= set(range(len(to_claim))), counter.statements
+
+
+async def _reviewer_team(store: Any, tmp_path: Path, user: str) -> tuple[LocalTeamClient, Any, Any]:
+    """A lead of ``user``, its team with the member ``reviewer``, and the team's runtime whose
+    model claims the task it is given and completes it."""
+    ctx = RuntimeContext(session_id="lead", user_id=user)
+    lead = LocalTeamClient(store, ctx)
+    team = await lead.create_team("wake")
+    await lead.spawn_member(team.id, "reviewer", "reviewer", member_session_id(team.id, "w"))
+    runtime = _runtime(store, tmp_path, ctx, team.id, ScriptedModel(_claims_then_completes))
+    return lead, team, runtime
 
 
 def _statement_kind(statement: str) -> str:
