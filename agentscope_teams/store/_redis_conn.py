@@ -86,6 +86,12 @@ class RedisConnection(StoreBackend):
         store's gate and error mapping: prefer :meth:`commands`, :meth:`call`, :meth:`run_script`."""
         return self._client
 
+    @property
+    def response_error(self) -> type[Exception]:
+        """redis-py's ``ResponseError`` (the server's error reply to a command), for the layers
+        above, which do not import redis."""
+        return cast(type[Exception], self._redis.exceptions.ResponseError)
+
     def _guard(self) -> _Guard:
         """``with self._guard():`` maps the client's connection errors to
         :class:`StoreUnavailableError` (one object per store, no generator per command)."""

@@ -44,8 +44,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from redis.exceptions import ResponseError
-
 from ...errors import ConfigurationError, StoreUnavailableError
 from ...listing import UNREADABLE
 from ...store.encoding import encode_segment
@@ -110,16 +108,16 @@ class _Function:
     registered script is: ``await f(keys=..., args=...)``. A server that lost the library (a
     restart without persistence, ``FUNCTION FLUSH``) has it loaded again, once per call."""
 
-    __slots__ = ("client", "name")
+    __slots__ = ("client", "name", "refused")
 
-    def __init__(self, client: Any, name: str) -> None:
-        self.client, self.name = client, name
+    def __init__(self, store: RedisStore, name: str) -> None:
+        self.client, self.name, self.refused = store.client, name, store.response_error
 
     async def __call__(self, keys: Sequence[str] = (), args: Sequence[Any] = ()) -> Any:
         run = self.client.execute_command
         try:
             return await run("FCALL", self.name, len(keys), *keys, *args)
-        except ResponseError as exc:
+        except self.refused as exc:
             if str(exc) != "Function not found":  # redis-py's text of the server's reply
                 raise
             await self.client.function_load(lua.LIBRARY, replace=True)
@@ -138,10 +136,10 @@ async def _prepare(store: RedisStore) -> dict[str, Any]:
     if FUNCTIONS and not store.cluster and not store.replica_acks:
         try:
             await store.call(lambda client: client.function_load(lua.LIBRARY, replace=True))
-        except ResponseError as exc:  # no FUNCTION command (Redis < 7), or not allowed (ACL)
+        except store.response_error as exc:  # no FUNCTION command (Redis < 7), or not allowed (ACL)
             log.info("Redis functions unavailable, the board queue runs scripts: %s", exc)
         else:
-            found = {n: _Function(store.client, f) for n, f in lua.FUNCTIONS.items()}
+            found = {n: _Function(store, f) for n, f in lua.FUNCTIONS.items()}
     if found is None:
         await store.load_scripts(list(lua.SCRIPTS.values()))
         found = {n: store.register_script(s) for n, s in lua.SCRIPTS.items()}
