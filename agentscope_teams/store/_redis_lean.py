@@ -101,49 +101,14 @@ class LeanRedis(Redis):
             or type(pool) is not ConnectionPool
         ):
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-        conn = _take_idle(pool) or await _take(pool)
-        try:
-            retry = conn.retry
-            if retry._retries or retry._is_retryable is not None:
-                return await retry.call_with_retry(
-                    lambda: _send_read(conn, args),
-                    lambda error, failures: conn.disconnect(error=error, failure_count=failures),
-                    with_failure_count=True,
-                )
-            try:  # call_with_retry without retries, inline
-                if ready(conn):
-                    return await exchange(conn, _pack(conn, args))
-                return await _send_read(conn, args)
-            except retry._supported_errors as error:
-                await conn.disconnect(error=error, failure_count=1)
-                raise
-        finally:
-            if not _give_back_idle(pool, conn):
-                await pool.release(conn)
+        return await _on_connection(pool, args, None)
 
     async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send ``commands`` in one write on one connection and read their replies (riders,
         :mod:`._redis_riders`): a list with each reply, or the ``ResponseError`` of that command
         in its place; any other failure raises for all of them (the connection dropped, the pool's
         retry policy applied as for one command). Not seen by a wrapper of ``execute_command``."""
-        pool = self.connection_pool
-        conn = _take_idle(pool) or await _take(pool)
-        try:
-            retry = conn.retry
-            if retry._retries or retry._is_retryable is not None:
-                return await retry.call_with_retry(  # type: ignore[no-any-return]
-                    lambda: _send_read_many(conn, commands),
-                    lambda error, failures: conn.disconnect(error=error, failure_count=failures),
-                    with_failure_count=True,
-                )
-            try:
-                return await _send_read_many(conn, commands)
-            except retry._supported_errors as error:
-                await conn.disconnect(error=error, failure_count=1)
-                raise
-        finally:
-            if not _give_back_idle(pool, conn):
-                await pool.release(conn)
+        return await _on_connection(self.connection_pool, commands, len(commands))  # type: ignore[no-any-return]
 
     def register_script(self, script: Any) -> Any:
         """A :class:`LeanScript` (redis-py's ``AsyncScript`` for a script given as bytes)."""
@@ -152,20 +117,50 @@ class LeanRedis(Redis):
         return LeanScript(self, script)
 
 
-async def _send_read(conn: Any, args: tuple[Any, ...]) -> Any:
-    if ready(conn):
-        return await exchange(conn, _pack(conn, args))
-    await conn.send_packed_command(_pack(conn, args))
-    return await conn.read_response()
+async def _on_connection(pool: Any, sent: Any, count: int | None) -> Any:
+    """:func:`_send_read` of ``sent`` on a connection of ``pool`` (an idle one taken without a
+    turn of the pool's lock when there is one), with the connection's retry policy applied as
+    redis-py applies it (without retries: inline, the connection dropped on a failure it names)."""
+    conn = _take_idle(pool) or await _take(pool)
+    try:
+        retry = conn.retry
+        if retry._retries or retry._is_retryable is not None:
+            return await retry.call_with_retry(
+                lambda: _send_read(conn, sent, count),
+                lambda error, failures: conn.disconnect(error=error, failure_count=failures),
+                with_failure_count=True,
+            )
+        try:  # call_with_retry without retries, inline
+            if ready(conn):
+                return await exchange(conn, _packed(conn, sent, count), count)
+            return await _send_read(conn, sent, count)
+        except retry._supported_errors as error:
+            await conn.disconnect(error=error, failure_count=1)
+            raise
+    finally:
+        if not _give_back_idle(pool, conn):
+            await pool.release(conn)
 
 
-async def _send_read_many(conn: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-    packed = [part for command in commands for part in _pack(conn, command)]
+def _packed(conn: Any, sent: Any, count: int | None) -> list[bytes]:
+    """One command (``count`` None), or ``count`` commands, packed for one write."""
+    if count is None:
+        return _pack(conn, sent)  # type: ignore[no-any-return]
+    return [part for command in sent for part in _pack(conn, command)]
+
+
+async def _send_read(conn: Any, sent: Any, count: int | None) -> Any:
+    """One command's reply (``count`` None), or the list of ``count`` commands' replies with a
+    ``ResponseError`` in its reply's place: :func:`._redis_wire.exchange` on a connection ready
+    for it, else redis-py's send and reads."""
+    packed = _packed(conn, sent, count)
     if ready(conn):
-        return await exchange(conn, packed, len(commands))  # type: ignore[no-any-return]
+        return await exchange(conn, packed, count)
     await conn.send_packed_command(packed)
+    if count is None:
+        return await conn.read_response()
     replies: list[Any] = []
-    for _ in commands:
+    for _ in range(count):
         try:
             replies.append(await conn.read_response())
         except ResponseError as error:

@@ -32,6 +32,7 @@ from agentscope_teams.store.sql.schema import HEAD_BYTES, LATEST, make_tables
 
 from ..backends import SERVICE_URLS
 from ..conftest import require_service
+from .sql_tables import drop_store_tables
 
 pytestmark = pytest.mark.anyio
 
@@ -52,12 +53,7 @@ async def prefix(sql_url: str) -> AsyncIterator[str]:
     """A fresh table prefix; its tables are dropped after the test."""
     name = f"t{uuid.uuid4().hex[:8]}_"
     yield name
-    engine = create_async_engine(async_url(sql_url))
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(make_tables(name).metadata.drop_all)
-    finally:
-        await engine.dispose()
+    await drop_store_tables(sql_url, name)
 
 
 @pytest.fixture

@@ -16,18 +16,18 @@ import anyio
 import anyio.lowlevel
 import pytest
 from sqlalchemy import delete, text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_teams.errors import LeaseLostError, VersionConflict
 from agentscope_teams.store import Entry, Key
 from agentscope_teams.store.base import Fence, create_then_get
 from agentscope_teams.store.capabilities import StoreCapabilities
-from agentscope_teams.store.sql import SqlStore, async_url, make_tables
+from agentscope_teams.store.sql import SqlStore
 from agentscope_teams.store.sql.schema import LATEST
 
 from ..backends import POSTGRES_URL
 from ..conftest import require_service
 from ..teams.round_trips import count_round_trips
+from .sql_tables import drop_store_tables
 
 pytestmark = pytest.mark.anyio
 
@@ -41,13 +41,7 @@ async def prefix() -> AsyncIterator[str]:
     require_service("postgres")
     name = f"l{uuid.uuid4().hex[:8]}_"
     yield name
-    engine = create_async_engine(async_url(POSTGRES_URL))
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(make_tables(name).metadata.drop_all)
-            await conn.execute(text(f"DROP FUNCTION IF EXISTS {name}create_then_get"))
-    finally:
-        await engine.dispose()
+    await drop_store_tables(POSTGRES_URL, name)
 
 
 @pytest.fixture

@@ -12,17 +12,17 @@ from typing import Any
 
 import anyio
 import pytest
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentscope_teams.errors import VersionConflict
 from agentscope_teams.store import Key
-from agentscope_teams.store.sql import SqlStore, async_url, make_tables, pg_statements
+from agentscope_teams.store.sql import SqlStore, pg_statements
 from agentscope_teams.store.sql import reads as sql_reads
 from agentscope_teams.store.sql.database import Retry
 
 from ..backends import POSTGRES_URL
 from ..conftest import require_service
 from ..teams.round_trips import count_round_trips
+from .sql_tables import drop_store_tables
 
 pytestmark = pytest.mark.anyio
 
@@ -41,12 +41,7 @@ async def store() -> AsyncIterator[SqlStore]:
     prefix = f"r{uuid.uuid4().hex[:8]}_"
     async with SqlStore(POSTGRES_URL, table_prefix=prefix, chunk_bytes=1024) as s:
         yield s
-    engine = create_async_engine(async_url(POSTGRES_URL))
-    try:
-        async with engine.begin() as conn:
-            await conn.run_sync(make_tables(prefix).metadata.drop_all)
-    finally:
-        await engine.dispose()
+    await drop_store_tables(POSTGRES_URL, prefix)
 
 
 async def _filled(store: SqlStore) -> None:
