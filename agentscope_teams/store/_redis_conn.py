@@ -141,11 +141,10 @@ class RedisConnection(StoreBackend):
 
     async def _write(self, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run the write script ``script`` (retried while its slot migrates); with
-        ``replica_acks``, followed by ``WAIT`` in the same round trip (:meth:`_acked`). A script
-        run by ``EVALSHA`` carries this context's riders; a function (``FCALL``, the board
-        queue's) leaves them queued for the next one, or to be sent alone when landed."""
+        ``replica_acks``, followed by ``WAIT`` in the same round trip (:meth:`_acked`). Without
+        it, the write carries this context's riders (:meth:`_with_riders`)."""
         if not self.replica_acks:
-            riders = self._rides and hasattr(script, "sha") and rides.take(self)
+            riders = self._rides and rides.take(self)
             if riders:
                 return await self._with_riders(script, keys, args, riders)
             return await self._moving(lambda: script(keys=keys, args=args))
@@ -156,9 +155,11 @@ class RedisConnection(StoreBackend):
         self, script: Any, keys: Sequence[str], args: Sequence[Any], riders: list[rides.Rider]
     ) -> Any:
         """The write script's reply, sent after ``riders`` in one pipeline (:mod:`._redis_riders`):
-        each rider gets its own reply or error; a ``NOSCRIPT`` loads the script and sends that
-        command again, alone; a failure of the round trip fails the riders too (``lost``)."""
-        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        each rider gets its own reply or error; a script the server lacks (``NOSCRIPT``, a lost
+        function library: ``script.missing``) is loaded and its command sent again, alone; a
+        failure of the round trip fails the riders too (``lost``). ``script`` is a
+        :class:`~._redis_lean.LeanScript` or has its ``command`` and ``missing``."""
+        command = script.command(keys, args)
         try:
             replies = await self._client.execute_many([*(r.command for r in riders), command])
         except BaseException as exc:
@@ -166,16 +167,15 @@ class RedisConnection(StoreBackend):
             for rider in riders:
                 rider.fail(error, lost=True)
             raise
-        no_script = self._redis.exceptions.NoScriptError
         for rider, reply in zip(riders, replies, strict=False):
-            if isinstance(reply, no_script):
+            if isinstance(reply, Exception) and rider.script.missing(reply):
                 await self._alone(rider, in_turn=True)
             elif isinstance(reply, Exception):
                 rider.fail(reply)
             else:
                 rider.answer(reply)
         own = replies[-1]
-        if isinstance(own, no_script):
+        if isinstance(own, Exception) and script.missing(own):
             return await script(keys=keys, args=args)  # loads it, runs it again
         if isinstance(own, Exception):
             raise own

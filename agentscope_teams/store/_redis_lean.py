@@ -257,7 +257,8 @@ def _give_back_idle(pool: Any, conn: Any) -> bool:
 
 class LeanScript:
     """A Lua script run on ``client`` by ``EVALSHA`` (called as redis-py's ``AsyncScript``:
-    ``await script(keys=..., args=...)``); on ``NOSCRIPT`` it loads the script and runs it again."""
+    ``await script(keys=..., args=...)``); on ``NOSCRIPT`` it loads the script and runs it again.
+    :meth:`command` and :meth:`missing` let a pipeline send it (riders, :mod:`._redis_riders`)."""
 
     __slots__ = ("client", "script", "sha")
 
@@ -265,6 +266,16 @@ class LeanScript:
         self.client = client
         self.script = script
         self.sha = hashlib.sha1(script.encode()).hexdigest()
+
+    def command(self, keys: Sequence[Any], args: Sequence[Any]) -> tuple[Any, ...]:
+        """The command that runs the script on ``keys`` and ``args``."""
+        return ("EVALSHA", self.sha, len(keys), *keys, *args)
+
+    @staticmethod
+    def missing(error: BaseException) -> bool:
+        """Whether ``error`` (a reply to :meth:`command`) says the server lacks the script: then
+        calling the script loads it and runs it again."""
+        return isinstance(error, NoScriptError)
 
     async def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         run = self.client.execute_command

@@ -58,7 +58,7 @@ class Rider:
     ) -> None:
         self.queue, self.store, self.script = queue, store, script
         self.keys, self.args = keys, args
-        self.command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        self.command = script.command(keys, args)
         self.future: asyncio.Future[Any] = queue.loop.create_future()
         #: Taken by a round trip that failed: whether the server ran it is unknown.
         self.lost = False

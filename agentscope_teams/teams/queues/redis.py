@@ -113,15 +113,25 @@ class _Function:
     def __init__(self, store: RedisStore, name: str) -> None:
         self.client, self.name, self.refused = store.client, name, store.response_error
 
+    def command(self, keys: Sequence[Any], args: Sequence[Any]) -> tuple[Any, ...]:
+        """The command that calls the function on ``keys`` and ``args`` (the store's riders send
+        it in a pipeline)."""
+        return ("FCALL", self.name, len(keys), *keys, *args)
+
+    def missing(self, error: BaseException) -> bool:
+        """Whether ``error`` says the server lost the library (calling loads it again)."""
+        # redis-py's text of the server's reply
+        return isinstance(error, self.refused) and str(error) == "Function not found"
+
     async def __call__(self, keys: Sequence[str] = (), args: Sequence[Any] = ()) -> Any:
         run = self.client.execute_command
         try:
-            return await run("FCALL", self.name, len(keys), *keys, *args)
+            return await run(*self.command(keys, args))
         except self.refused as exc:
-            if str(exc) != "Function not found":  # redis-py's text of the server's reply
+            if not self.missing(exc):
                 raise
             await self.client.function_load(lua.LIBRARY, replace=True)
-            return await run("FCALL", self.name, len(keys), *keys, *args)
+            return await run(*self.command(keys, args))
 
 
 async def _prepare(store: RedisStore) -> dict[str, Any]:
