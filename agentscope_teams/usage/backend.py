@@ -178,8 +178,7 @@ class RedisUsage:
 
     def ride_finish(self, a: Admission, tokens: int, nanos: int) -> Any:
         """The ``FINISH`` of ``a`` queued for this context's next write (None: not queued)."""
-        args = [*self._end_args(a, tokens, nanos), 0, a.tenant]
-        return self.store.ride(self._finish, self._keys(a), args)
+        return self.store.ride(self._finish, self._keys(a), self._end_args(a, tokens, nanos, 0))
 
     async def landed(self, rider: Any) -> None:
         await self.store.land(rider)
@@ -193,11 +192,14 @@ class RedisUsage:
     async def give_back(self, a: Admission) -> None:
         await self._end(a, 0, 0, 1)
 
-    def _end_args(self, a: Admission, tokens: int, nanos: int) -> list[object]:
-        return [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0, a.rates.tpm or 0]
+    def _end_args(self, a: Admission, tokens: int, nanos: int, unsent: int) -> list[object]:
+        """``FINISH``'s arguments (:data:`.redis_lua.FINISH`)."""
+        leased = 1 if a.key and a.rates.concurrent else 0
+        args: list[object] = [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0]
+        return [*args, a.rates.tpm or 0, unsent, a.tenant, leased]
 
     async def _end(self, a: Admission, tokens: int, nanos: int, unsent: int) -> None:
-        args = [*self._end_args(a, tokens, nanos), unsent, a.tenant]
+        args = self._end_args(a, tokens, nanos, unsent)
         await self.store.run_script(self._finish, self._keys(a), args)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:

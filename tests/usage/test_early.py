@@ -139,6 +139,17 @@ def _agent(
     )  # fmt: skip
 
 
+async def _scripts_known(store: BaseStore, tmp_path: Path) -> None:
+    """A governed call first, so that the server knows every script a call runs (on a fresh
+    server the first call of each is answered ``NOSCRIPT``: loaded, then sent again, alone)."""
+    gov = UsageGovernor(store, budgets={"session": Budget(max_tokens=10**9)}, rate_limit=CLOCKED)
+    agent = HarnessAgent(
+        "w", ScriptedModel(["ok"]), store=store, workspace=tmp_path / "warm", usage=gov,
+        builtin_tools=False, config=ReActConfig(stream_model=False),
+    )  # fmt: skip
+    await agent.call("hi", _ctx())
+
+
 def _ctx() -> RuntimeContext:
     return RuntimeContext(session_id="s1", user_id="u", org_id=unique_namespace())
 
@@ -171,6 +182,7 @@ async def test_on_redis_the_admit_rides_the_session_lease_and_load(
     """Before the request the call made one round trip: the ``ADMIT`` and the lease + load in one
     socket write (riders, ``agentscope_teams.store._redis_riders``); the budget is left as the
     two round trips of its own left it."""
+    await _scripts_known(redis, tmp_path)
     seen = Seen(redis, monkeypatch)
     agent = _agent(redis, tmp_path, seen)
     ctx = _ctx()
