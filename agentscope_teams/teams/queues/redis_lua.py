@@ -234,7 +234,7 @@ local function save(t)
   end
   n = n + 1
   VERSION[t.id] = n
-  redis.call('HSET', name, 'v', raw, 'n', string.format('%d', n))
+  redis.call('HSET', name, 'v', raw, 'n', text(n))
   return {1, raw, n}
 end
 
@@ -331,7 +331,7 @@ local function claimed(t, member, lease, lease_ms)
   redis.call('ZREM', P, t.id)
   if t.owner ~= nil and t.owner ~= NULL then redis.call('ZREM', O, owner_member(t.owner, t)) end
   t.attempts = t.attempts + 1
-  event(t, member, 'claimed', string.format('attempt %d of %d', t.attempts, t.max_attempts))
+  event(t, member, 'claimed', 'attempt ' .. text(t.attempts) .. ' of ' .. text(t.max_attempts))
   t.status, t.owner, t.lease_seconds = 'in_progress', member, lease
   t.lease_expires_at = iso(NOW + lease_ms)
   held_until(t, NOW + lease_ms)
