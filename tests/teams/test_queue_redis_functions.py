@@ -114,8 +114,9 @@ async def test_a_server_without_functions_runs_the_scripts(
 
 
 async def test_the_lua_dates_match_pythons_across_days(store_spec: StoreSpec) -> None:
-    """A record's ISO dates written in Lua (a library remembers the last two days' text) equal
-    Python's, in any order of days: leap days, centuries, midnight, a lease past midnight."""
+    """A record's ISO dates written in Lua (a library remembers the last two days' and seconds'
+    text) equal Python's, in any order of days: leap days, centuries, midnight, a lease past
+    midnight, the same second twice."""
     rng = random.Random(26)
     ms = [rng.randrange(0, 4_102_444_800_000) for _ in range(400)]
     ms += [951_782_400_000, 951_868_799_999, 946_684_799_999, 4_107_542_400_000, 0]
@@ -131,6 +132,22 @@ async def test_the_lua_dates_match_pythons_across_days(store_spec: StoreSpec) ->
         for m in ms
     ]
     assert [g.decode() for g in got] == expected
+
+
+async def test_the_lua_texts_of_numbers_match_pythons(store_spec: StoreSpec) -> None:
+    """The numbers the scripts pass to commands as text (``text``: ranks and counts, kept once
+    below 4096; ``now_text``: now in ms, cut from ``ARGV[1]`` in µs) are Python's integers'."""
+    numbers = [0, 1, 7, 8, 255, 4095, 4096, 123_456, -1, -8, 0, 7]
+    stamps = [0, 1, 999, 1000, 1999, 123_456_789, 1_765_039_375_123_456, -1, -1000, -1001]
+    source = (
+        lua.HELPERS
+        + "local out = {}\nfor i = 1, #ARGV - 1 do out[i] = text(tonumber(ARGV[i])) end\n"
+        + "begin({'p', 'h', 'o'}, {ARGV[#ARGV], '1'})\nout[#out + 1] = now_text()\nreturn out\n"
+    )
+    async with store_spec.open() as store, store.commands() as redis:
+        for stamp in stamps:
+            got = await redis.eval(source, 0, *numbers, stamp)
+            assert [g.decode() for g in got] == [*map(str, numbers), str(stamp // 1000)]
 
 
 async def test_a_claim_by_function_sends_a_queued_rider_too(

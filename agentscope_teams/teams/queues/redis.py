@@ -79,8 +79,11 @@ def _ms(now: datetime) -> int:
     return (now - _EPOCH) // timedelta(milliseconds=1)
 
 
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def _us(now: datetime) -> int:
-    return (now - _EPOCH) // timedelta(microseconds=1)
+    return (now - _EPOCH) // _MICROSECOND
 
 
 def _names(store: RedisStore, keys: TeamKeys) -> tuple[list[str], str] | None:
@@ -218,6 +221,8 @@ class RedisBoardQueue:
         #: A standalone server: scripts read undeclared records (see :mod:`.redis_lua`).
         self._open = OPEN_STANDALONE and not store.cluster
         self._flag = "1" if self._open else ""
+        #: What the store runs each script as (:func:`_prepare`), once it has been asked.
+        self._scripts: dict[str, Any] | None = None
 
     def _record(self, task_id: str) -> str:
         return self._before + task_id
@@ -233,7 +238,9 @@ class RedisBoardQueue:
         """Run ``script`` with the records of ``ids`` declared, adding those a NEED reply asks
         for, until it answers (at most :data:`MAX_ROUNDS` calls). A ``guard``'s version is the
         last argument and its team record the last key (same hash slot: the team's tag)."""
-        scripts = _PREPARED.get(self.store) or await _prepare(self.store)
+        scripts = self._scripts
+        if scripts is None:
+            scripts = self._scripts = await _prepare(self.store)
         argv = [str(_us(now)), self._flag, *map(str, args)]
         tail: list[str] = []
         if guard is not None:
@@ -299,15 +306,20 @@ class RedisBoardQueue:
                 "CLAIM_NEXT", now, member, lease, own, offset, ids=ids, guard=guard
             )
             code = int(reply[0])
-            hints = reply[3:] if code == 1 else reply[1:] if code == 0 else reply[2:]
-            self._hints.head = [raw.decode() for raw in hints]
-            if code == 1:
-                task = self._task(reply[1], reply[2])
-                self._hints.remember([task.id])
+            task = self._task(reply[1], reply[2]) if code == 1 else None
+            if not self._open:  # a standalone server's scripts neither hint nor read hints
+                self._hinted(code, reply, task)
+            if code != 2:  # 1: claimed, 0: nothing claimable; 2: call again from the offset
                 return task
-            if code == 0:
-                return None
             offset, own = int(reply[1]), ""
+
+    def _hinted(self, code: int, reply: list[Any], task: Task | None) -> None:
+        """Keep the hints of a ``CLAIM_NEXT`` reply (code ``code``): the pending head it names,
+        and the ``task`` it claimed."""
+        hints = reply[3:] if code == 1 else reply[1:] if code == 0 else reply[2:]
+        self._hints.head = [raw.decode() for raw in hints]
+        if task is not None:
+            self._hints.remember([task.id])
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
         return await self._named("CLAIM", task_id, now, member, lease)

@@ -45,6 +45,8 @@ SCAN = 256
 HELPERS = r"""
 -- A call's state, set by begin(KEYS, ARGV) before anything else runs.
 local K, P, H, O, BEFORE, NOW_US, NOW, OPEN
+-- ARGV[1] as given (now in µs, integer digits), and now in ms as text, made once
+local NOW_US_TEXT, NOW_TEXT
 -- The records the client declared (a read of any other id is noted in NEED instead); the ids
 -- noted; the version of each record read (its 'n' field), so that a save writes it in the same
 -- command; now as ISO text, made once.
@@ -52,23 +54,54 @@ local DECLARED, NEED, NEEDED, VERSION, NOW_ISO
 -- cjson.null (a library's load sees no cjson, so it is set with the call's state)
 local NULL
 local AHEAD = 16
+-- An empty table never written to: DECLARED on a standalone server, NEED until an id is noted.
+local NONE = {}
+-- The pending set BEFORE was derived from (a library keeps both across calls).
+local BEFORE_OF
 
 local function begin(keys, argv)
   K, P, H, O, NULL = keys, keys[1], keys[2], keys[3], cjson.null
-  BEFORE = string.sub(P, 1, #P - #'$PENDING_SUFFIX') .. '$RECORD_INFIX'
-  NOW_US = tonumber(argv[1])
+  if P ~= BEFORE_OF then
+    BEFORE_OF, BEFORE = P, string.sub(P, 1, #P - #'$PENDING_SUFFIX') .. '$RECORD_INFIX'
+  end
+  NOW_US_TEXT, NOW_TEXT = argv[1], nil
+  NOW_US = tonumber(NOW_US_TEXT)
   NOW = math.floor(NOW_US / 1000)
   -- '1': a standalone server, where a script may read records it was not given (no NEED replies)
   OPEN = argv[2] == '1'
-  DECLARED, NEED, NEEDED, VERSION, NOW_ISO = {}, {}, {}, {}, nil
-  for i = 4, #keys do DECLARED[keys[i]] = true end
+  DECLARED, NEED, NEEDED, VERSION, NOW_ISO = NONE, NONE, nil, {}, nil
+  if not OPEN then
+    DECLARED = {}
+    for i = 4, #keys do DECLARED[keys[i]] = true end
+  end
 end
 
 local function name_of(id) return BEFORE .. id end
 
+-- A number given to redis.call is written as text by Redis on every call (~0.3 µs each): the
+-- small counts and ranks the scripts pass are made text once (a library keeps them).
+local TEXT = {}
+local function text(n)
+  local s = TEXT[n]
+  if s == nil then
+    s = string.format('%d', n)
+    if n >= 0 and n < 4096 then TEXT[n] = s end
+  end
+  return s
+end
+
+-- now in ms as text: ARGV[1] (µs, integer digits) without its last three digits
+local function now_text()
+  if NOW_TEXT == nil then
+    NOW_TEXT = NOW_US >= 1000 and string.sub(NOW_US_TEXT, 1, -4) or string.format('%d', NOW)
+  end
+  return NOW_TEXT
+end
+
 local function declared(name) return OPEN or DECLARED[name] end
 
 local function need(id)
+  if NEEDED == nil then NEED, NEEDED = {}, {} end
   if not NEEDED[id] then
     NEEDED[id] = true
     NEED[#NEED + 1] = id
@@ -79,7 +112,7 @@ end
 -- that would follow).
 local function need_reply(set, first, last)
   if set ~= nil then
-    for _, id in ipairs(redis.call('ZRANGE', set, first, last)) do
+    for _, id in ipairs(redis.call('ZRANGE', set, text(first), text(last))) do
       if not declared(name_of(id)) then need(id) end
     end
   end
@@ -128,9 +161,12 @@ end
 -- The last two days' text (a library keeps it across calls: a claim writes today's date twice,
 -- as now and as its lease's expiry, which crosses midnight at times).
 local DAY_AT, DAY_TEXT = {-1, -1}, {'', ''}
+-- The last two seconds' text, likewise (a claim's now and its lease's expiry; the next claims
+-- mostly fall in the same seconds).
+local SECOND_AT, SECOND_TEXT = {-1, -1}, {'', ''}
 
 -- 'YYYY-MM-DDTHH:MM:SS' of s seconds since the epoch (UTC)
-local function iso_s(s)
+local function iso_second(s)
   local days = math.floor(s / 86400)
   local rem = s - days * 86400
   local date
@@ -144,6 +180,15 @@ local function iso_s(s)
   end
   return string.format('%sT%02d:%02d:%02d', date,
     math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60)
+end
+
+-- 'YYYY-MM-DDTHH:MM:SS' of s seconds since the epoch (UTC), from the cache when it has it
+local function iso_s(s)
+  if SECOND_AT[1] == s then return SECOND_TEXT[1] end
+  if SECOND_AT[2] == s then return SECOND_TEXT[2] end
+  local made = iso_second(s)
+  SECOND_AT[2], SECOND_TEXT[2], SECOND_AT[1], SECOND_TEXT[1] = SECOND_AT[1], SECOND_TEXT[1], s, made
+  return made
 end
 
 -- ms since the epoch as a record's ISO 8601 text, to the ms (a lease's expiry)
@@ -161,21 +206,22 @@ local function now_iso()
   return NOW_ISO
 end
 
--- cjson writes an empty list as {}: write those as [] by hand.
+-- The record's lists, which cjson writes as {} when empty: those are written as [] by hand.
+local LISTS = {'blocked_by', 'history'}
 local function encode(t)
-  local empties = {}
-  for _, f in ipairs({'blocked_by', 'history'}) do
-    if type(t[f]) == 'table' and next(t[f]) == nil then
+  local empties
+  for i = 1, #LISTS do
+    local f = LISTS[i]
+    local v = t[f]
+    if type(v) == 'table' and next(v) == nil then
       t[f] = nil
-      empties[#empties + 1] = '"' .. f .. '":[]'
+      empties = (empties and empties .. ',' or '') .. '"' .. f .. '":[]'
     end
   end
   local raw = cjson.encode(t)
-  if #empties > 0 then
-    local sep = (raw == '{}') and '' or ','
-    raw = '{' .. table.concat(empties, ',') .. sep .. string.sub(raw, 2)
-  end
-  return raw
+  if empties == nil then return raw end
+  if raw == '{}' then return '{' .. empties .. '}' end
+  return '{' .. empties .. ',' .. string.sub(raw, 2)
 end
 
 local function save(t)
@@ -188,7 +234,7 @@ local function save(t)
   end
   n = n + 1
   VERSION[t.id] = n
-  redis.call('HSET', name, 'v', raw, 'n', string.format('%d', n))
+  redis.call('HSET', name, 'v', raw, 'n', text(n))
   return {1, raw, n}
 end
 
@@ -213,7 +259,7 @@ end
 
 local function held_until(t, until_ms)
   redis.call('ZADD', H, until_ms, t.id)
-  redis.call('ZADD', O, 0, owner_member(t.owner, t))
+  redis.call('ZADD', O, '0', owner_member(t.owner, t))
 end
 
 local function expiry(t)
@@ -285,7 +331,7 @@ local function claimed(t, member, lease, lease_ms)
   redis.call('ZREM', P, t.id)
   if t.owner ~= nil and t.owner ~= NULL then redis.call('ZREM', O, owner_member(t.owner, t)) end
   t.attempts = t.attempts + 1
-  event(t, member, 'claimed', string.format('attempt %d of %d', t.attempts, t.max_attempts))
+  event(t, member, 'claimed', 'attempt ' .. text(t.attempts) .. ' of ' .. text(t.max_attempts))
   t.status, t.owner, t.lease_seconds = 'in_progress', member, lease
   t.lease_expires_at = iso(NOW + lease_ms)
   held_until(t, NOW + lease_ms)
@@ -319,47 +365,48 @@ local function guard_holds(v)
   if v == nil or v == '' then return true end
   return redis.call('HGET', K[#K], 'n') == v
 end
-"""
-HELPERS = HELPERS.replace("$PENDING_SUFFIX", PENDING_SUFFIX).replace("$RECORD_INFIX", RECORD_INFIX)
-#: What every script starts with: the helpers, then the call's state from its KEYS and ARGV.
-PRELUDE = HELPERS + "begin(KEYS, ARGV)\n"
 
-#: ARGV[3] member, [4] lease s, [5] '1' prefer own, [6] offset (it passes by at most :data:`SCAN`
-#: pending tasks), [7] the team guard's version ('' none; the team record is then the last key: a stale guard
-#: claims nothing, ``{0}``). It reads before it writes: stale index entries and leases to settle are noted while it looks,
-#: and written only once it knows its answer, so a NEED reply has written nothing.
-CLAIM_NEXT = (
-    PRELUDE
-    + r"""
-local member, lease = ARGV[3], tonumber(ARGV[4])
-local lease_ms = ms_of(lease)
-local stale, settle, dropped = {}, {}, 0  -- {set, member} to remove; tasks to expire and save
-local function flush()
-  for _, s in ipairs(stale) do redis.call('ZREM', s[1], s[2]) end
-  for _, t in ipairs(settle) do
-    expire(t)
-    save(t)
+-- claim_next's helpers (here, so that a library defines them once, not on every call).
+
+-- list with item appended; a nil list becomes a new one (most claims note nothing).
+local function push(list, item)
+  if list == nil then return {item} end
+  list[#list + 1] = item
+  return list
+end
+
+-- Remove the stale index entries ({set, member}) and settle the leases (tasks) noted, if any.
+local function flush(stale, settle)
+  if stale ~= nil then
+    for _, s in ipairs(stale) do redis.call('ZREM', s[1], s[2]) end
+  end
+  if settle ~= nil then
+    for _, t in ipairs(settle) do
+      expire(t)
+      save(t)
+    end
   end
 end
--- The hints of a reply: the pending ids of ranks first..last (what the next call will read).
+
+-- The hints of a reply: out, then the pending ids of ranks first..last (what the next call will
+-- read); none on a standalone server, where nothing is declared on a guess.
 local function hinted(out, first, last)
-  if OPEN then return out end  -- nothing is declared on a guess
-  for _, id in ipairs(redis.call('ZRANGE', P, first, last)) do out[#out + 1] = id end
+  if OPEN then return out end
+  for _, id in ipairs(redis.call('ZRANGE', P, text(first), text(last))) do
+    out[#out + 1] = id
+  end
   return out
 end
--- A claim's reply; last_read: the rank of the last pending id it passed by (-1: none).
+
+-- A claim's reply (w: what save wrote); last_read: the rank of the last pending id it passed
+-- by (-1: none).
 local function won(w, last_read)
-  return hinted({w[1], w[2], w[3]}, 0, last_read + AHEAD)
+  return hinted(w, 0, last_read + AHEAD)
 end
-if not guard_holds(ARGV[7]) then return {0} end
-local mine, expired = {}, redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', 0, 8)
-if ARGV[5] == '1' then
-  mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
-end
-local offset, limit, step = tonumber(ARGV[6]), $SCAN, 8
-local seen, scan_end = 0, offset + limit - 1
--- A record not given: ask at once for every one this call may read (blockers aside).
-local function need_all()
+
+-- A record not given: ask at once for every one this call may read (blockers aside): the
+-- member's own (owners members), the expired leases', the pending ids of ranks offset..scan_end.
+local function need_all(mine, expired, offset, scan_end)
   for _, m in ipairs(mine) do
     local id = string.match(m, '%z([^%z]*)$')
     if not declared(name_of(id)) then need(id) end
@@ -369,60 +416,83 @@ local function need_all()
   end
   return need_reply(P, offset, scan_end)
 end
+"""
+HELPERS = HELPERS.replace("$PENDING_SUFFIX", PENDING_SUFFIX).replace("$RECORD_INFIX", RECORD_INFIX)
+#: What every script starts with: the helpers, then the call's state from its KEYS and ARGV.
+PRELUDE = HELPERS + "begin(KEYS, ARGV)\n"
+
+#: ARGV[3] member, [4] lease s, [5] '1' prefer own, [6] offset (it passes by at most :data:`SCAN`
+#: pending tasks), [7] the team guard's version ('' none; the team record is then the last key: a stale guard
+#: claims nothing, ``{0}``). It reads before it writes: stale index entries and leases to settle are noted while it looks,
+#: and written only once it knows its answer, so a NEED reply has written nothing. Its helpers
+#: (``flush``, ``hinted``, ``won``, ``need_all``) are in :data:`HELPERS`.
+CLAIM_NEXT = (
+    PRELUDE
+    + r"""
+local member, lease = ARGV[3], tonumber(ARGV[4])
+local lease_ms = ms_of(lease)
+local stale, settle, dropped = nil, nil, 0  -- {set, member} to remove; tasks to expire and save
+if not guard_holds(ARGV[7]) then return {0} end
+local mine, expired = NONE, redis.call('ZRANGEBYSCORE', H, '-inf', now_text(), 'LIMIT', '0', '8')
+if ARGV[5] == '1' then
+  mine = redis.call('ZRANGEBYLEX', O, '[' .. member .. '\0', '(' .. member .. '\1')
+end
+local offset, limit, step = tonumber(ARGV[6]), $SCAN, 8
+local seen, scan_end = 0, offset + limit - 1
 for _, m in ipairs(mine) do
   local id = string.match(m, '%z([^%z]*)$')
   local t, raw, known = load(id)
-  if not known then return need_all() end
+  if not known then return need_all(mine, expired, offset, scan_end) end
   if t ~= nil and t.status == 'in_progress' and t.owner == member then
-    flush()
+    flush(stale, settle)
     return won(renewed(t, lease), -1)
   end
-  if t ~= nil or raw == nil then stale[#stale + 1] = {O, m} end
+  if t ~= nil or raw == nil then stale = push(stale, {O, m}) end
 end
 for _, id in ipairs(expired) do
   local t, raw, known = load(id)
-  if not known then return need_all() end
+  if not known then return need_all(mine, expired, offset, scan_end) end
   if raw == nil then
-    stale[#stale + 1] = {H, id}
+    stale = push(stale, {H, id})
   elseif t ~= nil then
     if t.status ~= 'in_progress' then
-      stale[#stale + 1] = {H, id}
+      stale = push(stale, {H, id})
     else
       local v = verdict(t, member, false)
       if v == 'reclaim' then
-        flush()
+        flush(stale, settle)
         expire(t)
         return won(claimed(t, member, lease, lease_ms), -1)
       end
-      if v == 'exhausted' or v == 'assigned' then settle[#settle + 1] = t end
+      if v == 'exhausted' or v == 'assigned' then settle = push(settle, t) end
     end
   end
 end
 -- The pending set, oldest first, a few ids per read (usually the first is claimable).
 while seen < limit do
-  local ids = redis.call('ZRANGE', P, offset, offset + step - 1)
+  local ids = redis.call('ZRANGE', P, text(offset), text(offset + step - 1))
   for i, id in ipairs(ids) do
     local t, raw, known = load(id)
-    if not known then return need_all() end
+    if not known then return need_all(mine, expired, offset, scan_end) end
     if raw == nil or (t ~= nil and t.status ~= 'pending') then
-      stale[#stale + 1] = {P, id}  -- removed by flush: the next call starts that much earlier
+      stale = push(stale, {P, id})  -- removed by flush: the next call starts that much earlier
       dropped = dropped + 1
     elseif t ~= nil then
       local v = verdict(t, member, false)
       if v == 'unknown' then return need_reply(P, offset + i - 1, scan_end) end
       if v == 'claim' then
-        flush()
+        flush(stale, settle)
         return won(claimed(t, member, lease, lease_ms), offset + i - 2 - dropped)
       end
     end
   end
   if #ids < step then
-    flush()
+    flush(stale, settle)
     return hinted({0}, 0, AHEAD - 1)
   end
   offset, seen = offset + step, seen + step
 end
-flush()
+flush(stale, settle)
 return hinted({2, offset - dropped}, offset - dropped, offset - dropped + AHEAD - 1)
 """
 ).replace("$SCAN", str(SCAN))
@@ -542,7 +612,7 @@ REAP = (
     PRELUDE
     + r"""
 local offset, batch = tonumber(ARGV[3]), tonumber(ARGV[4])
-local ids = redis.call('ZRANGEBYSCORE', H, '-inf', NOW, 'LIMIT', offset, batch)
+local ids = redis.call('ZRANGEBYSCORE', H, '-inf', now_text(), 'LIMIT', text(offset), text(batch))
 for _, id in ipairs(ids) do
   if not declared(name_of(id)) then need(id) end
 end
