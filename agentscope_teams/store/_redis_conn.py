@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -36,6 +37,7 @@ from .base import StoreBackend
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_COMMAND = attrgetter("command")
 
 
 class _Guard:
@@ -161,25 +163,25 @@ class RedisConnection(StoreBackend):
         :class:`~._redis_lean.LeanScript` or has its ``command`` and ``missing``."""
         command = script.command(keys, args)
         try:
-            replies = await self._client.execute_many([*(r.command for r in riders), command])
+            replies = await self._client.execute_many([*map(_COMMAND, riders), command])
         except BaseException as exc:
             error = self._unavailable(exc) if isinstance(exc, self._errors) else exc
             for rider in riders:
                 rider.fail(error, lost=True)
             raise
         for rider, reply in zip(riders, replies, strict=False):
-            if isinstance(reply, Exception) and rider.script.missing(reply):
-                await self._alone(rider, in_turn=True)
-            elif isinstance(reply, Exception):
-                rider.fail(reply)
-            else:
+            if not isinstance(reply, Exception):
                 rider.answer(reply)
+            elif rider.script.missing(reply):
+                await self._alone(rider, in_turn=True)
+            else:
+                rider.fail(reply)
         own = replies[-1]
-        if isinstance(own, Exception) and script.missing(own):
+        if not isinstance(own, Exception):
+            return own
+        if script.missing(own):
             return await script(keys=keys, args=args)  # loads it, runs it again
-        if isinstance(own, Exception):
-            raise own
-        return own
+        raise own
 
     def open_rides(self) -> Any:
         """Start a riding block in this context (:mod:`._redis_riders`; None: riders do not
@@ -205,6 +207,8 @@ class RedisConnection(StoreBackend):
         round trip took it yet, else awaited."""
         if rider.leave():
             await self._alone(rider)
+        if rider.done():
+            return rider.result()
         return await rider.future
 
     def drop(self, rider: rides.Rider) -> bool:

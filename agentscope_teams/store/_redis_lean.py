@@ -15,9 +15,9 @@ client-side caching reads, is allowed) as redis-py does, on the same pool, with:
 - a free connection taken from the pool's list directly (no coroutine) when nobody holds the pool's
   lock and it is connected with nothing pending (else the pool's ``get_connection``: connect,
   reconnect a dirty one), and given back directly unless it must reconnect (else ``release``);
-- the command packed by ``hiredis`` from its bytes, str, int and float arguments without
-  redis-py's per-argument encoder (byte for byte as redis-py packs them; other values take
-  redis-py's packer), written and its reply read by :func:`._redis_wire.exchange` (one timer for
+- the command packed without redis-py's per-argument encoder (:mod:`._redis_pack`: byte for byte
+  as redis-py packs it; a script call repacks only the arguments that changed since its last
+  call), written and its reply read by :func:`._redis_wire.exchange` (one timer for
   both, redis-py's results: its socket timeouts, its disconnect on any error or cancellation,
   ``NOSCRIPT`` raised as ``NoScriptError``) or, on a connection it does not take, by the
   connection's own ``send_packed_command`` and ``read_response``;
@@ -46,9 +46,9 @@ from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
-from redis.utils import HIREDIS_AVAILABLE
 
 from ._redis_client import _TimerSend
+from ._redis_pack import pack as _pack
 from ._redis_wire import _AsyncHiredisParser, exchange, ready, wire_fits
 
 _DIRTY = (ConnectionError, TimeoutError, OSError)
@@ -58,10 +58,6 @@ _DIRTY = (ConnectionError, TimeoutError, OSError)
 LEAN_COMMANDS = frozenset(
     {"EVALSHA", "FCALL", "HMGET", "HGET", "PUBLISH", "DEL", "EXISTS", "ZADD", "ZREM", "ZRANGEBYLEX"}
 )
-
-pack_command: Any = None
-if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
-    from hiredis import pack_command
 
 
 #: What the lean path reads of redis-py beside its public API, checked once per pool
@@ -145,8 +141,11 @@ async def _on_connection(pool: Any, sent: Any, count: int | None) -> Any:
 def _packed(conn: Any, sent: Any, count: int | None) -> list[bytes]:
     """One command (``count`` None), or ``count`` commands, packed for one write."""
     if count is None:
-        return _pack(conn, sent)  # type: ignore[no-any-return]
-    return [part for command in sent for part in _pack(conn, command)]
+        return _pack(conn, sent)
+    packed: list[bytes] = []
+    for command in sent:
+        packed += _pack(conn, command)
+    return packed
 
 
 async def _send_read(conn: Any, sent: Any, count: int | None) -> Any:
@@ -166,31 +165,6 @@ async def _send_read(conn: Any, sent: Any, count: int | None) -> Any:
         except ResponseError as error:
             replies.append(error)
     return replies
-
-
-def _pack(conn: Any, args: tuple[Any, ...]) -> Any:
-    """``conn.pack_command(*args)`` for a command of one word whose arguments are bytes, str, int
-    and float, encoded as redis-py's encoder does (a number as its ``repr``), without its
-    per-argument calls; redis-py's for others (its errors for a value it cannot encode) and when
-    hiredis is not installed."""
-    name = args[0]
-    if pack_command is None or type(name) is not str or " " in name:
-        return conn.pack_command(*args)
-    encoding, errors = conn.encoder.encoding, conn.encoder.encoding_errors
-    out = [name.encode()]
-    for arg in args[1:]:
-        kind = type(arg)
-        if kind is bytes:
-            out.append(arg)
-        elif kind is str:
-            out.append(arg.encode(encoding, errors))
-        elif kind is int:
-            out.append(b"%d" % arg)
-        elif kind is float:  # a rate limit's turns per minute, a hold-off's ms
-            out.append(repr(arg).encode())
-        else:
-            return conn.pack_command(*args)
-    return [pack_command(tuple(out))]
 
 
 def _take_idle(pool: Any) -> Any:

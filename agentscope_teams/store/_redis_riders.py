@@ -7,12 +7,12 @@ A layer above queues a script call with :meth:`RedisConnection.ride
 script this context sends to the same store (``_write``: a put, a lease's ``create_then_get``, an
 append, ``run_script``) takes every rider queued for that store and sends them first, then its own
 command, as one pipeline (:meth:`~._redis_lean.LeanRedis.execute_many`: one socket write, the
-replies read in order). Each rider's :attr:`Rider.future` gets its reply, or its own
+replies read in order). Each rider gets its reply (:meth:`Rider.result`), or its own
 ``ResponseError`` (one command's error does not fail the others; ``NOSCRIPT`` loads the script and
 sends that command again, alone). A rider nobody took is sent alone when its result is asked for
 (:meth:`RedisConnection.land`), or dropped unsent (:meth:`RedisConnection.drop`): nothing waits on
 a timer. When the carrier fails after taking its riders (a lost connection, a timeout, a
-cancellation), whether the server ran them is unknown: their futures get a
+cancellation), whether the server ran them is unknown: their reply is a
 :class:`~agentscope_teams.errors.StoreUnavailableError` and :attr:`Rider.lost` is set.
 
 Only a store on one server without ``replica_acks``, whose client is the lean one, under asyncio,
@@ -33,13 +33,14 @@ from ..errors import StoreUnavailableError
 
 
 class Riders:
-    """The riders of one riding block, waiting for a round trip, and its event loop."""
+    """The riders of one riding block waiting for a round trip (by the ``id`` of the store they
+    go to, in the order queued), and its event loop."""
 
     __slots__ = ("loop", "waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.waiting: list[Rider] = []
+        self.waiting: dict[int, list[Rider]] = {}
 
 
 #: The riding block of this context (None: riders are not queued).
@@ -49,9 +50,14 @@ RIDERS: contextvars.ContextVar[Riders | None] = contextvars.ContextVar(
 
 
 class Rider:
-    """One script call waiting to ride a round trip to ``store``, then its reply in ``future``."""
+    """One script call waiting to ride a round trip to ``store``, then its reply: :meth:`done`,
+    :meth:`result`, or awaited through :attr:`future` (made only when asked for: a carrier
+    answers most riders before anyone waits on them)."""
 
-    __slots__ = ("args", "command", "future", "keys", "lost", "queue", "script", "sent", "store")
+    __slots__ = (
+        *("_future", "_outcome", "args", "command", "keys", "lost", "queue", "script", "sent"),
+        "store",
+    )
 
     def __init__(
         self, queue: Riders, store: object, script: Any, keys: Sequence[Any], args: Sequence[Any]
@@ -59,29 +65,58 @@ class Rider:
         self.queue, self.store, self.script = queue, store, script
         self.keys, self.args = keys, args
         self.command = script.command(keys, args)
-        self.future: asyncio.Future[Any] = queue.loop.create_future()
+        self._future: asyncio.Future[Any] | None = None
+        #: (reply, None) or (None, error) once answered.
+        self._outcome: tuple[Any, BaseException | None] | None = None
         #: Taken by a round trip that failed: whether the server ran it is unknown.
         self.lost = False
         #: ``time.monotonic()`` when a round trip took it (None: not yet): the server runs it after.
         self.sent: float | None = None
 
     @property
+    def future(self) -> asyncio.Future[Any]:
+        """A future of its reply (or error), on the riding block's event loop."""
+        future = self._future
+        if future is None:
+            future = self._future = self.queue.loop.create_future()
+            if self._outcome is not None:
+                _settle(future, *self._outcome)
+        return future
+
+    def done(self) -> bool:
+        """Whether its reply (or error) is in."""
+        return self._outcome is not None
+
+    def result(self) -> Any:
+        """Its reply, or its error raised (once :meth:`done`)."""
+        assert self._outcome is not None
+        reply, error = self._outcome
+        if error is not None:
+            raise error
+        return reply
+
+    @property
     def waiting(self) -> bool:
         """Queued, not sent yet."""
-        return self in self.queue.waiting
+        return self in self.queue.waiting.get(id(self.store), ())
 
     def leave(self) -> bool:
         """Leave the queue (True: it was waiting, nothing was sent; :attr:`sent` is now)."""
         waiting = self.queue.waiting
-        if self not in waiting:
+        mine = waiting.get(id(self.store))
+        if mine is None or self not in mine:
             return False
-        waiting.remove(self)
+        mine.remove(self)
+        if not mine:
+            del waiting[id(self.store)]
         self.sent = time.monotonic()
         return True
 
     def answer(self, reply: Any) -> None:
-        if not self.future.done():
-            self.future.set_result(reply)
+        if self._outcome is None:
+            self._outcome = (reply, None)
+            if self._future is not None:
+                self._future.set_result(reply)
 
     def fail(self, error: BaseException, lost: bool = False) -> None:
         """Its reply is ``error`` (a cancellation or another BaseException: the outcome is
@@ -92,9 +127,18 @@ class Rider:
                 f"a Redis command riding a round trip was not answered ({type(error).__name__}): "
                 "whether the server ran it is unknown"
             )
-        if not self.future.done():
-            self.future.set_exception(error)
-            self.future.exception()  # retrieved: a rider nobody asks about logs nothing
+        if self._outcome is None:
+            self._outcome = (None, error)
+            if self._future is not None:
+                _settle(self._future, None, error)
+
+
+def _settle(future: asyncio.Future[Any], reply: Any, error: BaseException | None) -> None:
+    if error is None:
+        future.set_result(reply)
+    else:
+        future.set_exception(error)
+        future.exception()  # retrieved: a rider nobody asks about logs nothing
 
 
 def open_rides() -> contextvars.Token[Riders | None] | None:
@@ -118,7 +162,11 @@ def queue(store: object, script: Any, keys: Sequence[Any], args: Sequence[Any]) 
     if riders is None:
         return None
     rider = Rider(riders, store, script, keys, args)
-    riders.waiting.append(rider)
+    mine = riders.waiting.get(id(store))
+    if mine is None:
+        riders.waiting[id(store)] = [rider]
+    else:
+        mine.append(rider)
     return rider
 
 
@@ -132,11 +180,9 @@ def take(store: object) -> list[Rider] | None:
             return None
     except RuntimeError:
         return None
-    waiting = riders.waiting
-    mine = [r for r in waiting if r.store is store]
-    if not mine:
+    mine = riders.waiting.pop(id(store), None)
+    if mine is None:
         return None
-    riders.waiting = [r for r in waiting if r.store is not store]
     now = time.monotonic()
     for rider in mine:
         rider.sent = now

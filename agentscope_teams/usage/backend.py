@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..store.closing import land_before_close
 from . import redis_lua, rules
 from .docs import DocBackend, doc_id, docs_for
-from .rules import Admission, Admitted, Refusal
+from .rules import GRANTED, Admission, Admitted, Refusal
 from .settles import Settles
 
 if TYPE_CHECKING:
@@ -33,9 +32,15 @@ class Rides(Protocol):
 
     async def admitted(self, a: Admission, rider: Any) -> Admitted: ...
 
+    def admitted_now(self, a: Admission, rider: Any) -> Admitted:
+        """:meth:`admitted` of a rider whose reply is in (``rider.done()``), without an await."""
+
     def ride_finish(self, a: Admission, tokens: int, nanos: int) -> Any: ...
 
     async def landed(self, rider: Any) -> None: ...
+
+    def reply(self, rider: Any) -> Any:
+        """The reply of a rider whose reply is in (``rider.done()``), its error raised."""
 
     def drop(self, rider: Any) -> bool: ...
 
@@ -127,19 +132,21 @@ class RedisUsage:
         self.rides: Rides | None = self
 
     def _budget(self, name: str) -> str:
-        return self._name(("b", name), lambda: (*LEDGER, doc_id(name)))
+        found = self._names.get(("b", name))
+        return found if found is not None else self._name(("b", name), (*LEDGER, doc_id(name)))
 
     def _limiter(self, key: str) -> str:
-        return self._name(("l", key), lambda: (*LEDGER, "limiter", doc_id(key)))
+        found = self._names.get(("l", key))
+        if found is not None:
+            return found
+        return self._name(("l", key), (*LEDGER, "limiter", doc_id(key)))
 
-    def _name(self, cache_key: tuple[str, str], key: Callable[[], tuple[str, ...]]) -> str:
+    def _name(self, cache_key: tuple[str, str], key: tuple[str, ...]) -> str:
         """The Redis name of a budget or limiter, kept (a hash and an escape per call is a tenth
         of a millisecond; a process uses few budgets and limiters at a time)."""
-        found = self._names.get(cache_key)
-        if found is None:
-            if len(self._names) >= NAME_CACHE_SIZE:
-                self._names.clear()
-            found = self._names[cache_key] = self.store.redis_name(key())
+        if len(self._names) >= NAME_CACHE_SIZE:
+            self._names.clear()
+        found = self._names[cache_key] = self.store.redis_name(key)
         return found
 
     def _keys(self, a: Admission) -> list[str]:
@@ -176,12 +183,18 @@ class RedisUsage:
         """The answer of a riding ``ADMIT`` (sent alone now if no round trip took it)."""
         return _admitted(a, await self.store.land(rider))
 
+    def admitted_now(self, a: Admission, rider: Any) -> Admitted:
+        return _admitted(a, rider.result())
+
     def ride_finish(self, a: Admission, tokens: int, nanos: int) -> Any:
         """The ``FINISH`` of ``a`` queued for this context's next write (None: not queued)."""
         return self.store.ride(self._finish, self._keys(a), self._end_args(a, tokens, nanos, 0))
 
     async def landed(self, rider: Any) -> None:
         await self.store.land(rider)
+
+    def reply(self, rider: Any) -> Any:
+        return rider.result()
 
     def drop(self, rider: Any) -> bool:
         return bool(self.store.drop(rider))
@@ -217,7 +230,8 @@ def _admitted(a: Admission, reply: Any) -> Admitted:
     """The answer of an ``ADMIT`` reply."""
     at = int(reply[0])
     if at == 0:
-        return Admitted(wait_ms=float(reply[1]))
+        wait_ms = float(reply[1])
+        return GRANTED if wait_ms == 0 else Admitted(wait_ms=wait_ms)
     unit = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
     numbers = [int(float(x)) for x in reply[2:5]]
     return Admitted(refusal=Refusal(a.limits[at - 1].name, unit, *numbers))

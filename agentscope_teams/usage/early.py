@@ -49,7 +49,7 @@ from ..message import Msg
 from ..model.base import ChatModel, ModelResponse
 from .backend import Rides
 from .estimate import PER_MESSAGE, message_chars, output_tokens, tokens, tool_chars
-from .governor import EARLY, UNGOVERNED, Scope, Ungoverned, admission, current_scope
+from .governor import EARLY, SCOPE, UNGOVERNED, Scope, Terms, Ungoverned, asks, new_admission
 from .limiter import settle_of
 from .rules import Admission, Admitted
 
@@ -152,15 +152,16 @@ class Early:
         self.last: tuple[int, ModelResponse | None] | None = None
         Counts.sent += 1
 
-    async def take(self, scope: Scope, a: Admission) -> Admission | None:
-        """The early admission for the first request, asking ``a``, of the call: granted,
-        covering ``a``, recent enough; else None (released, the request admits as before: a turn
-        of a requests or tokens per minute limit is given back before that, so that it can)."""
+    async def take(self, scope: Scope, terms: Terms, tokens: int, nanos: int) -> Admission | None:
+        """The early admission for the first request of the call, which asks ``tokens`` and
+        ``nanos`` on ``terms`` (:func:`~.governor.asks`): granted, covering that, recent enough;
+        else None (released, the request admits as before: a turn of a requests or tokens per
+        minute limit is given back before that, so that it can)."""
         if not self.open:
             return None
         answer = await self._landed()  # cancelled here: still open, released when the call ends
         self.open = False
-        if _granted(answer) and self._covers(scope, a) and self._recent(a):
+        if _granted(answer) and self._covers(scope, terms, tokens, nanos) and self._recent(terms):
             Counts.taken += 1
             return self.a
         await self._release(land_first=True)
@@ -176,7 +177,10 @@ class Early:
         if task is None:
             assert rides is not None and self.rider is not None
             try:
-                answer = await rides.admitted(self.a, self.rider)
+                if self.rider.done():  # its round trip brought the reply back: no await
+                    answer = rides.admitted_now(self.a, self.rider)
+                else:
+                    answer = await rides.admitted(self.a, self.rider)
             except Exception as exc:  # the request's own admission answers
                 answer = exc
         else:
@@ -191,19 +195,22 @@ class Early:
         that failed (whether the server ran it is unknown; a give-back of nothing is harmless)."""
         return _granted(answer) or (self.rider is not None and self.rider.lost)
 
-    def _covers(self, scope: Scope, a: Admission) -> bool:
+    def _covers(self, scope: Scope, terms: Terms, tokens: int, nanos: int) -> bool:
+        """Whether the early admission asks at least what the request's own would ask: no fewer
+        tokens or nano-dollars, the same budgets, limiter, rates and tenant."""
         e = self.a
         return (
             scope.governor is self.scope.governor
-            and e.tokens >= a.tokens
-            and e.nanos >= a.nanos
-            and (e.limits, e.key, e.rates, e.tenant) == (a.limits, a.key, a.rates, a.tenant)
+            and e.tokens >= tokens
+            and e.nanos >= nanos
+            and (e.limits, e.key, e.rates, e.tenant)
+            == (scope.limits, terms.key, terms.rates, scope.tenant)
         )
 
-    def _recent(self, a: Admission) -> bool:
+    def _recent(self, terms: Terms) -> bool:
         """Whether a timed turn was taken at most :data:`TURN_AHEAD` ago: counted from when the
         ``ADMIT`` was sent (a riding one: when its round trip took it; the server runs it after)."""
-        timed = a.key is not None and bool(a.rates.rpm or a.rates.tpm)
+        timed = terms.key is not None and bool(terms.rates.rpm or terms.rates.tpm)
         if not timed:
             return True
         rider = self.rider
@@ -217,13 +224,19 @@ class Early:
 
     async def close(self) -> None:
         """The call ends: release the admission if no request took it; keep the hint."""
+        if self.closed():
+            await self._release()
+
+    def closed(self) -> bool:
+        """:meth:`close` without the release: True if it is to be released (no request took it)."""
         if self.last is not None:
             est_in, response = self.last
             out = 0 if response is None else output_tokens(response)
             _keep_hint(self.session, est_in + out)
         if self.open:
             self.open = False
-            await self._release()
+            return True
+        return False
 
     async def _release(self, land_first: bool = False) -> None:
         """Give the reservation, the lease and the turn back (:meth:`~.backend.UsageBackend.give_back`:
@@ -261,7 +274,7 @@ def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock | Un
     the end if no request took it. A no-op without a bound governor (the shared :data:`~.governor.UNGOVERNED`)
     or an asyncio loop, when nothing applies to the call, or when its price is unknown (the
     request's admission says so)."""
-    if current_scope() is None:
+    if SCOPE.get() is None:
         return UNGOVERNED
     return EarlyBlock(loop, session, input)
 
@@ -278,13 +291,15 @@ class EarlyBlock:
         self.rides: tuple[Rides, object] | None = None
 
     async def __aenter__(self) -> None:
-        scope = current_scope()
+        scope = SCOPE.get()
         if scope is None:
             return
         try:
             asyncio.get_running_loop()
             tokens = estimate_early(self.loop, self.session, self.input)
-            a = admission(scope, self.loop.model, tokens, None)
+            terms = scope.governor.terms(self.loop.model)
+            asked = asks(scope, terms, tokens, None)
+            a = None if asked is None else new_admission(scope, terms, *asked)
         except Exception:  # no asyncio loop, a bad input, no price: the request's path answers
             return
         if a is not None:
@@ -303,4 +318,5 @@ class EarlyBlock:
             rides[0].close_rides(rides[1])  # what still waits is sent or dropped by its owner
         if early is not None:
             EARLY.reset(self.token)
-            await early.close()
+            if early.closed():
+                await early._release()

@@ -54,7 +54,8 @@ def _schema_chars(schema: ToolSchema) -> int:
 def estimate_input(request: ModelRequest) -> int:
     """Tokens the request's prompt, messages and tool schemas may count for."""
     chars = len(request.system_prompt) + tool_chars(request.tools)
-    chars += sum(message_chars(msg) for msg in request.messages)
+    for msg in request.messages:
+        chars += message_chars(msg)
     if request.response_schema is not None:
         chars += len(json.dumps(request.response_schema.json_schema))
     return tokens(chars) + PER_MESSAGE * (len(request.messages) + 1)

@@ -33,10 +33,10 @@ import itertools
 import logging
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
 import anyio
 
@@ -49,7 +49,7 @@ from .backend import Rides, UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
 from .limiter import admit, count_wait, hold_off, labels_of, limiter_key, rates_of, settle_of
-from .prices import Price, PriceBook
+from .prices import Price, PriceBook, cost
 from .rules import Admission, Limit, Rates, Refusal
 from .settles import Pending
 
@@ -123,6 +123,8 @@ class UsageGovernor:
         self.max_output_tokens = max_output_tokens
         self.budget_wait = budget_wait
         self._terms: weakref.WeakKeyDictionary[ChatModel, Terms] = weakref.WeakKeyDictionary()
+        #: The model asked about last and its terms (most calls ask about the same model again).
+        self._last: tuple[weakref.ReferenceType[ChatModel], Terms] | None = None
 
     @functools.cached_property
     def backend(self) -> UsageBackend:
@@ -155,14 +157,18 @@ class UsageGovernor:
 
     def terms(self, model: ChatModel) -> Terms:
         """What a call of ``model`` asks of the store besides its tokens: its rate limit, the
-        limiter's key and rates; worked out once per model object (its provider, name and API key
-        are set when it is made; the governor's limits and prices when it is)."""
+        limiter's key and rates, its price; worked out once per model object (its provider, name
+        and API key are set when it is made; the governor's limits and prices when it is)."""
+        last = self._last
+        if last is not None and last[0]() is model:
+            return last[1]
         try:
             found = self._terms.get(model)
         except TypeError:  # a model that cannot be weakly referenced: worked out per call
             return _terms_of(self, model)
         if found is None:
             found = self._terms[model] = _terms_of(self, model)
+        self._last = (weakref.ref(model), found)
         return found
 
     def bind(self, ctx: RuntimeContext | None = None) -> _Using:
@@ -171,8 +177,8 @@ class UsageGovernor:
         return _Using(self._bound, ctx)
 
     def _bound(self, ctx: RuntimeContext | None) -> Scope:
-        scope = current_scope()
-        budgets = tuple(self.context_budgets(ctx)) if ctx is not None else ()
+        scope = SCOPE.get()
+        budgets = tuple(self.context_budgets(ctx)) if ctx is not None and self.budgets else ()
         if scope is not None and scope.governor is self:
             return Scope(self, _merge(scope.budgets, budgets), scope.tenant)
         tenant_name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
@@ -224,17 +230,40 @@ class Terms:
     #: The limiter's key (None: no rate limit) and the rates it applies.
     key: str | None
     rates: Rates
+    #: The model's price (None: unknown) and its metric labels (provider, name).
+    price: Price | None = None
+    labels: tuple[str, str] = ("", "")
 
 
 def _terms_of(gov: UsageGovernor, model: ChatModel) -> Terms:
     limit = gov.rate_limit_for(model)
-    provider, name = labels_of(model)
+    labels = provider, name = labels_of(model)
+    price = gov.prices.price(provider, name)
     if limit is None:
-        return Terms(provider, name, None, None, Rates())
-    return Terms(provider, name, limit, limiter_key(model), rates_of(limit))
+        return Terms(provider, name, None, None, Rates(), price, labels)
+    return Terms(provider, name, limit, limiter_key(model), rates_of(limit), price, labels)
 
 
-@dataclass(frozen=True)
+_T = TypeVar("_T")
+
+
+class _Once(Generic[_T]):
+    """A value worked out at its first read and kept in the instance's ``__dict__`` (Python
+    3.11's ``functools.cached_property`` takes a lock at every first read: a scope is made per
+    call)."""
+
+    def __init__(self, work_out: Callable[[Any], _T]) -> None:
+        self.work_out, self.name = work_out, work_out.__name__
+        self.__doc__ = work_out.__doc__
+
+    def __get__(self, instance: Any, owner: type | None = None) -> _T:
+        if instance is None:
+            return self  # type: ignore[return-value]
+        found = instance.__dict__[self.name] = self.work_out(instance)
+        return found
+
+
+@dataclass(frozen=True, init=False)
 class Scope:
     """The governor and budgets in force, the tenant whose fair share calls draw on, and the
     settles of the bound block's calls still running."""
@@ -244,12 +273,23 @@ class Scope:
     tenant: str
     pending: Pending = field(default_factory=Pending, compare=False, repr=False)
 
-    @functools.cached_property
+    def __init__(
+        self,
+        governor: UsageGovernor,
+        budgets: tuple[tuple[str, Budget], ...],
+        tenant: str,
+        pending: Pending | None = None,
+    ) -> None:
+        d = self.__dict__  # frozen: made per call and per block, so not through object.__setattr__
+        d["governor"], d["budgets"], d["tenant"] = governor, budgets, tenant
+        d["pending"] = Pending() if pending is None else pending
+
+    @_Once
     def limits(self) -> tuple[Limit, ...]:
         """The budgets as the store's rules read them (worked out at the first model call)."""
-        return tuple(Limit(n, b.max_tokens, b.max_nanos) for n, b in self.budgets)
+        return tuple([Limit(n, b.max_tokens, b.max_nanos) for n, b in self.budgets])
 
-    @functools.cached_property
+    @_Once
     def usd(self) -> bool:
         """Whether a budget counts dollars (then a call needs its model's price)."""
         return any(b.max_usd is not None for _, b in self.budgets)
@@ -286,6 +326,8 @@ class _Using(contextlib.ContextDecorator):
 def _merge(
     a: tuple[tuple[str, Budget], ...], b: tuple[tuple[str, Budget], ...] | list[tuple[str, Budget]]
 ) -> tuple[tuple[str, Budget], ...]:
+    if not b:
+        return a
     if not a:
         return tuple(b)
     names = {n for n, _ in b}
@@ -297,13 +339,17 @@ def current_scope() -> Scope | None:
     return found if isinstance(found, Scope) else None
 
 
+#: :data:`GOVERNANCE` as this module sets it (a Scope or None): read in line on the hot paths.
+SCOPE = cast("contextvars.ContextVar[Scope | None]", GOVERNANCE)
+
+
 def add_budget(name: str, budget: Budget | None, *, store: Any = None) -> _Using:
     """Apply ``budget`` (named ``team:t1``, ``member:t1/alice``, ``run:<id>``, ...) to the model
     calls of the block, besides those already in force. Without a bound governor, one on
     ``store`` is bound (no store: nothing to enforce it with, so nothing happens)."""
 
     def added(_: None) -> Scope | None:
-        scope = current_scope()
+        scope = SCOPE.get()
         if not budget or (scope is None and store is None):
             return None
         if scope is None:
@@ -330,7 +376,7 @@ class ModelCall:
     """One governed call (:func:`model_call`'s ``async with`` block): give it the response with
     :meth:`done`. Entering it admits the call; leaving it settles what the call used."""
 
-    __slots__ = ("a", "early", "est_in", "labels", "model", "request", "response", "scope")
+    __slots__ = ("a", "early", "est_in", "model", "request", "response", "scope", "terms")
 
     def __init__(self, scope: Scope, model: ChatModel, request: ModelRequest) -> None:
         self.scope, self.model, self.request = scope, model, request
@@ -341,22 +387,22 @@ class ModelCall:
         self.response = response
 
     async def __aenter__(self) -> ModelCall:
-        scope, model = self.scope, self.model
-        request = self.request
+        scope, request = self.scope, self.request
         self.est_in = est_in = estimate_input(request)
-        terms = scope.governor.terms(model)
-        a = admission(scope, model, est_in, request.max_tokens, terms)
-        self.labels = labels = (terms.provider, terms.name)
+        self.terms = terms = scope.governor.terms(self.model)
+        asked = asks(scope, terms, est_in, request.max_tokens)
         self.early = early = EARLY.get()
-        if a is not None:
-            taken = await early.take(scope, a) if early is not None else None
-            if taken is not None:
-                a = taken  # admitted beside the session load (:mod:`.early`): no wait
-                count_wait(a, labels, 0.0)
+        a = None
+        if asked is not None:
+            if early is not None:  # admitted beside the session load (:mod:`.early`): no wait
+                a = await early.take(scope, terms, *asked)
+            if a is not None:
+                count_wait(a, terms.labels, 0.0)
             else:
+                a = new_admission(scope, terms, *asked)
                 gov = scope.governor
                 refusal = await admit(
-                    gov.backend, a, terms.limit, gov.budget_wait, labels, scope.pending.wait
+                    gov.backend, a, terms.limit, gov.budget_wait, terms.labels, scope.pending.wait
                 )
                 if refusal is not None:
                     raise _refused(refusal)
@@ -370,17 +416,20 @@ class ModelCall:
         try:
             if a is not None and isinstance(e, RateLimitError):
                 try:
-                    await hold_off(scope.governor.backend, a, self.labels, e)
+                    await hold_off(scope.governor.backend, a, self.terms.labels, e)
                 except Exception as store_exc:  # the 429 is what the caller must see
                     log.warning("could not pause the shared rate limit: %s", store_exc)
         finally:
-            used = _finish(scope, self.model, self.response, self.est_in)
+            used = _finish(self.terms, self.response, self.est_in)
             if self.early is not None:
                 self.early.seen(scope, self.est_in, self.response)
             if a is not None:
                 response = self.response
                 last = e is None and response is not None and not response.tool_calls
-                await _settle_soon(scope, a, used, last)
+                in_line = _settle_soon(scope, a, used, last)
+                if in_line is not None:  # no task to hand it to: settle here, as before
+                    with anyio.CancelScope(shield=True):
+                        await scope.governor.backend.settles.run(in_line)
 
 
 class Ungoverned:
@@ -409,57 +458,57 @@ UNGOVERNED = Ungoverned()
 def model_call(model: ChatModel, request: ModelRequest) -> ModelCall | Ungoverned:
     """Govern one model call (see the module docs): ``async with model_call(m, r) as call:``,
     then ``call.done(response)``; a shared no-op when no governor is bound."""
-    scope = current_scope()
+    scope = SCOPE.get()
     return UNGOVERNED if scope is None else ModelCall(scope, model, request)
 
 
-def admission(
-    scope: Scope,
-    model: ChatModel,
-    est_in: int,
-    max_tokens: int | None,
-    terms: Terms | None = None,
-) -> Admission | None:
-    """What a call of ``est_in`` input tokens asks of the store (None: no budget and no rate limit
-    apply); ``terms`` are the governor's for ``model`` (:meth:`UsageGovernor.terms`)."""
-    gov = scope.governor
-    if terms is None:
-        terms = gov.terms(model)
-    if not scope.budgets and terms.limit is None:
+def asks(scope: Scope, terms: Terms, est_in: int, max_tokens: int | None) -> tuple[int, int] | None:
+    """The tokens and nano-dollars a call of ``est_in`` input tokens reserves (None: no budget
+    and no rate limit apply): its input and maximum output, and their price when a budget applies
+    (ConfigurationError when a dollar budget does and no price is known)."""
+    budgets = scope.budgets
+    if not budgets and terms.limit is None:
         return None
+    gov = scope.governor
     max_out = max_tokens or gov.max_output_tokens
     nanos = 0
-    if scope.budgets:
-        if scope.usd:
+    if budgets:
+        price = terms.price
+        if price is not None:
+            nanos = cost(price, est_in, max_out)
+        elif scope.usd:
             nanos = gov.prices.require(terms.provider, terms.name, est_in, max_out)
-        else:
-            nanos = gov.prices.nanos(terms.provider, terms.name, est_in, max_out) or 0
-    tokens = est_in + max_out
+    return est_in + max_out, nanos
+
+
+def new_admission(scope: Scope, terms: Terms, tokens: int, nanos: int) -> Admission:
+    """The admission of a call asking ``tokens`` and ``nanos`` (:func:`asks`), with a new id."""
     return Admission(
         scope.limits, _RIDS.next(), tokens, nanos, terms.key, terms.rates, scope.tenant
     )
 
 
-async def _settle_soon(
+def _settle_soon(
     scope: Scope, a: Admission, used: tuple[int, int], last: bool = False
-) -> None:
+) -> Callable[[], Awaitable[None]] | None:
     """Count what the call used on its budgets and end its rate-limit lease, in one store
     operation (none when neither needs it), as a task of its own (:mod:`.settles`) that the
-    scope's :func:`settled` waits for; a store failure there is logged: the call is done.
+    scope's :func:`settled` waits for; a store failure there is logged: the call is done. No
+    task to hand it to (an event loop other than asyncio's): the settle to run in line.
 
     A ``last`` call (its answer ends the agent's loop: no tool step follows) queues its
     operation to ride the next write of the call (its session save; :class:`~.backend.Rides`)
     where the backend can: the settle is then landed when the scope's settles are waited for."""
     sent = settle_of(a)
     if sent is None:
-        return
+        return None
     backend = scope.governor.backend
     rides = backend.rides
     if last and rides is not None:
         rider = rides.ride_finish(sent, *used)
         if rider is not None:
             _ride(scope, backend, rides, rider, sent, used)
-            return
+            return None
 
     async def settle() -> None:
         await backend.finish(sent, *used)
@@ -467,11 +516,10 @@ async def _settle_soon(
             _count(scope, used)
 
     task = backend.settles.start(settle)
-    if task is not None:
-        scope.pending.add(task)
-        return
-    with anyio.CancelScope(shield=True):  # no task to hand it to: settle here, as before
-        await backend.settles.run(settle)
+    if task is None:
+        return settle
+    scope.pending.add(task)
+    return None
 
 
 def _ride(
@@ -489,14 +537,19 @@ def _ride(
         if sent.limits:
             _count(scope, used)
 
-    later = backend.settles.defer(settle, rider.future.done)
+    def now() -> None:  # its reply is in: no await
+        rides.reply(rider)
+        if sent.limits:
+            _count(scope, used)
+
+    later = backend.settles.defer(settle, rider.done, now)
     scope.pending.add_later(backend.settles, later)
 
 
 async def settled() -> None:
     """Wait for the settles of the calls of the bound block (:meth:`UsageGovernor.bind`) still
     running (a no-op when no governor is bound): then their usage is counted."""
-    scope = current_scope()
+    scope = SCOPE.get()
     if scope is not None:
         await scope.pending.wait()
 
@@ -540,9 +593,7 @@ def _exceeded(refusal: Refusal) -> BudgetExceededError:
     )
 
 
-def _finish(
-    scope: Scope, model: ChatModel, response: ModelResponse | None, est_in: int
-) -> tuple[int, int]:
+def _finish(terms: Terms, response: ModelResponse | None, est_in: int) -> tuple[int, int]:
     """(tokens, nanos) the call used; marks an estimate and the cost on the response."""
     if response is None:
         return 0, 0
@@ -551,11 +602,12 @@ def _finish(
     if tokens_in == 0 and tokens_out == 0:
         tokens_in, tokens_out = est_in, estimate_output(response)
         response.usage_estimated = True
-    provider = str(getattr(model, "provider", ""))
-    nanos = scope.governor.prices.nanos(provider, model.model_name, tokens_in, tokens_out)
-    if nanos is not None:
-        response.cost_usd = nanos / 1e9
-    return tokens_in + tokens_out, nanos or 0
+    price = terms.price
+    if price is None:
+        return tokens_in + tokens_out, 0
+    nanos = cost(price, tokens_in, tokens_out)
+    response.cost_usd = nanos / 1e9
+    return tokens_in + tokens_out, nanos
 
 
 def _kind(name: str) -> str:

@@ -39,10 +39,7 @@ class PriceBook:
     def nanos(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> int | None:
         """The cost in nano-dollars, or None when no price is known for the model."""
         price = self.price(provider, model)
-        if price is None:
-            return None
-        usd = input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok
-        return round(usd * 1000)  # per million tokens -> nano-dollars per token: x 1e9 / 1e6
+        return None if price is None else cost(price, input_tokens, output_tokens)
 
     def require(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> int:
         """:meth:`nanos`, or a ConfigurationError naming the model when a dollar budget needs it."""
@@ -54,6 +51,12 @@ class PriceBook:
                 f"prices={{{model!r}: Price(input_per_mtok=..., output_per_mtok=...)}}"
             )
         return found
+
+
+def cost(price: Price, input_tokens: int, output_tokens: int) -> int:
+    """What ``input_tokens`` and ``output_tokens`` cost at ``price``, in nano-dollars."""
+    usd = input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok
+    return round(usd * 1000)  # per million tokens -> nano-dollars per token: x 1e9 / 1e6
 
 
 def _database_price(provider: str, model: str) -> Price | None:

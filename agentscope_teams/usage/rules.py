@@ -29,13 +29,17 @@ Doc = dict[str, Any]
 RESERVATION_TTL_MS = 15 * 60 * 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Limit:
     """One budget as a call applies it: its name and limits (None: no limit in that unit)."""
 
     name: str
     max_tokens: int | None
     max_nanos: int | None
+
+    def __init__(self, name: str, max_tokens: int | None, max_nanos: int | None) -> None:
+        d = self.__dict__  # frozen: a model call makes these, so not through object.__setattr__
+        d["name"], d["max_tokens"], d["max_nanos"] = name, max_tokens, max_nanos
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,11 @@ def hold_off(doc: Doc | None, now: float, wait_ms: float) -> Doc:
     return d
 
 
-@dataclass(frozen=True)
+#: The limits of a limiter with none set.
+NO_RATES = Rates()
+
+
+@dataclass(frozen=True, init=False)
 class Admission:
     """What one model call asks of the store before it is sent: a reservation of ``tokens`` and
     ``nanos`` (id ``rid``, also the id of its rate-limit lease) on each budget of ``limits``, and a
@@ -239,8 +247,22 @@ class Admission:
     tokens: int
     nanos: int
     key: str | None = None
-    rates: Rates = Rates()
+    rates: Rates = NO_RATES
     tenant: str = "-"
+
+    def __init__(
+        self,
+        limits: tuple[Limit, ...],
+        rid: str,
+        tokens: int,
+        nanos: int,
+        key: str | None = None,
+        rates: Rates = NO_RATES,
+        tenant: str = "-",
+    ) -> None:
+        d = self.__dict__  # frozen: made for every model call, so not through object.__setattr__
+        d["limits"], d["rid"], d["tokens"], d["nanos"] = limits, rid, tokens, nanos
+        d["key"], d["rates"], d["tenant"] = key, rates, tenant
 
     @property
     def names(self) -> list[str]:
@@ -255,6 +277,10 @@ class Admitted:
 
     refusal: Refusal | None = None
     wait_ms: float = 0.0
+
+
+#: The answer of a granted admission (shared: an :class:`Admitted` is immutable).
+GRANTED = Admitted()
 
 
 def admit(docs: dict[str, Doc | None], a: Admission, now: int) -> tuple[dict[str, Doc], Admitted]:

@@ -72,10 +72,16 @@ class Settles:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def defer(self, settle: Callable[[], Awaitable[None]], ready: Callable[[], bool]) -> Later:
+    def defer(
+        self,
+        settle: Callable[[], Awaitable[None]],
+        ready: Callable[[], bool],
+        now: Callable[[], None] | None = None,
+    ) -> Later:
         """Hold ``settle()`` (whose store operation rides a later round trip) until it is
-        landed (:meth:`land`); ``ready()``: its reply is in (then it lands in line)."""
-        later = Later(asyncio.get_running_loop(), settle, ready)
+        landed (:meth:`land`); ``ready()``: its reply is in (then it lands in line: by ``now()``,
+        which does what ``settle()`` does without an await, if given: :meth:`land_now`)."""
+        later = Later(asyncio.get_running_loop(), settle, ready, now)
         self._later.add(later)
         self.started += 1
         return later
@@ -92,6 +98,19 @@ class Settles:
         later.task = self._task(later.loop, later.settle)
         return later.task
 
+    def land_now(self, later: Later) -> bool:
+        """:meth:`land` without an await when ``later``'s reply is in and it has a ``now`` (True:
+        landed, a failure logged and counted as :meth:`run` does); False: :meth:`land` it."""
+        now = later.now
+        if now is None or later not in self._later or not later.ready():
+            return False
+        self._later.discard(later)
+        try:
+            now()
+        except Exception as exc:  # the call is done: its caller must not see the store's error
+            self._failed(exc)
+        return True
+
     async def run(self, settle: Callable[[], Awaitable[None]]) -> None:
         """Run ``settle()`` here, with a failure logged and counted as a task's would be."""
         await self._run(settle)
@@ -100,8 +119,11 @@ class Settles:
         try:
             await settle()
         except Exception as exc:  # the call is done: its caller must not see the store's error
-            self.failed += 1
-            log.warning("could not settle a model call's usage: %s", exc)
+            self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        self.failed += 1
+        log.warning("could not settle a model call's usage: %s", exc)
 
     async def flush(self) -> None:
         """Wait for every settle this event loop started so far."""
@@ -117,15 +139,16 @@ class Settles:
 class Later:
     """A settle deferred until landed (:meth:`Settles.defer`)."""
 
-    __slots__ = ("loop", "ready", "settle", "task")
+    __slots__ = ("loop", "now", "ready", "settle", "task")
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
         settle: Callable[[], Awaitable[None]],
         ready: Callable[[], bool],
+        now: Callable[[], None] | None = None,
     ) -> None:
-        self.loop, self.settle, self.ready = loop, settle, ready
+        self.loop, self.settle, self.ready, self.now = loop, settle, ready, now
         self.task: Task | None = None
 
 
@@ -150,7 +173,13 @@ class Pending:
     async def wait(self) -> bool:
         """Land the deferred settles and wait for them all; True if any was still running.
         Cancelling the wait leaves them running (and still pending here)."""
-        landed = await self._land()
+        later, self._later = self._later, []
+        for settles, one in later:  # landed in order (their tasks started here)
+            if not settles.land_now(one):
+                task = await settles.land(one)
+                if task is not None:
+                    self._tasks.append(task)
+        landed = bool(later)
         tasks, self._tasks = [t for t in self._tasks if not t.done()], []
         if not tasks:
             return landed
@@ -160,15 +189,6 @@ class Pending:
             self._tasks += tasks
             raise
         return True
-
-    async def _land(self) -> bool:
-        """Land the deferred settles (True: there were some)."""
-        later, self._later = self._later, []
-        for settles, one in later:
-            task = await settles.land(one)
-            if task is not None:
-                self._tasks.append(task)
-        return bool(later)
 
 
 async def _wait(tasks: Iterable[Task]) -> None:

@@ -325,6 +325,28 @@ def test_a_rate_limits_float_arguments_take_the_lean_packer() -> None:
     assert b"".join(_pack(conn, args)) == expected
 
 
+def test_a_script_call_packs_as_redis_py_packs_it_whatever_changed_since_the_last() -> None:
+    """A script call repacks only the arguments that are other objects than its last call's
+    (``_redis_pack``): each call still packs byte for byte as redis-py packs it, with another
+    reservation id and amounts, another length, mostly new arguments, and a value redis-py
+    refuses."""
+    conn = aioredis.Connection()
+    sha, keys = "c" * 40, ("k1", "k\u00e9")
+    calls = [
+        ("EVALSHA", sha, 2, *keys, 1, f"rid{i}", 1000 + i, 0, 900_000, 58.8, "tenant", -1)
+        for i in range(3)
+    ]
+    calls.append(("EVALSHA", sha, 2, *keys, 1, "rid9", 7))  # another number of arguments
+    calls.append(("EVALSHA", sha, 2, *keys, 1, "rid10", 8))
+    calls.append(("EVALSHA", sha, 2, "x", "y", 2, b"\x00", 3.5))  # mostly new: hiredis's
+    calls.append(("EVALSHA", sha, 2, "x", "z", 2, b"\x01", 1e-7))
+    for args in calls:
+        assert b"".join(_pack(conn, args)) == b"".join(conn.pack_command(*args))
+    with pytest.raises(DataError):
+        _pack(conn, ("EVALSHA", "d" * 40, 0, "a", 1))  # kept: a call of this script
+        _pack(conn, ("EVALSHA", "d" * 40, 0, "a", True))
+
+
 def test_a_value_redis_py_cannot_encode_is_refused_as_redis_py_refuses_it() -> None:
     conn = aioredis.Connection()
     for bad in (True, None, object()):

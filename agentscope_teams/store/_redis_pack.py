@@ -1,0 +1,142 @@
+"""Packing a command of the lean path (:mod:`._redis_lean`) for the wire, byte for byte as
+redis-py's ``Connection.pack_command`` packs it, with less client CPU (issue 27).
+
+A command of one word whose arguments are bytes, str, int and float (exact types: a subclass, an
+enum member say, redis-py encodes from its ``repr``) is packed by ``hiredis`` from its tuple when the
+connection's encoding is UTF-8 (strict): hiredis encodes those four types as redis-py's encoder does.
+Others take redis-py's packer (its errors for a value it cannot encode), as do all commands when
+hiredis is not installed.
+
+A script call (``EVALSHA``, ``FCALL``) repeats most of its arguments call after call: the script,
+its keys, its limits; a usage ``ADMIT`` changes only its reservation id and amounts. Its arguments
+are packed one by one and kept per script (the last call's): the next call packs only the
+arguments that are not the very objects the last one had (an ``is`` test in C over the tuple), and
+joins. An argument is an immutable object of an exact type above, so the same object packs to the
+same bytes. A script whose call packs to more than :data:`KEEP_BYTES` (a session's document), or
+changes more than a quarter of its arguments from one call to the next (a session's keys and
+versions), is packed by hiredis, as other commands: for it that costs less.
+"""
+
+from __future__ import annotations
+
+from itertools import compress
+from operator import is_not
+from typing import Any
+
+from redis.utils import HIREDIS_AVAILABLE
+
+pack_command: Any = None
+if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
+    from hiredis import pack_command
+
+#: The argument types packed here byte for byte as redis-py's encoder packs them.
+_PLAIN = frozenset({bytes, str, int, float})
+_UTF8 = frozenset({"utf-8", "utf8", "UTF-8", "UTF8"})
+_SCRIPT_CALLS = frozenset({"EVALSHA", "FCALL"})
+#: A script call whose packed arguments are longer than this is not kept (a session's document).
+KEEP_BYTES = 2048
+#: The last call's arguments and their packed forms, per script (SHA or function name); None:
+#: a script whose call was longer than KEEP_BYTES.
+_KEPT: dict[str, tuple[tuple[Any, ...], list[bytes]] | None] = {}
+#: Scripts kept at most (a process runs few scripts; past this the kept ones are dropped).
+KEEP_SCRIPTS = 256
+#: Not seen yet (a script absent from _KEPT).
+_NEW: Any = object()
+
+
+def pack(conn: Any, args: tuple[Any, ...]) -> list[bytes]:
+    """``conn.pack_command(*args)`` (module docs)."""
+    name = args[0]
+    if pack_command is None or type(name) is not str or " " in name:
+        return conn.pack_command(*args)  # type: ignore[no-any-return]
+    encoder = conn.encoder
+    encoding, errors = encoder.encoding, encoder.encoding_errors
+    if encoding not in _UTF8 or errors != "strict":
+        return _pack_encoded(conn, args, encoding, errors)
+    if type(args) is not tuple:
+        args = tuple(args)
+    if name in _SCRIPT_CALLS and len(args) > 1 and type(args[1]) is str:
+        kept = _KEPT.get(args[1], _NEW)
+        if kept is not None:
+            found = _first_call(args) if kept is _NEW else _again(args, kept)
+            if found is not None:
+                return [found]
+    if _PLAIN.issuperset(map(type, args)):
+        return [pack_command(args)]
+    return conn.pack_command(*args)  # type: ignore[no-any-return]
+
+
+def _again(args: tuple[Any, ...], kept: tuple[tuple[Any, ...], list[bytes]]) -> bytes | None:
+    """A script call packed from its script's last call's ``kept`` parts, the arguments that are
+    other objects packed anew (None: hiredis packs it: an argument of a type not packed here, or
+    more than a quarter of them new, which hiredis packs for less, and from now on every call of
+    the script)."""
+    last, parts = kept
+    n = len(args)
+    if len(last) != n:
+        return _first_call(args)
+    changed = [*compress(range(n), map(is_not, args, last))]
+    if len(changed) > n // 4:
+        _KEPT[args[1]] = None
+        return None
+    parts = parts.copy()
+    for i in changed:
+        part = _bulk(args[i])
+        if part is None:
+            return None
+        parts[i] = part if i else b"*%d\r\n%b" % (n, part)
+    _KEPT[args[1]] = (args, parts)
+    return b"".join(parts)
+
+
+def _first_call(args: tuple[Any, ...]) -> bytes | None:
+    """A script call packed argument by argument, its parts kept for the next call (None: an
+    argument of a type not packed here)."""
+    parts = []
+    for arg in args:
+        part = _bulk(arg)
+        if part is None:
+            return None
+        parts.append(part)
+    parts[0] = b"*%d\r\n%b" % (len(args), parts[0])
+    packed = b"".join(parts)
+    script = args[1]
+    if len(_KEPT) >= KEEP_SCRIPTS and script not in _KEPT:
+        _KEPT.clear()
+    _KEPT[script] = (args, parts) if len(packed) <= KEEP_BYTES else None
+    return packed
+
+
+def _bulk(arg: Any) -> bytes | None:
+    """One argument as a RESP bulk string (None: a type not packed here)."""
+    kind = type(arg)
+    if kind is str:
+        data = arg.encode()
+    elif kind is int:
+        data = b"%d" % arg
+    elif kind is bytes:
+        data = arg
+    elif kind is float:  # a rate limit's turns per minute, a hold-off's ms
+        data = repr(arg).encode()
+    else:
+        return None
+    return b"$%d\r\n%b\r\n" % (len(data), data)
+
+
+def _pack_encoded(conn: Any, args: tuple[Any, ...], encoding: str, errors: str) -> list[bytes]:
+    """:func:`pack` for a connection of another encoding: each argument encoded here, the
+    tuple packed by hiredis."""
+    out = [args[0].encode()]
+    for arg in args[1:]:
+        kind = type(arg)
+        if kind is bytes:
+            out.append(arg)
+        elif kind is str:
+            out.append(arg.encode(encoding, errors))
+        elif kind is int:
+            out.append(b"%d" % arg)
+        elif kind is float:
+            out.append(repr(arg).encode())
+        else:
+            return conn.pack_command(*args)  # type: ignore[no-any-return]
+    return [pack_command(tuple(out))]
