@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Sequence
 
 from ..message import Msg
@@ -19,6 +20,11 @@ PER_MESSAGE = 4
 #: Tool schemas whose JSON length is kept (by identity; schemas are immutable).
 SCHEMAS_KEPT = 4096
 _SCHEMA_CHARS: dict[int, tuple[ToolSchema, int]] = {}
+#: Messages whose content length is kept: a loop's every step sends the messages of the steps
+#: before it, so each is measured once (by identity, held weakly; a message is immutable, and
+#: one whose block list grew is measured again).
+MESSAGES_KEPT = 65536
+_MESSAGE_CHARS: dict[int, tuple[weakref.ref[Msg], int, int]] = {}
 
 
 def tokens(chars: int) -> int:
@@ -29,6 +35,19 @@ def tokens(chars: int) -> int:
 def message_chars(msg: Msg) -> int:
     """The characters a message's content adds to a request."""
     return len(msg.model_dump_json(include={"content"}))
+
+
+def _kept_message_chars(msg: Msg) -> int:
+    """:func:`message_chars`, kept per message object (:data:`MESSAGES_KEPT`)."""
+    size = len(msg.content)
+    found = _MESSAGE_CHARS.get(id(msg))
+    if found is not None and found[0]() is msg and found[1] == size:
+        return found[2]
+    chars = message_chars(msg)
+    if len(_MESSAGE_CHARS) >= MESSAGES_KEPT:
+        _MESSAGE_CHARS.clear()
+    _MESSAGE_CHARS[id(msg)] = (weakref.ref(msg), size, chars)
+    return chars
 
 
 def tool_chars(tools: Sequence[ToolSchema]) -> int:
@@ -54,8 +73,7 @@ def _schema_chars(schema: ToolSchema) -> int:
 def estimate_input(request: ModelRequest) -> int:
     """Tokens the request's prompt, messages and tool schemas may count for."""
     chars = len(request.system_prompt) + tool_chars(request.tools)
-    for msg in request.messages:
-        chars += message_chars(msg)
+    chars += sum(map(_kept_message_chars, request.messages))
     if request.response_schema is not None:
         chars += len(json.dumps(request.response_schema.json_schema))
     return tokens(chars) + PER_MESSAGE * (len(request.messages) + 1)
