@@ -114,6 +114,10 @@ def _answer_riders_at_once(usage: Any, admitted: Any) -> None:
         def done() -> bool:
             return True
 
+        @staticmethod
+        def result() -> None:
+            return None
+
     async def answer(self: Any, a: Any, rider: Any) -> Any:
         return admitted()
 
@@ -123,7 +127,6 @@ def _answer_riders_at_once(usage: Any, admitted: Any) -> None:
     usage.ride_admit = lambda self, a: Answered()
     usage.ride_finish = lambda self, a, tokens, nanos: Answered()
     usage.admitted, usage.landed = answer, landed
-    usage.reply = lambda self, rider: None
     usage.admitted_now = lambda self, a, rider: admitted()
     usage.drop = lambda self, rider: False
 

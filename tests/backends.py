@@ -7,7 +7,10 @@ import socket
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+import pytest
 
 from agentscope_teams.store import StoreBackend, store_from_url
 
@@ -66,3 +69,17 @@ def make_spec(backend: str, tmp_path: Path, cluster_url: str | None = None) -> S
 def unique_namespace() -> str:
     """A key segment unique to one test, so tests sharing a server never see each other's data."""
     return "t-" + uuid.uuid4().hex[:12]
+
+
+def sent_commands(client: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every command a Redis ``client`` sends through ``execute_command`` from now
+    on (the list fills as it sends)."""
+    sent: list[str] = []
+    inner = client.execute_command
+
+    async def recorded(*args: Any, **options: Any) -> Any:
+        sent.append(str(args[0]))
+        return await inner(*args, **options)
+
+    monkeypatch.setattr(client, "execute_command", recorded)
+    return sent

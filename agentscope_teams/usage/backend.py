@@ -39,9 +39,6 @@ class Rides(Protocol):
 
     async def landed(self, rider: Any) -> None: ...
 
-    def reply(self, rider: Any) -> Any:
-        """The reply of a rider whose reply is in (``rider.done()``), its error raised."""
-
     def drop(self, rider: Any) -> bool: ...
 
 
@@ -132,21 +129,21 @@ class RedisUsage:
         self.rides: Rides | None = self
 
     def _budget(self, name: str) -> str:
-        found = self._names.get(("b", name))
-        return found if found is not None else self._name(("b", name), (*LEDGER, doc_id(name)))
+        return self._name("b", name)
 
     def _limiter(self, key: str) -> str:
-        found = self._names.get(("l", key))
-        if found is not None:
-            return found
-        return self._name(("l", key), (*LEDGER, "limiter", doc_id(key)))
+        return self._name("l", key)
 
-    def _name(self, cache_key: tuple[str, str], key: tuple[str, ...]) -> str:
-        """The Redis name of a budget or limiter, kept (a hash and an escape per call is a tenth
-        of a millisecond; a process uses few budgets and limiters at a time)."""
-        if len(self._names) >= NAME_CACHE_SIZE:
-            self._names.clear()
-        found = self._names[cache_key] = self.store.redis_name(key)
+    def _name(self, kind: str, name: str) -> str:
+        """The Redis name of budget (``kind`` "b") or limiter ("l") ``name``, kept (a hash and an
+        escape per call is a tenth of a millisecond; a process uses few budgets and limiters at a
+        time)."""
+        found = self._names.get((kind, name))
+        if found is None:
+            if len(self._names) >= NAME_CACHE_SIZE:
+                self._names.clear()
+            parts = (*LEDGER, doc_id(name)) if kind == "b" else (*LEDGER, "limiter", doc_id(name))
+            found = self._names[(kind, name)] = self.store.redis_name(parts)
         return found
 
     def _keys(self, a: Admission) -> list[str]:
@@ -192,9 +189,6 @@ class RedisUsage:
 
     async def landed(self, rider: Any) -> None:
         await self.store.land(rider)
-
-    def reply(self, rider: Any) -> Any:
-        return rider.result()
 
     def drop(self, rider: Any) -> bool:
         return bool(self.store.drop(rider))

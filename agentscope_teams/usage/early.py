@@ -224,19 +224,13 @@ class Early:
 
     async def close(self) -> None:
         """The call ends: release the admission if no request took it; keep the hint."""
-        if self.closed():
-            await self._release()
-
-    def closed(self) -> bool:
-        """:meth:`close` without the release: True if it is to be released (no request took it)."""
         if self.last is not None:
             est_in, response = self.last
             out = 0 if response is None else output_tokens(response)
             _keep_hint(self.session, est_in + out)
         if self.open:
             self.open = False
-            return True
-        return False
+            await self._release()
 
     async def _release(self, land_first: bool = False) -> None:
         """Give the reservation, the lease and the turn back (:meth:`~.backend.UsageBackend.give_back`:
@@ -318,5 +312,4 @@ class EarlyBlock:
             rides[0].close_rides(rides[1])  # what still waits is sent or dropped by its owner
         if early is not None:
             EARLY.reset(self.token)
-            if early.closed():
-                await early._release()
+            await early.close()

@@ -334,13 +334,13 @@ def _merge(
     return tuple([x for x in a if x[0] not in names] + list(b))
 
 
-def current_scope() -> Scope | None:
-    found = GOVERNANCE.get()
-    return found if isinstance(found, Scope) else None
-
-
-#: :data:`GOVERNANCE` as this module sets it (a Scope or None): read in line on the hot paths.
+#: :data:`GOVERNANCE` as this module sets it (a Scope or None; only :class:`_Using` sets it).
 SCOPE = cast("contextvars.ContextVar[Scope | None]", GOVERNANCE)
+
+
+def current_scope() -> Scope | None:
+    """The scope in force here (None: no governor is bound)."""
+    return SCOPE.get()
 
 
 def add_budget(name: str, budget: Budget | None, *, store: Any = None) -> _Using:
@@ -366,7 +366,7 @@ def tenant(name: str) -> _Using:
 
 
 def _as_tenant(name: str) -> Scope | None:
-    scope = current_scope()
+    scope = SCOPE.get()
     if scope is None:
         return None
     return Scope(scope.governor, scope.budgets, name, scope.pending)
@@ -538,7 +538,7 @@ def _ride(
             _count(scope, used)
 
     def now() -> None:  # its reply is in: no await
-        rides.reply(rider)
+        rider.result()  # its error raised, as landing it would
         if sent.limits:
             _count(scope, used)
 

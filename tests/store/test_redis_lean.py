@@ -27,7 +27,7 @@ from agentscope_teams.errors import StoreUnavailableError
 from agentscope_teams.store import RedisStore
 from agentscope_teams.store._redis_lean import LeanRedis, LeanScript, _pack
 
-from ..backends import unique_namespace
+from ..backends import sent_commands, unique_namespace
 
 pytestmark = pytest.mark.anyio
 KEY = ("t", "s", "a", "b")
@@ -167,18 +167,6 @@ async def store(request: pytest.FixtureRequest, proxy: Proxy) -> AsyncIterator[R
         await injected.aclose()
 
 
-def _count(client: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    sent: list[str] = []
-    inner = client.execute_command
-
-    async def counted(*args: Any, **options: Any) -> Any:
-        sent.append(str(args[0]))
-        return await inner(*args, **options)
-
-    monkeypatch.setattr(client, "execute_command", counted)
-    return sent
-
-
 async def test_noscript_after_a_script_flush_loads_and_retries(
     store: RedisStore, server: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -186,7 +174,7 @@ async def test_noscript_after_a_script_flush_loads_and_retries(
     admin = aioredis.Redis(port=server)
     assert await admin.script_flush() is True  # the private server's, nothing shared
     await admin.aclose()
-    sent = _count(store.client, monkeypatch)
+    sent = sent_commands(store.client, monkeypatch)
     assert await store.put(KEY, b"v2", expected_version=version) == version + 1
     assert sent == ["EVALSHA", "SCRIPT LOAD", "EVALSHA"]
     sent.clear()
@@ -202,7 +190,7 @@ async def test_a_connection_dropped_mid_call_is_unavailable_then_a_new_one_is_us
     """A URL's client has redis-py's default retry policy (no retry): the call fails as the
     store's StoreUnavailableError, the connection is dropped, the next call opens a new one."""
     await store.put(KEY, b"v1")
-    sent = _count(store.client, monkeypatch)
+    sent = sent_commands(store.client, monkeypatch)
     proxy.mode = "drop"
     with pytest.raises(StoreUnavailableError, match="Connection closed by server"):
         await store.put(KEY, b"v2", expected_version=1)
@@ -249,7 +237,7 @@ async def test_a_lean_script_call_is_one_write_and_one_read_on_a_pooled_connecti
             for name in names:
                 monkeypatch.setattr(obj, name, _recorded(calls, name, getattr(obj, name)))
         writes = _writes(conn, monkeypatch)
-        sent = _count(store.client, monkeypatch)
+        sent = sent_commands(store.client, monkeypatch)
         assert await store.put(KEY, b"v2", expected_version=1) == 2
         assert sent == ["EVALSHA"] and len(writes) == 1 and calls == ["read"]
         assert pool._available_connections == [conn] and not pool._in_use_connections

@@ -21,7 +21,7 @@ from agentscope_teams.teams import LocalTeamClient, Member, TaskStatus, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queues import redis_lua as lua
 
-from ..backends import StoreSpec
+from ..backends import StoreSpec, sent_commands
 from .board_paths import native_spec
 from .conftest import FakeClock
 
@@ -44,27 +44,13 @@ async def _board(store: RedisStore, alice: RuntimeContext, clock: FakeClock) -> 
     return board
 
 
-def _recorded(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every command ``store``'s client sends from now on."""
-    client = store.client
-    sent: list[str] = []
-    original = client.execute_command
-
-    async def recorded(*args: Any, **options: Any) -> Any:
-        sent.append(str(args[0]))
-        return await original(*args, **options)
-
-    monkeypatch.setattr(client, "execute_command", recorded)
-    return sent
-
-
 async def test_a_standalone_board_loads_its_library_once_and_calls_its_functions(
     store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with store_spec.open() as store:
         assert isinstance(store, RedisStore)
         board = await _board(store, alice, clock)
-        sent = _recorded(store, monkeypatch)
+        sent = sent_commands(store.client, monkeypatch)
         first = await board.claim_next("a", 30)
         second = await board.claim_next("a", 30)
         assert first is not None and second is not None and first.id != second.id
@@ -85,7 +71,7 @@ async def test_a_server_that_lost_the_library_has_it_loaded_again(
         library = lua.LIBRARY.split("\n", 1)[0].removeprefix("#!lua name=")
         async with store.commands() as redis:
             await redis.function_delete(library)
-        sent = _recorded(store, monkeypatch)
+        sent = sent_commands(store.client, monkeypatch)
         claimed = await board.claim_next("a", 30)
         assert claimed is not None and claimed.id == "t-2" and claimed.attempts == 1
         assert sent == ["FCALL", "FUNCTION LOAD", "FCALL"]
@@ -107,7 +93,7 @@ async def test_a_server_without_functions_runs_the_scripts(
 
         monkeypatch.setattr(store.client, "function_load", refused)
         board = await _board(store, alice, clock)
-        sent = _recorded(store, monkeypatch)
+        sent = sent_commands(store.client, monkeypatch)
         assert await board.claim_next("a", 30) is not None
         assert await board.claim_next("a", 30) is not None
         assert [c for c in sent if c != "SCRIPT LOAD"] == ["EVALSHA", "EVALSHA"]
