@@ -2,13 +2,16 @@
 
 Wall-clock ratios of a 3-4 ms call swing by more than the overhead being measured on a shared
 machine; instructions do not. Each variant runs in a process of its own under ``valgrind
---tool=callgrind`` (which counts every instruction the process runs, the in-process HTTP provider's
-thread included; the Redis server and the kernel's side of each system call not): the same set-up and warm-up, then ``N`` one-step
+--tool=callgrind`` (which counts every instruction the client process runs; the provider, a process of its own
+(:mod:`.provider_process`), the Redis server and the kernel's side of each system call not;
+until the fifth session of issue 27 the provider ran in the client's process and its threads
+were counted too): the same set-up and warm-up, then ``N`` one-step
 ``HarnessAgent.call`` s of one variant. The instructions per call are the difference between a run
 of ``N`` and one of ``N0`` calls, over ``N - N0``, so the set-up cancels out. Variants: ``plain``
 (no governor); ``governed`` (a team budget and a rate limit on Redis, as in ``usage_overhead``);
-``governor only`` (the same, with the store's two scripts answered in Python at once: what the
-governor's own Python costs; the rest of the overhead is the two scripts' round trips).
+``governor only`` (the same, with the store's two scripts answered in Python at once,
+:mod:`.usage_null`: what the governor's own Python costs; the rest of the overhead is the two
+scripts' round trips).
 Under callgrind ``TURN_AHEAD`` is scaled by :data:`SLOWDOWN` (the early admission decides as at
 full speed: :func:`_scale_turn_ahead`); the releases left are reported.
 Run: ``python -m bench usage_instructions``; ``--fast`` runs the variants once each without
@@ -25,7 +28,6 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -48,15 +50,17 @@ async def _child(mode: str, calls: int) -> None:
     from agentscope_teams.model.openai import OpenAIChatModel
     from agentscope_teams.store import store_from_url
     from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget
-    from tests.usage.provider import FakeProvider
 
-    if mode == "null":
-        _answer_scripts_at_once()
-    with FakeProvider() as provider, tempfile.TemporaryDirectory() as tmp:
+    from .provider_process import ProviderProcess
+    from .usage_null import answer_at_once
+
+    with ProviderProcess() as provider, tempfile.TemporaryDirectory() as tmp:
         async with store_from_url(REDIS_URL) as store:
             model = OpenAIChatModel("bench", base_url=provider.base_url, api_key="k", max_retries=0)
             config = ReActConfig(stream_model=False)
             gov = UsageGovernor(store, rate_limit=RateLimit(requests_per_minute=1e7, burst=1000))
+            if mode == "null":
+                answer_at_once(gov.backend)
             team, name = Budget(max_tokens=10**12), "team:bench-" + uuid.uuid4().hex[:6]
             options = {"store": store, "workspace": tmp, "builtin_tools": False, "config": config}
             plain_lead = HarnessAgent("p", model, **options)  # type: ignore[arg-type]
@@ -80,55 +84,6 @@ async def _child(mode: str, calls: int) -> None:
             for _ in range(calls):
                 await op()
             await model.aclose()
-
-
-def _answer_scripts_at_once() -> None:
-    """The Redis usage backend's ADMIT, FINISH and give-back answered in Python, sending nothing
-    (riding ones too: queued nowhere, answered at once)."""
-    from agentscope_teams.usage.backend import RedisUsage
-    from agentscope_teams.usage.rules import Admission, Admitted
-
-    async def admit(self: RedisUsage, a: Admission) -> Admitted:
-        return Admitted()
-
-    async def finish(self: RedisUsage, a: Admission, tokens: int, nanos: int) -> None:
-        return None
-
-    async def give_back(self: RedisUsage, a: Admission) -> None:
-        return None
-
-    RedisUsage.admit = admit  # type: ignore[method-assign]
-    RedisUsage.finish = finish  # type: ignore[method-assign]
-    RedisUsage.give_back = give_back  # type: ignore[method-assign]
-    _answer_riders_at_once(RedisUsage, Admitted)
-
-
-def _answer_riders_at_once(usage: Any, admitted: Any) -> None:
-    """The riding ``ADMIT`` and ``FINISH`` (issue 27, h-rider) queued nowhere: answered at once."""
-
-    class Answered:
-        lost = False
-        sent = None  # the early admission's age counts from its own start
-
-        @staticmethod
-        def done() -> bool:
-            return True
-
-        @staticmethod
-        def result() -> None:
-            return None
-
-    async def answer(self: Any, a: Any, rider: Any) -> Any:
-        return admitted()
-
-    async def landed(self: Any, rider: Any) -> None:
-        return None
-
-    usage.ride_admit = lambda self, a: Answered()
-    usage.ride_finish = lambda self, a, tokens, nanos: Answered()
-    usage.admitted, usage.landed = answer, landed
-    usage.admitted_now = lambda self, a, rider: admitted()
-    usage.drop = lambda self, rider: False
 
 
 def _command(mode: str, calls: int, counted: bool) -> list[str]:

@@ -7,7 +7,12 @@ script before the call (reserve on the budget and take the turn, ``ADMIT``) and 
 ``FINISH`` is measured awaited in line (as until h-usage2) and run beside the call's next work (now:
 :mod:`agentscope_teams.usage.settles`). A ``HarnessAgent.call`` sends its ``ADMIT`` beside its
 session lease and load (:mod:`agentscope_teams.usage.early`; the section says how many of those
-early admissions the requests took). The variants are interleaved round by round. Fairness: a
+early admissions the requests took). A fourth variant answers the two scripts in Python, sending
+nothing (:mod:`.usage_null`): the governor's own Python, so the table splits the overhead into it
+and the scripts' round trips. The provider is a process of its own that keeps its connection
+alive (:mod:`.provider_process`), as a real provider is reached; the variants are interleaved
+round by round, many short rounds, and timed on the wall clock and on the calling thread's CPU
+clock. Fairness: a
 team of 6 agents and a team of 1 share a 600 rpm limit from two processes; the counts the server saw
 per team. Run: ``python -m bench.usage_overhead``, or as the ``usage_overhead`` section of
 ``python -m bench`` (``--fast``: tiny sizes, checks the harness).
@@ -28,6 +33,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
@@ -48,7 +54,9 @@ from tests.usage.provider import FakeProvider
 from tests.usage.workers import Job, run_processes
 
 from .fixtures import REDIS_URL
+from .provider_process import ProviderProcess
 from .stats import section, table, verdict
+from .usage_null import answer_at_once
 
 #: A SQL store to compare the one-statement steps with the locked transaction on (unset: skip).
 SQL_URL = os.environ.get("USAGE_BENCH_STORE", "")
@@ -64,21 +72,44 @@ def settle_in_line() -> Any:
     return mock.patch.object(Settles, "start", lambda self, settle: None)
 
 
-async def overhead(harness: bool, rounds: int = 15, ops: int = 20) -> dict[str, list[float]]:
-    """Seconds per call, one entry per round, of: ``plain`` (no governor) and a team budget and a
-    rate limit on Redis with the settle ``in line`` and ``beside``, interleaved round by round: a
-    bare loop reply, or ``harness``: a HarnessAgent call (session load, lease, save)."""
-    with FakeProvider() as provider, tempfile.TemporaryDirectory() as tmp:
-        async with store_from_url(REDIS_URL) as store:
+#: The variants, in the table's order: plain (no governor), the settle awaited in line, beside
+#: (now), and the governor with its store's scripts answered in Python (:mod:`.usage_null`).
+VARIANTS = ("plain", "in line", "beside", "governor only")
+
+
+@dataclass
+class Timings:
+    """Seconds per call of one variant, one entry per round: wall clock and the calling thread's
+    CPU (``time.thread_time``)."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+
+async def overhead(harness: bool, rounds: int = 150, ops: int = 4) -> dict[str, Timings]:
+    """Wall and CPU seconds per call, one entry per round, of each of :data:`VARIANTS`, the
+    variants interleaved round by round (each round starting with the next one, so a load spike
+    hits each alike): a bare loop reply, or ``harness``: a HarnessAgent call (session load,
+    lease, save). The provider runs in a process of its own, keeping its connection alive
+    (:mod:`.provider_process`)."""
+    with ProviderProcess() as provider, tempfile.TemporaryDirectory() as tmp:
+        async with store_from_url(REDIS_URL) as store, store_from_url(REDIS_URL) as null_store:
             model = OpenAIChatModel("bench", base_url=provider.base_url, api_key="k", max_retries=0)
             config = ReActConfig(stream_model=False)
             agent = ReActAgent("b", model, config=config)
-            gov = UsageGovernor(store, rate_limit=RateLimit(requests_per_minute=1e7, burst=1000))
+            limit = RateLimit(requests_per_minute=1e7, burst=1000)
+            gov, null_gov = (
+                UsageGovernor(store, rate_limit=limit),
+                UsageGovernor(null_store, rate_limit=limit),
+            )
+            answer_at_once(null_gov.backend)
             team = Budget(max_tokens=10**12)
             name = "team:bench-" + uuid.uuid4().hex[:6]
             options = {"store": store, "workspace": tmp, "builtin_tools": False, "config": config}
             lead = HarnessAgent("p", model, **options)  # type: ignore[arg-type]
             governed_lead = HarnessAgent("g", model, usage=gov, **options)  # type: ignore[arg-type]
+            null_options = {**options, "store": null_store}
+            null_lead = HarnessAgent("n", model, usage=null_gov, **null_options)  # type: ignore[arg-type]
             run = "bench-" + uuid.uuid4().hex[:6]
             sessions = itertools.count()
 
@@ -91,45 +122,65 @@ async def overhead(harness: bool, rounds: int = 15, ops: int = 20) -> dict[str, 
                 else:
                     await agent.reply("hi", AgentState(session_id="s"))
 
-            async def governed() -> None:
-                with gov.bind(), add_budget(name, team):
-                    if harness:
-                        await governed_lead.call("hi", fresh())
-                    else:
-                        await agent.reply("hi", AgentState(session_id="s"))
+            def governed_by(g: UsageGovernor, lead: HarnessAgent) -> Callable[[], Awaitable[None]]:
+                async def governed() -> None:
+                    with g.bind(), add_budget(name, team):
+                        if harness:
+                            await lead.call("hi", fresh())
+                        else:
+                            await agent.reply("hi", AgentState(session_id="s"))
+
+                return governed
+
+            governed = governed_by(gov, governed_lead)
 
             async def in_line() -> None:
                 with settle_in_line():
                     await governed()
 
-            variants = {"plain": plain, "in line": in_line, "beside": governed}
-            out: dict[str, list[float]] = {k: [] for k in variants}
-            for op in variants.values():
-                await op()  # connections open, scripts loaded, documents exist
+            variants = dict(
+                zip(
+                    VARIANTS,
+                    (plain, in_line, governed, governed_by(null_gov, null_lead)),
+                    strict=True,
+                )
+            )
+            out = {k: Timings() for k in variants}
+            for _ in range(10):
+                for op in variants.values():
+                    await op()  # connections open, scripts loaded, documents exist
+            names = list(variants)
             for r in range(rounds):
-                names = list(variants)
-                names = names[r % 3 :] + names[: r % 3]  # a load spike hits each alike
-                for k in names:
-                    start = time.perf_counter()
+                for k in names[r % 4 :] + names[: r % 4]:
+                    wall, cpu = time.perf_counter(), time.thread_time()
                     for _ in range(ops):
                         await variants[k]()
-                    out[k].append((time.perf_counter() - start) / ops)
+                    out[k].wall.append((time.perf_counter() - wall) / ops)
+                    out[k].cpu.append((time.thread_time() - cpu) / ops)
             await model.aclose()
     return out
 
 
-def _ratio(out: dict[str, list[float]], k: str) -> float:
-    """The median of the per-round ratios of variant ``k`` to ``plain``."""
-    return statistics.median(x / y for x, y in zip(out[k], out["plain"], strict=True))
+def _ratio(out: dict[str, Timings], k: str, clock: str = "wall") -> float:
+    """The median of the per-round ratios of variant ``k`` to ``plain`` on ``clock``."""
+    mine, plain = (
+        (out[k].wall, out["plain"].wall) if clock == "wall" else (out[k].cpu, out["plain"].cpu)
+    )
+    return statistics.median(x / y for x, y in zip(mine, plain, strict=True))
+
+
+def _cell(out: dict[str, Timings], k: str) -> str:
+    wall, cpu = _ratio(out, k), _ratio(out, k, "cpu")
+    return f"{wall:.3f} ({(wall - 1) * 100:+.1f} %; CPU {(cpu - 1) * 100:+.1f} %)"
 
 
 async def overhead_rows(rounds: int, ops: int) -> list[list[str]]:
     rows = []
     for harness, what in ((False, "ReActAgent.reply (loop only)"), (True, "HarnessAgent.call")):
         out = await overhead(harness, rounds, ops)
-        ms = {k: f"{statistics.median(v) * 1e3:.2f} ms" for k, v in out.items()}
-        ratios = [f"{_ratio(out, k):.3f} ({(_ratio(out, k) - 1) * 100:+.1f} %)" for k in SETTLES]
-        rows.append([what, ms["plain"], ms["in line"], ms["beside"], *ratios])
+        ms = {k: f"{statistics.median(v.wall) * 1e3:.2f} ms" for k, v in out.items()}
+        cells = [_cell(out, k) for k in VARIANTS[1:]]
+        rows.append([what, ms["plain"], ms["in line"], ms["beside"], *cells])
     return rows
 
 
@@ -212,6 +263,7 @@ HEAD = [
     "settle beside (now)",
     "in line / plain",
     "beside / plain",
+    "governor only / plain",
 ]
 
 
@@ -219,7 +271,7 @@ async def run(fast: bool) -> str:
     """The ``usage_overhead`` section of ``python -m bench`` (``fast``: 2 rounds of 3 calls and a
     fairness run of a dozen calls, which checks the harness only)."""
     load = os.getloadavg()[0]
-    rounds, ops, calls = (2, 3, 12) if fast else (15, 20, 100)
+    rounds, ops, calls = (2, 3, 12) if fast else (150, 4, 100)
     before = _early_counts()
     rows = await overhead_rows(rounds, ops)
     sent, taken, released = (now - then for now, then in zip(_early_counts(), before, strict=True))
@@ -231,12 +283,17 @@ async def run(fast: bool) -> str:
         "(plain), and with a team budget and a shared rate limit (never waiting): `ADMIT` before "
         "the request, `FINISH` after it, awaited in line (as until issue 27's h-usage2) or run "
         "beside the call's next work (the session save; the loop-only reply waits for it before "
-        f"it returns). Interleaved, {rounds} rounds of {ops} calls, ratios are the median of the "
-        f"per-round ratios; load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at end.",
+        "it returns); and the governor with the two scripts answered in Python, sending nothing "
+        "(governor only: its own Python). The provider is a process of its own keeping its "
+        "connection alive (before the fifth session of issue 27 it ran in the bench's process, "
+        "a new connection and server thread per call). "
+        f"Interleaved, {rounds} rounds of {ops} calls, ratios are the median of the per-round "
+        "ratios of wall time (and of the calling thread's CPU time); load average "
+        f"{load:.1f} at start, {os.getloadavg()[0]:.1f} at end.",
         table(HEAD, rows),
         [
             "HarnessAgent.call with budget + limiter < 5 % over plain: "
-            + verdict(_ratio_of(rows[1][-1]) < 1.05, rows[1][-1]),
+            + verdict(_ratio_of(rows[1][-2]) < 1.05, rows[1][-2]),
             f"early admissions (HarnessAgent.call): {sent} sent, {taken} taken by their "
             f"request, {released} released",
             f"fairness, 600 rpm shared, 6 agents vs 1: {counts} (quiet team "
