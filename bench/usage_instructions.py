@@ -31,7 +31,7 @@ from pathlib import Path
 
 import anyio
 
-from .fixtures import REDIS_URL
+from .fixtures import REDIS_URL, drop_redis_namespace
 from .stats import section, table, verdict
 
 #: Calls of a short and a long run (instructions per call: their difference over N - N0).
@@ -55,7 +55,8 @@ async def _child(mode: str, calls: int) -> None:
     from .usage_null import answer_at_once
 
     with ProviderProcess() as provider, tempfile.TemporaryDirectory() as tmp:
-        async with store_from_url(REDIS_URL) as store:
+        space = f"bench-usage-{uuid.uuid4().hex[:8]}"  # sessions of its own, dropped after
+        async with store_from_url(REDIS_URL, namespace=space) as store:
             model = OpenAIChatModel("bench", base_url=provider.base_url, api_key="k", max_retries=0)
             config = ReActConfig(stream_model=False)
             gov = UsageGovernor(store, rate_limit=RateLimit(requests_per_minute=1e7, burst=1000))
@@ -84,6 +85,7 @@ async def _child(mode: str, calls: int) -> None:
             for _ in range(calls):
                 await op()
             await model.aclose()
+    await drop_redis_namespace(space)
 
 
 def _command(mode: str, calls: int, counted: bool) -> list[str]:

@@ -53,7 +53,7 @@ from agentscope_teams.usage.settles import Settles
 from tests.usage.provider import FakeProvider
 from tests.usage.workers import Job, run_processes
 
-from .fixtures import REDIS_URL
+from .fixtures import REDIS_URL, drop_redis_namespace
 from .provider_process import ProviderProcess
 from .stats import section, table, verdict
 from .usage_null import answer_at_once
@@ -91,9 +91,23 @@ async def overhead(harness: bool, rounds: int = 150, ops: int = 4) -> dict[str, 
     variants interleaved round by round (each round starting with the next one, so a load spike
     hits each alike): a bare loop reply, or ``harness``: a HarnessAgent call (session load,
     lease, save). The provider runs in a process of its own, keeping its connection alive
-    (:mod:`.provider_process`)."""
+    (:mod:`.provider_process`); the sessions live in a namespace of their own, dropped after (a
+    session index grown by earlier runs would slow every plain call's first save)."""
+    space = {"namespace": f"bench-usage-{uuid.uuid4().hex[:8]}"}  # sessions of its own, dropped
+    try:
+        return await _overhead(harness, rounds, ops, space)
+    finally:
+        await drop_redis_namespace(space["namespace"])
+
+
+async def _overhead(
+    harness: bool, rounds: int, ops: int, space: dict[str, str]
+) -> dict[str, Timings]:
     with ProviderProcess() as provider, tempfile.TemporaryDirectory() as tmp:
-        async with store_from_url(REDIS_URL) as store, store_from_url(REDIS_URL) as null_store:
+        async with (
+            store_from_url(REDIS_URL, **space) as store,
+            store_from_url(REDIS_URL, **space) as null_store,
+        ):
             model = OpenAIChatModel("bench", base_url=provider.base_url, api_key="k", max_retries=0)
             config = ReActConfig(stream_model=False)
             agent = ReActAgent("b", model, config=config)
