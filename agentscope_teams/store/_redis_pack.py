@@ -15,6 +15,12 @@ joins. An argument is an immutable object of an exact type above, so the same ob
 same bytes. A script whose call packs to more than :data:`KEEP_BYTES` (a session's document), or
 changes more than a quarter of its arguments from one call to the next (a session's keys and
 versions), is packed by hiredis, as other commands: for it that costs less.
+
+A caller that knows which arguments change packs the rest once: :func:`template` packs a script
+call but for the arguments at its slots, and :meth:`Template.fill` formats only those into it
+(a riding usage ``ADMIT``: its reservation id and amounts; :meth:`RedisConnection.ride_packed
+<agentscope_teams.store._redis_conn.RedisConnection.ride_packed>`). Its bytes are sent as they
+are on a connection of UTF-8 (strict) encoding, packed again from the command on another.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ a timer. When the carrier fails after taking its riders (a lost connection, a ti
 cancellation), whether the server ran them is unknown: their reply is a
 :class:`~agentscope_teams.errors.StoreUnavailableError` and :attr:`Rider.lost` is set.
 
+A rider queued by :meth:`RedisConnection.ride_packed
+<agentscope_teams.store._redis_conn.RedisConnection.ride_packed>` carries its command packed
+already, from a template of :mod:`._redis_pack` (the carrier packs only its own).
+
 Only a store on one server without ``replica_acks``, whose client is the lean one, under asyncio,
 queues riders; elsewhere :meth:`~RedisConnection.ride` returns None and the caller sends its
 command as before (on a cluster the keys live on other nodes; with ``replica_acks`` each write is
@@ -214,15 +218,13 @@ def queue_packed(store: object, template: Template, values: tuple[Any, ...]) -> 
     queued for ``store`` in this context's riding block (None: none, or a value the template does
     not pack)."""
     riders = RIDERS.get()
-    wire = None if riders is None else template.fill(values)
+    if riders is None:
+        return None
+    wire = template.fill(values)
     if wire is None:
         return None
     rider = Rider(riders, store, template, values, wire)
-    mine = riders.waiting.get(id(store))
-    if mine is None:
-        riders.waiting[id(store)] = [rider]
-    else:
-        mine.append(rider)
+    riders.waiting.setdefault(id(store), []).append(rider)
     return rider
 
 
