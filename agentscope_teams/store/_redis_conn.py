@@ -20,7 +20,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -28,6 +27,7 @@ import anyio
 from ..errors import StoreUnavailableError
 from . import _redis_acks as acks
 from . import _redis_cluster as cluster
+from . import _redis_pack as pack
 from . import _redis_riders as rides
 from . import _redis_scripts as lua
 from ._redis_client import UNREACHABLE, db_refused
@@ -37,7 +37,6 @@ from .base import StoreBackend
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-_COMMAND = attrgetter("command")
 
 
 class _Guard:
@@ -163,25 +162,30 @@ class RedisConnection(StoreBackend):
         :class:`~._redis_lean.LeanScript` or has its ``command`` and ``missing``."""
         command = script.command(keys, args)
         try:
-            replies = await self._client.execute_many([*map(_COMMAND, riders), command])
+            replies = await self._client.execute_many([*riders, command])
         except BaseException as exc:
             error = self._unavailable(exc) if isinstance(exc, self._errors) else exc
             for rider in riders:
                 rider.fail(error, lost=True)
             raise
-        for rider, reply in zip(riders, replies, strict=False):
-            if not isinstance(reply, Exception):
-                rider.answer(reply)
-            elif rider.script.missing(reply):
-                await self._alone(rider, in_turn=True)
+        own = replies.pop()
+        for rider, reply in zip(riders, replies, strict=True):
+            if isinstance(reply, Exception):
+                await self._refused(rider, reply)
             else:
-                rider.fail(reply)
-        own = replies[-1]
+                rider.answer(reply)
         if not isinstance(own, Exception):
             return own
         if script.missing(own):
             return await script(keys=keys, args=args)  # loads it, runs it again
         raise own
+
+    async def _refused(self, rider: rides.Rider, error: Exception) -> None:
+        """A rider's error reply: its own, or its script loaded and it sent again, alone."""
+        if rider.script.missing(error):
+            await self._alone(rider, in_turn=True)
+        else:
+            rider.fail(error)
 
     def open_rides(self) -> Any:
         """Start a riding block in this context (:mod:`._redis_riders`; None: riders do not
@@ -202,6 +206,23 @@ class RedisConnection(StoreBackend):
             return None
         return rides.queue(self, script, keys, args)
 
+    def template(
+        self, script: Any, keys: Sequence[str], args: Sequence[Any], slots: tuple[int, ...]
+    ) -> pack.Template | None:
+        """The command of ``script`` on ``keys`` and ``args`` packed once, to ride with other values
+        at ``slots`` (indexes into ``args``) through :meth:`ride_packed` (:mod:`._redis_pack`);
+        None when its arguments are not all packed there (then :meth:`ride` it)."""
+        if not callable(getattr(script, "command", None)):
+            return None
+        return pack.template(script, keys, args, slots)
+
+    def ride_packed(self, template: pack.Template, values: tuple[Any, ...]) -> rides.Rider | None:
+        """:meth:`ride` of ``template``'s command with ``values`` at its slots (None: riders do
+        not apply, or a value is not packed there: then :meth:`ride` or run it)."""
+        if not self._rides or self.replica_acks:
+            return None
+        return rides.queue_packed(self, template, values)
+
     async def land(self, rider: rides.Rider) -> Any:
         """``rider``'s reply (its error raised): sent alone now, in a turn of the gate, if no
         round trip took it yet, else awaited."""
@@ -221,7 +242,7 @@ class RedisConnection(StoreBackend):
     async def _alone(self, rider: rides.Rider, in_turn: bool = False) -> None:
         """Send ``rider`` by itself (``in_turn``: within the turn of the carrier that found
         ``NOSCRIPT``); its reply or error goes to its future (a cancellation is raised too)."""
-        script, keys, args = rider.script, rider.keys, rider.args
+        script, keys, args = rider.script, rider.keys, rider.arguments()
         try:
             if in_turn:
                 reply = await script(keys=keys, args=args)  # loads it on NOSCRIPT

@@ -48,6 +48,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
 from ._redis_client import _TimerSend
+from ._redis_pack import UTF8
 from ._redis_pack import pack as _pack
 from ._redis_wire import _AsyncHiredisParser, exchange, ready, wire_fits
 
@@ -99,9 +100,10 @@ class LeanRedis(Redis):
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         return await _on_connection(pool, args, None)
 
-    async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    async def execute_many(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Send ``commands`` in one write on one connection and read their replies (riders,
-        :mod:`._redis_riders`): a list with each reply, or the ``ResponseError`` of that command
+        :mod:`._redis_riders`; a command with a ``wire`` attribute that is not None, packed ahead
+        by a template of :mod:`._redis_pack`, is sent as it is on a UTF-8 connection): a list with each reply, or the ``ResponseError`` of that command
         in its place; any other failure raises for all of them (the connection dropped, the pool's
         retry policy applied as for one command). Not seen by a wrapper of ``execute_command``."""
         return await _on_connection(self.connection_pool, commands, len(commands))  # type: ignore[no-any-return]
@@ -139,12 +141,19 @@ async def _on_connection(pool: Any, sent: Any, count: int | None) -> Any:
 
 
 def _packed(conn: Any, sent: Any, count: int | None) -> list[bytes]:
-    """One command (``count`` None), or ``count`` commands, packed for one write."""
+    """One command (``count`` None), or ``count`` commands, packed for one write (a command with
+    its ``wire`` packed already by a template of :mod:`._redis_pack`, a rider's, as it is)."""
     if count is None:
         return _pack(conn, sent)
     packed: list[bytes] = []
+    encoder = conn.encoder  # a packed command is sent as it is on a UTF-8 (strict) connection
+    if encoder.encoding not in UTF8 or encoder.encoding_errors != "strict":
+        for command in sent:
+            packed += _pack(conn, command)
+        return packed
     for command in sent:
-        packed += _pack(conn, command)
+        wire = getattr(command, "wire", None)
+        packed += (wire,) if wire is not None else _pack(conn, command)
     return packed
 
 

@@ -15,11 +15,18 @@ joins. An argument is an immutable object of an exact type above, so the same ob
 same bytes. A script whose call packs to more than :data:`KEEP_BYTES` (a session's document), or
 changes more than a quarter of its arguments from one call to the next (a session's keys and
 versions), is packed by hiredis, as other commands: for it that costs less.
+
+A caller that knows which arguments change packs the rest once: :func:`template` packs a script
+call but for the arguments at its slots, and :meth:`Template.fill` formats only those into it
+(a riding usage ``ADMIT``: its reservation id and amounts; :meth:`RedisConnection.ride_packed
+<agentscope_teams.store._redis_conn.RedisConnection.ride_packed>`). Its bytes are sent as they
+are on a connection of UTF-8 (strict) encoding, packed again from the command on another.
 """
 
 from __future__ import annotations
 
-from itertools import compress
+from collections.abc import Sequence
+from itertools import chain, compress
 from operator import is_not
 from typing import Any
 
@@ -31,7 +38,9 @@ if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
 
 #: The argument types packed here byte for byte as redis-py's encoder packs them.
 _PLAIN = frozenset({bytes, str, int, float})
-_UTF8 = frozenset({"utf-8", "utf8", "UTF-8", "UTF8"})
+#: The names of UTF-8 an encoder may have (with ``encoding_errors`` "strict": hiredis's, a
+#: template's packing).
+UTF8 = frozenset({"utf-8", "utf8", "UTF-8", "UTF8"})
 _SCRIPT_CALLS = frozenset({"EVALSHA", "FCALL"})
 #: A script call whose packed arguments are longer than this is not kept (a session's document).
 KEEP_BYTES = 2048
@@ -51,7 +60,7 @@ def pack(conn: Any, args: tuple[Any, ...]) -> list[bytes]:
         return conn.pack_command(*args)  # type: ignore[no-any-return]
     encoder = conn.encoder
     encoding, errors = encoder.encoding, encoder.encoding_errors
-    if encoding not in _UTF8 or errors != "strict":
+    if encoding not in UTF8 or errors != "strict":
         return _pack_encoded(conn, args, encoding, errors)
     if type(args) is not tuple:
         args = tuple(args)
@@ -140,3 +149,61 @@ def _pack_encoded(conn: Any, args: tuple[Any, ...], encoding: str, errors: str) 
         else:
             return conn.pack_command(*args)  # type: ignore[no-any-return]
     return [pack_command(tuple(out))]
+
+
+#: The types a :class:`Template` fills a slot with: ``str(value)`` is what redis-py encodes.
+_TEXT = frozenset({str, int, float})
+_SLOT = b"$%d\r\n%b\r\n"
+
+
+class Template:
+    """The command of ``script`` on ``keys`` and ``args`` packed once but for the arguments at
+    ``slots`` (indexes into ``args``), made by :func:`template`: a call of one shape (a usage
+    ``ADMIT`` of the same budgets, limits and limiter) fills in only its own values
+    (:meth:`fill`) instead of packing, or comparing, every argument (issue 27). Byte for byte
+    redis-py's packing of the same command on a connection of UTF-8 (strict) encoding
+    (:data:`UTF8`; on another the command is packed as any other)."""
+
+    __slots__ = ("args", "format", "keys", "script", "slots")
+
+    def __init__(
+        self, script: Any, keys: Sequence[Any], args: tuple[Any, ...], slots: tuple[int, ...]
+    ) -> None:
+        self.script, self.keys, self.args, self.slots = script, keys, args, slots
+        #: The packed command, a ``%`` format: ``$<length>\r\n<value>\r\n`` at each slot.
+        self.format = b""
+
+    def fill(self, values: tuple[Any, ...]) -> bytes | None:
+        """The command with ``values`` at its slots, packed (None: a value of a type other than
+        str, int or float: pack it as any command)."""
+        if not _TEXT.issuperset(map(type, values)):
+            return None
+        data = [*map(str.encode, map(str, values))]
+        return self.format % (*chain.from_iterable(zip(map(len, data), data, strict=True)),)
+
+    def arguments(self, values: tuple[Any, ...]) -> list[Any]:
+        """The script's arguments with ``values`` at its slots."""
+        args = [*self.args]
+        for i, value in zip(self.slots, values, strict=True):
+            args[i] = value
+        return args
+
+
+def template(
+    script: Any, keys: Sequence[Any], args: Sequence[Any], slots: tuple[int, ...]
+) -> Template | None:
+    """The :class:`Template` of ``script``'s command (``script.command(keys, args)``, whose
+    last ``len(args)`` arguments are ``args``) with ``args[i]`` for each ``i`` of ``slots`` left
+    to fill (None: an argument of a type not packed here)."""
+    command = script.command(keys, args)
+    first = len(command) - len(args)
+    at = {first + i for i in slots}
+    parts = [b"*%d\r\n" % len(command)]
+    for i, arg in enumerate(command):
+        part = _bulk(arg)
+        if part is None:
+            return None
+        parts.append(_SLOT if i in at else part.replace(b"%", b"%%"))
+    made = Template(script, keys, tuple(args), slots)
+    made.format = b"".join(parts)
+    return made

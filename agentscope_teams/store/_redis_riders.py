@@ -15,6 +15,10 @@ a timer. When the carrier fails after taking its riders (a lost connection, a ti
 cancellation), whether the server ran them is unknown: their reply is a
 :class:`~agentscope_teams.errors.StoreUnavailableError` and :attr:`Rider.lost` is set.
 
+A rider queued by :meth:`RedisConnection.ride_packed
+<agentscope_teams.store._redis_conn.RedisConnection.ride_packed>` carries its command packed
+already, from a template of :mod:`._redis_pack` (the carrier packs only its own).
+
 Only a store on one server without ``replica_acks``, whose client is the lean one, under asyncio,
 queues riders; elsewhere :meth:`~RedisConnection.ride` returns None and the caller sends its
 command as before (on a cluster the keys live on other nodes; with ``replica_acks`` each write is
@@ -26,10 +30,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Sequence
+from asyncio import _get_running_loop
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import StoreUnavailableError
+from ._redis_pack import Template
 
 
 class Riders:
@@ -52,26 +58,55 @@ RIDERS: contextvars.ContextVar[Riders | None] = contextvars.ContextVar(
 class Rider:
     """One script call waiting to ride a round trip to ``store``, then its reply: :meth:`done`,
     :meth:`result`, or awaited through :attr:`future` (made only when asked for: a carrier
-    answers most riders before anyone waits on them)."""
+    answers most riders before anyone waits on them).
 
-    __slots__ = (
-        *("_future", "_outcome", "args", "command", "keys", "lost", "queue", "script", "sent"),
-        "store",
-    )
+    Its call is ``call`` (a :class:`~._redis_pack.Template`, or a :class:`Call`) with ``values``
+    at the template's slots; ``wire`` is the command packed by the template (None: packed when
+    sent). A rider is its command as a sequence (``rider[0]`` is ``"EVALSHA"``): a pipeline
+    sends it as one."""
+
+    #: (Not slotted: these start on the class, so a rider is made setting five attributes.)
+    #: The future of :attr:`future` once asked for; (reply, None) or (None, error) once answered.
+    _future: asyncio.Future[Any] | None = None
+    _outcome: tuple[Any, BaseException | None] | None = None
+    #: ``time.monotonic()`` when a round trip took it (None: not yet): the server runs it after.
+    sent: float | None = None
+    #: Taken by a round trip that failed: whether the server ran it is unknown.
+    lost = False
 
     def __init__(
-        self, queue: Riders, store: object, script: Any, keys: Sequence[Any], args: Sequence[Any]
+        self, queue: Riders, store: object, call: Any, values: tuple[Any, ...], wire: bytes | None
     ) -> None:
-        self.queue, self.store, self.script = queue, store, script
-        self.keys, self.args = keys, args
-        self.command = script.command(keys, args)
-        self._future: asyncio.Future[Any] | None = None
-        #: (reply, None) or (None, error) once answered.
-        self._outcome: tuple[Any, BaseException | None] | None = None
-        #: Taken by a round trip that failed: whether the server ran it is unknown.
-        self.lost = False
-        #: ``time.monotonic()`` when a round trip took it (None: not yet): the server runs it after.
-        self.sent: float | None = None
+        self.queue = queue
+        self.store = store
+        self.call = call
+        self.values = values
+        self.wire = wire
+
+    @property
+    def script(self) -> Any:
+        return self.call.script
+
+    @property
+    def keys(self) -> Sequence[Any]:
+        return self.call.keys  # type: ignore[no-any-return]
+
+    def arguments(self) -> list[Any]:
+        """The script's arguments."""
+        return self.call.arguments(self.values)  # type: ignore[no-any-return]
+
+    def command(self) -> tuple[Any, ...]:
+        call = self.call
+        return call.script.command(call.keys, call.arguments(self.values))  # type: ignore[no-any-return]
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.command()[i]
+
+    def __len__(self) -> int:
+        return len(self.command())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.command())
 
     @property
     def future(self) -> asyncio.Future[Any]:
@@ -156,29 +191,47 @@ def close_rides(token: contextvars.Token[Riders | None]) -> None:
     RIDERS.reset(token)
 
 
+class Call:
+    """A script call of a rider not packed ahead: ``script`` on ``keys`` and ``args``."""
+
+    __slots__ = ("args", "keys", "script")
+
+    def __init__(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> None:
+        self.script, self.keys, self.args = script, keys, args
+
+    def arguments(self, values: tuple[Any, ...]) -> list[Any]:
+        return [*self.args]
+
+
 def queue(store: object, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> Rider | None:
     """A rider of ``script`` queued for ``store`` in this context's riding block (None: none)."""
     riders = RIDERS.get()
     if riders is None:
         return None
-    rider = Rider(riders, store, script, keys, args)
-    mine = riders.waiting.get(id(store))
-    if mine is None:
-        riders.waiting[id(store)] = [rider]
-    else:
-        mine.append(rider)
+    rider = Rider(riders, store, Call(script, keys, args), (), None)
+    riders.waiting.setdefault(id(store), []).append(rider)
+    return rider
+
+
+def queue_packed(store: object, template: Template, values: tuple[Any, ...]) -> Rider | None:
+    """A rider of ``template``'s command with ``values`` at its slots (:mod:`._redis_pack`),
+    queued for ``store`` in this context's riding block (None: none, or a value the template does
+    not pack)."""
+    riders = RIDERS.get()
+    if riders is None:
+        return None
+    wire = template.fill(values)
+    if wire is None:
+        return None
+    rider = Rider(riders, store, template, values, wire)
+    riders.waiting.setdefault(id(store), []).append(rider)
     return rider
 
 
 def take(store: object) -> list[Rider] | None:
     """The riders queued for ``store`` in this context, taken off the queue (None: none)."""
     riders = RIDERS.get()
-    if riders is None or not riders.waiting:
-        return None
-    try:
-        if asyncio.get_running_loop() is not riders.loop:
-            return None
-    except RuntimeError:
+    if riders is None or not riders.waiting or _get_running_loop() is not riders.loop:
         return None
     mine = riders.waiting.pop(id(store), None)
     if mine is None:

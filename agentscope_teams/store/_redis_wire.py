@@ -119,7 +119,11 @@ async def exchange(conn: Any, packed: list[bytes], count: int | None = None) -> 
                 if push is not None and isinstance(response, push):  # RESP3: the parser's
                     await parser.handle_push_response(response)
                     response = await parser.read_response()
-                _raise_connection_error(response)
+                if isinstance(response, list):  # an error of the connection (LOADING, ...)
+                    if response and isinstance(response[0], ConnectionError):
+                        raise response[0]
+                elif isinstance(response, ConnectionError):
+                    raise response
                 replies.append(response)
         finally:
             conn._active_read_timeout = None
@@ -133,14 +137,6 @@ async def exchange(conn: Any, packed: list[bytes], count: int | None = None) -> 
     if isinstance(response, ResponseError):
         raise response from None
     return response
-
-
-def _raise_connection_error(response: Any) -> None:
-    """Raise a reply that is an error of the connection (``LOADING``, ...: it drops it)."""
-    if isinstance(response, ConnectionError):
-        raise response
-    if isinstance(response, list) and response and isinstance(response[0], ConnectionError):
-        raise response[0]
 
 
 async def _failed(conn: Any, error: BaseException, writing: bool) -> BaseException:

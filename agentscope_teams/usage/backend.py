@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..store.closing import land_before_close
@@ -116,6 +117,27 @@ LEDGER = ("usage", "ledger", "budgets")
 NAME_CACHE_SIZE = 4096
 
 
+#: The arguments of ``ADMIT`` (:meth:`RedisUsage._args`) and ``FINISH`` (a riding one:
+#: :meth:`RedisUsage._end_args`, not unsent) that change from call to call of one shape: the
+#: reservation id, the amounts (and the estimate a ``FINISH`` corrects).
+ADMIT_SLOTS = (1, 2, 3)
+FINISH_SLOTS = (1, 2, 3, 4)
+_RATES = attrgetter("rpm", "tpm", "concurrent", "burst")
+_LIMIT = attrgetter("name", "max_tokens", "max_nanos")
+#: ``ADMIT``'s reply when it granted without a wait.
+_GRANTED_REPLY = [0, b"0"]
+
+
+class _Shape:
+    """The Redis keys of an admission's budgets and limiter, and the ``ADMIT`` and riding
+    ``FINISH`` of its budgets, limiter, rates and tenant packed once (None: not packed ahead)."""
+
+    __slots__ = ("admit", "finish", "keys")
+
+    def __init__(self, keys: list[str], admit: Any, finish: Any) -> None:
+        self.keys, self.admit, self.finish = keys, admit, finish
+
+
 class RedisUsage:
     """The same rules as Lua scripts (:mod:`.redis_lua`): one round trip per step."""
 
@@ -125,6 +147,7 @@ class RedisUsage:
         self._finish = store.register_script(redis_lua.FINISH)
         self._hold = store.register_script(redis_lua.HOLD_OFF)
         self._names: dict[tuple[str, str], str] = {}
+        self._shapes: dict[tuple[object, ...], _Shape] = {}
         self.settles = Settles()
         self.rides: Rides | None = self
 
@@ -147,8 +170,27 @@ class RedisUsage:
         return found
 
     def _keys(self, a: Admission) -> list[str]:
+        return self._shape(a).keys
+
+    def _shape(self, a: Admission) -> _Shape:
+        """What the ``ADMIT`` and ``FINISH`` of every admission of ``a``'s budgets, limiter, rates
+        and tenant send alike, kept (worked out at the first of them). Kept by the values of
+        those (read in C: no dataclass hash and compare per call), so a number and its float
+        (600 and 600.0, the same to the scripts) share one."""
+        key = (a.key, a.tenant, _RATES(a.rates), *map(_LIMIT, a.limits))
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) >= NAME_CACHE_SIZE:
+                self._shapes.clear()
+            shape = self._shapes[key] = self._new_shape(a)
+        return shape
+
+    def _new_shape(self, a: Admission) -> _Shape:
         keys = [self._budget(b.name) for b in a.limits]
-        return keys + ([self._limiter(a.key)] if a.key else [])
+        keys += [self._limiter(a.key)] if a.key else []
+        admit = self.store.template(self._admit, keys, self._args(a), ADMIT_SLOTS)
+        finish = self.store.template(self._finish, keys, self._end_args(a, 0, 0, 0), FINISH_SLOTS)
+        return _Shape(keys, admit, finish)
 
     def _args(self, a: Admission) -> list[object]:
         r = a.rates
@@ -173,8 +215,14 @@ class RedisUsage:
         self.store.close_rides(token)
 
     def ride_admit(self, a: Admission) -> Any:
-        """The ``ADMIT`` of ``a`` queued for this context's next write (None: not queued)."""
-        return self.store.ride(self._admit, self._keys(a), self._args(a))
+        """The ``ADMIT`` of ``a`` queued for this context's next write (None: not queued): packed
+        from its shape's template, filled with its id and amounts."""
+        shape = self._shape(a)
+        if shape.admit is not None:
+            rider = self.store.ride_packed(shape.admit, (a.rid, a.tokens, a.nanos))
+            if rider is not None:
+                return rider
+        return self.store.ride(self._admit, shape.keys, self._args(a))
 
     async def admitted(self, a: Admission, rider: Any) -> Admitted:
         """The answer of a riding ``ADMIT`` (sent alone now if no round trip took it)."""
@@ -184,8 +232,14 @@ class RedisUsage:
         return _admitted(a, rider.result())
 
     def ride_finish(self, a: Admission, tokens: int, nanos: int) -> Any:
-        """The ``FINISH`` of ``a`` queued for this context's next write (None: not queued)."""
-        return self.store.ride(self._finish, self._keys(a), self._end_args(a, tokens, nanos, 0))
+        """The ``FINISH`` of ``a`` queued for this context's next write (None: not queued), as
+        :meth:`ride_admit`."""
+        shape = self._shape(a)
+        if shape.finish is not None:
+            rider = self.store.ride_packed(shape.finish, (a.rid, tokens, nanos, a.tokens))
+            if rider is not None:
+                return rider
+        return self.store.ride(self._finish, shape.keys, self._end_args(a, tokens, nanos, 0))
 
     async def landed(self, rider: Any) -> None:
         await self.store.land(rider)
@@ -222,6 +276,8 @@ class RedisUsage:
 
 def _admitted(a: Admission, reply: Any) -> Admitted:
     """The answer of an ``ADMIT`` reply."""
+    if reply == _GRANTED_REPLY:
+        return GRANTED
     at = int(reply[0])
     if at == 0:
         wait_ms = float(reply[1])
