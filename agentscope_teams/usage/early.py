@@ -216,10 +216,16 @@ class Early:
             and e.tokens >= tokens
             and e.nanos >= nanos
             and ((scope is self.scope and terms is self.terms) or self._same(scope, terms))
-            and (not terms.timed or self._recent())
         ):
-            Counts.taken += 1
-            return e
+            if not terms.timed:
+                Counts.taken += 1
+                return e
+            # its timed turn at most TURN_AHEAD old: counted from when the ADMIT was sent (a
+            # riding one: when its round trip took it; the server runs it after)
+            sent = rider.sent if rider is not None and rider.sent is not None else self.sent
+            if time.monotonic() - sent <= TURN_AHEAD:
+                Counts.taken += 1
+                return e
         await self._release(land_first=True)
         return None
 
@@ -270,13 +276,6 @@ class Early:
             terms.rates,
             scope.tenant,
         )
-
-    def _recent(self) -> bool:
-        """Whether its timed turn was taken at most :data:`TURN_AHEAD` ago: counted from when the
-        ``ADMIT`` was sent (a riding one: when its round trip took it; the server runs it after)."""
-        rider = self.rider
-        sent = rider.sent if rider is not None and rider.sent is not None else self.sent
-        return time.monotonic() - sent <= TURN_AHEAD
 
     def seen(self, scope: Scope, est_in: int, response: ModelResponse | None) -> None:
         """A model call of the call ended: the last one gives the session's hint."""

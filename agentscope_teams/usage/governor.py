@@ -312,16 +312,15 @@ class _Bound(_Using):
 
     def __enter__(self) -> None:
         gov, ctx, scope = self.governor, self.ctx, SCOPE.get()
-        added = tuple(gov.context_budgets(ctx)) if ctx is not None and gov.budgets else ()
         if scope is not None and scope.governor is gov:
             name = scope.tenant
         else:
             name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
-        if scope is None:
-            made = Scope(gov, added, name, Pending(), *_plan_of(added))
-        elif added:
-            merged = _merge(scope.budgets, added)
-            made = Scope(gov, merged, name, Pending(), *_plan_of(merged))
+        if ctx is not None and gov.budgets and (added := tuple(gov.context_budgets(ctx))):
+            budgets = added if scope is None else _merge(scope.budgets, added)
+            made = Scope(gov, budgets, name, Pending(), *_plan_of(budgets))
+        elif scope is None:
+            made = Scope(gov, (), name, Pending())
         else:
             made = Scope(gov, scope.budgets, name, Pending(), scope.limits, scope.usd)
         self.token = SCOPE.set(made)

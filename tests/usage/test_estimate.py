@@ -53,7 +53,8 @@ def test_short_text_is_measured_each_time_as_its_json() -> None:
     assert estimate_input(ModelRequest(messages=[short], system_prompt="")) == _fresh(
         ModelRequest(messages=[short], system_prompt="")
     )
-    assert id(short) not in estimate._MESSAGE_CHARS  # not kept: measuring it costs less
+    kept = estimate._MESSAGE_CHARS.get(id(short))  # an id a dead message had may be there
+    assert kept is None or kept[0]() is not short  # not kept: measuring it costs less
 
 
 @pytest.mark.parametrize(
