@@ -31,7 +31,7 @@ lease + load (:mod:`agentscope_teams.store._redis_riders`); :meth:`Early.take` r
 round trip took it, just before writing it (the server runs it after that): the bound holds. A riding ``ADMIT`` of a
 call that ends before its lease is dropped unsent (nothing to give back); one whose round trip
 failed (unknown whether it ran) is given back, which is harmless if it never ran. The riding block
-also carries the call's last ``FINISH`` (:func:`~.governor._settle_soon`).
+also carries the call's last ``FINISH`` (:meth:`~.governor.ModelCall._settle_soon`).
 """
 
 from __future__ import annotations

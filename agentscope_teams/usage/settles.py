@@ -15,7 +15,7 @@ goes on at once: its tool step, its session save. Each such settle is owned twic
 
 On Redis (one server) the settle of a call's last model call, whose answer ends the loop, is not
 a task: its ``FINISH`` rides the call's last session save (:class:`Later`, a rider of
-:mod:`agentscope_teams.store._redis_riders`, queued by :func:`~.governor._settle_soon`); it is
+:mod:`agentscope_teams.store._redis_riders`, queued by :meth:`~.governor.ModelCall._settle_soon`); it is
 landed (in line when the save brought its reply back, else sent alone as a task) when the scope or
 the store's settles are waited for, whichever comes first.
 
@@ -184,7 +184,9 @@ class Pending:
                 task = await settles.land(one)
                 if task is not None:
                     self._tasks = [*self._tasks, task]
-        tasks, self._tasks = [t for t in self._tasks if not t.done()], []
+        if not self._tasks:
+            return bool(later)
+        tasks, self._tasks = [t for t in self._tasks if not t.done()], ()
         if not tasks:
             return bool(later)
         try:
