@@ -31,7 +31,7 @@ lease + load (:mod:`agentscope_teams.store._redis_riders`); :meth:`Early.take` r
 round trip took it, just before writing it (the server runs it after that): the bound holds. A riding ``ADMIT`` of a
 call that ends before its lease is dropped unsent (nothing to give back); one whose round trip
 failed (unknown whether it ran) is given back, which is harmless if it never ran. The riding block
-also carries the call's last ``FINISH`` (:func:`~.governor._settle_soon`).
+also carries the call's last ``FINISH`` (:meth:`~.governor.ModelCall._settle_soon`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from .backend import Rides
 from .estimate import PER_MESSAGE, message_chars, output_tokens, tokens, tool_chars
 from .governor import EARLY, SCOPE, UNGOVERNED, Scope, Terms, Ungoverned, asks, new_admission
 from .limiter import settle_of
-from .rules import Admission, Admitted
+from .rules import GRANTED, Admission, Admitted
 
 #: Longest time (s) from sending an early ``ADMIT`` that takes a requests/min or tokens/min turn
 #: to the request it admits; past it the turn is given back and taken again. A session's lease and
@@ -100,7 +100,7 @@ def hint(session: Hashable) -> int | None:
 def _keep_hint(session: Hashable, tokens: int) -> None:
     _HINTS[session] = tokens
     _HINTS.move_to_end(session)
-    while len(_HINTS) > HINTS_SIZE:
+    if len(_HINTS) > HINTS_SIZE:  # one added at a time
         _HINTS.popitem(last=False)
 
 
@@ -108,19 +108,18 @@ def estimate_early(loop: Loop, session: Hashable, input: object) -> int:
     """Input tokens the first request of a call of ``loop`` on ``session`` may count for."""
     base = hint(session)
     if base is None:  # a session not seen here: the agent's own prompt and tools
-        base = tokens(len(loop.system_prompt) + _tool_chars(loop.toolkit)) + PER_MESSAGE
+        toolkit = loop.toolkit
+        chars = len(loop.system_prompt)
+        if toolkit is not None and len(toolkit):
+            chars += tool_chars(toolkit.schemas())  # each schema measured once
+        base = tokens(chars) + PER_MESSAGE
+    if isinstance(input, str):
+        return base + tokens(len(input) + TEXT_OVERHEAD) + (PER_MESSAGE + SLACK_TOKENS)
     return base + _input_tokens(input) + SLACK_TOKENS
 
 
-def _tool_chars(toolkit: Any) -> int:
-    """The length of ``toolkit``'s schemas as a request carries them (each schema measured once:
-    :func:`.estimate.tool_chars`)."""
-    return tool_chars(toolkit.schemas()) if toolkit is not None and len(toolkit) else 0
-
-
 def _input_tokens(input: object) -> int:
-    if isinstance(input, str):
-        return tokens(len(input) + TEXT_OVERHEAD) + PER_MESSAGE
+    """The tokens of a call's input that is not plain text (a message or a list of them)."""
     msgs = [input] if isinstance(input, Msg) else input if isinstance(input, list) else []
     chars = sum(message_chars(m) for m in msgs if isinstance(m, Msg))
     return tokens(chars) + PER_MESSAGE * len(msgs)
@@ -132,25 +131,69 @@ def _granted(answer: Admitted | BaseException | None) -> bool:
 
 
 class Early:
-    """One call's early admission: its ``ADMIT`` (riding the session lease's round trip, or a
-    task), what it asked and when, and its answer once landed."""
+    """One call's early admission (the async context manager :func:`admit_early` returns): its
+    ``ADMIT`` (riding the session lease's round trip, or a task), what it asked and when, and its
+    answer once landed."""
 
-    __slots__ = ("a", "answer", "last", "open", "rider", "scope", "sent", "session", "task")
+    # No __slots__: what most calls leave as it was is a class attribute, not set per call.
+    #: The admission sent early (None: none was).
+    a: Admission | None = None
+    #: The call's riding block (:meth:`.Rides.open_rides`; None: none), the ``ADMIT`` queued to
+    #: ride its next write (the lease; None: a task of its own), that task.
+    ride: object | None = None
+    rides: Rides  # set when it rides
+    rider: Any = None
+    task: asyncio.Task[Admitted] | None = None
+    #: The ``ADMIT``'s answer or error once landed (None: not yet).
+    answer: Admitted | BaseException | None = None
+    #: Neither taken by a request nor released yet.
+    open = True
+    #: The input estimate and answer of the call's last model call (:meth:`seen`).
+    last: tuple[int, ModelResponse | None] | None = None
 
-    def __init__(self, scope: Scope, a: Admission, session: Hashable) -> None:
-        self.scope, self.a, self.session = scope, a, session
-        self.sent = time.monotonic()
+    def __init__(self, scope: Scope, loop: Loop, session: Hashable, input: object) -> None:
+        self.scope, self.loop, self.session, self.input = scope, loop, session, input
+
+    async def __aenter__(self) -> None:
+        scope = self.scope
+        try:
+            asyncio.get_running_loop()
+            tokens = estimate_early(self.loop, self.session, self.input)
+            self.terms = terms = scope.governor.terms(self.loop.model)
+            asked = asks(scope, terms, tokens, None)
+            if asked is None:
+                return
+            a = new_admission(scope, terms, *asked)
+        except Exception:  # no asyncio loop, a bad input, no price: the request's path answers
+            return
         backend = scope.governor.backend
         rides = backend.rides
-        #: The ``ADMIT`` queued to ride the call's next write (the lease), else None and a task.
-        self.rider = rides.ride_admit(a) if rides is not None else None
-        self.task = None if self.rider is not None else asyncio.create_task(backend.admit(a))
-        #: The ``ADMIT``'s answer or error once landed (None: not yet).
-        self.answer: Admitted | BaseException | None = None
-        #: Neither taken by a request nor released yet.
-        self.open = True
-        self.last: tuple[int, ModelResponse | None] | None = None
+        self.a, self.sent = a, time.monotonic()
+        if rides is not None:  # the call's ADMIT and last FINISH ride its own round trips
+            self.rides = rides
+            self.ride = rides.open_rides()
+            self.rider = rider = rides.ride_admit(a)
+        if rides is None or rider is None:
+            self.task = asyncio.create_task(backend.admit(a))
         Counts.sent += 1
+        self.token = EARLY.set(self)
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """The call ends: release the admission if no request took it; keep the session's hint."""
+        if self.a is None:
+            return
+        if self.ride is not None:
+            self.rides.close_rides(self.ride)  # what still waits is sent or dropped by its owner
+        EARLY.reset(self.token)
+        last = self.last
+        if last is not None:
+            est_in, response = last
+            _keep_hint(self.session, est_in + (0 if response is None else output_tokens(response)))
+        if self.open:
+            self.open = False
+            await self._release()
 
     async def take(self, scope: Scope, terms: Terms, tokens: int, nanos: int) -> Admission | None:
         """The early admission for the first request of the call, which asks ``tokens`` and
@@ -159,11 +202,30 @@ class Early:
         minute limit is given back before that, so that it can)."""
         if not self.open:
             return None
-        answer = await self._landed()  # cancelled here: still open, released when the call ends
+        answer, rider = self.answer, self.rider
+        if answer is None:
+            if rider is not None and rider.done():  # its round trip brought the reply back
+                answer = self._answered(rider)
+            else:  # cancelled here: still open, released when the call ends
+                answer = await self._landed()
         self.open = False
-        if _granted(answer) and self._covers(scope, terms, tokens, nanos) and self._recent(terms):
-            Counts.taken += 1
-            return self.a
+        e = self.a
+        assert e is not None
+        if (
+            (answer is GRANTED or _granted(answer))
+            and e.tokens >= tokens
+            and e.nanos >= nanos
+            and ((scope is self.scope and terms is self.terms) or self._same(scope, terms))
+        ):
+            if not terms.timed:
+                Counts.taken += 1
+                return e
+            # its timed turn at most TURN_AHEAD old: counted from when the ADMIT was sent (a
+            # riding one: when its round trip took it; the server runs it after)
+            sent = rider.sent if rider is not None and rider.sent is not None else self.sent
+            if time.monotonic() - sent <= TURN_AHEAD:
+                Counts.taken += 1
+                return e
         await self._release(land_first=True)
         return None
 
@@ -172,15 +234,13 @@ class Early:
         sent alone now)."""
         if self.answer is not None:
             return self.answer
-        answer: Admitted | BaseException
-        rides, task = self.scope.governor.backend.rides, self.task
-        if task is None:
-            assert rides is not None and self.rider is not None
+        rider, task = self.rider, self.task
+        if task is None:  # riding: its ``rides`` is set
+            assert rider is not None and self.a is not None
+            if rider.done():  # its round trip brought the reply back: no await
+                return self._answered(rider)
             try:
-                if self.rider.done():  # its round trip brought the reply back: no await
-                    answer = rides.admitted_now(self.a, self.rider)
-                else:
-                    answer = await rides.admitted(self.a, self.rider)
+                answer: Admitted | BaseException = await self.rides.admitted(self.a, rider)
             except Exception as exc:  # the request's own admission answers
                 answer = exc
         else:
@@ -190,47 +250,37 @@ class Early:
         self.answer = answer
         return answer
 
+    def _answered(self, rider: Any) -> Admitted | BaseException:
+        """The answer of the riding ``ADMIT`` whose reply is in (its error: the request's own
+        admission answers), kept."""
+        try:
+            answer: Admitted | BaseException = self.rides.admitted_now(self.a, rider)  # type: ignore[arg-type]
+        except Exception as exc:
+            answer = exc
+        self.answer = answer
+        return answer
+
     def _holds(self, answer: Admitted | BaseException) -> bool:
         """Whether the ``ADMIT`` holds something to give back: granted, or riding a round trip
         that failed (whether the server ran it is unknown; a give-back of nothing is harmless)."""
         return _granted(answer) or (self.rider is not None and self.rider.lost)
 
-    def _covers(self, scope: Scope, terms: Terms, tokens: int, nanos: int) -> bool:
-        """Whether the early admission asks at least what the request's own would ask: no fewer
-        tokens or nano-dollars, the same budgets, limiter, rates and tenant."""
+    def _same(self, scope: Scope, terms: Terms) -> bool:
+        """Whether the request's own admission would ask on the same budgets, limiter, rates and
+        tenant (of the same governor) as the early one."""
         e = self.a
-        return (
-            scope.governor is self.scope.governor
-            and e.tokens >= tokens
-            and e.nanos >= nanos
-            and (e.limits, e.key, e.rates, e.tenant)
-            == (scope.limits, terms.key, terms.rates, scope.tenant)
+        assert e is not None
+        return scope.governor is self.scope.governor and (e.limits, e.key, e.rates, e.tenant) == (
+            scope.limits,
+            terms.key,
+            terms.rates,
+            scope.tenant,
         )
-
-    def _recent(self, terms: Terms) -> bool:
-        """Whether a timed turn was taken at most :data:`TURN_AHEAD` ago: counted from when the
-        ``ADMIT`` was sent (a riding one: when its round trip took it; the server runs it after)."""
-        timed = terms.key is not None and bool(terms.rates.rpm or terms.rates.tpm)
-        if not timed:
-            return True
-        rider = self.rider
-        sent = rider.sent if rider is not None and rider.sent is not None else self.sent
-        return time.monotonic() - sent <= TURN_AHEAD
 
     def seen(self, scope: Scope, est_in: int, response: ModelResponse | None) -> None:
         """A model call of the call ended: the last one gives the session's hint."""
         if scope is self.scope:
             self.last = (est_in, response)
-
-    async def close(self) -> None:
-        """The call ends: release the admission if no request took it; keep the hint."""
-        if self.last is not None:
-            est_in, response = self.last
-            out = 0 if response is None else output_tokens(response)
-            _keep_hint(self.session, est_in + out)
-        if self.open:
-            self.open = False
-            await self._release()
 
     async def _release(self, land_first: bool = False) -> None:
         """Give the reservation, the lease and the turn back (:meth:`~.backend.UsageBackend.give_back`:
@@ -238,15 +288,16 @@ class Early:
         ``land_first`` and a timed turn (requests or tokens per minute), wait for it to land (the
         request's own ``ADMIT`` comes next: before the give-back, it would wait for the turn). A
         riding ``ADMIT`` no round trip took is dropped unsent: nothing to give back."""
-        backend = self.scope.governor.backend
-        rides, rider = backend.rides, self.rider
-        if rider is not None and rides is not None and rides.drop(rider):
+        rider, a = self.rider, self.a
+        assert a is not None
+        if rider is not None and self.rides.drop(rider):
             return
-        sent = self.a if self.a.key is not None else settle_of(self.a)
+        sent = a if a.key is not None else settle_of(a)
         answer = self.answer
         if sent is None or (answer is not None and not self._holds(answer)):
             return
         Counts.released += 1
+        backend = self.scope.governor.backend
 
         async def release() -> None:
             if self._holds(await self._landed()):
@@ -262,54 +313,13 @@ class Early:
             await backend.settles.run(release)
 
 
-def admit_early(loop: Loop, session: Hashable, input: object) -> EarlyBlock | Ungoverned:
+def admit_early(loop: Loop, session: Hashable, input: object) -> Early | Ungoverned:
     """Send the ``ADMIT`` of the block's first model call now, beside the block's first work (a
     call's session lease and load), for ``loop`` answering ``input`` on ``session``; release it at
     the end if no request took it. A no-op without a bound governor (the shared :data:`~.governor.UNGOVERNED`)
     or an asyncio loop, when nothing applies to the call, or when its price is unknown (the
     request's admission says so)."""
-    if SCOPE.get() is None:
+    scope = SCOPE.get()
+    if scope is None:
         return UNGOVERNED
-    return EarlyBlock(loop, session, input)
-
-
-class EarlyBlock:
-    """The async context manager of :func:`admit_early`."""
-
-    __slots__ = ("early", "input", "loop", "rides", "session", "token")
-
-    def __init__(self, loop: Loop, session: Hashable, input: object) -> None:
-        self.loop, self.session, self.input = loop, session, input
-        self.early: Early | None = None
-        #: The riding block of the call (:class:`~.backend.Rides`), its backend and token.
-        self.rides: tuple[Rides, object] | None = None
-
-    async def __aenter__(self) -> None:
-        scope = SCOPE.get()
-        if scope is None:
-            return
-        try:
-            asyncio.get_running_loop()
-            tokens = estimate_early(self.loop, self.session, self.input)
-            terms = scope.governor.terms(self.loop.model)
-            asked = asks(scope, terms, tokens, None)
-            a = None if asked is None else new_admission(scope, terms, *asked)
-        except Exception:  # no asyncio loop, a bad input, no price: the request's path answers
-            return
-        if a is not None:
-            rides = scope.governor.backend.rides
-            ride = rides.open_rides() if rides is not None else None
-            if ride is not None:  # the call's ADMIT and last FINISH ride its own round trips
-                self.rides = (rides, ride)  # type: ignore[assignment]
-            self.early = Early(scope, a, self.session)
-            self.token = EARLY.set(self.early)
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        early, rides = self.early, self.rides
-        if rides is not None:
-            rides[0].close_rides(rides[1])  # what still waits is sent or dropped by its owner
-        if early is not None:
-            EARLY.reset(self.token)
-            await early.close()
+    return Early(scope, loop, session, input)

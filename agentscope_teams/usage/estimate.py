@@ -8,9 +8,9 @@ what the provider will count in practice.
 from __future__ import annotations
 
 import json
-import math
 import weakref
 from collections.abc import Sequence
+from json.encoder import encode_basestring
 
 from ..message import Msg
 from ..model.base import ModelRequest, ModelResponse, ToolSchema
@@ -25,21 +25,32 @@ _SCHEMA_CHARS: dict[int, tuple[ToolSchema, int]] = {}
 #: one whose block list grew is measured again).
 MESSAGES_KEPT = 65536
 _MESSAGE_CHARS: dict[int, tuple[weakref.ref[Msg], int, int]] = {}
+#: Plain ASCII text up to this long is measured at each request rather than kept (it costs less).
+SHORT_TEXT = 256
+#: ``{"content":`` and ``}`` around the JSON of a message's content (:func:`message_chars`).
+_CONTENT_JSON = 12
 
 
 def tokens(chars: int) -> int:
     """Tokens ``chars`` characters may count for."""
-    return math.ceil(chars / CHARS_PER_TOKEN)
+    return -(-chars // CHARS_PER_TOKEN)  # rounded up
 
 
 def message_chars(msg: Msg) -> int:
-    """The characters a message's content adds to a request."""
+    """The characters a message's content adds to a request: the length of its JSON (plain ASCII
+    text: its JSON string, as pydantic writes it, without a call into pydantic)."""
+    content = msg.content
+    if content.__class__ is str and content.isascii():
+        return len(encode_basestring(content)) + _CONTENT_JSON
     return len(msg.model_dump_json(include={"content"}))
 
 
 def _kept_message_chars(msg: Msg) -> int:
-    """:func:`message_chars`, kept per message object (:data:`MESSAGES_KEPT`)."""
-    size = len(msg.content)
+    """:func:`message_chars`, kept per message object (:data:`MESSAGES_KEPT`) unless short text."""
+    content = msg.content
+    size = len(content)
+    if size <= SHORT_TEXT and content.__class__ is str and content.isascii():
+        return len(encode_basestring(content)) + _CONTENT_JSON
     found = _MESSAGE_CHARS.get(id(msg))
     if found is not None and found[0]() is msg and found[1] == size:
         return found[2]
@@ -72,11 +83,13 @@ def _schema_chars(schema: ToolSchema) -> int:
 
 def estimate_input(request: ModelRequest) -> int:
     """Tokens the request's prompt, messages and tool schemas may count for."""
-    chars = len(request.system_prompt) + tool_chars(request.tools)
-    chars += sum(map(_kept_message_chars, request.messages))
+    messages, tools = request.messages, request.tools
+    chars = len(request.system_prompt) + sum(map(_kept_message_chars, messages))
+    if tools:
+        chars += tool_chars(tools)
     if request.response_schema is not None:
         chars += len(json.dumps(request.response_schema.json_schema))
-    return tokens(chars) + PER_MESSAGE * (len(request.messages) + 1)
+    return tokens(chars) + PER_MESSAGE * (len(messages) + 1)
 
 
 def estimate_output(response: ModelResponse) -> int:

@@ -26,6 +26,7 @@ A call with no budget and no rate limit does no store operation.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import contextvars
 import functools
@@ -33,10 +34,10 @@ import itertools
 import logging
 import os
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Self, cast
 
 import anyio
 
@@ -51,7 +52,7 @@ from .estimate import estimate_input, estimate_output
 from .limiter import admit, count_wait, hold_off, labels_of, limiter_key, rates_of, settle_of
 from .prices import Price, PriceBook, cost
 from .rules import Admission, Limit, Rates, Refusal
-from .settles import Pending
+from .settles import Later, Pending
 
 if TYPE_CHECKING:
     from .early import Early
@@ -69,17 +70,14 @@ EARLY: contextvars.ContextVar[Early | None] = contextvars.ContextVar(
 
 
 class _Rids:
-    """Reservation ids: a random prefix per process (new in a forked child) and a counter; unique
-    as a uuid4 is, at a tenth of its cost."""
+    """Reservation ids (made by :func:`new_admission`): a random prefix per process (new in a
+    forked child) and a counter; unique as a uuid4 is, at a tenth of its cost."""
 
     def __init__(self) -> None:
         self.renew()
 
     def renew(self) -> None:
         self.prefix, self.count = os.urandom(12).hex(), itertools.count()
-
-    def next(self) -> str:
-        return f"{self.prefix}{next(self.count):x}"
 
 
 _RIDS = _Rids()
@@ -123,8 +121,9 @@ class UsageGovernor:
         self.max_output_tokens = max_output_tokens
         self.budget_wait = budget_wait
         self._terms: weakref.WeakKeyDictionary[ChatModel, Terms] = weakref.WeakKeyDictionary()
-        #: The model asked about last and its terms (most calls ask about the same model again).
-        self._last: tuple[weakref.ReferenceType[ChatModel], Terms] | None = None
+        #: The model asked about last (weakly) and its terms: most calls ask about the same again.
+        self._last_model: Callable[[], ChatModel | None] = _nothing
+        self._last_terms = cast("Terms", None)  # read once _last_model() returns a model
 
     @functools.cached_property
     def backend(self) -> UsageBackend:
@@ -159,31 +158,21 @@ class UsageGovernor:
         """What a call of ``model`` asks of the store besides its tokens: its rate limit, the
         limiter's key and rates, its price; worked out once per model object (its provider, name
         and API key are set when it is made; the governor's limits and prices when it is)."""
-        last = self._last
-        if last is not None and last[0]() is model:
-            return last[1]
+        if self._last_model() is model:
+            return self._last_terms
         try:
             found = self._terms.get(model)
         except TypeError:  # a model that cannot be weakly referenced: worked out per call
             return _terms_of(self, model)
         if found is None:
             found = self._terms[model] = _terms_of(self, model)
-        self._last = (weakref.ref(model), found)
+        self._last_model, self._last_terms = weakref.ref(model), found
         return found
 
     def bind(self, ctx: RuntimeContext | None = None) -> _Using:
         """Govern the model calls of the block (with ``ctx``'s budgets); :func:`settled` waits for
         the settles of the block's calls (not for those of the block around it)."""
-        return _Using(self._bound, ctx)
-
-    def _bound(self, ctx: RuntimeContext | None) -> Scope:
-        scope = SCOPE.get()
-        budgets = tuple(self.context_budgets(ctx)) if ctx is not None and self.budgets else ()
-        if scope is not None and scope.governor is self:
-            return Scope(self, _merge(scope.budgets, budgets), scope.tenant)
-        tenant_name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
-        prior = scope.budgets if scope is not None else ()
-        return Scope(self, _merge(prior, budgets), tenant_name)
+        return _Bound(self, ctx)
 
     async def aclose(self) -> None:
         """Wait for the settles of this governor's store still running (its usage counted, its
@@ -197,6 +186,10 @@ class UsageGovernor:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _nothing() -> None:
+    return None
 
 
 def governor_for(
@@ -233,6 +226,9 @@ class Terms:
     #: The model's price (None: unknown) and its metric labels (provider, name).
     price: Price | None = None
     labels: tuple[str, str] = ("", "")
+    #: Whether a turn counts requests or tokens per minute (an early one must be recent:
+    #: :mod:`.early`).
+    timed: bool = False
 
 
 def _terms_of(gov: UsageGovernor, model: ChatModel) -> Terms:
@@ -241,95 +237,142 @@ def _terms_of(gov: UsageGovernor, model: ChatModel) -> Terms:
     price = gov.prices.price(provider, name)
     if limit is None:
         return Terms(provider, name, None, None, Rates(), price, labels)
-    return Terms(provider, name, limit, limiter_key(model), rates_of(limit), price, labels)
+    rates = rates_of(limit)
+    timed = bool(rates.rpm or rates.tpm)
+    return Terms(provider, name, limit, limiter_key(model), rates, price, labels, timed)
 
 
-_T = TypeVar("_T")
+#: The limits of a scope's budgets as the store's rules read them, and whether one counts dollars.
+_Plan = tuple[tuple[Limit, ...], bool]
+_NO_PLAN: _Plan = ((), False)
+#: Budget sets whose plan is kept (by value: a team member's every call binds the same budgets).
+PLANS_KEPT = 1024
+_PLANS: dict[tuple[tuple[str, Budget], ...], _Plan] = {}
 
 
-class _Once(Generic[_T]):
-    """A value worked out at its first read and kept in the instance's ``__dict__`` (Python
-    3.11's ``functools.cached_property`` takes a lock at every first read: a scope is made per
-    call)."""
-
-    def __init__(self, work_out: Callable[[Any], _T]) -> None:
-        self.work_out, self.name = work_out, work_out.__name__
-        self.__doc__ = work_out.__doc__
-
-    def __get__(self, instance: Any, owner: type | None = None) -> _T:
-        if instance is None:
-            return self  # type: ignore[return-value]
-        found = instance.__dict__[self.name] = self.work_out(instance)
-        return found
+def _plan_of(budgets: tuple[tuple[str, Budget], ...]) -> _Plan:
+    """The limits of ``budgets`` as the store's rules read them, and whether one counts dollars."""
+    if not budgets:
+        return _NO_PLAN
+    found = _PLANS.get(budgets)
+    if found is None:
+        limits = tuple([Limit(n, b.max_tokens, b.max_nanos) for n, b in budgets])
+        found = limits, any(b.max_usd is not None for _, b in budgets)
+        if len(_PLANS) >= PLANS_KEPT:
+            _PLANS.clear()
+        _PLANS[budgets] = found
+    return found
 
 
-@dataclass(frozen=True, init=False)
-class Scope:
-    """The governor and budgets in force, the tenant whose fair share calls draw on, and the
-    settles of the bound block's calls still running."""
+class Scope(NamedTuple):
+    """The governor and budgets in force, the tenant whose fair share calls draw on, the settles
+    of the bound block's calls still running, and the budgets as the store's rules read them
+    (:func:`_plan_of`). Immutable (a tuple: one is made per block)."""
 
     governor: UsageGovernor
     budgets: tuple[tuple[str, Budget], ...]
     tenant: str
-    pending: Pending = field(default_factory=Pending, compare=False, repr=False)
-
-    def __init__(
-        self,
-        governor: UsageGovernor,
-        budgets: tuple[tuple[str, Budget], ...],
-        tenant: str,
-        pending: Pending | None = None,
-    ) -> None:
-        d = self.__dict__  # frozen: made per call and per block, so not through object.__setattr__
-        d["governor"], d["budgets"], d["tenant"] = governor, budgets, tenant
-        d["pending"] = Pending() if pending is None else pending
-
-    @_Once
-    def limits(self) -> tuple[Limit, ...]:
-        """The budgets as the store's rules read them (worked out at the first model call)."""
-        return tuple([Limit(n, b.max_tokens, b.max_nanos) for n, b in self.budgets])
-
-    @_Once
-    def usd(self) -> bool:
-        """Whether a budget counts dollars (then a call needs its model's price)."""
-        return any(b.max_usd is not None for _, b in self.budgets)
+    pending: Pending
+    limits: tuple[Limit, ...] = ()
+    #: Whether a budget counts dollars (then a call needs its model's price).
+    usd: bool = False
 
 
-class _Using(contextlib.ContextDecorator):
+class _Using(contextlib.ContextDecorator, abc.ABC):
     """The ``with`` block (or function decorator) of :meth:`UsageGovernor.bind`,
-    :func:`add_budget` and :func:`tenant`: the scope ``make`` returns (None: none, the block
-    changes nothing) is in force inside it; made when the block is entered."""
+    :func:`add_budget` and :func:`tenant`: entering it puts the scope it makes in force (when it
+    makes none, the block changes nothing) until it is left."""
 
-    __slots__ = ("arg", "make", "token")
+    __slots__ = ("token",)
 
-    def _recreate_cm(
-        self,
-    ) -> _Using:  # a decorated function's calls each enter a block of their own
-        return _Using(self.make, self.arg)
+    token: contextvars.Token[Scope | None] | None
 
-    def __init__(self, make: Callable[[Any], Scope | None], arg: Any) -> None:
-        self.make, self.arg = make, arg
-        self.token: contextvars.Token[object] | None = None
-
+    @abc.abstractmethod
     def __enter__(self) -> None:
-        scope = self.make(self.arg)
-        self.token = GOVERNANCE.set(scope) if scope is not None else None
+        """Make the block's scope and put it in force (``token``: None when none is made)."""
 
     def __exit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self.token is not None:
-            GOVERNANCE.reset(self.token)
+            SCOPE.reset(self.token)
+
+
+class _Bound(_Using):
+    """:meth:`UsageGovernor.bind`'s block: ``ctx``'s budgets added to those in force, and the
+    tenant of ``ctx`` (the one in force if ``governor`` is bound already); settles of its own."""
+
+    __slots__ = ("ctx", "governor")
+
+    def __init__(self, governor: UsageGovernor, ctx: RuntimeContext | None) -> None:
+        self.governor, self.ctx = governor, ctx
+
+    def _recreate_cm(self) -> _Bound:  # a decorated function's calls: a block each
+        return _Bound(self.governor, self.ctx)
+
+    def __enter__(self) -> None:
+        gov, ctx, scope = self.governor, self.ctx, SCOPE.get()
+        if scope is not None and scope.governor is gov:
+            name = scope.tenant
+        else:
+            name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
+        if ctx is not None and gov.budgets and (added := tuple(gov.context_budgets(ctx))):
+            budgets = added if scope is None else _merge(scope.budgets, added)
+            made = Scope(gov, budgets, name, Pending(), *_plan_of(budgets))
+        elif scope is None:
+            made = Scope(gov, (), name, Pending())
+        else:
+            made = Scope(gov, scope.budgets, name, Pending(), scope.limits, scope.usd)
+        self.token = SCOPE.set(made)
+
+
+class _Added(_Using):
+    """:func:`add_budget`'s block."""
+
+    __slots__ = ("budget", "name", "store")
+
+    def __init__(self, name: str, budget: Budget | None, store: Any) -> None:
+        self.name, self.budget, self.store = name, budget, store
+
+    def _recreate_cm(self) -> _Added:
+        return _Added(self.name, self.budget, self.store)
+
+    def __enter__(self) -> None:
+        scope, budget = SCOPE.get(), self.budget
+        if not budget or (scope is None and self.store is None):
             self.token = None
+            return
+        if scope is None:
+            scope = Scope(UsageGovernor(self.store), (), "-", Pending())
+        merged = _merge(scope.budgets, ((self.name, budget),))
+        made = Scope(scope.governor, merged, scope.tenant, scope.pending, *_plan_of(merged))
+        self.token = SCOPE.set(made)
+
+
+class _Tenant(_Using):
+    """:func:`tenant`'s block."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _recreate_cm(self) -> _Tenant:
+        return _Tenant(self.name)
+
+    def __enter__(self) -> None:
+        scope = SCOPE.get()
+        if scope is None:
+            self.token = None
+            return
+        self.token = SCOPE.set(scope._replace(tenant=self.name))
 
 
 def _merge(
-    a: tuple[tuple[str, Budget], ...], b: tuple[tuple[str, Budget], ...] | list[tuple[str, Budget]]
+    a: tuple[tuple[str, Budget], ...], b: tuple[tuple[str, Budget], ...]
 ) -> tuple[tuple[str, Budget], ...]:
-    if not b:
-        return a
     if not a:
-        return tuple(b)
+        return b
     names = {n for n, _ in b}
     return tuple([x for x in a if x[0] not in names] + list(b))
 
@@ -347,36 +390,30 @@ def add_budget(name: str, budget: Budget | None, *, store: Any = None) -> _Using
     """Apply ``budget`` (named ``team:t1``, ``member:t1/alice``, ``run:<id>``, ...) to the model
     calls of the block, besides those already in force. Without a bound governor, one on
     ``store`` is bound (no store: nothing to enforce it with, so nothing happens)."""
-
-    def added(_: None) -> Scope | None:
-        scope = SCOPE.get()
-        if not budget or (scope is None and store is None):
-            return None
-        if scope is None:
-            scope = Scope(UsageGovernor(store), (), "-")
-        merged = _merge(scope.budgets, [(name, budget)])
-        return Scope(scope.governor, merged, scope.tenant, scope.pending)
-
-    return _Using(added, None)
+    return _Added(name, budget, store)
 
 
 def tenant(name: str) -> _Using:
     """Calls of the block share rate limits fairly as tenant ``name`` (a team id)."""
-    return _Using(_as_tenant, name)
+    return _Tenant(name)
 
 
-def _as_tenant(name: str) -> Scope | None:
-    scope = SCOPE.get()
-    if scope is None:
-        return None
-    return Scope(scope.governor, scope.budgets, name, scope.pending)
-
-
-class ModelCall:
+class ModelCall(Later):
     """One governed call (:func:`model_call`'s ``async with`` block): give it the response with
-    :meth:`done`. Entering it admits the call; leaving it settles what the call used."""
+    :meth:`done`. Entering it admits the call; leaving it settles what the call used (a
+    :class:`~.settles.Later` when that rides the call's next write: :meth:`_settle_soon`)."""
 
-    __slots__ = ("a", "early", "est_in", "model", "request", "response", "scope", "terms")
+    __slots__ = (
+        *("a", "early", "est_in", "model", "request", "response", "scope", "terms"),
+        *("rider", "rides", "sent", "used"),
+    )
+
+    #: Once it ended: what its settle sends and what it used, and the rider of a settle riding
+    #: the call's next write, on ``rides``.
+    sent: Admission
+    used: tuple[int, int]
+    rider: Any
+    rides: Rides
 
     def __init__(self, scope: Scope, model: ChatModel, request: ModelRequest) -> None:
         self.scope, self.model, self.request = scope, model, request
@@ -390,22 +427,23 @@ class ModelCall:
         scope, request = self.scope, self.request
         self.est_in = est_in = estimate_input(request)
         self.terms = terms = scope.governor.terms(self.model)
-        asked = asks(scope, terms, est_in, request.max_tokens)
         self.early = early = EARLY.get()
-        a = None
-        if asked is not None:
-            if early is not None:  # admitted beside the session load (:mod:`.early`): no wait
-                a = await early.take(scope, terms, *asked)
-            if a is not None:
+        asked = asks(scope, terms, est_in, request.max_tokens)
+        if asked is None:
+            return self
+        # admitted beside the session load (:mod:`.early`): no wait
+        a = None if early is None else await early.take(scope, terms, *asked)
+        if a is not None:
+            if _metrics.METRICS is not None:
                 count_wait(a, terms.labels, 0.0)
-            else:
-                a = new_admission(scope, terms, *asked)
-                gov = scope.governor
-                refusal = await admit(
-                    gov.backend, a, terms.limit, gov.budget_wait, terms.labels, scope.pending.wait
-                )
-                if refusal is not None:
-                    raise _refused(refusal)
+        else:
+            a = new_admission(scope, terms, *asked)
+            gov = scope.governor
+            refusal = await admit(
+                gov.backend, a, terms.limit, gov.budget_wait, terms.labels, scope.pending.wait
+            )
+            if refusal is not None:
+                raise _refused(refusal)
         self.a = a
         return self
 
@@ -420,16 +458,62 @@ class ModelCall:
                 except Exception as store_exc:  # the 429 is what the caller must see
                     log.warning("could not pause the shared rate limit: %s", store_exc)
         finally:
-            used = _finish(self.terms, self.response, self.est_in)
+            response = self.response
+            used = _finish(self.terms, response, self.est_in)
             if self.early is not None:
-                self.early.seen(scope, self.est_in, self.response)
+                self.early.seen(scope, self.est_in, response)
             if a is not None:
-                response = self.response
                 last = e is None and response is not None and not response.tool_calls
-                in_line = _settle_soon(scope, a, used, last)
-                if in_line is not None:  # no task to hand it to: settle here, as before
+                if not self._settle_soon(a, used, last):  # no task to hand it to: in line
                     with anyio.CancelScope(shield=True):
-                        await scope.governor.backend.settles.run(in_line)
+                        await scope.governor.backend.settles.run(self._send)
+
+    def _settle_soon(self, a: Admission, used: tuple[int, int], last: bool) -> bool:
+        """Count what the call used on its budgets and end its rate-limit lease, in one store
+        operation (none when neither needs it), as a task of its own (:mod:`.settles`) that the
+        scope's :func:`settled` waits for; a store failure there is logged: the call is done.
+        False: no task to hand it to (an event loop other than asyncio's).
+
+        A ``last`` call (its answer ends the agent's loop: no tool step follows) queues its
+        operation to ride the next write of the call (its session save; :class:`~.backend.Rides`)
+        where the backend can: the settle is then landed when the scope's settles are waited for
+        (this call is the :class:`~.settles.Later`)."""
+        sent = settle_of(a)
+        if sent is None:
+            return True
+        self.sent, self.used, scope = sent, used, self.scope
+        backend = scope.governor.backend
+        rides = backend.rides
+        if last and rides is not None:
+            self.rider = rides.ride_finish(sent, *used)
+            if self.rider is not None:
+                self.rides = rides
+                backend.settles.defer(self, scope.pending)
+                return True
+        task = backend.settles.start(self._send)
+        if task is None:
+            return False
+        scope.pending.add(task)
+        return True
+
+    async def _send(self) -> None:
+        """The settle sent alone (a task, or in line)."""
+        await self.scope.governor.backend.finish(self.sent, *self.used)
+        if self.sent.limits:
+            _count(self.scope, self.used)
+
+    def ready(self) -> bool:
+        return bool(self.rider.done())
+
+    async def settle(self) -> None:
+        await self.rides.landed(self.rider)
+        if self.sent.limits:
+            _count(self.scope, self.used)
+
+    def now(self) -> None:
+        self.rider.result()  # its error raised, as landing it would
+        if self.sent.limits:
+            _count(self.scope, self.used)
 
 
 class Ungoverned:
@@ -469,81 +553,22 @@ def asks(scope: Scope, terms: Terms, est_in: int, max_tokens: int | None) -> tup
     budgets = scope.budgets
     if not budgets and terms.limit is None:
         return None
-    gov = scope.governor
-    max_out = max_tokens or gov.max_output_tokens
-    nanos = 0
-    if budgets:
-        price = terms.price
-        if price is not None:
-            nanos = cost(price, est_in, max_out)
-        elif scope.usd:
-            nanos = gov.prices.require(terms.provider, terms.name, est_in, max_out)
-    return est_in + max_out, nanos
+    max_out = max_tokens or scope.governor.max_output_tokens
+    if not budgets:
+        return est_in + max_out, 0
+    price = terms.price
+    if price is not None:
+        return est_in + max_out, cost(price, est_in, max_out)
+    if scope.usd:
+        nanos = scope.governor.prices.require(terms.provider, terms.name, est_in, max_out)
+        return est_in + max_out, nanos
+    return est_in + max_out, 0
 
 
 def new_admission(scope: Scope, terms: Terms, tokens: int, nanos: int) -> Admission:
     """The admission of a call asking ``tokens`` and ``nanos`` (:func:`asks`), with a new id."""
-    return Admission(
-        scope.limits, _RIDS.next(), tokens, nanos, terms.key, terms.rates, scope.tenant
-    )
-
-
-def _settle_soon(
-    scope: Scope, a: Admission, used: tuple[int, int], last: bool = False
-) -> Callable[[], Awaitable[None]] | None:
-    """Count what the call used on its budgets and end its rate-limit lease, in one store
-    operation (none when neither needs it), as a task of its own (:mod:`.settles`) that the
-    scope's :func:`settled` waits for; a store failure there is logged: the call is done. No
-    task to hand it to (an event loop other than asyncio's): the settle to run in line.
-
-    A ``last`` call (its answer ends the agent's loop: no tool step follows) queues its
-    operation to ride the next write of the call (its session save; :class:`~.backend.Rides`)
-    where the backend can: the settle is then landed when the scope's settles are waited for."""
-    sent = settle_of(a)
-    if sent is None:
-        return None
-    backend = scope.governor.backend
-    rides = backend.rides
-    if last and rides is not None:
-        rider = rides.ride_finish(sent, *used)
-        if rider is not None:
-            _ride(scope, backend, rides, rider, sent, used)
-            return None
-
-    async def settle() -> None:
-        await backend.finish(sent, *used)
-        if sent.limits:
-            _count(scope, used)
-
-    task = backend.settles.start(settle)
-    if task is None:
-        return settle
-    scope.pending.add(task)
-    return None
-
-
-def _ride(
-    scope: Scope,
-    backend: UsageBackend,
-    rides: Rides,
-    rider: Any,
-    sent: Admission,
-    used: tuple[int, int],
-) -> None:
-    """The settle of a ``FINISH`` riding the call's next write, deferred (:meth:`.Settles.defer`)."""
-
-    async def settle() -> None:
-        await rides.landed(rider)
-        if sent.limits:
-            _count(scope, used)
-
-    def now() -> None:  # its reply is in: no await
-        rider.result()  # its error raised, as landing it would
-        if sent.limits:
-            _count(scope, used)
-
-    later = backend.settles.defer(settle, rider.done, now)
-    scope.pending.add_later(backend.settles, later)
+    rid = f"{_RIDS.prefix}{next(_RIDS.count):x}"
+    return Admission(scope.limits, rid, tokens, nanos, terms.key, terms.rates, scope.tenant)
 
 
 async def settled() -> None:

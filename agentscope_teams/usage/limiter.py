@@ -102,14 +102,17 @@ def ends_lease(a: Admission) -> bool:
 
 def settle_of(a: Admission) -> Admission | None:
     """What the settle (or release) of ``a`` sends: ``a`` without its limiter when it has no lease
-    to end, None when there is nothing to settle (no budget, no lease: a requests/min turn only)."""
-    leased = ends_lease(a)
-    if not a.limits and not leased:
-        return None
-    if leased or a.key is None:
+    to end (:func:`ends_lease`), None when there is nothing to settle (no budget, no lease: a
+    requests/min turn only)."""
+    if a.key is None:
+        return a if a.limits else None
+    rates = a.rates
+    if rates.concurrent or rates.tpm:  # a lease to end (ends_lease, in line: every call asks)
         return a
+    if not a.limits:
+        return None
     # built, not dataclasses.replace(a, key=None): a fifth of the cost, on every such call
-    return Admission(a.limits, a.rid, a.tokens, a.nanos, None, a.rates, a.tenant)
+    return Admission(a.limits, a.rid, a.tokens, a.nanos, None, rates, a.tenant)
 
 
 def _waited_too_long(

@@ -21,7 +21,7 @@ taken and what it moved the clocks by (so an admission never sent can give its t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 Doc = dict[str, Any]
 
@@ -236,11 +236,11 @@ def hold_off(doc: Doc | None, now: float, wait_ms: float) -> Doc:
 NO_RATES = Rates()
 
 
-@dataclass(frozen=True, init=False)
-class Admission:
+class Admission(NamedTuple):
     """What one model call asks of the store before it is sent: a reservation of ``tokens`` and
     ``nanos`` (id ``rid``, also the id of its rate-limit lease) on each budget of ``limits``, and a
-    turn of the limiter ``key`` (None: no rate limit) as ``tenant``."""
+    turn of the limiter ``key`` (None: no rate limit) as ``tenant``. Immutable (a tuple: one or
+    two are made for every model call)."""
 
     limits: tuple[Limit, ...]
     rid: str
@@ -249,20 +249,6 @@ class Admission:
     key: str | None = None
     rates: Rates = NO_RATES
     tenant: str = "-"
-
-    def __init__(
-        self,
-        limits: tuple[Limit, ...],
-        rid: str,
-        tokens: int,
-        nanos: int,
-        key: str | None = None,
-        rates: Rates = NO_RATES,
-        tenant: str = "-",
-    ) -> None:
-        d = self.__dict__  # frozen: made for every model call, so not through object.__setattr__
-        d["limits"], d["rid"], d["tokens"], d["nanos"] = limits, rid, tokens, nanos
-        d["key"], d["rates"], d["tenant"] = key, rates, tenant
 
     @property
     def names(self) -> list[str]:

@@ -15,7 +15,7 @@ goes on at once: its tool step, its session save. Each such settle is owned twic
 
 On Redis (one server) the settle of a call's last model call, whose answer ends the loop, is not
 a task: its ``FINISH`` rides the call's last session save (:class:`Later`, a rider of
-:mod:`agentscope_teams.store._redis_riders`, queued by :func:`~.governor._settle_soon`); it is
+:mod:`agentscope_teams.store._redis_riders`, queued by :meth:`~.governor.ModelCall._settle_soon`); it is
 landed (in line when the save brought its reply back, else sent alone as a task) when the scope or
 the store's settles are waited for, whichever comes first.
 
@@ -26,6 +26,7 @@ no task to hand a settle to, and it runs in line, as it did before.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextvars
 import logging
@@ -72,19 +73,16 @@ class Settles:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def defer(
-        self,
-        settle: Callable[[], Awaitable[None]],
-        ready: Callable[[], bool],
-        now: Callable[[], None] | None = None,
-    ) -> Later:
-        """Hold ``settle()`` (whose store operation rides a later round trip) until it is
-        landed (:meth:`land`); ``ready()``: its reply is in (then it lands in line: by ``now()``,
-        which does what ``settle()`` does without an await, if given: :meth:`land_now`)."""
-        later = Later(asyncio.get_running_loop(), settle, ready, now)
+    def defer(self, later: Later, pending: Pending) -> None:
+        """Hold ``later`` (a settle whose store operation rides a later round trip) until it is
+        landed (:meth:`land`), here and in ``pending`` (the scope's settles)."""
+        later.loop, later.settles = asyncio.get_running_loop(), self
         self._later.add(later)
         self.started += 1
-        return later
+        if pending._later:
+            pending._later.append(later)
+        else:
+            pending._later = [later]
 
     async def land(self, later: Later) -> Task | None:
         """Run the deferred settle: in line when its reply is in (None), else as a task (the
@@ -99,14 +97,14 @@ class Settles:
         return later.task
 
     def land_now(self, later: Later) -> bool:
-        """:meth:`land` without an await when ``later``'s reply is in and it has a ``now`` (True:
-        landed, a failure logged and counted as :meth:`run` does); False: :meth:`land` it."""
-        now = later.now
-        if now is None or later not in self._later or not later.ready():
+        """:meth:`land` without an await when ``later``'s reply is in (True: landed by
+        :meth:`Later.now`, a failure logged and counted as :meth:`run` does); False: :meth:`land`
+        it."""
+        if later not in self._later or not later.ready():
             return False
         self._later.discard(later)
         try:
-            now()
+            later.now()
         except Exception as exc:  # the call is done: its caller must not see the store's error
             self._failed(exc)
         return True
@@ -136,57 +134,65 @@ class Settles:
         await _wait([t for t in self._tasks if t.get_loop() is loop])
 
 
-class Later:
-    """A settle deferred until landed (:meth:`Settles.defer`)."""
+class Later(abc.ABC):
+    """A settle deferred until landed (:meth:`Settles.defer`): its owner says when its reply is in
+    (:meth:`ready`) and lands it with an await (:meth:`settle`: the riding operation sent alone if
+    no round trip took it) or, its reply in, without one (:meth:`now`)."""
 
-    __slots__ = ("loop", "now", "ready", "settle", "task")
+    # No __slots__: ``task`` is set only when it is landed as a task.
+    #: The event loop and the :class:`Settles` it was deferred on (set by :meth:`Settles.defer`).
+    loop: asyncio.AbstractEventLoop
+    settles: Settles
+    #: The task it runs in once landed as one.
+    task: Task | None = None
 
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        settle: Callable[[], Awaitable[None]],
-        ready: Callable[[], bool],
-        now: Callable[[], None] | None = None,
-    ) -> None:
-        self.loop, self.settle, self.ready, self.now = loop, settle, ready, now
-        self.task: Task | None = None
+    @abc.abstractmethod
+    def ready(self) -> bool:
+        """Whether the reply of its riding operation is in."""
+
+    @abc.abstractmethod
+    async def settle(self) -> None:
+        """Land it: wait for its reply (sent alone if no round trip took it)."""
+
+    @abc.abstractmethod
+    def now(self) -> None:
+        """What :meth:`settle` does, without an await: its reply is in (:meth:`ready`)."""
 
 
 class Pending:
     """The settles one scope (a bound governor: one ``HarnessAgent.call``) started and has not
     waited for."""
 
-    __slots__ = ("_later", "_tasks")
-
-    def __init__(self) -> None:
-        self._tasks: list[Task] = []
-        self._later: list[tuple[Settles, Later]] = []
+    # No __slots__ and no __init__: one is made per bound block, most hold one settle or none.
+    _tasks: list[Task] | tuple[()] = ()
+    #: Deferred settles (:meth:`Settles.defer`), landed by :meth:`wait`.
+    _later: list[Later] | tuple[()] = ()
 
     def add(self, task: Task) -> None:
-        self._tasks = [t for t in self._tasks if not t.done()]
-        self._tasks.append(task)
-
-    def add_later(self, settles: Settles, later: Later) -> None:
-        """A deferred settle (:meth:`Settles.defer`): landed by :meth:`wait`."""
-        self._later.append((settles, later))
+        self._tasks = [*[t for t in self._tasks if not t.done()], task]
 
     async def wait(self) -> bool:
         """Land the deferred settles and wait for them all; True if any was still running.
         Cancelling the wait leaves them running (and still pending here)."""
-        later, self._later = self._later, []
-        for settles, one in later:  # landed in order (their tasks started here)
+        later = self._later
+        if not later and not self._tasks:
+            return False
+        self._later = ()
+        for one in later:  # landed in order (their tasks started here)
+            settles = one.settles
             if not settles.land_now(one):
                 task = await settles.land(one)
                 if task is not None:
-                    self._tasks.append(task)
-        landed = bool(later)
-        tasks, self._tasks = [t for t in self._tasks if not t.done()], []
+                    self._tasks = [*self._tasks, task]
+        if not self._tasks:
+            return bool(later)
+        tasks, self._tasks = [t for t in self._tasks if not t.done()], ()
         if not tasks:
-            return landed
+            return bool(later)
         try:
             await _wait(tasks)
         except BaseException:
-            self._tasks += tasks
+            self._tasks = [*self._tasks, *tasks]
             raise
         return True
 
