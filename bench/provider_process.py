@@ -31,7 +31,10 @@ class ProviderProcess:
         line = self._proc.stdout.readline().strip()
         if not line.startswith("http://"):
             self._proc.kill()
-            raise RuntimeError(f"the provider process did not start (it printed {line!r})")
+            raise RuntimeError(
+                f"`python -m bench.provider_process` did not print its URL (it printed {line!r}): "
+                "run it by hand from the repository's root to see why"
+            )
         self.base_url = line
         return self
 

@@ -48,8 +48,8 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
 from ._redis_client import _TimerSend
-from ._redis_pack import UTF8
 from ._redis_pack import pack as _pack
+from ._redis_pack import utf8_strict
 from ._redis_wire import _AsyncHiredisParser, exchange, ready, wire_fits
 
 _DIRTY = (ConnectionError, TimeoutError, OSError)
@@ -146,8 +146,7 @@ def _packed(conn: Any, sent: Any, count: int | None) -> list[bytes]:
     if count is None:
         return _pack(conn, sent)
     packed: list[bytes] = []
-    encoder = conn.encoder  # a packed command is sent as it is on a UTF-8 (strict) connection
-    if encoder.encoding not in UTF8 or encoder.encoding_errors != "strict":
+    if not utf8_strict(conn):  # a packed command is sent as it is only on a UTF-8 connection
         for command in sent:
             packed += _pack(conn, command)
         return packed

@@ -40,7 +40,7 @@ if HIREDIS_AVAILABLE:  # the redis extra installs hiredis
 _PLAIN = frozenset({bytes, str, int, float})
 #: The names of UTF-8 an encoder may have (with ``encoding_errors`` "strict": hiredis's, a
 #: template's packing).
-UTF8 = frozenset({"utf-8", "utf8", "UTF-8", "UTF8"})
+_UTF8 = frozenset({"utf-8", "utf8", "UTF-8", "UTF8"})
 _SCRIPT_CALLS = frozenset({"EVALSHA", "FCALL"})
 #: A script call whose packed arguments are longer than this is not kept (a session's document).
 KEEP_BYTES = 2048
@@ -58,10 +58,9 @@ def pack(conn: Any, args: tuple[Any, ...]) -> list[bytes]:
     name = args[0]
     if pack_command is None or type(name) is not str or " " in name:
         return conn.pack_command(*args)  # type: ignore[no-any-return]
-    encoder = conn.encoder
-    encoding, errors = encoder.encoding, encoder.encoding_errors
-    if encoding not in UTF8 or errors != "strict":
-        return _pack_encoded(conn, args, encoding, errors)
+    if not utf8_strict(conn):
+        encoder = conn.encoder
+        return _pack_encoded(conn, args, encoder.encoding, encoder.encoding_errors)
     if type(args) is not tuple:
         args = tuple(args)
     if name in _SCRIPT_CALLS and len(args) > 1 and type(args[1]) is str:
@@ -73,6 +72,13 @@ def pack(conn: Any, args: tuple[Any, ...]) -> list[bytes]:
     if _PLAIN.issuperset(map(type, args)):
         return [pack_command(args)]
     return conn.pack_command(*args)  # type: ignore[no-any-return]
+
+
+def utf8_strict(conn: Any) -> bool:
+    """Whether ``conn`` encodes as UTF-8, strict: then hiredis packs its commands and a
+    :class:`Template`'s bytes are what redis-py would send."""
+    encoder = conn.encoder
+    return encoder.encoding in _UTF8 and encoder.encoding_errors == "strict"
 
 
 def _again(args: tuple[Any, ...], kept: tuple[tuple[Any, ...], list[bytes]]) -> bytes | None:
@@ -162,7 +168,7 @@ class Template:
     ``ADMIT`` of the same budgets, limits and limiter) fills in only its own values
     (:meth:`fill`) instead of packing, or comparing, every argument (issue 27). Byte for byte
     redis-py's packing of the same command on a connection of UTF-8 (strict) encoding
-    (:data:`UTF8`; on another the command is packed as any other)."""
+    (:func:`utf8_strict`; on another the command is packed as any other)."""
 
     __slots__ = ("args", "format", "keys", "script", "slots")
 

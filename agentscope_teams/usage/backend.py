@@ -218,10 +218,9 @@ class RedisUsage:
         """The ``ADMIT`` of ``a`` queued for this context's next write (None: not queued): packed
         from its shape's template, filled with its id and amounts."""
         shape = self._shape(a)
-        if shape.admit is not None:
-            rider = self.store.ride_packed(shape.admit, (a.rid, a.tokens, a.nanos))
-            if rider is not None:
-                return rider
+        rider = self._ride_packed(shape.admit, (a.rid, a.tokens, a.nanos))
+        if rider is not None:
+            return rider
         return self.store.ride(self._admit, shape.keys, self._args(a))
 
     async def admitted(self, a: Admission, rider: Any) -> Admitted:
@@ -235,11 +234,15 @@ class RedisUsage:
         """The ``FINISH`` of ``a`` queued for this context's next write (None: not queued), as
         :meth:`ride_admit`."""
         shape = self._shape(a)
-        if shape.finish is not None:
-            rider = self.store.ride_packed(shape.finish, (a.rid, tokens, nanos, a.tokens))
-            if rider is not None:
-                return rider
+        rider = self._ride_packed(shape.finish, (a.rid, tokens, nanos, a.tokens))
+        if rider is not None:
+            return rider
         return self.store.ride(self._finish, shape.keys, self._end_args(a, tokens, nanos, 0))
+
+    def _ride_packed(self, template: Any, values: tuple[Any, ...]) -> Any:
+        """A rider of ``template`` (a shape's, None: not packed ahead) filled with ``values``
+        (None: not queued that way: the caller rides the command as any other)."""
+        return None if template is None else self.store.ride_packed(template, values)
 
     async def landed(self, rider: Any) -> None:
         await self.store.land(rider)

@@ -216,18 +216,19 @@ class Early:
             and e.tokens >= tokens
             and e.nanos >= nanos
             and ((scope is self.scope and terms is self.terms) or self._same(scope, terms))
+            and (not terms.timed or self._recent())
         ):
-            if not terms.timed:
-                Counts.taken += 1
-                return e
-            # its timed turn at most TURN_AHEAD old: counted from when the ADMIT was sent (a
-            # riding one: when its round trip took it; the server runs it after)
-            sent = rider.sent if rider is not None and rider.sent is not None else self.sent
-            if time.monotonic() - sent <= TURN_AHEAD:
-                Counts.taken += 1
-                return e
+            Counts.taken += 1
+            return e
         await self._release(land_first=True)
         return None
+
+    def _recent(self) -> bool:
+        """Whether its timed turn was taken at most :data:`TURN_AHEAD` ago: counted from when the
+        ``ADMIT`` was sent (a riding one: when its round trip took it; the server runs it after)."""
+        rider = self.rider
+        sent = rider.sent if rider is not None and rider.sent is not None else self.sent
+        return time.monotonic() - sent <= TURN_AHEAD
 
     async def _landed(self) -> Admitted | BaseException:
         """The ``ADMIT``'s answer or error, once it landed (a riding one no round trip took is

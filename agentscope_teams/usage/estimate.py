@@ -39,18 +39,23 @@ def tokens(chars: int) -> int:
 def message_chars(msg: Msg) -> int:
     """The characters a message's content adds to a request: the length of its JSON (plain ASCII
     text: its JSON string, as pydantic writes it, without a call into pydantic)."""
-    content = msg.content
+    chars = _ascii_text_chars(msg.content)
+    return chars if chars is not None else len(msg.model_dump_json(include={"content"}))
+
+
+def _ascii_text_chars(content: object) -> int | None:
+    """The JSON length of a message content that is plain ASCII text (None: other content)."""
     if content.__class__ is str and content.isascii():
         return len(encode_basestring(content)) + _CONTENT_JSON
-    return len(msg.model_dump_json(include={"content"}))
+    return None
 
 
 def _kept_message_chars(msg: Msg) -> int:
     """:func:`message_chars`, kept per message object (:data:`MESSAGES_KEPT`) unless short text."""
     content = msg.content
     size = len(content)
-    if size <= SHORT_TEXT and content.__class__ is str and content.isascii():
-        return len(encode_basestring(content)) + _CONTENT_JSON
+    if size <= SHORT_TEXT and (short := _ascii_text_chars(content)) is not None:
+        return short
     found = _MESSAGE_CHARS.get(id(msg))
     if found is not None and found[0]() is msg and found[1] == size:
         return found[2]

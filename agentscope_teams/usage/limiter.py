@@ -106,13 +106,12 @@ def settle_of(a: Admission) -> Admission | None:
     requests/min turn only)."""
     if a.key is None:
         return a if a.limits else None
-    rates = a.rates
-    if rates.concurrent or rates.tpm:  # a lease to end (ends_lease, in line: every call asks)
+    if ends_lease(a):
         return a
     if not a.limits:
         return None
-    # built, not dataclasses.replace(a, key=None): a fifth of the cost, on every such call
-    return Admission(a.limits, a.rid, a.tokens, a.nanos, None, rates, a.tenant)
+    # built, not a._replace(key=None): a fraction of the cost, on every such call
+    return Admission(a.limits, a.rid, a.tokens, a.nanos, None, a.rates, a.tenant)
 
 
 def _waited_too_long(

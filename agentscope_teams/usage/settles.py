@@ -79,10 +79,7 @@ class Settles:
         later.loop, later.settles = asyncio.get_running_loop(), self
         self._later.add(later)
         self.started += 1
-        if pending._later:
-            pending._later.append(later)
-        else:
-            pending._later = [later]
+        pending.add_later(later)
 
     async def land(self, later: Later) -> Task | None:
         """Run the deferred settle: in line when its reply is in (None), else as a task (the
@@ -170,6 +167,10 @@ class Pending:
 
     def add(self, task: Task) -> None:
         self._tasks = [*[t for t in self._tasks if not t.done()], task]
+
+    def add_later(self, later: Later) -> None:
+        """A deferred settle (:meth:`Settles.defer`): landed by :meth:`wait`."""
+        self._later = [*self._later, later]
 
     async def wait(self) -> bool:
         """Land the deferred settles and wait for them all; True if any was still running.
