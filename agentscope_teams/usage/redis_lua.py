@@ -99,7 +99,7 @@ for i = 1, nb do
   local v = redis.call('HMGET', key, 'ut', 'un', 'rt', 'rn', 's:')
   local d = {ut = tonumber(v[1]) or 0, un = tonumber(v[2]) or 0, rt = tonumber(v[3]) or 0,
     rn = tonumber(v[4]) or 0}
-  if v[5] then d.at = tonumber(string.match(v[5], '%S+ %S+ (%S+)')) end
+  if v[5] then d.at = tonumber(string.sub(v[5], 5)) end
   if (d.at and d.at <= now) or (not d.at and (v[1] or v[3])) then scan_budget(key, d) end
   held[i] = d
   local max_t, max_n = tonumber(ARGV[12 + 2 * i - 1]), tonumber(ARGV[12 + 2 * i])

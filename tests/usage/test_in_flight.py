@@ -162,7 +162,7 @@ async def test_a_stale_tenant_leaves_the_fair_share_as_soon_as_before(
             await client.aclose()
     assert [moved for moved, _, _ in turns] == [200.0] * (len(turns) - 1) + [100.0]
     assert [read for _, _, read in turns] == [False] * (len(turns) - 1) + [True]
-    assert len(turns) >= 3 and not a_kept
+    assert len(turns) >= 2 and not a_kept
 
 
 async def test_a_hash_written_before_the_counts_is_read_whole_once(
