@@ -21,8 +21,9 @@ counts and times written again) only when something in it may have ended: ``s:``
 or with a requests limit ``so`` is older than the tenants' window. Those are the earliest expiry and
 the oldest ``seen`` there can be, so nothing expired or stale is ever counted: every decision is the
 one a read of the whole hash would make. Under a steady load a budget is read whole about once per
-:data:`.rules.RESERVATION_TTL_MS`, a limiter with a requests limit about once per window (1 s or
-more). A hash without these fields (written before them) is read whole at its first ``ADMIT``. To
+:data:`.rules.RESERVATION_TTL_MS`, a limiter with a requests limit and two or more tenants about
+once per tenant window (1 s or more; more often when a tenant's turns come about a window apart).
+A hash without these fields (written before them) is read whole at its first ``ADMIT``. To
 scripts from before them ``s:`` reads as a reservation of nothing (reaped once due) and the others as
 unknown fields, which they skip: processes of both versions can share the hashes during an upgrade
 (tenants an older process adds or forgets are counted again at the next whole read).
