@@ -270,11 +270,12 @@ class RedisUsage:
         await self.store.run_script(self._hold, [self._limiter(key)], [wait_ms])
 
     async def read(self, name: str) -> rules.Doc | None:
-        raw = await self.store.call(lambda c: c.hgetall(self._budget(name)))
-        if not raw:
+        """The totals of budget ``name`` (None: never written); its reservations are not read."""
+        fields = ("ut", "un", "rt", "rn")
+        raw = await self.store.call(lambda c: c.hmget(self._budget(name), fields))
+        if all(v is None for v in raw):
             return None
-        fields = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
-        return {f: int(fields.get(f, 0)) for f in ("ut", "un", "rt", "rn")}
+        return {f: int(v or 0) for f, v in zip(fields, raw, strict=True)}
 
 
 def _admitted(a: Admission, reply: Any) -> Admitted:

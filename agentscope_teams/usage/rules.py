@@ -16,6 +16,14 @@ requests (``tat``) and tokens (``ttat``), one per active tenant (``ten``: tenant
 the leases of calls in flight (``lease``: id -> expiry) for the concurrency limit, ``hold``:
 no turn before this time (a provider answered 429 with ``Retry-After``), and ``last``: the last turn
 taken and what it moved the clocks by (so an admission never sent can give its turn back).
+
+**What has ended counts for nothing.** A reservation or lease past its expiry (its process died:
+:data:`RESERVATION_TTL_MS`) and, with a requests limit, a tenant not seen within its window are
+dropped before every decision (:func:`reserve`, :func:`acquire`). These functions, the document
+backends and PostgreSQL read a document whole anyway and drop them on every call; the Redis scripts,
+whose cost must not grow with the calls in flight, keep per hash the earliest expiry and the oldest
+``seen`` there can be and the counts of tenants and leases, and read a hash whole (dropping what
+ended) only when something in it may have ended: the same decisions (:mod:`.redis_lua`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The Lua scripts of a Redis store decide as :mod:`agentscope_teams.usage.rules` does (run here on
 the memory store): two budgets (the second refusing in dollars), a concurrency cap, a token bucket,
-a settle that corrects reservations to use, a tenant name with a space in it, and turns given back
-(undone while the last one taken, kept after another)."""
+a settle that corrects reservations to use, a tenant name with a space in it, turns given back
+(undone while the last one taken, kept after another), and concurrent slots freed by a settle and a
+give-back while tenants join on a turn and on a wait (the scripts count leases and tenants instead
+of reading every one)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ async def _story(store: BaseStore, tag: str) -> list[Any]:
         a = Admission(bucket, uuid.uuid4().hex, 100, 0, f"p|{tag}|t", Rates(tpm=60), "t")
         seen.append((await be.admit(a)).wait_ms > 0)
     seen += await _given_back(store, tag)
+    seen += await _slots(store, tag)
     return seen
 
 
@@ -63,6 +66,23 @@ async def _given_back(store: BaseStore, tag: str) -> list[bool]:
     return waits
 
 
+async def _slots(store: BaseStore, tag: str) -> list[bool]:
+    """Whether each call of a limiter of two concurrent slots waits, each a tenant of its own but
+    the second (a and b hold the slots; c waits, joining the tenants, and gets the slot a's settle
+    frees; b's turn is given back, d gets its slot; e waits)."""
+    be, waits = usage_backend(store), []
+    rates = Rates(rpm=1e6, concurrent=2, burst=1000)
+    calls = {t: Admission((), f"{tag}-{t}", 1, 0, f"p|{tag}|c", rates, t) for t in "abcde"}
+    calls["b"] = calls["b"]._replace(tenant="a")
+    for t, ends in (("a", None), ("b", None), ("c", "a"), ("c", "b"), ("d", None), ("e", None)):
+        waits.append((await be.admit(calls[t])).wait_ms > 0)
+        if ends == "a":
+            await be.finish(calls["a"], 1, 0)
+        elif ends == "b":
+            await be.give_back(calls["b"])
+    return waits
+
+
 @pytest.mark.parametrize("store_spec", ["redis"], indirect=True)
 async def test_the_redis_scripts_decide_as_the_rules(
     store: BaseStore, store_spec: StoreSpec
@@ -72,5 +92,6 @@ async def test_the_redis_scripts_decide_as_the_rules(
     assert on_redis == await _story(InMemoryStore(), tag)
     assert on_redis[3] == {"ut": 600, "un": 550, "rt": 0, "rn": 0}
     assert on_redis[5].refusal.name == f"team:{tag}-b"
-    assert on_redis[2][0] and on_redis[-6:-4] == [False, True]
-    assert on_redis[-4:] == [False, False, False, True]
+    assert on_redis[2][0] and on_redis[-12:-10] == [False, True]
+    assert on_redis[-10:-6] == [False, False, False, True]
+    assert on_redis[-6:] == [False, False, True, False, False, True]
