@@ -139,7 +139,7 @@ def failure(exc: BaseException, debug: bool, command: str | None = None) -> int:
 
     A missing optional module (``ModuleNotFoundError``) is told with the extra that installs it
     (:mod:`.extras`); ``command`` names the command in that line."""
-    leaves = _leaves(exc)
+    leaves = error_leaves(exc)
     if any(_stdout_closed(leaf) for leaf in leaves):
         return stdout_closed()
     if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
@@ -176,10 +176,10 @@ def print_error(text: Text) -> None:
     SafeConsole(stderr=True, soft_wrap=True, highlight=False).print(text)
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
+def error_leaves(exc: BaseException) -> list[BaseException]:
     """The exceptions inside (nested) exception groups, in order; ``exc`` itself if not a group."""
     if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)] or [exc]
+        return [leaf for inner in exc.exceptions for leaf in error_leaves(inner)] or [exc]
     return [exc]
 
 

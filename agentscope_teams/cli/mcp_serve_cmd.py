@@ -3,7 +3,9 @@
 The tool is named ``lead`` (``--name``); see :mod:`agentscope_teams.mcp_server` and ``docs/mcp.md``.
 Over stdio every call runs as ``--user`` / ``--org``; over HTTP (streamable, at ``/mcp``) only
 the bearer tokens of ``--tokens FILE`` get in, each as the (org, user) the file maps it to. Over
-stdio, stdout carries the protocol: nothing else is printed there.
+stdio, stdout carries the protocol: nothing else is printed there. ``--max-tokens`` /
+``--max-budget-usd`` cap each caller's session (a call on a spent one is a tool error naming the
+budget) and ``--rate-limit`` is the model's limit shared by every caller (:mod:`.usage_option`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .common import (
 from .run_cmd import LEAD_PROMPT, _model
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust
+from .usage_option import CALLER_NOTE, CALLER_SCOPE, add_usage_options, usage_options
 
 EXAMPLES = (
     "agentscope-teams mcp-serve --specs specs/ --model openai:gpt-4o-mini --user alice",
@@ -65,6 +68,7 @@ def register(subparsers: SubParsers) -> None:
     add_trust_option(parser)
     add_identity_options(parser)
     add_sandbox_option(parser)
+    add_usage_options(parser, CALLER_SCOPE, CALLER_NOTE)
     parser.set_defaults(handler=handle)
 
 
@@ -76,6 +80,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.transport == "http" and args.tokens is None:
         raise CommandError("--transport http needs --tokens FILE (bearer token -> user, org)")
     tokens = TokenTable.from_file(args.tokens) if args.tokens is not None else None
+    usage = usage_options(args)  # and the model string without its ?rate-limit query
     model = _model(args.model, specs)
     trust = project_trust(args, specs)
     sandbox = sandbox_option(args)
@@ -91,6 +96,7 @@ def handle(args: argparse.Namespace) -> int:
             store=store,
             trust_project=trust,
             sandbox=sandbox,
+            usage=usage.governor(store, "session"),
         ) as lead:
             server = McpAgentServer(
                 [AgentTool(lead)], operator=Identity(args.user, args.org), tokens=tokens

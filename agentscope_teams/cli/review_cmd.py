@@ -11,6 +11,9 @@ the diff through the git MCP server (:mod:`.review_changes`).
 ``--resume`` continues an interrupted review from the store (:mod:`.review_resume`).
 ``--trust-project`` trusts the project of ``--specs`` (and remembers it), so the ``--workers``
 processes enable its own MCP servers (:mod:`.trust_cmd`).
+``--max-tokens`` / ``--max-budget-usd`` are the whole review's budget and ``--rate-limit`` the
+model's shared limit (:mod:`.usage_option`); a spent budget stops the review with what was found
+so far (:mod:`.review_budget`).
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ from .common import (
     store_url,
 )
 from .exits import OutputConsole
+from .review_budget import stopped_error
 from .review_changes import changed_since
-from .review_resume import check_resumable, find_interrupted
+from .review_resume import ReviewRecord, check_resumable, find_interrupted
 from .review_run import ReviewConfig, run_review
 from .review_view import JsonView, LiveView, ReviewView
 from .trust_cmd import add_trust_option, project_trust
+from .usage_option import UsageOptions, add_usage_options, usage_options
 from .usage_view import usage_json, usage_lines
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "review"
@@ -62,6 +67,17 @@ EXAMPLES = (
     "agentscope-teams review src/ --model openai:gpt-4o --store sqlite:///./review.db",
     "agentscope-teams review src/ --changed-since main",
     "agentscope-teams review --resume --store sqlite:///./review.db",
+    "agentscope-teams review src/ --workers 2 --store sqlite:///./review.db --max-tokens 200000 "
+    "--rate-limit 'rpm=60'",
+)
+#: What the review's budget covers (the help of --max-tokens and --max-budget-usd).
+BUDGET_SCOPE = "the whole review"
+BUDGET_NOTE = (
+    "The lead's calls and every member's, in this process and in the --workers processes, count "
+    "on one budget (the lead session's) that --resume continues; given again with --resume, a "
+    "budget replaces the one the review started with. When it is spent the review stops: the "
+    "report holds what was found so far, the output names the budget and by how much, and the "
+    "exit code is 1. The rate limit applies to the lead and to every member."
 )
 
 
@@ -74,12 +90,15 @@ def register(subparsers: SubParsers) -> None:
         "live progress (task board, messages) in the terminal. Without an API key "
         "(DASHSCOPE_API_KEY, OPENAI_API_KEY) or --model it uses the deterministic offline model "
         "(static analysis, no LLM). A directory without Python files is an error (exit code 1): "
-        "there is nothing to review.",
+        "there is nothing to review. A review stopped by its budget (--max-tokens, "
+        "--max-budget-usd) writes the report of what was found so far and exits 1 with an "
+        "'error:' line naming the budget; --resume with a larger budget continues it.",
         examples=EXAMPLES,
     )
     _add_what_options(parser)
     _add_run_options(parser)
     add_trust_option(parser)
+    add_usage_options(parser, BUDGET_SCOPE, BUDGET_NOTE)
     add_json_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -94,9 +113,9 @@ def _add_what_options(parser: argparse.ArgumentParser) -> None:
         metavar="SESSION",
         nargs="?",
         const=LATEST,
-        help="continue an interrupted review from the store (the latest unfinished one, or the "
-        "one whose lead session is SESSION); its directory, report path, model and specs are "
-        "those it started with unless given again",
+        help="continue an interrupted review (or one its budget stopped) from the store (the "
+        "latest unfinished one, or the one whose lead session is SESSION); its directory, report "
+        "path, model, specs, budget and rate limit are those it started with unless given again",
     )
     parser.add_argument(
         "--changed-since",
@@ -166,9 +185,24 @@ def _config(args: argparse.Namespace) -> ReviewConfig:
     return _build(args, path.resolve(), path.as_posix(), specs, args.output or Path("review.md"))
 
 
+def _usage(args: argparse.Namespace, record: ReviewRecord | None) -> UsageOptions:
+    """The budget and rate limit of the options (taking a ``?query`` off ``--model``); on
+    ``--resume``, those the review started with where none is given again."""
+    given = usage_options(args)
+    if record is None:
+        return given
+    return UsageOptions(given.budget or record.budget, given.rate_limit or record.rate_limit)
+
+
 def _build(
-    args: argparse.Namespace, path: Path, target: str, specs: Path, output: Path
+    args: argparse.Namespace,
+    path: Path,
+    target: str,
+    specs: Path,
+    output: Path,
+    record: ReviewRecord | None = None,
 ) -> ReviewConfig:
+    usage = _usage(args, record)
     if args.workers < 0:
         raise CommandError(f"--workers must be 0 or more, got {args.workers}")
     if not args.timeout > 0:
@@ -191,6 +225,7 @@ def _build(
         timeout=args.timeout,
         prompt=LEAD_PROMPT.read_text(encoding="utf-8"),
         changes=changes,
+        usage=usage,
     )
 
 
@@ -206,7 +241,8 @@ async def _resumed_config(args: argparse.Namespace) -> ReviewConfig:
     args.model = args.model or record.model
     args.changed_since = args.changed_since or record.changed_since
     specs = args.specs or Path(record.specs)
-    cfg = _build(args, Path(record.path), record.target, specs, args.output or Path(record.output))
+    output = args.output or Path(record.output)
+    cfg = _build(args, Path(record.path), record.target, specs, output, record)
     cfg.resume = found
     return cfg
 
@@ -234,6 +270,8 @@ def handle(args: argparse.Namespace) -> int:
         view.close()
     if not args.json:
         print("\n".join(usage_lines(meter)))
+    if summary.budget_stop is not None:  # the report is written: exit 1, the budget named
+        raise stopped_error(summary)
     return 0
 
 

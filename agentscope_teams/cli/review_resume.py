@@ -2,8 +2,9 @@
 
 Everything a review needs to go on is in the store: the lead's session (its conversation, with the
 team it created), the team's board and mailboxes, and the members' sessions. A review records how
-it was started (:class:`ReviewRecord`: the directory, the report's path, the model, the specs) in
-its lead session's config, under ``metadata["review"]``, when it starts.
+it was started (:class:`ReviewRecord`: the directory, the report's path, the model, the specs, the
+budget and rate limit) in its lead session's config, under ``metadata["review"]``, when it starts;
+a resume that gives some of them again records those (:func:`update_review`).
 
 ``--resume`` takes the most recently updated review whose team is not done (or ``--resume
 SESSION`` for one by its lead session id) and calls the lead again on that session: calls cut short
@@ -29,6 +30,7 @@ from ..state import AgentState
 from ..store.base import BaseStore
 from ..teams import LocalTeamClient, TeamStatus
 from ..teams.lead.state import TeamLeadState
+from ..usage import Budget, RateLimit
 from .common import CommandError
 
 #: The lead agent's name: its sessions are where a review is recorded and found again.
@@ -52,16 +54,35 @@ class ReviewRecord(BaseModel):
     specs: str
     #: ``--changed-since REF`` of the review (None: the whole directory); a resume uses it again.
     changed_since: str | None = None
+    #: ``--max-tokens`` / ``--max-budget-usd`` and ``--rate-limit`` (None: none); a resume keeps
+    #: them unless given again.
+    budget: Budget | None = None
+    rate_limit: RateLimit | None = None
 
 
 async def record_review(store: BaseStore, session_id: str, record: ReviewRecord) -> None:
     """Create the lead's session with ``record`` in its config, before the lead's first call."""
-    config = SessionConfig(workspace=record.path, metadata={META_KEY: record.model_dump()})
+    config = SessionConfig(
+        workspace=record.path, metadata={META_KEY: record.model_dump(mode="json")}
+    )
     addr = SessionAddress(None, None, LEAD, session_id)
     state = AgentState(session_id=session_id)
     await SessionStorage(store).create_at(
         addr, config=config, state=state, source=SessionSource.USER
     )
+
+
+async def update_review(store: BaseStore, session_id: str, record: ReviewRecord) -> None:
+    """Replace the record of the review whose lead session is ``session_id`` (a resume that gave
+    options again), before the lead's call: the rest of the session stays as it is."""
+    addr = SessionAddress(None, None, LEAD, session_id)
+    storage = SessionStorage(store)
+    found = await storage.get_at(addr)
+    if found is None:
+        raise CommandError(f"the lead session {session_id!r} of the review is gone from the store")
+    metadata = {**found.config.metadata, META_KEY: record.model_dump(mode="json")}
+    config = found.config.model_copy(update={"metadata": metadata})
+    await storage.upsert_at(addr, config=config, expected_version=found.version)
 
 
 def _record_of(session: SessionRecord) -> ReviewRecord | None:

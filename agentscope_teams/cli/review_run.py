@@ -8,45 +8,50 @@ session (:mod:`.review_resume`); a resumed one (``cfg.resume``) calls the lead o
 
 The report (``--output``) is rendered from the findings data on the board (:func:`board_report`),
 not taken from the lead's text: every finding in it is one a member completed its task with.
+A spent budget stops the lead: the report holds what was found so far and says so
+(:mod:`.review_budget`); the team stays as an interrupted review's, for ``--resume``.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import anyio
-from anyio.abc import Process
 
 from ..agent import ReActConfig
 from ..agent.config import CompressionConfig
+from ..agent.failures import BudgetOverrun
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
-from ..errors import ConfigurationError
 from ..events import ReplyEndEvent, ToolResultEvent
 from ..message import new_id
 from ..model import ChatModel
 from ..review.engines import require_engines
 from ..review.report import Changes, board_findings, review_report
-from ..sessions import SessionStorage
 from ..store.base import BaseStore
-from ..store.capabilities import capabilities_of
 from ..teams import LocalTeamClient, Task, TaskStatus, TeamLeadExtension, TeamMessage, TeamStatus
 from ..teams.results import TeamCreated
 from ..tools import filesystem_tools, output_of
-from ..tracing.usage import METER
-from .common import STORE_ENV, CommandError, open_store
+from .common import CommandError, open_store
+from .review_budget import budget_stop_of, stop_line
 from .review_changes import LEAD_GIT_TOOLS, ChangedSince
-from .review_resume import LEAD, RESUME_INSTRUCTION, Interrupted, ReviewRecord, record_review
+from .review_resume import (
+    LEAD,
+    RESUME_INSTRUCTION,
+    Interrupted,
+    ReviewRecord,
+    record_review,
+    update_review,
+)
 from .review_stats import summarize
 from .review_view import ReviewSummary, ReviewView
+from .review_workers import check_shared, meter_worker_members, start_workers
+from .usage_option import UsageOptions
 
 POLL_SECONDS = 0.25
 LEAD_STEPS = 60
@@ -72,6 +77,8 @@ class ReviewConfig:
     prompt: str
     changes: ChangedSince | None = None
     resume: Interrupted | None = None
+    #: The review's budget (the lead session's, which every member draws on) and rate limit.
+    usage: UsageOptions = field(default_factory=UsageOptions)
 
     def record(self) -> ReviewRecord:
         return ReviewRecord(
@@ -81,6 +88,8 @@ class ReviewConfig:
             model=self.model_arg,
             specs=str(self.specs),
             changed_since=self.changes.ref if self.changes else None,
+            budget=self.usage.budget,
+            rate_limit=self.usage.rate_limit,
         )
 
     def instruction(self) -> str:
@@ -144,65 +153,6 @@ class Watcher:
             await anyio.sleep(POLL_SECONDS)
 
 
-async def _check_shared(store: BaseStore, workers: int) -> None:
-    if workers > 0 and not capabilities_of(store).shared_across_processes:
-        raise ConfigurationError(
-            f"--workers {workers} runs members in other processes, but {type(store).__name__} "
-            "is not shared across processes; use a file, sqlite, SQL or Redis store "
-            "(e.g. --store file:///tmp/review-store)"
-        )
-
-
-async def _start_workers(cfg: ReviewConfig, stack: AsyncExitStack) -> Path:
-    """``--workers N`` worker processes on the same store; their output goes to a log file.
-
-    They get the lead's model string: a registered name (``offline``) resolves there as here."""
-    model = cfg.model_arg
-    # The store URL goes through the environment, not argv: a password in it would show in `ps`.
-    env = {**os.environ, STORE_ENV: cfg.store_url}
-    cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker"]
-    cmd += ["--specs", str(cfg.specs), "--model", model, "--poll", str(POLL_SECONDS)]
-    cmd += ["--exit-with-parent"]  # a killed review leaves no worker behind
-    cmd += ["--sandbox", "none"]  # as the review's own members: no shell tools
-    log = Path(tempfile.gettempdir()) / f"agentscope-review-workers-{os.getpid()}.log"
-    out = stack.enter_context(log.open("ab"))
-    for _ in range(cfg.workers):
-        proc = await anyio.open_process(cmd, stdout=out, stderr=out, env=env)
-        stack.push_async_callback(_stop, proc)
-    return log
-
-
-async def _meter_worker_members(store: BaseStore, ctx: RuntimeContext, team_id: str) -> None:
-    """Add to the running usage meter the members that ran in worker processes: they metered
-    their usage there, and their sessions keep its totals (on a resumed review, both runs')."""
-    meter = METER.get()
-    if meter is None:
-        return
-    team = await LocalTeamClient(store, ctx).get_team(team_id)
-    storage = SessionStorage(store)
-    for member in team.members:
-        if member.name in meter.agents:  # it ran in this process: metered already
-            continue
-        record = await storage.get_session(
-            ctx.user_id, member.name, member.session_id, org_id=ctx.org_id
-        )
-        used = record.state.usage if record is not None else None
-        if used is not None and used.requests:
-            meter.add(member.name, used.input_tokens, used.output_tokens, used.requests)
-
-
-async def _stop(proc: Process) -> None:
-    with anyio.CancelScope(shield=True):
-        if proc.returncode is None:
-            proc.terminate()
-            with anyio.move_on_after(5):
-                await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await proc.aclose()
-
-
 def _config(cfg: ReviewConfig) -> ReActConfig:
     """The lead's loop settings (members inherit them, with their spec's steps).
 
@@ -229,6 +179,7 @@ def _lead(cfg: ReviewConfig, store: BaseStore, extension: TeamLeadExtension) -> 
         mcp_servers=cfg.changes.mcp_servers() if cfg.changes else None,
         mcp_tools=LEAD_GIT_TOOLS,
         lease_ttl=LEASE_TTL,
+        usage=cfg.usage.governor(store, "session"),  # the members inherit it, or read it
     )
 
 
@@ -251,7 +202,8 @@ async def _drive(
 
 
 async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
-    """Run the lead to its final answer, write the report, return the summary."""
+    """Run the lead to its final answer (or until the review's budget is spent), write the
+    report, return the summary."""
     if cfg.offline:  # its members run ruff and bandit: the review extra must be installed
         require_engines()
     started = time.monotonic()
@@ -259,9 +211,8 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
     ctx = RuntimeContext(session_id=resume.session_id if resume else new_id("review-"))
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(open_store(cfg.store_url))
-        await _check_shared(store, cfg.workers)
-        if resume is None:
-            await record_review(store, ctx.session_id, cfg.record())
+        await check_shared(store, cfg.workers)
+        await _record(cfg, store, ctx)
         view.start(cfg.target, cfg.model.model_name, cfg.offline)
         watcher = Watcher(LocalTeamClient(store, ctx), view)
         watcher.team_id = resume.team_id if resume else None
@@ -271,44 +222,94 @@ async def run_review(cfg: ReviewConfig, view: ReviewView) -> ReviewSummary:
         stack.push_async_callback(extension.aclose)
         lead = _lead(cfg, store, extension)
         stack.push_async_callback(lead.mcp.aclose)  # the git MCP server of --changed-since
-        log = await _start_workers(cfg, stack) if cfg.workers else None
-        try:
-            with anyio.fail_after(cfg.timeout):
-                if resume is not None and resume.answer is not None:
-                    report = resume.answer  # the lead had answered: only the report was lost
-                else:
-                    report = await _drive(lead, cfg.instruction(), ctx, view, watcher)
-        except TimeoutError:
-            raise CommandError(_timeout_message(cfg, watcher, log)) from None
+        log = await start_workers(cfg, stack, POLL_SECONDS) if cfg.workers else None
+        answer, stop = await _answer(cfg, lead, ctx, view, watcher, log)
         await watcher.poll()
-        if watcher.team_id is not None:  # members stop; workers no longer serve the team
-            await watcher.client.set_team_status(watcher.team_id, TeamStatus.COMPLETED)
+        if watcher.team_id is not None:
+            if stop is None:  # members stop; workers no longer serve the team
+                await watcher.client.set_team_status(watcher.team_id, TeamStatus.COMPLETED)
             if cfg.workers:
-                await _meter_worker_members(store, ctx, watcher.team_id)
+                await meter_worker_members(store, ctx, watcher.team_id)
     if log is not None:
         await anyio.Path(log).unlink(missing_ok=True)
-    if watcher.team_id is not None:
-        changes = None
-        if cfg.changes is not None:
-            lines = await anyio.to_thread.run_sync(cfg.changes.changed_lines)
-            changes = Changes(cfg.changes.ref, lines)
-        report = board_report(watcher.tasks, cfg.target, cfg.model.model_name, changes)
+    report = await _report(cfg, watcher, answer, stop)
     await anyio.Path(cfg.output).write_text(report if report.endswith("\n") else report + "\n")
     elapsed = time.monotonic() - started
-    return summarize(cfg, watcher.tasks, elapsed, team_id=watcher.team_id, session=ctx)
+    return summarize(
+        cfg, watcher.tasks, elapsed, team_id=watcher.team_id, session=ctx, budget_stop=stop
+    )
+
+
+async def _record(cfg: ReviewConfig, store: BaseStore, ctx: RuntimeContext) -> None:
+    """Record how the review runs in its lead session: a new one's record, or a resumed one's
+    with the options given again (a budget, a model, ...)."""
+    if cfg.resume is None:
+        await record_review(store, ctx.session_id, cfg.record())
+    elif cfg.record() != cfg.resume.record:
+        await update_review(store, ctx.session_id, cfg.record())
+
+
+async def _answer(
+    cfg: ReviewConfig,
+    lead: HarnessAgent,
+    ctx: RuntimeContext,
+    view: ReviewView,
+    watcher: Watcher,
+    log: Path | None,
+) -> tuple[str, BudgetOverrun | None]:
+    """The lead's answer (a resumed lead's earlier one, if it had answered), or the budget that
+    stopped it; a timeout is a CommandError."""
+    resume = cfg.resume
+    try:
+        with anyio.fail_after(cfg.timeout):
+            if resume is not None and resume.answer is not None:
+                return resume.answer, None  # the lead had answered: only the report was lost
+            return await _drive(lead, cfg.instruction(), ctx, view, watcher), None
+    except TimeoutError:
+        raise CommandError(_timeout_message(cfg, watcher, log)) from None
+    except Exception as exc:
+        stop = budget_stop_of(exc)
+        if stop is None:
+            raise
+        return "", stop
+
+
+async def _report(
+    cfg: ReviewConfig, watcher: Watcher, answer: str, stop: BudgetOverrun | None
+) -> str:
+    """review.md: from the board's findings data (a budget stop says so at its top); without a
+    team and without a stop, the lead's answer, which says why nothing was shared out."""
+    if watcher.team_id is None and stop is None:
+        return answer
+    changes = None
+    if cfg.changes is not None:
+        lines = await anyio.to_thread.run_sync(cfg.changes.changed_lines)
+        changes = Changes(cfg.changes.ref, lines)
+    stopped = stop_line(stop) if stop is not None else None
+    return board_report(watcher.tasks, cfg.target, cfg.model.model_name, changes, stopped)
 
 
 def board_report(
-    tasks: Sequence[Task], target: str, model_label: str, changes: Changes | None = None
+    tasks: Sequence[Task],
+    target: str,
+    model_label: str,
+    changes: Changes | None = None,
+    stopped: str | None = None,
 ) -> str:
     """review.md from the findings data of the review's ``tasks``: the members are the tasks'
     assignees (or owners), the files those the members say they reviewed. The text of a task
-    result is not read. (Without a team, nothing was shared out: the lead's answer, which says
-    why, is the report.)"""
+    result is not read. ``stopped`` says why the review stopped early (a spent budget). (Without
+    a team, nothing was shared out: the lead's answer, which says why, is the report.)"""
     members = list(dict.fromkeys(m for t in tasks if (m := t.assignee or t.owner)))
     board = board_findings(tasks, members)
     return review_report(
-        board, target, model_label, files=board.files, members=members, changes=changes
+        board,
+        target,
+        model_label,
+        files=board.files,
+        members=members,
+        changes=changes,
+        stopped=stopped,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..agent.failures import BudgetOverrun
 from ..context import RuntimeContext
 from ..review.report import board_findings
 from ..teams import Task, TaskStatus
@@ -23,6 +24,7 @@ def summarize(
     *,
     team_id: str | None,
     session: RuntimeContext,
+    budget_stop: BudgetOverrun | None = None,
 ) -> ReviewSummary:
     """The numbers of the run, from the findings data on the board: each problem counted once
     (as the report lists it), the files the members say they reviewed."""
@@ -44,4 +46,5 @@ def summarize(
         unfinished=unfinished,
         team_id=team_id,
         session_id=session.session_id,
+        budget_stop=budget_stop,
     )

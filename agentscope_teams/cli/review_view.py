@@ -18,10 +18,12 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from ..agent.failures import BudgetOverrun
 from ..events import AgentEvent, TextDeltaEvent, ToolCallEvent
 from ..review import Severity
 from ..teams import Task, TaskStatus, TeamMessage
 from .common import abbreviate, print_json_line
+from .review_budget import stop_line
 
 OFFLINE_NOTE = "offline model: deterministic static analysis, not an LLM"
 
@@ -42,6 +44,8 @@ class ReviewSummary:
     unfinished: list[str] = field(default_factory=list)
     team_id: str | None = None
     session_id: str = ""
+    #: The budget that stopped the review before it finished (None: none did).
+    budget_stop: BudgetOverrun | None = None
 
     @property
     def total(self) -> int:
@@ -49,14 +53,17 @@ class ReviewSummary:
 
     def lines(self) -> list[str]:
         by_sev = ", ".join(f"{self.counts.get(s.value, 0)} {s.value}" for s in Severity)
+        ended = "finished in" if self.budget_stop is None else "stopped after"
         lines = [
-            f"review of {self.target} finished in {self.seconds:.1f}s",
+            f"review of {self.target} {ended} {self.seconds:.1f}s",
             f"findings: {self.total} ({by_sev})",
             f"files reviewed: {self.files} in {self.tasks} tasks by {len(self.members)} members "
             f"({', '.join(self.members) or '-'})",
         ]
         if self.unfinished:
             lines.append(f"unfinished tasks: {', '.join(self.unfinished)}")
+        if self.budget_stop is not None:
+            lines.append(stop_line(self.budget_stop))
         lines.append(f"report written to {self.output}")
         return lines
 
@@ -148,8 +155,9 @@ class LiveView:
         self.live.stop()
         if not self.console.is_terminal:
             self.console.line()
+        first = "bold green" if summary.budget_stop is None else "bold yellow"
         for i, line in enumerate(summary.lines()):
-            self.print(Text(line, style="bold green" if i == 0 else ""))
+            self.print(Text(line, style=first if i == 0 else ""))
         if summary.offline:
             self.print(Text(OFFLINE_NOTE, style="yellow"))
 
@@ -185,8 +193,11 @@ class JsonView:
         print_json_line({"type": "team_message", **data})
 
     def finish(self, summary: ReviewSummary) -> None:
+        stop = summary.budget_stop.model_dump() if summary.budget_stop is not None else None
+        if stop is not None:
+            print_json_line({"type": "budget_stop", **stop})
         data = {"type": "review_end", **asdict(summary), "total": summary.total}
-        print_json_line(data)
+        print_json_line(data | {"budget_stop": stop})
 
     def close(self) -> None:
         return None

@@ -55,7 +55,7 @@ from .review_run import Watcher
 from .run_view import RunSummary, RunView
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
-from .usage_option import add_usage_options, split_model_option, usage_governor
+from .usage_option import add_usage_options, usage_options
 from .usage_view import usage_json, usage_lines
 
 #: Environment key -> the model ``run`` uses when ``--model`` is not given (first match wins);
@@ -124,8 +124,7 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    limit_args = argparse.Namespace(**vars(args))
-    split_model_option(args)  # the model string without its ?rate-limit query
+    usage = usage_options(args)  # and the model string without its ?rate-limit query
     specs = _specs(args)
     model = _model(args.model, specs)
     project = specs if specs is not None else Path.cwd()
@@ -163,7 +162,7 @@ def handle(args: argparse.Namespace) -> int:
                 lambda store: _run(
                     args,
                     ctx,
-                    lead(store=store, usage=usage_governor(limit_args, store, "session")),
+                    lead(store=store, usage=usage.governor(store, "session")),
                     view,
                     meter,
                 ),

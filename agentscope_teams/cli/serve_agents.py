@@ -6,7 +6,10 @@ tool over streamable HTTP at ``/mcp``. Both take the control plane's operator to
 ``serve`` prints, or ``serve --create-operator-token``) and the static tokens of their own token
 file; each call runs as the (org, user) of its token, never as anything the request says. Nothing
 is reachable without a known token unless the operator says so (``--a2a-anonymous``,
-``--mcp-anonymous``). See ``docs/a2a.md`` and ``docs/mcp.md``.
+``--mcp-anonymous``). See ``docs/a2a.md`` and ``docs/mcp.md``. ``--max-tokens`` /
+``--max-budget-usd`` cap what each caller's session spends (a spent one fails that caller's call
+with the budget named: an MCP tool error, a failed A2A task) and ``--rate-limit`` keeps every
+caller under the provider's limit (:mod:`.usage_option`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..store.base import BaseStore
 from .a2a_serve import a2a_app_of, add_a2a_options, add_bearer_options, mount_a2a
 from .common import CommandError, spec_directory
 from .sandbox_option import sandbox_option
+from .usage_option import CALLER_NOTE, CALLER_SCOPE, add_usage_options, usage_options
 
 MCP_PATH = "/mcp"
 T = TypeVar("T")
@@ -41,6 +45,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         help=f"also serve the lead agent as an MCP tool (streamable HTTP at {MCP_PATH})",
     )
     add_bearer_options(mcp, "mcp")
+    add_usage_options(parser, CALLER_SCOPE, CALLER_NOTE)
 
 
 def control_plane_verifier(
@@ -94,7 +99,13 @@ async def serve_with_agents(
     ``args.a2a_app`` is its A2A app and ``args.mcp_app`` its MCP app (else None), whose MCP
     sessions run meanwhile."""
     args.a2a_app = args.mcp_app = None
+    usage = usage_options(args)  # and the model string without its ?rate-limit query
     if not (getattr(args, "a2a", False) or getattr(args, "mcp", False)):
+        if usage.budget is not None or usage.rate_limit is not None:
+            raise CommandError(
+                "--max-tokens, --max-budget-usd and --rate-limit apply to the published lead "
+                "agent: add --a2a or --mcp (the control plane's own API runs no model)"
+            )
         return await serve(args, store)
     from ..compose import HarnessAgent
     from .run_cmd import LEAD_PROMPT, _model
@@ -109,6 +120,7 @@ async def serve_with_agents(
         specs=specs,
         store=store,
         sandbox=sandbox_option(args) if hasattr(args, "sandbox") else None,
+        usage=usage.governor(store, "session"),
     )
     async with lead, contextlib.AsyncExitStack() as stack:
         if args.a2a:

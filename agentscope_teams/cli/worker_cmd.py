@@ -59,7 +59,7 @@ from .heap import freeze_startup_heap
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
 from .trust_cmd import add_trust_option, project_trust, untrusted_note
-from .usage_option import add_usage_options, split_model_option, usage_governor
+from .usage_option import add_usage_options, usage_options
 
 ORPHAN_CHECK_SECONDS = 1.0
 
@@ -190,8 +190,7 @@ def handle(args: argparse.Namespace) -> int:
     note = untrusted_note(args.specs, specs.values(), trust)
     if mcp.servers and mcp_path is not None:
         require_mcp(mcp_path, "the members")
-    limit_args = argparse.Namespace(**vars(args))
-    split_model_option(args)  # the model string without its ?rate-limit query
+    usage = usage_options(args)  # and the model string without its ?rate-limit query
     config = WorkerConfig(
         specs=specs,
         model=_model(args.model, specs),
@@ -231,7 +230,7 @@ def handle(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                         flush=True,
                     )
-                governor = usage_governor(limit_args, store, "team")
+                governor = usage.governor(store, "team")
                 with governor.bind() if governor is not None else contextlib.nullcontext():
                     await worker.run()
                 tg.cancel_scope.cancel()  # the worker stopped: so does the metrics server

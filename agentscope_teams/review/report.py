@@ -110,11 +110,13 @@ def render_markdown(
     model_label: str,
     clean_files: Iterable[str] | None = None,
     changes: Changes | None = None,
+    notice: str | None = None,
 ) -> str:
     """review.md: title, target, model, counts by severity, then findings grouped by severity.
 
     A finding reported by several members appears once, crediting all of them. With ``changes``,
     the findings on changed lines come first in each group and the others say they are not.
+    A ``notice`` (Markdown) goes right under the title.
     """
     entries = merged(findings_by_member)
     if changes is not None:  # stable: severity order kept, changed lines first within it
@@ -123,6 +125,7 @@ def render_markdown(
 
     lines = [
         f"# Code review: {target}",
+        *(["", f"> {notice}"] if notice else []),
         "",
         f"- **Target:** `{target}`",
         f"- **Model:** {model_label}",
@@ -154,15 +157,15 @@ def render_markdown(
             if changes is not None and not changes.touch(f):
                 mark = f" — on a line unchanged since {changes.ref}"
             lines.append(_bullet(f, members) + mark)
+    return "\n".join(lines + _clean_section(clean_files)) + "\n"
+
+
+def _clean_section(clean_files: Iterable[str] | None) -> list[str]:
+    """The lines listing the files without findings (none when there are none)."""
     clean = sorted(set(clean_files or ()))
-    if clean:
-        lines += [
-            "",
-            "## Clean files",
-            "",
-            "No findings in " + ", ".join(f"`{c}`" for c in clean) + ".",
-        ]
-    return "\n".join(lines) + "\n"
+    if not clean:
+        return []
+    return ["", "## Clean files", "", "No findings in " + ", ".join(f"`{c}`" for c in clean) + "."]
 
 
 def _bullet(f: Finding, members: list[str]) -> str:
@@ -184,13 +187,23 @@ def review_report(
     files: Sequence[str],
     members: Sequence[str],
     changes: Changes | None = None,
+    stopped: str | None = None,
 ) -> str:
     """The whole review.md from the board's findings data: :func:`render_markdown` (the files of
-    ``files`` nobody flagged are the clean ones), then the scope and the tasks not reviewed."""
+    ``files`` nobody flagged are the clean ones), then the scope and the tasks not reviewed.
+    ``stopped`` (why the review stopped before it finished: a spent budget) heads it."""
     by_member = {m: board.by_member.get(m, []) for m in members} | board.by_member
     flagged = {f.file for fs in by_member.values() for f in fs}
     clean = [f for f in files if f not in flagged]
-    text = render_markdown(by_member, target, model_label, clean_files=clean, changes=changes)
+    notice = None
+    if stopped is not None:
+        notice = (
+            f"**The review {stopped}.** It lists the findings of the tasks completed before "
+            "it stopped; the tasks left are under “Not fully reviewed”."
+        )
+    text = render_markdown(
+        by_member, target, model_label, clean_files=clean, changes=changes, notice=notice
+    )
     text += (
         f"\n## Scope\n\n{len(files)} Python files reviewed in {board.tasks} tasks by "
         f"{len(members)} team members ({', '.join(members)}).\n"

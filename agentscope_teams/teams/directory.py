@@ -4,7 +4,9 @@ Teams are scoped to (org, user), but a worker (``agentscope-teams worker``) serv
 user of a store, so it needs a place to find them. ``createTeam`` writes a :class:`TeamRuntimeRecord`
 at the team's directory key (layout: :mod:`agentscope_teams.keys`, family ``team-runtime``). Workers
 page through every record (or those of one org, for ``--org``) and serve teams whose ``mode`` is
-not ``"local"``. ``deleteTeam`` removes the record; a worker also removes records whose team is gone.
+not ``"local"``. A record also keeps the budgets the lead's call drew on (``budgets``), so the
+members a worker runs draw on them as those in the lead's process do. ``deleteTeam`` removes the
+record; a worker also removes records whose team is gone.
 Writing a record signals the store-wide ``teams-signal`` channel (:func:`~..keys.directory_signal`,
 when the store has signals): workers scan the directory then, not every poll (see
 :class:`~.member.runtime.TeamRuntime`).
@@ -27,6 +29,7 @@ from ..listing import UNREADABLE, Unreadable, unreadable
 from ..message import utcnow
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key, signals_of
+from ..usage import Budget
 
 RECORD_SCHEMA_VERSION = 1
 RunMembers = Literal["local", "workers", "any"]
@@ -47,6 +50,10 @@ class TeamRuntimeRecord(BaseModel):
     workspace: str = ""
     root: str = ""
     created_at: datetime = Field(default_factory=utcnow)
+    #: The budgets in force for the lead (its session's, user's, org's: name -> limits), kept up
+    #: to date by its calls: members in other processes draw on them too, so one ledger counts
+    #: the lead's calls and the team's (members in the lead's process inherit them).
+    budgets: dict[str, Budget] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -20,6 +20,7 @@ from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension, Worker, W
 from agentscope_teams.teams.directory import get_record
 from agentscope_teams.teams.member.builder import load_pool
 from agentscope_teams.teams.member.worker import model_option
+from agentscope_teams.usage import Budget
 
 from .helpers import team_id_of
 from .scripts import member_model
@@ -75,6 +76,43 @@ async def test_workers_find_worker_teams_of_their_orgs_only(
     await only.runtime.step()
     assert await get_record(store, acme, remote) is None
     assert await only.discover() == []
+
+
+async def test_a_worker_team_records_the_lead_s_budgets_and_a_later_call_s_limits(
+    tmp_path: Path, store: BaseStore
+) -> None:
+    """Members in workers draw on the lead's budgets (as members in the lead's process inherit
+    them): createTeam records those in force, a lead call with another limit rewrites them, and
+    the worker's refs carry what the record says."""
+    ctx = RuntimeContext(session_id="s1", user_id="alice", org_id="acme")
+    ext = TeamLeadExtension(ROOT / "specs", run_members="workers")
+    script: list[ScriptItem] = [
+        ScriptedModel.tool_call("createTeam", {"name": "crew", "description": "goal"}),
+        "ok",
+        "again",
+    ]
+    model, name = ScriptedModel(script), "session:acme/alice/s1"
+
+    def lead(max_tokens: int) -> HarnessAgent:
+        return HarnessAgent(
+            "lead", model, workspace=tmp_path, store=store, extensions=[ext],
+            budget=Budget(max_tokens=max_tokens),
+        )  # fmt: skip
+
+    first = lead(100_000)
+    await first.call("go", ctx)
+    team_id = team_id_of(await first.get_agent_state(ctx))
+    record = await get_record(store, ctx, team_id)
+    assert record is not None and record.budgets == {name: Budget(max_tokens=100_000)}
+    worker = Worker(store, WorkerConfig(specs=load_pool(ROOT / "specs")))
+    (ref,) = await worker.discover()
+    assert ref.budgets == {name: Budget(max_tokens=100_000)}
+
+    await lead(250_000).call("go on", ctx)  # the same lead session, resumed with a larger budget
+    record = await get_record(store, ctx, team_id)
+    assert record is not None and record.budgets == {name: Budget(max_tokens=250_000)}
+    (ref,) = await worker.discover()  # the ref it kept, with the limits the record says now
+    assert ref.budgets == {name: Budget(max_tokens=250_000)}
 
 
 def test_worker_configuration_errors() -> None:

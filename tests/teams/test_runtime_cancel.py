@@ -51,7 +51,9 @@ class Client:
 
 
 def slot_with(agent: ShieldedCall) -> Slot:
-    ref: Any = SimpleNamespace(ctx=RuntimeContext(session_id="s"), team_id="t", key=("t",))
+    ref: Any = SimpleNamespace(
+        ctx=RuntimeContext(session_id="s"), team_id="t", key=("t",), budgets={}
+    )
     slot = Slot(ref, "member")
     ext = SimpleNamespace(team=None, view=SimpleNamespace(client=Client()))  # status writes
     slot.agent, slot.ext = agent, ext  # type: ignore[assignment]

@@ -31,6 +31,7 @@ from ...model.factory import resolve_model
 from ...store.base import BaseStore
 from ...subagents.extension import SubagentExtension
 from ...tools import Tool
+from ...usage import Budget, current_scope
 from .. import delivery, lifecycle
 from ..actor import TeamActor
 from ..client import LocalTeamClient
@@ -55,6 +56,12 @@ if TYPE_CHECKING:
 __all__ = ["TeamLeadExtension", "TeamMemberExtension"]
 
 log = logging.getLogger(__name__)
+
+
+def lead_budgets() -> dict[str, Budget]:
+    """The budgets in force for the lead's call here (name -> limits; none without a governor)."""
+    scope = current_scope()
+    return dict(scope.budgets) if scope is not None else {}
 
 
 def _default_client(task_lease: float, hooks: Hooks | None = None) -> ClientFactory:
@@ -166,6 +173,20 @@ class TeamLeadExtension(Extension):
             ended = True
         if ended:
             TeamLeadState.of(scope.state).team_id = None
+        elif self.run_members != "local":
+            await self._record_budgets(scope, team_id)
+
+    async def _record_budgets(self, scope: CallScope, team_id: str) -> None:
+        """Keep the budgets of the team's directory record those in force for this call (a lead
+        resumed with another limit), for the members other processes run; a call with none
+        leaves them."""
+        budgets = lead_budgets()
+        if not budgets:
+            return
+        store = scope.agent.store
+        record = await get_record(store, scope.ctx, team_id)
+        if record is not None and record.budgets != budgets:
+            await put_record(store, scope.ctx, record.model_copy(update={"budgets": budgets}))
 
     async def on_reply_end(self, scope: CallScope, final: Msg) -> None:
         """End the current team (``completed``, members stopped) when the reply ends with its
@@ -247,6 +268,7 @@ class TeamLeadExtension(Extension):
             mode=self.run_members,
             workspace=str(scope.env.workspace),
             root=str(scope.agent.workspace),
+            budgets=lead_budgets(),
         )
         await put_record(scope.agent.store, scope.ctx, record)
         TeamLeadState.of(scope.state).team_id = team.id

@@ -512,7 +512,10 @@ class TeamRuntime:
         assert slot.ext is not None
         try:
             slot.ext.team, slot.ext.unread = team, work.unread  # its first step reads no more
-            with tracing.joined(work.trace, work.linked), team_budgets(team, member, self.store):
+            with (
+                tracing.joined(work.trace, work.linked),
+                team_budgets(team, member, self.store, slot.ref.budgets),
+            ):
                 ctx = slot.ref.ctx.with_session(member.session_id)  # then TeammateIdle, see .idle
                 await call_until_idle(slot, client, team, member, work.message(), ctx)
             slot.failures = 0

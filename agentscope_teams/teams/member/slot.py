@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from ...agent.lease import Lease
 from ...context import RuntimeContext
 from ...keys import TeamKeys
 from ...store.base import Key
+from ...usage import Budget
 from .builder import MemberBuilder
 from .work import OfferKey
 
@@ -31,12 +32,15 @@ def lease_key(ref: TeamRef, member: str) -> Key:
 
 @dataclass
 class TeamRef:
-    """A team this runtime serves: the owner's context and how to build its members."""
+    """A team this runtime serves: the owner's context, how to build its members, and the
+    lead's budgets its members draw on besides their own (a worker's, from the team's directory
+    record; in the lead's process they are inherited, so none here)."""
 
     ctx: RuntimeContext
     team_id: str
     builder: MemberBuilder
     on_gone: Callable[[], Awaitable[None]] | None = None
+    budgets: Mapping[str, Budget] = field(default_factory=dict)
 
     @property
     def key(self) -> Key:

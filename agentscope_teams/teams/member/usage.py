@@ -1,28 +1,35 @@
 """The budgets of a team and its members around a member's call (:mod:`agentscope_teams.usage`):
-``team:<id>`` shared by every member in every process, ``member:<id>/<name>`` its own; members
-of one team share rate limits as one tenant (the team), so a noisy team cannot starve others."""
+``team:<id>`` shared by every member in every process, ``member:<id>/<name>`` its own, and in a
+worker the lead's (its session's, user's, org's, from the team's directory record), which members
+in the lead's process inherit; members of one team share rate limits as one tenant (the team), so
+a noisy team cannot starve others."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...agent.failures import failure_of
 from ...errors import BudgetExceededError
-from ...usage import add_budget, budget_of, current_scope, tenant
+from ...usage import Budget, add_budget, budget_of, current_scope, tenant
 from ..protocol import TeamClient
 from ..rules.models import Member, Team
 
 
 @contextlib.contextmanager
-def team_budgets(team: Team, member: Member | None, store: Any) -> Iterator[None]:
-    """Apply ``team``'s budget (else the governor's ``"team"`` default, as ``worker
-    --max-tokens`` sets), ``member``'s and the team's rate-limit tenancy to the block."""
+def team_budgets(
+    team: Team, member: Member | None, store: Any, lead: Mapping[str, Budget] | None = None
+) -> Iterator[None]:
+    """Apply the ``lead``'s budgets (name -> limits), ``team``'s budget (else the governor's
+    ``"team"`` default, as ``worker --max-tokens`` sets), ``member``'s and the team's rate-limit
+    tenancy to the block."""
     scope = current_scope()
     default = scope.governor.budgets.get("team") if scope is not None else None
     own_team = budget_of(team.max_tokens, team.max_budget_usd) or default
     with contextlib.ExitStack() as stack:
+        for name, budget in (lead or {}).items():
+            stack.enter_context(add_budget(name, budget, store=store))
         stack.enter_context(add_budget(f"team:{team.id}", own_team, store=store))
         if member is not None:
             own = budget_of(member.max_tokens, member.max_budget_usd)

@@ -140,7 +140,8 @@ class Worker:
             if record.mode == "local":
                 continue
             key = directory_key(record.context(), record.team_id)
-            refs[key] = self.refs.get(key) or self._ref(record)
+            ref = refs[key] = self.refs.get(key) or self._ref(record)
+            ref.budgets = record.budgets  # as the lead's last call left them
         self.refs = refs
         return list(refs.values())
 
@@ -168,7 +169,7 @@ class Worker:
         async def gone() -> None:
             await delete_record(self.store, ctx, record.team_id)
 
-        return TeamRef(ctx, record.team_id, builder, on_gone=gone)
+        return TeamRef(ctx, record.team_id, builder, on_gone=gone, budgets=record.budgets)
 
     async def run(self) -> None:
         """Serve until cancelled; then stop the members and release their leases."""
