@@ -117,6 +117,9 @@ class TeamWaited(ToolOutput):
     #: The work is finished (none pending or in progress, one completed): the team ends with the
     #: lead's reply unless more tasks are assigned first.
     ends: bool = False
+    #: Why the wait ended before the work did: no open task can progress (a budget every member
+    #: draws on is spent).
+    stopped: str | None = None
 
     def render(self) -> str:
         counts = Counter(t.status.value for t in self.tasks)
@@ -125,6 +128,12 @@ class TeamWaited(ToolOutput):
             blocked = sum(t.stuck for t in self.tasks)
             note = f"; {blocked} can never start (a blocker failed)" if blocked else ""
             head = f"All {len(self.tasks)} tasks are finished ({tally}){note}."
+        elif self.stopped is not None:
+            still = sum(not (t.status.finished or t.stuck) for t in self.tasks)
+            head = (
+                f"Stopped waiting: {self.stopped}. {still} of {len(self.tasks)} tasks are still "
+                f"open ({tally}) and no member can work on them; waiting again will not help."
+            )
         else:
             still = sum(not (t.status.finished or t.stuck) for t in self.tasks)
             head = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -13,10 +14,12 @@ from .rules.models import Task, TaskStatus
 
 @dataclass(frozen=True)
 class TeamWaitResult:
-    """Every task of the team when the wait ended; ``done`` unless the deadline passed first."""
+    """Every task of the team when the wait ended; ``done`` unless the deadline passed first or
+    the wait was cut short (``stopped``: why no more progress can come, e.g. a spent budget)."""
 
     done: bool
     tasks: list[Task]
+    stopped: str | None = None
 
     @property
     def open(self) -> list[Task]:
@@ -40,14 +43,19 @@ async def wait_for_team(
     client: TeamClient,
     team_id: str,
     timeout: float,  # noqa: ASYNC109 - a deadline that returns a result, not an exception
+    stopped: Callable[[], Awaitable[str | None]] | None = None,
 ) -> TeamWaitResult:
     """Poll (with backoff) until every task is completed, failed, cancelled or stuck behind a
-    failed blocker, or ``timeout`` seconds passed; returns every task either way."""
+    failed blocker, or ``timeout`` seconds passed, or ``stopped()`` (asked at each look while
+    tasks are open) says why the open ones cannot progress; returns every task either way."""
     deadline, delay = anyio.current_time() + timeout, 0.05
     while True:
         tasks = await client.list_tasks(team_id)
         if all(settled(t) for t in tasks):
             return TeamWaitResult(True, tasks)
+        why = await stopped() if stopped is not None else None
+        if why is not None:
+            return TeamWaitResult(False, tasks, why)
         remaining = deadline - anyio.current_time()
         if remaining <= 0:
             return TeamWaitResult(False, tasks)

@@ -23,6 +23,7 @@ from .governor import (
     flush,
     model_call,
     settled,
+    spent_budget,
     tenant,
 )
 from .prices import Price, PriceBook
@@ -40,6 +41,7 @@ __all__ = [
     "flush",
     "model_call",
     "settled",
+    "spent_budget",
     "split_model_limits",
     "tenant",
 ]

@@ -34,7 +34,7 @@ import itertools
 import logging
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self, cast
@@ -616,6 +616,26 @@ def _exceeded(refusal: Refusal) -> BudgetExceededError:
         limit=limit,
         used=used,
     )
+
+
+async def spent_budget(
+    budgets: Iterable[tuple[str, Budget]], store: Any
+) -> BudgetExceededError | None:
+    """The error a call on the first of ``budgets`` (name, limits) whose settled use reached its
+    limit would get, read from ``store``'s ledger; None while each has something left (calls in
+    flight may still hold it: a wait can end that, a spent budget only a higher limit can)."""
+    backend = usage_backend(store)
+    for name, budget in budgets:
+        doc = await backend.read(name)
+        if doc is None:
+            continue
+        for unit, cap, used in (
+            ("tokens", budget.max_tokens, int(doc.get("ut", 0))),
+            ("nanos", budget.max_nanos, int(doc.get("un", 0))),
+        ):
+            if cap is not None and used >= cap:
+                return _exceeded(Refusal(name, unit, cap, used, used))
+    return None
 
 
 def _finish(terms: Terms, response: ModelResponse | None, est_in: int) -> tuple[int, int]:

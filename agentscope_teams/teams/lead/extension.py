@@ -31,7 +31,6 @@ from ...model.factory import resolve_model
 from ...store.base import BaseStore
 from ...subagents.extension import SubagentExtension
 from ...tools import Tool
-from ...usage import Budget, current_scope
 from .. import delivery, lifecycle
 from ..actor import TeamActor
 from ..client import LocalTeamClient
@@ -41,6 +40,7 @@ from ..member.builder import ClientFactory, MemberBuilder, load_pool, member_ses
 from ..member.extension import TeamMemberExtension
 from ..member.runtime import TeamRuntime
 from ..member.slot import TeamRef
+from ..member.usage import lead_budgets
 from ..protocol import TeamClient
 from ..rules import limits
 from ..rules.models import Member, Team, TeamStatus
@@ -56,12 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["TeamLeadExtension", "TeamMemberExtension"]
 
 log = logging.getLogger(__name__)
-
-
-def lead_budgets() -> dict[str, Budget]:
-    """The budgets in force for the lead's call here (name -> limits; none without a governor)."""
-    scope = current_scope()
-    return dict(scope.budgets) if scope is not None else {}
 
 
 def _default_client(task_lease: float, hooks: Hooks | None = None) -> ClientFactory:

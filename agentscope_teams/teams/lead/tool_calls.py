@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ...agent.extension import CallScope
 from ...errors import ToolError
+from ...usage import spent_budget
 from .. import lifecycle, summary
 from ..actor import TeamActor
 from ..member import review
+from ..member.usage import lead_budgets, shared_budgets
 from ..protocol import TeamClient
 from ..results import (
     BoardListing,
@@ -143,10 +146,32 @@ class LeadToolCalls:
     async def wait(self, timeout_seconds: float, team_id: str | None) -> TeamWaited:
         tid = self.team_id(team_id)
         team = await self.client.get_team(tid)  # unknown team: a tool error now, not at timeout
-        result = await summary.wait_for_team(self.client, tid, timeout_seconds)
+        result = await summary.wait_for_team(
+            self.client, tid, timeout_seconds, self._budget_spent(team)
+        )
         tasks = [TaskBrief.of(t) for t in result.tasks]
         ends = not team.status.ended and lifecycle.work_finished(result.tasks)
-        return TeamWaited(done=result.done, seconds=timeout_seconds, tasks=tasks, ends=ends)
+        return TeamWaited(
+            done=result.done,
+            seconds=timeout_seconds,
+            tasks=tasks,
+            ends=ends,
+            stopped=result.stopped,
+        )
+
+    def _budget_spent(self, team: Team) -> Callable[[], Awaitable[str | None]] | None:
+        """What ends a wait early: a budget every member draws on (the lead's, the team's) is
+        spent, so no member can work on an open task (None: the team draws on no budget)."""
+        budgets = shared_budgets(team, lead_budgets())
+        if not budgets:
+            return None
+        store = self.scope.agent.store
+
+        async def spent() -> str | None:
+            found = await spent_budget(budgets, store)
+            return None if found is None else str(found).partition(";")[0]
+
+        return spent
 
     async def assign(
         self,

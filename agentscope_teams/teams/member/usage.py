@@ -17,20 +17,35 @@ from ..protocol import TeamClient
 from ..rules.models import Member, Team
 
 
+def lead_budgets() -> dict[str, Budget]:
+    """The budgets in force for the lead's call here (name -> limits; none without a governor)."""
+    scope = current_scope()
+    return dict(scope.budgets) if scope is not None else {}
+
+
+def shared_budgets(
+    team: Team, lead: Mapping[str, Budget] | None = None
+) -> list[tuple[str, Budget]]:
+    """The budgets every member of ``team`` draws on (name, limits): the ``lead``'s and the
+    team's own (else the governor's ``"team"`` default, as ``worker --max-tokens`` sets)."""
+    scope = current_scope()
+    default = scope.governor.budgets.get("team") if scope is not None else None
+    found = [*(lead or {}).items()]
+    own_team = budget_of(team.max_tokens, team.max_budget_usd) or default
+    if own_team is not None:
+        found.append((f"team:{team.id}", own_team))
+    return found
+
+
 @contextlib.contextmanager
 def team_budgets(
     team: Team, member: Member | None, store: Any, lead: Mapping[str, Budget] | None = None
 ) -> Iterator[None]:
-    """Apply the ``lead``'s budgets (name -> limits), ``team``'s budget (else the governor's
-    ``"team"`` default, as ``worker --max-tokens`` sets), ``member``'s and the team's rate-limit
-    tenancy to the block."""
-    scope = current_scope()
-    default = scope.governor.budgets.get("team") if scope is not None else None
-    own_team = budget_of(team.max_tokens, team.max_budget_usd) or default
+    """Apply the budgets every member draws on (:func:`shared_budgets`), ``member``'s own and the
+    team's rate-limit tenancy to the block."""
     with contextlib.ExitStack() as stack:
-        for name, budget in (lead or {}).items():
+        for name, budget in shared_budgets(team, lead):
             stack.enter_context(add_budget(name, budget, store=store))
-        stack.enter_context(add_budget(f"team:{team.id}", own_team, store=store))
         if member is not None:
             own = budget_of(member.max_tokens, member.max_budget_usd)
             stack.enter_context(add_budget(f"member:{team.id}/{member.name}", own, store=store))
