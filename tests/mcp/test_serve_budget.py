@@ -9,7 +9,6 @@ first two calls are admitted (0 and 600 used, both under the limit) and its thir
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,8 +21,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ..cli.conftest import CLI, REPO, Cli, one_error_line
 from .budget_model import CALL_TOKENS
-from .test_http import free_port
 from .test_mcp_server import texts
+from .test_serve_mcp import serving
 
 MODEL = "python:tests.mcp.budget_model:model"
 LIMIT = 1000
@@ -96,19 +95,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]
     cli = Cli(tmp_path_factory.mktemp("serve-budget"))
     specs = cli.tmp_path / "specs"
     specs.mkdir()
-    port = free_port()
-    args = ["--store", cli.url, "serve", "--port", str(port), "--user", "alice", "--mcp"]
-    args += ["--a2a", "--specs", str(specs), "--model", MODEL, "--max-tokens", str(LIMIT)]
-    env = cli.env(PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([str(CLI), *args], env=env, cwd=REPO, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        lines = [proc.stdout.readline() for _ in range(4)]  # printed once it listens
-        assert lines[0].startswith("agentscope-teams control plane on"), lines
-        yield port, lines[3].strip()
-    finally:
-        proc.terminate()
-        proc.wait(15)
+    options = ["--mcp", "--a2a", "--specs", str(specs), "--model", MODEL]
+    with serving(cli, *options, "--max-tokens", str(LIMIT)) as served:
+        yield served
 
 
 def test_serve_mcp_caps_each_session(served: tuple[int, str]) -> None:

@@ -4,6 +4,7 @@ process. Callers use the control plane's operator tokens; an MCP session is one 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import subprocess
 from collections.abc import Iterator
@@ -27,25 +28,33 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Cli:
     return Cli(tmp_path_factory.mktemp("serve-mcp"))
 
 
-@pytest.fixture(scope="module")
-def served(cli: Cli) -> Iterator[tuple[str, str]]:
-    """A ``serve --mcp`` process: its MCP URL and the operator token it printed."""
-    specs = cli.tmp_path / "specs"
-    specs.mkdir()
-    (specs / "helper.md").write_text("---\ndescription: A helper.\n---\nHelp.\n")
+@contextlib.contextmanager
+def serving(cli: Cli, *options: str) -> Iterator[tuple[int, str]]:
+    """A ``serve --user alice`` process on a free port with ``options``: its port and the
+    operator token it printed once it listens; stopped when the block ends."""
     port = free_port()
-    args = ["--store", cli.url, "serve", "--port", str(port), "--user", "alice", "--mcp"]
-    args += ["--specs", str(specs), "--model", "python:tests.mcp.serve_model:model"]
+    args = ["--store", cli.url, "serve", "--port", str(port), "--user", "alice", *options]
     env = cli.env(PYTHONPATH=str(REPO))
     proc = subprocess.Popen([str(CLI), *args], env=env, cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(4)]  # printed once it listens
         assert lines[0].startswith("agentscope-teams control plane on"), lines
-        yield f"http://127.0.0.1:{port}/mcp", lines[3].strip()
+        yield port, lines[3].strip()
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+@pytest.fixture(scope="module")
+def served(cli: Cli) -> Iterator[tuple[str, str]]:
+    """A ``serve --mcp`` process: its MCP URL and the operator token it printed."""
+    specs = cli.tmp_path / "specs"
+    specs.mkdir()
+    (specs / "helper.md").write_text("---\ndescription: A helper.\n---\nHelp.\n")
+    model = "python:tests.mcp.serve_model:model"
+    with serving(cli, "--mcp", "--specs", str(specs), "--model", model) as (port, token):
+        yield f"http://127.0.0.1:{port}/mcp", token
 
 
 async def _session(

@@ -1,27 +1,7 @@
 -- The ADMIT script of agentscope_teams/usage/redis_lua.py before its counts (8368f56), as the
 -- release before them runs it: tests/usage/test_in_flight.py runs it beside the scripts of now.
-
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-
-local function hdel_all(key, fields)
-  if not fields then return end
-  for s = 1, #fields, 1000 do
-    redis.call('HDEL', key, unpack(fields, s, math.min(s + 999, #fields)))
-  end
-end
-local function put(set, f, v)
-  set[#set + 1] = f
-  set[#set + 1] = v
-end
-local function int(x)
-  return string.format('%d', x)
-end
-
-local nb, rid, tokens, nanos = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local ttl, limited = tonumber(ARGV[5]), ARGV[6] == '1'
-local rpm, tpm, conc, burst = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local tenant, lease = ARGV[11], rid
+-- Its prelude (the time, the helpers, the arguments) is the one both releases share: the test
+-- puts redis_lua._NOW, _HELPERS and _ARGS before this text.
 
 local held = {}
 for i = 1, nb do

@@ -17,7 +17,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from agentscope_teams.store import RedisStore
-from agentscope_teams.usage import rules
+from agentscope_teams.usage import redis_lua, rules
 from agentscope_teams.usage.backend import RedisUsage, usage_backend
 from agentscope_teams.usage.rules import Admission, Limit, Rates
 
@@ -210,7 +210,8 @@ async def test_an_admit_from_before_the_counts_shares_the_hashes(
     ``admit_before_counts.lua``) runs on the hashes this one keeps, and what it reserves and leases
     this one counts: the budget refuses with it counted, the concurrency limit waits for its lease
     and admits once it ended."""
-    before = (Path(__file__).parent / "admit_before_counts.lua").read_text()
+    own = (Path(__file__).parent / "admit_before_counts.lua").read_text()
+    before = redis_lua._NOW + redis_lua._HELPERS + redis_lua._ARGS + own  # the shared prelude
     budget, rates = Limit("team:u", 25, None), Rates(concurrent=3)
     async with RedisStore(private) as store:
         be: Any = usage_backend(store)
