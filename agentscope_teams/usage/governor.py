@@ -629,12 +629,11 @@ async def spent_budget(
         doc = await backend.read(name)
         if doc is None:
             continue
-        for unit, cap, used in (
-            ("tokens", budget.max_tokens, int(doc.get("ut", 0))),
-            ("nanos", budget.max_nanos, int(doc.get("un", 0))),
-        ):
-            if cap is not None and used >= cap:
-                return _exceeded(Refusal(name, unit, cap, used, used))
+        tokens, nanos = int(doc.get("ut", 0)), int(doc.get("un", 0))
+        if budget.max_tokens is not None and tokens >= budget.max_tokens:
+            return _exceeded(Refusal(name, "tokens", budget.max_tokens, tokens, tokens))
+        if budget.max_nanos is not None and nanos >= budget.max_nanos:
+            return _exceeded(Refusal(name, "nanos", budget.max_nanos, nanos, nanos))
     return None
 
 

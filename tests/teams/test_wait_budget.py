@@ -14,7 +14,7 @@ from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore
 from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension
-from agentscope_teams.usage import Budget
+from agentscope_teams.usage import Budget, spent_budget
 from agentscope_teams.usage.backend import usage_backend
 from agentscope_teams.usage.rules import GRANTED, Admission, Limit
 
@@ -94,3 +94,23 @@ async def test_a_wait_with_budget_left_runs_to_its_timeout(
     waited = results(model)[-1]
     assert waited.data is not None and waited.data["stopped"] is None
     assert waited.output.startswith("Timed out after 0.5s")
+
+
+@pytest.mark.parametrize("store_spec", ["file", "redis"], indirect=True)
+async def test_spent_budget_names_the_first_budget_spent_in_either_unit(store: BaseStore) -> None:
+    run = uuid.uuid4().hex[:8]
+    tokens, dollars, roomy = f"team:t-{run}", f"team:d-{run}", f"team:r-{run}"
+    for name, used, nanos in ((tokens, LIMIT, 0), (dollars, 10, 2_000_000_000), (roomy, 10, 0)):
+        call = Admission((Limit(name, None, None),), uuid.uuid4().hex, 10, 0)
+        assert await usage_backend(store).admit(call) == GRANTED
+        await usage_backend(store).finish(call, used, nanos)
+    at_limit = await spent_budget(
+        [(roomy, Budget(max_tokens=LIMIT)), (tokens, Budget(max_tokens=LIMIT))], store
+    )
+    assert at_limit is not None and (at_limit.budget, at_limit.unit) == (tokens, "tokens")
+    assert (at_limit.limit, at_limit.used, at_limit.over) == (LIMIT, LIMIT, 0)
+    over = await spent_budget([(dollars, Budget(max_usd=1.5))], store)
+    assert over is not None and (over.unit, over.limit, over.used) == ("usd", 1.5, 2.0)
+    assert str(over).startswith(f"budget {dollars} is spent ($2.0000 of $1.5000 used)")
+    assert await spent_budget([(roomy, Budget(max_tokens=LIMIT, max_usd=1.0))], store) is None
+    assert await spent_budget([("team:never-used-" + run, Budget(max_tokens=1))], store) is None
