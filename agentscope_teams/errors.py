@@ -457,13 +457,24 @@ class BudgetExceededError(UsageLimitError):
 
     ``budget`` names it (``team:research``, ``session:s1``, ...), ``unit`` is ``tokens`` or
     ``usd``, ``limit`` and ``used`` are in that unit (``used`` counts settled calls and those in
-    flight) and ``over`` is how far past the limit it is (0 when exactly at it).
+    flight) and ``over`` is how far past the limit it is (0 when exactly at it). ``reason`` is
+    what happened without the advice on what to do (the message when none is given).
     """
 
-    def __init__(self, message: str, *, budget: str, unit: str, limit: float, used: float) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        budget: str,
+        unit: str,
+        limit: float,
+        used: float,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.budget, self.unit, self.limit, self.used = budget, unit, limit, used
         self.over = max(0.0, used - limit)
+        self.reason = message if reason is None else reason
 
 
 class RateLimitWaitError(UsageLimitError):

@@ -39,6 +39,11 @@ class BudgetOverrun(BaseModel):
     used: float
     over: float
 
+    @classmethod
+    def of(cls, exc: BudgetExceededError) -> BudgetOverrun:
+        """The overrun ``exc`` reports."""
+        return cls(budget=exc.budget, unit=exc.unit, limit=exc.limit, used=exc.used, over=exc.over)
+
     def summary(self) -> str:
         """How a person reads it (the lead's ``[budget]`` note and the dashboard's entry):
         ``team:crew: 1,250 tokens used of 1,000 tokens, over by 250 tokens``."""
@@ -76,11 +81,11 @@ def failure_of(exc: BaseException) -> CallFailure | None:
         return None
     detail = str(exc)[:DETAIL_CHARS] or type(exc).__name__
     if isinstance(exc, BudgetExceededError):
-        overrun = BudgetOverrun(
-            budget=exc.budget, unit=exc.unit, limit=exc.limit, used=exc.used, over=exc.over
-        )
         return CallFailure(
-            kind="budget_stop", error=type(exc).__name__, detail=detail, budget=overrun
+            kind="budget_stop",
+            error=type(exc).__name__,
+            detail=detail,
+            budget=BudgetOverrun.of(exc),
         )
     kind: FailureKind = "model_error" if isinstance(exc, ModelError) else "crash"
     return CallFailure(kind=kind, error=type(exc).__name__, detail=detail)

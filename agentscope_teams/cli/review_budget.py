@@ -31,9 +31,7 @@ def budget_stop_of(exc: BaseException) -> BudgetOverrun | None:
         return None
     first = leaves[0]
     assert isinstance(first, BudgetExceededError)
-    return BudgetOverrun(
-        budget=first.budget, unit=first.unit, limit=first.limit, used=first.used, over=first.over
-    )
+    return BudgetOverrun.of(first)
 
 
 def stop_line(overrun: BudgetOverrun) -> str:

@@ -85,12 +85,22 @@ def usage_options(args: argparse.Namespace) -> UsageOptions:
         limit = RateLimit.parse(args.rate_limit, what="--rate-limit")
     try:
         budget = budget_of(args.max_tokens, args.max_budget_usd)
-    except ValidationError:
-        raise ConfigurationError(
-            f"invalid budget --max-tokens {args.max_tokens} --max-budget-usd "
-            f"{args.max_budget_usd}: tokens must be 1 or more, dollars more than 0"
-        ) from None
+    except ValidationError as exc:
+        problems = "; ".join(map(_budget_problem, exc.errors()))
+        raise ConfigurationError(f"{problems}: give a larger value or leave it out") from None
     return UsageOptions(budget, limit)
+
+
+#: The option of each :class:`~agentscope_teams.usage.Budget` field.
+_OPTIONS = {"max_tokens": "--max-tokens", "max_usd": "--max-budget-usd"}
+
+
+def _budget_problem(error: Any) -> str:
+    """``invalid budget --max-tokens 0, must be greater than or equal to 1`` for one of a budget's
+    validation errors (the rule is the :class:`~agentscope_teams.usage.Budget` field's)."""
+    field = str(error["loc"][0]) if error.get("loc") else ""
+    rule = error["msg"].removeprefix("Input should be ")
+    return f"invalid budget {_OPTIONS.get(field, field)} {error['input']}, must be {rule}"
 
 
 def rate_limit_query(limit: RateLimit) -> str:

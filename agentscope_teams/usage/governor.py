@@ -615,6 +615,7 @@ def _exceeded(refusal: Refusal) -> BudgetExceededError:
         unit=unit,
         limit=limit,
         used=used,
+        reason=text,
     )
 
 

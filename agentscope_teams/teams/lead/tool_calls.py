@@ -169,7 +169,7 @@ class LeadToolCalls:
 
         async def spent() -> str | None:
             found = await spent_budget(budgets, store)
-            return None if found is None else str(found).partition(";")[0]
+            return None if found is None else found.reason
 
         return spent
 
