@@ -116,3 +116,19 @@ async def test_on_postgres_each_step_is_one_statement_without_a_transaction(
         async with count_round_trips(store) as trips:
             await _one_call(store, gov, spend, team)
         assert trips.seen == expected, what
+
+
+@pytest.mark.parametrize("store_spec", ["mariadb"], indirect=True)
+async def test_on_mariadb_a_governed_call_raises_no_server_warning(
+    store: BaseStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A budget's rows exist after its first call; creating them again must not warn (an
+    ``INSERT IGNORE`` did: asyncmy then sent ``SHOW WARNINGS`` and logged "Duplicate entry" on
+    every governed call)."""
+    team = "team:" + uuid.uuid4().hex[:8]
+    gov = UsageGovernor(store, rate_limit=RateLimit(requests_per_minute=1e7, burst=1000))
+    await _one_call(store, gov, Budget(max_tokens=10**9), team)
+    with caplog.at_level("WARNING"):
+        for _ in range(2):
+            await _one_call(store, gov, Budget(max_tokens=10**9), team)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
