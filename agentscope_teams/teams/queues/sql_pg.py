@@ -6,7 +6,9 @@ renewed), ``expired`` (the earliest expired lease it may take) and ``ready`` (th
 task with no blockers left). A probe runs only when those before it found nothing (a ``NOT
 EXISTS`` on them, which the planner makes a one-time filter above the index scan), so the plan
 never sorts or scans the candidates: ``EXPLAIN`` in ``bench/RESULTS.md``. ``moved`` updates the
-picked row's columns (one more attempt unless renewed, the new owner and lease); the outer
+picked row's columns (one more attempt unless renewed, the new owner and lease), finding it by
+its whole key (the pick's task id as a one-time sub-select: joined to the pick alone, a planner
+without statistics scanned every task of the team against it); the outer
 ``UPDATE`` of ``p_kv`` rewrites the JSON record as
 :func:`~agentscope_teams.teams.rules.eligibility.claimed_record` would (a reclaim first appends
 the ``lease_expired`` event of :func:`~..rules.transitions.expired`; a renewal only moves the
@@ -80,7 +82,7 @@ WITH {own}expired AS (
   SET status = 'in_progress', owner = :member, lease_until = :until,
       attempts = t.attempts + CASE WHEN pick.probe = 0 THEN 0 ELSE 1 END
   FROM pick
-  WHERE t.team = :team AND t.task_id = pick.task_id
+  WHERE t.team = :team AND t.task_id = (SELECT task_id FROM pick) AND t.task_id = pick.task_id
   RETURNING t.khash, t.attempts, t.max_attempts, pick.was, pick.was_owner, pick.probe
 )
 UPDATE {kv} k
