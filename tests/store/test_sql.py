@@ -290,6 +290,25 @@ async def test_chunks_are_replaced_and_purged(store: SqlStore) -> None:
     assert await count_rows(store, "kv_part") == 0
 
 
+async def test_a_purge_deletes_only_orphaned_chunks_across_batches(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Orphans are found among the chunked values a batch at a time (here one per batch); the
+    chunks of values still chunked stay, and so do those values."""
+    from agentscope_teams.store.sql import store as sql_store
+
+    monkeypatch.setattr(sql_store, "_PURGE_BATCH", 1)
+    for name in ("a", "b", "c", "d"):
+        await store.put((name,), name.encode() * 3000)
+    for name in ("b", "d"):
+        await store.put((name,), b"small now")  # their chunks are orphans
+    await store.purge_expired()
+    assert await count_rows(store, "kv_part") == 6  # two values of three chunks each
+    for name, size in (("a", 3000), ("b", 9), ("c", 3000), ("d", 9)):
+        entry = await store.get((name,))
+        assert entry is not None and len(entry.value) == size
+
+
 async def count_rows(store: SqlStore, table: str) -> int:
     t = getattr(store._t, table)
     async with store._engine.connect() as conn:

@@ -68,6 +68,8 @@ from .tablesets import StoreTableSets, TableSetHost
 from .writes import Ref, Statements, ref
 
 T = TypeVar("T")
+#: Chunked values checked per statement when :meth:`SqlStore.purge_expired` looks for orphans.
+_PURGE_BATCH = 500
 
 
 class SqlStore(TableSetHost, StoreBackend):
@@ -188,9 +190,17 @@ class SqlStore(TableSetHost, StoreBackend):
 
         async def run(conn: AsyncConnection) -> int:
             n = (await conn.execute(delete(kv).where(self._sql.expired()))).rowcount
-            used = select(kv.c.khash).where(kv.c.khash == part.c.khash, kv.c.nparts > 0)
-            orphan = ~used.exists()
-            await conn.execute(delete(part).where(orphan))
+            # By the chunks' keys, not by an anti-join over every row: PostgreSQL planned that
+            # one as a hash of the whole ``kv`` table, at every ``setup()``.
+            held = list((await conn.execute(select(part.c.khash).distinct())).scalars())
+            for i in range(0, len(held), _PURGE_BATCH):
+                batch = held[i : i + _PURGE_BATCH]
+                live = kv.c.khash.in_(batch) & (kv.c.nparts > 0)
+                using = set((await conn.execute(select(kv.c.khash).where(live))).scalars())
+                dead = [h for h in batch if h not in using]
+                if dead:  # checked again as it deletes: a value written meanwhile keeps its chunks
+                    used = select(kv.c.khash).where(kv.c.khash == part.c.khash, kv.c.nparts > 0)
+                    await conn.execute(delete(part).where(part.c.khash.in_(dead), ~used.exists()))
             return int(n)
 
         return await self._run("purge_expired", run, write=True)
