@@ -29,7 +29,7 @@ import anyio
 import anyio.to_thread
 
 from ..errors import ConfigurationError
-from .rules import Doc
+from .rules import Doc, Wanted, uncounted
 
 if TYPE_CHECKING:
     pass
@@ -39,7 +39,12 @@ Change = Callable[[dict[str, Doc | None]], tuple[dict[str, Doc], T]]
 
 
 class DocBackend(Protocol):
-    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T: ...
+    async def update(
+        self, op: str, names: Sequence[str], fn: Change[T], wanted: Wanted | None = None
+    ) -> T:
+        """Run ``fn`` on the documents ``names`` and write back what it returns, atomically;
+        ``wanted``: the entries of their maps ``fn`` needs (None: all; a backend keeping whole
+        documents gives all of them anyway)."""
 
 
 def doc_id(name: str) -> str:
@@ -54,10 +59,12 @@ class MemoryDocs:
         self._docs: dict[str, Doc] = {}
         self._lock = threading.Lock()
 
-    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
+    async def update(
+        self, op: str, names: Sequence[str], fn: Change[T], wanted: Wanted | None = None
+    ) -> T:
         with self._lock:
             new, result = fn({n: self._docs.get(n) for n in names})
-            self._docs.update(json.loads(json.dumps(new)))
+            self._docs.update(json.loads(json.dumps({n: uncounted(d) for n, d in new.items()})))
             return result
 
 
@@ -68,7 +75,9 @@ class FileDocs:
         self.dir = root / "usage"
         self._thread_lock = threading.Lock()
 
-    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
+    async def update(
+        self, op: str, names: Sequence[str], fn: Change[T], wanted: Wanted | None = None
+    ) -> T:
         return await anyio.to_thread.run_sync(lambda: self._update_sync(names, fn))
 
     def _update_sync(self, names: Sequence[str], fn: Change[T]) -> T:
@@ -83,7 +92,7 @@ class FileDocs:
                 for name, doc in new.items():
                     path = docs / doc_id(name)
                     tmp = path.with_suffix(".tmp")
-                    tmp.write_text(json.dumps(doc))
+                    tmp.write_text(json.dumps(uncounted(doc)))  # as releases before counts
                     os.replace(tmp, path)
                 return result
             finally:

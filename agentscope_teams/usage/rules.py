@@ -28,10 +28,17 @@ ended) only when something in it may have ended: the same decisions (:mod:`.redi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 Doc = dict[str, Any]
+#: What a step reads of a document's maps, for a store that keeps them apart from the rest
+#: (:mod:`.sql_docs`): for a document's name and the rest of it (None: never written), probes
+#: ``(map, test, value)``: test ``"="`` the entry named ``value``, ``"<="`` / ``"<"`` the entries
+#: whose expiry (a tenant: time last seen) is at most / below ``value``. The rules decide on those
+#: entries and the document's counts (``nten``, ``nlease``) as they do on every entry.
+Wanted = Callable[[str, Doc | None], list[tuple[str, str, float | str]]]
 
 #: A reservation or lease whose call never settles (its process died) ends after this long.
 RESERVATION_TTL_MS = 15 * 60 * 1000
@@ -129,13 +136,34 @@ class Rates:
     burst: int = 1
 
 
+#: A limiter's counts of its tenants and leases (kept beside the maps: a store may give the rules
+#: only the entries a step needs, :data:`Wanted`).
+COUNTS = {"ten": "nten", "lease": "nlease"}
+
+
 def _limiter(doc: Doc | None) -> Doc:
     base: Doc = {"tat": 0.0, "ttat": 0.0, "hold": 0.0, "ten": {}, "lease": {}}
     if doc:
         base.update(doc)
         base["ten"] = {name: list(v) for name, v in base["ten"].items()}
         base["lease"] = dict(base["lease"])
+    for field, count in COUNTS.items():  # a whole document written without counts
+        base.setdefault(count, len(base[field]))
     return base
+
+
+def uncounted(doc: Doc) -> Doc:
+    """``doc`` without the counts of its maps (a store of whole documents keeps the maps only)."""
+    return {k: v for k, v in doc.items() if k not in COUNTS.values()}
+
+
+def tenant_window(rates: Rates, tenants: int) -> float | None:
+    """How long a tenant of a limiter with ``tenants`` of them stays active unseen (ms; None: no
+    requests limit, no tenants)."""
+    if not rates.rpm:
+        return None
+    interval = 60000.0 / rates.rpm
+    return max(TENANT_WINDOW_MIN_MS, TENANT_WINDOW_INTERVALS * interval * max(tenants, 1))
 
 
 #: Retry hint while every concurrent slot is taken (ms).
@@ -159,16 +187,20 @@ def acquire(
     d = _limiter(doc)
     ten: dict[str, list[float]] = d["ten"]
     waits = [0.0, d["hold"] - now]
-    if rates.rpm:
+    window = tenant_window(rates, d["nten"])
+    if rates.rpm and window is not None:
         interval = 60000.0 / rates.rpm
-        window = max(TENANT_WINDOW_MIN_MS, TENANT_WINDOW_INTERVALS * interval * max(len(ten), 1))
         for name, (_, seen) in list(ten.items()):
             if seen < now - window:
                 del ten[name]
-        mine = ten.setdefault(tenant, [0.0, now])
+                d["nten"] -= 1
+        if tenant not in ten:
+            ten[tenant] = [0.0, now]
+            d["nten"] += 1
+        mine = ten[tenant]
         mine[1] = now
         tau = interval * (rates.burst - 1)
-        share = interval * len(ten)
+        share = interval * d["nten"]
         waits.append(max(d["tat"], now) - now - tau)
         waits.append(max(mine[0], now) - now - share * (rates.burst - 1))
     if rates.tpm:
@@ -181,7 +213,8 @@ def acquire(
     for lid, exp in list(leases.items()):
         if exp <= now:
             del leases[lid]
-    if rates.concurrent and len(leases) >= rates.concurrent:
+            d["nlease"] -= 1
+    if rates.concurrent and d["nlease"] >= rates.concurrent:
         waits.append(CONCURRENCY_POLL_MS)
     wait = max(waits)
     if wait > 0:
@@ -196,7 +229,7 @@ def _take(d: Doc, rates: Rates, now: float, tenant: str, tokens: int, lease: str
     moved = [0.0, 0.0, 0.0]
     if rates.rpm:
         interval, mine = 60000.0 / rates.rpm, d["ten"][tenant]
-        tat, own = max(d["tat"], now) + interval, max(mine[0], now) + interval * len(d["ten"])
+        tat, own = max(d["tat"], now) + interval, max(mine[0], now) + interval * d["nten"]
         moved[0], moved[1] = tat - d["tat"], own - mine[0]
         d["tat"], mine[0] = tat, own
     if rates.tpm:
@@ -204,6 +237,7 @@ def _take(d: Doc, rates: Rates, now: float, tenant: str, tokens: int, lease: str
         moved[2] = ttat - d["ttat"]
         d["ttat"] = ttat
     if rates.concurrent:
+        d["nlease"] += lease not in d["lease"]
         d["lease"][lease] = now + RESERVATION_TTL_MS
     d["last"] = [lease, *moved]
 
@@ -212,7 +246,8 @@ def release(doc: Doc | None, rates: Rates, now: float, lease: str, token_delta: 
     """End lease ``lease`` and correct the token clock by what the call used beyond (or below) its
     estimate (``token_delta`` = used - estimated)."""
     d = _limiter(doc)
-    d["lease"].pop(lease, None)
+    if d["lease"].pop(lease, None) is not None:
+        d["nlease"] -= 1
     if rates.tpm and token_delta:
         d["ttat"] = max(d["ttat"] + token_delta * 60000.0 / rates.tpm, now)
     return d

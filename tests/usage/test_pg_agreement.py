@@ -9,12 +9,10 @@ import uuid
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
 from agentscope_teams.store import BaseStore
 from agentscope_teams.usage import rules
 from agentscope_teams.usage.backend import usage_backend
-from agentscope_teams.usage.docs import doc_id
 from agentscope_teams.usage.rules import Admission, Limit, Rates
 from agentscope_teams.usage.sql_pg import PgUsage
 
@@ -74,23 +72,16 @@ async def _setup(
 
 
 async def _write(backend: PgUsage, name: str, doc: rules.Doc) -> None:
-    await backend.docs.create([name])
-    stmt = text(f"UPDATE {backend.docs.table} SET doc = :doc WHERE id = :id")
-
-    async def run(conn: Any) -> None:
-        await conn.execute(stmt, {"doc": json.dumps(doc), "id": doc_id(name)})
-
-    await backend.docs.store.transaction("write case", run, write=True)
+    await backend.docs.write(name, doc)
 
 
 async def _stored(backend: PgUsage, name: str) -> rules.Doc | None:
-    stmt = text(f"SELECT doc FROM {backend.docs.table} WHERE id = :id")
-
-    async def run(conn: Any) -> Any:
-        return (await conn.execute(stmt, {"id": doc_id(name)})).scalar()
-
-    raw = await backend.docs.store.transaction("read case", run)
-    return (json.loads(raw) or None) if raw is not None else None
+    """The document as stored (head and rows); a limiter's counts checked against its rows."""
+    doc = await backend.read(name)
+    if doc is not None and "ten" in doc:
+        assert doc.pop("nten", 0) == len(doc["ten"]), doc
+        assert doc.pop("nlease", 0) == len(doc["lease"]), doc
+    return doc
 
 
 def _normal(doc: rules.Doc | None, limiter: bool) -> Any:
