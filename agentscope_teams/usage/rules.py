@@ -349,3 +349,33 @@ def give_back(docs: dict[str, Doc | None], a: Admission, now: int) -> dict[str, 
     if a.key is not None:
         out[a.key] = undo_turn(out[a.key], a.rid, a.tenant)
     return out
+
+
+def admit_wants(a: Admission, now: int) -> Wanted:
+    """The entries :func:`admit` reads at ``now`` beyond the counts: a budget's ended reservations,
+    the limiter's ended leases and, with a requests limit, its tenants not seen within the window
+    and the caller's own tenant (ended ones are dropped, the caller's tenant is taken a turn by)."""
+
+    def wanted(name: str, head: Doc | None) -> list[tuple[str, str, float | str]]:
+        if name != a.key:
+            return [("res", "<=", now)]
+        probes: list[tuple[str, str, float | str]] = [("lease", "<=", float(now))]
+        window = tenant_window(a.rates, _limiter(head)["nten"])
+        if window is not None:
+            probes += [("ten", "=", a.tenant), ("ten", "<", now - window)]
+        return probes
+
+    return wanted
+
+
+def finish_wants(a: Admission, unsent: bool = False) -> Wanted:
+    """The entries :func:`finish` (``unsent``: :func:`give_back`) reads: the call's reservation
+    on each budget, its lease and (given back) its tenant on the limiter."""
+
+    def wanted(name: str, head: Doc | None) -> list[tuple[str, str, float | str]]:
+        if name != a.key:
+            return [("res", "=", a.rid)]
+        probes: list[tuple[str, str, float | str]] = [("lease", "=", a.rid)]
+        return probes + [("ten", "=", a.tenant)] if unsent else probes
+
+    return wanted

@@ -85,8 +85,8 @@ lh AS (
   SELECT l.d, COALESCE((l.d->>'tat')::float8, 0) AS tat,
     COALESCE((l.d->>'ttat')::float8, 0) AS ttat, COALESCE((l.d->>'hold')::float8, 0) AS hold,
     COALESCE((l.d->>'nten')::bigint, 0) AS nten, COALESCE((l.d->>'nlease')::bigint, 0) AS nlease,
-    60000 / p.rpm AS iv, greatest(p.win_min,
-      p.win_n * (60000 / p.rpm) * greatest(COALESCE((l.d->>'nten')::bigint, 0), 1)) AS win
+    60000 / p.rpm AS iv, CASE WHEN p.rpm IS NOT NULL THEN greatest(p.win_min,
+      p.win_n * (60000 / p.rpm) * greatest(COALESCE((l.d->>'nten')::bigint, 0), 1)) END AS win
   FROM locked l CROSS JOIN p WHERE l.id = p.key AND (SELECT ok FROM go)),
 tx AS (DELETE FROM {e} e WHERE e.doc_id = CAST(:key AS text) AND e.kind = 't'
   AND e.exp < (SELECT p.now - lh.win FROM lh CROSS JOIN p) AND e.name <> CAST(:tname AS text)
