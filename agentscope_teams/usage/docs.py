@@ -6,11 +6,14 @@ step across every process sharing the store:
 
 * memory: a lock of the process (the store is not shared between processes anyway);
 * file: an ``flock`` on ``<root>/usage/lock``, documents in ``<root>/usage/docs/``;
-* SQL: one transaction on the table ``<prefix>usage_doc`` (:mod:`.sql_docs`): the missing rows
-  inserted, the rows read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``), then updated
-  (PostgreSQL runs a call's admit and finish as one statement each instead: :mod:`.sql_pg`).
+* SQL: one transaction on the heads ``<prefix>usage_doc`` and the rows ``<prefix>usage_entry``
+  (:mod:`.sql_docs`): the heads read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``),
+  then only the entries the step names (``wanted``), then what changed written back (PostgreSQL
+  runs a call's admit and finish as one statement each instead: :mod:`.sql_pg`).
 
-Redis does not use this module: its scripts (:mod:`.redis_store`) do each step in one round trip.
+The memory and file backends keep whole documents, so they ignore ``wanted``.
+
+Redis does not use this module: its scripts (:mod:`.redis_lua`) do each step in one round trip.
 """
 
 from __future__ import annotations

@@ -14,16 +14,22 @@ reserves its maximum on all of them; so a budget is overshot by at most one call
 **Limiter document** (one per provider, model and key hash): GCRA theoretical arrival times for
 requests (``tat``) and tokens (``ttat``), one per active tenant (``ten``: tenant -> [tat, seen]),
 the leases of calls in flight (``lease``: id -> expiry) for the concurrency limit, ``hold``:
-no turn before this time (a provider answered 429 with ``Retry-After``), and ``last``: the last turn
-taken and what it moved the clocks by (so an admission never sent can give its turn back).
+no turn before this time (a provider answered 429 with ``Retry-After``), ``last``: the last turn
+taken and what it moved the clocks by (so an admission never sent can give its turn back), and
+``nten``/``nlease``: how many tenants and leases it holds (:data:`COUNTS`; counted from the maps
+when absent, as in documents written before them).
 
 **What has ended counts for nothing.** A reservation or lease past its expiry (its process died:
-:data:`RESERVATION_TTL_MS`) and, with a requests limit, a tenant not seen within its window are
-dropped before every decision (:func:`reserve`, :func:`acquire`). These functions, the document
-backends and PostgreSQL read a document whole anyway and drop them on every call; the Redis scripts,
-whose cost must not grow with the calls in flight, keep per hash the earliest expiry and the oldest
-``seen`` there can be and the counts of tenants and leases, and read a hash whole (dropping what
-ended) only when something in it may have ended: the same decisions (:mod:`.redis_lua`).
+:data:`RESERVATION_TTL_MS`) and, with a requests limit, a tenant not seen within its window
+(:func:`tenant_window`) are dropped before every decision (:func:`reserve`, :func:`acquire`).
+
+**A step reads few entries.** The rules read a map only for the entries that ended, the caller's
+own and the counts, so a store may give them just those (:data:`Wanted`: :func:`admit_wants`,
+:func:`finish_wants`) and the same decisions follow: the SQL stores keep the maps as rows
+(:mod:`.rows`) and read those only, so a step costs the same with 1 or 1,000 calls in flight; the
+Redis scripts keep per hash the earliest expiry, the oldest ``seen`` and the counts and read a hash
+whole only when something in it may have ended (:mod:`.redis_lua`). The memory and file backends
+keep whole documents (without the counts, as before them).
 """
 
 from __future__ import annotations
@@ -376,6 +382,6 @@ def finish_wants(a: Admission, unsent: bool = False) -> Wanted:
         if name != a.key:
             return [("res", "=", a.rid)]
         probes: list[tuple[str, str, float | str]] = [("lease", "=", a.rid)]
-        return probes + [("ten", "=", a.tenant)] if unsent else probes
+        return [*probes, ("ten", "=", a.tenant)] if unsent else probes
 
     return wanted

@@ -6,7 +6,7 @@ own tables, under the same lock.
 
 One update is one transaction whose work does not grow with the calls in flight: the heads read
 ``FOR UPDATE`` in id order (SQLite: the transaction is ``BEGIN IMMEDIATE``; a missing head is
-inserted first), then only the rows the step needs (:class:`~.rules.Wanted`: the call's own, and
+inserted first), then only the rows the step needs (:data:`~.rules.Wanted`: the call's own, and
 what has ended, found through the index on ``(doc_id, kind, exp)``), the rules run on the
 documents those make, and the heads and rows that changed are written back.
 

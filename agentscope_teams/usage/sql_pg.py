@@ -1,13 +1,28 @@
 """The two steps of a governed model call on PostgreSQL, one statement each.
 
 :data:`ADMIT` and :data:`FINISH` are :func:`.rules.admit` and :func:`.rules.finish` written as one
-``UPDATE … FROM`` with CTEs on the JSON documents of ``<prefix>usage_doc`` (:mod:`.sql_docs`): the
-rows are locked in id order (``SELECT … FOR UPDATE``, which reads their newest versions), the
-decision and the new documents are computed from them, and the changed rows are written, all in one
-autocommitted statement (no ``BEGIN``/``COMMIT``, one round trip). The rules' constants come in as
-parameters (:func:`admit_params`), and ``tests/usage/test_pg_agreement.py`` checks the statement
-against :mod:`.rules` on a table of cases. A document that does not exist yet is reported
-(``found`` < the names asked): the caller inserts the missing rows and runs the statement again.
+statement of data-modifying CTEs on the heads (``<prefix>usage_doc``) and rows
+(``<prefix>usage_entry``) of :mod:`.sql_docs`: the heads are locked in id order
+(``SELECT … FOR UPDATE``, which reads their newest versions), then, under those locks, only the
+rows the step concerns are touched: what has ended is deleted through the expiry index
+(``DELETE … RETURNING``, which finds nothing unless a process died or a tenant left), the caller's
+tenant is read locked and written once, its reservations and lease are inserted or deleted by
+name; the decision comes from the heads' totals and counts, so the work does not grow with the
+calls in flight or the tenants. All in one autocommitted statement (no ``BEGIN``/``COMMIT``, one
+round trip). A row is looked up by name through the primary key, which leads with it (the document
+is compared as ``doc_id || ''``, which no index serves), so a planner without statistics cannot
+take the expiry index for it.
+
+One statement reads with the snapshot taken at its start, which may predate the commit of the
+call that held the heads' locks before it: locked reads and writes see that call's changes, but
+not a row it inserted. So the caller's tenant, found absent, is inserted ``ON CONFLICT DO
+NOTHING``: if another call inserted it meanwhile, the statement writes only what it reaped and
+reports ``sure`` false, and the caller runs it again (it then sees the row).
+
+The rules' constants come in as parameters (:func:`params`), and
+``tests/usage/test_pg_agreement.py`` checks the statements against :mod:`.rules` on a table of
+cases. A head that does not exist yet is reported (``complete`` false): the caller inserts the
+missing heads and runs the statement again.
 
 MariaDB (10.11) keeps the locked transaction of :mod:`.sql_docs`: it has no ``UPDATE … RETURNING``
 (the caller cannot learn the decision from the write) and an ``UPDATE`` reads its own table in a
@@ -23,6 +38,7 @@ from typing import Any
 from sqlalchemy import BindParameter, TextClause, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..errors import StoreError
 from . import rules
 from .backend import DocsUsage, Rides, now_ms
 from .docs import doc_id
@@ -300,6 +316,12 @@ class PgUsage:
             if row[7:8] != (False,):
                 break
             row = await self.docs.store.transaction(op, once, write=True, single=True)
+        else:
+            if row[7:8] == (False,):
+                raise StoreError(
+                    f"{op}: the row of tenant {a.tenant!r} on rate limit {a.key!r} appeared "
+                    f"meanwhile {_AGAIN + 1} times running; nothing was reserved, try the call again"
+                )
         self.last_written = int(row[-1])
         return row
 

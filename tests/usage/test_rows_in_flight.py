@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 from sqlalchemy import event, text
 
@@ -147,3 +148,49 @@ async def test_what_a_dead_process_left_never_refuses_a_call(
     assert spent is not None and limiter is not None
     assert (spent["rt"], list(spent["res"])) == (10, ["late"])
     assert (limiter["nlease"], list(limiter["lease"])) == (1, ["late"])
+
+
+async def test_concurrent_calls_keep_heads_and_rows_in_step(store: BaseStore) -> None:
+    """40 calls at once over the store's connections, half of them one tenant's (whose row they
+    all update), half a new tenant's each (inserting theirs): afterwards every reservation and
+    lease has ended, the totals are what the calls used, and the counts are the rows."""
+    be = usage_backend(store)
+    tag = uuid.uuid4().hex[:6]
+    budget, key = Limit(f"team:{tag}", 10**12, None), f"p|m|{tag}"
+    rates = Rates(rpm=6, concurrent=1000, burst=1000)
+
+    async def one(i: int) -> None:
+        a = Admission((budget,), uuid.uuid4().hex, 10, 0, key, rates, "same" if i % 2 else f"t{i}")
+        assert await be.admit(a) == rules.GRANTED
+        await be.finish(a, 3, 0)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(40):
+            tg.start_soon(one, i)
+    spent, limiter = await be.read(budget.name), await be.read(key)
+    assert spent is not None and limiter is not None
+    assert (spent["ut"], spent["rt"], spent["res"]) == (120, 0, {})
+    assert (limiter["nlease"], limiter["lease"]) == (0, {})
+    assert limiter["nten"] == len(limiter["ten"]) == 21
+
+
+async def test_concurrent_turns_of_one_new_tenant_all_count(store: BaseStore) -> None:
+    """20 calls of one tenant new to a limiter, at once: each turn moves the tenant's clock by one
+    interval (10 s at 6/min), none read a clock another had already moved (on PostgreSQL a
+    statement that finds the tenant's row inserted since its snapshot runs again)."""
+    be = usage_backend(store)
+    tag = uuid.uuid4().hex[:6]
+    key, rates = f"p|m|{tag}", Rates(rpm=6, burst=1000)
+    before = usage_backends.now_ms()
+
+    async def one() -> None:
+        a = Admission((), uuid.uuid4().hex, 10, 0, key, rates, "same")
+        assert await be.admit(a) == rules.GRANTED
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(20):
+            tg.start_soon(one)
+    limiter = await be.read(key)
+    assert limiter is not None and limiter["nten"] == 1
+    first_turn = limiter["ten"]["same"][0] - 20 * 10_000.0  # when the first turn was taken
+    assert before <= first_turn <= usage_backends.now_ms()
