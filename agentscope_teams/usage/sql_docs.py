@@ -126,6 +126,8 @@ def _upsert(dialect: str, table: str, cols: Sequence[str], key: Sequence[str]) -
     return head + _UPSERT[dialect].format(key=", ".join(key), sets=sets)
 
 
+#: Rows deleted per statement (3 parameters each, within SQLite's limit of 999 of old).
+_DROP_BATCH = 300
 _ROW = "SELECT doc_id, kind, name, a, b, exp FROM {e} WHERE doc_id = :d{i} AND kind = :k{i}"
 
 
@@ -149,10 +151,8 @@ class SqlDocs:
         self._heads = text(_upsert(dialect, self.table, ("id", "doc"), ("id",)))
         cols = ("doc_id", "kind", "name", "a", "b", "exp")
         self._put_rows = text(_upsert(dialect, self.entries, cols, cols[:3]))
-        self._drop_row = text(
-            f"DELETE FROM {self.entries} WHERE doc_id = :doc_id AND kind = :kind AND name = :name"
-        )
         self._probes: dict[tuple[str, ...], Any] = {}
+        self._drops: dict[int, Any] = {}
 
     async def update(
         self, op: str, names: Sequence[str], fn: Change[T], wanted: Wanted | None = None
@@ -237,13 +237,26 @@ class SqlDocs:
             put_rows += [
                 {"doc_id": did, **e._asdict()} for k, e in after.items() if before.get(k) != e
             ]
-            drop += [{"doc_id": did, "kind": k, "name": n} for k, n in before.keys() - after.keys()]
+            drop += [{"d": did, "k": k, "n": n} for k, n in sorted(before.keys() - after.keys())]
         if put_heads:
             await conn.execute(self._heads, put_heads)
-        if drop:
-            await conn.execute(self._drop_row, drop)
+        # one statement per _DROP_BATCH rows (an executemany of a DELETE sends one per row)
+        for at in range(0, len(drop), _DROP_BATCH):
+            batch = drop[at : at + _DROP_BATCH]
+            values = {f"{k}{i}": v for i, row in enumerate(batch) for k, v in row.items()}
+            await conn.execute(self._drop(len(batch)), values)
         if put_rows:
             await conn.execute(self._put_rows, put_rows)
+
+    def _drop(self, n: int) -> Any:
+        """A statement deleting ``n`` rows by their keys (``:d<i>``, ``:k<i>``, ``:n<i>``)."""
+        stmt = self._drops.get(n)
+        if stmt is None:
+            rows = " OR ".join(
+                f"(name = :n{i} AND doc_id = :d{i} AND kind = :k{i})" for i in range(n)
+            )
+            stmt = self._drops[n] = text(f"DELETE FROM {self.entries} WHERE {rows}")
+        return stmt
 
     async def create(self, names: Sequence[str]) -> None:
         """Insert the heads of ``names`` that do not exist yet (as empty documents)."""
