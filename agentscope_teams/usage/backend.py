@@ -69,7 +69,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _NO_ENTRIES(name: str, head: rules.Doc | None) -> list[tuple[str, str, float | str]]:
+def _no_entries(name: str, head: rules.Doc | None) -> list[tuple[str, str, float | str]]:
     return []  # a hold-off changes a limiter's clocks only
 
 
@@ -123,7 +123,7 @@ class DocsUsage:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
             return {key: rules.hold_off(docs[key], float(now_ms()), wait_ms)}, None
 
-        await self.docs.update("hold off rate limit", [key], change, _NO_ENTRIES)
+        await self.docs.update("hold off rate limit", [key], change, _no_entries)
 
     async def read(self, name: str) -> rules.Doc | None:
         def change(
