@@ -39,6 +39,7 @@ from . import (
     store_latency,
     task_claim,
     tracing_overhead,
+    usage_in_flight,
     usage_instructions,
     usage_overhead,
     wakeup_claim,
@@ -74,6 +75,7 @@ SECTIONS: dict[str, Callable[[bool], Awaitable[str]]] = {
     "wakeup_claim": wakeup_claim.run,
     "usage_overhead": usage_overhead.run,
     "usage_instructions": usage_instructions.run,
+    "usage_in_flight": usage_in_flight.run,
     "rate_limit_60": rate_limit_60.run,
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -68,38 +69,61 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _no_entries(name: str, head: rules.Doc | None) -> list[tuple[str, str, float | str]]:
+    return []  # a hold-off changes a limiter's clocks only
+
+
 class DocsUsage:
-    """The rules of :mod:`.rules` on locked documents (memory, file, SQL stores)."""
+    """The rules of :mod:`.rules` on locked documents (memory, file, SQL stores). A step names
+    the entries of the documents' maps it reads (:data:`.rules.Wanted`): a store keeping them as
+    rows (:mod:`.sql_docs`) reads those only, so its cost does not grow with the calls in flight.
+    ``rename``: the name the store keeps a tenant's or call's entry under (:func:`.rows.entry_name`
+    on SQL), applied to every admission first."""
 
     rides: Rides | None = None
 
-    def __init__(self, docs: DocBackend) -> None:
+    def __init__(self, docs: DocBackend, rename: Callable[[str], str] | None = None) -> None:
         self.docs = docs
         self.settles = Settles()
+        self._rename = rename
+
+    def _named(self, a: Admission) -> Admission:
+        if self._rename is None:
+            return a
+        return a._replace(rid=self._rename(a.rid), tenant=self._rename(a.tenant))
 
     async def admit(self, a: Admission) -> Admitted:
-        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], Admitted]:
-            return rules.admit(docs, a, now_ms())
+        a, now = self._named(a), now_ms()
 
-        return await self.docs.update("admit model call", a.names, change)
+        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], Admitted]:
+            return rules.admit(docs, a, now)
+
+        return await self.docs.update(
+            "admit model call", a.names, change, rules.admit_wants(a, now)
+        )
 
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
-        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
-            return rules.finish(docs, a, tokens, nanos, now_ms()), None
+        a, now = self._named(a), now_ms()
 
-        await self.docs.update("finish model call", a.names, change)
+        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
+            return rules.finish(docs, a, tokens, nanos, now), None
+
+        await self.docs.update("finish model call", a.names, change, rules.finish_wants(a))
 
     async def give_back(self, a: Admission) -> None:
-        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
-            return rules.give_back(docs, a, now_ms()), None
+        a, now = self._named(a), now_ms()
 
-        await self.docs.update("give back model call", a.names, change)
+        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
+            return rules.give_back(docs, a, now), None
+
+        wanted = rules.finish_wants(a, unsent=True)
+        await self.docs.update("give back model call", a.names, change, wanted)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
             return {key: rules.hold_off(docs[key], float(now_ms()), wait_ms)}, None
 
-        await self.docs.update("hold off rate limit", [key], change)
+        await self.docs.update("hold off rate limit", [key], change, _no_entries)
 
     async def read(self, name: str) -> rules.Doc | None:
         def change(
@@ -303,10 +327,15 @@ def usage_backend(store: object) -> UsageBackend:
         else:
             docs = docs_for(store)
             found = DocsUsage(docs)
-            if getattr(docs, "dialect", None) == "postgresql":
+            dialect = getattr(docs, "dialect", None)
+            if dialect == "postgresql":
                 from .sql_pg import PgUsage  # one statement per step (see its module)
 
                 found = PgUsage(docs)  # type: ignore[arg-type]
+            elif dialect is not None:  # MariaDB/MySQL, SQLite: entries kept as rows by name
+                from .rows import entry_name
+
+                found = DocsUsage(docs, entry_name)
         _BACKENDS[store] = found
         land_before_close(store, found.settles)  # closing the store lands its settles
     return found

@@ -6,11 +6,14 @@ step across every process sharing the store:
 
 * memory: a lock of the process (the store is not shared between processes anyway);
 * file: an ``flock`` on ``<root>/usage/lock``, documents in ``<root>/usage/docs/``;
-* SQL: one transaction on the table ``<prefix>usage_doc`` (:mod:`.sql_docs`): the missing rows
-  inserted, the rows read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``), then updated
-  (PostgreSQL runs a call's admit and finish as one statement each instead: :mod:`.sql_pg`).
+* SQL: one transaction on the heads ``<prefix>usage_doc`` and the rows ``<prefix>usage_entry``
+  (:mod:`.sql_docs`): the heads read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``),
+  then only the entries the step names (``wanted``), then what changed written back (PostgreSQL
+  runs a call's admit and finish as one statement each instead: :mod:`.sql_pg`).
 
-Redis does not use this module: its scripts (:mod:`.redis_store`) do each step in one round trip.
+The memory and file backends keep whole documents, so they ignore ``wanted``.
+
+Redis does not use this module: its scripts (:mod:`.redis_lua`) do each step in one round trip.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import anyio
 import anyio.to_thread
 
 from ..errors import ConfigurationError
-from .rules import Doc
+from .rules import Doc, Wanted, uncounted
 
 if TYPE_CHECKING:
     pass
@@ -39,7 +42,12 @@ Change = Callable[[dict[str, Doc | None]], tuple[dict[str, Doc], T]]
 
 
 class DocBackend(Protocol):
-    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T: ...
+    async def update(
+        self, op: str, names: Sequence[str], fn: Change[T], wanted: Wanted | None = None
+    ) -> T:
+        """Run ``fn`` on the documents ``names`` and write back what it returns, atomically;
+        ``wanted``: the entries of their maps ``fn`` needs (None: all; a backend keeping whole
+        documents gives all of them anyway)."""
 
 
 def doc_id(name: str) -> str:
@@ -54,10 +62,12 @@ class MemoryDocs:
         self._docs: dict[str, Doc] = {}
         self._lock = threading.Lock()
 
-    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
+    async def update(
+        self, op: str, names: Sequence[str], fn: Change[T], wanted: Wanted | None = None
+    ) -> T:
         with self._lock:
             new, result = fn({n: self._docs.get(n) for n in names})
-            self._docs.update(json.loads(json.dumps(new)))
+            self._docs.update(json.loads(json.dumps({n: uncounted(d) for n, d in new.items()})))
             return result
 
 
@@ -68,7 +78,9 @@ class FileDocs:
         self.dir = root / "usage"
         self._thread_lock = threading.Lock()
 
-    async def update(self, op: str, names: Sequence[str], fn: Change[T]) -> T:
+    async def update(
+        self, op: str, names: Sequence[str], fn: Change[T], wanted: Wanted | None = None
+    ) -> T:
         return await anyio.to_thread.run_sync(lambda: self._update_sync(names, fn))
 
     def _update_sync(self, names: Sequence[str], fn: Change[T]) -> T:
@@ -83,7 +95,7 @@ class FileDocs:
                 for name, doc in new.items():
                     path = docs / doc_id(name)
                     tmp = path.with_suffix(".tmp")
-                    tmp.write_text(json.dumps(doc))
+                    tmp.write_text(json.dumps(uncounted(doc)))  # as releases before counts
                     os.replace(tmp, path)
                 return result
             finally:

@@ -14,24 +14,37 @@ reserves its maximum on all of them; so a budget is overshot by at most one call
 **Limiter document** (one per provider, model and key hash): GCRA theoretical arrival times for
 requests (``tat``) and tokens (``ttat``), one per active tenant (``ten``: tenant -> [tat, seen]),
 the leases of calls in flight (``lease``: id -> expiry) for the concurrency limit, ``hold``:
-no turn before this time (a provider answered 429 with ``Retry-After``), and ``last``: the last turn
-taken and what it moved the clocks by (so an admission never sent can give its turn back).
+no turn before this time (a provider answered 429 with ``Retry-After``), ``last``: the last turn
+taken and what it moved the clocks by (so an admission never sent can give its turn back), and
+``nten``/``nlease``: how many tenants and leases it holds (:data:`COUNTS`; counted from the maps
+when absent, as in documents written before them).
 
 **What has ended counts for nothing.** A reservation or lease past its expiry (its process died:
-:data:`RESERVATION_TTL_MS`) and, with a requests limit, a tenant not seen within its window are
-dropped before every decision (:func:`reserve`, :func:`acquire`). These functions, the document
-backends and PostgreSQL read a document whole anyway and drop them on every call; the Redis scripts,
-whose cost must not grow with the calls in flight, keep per hash the earliest expiry and the oldest
-``seen`` there can be and the counts of tenants and leases, and read a hash whole (dropping what
-ended) only when something in it may have ended: the same decisions (:mod:`.redis_lua`).
+:data:`RESERVATION_TTL_MS`) and, with a requests limit, a tenant not seen within its window
+(:func:`tenant_window`) are dropped before every decision (:func:`reserve`, :func:`acquire`).
+
+**A step reads few entries.** The rules read a map only for the entries that ended, the caller's
+own and the counts, so a store may give them just those (:data:`Wanted`: :func:`admit_wants`,
+:func:`finish_wants`) and the same decisions follow: the SQL stores keep the maps as rows
+(:mod:`.rows`) and read those only, so a step costs the same with 1 or 1,000 calls in flight; the
+Redis scripts keep per hash the earliest expiry, the oldest ``seen`` and the counts and read a hash
+whole only when something in it may have ended (:mod:`.redis_lua`). The memory and file backends
+keep whole documents (without the counts, as before them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 Doc = dict[str, Any]
+#: What a step reads of a document's maps, for a store that keeps them apart from the rest
+#: (:mod:`.sql_docs`): for a document's name and the rest of it (None: never written), probes
+#: ``(map, test, value)``: test ``"="`` the entry named ``value``, ``"<="`` / ``"<"`` the entries
+#: whose expiry (a tenant: time last seen) is at most / below ``value``. The rules decide on those
+#: entries and the document's counts (``nten``, ``nlease``) as they do on every entry.
+Wanted = Callable[[str, Doc | None], list[tuple[str, str, float | str]]]
 
 #: A reservation or lease whose call never settles (its process died) ends after this long.
 RESERVATION_TTL_MS = 15 * 60 * 1000
@@ -129,13 +142,34 @@ class Rates:
     burst: int = 1
 
 
+#: A limiter's counts of its tenants and leases (kept beside the maps: a store may give the rules
+#: only the entries a step needs, :data:`Wanted`).
+COUNTS = {"ten": "nten", "lease": "nlease"}
+
+
 def _limiter(doc: Doc | None) -> Doc:
     base: Doc = {"tat": 0.0, "ttat": 0.0, "hold": 0.0, "ten": {}, "lease": {}}
     if doc:
         base.update(doc)
         base["ten"] = {name: list(v) for name, v in base["ten"].items()}
         base["lease"] = dict(base["lease"])
+    for field, count in COUNTS.items():  # a whole document written without counts
+        base.setdefault(count, len(base[field]))
     return base
+
+
+def uncounted(doc: Doc) -> Doc:
+    """``doc`` without the counts of its maps (a store of whole documents keeps the maps only)."""
+    return {k: v for k, v in doc.items() if k not in COUNTS.values()}
+
+
+def tenant_window(rates: Rates, tenants: int) -> float | None:
+    """How long a tenant of a limiter with ``tenants`` of them stays active unseen (ms; None: no
+    requests limit, no tenants)."""
+    if not rates.rpm:
+        return None
+    interval = 60000.0 / rates.rpm
+    return max(TENANT_WINDOW_MIN_MS, TENANT_WINDOW_INTERVALS * interval * max(tenants, 1))
 
 
 #: Retry hint while every concurrent slot is taken (ms).
@@ -159,16 +193,20 @@ def acquire(
     d = _limiter(doc)
     ten: dict[str, list[float]] = d["ten"]
     waits = [0.0, d["hold"] - now]
-    if rates.rpm:
+    window = tenant_window(rates, d["nten"])
+    if rates.rpm and window is not None:
         interval = 60000.0 / rates.rpm
-        window = max(TENANT_WINDOW_MIN_MS, TENANT_WINDOW_INTERVALS * interval * max(len(ten), 1))
         for name, (_, seen) in list(ten.items()):
             if seen < now - window:
                 del ten[name]
-        mine = ten.setdefault(tenant, [0.0, now])
+                d["nten"] -= 1
+        if tenant not in ten:
+            ten[tenant] = [0.0, now]
+            d["nten"] += 1
+        mine = ten[tenant]
         mine[1] = now
         tau = interval * (rates.burst - 1)
-        share = interval * len(ten)
+        share = interval * d["nten"]
         waits.append(max(d["tat"], now) - now - tau)
         waits.append(max(mine[0], now) - now - share * (rates.burst - 1))
     if rates.tpm:
@@ -181,7 +219,8 @@ def acquire(
     for lid, exp in list(leases.items()):
         if exp <= now:
             del leases[lid]
-    if rates.concurrent and len(leases) >= rates.concurrent:
+            d["nlease"] -= 1
+    if rates.concurrent and d["nlease"] >= rates.concurrent:
         waits.append(CONCURRENCY_POLL_MS)
     wait = max(waits)
     if wait > 0:
@@ -196,7 +235,7 @@ def _take(d: Doc, rates: Rates, now: float, tenant: str, tokens: int, lease: str
     moved = [0.0, 0.0, 0.0]
     if rates.rpm:
         interval, mine = 60000.0 / rates.rpm, d["ten"][tenant]
-        tat, own = max(d["tat"], now) + interval, max(mine[0], now) + interval * len(d["ten"])
+        tat, own = max(d["tat"], now) + interval, max(mine[0], now) + interval * d["nten"]
         moved[0], moved[1] = tat - d["tat"], own - mine[0]
         d["tat"], mine[0] = tat, own
     if rates.tpm:
@@ -204,6 +243,7 @@ def _take(d: Doc, rates: Rates, now: float, tenant: str, tokens: int, lease: str
         moved[2] = ttat - d["ttat"]
         d["ttat"] = ttat
     if rates.concurrent:
+        d["nlease"] += lease not in d["lease"]
         d["lease"][lease] = now + RESERVATION_TTL_MS
     d["last"] = [lease, *moved]
 
@@ -212,7 +252,8 @@ def release(doc: Doc | None, rates: Rates, now: float, lease: str, token_delta: 
     """End lease ``lease`` and correct the token clock by what the call used beyond (or below) its
     estimate (``token_delta`` = used - estimated)."""
     d = _limiter(doc)
-    d["lease"].pop(lease, None)
+    if d["lease"].pop(lease, None) is not None:
+        d["nlease"] -= 1
     if rates.tpm and token_delta:
         d["ttat"] = max(d["ttat"] + token_delta * 60000.0 / rates.tpm, now)
     return d
@@ -314,3 +355,33 @@ def give_back(docs: dict[str, Doc | None], a: Admission, now: int) -> dict[str, 
     if a.key is not None:
         out[a.key] = undo_turn(out[a.key], a.rid, a.tenant)
     return out
+
+
+def admit_wants(a: Admission, now: int) -> Wanted:
+    """The entries :func:`admit` reads at ``now`` beyond the counts: a budget's ended reservations,
+    the limiter's ended leases and, with a requests limit, its tenants not seen within the window
+    and the caller's own tenant (ended ones are dropped, the caller's tenant is taken a turn by)."""
+
+    def wanted(name: str, head: Doc | None) -> list[tuple[str, str, float | str]]:
+        if name != a.key:
+            return [("res", "<=", now)]
+        probes: list[tuple[str, str, float | str]] = [("lease", "<=", float(now))]
+        window = tenant_window(a.rates, _limiter(head)["nten"])
+        if window is not None:
+            probes += [("ten", "=", a.tenant), ("ten", "<", now - window)]
+        return probes
+
+    return wanted
+
+
+def finish_wants(a: Admission, unsent: bool = False) -> Wanted:
+    """The entries :func:`finish` (``unsent``: :func:`give_back`) reads: the call's reservation
+    on each budget, its lease and (given back) its tenant on the limiter."""
+
+    def wanted(name: str, head: Doc | None) -> list[tuple[str, str, float | str]]:
+        if name != a.key:
+            return [("res", "=", a.rid)]
+        probes: list[tuple[str, str, float | str]] = [("lease", "=", a.rid)]
+        return [*probes, ("ten", "=", a.tenant)] if unsent else probes
+
+    return wanted

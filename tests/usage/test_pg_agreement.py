@@ -1,6 +1,11 @@
-"""PostgreSQL's one-statement admit and finish (:mod:`agentscope_teams.usage.sql_pg`) agree with
-the rules (:mod:`agentscope_teams.usage.rules`) on a table of cases: the same answer, and the same
-documents afterwards (compared once expired reservations are taken off, which both do lazily)."""
+"""The SQL stores' admit, finish and give-back agree with the rules
+(:mod:`agentscope_teams.usage.rules`, on whole documents) on a table of cases: PostgreSQL's one
+statement per step (:mod:`agentscope_teams.usage.sql_pg`), and MariaDB's and SQLite's rules run on
+the head and the rows a step reads (:mod:`agentscope_teams.usage.sql_docs`). The same answer, and
+the same documents afterwards as :meth:`read` assembles them from head and rows, a limiter's counts
+checked against its rows (compared once expired reservations are taken off, which both do
+lazily). Cases include what a dead process left (ended reservations and leases) and tenants at and
+past the window, the caller's own among them."""
 
 from __future__ import annotations
 
@@ -9,16 +14,18 @@ import uuid
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
 from agentscope_teams.store import BaseStore
+from agentscope_teams.usage import backend as usage_backends
 from agentscope_teams.usage import rules
-from agentscope_teams.usage.backend import usage_backend
-from agentscope_teams.usage.docs import doc_id
+from agentscope_teams.usage.backend import DocsUsage, UsageBackend, usage_backend
 from agentscope_teams.usage.rules import Admission, Limit, Rates
 from agentscope_teams.usage.sql_pg import PgUsage
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_spec", ["postgres"], indirect=True)]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.parametrize("store_spec", ["postgres", "mariadb", "sqlite"], indirect=True),
+]
 
 NOW = 10_000_000
 LIVE, GONE = NOW + 60_000, NOW - 1  # a reservation's or lease's expiry: still held, ended
@@ -53,6 +60,16 @@ CASES: list[tuple[str, dict[str, rules.Doc | None], list[tuple[str, int | None, 
     ("tokens per minute: room left", {"L": _limiter(ttat=NOW + 10.0)}, [], Rates(tpm=100000)),
     ("concurrency cap reached", {"L": _limiter(lease={"p": LIVE, "q": LIVE})}, [], Rates(concurrent=2)),
     ("concurrency: an ended lease frees a slot", {"L": _limiter(lease={"p": LIVE, "q": GONE})}, [], Rates(concurrent=2)),
+    ("a dead process's reservations never refuse", {"A": _budget(held={f"d{i}": [20, 0, GONE] for i in range(8)})}, [("A", 100, None)], None),
+    ("ended reservations given back, live ones kept", {"A": _budget(10, held={"x": [30, 0, GONE], "y": [50, 0, LIVE], "z": [5, 2, GONE]})}, [("A", 100, None)], None),
+    ("several stale tenants leave", {"L": _limiter(ten={"old": [NOW - 1e6, NOW - 1e6], "old2": [NOW + 5.0, NOW - 5e5], "o": [NOW + 300.0, NOW - 5.0]})}, [], Rates(rpm=600)),
+    ("at the window's edge a tenant stays, past it leaves", {"L": _limiter(ten={"edge": [NOW + 50.0, NOW - 1000.0], "past": [NOW + 50.0, NOW - 1000.5], "o": [NOW, NOW]})}, [], Rates(rpm=600)),
+    ("the caller's own stale tenant starts again", {"L": _limiter(ten={"me": [NOW + 5000.0, NOW - 1e6], "o": [NOW, NOW - 5.0]})}, [], Rates(rpm=600)),
+    ("the caller's own tenant and others stale", {"L": _limiter(ten={"me": [NOW + 5000.0, NOW - 2e6], "x": [NOW, NOW - 1e6], "o": [NOW + 10.0, NOW - 5.0]})}, [], Rates(rpm=600, burst=2)),
+    ("the caller's own tenant live and ahead: wait", {"L": _limiter(ten={"me": [NOW + 5000.0, NOW - 5.0], "x": [NOW, NOW - 1e6]})}, [], Rates(rpm=600)),
+    ("waiting still drops stale tenants and ended leases", {"L": _limiter(tat=NOW + 5000.0, ten={"x": [NOW, NOW - 1e6], "o": [NOW, NOW - 5.0]}, lease={"p": GONE, "q": LIVE})}, [], Rates(rpm=60, concurrent=5)),
+    ("ended leases of a dead process free their slots", {"L": _limiter(lease={"p": GONE, "q": GONE, "r": LIVE})}, [], Rates(concurrent=2)),
+    ("rates without requests: tenants untouched", {"L": _limiter(ten={"x": [NOW, NOW - 1e6]}, lease={"p": GONE})}, [], Rates(tpm=10**6, concurrent=3)),
     ("held off after a 429", {"L": _limiter(hold=NOW + 3000.0)}, [], Rates(rpm=60)),
     ("budget refuses: the limiter is untouched", {"A": _budget(ut=100), "L": _limiter()}, [("A", 100, None)], Rates(rpm=60, concurrent=1)),
     ("limiter waits: the budgets are untouched", {"A": _budget(ut=10), "L": _limiter(tat=NOW + 5000.0)}, [("A", 100, None)], Rates(rpm=60)),
@@ -62,35 +79,29 @@ CASES: list[tuple[str, dict[str, rules.Doc | None], list[tuple[str, int | None, 
 
 async def _setup(
     store: BaseStore, case: dict[str, rules.Doc | None]
-) -> tuple[PgUsage, dict[str, str]]:
+) -> tuple[UsageBackend, dict[str, str]]:
     backend = usage_backend(store)
-    assert isinstance(backend, PgUsage)
+    assert isinstance(backend, (PgUsage, DocsUsage))
     run = uuid.uuid4().hex[:8]
     names = {short: f"case:{run}:{short}" for short in case}
     for short, doc in case.items():
         if doc is not None:
-            await _write(backend, names[short], doc)
+            await _docs(backend).write(names[short], doc)
     return backend, names
 
 
-async def _write(backend: PgUsage, name: str, doc: rules.Doc) -> None:
-    await backend.docs.create([name])
-    stmt = text(f"UPDATE {backend.docs.table} SET doc = :doc WHERE id = :id")
-
-    async def run(conn: Any) -> None:
-        await conn.execute(stmt, {"doc": json.dumps(doc), "id": doc_id(name)})
-
-    await backend.docs.store.transaction("write case", run, write=True)
+def _docs(backend: UsageBackend) -> Any:
+    """The SQL documents (:class:`~agentscope_teams.usage.sql_docs.SqlDocs`) of ``backend``."""
+    return backend.docs  # type: ignore[attr-defined]
 
 
-async def _stored(backend: PgUsage, name: str) -> rules.Doc | None:
-    stmt = text(f"SELECT doc FROM {backend.docs.table} WHERE id = :id")
-
-    async def run(conn: Any) -> Any:
-        return (await conn.execute(stmt, {"id": doc_id(name)})).scalar()
-
-    raw = await backend.docs.store.transaction("read case", run)
-    return (json.loads(raw) or None) if raw is not None else None
+async def _stored(backend: UsageBackend, name: str) -> rules.Doc | None:
+    """The document as stored (head and rows); a limiter's counts checked against its rows."""
+    doc = await backend.read(name)
+    if doc is not None and "ten" in doc:
+        assert doc.pop("nten", 0) == len(doc["ten"]), doc
+        assert doc.pop("nlease", 0) == len(doc["lease"]), doc
+    return doc
 
 
 def _normal(doc: rules.Doc | None, limiter: bool) -> Any:
@@ -123,13 +134,41 @@ def _admission(
     return Admission(budgets, "call1", 120, 7, key, rates or Rates(), "me")
 
 
+async def _admit(backend: UsageBackend, a: Admission, now: int) -> rules.Admitted:
+    if isinstance(backend, PgUsage):
+        return await backend.admit_at(a, now)
+    return await backend.admit(a)  # at the time _at_now set
+
+
+async def _finish(backend: UsageBackend, a: Admission, tokens: int, nanos: int, now: int) -> None:
+    if isinstance(backend, PgUsage):
+        await backend.finish_at(a, tokens, nanos, now)
+    else:
+        await backend.finish(a, tokens, nanos)
+
+
+async def _give_back(backend: UsageBackend, a: Admission, now: int) -> None:
+    if isinstance(backend, PgUsage):
+        await backend.finish_at(a, 0, 0, now, unsent=True)
+    else:
+        await backend.give_back(a)
+
+
+def _at_now(monkeypatch: pytest.MonkeyPatch, now: int) -> None:
+    """The document backends' clock (MariaDB, SQLite) at ``now``."""
+    monkeypatch.setattr(usage_backends, "now_ms", lambda: now)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-async def test_the_admit_statement_agrees_with_the_rules(store: BaseStore, case: Any) -> None:
+async def test_the_admit_statement_agrees_with_the_rules(
+    store: BaseStore, case: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, before, limits, rates = case
     backend, names = await _setup(store, before)
+    _at_now(monkeypatch, NOW)
     a = _admission(names, limits, rates)
     expected_docs, expected = rules.admit({names[s]: d for s, d in before.items()}, a, NOW)
-    got = await backend.admit_at(a, NOW)
+    got = await _admit(backend, a, NOW)
     assert got.refusal == expected.refusal
     assert got.wait_ms == pytest.approx(expected.wait_ms)
     for short, name in names.items():
@@ -148,13 +187,16 @@ FINISHES: list[tuple[str, dict[str, rules.Doc | None], Rates | None, tuple[int, 
 
 
 @pytest.mark.parametrize("case", FINISHES, ids=[c[0] for c in FINISHES])
-async def test_the_finish_statement_agrees_with_the_rules(store: BaseStore, case: Any) -> None:
+async def test_the_finish_statement_agrees_with_the_rules(
+    store: BaseStore, case: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, before, rates, (tokens, nanos) = case
     backend, names = await _setup(store, before)
+    _at_now(monkeypatch, NOW)
     limits = [(s, 10**6, None) for s in before if s != "L"]
     a = _admission(names, limits, rates)
     expected_docs = rules.finish({names[s]: d for s, d in before.items()}, a, tokens, nanos, NOW)
-    await backend.finish_at(a, tokens, nanos, NOW)
+    await _finish(backend, a, tokens, nanos, NOW)
     for short, name in names.items():
         stored = await _stored(backend, name)
         want = expected_docs[name]
@@ -178,13 +220,16 @@ GIVE_BACKS: list[tuple[str, dict[str, rules.Doc | None]]] = [
 
 
 @pytest.mark.parametrize("case", GIVE_BACKS, ids=[c[0] for c in GIVE_BACKS])
-async def test_the_give_back_statement_agrees_with_the_rules(store: BaseStore, case: Any) -> None:
+async def test_the_give_back_statement_agrees_with_the_rules(
+    store: BaseStore, case: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, before = case
     backend, names = await _setup(store, before)
+    _at_now(monkeypatch, NOW)
     limits = [(s, 10**6, None) for s in before if s != "L"]
     a = _admission(names, limits, Rates(rpm=60, tpm=60000, concurrent=4))
     expected_docs = rules.give_back({names[s]: d for s, d in before.items()}, a, NOW)
-    await backend.finish_at(a, 0, 0, NOW, unsent=True)
+    await _give_back(backend, a, NOW)
     for short, name in names.items():
         stored = await _stored(backend, name)
         got_doc, want_doc = (
@@ -195,16 +240,20 @@ async def test_the_give_back_statement_agrees_with_the_rules(store: BaseStore, c
     assert ("last" in expected_docs[names["L"]]) == (before["L"].get("last") not in (None, TOOK))
 
 
-async def test_an_admit_then_its_give_back_agree_with_the_rules(store: BaseStore) -> None:
+async def test_an_admit_then_its_give_back_agree_with_the_rules(
+    store: BaseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The turn the statement notes is the one its give-back undoes, as in the rules."""
     before: dict[str, rules.Doc | None] = {"L": _limiter(tat=NOW - 10.0, ttat=NOW + 5.0)}
     backend, names = await _setup(store, before)
     a = _admission(names, [], Rates(rpm=60, tpm=60000, concurrent=4))
     docs, _ = rules.admit({names["L"]: before["L"]}, a, NOW)
-    await backend.admit_at(a, NOW)
+    _at_now(monkeypatch, NOW)
+    await _admit(backend, a, NOW)
     assert _same(_normal(await _stored(backend, names["L"]), True), _normal(docs[names["L"]], True))
     docs = rules.give_back(docs, a, NOW + 1)
-    await backend.finish_at(a, 0, 0, NOW + 1, unsent=True)
+    _at_now(monkeypatch, NOW + 1)
+    await _give_back(backend, a, NOW + 1)
     got = _normal(await _stored(backend, names["L"]), True)
     assert _same(got, _normal(docs[names["L"]], True))
     assert got["tat"] == pytest.approx(NOW) and got["ttat"] == pytest.approx(NOW + 5.0)

@@ -5,6 +5,7 @@ in test_shared_limits.py)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from agentscope_teams.usage import rules
 from agentscope_teams.usage.rules import Limit, Rates
@@ -109,3 +110,87 @@ def test_a_reservation_whose_process_died_expires() -> None:
     later = rules.RESERVATION_TTL_MS + 1
     new, refusal = rules.reserve(dict(new), limits, "x", 10, 0, later)
     assert refusal is None and new["team:t"]["rt"] == 10
+
+
+MAPS = ("res", "ten", "lease")
+NOW = 1_000_000
+
+
+def _hit(field: str, key: str, entry: Any, test: str, value: float | str) -> bool:
+    if test == "=":
+        return key == value
+    at = entry if field == "lease" else entry[1] if field == "ten" else entry[2]
+    return bool(at <= value) if test == "<=" else bool(at < value)
+
+
+def _part(docs: dict[str, rules.Doc], wanted: rules.Wanted) -> dict[str, rules.Doc | None]:
+    """``docs`` as a store of rows gives them to the rules: the rest of each document (counts
+    included), and of its maps only the entries ``wanted`` names."""
+    out: dict[str, rules.Doc | None] = {}
+    for name, doc in docs.items():
+        part = {k: v for k, v in doc.items() if k not in MAPS} | {m: {} for m in MAPS if m in doc}
+        for field, test, value in wanted(name, part):
+            for key, entry in doc[field].items():
+                if _hit(field, key, entry, test, value):
+                    part[field][key] = entry
+        out[name] = part
+    return out
+
+
+def _whole() -> dict[str, rules.Doc]:
+    res = {f"r{i}": [10, 1, NOW + (-5 if i % 3 == 0 else 60_000)] for i in range(40)}
+    res["call1"] = [120, 7, NOW + 900_000]
+    ten = {f"t{i}": [NOW + 100.0 * i, NOW - (10.0**6 if i % 4 == 0 else 5.0)] for i in range(50)}
+    ten["me"] = [NOW + 1000.0, NOW - 10.0]
+    lease = {f"l{i}": NOW + (-1.0 if i % 2 else 9e5) for i in range(30)}
+    lease["call1"] = NOW + 9e5
+    rt, rn = sum(v[0] for v in res.values()), sum(v[1] for v in res.values())
+    budget = {"ut": 5, "un": 0, "rt": rt, "rn": rn, "res": res}
+    limiter = {"tat": NOW - 10.0, "ttat": NOW + 5.0, "hold": 0.0, "ten": ten, "lease": lease}
+    limiter |= {"nten": len(ten), "nlease": len(lease), "last": ["call1", 100.0, 200.0, 5.0]}
+    return {"B": budget, "L": limiter}
+
+
+def _steps(a: rules.Admission) -> list[tuple[Any, rules.Wanted]]:
+    new = a._replace(rid="new")
+    return [
+        (lambda d: rules.admit(d, new, NOW), rules.admit_wants(new, NOW)),
+        (lambda d: (rules.finish(d, a, 40, 2, NOW), None), rules.finish_wants(a)),
+        (lambda d: (rules.give_back(d, a, NOW), None), rules.finish_wants(a, unsent=True)),
+    ]
+
+
+def test_the_rules_decide_the_same_on_the_entries_a_step_names() -> None:
+    """A store keeping the maps as rows gives the rules the counts and only the entries a step
+    names (:func:`rules.admit_wants`, :func:`rules.finish_wants`): the same answer, the same
+    totals, clocks and counts, and the same entries changed, as on the whole documents (stale
+    tenants, expired reservations and leases and the caller's own tenant among them); the whole
+    documents change no entry the step did not name."""
+    for rates in (
+        Rates(rpm=600, tpm=10**6, concurrent=10),
+        Rates(rpm=60, burst=4, concurrent=20),
+        Rates(rpm=600, burst=2),
+        Rates(tpm=10**6, concurrent=10),
+        Rates(),
+    ):
+        a = rules.Admission((Limit("B", 10**6, None),), "call1", 120, 7, "L", rates, "me")
+        for step, wanted in _steps(a):
+            named = _part(_whole(), wanted)
+            full, full_answer = step(_whole())
+            part, part_answer = step(_part(_whole(), wanted))
+            assert part_answer == full_answer
+            for name in ("B", "L"):
+                norm = rules._limiter if name == "L" else rules._budget
+                # a document a step does not write stays as it was
+                got = norm(part.get(name, named[name]))
+                want = norm(full.get(name, _whole()[name]))
+                assert {k: v for k, v in got.items() if k not in MAPS} == {
+                    k: v for k, v in want.items() if k not in MAPS
+                }
+                for field in (m for m in MAPS if m in got):
+                    keys = set(named[name][field]) | set(got[field])  # type: ignore[index]
+                    assert {k: got[field].get(k) for k in keys} == {
+                        k: want[field].get(k) for k in keys
+                    }
+                    untouched = {k: v for k, v in _whole()[name][field].items() if k not in keys}
+                    assert {k: v for k, v in want[field].items() if k not in keys} == untouched
