@@ -308,6 +308,24 @@ async def test_a_claim_passes_tasks_routed_to_others(client: LocalTeamClient) ->
     assert mine is not None and (mine.seq, mine.assignee) == (1, "b")
 
 
+async def test_a_claim_takes_free_and_own_routed_tasks_in_order(client: LocalTeamClient) -> None:
+    """Free tasks and tasks routed to ``a`` interleaved with tasks routed to ``b``: ``a``'s claims
+    take the free and its own in ``seq`` order (the two are read through indexes of their own
+    on SQL), never ``b``'s, and ``b`` takes its own once the free ones are gone."""
+    _, keys = await crew(client)
+    board = native_board(client, keys)
+    plan = [None, "a", "b", None, "b", "a", "a", None, "b"]
+    made = [await board.create("lead", f"task {i}", assignee=who) for i, who in enumerate(plan)]
+    taken = []
+    while (task := await board.claim_next("a", 30)) is not None:
+        taken.append(task.id)
+    assert taken == [t.id for t, who in zip(made, plan, strict=True) if who in (None, "a")]
+    theirs = []
+    while (task := await board.claim_next("b", 30)) is not None:
+        theirs.append(task.id)
+    assert theirs == [t.id for t, who in zip(made, plan, strict=True) if who == "b"]
+
+
 async def test_racing_completions_write_once_and_free_the_dependent_once(
     client: LocalTeamClient,
 ) -> None:

@@ -94,7 +94,8 @@ async def test_each_probe_of_a_postgres_claim_scans_its_partial_index(
     for prefer_own in (False, True):
         plan = await _pg_plan(board, utcnow(), prefer_own)
         assert f"Index Scan using {prefix}_leased" in plan, plan
-        assert f"Index Scan using {prefix}_ready" in plan, plan
+        assert f"Index Scan using {prefix}_free" in plan, plan
+        assert f"Index Scan using {prefix}_routed" in plan, plan
         assert (f"Index Scan using {prefix}_held" in plan) is prefer_own, plan
         assert "One-Time Filter" in plan, plan  # a later probe runs only when the earlier missed
         for absent in ("Sort", "Bitmap", "Seq Scan"):
@@ -169,14 +170,15 @@ async def _indexes(store: SqlStore, table: str) -> set[str]:
 
 
 async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: SqlStore) -> None:
-    """The tasks table as migration 1 left it (its two old indexes, no record of migration 2):
-    a store set up on it applies migration 2, and claims work on the rows already there."""
+    """The tasks table as migration 1 left it (its two old indexes, no record of migrations 2
+    and 3): a store set up on it applies them, and claims work on the rows already there."""
     board = await _board(sql_store)
     table = board.queue.t.task.name  # type: ignore[attr-defined]
     prefix = table.removesuffix("task")
     pg = sql_store.dialect == "postgresql"
     old_pg = [
-        f"DROP INDEX {prefix}task_ready",
+        f"DROP INDEX {prefix}task_free",
+        f"DROP INDEX {prefix}task_routed",
         f"DROP INDEX {prefix}task_leased",
         f"DROP INDEX {prefix}task_held",
         f"CREATE INDEX {prefix}task_pending ON {table} "
@@ -193,7 +195,7 @@ async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: Sql
     async def downgrade(conn: AsyncConnection) -> None:
         for sql in back:
             await conn.execute(text(sql))
-        await conn.execute(text(f"DELETE FROM {prefix}board_schema WHERE version = 2"))
+        await conn.execute(text(f"DELETE FROM {prefix}board_schema WHERE version >= 2"))
 
     await sql_store.transaction("downgrade", downgrade, write=True)
     assert f"{prefix}task_held" not in await _indexes(sql_store, table)
@@ -203,8 +205,8 @@ async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: Sql
         await again.setup()
         found = await _indexes(again, table)
         if pg:
-            new = {f"{prefix}task_{n}" for n in ("ready", "leased", "held")}
-            old = {f"{prefix}task_{n}" for n in ("pending", "lease", "owner")}
+            new = {f"{prefix}task_{n}" for n in ("free", "routed", "leased", "held")}
+            old = {f"{prefix}task_{n}" for n in ("pending", "lease", "owner", "ready")}
             assert new <= found and not old & found
         else:
             assert f"{prefix}task_held" in found and f"{prefix}task_owner" not in found

@@ -2,12 +2,20 @@
 
 The claim's probes are CTEs, each ``LIMIT 1 FOR UPDATE SKIP LOCKED`` over a partial index
 (:mod:`.sql_tables`): ``own`` (with ``prefer_own``: the member's oldest held task, its lease
-renewed), ``expired`` (the earliest expired lease it may take) and ``ready`` (the oldest pending
-task with no blockers left). A probe runs only when those before it found nothing (a ``NOT
-EXISTS`` on them, which the planner makes a one-time filter above the index scan), so the plan
-never sorts or scans the candidates: ``EXPLAIN`` in ``bench/RESULTS.md``. ``moved`` updates the
-picked row's columns (one more attempt unless renewed, the new owner and lease), finding it by
-its whole key (the pick's task id as a one-time sub-select: joined to the pick alone, a planner
+renewed), ``expired`` (the earliest expired lease it may take), then the pending tasks with no
+blockers left, routed to nobody (free) or to the member, each kind read through an index of its
+own, so that tasks routed to other members are never read: ``free`` (the oldest free task ahead
+of the member's oldest routed one, whose ``seq`` a sub-select reads unlocked), ``mine`` (the
+member's oldest routed task), ``later`` (the oldest free task: those ahead were taken
+meanwhile). A probe runs only when those before it found nothing (a ``NOT EXISTS`` on them,
+which the planner makes a one-time filter above the index scan), so at most one row is locked
+(a claim never locks a row it does not take: a concurrent claimer never skips a task nobody
+takes) and the plan never sorts or scans the candidates: ``EXPLAIN`` in ``bench/RESULTS.md``.
+The claim takes the lowest ``seq`` among the free and routed-to-me tasks that no concurrent
+claim holds; the one exception is the member's oldest routed task held by another claim of the
+same member, when a free task between it and the member's next routed one waits for the next
+claim. ``moved`` updates the picked row's columns (one more attempt unless renewed, the new
+owner and lease), finding it by its whole key (the pick's task id as a one-time sub-select: joined to the pick alone, a planner
 without statistics scanned every task of the team against it); the outer
 ``UPDATE`` of ``p_kv`` rewrites the JSON record as
 :func:`~agentscope_teams.teams.rules.eligibility.claimed_record` would (a reclaim first appends
@@ -69,14 +77,32 @@ WITH {own}expired AS (
   WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
     AND attempts < max_attempts AND (assignee IS NULL OR assignee = :member) {guard} {after_own}
   ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED
-), ready AS (
+), free AS (
   SELECT task_id, khash, status AS was, owner AS was_owner, 2 AS probe FROM {task}
   WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
-    AND (assignee IS NULL OR assignee = :member) {guard} {after_own}
+    AND assignee IS NULL AND seq < COALESCE((
+      SELECT seq FROM {task}
+      WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
+        AND assignee = :member
+      ORDER BY seq LIMIT 1), 9223372036854775807) {guard} {after_own}
     AND NOT EXISTS (SELECT 1 FROM expired)
   ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+), mine AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 3 AS probe FROM {task}
+  WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
+    AND assignee = :member {guard} {after_own}
+    AND NOT EXISTS (SELECT 1 FROM expired) AND NOT EXISTS (SELECT 1 FROM free)
+  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+), later AS (
+  SELECT task_id, khash, status AS was, owner AS was_owner, 4 AS probe FROM {task}
+  WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
+    AND assignee IS NULL {guard} {after_own}
+    AND NOT EXISTS (SELECT 1 FROM expired) AND NOT EXISTS (SELECT 1 FROM free)
+    AND NOT EXISTS (SELECT 1 FROM mine)
+  ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
 ), pick AS (
-  {own_pick}SELECT * FROM expired UNION ALL SELECT * FROM ready
+  {own_pick}SELECT * FROM expired UNION ALL SELECT * FROM free UNION ALL SELECT * FROM mine
+  UNION ALL SELECT * FROM later
 ), moved AS (
   UPDATE {task} t
   SET status = 'in_progress', owner = :member, lease_until = :until,

@@ -30,6 +30,16 @@ indexes: it keeps those two (whose leading equality columns serve the same probe
 ``p_task_owner (team, owner, seq)``, which only the old two-step ``prefer_own`` read (and which
 the MariaDB planner would pick over ``p_task_held`` on a small table, then walk every finished task
 of the member).
+
+Migration 3 indexes the pending tasks routed to nobody apart from those routed to a member, so a
+claim never reads the tasks routed to other members (:mod:`.sql_pg`). On PostgreSQL it replaces
+``p_task_ready`` with::
+
+    p_task_free   (team, seq)            WHERE ready (as above) AND assignee IS NULL
+    p_task_routed (team, assignee, seq)  WHERE ready (as above) AND assignee IS NOT NULL
+
+A process of an earlier release still claims correctly on the new indexes, only without an index
+made for its statement.
 """
 
 from __future__ import annotations
@@ -109,6 +119,14 @@ _PG_INDEXES = (
     "DROP INDEX IF EXISTS {p}task_owner",
 )
 _MYSQL_INDEXES = ("CREATE INDEX {p}task_held ON {p}task (team, status, owner, seq)",)
+_PG_ROUTED = (
+    "CREATE INDEX IF NOT EXISTS {p}task_free ON {p}task (team, seq)"
+    " WHERE status = 'pending' AND blockers_left = 0 AND dead_blockers = 0 AND assignee IS NULL",
+    "CREATE INDEX IF NOT EXISTS {p}task_routed ON {p}task (team, assignee, seq)"
+    " WHERE status = 'pending' AND blockers_left = 0 AND dead_blockers = 0"
+    " AND assignee IS NOT NULL",
+    "DROP INDEX IF EXISTS {p}task_ready",
+)
 
 
 async def _m2_probe_indexes(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
@@ -137,6 +155,14 @@ async def _has_index(conn: AsyncConnection, table: str, index: str) -> bool:
     return (await conn.execute(text(sql), {"t": table, "i": index})).first() is not None
 
 
+async def _m3_routed_indexes(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
+    prefix = tables["task"].name.removesuffix("task")
+    # MariaDB/MySQL: the board's pick reads the indexes of migration 2 as it is
+    statements = list(_PG_ROUTED) if conn.dialect.name == "postgresql" else []
+    for sql in statements:
+        await conn.execute(text(sql.format(p=prefix)))
+
+
 #: The board queue's tables; every ``SqlStore`` creates them once :mod:`.sql` is imported.
 BOARD_TABLES = TableSet(
     name="board",
@@ -144,6 +170,7 @@ BOARD_TABLES = TableSet(
     migrations=(
         (1, "task, task_dep: the task board's native queue", _m1_task_queue),
         (2, "task: an index per claim probe (partial on PostgreSQL)", _m2_probe_indexes),
+        (3, "task: free and routed pending tasks indexed apart", _m3_routed_indexes),
     ),
 )
 

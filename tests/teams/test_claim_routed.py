@@ -1,0 +1,176 @@
+"""A claim's cost does not grow with the pending tasks routed to other members (issue 26.1):
+the SQL claims read the free tasks and the claimer's own routed ones through indexes of their
+own, counted here by what the server reports it read; a database from before those indexes gets
+them and its rows keep working.
+
+The board's behaviour with routed tasks (which one a claim takes) is in ``test_board_native``;
+the Redis claim's reads are counted in ``test_queue_redis_routed``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentscope_teams.message import utcnow
+from agentscope_teams.store.sql import SqlStore
+from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue
+
+from ..backends import SERVICE_URLS
+from .test_claim_plan import _board, _indexes, sql_store
+
+__all__ = ["sql_store"]  # the fixture, shared with test_claim_plan
+
+pytestmark = pytest.mark.anyio
+#: Tasks routed to another member ahead of the free one a claim takes.
+ROUTED = 300
+
+
+async def _routed_board(store: SqlStore) -> TaskBoard:
+    """:func:`_board` (its pending task taken too), then :data:`ROUTED` pending tasks routed to
+    ``other``, then a free one."""
+    board = await _board(store)
+    assert await board.claim_next("other", 3600) is not None
+    for i in range(ROUTED):
+        await board.create("lead", f"for other {i}", assignee="other")
+    await board.create("lead", "for anyone")
+    return board
+
+
+def _rows_read(plan: str) -> int:
+    """Rows the plan's scans produced or filtered away (``EXPLAIN ANALYZE``'s counts)."""
+    scans = re.findall(
+        r"(?:Index|Index Only|Seq|Bitmap Heap) Scan.*actual rows=(\d+) loops=(\d+)", plan
+    )
+    removed = re.findall(r"Rows Removed by Filter: (\d+)", plan)
+    return sum(int(r) * int(n) for r, n in scans) + sum(int(r) for r in removed)
+
+
+async def test_a_postgres_claim_reads_a_few_rows_with_many_tasks_routed_to_others(
+    sql_store: SqlStore,
+) -> None:
+    """300 pending tasks routed to ``other`` ahead of a free one: ``me``'s claim statement reads
+    a few rows (it walked all 300, "Rows Removed by Filter: 300", before the free and routed
+    tasks were indexed apart), and it takes the free one."""
+    if sql_store.dialect != "postgresql":
+        pytest.skip("the PostgreSQL claim statement")
+    board = await _routed_board(sql_store)
+    queue = board.queue
+    assert isinstance(queue, PostgresBoardQueue)
+    statement, params = queue.claim_statement("me", 60.0, utcnow(), prefer_own=False)
+
+    async def run(conn: AsyncConnection) -> str:
+        how = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
+        rows = await conn.execute(text(how + statement.text), params)
+        await conn.rollback()
+        return "\n".join(str(r[0]) for r in rows)
+
+    plan = await queue.store.transaction("explain", run)
+    assert _rows_read(plan) <= 8, plan
+    claimed = await board.claim_next("me", 60)
+    assert claimed is not None and claimed.title == "for anyone"
+
+
+async def test_a_database_from_before_the_routed_indexes_gets_them(sql_store: SqlStore) -> None:
+    """The tasks table as migration 2 left it (no record of migration 3): a store set up on it
+    applies migration 3, and claims take the free and routed rows already there in order."""
+    if sql_store.dialect != "postgresql":
+        pytest.skip("MariaDB's routed index comes in its own stage")
+    board = await _routed_board(sql_store)
+    table = board.queue.t.task.name  # type: ignore[attr-defined]
+    prefix = table.removesuffix("task")
+    pg = sql_store.dialect == "postgresql"
+    old_pg = [
+        f"DROP INDEX {prefix}task_free",
+        f"DROP INDEX {prefix}task_routed",
+        f"CREATE INDEX {prefix}task_ready ON {table} (team, seq)"
+        " WHERE status = 'pending' AND blockers_left = 0 AND dead_blockers = 0",
+    ]
+    old_mysql = [
+        f"DROP INDEX {prefix}task_route ON {table}",
+        f"CREATE INDEX {prefix}task_pending ON {table} "
+        "(team, status, blockers_left, dead_blockers, seq)",
+    ]
+
+    async def downgrade(conn: AsyncConnection) -> None:
+        for sql in old_pg if pg else old_mysql:
+            await conn.execute(text(sql))
+        await conn.execute(text(f"DELETE FROM {prefix}board_schema WHERE version = 3"))
+
+    await sql_store.transaction("downgrade", downgrade, write=True)
+    again = SqlStore(SERVICE_URLS["postgres" if pg else "mariadb"], table_prefix=prefix)
+    try:
+        await again.setup()
+        found = await _indexes(again, table)
+        if pg:
+            assert {f"{prefix}task_free", f"{prefix}task_routed"} <= found, found
+            assert f"{prefix}task_ready" not in found, found
+        else:
+            assert f"{prefix}task_route" in found and f"{prefix}task_pending" not in found, found
+        moved = TaskBoard(again, board.keys, native=True)
+        free = await moved.claim_next("me", 60)
+        assert free is not None and free.title == "for anyone"
+        routed = await moved.claim_next("other", 60)
+        assert routed is not None and routed.title == "for other 0"
+    finally:
+        await again.aclose()
+
+
+async def _lockable_pending(store: SqlStore, table: str) -> set[str]:
+    """The pending task rows another connection of ``store``'s database can lock now."""
+    again = SqlStore(SERVICE_URLS["postgres" if store.dialect == "postgresql" else "mariadb"])
+    sql = f"SELECT task_id FROM {table} WHERE status = 'pending' FOR UPDATE SKIP LOCKED"
+
+    async def run(conn: AsyncConnection) -> set[str]:
+        found = {r[0] for r in await conn.execute(text(sql))}
+        await conn.rollback()
+        return found
+
+    try:
+        return await again.transaction("lockable", run)
+    finally:
+        await again.aclose()
+
+
+async def _locked_by_a_claim(board: TaskBoard, member: str) -> set[str]:
+    """The pending rows a claim by ``member`` holds locked before its commit, as seen from
+    another connection: the claim's statements (PostgreSQL: the whole claim; MariaDB: its
+    pick) run in a transaction left open meanwhile."""
+    queue = board.queue
+    store = queue.store  # type: ignore[attr-defined]
+    table = queue.t.task.name  # type: ignore[attr-defined]
+    before = await _lockable_pending(store, table)
+    if isinstance(queue, PostgresBoardQueue):
+        statement, params = queue.claim_statement(member, 60.0, utcnow())
+        statements = [statement]
+    else:
+        raise NotImplementedError
+
+    async def run(conn: AsyncConnection) -> set[str]:
+        for statement in statements:
+            await conn.execute(statement, params)
+        during = await _lockable_pending(store, table)
+        await conn.rollback()
+        return before - during
+
+    return await store.transaction("claim held", run)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("mine_first", [True, False])
+async def test_a_claim_locks_only_the_row_it_takes(sql_store: SqlStore, mine_first: bool) -> None:
+    """A free task and one routed to ``me`` (either first), a task routed to ``other`` between:
+    while ``me``'s claim is uncommitted, another connection can lock every pending row but the
+    one it takes (a row locked and not taken would make a concurrent claimer skip a task nobody
+    takes, and wait with work left)."""
+    if sql_store.dialect != "postgresql":
+        pytest.skip("MariaDB's pick comes in its own stage")
+    board = await _board(sql_store)
+    assert await board.claim_next("other", 3600) is not None  # _board's pending task
+    first = await board.create("lead", "first", assignee="me" if mine_first else None)
+    await board.create("lead", "between", assignee="other")
+    await board.create("lead", "second", assignee=None if mine_first else "me")
+    assert await _locked_by_a_claim(board, "me") == {first.id}
