@@ -162,7 +162,7 @@ async def test_a_claim_costs_one_round_trip_with_hints_and_two_without(
 async def test_a_standalone_claim_declares_no_record_and_needs_no_second_call(
     store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On a standalone server a claim's KEYS are its three sets: a process that knows nothing of
+    """On a standalone server a claim's KEYS are its four sets: a process that knows nothing of
     the board claims in one script call, passing tasks assigned to others and a blocked one."""
     if store_spec.backend != "redis":
         pytest.skip("a cluster declares every record")
@@ -186,11 +186,11 @@ async def test_a_standalone_claim_declares_no_record_and_needs_no_second_call(
         monkeypatch.setattr(client_, "execute_command", recorded)
         got = await board.claim_next("a", 30)
         assert got is not None and got.id == free.id
-        assert [(a[0], a[2]) for a in sent if a[0] != "FUNCTION LOAD"] == [("FCALL", 3)]
-        # its 3 sets and 6 arguments (now, standalone, member, lease, prefer own, offset): the
+        assert [(a[0], a[2]) for a in sent if a[0] != "FUNCTION LOAD"] == [("FCALL", 4)]
+        # its 4 sets and 6 arguments (now, standalone, member, lease, prefer own, offset): the
         # record names, the ISO time, the lease in ms and the scan limit are derived in the script
         (call,) = [a for a in sent if a[0] == "FCALL"]
-        assert len(call) == 3 + 3 + 6
+        assert len(call) == 3 + 4 + 6
 
 
 #: Prepended to a script whose ``redis.call`` became ``__counted``: each command's name is pushed
@@ -203,12 +203,13 @@ end
 """
 
 
-async def test_a_claim_script_runs_seven_commands(
+async def test_a_claim_script_runs_eight_commands(
     store_spec: StoreSpec, alice: RuntimeContext, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The commands inside one claim of the pending head on a standalone server, pinned: read the
-    expired leases and the pending head, read the record with its version, then move the task
-    between the indexes and write record and version in one HSET."""
+    expired leases and the pending head, read the record with its version, read the member's
+    routed tasks ahead of it (none), then move the task between the indexes and write record and
+    version in one HSET."""
     if store_spec.backend != "redis":
         pytest.skip("counted on a standalone server")
     monkeypatch.setattr(queue_redis, "FUNCTIONS", False)  # the script: the function's body
@@ -230,7 +231,8 @@ async def test_a_claim_script_runs_seven_commands(
             async with store.commands() as redis:
                 ran = [c.decode() for c in await redis.lrange(calls, 0, -1)]
                 await redis.delete(calls)
-            assert ran == ["ZRANGEBYSCORE", "ZRANGE", "HMGET", "ZREM", "ZADD", "ZADD", "HSET"]
+            head = ["ZRANGEBYSCORE", "ZRANGE", "HMGET", "ZRANGEBYLEX"]
+            assert ran == [*head, "ZREM", "ZADD", "ZADD", "HSET"]
 
 
 async def test_reap_settles_every_expired_lease_batch_by_batch(

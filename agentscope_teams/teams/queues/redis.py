@@ -1,10 +1,15 @@
 """The board's native queue on Redis: every hot transition is one Lua script (one round trip).
 
 Beside the task records (the store's entries, hash ``{v, n}``, read by ``store.get`` as ever) a
-team has three sorted sets, named by :meth:`RedisStore.redis_name` from the team's key-registry keys, so
+team has four sorted sets, named by :meth:`RedisStore.redis_name` from the team's key-registry keys, so
 they share the team's hash slot with its records:
 
-* pending (``<open prefix>:queue``): pending tasks, score = sequence (oldest first);
+* pending (``<open prefix>:queue``): pending tasks routed to nobody, score = sequence (oldest
+  first);
+* routed (``<open prefix>:routed``): pending tasks routed to a member, ``assignee NUL seq NUL
+  id`` per task (score 0, a lex range per member, oldest first), so a claim reads its member's
+  own and never the tasks routed to others (a board of the previous release, which kept them in
+  the pending set, is moved over lazily: :mod:`.redis_lua`);
 * held (``<held prefix>:queue``): in-progress tasks, score = lease expiry in ms, so expired leases
   are one ``ZRANGEBYSCORE`` away;
 * owners (``<held prefix>:owners``): ``owner NUL seq NUL id`` per in-progress task, for
@@ -14,9 +19,10 @@ The scripts (:mod:`.redis_lua`) check the claim rule on the records they read an
 new record with version + 1 and its index moves atomically. On a standalone Redis 7+ without
 ``replica_acks`` they run as the functions of one library, loaded once per store (``FCALL``:
 their helpers are not rebuilt on every call); elsewhere as scripts (``EVALSHA``; see
-:func:`_prepare`). A claim's cost does not depend on held
-tasks (they are not in the pending set); it grows only with pending tasks it must pass by (assigned
-to others, or waiting on blockers), read inside the script, :data:`SCAN` at a time. A lease expiry
+:func:`_prepare`). A claim's cost does not depend on held tasks (they are not in the pending
+set) nor on the tasks routed to other members (they are in the routed set, outside the
+member's range); it grows only with pending tasks it must pass by (waiting on blockers), read
+inside the script, :data:`SCAN` at a time. A lease expiry
 is exact to the millisecond: the held score is the record's ``lease_expires_at``, written at ms
 precision by this path.
 
@@ -27,7 +33,7 @@ task. ``claim_next`` declares the ids its previous reply hinted (the pending hea
 process recently enqueued, claimed or was asked for (:class:`_Hints`); a script that meets a record
 it was not given replies NEED and the ids, and is called again with them, having written nothing.
 On a standalone server (no cluster) the scripts may read any record of the team, so no record is
-declared on a guess and no NEED reply happens: a claim's KEYS are its three sets (and the team
+declared on a guess and no NEED reply happens: a claim's KEYS are its four sets (and the team
 record of a guard).
 Round trips: one per transition in the common case; one more when another process took the hinted
 tasks, a blocker or an expired lease's task is new to this process, or a listing page (``reap``:
@@ -87,7 +93,7 @@ def _us(now: datetime) -> int:
 
 
 def _names(store: RedisStore, keys: TeamKeys) -> tuple[list[str], str] | None:
-    """The team's three sets and the start of its task records' names (the name of task ``i`` is
+    """The team's four sets (pending, held, owners, routed) and the start of its task records' names (the name of task ``i`` is
     that + ``i``), or None when the records are not named as the scripts derive them: the
     pending set's name with :data:`.redis_lua.PENDING_SUFFIX` replaced by ``RECORD_INFIX``."""
     pending = store.redis_name(keys.open_prefix(), ":queue")
@@ -97,7 +103,8 @@ def _names(store: RedisStore, keys: TeamKeys) -> tuple[list[str], str] | None:
     if any(store.redis_name(keys.task(i)) != before + i for i in _PROBES):
         return None
     held = store.redis_name(keys.held_prefix(), ":queue")
-    return [pending, held, store.redis_name(keys.held_prefix(), ":owners")], before
+    owners = store.redis_name(keys.held_prefix(), ":owners")
+    return [pending, held, owners, store.redis_name(keys.open_prefix(), ":routed")], before
 
 
 #: What each store runs a queue script as (see :func:`_prepare`), once per store.
@@ -287,7 +294,8 @@ class RedisBoardQueue:
         return self._outcome(reply)
 
     async def enqueue(self, task: Task) -> None:
-        await self.store.call(lambda client: client.zadd(self._keys[0], {task.id: task.seq}))
+        name, entry = self._pending_entry(task)
+        await self.store.call(lambda client: client.zadd(name, entry))
         self._hints.remember([task.id])
 
     async def claim_next(
@@ -321,6 +329,12 @@ class RedisBoardQueue:
         if task is not None:
             self._hints.remember([task.id])
 
+    def _pending_entry(self, task: Task) -> tuple[str, dict[str, int]]:
+        """The set a pending ``task`` is indexed in (routed, or pending) and its entry there."""
+        if task.assignee is not None:
+            return self._keys[3], {f"{task.assignee}\0{task.seq:020d}\0{task.id}": 0}
+        return self._keys[0], {task.id: task.seq}
+
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
         return await self._named("CLAIM", task_id, now, member, lease)
 
@@ -352,10 +366,11 @@ class RedisBoardQueue:
             offset += int(flat[1])
 
     async def open_tasks(self) -> list[tuple[str, Task | Exception]]:
-        """The pending tasks, then the held ones: the first page of both sets in one script call,
-        further pages of a set (one call each) only after a full one."""
-        found: dict[str, list[tuple[str, Task | Exception]]] = {"0": [], "1": []}
-        sets, offset = "01", 0
+        """The pending tasks (routed or not) in ``seq`` order, then the held ones: the first page
+        of every set in one script call, further pages of a set (one call each) only after a
+        full one."""
+        found: dict[str, list[tuple[str, Task | Exception]]] = {"0": [], "1": [], "2": []}
+        sets, offset = "012", 0
         while sets:
             flat = await self._run("OPEN_PAGE", _EPOCH, sets, offset, PAGE)
             full, at = "", 1
@@ -369,17 +384,17 @@ class RedisBoardQueue:
                 full += which if read == PAGE else ""
                 at = end
             sets, offset = full, offset + PAGE
-        return found["0"] + found["1"]
+        return sorted(found["0"] + found["2"], key=_seq_of) + found["1"]
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
-        pending, held, owners = self._keys
+        pending, held, owners, routed = self._keys
 
         async def write(client: Any) -> None:
             async with client.pipeline(transaction=True) as pipe:
-                pipe.delete(pending, held, owners)
+                pipe.delete(pending, held, owners, routed)
                 for t in tasks:
                     if t.status is TaskStatus.PENDING:
-                        pipe.zadd(pending, {t.id: t.seq})
+                        pipe.zadd(*self._pending_entry(t))
                     elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
                         until = t.lease_expires_at or _EPOCH
                         pipe.zadd(held, {t.id: _ms(until)})
@@ -391,6 +406,15 @@ class RedisBoardQueue:
     async def drop(self) -> None:
         """Delete the queue's index (the team is being deleted)."""
         await self.store.call(lambda client: client.delete(*self._keys))
+
+
+def _seq_of(listed: tuple[str, Task | Exception]) -> int:
+    """The ``seq`` of a listed task (an unreadable one: from its id, ``t-<seq>``)."""
+    task_id, task = listed
+    if isinstance(task, Task):
+        return task.seq
+    digits = task_id.removeprefix("t-")
+    return int(digits) if digits.isdigit() else 0
 
 
 def _decoded(raw: bytes, version: bytes) -> Task | Exception:

@@ -3,10 +3,12 @@
 Every script is :data:`PRELUDE` (the :data:`HELPERS`, then ``begin(KEYS, ARGV)``: the call's
 state) and its body. The same bodies are the functions of one Redis Functions library
 (:data:`LIBRARY`, Redis 7+), whose helpers are defined once when it loads instead of on every call
-(:mod:`.redis` says where each runs). Keys: ``KEYS[1]`` the pending set (score: sequence,
-member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms, member: task id),
-``KEYS[3]`` the owners set (score 0, member ``owner NUL seq NUL id``, read by lex range), then
-``KEYS[4..]`` the task records the client *declared*. Task records are the store's entries (hash
+(:mod:`.redis` says where each runs). Keys: ``KEYS[1]`` the pending set of the tasks routed to
+nobody (score: sequence, member: task id), ``KEYS[2]`` the held set (score: lease expiry in ms,
+member: task id), ``KEYS[3]`` the owners set (score 0, member ``owner NUL seq NUL id``, read by
+lex range), ``KEYS[4]`` the routed set of the pending tasks routed to a member (score 0, member
+``assignee NUL seq NUL id``: a member's own in ``seq`` order by lex range, so a claim never reads
+the tasks routed to others), then ``KEYS[5..]`` the task records the client *declared*. Task records are the store's entries (hash
 ``{v: JSON, n: version}``); a record's name is derived from the pending set's: ``KEYS[1]`` with
 its :data:`PENDING_SUFFIX` replaced by :data:`RECORD_INFIX` and the id (the queue checks that the
 store names them so, see :func:`~.redis.redis_queue_supported`), in the same hash slot.
@@ -23,8 +25,19 @@ with them. So a declared record that is absent is provably gone (during a migrat
 script only where all its declared keys are), and only then is its index entry removed as stale.
 On a standalone server (no slots, nothing migrates) the client passes ``ARGV[2] = '1'``: every
 record counts as declared, so a script reads what it needs, never replies NEED, and the client
-declares no records it only guesses at (a claim's KEYS are the three sets, plus the team record
+declares no records it only guesses at (a claim's KEYS are the four sets, plus the team record
 of a guard): fewer keys to pack, send and hash per call.
+
+**Routed tasks.** A pending task routed to a member is in the routed set, not the pending set
+(``to_pending`` in :data:`HELPERS`). A board written by the previous release has them in the
+pending set: a claim that meets one there moves it (a lazy migration, once per task;
+``rebuild_index`` moves them all). Scripts of the previous release running on the same board
+during an upgrade read and write only the first three sets: the tasks they put back in the
+pending set are moved by the next claim here, and the routed set's entries they leave behind when
+they claim, finish or cancel a task are removed as stale by the next claim that reads them. No
+task is lost; a task in the routed set is claimed by ``claim_next`` of this release only (the
+previous release's ``claim_next`` and open-task listing do not see it; its named ``claim`` takes
+it).
 
 Replies: ``{1, json, version}`` written, ``{0, json, version}`` nothing to write, ``{-1, json,
 version}`` refused (the board derives the error from the record), ``{-2}`` no such task, ``{3,
@@ -44,7 +57,7 @@ SCAN = 256
 
 HELPERS = r"""
 -- A call's state, set by begin(KEYS, ARGV) before anything else runs.
-local K, P, H, O, BEFORE, NOW_US, NOW, OPEN
+local K, P, H, O, R, BEFORE, NOW_US, NOW, OPEN
 -- ARGV[1] as given (now in µs, integer digits), and now in ms as text, made once
 local NOW_US_TEXT, NOW_TEXT
 -- The records the client declared (a read of any other id is noted in NEED instead); the ids
@@ -60,7 +73,7 @@ local NONE = {}
 local BEFORE_OF
 
 local function begin(keys, argv)
-  K, P, H, O, NULL = keys, keys[1], keys[2], keys[3], cjson.null
+  K, P, H, O, R, NULL = keys, keys[1], keys[2], keys[3], keys[4], cjson.null
   if P ~= BEFORE_OF then
     BEFORE_OF, BEFORE = P, string.sub(P, 1, #P - #'$PENDING_SUFFIX') .. '$RECORD_INFIX'
   end
@@ -72,7 +85,7 @@ local function begin(keys, argv)
   DECLARED, NEED, NEEDED, VERSION, NOW_ISO = NONE, NONE, nil, {}, nil
   if not OPEN then
     DECLARED = {}
-    for i = 4, #keys do DECLARED[keys[i]] = true end
+    for i = 5, #keys do DECLARED[keys[i]] = true end
   end
 end
 
@@ -250,9 +263,26 @@ local function owner_member(owner, t)
   return owner .. '\0' .. string.format('%020d', t.seq) .. '\0' .. t.id
 end
 
+local function routed(t) return t.assignee ~= nil and t.assignee ~= NULL end
+
+-- t, pending: in the routed set when routed to a member, else in the pending set.
+local function to_pending(t)
+  if routed(t) then
+    redis.call('ZADD', R, '0', owner_member(t.assignee, t))
+  else
+    redis.call('ZADD', P, t.seq, t.id)
+  end
+end
+
+-- t out of the pending and routed sets (it is claimed or finished).
+local function unpend(t)
+  redis.call('ZREM', P, t.id)
+  if routed(t) then redis.call('ZREM', R, owner_member(t.assignee, t)) end
+end
+
 -- Bring the indexes in step with t's state (status and owner as they are now).
 local function unindex(t, owner)
-  redis.call('ZREM', P, t.id)
+  unpend(t)
   redis.call('ZREM', H, t.id)
   if owner ~= nil and owner ~= NULL then redis.call('ZREM', O, owner_member(owner, t)) end
 end
@@ -318,7 +348,7 @@ local function expire(t)
   else
     event(t, 'board', 'lease_expired', q(owner) .. ' stopped renewing its lease; back to pending')
     t.status, t.owner, t.lease_expires_at = 'pending', NULL, NULL
-    redis.call('ZADD', P, t.seq, t.id)
+    to_pending(t)
   end
 end
 
@@ -328,7 +358,7 @@ local function ms_of(lease) return math.floor(lease * 1000 + 0.5) end
 -- rules.claimed: one more attempt, a fresh lease (seconds, ms).
 local function claimed(t, member, lease, lease_ms)
   -- unindex, but for the held set: held_until's ZADD below replaces its entry
-  redis.call('ZREM', P, t.id)
+  unpend(t)
   if t.owner ~= nil and t.owner ~= NULL then redis.call('ZREM', O, owner_member(t.owner, t)) end
   t.attempts = t.attempts + 1
   event(t, member, 'claimed', 'attempt ' .. text(t.attempts) .. ' of ' .. text(t.max_attempts))
@@ -375,10 +405,17 @@ local function push(list, item)
   return list
 end
 
--- Remove the stale index entries ({set, member}) and settle the leases (tasks) noted, if any.
-local function flush(stale, settle)
+-- Remove the stale index entries ({set, member}), move the routed tasks met in the pending set
+-- to the routed set (a board of the previous release), and settle the leases (tasks) noted.
+local function flush(stale, settle, moved)
   if stale ~= nil then
     for _, s in ipairs(stale) do redis.call('ZREM', s[1], s[2]) end
+  end
+  if moved ~= nil then
+    for _, t in ipairs(moved) do
+      redis.call('ZREM', P, t.id)
+      to_pending(t)
+    end
   end
   if settle ~= nil then
     for _, t in ipairs(settle) do
@@ -388,27 +425,46 @@ local function flush(stale, settle)
   end
 end
 
--- The hints of a reply: out, then the pending ids of ranks first..last (what the next call will
--- read); none on a standalone server, where nothing is declared on a guess.
-local function hinted(out, first, last)
+-- The id of an owners or routed set member (owner or assignee NUL seq NUL id).
+local function id_of(m) return string.match(m, '%z([^%z]*)$') end
+
+-- The routed set's members of member's pending tasks, oldest first, after the member after
+-- (nil: from the first) and with seq below below (nil: any), count at most.
+local function routed_to(member, after, below, count)
+  local first = after and '(' .. after or '[' .. member .. '\0'
+  local last = below and '(' .. member .. '\0' .. string.format('%020d', below)
+    or '(' .. member .. '\1'
+  return redis.call('ZRANGEBYLEX', R, first, last, 'LIMIT', '0', text(count))
+end
+
+-- The hints of a reply: out, then the pending ids of ranks first..last and the first ids routed
+-- to member (what the next call will read); none on a standalone server, where nothing is
+-- declared on a guess.
+local function hinted(out, first, last, member)
   if OPEN then return out end
   for _, id in ipairs(redis.call('ZRANGE', P, text(first), text(last))) do
     out[#out + 1] = id
   end
+  for _, m in ipairs(routed_to(member, nil, nil, AHEAD)) do out[#out + 1] = id_of(m) end
   return out
 end
 
 -- A claim's reply (w: what save wrote); last_read: the rank of the last pending id it passed
 -- by (-1: none).
-local function won(w, last_read)
-  return hinted(w, 0, last_read + AHEAD)
+local function won(w, last_read, member)
+  return hinted(w, 0, last_read + AHEAD, member)
 end
 
 -- A record not given: ask at once for every one this call may read (blockers aside): the
--- member's own (owners members), the expired leases', the pending ids of ranks offset..scan_end.
-local function need_all(mine, expired, offset, scan_end)
+-- member's own (owners and routed members), the expired leases', the pending ids of ranks
+-- offset..scan_end.
+local function need_all(mine, expired, offset, scan_end, routed_page)
   for _, m in ipairs(mine) do
-    local id = string.match(m, '%z([^%z]*)$')
+    local id = id_of(m)
+    if not declared(name_of(id)) then need(id) end
+  end
+  for _, m in ipairs(routed_page or NONE) do
+    local id = id_of(m)
     if not declared(name_of(id)) then need(id) end
   end
   for _, id in ipairs(expired) do
@@ -423,15 +479,21 @@ PRELUDE = HELPERS + "begin(KEYS, ARGV)\n"
 
 #: ARGV[3] member, [4] lease s, [5] '1' prefer own, [6] offset (it passes by at most :data:`SCAN`
 #: pending tasks), [7] the team guard's version ('' none; the team record is then the last key: a stale guard
-#: claims nothing, ``{0}``). It reads before it writes: stale index entries and leases to settle are noted while it looks,
-#: and written only once it knows its answer, so a NEED reply has written nothing. Its helpers
-#: (``flush``, ``hinted``, ``won``, ``need_all``) are in :data:`HELPERS`.
+#: claims nothing, ``{0}``). It takes the member's own held task (prefer own), else an expired lease
+#: it may take, else the lower ``seq`` of the first claimable task of the pending set (routed to
+#: nobody) and the member's first claimable routed task (below that one's ``seq``: a lex range of
+#: the routed set, which holds no other member's tasks in it). It reads before it writes: stale
+#: index entries, routed tasks met in the pending set (moved to the routed set) and leases to
+#: settle are noted while it looks, and written only once it knows its answer, so a NEED reply has
+#: written nothing. Its helpers (``flush``, ``hinted``, ``won``, ``need_all``) are in
+#: :data:`HELPERS`.
 CLAIM_NEXT = (
     PRELUDE
     + r"""
 local member, lease = ARGV[3], tonumber(ARGV[4])
 local lease_ms = ms_of(lease)
-local stale, settle, dropped = nil, nil, 0  -- {set, member} to remove; tasks to expire and save
+-- {set, member} to remove; tasks to expire and save; routed tasks to move out of the pending set
+local stale, settle, moved, dropped = nil, nil, nil, 0
 if not guard_holds(ARGV[7]) then return {0} end
 local mine, expired = NONE, redis.call('ZRANGEBYSCORE', H, '-inf', now_text(), 'LIMIT', '0', '8')
 if ARGV[5] == '1' then
@@ -440,12 +502,11 @@ end
 local offset, limit, step = tonumber(ARGV[6]), $SCAN, 8
 local seen, scan_end = 0, offset + limit - 1
 for _, m in ipairs(mine) do
-  local id = string.match(m, '%z([^%z]*)$')
-  local t, raw, known = load(id)
+  local t, raw, known = load(id_of(m))
   if not known then return need_all(mine, expired, offset, scan_end) end
   if t ~= nil and t.status == 'in_progress' and t.owner == member then
-    flush(stale, settle)
-    return won(renewed(t, lease), -1)
+    flush(stale, settle, moved)
+    return won(renewed(t, lease), -1, member)
   end
   if t ~= nil or raw == nil then stale = push(stale, {O, m}) end
 end
@@ -460,16 +521,18 @@ for _, id in ipairs(expired) do
     else
       local v = verdict(t, member, false)
       if v == 'reclaim' then
-        flush(stale, settle)
+        flush(stale, settle, moved)
         expire(t)
-        return won(claimed(t, member, lease, lease_ms), -1)
+        return won(claimed(t, member, lease, lease_ms), -1, member)
       end
       if v == 'exhausted' or v == 'assigned' then settle = push(settle, t) end
     end
   end
 end
--- The pending set, oldest first, a few ids per read (usually the first is claimable).
-while seen < limit do
+-- The pending set, oldest first, a few ids per read (usually the first is claimable): its first
+-- claimable task (free, or routed to this member by the previous release).
+local first, first_read, last_seq, full = nil, -1, nil, false
+while first == nil and not full do
   local ids = redis.call('ZRANGE', P, text(offset), text(offset + step - 1))
   for i, id in ipairs(ids) do
     local t, raw, known = load(id)
@@ -478,22 +541,58 @@ while seen < limit do
       stale = push(stale, {P, id})  -- removed by flush: the next call starts that much earlier
       dropped = dropped + 1
     elseif t ~= nil then
-      local v = verdict(t, member, false)
+      last_seq = t.seq
+      local v = (routed(t) and t.assignee ~= member) and 'routed' or verdict(t, member, false)
       if v == 'unknown' then return need_reply(P, offset + i - 1, scan_end) end
       if v == 'claim' then
-        flush(stale, settle)
-        return won(claimed(t, member, lease, lease_ms), offset + i - 2 - dropped)
+        first, first_read = t, offset + i - 2 - dropped
+        break
+      end
+      if routed(t) then  -- routed, not claimable now: to the routed set
+        moved = push(moved, t)
+        dropped = dropped + 1
       end
     end
   end
-  if #ids < step then
-    flush(stale, settle)
-    return hinted({0}, 0, AHEAD - 1)
+  if first == nil then
+    if #ids < step then break end
+    offset, seen = offset + step, seen + step
+    full = seen >= limit
   end
-  offset, seen = offset + step, seen + step
 end
-flush(stale, settle)
-return hinted({2, offset - dropped}, offset - dropped, offset - dropped + AHEAD - 1)
+-- This member's routed tasks below that one (or below the last one read, when the scan stopped).
+local below = first and first.seq or (full and (last_seq or 0)) or nil
+local own_task, after = nil, nil
+while own_task == nil do
+  local page = routed_to(member, after, below, step)
+  for _, m in ipairs(page) do
+    local t, raw, known = load(id_of(m))
+    if not known then return need_all(mine, expired, offset, scan_end, page) end
+    if raw == nil or (t ~= nil and (t.status ~= 'pending' or t.assignee ~= member)) then
+      stale = push(stale, {R, m})
+    elseif t ~= nil then
+      local v = verdict(t, member, false)
+      if v == 'unknown' then return need_reply(nil) end
+      if v == 'claim' then
+        own_task = t
+        break
+      end
+    end
+    after = m
+  end
+  if own_task == nil and #page < step then break end
+end
+if own_task ~= nil then
+  flush(stale, settle, moved)
+  return won(claimed(own_task, member, lease, lease_ms), -1, member)
+end
+if first ~= nil then
+  flush(stale, settle, moved)
+  return won(claimed(first, member, lease, lease_ms), first_read, member)
+end
+flush(stale, settle, moved)
+if not full then return hinted({0}, 0, AHEAD - 1, member) end
+return hinted({2, offset - dropped}, offset - dropped, offset - dropped + AHEAD - 1, member)
 """
 ).replace("$SCAN", str(SCAN))
 
@@ -578,7 +677,7 @@ RELEASE = _owner_only(
 unindex(t, t.owner)
 event(t, member, 'released', '')
 t.status, t.owner, t.lease_expires_at = 'pending', NULL, NULL
-redis.call('ZADD', P, t.seq, t.id)
+to_pending(t)
 return save(t)
 """
 )
@@ -635,20 +734,26 @@ return out
 """
 )
 
-#: A page of each set ARGV[3] names (``'0'`` pending, ``'1'`` held; ``'01'``: both, in one call),
+#: A page of each set ARGV[3] names (``'0'`` pending, ``'1'`` held, ``'2'`` routed; ``'012'``: all,
+#: in one call),
 #: from rank ARGV[4], ARGV[5] ids each. Replies ``{0, then per set: number of members read, number
 #: of records found, (id, json, version) of each whose record exists...}`` or a NEED reply.
 OPEN_PAGE = (
     PRELUDE
     + r"""
--- ARGV[3]: the sets to read, one character each ('0' pending, '1' held), each from rank ARGV[4],
+-- ARGV[3]: the sets to read, one character each ('0' pending, '1' held, '2' routed: its members'
+-- ids), each from rank ARGV[4],
 -- ARGV[5] ids at most. Reply {0, then per set: ids in the page, records found, (id, json,
 -- version) per record found}; a NEED reply covers every set's page.
 local sets, offset, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local pages = {}
 for i = 1, #sets do
-  local set = string.sub(sets, i, i) == '1' and H or P
+  local which = string.sub(sets, i, i)
+  local set = which == '1' and H or which == '2' and R or P
   pages[i] = redis.call('ZRANGE', set, offset, offset + limit - 1)
+  if which == '2' then
+    for j, m in ipairs(pages[i]) do pages[i][j] = id_of(m) end
+  end
   for _, id in ipairs(pages[i]) do
     if not declared(name_of(id)) then need(id) end
   end
