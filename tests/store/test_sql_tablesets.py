@@ -105,7 +105,8 @@ async def test_a_database_from_before_the_move_keeps_its_board(
 ) -> None:
     """As migrated by the older store: its migration 2 made the board's tables, with rows in
     them, and no ``board_schema`` record exists. The board reads its tasks on, and records the
-    board's migrations (1 without recreating anything, 2 adding the claim's probe indexes)."""
+    board's migrations (1 without recreating anything, 2 adding the claim's probe indexes, 3
+    indexing free and routed pending tasks apart)."""
     keys = TeamKeys(RuntimeContext(session_id="s").owner_scope(), "old-team")
     async with SqlStore(server_url, table_prefix=prefix) as store:
         board = TaskBoard(store, keys, native=True)
@@ -120,7 +121,7 @@ async def test_a_database_from_before_the_move_keeps_its_board(
         board = TaskBoard(store, keys, native=True)
         claimed = await board.claim_next("a", 60.0)
         assert claimed is not None and claimed.id == task.id
-        assert await versions(store, "board_") == [1, 2]
+        assert await versions(store, "board_") == [1, 2, 3]
 
 
 async def versions_of(url: str, prefix: str, record: str) -> list[int]:

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 
 from agentscope_teams.errors import NotTaskOwnerError, TaskStateError
+from agentscope_teams.teams import TaskStatus
 
 from ..backends import StoreSpec
 from .workers import CHILD_DEADLINE, CtxArgs, client_for
@@ -91,3 +92,46 @@ def hold(
                     tg.start_soon(claimer, m)
 
     anyio.run(main)
+
+
+def drain_routed(
+    spec: StoreSpec, ctx: CtxArgs, team_id: str, members: list[str], out: Any, index: int
+) -> None:
+    """Claim and complete tasks (long leases: none expires) until the board has no open task;
+    after every claim that found nothing, note the tasks routed to that member still pending
+    (only it may take them, one claim at a time: each is a claimable task its claim missed).
+    Puts ``(index, True, ([(member, task id) completed], [(member, task id) missed]))``."""
+
+    async def main() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        done: list[tuple[str, str]] = []
+        missed: list[tuple[str, str]] = []
+        async with spec.open() as store:
+            client = client_for(store, ctx, task_lease=CHILD_DEADLINE)
+
+            async def claimer(member: str) -> None:
+                with anyio.fail_after(CHILD_DEADLINE):
+                    while True:
+                        task = await client.claim_task(team_id, member)
+                        if task is None:
+                            listed = await client.list_tasks(team_id)
+                            missed.extend(
+                                (member, t.id)
+                                for t in listed
+                                if t.status is TaskStatus.PENDING and t.assignee == member
+                            )
+                            if await client.wait_for_tasks(team_id, timeout=0):
+                                return
+                            await anyio.sleep(0.02)
+                            continue
+                        await client.complete_task(team_id, member, task.id, member)
+                        done.append((member, task.id))
+
+            async with anyio.create_task_group() as tg:
+                for m in members:
+                    tg.start_soon(claimer, m)
+        return done, missed
+
+    try:
+        out.put((index, True, anyio.run(main)))
+    except BaseException:
+        out.put((index, False, traceback.format_exc()))

@@ -131,3 +131,61 @@ async def test_every_task_is_done_exactly_once_with_a_claimer_killed(
     assert taken_over == CLAIMERS
     assert await client.wait_for_tasks(team.id, timeout=0)
     assert len({m for log in logs for m, _ in log}) > PROCS
+
+
+#: Members per process of the routed drain, and tasks: a third free, the rest routed round-robin.
+ROUTED_MEMBERS, ROUTED_TASKS = 4, 240
+
+
+def run_routed(store_spec: StoreSpec, ctx: RuntimeContext, team_id: str) -> list[Any]:
+    """:data:`PROCS` processes of :data:`ROUTED_MEMBERS` claimers drain the board; their logs."""
+    spawn = mp.get_context("spawn")
+    out = spawn.Queue()
+    drainers = [
+        spawn.Process(
+            target=claim_workers.drain_routed,
+            args=(store_spec, ctx_args(ctx), team_id, members(p)[:ROUTED_MEMBERS], out, p),
+        )
+        for p in range(PROCS)
+    ]
+    for d in drainers:
+        d.start()
+    logs: dict[int, Any] = {}
+    deadline = time.monotonic() + CHILD_DEADLINE
+    try:
+        while len(logs) < PROCS:
+            index, ok, value = out.get(timeout=max(deadline - time.monotonic(), 0.1))
+            assert ok, f"drainer {index} failed:\n{value}"
+            logs[index] = value
+    except queue.Empty:
+        raise AssertionError("the drainers did not finish") from None
+    finally:
+        for d in drainers:
+            d.join(timeout=10)
+            if d.is_alive():
+                d.kill()
+    return [logs[i] for i in range(PROCS)]
+
+
+async def test_free_and_routed_tasks_are_each_claimed_once_by_processes(
+    store_spec: StoreSpec, store: StoreBackend, alice: RuntimeContext
+) -> None:
+    """Processes of claimers drain a board where a third of the tasks are free and the rest
+    routed to the claimers in turn: every task is completed once, a routed one by its assignee,
+    and no claim came back empty while a task routed to its member was pending."""
+    client = LocalTeamClient(store, alice)
+    names = [n for p in range(PROCS) for n in members(p)[:ROUTED_MEMBERS]]
+    team = await client.create_team("routed", members=[Member(name=n) for n in names])
+    routed_to: dict[str, str | None] = {}
+    for i in range(ROUTED_TASKS):
+        who = None if i % 3 == 0 else names[i % len(names)]
+        routed_to[(await client.assign_task(team.id, f"job {i}", assignee=who)).id] = who
+
+    logs = await anyio.to_thread.run_sync(run_routed, store_spec, alice, team.id)
+
+    done = [entry for log in logs for entry in log[0]]
+    assert Counter(task_id for _, task_id in done) == Counter(routed_to.keys())
+    for member, task_id in done:
+        assert routed_to[task_id] in (None, member), (member, task_id)
+    assert [entry for log in logs for entry in log[1]] == []
+    assert len({m for m, t in done if routed_to[t] is None}) > 1  # the free ones were shared
