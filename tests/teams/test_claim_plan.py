@@ -84,6 +84,21 @@ async def _pg_plan(board: TaskBoard, now: datetime, prefer_own: bool) -> str:
     return await queue.store.transaction("explain", run)
 
 
+async def analysed_claim(board: TaskBoard, member: str) -> str:
+    """``EXPLAIN ANALYZE`` of ``member``'s PostgreSQL claim statement on ``board``, rolled back."""
+    queue = board.queue
+    assert isinstance(queue, PostgresBoardQueue)
+    statement, params = queue.claim_statement(member, 60.0, utcnow(), prefer_own=False)
+
+    async def run(conn: AsyncConnection) -> str:
+        how = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
+        rows = await conn.execute(text(how + statement.text), params)
+        await conn.rollback()
+        return "\n".join(str(r[0]) for r in rows)
+
+    return await queue.store.transaction("explain", run)
+
+
 async def test_each_probe_of_a_postgres_claim_scans_its_partial_index(
     sql_store: SqlStore,
 ) -> None:
@@ -116,18 +131,8 @@ async def test_a_postgres_claim_writes_the_picked_row_by_its_key_with_many_tasks
         await board.create("lead", f"held {i}")
         assert await board.claim_next("other", 3600) is not None
     await board.create("lead", "the one to claim")
-    queue = board.queue
-    assert isinstance(queue, PostgresBoardQueue)
-    statement, params = queue.claim_statement("me", 60.0, utcnow(), prefer_own=False)
-
-    async def run(conn: AsyncConnection) -> str:
-        how = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
-        rows = await conn.execute(text(how + statement.text), params)
-        await conn.rollback()
-        return "\n".join(str(r[0]) for r in rows)
-
-    plan = await queue.store.transaction("explain", run)
-    task = queue.t.task.name
+    plan = await analysed_claim(board, "me")
+    task = board.queue.t.task.name  # type: ignore[attr-defined]
     update = plan[plan.index(f"Update on {task} t") :]
     scan = update[update.index(f"Index Scan using {task}_pkey") :].splitlines()
     assert "task_id" in scan[1] and "Index Cond" in scan[1], plan

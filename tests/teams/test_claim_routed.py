@@ -21,7 +21,7 @@ from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue
 
 from ..backends import SERVICE_URLS
-from .test_claim_plan import _board, _indexes, sql_store
+from .test_claim_plan import _board, _indexes, analysed_claim, sql_store
 
 __all__ = ["sql_store"]  # the fixture, shared with test_claim_plan
 
@@ -59,17 +59,7 @@ async def test_a_postgres_claim_reads_a_few_rows_with_many_tasks_routed_to_other
     if sql_store.dialect != "postgresql":
         pytest.skip("the PostgreSQL claim statement")
     board = await _routed_board(sql_store)
-    queue = board.queue
-    assert isinstance(queue, PostgresBoardQueue)
-    statement, params = queue.claim_statement("me", 60.0, utcnow(), prefer_own=False)
-
-    async def run(conn: AsyncConnection) -> str:
-        how = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
-        rows = await conn.execute(text(how + statement.text), params)
-        await conn.rollback()
-        return "\n".join(str(r[0]) for r in rows)
-
-    plan = await queue.store.transaction("explain", run)
+    plan = await analysed_claim(board, "me")
     assert _rows_read(plan) <= 8, plan
     claimed = await board.claim_next("me", 60)
     assert claimed is not None and claimed.title == "for anyone"
