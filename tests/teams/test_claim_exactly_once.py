@@ -46,6 +46,26 @@ async def store(store_spec: StoreSpec) -> Any:
         yield s
 
 
+def _collected(out: Any, drainers: list[Any]) -> list[Any]:
+    """Each drainer's log, in process order, once all reported (a failed drainer's traceback
+    fails the test); the drainers are joined, or killed, whatever happens."""
+    logs: dict[int, Any] = {}
+    deadline = time.monotonic() + CHILD_DEADLINE
+    try:
+        while len(logs) < PROCS:
+            index, ok, value = out.get(timeout=max(deadline - time.monotonic(), 0.1))
+            assert ok, f"drainer {index} failed:\n{value}"
+            logs[index] = value
+    except queue.Empty:
+        raise AssertionError("the drainers did not finish") from None
+    finally:
+        for d in drainers:
+            d.join(timeout=10)
+            if d.is_alive():
+                d.kill()
+    return [logs[i] for i in range(PROCS)]
+
+
 def run(store_spec: StoreSpec, ctx: RuntimeContext, team_id: str) -> tuple[list[Any], list[str]]:
     """Start the victim, kill it once it holds its tasks, drain with the others (started while
     it holds them). Returns the drainers' logs and the victim's members."""
@@ -75,21 +95,7 @@ def run(store_spec: StoreSpec, ctx: RuntimeContext, team_id: str) -> tuple[list[
         os.kill(victim.pid, signal.SIGKILL)
         victim.join(30)
     assert victim.exitcode == -signal.SIGKILL
-    logs: dict[int, Any] = {}
-    deadline = time.monotonic() + CHILD_DEADLINE
-    try:
-        while len(logs) < PROCS:
-            index, ok, value = out.get(timeout=max(deadline - time.monotonic(), 0.1))
-            assert ok, f"drainer {index} failed:\n{value}"
-            logs[index] = value
-    except queue.Empty:
-        raise AssertionError("the drainers did not finish") from None
-    finally:
-        for d in drainers:
-            d.join(timeout=10)
-            if d.is_alive():
-                d.kill()
-    return [logs[i] for i in range(PROCS)], victims
+    return _collected(out, drainers), victims
 
 
 def members(proc: int) -> list[str]:
@@ -150,21 +156,7 @@ def run_routed(store_spec: StoreSpec, ctx: RuntimeContext, team_id: str) -> list
     ]
     for d in drainers:
         d.start()
-    logs: dict[int, Any] = {}
-    deadline = time.monotonic() + CHILD_DEADLINE
-    try:
-        while len(logs) < PROCS:
-            index, ok, value = out.get(timeout=max(deadline - time.monotonic(), 0.1))
-            assert ok, f"drainer {index} failed:\n{value}"
-            logs[index] = value
-    except queue.Empty:
-        raise AssertionError("the drainers did not finish") from None
-    finally:
-        for d in drainers:
-            d.join(timeout=10)
-            if d.is_alive():
-                d.kill()
-    return [logs[i] for i in range(PROCS)]
+    return _collected(out, drainers)
 
 
 async def test_free_and_routed_tasks_are_each_claimed_once_by_processes(
