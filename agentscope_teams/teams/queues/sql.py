@@ -23,6 +23,10 @@ transition writes both in one transaction, the record with version + 1.
   same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.sql_pg`).
 * **expired leases** that the claimer may not take (every attempt used, or routed to another
   member) are settled when a claim finds nothing else, and by ``reap``.
+* **an empty pick is checked**: ``SKIP LOCKED`` also skips a claimable row that another
+  transaction holds for a moment (on MariaDB, any claimer whose scan examines it), so in the
+  settling transaction the claim looks, unlocked, for a task the member could claim; when there
+  is one it claims it by id, waiting for its lock, instead of answering "nothing" beside it.
 
 A blocker deleted by hand is not seen by the counters (the generic path reports it as blocking);
 :meth:`~..board.TaskBoard.rebuild_index` recomputes every row from the records. Records written here
@@ -85,6 +89,23 @@ SELECT p.task_id, p.probe, k.value, k.version, k.nparts, p.khash FROM ({own}
 ORDER BY p.probe LIMIT 1
 """
 
+
+#: A task the member could claim, read without locking (:meth:`SqlBoardQueue._claim_waiting`):
+#: routed to it, free, or an expired lease it may take; each probe stops at its first row.
+_CANDIDATE = """
+SELECT COALESCE(
+  (SELECT task_id FROM {task} WHERE team = :team AND status = 'pending' AND blockers_left = 0
+     AND dead_blockers = 0 AND assignee = :member LIMIT 1),
+  (SELECT task_id FROM {task} WHERE team = :team AND status = 'pending' AND blockers_left = 0
+     AND dead_blockers = 0 AND assignee IS NULL LIMIT 1),
+  (SELECT task_id FROM {task} WHERE team = :team AND status = 'in_progress'
+     AND lease_until <= :now AND attempts < max_attempts
+     AND (assignee IS NULL OR assignee = :member) LIMIT 1))
+"""
+#: Wait for whoever holds a task row's lock (a claim's pick skips a locked row instead).
+_LOCK_WAIT = "SELECT task_id FROM {task} WHERE team = :team AND task_id = :id FOR UPDATE"
+#: How often an empty claim waits for a locked candidate and picks again.
+CLAIM_WAITS = 3
 
 #: One task row and its record, locked (a named transition).
 _LOCK_ONE = """
@@ -296,11 +317,73 @@ class SqlBoardQueue(RuleTransitions):
         if guard is not None and not self.guards_team:
             raise TypeError("a team guard is checked by a claim on PostgreSQL only")
         claimed = await self._claim_one(member, lease, now, guard, prefer_own)
-        if claimed is None and any(
-            t.status is TaskStatus.PENDING for t in await self._settle(now, member, SETTLE_PAGE)
-        ):
+        if claimed is not None:
+            return claimed
+        settled, candidate = await self._settle_and_look(now, member)
+        if any(t.status is TaskStatus.PENDING for t in settled):
             claimed = await self._claim_one(member, lease, now, guard, prefer_own)
+        if claimed is None and candidate is not None:
+            claimed = await self._claim_waiting(member, lease, now, guard, prefer_own, candidate)
         return claimed
+
+    async def _settle_and_look(self, now: datetime, member: str) -> tuple[list[Task], str | None]:
+        """After an empty pick, in one transaction: the expired leases ``member`` may not claim
+        settled (:meth:`_settle`), and a task it could claim, read unlocked (:data:`_CANDIDATE`:
+        one the pick skipped because another transaction held its row)."""
+
+        async def run(conn: AsyncConnection) -> tuple[list[Task], str | None]:
+            settled = await self._settled(conn, now, member, SETTLE_PAGE)
+            return settled, await self._candidate(conn, now, member)
+
+        return await self._tx("settle", run)
+
+    async def _candidate(self, conn: AsyncConnection, now: datetime, member: str) -> str | None:
+        """A task ``member`` could claim, read without locking (:data:`_CANDIDATE`)."""
+        params = {"team": self.team, "member": member, "now": now.timestamp()}
+        found = await conn.scalar(_statement(_CANDIDATE, task=self.t.task.name), params)
+        return None if found is None else str(found)
+
+    async def _claim_waiting(
+        self,
+        member: str,
+        lease: float,
+        now: datetime,
+        guard: TeamGuard | None,
+        prefer_own: bool,
+        candidate: str,
+    ) -> Task | None:
+        """Claim ``candidate``, a task ``member`` could claim that its pick skipped: another
+        transaction held its row's lock (on MariaDB any claimer whose scan merely examines a
+        row, say one routed to someone else, locks it until it moves on).
+
+        The candidate is claimed by its id, the named claim waiting for the row's lock; a
+        guarded claim (which checks the team record in its pick) waits for the row, then picks
+        again. When someone else took it meanwhile, the next candidate is looked for, up to
+        :data:`CLAIM_WAITS` in all.
+        """
+
+        async def look(conn: AsyncConnection) -> str | None:
+            return await self._candidate(conn, now, member)
+
+        async def wait(conn: AsyncConnection) -> None:
+            held = _statement(_LOCK_WAIT, task=self.t.task.name)
+            await conn.execute(held, {"team": self.team, "id": task_id})
+
+        task_id: str | None = candidate
+        for _ in range(CLAIM_WAITS):
+            if task_id is None:
+                return None
+            if guard is None:
+                outcome = await self.claim(member, task_id, lease, now)
+                if outcome.verdict is Verdict.DONE:
+                    return outcome.task
+            else:
+                await self._tx("claim wait", wait)
+                claimed = await self._claim_one(member, lease, now, guard, prefer_own)
+                if claimed is not None:
+                    return claimed
+            task_id = await self.store.transaction("board claim look", look, single=True)
+        return None
 
     async def _claim_one(
         self,
@@ -351,6 +434,16 @@ class SqlBoardQueue(RuleTransitions):
         )
 
     async def _settle(self, now: datetime, member: str | None, limit: int | None) -> list[Task]:
+        """:meth:`_settled` in a transaction of its own."""
+
+        async def run(conn: AsyncConnection) -> list[Task]:
+            return await self._settled(conn, now, member, limit)
+
+        return await self._tx("settle", run)
+
+    async def _settled(
+        self, conn: AsyncConnection, now: datetime, member: str | None, limit: int | None
+    ) -> list[Task]:
         """Expired leases back to pending (or failed at max attempts); with ``member``, only those
         the member may not claim (a claim takes the others)."""
         c = self.t.task.c
@@ -364,16 +457,12 @@ class SqlBoardQueue(RuleTransitions):
             )
         stmt = self._locked_rows(expired).order_by(c.lease_until).limit(limit)
         stmt = stmt.with_for_update(skip_locked=True)
-
-        async def run(conn: AsyncConnection) -> list[Task]:
-            out = []
-            for row in (await conn.execute(stmt)).all():
-                task = self._decode(row)
-                if task.lease_expired(now):
-                    out.append(await self._write(conn, task, rules.expired(task, now)))
-            return out
-
-        return await self._tx("settle", run)
+        out = []
+        for row in (await conn.execute(stmt)).all():
+            task = self._decode(row)
+            if task.lease_expired(now):
+                out.append(await self._write(conn, task, rules.expired(task, now)))
+        return out
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
         def decide(task: Task, states: Blockers, at: datetime) -> Decision:
