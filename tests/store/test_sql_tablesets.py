@@ -121,7 +121,7 @@ async def test_a_database_from_before_the_move_keeps_its_board(
         board = TaskBoard(store, keys, native=True)
         claimed = await board.claim_next("a", 60.0)
         assert claimed is not None and claimed.id == task.id
-        assert await versions(store, "board_") == [1, 2, 3]
+        assert await versions(store, "board_") == [1, 2, 3, 4]
 
 
 async def versions_of(url: str, prefix: str, record: str) -> list[int]:

@@ -154,7 +154,8 @@ async def test_each_probe_of_a_mariadb_claim_reads_an_index_in_order(sql_store: 
 
     plan = await sql_store.transaction("explain", run)
     probes = [r for r in plan if r["table"] == task]
-    assert [r["key"] for r in probes] == [f"{task}_held", f"{task}_lease", f"{task}_pending"], plan
+    route = f"{task}_route"  # the free and the member's routed probe
+    assert [r["key"] for r in probes] == [f"{task}_held", f"{task}_lease", route, route], plan
     for row in probes:  # each stops at its first row in index order: no sort of its candidates
         assert "filesort" not in str(row["Extra"]).lower(), row
 
@@ -176,7 +177,7 @@ async def _indexes(store: SqlStore, table: str) -> set[str]:
 
 async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: SqlStore) -> None:
     """The tasks table as migration 1 left it (its two old indexes, no record of migrations 2
-    and 3): a store set up on it applies them, and claims work on the rows already there."""
+    to 4): a store set up on it applies them, and claims work on the rows already there."""
     board = await _board(sql_store)
     table = board.queue.t.task.name  # type: ignore[attr-defined]
     prefix = table.removesuffix("task")
@@ -193,6 +194,9 @@ async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: Sql
     ]
     old_mysql = [
         f"DROP INDEX {prefix}task_held ON {table}",
+        f"DROP INDEX {prefix}task_route ON {table}",
+        f"CREATE INDEX {prefix}task_pending ON {table} "
+        "(team, status, blockers_left, dead_blockers, seq)",
         f"CREATE INDEX {prefix}task_owner ON {table} (team, owner, seq)",
     ]
     back = old_pg if pg else old_mysql
@@ -214,7 +218,9 @@ async def test_a_database_from_before_the_probe_indexes_gets_them(sql_store: Sql
             old = {f"{prefix}task_{n}" for n in ("pending", "lease", "owner", "ready")}
             assert new <= found and not old & found
         else:
-            assert f"{prefix}task_held" in found and f"{prefix}task_owner" not in found
+            new = {f"{prefix}task_{n}" for n in ("held", "route", "lease")}
+            old = {f"{prefix}task_{n}" for n in ("owner", "pending")}
+            assert new <= found and not old & found, found
         moved = TaskBoard(again, board.keys, native=True)
         claimed = await moved.claim_next("me", 60, prefer_own=True)
         assert claimed is not None and claimed.owner == "me" and claimed.attempts == 1

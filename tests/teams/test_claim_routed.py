@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agentscope_teams.message import utcnow
 from agentscope_teams.store.sql import SqlStore
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queues.sql import SqlBoardQueue
 from agentscope_teams.teams.queues.sql_pg import PostgresBoardQueue
 
 from ..backends import SERVICE_URLS
@@ -63,6 +64,39 @@ async def test_a_postgres_claim_reads_a_few_rows_with_many_tasks_routed_to_other
     assert _rows_read(plan) <= 8, plan
     claimed = await board.claim_next("me", 60)
     assert claimed is not None and claimed.title == "for anyone"
+
+
+async def _mariadb_rows_read(board: TaskBoard, member: str) -> int:
+    """Index entries ``member``'s pick read (MariaDB's ``Handler_read_next`` of the session
+    around it, the pick's locks rolled back)."""
+    queue = board.queue
+    assert isinstance(queue, SqlBoardQueue)
+    statement, params = queue.pick_statement(member, utcnow())
+    count = text("SHOW SESSION STATUS LIKE 'Handler_read_next'")
+
+    async def run(conn: AsyncConnection) -> int:
+        before = int((await conn.execute(count)).one()[1])
+        await conn.execute(statement, params)
+        after = int((await conn.execute(count)).one()[1])
+        await conn.rollback()
+        return after - before
+
+    return await queue.store.transaction("rows read", run)  # type: ignore[no-any-return]
+
+
+async def test_a_mariadb_claim_reads_a_few_rows_with_many_tasks_routed_to_others(
+    sql_store: SqlStore,
+) -> None:
+    """As above on MariaDB (migration 4's ``p_task_route``): ``me``'s pick reads a few index
+    entries, not the 300 tasks routed to ``other`` ahead of the free one, and takes the free one."""
+    if sql_store.dialect != "mysql":
+        pytest.skip("the MariaDB pick")
+    board = await _routed_board(sql_store)
+    assert await _mariadb_rows_read(board, "me") <= 8
+    claimed = await board.claim_next("me", 60)
+    assert claimed is not None and claimed.title == "for anyone"
+    routed = await board.claim_next("other", 60)
+    assert routed is not None and routed.title == "for other 0"
 
 
 async def test_a_database_from_before_the_routed_indexes_gets_them(sql_store: SqlStore) -> None:
@@ -148,7 +182,10 @@ async def test_a_claim_locks_only_the_row_it_takes(sql_store: SqlStore, mine_fir
     one it takes (a row locked and not taken would make a concurrent claimer skip a task nobody
     takes, and wait with work left)."""
     if sql_store.dialect != "postgresql":
-        pytest.skip("MariaDB's pick comes in its own stage")
+        pytest.skip(
+            "MariaDB's pick locks the oldest free task and the member's oldest routed one and "
+            "takes the older (an empty claim waits for a row it passed: test_claim_waits)"
+        )
     board = await _board(sql_store)
     assert await board.claim_next("other", 3600) is not None  # _board's pending task
     first = await board.create("lead", "first", assignee="me" if mine_first else None)

@@ -69,24 +69,35 @@ _DEAD = (TaskStatus.FAILED.value, TaskStatus.CANCELLED.value)
 
 #: The member's own held task first (``prefer_own``: its lease is renewed).
 MYSQL_OWN = """
-  (SELECT task_id, khash, 0 AS probe FROM {task}
+  (SELECT task_id, khash, 0 AS probe, seq FROM {task}
    WHERE team = :team AND status = 'in_progress' AND owner = :member
    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
   UNION ALL"""
 
+#: MariaDB/MySQL's pick: the probes as one ``UNION ALL`` of locking reads, each an index scan
+#: that stops at its first row (``p_task_route`` serves the free and the routed probe, so no
+#: claim reads the tasks routed to other members). Of the free and the member's routed task the
+#: older is taken; the other stays locked until the claim commits (the member's own routed row
+#: is nobody else's to take; a free one is passed by other claimers meanwhile, or waited for by
+#: an empty claim's look: :meth:`SqlBoardQueue._claim_waiting`).
 MYSQL_PICK = """
 SELECT p.task_id, p.probe, k.value, k.version, k.nparts, p.khash FROM ({own}
-  (SELECT task_id, khash, 1 AS probe FROM {task}
+  (SELECT task_id, khash, 1 AS probe, seq FROM {task}
    WHERE team = :team AND status = 'in_progress' AND lease_until <= :now
      AND attempts < max_attempts AND (assignee IS NULL OR assignee = :member)
    ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED)
   UNION ALL
-  (SELECT task_id, khash, 2 AS probe FROM {task}
+  (SELECT task_id, khash, 2 AS probe, seq FROM {task}
    WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
-     AND (assignee IS NULL OR assignee = :member)
+     AND assignee IS NULL
    ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+  UNION ALL
+  (SELECT task_id, khash, 2 AS probe, seq FROM {task}
+   WHERE team = :team AND status = 'pending' AND blockers_left = 0 AND dead_blockers = 0
+     AND assignee = :member
+   ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+  ORDER BY probe, seq LIMIT 1
 ) AS p JOIN {kv} k ON k.khash = p.khash
-ORDER BY p.probe LIMIT 1
 """
 
 

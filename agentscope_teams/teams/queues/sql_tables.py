@@ -38,6 +38,14 @@ claim never reads the tasks routed to other members (:mod:`.sql_pg`). On Postgre
     p_task_free   (team, seq)            WHERE ready (as above) AND assignee IS NULL
     p_task_routed (team, assignee, seq)  WHERE ready (as above) AND assignee IS NOT NULL
 
+Migration 4 does the same on MariaDB/MySQL (no partial indexes there): it replaces
+``p_task_pending`` with::
+
+    p_task_route  (team, status, blockers_left, dead_blockers, assignee, seq)
+
+whose equality prefix ends at ``assignee`` (``IS NULL`` for the free probe, ``= member`` for the
+member's routed one), each probe then reading in ``seq`` order. On PostgreSQL it changes nothing.
+
 A process of an earlier release still claims correctly on the new indexes, only without an index
 made for its statement.
 """
@@ -119,6 +127,7 @@ _PG_INDEXES = (
     "DROP INDEX IF EXISTS {p}task_owner",
 )
 _MYSQL_INDEXES = ("CREATE INDEX {p}task_held ON {p}task (team, status, owner, seq)",)
+_MYSQL_ROUTE = "CREATE INDEX {p}task_route ON {p}task (team, status, blockers_left, dead_blockers, assignee, seq)"
 _PG_ROUTED = (
     "CREATE INDEX IF NOT EXISTS {p}task_free ON {p}task (team, seq)"
     " WHERE status = 'pending' AND blockers_left = 0 AND dead_blockers = 0 AND assignee IS NULL",
@@ -157,10 +166,22 @@ async def _has_index(conn: AsyncConnection, table: str, index: str) -> bool:
 
 async def _m3_routed_indexes(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
     prefix = tables["task"].name.removesuffix("task")
-    # MariaDB/MySQL: the board's pick reads the indexes of migration 2 as it is
+    # MariaDB/MySQL: its routed index is migration 4's
     statements = list(_PG_ROUTED) if conn.dialect.name == "postgresql" else []
     for sql in statements:
         await conn.execute(text(sql.format(p=prefix)))
+
+
+async def _m4_mysql_routed_index(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
+    if conn.dialect.name == "postgresql":
+        return  # migration 3's partial indexes
+    table = tables["task"].name
+    prefix = table.removesuffix("task")
+    # no IF [NOT] EXISTS on MySQL: each step only when needed (a rerun finds it done)
+    if not await _has_index(conn, table, f"{prefix}task_route"):
+        await conn.execute(text(_MYSQL_ROUTE.format(p=prefix)))
+    if await _has_index(conn, table, f"{prefix}task_pending"):
+        await conn.execute(text(f"DROP INDEX {prefix}task_pending ON {table}"))
 
 
 #: The board queue's tables; every ``SqlStore`` creates them once :mod:`.sql` is imported.
@@ -171,6 +192,11 @@ BOARD_TABLES = TableSet(
         (1, "task, task_dep: the task board's native queue", _m1_task_queue),
         (2, "task: an index per claim probe (partial on PostgreSQL)", _m2_probe_indexes),
         (3, "task: free and routed pending tasks indexed apart", _m3_routed_indexes),
+        (
+            4,
+            "task: free and routed pending tasks indexed apart (MariaDB/MySQL)",
+            _m4_mysql_routed_index,
+        ),
     ),
 )
 
