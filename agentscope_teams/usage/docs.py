@@ -129,7 +129,12 @@ def docs_for(store: object) -> DocBackend:
     elif isinstance(store, SqlStore):
         from .sql_docs import SqlDocs  # SQLAlchemy only when a SQL store is in use
 
-        backend = SqlDocs(store)
+        if store.dialect == "mysql":
+            from .sql_mysql import MysqlDocs  # the steps on the asyncmy connection
+
+            backend = MysqlDocs(store)
+        else:
+            backend = SqlDocs(store)
     else:
         raise ConfigurationError(
             f"budgets and rate limits need a memory, file, SQL or Redis store, got "

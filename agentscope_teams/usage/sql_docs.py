@@ -131,6 +131,50 @@ _DROP_BATCH = 300
 _ROW = "SELECT doc_id, kind, name, a, b, exp FROM {e} WHERE doc_id = :d{i} AND kind = :k{i}"
 
 
+Row = dict[str, Any]
+
+
+def changes(
+    heads: dict[str, Doc], loaded: dict[str, list[Entry]], new: dict[str, Doc]
+) -> tuple[list[Row], list[Row], list[Row]]:
+    """The heads and rows of ``new`` that differ from those read (``heads``, ``loaded``): heads
+    to write (``id``, ``doc``), rows to delete (``d``, ``k``, ``n``: read but no longer in their
+    document) and rows to write (the entry's columns)."""
+    put_heads, put_rows, drop = [], [], []
+    for name, doc in new.items():
+        did = doc_id(name)
+        head, rows = split(doc)
+        if head != heads.get(name):
+            put_heads.append({"id": did, "doc": json.dumps(head)})
+        before = {(e.kind, e.name): e for e in loaded.get(did, [])}
+        after = {(e.kind, e.name): e for e in rows}
+        put_rows += [{"doc_id": did, **e._asdict()} for k, e in after.items() if before.get(k) != e]
+        drop += [{"d": did, "k": k, "n": n} for k, n in sorted(before.keys() - after.keys())]
+    return put_heads, drop, put_rows
+
+
+Probe = tuple[str, str, str, float | str]
+
+
+def wanted_probes(heads: dict[str, Doc], wanted: Wanted) -> list[Probe]:
+    """What ``wanted`` asks of each document in ``heads`` (by name), as ``(doc id, kind, test,
+    value)`` probes of its rows (:meth:`SqlDocs._probe`)."""
+    return [(doc_id(n), MAPS[m], t, v) for n in heads for m, t, v in wanted(n, heads[n] or None)]
+
+
+def by_doc(found: Sequence[Sequence[Any]]) -> dict[str, list[Entry]]:
+    """Rows read (``doc_id``, then an entry's columns) as entries by document id."""
+    out: dict[str, list[Entry]] = {}
+    for r in found:
+        out.setdefault(r[0], []).append(Entry(*r[1:]))
+    return out
+
+
+def numbered(rows: Sequence[Row]) -> Row:
+    """The parameters of ``rows`` as one statement's, each name suffixed by its row's index."""
+    return {f"{k}{i}": v for i, row in enumerate(rows) for k, v in row.items()}
+
+
 class SqlDocs:
     """Documents as a head in ``<prefix>usage_doc`` and rows in ``<prefix>usage_entry``."""
 
@@ -189,19 +233,14 @@ class SqlDocs:
             params: dict[str, Any] = {"ids": [doc_id(n) for n in heads]}
             found = (await conn.execute(self._all_rows, params)).all()
         else:
-            probes = [
-                (doc_id(n), MAPS[m], t, v) for n in heads for m, t, v in wanted(n, heads[n] or None)
-            ]
+            probes = wanted_probes(heads, wanted)
             if not probes:
                 return {}
             stmt, params = self._probe(probes)
             found = (await conn.execute(stmt, params)).all()
-        out: dict[str, list[Entry]] = {}
-        for r in found:
-            out.setdefault(r[0], []).append(Entry(*r[1:]))
-        return out
+        return by_doc(found)
 
-    def _probe(self, probes: list[tuple[str, str, str, float | str]]) -> tuple[Any, dict[str, Any]]:
+    def _probe(self, probes: list[Probe]) -> tuple[Any, dict[str, Any]]:
         """One statement reading every probe ``(doc id, kind, test, value)``: test ``=`` a row
         by name, ``<=`` / ``<`` the rows whose ``exp`` is at most / below the value."""
         shape = tuple(p[2] for p in probes)
@@ -224,27 +263,14 @@ class SqlDocs:
         loaded: dict[str, list[Entry]],
         new: dict[str, Doc],
     ) -> None:
-        """Write the heads and rows of ``new`` that differ from those read (rows read but no
-        longer in a document are deleted)."""
-        put_heads, put_rows, drop = [], [], []
-        for name, doc in new.items():
-            did = doc_id(name)
-            head, rows = split(doc)
-            if head != heads.get(name):
-                put_heads.append({"id": did, "doc": json.dumps(head)})
-            before = {(e.kind, e.name): e for e in loaded.get(did, [])}
-            after = {(e.kind, e.name): e for e in rows}
-            put_rows += [
-                {"doc_id": did, **e._asdict()} for k, e in after.items() if before.get(k) != e
-            ]
-            drop += [{"d": did, "k": k, "n": n} for k, n in sorted(before.keys() - after.keys())]
+        """Write what :func:`changes` finds changed."""
+        put_heads, drop, put_rows = changes(heads, loaded, new)
         if put_heads:
             await conn.execute(self._heads, put_heads)
         # one statement per _DROP_BATCH rows (an executemany of a DELETE sends one per row)
         for at in range(0, len(drop), _DROP_BATCH):
             batch = drop[at : at + _DROP_BATCH]
-            values = {f"{k}{i}": v for i, row in enumerate(batch) for k, v in row.items()}
-            await conn.execute(self._drop(len(batch)), values)
+            await conn.execute(self._drop(len(batch)), numbered(batch))
         if put_rows:
             await conn.execute(self._put_rows, put_rows)
 

@@ -132,3 +132,25 @@ async def test_on_mariadb_a_governed_call_raises_no_server_warning(
         for _ in range(2):
             await _one_call(store, gov, Budget(max_tokens=10**9), team)
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+
+
+@pytest.mark.parametrize("store_spec", ["mariadb"], indirect=True)
+async def test_on_mariadb_each_step_is_three_round_trips_its_writes_sent_with_the_commit(
+    store: BaseStore,
+) -> None:
+    """Round trips to MariaDB per governed call, once the budget's rows exist: per step the
+    locked read of the heads, the read of the rows it wants, then its writes and the COMMIT in
+    one packet, on the driver's connection (through SQLAlchemy each write and the commit went
+    apart: five a step)."""
+    team = "team:" + uuid.uuid4().hex[:8]
+    limit = RateLimit(requests_per_minute=1e7, burst=1000, concurrent=100)
+    gov = UsageGovernor(store, rate_limit=limit)
+    await _one_call(store, gov, Budget(max_tokens=10**9), team)
+    async with count_round_trips(store) as trips:
+        await _one_call(store, gov, Budget(max_tokens=10**9), team)
+    assert trips.seen == ["SELECT", "SELECT", "INSERT"] * 2, trips.statements
+    assert trips.on_driver == set(range(6))
+    for write in trips.statements[2::3]:
+        assert write.rstrip().endswith("COMMIT"), write
+    doc = await usage_backend(store).read(team)
+    assert doc is not None and doc["ut"] == 2 * 40 and doc["rt"] == 0
