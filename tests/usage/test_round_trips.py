@@ -16,7 +16,7 @@ from agentscope_teams.model.base import ModelRequest, ModelResponse, Usage
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import BaseStore
-from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget
+from agentscope_teams.usage import Budget, RateLimit, UsageGovernor, add_budget, tenant
 from agentscope_teams.usage.backend import usage_backend
 
 from ..backends import StoreSpec
@@ -45,13 +45,19 @@ def _count_operations(store: BaseStore, monkeypatch: pytest.MonkeyPatch) -> list
 
 
 async def _one_call(
-    store: BaseStore, gov: UsageGovernor, budget: Budget | None, team: str | None = None
+    store: BaseStore,
+    gov: UsageGovernor,
+    budget: Budget | None,
+    team: str | None = None,
+    who: str = "-",
 ) -> None:
+    """One governed model call (as tenant ``who``, under ``budget`` named ``team``)."""
+
     def reply(request: ModelRequest) -> ModelResponse:
         return ModelResponse(content=[TextBlock(text="ok")], usage=USED)
 
     agent = ReActAgent("a", ScriptedModel(reply), config=ReActConfig(stream_model=False))
-    with gov.bind(), add_budget(team or "team:" + uuid.uuid4().hex[:8], budget):
+    with gov.bind(), add_budget(team or "team:" + uuid.uuid4().hex[:8], budget), tenant(who):
         await agent.reply("hi", AgentState(session_id="s"))
 
 
@@ -135,22 +141,34 @@ async def test_on_mariadb_a_governed_call_raises_no_server_warning(
 
 
 @pytest.mark.parametrize("store_spec", ["mariadb"], indirect=True)
-async def test_on_mariadb_each_step_is_three_round_trips_its_writes_sent_with_the_commit(
-    store: BaseStore,
+async def test_on_mariadb_each_step_is_two_round_trips_its_writes_sent_with_the_commit(
+    store: BaseStore, store_spec: StoreSpec
 ) -> None:
     """Round trips to MariaDB per governed call, once the budget's rows exist: per step the
-    locked read of the heads, the read of the rows it wants, then its writes and the COMMIT in
-    one packet, on the driver's connection (through SQLAlchemy each write and the commit went
-    apart: five a step)."""
+    locked read of the heads with the rows it wants (guessed from the heads this process left),
+    then its writes and the COMMIT in one packet, on the driver's connection (through SQLAlchemy
+    each read, each write and the commit went apart: five a step). When another process changed
+    the heads meanwhile (here: a new tenant, so the requests limit's window of unseen tenants
+    moved), the rows the real heads ask for are read in one more round trip."""
     team = "team:" + uuid.uuid4().hex[:8]
-    limit = RateLimit(requests_per_minute=1e7, burst=1000, concurrent=100)
+    # a requests limit whose window of unseen tenants (3 intervals a tenant) never makes a call
+    # wait here (the burst), keyed by a model of this test's own
+    limit = RateLimit(requests_per_minute=6, burst=1000, concurrent=100)
     gov = UsageGovernor(store, rate_limit=limit)
-    await _one_call(store, gov, Budget(max_tokens=10**9), team)
+    await _one_call(store, gov, Budget(max_tokens=10**9), team, "me")
     async with count_round_trips(store) as trips:
-        await _one_call(store, gov, Budget(max_tokens=10**9), team)
-    assert trips.seen == ["SELECT", "SELECT", "INSERT"] * 2, trips.statements
-    assert trips.on_driver == set(range(6))
-    for write in trips.statements[2::3]:
+        await _one_call(store, gov, Budget(max_tokens=10**9), team, "me")
+    assert trips.seen == ["SELECT", "INSERT"] * 2, trips.statements
+    assert trips.on_driver == set(range(4))
+    for read in trips.statements[0::2]:  # the locked heads, then the rows, in one packet
+        assert "FOR UPDATE;SELECT" in read and "usage_entry" in read, read
+    for write in trips.statements[1::2]:
         assert write.rstrip().endswith("COMMIT"), write
+
+    async with store_spec.open() as other:  # a second tenant, added by another process
+        await _one_call(other, UsageGovernor(other, rate_limit=limit), None, team, "another")
+    async with count_round_trips(store) as trips:
+        await _one_call(store, gov, Budget(max_tokens=10**9), team, "me")
+    assert trips.seen == ["SELECT", "SELECT", "INSERT", "SELECT", "INSERT"], trips.statements
     doc = await usage_backend(store).read(team)
-    assert doc is not None and doc["ut"] == 2 * 40 and doc["rt"] == 0
+    assert doc is not None and doc["ut"] == 3 * 40 and doc["rt"] == 0

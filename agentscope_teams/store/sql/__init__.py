@@ -19,7 +19,7 @@ try:
 
     from .chunks import DEFAULT_CHUNK_BYTES
     from .dialect import async_url
-    from .driver import mysql_affected, mysql_rows, numbered, pyformat, rendered
+    from .driver import mysql_affected, mysql_results, mysql_rows, numbered, pyformat, rendered
     from .schema import HEAD_BYTES, LATEST, TABLE_OPTIONS, create_table, hash_type, make_tables
     from .signals import Wakes
     from .store import SqlStore
@@ -44,6 +44,7 @@ __all__ = [
     "hash_type",
     "make_tables",
     "mysql_affected",
+    "mysql_results",
     "mysql_rows",
     "numbered",
     "pyformat",

@@ -137,6 +137,16 @@ async def mysql_rows(conn: Any, sql: str) -> tuple[tuple[Any, ...], ...]:
     return tuple(rows)
 
 
+async def mysql_results(conn: Any, sql: str) -> list[tuple[tuple[Any, ...], ...]]:
+    """Like :func:`mysql_rows`, the rows of every result, in order."""
+    await conn.query(sql)
+    found = [tuple(conn._result.rows or ())]
+    while conn._result.has_next:
+        await conn.next_result()
+        found.append(tuple(conn._result.rows or ()))
+    return found
+
+
 async def mysql_affected(conn: Any, sql: str) -> list[int]:
     """Like :func:`mysql_rows`, the rows each statement changed (or read), in order."""
     await conn.query(sql)

@@ -173,8 +173,8 @@ async def _m3_routed_indexes(conn: AsyncConnection, tables: Mapping[str, Table])
 
 
 async def _m4_mysql_routed_index(conn: AsyncConnection, tables: Mapping[str, Table]) -> None:
-    if conn.dialect.name == "postgresql":
-        return  # migration 3's partial indexes
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        return  # PostgreSQL has migration 3's partial indexes; SQLite has no native queue
     table = tables["task"].name
     prefix = table.removesuffix("task")
     # no IF [NOT] EXISTS on MySQL: each step only when needed (a rerun finds it done)
