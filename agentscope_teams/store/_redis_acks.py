@@ -39,6 +39,27 @@ def check(acks: object, timeout: object) -> tuple[int, float]:
     return acks, float(timeout)
 
 
+def check_within(acks: int, timeout: float, client: Any) -> None:
+    """ConfigurationError when writes are confirmed (``acks``) and ``timeout`` does not end
+    before ``client``'s socket timeout: the ``WAIT`` reply would not be read in time, and the
+    store would report the server gone instead of the replicas late."""
+    if not acks:
+        return
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:  # one server: the pool's connections, as they would be made
+        read = pool.connection_kwargs.get("socket_timeout") or pool.make_connection().socket_timeout
+    else:  # a cluster client: its nodes' connections
+        read = getattr(client, "connection_kwargs", {}).get("socket_timeout")
+    if read and timeout >= read:
+        raise ConfigurationError(
+            f"replica_ack_timeout ({timeout:g} s) must be shorter than the connection's "
+            f"socket_timeout ({read:g} s): a write waits up to replica_ack_timeout for its "
+            "replicas, and a reply not read within socket_timeout drops the connection as if "
+            "the server were gone. Lower replica_ack_timeout, or raise socket_timeout (a single "
+            "server's URL takes ?socket_timeout=SECONDS)"
+        )
+
+
 def from_url(url: str) -> tuple[str, dict[str, Any]]:
     """``url`` without the ``replica_acks`` / ``replica_ack_timeout`` query options, and those
     options (parsed; ConfigurationError naming one that is not a number)."""

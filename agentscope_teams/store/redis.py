@@ -97,6 +97,7 @@ class RedisStore(RedisListing):
                 client = cluster.cluster_client(redis, url, max_connections)
             else:
                 client = rc.client_from_url(redis, url, max_connections, pool_timeout)
+        acks.check_within(self.replica_acks, self.replica_ack_timeout, client)
         self._client = cast(Any, client)
         self.cluster = isinstance(client, redis.asyncio.cluster.RedisCluster)
         self.metrics_backend = "redis_cluster" if self.cluster else "redis"

@@ -80,6 +80,27 @@ def test_a_bad_url_option_is_refused_by_name(url: str, message: str) -> None:
         RedisStore(url)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:1/0?replica_acks=1&replica_ack_timeout=5",  # redis-py reads for 5 s
+        "redis://127.0.0.1:1/0?replica_acks=1&replica_ack_timeout=3&socket_timeout=2",
+        "redis+cluster://127.0.0.1:1/?replica_acks=1&replica_ack_timeout=8",
+    ],
+)
+def test_an_ack_timeout_the_socket_timeout_would_cut_short_is_refused(url: str) -> None:
+    """A WAIT answered after the socket timeout would drop the connection and report the server
+    gone instead of the replicas late: refused when the store is made, naming both options."""
+    with pytest.raises(ConfigurationError, match=r"replica_ack_timeout .* socket_timeout"):
+        RedisStore(url)
+
+
+def test_a_longer_ack_timeout_is_taken_with_a_longer_socket_timeout() -> None:
+    url = "redis://127.0.0.1:1/0?replica_acks=1&replica_ack_timeout=8&socket_timeout=10"
+    assert RedisStore(url).replica_ack_timeout == 8
+    assert RedisStore("redis://127.0.0.1:1/0?replica_ack_timeout=8").replica_acks == 0  # no WAIT
+
+
 def test_the_url_options_are_read_and_left_out_of_the_connection() -> None:
     store = RedisStore("redis+cluster://127.0.0.1:1/?replica_acks=2&replica_ack_timeout=0.5")
     assert (store.replica_acks, store.replica_ack_timeout) == (2, 0.5)
