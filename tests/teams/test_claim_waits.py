@@ -19,6 +19,7 @@ from agentscope_teams.teams import LocalTeamClient, Member, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.rules.models import Task
 
+from .round_trips import count_round_trips
 from .test_claim_plan import CTX, sql_store
 
 __all__ = ["sql_store"]  # the fixture, shared with test_claim_plan
@@ -117,3 +118,31 @@ async def test_an_empty_claim_does_not_wait_on_rows_it_could_not_take(
         assert await asyncio.wait_for(board.claim_next("me", 60), HANG) is None
     claimed = await board.claim_next("other", 60)
     assert claimed is not None and claimed.id == theirs.id
+
+
+async def test_an_empty_claim_is_the_pick_and_one_look(sql_store: SqlStore) -> None:
+    """Nothing to claim and no lease to settle: the pick, then one unlocked look (the candidate
+    and whether expired leases wait), each a single round trip; no settling transaction."""
+    board = await _board(sql_store)
+    await board.create("lead", "for other", assignee="other")
+    async with count_round_trips(sql_store) as trips:
+        assert await board.claim_next("me", 60) is None
+    if sql_store.dialect == "postgresql":  # statements on the asyncpg connection, autocommit
+        assert trips.seen == ["WITH", "SELECT"], trips.statements
+    else:  # the pick's transaction rolled back; the look sent with its COMMIT
+        assert trips.seen == ["SELECT", "ROLLBACK", "SELECT"], trips.statements
+    assert trips.on_driver == set(range(len(trips.seen)))
+
+
+async def test_an_empty_claim_settles_an_expired_lease_it_may_not_take(
+    sql_store: SqlStore,
+) -> None:
+    """A lease of a task routed to ``other`` ran out: ``me``'s empty claim sees it in its look and
+    settles it (back to pending, for ``other``), as before the look."""
+    board = await _board(sql_store)
+    task = await board.create("lead", "for other", assignee="other")
+    assert await board.claim_next("other", 0.05) is not None
+    await asyncio.sleep(0.2)
+    assert await board.claim_next("me", 60) is None
+    settled = await board.get(task.id)
+    assert settled.status.value == "pending" and settled.owner is None

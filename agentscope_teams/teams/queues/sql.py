@@ -22,11 +22,12 @@ transition writes both in one transaction, the record with version + 1.
   or failing a task updates its dependents' counters (``blockers_left`` / ``dead_blockers``) in the
   same transaction. On PostgreSQL, complete and fail are one statement (:mod:`.sql_pg`).
 * **expired leases** that the claimer may not take (every attempt used, or routed to another
-  member) are settled when a claim finds nothing else, and by ``reap``.
+  member) are settled when a claim finds nothing else and its look sees some, and by ``reap``.
 * **an empty pick is checked**: ``SKIP LOCKED`` also skips a claimable row that another
-  transaction holds for a moment (on MariaDB, any claimer whose scan examines it), so in the
-  settling transaction the claim looks, unlocked, for a task the member could claim; when there
-  is one it claims it by id, waiting for its lock, instead of answering "nothing" beside it.
+  transaction holds for a moment (on MariaDB, any claimer whose scan examines it), so the claim
+  then looks, unlocked, for a task the member could claim (one statement, which also says whether
+  expired leases wait to be settled); when there is one it claims it by id, waiting for its lock,
+  instead of answering "nothing" beside it.
 
 A blocker deleted by hand is not seen by the counters (the generic path reports it as blocking);
 :meth:`~..board.TaskBoard.rebuild_index` recomputes every row from the records. Records written here
@@ -101,9 +102,11 @@ SELECT p.task_id, p.probe, k.value, k.version, k.nparts, p.khash FROM ({own}
 """
 
 
-#: A task the member could claim, read without locking (:meth:`SqlBoardQueue._claim_waiting`):
-#: routed to it, free, or an expired lease it may take; each probe stops at its first row.
-_CANDIDATE = """
+#: After an empty pick, read without locking (:meth:`SqlBoardQueue._look`): a task the member
+#: could claim (routed to it, free, or an expired lease it may take; each probe stops at its first
+#: row), and whether an expired lease waits that it may not take (every attempt used, or routed
+#: to someone else: settled then, :meth:`SqlBoardQueue._settle`). Usually an empty range each.
+CANDIDATE = """
 SELECT COALESCE(
   (SELECT task_id FROM {task} WHERE team = :team AND status = 'pending' AND blockers_left = 0
      AND dead_blockers = 0 AND assignee = :member LIMIT 1),
@@ -111,7 +114,10 @@ SELECT COALESCE(
      AND dead_blockers = 0 AND assignee IS NULL LIMIT 1),
   (SELECT task_id FROM {task} WHERE team = :team AND status = 'in_progress'
      AND lease_until <= :now AND attempts < max_attempts
-     AND (assignee IS NULL OR assignee = :member) LIMIT 1))
+     AND (assignee IS NULL OR assignee = :member) LIMIT 1)),
+  EXISTS (SELECT 1 FROM {task} WHERE team = :team AND status = 'in_progress'
+     AND lease_until <= :now
+     AND (attempts >= max_attempts OR (assignee IS NOT NULL AND assignee <> :member)))
 """
 #: Wait for whoever holds a task row's lock (a claim's pick skips a locked row instead).
 _LOCK_WAIT = "SELECT task_id FROM {task} WHERE team = :team AND task_id = :id FOR UPDATE"
@@ -149,6 +155,11 @@ WHERE x.team = :team AND x.blocker_id = :id AND d.team = x.team AND d.task_id = 
 def _statement(template: str, **parts: str) -> TextClause:
     """``template`` with its tables and optional parts filled in: built once per shape."""
     return text(template.format(**parts))
+
+
+def looked(row: Sequence[Any]) -> tuple[str | None, bool]:
+    """A :data:`CANDIDATE` row as ``(candidate, stale)``."""
+    return (None if row[0] is None else str(row[0])), bool(row[1])
 
 
 def columns(task: Task) -> dict[str, Any]:
@@ -330,29 +341,28 @@ class SqlBoardQueue(RuleTransitions):
         claimed = await self._claim_one(member, lease, now, guard, prefer_own)
         if claimed is not None:
             return claimed
-        settled, candidate = await self._settle_and_look(now, member)
-        if any(t.status is TaskStatus.PENDING for t in settled):
+        candidate, stale = await self._look(member, now)
+        if stale and any(
+            t.status is TaskStatus.PENDING for t in await self._settle(now, member, SETTLE_PAGE)
+        ):
             claimed = await self._claim_one(member, lease, now, guard, prefer_own)
         if claimed is None and candidate is not None:
             claimed = await self._claim_waiting(member, lease, now, guard, prefer_own, candidate)
         return claimed
 
-    async def _settle_and_look(self, now: datetime, member: str) -> tuple[list[Task], str | None]:
-        """After an empty pick, in one transaction: the expired leases ``member`` may not claim
-        settled (:meth:`_settle`), and a task it could claim, read unlocked (:data:`_CANDIDATE`:
-        one the pick skipped because another transaction held its row)."""
+    async def _look(self, member: str, now: datetime) -> tuple[str | None, bool]:
+        """:data:`CANDIDATE` in one statement: a task ``member`` could claim (None: none), and
+        whether an expired lease waits that it may not take."""
 
-        async def run(conn: AsyncConnection) -> tuple[list[Task], str | None]:
-            settled = await self._settled(conn, now, member, SETTLE_PAGE)
-            return settled, await self._candidate(conn, now, member)
+        async def run(conn: AsyncConnection) -> tuple[str | None, bool]:
+            statement = _statement(CANDIDATE, task=self.t.task.name)
+            row = (await conn.execute(statement, self._look_params(member, now))).one()
+            return looked(row)
 
-        return await self._tx("settle", run)
+        return await self.store.transaction("board claim look", run, single=True)
 
-    async def _candidate(self, conn: AsyncConnection, now: datetime, member: str) -> str | None:
-        """A task ``member`` could claim, read without locking (:data:`_CANDIDATE`)."""
-        params = {"team": self.team, "member": member, "now": now.timestamp()}
-        found = await conn.scalar(_statement(_CANDIDATE, task=self.t.task.name), params)
-        return None if found is None else str(found)
+    def _look_params(self, member: str, now: datetime) -> dict[str, Any]:
+        return {"team": self.team, "member": member, "now": now.timestamp()}
 
     async def _claim_waiting(
         self,
@@ -373,9 +383,6 @@ class SqlBoardQueue(RuleTransitions):
         :data:`CLAIM_WAITS` in all.
         """
 
-        async def look(conn: AsyncConnection) -> str | None:
-            return await self._candidate(conn, now, member)
-
         async def wait(conn: AsyncConnection) -> None:
             held = _statement(_LOCK_WAIT, task=self.t.task.name)
             await conn.execute(held, {"team": self.team, "id": task_id})
@@ -393,7 +400,7 @@ class SqlBoardQueue(RuleTransitions):
                 claimed = await self._claim_one(member, lease, now, guard, prefer_own)
                 if claimed is not None:
                     return claimed
-            task_id = await self.store.transaction("board claim look", look, single=True)
+            task_id = (await self._look(member, now))[0]
         return None
 
     async def _claim_one(
@@ -445,16 +452,6 @@ class SqlBoardQueue(RuleTransitions):
         )
 
     async def _settle(self, now: datetime, member: str | None, limit: int | None) -> list[Task]:
-        """:meth:`_settled` in a transaction of its own."""
-
-        async def run(conn: AsyncConnection) -> list[Task]:
-            return await self._settled(conn, now, member, limit)
-
-        return await self._tx("settle", run)
-
-    async def _settled(
-        self, conn: AsyncConnection, now: datetime, member: str | None, limit: int | None
-    ) -> list[Task]:
         """Expired leases back to pending (or failed at max attempts); with ``member``, only those
         the member may not claim (a claim takes the others)."""
         c = self.t.task.c
@@ -468,12 +465,16 @@ class SqlBoardQueue(RuleTransitions):
             )
         stmt = self._locked_rows(expired).order_by(c.lease_until).limit(limit)
         stmt = stmt.with_for_update(skip_locked=True)
-        out = []
-        for row in (await conn.execute(stmt)).all():
-            task = self._decode(row)
-            if task.lease_expired(now):
-                out.append(await self._write(conn, task, rules.expired(task, now)))
-        return out
+
+        async def run(conn: AsyncConnection) -> list[Task]:
+            out = []
+            for row in (await conn.execute(stmt)).all():
+                task = self._decode(row)
+                if task.lease_expired(now):
+                    out.append(await self._write(conn, task, rules.expired(task, now)))
+            return out
+
+        return await self._tx("settle", run)
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
         def decide(task: Task, states: Blockers, at: datetime) -> Decision:

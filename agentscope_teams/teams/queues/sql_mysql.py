@@ -40,6 +40,7 @@ from ..rules import eligibility
 from ..rules.models import Task, TaskStatus, TeamKeys
 from .base import Outcome, TeamGuard, Verdict
 from .sql import (
+    CANDIDATE,
     MYSQL_DEPS,
     MYSQL_OWN,
     MYSQL_PICK,
@@ -47,6 +48,7 @@ from .sql import (
     Decide,
     SqlBoardQueue,
     columns,
+    looked,
 )
 
 #: One task row and its record, locked, and whether any task waits on it. Its row's lock keeps
@@ -161,6 +163,17 @@ class MysqlBoardQueue(SqlBoardQueue):
             return new.model_copy(update={"version": task.version + 1})
 
         return await self.store.with_driver("board claim", run)
+
+    async def _look(self, member: str, now: datetime) -> tuple[str | None, bool]:
+        """:data:`~.sql.CANDIDATE` and the ``COMMIT`` that ends its transaction, in one packet."""
+        look = _shape(CANDIDATE, task=self.t.task.name)
+        params = self._look_params(member, now)
+
+        async def run(conn: Any) -> tuple[str | None, bool]:
+            rows = await mysql_rows(conn, rendered(conn, look, params) + ";COMMIT")
+            return looked(rows[0])
+
+        return await self.store.with_driver("board claim look", run)
 
     def _row_written(self, conn: Any, task_id: str, new: Task, only_if: str = "") -> str:
         """The statement that sets ``task_id``'s row columns from ``new``."""

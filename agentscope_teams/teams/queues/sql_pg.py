@@ -61,7 +61,7 @@ from sqlalchemy import TextClause, text
 from ...store.sql import numbered
 from ..rules.models import Task, TaskStatus
 from .base import Finish, Outcome, TeamChanged, TeamGuard, Verdict
-from .sql import SqlBoardQueue
+from .sql import CANDIDATE, SqlBoardQueue, looked
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 #: The member's own held task (``prefer_own``: its lease is renewed, probe 0), probed first.
@@ -288,6 +288,16 @@ class PostgresBoardQueue(SqlBoardQueue):
             return None if row is None else Task.from_bytes(row[0], row[1])
 
         return await self.store.with_driver("board claim", run)
+
+    async def _look(self, member: str, now: datetime) -> tuple[str | None, bool]:
+        """:data:`~.sql.CANDIDATE` as one statement on the asyncpg connection (autocommit)."""
+        shape = _numbered(CANDIDATE, task=self.t.task.name)
+        params = self._look_params(member, now)
+
+        async def run(conn: Any) -> tuple[str | None, bool]:
+            return looked(await _fetch(conn, shape, params))
+
+        return await self.store.with_driver("board claim look", run)
 
     def _finish_params(
         self, member: str, task_id: str, how: Finish, now: datetime
