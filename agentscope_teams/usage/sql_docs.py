@@ -127,7 +127,7 @@ def _upsert(dialect: str, table: str, cols: Sequence[str], key: Sequence[str]) -
 
 
 #: Rows deleted per statement (3 parameters each, within SQLite's limit of 999 of old).
-_DROP_BATCH = 300
+DROP_BATCH = 300
 _ROW = "SELECT doc_id, kind, name, a, b, exp FROM {e} WHERE doc_id = :d{i} AND kind = :k{i}"
 
 
@@ -267,9 +267,9 @@ class SqlDocs:
         put_heads, drop, put_rows = changes(heads, loaded, new)
         if put_heads:
             await conn.execute(self._heads, put_heads)
-        # one statement per _DROP_BATCH rows (an executemany of a DELETE sends one per row)
-        for at in range(0, len(drop), _DROP_BATCH):
-            batch = drop[at : at + _DROP_BATCH]
+        # one statement per DROP_BATCH rows (an executemany of a DELETE sends one per row)
+        for at in range(0, len(drop), DROP_BATCH):
+            batch = drop[at : at + DROP_BATCH]
             await conn.execute(self._drop(len(batch)), numbered(batch))
         if put_rows:
             await conn.execute(self._put_rows, put_rows)

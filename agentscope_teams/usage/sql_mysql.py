@@ -27,7 +27,7 @@ from .docs import Change, doc_id
 from .rows import Entry, join, split
 from .rules import Doc, Wanted
 from .sql_docs import (
-    _DROP_BATCH,
+    DROP_BATCH,
     Probe,
     Row,
     SqlDocs,
@@ -156,8 +156,8 @@ class MysqlDocs(SqlDocs):
         if put_heads:
             heads = _values(self.table, ("id", "doc"), len(put_heads), "doc = VALUES(doc)")
             out.append(rendered(conn, heads, numbered(put_heads)))
-        for at in range(0, len(drop), _DROP_BATCH):
-            batch = drop[at : at + _DROP_BATCH]
+        for at in range(0, len(drop), DROP_BATCH):
+            batch = drop[at : at + DROP_BATCH]
             out.append(rendered(conn, _shape(self._drop(len(batch)).text), numbered(batch)))
         if put_rows:
             keep = "a = VALUES(a), b = VALUES(b), exp = VALUES(exp)"

@@ -3,19 +3,61 @@
 from __future__ import annotations
 
 import traceback
+from collections.abc import Awaitable, Callable
 from multiprocessing.synchronize import Event
 from typing import Any
 
 import anyio
 
 from agentscope_teams.errors import NotTaskOwnerError, TaskStateError
-from agentscope_teams.teams import TaskStatus
+from agentscope_teams.teams import Task, TaskStatus
 
 from ..backends import StoreSpec
 from .workers import CHILD_DEADLINE, CtxArgs, client_for
 
 #: Seconds a claimer "works" on a task before completing it.
 WORK = 0.005
+
+
+async def _claim_until_done(
+    client: Any,
+    team_id: str,
+    members: list[str],
+    complete: Callable[[str, Task], Awaitable[None]],
+    on_empty: Callable[[str], Awaitable[None]],
+    pause: float,
+) -> None:
+    """Each member claims tasks, handing each to ``complete``, until the board has no open
+    task; after a claim that found nothing, ``on_empty(member)``, then (tasks still open) a
+    ``pause``."""
+
+    async def claimer(member: str) -> None:
+        with anyio.fail_after(CHILD_DEADLINE):
+            while True:
+                task = await client.claim_task(team_id, member)
+                if task is None:
+                    await on_empty(member)
+                    if await client.wait_for_tasks(team_id, timeout=0):
+                        return
+                    await anyio.sleep(pause)
+                    continue
+                await complete(member, task)
+
+    async with anyio.create_task_group() as tg:
+        for m in members:
+            tg.start_soon(claimer, m)
+
+
+def _report(out: Any, index: int, main: Callable[[], Awaitable[Any]]) -> None:
+    """Run ``main`` and put ``(index, True, its result)`` (or the traceback) on ``out``."""
+    try:
+        out.put((index, True, anyio.run(main)))
+    except BaseException:
+        out.put((index, False, traceback.format_exc()))
+
+
+async def _nothing(member: str) -> None:
+    """No note of an empty claim."""
 
 
 def drain(
@@ -35,31 +77,19 @@ def drain(
         async with spec.open() as store:
             client = client_for(store, ctx, task_lease=lease)
 
-            async def claimer(member: str) -> None:
-                with anyio.fail_after(CHILD_DEADLINE):
-                    while True:
-                        task = await client.claim_task(team_id, member)
-                        if task is None:  # the rest are held (maybe by the killed process)
-                            if await client.wait_for_tasks(team_id, timeout=0):
-                                return
-                            await anyio.sleep(0.1)
-                            continue
-                        await anyio.sleep(WORK)
-                        try:
-                            await client.complete_task(team_id, member, task.id, member)
-                        except (NotTaskOwnerError, TaskStateError):  # too slow (a loaded machine):
-                            continue  # the lease ran out, another claimer took the task over
-                        done.append((member, task.id))
+            async def complete(member: str, task: Task) -> None:
+                await anyio.sleep(WORK)
+                try:
+                    await client.complete_task(team_id, member, task.id, member)
+                except (NotTaskOwnerError, TaskStateError):  # too slow (a loaded machine):
+                    return  # the lease ran out, another claimer took the task over
+                done.append((member, task.id))
 
-            async with anyio.create_task_group() as tg:
-                for m in members:
-                    tg.start_soon(claimer, m)
+            # nothing claimable: the rest are held (maybe by the killed process)
+            await _claim_until_done(client, team_id, members, complete, _nothing, 0.1)
         return done
 
-    try:
-        out.put((index, True, anyio.run(main)))
-    except BaseException:
-        out.put((index, False, traceback.format_exc()))
+    _report(out, index, main)
 
 
 def hold(
@@ -108,30 +138,19 @@ def drain_routed(
         async with spec.open() as store:
             client = client_for(store, ctx, task_lease=CHILD_DEADLINE)
 
-            async def claimer(member: str) -> None:
-                with anyio.fail_after(CHILD_DEADLINE):
-                    while True:
-                        task = await client.claim_task(team_id, member)
-                        if task is None:
-                            listed = await client.list_tasks(team_id)
-                            missed.extend(
-                                (member, t.id)
-                                for t in listed
-                                if t.status is TaskStatus.PENDING and t.assignee == member
-                            )
-                            if await client.wait_for_tasks(team_id, timeout=0):
-                                return
-                            await anyio.sleep(0.02)
-                            continue
-                        await client.complete_task(team_id, member, task.id, member)
-                        done.append((member, task.id))
+            async def complete(member: str, task: Task) -> None:
+                await client.complete_task(team_id, member, task.id, member)
+                done.append((member, task.id))
 
-            async with anyio.create_task_group() as tg:
-                for m in members:
-                    tg.start_soon(claimer, m)
+            async def note_missed(member: str) -> None:
+                listed = await client.list_tasks(team_id)
+                missed.extend(
+                    (member, t.id)
+                    for t in listed
+                    if t.status is TaskStatus.PENDING and t.assignee == member
+                )
+
+            await _claim_until_done(client, team_id, members, complete, note_missed, 0.02)
         return done, missed
 
-    try:
-        out.put((index, True, anyio.run(main)))
-    except BaseException:
-        out.put((index, False, traceback.format_exc()))
+    _report(out, index, main)

@@ -64,18 +64,21 @@ async def _routed_board(store: RedisStore) -> TaskBoard:
     return board
 
 
+async def _claims_cheaply(store: RedisStore, board: TaskBoard, member: str, title: str) -> None:
+    """``member``'s next claim takes the task ``title`` in one script call reading a few records."""
+    task, ran = await _counted(store, board, member)
+    assert task is not None and task.title == title
+    assert _calls(ran) == 1 and _reads(ran) <= READS, ran
+
+
 async def test_a_claim_reads_a_few_records_with_many_tasks_routed_to_others(private: str) -> None:  # noqa: F811
     """300 pending tasks routed to ``b`` ahead of a free one: ``a``'s claim is one script call
     that reads a few records (it read all 300, in two calls, before the routed tasks had a set
     of their own), and takes the free one, then its own."""
     async with RedisStore(private) as store:
         board = await _routed_board(store)
-        task, ran = await _counted(store, board, "a")
-        assert task is not None and task.title == "for anyone"
-        assert _calls(ran) == 1 and _reads(ran) <= READS, ran
-        task, ran = await _counted(store, board, "a")
-        assert task is not None and task.title == "for a"
-        assert _calls(ran) == 1 and _reads(ran) <= READS, ran
+        await _claims_cheaply(store, board, "a", "for anyone")
+        await _claims_cheaply(store, board, "a", "for a")
         mine = await board.claim_next("b", 60)
         assert mine is not None and mine.title == "for b 0"
 
@@ -102,12 +105,8 @@ async def test_a_board_of_the_previous_release_is_moved_over_by_claims(private: 
         assert first is not None and first.title == "for anyone"
         assert await store.client.zcard(pending) == 1  # the free one left; the routed moved
         assert await store.client.zscore(routed, b"a\x0000000000000000000000\x00t-0") is None
-        task, ran = await _counted(store, board, "a")
-        assert task is not None and task.title == "for a"
-        assert _calls(ran) == 1 and _reads(ran) <= READS, ran
-        task, ran = await _counted(store, board, "a")
-        assert task is not None and task.title == "another for anyone"
-        assert _calls(ran) == 1 and _reads(ran) <= READS, ran
+        await _claims_cheaply(store, board, "a", "for a")
+        await _claims_cheaply(store, board, "a", "another for anyone")
         mine = [await board.claim_next("b", 60) for _ in range(3)]
         assert [t.title for t in mine if t is not None] == ["for b 0", "for b 1", "for b 2"]
 
@@ -123,6 +122,4 @@ async def test_rebuilding_the_index_puts_routed_tasks_in_the_routed_set(private:
         await store.client.delete(routed)
         await board.rebuild_index()
         assert await store.client.zcard(routed) == ROUTED + 1
-        task, ran = await _counted(store, board, "a")
-        assert task is not None and task.title == "for anyone"
-        assert _calls(ran) == 1 and _reads(ran) <= READS, ran
+        await _claims_cheaply(store, board, "a", "for anyone")

@@ -332,7 +332,7 @@ class RedisBoardQueue:
     def _pending_entry(self, task: Task) -> tuple[str, dict[str, int]]:
         """The set a pending ``task`` is indexed in (routed, or pending) and its entry there."""
         if task.assignee is not None:
-            return self._keys[3], {f"{task.assignee}\0{task.seq:020d}\0{task.id}": 0}
+            return self._keys[3], {_member_entry(task.assignee, task): 0}
         return self._keys[0], {task.id: task.seq}
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
@@ -398,7 +398,7 @@ class RedisBoardQueue:
                     elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
                         until = t.lease_expires_at or _EPOCH
                         pipe.zadd(held, {t.id: _ms(until)})
-                        pipe.zadd(owners, {f"{t.owner}\0{t.seq:020d}\0{t.id}": 0})
+                        pipe.zadd(owners, {_member_entry(t.owner, t): 0})
                 await pipe.execute()
 
         await self.store.call(write)  # one MULTI of one slot: refused whole, or run whole
@@ -406,6 +406,12 @@ class RedisBoardQueue:
     async def drop(self) -> None:
         """Delete the queue's index (the team is being deleted)."""
         await self.store.call(lambda client: client.delete(*self._keys))
+
+
+def _member_entry(member: str, task: Task) -> str:
+    """``task``'s entry in a per-member set (owners, routed): ``member NUL seq NUL id``, as the
+    scripts' ``owner_member`` writes it."""
+    return f"{member}\0{task.seq:020d}\0{task.id}"
 
 
 def _seq_of(listed: tuple[str, Task | Exception]) -> int:

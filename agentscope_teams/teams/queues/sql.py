@@ -382,11 +382,6 @@ class SqlBoardQueue(RuleTransitions):
         again. When someone else took it meanwhile, the next candidate is looked for, up to
         :data:`CLAIM_WAITS` in all.
         """
-
-        async def wait(conn: AsyncConnection) -> None:
-            held = _statement(_LOCK_WAIT, task=self.t.task.name)
-            await conn.execute(held, {"team": self.team, "id": task_id})
-
         task_id: str | None = candidate
         for _ in range(CLAIM_WAITS):
             if task_id is None:
@@ -396,12 +391,21 @@ class SqlBoardQueue(RuleTransitions):
                 if outcome.verdict is Verdict.DONE:
                     return outcome.task
             else:
-                await self._tx("claim wait", wait)
+                await self._wait_for_row(task_id)
                 claimed = await self._claim_one(member, lease, now, guard, prefer_own)
                 if claimed is not None:
                     return claimed
             task_id = (await self._look(member, now))[0]
         return None
+
+    async def _wait_for_row(self, task_id: str) -> None:
+        """Return once no other transaction holds ``task_id``'s row (it is locked, then let go)."""
+        held = _statement(_LOCK_WAIT, task=self.t.task.name)
+
+        async def run(conn: AsyncConnection) -> None:
+            await conn.execute(held, {"team": self.team, "id": task_id})
+
+        await self._tx("claim wait", run)
 
     async def _claim_one(
         self,
