@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -77,6 +78,13 @@ def _console_script_installed() -> None:
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a CLI process a test sends SIGINT: Ctrl-C's default action, even when
+    this run was started where SIGINT is ignored (a background job of a shell without job
+    control passes the ignore on, and Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:

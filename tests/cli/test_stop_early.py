@@ -24,7 +24,7 @@ from agentscope_teams.sessions import SessionStorage
 from agentscope_teams.store import BaseStore
 
 from ..agent.helpers import orphans
-from .conftest import CLI, REPO, Cli
+from .conftest import CLI, REPO, Cli, interruptible
 
 SAMPLE = REPO / "examples" / "sample_project"
 
@@ -110,6 +110,7 @@ def interrupt_review(cli: Cli, project: Path, delay: float) -> tuple[int, str]:
         [str(CLI), "review", str(project), "--json", "--store", cli.url,
          "--output", str(cli.tmp_path / "review.md")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env(), cwd=REPO,
+        preexec_fn=interruptible,
     )  # fmt: skip
     try:
         assert proc.stdout is not None

@@ -28,7 +28,7 @@ from agentscope_teams.store import InMemoryStore
 from agentscope_teams.subagents import load_specs
 from agentscope_teams.teams import Task, TaskStatus
 
-from .conftest import CLI, REPO, Cli
+from .conftest import CLI, REPO, Cli, interruptible
 
 SPEC = "---\nname: explorer\ndescription: explores\n---\nYou explore the files.\n"
 
@@ -182,7 +182,13 @@ def test_ctrl_c_ends_the_line_and_says_how_to_continue(cli: Cli) -> None:
     cmd += ["--user", "alice", "go", "--store", cli.url]
     env = cli.env(PYTHONPATH=str(here))
     with subprocess.Popen(
-        cmd, cwd=here, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        cmd,
+        cwd=here,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
     ) as proc:
         assert proc.stdout is not None
         seen = ""
