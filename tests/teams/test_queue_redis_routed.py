@@ -18,6 +18,7 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.store.redis import RedisStore
 from agentscope_teams.teams import LocalTeamClient, Member, TeamKeys
 from agentscope_teams.teams.board import TaskBoard
+from agentscope_teams.teams.queues import redis as queue_redis
 from agentscope_teams.teams.queues.redis import RedisBoardQueue
 
 from ..usage.test_riders import private  # noqa: F401  (the private redis-server fixture)
@@ -123,3 +124,26 @@ async def test_rebuilding_the_index_puts_routed_tasks_in_the_routed_set(private:
         await board.rebuild_index()
         assert await store.client.zcard(routed) == ROUTED + 1
         await _claims_cheaply(store, board, "a", "for anyone")
+
+
+async def test_a_claim_passes_many_waiting_routed_tasks_declaring_as_on_a_cluster(
+    private: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """:data:`ROUTED` tasks routed to ``a`` wait on a held task, then a free one: a process that
+    knows none of them (declaring records as on a cluster) claims the free one, as it did when
+    the routed tasks were in the pending set."""
+    monkeypatch.setattr(queue_redis, "OPEN_STANDALONE", False)
+    async with RedisStore(private) as store:
+        client = LocalTeamClient(store, RuntimeContext(session_id="s", user_id="waiting"))
+        team = await client.create_team("crew", members=[Member(name="a"), Member(name="b")])
+        keys = TeamKeys(client.ctx.owner_scope(), team.id)
+        board = TaskBoard(store, keys, native=True)
+        blocker = await board.create("lead", "first")
+        assert await board.claim_next("b", 60) is not None
+        for i in range(ROUTED):
+            await board.create("lead", f"for a {i}", assignee="a", blocked_by=[blocker.id])
+        await board.create("lead", "for anyone")
+    async with RedisStore(private) as other:  # another process: no hints
+        task = await TaskBoard(other, keys, native=True).claim_next("a", 60)
+        assert task is not None and task.title == "for anyone"

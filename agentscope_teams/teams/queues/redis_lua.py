@@ -429,7 +429,7 @@ end
 local function id_of(m) return string.match(m, '%z([^%z]*)$') end
 
 -- The routed set's members of member's pending tasks, oldest first, after the member after
--- (nil: from the first) and with seq below below (nil: any), count at most.
+-- (nil: from the first) and with seq below below (nil: any), count at most (-1: all).
 local function routed_to(member, after, below, count)
   local first = after and '(' .. after or '[' .. member .. '\0'
   local last = below and '(' .. member .. '\0' .. string.format('%020d', below)
@@ -567,7 +567,9 @@ while own_task == nil do
   local page = routed_to(member, after, below, step)
   for _, m in ipairs(page) do
     local t, raw, known = load(id_of(m))
-    if not known then return need_all(mine, expired, offset, scan_end, page) end
+    if not known then  -- every routed task this loop may read, not a page per call
+      return need_all(mine, expired, offset, scan_end, routed_to(member, after, below, -1))
+    end
     if raw == nil or (t ~= nil and (t.status ~= 'pending' or t.assignee ~= member)) then
       stale = push(stale, {R, m})
     elseif t ~= nil then
