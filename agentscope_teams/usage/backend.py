@@ -333,9 +333,9 @@ def usage_backend(store: object) -> UsageBackend:
 
                 found = PgUsage(docs)  # type: ignore[arg-type]
             elif dialect is not None:  # MariaDB/MySQL, SQLite: entries kept as rows by name
-                from .rows import entry_name
+                from .rows import entry_name, mysql_entry_name
 
-                found = DocsUsage(docs, entry_name)
+                found = DocsUsage(docs, mysql_entry_name if dialect == "mysql" else entry_name)
         _BACKENDS[store] = found
         land_before_close(store, found.settles)  # closing the store lands its settles
     return found

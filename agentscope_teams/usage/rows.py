@@ -16,6 +16,7 @@ rows it concerns, not every one. ``exp`` is the column the index finds what has 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, NamedTuple
 
 from .rules import Doc
@@ -27,6 +28,9 @@ COUNTS = {"ten": "nten", "lease": "nlease"}
 _BUDGET_FIELDS = ("ut", "un", "rt", "rn")
 #: Names longer than this are kept as ``sha256:<hex>`` (the column's width on MariaDB).
 MAX_NAME = 255
+#: Names MariaDB/MySQL tell apart as Python does (its text columns compare case- and
+#: accent-insensitively and ignore trailing spaces): :func:`mysql_entry_name` keeps only these.
+_PLAIN = re.compile(rf"[0-9a-z._:-]{{0,{MAX_NAME}}}")
 
 
 class Entry(NamedTuple):
@@ -43,6 +47,16 @@ def entry_name(name: str) -> str:
     """The row name of a tenant, reservation or lease called ``name`` (a digest when too long)."""
     if len(name) <= MAX_NAME:
         return name
+    return _digest(name)
+
+
+def mysql_entry_name(name: str) -> str:
+    """:func:`entry_name` on MariaDB/MySQL: a digest unless ``name`` is lower-case ASCII letters,
+    digits and ``._:-`` (so names the column's collation takes for one stay apart)."""
+    return name if _PLAIN.fullmatch(name) else _digest(name)
+
+
+def _digest(name: str) -> str:
     return "sha256:" + hashlib.sha256(name.encode()).hexdigest()
 
 
