@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+import anyio
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -146,3 +147,69 @@ async def test_an_empty_claim_settles_an_expired_lease_it_may_not_take(
     assert await board.claim_next("me", 60) is None
     settled = await board.get(task.id)
     assert settled.status.value == "pending" and settled.owner is None
+
+
+async def _lock_waits(store: SqlStore) -> int:
+    """Transactions of this database waiting for a row lock now."""
+    if store.dialect == "postgresql":
+        sql = (
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+    else:
+        sql = (
+            "SELECT count(*) FROM information_schema.innodb_trx x "
+            "JOIN information_schema.processlist p ON p.id = x.trx_mysql_thread_id "
+            "WHERE x.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
+        )
+
+    async def run(conn: AsyncConnection) -> int:
+        return int(await conn.scalar(text(sql)) or 0)
+
+    return await store.transaction("lock waits", run, single=True)
+
+
+async def _until_waiting(store: SqlStore, count: int) -> None:
+    """Return once ``count`` transactions wait for a row lock (bounded by :data:`HANG`). Polled
+    every 0.25 s: InnoDB refreshes ``innodb_trx`` only when unread for 0.1 s."""
+    with anyio.fail_after(HANG):
+        while await _lock_waits(store) < count:  # noqa: ASYNC110 - the server's state, polled
+            await asyncio.sleep(0.25)
+
+
+async def test_two_claims_of_one_member_never_both_take_the_task_they_waited_for(
+    sql_store: SqlStore,
+) -> None:
+    """Two claims of ``me`` skip the one task (another transaction holds its row) and both wait
+    for it: the first takes it, the second finds it held by ``me`` and answers "nothing". (It
+    renewed the lease and returned the same task: one task, two claims.)"""
+    board = await _board(sql_store)
+    task = await board.create("lead", "one task")
+    async with _Holder(board, task) as holder:
+        claims = [asyncio.create_task(board.claim_next("me", 60)) for _ in range(2)]
+        await _until_waiting(sql_store, 2)
+        holder.release()
+        got = await asyncio.wait_for(asyncio.gather(*claims), HANG)
+    assert sorted(str(t and t.id) for t in got) == sorted([task.id, "None"]), got
+    history = [e.action for e in (await board.get(task.id)).history]
+    assert history == ["created", "claimed"]
+
+
+async def test_a_waited_for_expired_lease_of_the_member_is_reclaimed_not_renewed(
+    sql_store: SqlStore,
+) -> None:
+    """``me``'s own lease ran out and another transaction holds the row: the claim that waits for
+    it reclaims it as its pick would (a new attempt, ``lease_expired`` then ``claimed``), not
+    renew it as a named claim of ``me`` does."""
+    board = await _board(sql_store)
+    task = await board.create("lead", "one task")
+    assert await board.claim_next("me", 0.05) is not None
+    await asyncio.sleep(0.2)  # the lease runs out
+    async with _Holder(board, task) as holder:
+        claim = asyncio.create_task(board.claim_next("me", 60))
+        await _until_waiting(sql_store, 1)
+        holder.release()
+        claimed = await asyncio.wait_for(claim, HANG)
+    assert claimed is not None and claimed.id == task.id and claimed.attempts == 2
+    actions = [e.action for e in claimed.history]
+    assert actions == ["created", "claimed", "lease_expired", "claimed"]

@@ -377,9 +377,10 @@ class SqlBoardQueue(RuleTransitions):
         transaction held its row's lock (on MariaDB any claimer whose scan merely examines a
         row, say one routed to someone else, locks it until it moves on).
 
-        The candidate is claimed by its id, the named claim waiting for the row's lock; a
-        guarded claim (which checks the team record in its pick) waits for the row, then picks
-        again. When someone else took it meanwhile, the next candidate is looked for, up to
+        The candidate is claimed by its id, the named claim waiting for the row's lock (a task
+        the member holds by then, say taken by its own concurrent claim, is renewed only with
+        ``prefer_own``, as the pick would); a guarded claim (which checks the team record in its
+        pick) waits for the row, then picks again. When someone else took it meanwhile, the next candidate is looked for, up to
         :data:`CLAIM_WAITS` in all.
         """
         task_id: str | None = candidate
@@ -387,7 +388,7 @@ class SqlBoardQueue(RuleTransitions):
             if task_id is None:
                 return None
             if guard is None:
-                outcome = await self.claim(member, task_id, lease, now)
+                outcome = await self.claim(member, task_id, lease, now, renew_own=prefer_own)
                 if outcome.verdict is Verdict.DONE:
                     return outcome.task
             else:
@@ -480,9 +481,14 @@ class SqlBoardQueue(RuleTransitions):
 
         return await self._tx("settle", run)
 
-    async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
+    async def claim(
+        self, member: str, task_id: str, lease: float, now: datetime, *, renew_own: bool = True
+    ) -> Outcome:
+        """A named claim; with ``renew_own=False`` a task ``member`` holds counts as another's
+        (held while its lease is live, reclaimed once it ran out), as in an anonymous claim."""
+
         def decide(task: Task, states: Blockers, at: datetime) -> Decision:
-            verdict = eligibility.claim_verdict(task, member, states, at)
+            verdict = eligibility.claim_verdict(task, member, states, at, renew_own=renew_own)
             if verdict.outcome is ClaimOutcome.EXHAUSTED:  # record the failure, refuse as read
                 return Verdict.REFUSED, rules.expired(task, at), task
             if not verdict.ok:
