@@ -380,8 +380,8 @@ class SqlBoardQueue(RuleTransitions):
         The candidate is claimed by its id, the named claim waiting for the row's lock (a task
         the member holds by then, say taken by its own concurrent claim, is renewed only with
         ``prefer_own``, as the pick would); a guarded claim (which checks the team record in its
-        pick) waits for the row, then picks again. When someone else took it meanwhile, the next candidate is looked for, up to
-        :data:`CLAIM_WAITS` in all.
+        pick) waits for the row, then picks again. When someone else took it meanwhile, the next
+        candidate is looked for, up to :data:`CLAIM_WAITS` in all.
         """
         task_id: str | None = candidate
         for _ in range(CLAIM_WAITS):
