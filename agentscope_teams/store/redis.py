@@ -146,10 +146,10 @@ class RedisStore(RedisListing):
             )
         self._db = int(kwargs.get("db") or 0)
         self._rides = not self.cluster and callable(getattr(client, "execute_many", None))
-        self._errors = (
+        self._errors = (  # a server demoted by a failover (READONLY) cannot serve writes now
             redis.exceptions.ConnectionError,
             redis.exceptions.TimeoutError,
-            *(cluster.cluster_errors(redis) if self.cluster else ()),
+            *(cluster.cluster_errors(redis) if self.cluster else (redis.exceptions.ReadOnlyError,)),
         )
 
     @property

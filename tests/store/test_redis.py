@@ -31,7 +31,7 @@ from agentscope_teams.errors import (
     VersionConflict,
     public_message,
 )
-from agentscope_teams.store import BaseStore, InMemoryStore, Key
+from agentscope_teams.store import BaseStore, Entry, InMemoryStore, Key
 from agentscope_teams.store.redis import RedisStore
 
 from ..backends import REDIS_URL, unique_namespace
@@ -450,3 +450,24 @@ async def test_server_outage_raises_then_recovers(own_redis: tuple[int, Any]) ->
         assert await store.put(("a", "b"), b"v2", expected_version=0) == 1
         assert await store.append(("a", "log"), b"e") == 1
         assert await store.list_keys(("a",)) == [("a", "b")]
+
+
+async def test_a_write_to_a_primary_demoted_by_a_failover_is_unavailable(
+    own_redis: tuple[int, Any],
+) -> None:
+    """A server that became a replica (a failover) refuses writes with ``READONLY``: the store
+    cannot serve them now, StoreUnavailableError as on a cluster; nothing was written."""
+    port, _ = own_redis
+    admin = aioredis.Redis(port=port)
+    async with RedisStore(f"redis://127.0.0.1:{port}/0") as store:
+        assert await store.put(("a", "b"), b"v") == 1
+        await admin.execute_command("REPLICAOF", "127.0.0.1", str(_free_port()))  # no primary
+        try:
+            with pytest.raises(StoreUnavailableError, match="read only replica"):
+                await store.put(("a", "b"), b"w")
+            with pytest.raises(StoreUnavailableError, match="read only replica"):
+                await store.append(("a", "log"), b"e")
+        finally:
+            await admin.execute_command("REPLICAOF", "NO", "ONE")
+            await admin.aclose()
+        assert await store.get(("a", "b")) == Entry(b"v", 1)

@@ -213,6 +213,39 @@ async def test_a_carriers_error_does_not_fail_its_riders(redis: BaseStore) -> No
     assert await store.land(rider) == b"x"
 
 
+async def test_a_carrier_cancelled_while_a_rider_loads_its_script_answers_every_rider(
+    redis: BaseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first rider's script is not loaded (``NOSCRIPT``): the carrier loads it and sends it
+    again; cancelled there, the riders after it still get their outcome (none waits forever)."""
+    store: Any = redis
+    unloaded = store.register_script("return ARGV[1] -- " + uuid.uuid4().hex)
+    echo = store.register_script("return ARGV[1]")
+    await store.load_scripts([echo.script])
+    loading = asyncio.Event()
+
+    async def script_load(script: str) -> None:
+        loading.set()
+        await asyncio.Event().wait()  # cancelled here
+
+    monkeypatch.setattr(store.client, "script_load", script_load)
+    token = store.open_rides()
+    try:
+        first, second = store.ride(unloaded, [], ["a"]), store.ride(echo, [], ["b"])
+        third = store.ride(unloaded, [], ["c"])
+        carrier = asyncio.create_task(store.put(("riders", uuid.uuid4().hex[:8]), b"v"))
+    finally:
+        store.close_rides(token)
+    await loading.wait()
+    carrier.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await carrier
+    assert first.done() and second.done() and third.done()
+    assert await store.land(second) == b"b"  # it ran, in the carrier's pipeline
+    with pytest.raises(StoreUnavailableError):
+        await store.land(third)  # never sent again
+
+
 async def test_no_riders_without_a_riding_block_or_with_replica_acks(redis: BaseStore) -> None:
     store: Any = redis
     echo = store.register_script("return ARGV[1]")
