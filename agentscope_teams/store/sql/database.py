@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util import greenlet_spawn
 
@@ -300,7 +300,7 @@ class Database:
         when the pool is exhausted (see the module docs). Commits on success."""
         async with self._reserve_lock:
             if self._reserve is None:
-                self._reserve = create_async_engine(self.engine.url, poolclass=NullPool)
+                self._reserve = _unpooled(self.engine)
             try:
                 conn = await self._reserve.connect()
             except (DBAPIError, OSError) as e:
@@ -326,6 +326,15 @@ class Database:
 
     def _redact(self, text: str) -> str:
         return redact_text(text, self._full_url)
+
+
+def _unpooled(engine: AsyncEngine) -> AsyncEngine:
+    """An engine that connects as ``engine`` does (its URL, connect arguments and per-connection
+    settings: the pool's creator and events) but keeps no connection: each closes when given
+    back."""
+    sync, pool = engine.sync_engine, engine.sync_engine.pool
+    unpooled = NullPool(pool._creator, dialect=pool._dialect, _dispatch=pool.dispatch)
+    return AsyncEngine(Engine(unpooled, sync.dialect, sync.url))
 
 
 async def _watched(raw: Any, fn: Callable[[Any], Awaitable[T]], watchers: Watchers) -> T:
