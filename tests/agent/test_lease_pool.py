@@ -115,3 +115,27 @@ async def test_control_through_the_pool_the_lease_would_stay_held(
         if held is not None:
             await held.close()
         await observer.delete(key, indexed=False)
+
+
+async def test_the_release_connects_as_the_pool_does(observer: SqlStore) -> None:
+    """The connection kept for the release takes the engine's connect arguments: here a
+    ``search_path`` naming the schema of the store's tables."""
+    schema = f"lp{uuid.uuid4().hex[:8]}"
+
+    async def ddl(conn: Any, sql: str) -> None:
+        await conn.exec_driver_sql(sql)
+
+    await observer.transaction("schema", lambda c: ddl(c, f"CREATE SCHEMA {schema}"), single=True)
+    try:
+        settings = {"server_settings": {"search_path": schema}}
+        opts = {"pool_timeout": POOL_WAIT, "connect_args": settings}
+        key = _key()
+        async with SqlStore(POSTGRES_URL, pool_size=1, max_overflow=0, engine_options=opts) as s:
+            await s.put(key, b'{"holder": "h"}', indexed=False)
+            async with s._engine.connect() as held:
+                await held.exec_driver_sql("SELECT 1")
+                assert await s.delete(key, expected_version=1, indexed=False) is True
+            assert await s.get(key) is None
+    finally:
+        drop = f"DROP SCHEMA {schema} CASCADE"
+        await observer.transaction("schema", lambda c: ddl(c, drop), single=True)

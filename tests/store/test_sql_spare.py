@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -111,6 +112,49 @@ async def test_an_operation_outside_the_driver_path_gets_a_kept_connection_back(
         got = await s.get(key)
         assert got is not None and got.value == b"v"
         assert len(s._db.spare) == 0
+
+
+async def _end_session(backend: str, kept: Any, session: int) -> None:
+    """End the server session ``session`` (as an idle timeout or a restart would), from a
+    connection of its own, and wait until ``kept``, its connection here, has seen it end."""
+    async with _store(backend) as other:
+
+        async def end(conn: Any) -> None:
+            if backend == "postgres":
+                await conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(session)})")
+            else:
+                await conn.exec_driver_sql(f"KILL {int(session)}")
+
+        await other.transaction("end session", end, single=True)
+    for _ in range(1000):
+        if kept.is_closed() if backend == "postgres" else kept._stream_broken:
+            return
+        await anyio.sleep(0.01)
+    raise AssertionError("the client never saw its session end")
+
+
+async def test_a_kept_connection_whose_session_ended_is_not_used(
+    store: SqlStore, backend: str
+) -> None:
+    """The next call runs on another connection instead of failing on the dead one."""
+    session = await probe(store, backend)
+    await _end_session(backend, store._db.spare._idle[-1][0].driver_connection, session)
+    assert await probe(store, backend) != session
+    assert len(store._db.spare) == 1
+
+
+async def test_a_kept_connection_whose_session_ended_is_not_handed_to_the_pool(
+    backend: str,
+) -> None:
+    """An operation outside the driver path, given the kept connection of a pool of one,
+    gets a live connection."""
+    async with _store(backend, pool_size=1, max_overflow=0) as s:
+        session = await probe(s, backend)
+        await _end_session(backend, s._db.spare._idle[-1][0].driver_connection, session)
+        await s.put(("spare", "k"), b"v")
+        got = await s.get(("spare", "k"))
+        assert got is not None and got.value == b"v"
+        assert await probe(s, backend) != session
 
 
 async def test_a_connection_idle_too_long_goes_back_to_the_pool(

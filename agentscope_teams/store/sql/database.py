@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util import greenlet_spawn
 
 from ...errors import ConfigurationError, StoreBusyError, StoreError, StoreUnavailableError
 from ..redact import redact_text, redact_url
 from .dialect import NOW_SQL, code_of, is_transient, kind_of, reason
-from .driver import Failure, Watchers, classify, ended, idle, sqlstate, stranded
+from .driver import Failure, Watchers, classify, closed, ended, idle, sqlstate, stranded
 from .spare import Spare
 
 T = TypeVar("T")
@@ -119,7 +119,7 @@ class Database:
         is kept (:mod:`.spare`), else the pool's."""
 
         async def attempt() -> T:
-            pooled = self.spare.take()
+            pooled = await self._kept()
             if pooled is None:
                 pooled = await self._checkout()
             try:
@@ -161,6 +161,15 @@ class Database:
             "the details",
         )
 
+    async def _kept(self) -> Any:
+        """A spare connection to use (:meth:`.Spare.take`), or None; one whose server session
+        ended while it was kept is dropped instead of failing the call."""
+        while (pooled := self.spare.take()) is not None:
+            if not closed(pooled.driver_connection):
+                return pooled
+            await self._give_back(pooled, keep=False, clean=False)
+        return None
+
     async def _checkout(self) -> Any:
         """A connection from the engine's pool (spare ones idle too long go back first)."""
         for old in self.spare.stale():
@@ -178,11 +187,12 @@ class Database:
         reply says no transaction is open (:func:`.driver.ended`) the pool sends no rollback of
         its own; after an error it always does (a failed statement may leave the locks of the
         transaction it ran in). An asyncpg connection left in a transaction is dropped
-        (:func:`.driver.stranded`)."""
-        keep = keep and not stranded(pooled.driver_connection)
+        (:func:`.driver.stranded`), as is one known to be closed (:func:`.driver.closed`)."""
+        raw = pooled.driver_connection
+        keep = keep and not (stranded(raw) or closed(raw))
         with anyio.CancelScope(shield=True):
             skip_reset = getattr(pooled, "_close_special", None)  # SQLAlchemy 2.0/2.1
-            if clean and skip_reset is not None and ended(pooled.driver_connection):
+            if keep and clean and skip_reset is not None and ended(raw):
                 await greenlet_spawn(skip_reset, True)  # its COMMIT/ROLLBACK was sent
             else:
                 await greenlet_spawn(pooled.close if keep else pooled.invalidate)
@@ -290,7 +300,7 @@ class Database:
         when the pool is exhausted (see the module docs). Commits on success."""
         async with self._reserve_lock:
             if self._reserve is None:
-                self._reserve = create_async_engine(self.engine.url, poolclass=NullPool)
+                self._reserve = _unpooled(self.engine)
             try:
                 conn = await self._reserve.connect()
             except (DBAPIError, OSError) as e:
@@ -316,6 +326,15 @@ class Database:
 
     def _redact(self, text: str) -> str:
         return redact_text(text, self._full_url)
+
+
+def _unpooled(engine: AsyncEngine) -> AsyncEngine:
+    """An engine that connects as ``engine`` does (its URL, connect arguments and per-connection
+    settings: the pool's creator and events) but keeps no connection: each closes when given
+    back."""
+    sync, pool = engine.sync_engine, engine.sync_engine.pool
+    unpooled = NullPool(pool._creator, dialect=pool._dialect, _dispatch=pool.dispatch)
+    return AsyncEngine(Engine(unpooled, sync.dialect, sync.url))
 
 
 async def _watched(raw: Any, fn: Callable[[Any], Awaitable[T]], watchers: Watchers) -> T:

@@ -178,6 +178,16 @@ def idle(raw: Any) -> bool:
     return ended(raw)
 
 
+def closed(raw: Any) -> bool:
+    """Whether the driver connection ``raw`` is known to be unusable before anything is sent on
+    it: closed here, or its server session ended (killed, timed out, the server restarted) and
+    the client has seen it (asyncpg read the server's farewell; asyncmy's socket reached its
+    end)."""
+    if _asyncpg(raw):
+        return bool(raw.is_closed())
+    return getattr(raw, "connected", True) is False or getattr(raw, "_stream_broken", False) is True
+
+
 def stranded(raw: Any) -> bool:
     """Whether ``raw`` is an asyncpg connection with a transaction open: SQLAlchemy's pool, which
     began none on it, would give it back without a rollback, so it is dropped instead."""
