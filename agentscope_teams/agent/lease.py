@@ -14,7 +14,9 @@ expired, that save and every later one raise :class:`~agentscope_teams.errors.Le
 :class:`VersionConflict`. No separate read verifies the lease before a save.
 
 Release: the last save of a call may carry ``fence(release=True)``; the store deletes the lease in
-the same operation and the holder is :meth:`Lease.released`. Otherwise (a failed or cancelled call,
+the same operation and the holder is :meth:`Lease.released`. From the moment such a save is
+fenced, a renewal writes the lease no more (one whose read came before could otherwise write, at
+version 1, over the lease the next holder took once the save deleted it). Otherwise (a failed or cancelled call,
 a release save that was cut short) :meth:`Lease.release` deletes it. When the holder wrote the lease
 less than ``2 * ttl / 3`` ago (so it cannot have expired and been re-created) and confirmed it less
 than ``ttl / 3`` ago, release is one delete conditional on the holder's version. The trade-off: if,
@@ -65,6 +67,7 @@ class Lease:
         self.version = 0
         self.lost = False
         self.done = False  # released (by release() or by a save's fence), not lost
+        self._releasing = False  # a save that gives the lease back was fenced: renew no more
         self._token = b'{"holder": "' + self.holder.encode() + b'"}'  # json.dumps' bytes
         self._written_at = -math.inf  # monotonic time of the last successful write of the lease
         self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
@@ -125,12 +128,14 @@ class Lease:
 
     async def renew(self) -> None:
         """Extend the lease; marks it lost if another caller holds it now."""
-        if self.lost or self.done:
+        if self.lost or self.done or self._releasing:
             return
         if not await self._still_mine():
             if not self.done:  # not released by a save meanwhile
                 self._mark_lost()
             return
+        if self._releasing:  # that save may have deleted it and a new holder taken it at our
+            return  # version since the read: a write now would overwrite the new holder's lease
         written_at = time.monotonic()
         try:
             self.version = await self._put(expected_version=self.version)
@@ -163,6 +168,7 @@ class Lease:
         self.check()
         if release:  # until the outcome is known, release() must read before it deletes
             self._confirmed_at = -math.inf
+            self._releasing = True
         return Fence(self.key, self._token, release)
 
     def released(self) -> None:
