@@ -23,7 +23,8 @@ than ``ttl / 3`` ago, release is one delete conditional on the holder's version.
 inside that window, someone force-deletes the lease *and* a new holder re-creates it at the very same
 version number, that new lease is deleted too; its holder is fenced at its next save or renewal, as
 after any takeover. Otherwise release reads the lease first and deletes it only if it still holds
-this holder's value. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
+this holder's value. A delete that finds a later version (a renewal cut short by the heartbeat's
+stop may have landed) reads the lease and deletes it at the version found if the value is ours. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
 after ``wait_timeout``.
 
 A call that failed because the store's connection pool was exhausted
@@ -111,15 +112,15 @@ class Lease:
         return True
 
     async def _still_mine(self) -> bool:
-        """True if the stored lease is this holder's, at the version it last wrote."""
+        """True if the stored lease holds this holder's value; its version is adopted (a renewal
+        whose reply was lost, or whose task was cancelled, may have landed)."""
         checked_at = time.monotonic()
         entry = await self.store.get(self.key)
-        if entry is None or entry.version != self.version:
+        if entry is None or entry.value != self._token:
             return False
-        mine = entry.value == self._token
-        if mine:
-            self._confirmed_at = checked_at
-        return mine
+        self.version = entry.version
+        self._confirmed_at = checked_at
+        return True
 
     def _mark_lost(self) -> None:
         if not self.lost:
@@ -206,12 +207,20 @@ class Lease:
         )
         if not fresh and not await self._confirm_for_release(now):
             return
-        with suppress(VersionConflict):
-            if capabilities_of(self.store).fencing:
-                await self.store.delete(self.key, expected_version=self.version, indexed=False)
-            else:
-                await self.store.delete(self.key, expected_version=self.version)
+        try:
+            await self._delete()
+        except VersionConflict:  # a renewal cut short may have landed at a later version
+            if await self._still_mine():
+                with suppress(VersionConflict):
+                    await self._delete()
         self.done = True
+
+    async def _delete(self) -> None:
+        """Delete the lease at the version this holder knows."""
+        if capabilities_of(self.store).fencing:
+            await self.store.delete(self.key, expected_version=self.version, indexed=False)
+        else:
+            await self.store.delete(self.key, expected_version=self.version)
 
 
 async def acquire(lease: Lease, wait_timeout: float) -> None:

@@ -59,3 +59,19 @@ async def test_a_renewal_racing_the_release_save_leaves_the_next_holder_s_lease(
     await second.verify()  # still the next caller's: its saves are not fenced out
     await second.release()
     assert await store.get(addr.lease_key) is None
+
+
+async def test_a_renewal_cut_short_that_landed_does_not_keep_the_lease_after_release(
+    store: StoreBackend, ns: str
+) -> None:
+    key = SessionAddress(None, ns, "agent", "s").lease_key
+    lease = Lease(store, key, ttl=30)
+    assert await lease.try_acquire() and lease.version == 1
+    await lease.renew()
+    assert lease.version == 2
+    # the heartbeat is stopped while its next renewal is in flight: the write lands (version 3)
+    # but the cancelled task never records it
+    await store.put(key, lease._token, expected_version=2, ttl=30, indexed=False)
+    await lease.release()
+    assert lease.done
+    assert await store.get(key) is None  # given back now, not held until its ttl runs out
