@@ -14,14 +14,17 @@ expired, that save and every later one raise :class:`~agentscope_teams.errors.Le
 :class:`VersionConflict`. No separate read verifies the lease before a save.
 
 Release: the last save of a call may carry ``fence(release=True)``; the store deletes the lease in
-the same operation and the holder is :meth:`Lease.released`. Otherwise (a failed or cancelled call,
+the same operation and the holder is :meth:`Lease.released`. From the moment such a save is
+fenced, a renewal writes the lease no more (one whose read came before could otherwise write, at
+version 1, over the lease the next holder took once the save deleted it). Otherwise (a failed or cancelled call,
 a release save that was cut short) :meth:`Lease.release` deletes it. When the holder wrote the lease
 less than ``2 * ttl / 3`` ago (so it cannot have expired and been re-created) and confirmed it less
 than ``ttl / 3`` ago, release is one delete conditional on the holder's version. The trade-off: if,
 inside that window, someone force-deletes the lease *and* a new holder re-creates it at the very same
 version number, that new lease is deleted too; its holder is fenced at its next save or renewal, as
 after any takeover. Otherwise release reads the lease first and deletes it only if it still holds
-this holder's value. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
+this holder's value. A delete that finds a later version (a renewal cut short by the heartbeat's
+stop may have landed) reads the lease and deletes it at the version found if the value is ours. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
 after ``wait_timeout``.
 
 A call that failed because the store's connection pool was exhausted
@@ -65,6 +68,7 @@ class Lease:
         self.version = 0
         self.lost = False
         self.done = False  # released (by release() or by a save's fence), not lost
+        self._releasing = False  # a save that gives the lease back was fenced: renew no more
         self._token = b'{"holder": "' + self.holder.encode() + b'"}'  # json.dumps' bytes
         self._written_at = -math.inf  # monotonic time of the last successful write of the lease
         self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
@@ -108,15 +112,15 @@ class Lease:
         return True
 
     async def _still_mine(self) -> bool:
-        """True if the stored lease is this holder's, at the version it last wrote."""
+        """True if the stored lease holds this holder's value; its version is adopted (a renewal
+        whose reply was lost, or whose task was cancelled, may have landed)."""
         checked_at = time.monotonic()
         entry = await self.store.get(self.key)
-        if entry is None or entry.version != self.version:
+        if entry is None or entry.value != self._token:
             return False
-        mine = entry.value == self._token
-        if mine:
-            self._confirmed_at = checked_at
-        return mine
+        self.version = entry.version
+        self._confirmed_at = checked_at
+        return True
 
     def _mark_lost(self) -> None:
         if not self.lost:
@@ -125,12 +129,14 @@ class Lease:
 
     async def renew(self) -> None:
         """Extend the lease; marks it lost if another caller holds it now."""
-        if self.lost or self.done:
+        if self.lost or self.done or self._releasing:
             return
         if not await self._still_mine():
             if not self.done:  # not released by a save meanwhile
                 self._mark_lost()
             return
+        if self._releasing:  # that save may have deleted it and a new holder taken it at our
+            return  # version since the read: a write now would overwrite the new holder's lease
         written_at = time.monotonic()
         try:
             self.version = await self._put(expected_version=self.version)
@@ -163,6 +169,7 @@ class Lease:
         self.check()
         if release:  # until the outcome is known, release() must read before it deletes
             self._confirmed_at = -math.inf
+            self._releasing = True
         return Fence(self.key, self._token, release)
 
     def released(self) -> None:
@@ -200,12 +207,20 @@ class Lease:
         )
         if not fresh and not await self._confirm_for_release(now):
             return
-        with suppress(VersionConflict):
-            if capabilities_of(self.store).fencing:
-                await self.store.delete(self.key, expected_version=self.version, indexed=False)
-            else:
-                await self.store.delete(self.key, expected_version=self.version)
+        try:
+            await self._delete()
+        except VersionConflict:  # a renewal cut short may have landed at a later version
+            if await self._still_mine():
+                with suppress(VersionConflict):
+                    await self._delete()
         self.done = True
+
+    async def _delete(self) -> None:
+        """Delete the lease at the version this holder knows."""
+        if capabilities_of(self.store).fencing:
+            await self.store.delete(self.key, expected_version=self.version, indexed=False)
+        else:
+            await self.store.delete(self.key, expected_version=self.version)
 
 
 async def acquire(lease: Lease, wait_timeout: float) -> None:

@@ -117,11 +117,13 @@ SHARED_CACHE = SegmentCache()
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a save writes: the new ``layout``, the segments to ``add`` and the ids to ``drop``."""
+    """What a save writes: the new ``layout``, the segments to ``add`` and the ids to ``drop``;
+    ``kept``: the ids it lists without sending them, which must be stored already."""
 
     layout: Layout
     add: tuple[Segment, ...]
     drop: tuple[str, ...]
+    kept: tuple[str, ...] = ()
 
 
 def _kept(context: Sequence[Msg], old: Layout, cache: SegmentCache) -> list[Segment]:
@@ -175,4 +177,5 @@ def plan(context: Sequence[Msg], old: Layout, cache: SegmentCache) -> Plan:
         layout,
         tuple(s for s in new if s.id not in old_ids),
         tuple(sid for sid in dict.fromkeys(old_ids) if sid not in now_ids),
+        tuple(sid for sid in dict.fromkeys(sid for sid, _ in layout) if sid in old_ids),
     )

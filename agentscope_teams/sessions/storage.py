@@ -460,6 +460,7 @@ class SessionStorage:
                 expected_version=expected,
                 fields=[(field_of(s.id), s.data) for s in todo.add],
                 drop=[field_of(sid) for sid in todo.drop],
+                keep=[field_of(sid) for sid in todo.kept],
                 ttl=self.ttl,
                 fence=fence,
             )

@@ -38,14 +38,21 @@ PUT = _FOUND + _EXPECTED_OR_ANY + _WRITE + _TTL + _INDEX + _DONE
 UPDATE = _FOUND + _EXPECTED + _WRITE + _TTL + _DONE
 
 # UPDATE that also sets fields beside the value and deletes others (a record rewritten in part).
-# KEYS: entry. ARGV: expected, value, ttl ms ('' = none), number of fields to set, their
-# (name, value) pairs, then the names to delete.
-_FIELDS = """local last = #ARGV
-local after = 5 + 2 * tonumber(ARGV[4])
-for i = 5, after - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+# KEYS: entry. ARGV: expected, value, ttl ms ('' = none), number of fields to set, number of
+# fields that must exist, their names, the (name, value) pairs to set, then the names to delete.
+# A field to keep that is absent refuses the write as a conflict: at the expected version the
+# entry is not the one the writer read (deleted and created again: versions restart).
+_KEEP = """local last = #ARGV
+local first = 6 + tonumber(ARGV[5])
+for i = 6, first - 1 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return {0, found} end
+end
+"""
+_FIELDS = """local after = first + 2 * tonumber(ARGV[4])
+for i = first, after - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 for i = after, last do redis.call('HDEL', KEYS[1], ARGV[i]) end
 """
-UPDATE_FIELDS = _FOUND + _EXPECTED + _WRITE + _FIELDS + _TTL + _DONE
+UPDATE_FIELDS = _FOUND + _EXPECTED + _KEEP + _WRITE + _FIELDS + _TTL + _DONE
 
 # KEYS: entry, ancestor indexes. ARGV: expected ('' = any), members. An absent entry's members are
 # removed too: that is how stale index members of expired entries are cleaned (expected '0').

@@ -234,7 +234,9 @@ class FieldRecords(Protocol):
     ``get`` returns only the value; ``get_fields`` reads fields (None where absent).
     ``put_fields`` is a ``put`` of an existing entry (``expected_version`` > 0, ``fence`` as in
     ``put``) that also sets ``fields`` and deletes ``drop`` in the same atomic operation; the fields
-    share the entry's ttl and are deleted with it. Field names other than ``v`` and ``n``.
+    share the entry's ttl and are deleted with it. Field names other than ``v`` and ``n``. A field
+    of ``keep`` that is absent is a :class:`VersionConflict` (the entry at that version is not the
+    one read: it was deleted and created again) and nothing is written.
     """
 
     async def get_fields(self, key: Key, fields: Sequence[str]) -> list[bytes | None]: ...
@@ -247,6 +249,7 @@ class FieldRecords(Protocol):
         expected_version: int,
         fields: Sequence[tuple[str, bytes]],
         drop: Sequence[str] = (),
+        keep: Sequence[str] = (),
         ttl: float | None = None,
         fence: Fence | None = None,
     ) -> int: ...

@@ -300,11 +300,13 @@ class RedisStore(RedisListing):
         expected_version: int,
         fields: Sequence[tuple[str, bytes]],
         drop: Sequence[str] = (),
+        keep: Sequence[str] = (),
         ttl: float | None = None,
         fence: Fence | None = None,
     ) -> int:
         """A CAS ``put`` of an existing entry that also sets ``fields`` and deletes ``drop``
-        (hash fields of the entry): one script call (:class:`~.base.FieldRecords`)."""
+        (hash fields of the entry), if the fields ``keep`` exist: one script call
+        (:class:`~.base.FieldRecords`)."""
         if expected_version < 1:
             raise ValueError("put_fields rewrites an existing entry: expected_version must be >= 1")
         k = self._check_put(key, value, expected_version, ttl)
@@ -315,7 +317,7 @@ class RedisStore(RedisListing):
         f = self._check_fence(k, fence)
         name = self._naming.entry(k)
         args: list[bytes | str] = [str(expected_version), bytes(value), _ttl_ms(ttl)]
-        args.append(str(len(fields)))
+        args += [str(len(fields)), str(len(keep)), *keep]
         for field, data in fields:
             args += [field, bytes(data)]
         args += list(drop)

@@ -301,3 +301,26 @@ async def test_a_load_racing_a_compaction_reads_the_new_record(
     loaded = await reader._read(addr.key, stale)  # its segments are gone: it starts again
     assert loaded is not None and loaded[1].state.context == record.state.context
     assert loaded[0] == record.version + 1
+
+
+@each_redis
+async def test_a_save_over_a_recreated_session_never_lists_a_missing_segment(
+    store: StoreBackend, ns: str
+) -> None:
+    stale = SessionStorage(store)  # a process that wrote the session before it was deleted
+    addr = await _segmented(stale, ns, 60)
+    record = await stale.get_at(addr)
+    assert record is not None and record.version == 2
+    other = SessionStorage(store)  # another process deletes it and starts it again: versions
+    assert await other.delete_at(addr)  # restart, so it is at version 2 again, other segments
+    await other.create_at(addr, state=AgentState(context=[UserMsg("a new conversation")]))
+    again = await other.get_at(addr)
+    assert again is not None
+    again.state.context.append(AssistantMsg("hello again"))
+    assert await other.update_at(addr, again.state, expected_version=1) == 2
+    # the first process saves its state at the version it remembers (the seed's update)
+    record.state.context.append(UserMsg("one more"))
+    version = await stale.update_at(addr, record.state)
+    assert await _cold(store, addr) == record.state.context
+    loaded = await SessionStorage(store).get_at(addr)
+    assert loaded is not None and loaded.version == version
