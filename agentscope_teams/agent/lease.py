@@ -14,18 +14,19 @@ expired, that save and every later one raise :class:`~agentscope_teams.errors.Le
 :class:`VersionConflict`. No separate read verifies the lease before a save.
 
 Release: the last save of a call may carry ``fence(release=True)``; the store deletes the lease in
-the same operation and the holder is :meth:`Lease.released`. From the moment such a save is
-fenced, a renewal writes the lease no more (one whose read came before could otherwise write, at
-version 1, over the lease the next holder took once the save deleted it). Otherwise (a failed or cancelled call,
-a release save that was cut short) :meth:`Lease.release` deletes it. When the holder wrote the lease
-less than ``2 * ttl / 3`` ago (so it cannot have expired and been re-created) and confirmed it less
-than ``ttl / 3`` ago, release is one delete conditional on the holder's version. The trade-off: if,
-inside that window, someone force-deletes the lease *and* a new holder re-creates it at the very same
-version number, that new lease is deleted too; its holder is fenced at its next save or renewal, as
-after any takeover. Otherwise release reads the lease first and deletes it only if it still holds
-this holder's value. A delete that finds a later version (a renewal cut short by the heartbeat's
-stop may have landed) reads the lease and deletes it at the version found if the value is ours. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
-after ``wait_timeout``.
+the same operation and the holder is :meth:`Lease.released`. From the moment such a save is fenced,
+a renewal writes the lease no more (one whose read came before could otherwise write, at version 1,
+over the lease the next holder took once the save deleted it). Otherwise (a failed or cancelled
+call, a release save that was cut short) :meth:`Lease.release` deletes it. When the holder wrote the
+lease less than ``2 * ttl / 3`` ago (so it cannot have expired and been re-created) and confirmed it
+less than ``ttl / 3`` ago, release is one delete conditional on the holder's version. The trade-off:
+if, inside that window, someone force-deletes the lease *and* a new holder re-creates it at the very
+same version number, that new lease is deleted too; its holder is fenced at its next save or
+renewal, as after any takeover. Otherwise release reads the lease first and deletes it only if it
+still holds this holder's value. A delete that finds a later version (a renewal cut short by the
+heartbeat's stop may have landed) reads the lease and deletes it at the version found if the value
+is ours. Waiting callers poll with backoff and give up with :class:`SessionBusyError` after
+``wait_timeout``.
 
 A call that failed because the store's connection pool was exhausted
 (:class:`~agentscope_teams.errors.StoreBusyError`) still gives its lease back at once: the delete
