@@ -42,7 +42,9 @@ def test_a_line_two_scripts_share_comes_from_one_fragment() -> None:
 
 def test_the_conditional_writes_are_composed_of_the_fragments() -> None:
     head = lua._FOUND + lua._EXPECTED + lua._WRITE
-    assert lua.UPDATE.startswith(head) and lua.UPDATE_FIELDS.startswith(head)
+    assert lua.UPDATE.startswith(head)
+    # the fields it keeps are checked before anything is written
+    assert lua.UPDATE_FIELDS.startswith(lua._FOUND + lua._EXPECTED + lua._KEEP + lua._WRITE)
     assert lua.UPDATE.endswith(lua._TTL + lua._DONE) and lua.UPDATE_FIELDS.endswith(
         lua._TTL + lua._DONE
     )
