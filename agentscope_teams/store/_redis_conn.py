@@ -157,9 +157,11 @@ class RedisConnection(StoreBackend):
     ) -> Any:
         """The write script's reply, sent after ``riders`` in one pipeline (:mod:`._redis_riders`):
         each rider gets its own reply or error; a script the server lacks (``NOSCRIPT``, a lost
-        function library: ``script.missing``) is loaded and its command sent again, alone; a
-        failure of the round trip fails the riders too (``lost``). ``script`` is a
-        :class:`~._redis_lean.LeanScript` or has its ``command`` and ``missing``."""
+        function library: ``script.missing``) is loaded and its command sent again, alone, once
+        every other rider has its reply (cut short there, those not sent again yet are queued
+        again: the server did not run them); a failure of the round trip fails the riders too
+        (``lost``). ``script`` is a :class:`~._redis_lean.LeanScript` or has its ``command`` and
+        ``missing``."""
         command = script.command(keys, args)
         try:
             replies = await self._client.execute_many([*riders, command])
@@ -169,23 +171,26 @@ class RedisConnection(StoreBackend):
                 rider.fail(error, lost=True)
             raise
         own = replies.pop()
+        missing: list[rides.Rider] = []
         for rider, reply in zip(riders, replies, strict=True):
-            if isinstance(reply, Exception):
-                await self._refused(rider, reply)
-            else:
+            if not isinstance(reply, Exception):
                 rider.answer(reply)
+            elif rider.script.missing(reply):
+                missing.append(rider)
+            else:
+                rider.fail(reply)
+        for i, rider in enumerate(missing):
+            try:
+                await self._alone(rider, in_turn=True)
+            except BaseException:
+                for unsent in missing[i + 1 :]:
+                    unsent.back()
+                raise
         if not isinstance(own, Exception):
             return own
         if script.missing(own):
             return await script(keys=keys, args=args)  # loads it, runs it again
         raise own
-
-    async def _refused(self, rider: rides.Rider, error: Exception) -> None:
-        """A rider's error reply: its own, or its script loaded and it sent again, alone."""
-        if rider.script.missing(error):
-            await self._alone(rider, in_turn=True)
-        else:
-            rider.fail(error)
 
     def open_rides(self) -> Any:
         """Start a riding block in this context (:mod:`._redis_riders`; None: riders do not
