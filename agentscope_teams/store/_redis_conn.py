@@ -157,10 +157,11 @@ class RedisConnection(StoreBackend):
     ) -> Any:
         """The write script's reply, sent after ``riders`` in one pipeline (:mod:`._redis_riders`):
         each rider gets its own reply or error; a script the server lacks (``NOSCRIPT``, a lost
-        function library: ``script.missing``) is loaded and its command sent again, alone (if
-        that is cancelled, the riders not sent again fail: they did not run); a failure of the
-        round trip fails the riders too (``lost``). ``script`` is a
-        :class:`~._redis_lean.LeanScript` or has its ``command`` and ``missing``."""
+        function library: ``script.missing``) is loaded and its command sent again, alone, once
+        every other rider has its reply (cut short there, those not sent again yet are queued
+        again: the server did not run them); a failure of the round trip fails the riders too
+        (``lost``). ``script`` is a :class:`~._redis_lean.LeanScript` or has its ``command`` and
+        ``missing``."""
         command = script.command(keys, args)
         try:
             replies = await self._client.execute_many([*riders, command])
@@ -170,21 +171,21 @@ class RedisConnection(StoreBackend):
                 rider.fail(error, lost=True)
             raise
         own = replies.pop()
-        again = []  # the riders whose script the server lacks: loaded and sent again, alone
+        missing: list[rides.Rider] = []
         for rider, reply in zip(riders, replies, strict=True):
             if not isinstance(reply, Exception):
                 rider.answer(reply)
             elif rider.script.missing(reply):
-                again.append(rider)
+                missing.append(rider)
             else:
                 rider.fail(reply)
-        try:
-            for rider in again:
+        for i, rider in enumerate(missing):
+            try:
                 await self._alone(rider, in_turn=True)
-        except BaseException as exc:  # cancelled: those not sent again did not run
-            for rider in again:
-                rider.fail(exc)
-            raise
+            except BaseException:
+                for unsent in missing[i + 1 :]:
+                    unsent.back()
+                raise
         if not isinstance(own, Exception):
             return own
         if script.missing(own):

@@ -147,6 +147,11 @@ class Rider:
         self.sent = time.monotonic()
         return True
 
+    def back(self) -> None:
+        """Queue it again, unsent (a round trip took it and the server did not run it)."""
+        self.sent = None
+        self.queue.waiting.setdefault(id(self.store), []).append(self)
+
     def answer(self, reply: Any) -> None:
         if self._outcome is None:
             self._outcome = (reply, None)

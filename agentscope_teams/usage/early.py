@@ -65,7 +65,8 @@ SLACK_TOKENS = 1024
 HINTS_SIZE = 4096
 #: Characters a plain-text input adds beyond its text in a request (its message's JSON).
 TEXT_OVERHEAD = 40
-#: The answer of an early ``ADMIT`` task that failed or was cancelled.
+#: The answer of an early ``ADMIT`` task that failed or was cancelled (given back: it may have
+#: run).
 _LOST = RuntimeError("the early ADMIT failed")
 
 _HINTS: OrderedDict[Hashable, int] = OrderedDict()
@@ -262,9 +263,10 @@ class Early:
         return answer
 
     def _holds(self, answer: Admitted | BaseException) -> bool:
-        """Whether the ``ADMIT`` holds something to give back: granted, or riding a round trip
-        that failed (whether the server ran it is unknown; a give-back of nothing is harmless)."""
-        return _granted(answer) or (self.rider is not None and self.rider.lost)
+        """Whether the ``ADMIT`` holds something to give back: granted, or its round trip failed
+        (a task's, or the one it rode: whether the server ran it is unknown; a give-back of
+        nothing is harmless)."""
+        return _granted(answer) or answer is _LOST or (self.rider is not None and self.rider.lost)
 
     def _same(self, scope: Scope, terms: Terms) -> bool:
         """Whether the request's own admission would ask on the same budgets, limiter, rates and

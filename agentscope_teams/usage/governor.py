@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, cast
 import anyio
 
 from ..context import RuntimeContext
-from ..errors import BudgetExceededError, ConfigurationError, RateLimitError
+from ..errors import BudgetExceededError, ConfigurationError, RateLimitError, RateLimitWaitError
 from ..model.base import ChatModel, ModelRequest, ModelResponse
 from ..tracing import metrics as _metrics
 from ..tracing.usage import GOVERNANCE
@@ -439,13 +439,35 @@ class ModelCall(Later):
         else:
             a = new_admission(scope, terms, *asked)
             gov = scope.governor
-            refusal = await admit(
-                gov.backend, a, terms.limit, gov.budget_wait, terms.labels, scope.pending.wait
-            )
+            try:
+                refusal = await admit(
+                    gov.backend, a, terms.limit, gov.budget_wait, terms.labels, scope.pending.wait
+                )
+            except RateLimitWaitError:  # told to wait each time: it holds nothing
+                raise
+            except BaseException:  # cut short (cancelled, a reply lost): the ADMIT may have run
+                await self._give_back(a)
+                raise
             if refusal is not None:
                 raise _refused(refusal)
         self.a = a
         return self
+
+    async def _give_back(self, a: Admission) -> None:
+        """Give back what ``a``'s ``ADMIT``, cut short, may have taken (its reservation, lease and
+        turn: :meth:`~.backend.UsageBackend.give_back`, harmless if it never ran), as a settle
+        the scope's :func:`settled` waits for; in line where no task can be started."""
+        backend, scope = self.scope.governor.backend, self.scope
+
+        async def give_back() -> None:
+            await backend.give_back(a)
+
+        task = backend.settles.start(give_back)
+        if task is not None:
+            scope.pending.add(task)
+            return
+        with anyio.CancelScope(shield=True):
+            await backend.settles.run(give_back)
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None

@@ -470,3 +470,32 @@ async def test_a_sent_request_that_failed_still_counts_its_turn(
     probe = Admission((), "probe", 1, 0, limiter_key(model), Rates(rpm=60), "probe")
     assert (await usage_backend(store).admit(probe)).wait_ms > 0
     assert await _held(store, _budget(ctx)) == (0, 0)
+
+
+async def test_an_early_admit_whose_reply_is_lost_is_given_back(
+    redis: BaseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Riders off (as on a cluster): the early ``ADMIT`` is a task of its own, which the server
+    runs but whose reply is lost. Whether it reserved is unknown: it is given back (harmless if
+    it did not), and the request admits as before."""
+    from agentscope_teams.errors import StoreUnavailableError
+
+    monkeypatch.setattr(redis, "_rides", False)
+    seen = Seen(redis, monkeypatch)
+    agent = _agent(redis, tmp_path, seen)
+    client: Any = redis.client  # type: ignore[attr-defined]
+    one, sha = client.execute_command, usage_backend(redis)._admit.sha  # type: ignore[attr-defined]
+    lost: list[bool] = []
+
+    async def execute_command(*args: Any, **kw: Any) -> Any:
+        reply = await one(*args, **kw)
+        if args[:2] == ("EVALSHA", sha) and not lost:
+            lost.append(True)
+            raise StoreUnavailableError("the connection dropped before the reply was read")
+        return reply
+
+    monkeypatch.setattr(client, "execute_command", execute_command)
+    ctx, before = _ctx(), _counts()
+    await agent.call("hi", ctx)
+    assert lost and await _held(redis, _budget(ctx)) == (40, 0)
+    assert _since(before) == (1, 0, 1)
