@@ -74,6 +74,11 @@ CASES: list[tuple[str, dict[str, rules.Doc | None], list[tuple[str, int | None, 
     ("budget refuses: the limiter is untouched", {"A": _budget(ut=100), "L": _limiter()}, [("A", 100, None)], Rates(rpm=60, concurrent=1)),
     ("limiter waits: the budgets are untouched", {"A": _budget(ut=10), "L": _limiter(tat=NOW + 5000.0)}, [("A", 100, None)], Rates(rpm=60)),
     ("both admit: reservation and turn together", {"A": _budget(ut=10), "L": _limiter(tat=NOW - 1.0)}, [("A", 100, 10**9)], Rates(rpm=60, tpm=10**6, concurrent=3)),
+    ("several budgets, one never written", {"A": _budget(5, 5), "B": None}, [("A", 1000, 1000), ("B", 100, None)], None),
+    ("several budgets and the limiter, two never written", {"A": None, "B": _budget(1, 6), "L": None}, [("A", 1000, None), ("B", None, 500)], Rates(rpm=60, concurrent=2)),
+    ("nanos near 2**53: just below the limit", {"A": _budget(0, 2**53 - 1)}, [("A", None, 2**53)], None),
+    ("nanos near 2**53: at the limit", {"A": _budget(0, 2**53 + 1, held={"x": [0, 2, LIVE]})}, [("A", None, 2**53 + 3)], None),
+    ("the caller's own tenant at the window's edge stays", {"L": _limiter(ten={"me": [NOW + 50.0, NOW - 1000.0], "o": [NOW, NOW]})}, [], Rates(rpm=600)),
 ]  # fmt: skip
 
 
@@ -178,15 +183,28 @@ async def test_the_admit_statement_agrees_with_the_rules(
         assert _same(got_doc, want_doc), (short, got_doc, want_doc)
 
 
-FINISHES: list[tuple[str, dict[str, rules.Doc | None], Rates | None, tuple[int, int]]] = [
+#: A reservation row keeps its tokens and nano-dollars as doubles (``usage_entry.a``/``b``), so
+#: one above 2**53 is given back rounded and the budget's ``rn`` stays off by the rounding.
+ROUNDED = pytest.mark.xfail(
+    strict=True, reason="reservation amounts above 2**53 are stored rounded (double columns)"
+)
+FINISHES: list[Any] = [
     ("settle what the call used", {"A": _budget(10, 3, held={"call1": [120, 7, LIVE], "y": [5, 0, LIVE]})}, None, (40, 2)),
     ("release a failed call", {"A": _budget(10, 3, held={"call1": [120, 7, LIVE]})}, None, (0, 0)),
     ("end the lease, correct the token clock", {"A": _budget(held={"call1": [120, 7, LIVE]}), "L": _limiter(ttat=NOW + 500.0, lease={"call1": LIVE, "z": LIVE})}, Rates(tpm=60000, concurrent=4), (40, 2)),
     ("a token clock never goes before now", {"L": _limiter(ttat=NOW + 5.0, lease={"call1": LIVE})}, Rates(tpm=60000, concurrent=4), (1, 0)),
+    ("finished twice: the use counts again, nothing held is taken off", {"A": _budget(50, 9, held={"y": [5, 0, LIVE]}), "L": _limiter(ttat=NOW + 500.0, lease={"z": LIVE})}, Rates(tpm=60000, concurrent=4), (40, 2)),
+    ("limits changed since the admission: no token or concurrency limit now", {"A": _budget(held={"call1": [120, 7, LIVE]}), "L": _limiter(ttat=NOW + 500.0, lease={"call1": LIVE})}, Rates(rpm=60), (40, 2)),
+    pytest.param(("nanos near 2**53", {"A": _budget(0, 2**53, held={"call1": [120, 2**53 + 1, LIVE]})}, None, (40, 2**53 + 3)), marks=ROUNDED),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", FINISHES, ids=[c[0] for c in FINISHES])
+def _case_id(case: Any) -> str:
+    """A case's name (the first field; a ``pytest.param`` holds the case as its value)."""
+    return str(case.values[0][0] if hasattr(case, "values") else case[0])
+
+
+@pytest.mark.parametrize("case", FINISHES, ids=[_case_id(c) for c in FINISHES])
 async def test_the_finish_statement_agrees_with_the_rules(
     store: BaseStore, case: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -216,6 +234,7 @@ GIVE_BACKS: list[tuple[str, dict[str, rules.Doc | None]]] = [
     ("another turn came after it: unchanged", {"L": _limiter(**TURNED, last=["other", 1000.0, 0.0, 50.0], lease={"call1": LIVE})}),
     ("its tenant was forgotten since: the clocks undone", {"L": _limiter(tat=NOW + 1000.0, ttat=NOW + 50.0, last=TOOK)}),
     ("no turn noted", {"L": _limiter(tat=NOW + 1000.0)}),
+    ("after its finish: the turn is still undone", {"A": _budget(40, 2), "L": _limiter(**TURNED, last=TOOK)}),
 ]  # fmt: skip
 
 

@@ -297,11 +297,13 @@ class SqlBoardQueue(RuleTransitions):
         async def run(conn: AsyncConnection) -> None:
             states: Blockers = {}
             if task.blocked_by:  # the blockers' rows stay locked: none finishes unseen
-                lock = (
-                    select(t.c.task_id, t.c.status)
-                    .where(self._of_team(), t.c.task_id.in_(task.blocked_by))
-                    .with_for_update(read=True)
-                )
+                of_blockers = (self._of_team(), t.c.task_id.in_(task.blocked_by))
+                if self.store.dialect == "mysql":
+                    lock: Any = select(t.c.task_id, t.c.status).where(*of_blockers)
+                    lock = lock.with_for_update(read=True)
+                else:  # a new row version: a finish statement queued behind it runs again
+                    lock = update(t).where(*of_blockers).values(seq=t.c.seq)
+                    lock = lock.returning(t.c.task_id, t.c.status)
                 found = {r.task_id: r.status for r in await conn.execute(lock)}
                 states = {b: found.get(b) for b in task.blocked_by}
             await conn.execute(insert(t).values(**self._row(task, states)))

@@ -34,13 +34,17 @@ dependents' counters, ``written`` rewrites the parsed record as
 :func:`~..rules.transitions.finish` would; the statement returns the written record, or else the
 record as read, which the queue turns into "unchanged" (a repeat by the owner) or "refused" (the
 board raises the rule's error for it, or validates the data and finishes again). The ``UPDATE`` s
-lock and re-check the row (read committed), so concurrent finishers write it once. A finish that
-wrote then wakes the team's signal channel (``pg_notify``, on the same connection), so the team
-client sends no signal of its own (:attr:`~..board.TaskBoard.signals_finish`); the wake-ups of one
-process are coalesced per channel (:class:`~agentscope_teams.store.sql.signals.Wakes`: a finish
-that committed while another's notification is queued and not yet started sends none). Not in the
-finish statement: a transaction that notifies holds PostgreSQL's one notify-queue lock from its
-pre-commit until it ends, across its WAL flush, so notifying finishes committed one at a time
+lock and re-check the row (read committed), so concurrent finishers write it once. ``deps`` reads
+the dependents as of the statement's start, so when the task row changed after that (``cur``
+waited for a transaction that wrote it: another finish, or the enqueue of a new dependent, which
+rewrites its blockers' rows for this) the finish writes nothing and runs again
+(:data:`STALE_AGAIN`), then seeing that dependent. A finish that wrote then wakes the team's
+signal channel (``pg_notify``, on the same connection), so the team client sends no signal of
+its own (:attr:`~..board.TaskBoard.signals_finish`); the wake-ups of one process are coalesced
+per channel (:class:`~agentscope_teams.store.sql.signals.Wakes`: a finish that committed while
+another's notification is queued and not yet started sends none). Not in the finish statement:
+a transaction that notifies holds PostgreSQL's one notify-queue lock from its pre-commit until it
+ends, across its WAL flush, so notifying finishes committed one at a time
 (no group commit: 3-4x fewer tasks/s at 16 claimers, ``bench/RESULTS.md``); a statement of its
 own writes no WAL and holds that lock for microseconds.
 
@@ -136,9 +140,13 @@ RETURNING k.value, k.version
 """
 
 
+#: How often a finish runs again when its task row changed after the statement's snapshot.
+STALE_AGAIN = 8
+
 _FINISH = """
 WITH cur AS MATERIALIZED (
-  SELECT t.khash, convert_from(k.value, 'UTF8')::jsonb AS j
+  SELECT t.khash, convert_from(k.value, 'UTF8')::jsonb AS j,
+    t.xmin = (SELECT s.xmin FROM {task} s WHERE s.team = :team AND s.task_id = :id) AS fresh
   FROM {task} t JOIN {kv} k ON k.khash = t.khash
   WHERE t.team = :team AND t.task_id = :id AND k.nparts = 0 {guard}
   FOR UPDATE OF t, k
@@ -146,7 +154,7 @@ WITH cur AS MATERIALIZED (
   UPDATE {task} t SET status = :status, lease_until = NULL
   FROM cur c
   WHERE t.team = :team AND t.task_id = :id AND t.status = 'in_progress' AND t.owner = :member
-    AND (:checked OR :status <> 'completed' OR c.j ->> 'result_schema_json' IS NULL)
+    AND (:checked OR :status <> 'completed' OR c.j ->> 'result_schema_json' IS NULL) AND c.fresh
   RETURNING t.khash
 ), deps AS (
   UPDATE {task} d
@@ -169,9 +177,11 @@ WITH cur AS MATERIALIZED (
   WHERE k.khash = m.khash
   RETURNING k.value, k.version, k.nparts
 )
-SELECT TRUE AS done, TRUE AS guarded, :id AS task_id, value, version, nparts FROM written
+SELECT TRUE AS done, TRUE AS guarded, FALSE AS stale, :id AS task_id, value, version, nparts
+FROM written
 UNION ALL
-SELECT FALSE, {guarded}, t.task_id, k.value, k.version, k.nparts
+SELECT FALSE, {guarded}, EXISTS (SELECT 1 FROM cur WHERE NOT fresh), t.task_id, k.value,
+  k.version, k.nparts
 FROM {task} t JOIN {kv} k ON k.khash = t.khash
 WHERE t.team = :team AND t.task_id = :id AND NOT EXISTS (SELECT 1 FROM written)
 """
@@ -332,6 +342,10 @@ class PostgresBoardQueue(SqlBoardQueue):
 
         async def run(conn: Any) -> Any:
             row = await _fetch(conn, shape, params)
+            for _ in range(STALE_AGAIN):
+                if row is None or not row["stale"]:
+                    break
+                row = await _fetch(conn, shape, params)
             if row is not None and row["done"]:
                 await wakes.after_commit(conn, channel)
             return row
