@@ -310,10 +310,26 @@ class RedisConnection(StoreBackend):
 
     async def call(self, command: Callable[[Any], Awaitable[_T]]) -> _T:
         """``await command(client)`` as :meth:`run_script` runs a script (for the layers above
-        that send commands of their own: one command, or a pipeline of one slot)."""
+        that send commands of their own: one command, or a pipeline of one slot). Not confirmed
+        by ``replica_acks`` replicas: send writes through :meth:`write_command` or a script."""
         async with self._turn():
             with self._guard():
                 return await self._moving(lambda: command(self._client))
+
+    async def write_command(self, command: Sequence[Any], key: str) -> Any:
+        """The reply of the write ``command`` (one command, its keys in ``key``'s slot, e.g.
+        ``("ZADD", name, score, member)``), sent as :meth:`call` sends one and confirmed by
+        ``replica_acks`` replicas as the store's own writes are."""
+        async with self._turn():
+            with self._guard():
+                return await self._command(command, key)
+
+    async def _command(self, command: Sequence[Any], key: str) -> Any:
+        """``command`` (on ``key``'s slot) retried while its slot migrates; with
+        ``replica_acks``, followed by ``WAIT`` in the same round trip (:meth:`_acked`)."""
+        if self.replica_acks:
+            return await self._moving(lambda: self._acked(command, key))
+        return await self._moving(lambda: self._client.execute_command(*command))
 
     async def setup(self) -> None:
         """Check that the server answers and load the scripts (one round trip); on a cluster,

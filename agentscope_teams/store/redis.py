@@ -146,10 +146,14 @@ class RedisStore(RedisListing):
             )
         self._db = int(kwargs.get("db") or 0)
         self._rides = not self.cluster and callable(getattr(client, "execute_many", None))
-        self._errors = (  # a server demoted by a failover (READONLY) cannot serve writes now
-            redis.exceptions.ConnectionError,
-            redis.exceptions.TimeoutError,
-            *(cluster.cluster_errors(redis) if self.cluster else (redis.exceptions.ReadOnlyError,)),
+        # One server that cannot serve writes now: a primary demoted by a failover (READONLY), a
+        # replica that lost its primary (MASTERDOWN, when it does not serve stale data).
+        e = redis.exceptions
+        alone = (e.ReadOnlyError, e.MasterDownError)
+        self._errors = (
+            e.ConnectionError,
+            e.TimeoutError,
+            *(cluster.cluster_errors(redis) if self.cluster else alone),
         )
 
     @property
@@ -344,12 +348,17 @@ class RedisStore(RedisListing):
 
     async def _register(self, key: Key) -> None:
         """Add ``key``'s tag prefix to the tag registries of its short prefixes (cluster only):
-        one pipelined round trip, skipped when this store has written those members before."""
+        one pipelined round trip (with ``replica_acks``, one confirmed ``ZADD`` per registry),
+        skipped when this store has written those members before."""
         todo = [r for r in self._naming.registrations(key) if r not in self._registered]
         if not todo:
             return
         with self._guard():
-            await self._pipelined(lambda pipe: [pipe.zadd(reg, {m: 0}) for reg, m in todo])
+            if self.replica_acks:  # a confirmed ZADD each: the registries are in other slots
+                for reg, m in todo:
+                    await self._command(("ZADD", reg, 0, m), reg)
+            else:
+                await self._pipelined(lambda pipe: [pipe.zadd(reg, {m: 0}) for reg, m in todo])
         if len(self._registered) >= 16 * NAME_CACHE_SIZE:
             self._registered.clear()
         self._registered.update(todo)
@@ -380,11 +389,7 @@ class RedisStore(RedisListing):
 
     async def delete_stream(self, stream: Key) -> bool:
         name = self.redis_name(validate_key(stream, "stream"), ":stream")
-        async with self._turn():
-            with self._guard():
-                if self.replica_acks:
-                    return bool(await self._moving(lambda: self._acked(("DEL", name), name)))
-                return bool(await self._moving(lambda: self._client.delete(name)))
+        return bool(await self.write_command(("DEL", name), name))
 
     # -- signals ---------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ OPERATIONS = {
     "signal": "signal",
     "run_script": "script",
     "call": "command",
+    "write_command": "command",
     "transaction": "transaction",
 }
 #: Exceptions that are answers, not failures of the store.

@@ -471,3 +471,21 @@ async def test_a_write_to_a_primary_demoted_by_a_failover_is_unavailable(
             await admin.execute_command("REPLICAOF", "NO", "ONE")
             await admin.aclose()
         assert await store.get(("a", "b")) == Entry(b"v", 1)
+
+
+async def test_a_replica_that_lost_its_primary_is_unavailable(own_redis: tuple[int, Any]) -> None:
+    """A replica whose link to its primary is down and that does not serve stale data answers
+    ``MASTERDOWN``: the store cannot serve now, StoreUnavailableError as on a cluster."""
+    port, _ = own_redis
+    admin = aioredis.Redis(port=port)
+    async with RedisStore(f"redis://127.0.0.1:{port}/0") as store:
+        assert await store.put(("a", "b"), b"v") == 1
+        await admin.config_set("replica-serve-stale-data", "no")
+        await admin.execute_command("REPLICAOF", "127.0.0.1", str(_free_port()))  # no primary
+        try:
+            with pytest.raises(StoreUnavailableError, match="replica-serve-stale-data"):
+                await store.get(("a", "b"))
+        finally:
+            await admin.execute_command("REPLICAOF", "NO", "ONE")
+            await admin.config_set("replica-serve-stale-data", "yes")
+            await admin.aclose()

@@ -20,7 +20,8 @@ from redis.asyncio.cluster import ClusterNode
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import ConfigurationError, StoreUnavailableError
 from agentscope_teams.store.redis import RedisStore
-from agentscope_teams.teams import LocalTeamClient, Member
+from agentscope_teams.teams import LocalTeamClient, Member, TeamKeys
+from agentscope_teams.teams.board import TaskBoard
 
 from .._redis_cluster import LocalCluster, LocalPair, SlotMove, cluster_binaries
 from ..backends import unique_namespace
@@ -192,6 +193,30 @@ async def test_on_a_cluster_the_write_and_wait_go_to_the_owning_node_together(
         assert found is not None and found.value == b"w"
 
 
+async def test_on_a_cluster_the_tag_registries_are_confirmed_too(
+    redis_cluster_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key's first write registers its tag in the registries of its short prefixes (other
+    slots): each ``ZADD`` goes with a ``WAIT`` to its registry's node, before the write."""
+    sent: list[tuple[str, list[str]]] = []
+    real = ClusterNode.execute_pipeline
+
+    async def recording(node: ClusterNode, commands: list[Any]) -> bool:
+        sent.append((node.name, [str(c.args[0]) for c in commands]))
+        return await real(node, commands)
+
+    monkeypatch.setattr(ClusterNode, "execute_pipeline", recording)
+    async with RedisStore(redis_cluster_url, namespace=unique_namespace(), replica_acks=1) as store:
+        key = ("t", "s", "a", "b")
+        registries = [reg for reg, _ in store._naming.registrations(key)]
+        assert registries
+        await store.put(key, b"v", expected_version=0)
+        nodes = [store.client.get_node_from_key(reg).name for reg in registries]
+        assert sent[: len(nodes)] == [(n, ["ZADD", "WAIT"]) for n in nodes]
+        assert sent[len(nodes) :] == [(sent[-1][0], ["EVALSHA", "WAIT"])]
+        assert await store.list_keys(("t",)) == [key]
+
+
 async def test_the_board_queue_confirms_its_writes_and_not_its_listing(acked: RedisStore) -> None:
     client = LocalTeamClient(acked, RuntimeContext(session_id="s", user_id="acks"))
     team = await client.create_team("acks", members=[Member(name="m")])
@@ -204,6 +229,51 @@ async def test_the_board_queue_confirms_its_writes_and_not_its_listing(acked: Re
     async with count_round_trips(acked, pipelines=True) as trips:
         assert await client.wait_for_tasks(team.id, timeout=0)  # OPEN_PAGE: a read-only script
     assert "EVALSHA" in trips.seen and not any("WAIT" in seen for seen in trips.seen)
+
+
+async def _board(store: RedisStore) -> tuple[LocalTeamClient, str, TaskBoard]:
+    client = LocalTeamClient(store, RuntimeContext(session_id="s", user_id=unique_namespace()))
+    team = await client.create_team("acks", members=[Member(name="m")])
+    board = TaskBoard(store, TeamKeys(client.ctx.owner_scope(), team.id))
+    assert board.native
+    return client, team.id, board
+
+
+async def test_the_board_queue_confirms_its_index_writes(acked: RedisStore) -> None:
+    """Creating a task (its pending entry), rebuilding the index and dropping it are confirmed
+    as the store's writes are: a task whose record survives a failover keeps its entry."""
+    client, team_id, board = await _board(acked)
+    async with count_round_trips(acked, pipelines=True) as trips:
+        await client.assign_task(team_id, "job")  # the record, then its pending entry
+        await client.assign_task(team_id, "routed", assignee="m")  # an entry of the routed set
+    assert trips.seen.count("PIPELINE WAIT ZADD") == 2 and "ZADD" not in trips.seen
+    async with count_round_trips(acked, pipelines=True) as trips:
+        assert await board.rebuild_index() == 2
+    assert trips.seen[-1] == "PIPELINE EVALSHA WAIT" and "MULTI" not in " ".join(trips.seen)
+    assert await client.claim_task(team_id, "m") is not None  # the rebuilt index serves claims
+    async with count_round_trips(acked, pipelines=True) as trips:
+        await board.drop_index()
+    assert trips.seen == ["PIPELINE DEL WAIT"]
+
+
+async def test_a_board_index_write_no_replica_confirms_raises(pair: LocalPair) -> None:
+    """With the replica paused, a task's pending entry and a rebuilt index are reported not
+    confirmed, as the store's own writes are; both happened on the primary."""
+    url = f"{pair.url}?replica_acks=1&replica_ack_timeout=0.3"
+    async with RedisStore(url, namespace=unique_namespace()) as acked:
+        client, team_id, board = await _board(acked)
+        task = await client.assign_task(team_id, "job")
+        pair.pause_replica()
+        try:
+            with anyio.fail_after(30):
+                with pytest.raises(StoreUnavailableError, match="not confirmed by 1 replica"):
+                    await board.queue.enqueue(task)
+                with pytest.raises(StoreUnavailableError, match="not confirmed by 1 replica"):
+                    await board.rebuild_index()
+        finally:
+            pair.resume_replica()
+        claimed = await client.claim_task(team_id, "m")
+        assert claimed is not None and claimed.id == task.id
 
 
 @pytest.fixture(scope="module")

@@ -294,8 +294,9 @@ class RedisBoardQueue:
         return self._outcome(reply)
 
     async def enqueue(self, task: Task) -> None:
-        name, entry = self._pending_entry(task)
-        await self.store.call(lambda client: client.zadd(name, entry))
+        which, score, member = self._pending_entry(task)
+        name = self._keys[which]
+        await self.store.write_command(("ZADD", name, score, member), name)
         self._hints.remember([task.id])
 
     async def claim_next(
@@ -329,11 +330,13 @@ class RedisBoardQueue:
         if task is not None:
             self._hints.remember([task.id])
 
-    def _pending_entry(self, task: Task) -> tuple[str, dict[str, int]]:
-        """The set a pending ``task`` is indexed in (routed, or pending) and its entry there."""
+    @staticmethod
+    def _pending_entry(task: Task) -> tuple[int, int, str]:
+        """The set a pending ``task`` is indexed in (3: routed, or 0: pending, as in the queue's
+        keys) and its score and member there."""
         if task.assignee is not None:
-            return self._keys[3], {_member_entry(task.assignee, task): 0}
-        return self._keys[0], {task.id: task.seq}
+            return 3, 0, _member_entry(task.assignee, task)
+        return 0, task.seq, task.id
 
     async def claim(self, member: str, task_id: str, lease: float, now: datetime) -> Outcome:
         return await self._named("CLAIM", task_id, now, member, lease)
@@ -387,25 +390,23 @@ class RedisBoardQueue:
         return sorted(found["0"] + found["2"], key=_seq_of) + found["1"]
 
     async def rebuild(self, tasks: Sequence[Task]) -> None:
-        pending, held, owners, routed = self._keys
-
-        async def write(client: Any) -> None:
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.delete(pending, held, owners, routed)
-                for t in tasks:
-                    if t.status is TaskStatus.PENDING:
-                        pipe.zadd(*self._pending_entry(t))
-                    elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
-                        until = t.lease_expires_at or _EPOCH
-                        pipe.zadd(held, {t.id: _ms(until)})
-                        pipe.zadd(owners, {_member_entry(t.owner, t): 0})
-                await pipe.execute()
-
-        await self.store.call(write)  # one MULTI of one slot: refused whole, or run whole
+        """Replace the four sets with the entries of ``tasks``: one script call
+        (:data:`.redis_lua.REBUILD`, atomic), a write the store confirms as its others."""
+        entries: tuple[list[int | str], ...] = ([], [], [], [])  # pending, held, owners, routed
+        for t in tasks:
+            if t.status is TaskStatus.PENDING:
+                which, score, member = self._pending_entry(t)
+                entries[which].extend((score, member))
+            elif t.status is TaskStatus.IN_PROGRESS and t.owner is not None:
+                entries[1].extend((_ms(t.lease_expires_at or _EPOCH), t.id))
+                entries[2].extend((0, _member_entry(t.owner, t)))
+        args = [len(found) // 2 for found in entries] + [x for found in entries for x in found]
+        script = self.store.register_script(lua.REBUILD)
+        await self.store.run_script(script, self._keys, args)
 
     async def drop(self) -> None:
         """Delete the queue's index (the team is being deleted)."""
-        await self.store.call(lambda client: client.delete(*self._keys))
+        await self.store.write_command(("DEL", *self._keys), self._keys[0])
 
 
 def _member_entry(member: str, task: Task) -> str:

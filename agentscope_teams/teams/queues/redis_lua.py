@@ -781,6 +781,21 @@ return out
 """
 )
 
+#: ``rebuild``: the four sets replaced whole, atomically. KEYS: the four sets (pending, held,
+#: owners, routed). ARGV: how many entries each set gets, then each set's entries in that order,
+#: as score, member pairs. Not in :data:`SCRIPTS`: rarely run, never a function of the library.
+REBUILD = """
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+local at = 5
+for i = 1, 4 do
+  for _ = 1, tonumber(ARGV[i]) do
+    redis.call('ZADD', KEYS[i], ARGV[at], ARGV[at + 1])
+    at = at + 2
+  end
+end
+return (at - 5) / 2
+"""
+
 #: The scripts, by the name the queue calls them.
 SCRIPTS = {
     "CLAIM_NEXT": CLAIM_NEXT,
