@@ -235,9 +235,13 @@ def rule_matches(
         every_part = rule.behavior == "allow"
         return command_rule_matches(rule.pattern, str(value), every_part=every_part)
     canonical, forms = _forms(tool, name, value, _workspace(workspace))
+    pattern = rule.pattern
+    if _is_path_argument(tool, name):
+        while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
+            pattern = pattern[2:]
     if rule.behavior == "allow":
-        return fnmatchcase(canonical, rule.pattern)
-    return any(fnmatchcase(f, rule.pattern) for f in forms)
+        return fnmatchcase(canonical, pattern)
+    return any(fnmatchcase(f, pattern) for f in forms)
 
 
 def _escape(value: str) -> str:
