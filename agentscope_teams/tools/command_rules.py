@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .shell_parse import UNKNOWN, Part, Unparsed, parse_command
+from .shell_parse import _ASSIGNMENT, UNKNOWN, Part, Unparsed, parse_command
 
 __all__ = [
     "Part",
@@ -76,6 +76,13 @@ def part_matches(pattern: str, part: Part) -> bool:
     return _wildcard_regex(pattern).fullmatch(joined) is not None
 
 
+def _past_assignments(part: Part) -> Part:
+    """``part`` without the variable assignments before its command name (``FOO=1 git push``
+    runs ``git push``)."""
+    n = next((i for i, w in enumerate(part.words) if not _ASSIGNMENT.match(w)), len(part.words))
+    return Part(part.words[n:], part.literal[n:], part.writes_file) if n else part
+
+
 def _raw_matches(pattern: str, command: str) -> bool:
     """The pattern against the command's whole text (for rules judged without parsing)."""
     text = " ".join(command.split())
@@ -91,16 +98,19 @@ def command_rule_matches(pattern: str, command: str, *, every_part: bool) -> boo
     """Whether a rule pattern applies to ``command``.
 
     ``every_part=False`` (deny and ask rules): the whole text or any of its simple commands
-    matches. ``every_part=True`` (an allow rule on its own): an exact rule equal to the whole
+    matches, also with the variable assignments before its command name left out. ``every_part=True`` (an allow rule on its own): an exact rule equal to the whole
     command, or every simple command matching with no output redirected into a file.
     """
     if not every_part:
         if _raw_matches(pattern, command):
             return True
         try:
-            return any(part_matches(pattern, p) for p in parse_command(command))
+            parts = parse_command(command)
         except Unparsed:
             return False
+        return any(
+            part_matches(pattern, p) or part_matches(pattern, _past_assignments(p)) for p in parts
+        )
     exact = not _has_wildcard(pattern) and not pattern.endswith(":*")
     if exact and pattern.replace("\\*", "*").strip() == command.strip():
         return True  # the very text a user allowed (a remembered command, compound or not)

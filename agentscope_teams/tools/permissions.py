@@ -60,6 +60,7 @@ from typing import Any, Literal, get_args
 
 from ..state import PermissionContext, PermissionMode, PermissionRule
 from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
+from .claude_code import CLAUDE_TOOLS
 from .command_rules import allowed_by_rules, command_rule_matches, escape_command, parses
 from .filesystem import EDIT_TOOLS
 
@@ -192,6 +193,9 @@ def _command(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
 
 
 def _tool_matches(pattern: str, name: str) -> bool:
+    known = CLAUDE_TOOLS.get(pattern)
+    if known is not None and name in known.natives:
+        return True  # `Edit` is edit_file and multi_edit: the tools Claude Code's name stands for
     pattern, name = resolve_tool_name(pattern), resolve_tool_name(name)
     if pattern.startswith("mcp__") and "__" not in pattern[5:] and name.startswith(pattern + "__"):
         return True  # `mcp__<server>` names every tool of that MCP server, as in Claude Code
@@ -235,9 +239,13 @@ def rule_matches(
         every_part = rule.behavior == "allow"
         return command_rule_matches(rule.pattern, str(value), every_part=every_part)
     canonical, forms = _forms(tool, name, value, _workspace(workspace))
+    pattern = rule.pattern
+    if _is_path_argument(tool, name):
+        while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
+            pattern = pattern[2:]
     if rule.behavior == "allow":
-        return fnmatchcase(canonical, rule.pattern)
-    return any(fnmatchcase(f, rule.pattern) for f in forms)
+        return fnmatchcase(canonical, pattern)
+    return any(fnmatchcase(f, pattern) for f in forms)
 
 
 def _escape(value: str) -> str:

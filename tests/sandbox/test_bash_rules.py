@@ -105,6 +105,17 @@ def test_deny_wins_on_any_part() -> None:
     assert decide("git diff", allow=("Bash(git:*)",), deny=("Bash(git push:*)",)) == "allow"
 
 
+def test_deny_and_ask_rules_see_past_variable_assignments() -> None:
+    """``FOO=1 git push`` runs ``git push``: the assignments before a command name are not it."""
+    for command in ["FOO=1 git push", "A=1 B='x y' git push origin", "ls && X=$(id) git push"]:
+        assert decide(command, mode="bypass", deny=("Bash(git push:*)",)) == "deny", command
+    assert decide("FOO=1 git push", allow=("Bash",), ask=("Bash(git push)",)) == "ask"
+    assert decide("FOO=1 git push", allow=("Bash",), deny=("Bash(git * --force)",)) == "allow"
+    assert decide("FOO=1 git push --force", allow=("Bash",), deny=("Bash(git *)",)) == "deny"
+    # an allow rule is not widened: the assignment may change what the command does
+    assert decide("GIT_SSH_COMMAND=x git diff", allow=("Bash(git diff:*)",)) == "ask"
+
+
 def test_an_unparsable_command_under_a_deny_rule_asks_even_in_bypass() -> None:
     command = "if true; then rm -rf x; fi"
     assert decide(command, mode="bypass") == "allow"  # control: bypass runs it without rules

@@ -143,6 +143,30 @@ def test_path_tricks_do_not_dodge_rules() -> None:
     assert allow_src.decide(CONFIRMED_WRITE, {"path": "src/../setup.py"}, ctx) == "ask"
 
 
+def test_a_dot_slash_pattern_names_the_same_paths(tmp_path: Path) -> None:
+    """``Read(./secrets/**)`` (Claude Code's spelling) is ``secrets/**``: a path written without
+    ``./``, with ``..`` or absolute does not dodge it."""
+    (tmp_path / "secrets").mkdir()
+    engine = PermissionEngine([deny("Read(./secrets/**)")], mode="bypass")
+    ctx = PermissionContext()
+    for path in ["./secrets/k", "secrets/k", "src/../secrets/k", str(tmp_path / "secrets/k")]:
+        assert engine.decide(READ, {"path": path}, ctx, workspace=tmp_path) == "deny", path
+    assert engine.decide(READ, {"path": "src/k"}, ctx, workspace=tmp_path) == "allow"
+    allow_src = PermissionEngine([allow("write_file(./src/**)")])
+    assert allow_src.decide(CONFIRMED_WRITE, {"path": "src/a.py"}, ctx) == "allow"
+    assert allow_src.decide(CONFIRMED_WRITE, {"path": "src/../setup.py"}, ctx) == "ask"
+
+
+def test_an_edit_rule_covers_every_tool_claude_codes_edit_stands_for() -> None:
+    """``Edit`` is ``edit_file`` and ``multi_edit`` (the tool table): a deny rule on it holds
+    for both."""
+    engine = PermissionEngine([deny("Edit(secrets/**)")], mode="bypass")
+    args = {"path": "secrets/k", "edits": [{"old_string": "a", "new_string": "b"}]}
+    assert engine.decide(FS["multi_edit"], args) == "deny"
+    assert engine.decide(EDIT, {"path": "secrets/k", "old_string": "a"}) == "deny"
+    assert engine.decide(FS["multi_edit"], {**args, "path": "src/k"}) == "allow"
+
+
 def test_symlinks_and_absolute_paths_with_workspace(tmp_path: Path) -> None:
     (tmp_path / "secrets").mkdir()
     os.symlink(tmp_path / "secrets", tmp_path / "innocent", target_is_directory=True)
