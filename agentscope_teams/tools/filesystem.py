@@ -24,7 +24,15 @@ from ..errors import ToolError
 from .base import ALIASES, Tool, ToolEnv, resolve_tool_name
 from .decorator import make_tool
 from .notebook import notebook_edit
-from .paths import compile_glob, display, is_binary, is_inside, resolve_in_workspace, walk_files
+from .paths import (
+    compile_glob,
+    display,
+    is_binary,
+    is_inside,
+    replace_file,
+    resolve_in_workspace,
+    walk_files,
+)
 
 __all__ = ["ALIASES", "EDIT_TOOLS", "filesystem_tools", "resolve_tool_name"]
 
@@ -204,14 +212,7 @@ def multi_edit(
                 f"edit {index + 1} of {len(edits)}: {exc}; no edit was applied"
             ) from None
         total += count
-    tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, stat.S_IMODE(real.stat().st_mode))
-        os.replace(tmp, real)
-    finally:
-        tmp.unlink(missing_ok=True)
+    replace_file(real, text)
     return f"edited {shown}: {len(edits)} edit(s), {total} replacement(s)"
 
 

@@ -233,3 +233,23 @@ async def test_notebook_edit_replaces_inserts_and_deletes_cells(ws: Path) -> Non
     assert "not a Jupyter notebook" in await err(ws, "notebook_edit", notebook_path="bad.ipynb")
     outside = await err(ws, "notebook_edit", notebook_path="../x.ipynb", new_source="a")
     assert "outside" in outside or "escape" in outside or "workspace" in outside
+
+
+async def test_whole_file_rewrites_do_not_follow_a_planted_temp_name(ws: Path) -> None:
+    """multi_edit and notebook_edit write a temporary file beside the target; a symlink a
+    sandboxed command planted at that name must not carry the write (or a chmod) outside."""
+    import json
+
+    secret = ws.parent / "outside" / "secret.txt"
+    secret.chmod(0o600)
+    (ws / "a.txt").write_text("one\n")
+    (ws / "nb.ipynb").write_text(json.dumps(NOTEBOOK))
+    for name in ("a.txt", "nb.ipynb"):
+        (ws / f".{name}.{os.getpid()}.tmp").symlink_to(secret)
+    await ok(ws, "multi_edit", path="a.txt", edits=[{"old_string": "one", "new_string": "two"}])
+    await ok(ws, "notebook_edit", notebook_path="nb.ipynb", cell_id="calc", new_source="y = 1\n")
+    assert secret.read_text() == "TOP SECRET main\n"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert (ws / "a.txt").read_text() == "two\n"
+    assert json.loads((ws / "nb.ipynb").read_text())["cells"][1]["source"] == ["y = 1\n"]
+    assert not (ws / "a.txt").is_symlink() and not (ws / "nb.ipynb").is_symlink()
