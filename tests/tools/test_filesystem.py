@@ -253,3 +253,22 @@ async def test_whole_file_rewrites_do_not_follow_a_planted_temp_name(ws: Path) -
     assert (ws / "a.txt").read_text() == "two\n"
     assert json.loads((ws / "nb.ipynb").read_text())["cells"][1]["source"] == ["y = 1\n"]
     assert not (ws / "a.txt").is_symlink() and not (ws / "nb.ipynb").is_symlink()
+
+
+async def test_read_file_holds_a_huge_line_only_in_part(ws: Path) -> None:
+    """A sandboxed command can write a file of one enormous line; read_file shows its first
+    2,000 characters without loading the whole line into the service's memory."""
+    import tracemalloc
+
+    size = 30_000_000
+    (ws / "big.txt").write_text("first\n" + "a" * size + "\nlast\n")
+    tracemalloc.start()
+    try:
+        out = await ok(ws, "read_file", path="big.txt")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    lines = out.splitlines()
+    assert lines[0].endswith("\tfirst") and lines[2].endswith("\tlast")
+    assert lines[1] == "     2\t" + "a" * 2000 + " ... [line truncated]"
+    assert peak < size // 3  # the line itself was never held whole
