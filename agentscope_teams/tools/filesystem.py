@@ -15,6 +15,7 @@ import io
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +25,15 @@ from ..errors import ToolError
 from .base import ALIASES, Tool, ToolEnv, resolve_tool_name
 from .decorator import make_tool
 from .notebook import notebook_edit
-from .paths import compile_glob, display, is_binary, is_inside, resolve_in_workspace, walk_files
+from .paths import (
+    compile_glob,
+    display,
+    is_binary,
+    is_inside,
+    replace_file,
+    resolve_in_workspace,
+    walk_files,
+)
 
 __all__ = ["ALIASES", "EDIT_TOOLS", "filesystem_tools", "resolve_tool_name"]
 
@@ -57,6 +66,16 @@ def _text_file(env: ToolEnv, path: str) -> tuple[Path, str]:
     return real, shown
 
 
+def _cut_lines(fh: io.TextIOBase) -> Iterator[str]:
+    """The lines of ``fh`` without their ends, each cut after ``MAX_LINE_CHARS + 1`` characters
+    (the rest of a longer line is read a piece at a time and dropped)."""
+    while line := fh.readline(MAX_LINE_CHARS + 1):
+        if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+            while (rest := fh.readline(65536)) and not rest.endswith("\n"):
+                pass
+        yield line.rstrip("\r\n")
+
+
 def read_file(
     path: str,
     offset: Annotated[int, Field(ge=0)] = 0,
@@ -75,13 +94,12 @@ def read_file(
     out: list[str] = []
     size, lineno, more = 0, 0, False
     with open(real, encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, 1):
+        for lineno, text in enumerate(_cut_lines(fh), 1):
             if lineno <= offset:
                 continue
             if len(out) >= limit or size >= MAX_READ_CHARS:
                 more = True
                 break
-            text = line.rstrip("\r\n")
             if len(text) > MAX_LINE_CHARS:
                 text = text[:MAX_LINE_CHARS] + " ... [line truncated]"
             out.append(f"{lineno:>6}\t{text}")
@@ -204,14 +222,7 @@ def multi_edit(
                 f"edit {index + 1} of {len(edits)}: {exc}; no edit was applied"
             ) from None
         total += count
-    tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, stat.S_IMODE(real.stat().st_mode))
-        os.replace(tmp, real)
-    finally:
-        tmp.unlink(missing_ok=True)
+    replace_file(real, text)
     return f"edited {shown}: {len(edits)} edit(s), {total} replacement(s)"
 
 

@@ -9,14 +9,13 @@ temporary file and a rename, so a failed edit leaves the file as it was. Cells a
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ToolError
 from .base import ToolEnv
-from .paths import display, resolve_in_workspace
+from .paths import display, replace_file, resolve_in_workspace
 
 __all__ = ["notebook_edit"]
 
@@ -103,10 +102,5 @@ def notebook_edit(
         if cell.get("cell_type") == "code":
             cell.update(execution_count=None, outputs=[])
         done = f"replaced cell {at}"
-    tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, real)
-    finally:
-        tmp.unlink(missing_ok=True)
+    replace_file(real, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return f"{shown}: {done} ({len(cells)} cells now)"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,6 +56,20 @@ def resolve_in_workspace(root: Path, path: str) -> Path:
             "used: pass a path relative to it"
         )
     return real
+
+
+def replace_file(real: Path, text: str) -> None:
+    """Write ``text`` to the existing file ``real`` through a new temporary file beside it,
+    renamed over it (keeping its mode). The temporary name is created exclusively, so a symlink
+    planted at some name in the directory is never written through."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            os.fchmod(fh.fileno(), stat.S_IMODE(real.stat().st_mode))
+        os.replace(tmp, real)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def display(root: Path, path: Path) -> str:

@@ -233,3 +233,42 @@ async def test_notebook_edit_replaces_inserts_and_deletes_cells(ws: Path) -> Non
     assert "not a Jupyter notebook" in await err(ws, "notebook_edit", notebook_path="bad.ipynb")
     outside = await err(ws, "notebook_edit", notebook_path="../x.ipynb", new_source="a")
     assert "outside" in outside or "escape" in outside or "workspace" in outside
+
+
+async def test_whole_file_rewrites_do_not_follow_a_planted_temp_name(ws: Path) -> None:
+    """multi_edit and notebook_edit write a temporary file beside the target; a symlink a
+    sandboxed command planted at that name must not carry the write (or a chmod) outside."""
+    import json
+
+    secret = ws.parent / "outside" / "secret.txt"
+    secret.chmod(0o600)
+    (ws / "a.txt").write_text("one\n")
+    (ws / "nb.ipynb").write_text(json.dumps(NOTEBOOK))
+    for name in ("a.txt", "nb.ipynb"):
+        (ws / f".{name}.{os.getpid()}.tmp").symlink_to(secret)
+    await ok(ws, "multi_edit", path="a.txt", edits=[{"old_string": "one", "new_string": "two"}])
+    await ok(ws, "notebook_edit", notebook_path="nb.ipynb", cell_id="calc", new_source="y = 1\n")
+    assert secret.read_text() == "TOP SECRET main\n"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert (ws / "a.txt").read_text() == "two\n"
+    assert json.loads((ws / "nb.ipynb").read_text())["cells"][1]["source"] == ["y = 1\n"]
+    assert not (ws / "a.txt").is_symlink() and not (ws / "nb.ipynb").is_symlink()
+
+
+async def test_read_file_holds_a_huge_line_only_in_part(ws: Path) -> None:
+    """A sandboxed command can write a file of one enormous line; read_file shows its first
+    2,000 characters without loading the whole line into the service's memory."""
+    import tracemalloc
+
+    size = 30_000_000
+    (ws / "big.txt").write_text("first\n" + "a" * size + "\nlast\n")
+    tracemalloc.start()
+    try:
+        out = await ok(ws, "read_file", path="big.txt")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    lines = out.splitlines()
+    assert lines[0].endswith("\tfirst") and lines[2].endswith("\tlast")
+    assert lines[1] == "     2\t" + "a" * 2000 + " ... [line truncated]"
+    assert peak < size // 3  # the line itself was never held whole
