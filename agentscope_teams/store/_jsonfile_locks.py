@@ -29,14 +29,14 @@ T = TypeVar("T")
 
 LOCK_STRIPES = 64  # part of the on-disk format: every process must agree on it
 
-# Lock descriptors open right now, guarded against fork(): a child made by a bare fork() (the
-# multiprocessing default on Linux) closes its copies, else it would keep the lock until it exits.
-# os.open's O_CLOEXEC already covers fork + exec.
+# Lock descriptors open right now (the stripes', the usage documents'), guarded against fork(): a
+# child made by a bare fork() (the multiprocessing default on Linux) closes its copies, else it
+# would keep the lock until it exits. os.open's O_CLOEXEC already covers fork + exec.
 _HELD_LOCK_FDS: set[int] = set()
 _FD_GUARD = threading.Lock()
 
 
-def _open_lock_fd(path: Path) -> int:
+def open_lock_fd(path: Path) -> int:
     with _FD_GUARD:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -47,7 +47,7 @@ def _open_lock_fd(path: Path) -> int:
         return fd
 
 
-def _close_lock_fd(fd: int) -> None:
+def close_lock_fd(fd: int) -> None:
     """Closing the last descriptor of the open file releases the ``flock``."""
     with _FD_GUARD:
         _HELD_LOCK_FDS.discard(fd)
@@ -115,7 +115,7 @@ class StripeLocks:
     @contextmanager
     def flock(self, stripe: int, deadline: float) -> Iterator[None]:
         """Exclusive ``flock`` on a freshly opened lock file; polled so the timeout applies."""
-        fd = _open_lock_fd(self.lock_dir / f"{stripe:02d}.lock")
+        fd = open_lock_fd(self.lock_dir / f"{stripe:02d}.lock")
         try:
             delay = 0.0002
             while True:
@@ -129,7 +129,7 @@ class StripeLocks:
                     delay = min(delay * 2, 0.005)
             yield
         finally:
-            _close_lock_fd(fd)
+            close_lock_fd(fd)
 
     def _timeout_error(self, stripe: int) -> StoreError:
         return StoreError(

@@ -32,6 +32,7 @@ import anyio
 import anyio.to_thread
 
 from ..errors import ConfigurationError
+from ..store._jsonfile_locks import close_lock_fd, open_lock_fd
 from .rules import Doc, Wanted, uncounted
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class FileDocs:
         docs = self.dir / "docs"
         docs.mkdir(parents=True, exist_ok=True)
         with self._thread_lock:
-            fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_lock_fd(self.dir / "lock")  # a child forked meanwhile closes its copy
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 found = {n: _read(docs / doc_id(n)) for n in names}
@@ -99,7 +100,7 @@ class FileDocs:
                     os.replace(tmp, path)
                 return result
             finally:
-                os.close(fd)  # closing releases the flock
+                close_lock_fd(fd)  # closing releases the flock
 
 
 def _read(path: Path) -> Doc | None:

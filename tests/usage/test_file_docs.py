@@ -1,0 +1,39 @@
+"""The file store's usage documents (:class:`~agentscope_teams.usage.docs.FileDocs`)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentscope_teams.usage.docs import FileDocs
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_child_forked_during_an_update_does_not_keep_the_lock(tmp_path: Path) -> None:
+    docs = FileDocs(tmp_path)
+    read_end, write_end = os.pipe()
+    pids: list[int] = []
+
+    def fork_meanwhile(found: dict[str, object]) -> tuple[dict[str, object], None]:
+        pid = os.fork()  # as another thread of the process might, while this one holds the lock
+        if pid == 0:  # the child holds a copy of every descriptor; it just waits for the pipe
+            os.close(write_end)
+            os.read(read_end, 1)
+            os._exit(0)
+        pids.append(pid)
+        return {"budget": {"ut": 1}}, None
+
+    await docs.update("test", ["budget"], fork_meanwhile)  # type: ignore[arg-type]
+    os.close(read_end)
+    fd = os.open(docs.dir / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: every update would hang
+    finally:
+        os.close(fd)
+        os.close(write_end)
+        await anyio.to_thread.run_sync(os.waitpid, pids[0], 0)
