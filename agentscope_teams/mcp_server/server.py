@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing
@@ -33,7 +34,7 @@ from typing import Any, cast
 from ..agent.output import OutputType
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
-from ..errors import AgentScopeTeamsError, ConfigurationError
+from ..errors import AgentScopeTeamsError, ConfigurationError, public_message
 from ..events import (
     HintEvent,
     ReplyEndEvent,
@@ -44,6 +45,8 @@ from ..events import (
 )
 from ..message import Msg
 from ..token_file import TokenDigests, bearer_token, read_token_file, refuse_unauthenticated
+
+log = logging.getLogger(__name__)
 
 #: The input schema of every agent tool.
 INPUT_SCHEMA: dict[str, Any] = {
@@ -220,12 +223,16 @@ class McpAgentServer:
         return self._sessions[key]
 
     async def _call(self, ctx: Any, params: Any) -> Any:
+        """The tool call's result; a failure is a tool error in its public form (a store error
+        names no URL, host or database: the server's log has the full message)."""
         try:
             return await self._run(ctx, params)
         except (AgentScopeTeamsError, ValueError) as exc:
-            return _error(f"{type(exc).__name__}: {exc}")
+            log.warning("MCP tool call %s failed: %s: %s", params.name, type(exc).__name__, exc)
+            return _error(f"{type(exc).__name__}: {public_message(exc)}")
         except Exception as exc:  # a tool call never crashes the server
-            return _error(f"the agent failed ({type(exc).__name__}): {exc}")
+            log.exception("MCP tool call %s failed", params.name)
+            return _error(f"the agent failed ({type(exc).__name__}): {public_message(exc)}")
 
     async def _run(self, ctx: Any, params: Any) -> Any:
         tool = self.tools.get(params.name)

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import mcp
 
-from agentscope_teams import ScriptedModel
-from agentscope_teams.errors import ModelError
+from agentscope_teams import HarnessAgent, ScriptedModel
+from agentscope_teams.errors import ModelError, StoreUnavailableError
 from agentscope_teams.mcp_server import AgentTool, McpAgentServer
 from agentscope_teams.model import ModelRequest, ModelResponse
+from agentscope_teams.store.base import Entry, Key
+from agentscope_teams.store.memory import InMemoryStore
 
 from ..agent.output_helpers import Report, make_agent
 
@@ -60,3 +62,37 @@ async def test_a_failing_agent_is_a_tool_error_and_the_server_goes_on(tmp_path: 
     assert failed.is_error and "provider down" in failed.content[0].text
     assert unknown.is_error and "lead" in unknown.content[0].text
     assert not ok.is_error and ok.content[0].text == "back"
+
+
+class _UnreachableStore(InMemoryStore):
+    """A memory store whose reads fail, once ``down``, as an unreachable SQL store's do: the
+    message names where the store is, the public form does not."""
+
+    down = False
+
+    async def get(self, key: Key) -> Entry | None:
+        if self.down:
+            raise StoreUnavailableError(
+                "cannot reach postgresql://teams@10.1.2.3:5432/tenants_db: connection refused",
+                public="the PostgreSQL store cannot be reached; the server's log names the cause",
+            )
+        return await super().get(key)
+
+
+async def test_a_store_failure_is_a_tool_error_without_the_store_location(tmp_path: Path) -> None:
+    store = _UnreachableStore()
+    agent = HarnessAgent(
+        "lead",
+        ScriptedModel([ScriptedModel.text("hi")]),
+        store=store,
+        workspace=tmp_path,
+        builtin_tools=False,
+    )
+    async with agent:
+        server = McpAgentServer([AgentTool(agent)])
+        store.down = True
+        async with mcp.Client(server.server, cache=None) as client:
+            failed = await client.call_tool("lead", {"message": "hi", "session_id": "s1"})
+    text = failed.content[0].text
+    assert failed.is_error and "cannot be reached" in text
+    assert "10.1.2.3" not in text and "tenants_db" not in text and "teams@" not in text
