@@ -189,3 +189,15 @@ def test_a_store_failure_fails_the_task_without_the_store_location() -> None:
     text = json.dumps(task["status"])
     assert task["status"]["state"] == "TASK_STATE_FAILED" and "cannot be reached" in text
     assert "10.1.2.3" not in text and "tenants_db" not in text and "teams@" not in text
+
+
+@pytest.mark.parametrize("token", ["²", "9" * 5000, "-1", "next"])
+def test_a_page_token_this_server_never_gave_is_an_invalid_param(token: str) -> None:
+    """Not an internal error (nor a silent first page): the caller is told which field is bad."""
+    from a2a.types.a2a_pb2 import ListTasksRequest
+    from a2a.utils.errors import InvalidParamsError
+
+    tasks = StoreTaskStore(InMemoryStore(), "lead")
+    with pytest.raises(InvalidParamsError, match="pageToken"):
+        anyio.run(tasks.list, ListTasksRequest(page_token=token), ALICE)
+    assert anyio.run(tasks.list, ListTasksRequest(page_token=""), ALICE).total_size == 0
