@@ -242,6 +242,8 @@ class McpAgentServer:
         message = args.get("message")
         if not isinstance(message, str) or not message:
             return _error("argument 'message' (a non-empty string) is required")
+        if args.get("session_id") is not None and not isinstance(args["session_id"], str):
+            return _error("argument 'session_id' must be a string (omit it for the default)")
         who = self._identity(ctx)
         if who is None:
             return _error("no identity: the request carries no known bearer token")

@@ -96,3 +96,15 @@ async def test_a_store_failure_is_a_tool_error_without_the_store_location(tmp_pa
     text = failed.content[0].text
     assert failed.is_error and "cannot be reached" in text
     assert "10.1.2.3" not in text and "tenants_db" not in text and "teams@" not in text
+
+
+async def test_a_session_id_that_is_not_a_string_is_a_tool_error(tmp_path: Path) -> None:
+    """Not a call in the default session: the caller named another one, in the wrong type."""
+    model = ScriptedModel([ScriptedModel.text("one"), ScriptedModel.text("two")])
+    async with make_agent("memory://", tmp_path, model) as agent:
+        server = McpAgentServer([AgentTool(agent)])
+        async with mcp.Client(server.server, cache=None) as client:
+            bad = await client.call_tool("lead", {"message": "hi", "session_id": 5})
+            ok = await client.call_tool("lead", {"message": "hi", "session_id": "5"})
+    assert bad.is_error and "session_id" in bad.content[0].text
+    assert not ok.is_error and ok.content[0].text == "one"  # the bad call ran no model
