@@ -352,4 +352,15 @@ class _Guarded:
         if who is None and not self.anonymous:
             await refuse_unauthenticated(send)
             return
-        await self.app({**scope, SCOPE_KEY: who or Identity(None, None)}, receive, send)
+        who = who or Identity(None, None)
+        await self.app({**scope, SCOPE_KEY: who, "user": _sdk_user(who)}, receive, send)
+
+
+def _sdk_user(who: Identity) -> Any:
+    """``who`` as the SDK's authenticated user: the SDK binds an MCP session (``Mcp-Session-Id``)
+    to the user that opened it and answers any other as if the session did not exist."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    owner = json.dumps([who.org_id, who.user_id])
+    return AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[], subject=owner))

@@ -10,6 +10,7 @@ import mcp
 from agentscope_teams import HarnessAgent, ScriptedModel
 from agentscope_teams.errors import ModelError, StoreUnavailableError
 from agentscope_teams.mcp_server import AgentTool, McpAgentServer
+from agentscope_teams.mcp_server.server import Identity
 from agentscope_teams.model import ModelRequest, ModelResponse
 from agentscope_teams.store.base import Entry, Key
 from agentscope_teams.store.memory import InMemoryStore
@@ -108,3 +109,50 @@ async def test_a_session_id_that_is_not_a_string_is_a_tool_error(tmp_path: Path)
             ok = await client.call_tool("lead", {"message": "hi", "session_id": "5"})
     assert bad.is_error and "session_id" in bad.content[0].text
     assert not ok.is_error and ok.content[0].text == "one"  # the bad call ran no model
+
+
+async def test_an_mcp_session_answers_only_the_token_that_opened_it(tmp_path: Path) -> None:
+    """Another caller naming a session's Mcp-Session-Id is answered as if it did not exist (404),
+    so it can neither use nor end (DELETE) it; the session's own caller still can."""
+    import httpx
+
+    from agentscope_teams.mcp_server import TokenTable
+
+    tokens = TokenTable(
+        {"tok-alice": Identity("alice", "acme"), "tok-bob": Identity("bob", "acme")}
+    )
+    model = ScriptedModel([ScriptedModel.text("hi")])
+    async with make_agent("memory://", tmp_path, model) as agent:
+        server = McpAgentServer([AgentTool(agent)], tokens=tokens)
+        app = server.http_app()
+        accept = {"Accept": "application/json, text/event-stream"}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            server.running(),
+            httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http,
+        ):
+            opened = await http.post(
+                "/mcp", json=init, headers={**accept, "Authorization": "Bearer tok-alice"}
+            )
+            session = opened.headers["mcp-session-id"]
+
+            def as_(token: str) -> dict[str, str]:
+                return {**accept, "Authorization": f"Bearer {token}", "Mcp-Session-Id": session}
+
+            bob_ping = await http.post("/mcp", json=ping, headers=as_("tok-bob"))
+            bob_end = await http.delete("/mcp", headers=as_("tok-bob"))
+            alice_ping = await http.post("/mcp", json=ping, headers=as_("tok-alice"))
+    assert opened.status_code == 200
+    assert (bob_ping.status_code, bob_end.status_code) == (404, 404)
+    assert alice_ping.status_code == 200
