@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from contextlib import aclosing
 from typing import Any
 
@@ -29,7 +30,7 @@ from a2a.types.a2a_pb2 import Message, Part, Task, TaskState, TaskStatus, TaskSt
 
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
-from ..errors import AgentScopeTeamsError
+from ..errors import AgentScopeTeamsError, public_message
 from ..events import (
     ConfirmResult,
     HintEvent,
@@ -43,6 +44,8 @@ from ..events import (
 )
 from ..message import ToolUseBlock
 from .auth import caller_of
+
+log = logging.getLogger(__name__)
 
 #: The key of our data in DataParts and metadata.
 DATA_KEY = "agentscope_teams"
@@ -85,7 +88,7 @@ class AgentTaskExecutor(AgentExecutor):
             )
             reply_input = _input_of(context, task)
         except (AgentScopeTeamsError, ValueError) as exc:
-            await updater.failed(_agent_message(updater, f"{type(exc).__name__}: {exc}"))
+            await updater.failed(_agent_message(updater, _failure(exc)))
             return
         await updater.start_work()
         async with anyio.create_task_group() as tg:
@@ -132,7 +135,7 @@ async def _run(
                 elif isinstance(event, ReplyEndEvent) and end is None:
                     end = event
     except (AgentScopeTeamsError, ValueError) as exc:
-        await updater.failed(_agent_message(updater, f"{type(exc).__name__}: {exc}"))
+        await updater.failed(_agent_message(updater, _failure(exc)))
         return
     if isinstance(end, RequireUserConfirmEvent):
         await updater.requires_input(_pause_message(updater, end))
@@ -174,6 +177,13 @@ async def _follow_cancel(
             ):
                 scope.cancel()
                 return
+
+
+def _failure(exc: Exception) -> str:
+    """What a failed task tells its caller: the error in its public form (a store error names no
+    URL, host or database; the server's log has the full message)."""
+    log.warning("A2A task failed: %s: %s", type(exc).__name__, exc)
+    return f"{type(exc).__name__}: {public_message(exc)}"
 
 
 def _agent_message(updater: TaskUpdater, text: str) -> Message:

@@ -15,6 +15,7 @@ from typing import Any
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import PushNotificationConfigStore, TaskStore
 from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig
+from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix, parse
@@ -24,6 +25,7 @@ from .auth import caller_of
 SCHEMA_VERSION = 1
 _PAGE = 50
 _MAX_LISTED = 1000
+_MAX_TOKEN_DIGITS = 9
 
 
 def _encode(kind: str, message: Any, **more: Any) -> bytes:
@@ -83,7 +85,7 @@ class StoreTaskStore(TaskStore):
                 continue
             tasks.append(task)
         tasks.sort(key=lambda t: (t.status.timestamp.ToNanoseconds(), t.id), reverse=True)
-        start = int(params.page_token) if params.page_token.isdigit() else 0
+        start = _page_start(params.page_token)
         size = params.page_size or _PAGE
         end = start + size
         return ListTasksResponse(
@@ -92,6 +94,19 @@ class StoreTaskStore(TaskStore):
             total_size=len(tasks),
             page_size=size,
         )
+
+
+def _page_start(token: str) -> int:
+    """The offset a page token names: "" is the first page; a token this server never gave
+    (not ASCII digits, or longer than any offset) is an invalid parameter, not an internal error."""
+    if not token:
+        return 0
+    if not (token.isascii() and token.isdigit() and len(token) <= _MAX_TOKEN_DIGITS):
+        raise InvalidParamsError(
+            message=f"pageToken {token[:40]!r} is not a page token of this server; "
+            "send the nextPageToken of the previous page, or none for the first page"
+        )
+    return int(token)
 
 
 class StorePushConfigStore(PushNotificationConfigStore):

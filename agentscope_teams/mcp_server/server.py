@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing
@@ -33,7 +34,7 @@ from typing import Any, cast
 from ..agent.output import OutputType
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
-from ..errors import AgentScopeTeamsError, ConfigurationError
+from ..errors import AgentScopeTeamsError, ConfigurationError, public_message
 from ..events import (
     HintEvent,
     ReplyEndEvent,
@@ -44,6 +45,8 @@ from ..events import (
 )
 from ..message import Msg
 from ..token_file import TokenDigests, bearer_token, read_token_file, refuse_unauthenticated
+
+log = logging.getLogger(__name__)
 
 #: The input schema of every agent tool.
 INPUT_SCHEMA: dict[str, Any] = {
@@ -220,12 +223,16 @@ class McpAgentServer:
         return self._sessions[key]
 
     async def _call(self, ctx: Any, params: Any) -> Any:
+        """The tool call's result; a failure is a tool error in its public form (a store error
+        names no URL, host or database: the server's log has the full message)."""
         try:
             return await self._run(ctx, params)
         except (AgentScopeTeamsError, ValueError) as exc:
-            return _error(f"{type(exc).__name__}: {exc}")
+            log.warning("MCP tool call %s failed: %s: %s", params.name, type(exc).__name__, exc)
+            return _error(f"{type(exc).__name__}: {public_message(exc)}")
         except Exception as exc:  # a tool call never crashes the server
-            return _error(f"the agent failed ({type(exc).__name__}): {exc}")
+            log.exception("MCP tool call %s failed", params.name)
+            return _error(f"the agent failed ({type(exc).__name__}): {public_message(exc)}")
 
     async def _run(self, ctx: Any, params: Any) -> Any:
         tool = self.tools.get(params.name)
@@ -235,6 +242,8 @@ class McpAgentServer:
         message = args.get("message")
         if not isinstance(message, str) or not message:
             return _error("argument 'message' (a non-empty string) is required")
+        if args.get("session_id") is not None and not isinstance(args["session_id"], str):
+            return _error("argument 'session_id' must be a string (omit it for the default)")
         who = self._identity(ctx)
         if who is None:
             return _error("no identity: the request carries no known bearer token")
@@ -343,4 +352,15 @@ class _Guarded:
         if who is None and not self.anonymous:
             await refuse_unauthenticated(send)
             return
-        await self.app({**scope, SCOPE_KEY: who or Identity(None, None)}, receive, send)
+        who = who or Identity(None, None)
+        await self.app({**scope, SCOPE_KEY: who, "user": _sdk_user(who)}, receive, send)
+
+
+def _sdk_user(who: Identity) -> Any:
+    """``who`` as the SDK's authenticated user: the SDK binds an MCP session (``Mcp-Session-Id``)
+    to the user that opened it and answers any other as if the session did not exist."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    owner = json.dumps([who.org_id, who.user_id])
+    return AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[], subject=owner))

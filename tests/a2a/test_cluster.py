@@ -5,6 +5,7 @@ a store stream that any process tails from a version on."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import anyio
 import pytest
@@ -150,3 +151,53 @@ async def _lifespan(app: object) -> None:
 
     await app({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send)  # type: ignore[operator]
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def test_a_store_failure_fails_the_task_without_the_store_location() -> None:
+    """The failed task's message, which the caller reads, is the store error's public form."""
+    import httpx
+
+    from agentscope_teams import HarnessAgent, ScriptedModel
+    from agentscope_teams.a2a_server import ExposedAgent, a2a_app
+    from agentscope_teams.errors import StoreUnavailableError
+    from agentscope_teams.keys import SESSION, family_of
+    from agentscope_teams.store.base import Entry, Key
+
+    class SessionsUnreachable(InMemoryStore):
+        async def get(self, key: Key) -> Entry | None:
+            if family_of(key) is SESSION:
+                raise StoreUnavailableError(
+                    "cannot reach postgresql://teams@10.1.2.3:5432/tenants_db: refused",
+                    public="the PostgreSQL store cannot be reached; the server's log names why",
+                )
+            return await super().get(key)
+
+    async def scenario() -> dict[str, object]:
+        store = SessionsUnreachable()
+        agent = HarnessAgent("lead", ScriptedModel(["hi"]), store=store)
+        app = a2a_app([ExposedAgent(agent)], store, verifier=None, anonymous=True)
+        message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        transport = httpx.ASGITransport(app=app)
+        async with agent, httpx.AsyncClient(transport=transport, base_url="http://a2a") as http:
+            answer = (await http.post("/lead/", json=body, headers={"A2A-Version": "1.0"})).json()
+        await app.aclose()
+        return answer
+
+    answer = anyio.run(scenario)
+    task = answer["result"]["task"]
+    text = json.dumps(task["status"])
+    assert task["status"]["state"] == "TASK_STATE_FAILED" and "cannot be reached" in text
+    assert "10.1.2.3" not in text and "tenants_db" not in text and "teams@" not in text
+
+
+@pytest.mark.parametrize("token", ["²", "9" * 5000, "-1", "next"])
+def test_a_page_token_this_server_never_gave_is_an_invalid_param(token: str) -> None:
+    """Not an internal error (nor a silent first page): the caller is told which field is bad."""
+    from a2a.types.a2a_pb2 import ListTasksRequest
+    from a2a.utils.errors import InvalidParamsError
+
+    tasks = StoreTaskStore(InMemoryStore(), "lead")
+    with pytest.raises(InvalidParamsError, match="pageToken"):
+        anyio.run(tasks.list, ListTasksRequest(page_token=token), ALICE)
+    assert anyio.run(tasks.list, ListTasksRequest(page_token=""), ALICE).total_size == 0
