@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .shell_parse import _ASSIGNMENT, UNKNOWN, Part, Unparsed, parse_command
+from .shell_parse import UNKNOWN, Part, Unparsed, command_start, parse_command
 
 __all__ = [
     "Part",
@@ -79,7 +79,7 @@ def part_matches(pattern: str, part: Part) -> bool:
 def _past_assignments(part: Part) -> Part:
     """``part`` without the variable assignments before its command name (``FOO=1 git push``
     runs ``git push``)."""
-    n = next((i for i, w in enumerate(part.words) if not _ASSIGNMENT.match(w)), len(part.words))
+    n = command_start(part.words)
     return Part(part.words[n:], part.literal[n:], part.writes_file) if n else part
 
 
@@ -98,8 +98,9 @@ def command_rule_matches(pattern: str, command: str, *, every_part: bool) -> boo
     """Whether a rule pattern applies to ``command``.
 
     ``every_part=False`` (deny and ask rules): the whole text or any of its simple commands
-    matches, also with the variable assignments before its command name left out. ``every_part=True`` (an allow rule on its own): an exact rule equal to the whole
-    command, or every simple command matching with no output redirected into a file.
+    matches, also with the variable assignments before its command name left out.
+    ``every_part=True`` (an allow rule on its own): an exact rule equal to the whole command, or
+    every simple command matching with no output redirected into a file.
     """
     if not every_part:
         if _raw_matches(pattern, command):

@@ -15,6 +15,7 @@ quotes, a command name that is itself an expansion — raises :class:`Unparsed`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["UNKNOWN", "Part", "Unparsed", "parse_command"]
@@ -49,6 +50,12 @@ RESERVED = frozenset(
 )
 _OPERATOR_ENDS = set(";&|\n")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def command_start(words: Sequence[str]) -> int:
+    """The index of the command name among a simple command's ``words``: past the variable
+    assignments before it (``FOO=1 git push`` runs ``git``); ``len(words)`` when all are."""
+    return next((i for i, w in enumerate(words) if not _ASSIGNMENT.match(w)), len(words))
 
 
 class Unparsed(ValueError):
@@ -102,9 +109,7 @@ class _Parser:
             return
         if part.words and (part.words[0] in RESERVED and part.literal[0]):
             raise Unparsed(f"shell keyword {part.words[0]!r}")
-        name = next(
-            (i for i, w in enumerate(part.words) if not _ASSIGNMENT.match(w)), len(part.words)
-        )
+        name = command_start(part.words)
         if name < len(part.words) and not part.literal[name]:
             raise Unparsed("the command name is an expansion")
         self.parts.append(part)
