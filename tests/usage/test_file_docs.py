@@ -17,18 +17,22 @@ pytestmark = pytest.mark.anyio
 async def test_a_child_forked_during_an_update_does_not_keep_the_lock(tmp_path: Path) -> None:
     docs = FileDocs(tmp_path)
     read_end, write_end = os.pipe()
+    started_read, started_write = os.pipe()  # the child runs its code (after the fork hooks)
     pids: list[int] = []
 
     def fork_meanwhile(found: dict[str, object]) -> tuple[dict[str, object], None]:
         pid = os.fork()  # as another thread of the process might, while this one holds the lock
         if pid == 0:  # the child holds a copy of every descriptor; it just waits for the pipe
             os.close(write_end)
+            os.write(started_write, b"x")
             os.read(read_end, 1)
             os._exit(0)
         pids.append(pid)
         return {"budget": {"ut": 1}}, None
 
     await docs.update("test", ["budget"], fork_meanwhile)  # type: ignore[arg-type]
+    # the child's fork hooks have run once it writes (until then it holds every inherited fd)
+    await anyio.to_thread.run_sync(os.read, started_read, 1)
     os.close(read_end)
     fd = os.open(docs.dir / "lock", os.O_RDWR)
     try:
@@ -36,4 +40,6 @@ async def test_a_child_forked_during_an_update_does_not_keep_the_lock(tmp_path: 
     finally:
         os.close(fd)
         os.close(write_end)
+        os.close(started_read)
+        os.close(started_write)
         await anyio.to_thread.run_sync(os.waitpid, pids[0], 0)
