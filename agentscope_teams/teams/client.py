@@ -332,7 +332,8 @@ class LocalTeamClient(TeamRegistry):
         return await self._update_team(team_id, change)
 
     async def delete_team(self, team_id: str) -> None:
-        """Mark the team deleted, then remove its records; safe to call again after a crash."""
+        """Mark the team deleted, then remove its records (its directory record too); safe to call
+        again after a crash."""
         team = await self._team(team_id, allow_deleted=True)
         if team.status is not TeamStatus.DELETED:
             await self._update_team(
@@ -352,6 +353,7 @@ class LocalTeamClient(TeamRegistry):
         for name in team.participants():
             await Mailbox(self.store, keys).delete_inbox(name)
         await self.store.delete(self._registry(team_id))
+        await self.store.delete(keys.directory())  # a local team's: no worker removes it
         await self.store.delete(keys.team())
 
     async def assign_task(
