@@ -335,8 +335,8 @@ class LocalTeamClient(TeamRegistry):
         """Mark the team deleted, then remove its records (its directory record too); safe to call
         again after a crash."""
         team = await self._team(team_id, allow_deleted=True)
-        if team.status is not TeamStatus.DELETED:
-            await self._update_team(
+        if team.status is not TeamStatus.DELETED:  # its inboxes: those of the record marked
+            team = await self._update_team(
                 team_id,
                 lambda t: t.with_status(TeamStatus.DELETED, self.clock()),
                 allow_deleted=True,
