@@ -50,6 +50,7 @@ from .queues.base import TeamChanged, TeamGuard
 from .registry import TeamRegistry
 from .rules import limits
 from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
+from .rules.transitions import require_owner
 
 log = logging.getLogger(__name__)
 #: Team records a client keeps for guarded calls (cleared when full: teams per client are few).
@@ -458,9 +459,9 @@ class LocalTeamClient(TeamRegistry):
     ) -> Task:
         if self.hooks and self.hooks.by_event.get("TaskCompleted"):  # a quality gate
             _, board = await self._board(team_id, member)
-            gate = await self._task_hook(
-                "TaskCompleted", team_id, await board.get(task_id), member, "completed"
-            )
+            task = await board.get(task_id)
+            require_owner(task, member, "complete")  # not for a completion the board refuses
+            gate = await self._task_hook("TaskCompleted", team_id, task, member, "completed")
             if gate.blocked:
                 raise TeamError(
                     f"task {task_id!r} stays open: a TaskCompleted hook refused its completion: "
