@@ -50,6 +50,7 @@ from .queues.base import TeamChanged, TeamGuard
 from .registry import TeamRegistry
 from .rules import limits
 from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
+from .rules.transitions import require_owner
 
 log = logging.getLogger(__name__)
 #: Team records a client keeps for guarded calls (cleared when full: teams per client are few).
@@ -332,10 +333,11 @@ class LocalTeamClient(TeamRegistry):
         return await self._update_team(team_id, change)
 
     async def delete_team(self, team_id: str) -> None:
-        """Mark the team deleted, then remove its records; safe to call again after a crash."""
+        """Mark the team deleted, then remove its records (its directory record too); safe to call
+        again after a crash."""
         team = await self._team(team_id, allow_deleted=True)
-        if team.status is not TeamStatus.DELETED:
-            await self._update_team(
+        if team.status is not TeamStatus.DELETED:  # its inboxes: those of the record marked
+            team = await self._update_team(
                 team_id,
                 lambda t: t.with_status(TeamStatus.DELETED, self.clock()),
                 allow_deleted=True,
@@ -352,6 +354,7 @@ class LocalTeamClient(TeamRegistry):
         for name in team.participants():
             await Mailbox(self.store, keys).delete_inbox(name)
         await self.store.delete(self._registry(team_id))
+        await self.store.delete(keys.directory())  # a local team's: no worker removes it
         await self.store.delete(keys.team())
 
     async def assign_task(
@@ -456,9 +459,9 @@ class LocalTeamClient(TeamRegistry):
     ) -> Task:
         if self.hooks and self.hooks.by_event.get("TaskCompleted"):  # a quality gate
             _, board = await self._board(team_id, member)
-            gate = await self._task_hook(
-                "TaskCompleted", team_id, await board.get(task_id), member, "completed"
-            )
+            task = await board.get(task_id)
+            require_owner(task, member, "complete")  # not for a completion the board refuses
+            gate = await self._task_hook("TaskCompleted", team_id, task, member, "completed")
             if gate.blocked:
                 raise TeamError(
                     f"task {task_id!r} stays open: a TaskCompleted hook refused its completion: "

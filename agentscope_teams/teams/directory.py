@@ -5,8 +5,9 @@ user of a store, so it needs a place to find them. ``createTeam`` writes a :clas
 at the team's directory key (layout: :mod:`agentscope_teams.keys`, family ``team-runtime``). Workers
 page through every record (or those of one org, for ``--org``) and serve teams whose ``mode`` is
 not ``"local"``. A record also keeps the budgets the lead's call drew on (``budgets``), so the
-members a worker runs draw on them as those in the lead's process do. ``deleteTeam`` removes the
-record; a worker also removes records whose team is gone.
+members a worker runs draw on them as those in the lead's process do. Deleting the team
+(``deleteTeam``, :meth:`~.client.LocalTeamClient.delete_team`) removes the record; a worker also
+removes records whose team is gone.
 Writing a record signals the store-wide ``teams-signal`` channel (:func:`~..keys.directory_signal`,
 when the store has signals): workers scan the directory then, not every poll (see
 :class:`~.member.runtime.TeamRuntime`).

@@ -18,10 +18,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..hooks import Hooks
 from .rules.models import Task, TaskStatus
+
+if TYPE_CHECKING:
+    from .board import TaskBoard
 
 
 class SweepingClient(Protocol):
@@ -29,6 +32,7 @@ class SweepingClient(Protocol):
 
     clock: Callable[[], datetime]
     hooks: Hooks | None
+    _boards: dict[str, TaskBoard]
 
     async def reap_expired(self, team_id: str) -> list[Task]: ...
 
@@ -70,5 +74,6 @@ async def pinned(client: C, team_id: str) -> C:
     now = client.clock()
     view = copy.copy(client)  # shares the store and the known team records
     view.clock, view.hooks = (lambda: now), None
+    view._boards = {}  # not the client's: a board keeps the clock it was built with
     await report(client, team_id, await view.reap_expired(team_id))
     return view

@@ -101,3 +101,31 @@ async def test_a_member_s_claim_that_meets_the_lapsed_task_reports_it(tmp_path: 
     assert (end["task_id"], end["status"], end["teammate_name"]) == (task.id, "failed", "ann")
     await client.claim_task(team.id, "bob")  # met again: already reported, never twice
     assert len(read_lines(log)) == 1
+
+
+async def test_claims_and_finishes_after_a_pinned_claim_keep_the_client_s_clock(
+    tmp_path: Path,
+) -> None:
+    """A client with TaskCompleted hooks claims through a view pinned at the claim's instant;
+    that view's clock must not stay in the board the client keeps per team: a later claim got a
+    lease that ended where the first one did (at once, to every other claimer), and a later
+    completion the first claim's time."""
+    from agentscope_teams.store import InMemoryStore
+
+    now = [utcnow()]
+    hooks = racing.logging_hooks(tmp_path / "tasks.jsonl", "TaskCompleted")
+    ctx = RuntimeContext(session_id="s1", user_id="alice")
+    client = LocalTeamClient(InMemoryStore(), ctx, hooks=hooks, clock=lambda: now[0])
+    team = await client.create_team("t", members=[Member(name="ann"), Member(name="bob")])
+    await client.assign_task(team.id, "one")
+    await client.assign_task(team.id, "two")
+    first = await client.claim_task(team.id, "ann", task_lease=3600)
+    assert first is not None and first.lease_expires_at == now[0] + timedelta(seconds=3600)
+
+    now[0] += timedelta(seconds=600)
+    second = await client.claim_task(team.id, "bob", task_lease=60)
+    assert second is not None and second.id != first.id
+    assert second.lease_expires_at == now[0] + timedelta(seconds=60)
+    now[0] += timedelta(seconds=5)
+    done = await client.complete_task(team.id, "bob", second.id, "ok")
+    assert done.updated_at == now[0]

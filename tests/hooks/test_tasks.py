@@ -76,3 +76,25 @@ async def test_task_completed_exit_2_keeps_the_task_open_with_the_feedback(
     ready.touch()  # the control: once the gate passes, the completion goes through
     finished = await client.complete_task(team.id, "ann", task.id, "shipped")
     assert finished.status is TaskStatus.COMPLETED
+
+
+async def test_a_completion_the_board_refuses_for_its_owner_fires_no_task_completed(
+    tmp_path: Path,
+) -> None:
+    """The TaskCompleted gate runs for a completion the board would take: a member completing a
+    task it does not hold (another's, or one not claimed) gets the board's error, and no hook
+    hears of a completion that did not happen (nor runs its checks for it)."""
+    client = LocalTeamClient(InMemoryStore(), CTX, hooks=logging_hooks(tmp_path))
+    team = await client.create_team("t", members=[Member(name="ann"), Member(name="bob")])
+    task = await client.assign_task(team.id, "ship")
+    with pytest.raises(TeamError, match="pending"):
+        await client.complete_task(team.id, "ann", task.id, "shipped")
+    await client.claim_task(team.id, "ann", task.id)
+    with pytest.raises(TeamError, match="owned by 'ann'"):
+        await client.complete_task(team.id, "bob", task.id, "mine now")
+    await client.complete_task(team.id, "ann", task.id, "shipped")
+
+    ends = [
+        e for e in read_lines(tmp_path / "tasks.jsonl") if e["hook_event_name"] != "TaskCreated"
+    ]
+    assert [(e["teammate_name"], e["status"]) for e in ends] == [("ann", "completed")]

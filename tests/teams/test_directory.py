@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,15 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.model.scripted import ScriptedModel, ScriptItem
 from agentscope_teams.store import BaseStore, store_from_url
-from agentscope_teams.teams import LocalTeamClient, TeamLeadExtension, Worker, WorkerConfig
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    TeamLeadExtension,
+    TeamStatus,
+    Worker,
+    WorkerConfig,
+)
 from agentscope_teams.teams.directory import get_record
+from agentscope_teams.teams.lifecycle import prune_teams
 from agentscope_teams.teams.member.builder import load_pool
 from agentscope_teams.teams.member.worker import model_option
 from agentscope_teams.usage import Budget
@@ -134,3 +142,27 @@ def test_worker_command_reports_bad_options_in_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == ["error: max_members must be >= 1, got 0"], (
         result.stderr
     )
+
+
+@pytest.mark.parametrize("mode", ["local", "workers"])
+async def test_deleting_or_pruning_a_team_removes_its_directory_record(
+    tmp_path: Path, store: BaseStore, mode: Any
+) -> None:
+    """A team deleted by the client (``team delete``, ``team prune``, the HTTP routes) leaves no
+    directory record behind: no worker removes a local team's, nor one's when no worker runs."""
+    ctx = RuntimeContext(session_id="s", user_id="alice", org_id="acme")
+    client = LocalTeamClient(store, ctx)
+    deleted, _ = await lead_team(tmp_path, store, ctx, mode)
+    await client.delete_team(deleted)
+    assert await get_record(store, ctx, deleted) is None
+
+    pruned, _ = await lead_team(tmp_path, store, ctx, mode)
+    await client.set_team_status(pruned, TeamStatus.ARCHIVED)
+    assert [t.id for t in await prune_teams(client, timedelta(seconds=1), now=far_future())] == [
+        pruned
+    ]
+    assert await get_record(store, ctx, pruned) is None
+
+
+def far_future() -> datetime:
+    return datetime.now(UTC) + timedelta(days=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.message import utcnow
 from agentscope_teams.store import BaseStore, store_from_url
+from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, Member, MemberStatus, TeamStatus
 from agentscope_teams.teams.lifecycle import parse_age, prune_teams, visible, work_finished
 
@@ -94,3 +96,32 @@ async def test_ending_stops_members_and_keeps_the_first_end(
     assert archived.ended_at == done.ended_at  # it ended when it was completed
     active = await client.set_team_status(team.id, TeamStatus.ACTIVE)
     assert active.ended_at is None
+
+
+class SpawnBeforeDeleteMark(InMemoryStore):
+    """Spawns ``carol`` and messages her just before the first write that marks a team deleted
+    (another caller's spawnMember landing between delete_team's read and its mark)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.team_id: str | None = None
+
+    async def put(self, key: Any, value: bytes, **kwargs: Any) -> int:
+        if self.team_id is not None and b'"status":"deleted"' in value:
+            team_id, self.team_id = self.team_id, None
+            other = LocalTeamClient(self, ALICE)
+            await other.spawn_member(team_id, "carol", "x")
+            await other.send_message(team_id, "bob", "carol", "hello")
+        return await super().put(key, value, **kwargs)
+
+
+async def test_delete_removes_the_inbox_of_a_member_spawned_while_it_began() -> None:
+    """delete_team removes the inboxes of the members of the record it marked deleted, not of
+    the record it read before: a member spawned in between left its inbox behind for good."""
+    store = SpawnBeforeDeleteMark()
+    client = LocalTeamClient(store, ALICE)
+    team = await client.create_team("t", members=[Member(name="bob", spec="x")])
+    store.team_id = team.id
+    await client.delete_team(team.id)
+    assert store.team_id is None  # the spawn ran
+    assert await store.read(client._keys(team.id).inbox("carol")) == []

@@ -6,8 +6,9 @@ whole board). A task is *offerable* to member ``m`` when the claim rule
 assigned to ``m``; in progress and owned by ``m`` (a process that took the member over finishes its
 tasks); or in progress with an expired lease and claimable by ``m``. A task whose lease ran out with
 every attempt used is offered too: the member's claim records it as failed. Each offer is keyed by
-(task id, status, attempts), so a task is offered again only after it changed (for example it came
-back to pending after a lease expired), never in a loop to a member that chose not to take it.
+(task id, status, attempts), an in-progress task whose lease ran out counting as status ``lapsed``,
+so a task is offered again only after it changed (for example its lease lapsed, or it came back to
+pending), never in a loop to a member that chose not to take it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from ..rules import eligibility
 from ..rules.models import Task, TaskStatus, Team, TeamMessage
 
 OfferKey = tuple[str, str, int]
+#: The status part of the offer key of an in-progress task whose lease ran out.
+LAPSED = "lapsed"
 
 
 def offerable(
@@ -33,8 +36,11 @@ def offerable(
     return eligibility.offerable(eligibility.claim_verdict(task, member, blockers, now))
 
 
-def offer_key(task: Task) -> OfferKey:
-    return (task.id, task.status.value, task.attempts)
+def offer_key(task: Task, now: datetime) -> OfferKey:
+    """What an offer of ``task`` is known by: a lapsed lease makes a new offer (its owner, woken
+    for it while held, is woken again: its claim takes it up or fails it)."""
+    status = LAPSED if task.lease_expired(now) else task.status.value
+    return (task.id, status, task.attempts)
 
 
 #: Metadata key of a wake-up message: ``{"own": [task ids], "free": [task ids]}``.
@@ -80,7 +86,7 @@ async def find_work(
     the board, straight from the mailbox); else the client reads it."""
     now, states = utcnow(), {t.id: t.status for t in tasks}
     tasks = [t for t in tasks if offerable(t, member, states, now)]
-    offers = {offer_key(t) for t in tasks}
+    offers = {offer_key(t, now) for t in tasks}
     if unread is None:
         unread = await client.unread(team.id, member, limit=INBOX_PAGE)
     if not unread and not offers - offered:
