@@ -100,8 +100,8 @@ class StepRunner:
             )
             decision = _with_hook(decision, pre, tool)
             mode = self.agent.permissions.effective_mode(self.state.permission_context)
-            if decision.behavior == "ask" and mode == "dont_ask":  # a hook's ask: nobody to ask
-                decision = PermissionDecision("deny", f"denied in dontAsk mode: {decision.reason}")
+            # a hook's ask with nobody to ask is refused as an ask rule's is
+            decision = self.agent.permissions.never_ask(decision, mode, tool)
             if decision.behavior == "ask":
                 decision = await self._permission_request(tool, call, decision)
             if decision.behavior == "deny":
@@ -263,7 +263,8 @@ def _with_hook(decision: PermissionDecision, pre: HookOutcome, tool: Tool) -> Pe
     if pre.permission == "allow" and prompt_only:
         return PermissionDecision("allow", pre.permission_reason or "allowed by a hook")
     if pre.permission == "ask" and decision.behavior == "allow":
-        return PermissionDecision("ask", pre.permission_reason or "a PreToolUse hook asks")
+        because = f": {pre.permission_reason}" if pre.permission_reason else ""
+        return PermissionDecision("ask", f"a PreToolUse hook asks{because}")
     return decision
 
 

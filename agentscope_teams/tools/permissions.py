@@ -17,7 +17,8 @@ Evaluation order, first hit wins:
 In ``dont_ask`` mode nothing ever asks: every "ask" above (steps 2, 4 and 6) becomes "deny", so an
 agent with no user (a background subagent, a team member) never waits on a prompt. An engine made
 with ``unattended=`` (a team member's) refuses every "ask" in any mode the same way, with that
-reason (:data:`DONT_ASK` is dontAsk mode's), and lists the refused tools in ``refused``.
+reason (:data:`DONT_ASK` is dontAsk mode's), and lists the refused tools in ``refused``. A
+PreToolUse hook's "ask" is refused the same way (:meth:`PermissionEngine.never_ask`).
 
 Claude Code's mode names (``acceptEdits``, ``bypassPermissions``, ``dontAsk``) are read by
 :func:`resolve_mode`.
@@ -341,11 +342,12 @@ class PermissionEngine:
             return context.mode
         return self.mode
 
-    def _never_ask(
+    def never_ask(
         self, decision: PermissionDecision, mode: PermissionMode, tool: Tool
     ) -> PermissionDecision:
         """``decision``, unless it asks with nobody to ask: dontAsk mode, or an unattended engine
-        (whose refusals are listed in :attr:`refused`)."""
+        (whose refusals are listed in :attr:`refused`). :meth:`check` applies it to the rules'
+        decision, the agent to one a PreToolUse hook turned into an ask."""
         if decision.behavior != "ask":
             return decision
         if mode == "dont_ask":
@@ -370,7 +372,7 @@ class PermissionEngine:
         ToolEnv's) lets path patterns see through symlinks and absolute paths; it is resolved
         only when a rule's pattern is matched against a path."""
         mode = self.effective_mode(context)
-        return self._never_ask(self._check(tool, arguments, context, mode, workspace), mode, tool)
+        return self.never_ask(self._check(tool, arguments, context, mode, workspace), mode, tool)
 
     def _check(
         self,
