@@ -418,9 +418,8 @@ class PermissionEngine:
             if doubt is not None:
                 return PermissionDecision(
                     "ask",
-                    f"requires confirmation: the command (or one it wraps) cannot be read with "
-                    f"certainty, so "
-                    f"whether deny rule {format_rule(doubt)} applies is unknown",
+                    "requires confirmation: the command (or one it wraps) cannot be read with "
+                    f"certainty, so whether deny rule {format_rule(doubt)} applies is unknown",
                     doubt,
                 )
         for behavior in ("ask", "allow"):
