@@ -27,8 +27,8 @@ from ..sessions import SessionSource
 from ..state import PermissionRule
 from ..store.base import BaseStore
 from ..tools import PermissionEngine, Toolkit
-from ..tools.base import Tool, resolve_tool_name
-from ..tools.permissions import format_rule, parse_rule, rule_matches
+from ..tools.base import Tool
+from ..tools.permissions import format_rule, limits_tool, parse_rule, rule_matches
 from .spec import SubagentSpec
 
 log = logging.getLogger(__name__)
@@ -75,19 +75,16 @@ class ModelPool:
 def restrict_to_rules(tools: list[Tool], written: Sequence[str]) -> list[Tool]:
     """``tools`` with each tool a ``tools:`` entry names with a rule (``Bash(git diff:*)``) limited
     to the calls its rules match: any other call is a tool error naming the rules (Claude Code's
-    ``tools: Bash(git diff:*)`` lets the agent run only those commands)."""
+    ``tools: Bash(git diff:*)`` lets the agent run only those commands). A rule limits every tool
+    of ours its name stands for that takes that kind of argument (:func:`limits_tool`)."""
     rules = [parse_rule(text, "allow") for text in written]
     if not rules:
         return tools
     limited = []
     for tool in tools:
-        own = [r for r in rules if _names(r, tool)]
+        own = [r for r in rules if limits_tool(r, tool)]
         limited.append(_limited(tool, own) if own else tool)
     return limited
-
-
-def _names(rule: PermissionRule, tool: Tool) -> bool:
-    return resolve_tool_name(rule.tool) == tool.name
 
 
 def _limited(tool: Tool, rules: list[PermissionRule]) -> Tool:

@@ -14,12 +14,20 @@ Rules match a simple command by its words; a word that is an expansion has no kn
 matches only a ``*``. An output redirection into a file is a write, so no pattern rule allows it.
 A command that cannot be parsed is allowed by no pattern rule (see
 :mod:`~agentscope_teams.tools.permissions` for what deny rules do then).
+
+Deny and ask rules also see the command a wrapper runs (:func:`commands_run`): past ``env``,
+``sudo``, ``timeout 5``, ``nice -n 5``... (:data:`WRAPPERS`, options and all), into the string of
+``bash -c`` / ``sh -lc`` and the words of ``eval``, and into ``find -exec ... ;``. Allow rules do
+not: a wrapper can change what the command does (its environment, user, or the text that runs),
+so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from .shell_parse import UNKNOWN, Part, Unparsed, command_start, parse_command
 
@@ -28,6 +36,7 @@ __all__ = [
     "Unparsed",
     "allowed_by_rules",
     "command_rule_matches",
+    "commands_run",
     "escape_command",
     "parse_command",
     "parses",
@@ -83,6 +92,199 @@ def _past_assignments(part: Part) -> Part:
     return Part(part.words[n:], part.literal[n:], part.writes_file) if n else part
 
 
+@dataclass(frozen=True)
+class Wrapper:
+    """How a command that runs another one reads its own words before that command."""
+
+    flags: frozenset[str] = frozenset()  # options without a value (``-E``, ``--foreground``)
+    valued: frozenset[str] = frozenset()  # with a value: ``-n 5``, ``-n5``, ``--signal=KILL``
+    operands: int = 0  # words before the command (timeout's DURATION)
+    assignments: bool = False  # NAME=VALUE words before the command (``env FOO=1 git``)
+    joined: bool = False  # the rest is joined and run as shell text (``eval``, ``watch``)
+
+
+def _wrapper(
+    flags: str = "",
+    valued: str = "",
+    operands: int = 0,
+    *,
+    assignments: bool = False,
+    joined: bool = False,
+) -> Wrapper:
+    return Wrapper(
+        frozenset(flags.split()), frozenset(valued.split()), operands, assignments, joined
+    )
+
+
+WRAPPERS: Mapping[str, Wrapper] = {
+    "env": _wrapper(
+        "- -i --ignore-environment -0 --null -v --debug", "-u --unset -C --chdir", assignments=True
+    ),
+    "command": _wrapper("-p -v -V"),
+    "exec": _wrapper("-c -l", "-a"),
+    "nohup": _wrapper(),
+    "setsid": _wrapper("-f -w -c --fork --wait --ctty"),
+    "timeout": _wrapper(
+        "--preserve-status --foreground -v --verbose", "-s --signal -k --kill-after", operands=1
+    ),
+    "nice": _wrapper("", "-n --adjustment"),
+    "ionice": _wrapper("-t --ignore", "-c --class -n --classdata"),
+    "stdbuf": _wrapper("", "-i -o -e --input --output --error"),
+    "sudo": _wrapper(
+        "-A -B -b -E -H -i -k -n -P -S -s --askpass --background --bell --login --non-interactive"
+        " --preserve-env --preserve-groups --reset-timestamp --set-home --shell --stdin",
+        "-C -D -g -p -R -r -T -t -U -u --chdir --chroot --close-from --command-timeout --group"
+        " --other-user --prompt --role --type --user",
+        assignments=True,
+    ),
+    "doas": _wrapper("-n -s", "-u"),
+    "xargs": _wrapper(
+        "-0 -o -p -r -t -x --exit --interactive --no-run-if-empty --null --open-tty --verbose",
+        "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-chars --max-procs",
+    ),
+    "eval": _wrapper(joined=True),
+    "watch": _wrapper(
+        "-b -c -d -e -g -p -r -t -w -x --beep --chgexit --color --differences --errexit --exec"
+        " --no-rerun --no-title --no-wrap --precise",
+        "-n -q --interval --equexit",
+        joined=True,
+    ),
+}
+"""The wrappers deny and ask rules see through: each runs the command after its own options.
+An option not listed here makes the wrapped command unknown (it might take a value)."""
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"})
+"""Shells whose ``-c STRING`` is parsed as a command; one reading stdin cannot be checked."""
+
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_MAX_DEPTH = 8
+
+
+def _is_option(word: str, w: Wrapper) -> tuple[bool, bool]:
+    """(is an option of ``w``, takes the next word as its value); raises for an unknown option."""
+    if word in w.flags or re.fullmatch(r"-[0-9]+", word):
+        return True, False
+    if word in w.valued:
+        return True, True
+    if word.startswith("--") and word.split("=", 1)[0] in w.valued and "=" in word:
+        return True, False
+    if not word.startswith("--") and word[:2] in w.valued:
+        return True, False  # a short option with its value attached: -oL, -n5
+    if re.fullmatch(r"-[A-Za-z0-9]{2,}", word) and all(f"-{c}" in w.flags for c in word[1:]):
+        return True, False  # a cluster of short flags: -rt
+    if word.startswith("-") and word != "-":
+        raise Unparsed(f"an option {word!r} of a wrapper")
+    return False, False
+
+
+def _wrapped(part: Part, w: Wrapper) -> list[Part]:
+    """The command ``w`` (a wrapper, the first word of ``part``) runs."""
+    words, literal, i = part.words, part.literal, 1
+    while i < len(words):
+        if not literal[i]:
+            raise Unparsed("a wrapper's option or command is an expansion")
+        if words[i] == "--":
+            i += 1
+            break
+        option, valued = _is_option(words[i], w)
+        if not option:
+            break
+        i += 2 if valued else 1
+    i += w.operands
+    if w.assignments:
+        i += command_start(words[i:])
+    if w.joined:
+        if not all(literal[i:]):
+            raise Unparsed("text run by eval holds an expansion")
+        return parse_command(" ".join(words[i:])) if i < len(words) else []
+    return [Part(words[i:], literal[i:], part.writes_file)] if i < len(words) else []
+
+
+def _shell_string(part: Part) -> list[Part] | None:
+    """The commands of ``sh -c STRING``; None for ``sh script``; raises for a shell reading stdin
+    or a string that is an expansion."""
+    words, literal, i, command = part.words, part.literal, 1, False
+    while i < len(words) and words[i][:1] in "-+" and words[i] not in ("-", "--"):
+        if not literal[i]:
+            raise Unparsed("a shell option is an expansion")
+        word = words[i]
+        if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 1
+        elif not word.startswith("--") and word.startswith("-") and "c" in word:
+            command = True
+        elif not word.startswith("--") and "s" in word:
+            raise Unparsed("a shell reading its commands from stdin")
+        i += 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if i >= len(words):
+        if command:
+            return []  # `sh -c` without a string: an error, runs nothing
+        raise Unparsed("a shell reading its commands from stdin")
+    if not command:
+        return None  # a script file, as ./script would run
+    if not literal[i]:
+        raise Unparsed("a shell's command string is an expansion")
+    return parse_command(words[i])
+
+
+def _find_exec(part: Part) -> list[Part]:
+    """The commands of ``find ... -exec CMD ... ;`` (or ``+``)."""
+    inner, i, words = [], 1, part.words
+    while i < len(words):
+        if words[i] in _FIND_EXEC and part.literal[i]:
+            end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), None)
+            if end is None:
+                raise Unparsed("find -exec without its ';' or '+'")
+            inner.append(Part(words[i + 1 : end], part.literal[i + 1 : end]))
+            i = end
+        i += 1
+    return inner
+
+
+def _inner(part: Part) -> list[Part] | None:
+    """The commands ``part`` runs in its stead (it being a wrapper, shell or ``find -exec``), or
+    None; raises :class:`Unparsed` when they cannot be determined."""
+    if not part.words:
+        return None
+    if not part.literal[0]:
+        raise Unparsed("the command name is an expansion")
+    name = posixpath.basename(part.words[0])
+    if name in WRAPPERS:
+        return _wrapped(part, WRAPPERS[name])
+    if name in SHELLS:
+        return _shell_string(part)
+    if name == "find":
+        return _find_exec(part)
+    return None
+
+
+def _seen_through(parts: Sequence[Part], depth: int) -> Iterator[Part | None]:
+    """Each part, itself and past its assignments, then the commands it wraps, recursively; a None
+    for each wrapped command that cannot be determined."""
+    for part in parts:
+        yield part
+        bare = _past_assignments(part)
+        yield bare
+        try:
+            if depth >= _MAX_DEPTH:
+                raise Unparsed("wrappers nested too deeply")
+            inner = _inner(bare)
+        except Unparsed:
+            yield None
+            continue
+        if inner:
+            yield from _seen_through(inner, depth + 1)
+
+
+def commands_run(command: str) -> tuple[list[Part], bool]:
+    """The simple commands ``command`` runs, wrappers seen through (module docstring), and whether
+    every one of them could be determined; raises :class:`Unparsed` if ``command`` cannot be
+    parsed."""
+    seen = list(_seen_through(parse_command(command), 0))
+    return [p for p in seen if p is not None], None not in seen
+
+
 def _raw_matches(pattern: str, command: str) -> bool:
     """The pattern against the command's whole text (for rules judged without parsing)."""
     text = " ".join(command.split())
@@ -98,7 +300,8 @@ def command_rule_matches(pattern: str, command: str, *, every_part: bool) -> boo
     """Whether a rule pattern applies to ``command``.
 
     ``every_part=False`` (deny and ask rules): the whole text or any of its simple commands
-    matches, also with the variable assignments before its command name left out.
+    matches, also with the variable assignments before its command name left out, and any
+    command a wrapper among them runs (:func:`commands_run`).
     ``every_part=True`` (an allow rule on its own): an exact rule equal to the whole command, or
     every simple command matching with no output redirected into a file.
     """
@@ -106,12 +309,10 @@ def command_rule_matches(pattern: str, command: str, *, every_part: bool) -> boo
         if _raw_matches(pattern, command):
             return True
         try:
-            parts = parse_command(command)
+            parts, _ = commands_run(command)
         except Unparsed:
             return False
-        return any(
-            part_matches(pattern, p) or part_matches(pattern, _past_assignments(p)) for p in parts
-        )
+        return any(part_matches(pattern, p) for p in parts)
     exact = not _has_wildcard(pattern) and not pattern.endswith(":*")
     if exact and pattern.replace("\\*", "*").strip() == command.strip():
         return True  # the very text a user allowed (a remembered command, compound or not)
@@ -135,9 +336,9 @@ def allowed_by_rules(patterns: Sequence[str], command: str) -> bool:
 
 
 def parses(command: str) -> bool:
-    """Whether :func:`parse_command` reads ``command`` with certainty."""
+    """Whether every command ``command`` runs is known with certainty: it parses, and the command
+    each wrapper in it runs is determined (:func:`commands_run`)."""
     try:
-        parse_command(command)
+        return commands_run(command)[1]
     except Unparsed:
         return False
-    return True

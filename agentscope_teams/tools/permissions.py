@@ -43,9 +43,11 @@ Claude Code's Bash rules instead (:mod:`.command_rules`): ``Bash(git diff:*)`` a
 boundary, ``Bash(npm run test)`` exact, ``*`` a wildcard. A compound command (``;``, ``&&``,
 ``||``, ``|``, ``&``, newlines, ``$(...)``, backticks, ``<(...)``, output redirected into a file)
 is allowed by rules only if each of its simple commands is allowed by one of them; a deny or ask
-rule applies if it matches any of them. A command that cannot be parsed with certainty is allowed
-by no pattern rule, and asks (at step 2b, after plan mode) when a deny rule with a pattern exists
-for the tool, since that rule might apply. Bare ``Bash`` (or ``Bash(*)``) names every command.
+rule applies if it matches any of them, or a command a wrapper among them runs (``timeout 5 git
+push``, ``bash -c '...'``; :func:`~.command_rules.commands_run`). A command that cannot be parsed
+with certainty, or whose wrapped command cannot be determined, is allowed by no pattern rule, and
+asks (at step 2b, after plan mode) when a deny rule with a pattern exists for the tool, since that
+rule might apply. Bare ``Bash`` (or ``Bash(*)``) names every command.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ __all__ = [
     "format_rule",
     "parse_rule",
     "remember_rule",
+    "limits_tool",
     "resolve_mode",
     "rule_matches",
 ]
@@ -201,6 +204,22 @@ def _tool_matches(pattern: str, name: str) -> bool:
     if pattern.startswith("mcp__") and "__" not in pattern[5:] and name.startswith(pattern + "__"):
         return True  # `mcp__<server>` names every tool of that MCP server, as in Claude Code
     return pattern == name or (any(c in pattern for c in "*?[") and fnmatchcase(name, pattern))
+
+
+def limits_tool(rule: PermissionRule, tool: Tool) -> bool:
+    """Whether a ``tools:`` entry with a pattern (``Edit(src/**)``) limits ``tool``: the tool its
+    name resolves to, and the other tools that name stands for whose argument is of the same kind
+    (``multi_edit``'s path for ``Edit``; for ``Bash``, only tools running a command, so neither
+    ``bash_output`` nor ``kill_shell``, whose calls a command pattern can never match)."""
+    main = resolve_tool_name(rule.tool)
+    if main == tool.name:
+        return True
+    if not _tool_matches(rule.tool, tool.name):
+        return False
+    if main in COMMAND_TOOLS:
+        return is_command_tool(tool)
+    name = rule.argument or tool.primary_argument
+    return name is not None and _is_path_argument(tool, name)
 
 
 _MISSING = object()
@@ -401,8 +420,8 @@ class PermissionEngine:
             if doubt is not None:
                 return PermissionDecision(
                     "ask",
-                    f"requires confirmation: the command cannot be parsed with certainty, so "
-                    f"whether deny rule {format_rule(doubt)} applies is unknown",
+                    "requires confirmation: the command (or one it wraps) cannot be read with "
+                    f"certainty, so whether deny rule {format_rule(doubt)} applies is unknown",
                     doubt,
                 )
         for behavior in ("ask", "allow"):

@@ -149,3 +149,103 @@ def test_the_parser_refuses_what_it_cannot_read() -> None:
             parse_command(text)
     words = [p.words for p in parse_command("a 'b c' \"d $(e f)\" && g")]
     assert words == [["e", "f"], ["a", "b c", "d \x00"], ["g"]]
+
+
+WRAPPED_PUSHES = [
+    "env git push",
+    "env FOO=1 git push",
+    "env -i -u HOME FOO=1 git push origin",
+    "/usr/bin/env git push",
+    "command git push",
+    "exec git push",
+    "nohup git push &",
+    "timeout 5 git push",
+    "timeout -s KILL --kill-after=2 5 git push",
+    "nice git push",
+    "nice -n 5 git push",
+    "stdbuf -oL git push",
+    "stdbuf -o L -eL git push",
+    "sudo git push",
+    "sudo -u bob -E git push",
+    "sudo FOO=1 git push",
+    "setsid git push",
+    "ionice -c 3 git push",
+    "xargs git push",
+    "ls | xargs -0 -n 1 git push",
+    "find . -name x -exec git push {} \\;",
+    "bash -c 'git push'",
+    'sh -c "git push"',
+    "bash -lc 'git push origin'",
+    "zsh -ec 'ls && git push'",
+    "dash -c 'git push' x",
+    "eval 'git push'",
+    "eval git push",
+    "watch -n 5 git push",
+    "sudo env FOO=1 timeout 5 nice bash -c \"eval 'git push'\"",
+    "ls; bash -c 'echo $(git push)'",
+]
+
+
+@pytest.mark.parametrize("command", WRAPPED_PUSHES)
+def test_deny_and_ask_rules_see_through_wrappers(command: str) -> None:
+    """A wrapper (``timeout 5``, ``sudo``, ``bash -c``, ``eval``...) runs the command it wraps:
+    deny and ask rules check that command too, in bypass mode as well."""
+    assert decide(command, mode="bypass") == "allow"  # control: nothing else refuses it
+    assert decide(command, mode="bypass", deny=("Bash(git push:*)",)) == "deny"
+    assert decide(command, allow=("Bash",), ask=("Bash(git push:*)",)) == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo 'git push' | sh",  # a shell reading its commands from stdin
+        "bash -s < x",
+        'bash -c "$CMD"',  # the command string is only known when it runs
+        "eval $CMD",
+        "env -S 'git push'",  # an option the wrapper table does not know
+        "timeout --unknown 5 git push",
+        "xargs -i git push",
+        "sudo $WHO git push",
+        "find . -exec git push",  # no terminator
+        "bash -c 'if true; then git push; fi'",  # the inner command cannot be parsed
+    ],
+)
+def test_a_wrapped_command_that_cannot_be_determined_asks_under_a_deny_rule(command: str) -> None:
+    assert decide(command, mode="bypass") == "allow"
+    assert decide(command, mode="bypass", deny=("Bash(git push:*)",)) == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "timeout 5 git status",
+        "bash -c 'git status'",
+        "eval git status",
+        "sudo -u git push",  # runs `push` as user git
+        "echo git push",  # echo is not a wrapper
+        "bash script.sh git push",  # a script runs as ./script.sh would: not seen through
+        "command -v git",
+        "env",
+    ],
+)
+def test_wrappers_do_not_make_deny_rules_overreach(command: str) -> None:
+    assert decide(command, mode="bypass", deny=("Bash(git push:*)",)) == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "timeout 5 git diff",
+        "env git diff",
+        "env GIT_EXTERNAL_DIFF=x git diff",
+        "nice git diff",
+        "sudo git diff",
+        "xargs git diff",
+        "bash -c 'git diff'",
+        "eval 'git diff'",
+    ],
+)
+def test_allow_rules_do_not_see_through_wrappers(command: str) -> None:
+    """A wrapper can change what the command does (its environment, its user): an allow rule for
+    ``git diff`` does not allow it."""
+    assert decide(command, allow=("Bash(git diff:*)",)) == "ask"
