@@ -172,9 +172,8 @@ async def test_a_script_the_server_has_not_loaded_is_loaded_and_run_once(acked: 
     assert await acked.client.get(name) == b"1"
 
 
-async def test_on_a_cluster_the_write_and_wait_go_to_the_owning_node_together(
-    redis_cluster_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _recorded_pipelines(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """Each pipeline a cluster client sends from now on: (node, its commands' names)."""
     sent: list[tuple[str, list[str]]] = []
     real = ClusterNode.execute_pipeline
 
@@ -183,6 +182,13 @@ async def test_on_a_cluster_the_write_and_wait_go_to_the_owning_node_together(
         return await real(node, commands)
 
     monkeypatch.setattr(ClusterNode, "execute_pipeline", recording)
+    return sent
+
+
+async def test_on_a_cluster_the_write_and_wait_go_to_the_owning_node_together(
+    redis_cluster_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = _recorded_pipelines(monkeypatch)
     async with RedisStore(redis_cluster_url, namespace=unique_namespace(), replica_acks=1) as store:
         key = ("t", "s", "a", "b")
         await store.put(key, b"v", expected_version=0)
@@ -198,14 +204,7 @@ async def test_on_a_cluster_the_tag_registries_are_confirmed_too(
 ) -> None:
     """A key's first write registers its tag in the registries of its short prefixes (other
     slots): each ``ZADD`` goes with a ``WAIT`` to its registry's node, before the write."""
-    sent: list[tuple[str, list[str]]] = []
-    real = ClusterNode.execute_pipeline
-
-    async def recording(node: ClusterNode, commands: list[Any]) -> bool:
-        sent.append((node.name, [str(c.args[0]) for c in commands]))
-        return await real(node, commands)
-
-    monkeypatch.setattr(ClusterNode, "execute_pipeline", recording)
+    sent = _recorded_pipelines(monkeypatch)
     async with RedisStore(redis_cluster_url, namespace=unique_namespace(), replica_acks=1) as store:
         key = ("t", "s", "a", "b")
         registries = [reg for reg, _ in store._naming.registrations(key)]
