@@ -18,13 +18,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..hooks import Hooks
 from .rules.models import Task, TaskStatus
-
-if TYPE_CHECKING:
-    from .board import TaskBoard
 
 
 class SweepingClient(Protocol):
@@ -32,7 +29,7 @@ class SweepingClient(Protocol):
 
     clock: Callable[[], datetime]
     hooks: Hooks | None
-    _boards: dict[str, TaskBoard]
+    _boards: dict[str, Any]  # its boards by team (TaskBoard: a layer above this module)
 
     async def reap_expired(self, team_id: str) -> list[Task]: ...
 
