@@ -88,6 +88,19 @@ async def query(prom: httpx.AsyncClient, expr: str) -> dict[str, float]:
     return out
 
 
+async def prometheus_ready(prom: httpx.AsyncClient) -> None:
+    """Wait until Prometheus answers queries (it listens, then answers 503 until its storage is
+    ready)."""
+
+    async def ready() -> bool:
+        try:
+            return (await prom.get("/-/ready")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    await eventually(ready, within=90)
+
+
 async def settles(prom: httpx.AsyncClient, expr: str, want: dict[str, float]) -> None:
     async def check() -> bool:
         return await query(prom, expr) == want
@@ -153,6 +166,7 @@ async def scenario(store: BaseStore, prom: httpx.AsyncClient, tmp_path: Path) ->
     """A lead whose members run in the workers does its tasks; a team no worker serves leaves three
     pending; then every series is read back through Prometheus."""
     jobs = "job=agentscope-teams-serve", "job=agentscope-teams-workers"
+    await prometheus_ready(prom)
     await settles(prom, "sum by (job) (up)", {jobs[0]: 1.0, jobs[1]: 2.0})
     ctx = RuntimeContext(session_id="s-lead", user_id="alice", org_id="acme")
     ext = TeamLeadExtension(ROOT / "specs", run_members="workers", poll=0.05)
@@ -231,6 +245,7 @@ async def model_calls_agree(prom: httpx.AsyncClient) -> None:
 async def operations_series(prom: httpx.AsyncClient, tasks: float) -> None:
     """The series an operator watches besides the board's: each found, moved by the work done."""
     jobs = "job=agentscope-teams-serve", "job=agentscope-teams-workers"
+    await prometheus_ready(prom)
     await settles(prom, f"sum({P}task_wakeup_seconds_count)", {"": tasks})  # all were assigned
     cost = await query(prom, f"sum by (model) ({P}model_cost_usd_total)")
     assert set(cost) == {f"model={PRICED}"} and cost[f"model={PRICED}"] > 0
