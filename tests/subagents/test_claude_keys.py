@@ -196,3 +196,17 @@ async def test_a_tool_written_with_a_rule_runs_only_the_calls_it_allows(tmp_path
         refused = _last_result(compound_or_other)
         assert "only for calls matching Bash(echo diff:*)" in refused
     assert not (tmp_path / "ws" / "pwned").exists()
+
+
+async def test_disallowed_skill_removes_the_skill_tool(tmp_path: Path) -> None:
+    skills = tmp_path / "skills" / "pdf"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text("---\nname: pdf\ndescription: PDFs.\n---\nUse pdftotext.\n")
+    spec = _spec(tmp_path, "plain", "disallowedTools: Skill\n")
+    lead = _lead(
+        tmp_path, spec, [_spawn("plain"), "child done", "done"], skills=tmp_path / "skills"
+    )
+    async with lead:
+        await lead.call("go", CTX)
+    assert "skill" in {t.name for t in _requests(lead)[0].tools}
+    assert "skill" not in {t.name for t in _requests(lead)[1].tools}
