@@ -5,7 +5,8 @@
 gets :meth:`McpToolset.extension` (every tool of every server); a subagent or team member built
 from a spec gets :meth:`McpToolset.for_spec`: the MCP tools its ``tools:`` list names
 (``mcp__<server>__<tool>``, or ``mcp__<server>`` for all of a server's tools; no ``tools:`` means all
-of them) plus every tool of the servers its ``mcpServers`` defines inline or names. Servers defined
+of them) plus every tool of the servers its ``mcpServers`` defines inline or names, less those its
+``disallowedTools`` names (the same forms). Servers defined
 inline in a spec *file* are enabled only if its project is trusted (:mod:`.project`); the toolset's
 :attr:`McpToolset.trust` records those left off.
 
@@ -31,7 +32,7 @@ from ..trust import ProjectTrust
 from .config import HttpServer, StdioServer, check_server_name, load_mcp_json, parse_servers
 from .pool import McpPool, NamedServer
 from .project import inline_servers
-from .tools import build_tools, names_servers, selects
+from .tools import build_tools, is_mcp_name, names_servers, selects
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,8 @@ class McpToolset:
             chosen[name] = NamedServer(name, cfg)
         if not chosen:
             return None
-        return McpExtension(self, list(chosen.values()), entries, whole=whole)
+        removed = [n for n in getattr(spec, "removed_tools", ()) if is_mcp_name(n)]
+        return McpExtension(self, list(chosen.values()), entries, whole=whole, removed=removed)
 
     def tools_of(self, server: NamedServer, listing: list[Any]) -> list[Tool]:
         """The Tool objects of ``server``'s listing, built once per listing."""
@@ -149,8 +151,10 @@ class McpExtension(Extension):
         entries: Sequence[str] | None,
         *,
         whole: set[str] | frozenset[str] = frozenset(),
+        removed: Sequence[str] = (),
     ) -> None:
         self.toolset, self.servers, self.entries, self.whole = toolset, servers, entries, whole
+        self.removed = list(removed)  # ``disallowedTools`` MCP entries: never offered
 
     async def prepare(self, scope: CallScope) -> None:
         notes = scope.local(self, _CallNotes)
@@ -170,6 +174,8 @@ class McpExtension(Extension):
             entries = None if server.name in self.whole else self.entries
             for tool in self.toolset.tools_of(server, listing):
                 if not selects(entries, server.name, tool.name):
+                    continue
+                if self.removed and selects(self.removed, server.name, tool.name):
                     continue
                 if tool.name in picked:
                     log.warning(

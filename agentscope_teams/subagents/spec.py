@@ -216,9 +216,10 @@ class SubagentSpec(BaseModel):
         default=None, alias="maxTurns"
     )
     #: The budget of each run of this spec (``maxTokens``: input + output tokens; ``maxBudgetUsd``:
-    #: US dollars), enforced across processes by :mod:`agentscope_teams.usage`.
-    max_tokens: int | None = Field(default=None, ge=1, alias="maxTokens")
-    max_budget_usd: float | None = Field(default=None, gt=0, alias="maxBudgetUsd")
+    #: US dollars), enforced across processes by :mod:`agentscope_teams.usage`. Strict: ``true``
+    #: or ``"9"`` is an error, not a budget of 1 or 9.
+    max_tokens: int | None = Field(default=None, ge=1, strict=True, alias="maxTokens")
+    max_budget_usd: float | None = Field(default=None, gt=0, strict=True, alias="maxBudgetUsd")
     #: Always spawned in the background (``agent_spawn`` returns at once).
     background: bool = False
     #: Reasoning effort for models that have the setting (``low`` ... ``max``); ignored otherwise.

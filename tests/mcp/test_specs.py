@@ -177,3 +177,28 @@ async def test_the_project_mcp_json_of_a_claude_code_layout_is_found(tmp_path: P
     finally:
         await lead.aclose()
         await off.aclose()
+
+
+async def test_disallowed_tools_removes_mcp_tools(tmp_path: Path) -> None:
+    spec = (
+        "---\nname: careful\ndescription: Careful.\ndisallowedTools: mcp__echo__crash\n---\nBe.\n"
+    )
+    root = project(tmp_path, {"echo": ECHO}, {"careful": spec})
+    model = ScriptedModel(
+        [ScriptedModel.tool_call("agent_spawn", {"agent": "careful", "task": "t"}), "ok", "done"]
+    )
+    lead = HarnessAgent(
+        "lead",
+        model,
+        specs=root / ".claude" / "agents",
+        mcp_servers=root / ".mcp.json",
+        store=InMemoryStore(),
+    )
+    try:
+        await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    [child] = child_requests(model, "Be.")
+    offered = [t.name for t in child.tools]
+    assert "mcp__echo__echo" in offered
+    assert "mcp__echo__crash" not in offered

@@ -133,3 +133,20 @@ async def test_folder_templates_keep_each_users_skills_apart(tmp_path: Path) -> 
     assert await library.skills(bob) == {}
     sneaky = RuntimeContext(session_id="s1", user_id="../acme/alice", org_id="acme")
     assert await library.skills(sneaky) == {}  # an id is one path segment
+
+
+async def test_disallowed_skill_takes_the_skill_tool_away(tmp_path: Path) -> None:
+    agents = _project(tmp_path)
+    (agents / "reporter.md").write_text(
+        "---\nname: reporter\ndescription: Writes reports.\ndisallowedTools: Skill\n---\nWrite.\n"
+    )
+    model = ScriptedModel(
+        [ScriptedModel.tool_call("agent_spawn", {"agent": "reporter", "task": "r"}), "ok", "done"]
+    )
+    lead = HarnessAgent(
+        "lead", model, "Lead.", specs=agents, store=InMemoryStore(), workspace=tmp_path / "ws"
+    )
+    async with lead:
+        await lead.call("go", CTX)
+    assert "skill" in {t.name for t in model.requests[0].tools}
+    assert "skill" not in {t.name for t in model.requests[1].tools}  # disallowedTools: Skill

@@ -474,3 +474,12 @@ def test_memory_and_isolation_are_spec_keys_checked_by_value(tmp_path: Path) -> 
     text = str(caught.value)
     assert "3: memory must be one of user, project, local, got a string ('team')" in text
     assert "4: isolation must be one of worktree, got a string ('docker')" in text
+
+
+@pytest.mark.parametrize("front", ["maxTokens: true", "maxBudgetUsd: true", "maxTokens: '9'"])
+def test_a_budget_that_is_not_a_number_is_an_error_on_its_line(tmp_path: Path, front: str) -> None:
+    path = tmp_path / "budget.md"
+    path.write_text(f"---\ndescription: Spends.\n{front}\n---\nSpend.\n")
+    with pytest.raises(SpecError) as info:
+        SubagentSpec.from_file(path)
+    assert info.value.line == 3 and front.split(":")[0] in str(info.value)
