@@ -2,8 +2,9 @@
 
 Bodies are validated leniently (unknown fields and block types ignored). A body that is not a
 message, or a stream that never starts a message, raises :class:`ModelResponseError`. Tool input
-streamed as JSON fragments that do not join into a JSON object is kept under
-:data:`~.response_parsing.RAW_ARGUMENTS_KEY` for the tool layer to report back to the model.
+that is not a JSON object (sent whole, or streamed fragments that do not join into one) is kept
+under :data:`~.response_parsing.RAW_ARGUMENTS_KEY` for the tool layer to report back to the model.
+A stream's usage is that of ``message_start`` updated by the cumulative counts of ``message_delta``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ class _Usage(BaseModel):
     output_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+
+    def update(self, later: _Usage) -> None:
+        """Take the counts ``later`` reports (a ``message_delta``'s are cumulative)."""
+        for field, value in later:
+            if value is not None:
+                setattr(self, field, value)
 
     def input_total(self) -> int:
         """Input tokens, cached ones included (the API reports them apart)."""
@@ -85,7 +92,7 @@ def parse_message(
         if block.type == "text" and block.text:
             content.append(TextBlock(text=block.text))
         elif block.type == "tool_use":
-            args = block.input if isinstance(block.input, dict) else {}
+            args = parse_arguments(_input_text(block.input))
             call_id = block.id or new_id("toolu_")
             content.append(ToolUseBlock(id=call_id, name=block.name or "", input=args))
     usage = message.usage or _Usage()
@@ -111,8 +118,7 @@ class MessageStreamAssembler:
         self._calls: dict[int, list[str]] = {}  # block index -> [id, name, json]
         self._streamed: dict[int, bool] = {}  # block index -> input deltas came
         self._stop: str | None = None
-        self._input_tokens = 0
-        self._output_tokens = 0
+        self._usage = _Usage()
 
     def feed(self, data: object) -> list[TextDelta | ToolCallDelta]:
         """Absorb one event; returns the deltas it carried."""
@@ -127,9 +133,7 @@ class MessageStreamAssembler:
         if event.type == "message_start" and event.message is not None:
             self._started = True
             self._model = event.message.model or self._model
-            usage = event.message.usage or _Usage()
-            self._input_tokens = usage.input_total()
-            self._output_tokens = usage.output_tokens or 0
+            self._usage = event.message.usage or _Usage()
         elif event.type == "content_block_start" and event.content_block is not None:
             return self._start_block(event.index, event.content_block)
         elif event.type == "content_block_delta" and event.delta is not None:
@@ -137,8 +141,8 @@ class MessageStreamAssembler:
         elif event.type == "message_delta":
             if event.delta is not None and event.delta.stop_reason:
                 self._stop = event.delta.stop_reason
-            if event.usage is not None and event.usage.output_tokens is not None:
-                self._output_tokens = event.usage.output_tokens
+            if event.usage is not None:
+                self._usage.update(event.usage)
         return []
 
     def _start_block(self, index: int, block: _Block) -> list[TextDelta | ToolCallDelta]:
@@ -150,7 +154,7 @@ class MessageStreamAssembler:
         call_id, name = block.id or new_id("toolu_"), block.name or ""
         # the API starts with an empty input and streams it; a server that sends it whole here
         # (and no deltas) is honoured too
-        seed = json.dumps(block.input) if isinstance(block.input, dict) and block.input else ""
+        seed = "" if block.input == {} else _input_text(block.input)
         self._calls[index] = [call_id, name, seed]
         number = self._call_number(index)
         return [ToolCallDelta(index=number, id=call_id, name=name, arguments=seed)]
@@ -182,7 +186,17 @@ class MessageStreamAssembler:
         calls = (ToolUseBlock(id=i, name=n, input=parse_arguments(a)) for i, n, a in slots)
         return ModelResponse(
             content=streamed_content(self._text, calls),
-            usage=Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens),
+            usage=Usage(
+                input_tokens=self._usage.input_total(),
+                output_tokens=self._usage.output_tokens or 0,
+            ),
             stop_reason=_STOP_REASONS.get(self._stop or "", "other"),
             model=self._model,
         )
+
+
+def _input_text(value: Any) -> str:
+    """A tool input as JSON text for :func:`parse_arguments` (a string is taken as sent)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)

@@ -9,7 +9,7 @@ the matching ``-remaining`` is 0.
 
 from __future__ import annotations
 
-import contextlib
+import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -17,6 +17,15 @@ from email.utils import parsedate_to_datetime
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _number(text: str) -> float | None:
+    """``text`` as a wait in seconds or milliseconds: a finite number >= 0, else None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _duration(text: str) -> float | None:
@@ -49,17 +58,15 @@ def retry_after_of(headers: Mapping[str, str], now: datetime | None = None) -> f
     now = now or datetime.now(UTC)
     h = {k.lower(): v for k, v in headers.items()}
     found: list[float] = []
-    if "retry-after-ms" in h:
-        with contextlib.suppress(ValueError):
-            found.append(float(h["retry-after-ms"]) / 1000)
+    if "retry-after-ms" in h and (ms := _number(h["retry-after-ms"])) is not None:
+        found.append(ms / 1000)
     if "retry-after" in h:
         raw = h["retry-after"].strip()
-        try:
-            found.append(float(raw))
-        except ValueError:
+        wait = _number(raw)
+        if wait is None:
             wait = _until(raw, now)
-            if wait is not None:
-                found.append(wait)
+        if wait is not None:
+            found.append(wait)
     for kind in ("requests", "tokens"):
         reset = h.get(f"x-ratelimit-reset-{kind}")
         if reset and _spent(h, f"x-ratelimit-remaining-{kind}"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 from typing import Any
@@ -394,3 +395,38 @@ async def test_a_tool_input_sent_whole_at_block_start(fake_openai: FakeOpenAI) -
     final = items[-1]
     assert isinstance(final, ModelResponse)
     assert final.tool_calls == [ToolUseBlock(id="toolu_w", name="ls", input={"path": "src"})]
+
+
+async def test_streamed_input_usage_reported_in_message_delta(fake_openai: FakeOpenAI) -> None:
+    """message_delta's usage is cumulative and may carry the input counts too (the SDK's own
+    accumulator takes them): they replace message_start's."""
+    sse = events(block_start(0, {"type": "text", "text": "hi"}))
+    sse[0][1]["message"]["usage"] = {"input_tokens": 0, "output_tokens": 0}
+    sse[-2][1]["usage"] = {"input_tokens": 40, "cache_read_input_tokens": 2, "output_tokens": 9}
+    fake_openai.add(Reply(sse=sse))
+    async with make_model(fake_openai) as model:
+        final = (await collect(model, ask()))[-1]
+    assert isinstance(final, ModelResponse)
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (42, 9)
+
+
+@pytest.mark.parametrize("given", ["not json", ["a", "b"], 7])
+async def test_a_tool_input_that_is_not_an_object_is_kept_raw(
+    fake_openai: FakeOpenAI, given: object
+) -> None:
+    """A tool input that is not a JSON object reaches the tool layer raw (it reports it to the
+    model), whole or streamed, instead of becoming an empty input the tool runs with."""
+    call = {"type": "tool_use", "id": "toolu_x", "name": "ls", "input": given}
+    fake_openai.add(
+        Reply(body=message([call], stop="tool_use")),
+        Reply(sse=events(block_start(0, call), stop="tool_use")),
+    )
+    async with make_model(fake_openai) as model:
+        whole = await model.generate(ask())
+        streamed = (await collect(model, ask()))[-1]
+    assert isinstance(streamed, ModelResponse)
+    raw = given if isinstance(given, str) else json.dumps(given)
+    for response in (whole, streamed):
+        assert response.tool_calls == [
+            ToolUseBlock(id="toolu_x", name="ls", input={RAW_ARGUMENTS_KEY: raw})
+        ]

@@ -37,3 +37,12 @@ def test_headers_that_say_nothing_usable_give_none() -> None:
     assert (
         retry_after_of({"Retry-After": "soon", "x-ratelimit-reset-requests": "later"}, NOW) is None
     )
+
+
+def test_waits_that_are_not_a_finite_non_negative_number_are_ignored() -> None:
+    """``float`` also reads ``nan``, ``inf`` and negatives: none is a wait (``nan`` and ``inf``
+    break ``math.ceil`` when the wait is passed on)."""
+    for bad in ("nan", "inf", "-5", "-Infinity"):
+        assert retry_after_of({"Retry-After": bad}, NOW) is None
+        assert retry_after_of({"retry-after-ms": bad}, NOW) is None
+    assert retry_after_of({"Retry-After": "nan", "retry-after-ms": "2000"}, NOW) == 2.0
