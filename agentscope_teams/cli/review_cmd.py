@@ -209,6 +209,7 @@ def _build(
         raise CommandError(f"--timeout must be more than 0 seconds, got {args.timeout:g}")
     if not (specs / "reviewer.md").is_file():
         raise CommandError(f"{specs} has no reviewer.md; pass a spec directory with --specs")
+    _check_output(output)
     project_trust(args, specs)  # --trust-project: remembered, so the --workers processes see it
     name, model = choose_model(args.model)
     changes = changed_since(path.resolve(), args.changed_since) if args.changed_since else None
@@ -227,6 +228,17 @@ def _build(
         changes=changes,
         usage=usage,
     )
+
+
+def _check_output(output: Path) -> None:
+    """Refuse a report path that cannot be written before the review runs, not after."""
+    if output.is_dir():
+        raise CommandError(f"--output {output} is a directory; pass the report's file path")
+    if not output.parent.is_dir():
+        raise CommandError(
+            f"--output {output}: the directory {output.parent} does not exist; create it or "
+            "pass another path"
+        )
 
 
 async def _resumed_config(args: argparse.Namespace) -> ReviewConfig:

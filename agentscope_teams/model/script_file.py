@@ -69,12 +69,25 @@ def load_script(path: Path) -> dict[str, list[_Turn]]:
         raise ModelConfigurationError(
             f"cannot read the model script {path}: {exc.strerror}; check the path after 'scripted:'"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise ModelConfigurationError(
+            f"model script {path} is not valid UTF-8 (byte {exc.object[exc.start]:#04x}); "
+            "save it as UTF-8"
+        ) from None
     try:
         data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
-    except (ValueError, yaml.YAMLError) as exc:
+    except json.JSONDecodeError as exc:
         raise ModelConfigurationError(
-            f"model script {path} is not valid JSON/YAML: {exc}"
+            f"model script {path}:{exc.lineno}: invalid JSON: {exc.msg}"
         ) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ModelConfigurationError(
+            f"model script {path}{line}: invalid YAML: {exc.problem or exc.context}"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ModelConfigurationError(f"model script {path}: invalid YAML: {exc}") from None
     if isinstance(data, list):
         data = {LEAD: data}
     try:

@@ -165,6 +165,17 @@ def test_a_spec_directory_without_the_reviewers_is_an_error(cli: Cli, project: P
     assert "has no reviewer.md" in one_error_line(result)
 
 
+@pytest.mark.parametrize("where", ["missing/review.md", "."])
+def test_an_output_that_cannot_be_written_is_refused_before_the_review(
+    cli: Cli, project: Path, where: str
+) -> None:
+    output = cli.tmp_path / where
+    result = cli.run("review", str(project), "--store", cli.url, "--output", str(output))
+    assert result.returncode == 1
+    assert f"--output {output}" in one_error_line(result)
+    assert result.stdout == ""  # refused before the review ran (its findings would be lost)
+
+
 def test_a_review_that_runs_out_of_time_says_so(cli: Cli, project: Path) -> None:
     result = review(cli, project, "--timeout", "0.05")
     assert result.returncode == 1

@@ -90,6 +90,27 @@ def test_a_bad_script_is_named_with_the_field(cli: Cli, tmp_path: Path) -> None:
     assert f"model script {script}: lead.0._Turn.tool_calls.0.name: Field required" in err
 
 
+def test_a_script_that_is_not_utf8_is_named_with_what_to_do(cli: Cli, tmp_path: Path) -> None:
+    script = tmp_path / "latin1.yaml"
+    script.write_bytes("lead: ['caf\u00e9']\n".encode("latin-1"))
+    done = _call(cli, script)
+    assert done.returncode == 1
+    assert f"model script {script} is not valid UTF-8" in one_error_line(done)
+    assert "save it as UTF-8" in one_error_line(done)
+
+
+@pytest.mark.parametrize(("name", "text"), [("bad.yaml", "lead:\n  - [x\n"), ("bad.json", "{\n,")])
+def test_a_script_that_does_not_parse_is_named_with_its_line(
+    cli: Cli, tmp_path: Path, name: str, text: str
+) -> None:
+    script = tmp_path / name
+    script.write_text(text)
+    done = _call(cli, script)
+    assert done.returncode == 1
+    assert f"model script {script}:" in one_error_line(done)
+    assert "<unicode string>" not in one_error_line(done)
+
+
 def test_a_request_from_an_unknown_agent_names_the_script_and_the_known_specs(
     tmp_path: Path,
 ) -> None:
