@@ -43,8 +43,6 @@ from collections.abc import Hashable
 from types import TracebackType
 from typing import Any, Protocol
 
-import anyio
-
 from ..message import Msg
 from ..model.base import ChatModel, ModelResponse
 from .backend import Rides
@@ -306,14 +304,10 @@ class Early:
             if self._holds(await self._landed()):
                 await backend.give_back(sent)
 
-        started = backend.settles.start(release)
-        if started is not None:
-            self.scope.pending.add(started)
-            if land_first and (sent.rates.rpm or sent.rates.tpm) and sent.key is not None:
-                await asyncio.wait([started])  # cancelled here: the give-back goes on
-            return
-        with anyio.CancelScope(shield=True):  # pragma: no cover - an Early needs asyncio
-            await backend.settles.run(release)
+        started = await backend.settles.beside(self.scope.pending, release)
+        timed = (sent.rates.rpm or sent.rates.tpm) and sent.key is not None
+        if started is not None and land_first and timed:
+            await asyncio.wait([started])  # cancelled here: the give-back goes on
 
 
 def admit_early(loop: Loop, session: Hashable, input: object) -> Early | Ungoverned:

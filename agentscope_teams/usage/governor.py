@@ -457,17 +457,8 @@ class ModelCall(Later):
         """Give back what ``a``'s ``ADMIT``, cut short, may have taken (its reservation, lease and
         turn: :meth:`~.backend.UsageBackend.give_back`, harmless if it never ran), as a settle
         the scope's :func:`settled` waits for; in line where no task can be started."""
-        backend, scope = self.scope.governor.backend, self.scope
-
-        async def give_back() -> None:
-            await backend.give_back(a)
-
-        task = backend.settles.start(give_back)
-        if task is not None:
-            scope.pending.add(task)
-            return
-        with anyio.CancelScope(shield=True):
-            await backend.settles.run(give_back)
+        backend = self.scope.governor.backend
+        await backend.settles.beside(self.scope.pending, functools.partial(backend.give_back, a))
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None

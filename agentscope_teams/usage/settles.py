@@ -32,6 +32,8 @@ import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
+import anyio
+
 log = logging.getLogger(__name__)
 
 Task = asyncio.Task[None]
@@ -109,6 +111,17 @@ class Settles:
     async def run(self, settle: Callable[[], Awaitable[None]]) -> None:
         """Run ``settle()`` here, with a failure logged and counted as a task's would be."""
         await self._run(settle)
+
+    async def beside(self, pending: Pending, settle: Callable[[], Awaitable[None]]) -> Task | None:
+        """Run ``settle()`` as a task ``pending`` (its scope) waits for, and return the task; with
+        no asyncio loop, here, shielded from cancellation (None)."""
+        task = self.start(settle)
+        if task is not None:
+            pending.add(task)
+            return task
+        with anyio.CancelScope(shield=True):
+            await self._run(settle)
+        return None
 
     async def _run(self, settle: Callable[[], Awaitable[None]]) -> None:
         try:
