@@ -94,7 +94,13 @@ class TrustStore:
         return str(project_root(path)) in self._read()
 
     def trust(self, path: Path | str) -> Path:
-        """Remember ``path``'s project as trusted; returns its root."""
+        """Remember ``path``'s project as trusted; returns its root. A path that does not exist
+        is refused (a typo would otherwise trust its nearest parent)."""
+        if not Path(path).expanduser().exists():
+            raise ConfigurationError(
+                f"cannot trust {path}: no such file or folder; pass the project's folder, its "
+                ".claude/agents folder or its .mcp.json"
+            )
         root = project_root(path)
         with self._locked():
             projects = self._read()

@@ -54,3 +54,20 @@ def test_run_leaves_an_untrusted_project_s_servers_off_and_says_how_to_enable_th
     (cli.tmp_path / "clone" / "marker").unlink()
     code, _, err = run(cli, agents)
     assert code == 0 and (cli.tmp_path / "clone" / "marker").exists(), err
+
+
+def test_trust_add_of_a_path_that_does_not_exist_is_refused_and_trusts_nothing(cli: Cli) -> None:
+    missing = cli.tmp_path / "src" / "projct"  # a typo: its parent must not become trusted
+    (cli.tmp_path / "src").mkdir()
+    done = cli.run("trust", "add", str(missing))
+    assert done.returncode == 1, done.stdout
+    assert f"cannot trust {missing}: no such file or folder" in done.stderr
+    assert "Traceback" not in done.stderr
+    listed = cli.run("trust", "list")
+    assert str(cli.tmp_path / "src") not in listed.stdout
+
+    # the control: the real folder is trusted
+    (cli.tmp_path / "src" / "project").mkdir()
+    done = cli.run("trust", "add", str(cli.tmp_path / "src" / "project"))
+    assert done.returncode == 0, done.stderr
+    assert str((cli.tmp_path / "src" / "project").resolve()) in cli.run("trust", "list").stdout
