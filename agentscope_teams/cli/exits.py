@@ -168,8 +168,11 @@ def error_message(exc: BaseException) -> str:
         text = exc.args[0]
     else:
         text = str(exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return terminal_safe("; ".join(lines)) or type(exc).__name__
+    joined = ""
+    for line in (line.strip() for line in text.splitlines()):
+        if line:  # a line ending in ':' introduces the next: no '; ' after it
+            joined += ("" if not joined else " " if joined.endswith(":") else "; ") + line
+    return terminal_safe(joined) or type(exc).__name__
 
 
 def print_error(text: Text) -> None:

@@ -199,3 +199,8 @@ def test_a_command_imports_neither_the_agents_nor_the_other_commands() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+def test_a_multi_line_message_is_one_line_whose_introducing_colon_is_kept() -> None:
+    exc = ValueError("specs: 2 problems; fix each one:\n a.md:1: bad\n\n b.md:2: worse\n")
+    assert app.error_message(exc) == "specs: 2 problems; fix each one: a.md:1: bad; b.md:2: worse"
