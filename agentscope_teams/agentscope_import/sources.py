@@ -161,9 +161,14 @@ async def _redis_records(url: str) -> AsyncIterator[Found]:
             }
         )
         for name in names:
-            value = await client.get(name)
+            where = name.decode(errors="backslashreplace")
+            try:
+                value = await client.get(name)
+            except aioredis.ResponseError as exc:  # WRONGTYPE: another program's hash or list
+                yield Found(where, None, f"not a session record (a JSON string): {exc}")
+                continue
             if value is not None:  # deleted or expired since the scan
-                yield _parsed(name.decode(errors="backslashreplace"), value)
+                yield _parsed(where, value)
     finally:
         await client.aclose()
 

@@ -296,3 +296,24 @@ async def test_sql_row_without_json_payload_is_refused_with_the_reason(tmp_path:
     (only,) = report.sessions
     assert only.outcome == "refused" and only.where == "sessions/s1"
     assert only.reason == "payload is int, not JSON"
+
+
+async def test_a_key_of_another_type_is_refused_by_name_and_the_others_import() -> None:
+    import redis
+
+    from agentscope_teams.store import store_from_url
+
+    prefix = "astest-wrongtype-" + uuid.uuid4().hex[:8]
+    url = _hand_written(prefix, {"good": _minimal("good")})
+    client = redis.Redis.from_url(REDIS_URL)
+    client.hset(f"{prefix}:user:u:session:hashed", "a", "b")  # matches the layout, not a string
+    client.close()
+    try:
+        async with store_from_url("memory://") as store:
+            report = await import_agentscope_sessions(url, SessionStorage(store))
+    finally:
+        _drop(prefix)
+    assert _outcomes(report) == {None: "refused", "good": "created"}
+    (refused,) = [s for s in report.sessions if s.outcome == "refused"]
+    assert refused.where == f"{prefix}:user:u:session:hashed"
+    assert refused.reason is not None and "WRONGTYPE" in refused.reason
