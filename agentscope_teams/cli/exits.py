@@ -25,11 +25,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from ..errors import AgentScopeTeamsError
+from ..errors import AgentScopeTeamsError, field_path
 from .extras import missing_module_message
 from .safe_text import terminal_safe
 
@@ -166,6 +167,8 @@ def error_message(exc: BaseException) -> str:
     made safe for the terminal (:func:`~.safe_text.terminal_safe`)."""
     if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
         text = exc.args[0]
+    elif isinstance(exc, ValidationError):  # its problems, without pydantic's types and links
+        text = f"invalid {exc.title}: " + "; ".join(map(_problem, exc.errors()))
     else:
         text = str(exc)
     joined = ""
@@ -173,6 +176,15 @@ def error_message(exc: BaseException) -> str:
         if line:  # a line ending in ':' introduces the next: no '; ' after it
             joined += ("" if not joined else " " if joined.endswith(":") else "; ") + line
     return terminal_safe(joined) or type(exc).__name__
+
+
+def _problem(error: Any) -> str:
+    """One validation problem: its message, after its field unless the message names it."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    where = field_path(error)
+    return (
+        message if not where or message.startswith(where.rsplit(".")[-1]) else f"{where}: {message}"
+    )
 
 
 def print_error(text: Text) -> None:

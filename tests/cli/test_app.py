@@ -204,3 +204,12 @@ def test_a_command_imports_neither_the_agents_nor_the_other_commands() -> None:
 def test_a_multi_line_message_is_one_line_whose_introducing_colon_is_kept() -> None:
     exc = ValueError("specs: 2 problems; fix each one:\n a.md:1: bad\n\n b.md:2: worse\n")
     assert app.error_message(exc) == "specs: 2 problems; fix each one: a.md:1: bad; b.md:2: worse"
+
+
+def test_a_validation_error_is_its_problems_without_pydantic_s_types_and_links() -> None:
+    from agentscope_teams import RuntimeContext
+
+    with pytest.raises(ValueError) as caught:
+        RuntimeContext(session_id="s", user_id="")
+    message = app.error_message(caught.value)
+    assert message == "invalid RuntimeContext: user_id must be 1-256 characters long, got 0"
