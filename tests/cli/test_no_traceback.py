@@ -202,3 +202,12 @@ def test_reviewing_a_directory_without_python_files_says_so(
     assert "nothing to review" in line and "no Python files" in line and str(target) in line
     assert not out.exists()
     assert result.stdout == ""
+
+
+def test_a_sqlite_file_that_cannot_be_opened_is_one_error_line(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "a-folder.db"
+    folder.mkdir()  # the database "file" is a folder: SQLite cannot open it
+    result = cli.run("sessions", "list", "--user", "a", "--store", f"sqlite:///{folder}")
+    assert result.returncode == 1
+    line = one_error_line(result)  # before: aiosqlite's worker thread printed a traceback too
+    assert str(folder) in line and "unable to open database file" in line, line

@@ -167,6 +167,27 @@ async def test_unreachable_server_names_the_url_without_password(url: str) -> No
     await store.aclose()
 
 
+async def test_a_sqlite_file_that_cannot_be_opened_fails_before_aiosqlite_connects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aiosqlite
+
+    connects: list[object] = []
+    real = aiosqlite.connect
+    monkeypatch.setattr(aiosqlite, "connect", lambda *a, **k: connects.append(a) or real(*a, **k))
+    folder = tmp_path / "a-folder.db"
+    folder.mkdir()  # the database "file" is a folder
+    store = SqlStore(f"sqlite:///{folder}")
+    with pytest.raises(StoreUnavailableError) as info:
+        await store.get(("k",))
+    await store.aclose()
+    assert "unable to open database file" in str(info.value) and str(folder) in str(info.value)
+    assert "check that the file's folder exists" in str(info.value)
+    # aiosqlite's failed connect leaves a worker thread that, once the event loop is closed,
+    # prints a traceback ("Event loop is closed"): the path is tried before it connects
+    assert connects == []
+
+
 # ------------------------------------------------------------------------ setup / migrations
 
 

@@ -15,6 +15,7 @@ writes on SQLite start with ``BEGIN IMMEDIATE``.
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -76,10 +77,11 @@ class Database:
     async def init_sqlite(self) -> None:
         """Create the database file's directory and switch the database to WAL mode."""
         db = self.engine.url.database
-        if db:
-            await anyio.to_thread.run_sync(
-                lambda: Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            )
+        if db and db != ":memory:" and not db.startswith("file:"):
+            try:
+                await anyio.to_thread.run_sync(_open_sqlite_file, db)
+            except (OSError, sqlite3.Error) as e:
+                raise self.unavailable(e) from None
 
         async def wal() -> None:
             async with self.open() as conn:
@@ -267,10 +269,14 @@ class Database:
         conn.commit()
 
     def unavailable(self, e: BaseException) -> StoreUnavailableError:
+        hint = (
+            "check that the file's folder exists or can be made and that both can be written"
+            if self.kind == "sqlite"
+            else "check that the server is running and reachable, and the URL's host, port, "
+            "user, password and database"
+        )
         return StoreUnavailableError(
-            f"cannot reach the SQL database at {self.url}: {self._redact(reason(e))}; check that "
-            "the server is running and reachable, and the URL's host, port, user, password and "
-            "database",
+            f"cannot reach the SQL database at {self.url}: {self._redact(reason(e))}; {hint}",
             public=f"the {self.label} store cannot be reached; the server's log names the cause",
         )
 
@@ -360,3 +366,12 @@ class _Watched:
             return call(query, *args, **kwargs)
 
         return told
+
+
+def _open_sqlite_file(db: str) -> None:
+    """Create the database file's directory and open the file once: a path that cannot be
+    opened fails here, in one clear error (aiosqlite's failed connect leaves a thread that
+    reports a traceback when the event loop is gone)."""
+    path = Path(db).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sqlite3.connect(path).close()
