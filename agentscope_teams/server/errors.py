@@ -38,6 +38,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .. import errors as e
 from ..errors import ControlPlaneAuthError as ControlPlaneAuthError  # re-exported
 from ..errors import ControlPlaneError as ControlPlaneError  # re-exported
@@ -136,6 +138,10 @@ def _jsonable(value: Any) -> Any:
 
 def _detail(exc: BaseException) -> dict[str, Any]:
     detail: dict[str, Any] = {"type": type(exc).__name__, "message": e.public_message(exc)}
+    if isinstance(exc, ValidationError):  # each problem by field, without the input values
+        detail["errors"] = [
+            {"field": e.field_path(err), "message": str(err["msg"])} for err in exc.errors()
+        ]
     if isinstance(exc, e.AgentScopeTeamsError):
         for name, value in vars(exc).items():
             shown = _jsonable(value)

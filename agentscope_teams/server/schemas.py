@@ -227,9 +227,19 @@ class RunSummary(BaseModel):
     ended_at: datetime | None
 
 
+class FieldProblem(BaseModel):
+    """One problem of an invalid request: the field's dotted path (``body.title``) and what is
+    wrong with it."""
+
+    field: str
+    message: str
+
+
 class ErrorDetail(BaseModel):
     type: str
     message: str
+    #: For a ``ValidationError``: each problem by field (the message is pydantic's whole text).
+    errors: list[FieldProblem] | None = None
 
 
 class ErrorBody(BaseModel):

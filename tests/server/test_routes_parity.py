@@ -50,3 +50,17 @@ def test_an_invalid_body_is_a_pydantic_validation_error(served: Served, http: ht
     error = r.json()["error"]
     assert error["type"] == "ValidationError"
     assert error["message"].startswith("1 validation error for CreateTeam\nname\n  Field required")
+    assert error["errors"] == [{"field": "name", "message": "Field required"}]
+
+
+def test_each_problem_of_an_invalid_body_is_listed_by_field(
+    served: Served, http: httpx.Client
+) -> None:
+    op = Api(http, served.tokens["alice"])
+    team = op("POST", "/api/teams", {"name": "t"}).json()["team"]
+    r = op("POST", f"/api/teams/{team['id']}/tasks", {"title": "", "blocked_by": "secret-x"})
+    assert r.status_code == 422
+    problems = r.json()["error"]["errors"]
+    assert [p["field"] for p in problems] == ["title", "blocked_by"]
+    assert "at least 1 character" in problems[0]["message"]
+    assert "secret-x" not in str(problems)  # the values sent are not echoed in the list
