@@ -63,7 +63,7 @@ async def list_sessions(
 
 
 @router.get(
-    "/api/sessions/{agent_id}/{session_id}",
+    "/api/sessions/{agent_id}/{session_id:path}",
     summary="Get a session",
     response_model=SessionRecord,
     tags=["sessions"],

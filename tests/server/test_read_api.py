@@ -181,3 +181,24 @@ def test_team_usage_counts_the_lead_and_members_for_operators_only(
     assert member("GET", f"/api/teams/{team_id}/errors").status_code == 403
     bob = Api(http, served.tokens["bob"])
     assert bob("GET", f"/api/teams/{team_id}/errors").status_code == 404
+
+
+def test_a_session_whose_id_holds_a_slash_is_read_percent_encoded(
+    served: Served, http: httpx.Client
+) -> None:
+    alice = Api(http, served.tokens["alice"])
+    org = alice.ok("GET", "/api/whoami")["org_id"]
+
+    async def run_seed() -> None:
+        async with store_from_url(served.store_url) as store:
+            await SessionStorage(store).upsert_session(
+                user_id="alice",
+                org_id=org,
+                agent_id="reviewer",
+                session_id="pr/42",  # `run --session pr/42` makes such an id
+                config=SessionConfig(model="scripted"),
+            )
+
+    anyio.run(run_seed)
+    record = alice.ok("GET", "/api/sessions/reviewer/pr%2F42")
+    assert (record["session_id"], record["user_id"]) == ("pr/42", "alice")
