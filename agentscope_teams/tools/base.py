@@ -75,6 +75,11 @@ class ToolEnv:
     each session (its resolved root joined with escaped names). The directory need not exist: tools
     that take a ``ToolEnv`` create it when they first run (:meth:`ensure_workspace`). An agent's
     calls put its read-only :class:`~agentscope_teams.agent.AgentView` in ``extras["agent"]``.
+
+    ``read_guard``: given a path relative to the workspace, the refusal (naming the rule) if the
+    agent's permission rules deny reading it, else None. The file tools that list or search leave
+    out what it refuses (Claude Code applies ``Read`` deny rules to Grep, Glob and LS); the agent
+    sets it from its :class:`~agentscope_teams.tools.PermissionEngine` (``read_guard``).
     """
 
     workspace: Path
@@ -82,6 +87,7 @@ class ToolEnv:
     agent_name: str = ""
     extras: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     resolved: InitVar[bool] = False
+    read_guard: Callable[[str], str | None] | None = field(default=None, compare=False)
 
     def __post_init__(self, resolved: bool) -> None:
         if not resolved:

@@ -4,6 +4,8 @@
 ``edit_file`` change files. Paths are taken relative to the workspace root (absolute paths must lie
 inside it), resolved with symlinks, and refused with a tool error when they escape the root. Output
 paths are relative to the root. The work runs in worker threads (sync functions under ``@tool``).
+What a ``Read`` deny rule covers (``ToolEnv.read_guard``) is left out of what ``list_files``,
+``glob_files`` and ``grep_files`` show, and naming it as their path is a tool error.
 """
 
 from __future__ import annotations
@@ -54,8 +56,18 @@ def _existing(env: ToolEnv, path: str) -> tuple[Path, str]:
     return real, shown
 
 
-def _text_file(env: ToolEnv, path: str) -> tuple[Path, str]:
+def _readable(env: ToolEnv, path: str) -> tuple[Path, str]:
+    """:func:`_existing`, refused with a tool error naming the rule if a ``Read`` deny rule
+    covers it (``env.read_guard``)."""
     real, shown = _existing(env, path)
+    refusal = env.read_guard(shown) if env.read_guard is not None else None
+    if refusal is not None:
+        raise ToolError(f"{shown} cannot be read: {refusal}; do not retry this call")
+    return real, shown
+
+
+def _text_file(env: ToolEnv, path: str, *, reading: bool = False) -> tuple[Path, str]:
+    real, shown = _readable(env, path) if reading else _existing(env, path)
     if real.is_dir():
         raise ToolError(f"{shown} is a directory; use list_files to see what it contains")
     if not real.is_file():
@@ -90,7 +102,7 @@ def read_file(
         offset: Number of lines to skip from the start of the file.
         limit: Maximum number of lines to return.
     """
-    real, shown = _text_file(env, path)
+    real, shown = _text_file(env, path, reading=True)
     out: list[str] = []
     size, lineno, more = 0, 0, False
     with open(real, encoding="utf-8", errors="replace") as fh:
@@ -232,7 +244,7 @@ def list_files(path: str = ".", *, env: ToolEnv) -> str:
     Args:
         path: Directory relative to the workspace root.
     """
-    real, shown = _existing(env, path)
+    real, shown = _readable(env, path)
     if not real.is_dir():
         raise ToolError(f"{shown} is a file, not a directory; use read_file to read it")
     dirs: list[str] = []
@@ -242,6 +254,8 @@ def list_files(path: str = ".", *, env: ToolEnv) -> str:
         if entry.is_symlink() and not is_inside(env.workspace, Path(os.path.realpath(p))):
             continue
         rel = display(env.workspace, p)
+        if env.read_guard is not None and env.read_guard(rel) is not None:
+            continue  # under a Read deny rule: not even its name is shown
         (dirs if entry.is_dir() else files).append(rel + "/" if entry.is_dir() else rel)
     entries = dirs + files
     if not entries:
@@ -258,11 +272,11 @@ def glob_files(pattern: str, path: str = ".", *, env: ToolEnv) -> str:
         path: Directory to search, relative to the workspace root.
     """
     regex = compile_glob(pattern)
-    base, shown = _existing(env, path)
+    base, shown = _readable(env, path)
     keep = frozenset(pattern.split("/"))
     found = [
         display(env.workspace, p)
-        for p in walk_files(env.workspace, base, keep)
+        for p in walk_files(env.workspace, base, keep, env.read_guard)
         if regex.fullmatch(p.relative_to(base).as_posix())
     ]
     if not found:
@@ -292,10 +306,10 @@ def grep_files(
         regex = re.compile(pattern)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-    base, shown = _existing(env, path)
+    base, shown = _readable(env, path)
     name_glob = compile_glob(glob) if glob else None
     rows: list[str] = []
-    for file in walk_files(env.workspace, base):
+    for file in walk_files(env.workspace, base, hidden=env.read_guard):
         if name_glob is not None:
             subject = file.name if "/" not in (glob or "") else file.relative_to(base).as_posix()
             if not name_glob.fullmatch(subject):
@@ -327,6 +341,11 @@ def _grep_one(root: Path, file: Path, regex: re.Pattern[str], budget: int) -> li
     return rows
 
 
+def read_tool() -> Tool:
+    """The built-in ``read_file`` tool (whose calls ``Read`` permission rules are matched on)."""
+    return _builtin_tools()[0]
+
+
 @functools.cache
 def _builtin_tools() -> tuple[Tool, ...]:
     return (
@@ -334,7 +353,7 @@ def _builtin_tools() -> tuple[Tool, ...]:
         make_tool(write_file),
         make_tool(edit_file),
         make_tool(multi_edit),
-        make_tool(list_files, read_only=True),
+        make_tool(list_files, read_only=True, primary_argument="path"),
         make_tool(glob_files, read_only=True, primary_argument="path"),
         make_tool(grep_files, read_only=True, primary_argument="path"),
         make_tool(notebook_edit, primary_argument="notebook_path"),

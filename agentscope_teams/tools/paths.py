@@ -11,7 +11,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import ToolError
@@ -78,20 +78,34 @@ def display(root: Path, path: Path) -> str:
     return rel if rel else "."
 
 
-def walk_files(root: Path, base: Path, keep: frozenset[str] = frozenset()) -> Iterator[Path]:
+def walk_files(
+    root: Path,
+    base: Path,
+    keep: frozenset[str] = frozenset(),
+    hidden: Callable[[str], object] | None = None,
+) -> Iterator[Path]:
     """Files under ``base`` in sorted order (``base`` itself if it is a file).
 
     Directory symlinks are not followed, file symlinks pointing outside ``root`` are skipped and
-    :data:`IGNORED_DIRS` are pruned unless their name is in ``keep``.
+    :data:`IGNORED_DIRS` are pruned unless their name is in ``keep``. ``hidden`` (given a path
+    relative to ``root``, true to leave it out: a ``Read`` deny rule) prunes directories and
+    skips files.
     """
     if base.is_file():
         yield base
         return
     for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS or d in keep)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if (d not in IGNORED_DIRS or d in keep)
+            and not (hidden and hidden(display(root, Path(dirpath, d))))
+        )
         for name in sorted(filenames):
             p = Path(dirpath, name)
             if p.is_symlink() and not is_inside(root, Path(os.path.realpath(p))):
+                continue
+            if hidden and hidden(display(root, p)):
                 continue
             yield p
 

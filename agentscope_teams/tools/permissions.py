@@ -28,7 +28,8 @@ The mode is ``context.mode`` (the session's) unless that is ``"default"`` and th
 choose it (``context.mode_chosen``), then the engine's mode.
 
 A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed, ``mcp__<server>``
-for every tool of an MCP server) and optionally a
+for every tool of an MCP server; a ``Read`` rule also names the tools that read files,
+:data:`READING_TOOLS`, as in Claude Code) and optionally a
 pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
@@ -55,7 +56,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -65,7 +66,7 @@ from ..state import PermissionContext, PermissionMode, PermissionRule
 from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
 from .claude_code import CLAUDE_TOOLS
 from .command_rules import allowed_by_rules, command_rule_matches, escape_command, parses
-from .filesystem import EDIT_TOOLS
+from .filesystem import EDIT_TOOLS, read_tool
 
 __all__ = [
     "CLAUDE_MODES",
@@ -104,6 +105,10 @@ def resolve_mode(name: str) -> PermissionMode:
 
 
 PATH_ARGUMENTS = frozenset({"path", "file_path", "filepath", "filename", "directory", "dir", "cwd"})
+
+READING_TOOLS = frozenset({"grep_files", "glob_files", "list_files"})
+"""Tools besides ``read_file`` that read files (Claude Code's Grep, Glob, LS): ``Read`` rules
+apply to them too, as in Claude Code, on their path argument (the search root)."""
 
 COMMAND_TOOLS = frozenset({"bash"})
 """Tools whose primary argument is a shell command, matched with Claude Code's Bash rules."""
@@ -206,6 +211,18 @@ def _tool_matches(pattern: str, name: str) -> bool:
     return pattern == name or (any(c in pattern for c in "*?[") and fnmatchcase(name, pattern))
 
 
+def _rule_names(rule: PermissionRule, tool: Tool) -> bool:
+    """Whether ``rule`` is about ``tool``: its name, or a ``Read`` rule and a tool that reads files
+    (:data:`READING_TOOLS`) on the argument ``Read`` rules match."""
+    if _tool_matches(rule.tool, tool.name):
+        return True
+    return (
+        resolve_tool_name(rule.tool) == read_tool().name
+        and resolve_tool_name(tool.name) in READING_TOOLS
+        and rule.argument in (None, read_tool().primary_argument)
+    )
+
+
 def limits_tool(rule: PermissionRule, tool: Tool) -> bool:
     """Whether a ``tools:`` entry with a pattern (``Edit(src/**)``) limits ``tool``: the tool its
     name resolves to, and the other tools that name stands for whose argument is of the same kind
@@ -243,7 +260,7 @@ def rule_matches(
     workspace: Path | None = None,
 ) -> bool:
     """True if ``rule`` applies to this call of ``tool`` (see the module docstring)."""
-    if not _tool_matches(rule.tool, tool.name):
+    if not _rule_names(rule, tool):
         return False
     if rule.pattern is None:
         return True
@@ -466,6 +483,25 @@ class PermissionEngine:
         return self.check(tool, arguments, context, workspace=workspace).behavior
 
     explain = check
+
+    def read_guard(
+        self, context: PermissionContext | None = None, *, workspace: Path | None = None
+    ) -> Callable[[str], str | None]:
+        """What the file tools that list or search ask of each path they would show
+        (``ToolEnv.read_guard``): the refusal naming the deny rule if ``read_file`` of that path
+        (relative to ``workspace``) would be denied by a rule, else None. The rules are read at
+        each question, so a rule added to ``context`` during the call counts."""
+
+        def refusal(path: str) -> str | None:
+            arguments = {"path": path}
+            for rule in (*self.rules, *(context.rules if context is not None else ())):
+                if rule.behavior == "deny" and rule_matches(
+                    rule, read_tool(), arguments, workspace=workspace
+                ):
+                    return f"denied by rule deny {format_rule(rule)}"
+            return None
+
+        return refusal
 
     def remember_rule(
         self, tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None
