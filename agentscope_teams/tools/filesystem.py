@@ -32,6 +32,8 @@ from .paths import (
     display,
     is_binary,
     is_inside,
+    open_in,
+    open_regular,
     replace_file,
     resolve_in_workspace,
     walk_files,
@@ -66,16 +68,17 @@ def _readable(env: ToolEnv, path: str) -> tuple[Path, str]:
     return real, shown
 
 
-def _text_file(env: ToolEnv, path: str, *, reading: bool = False) -> tuple[Path, str]:
+def _text_file(
+    env: ToolEnv, path: str, *, reading: bool = False, flags: int = os.O_RDONLY
+) -> tuple[int, Path, str]:
+    """``(fd, real path, shown path)`` of a text file of the workspace, opened with ``flags``
+    through :func:`open_regular` (the file checked is the file opened)."""
     real, shown = _readable(env, path) if reading else _existing(env, path)
-    if real.is_dir():
-        raise ToolError(f"{shown} is a directory; use list_files to see what it contains")
-    if not real.is_file():
-        raise ToolError(f"{shown} is not a regular file")
-    with open(real, "rb") as fh:
-        if is_binary(fh.read(8192)):
-            raise ToolError(f"{shown} is a binary file; only text files can be read or edited")
-    return real, shown
+    fd = open_regular(env.workspace, real, flags)
+    if is_binary(os.pread(fd, 8192, 0)):
+        os.close(fd)
+        raise ToolError(f"{shown} is a binary file; only text files can be read or edited")
+    return fd, real, shown
 
 
 def _cut_lines(fh: io.TextIOBase) -> Iterator[str]:
@@ -102,10 +105,10 @@ def read_file(
         offset: Number of lines to skip from the start of the file.
         limit: Maximum number of lines to return.
     """
-    real, shown = _text_file(env, path, reading=True)
+    fd, _, shown = _text_file(env, path, reading=True)
     out: list[str] = []
     size, lineno, more = 0, 0, False
-    with open(real, encoding="utf-8", errors="replace") as fh:
+    with open(fd, encoding="utf-8", errors="replace") as fh:
         for lineno, text in enumerate(_cut_lines(fh), 1):
             if lineno <= offset:
                 continue
@@ -135,13 +138,19 @@ def write_file(path: str, content: str, *, env: ToolEnv) -> str:
     """
     real = resolve_in_workspace(env.workspace, path)
     shown = display(env.workspace, real)
-    if real.is_dir():
+    if real == env.workspace:
         raise ToolError(f"{shown} is a directory; pass a file path")
-    existed = real.exists()
-    if existed and not real.is_file():
-        raise ToolError(f"{shown} is not a regular file")
-    real.parent.mkdir(parents=True, exist_ok=True)
-    with open(real, "w", encoding="utf-8", newline="") as fh:
+    try:  # created exclusively, else the existing regular file (never through a symlink)
+        fd, existed = (
+            open_in(env.workspace, real, os.O_WRONLY | os.O_CREAT | os.O_EXCL, make=True),
+            False,
+        )
+    except FileExistsError:
+        fd, existed = open_regular(env.workspace, real, os.O_WRONLY), True
+    except OSError as exc:
+        raise ToolError(f"cannot create {shown}: {exc.strerror}") from None
+    os.ftruncate(fd, 0)
+    with open(fd, "w", encoding="utf-8", newline="") as fh:
         fh.write(content)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "updated" if existed else "created"
@@ -171,10 +180,9 @@ def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tu
     return text.replace(old, new), count, line
 
 
-def _read_text(real: Path, shown: str) -> str:
+def _read_text(fh: io.TextIOBase, shown: str) -> str:
     try:
-        with open(real, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        return fh.read()
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not valid UTF-8; it cannot be edited as text") from None
 
@@ -190,12 +198,14 @@ def edit_file(
         new_string: The replacement text.
         replace_all: Replace every occurrence instead of requiring a unique match.
     """
-    real, shown = _text_file(env, path)
-    text, count, line = _replace(
-        _read_text(real, shown), shown, old_string, new_string, replace_all
-    )
-    with open(real, "w", encoding="utf-8", newline="") as fh:
+    fd, _, shown = _text_file(env, path, flags=os.O_RDWR)
+    with open(fd, "r+", encoding="utf-8", newline="") as fh:
+        text, count, line = _replace(
+            _read_text(fh, shown), shown, old_string, new_string, replace_all
+        )
+        fh.seek(0)
         fh.write(text)
+        fh.truncate()
     return f"edited {shown}: replaced {count} occurrence(s), first at line {line}"
 
 
@@ -221,8 +231,9 @@ def multi_edit(
         path: File path relative to the workspace root.
         edits: The replacements: each has old_string, new_string and optional replace_all.
     """
-    real, shown = _text_file(env, path)
-    text = _read_text(real, shown)
+    fd, real, shown = _text_file(env, path)
+    with open(fd, encoding="utf-8", newline="") as fh:
+        text = _read_text(fh, shown)
     total = 0
     for index, edit in enumerate(edits):
         try:
@@ -234,7 +245,7 @@ def multi_edit(
                 f"edit {index + 1} of {len(edits)}: {exc}; no edit was applied"
             ) from None
         total += count
-    replace_file(real, text)
+    replace_file(env.workspace, real, text)
     return f"edited {shown}: {len(edits)} edit(s), {total} replacement(s)"
 
 
