@@ -258,10 +258,15 @@ def list_files(path: str = ".", *, env: ToolEnv) -> str:
     real, shown = _readable(env, path)
     if not real.is_dir():
         raise ToolError(f"{shown} is a file, not a directory; use read_file to read it")
+    fd = open_in(env.workspace, real, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # the directory checked, not one swapped in for it since
+        listed = sorted(os.scandir(fd), key=lambda e: e.name)
+    finally:
+        os.close(fd)
     dirs: list[str] = []
     files: list[str] = []
-    for entry in sorted(os.scandir(real), key=lambda e: e.name):
-        p = Path(entry.path)
+    for entry in listed:
+        p = real / entry.name
         if entry.is_symlink() and not is_inside(env.workspace, Path(os.path.realpath(p))):
             continue
         rel = display(env.workspace, p)
@@ -325,25 +330,38 @@ def grep_files(
             subject = file.name if "/" not in (glob or "") else file.relative_to(base).as_posix()
             if not name_glob.fullmatch(subject):
                 continue
-        rows.extend(_grep_one(env.workspace, file, regex, max_results - len(rows)))
+        rows.extend(_grep_one(env, file, regex, max_results - len(rows)))
         if len(rows) >= max_results:
             rows.append(f"... stopped after {max_results} matches; narrow the pattern or path")
             break
     return "\n".join(rows) if rows else f"no matches for {pattern!r} under {shown}"
 
 
-def _grep_one(root: Path, file: Path, regex: re.Pattern[str], budget: int) -> list[str]:
+def _open_walked(env: ToolEnv, file: Path) -> int | None:
+    """A file a walk found, opened as :func:`read_file` opens a path (its real path inside the
+    workspace, allowed by ``env.read_guard``, no symlink followed since); None if it is not."""
     try:
-        info = file.stat()
+        real = resolve_in_workspace(env.workspace, str(file))
+        if env.read_guard is not None and env.read_guard(display(env.workspace, real)):
+            return None
+        return open_in(env.workspace, real, os.O_RDONLY | os.O_NONBLOCK)
+    except (ToolError, OSError):
+        return None
+
+
+def _grep_one(env: ToolEnv, file: Path, regex: re.Pattern[str], budget: int) -> list[str]:
+    fd = _open_walked(env, file)
+    if fd is None:
+        return []
+    with open(fd, "rb") as fh:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_GREP_FILE_BYTES:
             return []
-        data = file.read_bytes()
-    except OSError:
-        return []
+        data = fh.read()
     if is_binary(data[:8192]):
         return []
     rows: list[str] = []
-    rel = display(root, file)
+    rel = display(env.workspace, file)
     for lineno, line in enumerate(io.StringIO(data.decode("utf-8", errors="replace")), 1):
         if regex.search(line):
             rows.append(f"{rel}:{lineno}: {line.strip()[:500]}")

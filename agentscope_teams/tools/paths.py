@@ -185,20 +185,39 @@ def walk_files(
     if base.is_file():
         yield base
         return
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if (d not in IGNORED_DIRS or d in keep)
-            and not (hidden and hidden(display(root, Path(dirpath, d))))
-        )
-        for name in sorted(filenames):
-            p = Path(dirpath, name)
-            if p.is_symlink() and not is_inside(root, Path(os.path.realpath(p))):
-                continue
-            if hidden and hidden(display(root, p)):
-                continue
-            yield p
+    try:
+        fd = open_in(root, base, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # not a directory (a FIFO), or gone: nothing to walk
+        return
+    try:  # fwalk: from the opened directory down, never through a directory swapped for a link
+        for top, dirnames, filenames, _ in os.fwalk(".", dir_fd=fd):
+            yield from _walked(root, Path(base, top), dirnames, filenames, keep, hidden)
+    finally:
+        os.close(fd)
+
+
+def _walked(
+    root: Path,
+    dirpath: Path,
+    dirnames: list[str],
+    filenames: list[str],
+    keep: frozenset[str],
+    hidden: Callable[[str], object] | None,
+) -> Iterator[Path]:
+    """One directory of :func:`walk_files`: prunes ``dirnames`` in place, yields its files."""
+    dirnames[:] = sorted(
+        d
+        for d in dirnames
+        if (d not in IGNORED_DIRS or d in keep)
+        and not (hidden and hidden(display(root, Path(dirpath, d))))
+    )
+    for name in sorted(filenames):
+        p = Path(dirpath, name)
+        if p.is_symlink() and not is_inside(root, Path(os.path.realpath(p))):
+            continue
+        if hidden and hidden(display(root, p)):
+            continue
+        yield p
 
 
 def _translate(pattern: str) -> str:

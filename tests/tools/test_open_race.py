@@ -130,3 +130,44 @@ async def test_without_a_swap_the_same_calls_work(ws: Path) -> None:
     assert (ws / "sub" / "new.txt").read_text() == "pwned\n"
     assert not (await run(ws, "read_file", path="link/a.txt")).is_error
     outside_untouched(ws)
+
+
+def guard_that_swaps(asked: str, swap: Callable[[], None]) -> Callable[[str], str | None]:
+    """A read guard refusing nothing that runs ``swap`` when first asked about ``asked``: the
+    listing and searching tools ask it about a path after checking it and before opening it."""
+    done: list[bool] = []
+
+    def guard(path: str) -> str | None:
+        if path == asked and not done:
+            done.append(True)
+            swap()
+        return None
+
+    return guard
+
+
+async def run_guarded(
+    ws: Path, guard: Callable[[str], str | None], name: str, **arguments: Any
+) -> str:
+    call = ToolUseBlock(id="c1", name=name, input=arguments)
+    env = ToolEnv(workspace=ws, read_guard=guard)
+    result = await Toolkit(filesystem_tools()).execute(call, env=env)
+    return result.output
+
+
+@pytest.mark.parametrize(
+    ("asked", "name", "arguments"),
+    [
+        ("sub/a.txt", "grep_files", {"pattern": "one"}),  # found by the walk, then swapped
+        ("sub", "grep_files", {"pattern": "one"}),  # a directory, before the walk enters it
+        ("sub", "glob_files", {"pattern": "**/*"}),
+        ("sub", "list_files", {"path": "sub"}),  # the directory listed, once checked
+    ],
+)
+async def test_listing_and_searching_never_follow_a_directory_swapped_after_the_check(
+    ws: Path, asked: str, name: str, arguments: dict[str, Any]
+) -> None:
+    (ws.parent / "outside" / "exfil.txt").write_text("outside one\n")
+    out = await run_guarded(ws, guard_that_swaps(asked, dir_to_symlink(ws)), name, **arguments)
+    assert (ws / "sub").is_symlink()  # the swap happened
+    assert "outside one" not in out and "exfil" not in out, out
