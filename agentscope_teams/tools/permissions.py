@@ -33,7 +33,8 @@ for every tool of an MCP server; a ``Read`` rule also names the tools that read 
 pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
-workspace, symlinks are resolved too). ``deny`` and ``ask`` rules match if the raw or any normalized
+workspace, symlinks are resolved too); a pattern written ``//abs/path`` or ``~/path`` (Claude
+Code's absolute and home-relative spellings) is matched against the absolute path. ``deny`` and ``ask`` rules match if the raw or any normalized
 form matches; ``allow`` rules only on the canonical form (the file really touched). A ``domain:host``
 pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
 its subdomains (:func:`~.web.urls.web_rule_matches`); remembering a call with a URL argument
@@ -252,6 +253,26 @@ def _argument(tool: Tool, name: str | None, arguments: Mapping[str, Any]) -> Any
     return prop.get("default", _MISSING) if isinstance(prop, Mapping) else _MISSING
 
 
+def _path_pattern(pattern: str) -> tuple[str, bool]:
+    """A path pattern as Claude Code reads it, and whether it is absolute: ``//abs/path`` from the
+    file-system root, ``~/path`` from the home directory, ``./path`` (as ``path``) relative to
+    the workspace."""
+    if pattern.startswith("//"):
+        return pattern[1:], True
+    if pattern == "~" or pattern.startswith("~/"):
+        return os.path.expanduser("~") + pattern[1:], True
+    while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
+        pattern = pattern[2:]
+    return pattern, False
+
+
+def _absolute(form: str, workspace: Path | None) -> str:
+    """A form of a path argument as an absolute path (relative ones are in the workspace)."""
+    if posixpath.isabs(form) or workspace is None:
+        return form
+    return posixpath.normpath(posixpath.join(workspace.as_posix(), form))
+
+
 def rule_matches(
     rule: PermissionRule,
     tool: Tool,
@@ -275,11 +296,13 @@ def rule_matches(
     if is_command_tool(tool) and name == tool.primary_argument:
         every_part = rule.behavior == "allow"
         return command_rule_matches(rule.pattern, str(value), every_part=every_part)
-    canonical, forms = _forms(tool, name, value, _workspace(workspace))
+    root = _workspace(workspace)
+    canonical, forms = _forms(tool, name, value, root)
     pattern = rule.pattern
     if _is_path_argument(tool, name):
-        while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
-            pattern = pattern[2:]
+        pattern, absolute = _path_pattern(pattern)
+        if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
+            canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
     if rule.behavior == "allow":
         return fnmatchcase(canonical, pattern)
     return any(fnmatchcase(f, pattern) for f in forms)

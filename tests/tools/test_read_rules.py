@@ -127,3 +127,21 @@ async def test_an_agent_with_a_read_deny_rule_cannot_grep_or_glob_the_denied_fil
     grep_out, glob_out = _tool_results(model.requests[2])
     assert grep_out == "notes.md:1: the API_KEY lives elsewhere"
     assert glob_out == "notes.md"
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "home"])
+async def test_absolute_and_home_patterns_name_files_of_the_workspace(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """``Read(//abs/path/**)`` (from the file-system root) and ``Read(~/path/**)`` (from the home
+    directory), Claude Code's spellings, cover a file of the workspace at that place however the
+    call writes its path."""
+    monkeypatch.setenv("HOME", str(ws.parent))
+    text = f"Read(/{ws}/secrets/**)" if spelling == "absolute" else "Read(~/ws/secrets/**)"
+    engine = PermissionEngine([parse_rule(text, behavior="deny")], mode="bypass")
+    read = FS["read_file"]
+    for path in ["secrets/key", "./secrets/key", str(ws / "secrets" / "key"), "src/innocent.txt"]:
+        assert engine.decide(read, {"path": path}, workspace=ws) == "deny", path
+    assert engine.decide(read, {"path": "src/app.py"}, workspace=ws) == "allow"
+    found = await run(ws, engine, "grep_files", pattern="API_KEY")
+    assert found.output == "src/app.py:1: API_KEY = os.environ['API_KEY']"
