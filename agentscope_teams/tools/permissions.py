@@ -28,8 +28,9 @@ The mode is ``context.mode`` (the session's) unless that is ``"default"`` and th
 choose it (``context.mode_chosen``), then the engine's mode.
 
 A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed, ``mcp__<server>``
-for every tool of an MCP server; a ``Read`` rule also names the tools that read files,
-:data:`READING_TOOLS`, as in Claude Code) and optionally a
+for every tool of an MCP server; as in Claude Code, a ``Read`` rule also names the tools that
+read files, :data:`READING_TOOLS`, and an ``Edit`` rule every tool that edits them,
+``EDIT_TOOLS``) and optionally a
 pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
@@ -105,7 +106,9 @@ def resolve_mode(name: str) -> PermissionMode:
     raise ValueError(f"unknown permission mode {name!r}; use one of {choices}")
 
 
-PATH_ARGUMENTS = frozenset({"path", "file_path", "filepath", "filename", "directory", "dir", "cwd"})
+PATH_ARGUMENTS = frozenset(
+    {"path", "file_path", "notebook_path", "filepath", "filename", "directory", "dir", "cwd"}
+)
 
 READING_TOOLS = frozenset({"grep_files", "glob_files", "list_files"})
 """Tools besides ``read_file`` that read files (Claude Code's Grep, Glob, LS): ``Read`` rules
@@ -213,14 +216,18 @@ def _tool_matches(pattern: str, name: str) -> bool:
 
 
 def _rule_names(rule: PermissionRule, tool: Tool) -> bool:
-    """Whether ``rule`` is about ``tool``: its name, or a ``Read`` rule and a tool that reads files
-    (:data:`READING_TOOLS`) on the argument ``Read`` rules match."""
+    """Whether ``rule`` is about ``tool``: its name, or, as in Claude Code, a ``Read`` rule and a
+    tool that reads files (:data:`READING_TOOLS`), an ``Edit`` rule and a tool that edits them
+    (:data:`~.filesystem.EDIT_TOOLS`), on the tool's path argument."""
     if _tool_matches(rule.tool, tool.name):
         return True
+    family = {"read_file": READING_TOOLS, "edit_file": EDIT_TOOLS}.get(resolve_tool_name(rule.tool))
     return (
-        resolve_tool_name(rule.tool) == read_tool().name
-        and resolve_tool_name(tool.name) in READING_TOOLS
-        and rule.argument in (None, read_tool().primary_argument)
+        family is not None
+        and resolve_tool_name(tool.name) in family
+        and rule.argument in (None, "path")
+        and tool.primary_argument is not None
+        and _is_path_argument(tool, tool.primary_argument)
     )
 
 
