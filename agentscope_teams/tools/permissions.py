@@ -35,7 +35,9 @@ pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
 workspace, symlinks are resolved too); a pattern written ``//abs/path`` or ``~/path`` (Claude
-Code's absolute and home-relative spellings) is matched against the absolute path. ``deny`` and ``ask`` rules match if the raw or any normalized
+Code's absolute and home-relative spellings) is matched against the absolute path. A deny or
+ask rule naming a directory (``Read(secrets)``, ``Read(secrets/)``) covers what is under it, as
+gitignore reads it. ``deny`` and ``ask`` rules match if the raw or any normalized
 form matches; ``allow`` rules only on the canonical form (the file really touched). A ``domain:host``
 pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
 its subdomains (:func:`~.web.urls.web_rule_matches`); remembering a call with a URL argument
@@ -264,6 +266,8 @@ def _path_pattern(pattern: str) -> tuple[str, bool]:
     """A path pattern as Claude Code reads it, and whether it is absolute: ``//abs/path`` from the
     file-system root, ``~/path`` from the home directory, ``./path`` (as ``path``) relative to
     the workspace."""
+    if len(pattern) > 1 and pattern.endswith("/"):  # secrets/ (a directory): what is under it
+        pattern = pattern.rstrip("/") or "/"
     if pattern.startswith("//"):
         return pattern[1:], True
     if pattern == "~" or pattern.startswith("~/"):
@@ -271,6 +275,15 @@ def _path_pattern(pattern: str) -> tuple[str, bool]:
     while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
         pattern = pattern[2:]
     return pattern, False
+
+
+def _with_ancestors(form: str) -> list[str]:
+    """``a/b/c`` -> ``a/b/c``, ``a/b``, ``a``: a deny or ask rule naming a directory covers what
+    is under it (gitignore's reading, which Claude Code's path rules follow)."""
+    found = [form]
+    while (parent := posixpath.dirname(found[-1])) not in ("", found[-1]):
+        found.append(parent)
+    return found
 
 
 def _absolute(form: str, workspace: Path | None) -> str:
@@ -308,6 +321,8 @@ def rule_matches(
     pattern = rule.pattern
     if _is_path_argument(tool, name):
         pattern, absolute = _path_pattern(pattern)
+        if rule.behavior != "allow":
+            forms = [a for f in forms for a in _with_ancestors(f)]
         if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
             canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
     if rule.behavior == "allow":
