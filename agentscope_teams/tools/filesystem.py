@@ -129,6 +129,17 @@ def read_file(
     return "\n".join(out)
 
 
+def _open_for_writing(root: Path, real: Path, shown: str) -> tuple[int, bool]:
+    """``(fd, existed)``: ``real`` created exclusively (its directories too), else the regular
+    file there opened; never through a symlink (:func:`open_in`)."""
+    try:
+        return open_in(root, real, os.O_WRONLY | os.O_CREAT | os.O_EXCL, make=True), False
+    except FileExistsError:
+        return open_regular(root, real, os.O_WRONLY), True
+    except OSError as exc:
+        raise ToolError(f"cannot create {shown}: {exc.strerror}") from None
+
+
 def write_file(path: str, content: str, *, env: ToolEnv) -> str:
     """Create or overwrite a file in the workspace with `content` (parent directories are created).
 
@@ -140,17 +151,9 @@ def write_file(path: str, content: str, *, env: ToolEnv) -> str:
     shown = display(env.workspace, real)
     if real == env.workspace:
         raise ToolError(f"{shown} is a directory; pass a file path")
-    try:  # created exclusively, else the existing regular file (never through a symlink)
-        fd, existed = (
-            open_in(env.workspace, real, os.O_WRONLY | os.O_CREAT | os.O_EXCL, make=True),
-            False,
-        )
-    except FileExistsError:
-        fd, existed = open_regular(env.workspace, real, os.O_WRONLY), True
-    except OSError as exc:
-        raise ToolError(f"cannot create {shown}: {exc.strerror}") from None
-    os.ftruncate(fd, 0)
+    fd, existed = _open_for_writing(env.workspace, real, shown)
     with open(fd, "w", encoding="utf-8", newline="") as fh:
+        os.ftruncate(fd, 0)  # only now: the file opened is a regular file of the workspace
         fh.write(content)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "updated" if existed else "created"
