@@ -99,6 +99,13 @@ class ToolEnv:
             object.__setattr__(self, "workspace", ws)
         object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
 
+    def refuse_unreadable(self, shown: str) -> None:
+        """A ToolError naming the rule if :attr:`read_guard` refuses ``shown`` (a path relative
+        to the workspace): what a file tool that reads or lists it raises."""
+        refusal = self.read_guard(shown) if self.read_guard is not None else None
+        if refusal is not None:
+            raise ToolError(f"{shown} cannot be read: {refusal}; do not retry this call")
+
     def ensure_workspace(self) -> Path:
         """Create the workspace directory (and its parents) if it does not exist; returns it.
 

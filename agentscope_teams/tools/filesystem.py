@@ -62,18 +62,15 @@ def _readable(env: ToolEnv, path: str) -> tuple[Path, str]:
     """:func:`_existing`, refused with a tool error naming the rule if a ``Read`` deny rule
     covers it (``env.read_guard``)."""
     real, shown = _existing(env, path)
-    refusal = env.read_guard(shown) if env.read_guard is not None else None
-    if refusal is not None:
-        raise ToolError(f"{shown} cannot be read: {refusal}; do not retry this call")
+    env.refuse_unreadable(shown)
     return real, shown
 
 
-def _text_file(
-    env: ToolEnv, path: str, *, reading: bool = False, flags: int = os.O_RDONLY
-) -> tuple[int, Path, str]:
+def _text_file(env: ToolEnv, path: str, flags: int = os.O_RDONLY) -> tuple[int, Path, str]:
     """``(fd, real path, shown path)`` of a text file of the workspace, opened with ``flags``
-    through :func:`open_regular` (the file checked is the file opened)."""
-    real, shown = _readable(env, path) if reading else _existing(env, path)
+    through :func:`open_regular` (the file checked is the file opened). Its content is read, so
+    a ``Read`` deny rule refuses it, for an edit too (whose answers would tell the content)."""
+    real, shown = _readable(env, path)
     fd = open_regular(env.workspace, real, flags)
     if is_binary(os.pread(fd, 8192, 0)):
         os.close(fd)
@@ -105,7 +102,7 @@ def read_file(
         offset: Number of lines to skip from the start of the file.
         limit: Maximum number of lines to return.
     """
-    fd, _, shown = _text_file(env, path, reading=True)
+    fd, _, shown = _text_file(env, path)
     out: list[str] = []
     size, lineno, more = 0, 0, False
     with open(fd, encoding="utf-8", errors="replace") as fh:
@@ -201,7 +198,7 @@ def edit_file(
         new_string: The replacement text.
         replace_all: Replace every occurrence instead of requiring a unique match.
     """
-    fd, _, shown = _text_file(env, path, flags=os.O_RDWR)
+    fd, _, shown = _text_file(env, path, os.O_RDWR)
     with open(fd, "r+", encoding="utf-8", newline="") as fh:
         text, count, line = _replace(
             _read_text(fh, shown), shown, old_string, new_string, replace_all

@@ -85,6 +85,7 @@ def notebook_edit(
     """
     real = resolve_in_workspace(env.workspace, notebook_path)
     shown = display(env.workspace, real)
+    env.refuse_unreadable(shown)  # its cells are read (and named in errors)
     data = _load(env.workspace, real, shown)
     cells: list[Any] = data["cells"]
     at = _index(cells, cell_id, shown)

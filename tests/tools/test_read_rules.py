@@ -145,3 +145,23 @@ async def test_absolute_and_home_patterns_name_files_of_the_workspace(
     assert engine.decide(read, {"path": "src/app.py"}, workspace=ws) == "allow"
     found = await run(ws, engine, "grep_files", pattern="API_KEY")
     assert found.output == "src/app.py:1: API_KEY = os.environ['API_KEY']"
+
+
+async def test_edits_do_not_tell_the_content_of_a_file_a_read_rule_denies(ws: Path) -> None:
+    """edit_file's answers (not found, found n times, at line n) would tell a Read-denied file's
+    content a guess at a time; the tools that read a file to change it refuse it as read_file
+    does (Claude Code edits only a file it has read)."""
+    (ws / "secrets" / "nb.ipynb").write_text('{"cells": [], "metadata": {}}')
+    engine = PermissionEngine([DENY])
+    edits = [{"old_string": "API_KEY=a", "new_string": "x"}]
+    for name, args in [
+        ("edit_file", {"path": "secrets/key", "old_string": "API_KEY=a", "new_string": "x"}),
+        ("multi_edit", {"path": "secrets/key", "edits": edits}),
+        ("notebook_edit", {"notebook_path": "secrets/nb.ipynb", "cell_id": "3"}),
+    ]:
+        result = await run(ws, engine, name, **args)
+        assert result.is_error
+        assert "cannot be read: denied by rule deny Read(./secrets/**)" in result.output, name
+    assert (ws / "secrets" / "key").read_text() == "API_KEY=hunter2\n"
+    done = await run(ws, engine, "write_file", path="secrets/new", content="x")  # reads nothing
+    assert not done.is_error, done.output
