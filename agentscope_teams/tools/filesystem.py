@@ -258,7 +258,10 @@ def list_files(path: str = ".", *, env: ToolEnv) -> str:
     real, shown = _readable(env, path)
     if not real.is_dir():
         raise ToolError(f"{shown} is a file, not a directory; use read_file to read it")
-    fd = open_in(env.workspace, real, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = open_in(env.workspace, real, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:  # no longer a directory
+        raise ToolError(f"cannot list {shown}: {exc.strerror}; check the path") from None
     try:  # the directory checked, not one swapped in for it since
         listed = sorted(os.scandir(fd), key=lambda e: e.name)
     finally:
