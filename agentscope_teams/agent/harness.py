@@ -377,12 +377,16 @@ class SessionAgent:
         # The root was resolved at construction and path_segment names are plain names (never
         # "." / ".." / holding "/"), so the session path needs no resolve (file tools still
         # realpath every argument against it, which fails closed if a component is a symlink).
+        workspace = self.workspace_for(ctx)
         env = ToolEnv(
-            workspace=self.workspace_for(ctx),
+            workspace=workspace,
             ctx=ctx,
             agent_name=self.name,
             extras={"agent": self.view, "state": state},
             resolved=True,
+            read_guard=self.loop.permissions.read_guard(
+                state.permission_context, workspace=workspace
+            ),
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 

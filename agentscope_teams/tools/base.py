@@ -75,6 +75,11 @@ class ToolEnv:
     each session (its resolved root joined with escaped names). The directory need not exist: tools
     that take a ``ToolEnv`` create it when they first run (:meth:`ensure_workspace`). An agent's
     calls put its read-only :class:`~agentscope_teams.agent.AgentView` in ``extras["agent"]``.
+
+    ``read_guard``: given a path relative to the workspace, the refusal (naming the rule) if the
+    agent's permission rules deny reading it, else None. The file tools that list or search leave
+    out what it refuses (Claude Code applies ``Read`` deny rules to Grep, Glob and LS); the agent
+    sets it from its :class:`~agentscope_teams.tools.PermissionEngine` (``read_guard``).
     """
 
     workspace: Path
@@ -82,6 +87,7 @@ class ToolEnv:
     agent_name: str = ""
     extras: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     resolved: InitVar[bool] = False
+    read_guard: Callable[[str], str | None] | None = field(default=None, compare=False)
 
     def __post_init__(self, resolved: bool) -> None:
         if not resolved:
@@ -92,6 +98,13 @@ class ToolEnv:
                 raise ValueError(f"a resolved workspace must be absolute without '..', got {ws}")
             object.__setattr__(self, "workspace", ws)
         object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
+
+    def refuse_unreadable(self, shown: str) -> None:
+        """A ToolError naming the rule if :attr:`read_guard` refuses ``shown`` (a path relative
+        to the workspace): what a file tool that reads or lists it raises."""
+        refusal = self.read_guard(shown) if self.read_guard is not None else None
+        if refusal is not None:
+            raise ToolError(f"{shown} cannot be read: {refusal}; do not retry this call")
 
     def ensure_workspace(self) -> Path:
         """Create the workspace directory (and its parents) if it does not exist; returns it.

@@ -4,6 +4,8 @@
 ``edit_file`` change files. Paths are taken relative to the workspace root (absolute paths must lie
 inside it), resolved with symlinks, and refused with a tool error when they escape the root. Output
 paths are relative to the root. The work runs in worker threads (sync functions under ``@tool``).
+What a ``Read`` deny rule covers (``ToolEnv.read_guard``) is left out of what ``list_files``,
+``glob_files`` and ``grep_files`` show, and naming it as their path is a tool error.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from .paths import (
     display,
     is_binary,
     is_inside,
+    open_in,
+    open_regular,
     replace_file,
     resolve_in_workspace,
     walk_files,
@@ -54,16 +58,24 @@ def _existing(env: ToolEnv, path: str) -> tuple[Path, str]:
     return real, shown
 
 
-def _text_file(env: ToolEnv, path: str) -> tuple[Path, str]:
+def _readable(env: ToolEnv, path: str) -> tuple[Path, str]:
+    """:func:`_existing`, refused with a tool error naming the rule if a ``Read`` deny rule
+    covers it (``env.read_guard``)."""
     real, shown = _existing(env, path)
-    if real.is_dir():
-        raise ToolError(f"{shown} is a directory; use list_files to see what it contains")
-    if not real.is_file():
-        raise ToolError(f"{shown} is not a regular file")
-    with open(real, "rb") as fh:
-        if is_binary(fh.read(8192)):
-            raise ToolError(f"{shown} is a binary file; only text files can be read or edited")
+    env.refuse_unreadable(shown)
     return real, shown
+
+
+def _text_file(env: ToolEnv, path: str, flags: int = os.O_RDONLY) -> tuple[int, Path, str]:
+    """``(fd, real path, shown path)`` of a text file of the workspace, opened with ``flags``
+    through :func:`open_regular` (the file checked is the file opened). Its content is read, so
+    a ``Read`` deny rule refuses it, for an edit too (whose answers would tell the content)."""
+    real, shown = _readable(env, path)
+    fd = open_regular(env.workspace, real, flags)
+    if is_binary(os.pread(fd, 8192, 0)):
+        os.close(fd)
+        raise ToolError(f"{shown} is a binary file; only text files can be read or edited")
+    return fd, real, shown
 
 
 def _cut_lines(fh: io.TextIOBase) -> Iterator[str]:
@@ -90,10 +102,10 @@ def read_file(
         offset: Number of lines to skip from the start of the file.
         limit: Maximum number of lines to return.
     """
-    real, shown = _text_file(env, path)
+    fd, _, shown = _text_file(env, path)
     out: list[str] = []
     size, lineno, more = 0, 0, False
-    with open(real, encoding="utf-8", errors="replace") as fh:
+    with open(fd, encoding="utf-8", errors="replace") as fh:
         for lineno, text in enumerate(_cut_lines(fh), 1):
             if lineno <= offset:
                 continue
@@ -114,6 +126,17 @@ def read_file(
     return "\n".join(out)
 
 
+def _open_for_writing(root: Path, real: Path, shown: str) -> tuple[int, bool]:
+    """``(fd, existed)``: ``real`` created exclusively (its directories too), else the regular
+    file there opened; never through a symlink (:func:`open_in`)."""
+    try:
+        return open_in(root, real, os.O_WRONLY | os.O_CREAT | os.O_EXCL, make=True), False
+    except FileExistsError:
+        return open_regular(root, real, os.O_WRONLY), True
+    except OSError as exc:
+        raise ToolError(f"cannot create {shown}: {exc.strerror}") from None
+
+
 def write_file(path: str, content: str, *, env: ToolEnv) -> str:
     """Create or overwrite a file in the workspace with `content` (parent directories are created).
 
@@ -123,13 +146,11 @@ def write_file(path: str, content: str, *, env: ToolEnv) -> str:
     """
     real = resolve_in_workspace(env.workspace, path)
     shown = display(env.workspace, real)
-    if real.is_dir():
+    if real == env.workspace:
         raise ToolError(f"{shown} is a directory; pass a file path")
-    existed = real.exists()
-    if existed and not real.is_file():
-        raise ToolError(f"{shown} is not a regular file")
-    real.parent.mkdir(parents=True, exist_ok=True)
-    with open(real, "w", encoding="utf-8", newline="") as fh:
+    fd, existed = _open_for_writing(env.workspace, real, shown)
+    with open(fd, "w", encoding="utf-8", newline="") as fh:
+        os.ftruncate(fd, 0)  # only now: the file opened is a regular file of the workspace
         fh.write(content)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "updated" if existed else "created"
@@ -159,10 +180,9 @@ def _replace(text: str, shown: str, old: str, new: str, replace_all: bool) -> tu
     return text.replace(old, new), count, line
 
 
-def _read_text(real: Path, shown: str) -> str:
+def _read_text(fh: io.TextIOBase, shown: str) -> str:
     try:
-        with open(real, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        return fh.read()
     except UnicodeDecodeError:
         raise ToolError(f"{shown} is not valid UTF-8; it cannot be edited as text") from None
 
@@ -178,12 +198,14 @@ def edit_file(
         new_string: The replacement text.
         replace_all: Replace every occurrence instead of requiring a unique match.
     """
-    real, shown = _text_file(env, path)
-    text, count, line = _replace(
-        _read_text(real, shown), shown, old_string, new_string, replace_all
-    )
-    with open(real, "w", encoding="utf-8", newline="") as fh:
+    fd, _, shown = _text_file(env, path, os.O_RDWR)
+    with open(fd, "r+", encoding="utf-8", newline="") as fh:
+        text, count, line = _replace(
+            _read_text(fh, shown), shown, old_string, new_string, replace_all
+        )
+        fh.seek(0)
         fh.write(text)
+        fh.truncate()
     return f"edited {shown}: replaced {count} occurrence(s), first at line {line}"
 
 
@@ -209,8 +231,9 @@ def multi_edit(
         path: File path relative to the workspace root.
         edits: The replacements: each has old_string, new_string and optional replace_all.
     """
-    real, shown = _text_file(env, path)
-    text = _read_text(real, shown)
+    fd, real, shown = _text_file(env, path)
+    with open(fd, encoding="utf-8", newline="") as fh:
+        text = _read_text(fh, shown)
     total = 0
     for index, edit in enumerate(edits):
         try:
@@ -222,7 +245,7 @@ def multi_edit(
                 f"edit {index + 1} of {len(edits)}: {exc}; no edit was applied"
             ) from None
         total += count
-    replace_file(real, text)
+    replace_file(env.workspace, real, text)
     return f"edited {shown}: {len(edits)} edit(s), {total} replacement(s)"
 
 
@@ -232,16 +255,26 @@ def list_files(path: str = ".", *, env: ToolEnv) -> str:
     Args:
         path: Directory relative to the workspace root.
     """
-    real, shown = _existing(env, path)
+    real, shown = _readable(env, path)
     if not real.is_dir():
         raise ToolError(f"{shown} is a file, not a directory; use read_file to read it")
+    try:
+        fd = open_in(env.workspace, real, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:  # no longer a directory
+        raise ToolError(f"cannot list {shown}: {exc.strerror}; check the path") from None
+    try:  # the directory checked, not one swapped in for it since
+        listed = sorted(os.scandir(fd), key=lambda e: e.name)
+    finally:
+        os.close(fd)
     dirs: list[str] = []
     files: list[str] = []
-    for entry in sorted(os.scandir(real), key=lambda e: e.name):
-        p = Path(entry.path)
+    for entry in listed:
+        p = real / entry.name
         if entry.is_symlink() and not is_inside(env.workspace, Path(os.path.realpath(p))):
             continue
         rel = display(env.workspace, p)
+        if env.read_guard is not None and env.read_guard(rel) is not None:
+            continue  # under a Read deny rule: not even its name is shown
         (dirs if entry.is_dir() else files).append(rel + "/" if entry.is_dir() else rel)
     entries = dirs + files
     if not entries:
@@ -258,11 +291,11 @@ def glob_files(pattern: str, path: str = ".", *, env: ToolEnv) -> str:
         path: Directory to search, relative to the workspace root.
     """
     regex = compile_glob(pattern)
-    base, shown = _existing(env, path)
+    base, shown = _readable(env, path)
     keep = frozenset(pattern.split("/"))
     found = [
         display(env.workspace, p)
-        for p in walk_files(env.workspace, base, keep)
+        for p in walk_files(env.workspace, base, keep, env.read_guard)
         if regex.fullmatch(p.relative_to(base).as_posix())
     ]
     if not found:
@@ -292,39 +325,57 @@ def grep_files(
         regex = re.compile(pattern)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-    base, shown = _existing(env, path)
+    base, shown = _readable(env, path)
     name_glob = compile_glob(glob) if glob else None
     rows: list[str] = []
-    for file in walk_files(env.workspace, base):
+    for file in walk_files(env.workspace, base, hidden=env.read_guard):
         if name_glob is not None:
             subject = file.name if "/" not in (glob or "") else file.relative_to(base).as_posix()
             if not name_glob.fullmatch(subject):
                 continue
-        rows.extend(_grep_one(env.workspace, file, regex, max_results - len(rows)))
+        rows.extend(_grep_one(env, file, regex, max_results - len(rows)))
         if len(rows) >= max_results:
             rows.append(f"... stopped after {max_results} matches; narrow the pattern or path")
             break
     return "\n".join(rows) if rows else f"no matches for {pattern!r} under {shown}"
 
 
-def _grep_one(root: Path, file: Path, regex: re.Pattern[str], budget: int) -> list[str]:
+def _open_walked(env: ToolEnv, file: Path) -> int | None:
+    """A file a walk found, opened as :func:`read_file` opens a path (its real path inside the
+    workspace, allowed by ``env.read_guard``, no symlink followed since); None if it is not."""
     try:
-        info = file.stat()
+        real = resolve_in_workspace(env.workspace, str(file))
+        if env.read_guard is not None and env.read_guard(display(env.workspace, real)):
+            return None
+        return open_in(env.workspace, real, os.O_RDONLY | os.O_NONBLOCK)
+    except (ToolError, OSError):
+        return None
+
+
+def _grep_one(env: ToolEnv, file: Path, regex: re.Pattern[str], budget: int) -> list[str]:
+    fd = _open_walked(env, file)
+    if fd is None:
+        return []
+    with open(fd, "rb") as fh:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_GREP_FILE_BYTES:
             return []
-        data = file.read_bytes()
-    except OSError:
-        return []
+        data = fh.read()
     if is_binary(data[:8192]):
         return []
     rows: list[str] = []
-    rel = display(root, file)
+    rel = display(env.workspace, file)
     for lineno, line in enumerate(io.StringIO(data.decode("utf-8", errors="replace")), 1):
         if regex.search(line):
             rows.append(f"{rel}:{lineno}: {line.strip()[:500]}")
             if len(rows) >= budget:
                 break
     return rows
+
+
+def read_tool() -> Tool:
+    """The built-in ``read_file`` tool (whose calls ``Read`` permission rules are matched on)."""
+    return _builtin_tools()[0]
 
 
 @functools.cache
@@ -334,7 +385,7 @@ def _builtin_tools() -> tuple[Tool, ...]:
         make_tool(write_file),
         make_tool(edit_file),
         make_tool(multi_edit),
-        make_tool(list_files, read_only=True),
+        make_tool(list_files, read_only=True, primary_argument="path"),
         make_tool(glob_files, read_only=True, primary_argument="path"),
         make_tool(grep_files, read_only=True, primary_argument="path"),
         make_tool(notebook_edit, primary_argument="notebook_path"),

@@ -9,26 +9,31 @@ temporary file and a rename, so a failed edit leaves the file as it was. Cells a
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ToolError
 from .base import ToolEnv
-from .paths import display, replace_file, resolve_in_workspace
+from .paths import display, open_regular, replace_file, resolve_in_workspace
 
 __all__ = ["notebook_edit"]
 
 MAX_NOTEBOOK_BYTES = 20_000_000
 
 
-def _load(real: Path, shown: str) -> dict[str, Any]:
-    if not real.is_file():
+def _load(root: Path, real: Path, shown: str) -> dict[str, Any]:
+    if real == root:
         raise ToolError(f"{shown} is not a notebook file of the workspace")
-    if real.stat().st_size > MAX_NOTEBOOK_BYTES:
-        raise ToolError(f"{shown} is larger than {MAX_NOTEBOOK_BYTES} bytes; edit it another way")
+    with open(open_regular(root, real), "rb") as fh:
+        if os.fstat(fh.fileno()).st_size > MAX_NOTEBOOK_BYTES:
+            raise ToolError(
+                f"{shown} is larger than {MAX_NOTEBOOK_BYTES} bytes; edit it another way"
+            )
+        raw = fh.read()
     try:
-        data = json.loads(real.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ToolError(f"{shown} is not a Jupyter notebook (invalid JSON: {exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
@@ -80,7 +85,8 @@ def notebook_edit(
     """
     real = resolve_in_workspace(env.workspace, notebook_path)
     shown = display(env.workspace, real)
-    data = _load(real, shown)
+    env.refuse_unreadable(shown)  # its cells are read (and named in errors)
+    data = _load(env.workspace, real, shown)
     cells: list[Any] = data["cells"]
     at = _index(cells, cell_id, shown)
     if edit_mode == "insert":
@@ -102,5 +108,5 @@ def notebook_edit(
         if cell.get("cell_type") == "code":
             cell.update(execution_count=None, outputs=[])
         done = f"replaced cell {at}"
-    replace_file(real, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    replace_file(env.workspace, real, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return f"{shown}: {done} ({len(cells)} cells now)"

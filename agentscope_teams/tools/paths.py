@@ -1,17 +1,21 @@
 """Workspace confinement for file tools: path resolution, directory walks and glob matching.
 
 Every path is resolved with :func:`os.path.realpath` (``..`` and symlinks included) and refused with
-a :class:`ToolError` if the result is not inside the workspace root. Walks never follow directory
-symlinks and skip file symlinks that point outside the root.
+a :class:`ToolError` if the result is not inside the workspace root. The real path checked is then
+opened from the root one component at a time without following symlinks (:func:`open_in`), so a
+command running beside the call cannot swap a checked directory for a symlink and lead the open
+outside. Walks never follow directory symlinks and skip file symlinks that point outside the root.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import secrets
 import stat
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import ToolError
@@ -58,18 +62,105 @@ def resolve_in_workspace(root: Path, path: str) -> Path:
     return real
 
 
-def replace_file(real: Path, text: str) -> None:
-    """Write ``text`` to the existing file ``real`` through a new temporary file beside it,
-    renamed over it (keeping its mode). The temporary name is created exclusively, so a symlink
-    planted at some name in the directory is never written through."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _moved(root: Path, real: Path, part: str) -> ToolError:
+    return ToolError(
+        f"{display(root, real)}: {part!r} on its path is not a directory of the workspace (a file, "
+        "or replaced by a symlink since the path was checked); refused so as not to leave the "
+        "workspace: check the path with list_files and call again"
+    )
+
+
+@contextlib.contextmanager
+def parent_of(root: Path, real: Path, *, make: bool = False) -> Iterator[tuple[int, str]]:
+    """``(fd, name)``: the directory holding ``real`` (a path :func:`resolve_in_workspace`
+    returned, not ``root`` itself) and ``real``'s name in it. The directory is opened from
+    ``root`` one component at a time, never following a symlink, so one swapped in since the check
+    cannot lead outside ``root`` (a ToolError instead). ``make`` creates missing directories."""
+    *dirs, name = real.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with open(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            os.fchmod(fh.fileno(), stat.S_IMODE(real.stat().st_mode))
-        os.replace(tmp, real)
+        for part in dirs:
+            if make:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+            try:
+                step = os.open(part, _DIR, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _moved(root, real, part) from None
+                raise
+            os.close(fd)
+            fd = step
+        yield fd, name
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        os.close(fd)
+
+
+def open_in(root: Path, real: Path, flags: int, *, make: bool = False) -> int:
+    """A file descriptor of ``real`` (see :func:`parent_of`; ``root`` itself is opened as is),
+    opened with ``flags`` without following a symlink at any component."""
+    if real == root:
+        return os.open(root, flags | os.O_CLOEXEC)
+    with parent_of(root, real, make=make) as (dir_fd, name):
+        try:
+            return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ToolError(
+                    f"{display(root, real)} was replaced by a symlink since the path was checked; "
+                    "refused so as not to leave the workspace: check the path and call again"
+                ) from None
+            raise
+
+
+def open_regular(root: Path, real: Path, flags: int = os.O_RDONLY) -> int:
+    """:func:`open_in` for a regular file that exists (never blocking on a FIFO), with a
+    ToolError naming the path when it is missing, a directory or something else."""
+    shown = display(root, real)
+    try:
+        fd = open_in(root, real, flags | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ToolError(
+            f"{shown} does not exist; use list_files or glob_files to find the path"
+        ) from None
+    except IsADirectoryError:
+        raise ToolError(f"{shown} is a directory; use list_files to see what it contains") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads, a socket
+            raise ToolError(f"{shown} is not a regular file") from None
+        raise ToolError(f"cannot open {shown}: {exc.strerror}") from None
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        if stat.S_ISDIR(kind):
+            raise ToolError(f"{shown} is a directory; use list_files to see what it contains")
+        raise ToolError(f"{shown} is not a regular file")
+    return fd
+
+
+def replace_file(root: Path, real: Path, text: str) -> None:
+    """Write ``text`` to the existing file ``real`` through a new temporary file beside it,
+    renamed over it (keeping its mode). Both names are used relative to the directory opened by
+    :func:`parent_of` and the temporary name is created exclusively, so neither a symlink planted
+    at some name in the directory nor one swapped in for a directory is written through."""
+    with parent_of(root, real) as (dir_fd, name):
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        if not stat.S_ISREG(mode):
+            raise ToolError(f"{display(root, real)} is not a regular file; it was not changed")
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+        try:
+            with open(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+                os.fchmod(fh.fileno(), stat.S_IMODE(mode))
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=dir_fd)
 
 
 def display(root: Path, path: Path) -> str:
@@ -78,22 +169,55 @@ def display(root: Path, path: Path) -> str:
     return rel if rel else "."
 
 
-def walk_files(root: Path, base: Path, keep: frozenset[str] = frozenset()) -> Iterator[Path]:
+def walk_files(
+    root: Path,
+    base: Path,
+    keep: frozenset[str] = frozenset(),
+    hidden: Callable[[str], object] | None = None,
+) -> Iterator[Path]:
     """Files under ``base`` in sorted order (``base`` itself if it is a file).
 
     Directory symlinks are not followed, file symlinks pointing outside ``root`` are skipped and
-    :data:`IGNORED_DIRS` are pruned unless their name is in ``keep``.
+    :data:`IGNORED_DIRS` are pruned unless their name is in ``keep``. ``hidden`` (given a path
+    relative to ``root``, true to leave it out: a ``Read`` deny rule) prunes directories and
+    skips files.
     """
     if base.is_file():
         yield base
         return
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS or d in keep)
-        for name in sorted(filenames):
-            p = Path(dirpath, name)
-            if p.is_symlink() and not is_inside(root, Path(os.path.realpath(p))):
-                continue
-            yield p
+    try:
+        fd = open_in(root, base, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # not a directory (a FIFO), or gone: nothing to walk
+        return
+    try:  # fwalk: from the opened directory down, never through a directory swapped for a link
+        for top, dirnames, filenames, _ in os.fwalk(".", dir_fd=fd):
+            yield from _walked(root, Path(base, top), dirnames, filenames, keep, hidden)
+    finally:
+        os.close(fd)
+
+
+def _walked(
+    root: Path,
+    dirpath: Path,
+    dirnames: list[str],
+    filenames: list[str],
+    keep: frozenset[str],
+    hidden: Callable[[str], object] | None,
+) -> Iterator[Path]:
+    """One directory of :func:`walk_files`: prunes ``dirnames`` in place, yields its files."""
+    dirnames[:] = sorted(
+        d
+        for d in dirnames
+        if (d not in IGNORED_DIRS or d in keep)
+        and not (hidden and hidden(display(root, Path(dirpath, d))))
+    )
+    for name in sorted(filenames):
+        p = Path(dirpath, name)
+        if p.is_symlink() and not is_inside(root, Path(os.path.realpath(p))):
+            continue
+        if hidden and hidden(display(root, p)):
+            continue
+        yield p
 
 
 def _translate(pattern: str) -> str:

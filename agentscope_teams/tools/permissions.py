@@ -28,11 +28,16 @@ The mode is ``context.mode`` (the session's) unless that is ``"default"`` and th
 choose it (``context.mode_chosen``), then the engine's mode.
 
 A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed, ``mcp__<server>``
-for every tool of an MCP server) and optionally a
+for every tool of an MCP server; as in Claude Code, a ``Read`` rule also names the tools that
+read files, :data:`READING_TOOLS`, and an ``Edit`` rule every tool that edits them,
+``EDIT_TOOLS``) and optionally a
 pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
-workspace, symlinks are resolved too). ``deny`` and ``ask`` rules match if the raw or any normalized
+workspace, symlinks are resolved too); a pattern written ``//abs/path`` or ``~/path`` (Claude
+Code's absolute and home-relative spellings) is matched against the absolute path. A deny or
+ask rule naming a directory (``Read(secrets)``, ``Read(secrets/)``) covers what is under it, as
+gitignore reads it. ``deny`` and ``ask`` rules match if the raw or any normalized
 form matches; ``allow`` rules only on the canonical form (the file really touched). A ``domain:host``
 pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
 its subdomains (:func:`~.web.urls.web_rule_matches`); remembering a call with a URL argument
@@ -55,7 +60,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -65,7 +70,7 @@ from ..state import PermissionContext, PermissionMode, PermissionRule
 from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
 from .claude_code import CLAUDE_TOOLS
 from .command_rules import allowed_by_rules, command_rule_matches, escape_command, parses
-from .filesystem import EDIT_TOOLS
+from .filesystem import EDIT_TOOLS, read_tool
 
 __all__ = [
     "CLAUDE_MODES",
@@ -103,7 +108,13 @@ def resolve_mode(name: str) -> PermissionMode:
     raise ValueError(f"unknown permission mode {name!r}; use one of {choices}")
 
 
-PATH_ARGUMENTS = frozenset({"path", "file_path", "filepath", "filename", "directory", "dir", "cwd"})
+PATH_ARGUMENTS = frozenset(
+    {"path", "file_path", "notebook_path", "filepath", "filename", "directory", "dir", "cwd"}
+)
+
+READING_TOOLS = frozenset({"grep_files", "glob_files", "list_files"})
+"""Tools besides ``read_file`` that read files (Claude Code's Grep, Glob, LS): ``Read`` rules
+apply to them too, as in Claude Code, on their path argument (the search root)."""
 
 COMMAND_TOOLS = frozenset({"bash"})
 """Tools whose primary argument is a shell command, matched with Claude Code's Bash rules."""
@@ -206,6 +217,22 @@ def _tool_matches(pattern: str, name: str) -> bool:
     return pattern == name or (any(c in pattern for c in "*?[") and fnmatchcase(name, pattern))
 
 
+def _rule_names(rule: PermissionRule, tool: Tool) -> bool:
+    """Whether ``rule`` is about ``tool``: its name, or, as in Claude Code, a ``Read`` rule and a
+    tool that reads files (:data:`READING_TOOLS`), an ``Edit`` rule and a tool that edits them
+    (:data:`~.filesystem.EDIT_TOOLS`), on the tool's path argument."""
+    if _tool_matches(rule.tool, tool.name):
+        return True
+    family = {"read_file": READING_TOOLS, "edit_file": EDIT_TOOLS}.get(resolve_tool_name(rule.tool))
+    return (
+        family is not None
+        and resolve_tool_name(tool.name) in family
+        and rule.argument in (None, "path")
+        and tool.primary_argument is not None
+        and _is_path_argument(tool, tool.primary_argument)
+    )
+
+
 def limits_tool(rule: PermissionRule, tool: Tool) -> bool:
     """Whether a ``tools:`` entry with a pattern (``Edit(src/**)``) limits ``tool``: the tool its
     name resolves to, and the other tools that name stands for whose argument is of the same kind
@@ -235,6 +262,37 @@ def _argument(tool: Tool, name: str | None, arguments: Mapping[str, Any]) -> Any
     return prop.get("default", _MISSING) if isinstance(prop, Mapping) else _MISSING
 
 
+def _path_pattern(pattern: str) -> tuple[str, bool]:
+    """A path pattern as Claude Code reads it, and whether it is absolute: ``//abs/path`` from the
+    file-system root, ``~/path`` from the home directory, ``./path`` (as ``path``) relative to
+    the workspace."""
+    if len(pattern) > 1 and pattern.endswith("/"):  # secrets/ (a directory): what is under it
+        pattern = pattern.rstrip("/") or "/"
+    if pattern.startswith("//"):
+        return pattern[1:], True
+    if pattern == "~" or pattern.startswith("~/"):
+        return os.path.expanduser("~") + pattern[1:], True
+    while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
+        pattern = pattern[2:]
+    return pattern, False
+
+
+def _with_ancestors(form: str) -> list[str]:
+    """``a/b/c`` -> ``a/b/c``, ``a/b``, ``a``: a deny or ask rule naming a directory covers what
+    is under it (gitignore's reading, which Claude Code's path rules follow)."""
+    found = [form]
+    while (parent := posixpath.dirname(found[-1])) not in ("", found[-1]):
+        found.append(parent)
+    return found
+
+
+def _absolute(form: str, workspace: Path | None) -> str:
+    """A form of a path argument as an absolute path (relative ones are in the workspace)."""
+    if posixpath.isabs(form) or workspace is None:
+        return form
+    return posixpath.normpath(posixpath.join(workspace.as_posix(), form))
+
+
 def rule_matches(
     rule: PermissionRule,
     tool: Tool,
@@ -243,7 +301,7 @@ def rule_matches(
     workspace: Path | None = None,
 ) -> bool:
     """True if ``rule`` applies to this call of ``tool`` (see the module docstring)."""
-    if not _tool_matches(rule.tool, tool.name):
+    if not _rule_names(rule, tool):
         return False
     if rule.pattern is None:
         return True
@@ -258,11 +316,15 @@ def rule_matches(
     if is_command_tool(tool) and name == tool.primary_argument:
         every_part = rule.behavior == "allow"
         return command_rule_matches(rule.pattern, str(value), every_part=every_part)
-    canonical, forms = _forms(tool, name, value, _workspace(workspace))
+    root = _workspace(workspace)
+    canonical, forms = _forms(tool, name, value, root)
     pattern = rule.pattern
     if _is_path_argument(tool, name):
-        while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
-            pattern = pattern[2:]
+        pattern, absolute = _path_pattern(pattern)
+        if rule.behavior != "allow":
+            forms = [a for f in forms for a in _with_ancestors(f)]
+        if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
+            canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
     if rule.behavior == "allow":
         return fnmatchcase(canonical, pattern)
     return any(fnmatchcase(f, pattern) for f in forms)
@@ -466,6 +528,25 @@ class PermissionEngine:
         return self.check(tool, arguments, context, workspace=workspace).behavior
 
     explain = check
+
+    def read_guard(
+        self, context: PermissionContext | None = None, *, workspace: Path | None = None
+    ) -> Callable[[str], str | None]:
+        """What the file tools that list or search ask of each path they would show
+        (``ToolEnv.read_guard``): the refusal naming the deny rule if ``read_file`` of that path
+        (relative to ``workspace``) would be denied by a rule, else None. The rules are read at
+        each question, so a rule added to ``context`` during the call counts."""
+
+        def refusal(path: str) -> str | None:
+            arguments = {"path": path}
+            for rule in (*self.rules, *(context.rules if context is not None else ())):
+                if rule.behavior == "deny" and rule_matches(
+                    rule, read_tool(), arguments, workspace=workspace
+                ):
+                    return f"denied by rule deny {format_rule(rule)}"
+            return None
+
+        return refusal
 
     def remember_rule(
         self, tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None

@@ -215,3 +215,33 @@ def test_tool_without_primary_argument() -> None:
     assert bare.primary_argument is None
     assert remember_rule(bare, {}) == PermissionRule(tool="tick", behavior="allow")
     assert PermissionEngine([deny("tick(x*)")]).decide(bare, {}) == "ask"
+
+
+def test_an_edit_rule_covers_every_tool_that_edits_files() -> None:
+    """Claude Code: Edit rules apply to all built-in tools that edit files, so a deny rule on
+    ``Edit`` holds for write_file and notebook_edit as well, however the path is written; a
+    rule on another tool does not spread to them."""
+    engine = PermissionEngine([deny("Edit(secrets/**)")], mode="bypass")
+    for path in ["secrets/k", "./secrets/k", "src/../secrets/k"]:
+        assert engine.decide(WRITE, {"path": path, "content": "x"}) == "deny", path
+        assert engine.decide(FS["notebook_edit"], {"notebook_path": path}) == "deny", path
+    assert engine.decide(WRITE, {"path": "src/k", "content": "x"}) == "allow"
+    assert engine.decide(READ, {"path": "secrets/k"}) == "allow"
+    notebooks = PermissionEngine([deny("NotebookEdit(secrets/**)")], mode="bypass")
+    assert notebooks.decide(FS["notebook_edit"], {"notebook_path": "./secrets/n.ipynb"}) == "deny"
+    assert notebooks.decide(WRITE, {"path": "secrets/k", "content": "x"}) == "allow"
+
+
+@pytest.mark.parametrize("text", ["Read(secrets)", "Read(./secrets)", "Read(secrets/)"])
+def test_a_deny_rule_naming_a_directory_covers_what_is_under_it(text: str) -> None:
+    """Claude Code's path rules read as gitignore does: a directory a deny (or ask) rule names
+    holds everything under it, so ``Read(secrets)`` is not dodged by reading ``secrets/key``."""
+    engine = PermissionEngine([deny(text), ask(text.replace("secrets", "docs"))], mode="bypass")
+    for path in ["secrets/key", "./secrets/sub/key", "src/../secrets/key"]:
+        assert engine.decide(READ, {"path": path}) == "deny", path
+        assert engine.decide(GREP, {"pattern": "x", "path": path}) == "deny", path
+    assert engine.decide(READ, {"path": "docs/a.md"}) == "ask"
+    for path in ["src/secrets.txt", "secretsx/key", "src/key"]:
+        assert engine.decide(READ, {"path": path}) == "allow", path
+    allow_src = PermissionEngine([allow(text.replace("Read", "write_file"))])
+    assert allow_src.decide(CONFIRMED_WRITE, {"path": "secrets/k"}) == "ask"  # allow: exact
