@@ -4,8 +4,10 @@ A lease is a key written with ``expected_version=0``, a store TTL and ``indexed=
 listed), so a holder that dies simply lets it expire. Its value names the holder (a random token) and
 never changes while it is held, so the value alone identifies the holding: store versions restart
 after a key expires, but a newer holder's value differs. The holder renews it every ``ttl / 3`` (a
-compare-and-set on its own version after checking that the key still holds its value), from a task
-started only once the holder outlives the first third: a shorter call costs one timer.
+compare-and-set on its own version *and* its own value, atomically in the store: a fence on the
+lease key itself, so a renewal that stalled past the ttl between its read and its write fails
+instead of overwriting the next holder's lease at the same version), from a task started only once
+the holder outlives the first third: a shorter call costs one timer.
 
 Fencing is done by the store inside each save: the holder passes :meth:`Lease.fence` to the write,
 which succeeds only while the lease key still holds this holder's value, atomically with the write
@@ -74,8 +76,13 @@ class Lease:
         self._written_at = -math.inf  # monotonic time of the last successful write of the lease
         self._confirmed_at = -math.inf  # ... and of the last time the store showed it was ours
 
-    async def _put(self, *, expected_version: int) -> int:
-        """Write the lease, unindexed where the store takes the option (a lease is never listed)."""
+    async def _put(self, *, expected_version: int, own: bool = False) -> int:
+        """Write the lease, unindexed where the store takes the option (a lease is never listed).
+
+        ``own`` (a renewal): the store writes only if the key still holds this holder's value, in
+        the same atomic operation as the version check (a fence on the key itself). The version
+        alone cannot tell: once the lease expired, the next holder creates it at version 1 again.
+        """
         if capabilities_of(self.store).fencing:
             return await self.store.put(
                 self.key,
@@ -83,6 +90,7 @@ class Lease:
                 expected_version=expected_version,
                 ttl=self.ttl,
                 indexed=False,
+                fence=Fence(self.key, self._token) if own else None,
             )
         return await self.store.put(
             self.key, self._value(), expected_version=expected_version, ttl=self.ttl
@@ -140,7 +148,7 @@ class Lease:
             return  # version since the read: a write now would overwrite the new holder's lease
         written_at = time.monotonic()
         try:
-            self.version = await self._put(expected_version=self.version)
+            self.version = await self._put(expected_version=self.version, own=True)
         except VersionConflict:
             if not self.done:  # a save released it meanwhile: not a takeover
                 self._mark_lost()

@@ -4,7 +4,7 @@ Schema version 2 added ``origin``, ``team_id`` and ``config_version``; version-1
 their origin taken from ``source``, no team and config version 1. A segmented record (Redis,
 :mod:`.segments`) stores a :class:`SegmentedHead` (head version 3) whose body has an empty context;
 the context is in segments beside it. Versions before it refuse the head with "upgrade" instead of
-reading a session without its history.
+reading a session without its history. A deleted session leaves a :data:`TOMBSTONE`.
 """
 
 from __future__ import annotations
@@ -68,6 +68,11 @@ class SegmentedHead(BaseModel):
         return self
 
 
+#: The value a deleted session leaves at its key (:meth:`~.storage.SessionStorage.delete_at`): the
+#: key's version goes on from it, so a session created again never reaches a version the deleted
+#: one had (store versions restart at 1 for an absent key). Its ``schema_version``, newer than a
+#: body's, makes a release that predates tombstones say "upgrade" instead of misreading it.
+TOMBSTONE = b'{"deleted":true,"schema_version":3}'
 EMPTY_STATE = AgentState()
 VERSIONED_PARTS = {
     None: (SESSION_SCHEMA_VERSION, "session record"),

@@ -21,6 +21,15 @@ that changed and a load parses only the segments this process has not cached. Ev
 the whole-value record holds: the head is written with the same version check and fence in the
 same atomic operation as the segments; a record written whole (every other store, or before
 segments existed) loads as before and becomes segmented at its next write.
+
+A deleted session is not removed from the store: :meth:`SessionStorage.delete_at` replaces it with
+a :data:`~.records.TOMBSTONE` (with the storage's ``ttl``; none: it stays), which reads, lists and
+updates as absent. Creating the session again writes over the tombstone at its version, so the
+versions of a key never repeat: store versions restart at 1 once a key is gone, and a writer
+still holding version N of the deleted record (an ``expected_version``, or the version this
+storage remembers for its one-round-trip save) could otherwise write at N onto the new record once
+it got there, taking the old record's config and ``created_at`` with it. A session whose record
+expired (``ttl``), or that something other than this class deleted, starts at version 1 again.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from .records import (
     HEAD_MARK,
     HEAD_SCHEMA_VERSION,
     HEAD_VERSIONED_PARTS,
+    TOMBSTONE,
     VERSIONED_PARTS,
     SegmentedHead,
     SessionBody,
@@ -155,7 +165,7 @@ class SessionStorage:
     async def _read(self, key: Key, entry: Entry | None) -> tuple[int, SessionBody] | None:
         """The stored record at ``key`` (remembered for the next write), whole or segmented;
         ``SchemaVersionError`` when it cannot be read."""
-        if entry is None:
+        if entry is None or entry.value == TOMBSTONE:
             self._seen.pop(key, None)
             return None
         if entry.value.startswith(HEAD_MARK):
@@ -174,7 +184,7 @@ class SessionStorage:
                 self._remember(key, entry.version, body, tuple(head.segments))
                 return entry.version, body
             found = await self.store.get(key)
-            if found is None:
+            if found is None or found.value == TOMBSTONE:
                 self._seen.pop(key, None)
                 return None
             entry = found
@@ -333,7 +343,7 @@ class SessionStorage:
         bind_state(state, addr.session_id)
         body = new_body(None, state, origin_of(None, source))
         body.config.model = model  # the body's own config, made by new_body
-        return await self._write(addr.key, body, 0, fence)
+        return await self._create(addr.key, body, fence)
 
     async def upsert_at(
         self,
@@ -354,17 +364,17 @@ class SessionStorage:
         made = origin_of(origin, source)
         if expected_version == 0:  # create only: one conditional write, no read first
             body = new_body(config, _fresh(state, addr), made)
-            return self._record(addr, await self._write(key, body, 0, fence), body)
+            return self._record(addr, await self._create(key, body, fence), body)
         while True:
             loaded = await self._load(key)
             found = 0 if loaded is None else loaded[0]
             if expected_version is not None and found != expected_version:
                 raise VersionConflict(key, expected_version, found)
-            if loaded is None:
-                body = new_body(config, _fresh(state, addr), made)
-            else:
-                body = _updated(loaded[1], config, state)
             try:
+                if loaded is None:
+                    body = new_body(config, _fresh(state, addr), made)
+                    return self._record(addr, await self._create(key, body, fence), body)
+                body = _updated(loaded[1], config, state)
                 return self._record(addr, await self._write(key, body, found, fence), body)
             except VersionConflict as exc:
                 if expected_version is not None or isinstance(exc, LeaseLostError):
@@ -420,8 +430,33 @@ class SessionStorage:
                     raise
                 seen = None
 
-    async def _write(self, key: Key, body: SessionBody, expected: int, fence: Fence | None) -> int:
-        if self._fields is not None and expected > 0:
+    async def _create(self, key: Key, body: SessionBody, fence: Fence | None) -> int:
+        """Write a new record: create-only, or over the tombstone a deleted session left (at its
+        version, so versions go on); ``VersionConflict`` if a live record is there."""
+        expected = 0
+        while True:
+            try:
+                return await self._write(key, body, expected, fence, whole=True)
+            except VersionConflict as exc:
+                if isinstance(exc, LeaseLostError):
+                    raise
+                entry = await self.store.get(key)
+            if entry is not None and entry.value != TOMBSTONE:
+                raise VersionConflict(key, 0, entry.version)
+            expected = 0 if entry is None else entry.version  # the tombstone (or it expired)
+
+    async def _write(
+        self,
+        key: Key,
+        body: SessionBody,
+        expected: int,
+        fence: Fence | None,
+        *,
+        whole: bool = False,
+    ) -> int:
+        """Write ``body`` at ``expected``: segmented on a store with fields unless ``whole`` (a
+        creation, over nothing or a tombstone)."""
+        if self._fields is not None and expected > 0 and not whole:
             return await self._write_segmented(key, body, expected, fence)
         data = body.model_dump_json().encode()
         try:
@@ -591,7 +626,10 @@ class SessionStorage:
             if dry_run:
                 return "created" if loaded is None else "updated"
             try:
-                await self._write(addr.key, body, 0 if loaded is None else loaded[0], None)
+                if loaded is None:
+                    await self._create(addr.key, body, None)
+                else:
+                    await self._write(addr.key, body, loaded[0], None)
             except VersionConflict:
                 continue
             return "created" if loaded is None else "updated"
@@ -610,6 +648,37 @@ class SessionStorage:
         return await self.delete_at(addr, expected_version=expected_version)
 
     async def delete_at(self, addr: SessionAddress, *, expected_version: int | None = None) -> bool:
-        """:meth:`delete_session` by address."""
-        self._seen.pop(addr.key, None)
-        return await self.store.delete(addr.key, expected_version=expected_version)
+        """:meth:`delete_session` by address: the record becomes a tombstone (module docs)."""
+        key = addr.key
+        self._seen.pop(key, None)
+        while True:
+            entry = await self.store.get(key)
+            found = 0 if entry is None or entry.value == TOMBSTONE else entry.version
+            if expected_version is not None and found != expected_version:
+                raise VersionConflict(key, expected_version, found)
+            if entry is None or not found:
+                return False
+            try:
+                await self._bury(key, entry)
+            except VersionConflict:
+                if expected_version is not None:
+                    raise
+                continue  # written meanwhile: delete what is there now
+            self._seen.pop(key, None)
+            return True
+
+    async def _bury(self, key: Key, entry: Entry) -> None:
+        """Replace the record ``entry`` (at its version) with the tombstone; a segmented record's
+        segments go with it. A head that cannot be read is deleted outright."""
+        if self._fields is None or not entry.value.startswith(HEAD_MARK):
+            await self.store.put(key, TOMBSTONE, expected_version=entry.version, ttl=self.ttl)
+            return
+        try:
+            head = self._head(key, entry.value)
+        except SchemaVersionError:
+            await self.store.delete(key, expected_version=entry.version)
+            return
+        drop = list(dict.fromkeys(field_of(sid) for sid, _ in head.segments))
+        await self._fields.put_fields(
+            key, TOMBSTONE, expected_version=entry.version, fields=(), drop=drop, ttl=self.ttl
+        )

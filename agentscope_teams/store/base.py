@@ -25,7 +25,10 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
   ``v``, checked atomically with the write and its version condition; otherwise it raises
   :class:`~agentscope_teams.errors.LeaseLostError` (a :class:`VersionConflict`) and writes nothing.
   ``Fence(..., release=True)`` also deletes ``k`` in the same operation when the write succeeds.
-  This is how a lease holder's save is fenced without a separate read.
+  This is how a lease holder's save is fenced without a separate read. ``k`` may be the written key
+  itself (without ``release``): the write then happens only while the key still holds ``v``, so
+  a compare of the version alone cannot be fooled by a key deleted and created again at the same
+  version by someone else (a lease's renewal, :mod:`agentscope_teams.agent.lease`).
 * ``get_many(keys)`` (optional; :func:`get_many` calls it when a store has it, else loops ``get``)
   returns what ``get`` would for each key, in order, in one round trip where the backend allows it
   (a Redis pipeline, one ``SELECT ... IN`` per chunk on SQL). Callers pass keys of one group
@@ -122,8 +125,9 @@ class Fence:
 
     A lease holder fences its writes with its lease (key and the value it wrote), so a write after a
     takeover fails. ``release`` deletes ``key`` in the same operation when the write succeeds (the
-    last write of a call gives the lease back). ``key`` must differ from the written key; on Redis it
-    should share the written key's server (see :mod:`.redis`).
+    last write of a call gives the lease back). On Redis ``key`` should share the written key's
+    server (see :mod:`.redis`). ``key`` may be the written key itself, without ``release``: the
+    write then requires that the key still holds ``value`` (a lease renewed by its holder).
     """
 
     key: Key
@@ -434,12 +438,16 @@ class StoreBackend(abc.ABC):
 
     @staticmethod
     def _check_fence(key: Key, fence: Fence | None) -> Fence | None:
-        """``fence`` with its key validated; ``ValueError`` if it names the written key itself."""
+        """``fence`` with its key validated; ``ValueError`` if it names the written key itself
+        with ``release`` (the write cannot both keep and delete the key)."""
         if fence is None:
             return None
         fk = validate_key(fence.key, "fence key")
-        if fk == key:
-            raise ValueError(f"a fence must name another key than the one written, got {key!r}")
+        if fk == key and fence.release:
+            raise ValueError(
+                f"a fence on the written key {key!r} itself cannot release it; "
+                "use release=False or fence another key"
+            )
         if not isinstance(fence.value, bytes | bytearray | memoryview):
             raise TypeError(f"fence value must be bytes, got {type(fence.value).__name__}")
         return fence if fk is fence.key else Fence(fk, bytes(fence.value), fence.release)

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
+import pytest
+
 from agentscope_teams.agent.lease import Lease
 from agentscope_teams.keys import SessionAddress
 from agentscope_teams.store import StoreBackend
@@ -75,3 +78,41 @@ async def test_a_renewal_cut_short_that_landed_does_not_keep_the_lease_after_rel
     await lease.release()
     assert lease.done
     assert await store.get(key) is None  # given back now, not held until its ttl runs out
+
+
+async def _gone(store: StoreBackend, key: Key) -> None:
+    """Wait until ``key`` has expired (polled: no wall-clock threshold, only a generous bound)."""
+    with anyio.fail_after(30):
+        while await store.get(key) is not None:  # noqa: ASYNC110 - a store has no event for it
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", ["expired", "deleted"])
+async def test_a_renewal_stalled_past_the_ttl_never_overwrites_the_next_holder_s_lease(
+    store: StoreBackend, ns: str, how: str
+) -> None:
+    """The renewal reads the lease (still ours, version 1) and stalls; the lease expires and
+    another process takes it, at version 1 again. The renewal's write must then fail (the key no
+    longer holds our value), not overwrite the new holder's lease at the same version."""
+    key = SessionAddress(None, ns, "agent", "s").lease_key
+    racing = ReadThenRace(store, key)
+    ttl = 0.3 if how == "expired" else 30.0
+    first = Lease(racing, key, ttl=ttl)
+    assert await first.try_acquire() and first.version == 1
+    second = Lease(store, key, ttl=30)
+
+    async def stall_until_taken_over() -> None:
+        if how == "expired":
+            await _gone(store, key)
+        else:  # what an expiry does, without waiting for it
+            assert await store.delete(key, indexed=False)
+        assert await second.try_acquire() and second.version == 1
+
+    racing.between = stall_until_taken_over
+    await first.renew()  # its read answered "still yours" before the takeover
+    assert first.lost
+    held = await store.get(key)
+    assert held is not None and held.value == second._token and held.version == 1
+    await second.verify()  # the next holder's saves are not fenced out
+    await second.release()
+    assert await store.get(key) is None

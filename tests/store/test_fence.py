@@ -1,7 +1,7 @@
 """Fenced writes and unindexed keys, on every backend (``put(fence=...)``, ``indexed=False``).
 
-A fenced put writes only while another key (a lease) holds a given value, checked atomically with
-the write; ``release=True`` deletes that key in the same operation. Every key starts with the test's
+A fenced put writes only while another key (a lease), or the written key itself, holds a given
+value, checked atomically with the write; ``release=True`` deletes that key in the same operation. Every key starts with the test's
 ``ns`` segment, so tests sharing a server never see each other's data.
 """
 
@@ -95,12 +95,42 @@ async def test_an_expired_fence_key_fences(store: StoreBackend, ns: str) -> None
     assert await store.get(rec) is None
 
 
-async def test_a_fence_must_name_another_key(store: StoreBackend, ns: str) -> None:
+async def test_a_fence_on_the_written_key_cannot_release_it(store: StoreBackend, ns: str) -> None:
     rec, _ = keys(ns)
+    await store.put(rec, b"x")
     with pytest.raises(ValueError, match="another key"):
-        await store.put(rec, b"x", fence=Fence(rec, b"x"))
+        await store.put(rec, b"y", expected_version=1, fence=Fence(rec, b"x", True))
     with pytest.raises(ValueError):
         await store.put(rec, b"x", fence=Fence((), b"x"))
+    entry = await store.get(rec)
+    assert entry is not None and (entry.value, entry.version) == (b"x", 1)
+
+
+async def test_a_fence_on_the_written_key_compares_its_value_with_the_version(
+    store: StoreBackend, ns: str
+) -> None:
+    """A lease's renewal: same version is not enough, the key must still hold the holder's value
+    (a key deleted and created again by someone else restarts at the same version)."""
+    _, lease = keys(ns)
+    assert await store.put(lease, b"me", expected_version=0, ttl=30, indexed=False) == 1
+    mine = Fence(lease, b"me")
+    assert await store.put(lease, b"me", expected_version=1, ttl=30, indexed=False, fence=mine) == 2
+    assert await store.delete(lease, indexed=False)
+    assert await store.put(lease, b"other", expected_version=0, ttl=30, indexed=False) == 1
+    for expected in (1, None):
+        with pytest.raises(LeaseLostError) as info:
+            await store.put(
+                lease, b"me", expected_version=expected, ttl=30, indexed=False, fence=mine
+            )
+        assert info.value.key == lease and info.value.lease_key == lease
+    held = await store.get(lease)
+    assert held is not None and (held.value, held.version) == (b"other", 1)
+    with pytest.raises(VersionConflict) as conflict:  # the value holds, the version does not
+        await store.put(
+            lease, b"other", expected_version=5, ttl=30, indexed=False, fence=Fence(lease, b"other")
+        )
+    assert not isinstance(conflict.value, LeaseLostError) and conflict.value.found == 1
+    assert await store.delete(lease, indexed=False)
 
 
 async def test_unindexed_keys_read_write_and_delete_like_others(

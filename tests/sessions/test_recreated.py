@@ -1,0 +1,109 @@
+"""A session deleted and created again is a new record: nothing of the old one writes onto it.
+
+Store versions restart at 1 for a key that was deleted, so without more a process holding
+version N of the old record (a caller's ``expected_version``, or the version a storage remembers
+for its one-round-trip save) could write at N onto the new record once it reached N again
+(ABA): a stale state accepted, and the old record's config and ``created_at`` put over the new
+one's. A deleted session leaves a tombstone carrying its version, so the next creation goes on
+from it and a version is never handed out twice for one session.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentscope_teams import AgentState, UserMsg
+from agentscope_teams.errors import VersionConflict
+from agentscope_teams.keys import SessionAddress
+from agentscope_teams.sessions import SessionConfig, SessionStorage
+from agentscope_teams.sessions.records import HEAD_MARK, SegmentedHead
+from agentscope_teams.sessions.segments import field_of
+from agentscope_teams.store import StoreBackend
+from agentscope_teams.store.base import field_records_of
+
+
+async def _recreated(ns: str, store: StoreBackend) -> tuple[SessionAddress, SessionStorage, int]:
+    """A session written twice by ``stale`` (which remembers it at its last version), then
+    deleted and created again by another process, which saves it until it is at least at the
+    version ``stale`` remembers. Returns the address, ``stale`` and that version."""
+    addr = SessionAddress(None, ns, "agent", "s")
+    stale = SessionStorage(store)
+    first = await stale.create_at(addr, config=SessionConfig(model="old-model"))
+    first.state.context.append(UserMsg("old conversation"))
+    known = await stale.update_at(addr, first.state)
+    other = SessionStorage(store)
+    assert await other.delete_at(addr)
+    again = await other.create_at(addr, config=SessionConfig(model="new-model"))
+    version = again.version
+    while version < known:
+        again.state.context.append(UserMsg(f"new {version}"))
+        version = await other.update_at(addr, again.state, expected_version=version)
+    return addr, stale, known
+
+
+async def test_a_stale_expected_version_does_not_write_onto_the_recreated_session(
+    store: StoreBackend, ns: str
+) -> None:
+    addr, _, known = await _recreated(ns, store)
+    before = await SessionStorage(store).get_at(addr)
+    assert before is not None
+    old_state = AgentState(session_id="s", context=[UserMsg("written for the old session")])
+    with pytest.raises(VersionConflict):
+        await SessionStorage(store).update_at(addr, old_state, expected_version=known)
+    after = await SessionStorage(store).get_at(addr)
+    assert after is not None and after.version == before.version
+    assert after.state.context == before.state.context
+
+
+async def test_a_remembered_version_does_not_bring_back_the_old_config_and_created_at(
+    store: StoreBackend, ns: str
+) -> None:
+    addr, stale, _ = await _recreated(ns, store)
+    before = await SessionStorage(store).get_at(addr)
+    assert before is not None
+    state = AgentState(session_id="s", context=[UserMsg("a save by the stale process")])
+    await stale.update_at(addr, state)  # the seed's save: replace the state, keep the record
+    after = await SessionStorage(store).get_at(addr)
+    assert after is not None
+    assert after.config.model == "new-model"
+    assert after.created_at == before.created_at
+    assert after.state.context == state.context
+
+
+async def test_a_recreated_session_reads_and_lists_as_new(store: StoreBackend, ns: str) -> None:
+    storage = SessionStorage(store)
+    addr = SessionAddress(None, ns, "agent", "s")
+    first = await storage.create_at(addr)
+    assert first.version == 1
+    assert await storage.delete_at(addr)
+    assert await storage.get_at(addr) is None
+    assert list(await storage.list_sessions(ns, "agent")) == []
+    assert not await storage.delete_at(addr)  # deleting it again: nothing there
+    with pytest.raises(KeyError):
+        await storage.update_at(addr, AgentState(session_id="s"))
+    again = await storage.create_at(addr, config=SessionConfig(model="m2"))
+    assert again.version > first.version
+    assert again.config.model == "m2" and again.config_version == 1
+    listed = await storage.list_sessions(ns, "agent")
+    assert [r.version for r in listed] == [again.version]
+    with pytest.raises(VersionConflict):
+        await storage.create_at(addr)  # it exists again: create-only refuses
+
+
+async def test_a_deleted_segmented_session_keeps_none_of_its_segments(
+    store: StoreBackend, ns: str
+) -> None:
+    fields = field_records_of(store)
+    if fields is None:
+        pytest.skip("only a store with fields beside a value (Redis) segments a record")
+    storage = SessionStorage(store)
+    addr = SessionAddress(None, ns, "agent", "s")
+    record = await storage.create_at(addr)
+    record.state.context.extend(UserMsg(f"message {i}") for i in range(40))
+    await storage.update_at(addr, record.state)
+    head = await store.get(addr.key)
+    assert head is not None and head.value.startswith(HEAD_MARK)
+    names = [field_of(sid) for sid, _ in SegmentedHead.model_validate_json(head.value).segments]
+    assert names and all(d is not None for d in await fields.get_fields(addr.key, names))
+    assert await storage.delete_at(addr)
+    assert await fields.get_fields(addr.key, names) == [None] * len(names)
