@@ -17,7 +17,9 @@ A command that cannot be parsed is allowed by no pattern rule (see
 
 Deny and ask rules also see the command a wrapper runs (:func:`commands_run`): past ``env``,
 ``sudo``, ``timeout 5``, ``nice -n 5``... (:data:`WRAPPERS`, options and all), into the string of
-``bash -c`` / ``sh -lc`` and the words of ``eval``, and into ``find -exec ... ;``. Allow rules do
+``bash -c`` / ``sh -lc``, the words of ``eval`` and the text of ``trap TEXT SIGNAL``, and into
+``find -exec ... ;``; a program named by its path (``/usr/bin/git``) is seen by its name. Words
+known only when the shell runs (``git $X``) leave a rule that :func:`might_match`. Allow rules do
 not: a wrapper can change what the command does (its environment, user, or the text that runs),
 so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
 """
@@ -38,6 +40,7 @@ __all__ = [
     "command_rule_matches",
     "commands_run",
     "escape_command",
+    "might_match",
     "parse_command",
     "parses",
 ]
@@ -101,6 +104,7 @@ class Wrapper:
     operands: int = 0  # words before the command (timeout's DURATION)
     assignments: bool = False  # NAME=VALUE words before the command (``env FOO=1 git``)
     joined: bool = False  # the rest is joined and run as shell text (``eval``, ``watch``)
+    appends: bool = False  # words read from stdin are added to the command (``xargs``)
 
 
 def _wrapper(
@@ -110,9 +114,10 @@ def _wrapper(
     *,
     assignments: bool = False,
     joined: bool = False,
+    appends: bool = False,
 ) -> Wrapper:
     return Wrapper(
-        frozenset(flags.split()), frozenset(valued.split()), operands, assignments, joined
+        frozenset(flags.split()), frozenset(valued.split()), operands, assignments, joined, appends
     )
 
 
@@ -121,6 +126,8 @@ WRAPPERS: Mapping[str, Wrapper] = {
         "- -i --ignore-environment -0 --null -v --debug", "-u --unset -C --chdir", assignments=True
     ),
     "command": _wrapper("-p -v -V"),
+    "builtin": _wrapper(),
+    "chroot": _wrapper("--skip-chdir", "--userspec --groups", operands=1),
     "exec": _wrapper("-c -l", "-a"),
     "nohup": _wrapper(),
     "setsid": _wrapper("-f -w -c --fork --wait --ctty"),
@@ -141,6 +148,7 @@ WRAPPERS: Mapping[str, Wrapper] = {
     "xargs": _wrapper(
         "-0 -o -p -r -t -x --exit --interactive --no-run-if-empty --null --open-tty --verbose",
         "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-chars --max-procs",
+        appends=True,
     ),
     "eval": _wrapper(joined=True),
     "watch": _wrapper(
@@ -197,7 +205,23 @@ def _wrapped(part: Part, w: Wrapper) -> list[Part]:
         if not all(literal[i:]):
             raise Unparsed("text run by eval holds an expansion")
         return parse_command(" ".join(words[i:])) if i < len(words) else []
-    return [Part(words[i:], literal[i:], part.writes_file)] if i < len(words) else []
+    if i >= len(words):
+        return []
+    if w.appends:  # xargs git: the words it reads are known only when it runs
+        return [Part([*words[i:], UNKNOWN], [*literal[i:], False], part.writes_file)]
+    return [Part(words[i:], literal[i:], part.writes_file)]
+
+
+def _trap(part: Part) -> list[Part]:
+    """The commands of ``trap [--] TEXT SIGNAL...`` (run when the signal comes)."""
+    words, i = part.words, 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if len(words) - i < 2 or words[i] == "-" or (words[i].startswith("-") and i == 1):
+        return []  # trap -p, trap SIGNAL, trap - SIGNAL: nothing is set to run
+    if not part.literal[i]:
+        raise Unparsed("a trap's command text is an expansion")
+    return parse_command(words[i])
 
 
 def _shell_string(part: Part) -> list[Part] | None:
@@ -256,6 +280,8 @@ def _inner(part: Part) -> list[Part] | None:
         return _shell_string(part)
     if name == "find":
         return _find_exec(part)
+    if name == "trap":
+        return _trap(part)
     return None
 
 
@@ -266,6 +292,8 @@ def _seen_through(parts: Sequence[Part], depth: int) -> Iterator[Part | None]:
         yield part
         bare = _past_assignments(part)
         yield bare
+        if bare.words and bare.literal[0] and "/" in bare.words[0]:  # /usr/bin/git: git
+            yield Part([posixpath.basename(bare.words[0]), *bare.words[1:]], bare.literal)
         try:
             if depth >= _MAX_DEPTH:
                 raise Unparsed("wrappers nested too deeply")
@@ -294,6 +322,39 @@ def _raw_matches(pattern: str, command: str) -> bool:
     if not _has_wildcard(pattern):
         return text == " ".join(pattern.replace("\\*", "*").split())
     return _wildcard_regex(pattern).fullmatch(text) is not None
+
+
+def _pattern_head(pattern: str) -> tuple[list[str], bool] | None:
+    """The words a command must start with to match ``pattern``, as far as the pattern fixes them,
+    and whether no other word may follow them (an exact pattern); None for a pattern no command
+    matches."""
+    if pattern.endswith(":*") or not _has_wildcard(pattern):
+        exact = not pattern.endswith(":*")
+        words = _rule_words(pattern if exact else pattern[:-2])
+        return (words, exact) if words else None
+    head = re.split(r"(?<!\\)\*", pattern, maxsplit=1)[0]
+    words = head.replace("\\*", "*").split()
+    return (words if head[-1:].isspace() else words[:-1]), False  # a word cut by the star: unknown
+
+
+def might_match(pattern: str, command: str) -> bool:
+    """Whether a deny or ask rule might apply to ``command`` once the words only known when the
+    shell runs are (``git $X``, ``git {push,x}``, ``echo push | xargs git``): a simple command
+    (wrappers seen through) with such a word whose known words before it agree with the pattern's
+    fixed words."""
+    head = _pattern_head(pattern)
+    try:
+        parts = commands_run(command)[0] if head is not None else []
+    except Unparsed:
+        return False
+    for part in map(_past_assignments, parts):
+        if all(part.literal) or head is None:
+            continue
+        known, (fixed, exact) = part.words[: part.literal.index(False)], head
+        n = min(len(known), len(fixed))
+        if known[:n] == fixed[:n] and not (exact and len(known) > len(fixed)):
+            return True
+    return False
 
 
 def command_rule_matches(pattern: str, command: str, *, every_part: bool) -> bool:

@@ -1,0 +1,86 @@
+"""Forms of a denied command that bash runs but a word-by-word reading misses: a path to the
+program, ``$"..."`` quoting, ``builtin``/``trap``/``chroot`` running it, brace expansion and globs
+in its name, and words only known when the shell runs (``git $X``, ``xargs git``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentscope_teams.sandbox import UnsafeHostSandbox
+from agentscope_teams.tools import PermissionEngine, parse_rule, shell_tools
+
+BASH = shell_tools(UnsafeHostSandbox())[0]
+DENY = ("Bash(git push:*)",)
+
+
+def decide(command: str, deny: tuple[str, ...] = ()) -> str:
+    rules = [parse_rule(r, "deny") for r in deny]
+    return PermissionEngine(rules, "bypass").decide(BASH, {"command": command})
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "/usr/bin/git push origin main",  # the same program by its path
+        "~/bin/git push",
+        "./git push",
+        '$"git" push',  # a locale-translated string is a double-quoted one
+        '$"git push" x; $"git" "push"',
+        "builtin eval 'git push'",
+        "command builtin eval 'git push'",
+        "trap 'git push' EXIT",  # the trap's text runs when the shell exits
+        "trap -- 'git push' EXIT",
+        "chroot / git push",
+        "chroot --userspec=1:1 / /usr/bin/git push",
+    ],
+)
+def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
+    assert decide(command) == "allow"  # control: nothing else refuses it
+    assert decide(command, DENY) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "{git,push}",  # brace expansion: bash runs `git push`
+        "git{,} push",
+        "/usr/bin/gi? push",  # a glob naming the program
+        "/usr/bin/gi[t] push",
+        "git {push,status}",  # runs `git push status`
+        "X=push; git $X",  # the words are only known when the shell runs
+        'git "$X" --force',
+        "git ${X}",
+        "git $(echo push)",
+        "echo push | xargs git",  # xargs adds words read from its input
+        "timeout 5 git $X",
+    ],
+)
+def test_a_command_that_might_be_denied_asks(command: str) -> None:
+    assert decide(command) == "allow"
+    assert decide(command, DENY) == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status $X",
+        "echo $HOME",
+        "ls *.py",
+        "echo {a,b}",
+        "find . -name '*.py' -exec cat {} \\;",
+        "xargs git status",
+        "/usr/bin/git status",
+        "trap 'rm -f x' EXIT",
+        "echo '{git,push}'",
+    ],
+)
+def test_unknown_words_elsewhere_do_not_make_deny_rules_overreach(command: str) -> None:
+    assert decide(command, DENY) == "allow"
+
+
+def test_allow_rules_do_not_allow_a_program_by_another_path() -> None:
+    rules = [parse_rule("Bash(git status:*)", "allow")]
+    engine = PermissionEngine(rules, "default")
+    assert engine.decide(BASH, {"command": "git status"}) == "allow"
+    assert engine.decide(BASH, {"command": "./git status"}) == "ask"
+    assert engine.decide(BASH, {"command": "{git,status}"}) == "ask"
