@@ -19,7 +19,8 @@ Deny and ask rules also see the command a wrapper runs (:func:`commands_run`): p
 ``sudo``, ``timeout 5``, ``nice -n 5``... (:data:`WRAPPERS`, options and all), into the string of
 ``bash -c`` / ``sh -lc``, the words of ``eval`` and the text of ``trap TEXT SIGNAL``, and into
 ``find -exec ... ;``; a program named by its path (``/usr/bin/git``) is seen by its name. Words
-known only when the shell runs (``git $X``) leave a rule that :func:`might_match`. Allow rules do
+known only when the shell runs (``git $X``) leave a rule that :func:`might_match`; ``alias
+NAME=...`` and ``hash -p`` (a later name running another program) cannot be determined. Allow rules do
 not: a wrapper can change what the command does (its environment, user, or the text that runs),
 so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
 """
@@ -151,6 +152,9 @@ WRAPPERS: Mapping[str, Wrapper] = {
         appends=True,
     ),
     "eval": _wrapper(joined=True),
+    "time": _wrapper(
+        "-p -v -a -q --portability --verbose --append --quiet", "-f -o --format --output"
+    ),
     "watch": _wrapper(
         "-b -c -d -e -g -p -r -t -w -x --beep --chgexit --color --differences --errexit --exec"
         " --no-rerun --no-title --no-wrap --precise",
@@ -282,6 +286,10 @@ def _inner(part: Part) -> list[Part] | None:
         return _find_exec(part)
     if name == "trap":
         return _trap(part)
+    if (name == "alias" and any("=" in w for w in part.words[1:])) or (
+        name == "hash" and any(w.startswith("-") and "p" in w for w in part.words[1:])
+    ):
+        raise Unparsed(f"{name} makes a later name run another command")
     return None
 
 

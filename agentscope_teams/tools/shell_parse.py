@@ -7,7 +7,8 @@ words after quote removal (``git "diff"`` is ``git diff``); a word holding an ex
 to ``/dev/null`` and between descriptors (``2>&1``) are dropped; an output redirection to a file
 (``>``, ``>>``, ``&>``) marks the part as writing a file. A word holding an unquoted brace
 expansion (``{a,b}``, ``{1..3}``) is not literal either, nor a command name that is a glob
-(``/usr/bin/gi?``), and ``$"..."`` is read as ``"..."``.
+(``/usr/bin/gi?``), and ``$"..."`` is read as ``"..."``. A pipeline's ``time``, ``time -p`` and
+``!`` are left out (``time git push`` runs ``git push``).
 
 What cannot be read with certainty — heredocs, subshells and ``{ }`` groups, ``if``/``for``/
 ``while``/``case``, ``$((...))``, ``${...}`` holding a substitution, ``$'...'``, unterminated
@@ -116,6 +117,9 @@ class _Parser:
             raise Unparsed("a redirection without a target")
         part = self.cur
         self.cur = Part()
+        while part.words[:1] in (["time"], ["!"]) and part.literal[0]:  # a pipeline's prefix
+            n = 2 if part.words[:2] == ["time", "-p"] else 1
+            part.words, part.literal = part.words[n:], part.literal[n:]
         if not part.words and not part.writes_file:
             return
         if part.words and (part.words[0] in RESERVED and part.literal[0]):

@@ -32,6 +32,10 @@ def decide(command: str, deny: tuple[str, ...] = ()) -> str:
         "trap -- 'git push' EXIT",
         "chroot / git push",
         "chroot --userspec=1:1 / /usr/bin/git push",
+        "time git push",  # a pipeline prefix, as Claude Code strips it
+        "time -p git push | cat",
+        "! git push",
+        "/usr/bin/time -v git push",
     ],
 )
 def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
@@ -53,6 +57,9 @@ def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
         "git $(echo push)",
         "echo push | xargs git",  # xargs adds words read from its input
         "timeout 5 git $X",
+        "shopt -s expand_aliases\nalias g='git push'\ng",  # a later `g` runs git push
+        "hash -p /usr/bin/git g\ng push",
+        "time ! if true; then git push; fi",
     ],
 )
 def test_a_command_that_might_be_denied_asks(command: str) -> None:
@@ -72,6 +79,9 @@ def test_a_command_that_might_be_denied_asks(command: str) -> None:
         "/usr/bin/git status",
         "trap 'rm -f x' EXIT",
         "echo '{git,push}'",
+        "time git status",
+        "alias",
+        "hash -r",
     ],
 )
 def test_unknown_words_elsewhere_do_not_make_deny_rules_overreach(command: str) -> None:
