@@ -17,11 +17,11 @@ A command that cannot be parsed is allowed by no pattern rule (see
 
 Deny and ask rules also see the command a wrapper runs (:func:`commands_run`): past ``env``,
 ``sudo``, ``timeout 5``, ``nice -n 5``... (:data:`WRAPPERS`, options and all), into the string of
-``bash -c`` / ``sh -lc``, the words of ``eval`` and the text of ``trap TEXT SIGNAL``, and into
-``find -exec ... ;``; a program named by its path (``/usr/bin/git``) is seen by its name. Words
-known only when the shell runs (``git $X``) leave a rule that :func:`might_match`; ``alias
-NAME=...`` and ``hash -p`` (a later name running another program) cannot be determined. Allow rules do
-not: a wrapper can change what the command does (its environment, user, or the text that runs),
+``bash -c`` / ``sh -lc``, the words of ``eval``, the text of ``trap TEXT SIGNAL``, the ``-c TEXT``
+of ``su``, ``runuser``, ``script`` and ``flock``, and into ``find -exec ... ;``; a program named
+by its path (``/usr/bin/git``) is seen by its name. Words known only when the shell runs (``git
+$X``, ``xargs git``) leave a rule that :func:`might_match`; ``alias NAME=...`` and ``hash -p`` (a
+later name running another program) cannot be determined. Allow rules do not: a wrapper can change what the command does (its environment, user, or the text that runs),
 so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
 """
 
@@ -152,6 +152,18 @@ WRAPPERS: Mapping[str, Wrapper] = {
         appends=True,
     ),
     "eval": _wrapper(joined=True),
+    "busybox": _wrapper(),
+    "unbuffer": _wrapper("-p"),
+    "flock": _wrapper(
+        "-s -x -n -o -u -F --shared --exclusive --nonblock --nb --close --unlock --no-fork"
+        " --verbose",
+        "-w -E -c --wait --timeout --conflict-exit-code --command",
+        operands=1,
+    ),
+    "runuser": _wrapper(
+        "-l -m -p --login --preserve-environment",
+        "-u -g -G -s -c --user --group --supp-group --shell --command",
+    ),
     "time": _wrapper(
         "-p -v -a -q --portability --verbose --append --quiet", "-f -o --format --output"
     ),
@@ -165,8 +177,11 @@ WRAPPERS: Mapping[str, Wrapper] = {
 """The wrappers deny and ask rules see through: each runs the command after its own options.
 An option not listed here makes the wrapped command unknown (it might take a value)."""
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
 """Shells whose ``-c STRING`` is parsed as a command; one reading stdin cannot be checked."""
+
+_COMMAND_TEXT = frozenset({"su", "runuser", "script", "flock"})
+"""Programs that run the text of their ``-c`` option in a shell (:func:`_command_option`)."""
 
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _MAX_DEPTH = 8
@@ -212,8 +227,45 @@ def _wrapped(part: Part, w: Wrapper) -> list[Part]:
     if i >= len(words):
         return []
     if w.appends:  # xargs git: the words it reads are known only when it runs
-        return [Part([*words[i:], UNKNOWN], [*literal[i:], False], part.writes_file)]
+        return [_xargs_command(part, i)]
     return [Part(words[i:], literal[i:], part.writes_file)]
+
+
+def _xargs_command(part: Part, start: int) -> Part:
+    """The command ``xargs`` runs from ``part.words[start]``: the words it reads are added at its
+    end, or with ``-I R`` put where ``R`` is (those words are unknown)."""
+    words, literal = part.words, list(part.literal)
+    options = words[1:start]
+    spot = next((j for j, o in enumerate(options) if o.startswith("-I")), None)
+    if spot is None:
+        return Part([*words[start:], UNKNOWN], [*literal[start:], False], part.writes_file)
+    replace = options[spot][2:] or (options[spot + 1] if spot + 1 < len(options) else "")
+    known = [
+        lit and (not replace or replace not in w) for w, lit in zip(words, literal, strict=True)
+    ]
+    return Part(words[start:], known[start:], part.writes_file)
+
+
+_COMMAND_OPTION = re.compile(r"-[A-Za-z]*c|--command")
+
+
+def _command_option(part: Part) -> list[Part]:
+    """The commands of each shell text given with ``-c TEXT`` / ``--command=TEXT`` (``su``,
+    ``runuser``, ``script``, ``flock``), wherever it stands (``su`` passes the words after its user,
+    ``--`` and all, to the shell)."""
+    words, literal, found = part.words, part.literal, []
+    for i in range(1, len(words)):
+        text, at = None, i
+        if words[i].startswith("--command="):
+            text = words[i].split("=", 1)[1]
+        elif _COMMAND_OPTION.fullmatch(words[i]):
+            at = i + 1
+            text = words[at] if at < len(words) else ""
+        if text is not None:
+            if not (literal[i] and literal[at]):
+                raise Unparsed(f"the command text of {words[0]} is an expansion")
+            found += parse_command(text)
+    return found
 
 
 def _trap(part: Part) -> list[Part]:
@@ -278,6 +330,9 @@ def _inner(part: Part) -> list[Part] | None:
     if not part.literal[0]:
         raise Unparsed("the command name is an expansion")
     name = posixpath.basename(part.words[0])
+    if name in _COMMAND_TEXT:  # flock FILE CMD and runuser -u U CMD run a command as well
+        wrapped = _wrapped(part, WRAPPERS[name]) if name in WRAPPERS else []
+        return _command_option(part) + wrapped
     if name in WRAPPERS:
         return _wrapped(part, WRAPPERS[name])
     if name in SHELLS:

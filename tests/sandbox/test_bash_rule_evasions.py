@@ -36,6 +36,15 @@ def decide(command: str, deny: tuple[str, ...] = ()) -> str:
         "time -p git push | cat",
         "! git push",
         "/usr/bin/time -v git push",
+        "su -c 'git push' alice",  # the -c text runs in the user's shell
+        "su - alice -c 'git push'",
+        "runuser -u alice -- git push",
+        "script -qc 'git push' /dev/null",
+        "flock /tmp/lock git push",
+        "flock -w 5 /tmp/lock -c 'git push'",
+        "busybox env git push",
+        "unbuffer git push",
+        "fish -c 'git push'",
     ],
 )
 def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
@@ -56,6 +65,8 @@ def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
         "git ${X}",
         "git $(echo push)",
         "echo push | xargs git",  # xargs adds words read from its input
+        "echo push | xargs -I{} git {}",  # ... or puts them in place of {}
+        "echo git | xargs -I % % push",
         "timeout 5 git $X",
         "shopt -s expand_aliases\nalias g='git push'\ng",  # a later `g` runs git push
         "hash -p /usr/bin/git g\ng push",
@@ -82,6 +93,9 @@ def test_a_command_that_might_be_denied_asks(command: str) -> None:
         "time git status",
         "alias",
         "hash -r",
+        "su -c 'git status'",
+        "flock /tmp/lock git status",
+        "script -q /dev/null",
     ],
 )
 def test_unknown_words_elsewhere_do_not_make_deny_rules_overreach(command: str) -> None:
