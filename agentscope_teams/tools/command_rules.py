@@ -302,10 +302,21 @@ def _shell_string(part: Part) -> list[Part] | None:
             return []  # `sh -c` without a string: an error, runs nothing
         raise Unparsed("a shell reading its commands from stdin")
     if not command:
+        _script_file(words[i], literal[i])
         return None  # a script file, as ./script would run
     if not literal[i]:
         raise Unparsed("a shell's command string is an expansion")
     return parse_command(words[i])
+
+
+_STDIN = re.compile(r"-|/dev/stdin|/dev/fd/[0-9]+|/proc/(self|[0-9]+)/fd/[0-9]+")
+
+
+def _script_file(word: str, literal: bool) -> None:
+    """Raises :class:`Unparsed` for a script that is stdin (``bash /dev/stdin``) or only known when
+    the shell runs (``bash <(...)``, ``bash "$F"``); a script file is not seen through."""
+    if not literal or _STDIN.fullmatch(word):
+        raise Unparsed("a shell reading its commands from stdin or a script known only at run time")
 
 
 def _find_exec(part: Part) -> list[Part]:
@@ -341,6 +352,8 @@ def _inner(part: Part) -> list[Part] | None:
         return _find_exec(part)
     if name == "trap":
         return _trap(part)
+    if name in ("source", ".") and len(part.words) > 1:
+        _script_file(part.words[1], part.literal[1])
     if (name == "alias" and any("=" in w for w in part.words[1:])) or (
         name == "hash" and any(w.startswith("-") and "p" in w for w in part.words[1:])
     ):

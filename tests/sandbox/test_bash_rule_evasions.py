@@ -71,6 +71,14 @@ def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
         "shopt -s expand_aliases\nalias g='git push'\ng",  # a later `g` runs git push
         "hash -p /usr/bin/git g\ng push",
         "time ! if true; then git push; fi",
+        "echo 'git push' | bash /dev/stdin",  # a shell reading its commands from stdin
+        "echo 'git push' | bash -",
+        "echo 'git push' | sh /proc/self/fd/0",
+        "echo 'git push' | bash -- /dev/fd/0",
+        "bash <(echo 'git push')",  # ... or from a script only known when it runs
+        'bash "$SCRIPT"',
+        "source <(echo 'git push')",
+        "echo 'git push' | . /dev/stdin",
     ],
 )
 def test_a_command_that_might_be_denied_asks(command: str) -> None:
@@ -96,6 +104,8 @@ def test_a_command_that_might_be_denied_asks(command: str) -> None:
         "su -c 'git status'",
         "flock /tmp/lock git status",
         "script -q /dev/null",
+        "bash ./build.sh",  # a script file runs as ./build.sh would: not seen through
+        "source ./env.sh",
     ],
 )
 def test_unknown_words_elsewhere_do_not_make_deny_rules_overreach(command: str) -> None:
