@@ -103,7 +103,7 @@ class Wrapper:
     flags: frozenset[str] = frozenset()  # options without a value (``-E``, ``--foreground``)
     valued: frozenset[str] = frozenset()  # with a value: ``-n 5``, ``-n5``, ``--signal=KILL``
     operands: int = 0  # words before the command (timeout's DURATION)
-    assignments: bool = False  # NAME=VALUE words before the command (``env FOO=1 git``)
+    assignments: bool = False  # words holding = before the command (``env FOO=1 git``)
     joined: bool = False  # the rest is joined and run as shell text (``eval``, ``watch``)
     appends: bool = False  # words read from stdin are added to the command (``xargs``)
 
@@ -218,8 +218,8 @@ def _wrapped(part: Part, w: Wrapper) -> list[Part]:
             break
         i += 2 if valued else 1
     i += w.operands
-    if w.assignments:
-        i += command_start(words[i:])
+    while w.assignments and i < len(words) and "=" in words[i]:
+        i += 1  # env and sudo take every word holding = as a variable (``env x-y=1 git``)
     if w.joined:
         if not all(literal[i:]):
             raise Unparsed("text run by eval holds an expansion")

@@ -45,6 +45,10 @@ def decide(command: str, deny: tuple[str, ...] = ()) -> str:
         "busybox env git push",
         "unbuffer git push",
         "fish -c 'git push'",
+        "X+=1 git push",  # an appending assignment before the command
+        "a[0]=1 git push",  # bash reports the array element, then runs the command
+        "env 'x-y=1' git push",  # env takes every word holding = as a variable
+        "env =x git push",
     ],
 )
 def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
