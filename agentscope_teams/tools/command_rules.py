@@ -21,7 +21,9 @@ Deny and ask rules also see the command a wrapper runs (:func:`commands_run`): p
 of ``su``, ``runuser``, ``script`` and ``flock``, and into ``find -exec ... ;``; a program named
 by its path (``/usr/bin/git``) is seen by its name. Words known only when the shell runs (``git
 $X``, ``xargs git``) leave a rule that :func:`might_match`; ``alias NAME=...`` and ``hash -p`` (a
-later name running another program) cannot be determined. Allow rules do not: a wrapper can change what the command does (its environment, user, or the text that runs),
+later name running another program) cannot be determined, nor quoted ``$(...)`` text bash may
+evaluate as an array subscript (``let 'a[$(cmd)]'``, ``x='a[$(cmd)]'``); ``mapfile -C TEXT`` runs
+its text. Allow rules do not: a wrapper can change what the command does (its environment, user, or the text that runs),
 so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
 """
 
@@ -333,6 +335,48 @@ def _find_exec(part: Part) -> list[Part]:
     return inner
 
 
+_EVALUATES = frozenset(
+    {"let", "declare", "typeset", "local", "export", "readonly", "unset", "read", "test", "["}
+    | {"shift", "return", "exit"}
+)
+"""Builtins that evaluate their arguments as variable names or arithmetic, where bash runs the
+``$(...)`` of an array subscript even when it was quoted (``let 'a[$(cmd)]'``)."""
+
+
+def _holds_code(words: Sequence[str]) -> bool:
+    """Whether a (quoted) word holds ``$(`` or a backtick that bash may still run."""
+    return any("$(" in w or "`" in w for w in words)
+
+
+def _evaluated(part: Part) -> None:
+    """Raises :class:`Unparsed` when ``part`` hands quoted ``$(...)`` text to arithmetic: an
+    evaluating builtin's argument (or ``printf -v``'s), or a variable's value (``x='a[$(cmd)]'``)."""
+    n = command_start(part.words)
+    name = part.words[n] if n < len(part.words) else ""
+    args = part.words[n + 1 :]
+    if (
+        _holds_code(part.words[:n])
+        or (name in _EVALUATES and _holds_code(args))
+        or (name == "printf" and "-v" in args and _holds_code(args))
+    ):
+        raise Unparsed("quoted $(...) text that bash may evaluate as an array subscript")
+
+
+def _option_text(part: Part, option: str) -> list[Part]:
+    """The commands of the shell text given as ``option``'s value (``mapfile -C TEXT``)."""
+    words, literal = part.words, part.literal
+    for i, word in enumerate(words[1:], 1):
+        if not word.startswith(option):
+            continue
+        at = i + 1 if word == option else i
+        if at >= len(words):
+            return []
+        if not (literal[i] and literal[at]):
+            raise Unparsed(f"the {option} text of {words[0]} is an expansion")
+        return parse_command(words[at] if at > i else word[len(option) :])
+    return []
+
+
 def _inner(part: Part) -> list[Part] | None:
     """The commands ``part`` runs in its stead (it being a wrapper, shell or ``find -exec``), or
     None; raises :class:`Unparsed` when they cannot be determined."""
@@ -352,6 +396,8 @@ def _inner(part: Part) -> list[Part] | None:
         return _find_exec(part)
     if name == "trap":
         return _trap(part)
+    if name in ("mapfile", "readarray"):
+        return _option_text(part, "-C")
     if name in ("source", ".") and len(part.words) > 1:
         _script_file(part.words[1], part.literal[1])
     if (name == "alias" and any("=" in w for w in part.words[1:])) or (
@@ -373,6 +419,7 @@ def _seen_through(parts: Sequence[Part], depth: int) -> Iterator[Part | None]:
         try:
             if depth >= _MAX_DEPTH:
                 raise Unparsed("wrappers nested too deeply")
+            _evaluated(part)
             inner = _inner(bare)
         except Unparsed:
             yield None

@@ -54,7 +54,7 @@ RESERVED = frozenset(
 _OPERATOR_ENDS = set(";&|\n")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^]]*\])?\+?=")  # X=1 X+=1 a[0]=1
 _BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")  # brace expansion: {a,b} {1..3}
-_GLOB = re.compile(r"[*?\[]")
+_GLOB = re.compile(r"[*?]|\[.*\]")  # a lone [ (the test command) is no pattern
 
 
 def command_start(words: Sequence[str]) -> int:

@@ -49,6 +49,8 @@ def decide(command: str, deny: tuple[str, ...] = ()) -> str:
         "a[0]=1 git push",  # bash reports the array element, then runs the command
         "env 'x-y=1' git push",  # env takes every word holding = as a variable
         "env =x git push",
+        "echo x | mapfile -C 'git push' -c 1",  # the callback is shell text
+        "echo x | readarray -t -C'git push' -c1 lines",
     ],
 )
 def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
@@ -83,6 +85,13 @@ def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
         'bash "$SCRIPT"',
         "source <(echo 'git push')",
         "echo 'git push' | . /dev/stdin",
+        # bash runs a $(...) in an array subscript it evaluates, quoted or not
+        "let 'x[$(git push)]=1'",
+        "unset 'a[$(git push)]'",
+        "[ -v 'a[$(git push)]' ]",
+        "printf -v 'a[`git push`]' x",
+        "declare 'c[$(git push)]=1'",
+        "x='a[$(git push)]'; let y=x",  # ... also from a variable's text
     ],
 )
 def test_a_command_that_might_be_denied_asks(command: str) -> None:
@@ -110,6 +119,10 @@ def test_a_command_that_might_be_denied_asks(command: str) -> None:
         "script -q /dev/null",
         "bash ./build.sh",  # a script file runs as ./build.sh would: not seen through
         "source ./env.sh",
+        "git commit -m 'fix `parse`, use $(nproc)'",  # quoted text that only ends up in a message
+        "echo '$(not run)'",
+        "[ -f x ] && git status",
+        "printf '%s $(x)\\n' a",
     ],
 )
 def test_unknown_words_elsewhere_do_not_make_deny_rules_overreach(command: str) -> None:
