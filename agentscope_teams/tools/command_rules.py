@@ -33,6 +33,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from .shell_parse import UNKNOWN, Part, Unparsed, command_start, parse_command
 
@@ -181,6 +182,8 @@ An option not listed here makes the wrapped command unknown (it might take a val
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
 """Shells whose ``-c STRING`` is parsed as a command; one reading stdin cannot be checked."""
+
+_GLOB_WORD = re.compile(r"[*?]|\[.*\]")
 
 _COMMAND_TEXT = frozenset({"su", "runuser", "script", "flock"})
 """Programs that run the text of their ``-c`` option in a shell (:func:`_command_option`)."""
@@ -462,21 +465,33 @@ def _pattern_head(pattern: str) -> tuple[list[str], bool] | None:
 
 def might_match(pattern: str, command: str) -> bool:
     """Whether a deny or ask rule might apply to ``command`` once the words only known when the
-    shell runs are (``git $X``, ``git {push,x}``, ``echo push | xargs git``): a simple command
-    (wrappers seen through) with such a word whose known words before it agree with the pattern's
-    fixed words."""
+    shell runs are (``git $X``, ``git {push,x}``, ``echo push | xargs git``, and a glob that may
+    name a file: ``git pu?h``): a simple command (wrappers seen through) with such a word whose
+    known words before it agree with the pattern's fixed words."""
     head = _pattern_head(pattern)
     try:
         parts = commands_run(command)[0] if head is not None else []
     except Unparsed:
         return False
+    loose = "nullglob" in command or "nocaseglob" in command  # a glob may vanish or fold case
     for part in map(_past_assignments, parts):
-        if all(part.literal) or head is None:
-            continue
-        known, (fixed, exact) = part.words[: part.literal.index(False)], head
-        n = min(len(known), len(fixed))
-        if known[:n] == fixed[:n] and not (exact and len(known) > len(fixed)):
+        if head is not None and _might_start(part, *head, loose=loose):
             return True
+    return False
+
+
+def _might_start(part: Part, fixed: list[str], exact: bool, *, loose: bool) -> bool:
+    """Whether ``part`` holds a word only known when it runs (or a glob), all known words before
+    it agreeing with ``fixed`` (and none past it, for an ``exact`` pattern)."""
+    for j, (word, literal) in enumerate(zip(part.words, part.literal, strict=True)):
+        past = j >= len(fixed)  # the pattern's fixed words are behind (a wildcard's tail is not)
+        glob = literal and _GLOB_WORD.search(word) is not None
+        if not literal or (glob and (loose or past or fnmatchcase(fixed[j], word))):
+            return not (exact and j > len(fixed))
+        if past and exact:
+            return False
+        if not past and word != fixed[j]:
+            return False
     return False
 
 

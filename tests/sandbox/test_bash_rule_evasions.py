@@ -92,6 +92,9 @@ def test_a_denied_command_run_in_another_form_is_denied(command: str) -> None:
         "printf -v 'a[`git push`]' x",
         "declare 'c[$(git push)]=1'",
         "x='a[$(git push)]'; let y=x",  # ... also from a variable's text
+        "touch push; git pu?h",  # a glob that may name a file called push
+        "touch push; timeout 5 git pu*",
+        "shopt -s nullglob; git zz* push",  # under nullglob a glob matching nothing vanishes
     ],
 )
 def test_a_command_that_might_be_denied_asks(command: str) -> None:
@@ -122,6 +125,8 @@ def test_a_command_that_might_be_denied_asks(command: str) -> None:
         "git commit -m 'fix `parse`, use $(nproc)'",  # quoted text that only ends up in a message
         "echo '$(not run)'",
         "[ -f x ] && git status",
+        "git add *.py",
+        "git zz* push",  # without nullglob an unmatched glob stays as it is
         "printf '%s $(x)\\n' a",
     ],
 )
@@ -135,3 +140,20 @@ def test_allow_rules_do_not_allow_a_program_by_another_path() -> None:
     assert engine.decide(BASH, {"command": "git status"}) == "allow"
     assert engine.decide(BASH, {"command": "./git status"}) == "ask"
     assert engine.decide(BASH, {"command": "{git,status}"}) == "ask"
+
+
+@pytest.mark.parametrize(
+    ("command", "verdict"),
+    [
+        ("git push $X", "ask"),  # X may be main
+        ("git push ma?n", "ask"),
+        ("git push dev", "allow"),
+        ("git status $X", "ask"),  # a wildcard spans words: X may be `x main`
+        ("git $X", "ask"),
+        ("ls $X", "allow"),
+    ],
+)
+def test_a_wildcard_deny_rule_asks_when_an_unknown_word_may_complete_it(
+    command: str, verdict: str
+) -> None:
+    assert decide(command, ("Bash(git * main)",)) == verdict
