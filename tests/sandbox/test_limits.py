@@ -131,6 +131,8 @@ async def test_as_a_non_root_service_rlimit_nproc_bounds_the_sandbox(
     try:
         who = await nobody.run("id -u", workspace)
         assert who.output.strip() == "65534", who.output
+        shm = await nobody.run("echo x > /dev/shm/y && echo x > /tmp/y && echo ok", workspace)
+        assert shm.output.strip() == "ok", shm.output  # its private /dev/shm and /tmp are its own
         bounded = await nobody.run(FORKER, workspace, limits=SandboxLimits(max_processes=20))
         assert int(bounded.output) < 20, bounded.output
         control = await nobody.run(FORKER, workspace, limits=SandboxLimits(max_processes=None))
