@@ -90,7 +90,8 @@ def find_bwrap() -> str | None:
 
 def check_workspace(cwd: Path) -> str:
     """``cwd`` as a string if it can be bound as a workspace; raises ConfigurationError if it is
-    relative, missing, reached through a symlink, or a system directory (or holds one)."""
+    relative, missing, reached through a symlink, or a system directory or the service user's
+    home directory (or holds one)."""
     path = os.fspath(cwd)
     if not os.path.isabs(path):
         raise ConfigurationError(f"sandbox workspace {path!r} must be an absolute path")
@@ -107,6 +108,13 @@ def check_workspace(cwd: Path) -> str:
                 f"sandbox workspace {real} is (or contains) the system directory {reserved}; "
                 "give the agent a directory of its own"
             )
+    home = os.path.realpath(os.path.expanduser("~"))
+    if home != "/" and (real == home or home.startswith(real.rstrip("/") + "/")):
+        raise ConfigurationError(
+            f"sandbox workspace {real} is (or contains) {home}, the home directory of the user "
+            "running the service (its ~/.ssh, credentials and default store would be writable "
+            "in the sandbox); give the agent a directory of its own, e.g. below it"
+        )
     return real
 
 
