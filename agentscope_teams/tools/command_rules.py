@@ -263,9 +263,8 @@ def _command_option(part: Part) -> list[Part]:
         text, at = None, i
         if words[i].startswith("--command="):
             text = words[i].split("=", 1)[1]
-        elif _COMMAND_OPTION.fullmatch(words[i]):
-            at = i + 1
-            text = words[at] if at < len(words) else ""
+        elif _COMMAND_OPTION.fullmatch(words[i]) and i + 1 < len(words):
+            at, text = i + 1, words[i + 1]
         if text is not None:
             if not (literal[i] and literal[at]):
                 raise Unparsed(f"the command text of {words[0]} is an expansion")

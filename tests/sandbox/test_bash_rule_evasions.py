@@ -120,6 +120,8 @@ def test_a_command_that_might_be_denied_asks(command: str) -> None:
         "su -c 'git status'",
         "flock /tmp/lock git status",
         "script -q /dev/null",
+        "su -c",  # a -c without its text runs nothing
+        "flock /tmp/lock -c",
         "bash ./build.sh",  # a script file runs as ./build.sh would: not seen through
         "source ./env.sh",
         "git commit -m 'fix `parse`, use $(nproc)'",  # quoted text that only ends up in a message
