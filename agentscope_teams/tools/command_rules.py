@@ -23,8 +23,8 @@ by its path (``/usr/bin/git``) is seen by its name. Words known only when the sh
 $X``, ``xargs git``) leave a rule that :func:`might_match`; ``alias NAME=...`` and ``hash -p`` (a
 later name running another program) cannot be determined, nor quoted ``$(...)`` text bash may
 evaluate as an array subscript (``let 'a[$(cmd)]'``, ``x='a[$(cmd)]'``); ``mapfile -C TEXT`` runs
-its text. Allow rules do not: a wrapper can change what the command does (its environment, user, or the text that runs),
-so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
+its text. Allow rules do not: a wrapper can change what the command does (its environment, user,
+or the text that runs), so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
 """
 
 from __future__ import annotations
@@ -351,8 +351,8 @@ def _holds_code(words: Sequence[str]) -> bool:
 
 
 def _evaluated(part: Part) -> None:
-    """Raises :class:`Unparsed` when ``part`` hands quoted ``$(...)`` text to arithmetic: an
-    evaluating builtin's argument (or ``printf -v``'s), or a variable's value (``x='a[$(cmd)]'``)."""
+    """Raises :class:`Unparsed` when ``part`` hands quoted ``$(...)`` text to arithmetic: as an
+    evaluating builtin's argument (or ``printf -v``'s) or a variable's value (``x='a[$(c)]'``)."""
     n = command_start(part.words)
     name = part.words[n] if n < len(part.words) else ""
     args = part.words[n + 1 :]

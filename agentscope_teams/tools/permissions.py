@@ -49,7 +49,8 @@ with certainty, or whose wrapped command cannot be determined, is allowed by no 
 asks (at step 2b, after plan mode) when a deny rule with a pattern exists for the tool, since that
 rule might apply; so does a command with a word only known when the shell runs (``git $X``, ``git
 {push,x}``, ``xargs git``) where that word could complete a deny or ask rule's pattern. A path to a
-program (``/usr/bin/git push``) is matched by deny and ask rules by the program's name too. Bare ``Bash`` (or ``Bash(*)``) names every command.
+program (``/usr/bin/git push``) is matched by deny and ask rules by the program's name too. Bare
+``Bash`` (or ``Bash(*)``) names every command.
 """
 
 from __future__ import annotations
