@@ -207,3 +207,13 @@ async def test_a_refusal_reaches_the_model_as_a_tool_error(site: LoopbackSite) -
         result = await toolkit.execute(ToolUseBlock(id=what, name="web_fetch", input=arguments))
         assert result.is_error, what
     assert site.hits["/doc.pdf"] == 1 and site.hits["/page.html"] == 0
+
+
+async def test_a_deeply_nested_page_is_read_not_failed(site: LoopbackSite) -> None:
+    """A page nesting thousands of elements (a generated or hostile page) comes back as its text;
+    the converter's recursion does not make web_fetch fail."""
+    depth = 5000
+    html = b"<html><body><h2>Top</h2>" + b"<div>" * depth + b"deep text" + b"</div>" * depth
+    site.routes["/deep.html"] = lambda h, q: h._send(200, html + b"</body></html>", "text/html")
+    page = await fetch_page(site.url("/deep.html"), "What is deep?", config())
+    assert "## Top" in page.content and "deep text" in page.content
