@@ -29,8 +29,9 @@ class SandboxLimits:
     replaced by a note with the omitted byte count); ``max_processes`` bounds the processes and
     threads the command may run at once, ``max_memory_bytes`` the address space of each of them
     (``RLIMIT_AS``), ``max_file_bytes`` the size of any file it writes (``RLIMIT_FSIZE``);
-    ``tmp_bytes`` the size of the sandbox's private ``/tmp``; ``background_seconds`` how long a
-    background command may run at most. ``None`` means unbounded (an operator's explicit choice).
+    ``tmp_bytes`` the size of the sandbox's private ``/tmp`` (and of its ``/dev/shm``);
+    ``background_seconds`` how long a background command may run at most. ``None`` means
+    unbounded (an operator's explicit choice).
     """
 
     timeout: float = 120.0

@@ -7,8 +7,9 @@ What a command sees (:meth:`BubblewrapSandbox.argv`):
   :data:`ETC_ALLOWED` (users and groups, name resolution, TLS roots, locale, time zone, the dynamic
   linker's cache), so ``/etc/shadow``, ``/etc/ssh``, ``/etc/ssl/private``, database passwords and
   whatever else an operator keeps there are absent;
-* a new ``/proc`` (its own PID namespace), a minimal ``/dev``, a private size-bounded ``/tmp`` with
-  ``HOME=/tmp/home`` in it (both gone when the command ends);
+* a new ``/proc`` (its own PID namespace), a minimal read-only ``/dev`` with a private
+  size-bounded ``/dev/shm``, a private size-bounded ``/tmp`` with ``HOME=/tmp/home`` in it (all
+  gone when the command ends);
 * the workspace, read-write, at its own path, as the working directory; nothing else of the host
   (no other session's workspace, no ``/home``, ``/root``, ``/run``, host ``/tmp``);
 * operator-chosen extra read-only paths (``read_only_paths=``, e.g. a toolchain in ``/opt``);
@@ -89,7 +90,8 @@ def find_bwrap() -> str | None:
 
 def check_workspace(cwd: Path) -> str:
     """``cwd`` as a string if it can be bound as a workspace; raises ConfigurationError if it is
-    relative, missing, reached through a symlink, or a system directory (or holds one)."""
+    relative, missing, reached through a symlink, or a system directory or the service user's
+    home directory (or holds one)."""
     path = os.fspath(cwd)
     if not os.path.isabs(path):
         raise ConfigurationError(f"sandbox workspace {path!r} must be an absolute path")
@@ -106,6 +108,13 @@ def check_workspace(cwd: Path) -> str:
                 f"sandbox workspace {real} is (or contains) the system directory {reserved}; "
                 "give the agent a directory of its own"
             )
+    home = os.path.realpath(os.path.expanduser("~"))
+    if home != "/" and (real == home or home.startswith(real.rstrip("/") + "/")):
+        raise ConfigurationError(
+            f"sandbox workspace {real} is (or contains) {home}, the home directory of the user "
+            "running the service (its ~/.ssh, credentials and default store would be writable "
+            "in the sandbox); give the agent a directory of its own, e.g. below it"
+        )
     return real
 
 
@@ -185,6 +194,9 @@ class BubblewrapSandbox(HostSandbox):
             args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
         args += ["--symlink", "/proc/self/mounts", "/etc/mtab"]
         args += ["--proc", "/proc", "--dev", "/dev"]
+        if self._sized_tmp:  # /dev is a tmpfs of host memory too: only a bounded /dev/shm in it
+            args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm"]
+        args += ["--remount-ro", "/dev"]
         if self._sized_tmp:
             args += ["--size", str(limits.tmp_bytes)]
         args += ["--tmpfs", "/tmp", "--dir", "/tmp/home"]

@@ -17,9 +17,14 @@ A command that cannot be parsed is allowed by no pattern rule (see
 
 Deny and ask rules also see the command a wrapper runs (:func:`commands_run`): past ``env``,
 ``sudo``, ``timeout 5``, ``nice -n 5``... (:data:`WRAPPERS`, options and all), into the string of
-``bash -c`` / ``sh -lc`` and the words of ``eval``, and into ``find -exec ... ;``. Allow rules do
-not: a wrapper can change what the command does (its environment, user, or the text that runs),
-so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
+``bash -c`` / ``sh -lc``, the words of ``eval``, the text of ``trap TEXT SIGNAL``, the ``-c TEXT``
+of ``su``, ``runuser``, ``script`` and ``flock``, and into ``find -exec ... ;``; a program named
+by its path (``/usr/bin/git``) is seen by its name. Words known only when the shell runs (``git
+$X``, ``xargs git``) leave a rule that :func:`might_match`; ``alias NAME=...`` and ``hash -p`` (a
+later name running another program) cannot be determined, nor quoted ``$(...)`` text bash may
+evaluate as an array subscript (``let 'a[$(cmd)]'``, ``x='a[$(cmd)]'``); ``mapfile -C TEXT`` runs
+its text. Allow rules do not: a wrapper can change what the command does (its environment, user,
+or the text that runs), so ``Bash(git diff:*)`` does not allow ``timeout 5 git diff``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from .shell_parse import UNKNOWN, Part, Unparsed, command_start, parse_command
 
@@ -38,6 +44,7 @@ __all__ = [
     "command_rule_matches",
     "commands_run",
     "escape_command",
+    "might_match",
     "parse_command",
     "parses",
 ]
@@ -99,8 +106,9 @@ class Wrapper:
     flags: frozenset[str] = frozenset()  # options without a value (``-E``, ``--foreground``)
     valued: frozenset[str] = frozenset()  # with a value: ``-n 5``, ``-n5``, ``--signal=KILL``
     operands: int = 0  # words before the command (timeout's DURATION)
-    assignments: bool = False  # NAME=VALUE words before the command (``env FOO=1 git``)
+    assignments: bool = False  # words holding = before the command (``env FOO=1 git``)
     joined: bool = False  # the rest is joined and run as shell text (``eval``, ``watch``)
+    appends: bool = False  # words read from stdin are added to the command (``xargs``)
 
 
 def _wrapper(
@@ -110,9 +118,10 @@ def _wrapper(
     *,
     assignments: bool = False,
     joined: bool = False,
+    appends: bool = False,
 ) -> Wrapper:
     return Wrapper(
-        frozenset(flags.split()), frozenset(valued.split()), operands, assignments, joined
+        frozenset(flags.split()), frozenset(valued.split()), operands, assignments, joined, appends
     )
 
 
@@ -121,6 +130,8 @@ WRAPPERS: Mapping[str, Wrapper] = {
         "- -i --ignore-environment -0 --null -v --debug", "-u --unset -C --chdir", assignments=True
     ),
     "command": _wrapper("-p -v -V"),
+    "builtin": _wrapper(),
+    "chroot": _wrapper("--skip-chdir", "--userspec --groups", operands=1),
     "exec": _wrapper("-c -l", "-a"),
     "nohup": _wrapper(),
     "setsid": _wrapper("-f -w -c --fork --wait --ctty"),
@@ -141,8 +152,24 @@ WRAPPERS: Mapping[str, Wrapper] = {
     "xargs": _wrapper(
         "-0 -o -p -r -t -x --exit --interactive --no-run-if-empty --null --open-tty --verbose",
         "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-chars --max-procs",
+        appends=True,
     ),
     "eval": _wrapper(joined=True),
+    "busybox": _wrapper(),
+    "unbuffer": _wrapper("-p"),
+    "flock": _wrapper(
+        "-s -x -n -o -u -F --shared --exclusive --nonblock --nb --close --unlock --no-fork"
+        " --verbose",
+        "-w -E -c --wait --timeout --conflict-exit-code --command",
+        operands=1,
+    ),
+    "runuser": _wrapper(
+        "-l -m -p --login --preserve-environment",
+        "-u -g -G -s -c --user --group --supp-group --shell --command",
+    ),
+    "time": _wrapper(
+        "-p -v -a -q --portability --verbose --append --quiet", "-f -o --format --output"
+    ),
     "watch": _wrapper(
         "-b -c -d -e -g -p -r -t -w -x --beep --chgexit --color --differences --errexit --exec"
         " --no-rerun --no-title --no-wrap --precise",
@@ -153,8 +180,13 @@ WRAPPERS: Mapping[str, Wrapper] = {
 """The wrappers deny and ask rules see through: each runs the command after its own options.
 An option not listed here makes the wrapped command unknown (it might take a value)."""
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
 """Shells whose ``-c STRING`` is parsed as a command; one reading stdin cannot be checked."""
+
+_GLOB_WORD = re.compile(r"[*?]|\[.*\]")
+
+_COMMAND_TEXT = frozenset({"su", "runuser", "script", "flock"})
+"""Programs that run the text of their ``-c`` option in a shell (:func:`_command_option`)."""
 
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _MAX_DEPTH = 8
@@ -191,13 +223,65 @@ def _wrapped(part: Part, w: Wrapper) -> list[Part]:
             break
         i += 2 if valued else 1
     i += w.operands
-    if w.assignments:
-        i += command_start(words[i:])
+    while w.assignments and i < len(words) and "=" in words[i]:
+        i += 1  # env and sudo take every word holding = as a variable (``env x-y=1 git``)
     if w.joined:
         if not all(literal[i:]):
             raise Unparsed("text run by eval holds an expansion")
         return parse_command(" ".join(words[i:])) if i < len(words) else []
-    return [Part(words[i:], literal[i:], part.writes_file)] if i < len(words) else []
+    if i >= len(words):
+        return []
+    if w.appends:  # xargs git: the words it reads are known only when it runs
+        return [_xargs_command(part, i)]
+    return [Part(words[i:], literal[i:], part.writes_file)]
+
+
+def _xargs_command(part: Part, start: int) -> Part:
+    """The command ``xargs`` runs from ``part.words[start]``: the words it reads are added at its
+    end, or with ``-I R`` put where ``R`` is (those words are unknown)."""
+    words, literal = part.words, list(part.literal)
+    options = words[1:start]
+    spot = next((j for j, o in enumerate(options) if o.startswith("-I")), None)
+    if spot is None:
+        return Part([*words[start:], UNKNOWN], [*literal[start:], False], part.writes_file)
+    replace = options[spot][2:] or (options[spot + 1] if spot + 1 < len(options) else "")
+    known = [
+        lit and (not replace or replace not in w) for w, lit in zip(words, literal, strict=True)
+    ]
+    return Part(words[start:], known[start:], part.writes_file)
+
+
+_COMMAND_OPTION = re.compile(r"-[A-Za-z]*c|--command")
+
+
+def _command_option(part: Part) -> list[Part]:
+    """The commands of each shell text given with ``-c TEXT`` / ``--command=TEXT`` (``su``,
+    ``runuser``, ``script``, ``flock``), wherever it stands (``su`` passes the words after its user,
+    ``--`` and all, to the shell)."""
+    words, literal, found = part.words, part.literal, []
+    for i in range(1, len(words)):
+        text, at = None, i
+        if words[i].startswith("--command="):
+            text = words[i].split("=", 1)[1]
+        elif _COMMAND_OPTION.fullmatch(words[i]) and i + 1 < len(words):
+            at, text = i + 1, words[i + 1]
+        if text is not None:
+            if not (literal[i] and literal[at]):
+                raise Unparsed(f"the command text of {words[0]} is an expansion")
+            found += parse_command(text)
+    return found
+
+
+def _trap(part: Part) -> list[Part]:
+    """The commands of ``trap [--] TEXT SIGNAL...`` (run when the signal comes)."""
+    words, i = part.words, 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if len(words) - i < 2 or words[i] == "-" or (words[i].startswith("-") and i == 1):
+        return []  # trap -p, trap SIGNAL, trap - SIGNAL: nothing is set to run
+    if not part.literal[i]:
+        raise Unparsed("a trap's command text is an expansion")
+    return parse_command(words[i])
 
 
 def _shell_string(part: Part) -> list[Part] | None:
@@ -222,10 +306,21 @@ def _shell_string(part: Part) -> list[Part] | None:
             return []  # `sh -c` without a string: an error, runs nothing
         raise Unparsed("a shell reading its commands from stdin")
     if not command:
+        _script_file(words[i], literal[i])
         return None  # a script file, as ./script would run
     if not literal[i]:
         raise Unparsed("a shell's command string is an expansion")
     return parse_command(words[i])
+
+
+_STDIN = re.compile(r"-|/dev/stdin|/dev/fd/[0-9]+|/proc/(self|[0-9]+)/fd/[0-9]+")
+
+
+def _script_file(word: str, literal: bool) -> None:
+    """Raises :class:`Unparsed` for a script that is stdin (``bash /dev/stdin``) or only known when
+    the shell runs (``bash <(...)``, ``bash "$F"``); a script file is not seen through."""
+    if not literal or _STDIN.fullmatch(word):
+        raise Unparsed("a shell reading its commands from stdin or a script known only at run time")
 
 
 def _find_exec(part: Part) -> list[Part]:
@@ -242,6 +337,48 @@ def _find_exec(part: Part) -> list[Part]:
     return inner
 
 
+_EVALUATES = frozenset(
+    {"let", "declare", "typeset", "local", "export", "readonly", "unset", "read", "test", "["}
+    | {"shift", "return", "exit"}
+)
+"""Builtins that evaluate their arguments as variable names or arithmetic, where bash runs the
+``$(...)`` of an array subscript even when it was quoted (``let 'a[$(cmd)]'``)."""
+
+
+def _holds_code(words: Sequence[str]) -> bool:
+    """Whether a (quoted) word holds ``$(`` or a backtick that bash may still run."""
+    return any("$(" in w or "`" in w for w in words)
+
+
+def _evaluated(part: Part) -> None:
+    """Raises :class:`Unparsed` when ``part`` hands quoted ``$(...)`` text to arithmetic: as an
+    evaluating builtin's argument (or ``printf -v``'s) or a variable's value (``x='a[$(c)]'``)."""
+    n = command_start(part.words)
+    name = part.words[n] if n < len(part.words) else ""
+    args = part.words[n + 1 :]
+    if (
+        _holds_code(part.words[:n])
+        or (name in _EVALUATES and _holds_code(args))
+        or (name == "printf" and "-v" in args and _holds_code(args))
+    ):
+        raise Unparsed("quoted $(...) text that bash may evaluate as an array subscript")
+
+
+def _option_text(part: Part, option: str) -> list[Part]:
+    """The commands of the shell text given as ``option``'s value (``mapfile -C TEXT``)."""
+    words, literal = part.words, part.literal
+    for i, word in enumerate(words[1:], 1):
+        if not word.startswith(option):
+            continue
+        at = i + 1 if word == option else i
+        if at >= len(words):
+            return []
+        if not (literal[i] and literal[at]):
+            raise Unparsed(f"the {option} text of {words[0]} is an expansion")
+        return parse_command(words[at] if at > i else word[len(option) :])
+    return []
+
+
 def _inner(part: Part) -> list[Part] | None:
     """The commands ``part`` runs in its stead (it being a wrapper, shell or ``find -exec``), or
     None; raises :class:`Unparsed` when they cannot be determined."""
@@ -250,12 +387,25 @@ def _inner(part: Part) -> list[Part] | None:
     if not part.literal[0]:
         raise Unparsed("the command name is an expansion")
     name = posixpath.basename(part.words[0])
+    if name in _COMMAND_TEXT:  # flock FILE CMD and runuser -u U CMD run a command as well
+        wrapped = _wrapped(part, WRAPPERS[name]) if name in WRAPPERS else []
+        return _command_option(part) + wrapped
     if name in WRAPPERS:
         return _wrapped(part, WRAPPERS[name])
     if name in SHELLS:
         return _shell_string(part)
     if name == "find":
         return _find_exec(part)
+    if name == "trap":
+        return _trap(part)
+    if name in ("mapfile", "readarray"):
+        return _option_text(part, "-C")
+    if name in ("source", ".") and len(part.words) > 1:
+        _script_file(part.words[1], part.literal[1])
+    if (name == "alias" and any("=" in w for w in part.words[1:])) or (
+        name == "hash" and any(w.startswith("-") and "p" in w for w in part.words[1:])
+    ):
+        raise Unparsed(f"{name} makes a later name run another command")
     return None
 
 
@@ -266,9 +416,12 @@ def _seen_through(parts: Sequence[Part], depth: int) -> Iterator[Part | None]:
         yield part
         bare = _past_assignments(part)
         yield bare
+        if bare.words and bare.literal[0] and "/" in bare.words[0]:  # /usr/bin/git: git
+            yield Part([posixpath.basename(bare.words[0]), *bare.words[1:]], bare.literal)
         try:
             if depth >= _MAX_DEPTH:
                 raise Unparsed("wrappers nested too deeply")
+            _evaluated(part)
             inner = _inner(bare)
         except Unparsed:
             yield None
@@ -294,6 +447,51 @@ def _raw_matches(pattern: str, command: str) -> bool:
     if not _has_wildcard(pattern):
         return text == " ".join(pattern.replace("\\*", "*").split())
     return _wildcard_regex(pattern).fullmatch(text) is not None
+
+
+def _pattern_head(pattern: str) -> tuple[list[str], bool] | None:
+    """The words a command must start with to match ``pattern``, as far as the pattern fixes them,
+    and whether no other word may follow them (an exact pattern); None for a pattern no command
+    matches."""
+    if pattern.endswith(":*") or not _has_wildcard(pattern):
+        exact = not pattern.endswith(":*")
+        words = _rule_words(pattern if exact else pattern[:-2])
+        return (words, exact) if words else None
+    head = re.split(r"(?<!\\)\*", pattern, maxsplit=1)[0]
+    words = head.replace("\\*", "*").split()
+    return (words if head[-1:].isspace() else words[:-1]), False  # a word cut by the star: unknown
+
+
+def might_match(pattern: str, command: str) -> bool:
+    """Whether a deny or ask rule might apply to ``command`` once the words only known when the
+    shell runs are (``git $X``, ``git {push,x}``, ``echo push | xargs git``, and a glob that may
+    name a file: ``git pu?h``): a simple command (wrappers seen through) with such a word whose
+    known words before it agree with the pattern's fixed words."""
+    head = _pattern_head(pattern)
+    try:
+        parts = commands_run(command)[0] if head is not None else []
+    except Unparsed:
+        return False
+    loose = "nullglob" in command or "nocaseglob" in command  # a glob may vanish or fold case
+    for part in map(_past_assignments, parts):
+        if head is not None and _might_start(part, *head, loose=loose):
+            return True
+    return False
+
+
+def _might_start(part: Part, fixed: list[str], exact: bool, *, loose: bool) -> bool:
+    """Whether ``part`` holds a word only known when it runs (or a glob), all known words before
+    it agreeing with ``fixed`` (and none past it, for an ``exact`` pattern)."""
+    for j, (word, literal) in enumerate(zip(part.words, part.literal, strict=True)):
+        past = j >= len(fixed)  # the pattern's fixed words are behind (a wildcard's tail is not)
+        glob = literal and _GLOB_WORD.search(word) is not None
+        if not literal or (glob and (loose or past or fnmatchcase(fixed[j], word))):
+            return not (exact and j > len(fixed))
+        if past and exact:
+            return False
+        if not past and word != fixed[j]:
+            return False
+    return False
 
 
 def command_rule_matches(pattern: str, command: str, *, every_part: bool) -> bool:

@@ -52,7 +52,10 @@ rule applies if it matches any of them, or a command a wrapper among them runs (
 push``, ``bash -c '...'``; :func:`~.command_rules.commands_run`). A command that cannot be parsed
 with certainty, or whose wrapped command cannot be determined, is allowed by no pattern rule, and
 asks (at step 2b, after plan mode) when a deny rule with a pattern exists for the tool, since that
-rule might apply. Bare ``Bash`` (or ``Bash(*)``) names every command.
+rule might apply; so does a command with a word only known when the shell runs (``git $X``, ``git
+{push,x}``, ``xargs git``) where that word could complete a deny or ask rule's pattern. A path to a
+program (``/usr/bin/git push``) is matched by deny and ask rules by the program's name too. Bare
+``Bash`` (or ``Bash(*)``) names every command.
 """
 
 from __future__ import annotations
@@ -69,7 +72,13 @@ from typing import Any, Literal, get_args
 from ..state import PermissionContext, PermissionMode, PermissionRule
 from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
 from .claude_code import CLAUDE_TOOLS
-from .command_rules import allowed_by_rules, command_rule_matches, escape_command, parses
+from .command_rules import (
+    allowed_by_rules,
+    command_rule_matches,
+    escape_command,
+    might_match,
+    parses,
+)
 from .filesystem import EDIT_TOOLS, read_tool
 
 __all__ = [
@@ -359,15 +368,23 @@ def remember_rule(
 def _unparsed_under_deny(
     rules: Sequence[PermissionRule], tool: Tool, arguments: Mapping[str, Any]
 ) -> PermissionRule | None:
-    """A deny rule with a pattern for this shell tool, if the command cannot be parsed."""
+    """A deny rule with a pattern for this shell tool if the command cannot be parsed; else a deny
+    or ask rule that might apply once the words only known when the shell runs are
+    (:func:`~.command_rules.might_match`)."""
     command = _command(tool, arguments)
-    if command is None or parses(command):
+    if command is None:
         return None
+    unparsed = not parses(command)
     return next(
         (
             r
             for r in rules
-            if r.behavior == "deny" and r.pattern is not None and _tool_matches(r.tool, tool.name)
+            if r.pattern is not None
+            and _tool_matches(r.tool, tool.name)
+            and (
+                (r.behavior == "deny" and unparsed)
+                or (r.behavior in ("deny", "ask") and might_match(r.pattern, command))
+            )
         ),
         None,
     )
@@ -483,7 +500,8 @@ class PermissionEngine:
                 return PermissionDecision(
                     "ask",
                     "requires confirmation: the command (or one it wraps) cannot be read with "
-                    f"certainty, so whether deny rule {format_rule(doubt)} applies is unknown",
+                    f"certainty, so whether {doubt.behavior} rule {format_rule(doubt)} applies "
+                    "is unknown",
                     doubt,
                 )
         for behavior in ("ask", "allow"):

@@ -5,7 +5,10 @@ inside ``$(...)``, backticks, ``<(...)`` and ``>(...)`` are parts of their own. 
 words after quote removal (``git "diff"`` is ``git diff``); a word holding an expansion (``$X``,
 ``$(...)``) is marked as not literal, its value being known only when the shell runs. Redirections
 to ``/dev/null`` and between descriptors (``2>&1``) are dropped; an output redirection to a file
-(``>``, ``>>``, ``&>``) marks the part as writing a file.
+(``>``, ``>>``, ``&>``) marks the part as writing a file. A word holding an unquoted brace
+expansion (``{a,b}``, ``{1..3}``) is not literal either, nor a command name that is a glob
+(``/usr/bin/gi?``), and ``$"..."`` is read as ``"..."``. A pipeline's ``time``, ``time -p`` and
+``!`` are left out (``time git push`` runs ``git push``).
 
 What cannot be read with certainty — heredocs, subshells and ``{ }`` groups, ``if``/``for``/
 ``while``/``case``, ``$((...))``, ``${...}`` holding a substitution, ``$'...'``, unterminated
@@ -49,7 +52,9 @@ RESERVED = frozenset(
     ]
 )
 _OPERATOR_ENDS = set(";&|\n")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^]]*\])?\+?=")  # X=1 X+=1 a[0]=1
+_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")  # brace expansion: {a,b} {1..3}
+_GLOB = re.compile(r"[*?]|\[.*\]")  # a lone [ (the test command) is no pattern
 
 
 def command_start(words: Sequence[str]) -> int:
@@ -83,14 +88,21 @@ class _Parser:
         self.in_word = False
         self.word_literal = True
         self.redirect: str | None = None  # "out" or "in": the next word is a redirection target
+        self.bare: list[str] = []  # the current word's unquoted characters (brace/glob patterns)
 
     # -- words and commands ----------------------------------------------------------------------
 
     def end_word(self) -> None:
         if not self.in_word:
             return
-        word, literal = "".join(self.word), self.word_literal
-        self.word, self.in_word, self.word_literal = [], False, True
+        word, literal, bare = "".join(self.word), self.word_literal, "".join(self.bare)
+        self.word, self.in_word, self.word_literal, self.bare = [], False, True, []
+        if _BRACES.search(bare) or (
+            _GLOB.search(bare)
+            and command_start(self.cur.words) == len(self.cur.words)
+            and not _ASSIGNMENT.match(word)
+        ):
+            literal = False  # `{git,push}`, `git{,}`, `/usr/bin/gi?`: known when the shell runs
         if self.redirect is not None:
             if self.redirect == "out" and not (literal and word == "/dev/null"):
                 self.cur.writes_file = True
@@ -105,6 +117,9 @@ class _Parser:
             raise Unparsed("a redirection without a target")
         part = self.cur
         self.cur = Part()
+        while part.words[:1] in (["time"], ["!"]) and part.literal[0]:  # a pipeline's prefix
+            n = 2 if part.words[:2] == ["time", "-p"] else 1
+            part.words, part.literal = part.words[n:], part.literal[n:]
         if not part.words and not part.writes_file:
             return
         if part.words and (part.words[0] in RESERVED and part.literal[0]):
@@ -160,6 +175,8 @@ class _Parser:
             self.i += 1
         elif c == "`":
             self.backtick()
+        elif c == "$" and self.peek() == '"':
+            pass  # $"...": a locale-translated string, read as the double-quoted one it is
         elif c == "$":
             self.dollar()
         elif c in "<>":
@@ -169,6 +186,7 @@ class _Parser:
             raise Unparsed("a subshell or function definition")
         else:
             self.add(c)
+            self.bare.append(c)
         self.i += 1
 
     def operator(self, c: str) -> None:

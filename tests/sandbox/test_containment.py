@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.sandbox import BubblewrapSandbox, UnsafeHostSandbox
 
 from .conftest import exists, require_bwrap
@@ -135,3 +136,21 @@ async def test_capabilities_are_dropped_and_mounts_stay_read_only(
     assert "CapEff:\t0000000000000000" in result.output
     assert "NoNewPrivs:\t1" in result.output
     assert not exists("/usr/x")
+
+
+@pytest.mark.parametrize("where", [".", ".."])
+async def test_a_workspace_holding_the_service_users_home_is_refused(
+    bwrap: BubblewrapSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A workspace that is (or holds) the home of the user running the service would bind its
+    ~/.ssh, cloud credentials and the default file store read-write into the sandbox."""
+    home = tmp_path / "home" / "svc"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / "project").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    inside = await bwrap.run("pwd; ls ../.ssh 2>&1", home / "project")
+    assert inside.output.splitlines()[0] == str(home / "project")  # control: below it is fine
+    assert "id_ed25519" not in inside.output
+    with pytest.raises(ConfigurationError, match="home directory"):
+        await bwrap.run("cat .ssh/id_ed25519", (home / where).resolve())

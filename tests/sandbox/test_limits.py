@@ -131,6 +131,8 @@ async def test_as_a_non_root_service_rlimit_nproc_bounds_the_sandbox(
     try:
         who = await nobody.run("id -u", workspace)
         assert who.output.strip() == "65534", who.output
+        shm = await nobody.run("echo x > /dev/shm/y && echo x > /tmp/y && echo ok", workspace)
+        assert shm.output.strip() == "ok", shm.output  # its private /dev/shm and /tmp are its own
         bounded = await nobody.run(FORKER, workspace, limits=SandboxLimits(max_processes=20))
         assert int(bounded.output) < 20, bounded.output
         control = await nobody.run(FORKER, workspace, limits=SandboxLimits(max_processes=None))
@@ -144,3 +146,21 @@ def _shared_dir() -> Path:
     path = Path(tempfile.mkdtemp(prefix="agentscope-nobody-", dir="/tmp"))
     path.chmod(0o777)
     return path
+
+
+async def test_memory_backed_dev_and_dev_shm_are_bounded_like_tmp(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    """/dev and /dev/shm are tmpfs (memory) too: a command may not fill the host's memory through
+    them once /tmp is bounded. /dev/shm holds at most tmp_bytes; /dev takes no new files."""
+    limits = SandboxLimits(tmp_bytes=1024 * 1024)
+    fill = "head -c 4M /dev/zero > {0} && echo WROTE {0}; rm -f {0}"
+    for path in ("/tmp/x", "/dev/shm/x", "/dev/x"):
+        result = await bwrap.run(fill.format(path), workspace, limits=limits)
+        assert f"WROTE {path}" not in result.output, result.output
+    shm = await bwrap.run(
+        "head -c 100K /dev/zero > /dev/shm/x && echo ok", workspace, limits=limits
+    )
+    assert shm.output.strip() == "ok"  # shared memory still works within the bound
+    devices = await bwrap.run("echo hi > /dev/null && head -c 3 /dev/zero | wc -c", workspace)
+    assert devices.output.strip() == "3"

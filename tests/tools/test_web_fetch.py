@@ -5,6 +5,7 @@ counts and error codes, never by durations; and an agent reading a page end to e
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from agentscope_teams.tools.web import (
     model_summarizer,
     web_fetch_tool,
 )
+from agentscope_teams.tools.web import fetch as fetch_module
 from agentscope_teams.tools.web.config import ALLOW_PRIVATE_ENV
 
 from .web_server import BIG, LoopbackSite, running
@@ -207,3 +209,34 @@ async def test_a_refusal_reaches_the_model_as_a_tool_error(site: LoopbackSite) -
         result = await toolkit.execute(ToolUseBlock(id=what, name="web_fetch", input=arguments))
         assert result.is_error, what
     assert site.hits["/doc.pdf"] == 1 and site.hits["/page.html"] == 0
+
+
+async def test_a_deeply_nested_page_is_read_not_failed(site: LoopbackSite) -> None:
+    """A page nesting thousands of elements (a generated or hostile page) comes back as its text;
+    the converter's recursion does not make web_fetch fail."""
+    depth = 5000
+    html = b"<html><body><h2>Top</h2>" + b"<div>" * depth + b"deep text" + b"</div>" * depth
+    site.routes["/deep.html"] = lambda h, q: h._send(200, html + b"</body></html>", "text/html")
+    page = await fetch_page(site.url("/deep.html"), "What is deep?", config())
+    assert "## Top" in page.content and "deep text" in page.content
+
+
+async def test_the_time_cap_covers_the_html_conversion(
+    site: LoopbackSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page whose conversion does not end (here: blocked until the test releases it) still
+    ends the fetch at its timeout, as a tool error the model can read."""
+    release = threading.Event()
+
+    def stuck(html: object, base_url: str = "") -> str:
+        release.wait(60)
+        return "converted"
+
+    monkeypatch.setattr(fetch_module, "html_to_markdown", stuck)
+    try:
+        with pytest.raises(WebAccessError) as caught:
+            await fetch_page(site.url("/page.html"), "x", config(timeout=0.5))
+        assert caught.value.reason == "timeout"
+        assert not release.is_set()  # it ended while the conversion was still stuck
+    finally:
+        release.set()

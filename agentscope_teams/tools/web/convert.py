@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urljoin
 
 from ...errors import MissingDependencyError, WebAccessError
@@ -21,6 +21,9 @@ Kind = Literal["html", "markdown", "text", "json", "xml"]
 READABLE = "HTML, Markdown, plain text, JSON and XML"
 
 _DROP = ("script", "style", "noscript", "template", "iframe", "svg", "canvas", "head")
+
+#: What is nested deeper becomes plain text (the converter recurses once per level).
+MAX_NESTING = 100
 
 
 def content_kind(content_type: str | None, head: bytes, url: str) -> Kind:
@@ -61,7 +64,8 @@ def markdown_available() -> bool:
 def html_to_markdown(html: str | bytes, base_url: str = "") -> str:
     """The readable content of an HTML page as Markdown: scripts, styles, frames and the head
     dropped, links and images made absolute against ``base_url``, ATX headings, blank-line runs
-    collapsed. The ``<title>`` becomes a first heading when the body has no ``<h1>``."""
+    collapsed, elements nested deeper than :data:`MAX_NESTING` reduced to their text. The
+    ``<title>`` becomes a first heading when the body has no ``<h1>``."""
     try:
         from bs4 import BeautifulSoup
         from markdownify import MarkdownConverter
@@ -73,6 +77,7 @@ def html_to_markdown(html: str | bytes, base_url: str = "") -> str:
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     for dropped in soup.find_all(_DROP):
         dropped.decompose()
+    _flatten(soup, MAX_NESTING)
     for name, attr in (("a", "href"), ("img", "src")):
         for node in soup.find_all(name, attrs={attr: True}) if base_url else ():
             node[attr] = urljoin(base_url, str(node[attr]))
@@ -82,3 +87,20 @@ def html_to_markdown(html: str | bytes, base_url: str = "") -> str:
     if title and not soup.find("h1"):
         text = f"# {title}\n\n{text}"
     return text
+
+
+def _flatten(soup: Any, limit: int) -> None:
+    """Replace what is nested deeper than ``limit`` (a generated or hostile page) by its text, so
+    converting the page cannot exhaust Python's recursion limit; linear in the page's size."""
+    from bs4 import Tag
+
+    stack: list[tuple[Any, int]] = [(soup, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = [c for c in node.contents if isinstance(c, Tag)]
+        if depth >= limit and children:
+            text = node.get_text()
+            node.clear()
+            node.append(text)
+            continue
+        stack.extend((child, depth + 1) for child in children)

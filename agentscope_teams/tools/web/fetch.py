@@ -69,7 +69,8 @@ async def _page(
     kind = content_kind(content_type, body[:1024], url)
     if kind == "html":
         raw = _decode(body, response) if response.charset_encoding else body
-        text = await anyio.to_thread.run_sync(html_to_markdown, raw, url)
+        # abandoned at the timeout: a page that converts for ever must not hold the call
+        text = await anyio.to_thread.run_sync(html_to_markdown, raw, url, abandon_on_cancel=True)
     else:
         text = _decode(body, response)
     total = len(text)
