@@ -12,6 +12,9 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+
+from ..errors import StoreUnavailableError
 from ..store.closing import land_before_close
 from . import redis_lua, rules
 from .docs import DocBackend, doc_id, docs_for
@@ -42,6 +45,10 @@ class Rides(Protocol):
     async def landed(self, rider: Any) -> None: ...
 
     def drop(self, rider: Any) -> bool: ...
+
+    async def finish_again(self, a: Admission, tokens: int, nanos: int) -> bool:
+        """Send again a ``FINISH`` of ``a`` whose round trip failed (whether it ran is unknown),
+        guarded so that it counts once; True: it settled now, False: it had run."""
 
 
 class UsageBackend(Protocol):
@@ -140,6 +147,13 @@ LEDGER = ("usage", "ledger", "budgets")
 #: Budget and limiter names a Redis backend keeps computed.
 NAME_CACHE_SIZE = 4096
 
+
+#: A ``FINISH`` whose round trip failed is sent again (guarded: it counts once) up to this many
+#: times while the store is unavailable, the first at once, then after a pause from
+#: :data:`RESEND_PAUSE` s doubling up to :data:`RESEND_PAUSE_MAX` s (about 7 s in all).
+RESENDS = 8
+RESEND_PAUSE = 0.1
+RESEND_PAUSE_MAX = 2.0
 
 #: The arguments of ``ADMIT`` (:meth:`RedisUsage._args`) and ``FINISH`` (a riding one:
 #: :meth:`RedisUsage._end_args`, not unsent) that change from call to call of one shape: the
@@ -274,6 +288,25 @@ class RedisUsage:
     def drop(self, rider: Any) -> bool:
         return bool(self.store.drop(rider))
 
+    async def finish_again(self, a: Admission, tokens: int, nanos: int) -> bool:
+        """Send again the ``FINISH`` of ``a`` whose round trip failed (a lost connection, a
+        timeout, a cancellation: whether the server ran it is unknown), alone and guarded
+        (:data:`.redis_lua.FINISH`'s ``again``: it settles only a reservation still held, so a
+        ``FINISH`` that ran is not counted twice); up to :data:`RESENDS` times while the store
+        is unavailable, then its error. True: it settled now; False: nothing was held (it had
+        run, or the reservation had expired)."""
+        args = [*self._end_args(a, tokens, nanos, 0)[:-1], 1]
+        pause = RESEND_PAUSE
+        for attempt in range(RESENDS):
+            try:
+                return bool(await self.store.run_script(self._finish, self._keys(a), args))
+            except StoreUnavailableError:
+                if attempt == RESENDS - 1:
+                    raise
+            await anyio.sleep(pause)
+            pause = min(pause * 2, RESEND_PAUSE_MAX)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
         await self._end(a, tokens, nanos, 0)
 
@@ -281,10 +314,10 @@ class RedisUsage:
         await self._end(a, 0, 0, 1)
 
     def _end_args(self, a: Admission, tokens: int, nanos: int, unsent: int) -> list[object]:
-        """``FINISH``'s arguments (:data:`.redis_lua.FINISH`)."""
+        """``FINISH``'s arguments (:data:`.redis_lua.FINISH`; not ``again``: the last one)."""
         leased = 1 if a.key and a.rates.concurrent else 0
         args: list[object] = [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0]
-        return [*args, a.rates.tpm or 0, unsent, a.tenant, leased]
+        return [*args, a.rates.tpm or 0, unsent, a.tenant, leased, 0]
 
     async def _end(self, a: Admission, tokens: int, nanos: int, unsent: int) -> None:
         args = self._end_args(a, tokens, nanos, unsent)

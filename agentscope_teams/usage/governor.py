@@ -42,7 +42,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, cast
 import anyio
 
 from ..context import RuntimeContext
-from ..errors import BudgetExceededError, ConfigurationError, RateLimitError, RateLimitWaitError
+from ..errors import (
+    BudgetExceededError,
+    ConfigurationError,
+    RateLimitError,
+    RateLimitWaitError,
+    StoreUnavailableError,
+)
 from ..model.base import ChatModel, ModelRequest, ModelResponse
 from ..tracing import metrics as _metrics
 from ..tracing.usage import GOVERNANCE
@@ -510,16 +516,29 @@ class ModelCall(Later):
         return True
 
     async def _send(self) -> None:
-        """The settle sent alone (a task, or in line)."""
-        await self.scope.governor.backend.finish(self.sent, *self.used)
+        """The settle sent alone (a task, or in line); sent again, guarded, when its round trip
+        failed and the backend can (:meth:`~.backend.Rides.finish_again`)."""
+        backend = self.scope.governor.backend
+        try:
+            await backend.finish(self.sent, *self.used)
+        except StoreUnavailableError:
+            if backend.rides is None:
+                raise
+            await backend.rides.finish_again(self.sent, *self.used)
         if self.sent.limits:
             _count(self.scope, self.used)
 
     def ready(self) -> bool:
-        return bool(self.rider.done())
+        rider = self.rider
+        return bool(rider.done()) and not rider.lost  # a lost one is sent again: :meth:`settle`
 
     async def settle(self) -> None:
-        await self.rides.landed(self.rider)
+        try:
+            await self.rides.landed(self.rider)
+        except Exception:
+            if not self.rider.lost:  # the server answered with an error: not sent again
+                raise
+            await self.rides.finish_again(self.sent, *self.used)
         if self.sent.limits:
             _count(self.scope, self.used)
 
