@@ -33,7 +33,7 @@ import anyio
 import anyio.to_thread
 
 from ..errors import ConfigurationError
-from ..store._jsonfile_io import write_atomic
+from ..store._jsonfile_io import damaged, write_atomic
 from ..store._jsonfile_locks import close_lock_fd, open_lock_fd
 from .rules import Doc, Wanted, uncounted
 
@@ -104,10 +104,24 @@ class FileDocs:
 
 
 def _read(path: Path) -> Doc | None:
+    """The document at ``path`` (None: never written); a damaged one is a StoreError naming it."""
     try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
+        doc = json.loads(path.read_text())
     except FileNotFoundError:
         return None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise _damaged(path, f"is not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise _damaged(path, "is not a JSON object")
+    return doc
+
+
+def _damaged(path: Path, problem: str) -> Exception:
+    return damaged(
+        path,
+        f"usage document {problem}; delete it to start this budget's or rate limit's counts "
+        "again (its calls in flight are forgotten)",
+    )
 
 
 _MEMORY: weakref.WeakKeyDictionary[object, DocBackend] = weakref.WeakKeyDictionary()

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from agentscope_teams.errors import StoreError
 from agentscope_teams.usage.docs import FileDocs, doc_id
 
 pytestmark = pytest.mark.anyio
@@ -79,3 +80,17 @@ async def test_a_usage_document_is_durable_before_and_after_its_rename(
         assert any(p.startswith(target) and p != target for p in synced), events  # the temp file
         assert ("fsync", folder) in events[at + 1 :], events
     assert [await docs.update("read", ["b2"], lambda d: ({}, d["b2"]))] == [{"ut": 2}]
+
+
+@pytest.mark.parametrize("text", ["", '{"ut": 1', "[1, 2]"], ids=["empty", "torn", "not-a-dict"])
+async def test_a_damaged_usage_document_is_named_with_what_to_do(tmp_path: Path, text: str) -> None:
+    """A budget document left empty or torn (a crash before its writes were fsynced, a hand
+    edit) fails each governed call with a store error naming the file and what to do, not a
+    bare JSON error nobody can place."""
+    docs = FileDocs(tmp_path)
+    path = docs.dir / "docs" / doc_id("team:t1")
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with pytest.raises(StoreError) as caught:
+        await docs.update("admit", ["team:t1"], lambda d: ({}, None))
+    assert str(path) in str(caught.value) and "delete" in str(caught.value)
