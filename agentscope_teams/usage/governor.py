@@ -141,10 +141,11 @@ class UsageGovernor:
         if not self.budgets:
             return []
         org, user = ctx.org_id or "", ctx.user_id or ""
+        within, user_in = _segment(org), _segment(user)
         names = {
             "org": f"org:{org}",
-            "user": f"user:{org}/{user}",
-            "session": f"session:{org}/{user}/{ctx.session_id}",
+            "user": f"user:{within}/{user}",
+            "session": f"session:{within}/{user_in}/{ctx.session_id}",
         }
         found = [(names[k], self.budgets[k]) for k in CONTEXT_SCOPES if k in self.budgets]
         found += [(n, self.budgets[n]) for n in names.values() if n in self.budgets]
@@ -196,6 +197,15 @@ class UsageGovernor:
 
 def _nothing() -> None:
     return None
+
+
+def _segment(an_id: str) -> str:
+    """``an_id`` as a budget name's segment before a ``/``: its ``%`` and ``/`` escaped (ids may
+    hold ``/``: else org ``a/b`` user ``c`` and org ``a`` user ``b/c`` would share one budget).
+    An id without them is itself, so the budgets of such ids keep their names."""
+    if "/" not in an_id and "%" not in an_id:
+        return an_id
+    return an_id.replace("%", "%25").replace("/", "%2F")
 
 
 def governor_for(
@@ -321,7 +331,7 @@ class _Bound(_Using):
         if scope is not None and scope.governor is gov:
             name = scope.tenant
         else:
-            name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
+            name = f"{_segment(ctx.org_id or '')}/{ctx.user_id or ''}" if ctx is not None else "-"
         if ctx is not None and gov.budgets and (added := tuple(gov.context_budgets(ctx))):
             budgets = added if scope is None else _merge(scope.budgets, added)
             made = Scope(gov, budgets, name, Pending(), *_plan_of(budgets))

@@ -137,3 +137,28 @@ async def test_a_team_budget_is_shared_by_members_and_the_lead_reads_who_stopped
     await tell_lead(client, team, bob, caught.value)
     [note] = await client.unread(team.id, "lead")
     assert note.content.startswith(f"[budget] bob stopped: budget team:{team.id} is spent")
+
+
+@pytest.mark.parametrize("kind", ["user", "session"])
+async def test_ids_with_a_slash_never_share_another_tenants_budget(
+    tmp_path: Path, kind: str
+) -> None:
+    """Org ``acme/x`` user ``bob`` and org ``acme`` user ``x/bob`` are two users of two orgs (ids
+    may hold ``/``): one spending its user (or session) budget does not stop the other."""
+    store = InMemoryStore()
+    gov = UsageGovernor(store, budgets={kind: Budget(max_tokens=100)})
+    agent = HarnessAgent(
+        "a", _answer(Usage(input_tokens=300, output_tokens=100)), store=store,
+        workspace=tmp_path, usage=gov, builtin_tools=False,
+    )  # fmt: skip
+    first = RuntimeContext(session_id="s", user_id="bob", org_id="acme/x")
+    other = RuntimeContext(session_id="s", user_id="x/bob", org_id="acme")
+    await agent.call("go", first)
+    with pytest.raises(BudgetExceededError):
+        await agent.call("go", first)  # spent
+    await agent.call("go", other)  # a budget of its own
+    assert gov.context_budgets(first)[0][0] != gov.context_budgets(other)[0][0]
+    plain = RuntimeContext(session_id="s1", user_id="u", org_id="o")
+    assert [n for n, _ in gov.context_budgets(plain)] == [
+        f"{kind}:o/u" + "/s1" * (kind == "session")
+    ]
