@@ -6,6 +6,7 @@ in flight (:class:`~.settles.Settles`: ``finish`` runs beside the caller's next 
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from .settles import Settles
 
 if TYPE_CHECKING:
     from ..store.redis import RedisStore
+
+log = logging.getLogger(__name__)
 
 
 class Rides(Protocol):
@@ -296,22 +299,33 @@ class RedisUsage:
         is unavailable, then its error. True: it settled now; False: nothing was held (it had
         run, or the reservation had expired)."""
         args = [*self._end_args(a, tokens, nanos, 0)[:-1], 1]
+        return bool(await self._resent(a, args, RESENDS))
+
+    async def _resent(self, a: Admission, args: list[object], tries: int) -> Any:
+        """``FINISH`` of ``a`` with ``args`` (a step that counts once however often it runs),
+        sent up to ``tries`` times while the store is unavailable, pausing between (the first
+        at once); its reply, or the last error."""
         pause = RESEND_PAUSE
-        for attempt in range(RESENDS):
+        for attempt in range(tries):
+            if attempt:
+                await anyio.sleep(pause)
+                pause = min(pause * 2, RESEND_PAUSE_MAX)
             try:
-                return bool(await self.store.run_script(self._finish, self._keys(a), args))
-            except StoreUnavailableError:
-                if attempt == RESENDS - 1:
+                return await self.store.run_script(self._finish, self._keys(a), args)
+            except StoreUnavailableError as exc:
+                if attempt == tries - 1:
                     raise
-            await anyio.sleep(pause)
-            pause = min(pause * 2, RESEND_PAUSE_MAX)
+                log.info("a usage step failed (%s); sending it again", exc)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
         await self._end(a, tokens, nanos, 0)
 
     async def give_back(self, a: Admission) -> None:
-        await self._end(a, 0, 0, 1)
+        """:func:`.rules.give_back`; sent again while the store is unavailable (up to
+        :data:`RESENDS` times: it changes only what ``a`` still holds, so it counts once), else
+        its reservation and lease would stay held until they expire."""
+        await self._resent(a, self._end_args(a, 0, 0, 1), 1 + RESENDS)
 
     def _end_args(self, a: Admission, tokens: int, nanos: int, unsent: int) -> list[object]:
         """``FINISH``'s arguments (:data:`.redis_lua.FINISH`; not ``again``: the last one)."""

@@ -189,3 +189,24 @@ async def test_a_resent_finish_settles_only_what_is_still_held(redis: Any, budge
     if budgets:
         doc = await backend.read(team)
         assert (doc["ut"], doc["rt"]) == (70, 0)
+
+
+@pytest.mark.parametrize("mode", ["dropped", "ran"])
+async def test_a_give_back_whose_round_trip_failed_is_sent_again(
+    proxied: tuple[Any, Proxy], mode: str
+) -> None:
+    """The give-back of an admission never sent (a cut-short ``ADMIT``, an early admission no
+    request took) loses its connection: it is sent again (it changes only what is held, so
+    twice is once), and nothing stays reserved or leased."""
+    store, proxy = proxied
+    backend: Any = usage_backend(store)
+    team, key = "team:" + uuid.uuid4().hex[:8], "p|m|" + uuid.uuid4().hex[:8]
+    a = Admission((Limit(team, 10**9, None),), uuid.uuid4().hex, 100, 0, key, Rates(concurrent=5))
+    assert (await backend.admit(a)).refusal is None
+    proxy.marker, proxy.mode = backend._finish.sha.encode(), mode
+    await backend.give_back(a)
+    assert proxy.cut == 1
+    doc = await backend.read(team)
+    assert doc is not None and (doc["rt"], doc["ut"]) == (0, 0)
+    raw = await store.client.hgetall(backend._limiter(key))
+    assert [k for k in raw if k[:2] == b"l:"] == []
