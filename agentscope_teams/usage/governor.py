@@ -98,7 +98,8 @@ class UsageGovernor:
     ``rate_limits`` maps a model (``"openai:gpt-4o"``, ``"gpt-4o"``) or ``"*"`` to a
     :class:`RateLimit`; ``rate_limit`` is the ``"*"`` entry; the environment variable
     ``AGENTSCOPE_TEAMS_RATE_LIMIT`` gives it when neither does. ``prices`` overrides the price
-    database per model. ``max_output_tokens`` is reserved for a request without ``max_tokens``.
+    database per model. ``max_output_tokens`` is reserved for a request without ``max_tokens``
+    whose model sets no default of its own (an ``AnthropicChatModel``'s ``max_tokens``).
     A call refused only because calls in flight hold what is left of a budget waits for them, up
     to ``budget_wait`` seconds; one refused because the settled use reached the limit fails.
     Closing it (:meth:`aclose`, ``async with``) waits for the settles of its store still running.
@@ -245,17 +246,23 @@ class Terms:
     #: Whether a turn counts requests or tokens per minute (an early one must be recent:
     #: :mod:`.early`).
     timed: bool = False
+    #: The output tokens the model itself asks for when a request sets no ``max_tokens`` (its
+    #: ``max_tokens``, e.g. ``AnthropicChatModel``'s; None: the model sets none).
+    max_out: int | None = None
 
 
 def _terms_of(gov: UsageGovernor, model: ChatModel) -> Terms:
     limit = gov.rate_limit_for(model)
     labels = provider, name = labels_of(model)
     price = gov.prices.price(provider, name)
+    own = getattr(model, "max_tokens", None)
+    max_out = own if isinstance(own, int) and own > 0 else None
     if limit is None:
-        return Terms(provider, name, None, None, Rates(), price, labels)
+        return Terms(provider, name, None, None, Rates(), price, labels, max_out=max_out)
     rates = rates_of(limit)
     timed = bool(rates.rpm or rates.tpm)
-    return Terms(provider, name, limit, limiter_key(model), rates, price, labels, timed)
+    key = limiter_key(model)
+    return Terms(provider, name, limit, key, rates, price, labels, timed, max_out)
 
 
 #: The limits of a scope's budgets as the store's rules read them, and whether one counts dollars.
@@ -590,12 +597,13 @@ def model_call(model: ChatModel, request: ModelRequest) -> ModelCall | Ungoverne
 
 def asks(scope: Scope, terms: Terms, est_in: int, max_tokens: int | None) -> tuple[int, int] | None:
     """The tokens and nano-dollars a call of ``est_in`` input tokens reserves (None: no budget
-    and no rate limit apply): its input and maximum output, and their price when a budget applies
+    and no rate limit apply): its input and maximum output (``max_tokens``, else the model's own
+    default, else the governor's ``max_output_tokens``), and their price when a budget applies
     (ConfigurationError when a dollar budget does and no price is known)."""
     budgets = scope.budgets
     if not budgets and terms.limit is None:
         return None
-    max_out = max_tokens or scope.governor.max_output_tokens
+    max_out = max_tokens or terms.max_out or scope.governor.max_output_tokens
     if not budgets:
         return est_in + max_out, 0
     price = terms.price

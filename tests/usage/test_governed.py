@@ -14,7 +14,8 @@ from agentscope_teams import (
     RateLimit,
     RuntimeContext,
 )
-from agentscope_teams.message import TextBlock
+from agentscope_teams.message import TextBlock, UserMsg
+from agentscope_teams.model.anthropic import AnthropicChatModel
 from agentscope_teams.model.base import ModelRequest, ModelResponse, Usage
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
@@ -22,6 +23,8 @@ from agentscope_teams.subagents.spec import SubagentSpec
 from agentscope_teams.teams import LocalTeamClient
 from agentscope_teams.teams.member.usage import team_budgets, tell_lead
 from agentscope_teams.usage import Price, UsageGovernor, split_model_limits
+from agentscope_teams.usage.backend import usage_backend
+from agentscope_teams.usage.governor import model_call
 
 
 def _answer(usage: Usage) -> ScriptedModel:
@@ -162,3 +165,22 @@ async def test_ids_with_a_slash_never_share_another_tenants_budget(
     assert [n for n, _ in gov.context_budgets(plain)] == [
         f"{kind}:o/u" + "/s1" * (kind == "session")
     ]
+
+
+async def test_a_call_reserves_the_output_its_model_may_send_without_max_tokens() -> None:
+    """An Anthropic model made with ``max_tokens=32000`` answers a request that sets none with up
+    to 32,000 tokens: its call reserves that much, not the governor's 4,096 (else calls in flight
+    each hold too little and a budget is overshot by several calls, not at most one)."""
+
+    store = InMemoryStore()
+    gov = UsageGovernor(store, budgets={"session": Budget(max_tokens=10**6)})
+    ctx = RuntimeContext(session_id="s1", user_id="u", org_id="o")
+    model = AnthropicChatModel(
+        "claude-x", api_key="k", base_url="http://127.0.0.1:9", max_tokens=32000
+    )
+    request = ModelRequest(system_prompt="", messages=[UserMsg("hi")])
+    async with model:
+        with gov.bind(ctx):
+            async with model_call(model, request):
+                doc = await usage_backend(store).read("session:o/u/s1")
+    assert doc is not None and doc["rt"] >= 32000, doc
