@@ -14,7 +14,8 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
    before the load (:mod:`.early`), and is used if it covers the request's own estimate, else
    given back beside the call;
 2. after the call settles what the provider reported (or an estimate, marked so) and ends the
-   rate-limit lease, in one store operation; a failed call releases its reservation. That operation
+   rate-limit lease, in one store operation; a failed call releases its reservation (one
+   cancelled in flight counts its estimated prompt, which the provider read). That operation
    runs as a task of its own (:mod:`.settles`), beside what the caller does next (a tool step, a
    session save; on one Redis server the last one rides in the same socket write as the call's
    last save: :mod:`.settles`); ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for their call's settles
@@ -496,6 +497,8 @@ class ModelCall(Later):
         finally:
             response = self.response
             used = _finish(self.terms, response, self.est_in)
+            if response is None and isinstance(e, anyio.get_cancelled_exc_class()):
+                used = _prompt_read(self.terms, self.est_in)
             if self.early is not None:
                 self.early.seen(scope, self.est_in, response)
             if a is not None:
@@ -703,6 +706,13 @@ def _finish(terms: Terms, response: ModelResponse | None, est_in: int) -> tuple[
     nanos = cost(price, tokens_in, tokens_out)
     response.cost_usd = nanos / 1e9
     return tokens_in + tokens_out, nanos
+
+
+def _prompt_read(terms: Terms, est_in: int) -> tuple[int, int]:
+    """(tokens, nanos) of a call cancelled while its request was with the provider: its prompt
+    (estimated), which the provider read and bills; what it answered meanwhile is unknown."""
+    price = terms.price
+    return est_in, 0 if price is None else cost(price, est_in, 0)
 
 
 def _kind(name: str) -> str:

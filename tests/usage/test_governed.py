@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentscope_teams import (
@@ -22,7 +23,7 @@ from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.subagents.spec import SubagentSpec
 from agentscope_teams.teams import LocalTeamClient
 from agentscope_teams.teams.member.usage import team_budgets, tell_lead
-from agentscope_teams.usage import Price, UsageGovernor, split_model_limits
+from agentscope_teams.usage import Price, UsageGovernor, flush, split_model_limits
 from agentscope_teams.usage.backend import usage_backend
 from agentscope_teams.usage.governor import model_call
 
@@ -184,3 +185,30 @@ async def test_a_call_reserves_the_output_its_model_may_send_without_max_tokens(
             async with model_call(model, request):
                 doc = await usage_backend(store).read("session:o/u/s1")
     assert doc is not None and doc["rt"] >= 32000, doc
+
+
+async def test_a_call_cancelled_in_flight_counts_its_prompt(tmp_path: Path) -> None:
+    """A call cancelled while its request is with the provider (a timeout around the agent, a
+    stop) has had its prompt read and billed: its estimated input is counted on the budget and
+    its reservation released, so cancelling calls does not spend outside the budget."""
+    store = InMemoryStore()
+    began = anyio.Event()
+
+    async def reply(request: ModelRequest) -> ModelResponse:
+        began.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    agent = HarnessAgent(
+        "a", ScriptedModel(reply), store=store, workspace=tmp_path,
+        budget=Budget(max_tokens=10**6), builtin_tools=False,
+    )  # fmt: skip
+    ctx = RuntimeContext(session_id="s1", user_id="u", org_id="o")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(agent.call, "go", ctx)
+        await began.wait()
+        tg.cancel_scope.cancel()
+    await flush(store)
+    doc = await usage_backend(store).read("session:o/u/s1")
+    assert doc is not None
+    assert doc["rt"] == 0 and doc["ut"] > 0, doc
