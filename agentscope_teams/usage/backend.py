@@ -70,6 +70,9 @@ class UsageBackend(Protocol):
 
     async def give_back(self, a: Admission) -> None: ...
 
+    async def renew(self, a: Admission) -> None:
+        """:func:`.rules.renew`: a call still in flight keeps its reservation and lease."""
+
     async def hold_off(self, key: str, wait_ms: float) -> None: ...
 
     async def read(self, name: str) -> rules.Doc | None: ...
@@ -129,6 +132,14 @@ class DocsUsage:
         wanted = rules.finish_wants(a, unsent=True)
         await self.docs.update("give back model call", a.names, change, wanted)
 
+    async def renew(self, a: Admission) -> None:
+        a, now = self._named(a), now_ms()
+
+        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
+            return rules.renew(docs, a, now), None
+
+        await self.docs.update("renew model call", a.names, change, rules.finish_wants(a))
+
     async def hold_off(self, key: str, wait_ms: float) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
             return {key: rules.hold_off(docs[key], float(now_ms()), wait_ms)}, None
@@ -187,6 +198,7 @@ class RedisUsage:
         self._admit = store.register_script(redis_lua.ADMIT)
         self._finish = store.register_script(redis_lua.FINISH)
         self._hold = store.register_script(redis_lua.HOLD_OFF)
+        self._renew = store.register_script(redis_lua.RENEW)
         self._names: dict[tuple[str, str], str] = {}
         self._shapes: dict[tuple[object, ...], _Shape] = {}
         self.settles = Settles()
@@ -336,6 +348,11 @@ class RedisUsage:
     async def _end(self, a: Admission, tokens: int, nanos: int, unsent: int) -> None:
         args = self._end_args(a, tokens, nanos, unsent)
         await self.store.run_script(self._finish, self._keys(a), args)
+
+    async def renew(self, a: Admission) -> None:
+        leased = 1 if a.key and a.rates.concurrent else 0
+        args = [len(a.limits), a.rid, rules.RESERVATION_TTL_MS, leased]
+        await self.store.run_script(self._renew, self._keys(a), args)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         await self.store.run_script(self._hold, [self._limiter(key)], [wait_ms])

@@ -28,6 +28,7 @@ A call with no budget and no rate limit does no store operation.
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextlib
 import contextvars
 import functools
@@ -53,6 +54,7 @@ from ..errors import (
 from ..model.base import ChatModel, ModelRequest, ModelResponse
 from ..tracing import metrics as _metrics
 from ..tracing.usage import GOVERNANCE
+from . import rules
 from .backend import Rides, UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
@@ -429,7 +431,7 @@ class ModelCall(Later):
 
     __slots__ = (
         *("a", "early", "est_in", "model", "request", "response", "scope", "terms"),
-        *("rider", "rides", "sent", "used"),
+        *("renewal", "rider", "rides", "sent", "used"),
     )
 
     #: Once it ended: what its settle sends and what it used, and the rider of a settle riding
@@ -475,6 +477,7 @@ class ModelCall(Later):
             if refusal is not None:
                 raise _refused(refusal)
         self.a = a
+        self.renewal = Renewal.start(scope.governor.backend, a)
         return self
 
     async def _give_back(self, a: Admission) -> None:
@@ -488,6 +491,8 @@ class ModelCall(Later):
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         scope, a = self.scope, self.a
+        if a is not None and self.renewal is not None:
+            self.renewal.stop()
         try:
             if a is not None and isinstance(e, RateLimitError):
                 try:
@@ -566,6 +571,60 @@ class ModelCall(Later):
         self.rider.result()  # its error raised, as landing it would
         if self.sent.limits:
             _count(self.scope, self.used)
+
+
+class Renewal:
+    """Keeps a call's reservation and lease held while it runs longer than a third of
+    :data:`.rules.RESERVATION_TTL_MS` (a long stream): renewed (:meth:`~.backend.UsageBackend.renew`)
+    that often, by a timer (no task unless it fires), so other processes never count a call in
+    flight as ended and admit past its budget or concurrency limit."""
+
+    __slots__ = ("a", "backend", "handle", "loop", "stopped")
+
+    def __init__(
+        self, backend: UsageBackend, a: Admission, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.backend, self.a, self.loop, self.stopped = backend, a, loop, False
+        self.handle = loop.call_later(renew_after(), self._due)
+
+    @classmethod
+    def start(cls, backend: UsageBackend, a: Admission) -> Renewal | None:
+        """A renewal of ``a`` (None: nothing to renew, or no asyncio loop runs)."""
+        if not a.limits and not (a.key is not None and a.rates.concurrent):
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return cls(backend, a, loop)
+
+    def _due(self) -> None:
+        task = self.loop.create_task(self._renew(), name="renew model call")
+        _RENEWING.add(task)
+        task.add_done_callback(_RENEWING.discard)
+
+    async def _renew(self) -> None:
+        if self.stopped:
+            return
+        try:
+            await self.backend.renew(self.a)
+        except Exception as exc:  # the call goes on; its reservation may end meanwhile
+            log.warning("could not renew the reservation of a model call in flight: %s", exc)
+        if not self.stopped:
+            self.handle = self.loop.call_later(renew_after(), self._due)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.handle.cancel()
+
+
+#: Renewals running (kept referenced until they end).
+_RENEWING: set[asyncio.Task[None]] = set()
+
+
+def renew_after() -> float:
+    """Seconds between renewals of a call in flight: a third of the reservation's lifetime."""
+    return rules.RESERVATION_TTL_MS / 3000
 
 
 class Ungoverned:

@@ -350,6 +350,28 @@ return 1
 """
 )
 
+#: :func:`.rules.renew`: the reservation ``r:<rid>`` on each budget (KEYS 1..ARGV[1]) and, when
+#: ARGV[4] is 1, the lease ``l:<rid>`` on the limiter (the next key) end ARGV[3] ms from now, if
+#: still held. ARGV: nb, rid, ttl, leased. (``s:`` and ``sx`` stay lower bounds of the expiries.)
+RENEW = (
+    _NOW
+    + """
+local nb, rid = tonumber(ARGV[1]), ARGV[2]
+local until_ = now + tonumber(ARGV[3])
+for i = 1, nb do
+  local v = redis.call('HGET', KEYS[i], 'r:' .. rid)
+  if v then
+    local t, n = string.match(v, '(%S+) (%S+)')
+    redis.call('HSET', KEYS[i], 'r:' .. rid, t .. ' ' .. n .. ' ' .. until_)
+  end
+end
+if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[nb + 1], 'l:' .. rid) == 1 then
+  redis.call('HSET', KEYS[nb + 1], 'l:' .. rid, until_)
+end
+return 1
+"""
+)
+
 HOLD_OFF = (
     _NOW
     + """
