@@ -599,7 +599,9 @@ class Renewal:
         return cls(backend, a, loop)
 
     def _due(self) -> None:
-        task = self.loop.create_task(self._renew(), name="renew model call")
+        # an empty context: no part of the call's trace span or riding block (it carries none)
+        ctx = contextvars.Context()
+        task = self.loop.create_task(self._renew(), name="renew model call", context=ctx)
         _RENEWING.add(task)
         task.add_done_callback(_RENEWING.discard)
 
