@@ -6,12 +6,16 @@ in flight (:class:`~.settles.Settles`: ``finish`` runs beside the caller's next 
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+
+from ..errors import StoreUnavailableError
 from ..store.closing import land_before_close
 from . import redis_lua, rules
 from .docs import DocBackend, doc_id, docs_for
@@ -20,6 +24,8 @@ from .settles import Settles
 
 if TYPE_CHECKING:
     from ..store.redis import RedisStore
+
+log = logging.getLogger(__name__)
 
 
 class Rides(Protocol):
@@ -43,6 +49,10 @@ class Rides(Protocol):
 
     def drop(self, rider: Any) -> bool: ...
 
+    async def finish_again(self, a: Admission, tokens: int, nanos: int) -> bool:
+        """Send again a ``FINISH`` of ``a`` whose round trip failed (whether it ran is unknown),
+        guarded so that it counts once; True: it settled now, False: it had run."""
+
 
 class UsageBackend(Protocol):
     """The atomic operations budgets and rate limits need of a store: one per step of a call
@@ -59,6 +69,9 @@ class UsageBackend(Protocol):
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None: ...
 
     async def give_back(self, a: Admission) -> None: ...
+
+    async def renew(self, a: Admission) -> None:
+        """:func:`.rules.renew`: a call still in flight keeps its reservation and lease."""
 
     async def hold_off(self, key: str, wait_ms: float) -> None: ...
 
@@ -119,6 +132,14 @@ class DocsUsage:
         wanted = rules.finish_wants(a, unsent=True)
         await self.docs.update("give back model call", a.names, change, wanted)
 
+    async def renew(self, a: Admission) -> None:
+        a, now = self._named(a), now_ms()
+
+        def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
+            return rules.renew(docs, a, now), None
+
+        await self.docs.update("renew model call", a.names, change, rules.finish_wants(a))
+
     async def hold_off(self, key: str, wait_ms: float) -> None:
         def change(docs: dict[str, rules.Doc | None]) -> tuple[dict[str, rules.Doc], None]:
             return {key: rules.hold_off(docs[key], float(now_ms()), wait_ms)}, None
@@ -140,6 +161,13 @@ LEDGER = ("usage", "ledger", "budgets")
 #: Budget and limiter names a Redis backend keeps computed.
 NAME_CACHE_SIZE = 4096
 
+
+#: A ``FINISH`` whose round trip failed is sent again (guarded: it counts once) up to this many
+#: times while the store is unavailable, the first at once, then after a pause from
+#: :data:`RESEND_PAUSE` s doubling up to :data:`RESEND_PAUSE_MAX` s (about 7 s in all).
+RESENDS = 8
+RESEND_PAUSE = 0.1
+RESEND_PAUSE_MAX = 2.0
 
 #: The arguments of ``ADMIT`` (:meth:`RedisUsage._args`) and ``FINISH`` (a riding one:
 #: :meth:`RedisUsage._end_args`, not unsent) that change from call to call of one shape: the
@@ -170,6 +198,7 @@ class RedisUsage:
         self._admit = store.register_script(redis_lua.ADMIT)
         self._finish = store.register_script(redis_lua.FINISH)
         self._hold = store.register_script(redis_lua.HOLD_OFF)
+        self._renew = store.register_script(redis_lua.RENEW)
         self._names: dict[tuple[str, str], str] = {}
         self._shapes: dict[tuple[object, ...], _Shape] = {}
         self.settles = Settles()
@@ -274,21 +303,56 @@ class RedisUsage:
     def drop(self, rider: Any) -> bool:
         return bool(self.store.drop(rider))
 
+    async def finish_again(self, a: Admission, tokens: int, nanos: int) -> bool:
+        """Send again the ``FINISH`` of ``a`` whose round trip failed (a lost connection, a
+        timeout, a cancellation: whether the server ran it is unknown), alone and guarded
+        (:data:`.redis_lua.FINISH`'s ``again``: it settles only a reservation still held, so a
+        ``FINISH`` that ran is not counted twice); up to :data:`RESENDS` times while the store
+        is unavailable, then its error. True: it settled now; False: nothing was held (it had
+        run, or the reservation had expired)."""
+        args = [*self._end_args(a, tokens, nanos, 0)[:-1], 1]
+        return bool(await self._resent(a, args, RESENDS))
+
+    async def _resent(self, a: Admission, args: list[object], tries: int) -> Any:
+        """``FINISH`` of ``a`` with ``args`` (a step that counts once however often it runs),
+        sent up to ``tries`` times while the store is unavailable, pausing between (the first
+        at once); its reply, or the last error."""
+        pause = RESEND_PAUSE
+        for attempt in range(tries):
+            if attempt:
+                await anyio.sleep(pause)
+                pause = min(pause * 2, RESEND_PAUSE_MAX)
+            try:
+                return await self.store.run_script(self._finish, self._keys(a), args)
+            except StoreUnavailableError as exc:
+                if attempt == tries - 1:
+                    raise
+                log.info("a usage step failed (%s); sending it again", exc)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def finish(self, a: Admission, tokens: int, nanos: int) -> None:
         await self._end(a, tokens, nanos, 0)
 
     async def give_back(self, a: Admission) -> None:
-        await self._end(a, 0, 0, 1)
+        """:func:`.rules.give_back`; sent again while the store is unavailable (up to
+        :data:`RESENDS` times: it changes only what ``a`` still holds, so it counts once), else
+        its reservation and lease would stay held until they expire."""
+        await self._resent(a, self._end_args(a, 0, 0, 1), 1 + RESENDS)
 
     def _end_args(self, a: Admission, tokens: int, nanos: int, unsent: int) -> list[object]:
-        """``FINISH``'s arguments (:data:`.redis_lua.FINISH`)."""
+        """``FINISH``'s arguments (:data:`.redis_lua.FINISH`; not ``again``: the last one)."""
         leased = 1 if a.key and a.rates.concurrent else 0
         args: list[object] = [len(a.limits), a.rid, tokens, nanos, a.tokens, 1 if a.key else 0]
-        return [*args, a.rates.tpm or 0, unsent, a.tenant, leased]
+        return [*args, a.rates.tpm or 0, unsent, a.tenant, leased, 0]
 
     async def _end(self, a: Admission, tokens: int, nanos: int, unsent: int) -> None:
         args = self._end_args(a, tokens, nanos, unsent)
         await self.store.run_script(self._finish, self._keys(a), args)
+
+    async def renew(self, a: Admission) -> None:
+        leased = 1 if a.key and a.rates.concurrent else 0
+        args = [len(a.limits), a.rid, rules.RESERVATION_TTL_MS, leased]
+        await self.store.run_script(self._renew, self._keys(a), args)
 
     async def hold_off(self, key: str, wait_ms: float) -> None:
         await self.store.run_script(self._hold, [self._limiter(key)], [wait_ms])

@@ -5,7 +5,9 @@ calls ``fn`` with them (None for one never written) and writes back what it retu
 step across every process sharing the store:
 
 * memory: a lock of the process (the store is not shared between processes anyway);
-* file: an ``flock`` on ``<root>/usage/lock``, documents in ``<root>/usage/docs/``;
+* file: an ``flock`` on ``<root>/usage/lock``, documents in ``<root>/usage/docs/``, each written
+  as the file store writes its own (fsynced under a temporary name, renamed over, the folder
+  fsynced: a crash leaves the old or the new document, never an empty one);
 * SQL: one transaction on the heads ``<prefix>usage_doc`` and the rows ``<prefix>usage_entry``
   (:mod:`.sql_docs`): the heads read ``FOR UPDATE`` in name order (SQLite: ``BEGIN IMMEDIATE``),
   then only the entries the step names (``wanted``), then what changed written back (PostgreSQL
@@ -21,7 +23,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ import anyio
 import anyio.to_thread
 
 from ..errors import ConfigurationError
+from ..store._jsonfile_io import damaged, write_atomic
 from ..store._jsonfile_locks import close_lock_fd, open_lock_fd
 from .rules import Doc, Wanted, uncounted
 
@@ -93,21 +95,33 @@ class FileDocs:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 found = {n: _read(docs / doc_id(n)) for n in names}
                 new, result = fn(found)
-                for name, doc in new.items():
-                    path = docs / doc_id(name)
-                    tmp = path.with_suffix(".tmp")
-                    tmp.write_text(json.dumps(uncounted(doc)))  # as releases before counts
-                    os.replace(tmp, path)
+                for name, doc in new.items():  # fsynced, renamed, the folder fsynced
+                    data = json.dumps(uncounted(doc)).encode()  # as releases before counts
+                    write_atomic(docs / doc_id(name), data)
                 return result
             finally:
                 close_lock_fd(fd)  # closing releases the flock
 
 
 def _read(path: Path) -> Doc | None:
+    """The document at ``path`` (None: never written); a damaged one is a StoreError naming it."""
     try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
+        doc = json.loads(path.read_text())
     except FileNotFoundError:
         return None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise _damaged(path, f"is not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise _damaged(path, "is not a JSON object")
+    return doc
+
+
+def _damaged(path: Path, problem: str) -> Exception:
+    return damaged(
+        path,
+        f"usage document {problem}; delete it to start this budget's or rate limit's counts "
+        "again (its calls in flight are forgotten)",
+    )
 
 
 _MEMORY: weakref.WeakKeyDictionary[object, DocBackend] = weakref.WeakKeyDictionary()

@@ -14,7 +14,8 @@ A governor is bound to a caller (:meth:`UsageGovernor.bind`: the org, user and s
    before the load (:mod:`.early`), and is used if it covers the request's own estimate, else
    given back beside the call;
 2. after the call settles what the provider reported (or an estimate, marked so) and ends the
-   rate-limit lease, in one store operation; a failed call releases its reservation. That operation
+   rate-limit lease, in one store operation; a failed call releases its reservation (one
+   cancelled in flight counts its estimated prompt, which the provider read). That operation
    runs as a task of its own (:mod:`.settles`), beside what the caller does next (a tool step, a
    session save; on one Redis server the last one rides in the same socket write as the call's
    last save: :mod:`.settles`); ``HarnessAgent.call`` and ``ReActAgent.reply`` wait for their call's settles
@@ -27,6 +28,7 @@ A call with no budget and no rate limit does no store operation.
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextlib
 import contextvars
 import functools
@@ -42,10 +44,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self, cast
 import anyio
 
 from ..context import RuntimeContext
-from ..errors import BudgetExceededError, ConfigurationError, RateLimitError, RateLimitWaitError
+from ..errors import (
+    BudgetExceededError,
+    ConfigurationError,
+    RateLimitError,
+    RateLimitWaitError,
+    StoreUnavailableError,
+)
 from ..model.base import ChatModel, ModelRequest, ModelResponse
 from ..tracing import metrics as _metrics
 from ..tracing.usage import GOVERNANCE
+from . import rules
 from .backend import Rides, UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
@@ -92,7 +101,8 @@ class UsageGovernor:
     ``rate_limits`` maps a model (``"openai:gpt-4o"``, ``"gpt-4o"``) or ``"*"`` to a
     :class:`RateLimit`; ``rate_limit`` is the ``"*"`` entry; the environment variable
     ``AGENTSCOPE_TEAMS_RATE_LIMIT`` gives it when neither does. ``prices`` overrides the price
-    database per model. ``max_output_tokens`` is reserved for a request without ``max_tokens``.
+    database per model. ``max_output_tokens`` is reserved for a request without ``max_tokens``
+    whose model sets no default of its own (an ``AnthropicChatModel``'s ``max_tokens``).
     A call refused only because calls in flight hold what is left of a budget waits for them, up
     to ``budget_wait`` seconds; one refused because the settled use reached the limit fails.
     Closing it (:meth:`aclose`, ``async with``) waits for the settles of its store still running.
@@ -135,10 +145,11 @@ class UsageGovernor:
         if not self.budgets:
             return []
         org, user = ctx.org_id or "", ctx.user_id or ""
+        within, user_in = _segment(org), _segment(user)
         names = {
             "org": f"org:{org}",
-            "user": f"user:{org}/{user}",
-            "session": f"session:{org}/{user}/{ctx.session_id}",
+            "user": f"user:{within}/{user}",
+            "session": f"session:{within}/{user_in}/{ctx.session_id}",
         }
         found = [(names[k], self.budgets[k]) for k in CONTEXT_SCOPES if k in self.budgets]
         found += [(n, self.budgets[n]) for n in names.values() if n in self.budgets]
@@ -192,6 +203,15 @@ def _nothing() -> None:
     return None
 
 
+def _segment(an_id: str) -> str:
+    """``an_id`` as a budget name's segment before a ``/``: its ``%`` and ``/`` escaped (ids may
+    hold ``/``: else org ``a/b`` user ``c`` and org ``a`` user ``b/c`` would share one budget).
+    An id without them is itself, so the budgets of such ids keep their names."""
+    if "/" not in an_id and "%" not in an_id:
+        return an_id
+    return an_id.replace("%", "%25").replace("/", "%2F")
+
+
 def governor_for(
     store: Any,
     usage: UsageGovernor | None,
@@ -229,17 +249,23 @@ class Terms:
     #: Whether a turn counts requests or tokens per minute (an early one must be recent:
     #: :mod:`.early`).
     timed: bool = False
+    #: The output tokens the model itself asks for when a request sets no ``max_tokens`` (its
+    #: ``max_tokens``, e.g. ``AnthropicChatModel``'s; None: the model sets none).
+    max_out: int | None = None
 
 
 def _terms_of(gov: UsageGovernor, model: ChatModel) -> Terms:
     limit = gov.rate_limit_for(model)
     labels = provider, name = labels_of(model)
     price = gov.prices.price(provider, name)
+    own = getattr(model, "max_tokens", None)
+    max_out = own if isinstance(own, int) and own > 0 else None
     if limit is None:
-        return Terms(provider, name, None, None, Rates(), price, labels)
+        return Terms(provider, name, None, None, Rates(), price, labels, max_out=max_out)
     rates = rates_of(limit)
     timed = bool(rates.rpm or rates.tpm)
-    return Terms(provider, name, limit, limiter_key(model), rates, price, labels, timed)
+    key = limiter_key(model)
+    return Terms(provider, name, limit, key, rates, price, labels, timed, max_out)
 
 
 #: The limits of a scope's budgets as the store's rules read them, and whether one counts dollars.
@@ -315,7 +341,7 @@ class _Bound(_Using):
         if scope is not None and scope.governor is gov:
             name = scope.tenant
         else:
-            name = f"{ctx.org_id or ''}/{ctx.user_id or ''}" if ctx is not None else "-"
+            name = f"{_segment(ctx.org_id or '')}/{ctx.user_id or ''}" if ctx is not None else "-"
         if ctx is not None and gov.budgets and (added := tuple(gov.context_budgets(ctx))):
             budgets = added if scope is None else _merge(scope.budgets, added)
             made = Scope(gov, budgets, name, Pending(), *_plan_of(budgets))
@@ -405,7 +431,7 @@ class ModelCall(Later):
 
     __slots__ = (
         *("a", "early", "est_in", "model", "request", "response", "scope", "terms"),
-        *("rider", "rides", "sent", "used"),
+        *("renewal", "rider", "rides", "sent", "used"),
     )
 
     #: Once it ended: what its settle sends and what it used, and the rider of a settle riding
@@ -451,6 +477,7 @@ class ModelCall(Later):
             if refusal is not None:
                 raise _refused(refusal)
         self.a = a
+        self.renewal = Renewal.start(scope.governor.backend, a)
         return self
 
     async def _give_back(self, a: Admission) -> None:
@@ -464,6 +491,8 @@ class ModelCall(Later):
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         scope, a = self.scope, self.a
+        if a is not None and self.renewal is not None:
+            self.renewal.stop()
         try:
             if a is not None and isinstance(e, RateLimitError):
                 try:
@@ -473,6 +502,8 @@ class ModelCall(Later):
         finally:
             response = self.response
             used = _finish(self.terms, response, self.est_in)
+            if response is None and isinstance(e, anyio.get_cancelled_exc_class()):
+                used = _prompt_read(self.terms, self.est_in)
             if self.early is not None:
                 self.early.seen(scope, self.est_in, response)
             if a is not None:
@@ -510,16 +541,29 @@ class ModelCall(Later):
         return True
 
     async def _send(self) -> None:
-        """The settle sent alone (a task, or in line)."""
-        await self.scope.governor.backend.finish(self.sent, *self.used)
+        """The settle sent alone (a task, or in line); sent again, guarded, when its round trip
+        failed and the backend can (:meth:`~.backend.Rides.finish_again`)."""
+        backend = self.scope.governor.backend
+        try:
+            await backend.finish(self.sent, *self.used)
+        except StoreUnavailableError:
+            if backend.rides is None:
+                raise
+            await backend.rides.finish_again(self.sent, *self.used)
         if self.sent.limits:
             _count(self.scope, self.used)
 
     def ready(self) -> bool:
-        return bool(self.rider.done())
+        rider = self.rider
+        return bool(rider.done()) and not rider.lost  # a lost one is sent again: :meth:`settle`
 
     async def settle(self) -> None:
-        await self.rides.landed(self.rider)
+        try:
+            await self.rides.landed(self.rider)
+        except Exception:
+            if not self.rider.lost:  # the server answered with an error: not sent again
+                raise
+            await self.rides.finish_again(self.sent, *self.used)
         if self.sent.limits:
             _count(self.scope, self.used)
 
@@ -527,6 +571,62 @@ class ModelCall(Later):
         self.rider.result()  # its error raised, as landing it would
         if self.sent.limits:
             _count(self.scope, self.used)
+
+
+class Renewal:
+    """Keeps a call's reservation and lease held while it runs longer than a third of
+    :data:`.rules.RESERVATION_TTL_MS` (a long stream): renewed (:meth:`~.backend.UsageBackend.renew`)
+    that often, by a timer (no task unless it fires), so other processes never count a call in
+    flight as ended and admit past its budget or concurrency limit."""
+
+    __slots__ = ("a", "backend", "handle", "loop", "stopped")
+
+    def __init__(
+        self, backend: UsageBackend, a: Admission, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.backend, self.a, self.loop, self.stopped = backend, a, loop, False
+        self.handle = loop.call_later(renew_after(), self._due)
+
+    @classmethod
+    def start(cls, backend: UsageBackend, a: Admission) -> Renewal | None:
+        """A renewal of ``a`` (None: nothing to renew, or no asyncio loop runs)."""
+        if not a.limits and not (a.key is not None and a.rates.concurrent):
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return cls(backend, a, loop)
+
+    def _due(self) -> None:
+        # an empty context: no part of the call's trace span or riding block (it carries none)
+        ctx = contextvars.Context()
+        task = self.loop.create_task(self._renew(), name="renew model call", context=ctx)
+        _RENEWING.add(task)
+        task.add_done_callback(_RENEWING.discard)
+
+    async def _renew(self) -> None:
+        if self.stopped:
+            return
+        try:
+            await self.backend.renew(self.a)
+        except Exception as exc:  # the call goes on; its reservation may end meanwhile
+            log.warning("could not renew the reservation of a model call in flight: %s", exc)
+        if not self.stopped:
+            self.handle = self.loop.call_later(renew_after(), self._due)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.handle.cancel()
+
+
+#: Renewals running (kept referenced until they end).
+_RENEWING: set[asyncio.Task[None]] = set()
+
+
+def renew_after() -> float:
+    """Seconds between renewals of a call in flight: a third of the reservation's lifetime."""
+    return rules.RESERVATION_TTL_MS / 3000
 
 
 class Ungoverned:
@@ -561,12 +661,13 @@ def model_call(model: ChatModel, request: ModelRequest) -> ModelCall | Ungoverne
 
 def asks(scope: Scope, terms: Terms, est_in: int, max_tokens: int | None) -> tuple[int, int] | None:
     """The tokens and nano-dollars a call of ``est_in`` input tokens reserves (None: no budget
-    and no rate limit apply): its input and maximum output, and their price when a budget applies
+    and no rate limit apply): its input and maximum output (``max_tokens``, else the model's own
+    default, else the governor's ``max_output_tokens``), and their price when a budget applies
     (ConfigurationError when a dollar budget does and no price is known)."""
     budgets = scope.budgets
     if not budgets and terms.limit is None:
         return None
-    max_out = max_tokens or scope.governor.max_output_tokens
+    max_out = max_tokens or terms.max_out or scope.governor.max_output_tokens
     if not budgets:
         return est_in + max_out, 0
     price = terms.price
@@ -666,6 +767,13 @@ def _finish(terms: Terms, response: ModelResponse | None, est_in: int) -> tuple[
     nanos = cost(price, tokens_in, tokens_out)
     response.cost_usd = nanos / 1e9
     return tokens_in + tokens_out, nanos
+
+
+def _prompt_read(terms: Terms, est_in: int) -> tuple[int, int]:
+    """(tokens, nanos) of a call cancelled while its request was with the provider: its prompt
+    (estimated), which the provider read and bills; what it answered meanwhile is unknown."""
+    price = terms.price
+    return est_in, 0 if price is None else cost(price, est_in, 0)
 
 
 def _kind(name: str) -> str:

@@ -300,12 +300,18 @@ end
 #: Settle the budgets (KEYS 1..ARGV[1]) and end the lease on the limiter (the next key, when
 #: ARGV[6] is 1) (:func:`.rules.finish`); for an admission never sent (ARGV[8] is 1) also undo
 #: its turn (:func:`.rules.give_back`). ARGV: nb, rid, used tokens, used nanos, estimated
-#: tokens, limited, tpm, unsent, tenant, leased (1: the admission took a concurrency lease).
-#: The server's clock is read only when the token clock needs correcting.
+#: tokens, limited, tpm, unsent, tenant, leased (1: the admission took a concurrency lease),
+#: again (1: a resend of a ``FINISH`` whose reply was lost: it changes only what its
+#: reservation (or, with no budget, its lease) still holds, so when the first one ran it
+#: finds none and changes nothing: the use and the reservation's end are one atomic step).
+#: The server's clock is read only when the token clock needs correcting. Reply: 1, or 0 when
+#: a resend found nothing held (the first one ran, or the reservation expired).
 FINISH = (
     _HELPERS
     + """
 local nb, f, tokens, nanos = tonumber(ARGV[1]), 'r:' .. ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local again = ARGV[11] == '1'
+local live = not again
 for i = 1, nb do
   local key = KEYS[i]
   local v = redis.call('HMGET', key, f, 'ut', 'un', 'rt', 'rn')
@@ -314,10 +320,17 @@ for i = 1, nb do
     local ht, hn = string.match(v[1], '(%S+) (%S+)')
     redis.call('HDEL', key, f)
     rt, rn = rt - tonumber(ht), rn - tonumber(hn)
+    live = true
   end
-  local ut, un = (tonumber(v[2]) or 0) + tokens, (tonumber(v[3]) or 0) + nanos
-  redis.call('HSET', key, 'ut', int(ut), 'un', int(un), 'rt', int(rt), 'rn', int(rn))
+  if v[1] or not again then
+    local ut, un = (tonumber(v[2]) or 0) + tokens, (tonumber(v[3]) or 0) + nanos
+    redis.call('HSET', key, 'ut', int(ut), 'un', int(un), 'rt', int(rt), 'rn', int(rn))
+  end
 end
+if again and nb == 0 and ARGV[10] == '1' then
+  live = redis.call('HEXISTS', KEYS[1], 'l:' .. ARGV[2]) == 1
+end
+if not live then return 0 end
 if ARGV[6] == '1' then
   local key, tpm = KEYS[nb + 1], tonumber(ARGV[7])
   local delta = 0
@@ -332,6 +345,28 @@ if ARGV[6] == '1' then
 """
     + _UNDO_TURN
     + """
+end
+return 1
+"""
+)
+
+#: :func:`.rules.renew`: the reservation ``r:<rid>`` on each budget (KEYS 1..ARGV[1]) and, when
+#: ARGV[4] is 1, the lease ``l:<rid>`` on the limiter (the next key) end ARGV[3] ms from now, if
+#: still held. ARGV: nb, rid, ttl, leased. (``s:`` and ``sx`` stay lower bounds of the expiries.)
+RENEW = (
+    _NOW
+    + """
+local nb, rid = tonumber(ARGV[1]), ARGV[2]
+local until_ = now + tonumber(ARGV[3])
+for i = 1, nb do
+  local v = redis.call('HGET', KEYS[i], 'r:' .. rid)
+  if v then
+    local t, n = string.match(v, '(%S+) (%S+)')
+    redis.call('HSET', KEYS[i], 'r:' .. rid, t .. ' ' .. n .. ' ' .. until_)
+  end
+end
+if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[nb + 1], 'l:' .. rid) == 1 then
+  redis.call('HSET', KEYS[nb + 1], 'l:' .. rid, until_)
 end
 return 1
 """

@@ -21,7 +21,9 @@ when absent, as in documents written before them).
 
 **What has ended counts for nothing.** A reservation or lease past its expiry (its process died:
 :data:`RESERVATION_TTL_MS`) and, with a requests limit, a tenant not seen within its window
-(:func:`tenant_window`) are dropped before every decision (:func:`reserve`, :func:`acquire`).
+(:func:`tenant_window`) are dropped before every decision (:func:`reserve`, :func:`acquire`). A
+call still in flight renews its reservation and lease every third of that time (:func:`renew`),
+so only a dead process's call ends that way.
 
 **A step reads few entries.** The rules read a map only for the entries that ended, the caller's
 own and the counts, so a store may give them just those (:data:`Wanted`: :func:`admit_wants`,
@@ -342,6 +344,24 @@ def finish(
     if a.key is not None:
         delta = tokens - a.tokens if tokens else 0
         out[a.key] = release(docs[a.key], a.rates, float(now), a.rid, delta)
+    return out
+
+
+def renew(docs: dict[str, Doc | None], a: Admission, now: int) -> dict[str, Doc]:
+    """A call still in flight: its reservation on each budget and its lease now end
+    :data:`RESERVATION_TTL_MS` from ``now`` (else a call longer than that would count as ended:
+    others admitted as if it held nothing). What it no longer holds (settled) stays ended."""
+    out: dict[str, Doc] = {}
+    for b in a.limits:
+        doc = docs[b.name]
+        if doc is not None and a.rid in doc.get("res", {}):
+            budget = out[b.name] = _budget(doc)
+            tokens, nanos, _ = budget["res"][a.rid]
+            budget["res"][a.rid] = [tokens, nanos, now + RESERVATION_TTL_MS]
+    doc = None if a.key is None else docs[a.key]
+    if doc is not None and a.rid in doc.get("lease", {}):
+        limiter = out[a.key] = _limiter(doc)  # type: ignore[index]
+        limiter["lease"][a.rid] = now + RESERVATION_TTL_MS
     return out
 
 

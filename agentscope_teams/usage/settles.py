@@ -19,6 +19,11 @@ a task: its ``FINISH`` rides the call's last session save (:class:`Later`, a rid
 landed (in line when the save brought its reply back, else sent alone as a task) when the scope or
 the store's settles are waited for, whichever comes first.
 
+A ``FINISH`` whose round trip failed (a lost connection, a timeout, a cancellation: whether the
+server ran it is unknown) is sent again alone, guarded so that it counts once
+(:meth:`~.backend.Rides.finish_again`), while the store answers; else its reservation would stay
+held until it expires.
+
 The reservation stays held until the settle lands (another call sees it in flight), so a budget is
 still overshot by at most one call. Under an event loop other than asyncio's (anyio on trio) there is
 no task to hand a settle to, and it runs in line, as it did before.

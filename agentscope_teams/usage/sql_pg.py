@@ -355,6 +355,9 @@ class PgUsage:
         found = {k: values[k] for k in self._finish_names}
         await self._run("finish model call", self._finish, found, a)
 
+    async def renew(self, a: Admission) -> None:
+        await self.locked.renew(a)  # rare (a call in flight for minutes): the locked documents
+
     async def hold_off(self, key: str, wait_ms: float) -> None:
         await self.locked.hold_off(key, wait_ms)
 

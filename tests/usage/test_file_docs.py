@@ -9,7 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agentscope_teams.usage.docs import FileDocs
+from agentscope_teams.errors import StoreError
+from agentscope_teams.usage.docs import FileDocs, doc_id
 
 pytestmark = pytest.mark.anyio
 
@@ -43,3 +44,53 @@ async def test_a_child_forked_during_an_update_does_not_keep_the_lock(tmp_path: 
         os.close(started_read)
         os.close(started_write)
         await anyio.to_thread.run_sync(os.waitpid, pids[0], 0)
+
+
+async def test_a_usage_document_is_durable_before_and_after_its_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each document written is fsynced under its temporary name before the rename and its
+    directory is fsynced after it (else a crash could leave an empty or old document once the
+    rename is durable): the file store's own atomic write, one home."""
+    docs = FileDocs(tmp_path)
+    events: list[tuple[str, str]] = []
+    fsync, replace = os.fsync, os.replace
+
+    def recording_fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        fsync(fd)
+
+    def recording_replace(src: object, dst: object) -> None:
+        events.append(("replace", str(dst)))
+        replace(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "replace", recording_replace)
+
+    def change(found: dict[str, object]) -> tuple[dict[str, object], None]:
+        return {"b1": {"ut": 1}, "b2": {"ut": 2}}, None
+
+    await docs.update("test", ["b1", "b2"], change)  # type: ignore[arg-type]
+    monkeypatch.undo()
+    folder = str((docs.dir / "docs").resolve())
+    for name in ("b1", "b2"):
+        target = str((docs.dir / "docs" / doc_id(name)).resolve())
+        at = events.index(("replace", target))
+        synced = [path for kind, path in events[:at] if kind == "fsync"]
+        assert any(p.startswith(target) and p != target for p in synced), events  # the temp file
+        assert ("fsync", folder) in events[at + 1 :], events
+    assert [await docs.update("read", ["b2"], lambda d: ({}, d["b2"]))] == [{"ut": 2}]
+
+
+@pytest.mark.parametrize("text", ["", '{"ut": 1', "[1, 2]"], ids=["empty", "torn", "not-a-dict"])
+async def test_a_damaged_usage_document_is_named_with_what_to_do(tmp_path: Path, text: str) -> None:
+    """A budget document left empty or torn (a crash before its writes were fsynced, a hand
+    edit) fails each governed call with a store error naming the file and what to do, not a
+    bare JSON error nobody can place."""
+    docs = FileDocs(tmp_path)
+    path = docs.dir / "docs" / doc_id("team:t1")
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with pytest.raises(StoreError) as caught:
+        await docs.update("admit", ["team:t1"], lambda d: ({}, None))
+    assert str(path) in str(caught.value) and "delete" in str(caught.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentscope_teams import (
@@ -14,14 +15,17 @@ from agentscope_teams import (
     RateLimit,
     RuntimeContext,
 )
-from agentscope_teams.message import TextBlock
+from agentscope_teams.message import TextBlock, UserMsg
+from agentscope_teams.model.anthropic import AnthropicChatModel
 from agentscope_teams.model.base import ModelRequest, ModelResponse, Usage
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.subagents.spec import SubagentSpec
 from agentscope_teams.teams import LocalTeamClient
 from agentscope_teams.teams.member.usage import team_budgets, tell_lead
-from agentscope_teams.usage import Price, UsageGovernor, split_model_limits
+from agentscope_teams.usage import Price, UsageGovernor, flush, split_model_limits
+from agentscope_teams.usage.backend import usage_backend
+from agentscope_teams.usage.governor import model_call
 
 
 def _answer(usage: Usage) -> ScriptedModel:
@@ -137,3 +141,74 @@ async def test_a_team_budget_is_shared_by_members_and_the_lead_reads_who_stopped
     await tell_lead(client, team, bob, caught.value)
     [note] = await client.unread(team.id, "lead")
     assert note.content.startswith(f"[budget] bob stopped: budget team:{team.id} is spent")
+
+
+@pytest.mark.parametrize("kind", ["user", "session"])
+async def test_ids_with_a_slash_never_share_another_tenants_budget(
+    tmp_path: Path, kind: str
+) -> None:
+    """Org ``acme/x`` user ``bob`` and org ``acme`` user ``x/bob`` are two users of two orgs (ids
+    may hold ``/``): one spending its user (or session) budget does not stop the other."""
+    store = InMemoryStore()
+    gov = UsageGovernor(store, budgets={kind: Budget(max_tokens=100)})
+    agent = HarnessAgent(
+        "a", _answer(Usage(input_tokens=300, output_tokens=100)), store=store,
+        workspace=tmp_path, usage=gov, builtin_tools=False,
+    )  # fmt: skip
+    first = RuntimeContext(session_id="s", user_id="bob", org_id="acme/x")
+    other = RuntimeContext(session_id="s", user_id="x/bob", org_id="acme")
+    await agent.call("go", first)
+    with pytest.raises(BudgetExceededError):
+        await agent.call("go", first)  # spent
+    await agent.call("go", other)  # a budget of its own
+    assert gov.context_budgets(first)[0][0] != gov.context_budgets(other)[0][0]
+    plain = RuntimeContext(session_id="s1", user_id="u", org_id="o")
+    assert [n for n, _ in gov.context_budgets(plain)] == [
+        f"{kind}:o/u" + "/s1" * (kind == "session")
+    ]
+
+
+async def test_a_call_reserves_the_output_its_model_may_send_without_max_tokens() -> None:
+    """An Anthropic model made with ``max_tokens=32000`` answers a request that sets none with up
+    to 32,000 tokens: its call reserves that much, not the governor's 4,096 (else calls in flight
+    each hold too little and a budget is overshot by several calls, not at most one)."""
+
+    store = InMemoryStore()
+    gov = UsageGovernor(store, budgets={"session": Budget(max_tokens=10**6)})
+    ctx = RuntimeContext(session_id="s1", user_id="u", org_id="o")
+    model = AnthropicChatModel(
+        "claude-x", api_key="k", base_url="http://127.0.0.1:9", max_tokens=32000
+    )
+    request = ModelRequest(system_prompt="", messages=[UserMsg("hi")])
+    async with model:
+        with gov.bind(ctx):
+            async with model_call(model, request):
+                doc = await usage_backend(store).read("session:o/u/s1")
+    assert doc is not None and doc["rt"] >= 32000, doc
+
+
+async def test_a_call_cancelled_in_flight_counts_its_prompt(tmp_path: Path) -> None:
+    """A call cancelled while its request is with the provider (a timeout around the agent, a
+    stop) has had its prompt read and billed: its estimated input is counted on the budget and
+    its reservation released, so cancelling calls does not spend outside the budget."""
+    store = InMemoryStore()
+    began = anyio.Event()
+
+    async def reply(request: ModelRequest) -> ModelResponse:
+        began.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    agent = HarnessAgent(
+        "a", ScriptedModel(reply), store=store, workspace=tmp_path,
+        budget=Budget(max_tokens=10**6), builtin_tools=False,
+    )  # fmt: skip
+    ctx = RuntimeContext(session_id="s1", user_id="u", org_id="o")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(agent.call, "go", ctx)
+        await began.wait()
+        tg.cancel_scope.cancel()
+    await flush(store)
+    doc = await usage_backend(store).read("session:o/u/s1")
+    assert doc is not None
+    assert doc["rt"] == 0 and doc["ut"] > 0, doc
