@@ -117,3 +117,31 @@ def test_serve_mcp_refuses_requests_without_a_known_token(served: tuple[str, str
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
     known = httpx.post(url, json=body, headers={**headers, "Authorization": f"Bearer {token}"})
     assert known.status_code != 401  # control: the operator token gets past the gate
+
+
+def test_serve_mcp_head_opens_no_stream(served: tuple[str, str]) -> None:
+    """HEAD of /mcp is the MCP SDK's own answer (no HEAD in streamable HTTP), not a GET that
+    opens the session's server-to-client stream and holds the connection."""
+    url, token = served
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    with httpx.Client(timeout=10) as one_connection:
+        opened = one_connection.post(url, json=init, headers=headers)
+        session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert one_connection.post(url, json=done, headers=session).status_code == 202
+        head = one_connection.head(url, headers=session)
+        assert head.status_code == 405 and head.content == b""
+        after = one_connection.post(
+            url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=session
+        )  # the same keep-alive connection
+        assert after.status_code == 200
