@@ -146,6 +146,27 @@ def test_http_default_session_continues_within_a_connection(cli: Cli, http_serve
     assert "turn 1" in shown and "turn 2" in shown
 
 
+def test_http_arguments_outside_the_input_schema_are_tool_errors_naming_them(
+    http_server: str,
+) -> None:
+    """The tool declares ``additionalProperties: false``: a misspelt ``session_id`` is not a
+    call in the default session, and a message of the wrong type is not coerced."""
+
+    async def client() -> list[Any]:
+        return [
+            await call(http_server, ALICE, {"message": "hi", "sesion_id": "mine"}),
+            await call(http_server, ALICE, {"message": ["hi"]}),  # type: ignore[dict-item]
+            await call(http_server, ALICE, {"message": "hi", "session_id": "mine"}),
+        ]
+
+    misspelt, wrong_type, ok = anyio.run(client)
+    assert misspelt.is_error and "'sesion_id'" in texts(misspelt)
+    assert "session_id" in texts(misspelt)  # says which arguments the tool takes
+    assert wrong_type.is_error and "'message'" in texts(wrong_type)
+    assert "string" in texts(wrong_type)
+    assert not ok.is_error and texts(ok) == "answer one"  # the refused calls ran no model
+
+
 def test_http_refuses_missing_and_unknown_tokens(http_server: str) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"Accept": "application/json, text/event-stream"}
