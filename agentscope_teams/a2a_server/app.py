@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import BasePushNotificationSender
 from a2a.types.a2a_pb2 import (
@@ -38,6 +37,7 @@ from ..subagents.extension import SubagentExtension
 from .auth import CallerContextBuilder, Verifier, guarded
 from .cluster import StoreTaskEventStream, VersionedTasks
 from .executor import AgentTaskExecutor
+from .handler import PublicErrorsHandler
 from .stores import StorePushConfigStore, StoreTaskStore
 
 _DESCRIPTION_CHARS = 1000
@@ -115,7 +115,7 @@ def _agent_routes(
         output_type=exposed.output_type,
         events=events if signals_of(store) is not None else None,
     )
-    handler = DefaultRequestHandler(
+    handler = PublicErrorsHandler(  # a store error reaches the caller without the store's URL
         agent_executor=executor,
         task_store=VersionedTasks(tasks),
         event_stream=events,
