@@ -43,6 +43,9 @@ from .stores import StorePushConfigStore, StoreTaskStore
 _DESCRIPTION_CHARS = 1000
 #: How long a process keeps the in-memory runner of a task paused for input.
 RELEASE_PAUSED_SECONDS = 60.0
+#: The largest request body accepted (the SDK reads and parses any body whole); a larger one is
+#: answered "Payload too large" before it is read.
+MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
 @dataclass
@@ -170,13 +173,14 @@ def a2a_app(
     anonymous: bool = False,
     public_card: bool = False,
     private_push: bool = False,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> A2AApp:
     """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
 
     ``verifier`` maps a bearer token to its caller; a request it does not know gets 401, unless
     the operator says ``anonymous`` (everyone may call, as the anonymous user) or ``public_card``
     (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
-    unless ``private_push``. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``) and await its
+    unless ``private_push``. A request body over ``max_body_bytes`` is refused unread. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``) and await its
     ``aclose()`` when the host app stops (its own lifespan does so when it is served alone).
     """
     import contextlib
@@ -199,7 +203,7 @@ def a2a_app(
         yield
         await served.aclose()
 
-    app = Starlette(routes=mounts, lifespan=lifespan)
+    app = Starlette(routes=mounts, lifespan=lifespan, max_body_size=max_body_bytes)
     guarded_app = guarded(app, verifier, anonymous=anonymous, public_card=public_card)
     served = A2AApp(guarded_app, streams, clients)
     return served

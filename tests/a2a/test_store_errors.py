@@ -72,3 +72,24 @@ def test_a_store_outage_is_answered_without_the_store_location(
             assert "cannot be reached" in text, (method, text)  # says what happened
             assert str(redis_port) not in text and "127.0.0.1" not in text, (method, text)
             assert "redis://" not in text, (method, text)
+
+
+def test_a_request_body_over_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    """The a2a-sdk reads and parses any body whole: the app caps it (as the MCP SDK does)."""
+    from agentscope_teams.a2a_server.app import MAX_BODY_BYTES
+
+    tokens = write_tokens(tmp_path / "tokens.json", {TOKEN: {"user": "alice", "org": "acme"}})
+    argv = ["tests.a2a.agent_server", f"file://{tmp_path / 'store'}", str(tokens)]
+    headers = {"Authorization": f"Bearer {TOKEN}", "A2A-Version": "1.0"}
+
+    def send(text: str) -> httpx.Response:
+        message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        return http.post(url, json=body, headers=headers)
+
+    with processes(argv) as (port,), httpx.Client(timeout=120) as http:
+        url = f"http://127.0.0.1:{port}/a2a/lead/"
+        big = send("x" * (MAX_BODY_BYTES + 1))
+        assert big.status_code == 413 or "too large" in big.json()["error"]["message"].lower()
+        small = send("hi")  # control: a message under the limit runs
+        assert small.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
