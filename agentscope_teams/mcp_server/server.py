@@ -224,15 +224,19 @@ class McpAgentServer:
 
     async def _call(self, ctx: Any, params: Any) -> Any:
         """The tool call's result; a failure is a tool error in its public form (a store error
-        names no URL, host or database: the server's log has the full message)."""
+        names no URL, host or database; an exception that is not a library error, a bug, says
+        only its type: the server's log has the full message)."""
         try:
             return await self._run(ctx, params)
         except (AgentScopeTeamsError, ValueError) as exc:
             log.warning("MCP tool call %s failed: %s: %s", params.name, type(exc).__name__, exc)
             return _error(f"{type(exc).__name__}: {public_message(exc)}")
-        except Exception as exc:  # a tool call never crashes the server
-            log.exception("MCP tool call %s failed", params.name)
-            return _error(f"the agent failed ({type(exc).__name__}): {public_message(exc)}")
+        except Exception as exc:  # a tool call never crashes the server; a bug's text (paths,
+            log.exception("MCP tool call %s failed", params.name)  # hosts) stays in the log
+            return _error(
+                f"the agent failed ({type(exc).__name__}, an internal error); the server's log "
+                "has the details"
+            )
 
     async def _run(self, ctx: Any, params: Any) -> Any:
         tool = self.tools.get(params.name)

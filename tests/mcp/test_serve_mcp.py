@@ -94,6 +94,16 @@ def test_serve_mcp_answers_and_reports_progress(served: tuple[str, str]) -> None
     ]
 
 
+def test_serve_mcp_a_crash_is_a_tool_error_without_its_internals(served: tuple[str, str]) -> None:
+    """An exception that is not a library error (a bug, an OS error) says nothing of the server
+    (paths, hosts) to the caller, as the MCP SDK's own servers do; the server's log has it."""
+    url, token = served
+    _, ([crashed, after], _) = anyio.run(_session, url, token, "crash", "hello")
+    assert crashed.is_error and "server's log" in texts(crashed)
+    assert "/srv/agentscope" not in texts(crashed) and "provider.key" not in texts(crashed)
+    assert not after.is_error and texts(after) == "echo: hello"  # the server goes on
+
+
 def test_serve_mcp_one_conversation_per_mcp_session(cli: Cli, served: tuple[str, str]) -> None:
     url, token = served
     _, ([first, second], _) = anyio.run(
