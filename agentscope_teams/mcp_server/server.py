@@ -231,8 +231,8 @@ class McpAgentServer:
         except (AgentScopeTeamsError, ValueError) as exc:
             log.warning("MCP tool call %s failed: %s: %s", params.name, type(exc).__name__, exc)
             return _error(f"{type(exc).__name__}: {public_message(exc)}")
-        except Exception as exc:  # a tool call never crashes the server; a bug's text (paths,
-            log.exception("MCP tool call %s failed", params.name)  # hosts) stays in the log
+        except Exception as exc:  # never crashes the server; a bug's text stays in the log
+            log.exception("MCP tool call %s failed", params.name)
             return _error(
                 f"the agent failed ({type(exc).__name__}, an internal error); the server's log "
                 "has the details"
