@@ -137,6 +137,11 @@ async def _run(
     except (AgentScopeTeamsError, ValueError) as exc:
         await updater.failed(_agent_message(updater, _failure(exc)))
         return
+    except Exception as exc:  # a bug: the task fails saying so; its text stays in the log
+        log.exception("A2A task %s: the agent failed", updater.task_id)
+        text = f"the agent failed ({type(exc).__name__}, an internal error); see the server's log"
+        await updater.failed(_agent_message(updater, text))
+        return
     if isinstance(end, RequireUserConfirmEvent):
         await updater.requires_input(_pause_message(updater, end))
     elif isinstance(end, ReplyEndEvent):

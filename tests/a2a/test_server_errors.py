@@ -1,15 +1,18 @@
-"""An A2A server whose store goes away answers its callers with the error's public form: the
-store's URL, host, port and database stay in the server's log (as the MCP server and the control
-plane do). A real server process over a private redis-server that the test stops."""
+"""What an A2A server tells its callers when things go wrong, against real server processes: a
+store outage in the error's public form (the store's URL, host, port and database stay in the
+server's log, as the MCP server and the control plane do), a body over the limit refused unread,
+an agent's crash as a failed task."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -93,3 +96,28 @@ def test_a_request_body_over_the_limit_is_refused_unread(tmp_path: Path) -> None
         assert big.status_code == 413 or "too large" in big.json()["error"]["message"].lower()
         small = send("hi")  # control: a message under the limit runs
         assert small.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_crash_of_the_agent_is_a_failed_task_without_its_internals(tmp_path: Path) -> None:
+    """An exception that is not a library error (a bug) fails the task with a message that says
+    so, not a JSON-RPC error about a task group; the file it named stays in the server's log."""
+    tokens = write_tokens(tmp_path / "tokens.json", {TOKEN: {"user": "alice", "org": "acme"}})
+    argv = ["tests.a2a.agent_server", f"file://{tmp_path / 'store'}", str(tokens)]
+    headers = {"Authorization": f"Bearer {TOKEN}", "A2A-Version": "1.0"}
+    with processes(argv) as (port,), httpx.Client(timeout=60) as http:
+        url = f"http://127.0.0.1:{port}/a2a/lead/"
+
+        def send(text: str) -> dict[str, Any]:
+            message = {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]}
+            params = {"message": message}
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+            answer: dict[str, Any] = http.post(url, json=body, headers=headers).json()
+            return answer
+
+        crashed, after = send("crash"), send("hello")
+    assert "result" in crashed, crashed
+    status = crashed["result"]["task"]["status"]
+    said = json.dumps(status["message"])
+    assert status["state"] == "TASK_STATE_FAILED" and "internal error" in said
+    assert "OSError" in said and "/srv/agentscope" not in said and "provider.key" not in said
+    assert after["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"  # goes on
