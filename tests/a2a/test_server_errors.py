@@ -121,3 +121,36 @@ def test_a_crash_of_the_agent_is_a_failed_task_without_its_internals(tmp_path: P
     assert status["state"] == "TASK_STATE_FAILED" and "internal error" in said
     assert "OSError" in said and "/srv/agentscope" not in said and "provider.key" not in said
     assert after["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"  # goes on
+
+
+def test_list_tasks_sees_every_task_of_the_caller_past_a_thousand(tmp_path: Path) -> None:
+    """ListTasks is newest first over all the caller's tasks: the 1001st task record (by key
+    order) was left out, so the newest task was missing and the total said 1000."""
+    import anyio
+    from a2a.server.context import ServerCallContext
+    from a2a.types.a2a_pb2 import Task, TaskState, TaskStatus
+
+    from agentscope_teams.a2a_server import StoreTaskStore
+    from agentscope_teams.a2a_server.auth import Caller, CallerUser
+    from agentscope_teams.store import store_from_url
+
+    url = f"file://{tmp_path / 'store'}"
+    alice = ServerCallContext(user=CallerUser(Caller("alice", "acme")))
+
+    async def seed() -> None:
+        async with store_from_url(url) as store:
+            tasks = StoreTaskStore(store, "lead")
+            for n in range(1001):  # t-1000, the newest, is the last key
+                status = TaskStatus(state=TaskState.TASK_STATE_COMPLETED)
+                status.timestamp.FromSeconds(1_700_000_000 + n)
+                await tasks.save(Task(id=f"t-{n:04d}", context_id="c", status=status), alice)
+
+    anyio.run(seed)
+    tokens = write_tokens(tmp_path / "tokens.json", {TOKEN: {"user": "alice", "org": "acme"}})
+    headers = {"Authorization": f"Bearer {TOKEN}", "A2A-Version": "1.0"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 2}}
+    with processes(["tests.a2a.agent_server", url, str(tokens)]) as (port,):
+        listed = httpx.post(f"http://127.0.0.1:{port}/a2a/lead/", json=body, headers=headers)
+    result = listed.json()["result"]
+    assert [t["id"] for t in result["tasks"]] == ["t-1000", "t-0999"]
+    assert result["totalSize"] == 1001
