@@ -23,20 +23,28 @@ pytest.importorskip("a2a")
 TOKEN = "alice-a2a-token-0123456789"
 
 
+def start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
+    """A redis-server on ``port`` keeping its data in ``folder`` (append-only file: a restart
+    finds what was written before the stop)."""
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    proc = subprocess.Popen([*args, "--appendonly", "yes", "--dir", str(folder)])
+    for _ in range(400):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.terminate()
+    raise RuntimeError(f"redis-server on port {port} did not start")
+
+
 @pytest.fixture
 def private_redis(tmp_path: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
     port = free_port()
-    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    proc = subprocess.Popen([*args, "--appendonly", "no", "--dir", str(tmp_path)])
+    proc = start_redis(port, tmp_path)
     try:
-        for _ in range(400):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
         yield port, proc
     finally:
         if proc.poll() is None:
@@ -154,3 +162,47 @@ def test_list_tasks_sees_every_task_of_the_caller_past_a_thousand(tmp_path: Path
     result = listed.json()["result"]
     assert [t["id"] for t in result["tasks"]] == ["t-1000", "t-0999"]
     assert result["totalSize"] == 1001
+
+
+def test_a_store_blip_while_the_agent_works_does_not_fail_the_task(
+    private_redis: tuple[int, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    """The store goes away and comes back while the agent waits on a tool: the cancel watchers
+    (which read the store meanwhile) ride it out, and the task completes once the tool returns."""
+    redis_port, redis = private_redis
+    tokens = write_tokens(tmp_path / "tokens.json", {TOKEN: {"user": "alice", "org": "acme"}})
+    argv = ["tests.a2a.agent_server", f"redis://127.0.0.1:{redis_port}/0", str(tokens)]
+    headers = {"Authorization": f"Bearer {TOKEN}", "A2A-Version": "1.0"}
+    gate = tmp_path / "gate"
+    with processes(argv) as (port,), httpx.Client(timeout=60) as http:
+        url = f"http://127.0.0.1:{port}/a2a/lead/"
+
+        def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+            answer: dict[str, Any] = http.post(url, json=body, headers=headers).json()
+            return answer
+
+        text = f"wait for {gate}"
+        message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]}
+        config = {"returnImmediately": True}
+        started = rpc("SendMessage", {"message": message, "configuration": config})
+        task_id = started["result"]["task"]["id"]
+        redis.terminate()
+        redis.wait(20)
+        time.sleep(3)  # the watchers read the store (every second) while it is gone
+        restarted = start_redis(redis_port, tmp_path)
+        try:
+            gate.write_text("open")
+            for _ in range(600):  # a liveness guard, not a timing threshold
+                task = rpc("GetTask", {"id": task_id}).get("result", {})
+                if task.get("status", {}).get("state") not in (
+                    None,
+                    "TASK_STATE_SUBMITTED",
+                    "TASK_STATE_WORKING",
+                ):
+                    break
+                time.sleep(0.1)
+        finally:
+            restarted.terminate()
+            restarted.wait(20)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
