@@ -121,6 +121,11 @@ class RemoteA2AModel:
             client = await self._connect(http)
             try:
                 task_or_message = await self._exchange(client, talk, text)
+            except ModelError as exc:
+                if talk.task_id and _task_gone(exc):  # the next turn starts a new task
+                    fresh = RemoteConversation(context_id=talk.context_id)
+                    await self.store.put(key, fresh.model_dump_json().encode())
+                raise
             finally:
                 await client.close()
         reply, talk = self._outcome(task_or_message, talk)
@@ -236,6 +241,18 @@ class RemoteA2AModel:
             base_url=self.config.url,
             code=state,
         )
+
+
+def _task_gone(exc: ModelError) -> bool:
+    """Whether the remote agent's waiting task takes no more answers after the failure ``exc`` of
+    an answer sent on it: the remote refused the request (the task ended, or it does not know it:
+    a protocol error, not a transport one), or the turn timed out (the task was cancelled)."""
+    from a2a.client.errors import A2AClientError
+    from a2a.utils.errors import A2AError
+
+    cause = exc.__cause__
+    refused = isinstance(cause, A2AError) and not isinstance(cause, A2AClientError)
+    return refused or isinstance(exc, ModelTimeoutError)
 
 
 def _turn_text(request: ModelRequest, where: str) -> str:

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import BasePushNotificationSender
 from a2a.types.a2a_pb2 import (
@@ -38,11 +37,15 @@ from ..subagents.extension import SubagentExtension
 from .auth import CallerContextBuilder, Verifier, guarded
 from .cluster import StoreTaskEventStream, VersionedTasks
 from .executor import AgentTaskExecutor
+from .handler import PublicErrorsHandler
 from .stores import StorePushConfigStore, StoreTaskStore
 
 _DESCRIPTION_CHARS = 1000
 #: How long a process keeps the in-memory runner of a task paused for input.
 RELEASE_PAUSED_SECONDS = 60.0
+#: The largest request body accepted (the SDK reads and parses any body whole); a larger one is
+#: answered "Payload too large" before it is read.
+MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
 @dataclass
@@ -115,7 +118,7 @@ def _agent_routes(
         output_type=exposed.output_type,
         events=events if signals_of(store) is not None else None,
     )
-    handler = DefaultRequestHandler(
+    handler = PublicErrorsHandler(  # a store error reaches the caller without the store's URL
         agent_executor=executor,
         task_store=VersionedTasks(tasks),
         event_stream=events,
@@ -170,13 +173,14 @@ def a2a_app(
     anonymous: bool = False,
     public_card: bool = False,
     private_push: bool = False,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> A2AApp:
     """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
 
     ``verifier`` maps a bearer token to its caller; a request it does not know gets 401, unless
     the operator says ``anonymous`` (everyone may call, as the anonymous user) or ``public_card``
     (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
-    unless ``private_push``. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``) and await its
+    unless ``private_push``. A request body over ``max_body_bytes`` is refused unread. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``) and await its
     ``aclose()`` when the host app stops (its own lifespan does so when it is served alone).
     """
     import contextlib
@@ -199,7 +203,7 @@ def a2a_app(
         yield
         await served.aclose()
 
-    app = Starlette(routes=mounts, lifespan=lifespan)
+    app = Starlette(routes=mounts, lifespan=lifespan, max_body_size=max_body_bytes)
     guarded_app = guarded(app, verifier, anonymous=anonymous, public_card=public_card)
     served = A2AApp(guarded_app, streams, clients)
     return served

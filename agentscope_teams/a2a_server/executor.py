@@ -11,7 +11,9 @@
 * a cancelled task cancels the call: the SDK cancels :meth:`execute` in the process running it;
   a cancel recorded by another process reaches the task's event stream, where
   :func:`_follow_cancel` sees it and stops the call (:func:`_watch_cancel`, reading the task
-  every ``cancel_poll`` seconds, is the fallback).
+  every ``cancel_poll`` seconds, is the fallback). A store error in either is logged and they
+  look again: a store that is away for a while does not end the call (nor leave its task
+  ``working`` forever, as failing it while the store is away did).
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ log = logging.getLogger(__name__)
 DATA_KEY = "agentscope_teams"
 _YES = {"y", "yes", "ok", "approve", "approved", "confirm", "confirmed", "allow", "accept"}
 _RESULT_CHARS = 2000
+#: How long the cancel follower waits before following a task's event stream again after a
+#: store error.
+_RETRY_SECONDS = 1.0
 
 
 class AgentTaskExecutor(AgentExecutor):
@@ -137,6 +142,11 @@ async def _run(
     except (AgentScopeTeamsError, ValueError) as exc:
         await updater.failed(_agent_message(updater, _failure(exc)))
         return
+    except Exception as exc:  # a bug: the task fails saying so; its text stays in the log
+        log.exception("A2A task %s: the agent failed", updater.task_id)
+        text = f"the agent failed ({type(exc).__name__}, an internal error); see the server's log"
+        await updater.failed(_agent_message(updater, text))
+        return
     if isinstance(end, RequireUserConfirmEvent):
         await updater.requires_input(_pause_message(updater, end))
     elif isinstance(end, ReplyEndEvent):
@@ -156,7 +166,13 @@ async def _watch_cancel(
     assert context.task_id is not None
     while True:
         await anyio.sleep(executor.cancel_poll)
-        task = await executor.tasks.get(context.task_id, context.call_context)
+        try:
+            task = await executor.tasks.get(context.task_id, context.call_context)
+        except AgentScopeTeamsError as exc:  # the store is away: the call goes on; look again
+            log.warning(
+                "A2A task %s: cannot read it to look for a cancel: %s", context.task_id, exc
+            )
+            continue
         if task is not None and task.status.state == TaskState.TASK_STATE_CANCELED:
             scope.cancel()
             return
@@ -168,15 +184,23 @@ async def _follow_cancel(
     """Stop the call as soon as a cancel recorded by another process reaches the task's event
     stream (:func:`_watch_cancel` is the fallback, should the event be lost)."""
     assert context.task_id is not None
-    async with aclosing(events.subscribe(context.task_id, after=TaskVersion.MISSING)) as stream:
-        async for versioned in stream:
-            event = versioned.event
-            if (
-                isinstance(event, TaskStatusUpdateEvent)
-                and event.status.state == TaskState.TASK_STATE_CANCELED
-            ):
-                scope.cancel()
-                return
+    while True:
+        try:
+            async with aclosing(
+                events.subscribe(context.task_id, after=TaskVersion.MISSING)
+            ) as stream:
+                async for versioned in stream:
+                    event = versioned.event
+                    if (
+                        isinstance(event, TaskStatusUpdateEvent)
+                        and event.status.state == TaskState.TASK_STATE_CANCELED
+                    ):
+                        scope.cancel()
+                        return
+            return  # the stream ended
+        except AgentScopeTeamsError as exc:  # the store is away: the call goes on; follow again
+            log.warning("A2A task %s: its event stream failed: %s", context.task_id, exc)
+            await anyio.sleep(_RETRY_SECONDS)
 
 
 def _failure(exc: Exception) -> str:

@@ -18,13 +18,13 @@ from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPus
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix, parse
-from ..store.base import BaseStore
+from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix
+from ..store.base import BaseStore, get_many
 from .auth import caller_of
 
 SCHEMA_VERSION = 1
 _PAGE = 50
-_MAX_LISTED = 1000
+_KEY_PAGE = 1000
 _MAX_TOKEN_DIGITS = 9
 
 
@@ -69,21 +69,29 @@ class StoreTaskStore(TaskStore):
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         await self.store.delete(self.key(task_id, context))
 
+    async def _all(self, context: ServerCallContext) -> list[Task]:
+        """Every task of the caller (a page of keys and one batched read at a time): the newest
+        may be any key, so a list sorted by time needs them all."""
+        who = caller_of(context)
+        prefix = a2a_tasks_prefix(who.org_id, who.user_id, self.agent)
+        tasks: list[Task] = []
+        after = None
+        while keys := await self.store.list_keys(prefix, limit=_KEY_PAGE, after=after):
+            for entry in await get_many(self.store, keys):
+                if entry is not None:  # deleted since it was listed
+                    tasks.append(ParseDict(json.loads(entry.value)["task"], Task()))
+            after = keys[-1]
+        return tasks
+
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         """The caller's tasks, newest status first, filtered by context and state; the page
         token is the offset of the page."""
-        who = caller_of(context)
-        prefix = a2a_tasks_prefix(who.org_id, who.user_id, self.agent)
-        tasks = []
-        for key in await self.store.list_keys(prefix, limit=_MAX_LISTED):
-            task = await self.get(parse(key)[1]["a2a_task"], context)
-            if task is None:
-                continue
-            if params.context_id and task.context_id != params.context_id:
-                continue
-            if params.status and task.status.state != params.status:
-                continue
-            tasks.append(task)
+        tasks = [
+            task
+            for task in await self._all(context)
+            if (not params.context_id or task.context_id == params.context_id)
+            and (not params.status or task.status.state == params.status)
+        ]
         tasks.sort(key=lambda t: (t.status.timestamp.ToNanoseconds(), t.id), reverse=True)
         start = _page_start(params.page_token)
         size = params.page_size or _PAGE

@@ -91,7 +91,9 @@ def handle(args: argparse.Namespace) -> int:
             model,
             LEAD_PROMPT,
             workspace=Path.cwd(),
-            workspace_scope="shared",
+            # stdio serves its one operator in this directory; HTTP serves every token's
+            # identity, each session in a directory of its own below it (no caller reads another's)
+            workspace_scope="shared" if args.transport == "stdio" else "session",
             specs=specs,
             store=store,
             trust_project=trust,

@@ -116,7 +116,7 @@ async def serve_with_agents(
         _model(args.model, specs),
         LEAD_PROMPT,
         workspace=Path.cwd(),
-        workspace_scope="shared",
+        workspace_scope="session",  # callers of many identities: each session its own directory
         specs=specs,
         store=store,
         sandbox=sandbox_option(args) if hasattr(args, "sandbox") else None,

@@ -224,26 +224,29 @@ class McpAgentServer:
 
     async def _call(self, ctx: Any, params: Any) -> Any:
         """The tool call's result; a failure is a tool error in its public form (a store error
-        names no URL, host or database: the server's log has the full message)."""
+        names no URL, host or database; an exception that is not a library error, a bug, says
+        only its type: the server's log has the full message)."""
         try:
             return await self._run(ctx, params)
         except (AgentScopeTeamsError, ValueError) as exc:
             log.warning("MCP tool call %s failed: %s: %s", params.name, type(exc).__name__, exc)
             return _error(f"{type(exc).__name__}: {public_message(exc)}")
-        except Exception as exc:  # a tool call never crashes the server
+        except Exception as exc:  # never crashes the server; a bug's text stays in the log
             log.exception("MCP tool call %s failed", params.name)
-            return _error(f"the agent failed ({type(exc).__name__}): {public_message(exc)}")
+            return _error(
+                f"the agent failed ({type(exc).__name__}, an internal error); the server's log "
+                "has the details"
+            )
 
     async def _run(self, ctx: Any, params: Any) -> Any:
         tool = self.tools.get(params.name)
         if tool is None:
             return _error(f"unknown tool {params.name!r}; tools: {', '.join(sorted(self.tools))}")
         args = params.arguments or {}
-        message = args.get("message")
-        if not isinstance(message, str) or not message:
-            return _error("argument 'message' (a non-empty string) is required")
-        if args.get("session_id") is not None and not isinstance(args["session_id"], str):
-            return _error("argument 'session_id' must be a string (omit it for the default)")
+        refused = _refused_arguments(tool.name, args)
+        if refused is not None:
+            return _error(refused)
+        message = args["message"]
         who = self._identity(ctx)
         if who is None:
             return _error("no identity: the request carries no known bearer token")
@@ -266,6 +269,41 @@ class McpAgentServer:
         if final is None:
             return _error("the agent ended without a reply")
         return _answer(final, run_ctx.session_id, structured=tool.output_type is not None)
+
+
+def _refused_arguments(tool: str, args: dict[str, Any]) -> str | None:
+    """What is wrong with ``args`` by :data:`INPUT_SCHEMA` (None when nothing): an argument it
+    does not declare (``additionalProperties: false``: a misspelt ``session_id`` must not run in
+    the default session), a missing or non-string ``message``, a non-string ``session_id``."""
+    declared = INPUT_SCHEMA["properties"]
+    unknown = sorted(name for name in args if name not in declared)
+    if unknown:
+        names = ", ".join(repr(name[:80]) for name in unknown)
+        return (
+            f"tool {tool!r} has no argument {names}; its arguments are 'message' (a string, "
+            "required) and 'session_id' (a string, optional)"
+        )
+    message = args.get("message")
+    if not isinstance(message, str) or not message:
+        got = "an empty string" if message == "" else f"a {_json_type(message)}"
+        got = got if "message" in args else "none"
+        return f"argument 'message' must be a non-empty string (got {got})"
+    if args.get("session_id") is not None and not isinstance(args["session_id"], str):
+        got = _json_type(args["session_id"])
+        return f"argument 'session_id' must be a string (got a {got}); omit it for the default"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    kinds: list[tuple[type | tuple[type, ...], str]] = [
+        (bool, "boolean"),
+        ((int, float), "number"),
+        (str, "string"),
+        (list, "array"),
+    ]
+    if value is None:
+        return "null"
+    return next((name for kind, name in kinds if isinstance(value, kind)), "object")
 
 
 class _Progress:

@@ -37,7 +37,7 @@ from ..store.health import store_unready
 from ..teams.rules.limits import config_lease
 from ..tracing import metrics as process_metrics
 from . import api, events, mail_api, read_api, review_api
-from .routing import Access, ApiRoute, Settings
+from .routing import HEAD_KEY, Access, ApiRoute, Settings
 
 DASHBOARD = Path(__file__).with_name("dashboard")
 #: The API's routers, in the order they are matched.
@@ -108,14 +108,17 @@ class SecurityHeaders:
 
 
 class HeadAsGet:
-    """``HEAD`` of an API path answered as its ``GET`` without the body (as Starlette routes do;
-    FastAPI's operations accept only the methods they declare)."""
+    """``HEAD`` of an API path (``/api/...``) answered as its ``GET`` without the body (as
+    Starlette routes do; FastAPI's operations accept only the methods they declare). The scope
+    is marked (:func:`~.routing.head_request`), so the event stream answers its headers without
+    opening. Other paths (the dashboard, health, mounted A2A / MCP apps) get ``HEAD`` as is: their
+    routes answer it themselves, and a ``GET`` there may open a stream."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "HEAD":
+        if scope["type"] != "http" or scope["method"] != "HEAD" or not _api_path(scope):
             await self.app(scope, receive, send)
             return
 
@@ -124,7 +127,13 @@ class HeadAsGet:
                 message = {**message, "body": b""}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, without_body)
+        await self.app({**scope, "method": "GET", HEAD_KEY: True}, receive, without_body)
+
+
+def _api_path(scope: Scope) -> bool:
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return (path[len(root) :] if root and path.startswith(root) else path).startswith("/api/")
 
 
 def create_app(

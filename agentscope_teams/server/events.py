@@ -52,7 +52,7 @@ from ..keys import TeamKeys
 from ..teams import LocalTeamClient, Member, Team, TeamStatus, UnknownTeamError
 from .auth import Principal, authenticate
 from .errors import ControlPlaneAuthError, error_body
-from .routing import Call, Settings, error_response, principal_of
+from .routing import Call, Settings, error_response, head_request, principal_of
 from .stream_log import MAX_EVENT_ID, Mark, StreamCursor, StreamLog, parse_event_id, restore
 
 PATH = "/api/teams/{team_id}/events"
@@ -184,6 +184,8 @@ async def team_events(request: Request) -> Response:
         call = Call(request, principal, request.app.state.store, settings)
         resume = parse_event_id(last_event_id(request))  # a 400 before the team is read
         team = await call.team()
+        if head_request(request):  # the stream's headers; nothing polled, no stream opened
+            return _response(_no_events(), settings)
         keys = TeamKeys(principal.context().owner_scope(), team.id)
         cursor = None if resume is None else await restore(call.store, keys, resume)
         cursor = cursor or StreamCursor()
@@ -206,12 +208,22 @@ async def team_events(request: Request) -> Response:
             except AgentScopeTeamsError as exc:  # e.g. the store went away: say so, then end
                 events, done = [error_event(exc)], True
 
+    return _response(stream(), settings)
+
+
+def _response(events: AsyncIterator[ServerSentEvent], settings: Settings) -> Response:
+    """The stream of ``events`` (to a ``HEAD``, sse-starlette sends the headers only)."""
     return EventSourceResponse(
-        stream(),
+        events,
         ping=settings.heartbeat_seconds,
         sep="\n",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def _no_events() -> AsyncIterator[ServerSentEvent]:
+    return
+    yield  # an async generator that yields nothing
 
 
 #: The OpenAPI operation of the stream (its parameters are read by :func:`team_events` itself).

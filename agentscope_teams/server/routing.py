@@ -43,6 +43,8 @@ MAX_JSON_DEPTH = 64
 _JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 Access = Literal["operator", "token"]
+#: In the ASGI scope of a ``HEAD`` request routed as its ``GET`` (:func:`head_request`).
+HEAD_KEY = "agentscope_teams.head"
 
 #: The error answers every API operation documents (each with the :class:`ErrorBody` schema).
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -224,6 +226,15 @@ async def guarded_body(request: Request, limit: int) -> bytes:
     except ValueError:
         raise ValueError("the request body is not valid JSON") from None
     return bytes(raw) or b"{}"
+
+
+def head_request(request: Request) -> bool:
+    """Whether ``request`` is a ``HEAD`` that :class:`~.app.HeadAsGet` routed as its ``GET``; if
+    so its scope says ``HEAD`` again, so the response it gets sends its headers only."""
+    if not request.scope.get(HEAD_KEY):
+        return False
+    request.scope["method"] = "HEAD"
+    return True
 
 
 def error_response(exc: BaseException) -> JSONResponse:

@@ -6,7 +6,8 @@ Starlette app, tasks in the store of ``argv[1]``.
 "ask me" calls ``ask_user_question``; the answer to it is echoed as "you chose X"; "slow" sleeps
 (for cancel); "deploy" calls a tool that asks for confirmation; "wait for PATH" calls a tool that
 waits until the file PATH exists; "hold until PATH" waits for it itself, then answers "released";
-"recall" counts the user messages of the session; anything else is echoed. A second agent,
+"recall" counts the user messages of the session; "crash" raises an OSError naming a file (a
+bug's failure); anything else is echoed. A second agent,
 "judge", answers with structured output.
 """
 
@@ -54,6 +55,8 @@ async def answer(request: ModelRequest) -> ModelResponse | str:
         return ScriptedModel.tool_call("deploy", {"target": "prod"})
     if "slow" in text:
         await anyio.sleep(120)
+    if "crash" in text:  # a bug's failure: not a library error, naming a file of the server
+        raise OSError("cannot open /srv/agentscope/provider.key: permission denied")
     if "recall" in text:
         said = [m for m in request.messages if m.role == "user" and m.name != "tool"]
         return f"you said {len(said)} things"

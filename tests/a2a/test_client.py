@@ -5,6 +5,7 @@ errors naming the agent, ``${VAR}`` headers and project trust."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,34 @@ def test_an_a2a_block_is_checked_when_the_spec_loads(tmp_path: Path) -> None:
     path.write_text("---\ndescription: d\na2a: {url: 'http://x/'}\n---\n")
     spec = SubagentSpec.from_file(path)
     assert spec.a2a is not None and spec.tools == [] and spec.a2a.timeout == 300
+
+
+def test_a_waiting_task_the_remote_ended_does_not_block_the_conversation(remote: str) -> None:
+    """The remote agent's task waiting for input was ended there (cancelled, expired, lost): the
+    answer sent on it fails, naming the task; the next turn starts a new task in the same
+    context instead of failing on the dead task again, forever."""
+    from a2a.types.a2a_pb2 import CancelTaskRequest
+
+    from agentscope_teams import RuntimeContext
+    from agentscope_teams.a2a import RemoteA2AModel, RemoteAgentConfig
+    from agentscope_teams.errors import ModelError
+    from agentscope_teams.store.memory import InMemoryStore
+
+    config = RemoteAgentConfig(url=remote, headers={"X-Api-Key": KEY}, retries=0, poll=0.1)
+    model = RemoteA2AModel("remote", config, InMemoryStore())
+    ctx = RuntimeContext(session_id="child-1", user_id="alice")
+
+    async def talk() -> None:
+        asked = await model.ask(ctx, "ask")
+        assert asked.waiting and "What is your name?" in asked.text
+        entry = await model.store.get(next(iter(await model.store.list_keys((), limit=10))))
+        assert entry is not None
+        waiting = json.loads(entry.value)["task_id"]
+        client = await sdk_client(remote, None, headers={"X-Api-Key": KEY})
+        await client.cancel_task(CancelTaskRequest(id=waiting))  # ended at the remote
+        with pytest.raises(ModelError):
+            await model.ask(ctx, "Ada")
+        again = await model.ask(ctx, "hi again")  # a new task, not the dead one again
+        assert not again.waiting and again.text == "remote says: hi again"
+
+    anyio.run(talk)

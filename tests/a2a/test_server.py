@@ -350,3 +350,36 @@ def test_our_client_drives_our_server(two_servers: list[str], tmp_path: Path) ->
     asked = last_output(requests[1]).output
     assert "[input required]" in asked and "Which colour?" in asked
     assert last_output(requests[2]).output.endswith("you chose {'Which colour?': 'green'}")
+
+
+def test_another_caller_cannot_reach_a_task_by_its_id(two_servers: list[str]) -> None:
+    """Bob, knowing the id of alice's running task, can neither cancel it, follow it, answer it,
+    nor hang a push config on it (which would send him alice's events); alice can (control)."""
+    from a2a.types.a2a_pb2 import (
+        ListTasksRequest,
+        TaskPushNotificationConfig,
+    )
+
+    async def attack() -> None:
+        alice = await sdk_client(two_servers[0], ALICE)
+        bob = await sdk_client(two_servers[1], BOB, streaming=True)
+        request = user_message("be slow")
+        request.configuration.return_immediately = True
+        running = await send(alice, request)
+        hook = TaskPushNotificationConfig(task_id=running.id, url="http://127.0.0.1:9/bob")
+        with pytest.raises(TaskNotFoundError):
+            await bob.cancel_task(CancelTaskRequest(id=running.id))
+        with pytest.raises(TaskNotFoundError):
+            await bob.create_task_push_notification_config(hook)
+        with pytest.raises(TaskNotFoundError):
+            async for _ in bob.subscribe(SubscribeToTaskRequest(id=running.id)):
+                pass
+        with pytest.raises(TaskNotFoundError):
+            await send(bob, user_message("yes", task=running.id, context=running.context_id))
+        listed = await bob.list_tasks(ListTasksRequest(context_id=running.context_id))
+        assert running.id not in [t.id for t in listed.tasks]
+        # control: alice's own cancel of the same id works
+        cancelled = await alice.cancel_task(CancelTaskRequest(id=running.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+
+    anyio.run(attack)

@@ -146,6 +146,72 @@ def test_http_default_session_continues_within_a_connection(cli: Cli, http_serve
     assert "turn 1" in shown and "turn 2" in shown
 
 
+def test_http_arguments_outside_the_input_schema_are_tool_errors_naming_them(
+    http_server: str,
+) -> None:
+    """The tool declares ``additionalProperties: false``: a misspelt ``session_id`` is not a
+    call in the default session, and a message of the wrong type is not coerced."""
+
+    async def client() -> list[Any]:
+        return [
+            await call(http_server, ALICE, {"message": "hi", "sesion_id": "mine"}),
+            await call(http_server, ALICE, {"message": ["hi"]}),  # type: ignore[dict-item]
+            await call(http_server, ALICE, {"message": "hi", "session_id": "mine"}),
+        ]
+
+    misspelt, wrong_type, ok = anyio.run(client)
+    assert misspelt.is_error and "'sesion_id'" in texts(misspelt)
+    assert "session_id" in texts(misspelt)  # says which arguments the tool takes
+    assert wrong_type.is_error and "'message'" in texts(wrong_type)
+    assert "string" in texts(wrong_type)
+    assert not ok.is_error and texts(ok) == "answer one"  # the refused calls ran no model
+
+
+def test_http_callers_do_not_share_a_workspace(cli: Cli, tmp_path: Path) -> None:
+    """Over HTTP the tool serves several identities: a file one caller's agent writes is not
+    there for another caller's agent (it was: every caller worked in the server's directory)."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    write = {"name": "write_file", "input": {"path": "notes.txt", "content": "alice's 41"}}
+    read = {"name": "read_file", "input": {"path": "notes.txt"}}
+    script = tmp_path / "script.json"
+    turns = [{"tool_calls": [write]}, "written", {"tool_calls": [read]}, "read"]
+    script.write_text(json.dumps({"lead": turns}))
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(json.dumps({ALICE: {"user": "alice"}, BOB: {"user": "bob", "org": "acme"}}))
+    served = tmp_path / "served"
+    served.mkdir()
+    port = free_port()
+    args = ["--store", cli.url, "mcp-serve", "--specs", str(specs), "--model", f"scripted:{script}"]
+    args += ["--transport", "http", "--port", str(port), "--tokens", str(tokens)]
+    env = cli.env(PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([str(CLI), *args], env=env, cwd=served)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(400):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+
+        async def client() -> list[Any]:
+            return [
+                await call(url, ALICE, {"message": "note it", "session_id": "s"}),
+                await call(url, BOB, {"message": "what is in notes.txt?", "session_id": "s"}),
+            ]
+
+        wrote, read_back = anyio.run(client)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert (texts(wrote), texts(read_back)) == ("written", "read")
+    assert "alice's 41" in "\n".join(conversation(cli, "s", "alice"))  # control: it was written
+    shown = cli("sessions", "show", "s", "--agent", "lead", "--user", "bob", "--org", "acme")
+    assert shown.returncode == 0 and "read_file" in shown.stdout
+    assert "alice's 41" not in shown.stdout  # bob's agent did not read alice's file
+    assert not (served / "notes.txt").exists()
+
+
 def test_http_refuses_missing_and_unknown_tokens(http_server: str) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"Accept": "application/json, text/event-stream"}

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -29,13 +31,13 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Cli:
 
 
 @contextlib.contextmanager
-def serving(cli: Cli, *options: str) -> Iterator[tuple[int, str]]:
+def serving(cli: Cli, *options: str, cwd: Path = REPO) -> Iterator[tuple[int, str]]:
     """A ``serve --user alice`` process on a free port with ``options``: its port and the
     operator token it printed once it listens; stopped when the block ends."""
     port = free_port()
     args = ["--store", cli.url, "serve", "--port", str(port), "--user", "alice", *options]
     env = cli.env(PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([str(CLI), *args], env=env, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([str(CLI), *args], env=env, cwd=cwd, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(4)]  # printed once it listens
@@ -94,6 +96,16 @@ def test_serve_mcp_answers_and_reports_progress(served: tuple[str, str]) -> None
     ]
 
 
+def test_serve_mcp_a_crash_is_a_tool_error_without_its_internals(served: tuple[str, str]) -> None:
+    """An exception that is not a library error (a bug, an OS error) says nothing of the server
+    (paths, hosts) to the caller, as the MCP SDK's own servers do; the server's log has it."""
+    url, token = served
+    _, ([crashed, after], _) = anyio.run(_session, url, token, "crash", "hello")
+    assert crashed.is_error and "server's log" in texts(crashed)
+    assert "/srv/agentscope" not in texts(crashed) and "provider.key" not in texts(crashed)
+    assert not after.is_error and texts(after) == "echo: hello"  # the server goes on
+
+
 def test_serve_mcp_one_conversation_per_mcp_session(cli: Cli, served: tuple[str, str]) -> None:
     url, token = served
     _, ([first, second], _) = anyio.run(
@@ -117,3 +129,52 @@ def test_serve_mcp_refuses_requests_without_a_known_token(served: tuple[str, str
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
     known = httpx.post(url, json=body, headers={**headers, "Authorization": f"Bearer {token}"})
     assert known.status_code != 401  # control: the operator token gets past the gate
+
+
+def test_serve_mcp_head_opens_no_stream(served: tuple[str, str]) -> None:
+    """HEAD of /mcp is the MCP SDK's own answer (no HEAD in streamable HTTP), not a GET that
+    opens the session's server-to-client stream and holds the connection."""
+    url, token = served
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    with httpx.Client(timeout=10) as one_connection:
+        opened = one_connection.post(url, json=init, headers=headers)
+        session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert one_connection.post(url, json=done, headers=session).status_code == 202
+        head = one_connection.head(url, headers=session)
+        assert head.status_code == 405 and head.content == b""
+        after = one_connection.post(
+            url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=session
+        )  # the same keep-alive connection
+        assert after.status_code == 200
+
+
+def test_serve_mcp_callers_do_not_share_a_workspace(cli: Cli, tmp_path: Path) -> None:
+    """Two identities (the operator token and a token of --mcp-tokens): a file one's agent wrote
+    is not there for the other's (both worked in the server's directory)."""
+    specs, served = tmp_path / "specs", tmp_path / "served"
+    specs.mkdir()
+    served.mkdir()
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"bob-mcp-token-0123456789": {"user": "bob", "org": "acme"}}))
+    model = "python:tests.mcp.serve_model:model"
+    options = ["--mcp", "--specs", str(specs), "--model", model, "--mcp-tokens", str(tokens)]
+    with serving(cli, *options, cwd=served) as (port, alice):
+        url = f"http://127.0.0.1:{port}/mcp"
+        _, ([wrote, again], _) = anyio.run(
+            _session, url, alice, "note alice's 41", "read the notes"
+        )
+        _, ([bob], _) = anyio.run(_session, url, "bob-mcp-token-0123456789", "read the notes")
+    assert not wrote.is_error and "alice's 41" in texts(again)  # control: alice reads her file
+    assert "alice's 41" not in texts(bob)
+    assert not (served / "notes.txt").exists()

@@ -139,3 +139,40 @@ def test_a_member_waiting_on_the_lead_is_streamed(served: Served, http: httpx.Cl
         approved = sse.until(lambda e: e.name == "member" and e.data["member"]["name"] == "w2"
                              and e.data["member"]["plan"]["status"] == "approved")  # fmt: skip
         assert approved.data["member"]["status"] == "spawned"  # the same status all along
+
+
+def test_head_of_the_stream_answers_its_headers_and_opens_no_stream(
+    served: Served, http: httpx.Client
+) -> None:
+    """HEAD is the GET without a body: the stream's headers at once, no poll, no resume log,
+    and the connection is free for the next request (it was held by a stream that never ended)."""
+    import anyio
+
+    from agentscope_teams import RuntimeContext
+    from agentscope_teams.keys._family import EVENT_LOG
+    from agentscope_teams.store import store_from_url
+
+    op = Api(http, served.tokens["alice"])
+    team_id, _ = make_team(op)
+    t = f"/api/teams/{team_id}/events"
+    org = op.ok("GET", "/api/whoami")["org_id"]
+    scope = RuntimeContext(session_id="s", user_id="alice", org_id=org).owner_scope()
+
+    async def logs() -> list[object]:
+        async with store_from_url(served.store_url) as store:
+            return list(await store.list_keys(EVENT_LOG.prefix(*scope, team_id)))
+
+    with httpx.Client(base_url=served.base_url, timeout=10) as one_connection:
+        head = one_connection.head(t, headers=auth(op.token))
+        assert (head.status_code, head.content) == (200, b"")
+        assert head.headers["content-type"].startswith("text/event-stream")
+        assert head.headers["cache-control"] == "no-cache"
+        after = one_connection.get("/healthz")  # the same keep-alive connection
+        assert after.status_code == 200
+        assert one_connection.head(t).status_code == 401  # authenticated like its GET
+        unknown = one_connection.head("/api/teams/nope/events", headers=auth(op.token))
+        assert unknown.status_code == 404
+    assert anyio.run(logs) == []  # HEAD wrote no resume log
+    with http.stream("GET", t, headers=auth(op.token)) as response:  # control: GET streams
+        SseReader(response).until(lambda e: e.name == "team")
+    assert anyio.run(logs) != []
