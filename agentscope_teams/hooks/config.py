@@ -48,6 +48,9 @@ EVENTS = (
 DEFAULT_TIMEOUT = 60.0
 """Seconds a command hook may run before its process group is killed."""
 
+_EXACT = re.compile(r"[A-Za-z0-9_|]+")
+"""A matcher of only these characters names tools exactly (Claude Code's rule)."""
+
 HookCallable = Callable[
     [dict[str, Any]], "Awaitable[dict[str, Any] | None] | dict[str, Any] | None"
 ]
@@ -71,16 +74,20 @@ class Hook:
     def matches(self, target: str | None, *alternates: str) -> bool:
         """Whether this hook applies to ``target`` (a Claude Code tool name, or the event's
         match field); ``alternates`` are other names of the same thing (our tool name).
-        An empty matcher or ``*`` selects everything; otherwise the matcher is a regular
-        expression that must match a whole name."""
+        As in Claude Code: an empty matcher or ``*`` selects everything; one of only letters,
+        digits, ``_`` and ``|`` is a name or a ``|`` list of names, matched exactly (``Bash`` is
+        not ``BashOutput``); any other is a regular expression found anywhere in the name
+        (``^Notebook``, ``mcp__memory__.*``)."""
         if self.matcher in ("", "*"):
             return True
         names = [n for n in (target, *alternates) if n]
+        if _EXACT.fullmatch(self.matcher):
+            return any(n in self.matcher.split("|") for n in names)
         try:
             pattern = re.compile(self.matcher)
         except re.error:
             return self.matcher in names
-        return any(pattern.fullmatch(n) for n in names)
+        return any(pattern.search(n) for n in names)
 
     @property
     def label(self) -> str:

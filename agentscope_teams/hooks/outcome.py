@@ -114,13 +114,17 @@ def from_command(event: str, label: str, result: CommandResult) -> HookOutcome:
         log.warning(msg)
         return HookOutcome(errors=[msg])
     text = result.stdout.strip()
+    errors: list[str] = []
     if text.startswith("{"):
         try:
             data = json.loads(text)
-        except ValueError:
+        except ValueError as exc:
             data = None
+            msg = f"hook {label} printed invalid JSON ({exc}); its answer is read as plain text"
+            log.warning(msg)
+            errors.append(msg)
         if isinstance(data, dict):
             return from_json(event, data)
     if text and event in _PLAIN_CONTEXT:
-        return HookOutcome(context=[text])
-    return HookOutcome()
+        return HookOutcome(context=[text], errors=errors)
+    return HookOutcome(errors=errors)

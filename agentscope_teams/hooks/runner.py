@@ -61,14 +61,34 @@ class Hooks:
             ours = str(payload.get("_native") or payload["tool_name"])
             return [h for h in hooks if h.matches(str(payload["tool_name"]), ours)]
         field = _MATCH_FIELD.get(event)
-        target = str(payload.get(field) or "") if field else None
+        if field is None:  # Claude Code ignores the matcher of an event that has nothing to match
+            return list(hooks)
+        target = str(payload.get(field) or "")
         return [h for h in hooks if h.matches(target)]
 
+    def _distinct(self, hooks: list[Hook]) -> list[Hook]:
+        """``hooks`` without repeats of a command (run in the same folder), as Claude Code runs
+        identical commands once; the first one's timeout counts."""
+        seen: set[tuple[str, Path]] = set()
+        kept: list[Hook] = []
+        for hook in hooks:
+            if hook.command is not None:
+                key = (hook.command, self._root(hook))
+                if key in seen:
+                    continue
+                seen.add(key)
+            kept.append(hook)
+        return kept
+
+    def _root(self, hook: Hook) -> Path:
+        """The cwd and ``CLAUDE_PROJECT_DIR`` of a command hook."""
+        return project_root(hook.source) if hook.source is not None else self.project_dir
+
     async def fire(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        """Run every matching hook of ``event`` at once with ``payload`` (``hook_event_name`` is
-        added); returns their combined outcome (empty if none matched)."""
+        """Run every matching hook of ``event`` at once (an identical command once) with
+        ``payload`` (``hook_event_name`` is added); returns their combined outcome (empty if none matched)."""
         outcome = HookOutcome()
-        hooks = self.matching(event, payload)
+        hooks = self._distinct(self.matching(event, payload))
         if not hooks:
             return outcome
         sent = {k: v for k, v in payload.items() if not k.startswith("_")}
@@ -92,9 +112,8 @@ class Hooks:
 
     async def _run(self, hook: Hook, payload: dict[str, Any]) -> HookOutcome:
         if hook.command is not None:
-            root = project_root(hook.source) if hook.source is not None else self.project_dir
             result = await run_command(
-                hook.command, payload, seconds=hook.timeout, project_dir=root
+                hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
             )
             return from_command(hook.event, hook.label, result)
         assert hook.function is not None

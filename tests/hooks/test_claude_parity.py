@@ -1,0 +1,86 @@
+"""Claude Code parity of hook matching and running: matcher forms, events without matchers,
+identical commands run once, and a hook whose answer cannot be read is reported."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from agentscope_teams.hooks import Hook, Hooks, parse_hooks
+from agentscope_teams.model import ScriptedModel
+
+from .helpers import CTX, agent, command_hooks, script, tool_results
+
+WRITE = ScriptedModel.tool_call("write_file", {"path": "a.txt", "content": "x"})
+
+
+@pytest.mark.parametrize(
+    ("matcher", "name", "selected"),
+    [
+        ("Bash", "Bash", True),
+        ("Bash", "BashOutput", False),  # letters only: an exact name
+        ("Edit|Write", "Write", True),
+        ("Edit|Write", "MultiEdit", False),  # a list of exact names
+        ("^Notebook", "NotebookEdit", True),  # a regex is unanchored, as JavaScript's test()
+        ("Output$", "BashOutput", True),
+        ("^Bash$", "BashOutput", False),
+        ("mcp__memory__.*", "mcp__memory__create_entities", True),
+        ("mcp__memory", "mcp__memory__create_entities", False),  # exact: matches no tool
+        ("*", "anything", True),
+        ("", "anything", True),
+    ],
+)
+def test_matcher_forms_select_as_in_claude_code(matcher: str, name: str, selected: bool) -> None:
+    assert Hook("PreToolUse", matcher, command="true").matches(name) is selected
+
+
+async def test_an_unanchored_regex_matcher_guards_the_write(tmp_path: Path) -> None:
+    guard = script(tmp_path, "g.sh", "echo 'no writes' >&2\nexit 2\n")
+    model = ScriptedModel([WRITE, "done"])
+    async with agent(tmp_path, model, hooks=command_hooks("PreToolUse", guard, "^Wri")) as a:
+        await a.call("write it", CTX)
+    assert not (tmp_path / "ws" / "a.txt").exists()
+    assert tool_results(model.requests[1]) == ["no writes"]
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
+async def test_a_matcher_on_an_event_without_matchers_is_ignored(
+    tmp_path: Path, event: str
+) -> None:
+    """Claude Code ignores ``matcher`` for UserPromptSubmit and Stop: the hook fires."""
+    mark = tmp_path / "fired"
+    command = script(tmp_path, "m.sh", f"touch {mark}\n")
+    hooks = Hooks(parse_hooks(command_hooks(event, command, "Bash")), project_dir=tmp_path)
+    await hooks.fire(event, {"session_id": "s1", "prompt": "hi", "stop_hook_active": False})
+    assert mark.exists()
+
+
+async def test_identical_commands_of_one_event_run_once(tmp_path: Path) -> None:
+    """The same command in two matcher groups (or two settings files) runs once per event."""
+    log = tmp_path / "runs"
+    command = script(tmp_path, "count.sh", f"echo run >> {log}\n")
+    config = {
+        "PreToolUse": [
+            {"matcher": "Write", "hooks": [{"type": "command", "command": command}]},
+            {"matcher": "Write|Edit", "hooks": [{"type": "command", "command": command}]},
+        ]
+    }
+    hooks = Hooks(parse_hooks(config), project_dir=tmp_path)
+    await hooks.fire("PreToolUse", {"tool_name": "Write", "tool_input": {}})
+    assert log.read_text().splitlines() == ["run"]
+
+
+async def test_a_hook_printing_broken_json_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Claude Code does not act on JSON it cannot parse; the failure is reported, not silent."""
+    body = 'echo \'{"hookSpecificOutput": {"permissionDecision": "deny"\'\n'
+    command = script(tmp_path, "broken.sh", body)
+    hooks = Hooks(parse_hooks(command_hooks("PreToolUse", command)), project_dir=tmp_path)
+    with caplog.at_level(logging.WARNING, logger="agentscope_teams.hooks"):
+        outcome = await hooks.fire("PreToolUse", {"tool_name": "Write", "tool_input": {}})
+    assert outcome.permission is None
+    assert outcome.errors and "broken.sh" in outcome.errors[0] and "JSON" in outcome.errors[0]
+    assert any("broken.sh" in r.getMessage() for r in caplog.records)
