@@ -206,8 +206,10 @@ class StepRunner:
         answer = await self.hook("PermissionRequest", **self._tool_fields(call))
         if answer.permission == "allow":
             return PermissionDecision("allow", "allowed by a PermissionRequest hook")
-        if answer.permission == "deny":
-            reason = answer.permission_reason or "denied by a PermissionRequest hook"
+        if answer.permission == "deny" or answer.blocked:  # exit 2 denies, as in Claude Code
+            reason = (
+                answer.permission_reason or answer.reason or "denied by a PermissionRequest hook"
+            )
             return PermissionDecision("deny", reason)
         return decision
 

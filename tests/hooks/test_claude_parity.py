@@ -3,13 +3,16 @@ identical commands run once, and a hook whose answer cannot be read is reported.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 import pytest
 
+from agentscope_teams.events import RequireUserConfirmEvent
 from agentscope_teams.hooks import Hook, Hooks, parse_hooks
 from agentscope_teams.model import ScriptedModel
+from agentscope_teams.tools import Tool, tool
 
 from .helpers import CTX, agent, command_hooks, script, tool_results
 
@@ -84,3 +87,43 @@ async def test_a_hook_printing_broken_json_is_reported(
     assert outcome.permission is None
     assert outcome.errors and "broken.sh" in outcome.errors[0] and "JSON" in outcome.errors[0]
     assert any("broken.sh" in r.getMessage() for r in caplog.records)
+
+
+def _deploy_tool(calls: list[str]) -> Tool:
+    @tool(requires_confirmation=True)
+    async def deploy(target: str) -> str:
+        """Deploy.
+
+        Args:
+            target: where
+        """
+        calls.append(target)
+        return "deployed"
+
+    return deploy
+
+
+@pytest.mark.parametrize("answer", ["exit2", "allow", "deny"])
+async def test_permission_request_hook_answers_the_prompt(tmp_path: Path, answer: str) -> None:
+    """A call that would ask the user: a PermissionRequest hook's exit 2 denies it with stderr
+    (Claude Code: "denies the permission"), ``decision.behavior`` allows or denies it."""
+    if answer == "exit2":
+        body = "echo 'deploys need a ticket' >&2\nexit 2\n"
+    else:
+        verdict = {"behavior": answer, "message": "deploys need a ticket"}
+        out = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
+        body = f"echo '{json.dumps(out)}'\n"
+    command = script(tmp_path, "perm.sh", body)
+    calls: list[str] = []
+    model = ScriptedModel([ScriptedModel.tool_call("deploy", {"target": "prod"}), "done"])
+    hooks = command_hooks("PermissionRequest", command, "deploy")
+    events = []
+    async with agent(tmp_path, model, tools=[_deploy_tool(calls)], hooks=hooks) as a:
+        async for ev in a.stream("go", CTX):
+            events.append(ev)
+    assert not any(isinstance(e, RequireUserConfirmEvent) for e in events)
+    if answer == "allow":
+        assert calls == ["prod"]
+    else:
+        assert calls == []
+        assert "deploys need a ticket" in tool_results(model.requests[1])[0]
