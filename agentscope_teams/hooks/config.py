@@ -45,7 +45,7 @@ EVENTS = (
 )
 """The events a hook may be registered for (Claude Code's names)."""
 
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 600.0
 """Seconds a command hook may run before its process group is killed."""
 
 _EXACT = re.compile(r"[A-Za-z0-9_|]+")

@@ -127,3 +127,10 @@ async def test_permission_request_hook_answers_the_prompt(tmp_path: Path, answer
     else:
         assert calls == []
         assert "deploys need a ticket" in tool_results(model.requests[1])[0]
+
+
+def test_a_command_without_timeout_gets_claude_codes_ten_minutes() -> None:
+    """Claude Code waits 600 s for a command hook by default; at 60 s a slow guard (tests run by
+    a Stop or PreToolUse hook) was killed and its block lost."""
+    config = {"Stop": [{"hooks": [{"type": "command", "command": "./run-tests.sh"}]}]}
+    assert parse_hooks(config)["Stop"][0].timeout == 600
