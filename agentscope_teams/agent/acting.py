@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from .. import tracing
-from ..events import AgentEvent, ConfirmResult, ToolCallEvent, ToolResultEvent
+from ..events import AgentEvent, ConfirmResult, HintEvent, ToolCallEvent, ToolResultEvent
 from ..hooks import HookOutcome, claude_mode, tool_payload
 from ..message import ToolResultBlock, ToolUseBlock
 from ..sandbox.denials import PermissionCause, refused_command, result_data
@@ -38,7 +38,7 @@ _NO_ENV = nullcontext()
 class StepRunner:
     """Runs tool calls for one reply of ``agent`` on ``state``."""
 
-    __slots__ = ("agent", "cfg", "halted", "opts", "paused", "state", "toolkit")
+    __slots__ = ("agent", "cfg", "halted", "notices", "opts", "paused", "state", "toolkit")
 
     def __init__(self, agent: ReActAgent, state: AgentState, options: ReplyOptions) -> None:
         self.agent = agent
@@ -49,9 +49,18 @@ class StepRunner:
         self.paused = False
         #: Set when a hook answered ``continue: false``: the reply ends with this reason.
         self.halted: str | None = None
+        #: Hooks' ``systemMessage`` warnings and failures not yet shown (:meth:`hints`).
+        self.notices: list[str] = []
 
     def _ev(self) -> dict[str, str]:
         return {"reply_id": self.state.reply_id, "agent": self.agent.name}
+
+    def hints(self) -> list[HintEvent]:
+        """The hook notices gathered since the last call, as events for whoever watches the
+        reply (Claude Code shows them to the user, not to the model)."""
+        shown = [HintEvent(text=f"[hook] {n}", **self._ev()) for n in self.notices]
+        self.notices.clear()
+        return shown
 
     def confirmed(self, decisions: Sequence[tuple[ToolUseBlock, ConfirmResult]]) -> ToolRun:
         """What the paused step runs now: its confirmed calls; rejected ones get an error result
@@ -133,10 +142,14 @@ class StepRunner:
             for call in calls:
                 if call.id in results:  # decided without running: denied or rejected
                     yield ToolResultEvent(result=results[call.id], **self._ev())
+            for hint in self.hints():
+                yield hint
             for batch in self._batches(to_run):
                 await self._run_batch(batch, results)
                 for call in batch:
                     yield ToolResultEvent(result=results[call.id], **self._ev())
+                for hint in self.hints():
+                    yield hint
         finally:
             self._append_results(calls, results)
 
@@ -177,6 +190,7 @@ class StepRunner:
             **fields,
         }
         outcome = await hooks.fire(event, payload)
+        self.notices += outcome.notices
         if outcome.stop:
             self.halted = outcome.stop_reason or f"stopped by a {event} hook"
         return outcome

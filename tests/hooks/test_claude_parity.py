@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.events import RequireUserConfirmEvent
+from agentscope_teams.events import HintEvent, RequireUserConfirmEvent
 from agentscope_teams.hooks import Hook, Hooks, parse_hooks
 from agentscope_teams.model import ScriptedModel
 from agentscope_teams.tools import Tool, tool
@@ -134,3 +134,25 @@ def test_a_command_without_timeout_gets_claude_codes_ten_minutes() -> None:
     a Stop or PreToolUse hook) was killed and its block lost."""
     config = {"Stop": [{"hooks": [{"type": "command", "command": "./run-tests.sh"}]}]}
     assert parse_hooks(config)["Stop"][0].timeout == 600
+
+
+async def test_system_message_and_a_failing_hook_reach_the_event_stream(tmp_path: Path) -> None:
+    """``systemMessage`` is Claude Code's warning to the user, and a hook that fails (exit 1, a
+    missing program) is shown to the user too: both come out as hint events of the reply."""
+    warn = script(tmp_path, "warn.sh", 'echo \'{"systemMessage": "writes are audited"}\'\n')
+    broken = script(tmp_path, "broken.sh", "echo 'jq: command not found' >&2\nexit 127\n")
+    prompt = script(tmp_path, "prompt.sh", 'echo \'{"systemMessage": "prompt logged"}\'\n')
+    hooks = {
+        "PreToolUse": [
+            {"matcher": "Write", "hooks": [{"type": "command", "command": c}]}
+            for c in (warn, broken)
+        ],
+        **command_hooks("UserPromptSubmit", prompt),
+    }
+    model = ScriptedModel([WRITE, "done"])
+    async with agent(tmp_path, model, hooks=hooks) as a:
+        hints = [e.text async for e in a.stream("write it", CTX) if isinstance(e, HintEvent)]
+    assert (tmp_path / "ws" / "a.txt").exists()  # a failing hook does not block, as Claude Code
+    assert any("prompt logged" in h for h in hints)
+    assert any("writes are audited" in h for h in hints)
+    assert any("broken.sh" in h and "127" in h and "jq: command not found" in h for h in hints)
