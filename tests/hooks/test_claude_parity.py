@@ -12,9 +12,12 @@ import pytest
 from agentscope_teams.events import HintEvent, RequireUserConfirmEvent
 from agentscope_teams.hooks import Hook, Hooks, parse_hooks
 from agentscope_teams.model import ScriptedModel
+from agentscope_teams.store import InMemoryStore
 from agentscope_teams.tools import Tool, tool
 
+from ..subagents.helpers import ALICE, runs, spawn
 from .helpers import CTX, agent, command_hooks, script, tool_results
+from .pairing import parent
 
 WRITE = ScriptedModel.tool_call("write_file", {"path": "a.txt", "content": "x"})
 
@@ -156,3 +159,19 @@ async def test_system_message_and_a_failing_hook_reach_the_event_stream(tmp_path
     assert any("prompt logged" in h for h in hints)
     assert any("writes are audited" in h for h in hints)
     assert any("broken.sh" in h and "127" in h and "jq: command not found" in h for h in hints)
+
+
+async def test_subagent_stop_continue_false_wins_over_block(tmp_path: Path) -> None:
+    """Claude Code: ``continue: false`` takes precedence over ``decision: "block"``; the
+    subagent stops instead of being sent back to work."""
+    out = {"decision": "block", "reason": "add more", "continue": False, "stopReason": "enough"}
+    gate = script(tmp_path, "gate.sh", f"echo '{json.dumps(out)}'\n")
+    child = ScriptedModel(["draft", "draft plus more"])
+    hooks = {"SubagentStop": [{"hooks": [{"type": "command", "command": gate}]}]}
+    store = InMemoryStore()
+    lead = parent(tmp_path, store, [spawn("rev", "work"), "done"], child, hooks=hooks)
+    async with lead:
+        await lead.call("go", ALICE)
+    [rec] = await runs(store, ALICE)
+    assert len(child.requests) == 1
+    assert rec.result == "draft"
