@@ -9,6 +9,7 @@ The shape is ``{Event: [{"matcher": REGEX, "hooks": [{"type": "command", "comman
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +18,11 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "ELSEWHERE_EVENTS",
     "EVENTS",
     "Hook",
     "HookCallable",
@@ -44,6 +48,27 @@ EVENTS = (
     "TaskCompleted",
 )
 """The events a hook may be registered for (Claude Code's names)."""
+
+ELSEWHERE_EVENTS = (
+    "Notification",
+    "PermissionDenied",
+    "PostToolBatch",
+    "StopFailure",
+    "PostCompact",
+    "Setup",
+    "UserPromptExpansion",
+    "Elicitation",
+    "ElicitationResult",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "ConfigChange",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+)
+"""Claude Code events that never happen here (no desktop notification, config reload, ...): their
+hooks are left out with a warning (``specs check --strict``: an error), so a project written for
+Claude Code still runs; any other unknown name is a mistake and an error."""
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds a command hook may run before its process group is killed."""
@@ -118,6 +143,11 @@ def parse_hooks(
     path = Path(source) if source is not None else None
     for event, groups in data.items():
         name = (rename or {}).get(event, event)
+        if name in ELSEWHERE_EVENTS:
+            where = str(source) if source is not None else "hooks"
+            log.warning("%s: hooks.%s: this Claude Code event never happens here; its "
+                        "hooks never run", where, event)  # fmt: skip
+            continue
         if name not in EVENTS:
             raise _fail(source, str(event), f"unknown event; use one of {', '.join(EVENTS)}")
         if not isinstance(groups, Sequence) or isinstance(groups, str):

@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from agentscope_teams.compose import HarnessAgent
+from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.events import HintEvent, RequireUserConfirmEvent
 from agentscope_teams.hooks import Hook, Hooks, parse_hooks
 from agentscope_teams.model import ScriptedModel
 from agentscope_teams.store import InMemoryStore
+from agentscope_teams.subagents import SubagentSpec
+from agentscope_teams.subagents.strict import spec_problems
 from agentscope_teams.tools import Tool, tool
 
 from ..subagents.helpers import ALICE, runs, spawn
@@ -175,3 +179,48 @@ async def test_subagent_stop_continue_false_wins_over_block(tmp_path: Path) -> N
     [rec] = await runs(store, ALICE)
     assert len(child.requests) == 1
     assert rec.result == "draft"
+
+
+def _notify_project(root: Path) -> Path:
+    agents = root / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "a.md").write_text("---\nname: a\ndescription: A.\n---\nBody.\n")
+    notify = [{"matcher": "", "hooks": [{"type": "command", "command": "notify-send Claude"}]}]
+    guard = [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]
+    settings = {"hooks": {"Notification": notify, "PreToolUse": guard}}
+    (root / ".claude" / "settings.json").write_text(json.dumps(settings))
+    return agents
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_a_claude_code_event_that_never_happens_here_does_not_stop_the_project(
+    tmp_path: Path, trusted: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A settings.json with a ``Notification`` hook (common in Claude Code projects) made the
+    agent refuse to start; now that hook is left out with a warning naming file and event."""
+    agents = _notify_project(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="agentscope_teams.hooks"):
+        lead = HarnessAgent(
+            "lead", ScriptedModel(["x"]), "sys", specs=agents, store=InMemoryStore(),
+            workspace=tmp_path / "ws", trust_project=trusted,
+        )  # fmt: skip
+    assert set(lead.hooks.by_event) == ({"PreToolUse"} if trusted else set())
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("settings.json" in m and "Notification" in m for m in warned)
+
+
+def test_a_misspelt_event_is_still_an_error(tmp_path: Path) -> None:
+    config = {"PreTooluse": [{"hooks": [{"type": "command", "command": "x"}]}]}
+    with pytest.raises(ConfigurationError, match="PreTooluse"):
+        parse_hooks(config, tmp_path / "settings.json")
+
+
+def test_strict_check_flags_a_spec_hook_on_an_event_that_never_happens(tmp_path: Path) -> None:
+    path = tmp_path / "n.md"
+    path.write_text(
+        "---\ndescription: N.\nhooks:\n  Notification:\n    - hooks:\n"
+        "        - type: command\n          command: notify-send hi\n---\nBody.\n"
+    )
+    spec = SubagentSpec.from_file(path)
+    [problem] = spec_problems(spec, None)
+    assert problem.line == 3 and "Notification" in problem.reason
