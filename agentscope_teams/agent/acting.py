@@ -196,7 +196,8 @@ class StepRunner:
         return outcome
 
     def _tool_fields(self, call: ToolUseBlock) -> dict[str, object]:
-        return {**tool_payload(call.name, call.input), "tool_use_id": call.id}
+        ws = self.opts.env.workspace if self.opts.env else None
+        return {**tool_payload(call.name, call.input, ws), "tool_use_id": call.id}
 
     def _rewrite(self, call: ToolUseBlock, claude_input: dict[str, object]) -> ToolUseBlock:
         """``call`` with a hook's ``updatedInput`` (mapped back to our field names); the call in

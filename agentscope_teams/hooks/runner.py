@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -131,11 +132,23 @@ class Hooks:
         return from_json(hook.event, answer) if isinstance(answer, dict) else HookOutcome()
 
 
-def tool_payload(native: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+_ABSOLUTE = ("file_path", "notebook_path")
+"""Claude Code input fields that always hold an absolute path."""
+
+
+def tool_payload(
+    native: str, arguments: Mapping[str, Any], workspace: Path | None = None
+) -> dict[str, Any]:
     """``tool_name`` (Claude Code's name, or ours without one) and ``tool_input`` (Claude Code's
-    field names) of one of our tool calls."""
+    field names) of one of our tool calls; a relative ``file_path`` is made absolute against
+    ``workspace``, as Claude Code's always is (the tools take either)."""
+    tool_input = to_claude_input(native, arguments)
+    for key in _ABSOLUTE if workspace is not None else ():
+        value = tool_input.get(key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            tool_input[key] = os.path.normpath(os.path.join(workspace, value))
     return {
         "tool_name": claude_name_of(native) or native,
-        "tool_input": to_claude_input(native, arguments),
+        "tool_input": tool_input,
         "_native": native,
     }

@@ -224,3 +224,21 @@ def test_strict_check_flags_a_spec_hook_on_an_event_that_never_happens(tmp_path:
     spec = SubagentSpec.from_file(path)
     [problem] = spec_problems(spec, None)
     assert problem.line == 3 and "Notification" in problem.reason
+
+
+async def test_a_hook_sees_absolute_file_paths_as_in_claude_code(tmp_path: Path) -> None:
+    """Claude Code's ``file_path`` is absolute; a guard comparing it with the project folder
+    (``cwd``) missed a relative one and let the write through."""
+    body = (
+        "import json, os, sys\nd = json.load(sys.stdin)\n"
+        "p = d['tool_input']['file_path']\n"
+        "if os.path.isabs(p) and p.startswith(os.path.join(d['cwd'], 'secrets') + os.sep):\n"
+        "    print('no writes to secrets', file=sys.stderr); sys.exit(2)\n"
+    )
+    guard = script(tmp_path, "guard.py", body, python=True)
+    write = ScriptedModel.tool_call("write_file", {"path": "secrets/key", "content": "x"})
+    model = ScriptedModel([write, "done"])
+    async with agent(tmp_path, model, hooks=command_hooks("PreToolUse", guard, "Write")) as a:
+        await a.call("write it", CTX)
+    assert not (tmp_path / "ws" / "secrets" / "key").exists()
+    assert tool_results(model.requests[1]) == ["no writes to secrets"]
