@@ -143,9 +143,9 @@ def tool_payload(
     field names) of one of our tool calls; a relative ``file_path`` is made absolute against
     ``workspace``, as Claude Code's always is (the tools take either)."""
     tool_input = to_claude_input(native, arguments)
-    for key in _ABSOLUTE if workspace is not None else ():
+    for key in _ABSOLUTE:
         value = tool_input.get(key)
-        if isinstance(value, str) and value and not os.path.isabs(value):
+        if workspace is not None and isinstance(value, str) and value and not os.path.isabs(value):
             tool_input[key] = os.path.normpath(os.path.join(workspace, value))
     return {
         "tool_name": claude_name_of(native) or native,
