@@ -38,7 +38,9 @@ _NO_ENV = nullcontext()
 class StepRunner:
     """Runs tool calls for one reply of ``agent`` on ``state``."""
 
-    __slots__ = ("agent", "cfg", "halted", "notices", "opts", "paused", "state", "toolkit")
+    __slots__ = (
+        "agent", "cfg", "halted", "notices", "opts", "paused", "pre_context", "state", "toolkit",
+    )  # fmt: skip
 
     def __init__(self, agent: ReActAgent, state: AgentState, options: ReplyOptions) -> None:
         self.agent = agent
@@ -51,6 +53,8 @@ class StepRunner:
         self.halted: str | None = None
         #: Hooks' ``systemMessage`` warnings and failures not yet shown (:meth:`hints`).
         self.notices: list[str] = []
+        #: PreToolUse ``additionalContext`` by call id: added to the call's result for the model.
+        self.pre_context: dict[str, str] = {}
 
     def _ev(self) -> dict[str, str]:
         return {"reply_id": self.state.reply_id, "agent": self.agent.name}
@@ -99,8 +103,11 @@ class StepRunner:
             pre = await self.hook("PreToolUse", **self._tool_fields(call))
             if pre.updated_input is not None:
                 call = self._rewrite(call, pre.updated_input)
+            if pre.additional_context:
+                self.pre_context[call.id] = pre.additional_context
             if pre.blocked or pre.permission == "deny":
                 reason = pre.reason or pre.permission_reason or "refused by a PreToolUse hook"
+                reason = _noted(reason, [self.pre_context.pop(call.id, "")])
                 tracing.denial("hook", call.name)
                 results[call.id] = _refused(call, reason, "hook_block")
                 continue
@@ -171,7 +178,8 @@ class StepRunner:
             result = results[call.id] = await self.toolkit.execute(call)
             span.result(result.is_error, result.output)
         if self.opts.hooks:
-            results[call.id] = await self._post_tool(call, result)
+            before = self.pre_context.pop(call.id, "")
+            results[call.id] = await self._post_tool(call, result, before)
 
     # -- hooks ------------------------------------------------------------------------------------
 
@@ -228,9 +236,11 @@ class StepRunner:
             return PermissionDecision("deny", reason)
         return decision
 
-    async def _post_tool(self, call: ToolUseBlock, result: ToolResultBlock) -> ToolResultBlock:
+    async def _post_tool(
+        self, call: ToolUseBlock, result: ToolResultBlock, before: str = ""
+    ) -> ToolResultBlock:
         """PostToolUse (PostToolUseFailure for an error result): a block reason or additional
-        context is added to the result the model reads."""
+        context is added to the result the model reads, after ``before`` (PreToolUse's)."""
         response: dict[str, object] = {"output": result.output}
         if result.data is not None:
             response["data"] = result.data
@@ -239,11 +249,12 @@ class StepRunner:
             post = await self.hook("PostToolUseFailure", **fields, error=result.output)
         else:
             post = await self.hook("PostToolUse", **fields, tool_response=response)
-        notes = [n for n in (post.reason if post.blocked else "", post.additional_context) if n]
+        notes = [
+            n for n in (before, post.reason if post.blocked else "", post.additional_context) if n
+        ]
         if not notes and not post.blocked:
             return result
-        text = "\n\n".join([result.output, *(f"[hook] {n}" for n in notes)])
-        update: dict[str, object] = {"output": text}
+        update: dict[str, object] = {"output": _noted(result.output, notes)}
         if post.blocked:  # the tool has run: the dashboard lists the block (agent.failures)
             event = "PostToolUseFailure" if result.is_error else "PostToolUse"
             block = AfterToolBlock(event=event, hooks=post.blocked_by, reason=post.reason)
@@ -309,6 +320,11 @@ def _command_cause(tool: Tool, decision: PermissionDecision, mode: str) -> Permi
     if mode == "plan" and not tool.read_only:
         return "plan_mode"
     return "dont_ask" if mode == "dont_ask" else "hook"
+
+
+def _noted(text: str, notes: list[str]) -> str:
+    """``text`` with hooks' ``notes`` (reasons, additional context) after it, for the model."""
+    return "\n\n".join([text, *(f"[hook] {n}" for n in notes if n)])
 
 
 def _refused(call: ToolUseBlock, reason: str, kind: RefusalKind) -> ToolResultBlock:

@@ -242,3 +242,20 @@ async def test_a_hook_sees_absolute_file_paths_as_in_claude_code(tmp_path: Path)
         await a.call("write it", CTX)
     assert not (tmp_path / "ws" / "secrets" / "key").exists()
     assert tool_results(model.requests[1]) == ["no writes to secrets"]
+
+
+async def test_pre_tool_use_additional_context_reaches_the_model(tmp_path: Path) -> None:
+    """Claude Code adds a PreToolUse ``additionalContext`` for the model; it was dropped."""
+    out = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "additionalContext": "a.txt is generated: edit a.in instead",
+        }
+    }
+    command = script(tmp_path, "ctx.sh", f"echo '{json.dumps(out)}'\n")
+    model = ScriptedModel([WRITE, "done"])
+    async with agent(tmp_path, model, hooks=command_hooks("PreToolUse", command, "Write")) as a:
+        await a.call("write it", CTX)
+    assert (tmp_path / "ws" / "a.txt").exists()
+    [result] = tool_results(model.requests[1])
+    assert "a.txt is generated: edit a.in instead" in result
