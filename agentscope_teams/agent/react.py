@@ -416,6 +416,10 @@ class _Reply(StepRunner):
         self.state.summary = summary
         del context[:split]
         self.state.usage.forget_prompt()
+        # as Claude Code: SessionStart (source "compact") puts back the context hooks give
+        restored = await self.hook("SessionStart", source="compact")
+        if restored.additional_context:
+            context.insert(0, UserMsg(restored.additional_context, name="hook"))
         return HintEvent(text=f"compressed {split} older message(s) into the summary", **self._ev())
 
     def _request(self, final: bool) -> ModelRequest:

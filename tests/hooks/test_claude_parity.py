@@ -9,11 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from agentscope_teams.agent import CompressionConfig, ReActAgent, ReActConfig
+from agentscope_teams.agent.react import ReplyOptions
 from agentscope_teams.compose import HarnessAgent
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.events import HintEvent, RequireUserConfirmEvent
 from agentscope_teams.hooks import Hook, Hooks, parse_hooks
+from agentscope_teams.message import AssistantMsg, UserMsg
 from agentscope_teams.model import ScriptedModel
+from agentscope_teams.model.base import ModelRequest
+from agentscope_teams.state import AgentState
 from agentscope_teams.store import InMemoryStore
 from agentscope_teams.subagents import SubagentSpec
 from agentscope_teams.subagents.strict import spec_problems
@@ -259,3 +264,37 @@ async def test_pre_tool_use_additional_context_reaches_the_model(tmp_path: Path)
     assert (tmp_path / "ws" / "a.txt").exists()
     [result] = tool_results(model.requests[1])
     assert "a.txt is generated: edit a.in instead" in result
+
+
+async def test_session_start_compact_restores_hook_context_after_compression(
+    tmp_path: Path,
+) -> None:
+    """Compression summarizes the oldest messages, SessionStart's context among them; Claude Code
+    fires SessionStart again with ``source: compact`` so hooks put it back."""
+    log = tmp_path / "sources"
+    body = (
+        "import json, sys\nd = json.load(sys.stdin)\n"
+        f"open({str(log)!r}, 'a').write(d['source'] + '\\n')\nprint('rules: be brief')\n"
+    )
+    hooks = Hooks(
+        parse_hooks(command_hooks("SessionStart", script(tmp_path, "s.py", body, python=True))),
+        project_dir=tmp_path,
+    )
+    seen: list[ModelRequest] = []
+
+    def brain(req: ModelRequest) -> str:
+        seen.append(req)
+        return "a summary" if req.metadata.get("purpose") == "compression" else "fine"
+
+    cc = CompressionConfig(trigger_tokens=100, keep_recent_tokens=0)
+    bot = ReActAgent("bot", ScriptedModel(brain), config=ReActConfig(compression=cc))
+    state = AgentState(
+        session_id="s",
+        context=[UserMsg("rules: be brief", name="hook"), UserMsg("w" * 800), AssistantMsg("ok")],
+    )
+    await bot.reply("more", state, ReplyOptions(hooks=hooks))
+    assert state.summary  # compressed
+    answer = next(r for r in seen if r.metadata.get("purpose") != "compression")
+    texts = [m.get_text_content() for m in answer.messages]
+    assert "rules: be brief" in texts
+    assert log.read_text().split() == ["compact"]
