@@ -73,7 +73,7 @@ Claude Code still runs; any other unknown name is a mistake and an error."""
 DEFAULT_TIMEOUT = 600.0
 """Seconds a command hook may run before its process group is killed."""
 
-_EXACT = re.compile(r"[A-Za-z0-9_|]+")
+_EXACT = re.compile(r"[A-Za-z0-9_|-]+")
 """A matcher of only these characters names tools exactly (Claude Code's rule)."""
 
 HookCallable = Callable[
@@ -100,7 +100,7 @@ class Hook:
         """Whether this hook applies to ``target`` (a Claude Code tool name, or the event's
         match field); ``alternates`` are other names of the same thing (our tool name).
         As in Claude Code: an empty matcher or ``*`` selects everything; one of only letters,
-        digits, ``_`` and ``|`` is a name or a ``|`` list of names, matched exactly (``Bash`` is
+        digits, ``_``, ``-`` and ``|`` is a name or a ``|`` list of names, matched exactly (``Bash`` is
         not ``BashOutput``); any other is a regular expression found anywhere in the name
         (``^Notebook``, ``mcp__memory__.*``)."""
         if self.matcher in ("", "*"):

@@ -43,6 +43,8 @@ WRITE = ScriptedModel.tool_call("write_file", {"path": "a.txt", "content": "x"})
         ("^Bash$", "BashOutput", False),
         ("mcp__memory__.*", "mcp__memory__create_entities", True),
         ("mcp__memory", "mcp__memory__create_entities", False),  # exact: matches no tool
+        ("code-reviewer", "code-reviewer", True),  # an agent type: names with '-' are exact
+        ("code-reviewer", "code-reviewer-strict", False),
         ("*", "anything", True),
         ("", "anything", True),
     ],
