@@ -14,7 +14,7 @@ from agentscope_teams.agent.react import ReplyOptions
 from agentscope_teams.compose import HarnessAgent
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.events import HintEvent, RequireUserConfirmEvent
-from agentscope_teams.hooks import Hook, Hooks, parse_hooks
+from agentscope_teams.hooks import Hook, Hooks, parse_hooks, settings_hooks
 from agentscope_teams.message import AssistantMsg, UserMsg
 from agentscope_teams.model import ScriptedModel
 from agentscope_teams.model.base import ModelRequest
@@ -300,3 +300,19 @@ async def test_session_start_compact_restores_hook_context_after_compression(
     texts = [m.get_text_content() for m in answer.messages]
     assert "rules: be brief" in texts
     assert log.read_text().split() == ["compact"]
+
+
+@pytest.mark.parametrize("where", ["settings.json", "settings.local.json"])
+def test_disable_all_hooks_turns_the_project_hooks_off(tmp_path: Path, where: str) -> None:
+    """Claude Code's ``disableAllHooks: true`` (often in the uncommitted settings.local.json)
+    turns the project's hooks off; they ran anyway."""
+    claude = tmp_path / ".claude"
+    claude.mkdir()
+    hook = [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]
+    (claude / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": hook}}))
+    off = claude / where
+    off.write_text(json.dumps({**json.loads(off.read_text() if off.exists() else "{}"),
+                               "disableAllHooks": True}))  # fmt: skip
+    assert settings_hooks(tmp_path) == {}
+    off.write_text(json.dumps({"hooks": {"PreToolUse": hook}}))  # control: without it they load
+    assert set(settings_hooks(tmp_path)) == {"PreToolUse"}
