@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from .. import tracing
-from ..events import AgentEvent, ConfirmResult, ToolCallEvent, ToolResultEvent
+from ..events import AgentEvent, ConfirmResult, HintEvent, ToolCallEvent, ToolResultEvent
 from ..hooks import HookOutcome, claude_mode, tool_payload
 from ..message import ToolResultBlock, ToolUseBlock
 from ..sandbox.denials import PermissionCause, refused_command, result_data
@@ -38,7 +38,9 @@ _NO_ENV = nullcontext()
 class StepRunner:
     """Runs tool calls for one reply of ``agent`` on ``state``."""
 
-    __slots__ = ("agent", "cfg", "halted", "opts", "paused", "state", "toolkit")
+    __slots__ = (
+        "agent", "cfg", "halted", "notices", "opts", "paused", "pre_context", "state", "toolkit",
+    )  # fmt: skip
 
     def __init__(self, agent: ReActAgent, state: AgentState, options: ReplyOptions) -> None:
         self.agent = agent
@@ -49,9 +51,20 @@ class StepRunner:
         self.paused = False
         #: Set when a hook answered ``continue: false``: the reply ends with this reason.
         self.halted: str | None = None
+        #: Hooks' ``systemMessage`` warnings and failures not yet shown (:meth:`hints`).
+        self.notices: list[str] = []
+        #: PreToolUse ``additionalContext`` by call id: added to the call's result for the model.
+        self.pre_context: dict[str, str] = {}
 
     def _ev(self) -> dict[str, str]:
         return {"reply_id": self.state.reply_id, "agent": self.agent.name}
+
+    def hints(self) -> list[HintEvent]:
+        """The hook notices gathered since the last call, as events for whoever watches the
+        reply (Claude Code shows them to the user, not to the model)."""
+        shown = [HintEvent(text=f"[hook] {n}", **self._ev()) for n in self.notices]
+        self.notices.clear()
+        return shown
 
     def confirmed(self, decisions: Sequence[tuple[ToolUseBlock, ConfirmResult]]) -> ToolRun:
         """What the paused step runs now: its confirmed calls; rejected ones get an error result
@@ -90,8 +103,11 @@ class StepRunner:
             pre = await self.hook("PreToolUse", **self._tool_fields(call))
             if pre.updated_input is not None:
                 call = self._rewrite(call, pre.updated_input)
+            if pre.additional_context:
+                self.pre_context[call.id] = pre.additional_context
             if pre.blocked or pre.permission == "deny":
                 reason = pre.reason or pre.permission_reason or "refused by a PreToolUse hook"
+                reason = _noted(reason, [self.pre_context.pop(call.id, "")])
                 tracing.denial("hook", call.name)
                 results[call.id] = _refused(call, reason, "hook_block")
                 continue
@@ -133,10 +149,14 @@ class StepRunner:
             for call in calls:
                 if call.id in results:  # decided without running: denied or rejected
                     yield ToolResultEvent(result=results[call.id], **self._ev())
+            for hint in self.hints():
+                yield hint
             for batch in self._batches(to_run):
                 await self._run_batch(batch, results)
                 for call in batch:
                     yield ToolResultEvent(result=results[call.id], **self._ev())
+                for hint in self.hints():
+                    yield hint
         finally:
             self._append_results(calls, results)
 
@@ -158,7 +178,8 @@ class StepRunner:
             result = results[call.id] = await self.toolkit.execute(call)
             span.result(result.is_error, result.output)
         if self.opts.hooks:
-            results[call.id] = await self._post_tool(call, result)
+            before = self.pre_context.pop(call.id, "")
+            results[call.id] = await self._post_tool(call, result, before)
 
     # -- hooks ------------------------------------------------------------------------------------
 
@@ -177,12 +198,14 @@ class StepRunner:
             **fields,
         }
         outcome = await hooks.fire(event, payload)
+        self.notices += outcome.notices
         if outcome.stop:
             self.halted = outcome.stop_reason or f"stopped by a {event} hook"
         return outcome
 
     def _tool_fields(self, call: ToolUseBlock) -> dict[str, object]:
-        return {**tool_payload(call.name, call.input), "tool_use_id": call.id}
+        ws = self.opts.env.workspace if self.opts.env else None
+        return {**tool_payload(call.name, call.input, ws), "tool_use_id": call.id}
 
     def _rewrite(self, call: ToolUseBlock, claude_input: dict[str, object]) -> ToolUseBlock:
         """``call`` with a hook's ``updatedInput`` (mapped back to our field names); the call in
@@ -206,14 +229,18 @@ class StepRunner:
         answer = await self.hook("PermissionRequest", **self._tool_fields(call))
         if answer.permission == "allow":
             return PermissionDecision("allow", "allowed by a PermissionRequest hook")
-        if answer.permission == "deny":
-            reason = answer.permission_reason or "denied by a PermissionRequest hook"
+        if answer.permission == "deny" or answer.blocked:  # exit 2 denies, as in Claude Code
+            reason = (
+                answer.permission_reason or answer.reason or "denied by a PermissionRequest hook"
+            )
             return PermissionDecision("deny", reason)
         return decision
 
-    async def _post_tool(self, call: ToolUseBlock, result: ToolResultBlock) -> ToolResultBlock:
+    async def _post_tool(
+        self, call: ToolUseBlock, result: ToolResultBlock, before: str = ""
+    ) -> ToolResultBlock:
         """PostToolUse (PostToolUseFailure for an error result): a block reason or additional
-        context is added to the result the model reads."""
+        context is added to the result the model reads, after ``before`` (PreToolUse's)."""
         response: dict[str, object] = {"output": result.output}
         if result.data is not None:
             response["data"] = result.data
@@ -222,11 +249,12 @@ class StepRunner:
             post = await self.hook("PostToolUseFailure", **fields, error=result.output)
         else:
             post = await self.hook("PostToolUse", **fields, tool_response=response)
-        notes = [n for n in (post.reason if post.blocked else "", post.additional_context) if n]
+        notes = [
+            n for n in (before, post.reason if post.blocked else "", post.additional_context) if n
+        ]
         if not notes and not post.blocked:
             return result
-        text = "\n\n".join([result.output, *(f"[hook] {n}" for n in notes)])
-        update: dict[str, object] = {"output": text}
+        update: dict[str, object] = {"output": _noted(result.output, notes)}
         if post.blocked:  # the tool has run: the dashboard lists the block (agent.failures)
             event = "PostToolUseFailure" if result.is_error else "PostToolUse"
             block = AfterToolBlock(event=event, hooks=post.blocked_by, reason=post.reason)
@@ -292,6 +320,11 @@ def _command_cause(tool: Tool, decision: PermissionDecision, mode: str) -> Permi
     if mode == "plan" and not tool.read_only:
         return "plan_mode"
     return "dont_ask" if mode == "dont_ask" else "hook"
+
+
+def _noted(text: str, notes: list[str]) -> str:
+    """``text`` with hooks' ``notes`` (reasons, additional context) after it, for the model."""
+    return "\n\n".join([text, *(f"[hook] {n}" for n in notes if n)])
 
 
 def _refused(call: ToolUseBlock, reason: str, kind: RefusalKind) -> ToolResultBlock:

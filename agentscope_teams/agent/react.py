@@ -192,8 +192,9 @@ class _Reply(StepRunner):
             else:
                 for ev in self._begin():
                     yield ev
-                if await self._prompt():  # a UserPromptSubmit hook refused the prompt
-                    yield ReplyEndEvent(msg=self._halt_msg(), **self._ev())
+                for ev in await self._prompted():
+                    yield ev
+                if self.halted is not None:  # a UserPromptSubmit hook refused the prompt
                     return
             while True:
                 final = state.cur_iter >= self.cfg.max_iters
@@ -211,6 +212,8 @@ class _Reply(StepRunner):
                     else:
                         yield item
                 answer = await self._answer(response, final)
+                for ev in self.hints():  # of the Stop hooks (and PreCompact)
+                    yield ev
                 if isinstance(answer, Msg):
                     yield ReplyEndEvent(msg=answer, **self._ev())
                     return
@@ -269,6 +272,14 @@ class _Reply(StepRunner):
         if closed:
             text = f"closed {len(closed)} unfinished tool call(s): {reason}"
             events.append(HintEvent(text=text, **self._ev()))
+        return events
+
+    async def _prompted(self) -> list[AgentEvent]:
+        """:meth:`_prompt`'s events: its hooks' notices, and the reply's end if it was refused."""
+        refused = await self._prompt()
+        events: list[AgentEvent] = [*self.hints()]
+        if refused:
+            events.append(ReplyEndEvent(msg=self._halt_msg(), **self._ev()))
         return events
 
     async def _prompt(self) -> bool:
@@ -405,6 +416,10 @@ class _Reply(StepRunner):
         self.state.summary = summary
         del context[:split]
         self.state.usage.forget_prompt()
+        # as Claude Code: SessionStart (source "compact") puts back the context hooks give
+        restored = await self.hook("SessionStart", source="compact")
+        if restored.additional_context:
+            context.insert(0, UserMsg(restored.additional_context, name="hook"))
         return HintEvent(text=f"compressed {split} older message(s) into the summary", **self._ev())
 
     def _request(self, final: bool) -> ModelRequest:

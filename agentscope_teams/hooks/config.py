@@ -9,6 +9,7 @@ The shape is ``{Event: [{"matcher": REGEX, "hooks": [{"type": "command", "comman
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +18,11 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "ELSEWHERE_EVENTS",
     "EVENTS",
     "Hook",
     "HookCallable",
@@ -45,8 +49,32 @@ EVENTS = (
 )
 """The events a hook may be registered for (Claude Code's names)."""
 
-DEFAULT_TIMEOUT = 60.0
+ELSEWHERE_EVENTS = (
+    "Notification",
+    "PermissionDenied",
+    "PostToolBatch",
+    "StopFailure",
+    "PostCompact",
+    "Setup",
+    "UserPromptExpansion",
+    "Elicitation",
+    "ElicitationResult",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "ConfigChange",
+    "InstructionsLoaded",
+    "CwdChanged",
+    "FileChanged",
+)
+"""Claude Code events that never happen here (no desktop notification, config reload, ...): their
+hooks are left out with a warning (``specs check --strict``: an error), so a project written for
+Claude Code still runs; any other unknown name is a mistake and an error."""
+
+DEFAULT_TIMEOUT = 600.0
 """Seconds a command hook may run before its process group is killed."""
+
+_EXACT = re.compile(r"[A-Za-z0-9_|-]+")
+"""A matcher of only these characters names tools exactly (Claude Code's rule)."""
 
 HookCallable = Callable[
     [dict[str, Any]], "Awaitable[dict[str, Any] | None] | dict[str, Any] | None"
@@ -71,16 +99,20 @@ class Hook:
     def matches(self, target: str | None, *alternates: str) -> bool:
         """Whether this hook applies to ``target`` (a Claude Code tool name, or the event's
         match field); ``alternates`` are other names of the same thing (our tool name).
-        An empty matcher or ``*`` selects everything; otherwise the matcher is a regular
-        expression that must match a whole name."""
+        As in Claude Code: an empty matcher or ``*`` selects everything; one of only letters,
+        digits, ``_``, ``-`` and ``|`` is a name or a ``|`` list of names, matched exactly (``Bash`` is
+        not ``BashOutput``); any other is a regular expression found anywhere in the name
+        (``^Notebook``, ``mcp__memory__.*``)."""
         if self.matcher in ("", "*"):
             return True
         names = [n for n in (target, *alternates) if n]
+        if _EXACT.fullmatch(self.matcher):
+            return any(n in self.matcher.split("|") for n in names)
         try:
             pattern = re.compile(self.matcher)
         except re.error:
             return self.matcher in names
-        return any(pattern.fullmatch(n) for n in names)
+        return any(pattern.search(n) for n in names)
 
     @property
     def label(self) -> str:
@@ -111,6 +143,11 @@ def parse_hooks(
     path = Path(source) if source is not None else None
     for event, groups in data.items():
         name = (rename or {}).get(event, event)
+        if name in ELSEWHERE_EVENTS:
+            where = str(source) if source is not None else "hooks"
+            log.warning("%s: hooks.%s: this Claude Code event never happens here; its "
+                        "hooks never run", where, event)  # fmt: skip
+            continue
         if name not in EVENTS:
             raise _fail(source, str(event), f"unknown event; use one of {', '.join(EVENTS)}")
         if not isinstance(groups, Sequence) or isinstance(groups, str):

@@ -31,7 +31,7 @@ class HookOutcome:
     PreToolUse ``permissionDecision`` (allow / deny / ask) with ``permission_reason``.
     ``stop`` (``continue: false``) ends the agent's reply with ``stop_reason``. ``blocked_by``
     names (:attr:`Hook.label <agentscope_teams.hooks.config.Hook.label>`) the hooks that blocked
-    or denied.
+    or denied. ``messages`` are ``systemMessage`` warnings for the user.
     """
 
     blocked: bool = False
@@ -44,6 +44,7 @@ class HookOutcome:
     stop_reason: str = ""
     errors: list[str] = field(default_factory=list)
     blocked_by: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
 
     @property
     def additional_context(self) -> str:
@@ -64,11 +65,19 @@ class HookOutcome:
             self.stop_reason = self.stop_reason or other.stop_reason
         self.errors += other.errors
         self.blocked_by += other.blocked_by
+        self.messages += other.messages
+
+    @property
+    def notices(self) -> list[str]:
+        """What the user is shown: ``systemMessage`` warnings, then hooks that failed."""
+        return [*self.messages, *self.errors]
 
 
 def from_json(event: str, data: dict[str, Any]) -> HookOutcome:
     """A hook's JSON answer (a command's stdout or a Python hook's return value)."""
     out = HookOutcome()
+    if data.get("systemMessage"):
+        out.messages.append(str(data["systemMessage"]))
     if data.get("continue") is False:
         out.stop = True
         out.stop_reason = str(data.get("stopReason") or "")
@@ -114,13 +123,17 @@ def from_command(event: str, label: str, result: CommandResult) -> HookOutcome:
         log.warning(msg)
         return HookOutcome(errors=[msg])
     text = result.stdout.strip()
+    errors: list[str] = []
     if text.startswith("{"):
         try:
             data = json.loads(text)
-        except ValueError:
+        except ValueError as exc:
             data = None
+            msg = f"hook {label} printed invalid JSON ({exc}); its answer is read as plain text"
+            log.warning(msg)
+            errors.append(msg)
         if isinstance(data, dict):
             return from_json(event, data)
     if text and event in _PLAIN_CONTEXT:
-        return HookOutcome(context=[text])
-    return HookOutcome()
+        return HookOutcome(context=[text], errors=errors)
+    return HookOutcome(errors=errors)

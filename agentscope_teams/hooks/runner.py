@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,14 +62,34 @@ class Hooks:
             ours = str(payload.get("_native") or payload["tool_name"])
             return [h for h in hooks if h.matches(str(payload["tool_name"]), ours)]
         field = _MATCH_FIELD.get(event)
-        target = str(payload.get(field) or "") if field else None
+        if field is None:  # Claude Code ignores the matcher of an event that has nothing to match
+            return list(hooks)
+        target = str(payload.get(field) or "")
         return [h for h in hooks if h.matches(target)]
 
+    def _distinct(self, hooks: list[Hook]) -> list[Hook]:
+        """``hooks`` without repeats of a command (run in the same folder), as Claude Code runs
+        identical commands once; the first one's timeout counts."""
+        seen: set[tuple[str, Path]] = set()
+        kept: list[Hook] = []
+        for hook in hooks:
+            if hook.command is not None:
+                key = (hook.command, self._root(hook))
+                if key in seen:
+                    continue
+                seen.add(key)
+            kept.append(hook)
+        return kept
+
+    def _root(self, hook: Hook) -> Path:
+        """The cwd and ``CLAUDE_PROJECT_DIR`` of a command hook."""
+        return project_root(hook.source) if hook.source is not None else self.project_dir
+
     async def fire(self, event: str, payload: dict[str, Any]) -> HookOutcome:
-        """Run every matching hook of ``event`` at once with ``payload`` (``hook_event_name`` is
-        added); returns their combined outcome (empty if none matched)."""
+        """Run every matching hook of ``event`` at once (an identical command once) with
+        ``payload`` (``hook_event_name`` is added); returns their combined outcome (empty if none matched)."""
         outcome = HookOutcome()
-        hooks = self.matching(event, payload)
+        hooks = self._distinct(self.matching(event, payload))
         if not hooks:
             return outcome
         sent = {k: v for k, v in payload.items() if not k.startswith("_")}
@@ -92,9 +113,8 @@ class Hooks:
 
     async def _run(self, hook: Hook, payload: dict[str, Any]) -> HookOutcome:
         if hook.command is not None:
-            root = project_root(hook.source) if hook.source is not None else self.project_dir
             result = await run_command(
-                hook.command, payload, seconds=hook.timeout, project_dir=root
+                hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
             )
             return from_command(hook.event, hook.label, result)
         assert hook.function is not None
@@ -112,11 +132,23 @@ class Hooks:
         return from_json(hook.event, answer) if isinstance(answer, dict) else HookOutcome()
 
 
-def tool_payload(native: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+_ABSOLUTE = ("file_path", "notebook_path")
+"""Claude Code input fields that always hold an absolute path."""
+
+
+def tool_payload(
+    native: str, arguments: Mapping[str, Any], workspace: Path | None = None
+) -> dict[str, Any]:
     """``tool_name`` (Claude Code's name, or ours without one) and ``tool_input`` (Claude Code's
-    field names) of one of our tool calls."""
+    field names) of one of our tool calls; a relative ``file_path`` is made absolute against
+    ``workspace``, as Claude Code's always is (the tools take either)."""
+    tool_input = to_claude_input(native, arguments)
+    for key in _ABSOLUTE:
+        value = tool_input.get(key)
+        if workspace is not None and isinstance(value, str) and value and not os.path.isabs(value):
+            tool_input[key] = os.path.normpath(os.path.join(workspace, value))
     return {
         "tool_name": claude_name_of(native) or native,
-        "tool_input": to_claude_input(native, arguments),
+        "tool_input": tool_input,
         "_native": native,
     }

@@ -10,6 +10,7 @@ recorded with :meth:`~agentscope_teams.trust.ProjectTrust.withhold`, so ``run`` 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,18 @@ __all__ = [
     "withheld_hooks",
 ]
 
+log = logging.getLogger(__name__)
+
 SETTINGS_FILES = ("settings.json", "settings.local.json")
 FEATURE = "hook"
 
 
 def settings_hooks(root: Path) -> HookMap:
     """The hooks of ``<root>/.claude/settings.json`` and ``settings.local.json``, as written
-    (no trust decision); a malformed file is a ConfigurationError naming it."""
+    (no trust decision); none if either says ``disableAllHooks: true`` (as Claude Code); a
+    malformed file is a ConfigurationError naming it."""
     found: list[HookMap] = []
+    off = False
     for name in SETTINGS_FILES:
         path = root / ".claude" / name
         if not path.is_file():
@@ -46,7 +51,10 @@ def settings_hooks(root: Path) -> HookMap:
             raise ConfigurationError(f"{path}: not valid JSON ({exc}); fix the file") from None
         if isinstance(data, dict) and data.get("hooks") is not None:
             found.append(parse_hooks(data["hooks"], path))
-    return merged(*found)
+        if isinstance(data, dict) and data.get("disableAllHooks") is True:
+            log.info("%s: disableAllHooks is true: the project's hooks do not run", path)
+            off = True
+    return {} if off else merged(*found)
 
 
 def gated(hooks: HookMap, source: Path, trust: ProjectTrust) -> HookMap:

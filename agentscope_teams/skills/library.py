@@ -16,6 +16,7 @@ import yaml
 from ..context import RuntimeContext
 from ..errors import ConfigurationError
 from ..store.base import path_segment
+from ._lenient import quote_values
 
 log = logging.getLogger(__name__)
 
@@ -76,16 +77,34 @@ class Skill:
         return f"# Skill: {self.name}\n{self.description}{listing}\n\n{self.body}"
 
 
+def _yaml(front: str, path: Path) -> object:
+    """The frontmatter's YAML; as Claude Code, a value holding an unquoted ': ' (``description:
+    Use when: ...``) is read as if quoted, with a warning."""
+    try:
+        return yaml.safe_load(front)
+    except yaml.YAMLError as exc:
+        problem = ConfigurationError(f"{path}: the frontmatter is not valid YAML: {exc}")
+    rescued = quote_values(front)
+    if rescued is None:
+        raise problem from None
+    text, quoted = rescued
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise problem from None
+    for q in quoted:
+        log.warning("%s:%d: %s holds an unquoted ': '; loaded as if quoted (quote it: "
+                    '%s: "...")', path, q.index + 1, q.key, q.key)  # fmt: skip
+    return data
+
+
 def _split(text: str, path: Path) -> tuple[dict[str, object], str]:
     if not text.startswith("---"):
         return {}, text
     end = text.find("\n---", 3)
     if end < 0:
         raise ConfigurationError(f"{path}: the frontmatter is not closed; end it with a '---' line")
-    try:
-        data = yaml.safe_load(text[3:end]) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigurationError(f"{path}: the frontmatter is not valid YAML: {exc}") from None
+    data = _yaml(text[3:end], path) or {}
     if not isinstance(data, dict):
         raise ConfigurationError(f"{path}: the frontmatter must be a mapping of keys")
     return data, text[end + 4 :].lstrip("\n")

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError
+from ..skills._lenient import lenient_note, quote_values
 from ._fields import (
     NAME_RE,
     NAME_RULE,
@@ -29,7 +30,6 @@ from ._fields import (
     normalize_fields,
     unknown_key_note,
 )
-from ._lenient import lenient_note, quote_values
 
 _LINE_SPLIT_RE = re.compile(r"\r\n|\r|\n")
 
@@ -60,7 +60,8 @@ def read_text(path: Path) -> str:
 
 def split_frontmatter(path: Path, text: str, *, strict_yaml: bool = False) -> Frontmatter:
     """Split off and parse the frontmatter: strict YAML first, then (unless ``strict_yaml``) the
-    lenient reading of values that hold an unquoted ': ' (:mod:`._lenient`)."""
+    lenient reading of values that hold an unquoted ': ' (``skills._lenient``, shared with
+    SKILL.md files)."""
     lines = _LINE_SPLIT_RE.split(text)
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None or lines[first].rstrip() != "---":

@@ -212,7 +212,8 @@ class Runner:
                 stop_hook_active=continued,
                 last_message=answer,
             )
-            if stop is not None and stop.blocked:  # exit 2: the reason is its next instruction
+            # exit 2: the reason is its next instruction (unless continue: false, which wins)
+            if stop is not None and stop.blocked and not stop.stop:
                 text, continued = stop.reason, True
                 continue
             read = await mail.cursor()

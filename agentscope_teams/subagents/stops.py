@@ -71,6 +71,6 @@ async def subagent_stop(
     except Exception as exc:  # never lose the run's end for a hook's failure
         log.warning("SubagentStop hooks of run %s failed: %s", rec.run_id, exc)
         return HookOutcome()
-    if outcome.blocked and not final:
+    if outcome.blocked and not outcome.stop and not final:  # the run goes on: stops again later
         await book.unclaim_stop(rec.run_id)
     return outcome

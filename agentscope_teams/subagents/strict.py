@@ -12,6 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..errors import SpecError
+from ..hooks.config import ELSEWHERE_EVENTS
 from ..model.factory import model_name_problem
 from ._fields import _CLAUDE_CODE_KEYS
 from .spec import SpecLoadResult, SubagentSpec
@@ -52,6 +53,10 @@ def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> li
                         f"MCP server {name!r} is not configured (configured: {configured})",
                     )
                 )
+    for event in spec.hooks or {}:
+        if event in ELSEWHERE_EVENTS:
+            reason = f"hook event {event!r} never happens here: its hooks never run"
+            found.append(SpecError(where, _line(spec, "hooks"), reason))
     for key in spec.extra:
         if key in _CLAUDE_CODE_KEYS:
             found.append(

@@ -49,7 +49,7 @@ async def test_pre_tool_use_exit_2_blocks_the_write_and_the_model_reads_stderr(
     results = tool_results(model.requests[1])
     if hooked:
         assert not written
-        assert results == ["no writes to a.txt"]
+        assert results == [f"no writes to {(tmp_path / 'ws' / 'a.txt').resolve()}"]
     else:  # control: without the hook the write happens
         assert written
 
@@ -145,7 +145,10 @@ async def test_post_tool_use_sees_the_tool_response_under_claude_code_names(tmp_
     [event] = read_lines(log)
     assert event["hook_event_name"] == "PostToolUse"
     assert event["tool_name"] == "Write"
-    assert event["tool_input"] == {"file_path": "a.txt", "content": "x"}
+    # Claude Code's file_path is absolute (here: in the session's workspace, the event's cwd)
+    path = str((tmp_path / "ws" / "a.txt").resolve())
+    assert event["tool_input"] == {"file_path": path, "content": "x"}
+    assert event["cwd"] == str((tmp_path / "ws").resolve())
     assert event["tool_use_id"] and event["session_id"] == "s1"
     assert event["permission_mode"] == "default"
     assert "a.txt" in event["tool_response"]["output"]
