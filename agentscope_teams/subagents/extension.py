@@ -370,7 +370,9 @@ class SubagentExtension(Extension):
         child.hooks = self._hooks_for(spec)
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
         if agent.depth + 1 < self.max_depth and spec.may_spawn:
-            child.extensions.append(self._for_child(child.view, spec.allowed_agents))
+            # its own children get no MCP tool it lacks
+            mcp = self.mcp.below(child.extensions) if self.mcp is not None else None
+            child.extensions.append(self._for_child(child.view, spec.allowed_agents, mcp))
         child.extensions += await child_skills(self.skills, spec, scope.ctx)
         return child
 
@@ -379,9 +381,11 @@ class SubagentExtension(Extension):
         file's only for a trusted project; one built in code is the operator's)."""
         return hooks_of_spec(self.hooks, spec, self.trust)
 
-    def _for_child(self, child: AgentView, allowed: list[str] | None) -> SubagentExtension:
+    def _for_child(
+        self, child: AgentView, allowed: list[str] | None, mcp: McpToolset | None
+    ) -> SubagentExtension:
         """The child's own extension: the same specs (those of ``allowed``, when given), limits,
-        workspace root and models."""
+        workspace root and models, and ``mcp`` (bounded by the child's MCP tools)."""
         specs = (
             self.specs
             if allowed is None
@@ -395,7 +399,7 @@ class SubagentExtension(Extension):
             lease_ttl=self.lease_ttl,
             workspace_root=self.root,
             models=self.models,
-            mcp=self.mcp,
+            mcp=mcp,
             skills=self.skills,
             hooks=self.hooks,
             trust=self.trust,

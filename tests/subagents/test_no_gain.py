@@ -1,0 +1,84 @@
+"""A subagent never gets more than the agent that spawns it: a grandchild whose parent has no
+MCP tool (its ``tools:`` names none, or its ``disallowedTools`` removes them) gets none either."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel, SubagentSpec
+from agentscope_teams.model.base import ModelRequest
+from agentscope_teams.store import InMemoryStore
+
+pytestmark = pytest.mark.anyio
+
+CTX = RuntimeContext(session_id="s1", user_id="alice", org_id="acme")
+ECHO_SERVER = Path(__file__).resolve().parent.parent / "mcp" / "echo_server.py"
+ECHO = {"command": sys.executable, "args": [str(ECHO_SERVER)], "trustAnnotations": True}
+
+
+def _spec(tmp_path: Path, name: str, front: str, prompt: str) -> SubagentSpec:
+    path = tmp_path / f"{name}.md"
+    path.write_text(f"---\nname: {name}\ndescription: The {name}.\n{front}---\n{prompt}\n")
+    return SubagentSpec.from_file(path)
+
+
+def _offered(model: ScriptedModel, prompt: str) -> list[set[str]]:
+    return [{t.name for t in r.tools} for r in model.requests if r.system_prompt.startswith(prompt)]
+
+
+@pytest.mark.parametrize(
+    ("mid_front", "leaf_front", "expected"),
+    [
+        # the leaf inherits: it may not inherit more than mid has
+        ("tools: Read, Agent\n", "", set()),
+        ("tools: Read, Agent\n", "tools: Read, mcp__echo__echo\n", set()),  # nor name it
+        ("disallowedTools: mcp__echo\n", "", set()),  # mid's deny list holds for its children
+        # of what mid has, the leaf gets what it asks for
+        ("tools: Read, Agent, mcp__echo__echo\n", "", {"mcp__echo__echo"}),
+        ("disallowedTools: mcp__echo__delete_everything\n", "tools: mcp__echo\n", None),
+    ],
+)
+async def test_a_grandchild_gets_no_mcp_tool_its_parent_lacks(
+    tmp_path: Path, mid_front: str, leaf_front: str, expected: set[str] | None
+) -> None:
+    mid = _spec(tmp_path, "mid", mid_front, "You are mid.")
+    leaf = _spec(tmp_path, "leaf", leaf_front, "You are leaf.")
+
+    def script(request: ModelRequest) -> object:
+        seen = " ".join(str(m.content) for m in request.messages)
+        if request.system_prompt.startswith("You are leaf."):
+            return "leaf done"
+        if request.system_prompt.startswith("You are mid."):
+            if "leaf done" in seen:
+                return "mid done"
+            return ScriptedModel.tool_call("agent_spawn", {"agent": "leaf", "task": "x"})
+        if "mid done" in seen:
+            return "lead done"
+        return ScriptedModel.tool_call("agent_spawn", {"agent": "mid", "task": "y"})
+
+    model = ScriptedModel(script)
+    lead = HarnessAgent(
+        "lead",
+        model,
+        "Lead.",
+        specs=[mid, leaf],
+        mcp_servers={"echo": ECHO},
+        store=InMemoryStore(),
+        workspace=tmp_path / "ws",
+    )
+    try:
+        reply = await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    assert reply.get_text_content() == "lead done"
+    assert "mcp__echo__echo" in {t.name for t in model.requests[0].tools}  # the lead has it
+    mid_mcp = {n for n in _offered(model, "You are mid.")[0] if n.startswith("mcp__")}
+    [leaf_tools] = _offered(model, "You are leaf.")
+    leaf_mcp = {n for n in leaf_tools if n.startswith("mcp__")}
+    if expected is None:  # everything mid has
+        expected = mid_mcp
+        assert "mcp__echo__echo" in mid_mcp and "mcp__echo__delete_everything" not in mid_mcp
+    assert leaf_mcp == expected
