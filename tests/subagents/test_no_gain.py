@@ -8,8 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel, SubagentSpec
-from agentscope_teams.model.base import ModelRequest
+from agentscope_teams import (
+    Budget,
+    BudgetExceededError,
+    HarnessAgent,
+    RuntimeContext,
+    ScriptedModel,
+    SubagentSpec,
+)
+from agentscope_teams.message import TextBlock
+from agentscope_teams.model.base import ModelRequest, ModelResponse, Usage
 from agentscope_teams.store import InMemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -82,3 +90,44 @@ async def test_a_grandchild_gets_no_mcp_tool_its_parent_lacks(
         expected = mid_mcp
         assert "mcp__echo__echo" in mid_mcp and "mcp__echo__delete_everything" not in mid_mcp
     assert leaf_mcp == expected
+
+
+def _costly(text: str, tokens: int) -> ScriptedModel:
+    def reply(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(
+            content=[TextBlock(text=text)], usage=Usage(input_tokens=tokens, output_tokens=0)
+        )
+
+    return ScriptedModel(reply, name=text)
+
+
+async def test_a_childs_spend_counts_against_the_leads_budget(tmp_path: Path) -> None:
+    """The lead's session budget (1000 tokens) covers its children: after two children spent
+    600 tokens each, the lead's next model call is refused, naming the lead's budget."""
+    steps = [
+        ScriptedModel.tool_call("agent_spawn", {"agent": "child", "task": "a"}),
+        ScriptedModel.tool_call("agent_spawn", {"agent": "child", "task": "b"}),
+        ScriptedModel.tool_call("agent_list", {}),
+        ScriptedModel.tool_call("agent_list", {}),
+        ModelResponse(content=[TextBlock(text="lead done")]),
+    ]
+    one = Usage(input_tokens=1, output_tokens=0)  # the lead itself spends next to nothing
+    lead_model = ScriptedModel([s.model_copy(update={"usage": one}) for s in steps])
+    child = SubagentSpec(name="child", description="c", model="child")
+    lead = HarnessAgent(
+        "lead",
+        lead_model,
+        "Lead.",
+        specs=[child],
+        models={"child": _costly("child", 600)},
+        store=InMemoryStore(),
+        workspace=tmp_path / "ws",
+        budget=Budget(max_tokens=1000),
+    )
+    try:
+        with pytest.raises(BudgetExceededError) as caught:
+            await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    assert caught.value.budget == "session:acme/alice/s1"
+    assert caught.value.used >= 1200
