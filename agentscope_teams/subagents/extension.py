@@ -257,6 +257,7 @@ class SubagentExtension(Extension):
                 hooks=child.hooks,
                 cwd=str(scope.env.workspace),
                 budget=budget_of(spec.max_tokens, spec.max_budget_usd),
+                turn_limit=spec.turn_limit,
             )
         )
 

@@ -30,10 +30,11 @@ from .. import tracing
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..agent.output import OutputType
+from ..agent.react import TURN_LIMIT
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, public_message
 from ..hooks import Hooks
-from ..message import OUTPUT_KEY, utcnow
+from ..message import OUTPUT_KEY, Msg, utcnow
 from ..state import AgentState
 from ..store.base import Key
 from ..usage import Budget, add_budget
@@ -76,6 +77,10 @@ class Launch:
     cwd: str = ""
     #: The run's budget (spec ``maxTokens`` / ``maxBudgetUsd``), on top of those in force.
     budget: Budget | None = None
+    #: The most model turns of the whole run (spec ``maxTurns`` / ``steps``; None: each call
+    #: has the child's ``max_iters``): turns a SubagentStop hook or a message asks for after it
+    #: is reached are not taken.
+    turn_limit: int | None = None
 
 
 @dataclass
@@ -186,23 +191,20 @@ class Runner:
         """Run the child's turns; the last one writes ``completed`` unless mail arrived meanwhile."""
         launch = h.launch
         book, run_id = launch.book, h.run_id
-
-        def start(r: RunRecord) -> RunRecord | None:
-            if r.status is not RunStatus.PENDING:
-                return None
-            return r.model_copy(update={"status": RunStatus.RUNNING, "started_at": utcnow()})
-
-        await book.update(run_id, start)
+        await book.update(run_id, _started)
         if launch.snapshot is not None:
             await seed_session(launch.child, launch.ctx, launch.snapshot)
         mail = book.mail(run_id)
         text: str | None = launch.record.task
         continued = False
+        turns = _Turns(launch)
         for _ in range(MAX_TURNS):
+            turns.before_call()
             run_budget = add_budget(f"run:{run_id}", launch.budget, store=launch.child.store)
             with tracing.joined(launch.record.trace_context), run_budget:
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
-            answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
+            spent = await turns.after_call(msg)
+            answer, output = answer_of(msg, launch.turn_limit), msg.metadata.get(OUTPUT_KEY)
             stop = await subagent_stop(
                 launch.hooks,
                 book,
@@ -212,10 +214,11 @@ class Runner:
                 stop_hook_active=continued,
                 last_message=answer,
             )
-            if stop is not None and stop.blocked:  # exit 2: the reason is its next instruction
+            if stop is not None and stop.blocked and not spent:  # exit 2: its next instruction
                 text, continued = stop.reason, True
                 continue
-            read = await mail.cursor()
+            # with its turns spent, messages that arrived meanwhile start no further turn
+            read = await mail.cursor() if not spent else _NO_MORE_TURNS
             if launch.finishers:  # their notes belong in the result the parent is notified of
                 current = await book.get(run_id)
                 if current is not None and current.status.active and current.mail_seq > read:
@@ -296,6 +299,43 @@ class Runner:
             log.warning("could not clean up subagent run %s: %s", run_id, exc)
         h.record = rec or h.record
         h.done.set()
+
+
+def _started(r: RunRecord) -> RunRecord | None:
+    """``r`` running, if it is pending."""
+    if r.status is not RunStatus.PENDING:
+        return None
+    return r.model_copy(update={"status": RunStatus.RUNNING, "started_at": utcnow()})
+
+
+#: A mail read mark above any message's: the run ends without reading the messages queued.
+_NO_MORE_TURNS = 2**62
+
+
+class _Turns:
+    """The model turns of a run with a ``turn_limit``, counted over its calls (a blocked
+    SubagentStop, a message read while it ran): each call gets what is left."""
+
+    def __init__(self, launch: Launch) -> None:
+        self.launch, self.used = launch, 0
+        self.config = launch.child.loop.config
+
+    def before_call(self) -> None:
+        limit = self.launch.turn_limit
+        if limit is not None:
+            left = max(limit - self.used, 1)
+            self.launch.child.loop.config = self.config.model_copy(update={"max_iters": left})
+
+    async def after_call(self, msg: Msg) -> bool:
+        """Count the call's turns; True when the run's turns are spent."""
+        limit = self.launch.turn_limit
+        if limit is None:
+            return False
+        if msg.metadata.get(TURN_LIMIT):
+            return True
+        state = await self.launch.child.get_agent_state(self.launch.ctx)
+        self.used += state.cur_iter
+        return self.used >= limit
 
 
 async def _end_steps(launch: Launch) -> list[str]:

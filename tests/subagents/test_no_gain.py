@@ -131,3 +131,85 @@ async def test_a_childs_spend_counts_against_the_leads_budget(tmp_path: Path) ->
         await lead.aclose()
     assert caught.value.budget == "session:acme/alice/s1"
     assert caught.value.used >= 1200
+
+
+async def test_max_turns_holds_for_the_whole_run_when_a_subagent_stop_hook_blocks(
+    tmp_path: Path,
+) -> None:
+    """``maxTurns: 2`` caps the run: a SubagentStop hook that blocks (asking for more work) does
+    not give the child two more turns; the parent reads that the limit was hit."""
+    spec = _spec(tmp_path, "looper", "maxTurns: 2\n", "You loop.")
+    blocked: list[bool] = []
+
+    def keep_going(payload: dict[str, object]) -> dict[str, str]:
+        blocked.append(bool(payload.get("stop_hook_active")))
+        return {"decision": "block", "reason": "keep going"}
+
+    def script(request: ModelRequest) -> object:
+        if request.system_prompt.startswith("You loop."):
+            return ScriptedModel.tool_call("list_files", {}) if request.tools else "partial"
+        seen = " ".join(str(m.content) for m in request.messages)
+        return "lead done" if "looper" in seen else _spawn_looper()
+
+    model = ScriptedModel(script)
+    lead = HarnessAgent(
+        "lead",
+        model,
+        "Lead.",
+        specs=[spec],
+        store=InMemoryStore(),
+        workspace=tmp_path / "ws",
+        hooks={"SubagentStop": [keep_going]},
+    )
+    try:
+        await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    child_calls = [r for r in model.requests if r.system_prompt.startswith("You loop.")]
+    assert len([r for r in child_calls if r.tools]) == 2  # two turns with tools, in all
+    result = str(model.requests[-1].messages[-1].content)
+    assert "stopped at its turn limit (2 turns" in result, result
+
+
+def _spawn_looper() -> object:
+    return ScriptedModel.tool_call("agent_spawn", {"agent": "looper", "task": "loop"})
+
+
+async def test_max_turns_left_after_a_blocked_stop_are_what_the_run_has_left(
+    tmp_path: Path,
+) -> None:
+    """``maxTurns: 3``: the child answers after two turns, a SubagentStop hook blocks once, and
+    the child has one turn left (then one last answer without tools), not three more."""
+    spec = _spec(tmp_path, "looper", "maxTurns: 3\n", "You loop.")
+
+    def once(payload: dict[str, object]) -> dict[str, str]:
+        if payload.get("stop_hook_active"):
+            return {}
+        return {"decision": "block", "reason": "keep going"}
+
+    def script(request: ModelRequest) -> object:
+        if request.system_prompt.startswith("You loop."):
+            if len(request.messages) == 2:  # the tool result of its first turn
+                return "first answer"
+            return ScriptedModel.tool_call("list_files", {}) if request.tools else "partial"
+        seen = " ".join(str(m.content) for m in request.messages)
+        return "lead done" if "looper" in seen else _spawn_looper()
+
+    model = ScriptedModel(script)
+    lead = HarnessAgent(
+        "lead",
+        model,
+        "Lead.",
+        specs=[spec],
+        store=InMemoryStore(),
+        workspace=tmp_path / "ws",
+        hooks={"SubagentStop": [once]},
+    )
+    try:
+        await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    child_calls = [r for r in model.requests if r.system_prompt.startswith("You loop.")]
+    assert len([r for r in child_calls if r.tools]) == 3
+    result = str(model.requests[-1].messages[-1].content)
+    assert "stopped at its turn limit (3 turns" in result and "partial" in result, result
