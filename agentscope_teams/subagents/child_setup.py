@@ -14,7 +14,7 @@ from ..mcp.tools import is_mcp_name
 from ..skills import Skill, SkillExtension, SkillLibrary
 from .runs import RunRecord
 from .spec import IsolationMode, SubagentSpec, WorkspaceMode
-from .worktree import repository_of
+from .worktree import has_commit, repository_of
 
 log = logging.getLogger("agentscope_teams.subagents.extension")  # the name users filter on
 
@@ -93,5 +93,11 @@ async def repository_for(spec: SubagentSpec, workspace: Path) -> Path | None:
             f"agent {spec.name} has `isolation: worktree`, but the workspace "
             f"{workspace} is not inside a git repository; run the agent in a git "
             "checkout or remove `isolation` from the spec"
+        )
+    if not await has_commit(repo):
+        raise ToolError(
+            f"agent {spec.name} has `isolation: worktree`, but the git repository {repo} has "
+            "no commit yet, and a worktree is made from the current commit; commit once "
+            "(git add -A && git commit), or remove `isolation` from the spec"
         )
     return repo

@@ -10,8 +10,8 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.subagents import RunStatus
 
-from .helpers import ALICE, call, make_parent, settled, spec, tool_results
-from .test_worktree import branches, git, repo, worktrees
+from .helpers import ALICE, call, make_parent, settled, spawn, spec, tool_results
+from .test_worktree import branches, git, repo, run_once, worktrees
 
 __all__ = ["repo"]  # the fixture
 
@@ -48,3 +48,16 @@ async def test_parallel_worktree_spawns_do_not_collide(tmp_path: Path, repo: Pat
     assert git(repo, "status", "--porcelain") == ""
     exclude = (repo / ".git" / "info" / "exclude").read_text().splitlines()
     assert len([line for line in exclude if "subagents" in line]) == 1
+
+
+async def test_a_repository_without_a_commit_is_a_clear_tool_error(tmp_path: Path) -> None:
+    """``isolation: worktree`` branches from HEAD: a repository with no commit yet says so and
+    what to do, instead of git's 'not a valid object name: HEAD'."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    git(workspace, "init", "-q", "-b", "main")
+    child = ScriptedModel(["never runs"], name="dev")
+    result = await run_once(tmp_path, child, [spawn("dev", "build"), "ok"])
+    assert "has no commit yet" in result and str(workspace) in result, result
+    assert "commit" in result.split("has no commit yet", 1)[1]
+    assert child.requests == [] and branches(workspace) == []
