@@ -52,3 +52,11 @@ def test_a_disallowed_value_of_the_wrong_type_names_the_field(
 def test_in_code_a_disallowed_value_of_the_wrong_type_names_the_field() -> None:
     with pytest.raises(ValidationError, match="disallowedTools must be a list of tool names"):
         SubagentSpec(name="g", description="d", disallowed_tools=5)
+
+
+def test_an_unknown_permission_mode_lists_each_mode_once(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        SubagentSpec.from_file(_write(tmp_path, "permissionMode: yolo"))
+    listed = str(info.value).split("use one of ", 1)[1].split(", ")
+    assert info.value.line == 4 and len(listed) == len(set(listed)), listed
+    assert {"acceptEdits", "bypassPermissions", "plan", "default"} <= set(listed)
