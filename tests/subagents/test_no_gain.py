@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from agentscope_teams import (
     Budget,
@@ -213,3 +214,43 @@ async def test_max_turns_left_after_a_blocked_stop_are_what_the_run_has_left(
     assert len([r for r in child_calls if r.tools]) == 3
     result = str(model.requests[-1].messages[-1].content)
     assert "stopped at its turn limit (3 turns" in result and "partial" in result, result
+
+
+class _Verdict(BaseModel):
+    verdict: str
+
+
+async def test_a_structured_answer_at_the_turn_limit_says_the_limit_was_hit(
+    tmp_path: Path,
+) -> None:
+    """A spec with ``output`` and ``maxTurns: 2`` that loops: its last (forced) answer is valid
+    output, and the parent still reads that the run stopped at its turn limit."""
+
+    def child(request: ModelRequest) -> object:
+        if any(t.name == "list_files" for t in request.tools):
+            return ScriptedModel.tool_call("list_files", {})
+        return ScriptedModel.final_result({"verdict": "partial"})
+
+    spec = SubagentSpec(
+        name="rate", description="Rates.", model="rate", output_type=_Verdict, max_turns=2
+    )
+    lead_model = ScriptedModel([_spawn("rate"), "noted"])
+    lead = HarnessAgent(
+        "lead",
+        lead_model,
+        "Lead.",
+        specs=[spec],
+        models={"rate": ScriptedModel(child)},
+        store=InMemoryStore(),
+        workspace=tmp_path / "ws",
+    )
+    try:
+        await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    result = str(lead_model.requests[1].messages[-1].content)
+    assert "stopped at its turn limit (2 turns" in result and '"partial"' in result, result
+
+
+def _spawn(name: str) -> object:
+    return ScriptedModel.tool_call("agent_spawn", {"agent": name, "task": "go"})
