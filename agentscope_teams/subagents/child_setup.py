@@ -43,10 +43,11 @@ class PreloadedSkills(Extension):
 
 
 async def child_skills(
-    skills: SkillLibrary | None, spec: SubagentSpec, ctx: RuntimeContext
+    skills: SkillLibrary | None, spec: SubagentSpec, ctx: RuntimeContext, *, tool: bool = True
 ) -> list[Extension]:
     """The child's skill extensions: its ``skills:`` preloaded, and the ``skill`` tool when its
-    ``tools:`` allows it (no list, or one naming ``Skill``) and ``disallowedTools`` does not."""
+    ``tools:`` allows it (no list, or one naming ``Skill``), ``disallowedTools`` does not, and
+    ``tool`` (its parent has the tool: a child never gets more than its parent)."""
     if not skills:
         if spec.skills:
             log.warning("subagent %s lists skills but no skill folder is configured", spec.name)
@@ -59,7 +60,7 @@ async def child_skills(
             log.warning("subagent %s: skills %s not found; not preloaded", spec.name, missing)
         loaded = [available[n] for n in spec.skills if n in available]
         found.append(PreloadedSkills(loaded))
-    allowed = spec.tools is None or "skill" in spec.tools
+    allowed = tool and (spec.tools is None or "skill" in spec.tools)
     if allowed and "skill" not in spec.removed_tools:
         found.append(SkillExtension(skills))
     return found

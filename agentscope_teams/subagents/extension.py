@@ -26,7 +26,7 @@ from ..errors import ConfigurationError, ToolError
 from ..hooks import Hooks, hooks_of_spec
 from ..message import Msg
 from ..model.base import ChatModel
-from ..skills import SkillLibrary
+from ..skills import SkillExtension, SkillLibrary
 from ..tools import Tool
 from ..trust import ProjectTrust
 from ..usage import budget_of
@@ -98,6 +98,8 @@ class SubagentExtension(Extension):
         self.root = workspace_root
         self.runner = Runner(lease_ttl)
         self.pool = ModelPool(agent.model, models)
+        #: Whether the children may get the ``skill`` tool (False below a child without it).
+        self.skill_tool = True
 
     @property
     def models(self) -> dict[str, ChatModel]:
@@ -370,11 +372,14 @@ class SubagentExtension(Extension):
         )
         child.hooks = self._hooks_for(spec)
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
+        skills = await child_skills(self.skills, spec, scope.ctx, tool=self.skill_tool)
         if agent.depth + 1 < self.max_depth and spec.may_spawn:
-            # its own children get no MCP tool it lacks
+            # its own children get no MCP tool, nor the skill tool, it lacks
             mcp = self.mcp.below(child.extensions) if self.mcp is not None else None
-            child.extensions.append(self._for_child(child.view, spec.allowed_agents, mcp))
-        child.extensions += await child_skills(self.skills, spec, scope.ctx)
+            below = self._for_child(child.view, spec.allowed_agents, mcp)
+            below.skill_tool = any(isinstance(e, SkillExtension) for e in skills)
+            child.extensions.append(below)
+        child.extensions += skills
         return child
 
     def _hooks_for(self, spec: SubagentSpec) -> Hooks:

@@ -254,3 +254,38 @@ async def test_a_structured_answer_at_the_turn_limit_says_the_limit_was_hit(
 
 def _spawn(name: str) -> object:
     return ScriptedModel.tool_call("agent_spawn", {"agent": name, "task": "go"})
+
+
+@pytest.mark.parametrize(
+    ("mid_front", "leaf_gets_it"), [("tools: Read, Agent\n", False), ("", True)]
+)
+async def test_a_grandchild_gets_the_skill_tool_only_if_its_parent_has_it(
+    tmp_path: Path, mid_front: str, leaf_gets_it: bool
+) -> None:
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    skill = tmp_path / ".claude" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: Deploys.\n---\nRun the deploy.\n")
+    for name, front in (("mid", mid_front), ("leaf", "")):
+        text = f"---\nname: {name}\ndescription: The {name}.\n{front}---\nYou are {name}.\n"
+        (agents / f"{name}.md").write_text(text)
+
+    def script(request: ModelRequest) -> object:
+        seen = " ".join(str(m.content) for m in request.messages)
+        if request.system_prompt.startswith("You are leaf."):
+            return "leaf done"
+        if request.system_prompt.startswith("You are mid."):
+            return "mid done" if "leaf done" in seen else _spawn("leaf")
+        return "lead done" if "mid done" in seen else _spawn("mid")
+
+    model = ScriptedModel(script)
+    lead = HarnessAgent("lead", model, "Lead.", specs=agents, store=InMemoryStore())
+    try:
+        await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    [mid_tools] = _offered(model, "You are mid.")[:1]
+    [leaf_tools] = _offered(model, "You are leaf.")
+    assert ("skill" in mid_tools) is leaf_gets_it
+    assert ("skill" in leaf_tools) is leaf_gets_it, sorted(leaf_tools)
