@@ -218,26 +218,18 @@ class Runner:
                 text, continued = stop.reason, True
                 continue
             # with its turns spent, messages that arrived meanwhile start no further turn
-            read = await mail.cursor() if not spent else _NO_MORE_TURNS
+            read = await mail.cursor()
             if launch.finishers:  # their notes belong in the result the parent is notified of
                 current = await book.get(run_id)
-                if current is not None and current.status.active and current.mail_seq > read:
+                queued = current is not None and current.status.active and current.mail_seq > read
+                if queued and not spent:
                     text = None
                     continue  # a message arrived: another turn first
                 # a message arriving from here to the write below runs them again after its turn
                 launch.notes = None
                 if notes := await _end_steps(launch):
                     answer = "\n\n".join([answer, *notes])
-
-            def complete(
-                r: RunRecord, answer: str = answer, output: Any = output, read: int = read
-            ) -> RunRecord | None:
-                if not r.status.active or r.mail_seq > read:
-                    return None  # finished elsewhere, or a message arrived: another turn
-                done = r.finished(RunStatus.COMPLETED, result=answer)
-                return done if launch.output is None else done.model_copy(update={"output": output})
-
-            rec = await book.update(run_id, complete)
+            rec = await book.update(run_id, _completion(launch, answer, output, read, spent))
             if rec is None or not rec.status.active:
                 return
             text = None  # the queued messages are injected by the child's MailExtension
@@ -308,8 +300,31 @@ def _started(r: RunRecord) -> RunRecord | None:
     return r.model_copy(update={"status": RunStatus.RUNNING, "started_at": utcnow()})
 
 
-#: A mail read mark above any message's: the run ends without reading the messages queued.
-_NO_MORE_TURNS = 2**62
+#: Added to the result of a run that ended at its turn limit with messages it did not read.
+UNREAD_MAIL = (
+    "[messages sent to it with agent_send were not read: it had used all its turns (maxTurns); "
+    "send them again to continue it in a new run]"
+)
+
+
+def _completion(
+    launch: Launch, answer: str, output: Any, read: int, spent: bool
+) -> Callable[[RunRecord], RunRecord | None]:
+    """The change that records the run completed with ``answer``, unless it ended elsewhere or
+    a message arrived after ``read`` (another turn), or, with its turns ``spent``, noting it."""
+
+    def complete(r: RunRecord) -> RunRecord | None:
+        if not r.status.active:
+            return None  # finished elsewhere
+        result = answer
+        if r.mail_seq > read:
+            if not spent:
+                return None  # a message arrived: another turn
+            result = f"{answer}\n\n{UNREAD_MAIL}"
+        done = r.finished(RunStatus.COMPLETED, result=result)
+        return done if launch.output is None else done.model_copy(update={"output": output})
+
+    return complete
 
 
 class _Turns:

@@ -3,9 +3,11 @@ MCP tool (its ``tools:`` names none, or its ``disallowedTools`` removes them) ge
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -24,6 +26,7 @@ from agentscope_teams.store import InMemoryStore
 pytestmark = pytest.mark.anyio
 
 CTX = RuntimeContext(session_id="s1", user_id="alice", org_id="acme")
+RUN = re.compile(r"\br-[0-9a-f]{10}\b")
 ECHO_SERVER = Path(__file__).resolve().parent.parent / "mcp" / "echo_server.py"
 ECHO = {"command": sys.executable, "args": [str(ECHO_SERVER)], "trustAnnotations": True}
 
@@ -289,3 +292,57 @@ async def test_a_grandchild_gets_the_skill_tool_only_if_its_parent_has_it(
     [leaf_tools] = _offered(model, "You are leaf.")
     assert ("skill" in mid_tools) is leaf_gets_it
     assert ("skill" in leaf_tools) is leaf_gets_it, sorted(leaf_tools)
+
+
+async def test_a_message_a_run_at_its_turn_limit_cannot_read_is_named_in_its_result(
+    tmp_path: Path,
+) -> None:
+    """``maxTurns: 1``: a message sent while the child gives its last answer starts no further
+    turn, and the result says it was not read (the sender was told it was queued)."""
+
+    started, sent = anyio.Event(), anyio.Event()
+
+    async def child(request: ModelRequest) -> object:
+        if request.tools:  # its one turn ends once the lead has sent its message
+            started.set()
+            await sent.wait()
+            return ScriptedModel.tool_call("list_files", {})
+        return ScriptedModel.text("last answer")
+
+    spec = SubagentSpec(name="slow", description="Slow.", model="slow", max_turns=1)
+
+    async def lead_script(request: ModelRequest) -> object:
+        outputs = [str(m.content) for m in request.messages]
+        run = next((RUN.search(o).group(0) for o in outputs if RUN.search(o)), "")
+        steps = len([m for m in request.messages if m.role == "assistant"])
+        if steps == 0:
+            return ScriptedModel.tool_call(
+                "agent_spawn", {"agent": "slow", "task": "go", "timeout_seconds": 0}
+            )
+        if steps == 1:  # sent while the child's one turn runs
+            await started.wait()
+            return ScriptedModel.tool_call("agent_send", {"run": run, "message": "also this"})
+        if steps == 2:  # agent_send has run
+            sent.set()
+            return ScriptedModel.tool_call("agent_wait", {"run": run, "timeout_seconds": 30})
+        return "done"
+
+    lead_model = ScriptedModel(lead_script)
+    lead = HarnessAgent(
+        "lead",
+        lead_model,
+        "Lead.",
+        specs=[spec],
+        models={"slow": ScriptedModel(child)},
+        store=InMemoryStore(),
+        workspace=tmp_path / "ws",
+    )
+    try:
+        await lead.call("go", CTX)
+    finally:
+        await lead.aclose()
+    sent = str(lead_model.requests[2].messages[-1].content)
+    assert "queued" in sent.lower(), sent
+    waited = str(lead_model.requests[3].messages[-1].content)
+    assert "last answer" in waited and "were not read" in waited, waited
+    assert "stopped at its turn limit (1 turns" in waited
