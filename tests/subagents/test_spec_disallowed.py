@@ -60,3 +60,10 @@ def test_an_unknown_permission_mode_lists_each_mode_once(tmp_path: Path) -> None
     listed = str(info.value).split("use one of ", 1)[1].split(", ")
     assert info.value.line == 4 and len(listed) == len(set(listed)), listed
     assert {"acceptEdits", "bypassPermissions", "plan", "default"} <= set(listed)
+
+
+def test_hooks_that_are_not_a_mapping_name_the_key_cleanly(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        SubagentSpec.from_file(_write(tmp_path, "hooks: 5"))
+    assert info.value.line == 4 and "hooks: expected a mapping" in str(info.value), str(info.value)
+    assert "hooks.:" not in str(info.value)
