@@ -503,7 +503,10 @@ def check_skills(value: Any) -> Any:
         return []
     if isinstance(value, str):
         return [n.strip() for n in value.split(",") if n.strip()]
-    if isinstance(value, list | tuple) and all(isinstance(n, str) and n.strip() for n in value):
+    if isinstance(value, list | tuple):
+        for index, name in enumerate(value):
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"skills[{index}] must be a skill name, got {describe(name)}")
         return [n.strip() for n in value]
     raise ValueError(f"skills must be a list of skill names, got {describe(value)}")
 

@@ -67,3 +67,9 @@ def test_hooks_that_are_not_a_mapping_name_the_key_cleanly(tmp_path: Path) -> No
         SubagentSpec.from_file(_write(tmp_path, "hooks: 5"))
     assert info.value.line == 4 and "hooks: expected a mapping" in str(info.value), str(info.value)
     assert "hooks.:" not in str(info.value)
+
+
+def test_a_skills_entry_that_is_not_a_name_is_named(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        SubagentSpec.from_file(_write(tmp_path, "skills: [pdf, 5]"))
+    assert "skills[1] must be a skill name, got a number (5)" in str(info.value), str(info.value)
