@@ -343,7 +343,7 @@ class _Reply(StepRunner):
         calls, False: ask the model again (a rejected structured answer, a Stop hook's block)."""
         verdict = await self.output.judge(response, final) if self.output is not None else None
         if verdict is not None:
-            done = self._settle(response, verdict)
+            done = self._settle(response, verdict, final)
             if done is not None:
                 return done
             await self._checkpoint()
@@ -473,9 +473,10 @@ class _Reply(StepRunner):
         yield ModelCallEndEvent(iteration=iteration, usage=response.usage, **self._ev())
         yield response
 
-    def _settle(self, response: ModelResponse, verdict: Verdict) -> Msg | None:
+    def _settle(self, response: ModelResponse, verdict: Verdict, final: bool) -> Msg | None:
         """Put a judged structured answer in the context: the final message if it was accepted
-        (None if it was rejected and goes back to the model; raises past the retry limit)."""
+        (None if it was rejected and goes back to the model; raises past the retry limit);
+        ``final``: it came at the turn limit, which the message says."""
         assert self.output is not None
         state = self.state
         called = bool(response.tool_calls)
@@ -498,7 +499,8 @@ class _Reply(StepRunner):
             response = response.model_copy(
                 update={"content": [TextBlock(text=text)], "usage": Usage()}
             )
-        msg = self._record(response, final=True, output=(verdict.value, verdict.data))
+        limit = {TURN_LIMIT: self.cfg.max_iters} if final else None
+        msg = self._record(response, final=True, extra=limit, output=(verdict.value, verdict.data))
         OutputState.drop(state)
         return msg
 

@@ -127,7 +127,8 @@ HookMap = dict[str, list[Hook]]
 
 def _fail(source: Path | str | None, where: str, what: str) -> ConfigurationError:
     origin = str(source) if source is not None else "hooks"
-    return ConfigurationError(f"{origin}: hooks.{where}: {what}")
+    field = f"hooks.{where}" if where else "hooks"
+    return ConfigurationError(f"{origin}: {field}: {what}")
 
 
 def parse_hooks(

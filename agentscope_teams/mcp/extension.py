@@ -19,6 +19,7 @@ tools published under one name (which distinct servers cannot do, see
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,10 @@ class McpToolset:
         self.trust = trust if trust is not None else ProjectTrust()
         #: What a spec without ``tools:`` inherits (the agent's own ``mcp_tools``; None: all).
         self.inherited: Sequence[str] | None = None
+        #: Set by :meth:`below`: the MCP tools of the agent whose children this toolset builds
+        #: (None with ``bounded``: it has none); a child never gets more of them.
+        self.ceiling: McpExtension | None = None
+        self.bounded = False
         self._tools: dict[tuple[str, str], tuple[int, list[Tool]]] = {}
 
     @classmethod
@@ -90,6 +95,15 @@ class McpToolset:
             servers = [s for s in servers if s.name in wanted]
         return McpExtension(self, servers, select)
 
+    def below(self, extensions: Sequence[Extension]) -> McpToolset:
+        """This toolset for the children of an agent with ``extensions``: they get no MCP tool
+        that agent's own MCP extension does not offer (servers a child's spec defines inline
+        are its own)."""
+        bounded = copy.copy(self)
+        bounded.ceiling = next((e for e in extensions if isinstance(e, McpExtension)), None)
+        bounded.bounded = True
+        return bounded
+
     def for_spec(self, spec: Any) -> McpExtension | None:
         """The MCP tools of a subagent or member built from ``spec`` (None if it has none)."""
         entries: Sequence[str] | None = spec.tools if spec.tools is not None else self.inherited
@@ -114,13 +128,24 @@ class McpToolset:
                     name,
                     sorted(self.servers),
                 )
+        if self.bounded:  # a child of a subagent: only the servers its parent uses
+            above = {s.name for s in self.ceiling.servers} if self.ceiling is not None else set()
+            chosen = {n: s for n, s in chosen.items() if n in above}
         whole = {n for n in inline}
         for name, cfg in defined.items():
             chosen[name] = NamedServer(name, cfg)
         if not chosen:
             return None
         removed = [n for n in getattr(spec, "removed_tools", ()) if is_mcp_name(n)]
-        return McpExtension(self, list(chosen.values()), entries, whole=whole, removed=removed)
+        return McpExtension(
+            self,
+            list(chosen.values()),
+            entries,
+            whole=whole,
+            removed=removed,
+            ceiling=self.ceiling,
+            own=set(defined),
+        )
 
     def tools_of(self, server: NamedServer, listing: list[Any]) -> list[Tool]:
         """The Tool objects of ``server``'s listing, built once per listing."""
@@ -152,9 +177,31 @@ class McpExtension(Extension):
         *,
         whole: set[str] | frozenset[str] = frozenset(),
         removed: Sequence[str] = (),
+        ceiling: McpExtension | None = None,
+        own: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         self.toolset, self.servers, self.entries, self.whole = toolset, servers, entries, whole
         self.removed = list(removed)  # ``disallowedTools`` MCP entries: never offered
+        #: The parent agent's MCP extension: of its servers, only the tools it offers are offered
+        #: here (``own``: the servers this agent's spec defines inline, not bounded by it).
+        self.ceiling, self.own = ceiling, own
+
+    def offers(self, server: str, tool_name: str) -> bool:
+        """Whether this extension offers ``tool_name`` of ``server`` (when it is listed)."""
+        if server not in {s.name for s in self.servers}:
+            return False
+        entries = None if server in self.whole else self.entries
+        if not selects(entries, server, tool_name):
+            return False
+        if self.removed and selects(self.removed, server, tool_name):
+            return False
+        return self._within(server, tool_name)
+
+    def _within(self, server: str, tool_name: str) -> bool:
+        """Whether the parent's extension (if any) allows ``tool_name`` of ``server``."""
+        if self.ceiling is None or server in self.own:
+            return True
+        return self.ceiling.offers(server, tool_name)
 
     async def prepare(self, scope: CallScope) -> None:
         notes = scope.local(self, _CallNotes)
@@ -171,11 +218,8 @@ class McpExtension(Extension):
             listing = self.toolset.pool.listing(server)
             if listing is None:
                 continue
-            entries = None if server.name in self.whole else self.entries
             for tool in self.toolset.tools_of(server, listing):
-                if not selects(entries, server.name, tool.name):
-                    continue
-                if self.removed and selects(self.removed, server.name, tool.name):
+                if not self.offers(server.name, tool.name):
                     continue
                 if tool.name in picked:
                     log.warning(

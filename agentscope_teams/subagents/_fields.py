@@ -100,8 +100,8 @@ def choices(enum: type[StrEnum]) -> str:
 
 
 class BadToolEntry(ValueError):
-    def __init__(self, index: int, value: Any) -> None:
-        super().__init__(f"tools[{index}] must be a tool name, got {describe(value)}")
+    def __init__(self, index: int, value: Any, key: str = "tools") -> None:
+        super().__init__(f"{key}[{index}] must be a tool name, got {describe(value)}")
         self.index = index
 
 
@@ -113,8 +113,9 @@ class BadOutputSchema(ValueError):
         self.path = path
 
 
-def split_tools(value: Any) -> list[str] | None:
-    """Read ``tools`` as a list of names: a YAML list or a comma-separated string; ``None`` stays."""
+def split_tools(value: Any, key: str = "tools") -> list[str] | None:
+    """Read ``tools`` (or another tool list, ``key`` naming it in errors) as a list of names: a
+    YAML list or a comma-separated string; ``None`` stays."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -122,10 +123,10 @@ def split_tools(value: Any) -> list[str] | None:
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
-                raise BadToolEntry(index, item)
+                raise BadToolEntry(index, item, key)
         return [item.strip() for item in value]
     raise ValueError(
-        f"tools must be a list of tool names or a comma-separated string, got {describe(value)}"
+        f"{key} must be a list of tool names or a comma-separated string, got {describe(value)}"
     )
 
 
@@ -196,13 +197,14 @@ def select_tools(value: Any) -> ToolSelection:
 
 
 def select_disallowed(value: Any) -> tuple[list[str], list[str], list[str]]:
-    """Read ``disallowedTools``: ``(tools removed, deny rules, warnings)``.
+    """Read ``disallowedTools``: ``(tools removed, deny rules, names matching no tool)``.
 
     A bare name removes the tool (Claude Code's names mapped, ``Bash`` removes ``bash`` and its
     background tools); an entry with a rule (``Bash(rm:*)``) keeps the tool and denies the calls the
-    rule matches. A name that matches nothing is reported, never an error: removing is always safe.
+    rule matches. A name that matches nothing (a typo such as ``Bassh`` removes nothing) is a
+    warning (:func:`disallowed_note`), and an error in ``specs check --strict``.
     """
-    names = split_tools(value) or []
+    names = split_tools(value, DISALLOWED) or []
     removed: list[str] = []
     rules: list[str] = []
     unknown: list[str] = []
@@ -217,8 +219,19 @@ def select_disallowed(value: Any) -> tuple[list[str], list[str], list[str]]:
         if not picked:
             unknown.append(written)
         removed += [n for n in picked if n not in removed]
-    warnings = [f"disallowedTools names no known tool: {', '.join(unknown)}"] if unknown else []
-    return removed, rules, warnings
+    return removed, rules, unknown
+
+
+#: The frontmatter key of the tools a subagent must not have.
+DISALLOWED = "disallowedTools"
+
+
+def disallowed_note(unknown: list[str]) -> str:
+    """The warning about ``disallowedTools`` names that match no tool."""
+    return (
+        f"disallowedTools names no known tool: {', '.join(unknown)}; they remove nothing "
+        "(check the spelling: Claude Code's names such as Bash, Write, or ours such as bash)"
+    )
 
 
 def normalize_tools(value: Any) -> tuple[list[str] | None, list[str], list[str]]:
@@ -289,6 +302,17 @@ def normalize_fields(
             errors.append((lines.get(f"tools.{exc.index}", line), str(exc), "tools"))
         except ValueError as exc:
             errors.append((line, str(exc), "tools"))
+    for key in (DISALLOWED, "disallowed_tools"):
+        if key in data:
+            line = lines.get(key, default_line)
+            try:
+                unknown = select_disallowed(data[key])[2]
+            except BadToolEntry as exc:
+                errors.append((lines.get(f"{key}.{exc.index}", line), str(exc), key))
+            except ValueError as exc:
+                errors.append((line, str(exc), key))
+            else:
+                notes += [(line, disallowed_note(unknown))] if unknown else []
     if "model" in data:
         line = lines.get("model", default_line)
         try:
@@ -319,6 +343,13 @@ def normalize_input(data: Mapping[str, Any], aliases: Mapping[str, str] | None) 
         warnings += model_warnings
     except ValueError:
         pass
+    try:
+        disallowed = data.get(DISALLOWED, data.get("disallowed_tools"))
+        unknown = select_disallowed(disallowed)[2]
+    except ValueError:
+        pass  # the field validator reports it with the field's location
+    else:
+        warnings += [disallowed_note(unknown)] if unknown else []
     if warnings:
         data["warnings"] = warnings
     return data
@@ -455,7 +486,7 @@ def check_permission_mode(value: Any) -> Any:
 
 def check_disallowed(value: Any) -> Any:
     """``disallowedTools`` entries as written (a list or a comma string)."""
-    return split_tools(value) or []
+    return split_tools(value, DISALLOWED) or []
 
 
 def check_max_turns(value: Any) -> Any:
@@ -472,7 +503,10 @@ def check_skills(value: Any) -> Any:
         return []
     if isinstance(value, str):
         return [n.strip() for n in value.split(",") if n.strip()]
-    if isinstance(value, list | tuple) and all(isinstance(n, str) and n.strip() for n in value):
+    if isinstance(value, list | tuple):
+        for index, name in enumerate(value):
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"skills[{index}] must be a skill name, got {describe(name)}")
         return [n.strip() for n in value]
     raise ValueError(f"skills must be a list of skill names, got {describe(value)}")
 

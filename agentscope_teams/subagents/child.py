@@ -102,8 +102,9 @@ async def seed_session(child: SessionAgent, ctx: RuntimeContext, snapshot: Agent
         )
 
 
-def answer_of(msg: Msg) -> str:
-    """The child's final answer; a pause for confirmation is an error (no user to confirm)."""
+def answer_of(msg: Msg, turn_limit: int | None = None) -> str:
+    """The child's final answer; a pause for confirmation is an error (no user to confirm).
+    ``turn_limit`` is the run's, named when the answer came at the limit (default: the call's)."""
     waiting = msg.metadata.get("awaiting_confirmation")
     if waiting:
         raise ChildPausedError(
@@ -112,6 +113,7 @@ def answer_of(msg: Msg) -> str:
         )
     limit = msg.metadata.get(TURN_LIMIT)
     if limit:
+        limit = turn_limit or limit
         return (
             f"[the subagent stopped at its turn limit ({limit} turns, maxTurns/steps) before it "
             f"finished]\n{msg.get_text_content()}"

@@ -14,7 +14,7 @@ from ..mcp.tools import is_mcp_name
 from ..skills import Skill, SkillExtension, SkillLibrary
 from .runs import RunRecord
 from .spec import IsolationMode, SubagentSpec, WorkspaceMode
-from .worktree import repository_of
+from .worktree import has_commit, repository_of
 
 log = logging.getLogger("agentscope_teams.subagents.extension")  # the name users filter on
 
@@ -43,10 +43,11 @@ class PreloadedSkills(Extension):
 
 
 async def child_skills(
-    skills: SkillLibrary | None, spec: SubagentSpec, ctx: RuntimeContext
+    skills: SkillLibrary | None, spec: SubagentSpec, ctx: RuntimeContext, *, tool: bool = True
 ) -> list[Extension]:
     """The child's skill extensions: its ``skills:`` preloaded, and the ``skill`` tool when its
-    ``tools:`` allows it (no list, or one naming ``Skill``) and ``disallowedTools`` does not."""
+    ``tools:`` allows it (no list, or one naming ``Skill``), ``disallowedTools`` does not, and
+    ``tool`` (its parent has the tool: a child never gets more than its parent)."""
     if not skills:
         if spec.skills:
             log.warning("subagent %s lists skills but no skill folder is configured", spec.name)
@@ -59,7 +60,7 @@ async def child_skills(
             log.warning("subagent %s: skills %s not found; not preloaded", spec.name, missing)
         loaded = [available[n] for n in spec.skills if n in available]
         found.append(PreloadedSkills(loaded))
-    allowed = spec.tools is None or "skill" in spec.tools
+    allowed = tool and (spec.tools is None or "skill" in spec.tools)
     if allowed and "skill" not in spec.removed_tools:
         found.append(SkillExtension(skills))
     return found
@@ -93,5 +94,11 @@ async def repository_for(spec: SubagentSpec, workspace: Path) -> Path | None:
             f"agent {spec.name} has `isolation: worktree`, but the workspace "
             f"{workspace} is not inside a git repository; run the agent in a git "
             "checkout or remove `isolation` from the spec"
+        )
+    if not await has_commit(repo):
+        raise ToolError(
+            f"agent {spec.name} has `isolation: worktree`, but the git repository {repo} has "
+            "no commit yet, and a worktree is made from the current commit; commit once "
+            "(git add -A && git commit), or remove `isolation` from the spec"
         )
     return repo

@@ -26,7 +26,7 @@ from ..errors import ConfigurationError, ToolError
 from ..hooks import Hooks, hooks_of_spec
 from ..message import Msg
 from ..model.base import ChatModel
-from ..skills import SkillLibrary
+from ..skills import SkillExtension, SkillLibrary
 from ..tools import Tool
 from ..trust import ProjectTrust
 from ..usage import budget_of
@@ -98,6 +98,8 @@ class SubagentExtension(Extension):
         self.root = workspace_root
         self.runner = Runner(lease_ttl)
         self.pool = ModelPool(agent.model, models)
+        #: Whether the children may get the ``skill`` tool (False below a child without it).
+        self.skill_tool = True
 
     @property
     def models(self) -> dict[str, ChatModel]:
@@ -257,6 +259,7 @@ class SubagentExtension(Extension):
                 hooks=child.hooks,
                 cwd=str(scope.env.workspace),
                 budget=budget_of(spec.max_tokens, spec.max_budget_usd),
+                turn_limit=spec.turn_limit,
             )
         )
 
@@ -369,9 +372,14 @@ class SubagentExtension(Extension):
         )
         child.hooks = self._hooks_for(spec)
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
+        skills = await child_skills(self.skills, spec, scope.ctx, tool=self.skill_tool)
         if agent.depth + 1 < self.max_depth and spec.may_spawn:
-            child.extensions.append(self._for_child(child.view, spec.allowed_agents))
-        child.extensions += await child_skills(self.skills, spec, scope.ctx)
+            # its own children get no MCP tool, nor the skill tool, it lacks
+            mcp = self.mcp.below(child.extensions) if self.mcp is not None else None
+            below = self._for_child(child.view, spec.allowed_agents, mcp)
+            below.skill_tool = any(isinstance(e, SkillExtension) for e in skills)
+            child.extensions.append(below)
+        child.extensions += skills
         return child
 
     def _hooks_for(self, spec: SubagentSpec) -> Hooks:
@@ -379,9 +387,11 @@ class SubagentExtension(Extension):
         file's only for a trusted project; one built in code is the operator's)."""
         return hooks_of_spec(self.hooks, spec, self.trust)
 
-    def _for_child(self, child: AgentView, allowed: list[str] | None) -> SubagentExtension:
+    def _for_child(
+        self, child: AgentView, allowed: list[str] | None, mcp: McpToolset | None
+    ) -> SubagentExtension:
         """The child's own extension: the same specs (those of ``allowed``, when given), limits,
-        workspace root and models."""
+        workspace root and models, and ``mcp`` (bounded by the child's MCP tools)."""
         specs = (
             self.specs
             if allowed is None
@@ -395,7 +405,7 @@ class SubagentExtension(Extension):
             lease_ttl=self.lease_ttl,
             workspace_root=self.root,
             models=self.models,
-            mcp=self.mcp,
+            mcp=mcp,
             skills=self.skills,
             hooks=self.hooks,
             trust=self.trust,

@@ -14,7 +14,8 @@ def specs_from(
 ) -> dict[str, SubagentSpec]:
     """Specs by name from a directory, a :class:`SpecLoadResult`, one spec, or a list or mapping.
 
-    ``None`` gives no specs. Two specs with one name raise ``ConfigurationError``.
+    ``None`` gives no specs. Two specs with one name, an entry that is not a spec, or a mapping
+    key that is not its spec's name raise ``ConfigurationError``.
     """
     if specs is None:
         return {}
@@ -25,10 +26,17 @@ def specs_from(
     if isinstance(specs, SubagentSpec):
         return {specs.name: specs}
     if isinstance(specs, Mapping):
-        return {str(k): v for k, v in specs.items()}
+        for key, spec in specs.items():
+            _check_entry(spec, repr(key))
+            if key != spec.name:  # runs record the spec's name: continuing one looks it up
+                raise ConfigurationError(
+                    f"specs[{key!r}] is the spec named {spec.name!r}; key each spec by its name"
+                )
+        return dict(specs)
     if isinstance(specs, Iterable):
         found: dict[str, SubagentSpec] = {}
-        for spec in specs:
+        for index, spec in enumerate(specs):
+            _check_entry(spec, str(index))
             if spec.name in found:
                 raise ConfigurationError(f"two subagent specs are named {spec.name!r}; rename one")
             found[spec.name] = spec
@@ -37,3 +45,12 @@ def specs_from(
         "specs must be a directory, a SubagentSpec, a list or a mapping of them, got "
         f"{type(specs).__name__}"
     )
+
+
+def _check_entry(spec: object, where: str) -> None:
+    """A ConfigurationError unless ``spec`` (``specs[where]``) is a :class:`SubagentSpec`."""
+    if not isinstance(spec, SubagentSpec):
+        raise ConfigurationError(
+            f"specs[{where}] is a {type(spec).__name__}, not a SubagentSpec: pass a directory "
+            "as specs=, or load a file with SubagentSpec.from_file(path)"
+        )

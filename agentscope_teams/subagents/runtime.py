@@ -30,10 +30,11 @@ from .. import tracing
 from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..agent.output import OutputType
+from ..agent.react import TURN_LIMIT
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, public_message
 from ..hooks import Hooks
-from ..message import OUTPUT_KEY, utcnow
+from ..message import OUTPUT_KEY, Msg, utcnow
 from ..state import AgentState
 from ..store.base import Key
 from ..usage import Budget, add_budget
@@ -76,6 +77,10 @@ class Launch:
     cwd: str = ""
     #: The run's budget (spec ``maxTokens`` / ``maxBudgetUsd``), on top of those in force.
     budget: Budget | None = None
+    #: The most model turns of the whole run (spec ``maxTurns`` / ``steps``; None: each call
+    #: has the child's ``max_iters``): turns a SubagentStop hook or a message asks for after it
+    #: is reached are not taken.
+    turn_limit: int | None = None
 
 
 @dataclass
@@ -186,23 +191,20 @@ class Runner:
         """Run the child's turns; the last one writes ``completed`` unless mail arrived meanwhile."""
         launch = h.launch
         book, run_id = launch.book, h.run_id
-
-        def start(r: RunRecord) -> RunRecord | None:
-            if r.status is not RunStatus.PENDING:
-                return None
-            return r.model_copy(update={"status": RunStatus.RUNNING, "started_at": utcnow()})
-
-        await book.update(run_id, start)
+        await book.update(run_id, _started)
         if launch.snapshot is not None:
             await seed_session(launch.child, launch.ctx, launch.snapshot)
         mail = book.mail(run_id)
         text: str | None = launch.record.task
         continued = False
+        turns = _Turns(launch)
         for _ in range(MAX_TURNS):
+            turns.before_call()
             run_budget = add_budget(f"run:{run_id}", launch.budget, store=launch.child.store)
             with tracing.joined(launch.record.trace_context), run_budget:
                 msg = await launch.child.call(text, launch.ctx, output_type=launch.output)
-            answer, output = answer_of(msg), msg.metadata.get(OUTPUT_KEY)
+            spent = await turns.after_call(msg)
+            answer, output = answer_of(msg, launch.turn_limit), msg.metadata.get(OUTPUT_KEY)
             stop = await subagent_stop(
                 launch.hooks,
                 book,
@@ -212,30 +214,24 @@ class Runner:
                 stop_hook_active=continued,
                 last_message=answer,
             )
-            # exit 2: the reason is its next instruction (unless continue: false, which wins)
-            if stop is not None and stop.blocked and not stop.stop:
+            # exit 2: the reason is its next instruction (unless continue: false, which wins,
+            # or its turns are spent)
+            if stop is not None and stop.blocked and not stop.stop and not spent:
                 text, continued = stop.reason, True
                 continue
+            # with its turns spent, messages that arrived meanwhile start no further turn
             read = await mail.cursor()
             if launch.finishers:  # their notes belong in the result the parent is notified of
                 current = await book.get(run_id)
-                if current is not None and current.status.active and current.mail_seq > read:
+                queued = current is not None and current.status.active and current.mail_seq > read
+                if queued and not spent:
                     text = None
                     continue  # a message arrived: another turn first
                 # a message arriving from here to the write below runs them again after its turn
                 launch.notes = None
                 if notes := await _end_steps(launch):
                     answer = "\n\n".join([answer, *notes])
-
-            def complete(
-                r: RunRecord, answer: str = answer, output: Any = output, read: int = read
-            ) -> RunRecord | None:
-                if not r.status.active or r.mail_seq > read:
-                    return None  # finished elsewhere, or a message arrived: another turn
-                done = r.finished(RunStatus.COMPLETED, result=answer)
-                return done if launch.output is None else done.model_copy(update={"output": output})
-
-            rec = await book.update(run_id, complete)
+            rec = await book.update(run_id, _completion(launch, answer, output, read, spent))
             if rec is None or not rec.status.active:
                 return
             text = None  # the queued messages are injected by the child's MailExtension
@@ -297,6 +293,66 @@ class Runner:
             log.warning("could not clean up subagent run %s: %s", run_id, exc)
         h.record = rec or h.record
         h.done.set()
+
+
+def _started(r: RunRecord) -> RunRecord | None:
+    """``r`` running, if it is pending."""
+    if r.status is not RunStatus.PENDING:
+        return None
+    return r.model_copy(update={"status": RunStatus.RUNNING, "started_at": utcnow()})
+
+
+#: Added to the result of a run that ended at its turn limit with messages it did not read.
+UNREAD_MAIL = (
+    "[messages sent to it with agent_send were not read: it had used all its turns (maxTurns); "
+    "send them again to continue it in a new run]"
+)
+
+
+def _completion(
+    launch: Launch, answer: str, output: Any, read: int, spent: bool
+) -> Callable[[RunRecord], RunRecord | None]:
+    """The change that records the run completed with ``answer``, unless it ended elsewhere or
+    a message arrived after ``read`` (another turn), or, with its turns ``spent``, noting it."""
+
+    def complete(r: RunRecord) -> RunRecord | None:
+        if not r.status.active:
+            return None  # finished elsewhere
+        result = answer
+        if r.mail_seq > read:
+            if not spent:
+                return None  # a message arrived: another turn
+            result = f"{answer}\n\n{UNREAD_MAIL}"
+        done = r.finished(RunStatus.COMPLETED, result=result)
+        return done if launch.output is None else done.model_copy(update={"output": output})
+
+    return complete
+
+
+class _Turns:
+    """The model turns of a run with a ``turn_limit``, counted over its calls (a blocked
+    SubagentStop, a message read while it ran): each call gets what is left."""
+
+    def __init__(self, launch: Launch) -> None:
+        self.launch, self.used = launch, 0
+        self.config = launch.child.loop.config
+
+    def before_call(self) -> None:
+        limit = self.launch.turn_limit
+        if limit is not None:
+            left = max(limit - self.used, 1)
+            self.launch.child.loop.config = self.config.model_copy(update={"max_iters": left})
+
+    async def after_call(self, msg: Msg) -> bool:
+        """Count the call's turns; True when the run's turns are spent."""
+        limit = self.launch.turn_limit
+        if limit is None:
+            return False
+        if msg.metadata.get(TURN_LIMIT):
+            return True
+        state = await self.launch.child.get_agent_state(self.launch.ctx)
+        self.used += state.cur_iter
+        return self.used >= limit
 
 
 async def _end_steps(launch: Launch) -> list[str]:

@@ -270,6 +270,11 @@ class SubagentSpec(BaseModel):
         return select_disallowed(self.disallowed_tools)[1]
 
     @property
+    def unknown_disallowed(self) -> list[str]:
+        """The ``disallowedTools`` names that match no tool (they remove nothing)."""
+        return select_disallowed(self.disallowed_tools)[2]
+
+    @property
     def turn_limit(self) -> int | None:
         """The most model turns a run may take: the smaller of ``steps`` and ``maxTurns``."""
         given = [n for n in (self.steps, self.max_turns) if n is not None]

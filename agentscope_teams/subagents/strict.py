@@ -38,6 +38,14 @@ def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> li
         found.append(
             SpecError(where, _line(spec, "tools"), f"tool {tool!r} has no counterpart here")
         )
+    for name in spec.unknown_disallowed:
+        found.append(
+            SpecError(
+                where,
+                _line(spec, "disallowedTools"),
+                f"disallowedTools names {name!r}, which is no tool here: it removes nothing",
+            )
+        )
     if spec.model is not None:
         problem = model_name_problem(spec.model)
         if problem is not None:

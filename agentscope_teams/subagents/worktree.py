@@ -88,6 +88,16 @@ async def repository_of(path: Path) -> Path | None:
         return None
 
 
+async def has_commit(repo: Path) -> bool:
+    """Whether ``repo``'s HEAD names a commit (a repository just made with ``git init`` has
+    none to branch from)."""
+    try:
+        await git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except GitError:
+        return False
+    return True
+
+
 def branch_name(spec: str, run_id: str) -> str:
     """``agent/<spec>-<run id>``, with the characters git refuses in a branch name replaced."""
     safe = re.sub(r"[^A-Za-z0-9_-]+", "-", spec).strip("-") or "agent"

@@ -113,7 +113,7 @@ def resolve_mode(name: str) -> PermissionMode:
         return CLAUDE_MODES[name]
     if name in get_args(PermissionMode):
         return name  # type: ignore[return-value]
-    choices = ", ".join([*CLAUDE_MODES, *get_args(PermissionMode)])
+    choices = ", ".join(dict.fromkeys([*CLAUDE_MODES, *get_args(PermissionMode)]))
     raise ValueError(f"unknown permission mode {name!r}; use one of {choices}")
 
 
