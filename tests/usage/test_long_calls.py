@@ -56,7 +56,9 @@ def _long_call(url: str, team: str, began: Any, end: Any) -> None:
     anyio.run(main)
 
 
-@pytest.mark.parametrize("store_spec", ["file", "sqlite", "mariadb", "postgres", "redis"], indirect=True)
+@pytest.mark.parametrize(
+    "store_spec", ["file", "sqlite", "mariadb", "postgres", "redis"], indirect=True
+)
 def test_a_call_in_flight_past_its_reservations_lifetime_still_holds_its_budget(
     store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
