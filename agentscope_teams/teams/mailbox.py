@@ -21,6 +21,7 @@ message's ``content`` and of a read's ``limit`` by :mod:`.rules.limits`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 import anyio
 
@@ -31,6 +32,11 @@ from .rules import limits
 from .rules.models import InboxCursor, TeamKeys, TeamMessage
 
 BROADCAST_CONCURRENCY = 4
+#: The sender of a notice that stands for unreadable messages (no participant's name is empty).
+NOTICE_SENDER = ""
+#: The ``sent_at`` of such a notice (when the lost messages were sent is not known): every read
+#: of the same page gives the same notice.
+_NO_TIME = datetime.fromtimestamp(0, UTC)
 
 
 class Mailbox:
@@ -80,8 +86,9 @@ class Mailbox:
     async def read(self, member: str, *, after: int = 0, limit: int = 100) -> Listing[TeamMessage]:
         """Messages of ``member``'s inbox with ``seq > after``, oldest first.
 
-        A message that cannot be decoded is left out, logged and named (by its seq) in the result's
-        ``problems``; acknowledging past it skips it for good.
+        A message that cannot be decoded is logged and named (by its seq) in the result's
+        ``problems``, and a run of them is read as one notice from :data:`NOTICE_SENDER` at the
+        run's last seq (:func:`_messages`); acknowledging past it skips them for good.
         """
         limit = limits.read_limit(limit)
         if not isinstance(after, int) or after < 0:
@@ -159,19 +166,45 @@ class Mailbox:
 
 
 def _messages(inbox: Key, rows: list[tuple[int, bytes]]) -> Listing[TeamMessage]:
-    """The messages of an inbox page read as ``(seq, value)`` rows; one that cannot be decoded is
-    left out, logged and named (by its seq) in the listing's ``problems``."""
+    """The messages of an inbox page read as ``(seq, value)`` rows. One that cannot be decoded is
+    logged and named (by its seq) in the listing's ``problems``; each run of them is replaced by
+    one notice (:func:`_notice`) at the run's last seq, so a reader sees that messages were lost
+    and acknowledging the notice moves the cursor past them (a page of nothing but unreadable
+    messages would otherwise read as empty, and the inbox would never move on)."""
     out: list[TeamMessage] = []
     problems: list[Unreadable] = []
+    run: list[Unreadable] = []
     for seq, raw in rows:
         try:
             msg = TeamMessage.model_validate_json(raw)
         except UNREADABLE as exc:
-            problems.append(unreadable("message", str(seq), inbox, exc))
+            run.append(unreadable("message", str(seq), inbox, exc))
             continue
+        if run:
+            out.append(_notice(inbox, run))
+            problems += run
+            run = []
         msg.seq = seq
         out.append(msg)
+    if run:
+        out.append(_notice(inbox, run))
+        problems += run
     return Listing(out, problems)
+
+
+def _notice(inbox: Key, run: list[Unreadable]) -> TeamMessage:
+    """The message that stands for a run of unreadable messages of ``inbox`` (whose last part is
+    the recipient): from :data:`NOTICE_SENDER`, at the run's last seq."""
+    first, last = run[0].id, run[-1].id
+    where = f"seq {first}" if first == last else f"seq {first} to seq {last}"
+    count, verb = ("1 message", "was") if len(run) == 1 else (f"{len(run)} messages", "were")
+    content = (
+        f"{count} in your team inbox ({where}) could not be read and {verb} skipped "
+        f"({run[0].reason}). Ask the sender to send again if you were waiting for one."
+    )
+    return TeamMessage(
+        sender=NOTICE_SENDER, recipient=inbox[-1], content=content, seq=int(last), sent_at=_NO_TIME
+    )
 
 
 def _cursor_of(entry: Entry | None) -> int:
