@@ -4,14 +4,18 @@ nothing behind."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
+import anyio
 import pytest
 
 from agentscope_teams.agent.extension import ReadMark
+from agentscope_teams.errors import UnknownTeamError
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, Member, Team, delivery
+from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.mailbox import Mailbox
 from agentscope_teams.teams.member.work import find_work
 
@@ -77,3 +81,98 @@ async def test_an_unreadable_page_is_skipped_when_read_page_by_page(
     assert notice.sender == "" and notice.seq == 3 and "3 messages" in notice.content
     await client.acknowledge(team.id, "a", page[-1].seq)
     assert [m.content for m in await client.unread(team.id, "a")] == ["later"]
+
+
+class Paused:
+    """Holds the first store call ``method`` makes on ``key`` until :attr:`go` is set: the call
+    has read the team (it is past its checks) and not written yet."""
+
+    def __init__(self, store: BaseStore, method: str, key: tuple[str, ...]) -> None:
+        self.reached, self.go = anyio.Event(), anyio.Event()
+        self.real, self.key = getattr(store, method), key
+
+    async def __call__(self, key: tuple[str, ...], *args: Any, **kw: Any) -> Any:
+        if tuple(key) == self.key and not self.reached.is_set():
+            self.reached.set()
+            await self.go.wait()
+        return await self.real(key, *args, **kw)
+
+
+async def leftovers(client: LocalTeamClient, store: BaseStore, team: Team) -> list[object]:
+    keys = client._keys(team.id)
+    found: list[object] = list(await store.list_keys(keys.base, limit=50))
+    for name in team.participants():
+        found += await store.read(keys.inbox(name), after=0, limit=10)
+    return found
+
+
+async def race_delete(
+    client: LocalTeamClient, paused: Paused, team: Team, write: Callable[[], Awaitable[object]]
+) -> BaseException | None:
+    """Run ``write`` until ``paused`` holds it, delete the team, then let the write go on."""
+    outcome: list[BaseException | None] = []
+
+    async def run() -> None:
+        try:
+            await write()
+            outcome.append(None)
+        except Exception as exc:
+            outcome.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await paused.reached.wait()
+        await client.delete_team(team.id)
+        paused.go.set()
+    return outcome[0]
+
+
+@pytest.mark.parametrize("kind", ["send", "broadcast"])
+async def test_a_message_sent_while_the_team_is_deleted_leaves_nothing_behind(
+    client: LocalTeamClient, store: BaseStore, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    team = await client.create_team(
+        "crew", members=[Member(name="a", spec="w"), Member(name="b", spec="w")]
+    )
+    paused = Paused(store, "append", client._keys(team.id).inbox("a"))
+    monkeypatch.setattr(store, "append", paused)
+    if kind == "send":
+        error = await race_delete(
+            client, paused, team, lambda: client.send_message(team.id, "lead", "a", "late")
+        )
+    else:
+        error = await race_delete(
+            client, paused, team, lambda: client.broadcast_message(team.id, "lead", "late")
+        )
+    assert await leftovers(client, store, team) == []
+    assert isinstance(error, UnknownTeamError) and f"team {team.id!r} was deleted" in str(error)
+
+
+async def test_an_acknowledgement_while_the_team_is_deleted_leaves_nothing_behind(
+    client: LocalTeamClient, store: BaseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team = await crew(client)
+    sent = await client.send_message(team.id, "lead", "a", "hi")
+    paused = Paused(store, "put", client._keys(team.id).cursor("a"))
+    monkeypatch.setattr(store, "put", paused)
+    error = await race_delete(
+        client, paused, team, lambda: client.acknowledge(team.id, "a", sent.seq)
+    )
+    assert await leftovers(client, store, team) == []
+    assert isinstance(error, UnknownTeamError) and f"team {team.id!r} was deleted" in str(error)
+
+
+async def test_a_task_assigned_while_the_team_is_deleted_leaves_nothing_behind(
+    client: LocalTeamClient, store: BaseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team = await crew(client)
+    keys = client._keys(team.id)
+    paused = Paused(store, "append", keys.task_seq())
+    monkeypatch.setattr(store, "append", paused)
+    error = await race_delete(
+        client, paused, team, lambda: client.assign_task(team.id, "late", assignee="a")
+    )
+    assert await leftovers(client, store, team) == []
+    assert await store.read(keys.task_seq(), after=0, limit=10) == []
+    assert await TaskBoard(store, keys).open_board() == []
+    assert isinstance(error, UnknownTeamError) and f"team {team.id!r} was deleted" in str(error)
