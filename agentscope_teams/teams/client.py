@@ -395,7 +395,13 @@ class LocalTeamClient(TeamRegistry):
         actor: str | None = None,
         result_schema: Mapping[str, Any] | None = None,
     ) -> Task:
+        """Put a task on the board; ``assignee`` must be a spawned member (or None: any member
+        may claim it). The lead is no member: it runs no member runtime and has no claim or
+        complete tools, so a task assigned to it would stay pending for good; naming it raises a
+        :class:`TeamError` that names the members it may assign to instead."""
         team, board = await self._board(team_id, actor, assignee)
+        if assignee is not None and assignee == team.lead:
+            raise TeamError(_lead_assigned(team))
         task = await board.create(
             actor or team.lead,
             title,
@@ -599,6 +605,21 @@ class LocalTeamClient(TeamRegistry):
     async def unread(self, team_id: str, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         _, box = await self._mailbox(team_id, member)
         return await box.unread(member, limit=limit)
+
+
+def _lead_assigned(team: Team) -> str:
+    """Why a task cannot be assigned to ``team``'s lead, and whom to assign it to."""
+    head = (
+        f"{team.lead!r} is the lead of team {team.id!r}, not a member: the lead does not claim "
+        f"or complete tasks, so a task assigned to it would never start"
+    )
+    if not team.members:
+        return (
+            f"{head}; the team has no members yet: spawnMember first and assign the task to the "
+            f"new member, or do the work yourself"
+        )
+    names = ", ".join(repr(m.name) for m in team.members)
+    return f"{head}; assign it to {names}, or omit assignee to let any member claim it"
 
 
 if TYPE_CHECKING:
