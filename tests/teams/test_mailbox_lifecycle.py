@@ -5,16 +5,27 @@ nothing behind."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from agentscope_teams import HarnessAgent
 from agentscope_teams.agent.extension import ReadMark
+from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import UnknownTeamError
+from agentscope_teams.model.base import ModelRequest
+from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import BaseStore, store_from_url
-from agentscope_teams.teams import LocalTeamClient, Member, Team, delivery
+from agentscope_teams.teams import (
+    LocalTeamClient,
+    Member,
+    Team,
+    TeamMemberExtension,
+    delivery,
+)
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.mailbox import Mailbox
 from agentscope_teams.teams.member.work import find_work
@@ -176,3 +187,34 @@ async def test_a_task_assigned_while_the_team_is_deleted_leaves_nothing_behind(
     assert await store.read(keys.task_seq(), after=0, limit=10) == []
     assert await TaskBoard(store, keys).open_board() == []
     assert isinstance(error, UnknownTeamError) and f"team {team.id!r} was deleted" in str(error)
+
+
+async def test_a_member_whose_team_is_deleted_during_its_call_ends_the_call(
+    tmp_path: Path,
+) -> None:
+    """The member's messages are acknowledged after its state is saved; a team deleted in
+    between leaves nothing to acknowledge, and the call ends with its answer instead of the
+    deleted team's error."""
+    async with store_from_url("memory://") as store:
+        ctx = RuntimeContext(session_id="s", user_id="alice", org_id=unique_namespace())
+        client = LocalTeamClient(store, ctx)
+        team = await client.create_team("crew", members=[Member(name="a"), Member(name="b")])
+        await client.send_message(team.id, "b", "a", "hi")
+
+        async def answer(request: ModelRequest) -> str:
+            await client.delete_team(team.id)  # by the lead, while the member thinks
+            return "ok"
+
+        ext = TeamMemberExtension(client.as_member(team.id, "a"))
+        ext.team = await client.get_team(team.id)
+        agent = HarnessAgent(
+            "a",
+            ScriptedModel([answer]),
+            workspace=tmp_path / "ws",
+            store=store,
+            builtin_tools=False,
+            extensions=[ext],
+        )
+        reply = await agent.call("You have new work", ctx.with_session("s-a"))
+        assert reply.get_text_content() == "ok"
+        assert await leftovers(client, store, team) == []
