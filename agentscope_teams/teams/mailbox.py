@@ -98,22 +98,26 @@ class Mailbox:
 
     async def cursor(self, member: str) -> int:
         """The last seq ``member`` acknowledged (0 when none)."""
-        return _cursor_of(await self.store.get(self.keys.cursor(member)))
+        key = self.keys.cursor(member)
+        return _cursor_of(await self.store.get(key), key)
 
     async def cursors(self, members: Sequence[str]) -> list[int]:
         """The cursors of ``members``' inboxes (0 where none was written), in one read."""
         if not members:
             return []
-        entries = await get_many(self.store, [self.keys.cursor(m) for m in members])
-        return [_cursor_of(e) for e in entries]
+        keys = [self.keys.cursor(m) for m in members]
+        return [
+            _cursor_of(e, k) for e, k in zip(await get_many(self.store, keys), keys, strict=True)
+        ]
 
     async def cursors_with(
         self, key: Key, members: Sequence[str]
     ) -> tuple[Entry | None, list[int]]:
         """The entry at ``key`` (another record of this store, e.g. the team's) and the cursors
         of ``members``' inboxes, in one read: one pipeline on Redis, one statement on SQL."""
-        entries = await get_many(self.store, [key, *(self.keys.cursor(m) for m in members)])
-        return entries[0], [_cursor_of(e) for e in entries[1:]]
+        keys = [key, *(self.keys.cursor(m) for m in members)]
+        entries = await get_many(self.store, keys)
+        return entries[0], _cursors(entries[1:], keys[1:])
 
     @property
     def pages_in_round(self) -> bool:
@@ -137,7 +141,7 @@ class Mailbox:
         pages = [(self.keys.inbox(m), a, limit) for m, a in after.items()]
         entries, rows = await self._rounds.get_many_and_read(keys, pages)
         read = {m: _messages(p[0], r) for m, p, r in zip(after, pages, rows, strict=True)}
-        return entries[0], [_cursor_of(e) for e in entries[1:]], read
+        return entries[0], _cursors(entries[1:], keys[1:]), read
 
     async def acknowledge(self, member: str, cursor: int) -> int:
         """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor."""
@@ -146,7 +150,7 @@ class Mailbox:
         key = self.keys.cursor(member)
         while True:
             entry = await self.store.get(key)
-            current = _cursor_of(entry)
+            current = _cursor_of(entry, key)
             if cursor <= current:
                 return current
             value = InboxCursor(cursor=cursor).model_dump_json().encode()
@@ -207,6 +211,21 @@ def _notice(inbox: Key, run: list[Unreadable]) -> TeamMessage:
     )
 
 
-def _cursor_of(entry: Entry | None) -> int:
-    """The seq an inbox cursor entry holds (0: no cursor written)."""
-    return 0 if entry is None else InboxCursor.model_validate_json(entry.value).cursor
+def _cursors(entries: Sequence[Entry | None], keys: Sequence[Key]) -> list[int]:
+    return [_cursor_of(e, k) for e, k in zip(entries, keys, strict=True)]
+
+
+def _cursor_of(entry: Entry | None, key: Key) -> int:
+    """The seq an inbox cursor entry at ``key`` holds (0: no cursor written).
+
+    A cursor that cannot be decoded (damaged, or written by a newer version) is logged with its
+    key and read as 0: its member's messages are delivered again (at least once, as after a
+    crash) rather than its inbox, and the step reading every member's cursor at once, failing
+    for good; the member's next acknowledgement writes a good cursor over it."""
+    if entry is None:
+        return 0
+    try:
+        return InboxCursor.model_validate_json(entry.value).cursor
+    except UNREADABLE as exc:
+        unreadable("inbox cursor", key[-1], key, exc)
+        return 0

@@ -28,6 +28,7 @@ from agentscope_teams.teams import (
 )
 from agentscope_teams.teams.board import TaskBoard
 from agentscope_teams.teams.mailbox import Mailbox
+from agentscope_teams.teams.member.step_reads import Known, read_team
 from agentscope_teams.teams.member.work import find_work
 
 from ..backends import POSTGRES_URL, REDIS_URL, unique_namespace
@@ -218,3 +219,28 @@ async def test_a_member_whose_team_is_deleted_during_its_call_ends_the_call(
         reply = await agent.call("You have new work", ctx.with_session("s-a"))
         assert reply.get_text_content() == "ok"
         assert await leftovers(client, store, team) == []
+
+
+async def test_an_unreadable_cursor_stalls_neither_its_member_nor_the_team(
+    client: LocalTeamClient, store: BaseStore
+) -> None:
+    """A member's cursor record that cannot be decoded (damaged, or written by a newer version)
+    is read as no cursor (the member's messages are delivered again: at least once), named in
+    the log; acknowledging writes a good one; the other members' reads never see it."""
+    team = await client.create_team(
+        "crew", members=[Member(name="a", spec="w"), Member(name="b", spec="w")]
+    )
+    keys = client._keys(team.id)
+    first = await client.send_message(team.id, "lead", "a", "for a")
+    await client.acknowledge(team.id, "a", first.seq)
+    await store.put(keys.cursor("a"), GARBAGE)
+    await client.send_message(team.id, "lead", "b", "for b")
+
+    known = Known()
+    inbox = Mailbox(store, keys)
+    got = await read_team(client, team.id, TaskBoard(store, keys), inbox, known, lambda n: True)
+    assert [m.content for m in got.unread["b"]] == ["for b"]
+    assert [m.content for m in got.unread["a"]] == ["for a"]  # again: its cursor was lost
+    assert [m.content for m in await client.unread(team.id, "a")] == ["for a"]
+    assert await client.acknowledge(team.id, "a", first.seq) == first.seq
+    assert await client.unread(team.id, "a") == []
