@@ -598,7 +598,11 @@ class LocalTeamClient(TeamRegistry):
 
     async def acknowledge(self, team_id: str, member: str, cursor: int) -> int:
         _, box = await self._mailbox(team_id, member)
-        acknowledged = await box.acknowledge(member, cursor)
+        try:
+            acknowledged = await box.acknowledge(member, cursor)
+        except TeamError:  # no message at the cursor: maybe a delete removed the inbox since
+            await self._not_deleted_since(team_id, box, [member])
+            raise
         await self._not_deleted_since(team_id, box, [member])
         return acknowledged
 

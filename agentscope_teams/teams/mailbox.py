@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 
 import anyio
 
-from ..errors import VersionConflict
+from ..errors import TeamError, VersionConflict
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, Entry, Key, get_many, round_reads_of, shared_across_processes
 from .rules import limits
@@ -144,21 +144,38 @@ class Mailbox:
         return entries[0], _cursors(entries[1:], keys[1:]), read
 
     async def acknowledge(self, member: str, cursor: int) -> int:
-        """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor."""
+        """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor.
+
+        ``cursor`` must be the seq of a message of the inbox (one read): a cursor past the last
+        message raises :class:`TeamError` (:meth:`_require_message`)."""
         if not isinstance(cursor, int) or cursor < 0:
             raise ValueError(f"cursor must be an int >= 0, got {cursor!r}")
         key = self.keys.cursor(member)
+        checked = False
         while True:
             entry = await self.store.get(key)
             current = _cursor_of(entry, key)
             if cursor <= current:
                 return current
+            if not checked:
+                await self._require_message(member, cursor)
+                checked = True
             value = InboxCursor(cursor=cursor).model_dump_json().encode()
             try:
                 await self.store.put(key, value, expected_version=entry.version if entry else 0)
             except VersionConflict:
                 continue
             return cursor
+
+    async def _require_message(self, member: str, seq: int) -> None:
+        """Raise :class:`TeamError` unless ``member``'s inbox holds a message at ``seq`` or
+        later: a cursor past every message would skip, unread, the messages sent after it."""
+        if not await self.store.read(self.keys.inbox(member), after=seq - 1, limit=1):
+            raise TeamError(
+                f"cannot acknowledge seq {seq} in the inbox of {member!r}: it holds no message "
+                f"at seq {seq} or later, and the messages sent later would be skipped unread; "
+                f"acknowledge the seq of the last message you read"
+            )
 
     async def unread(self, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         """Messages after the acknowledged cursor (reading does not acknowledge them)."""

@@ -14,7 +14,7 @@ import pytest
 from agentscope_teams import HarnessAgent
 from agentscope_teams.agent.extension import ReadMark
 from agentscope_teams.context import RuntimeContext
-from agentscope_teams.errors import UnknownTeamError
+from agentscope_teams.errors import TeamError, UnknownTeamError
 from agentscope_teams.model.base import ModelRequest
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.state import AgentState
@@ -244,3 +244,38 @@ async def test_an_unreadable_cursor_stalls_neither_its_member_nor_the_team(
     assert [m.content for m in await client.unread(team.id, "a")] == ["for a"]
     assert await client.acknowledge(team.id, "a", first.seq) == first.seq
     assert await client.unread(team.id, "a") == []
+
+
+async def test_acknowledging_past_the_last_message_is_refused(
+    client: LocalTeamClient, store: BaseStore
+) -> None:
+    """A cursor past every message would silently skip the messages sent later: refused, named."""
+    team = await crew(client)
+    sent = await client.send_message(team.id, "lead", "a", "one")
+    with pytest.raises(
+        TeamError,
+        match=rf"acknowledge seq {sent.seq + 1000} in the inbox of 'a': it holds no message",
+    ):
+        await client.acknowledge(team.id, "a", sent.seq + 1000)
+    assert await client.acknowledge(team.id, "a", sent.seq) == sent.seq
+    with pytest.raises(TeamError, match="the messages sent later would be skipped unread"):
+        await client.acknowledge(team.id, "a", sent.seq + 1)
+    later = await client.send_message(team.id, "lead", "a", "two")
+    assert [m.content for m in await client.unread(team.id, "a")] == ["two"]
+    assert await client.acknowledge(team.id, "a", later.seq) == later.seq
+    assert await client.acknowledge(team.id, "a", 0) == later.seq  # never backwards
+
+
+async def test_an_acknowledgement_checked_while_the_team_is_deleted_names_the_deletion(
+    client: LocalTeamClient, store: BaseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team = await crew(client)
+    sent = await client.send_message(team.id, "lead", "a", "hi")
+    paused = Paused(store, "read", client._keys(team.id).inbox("a"))  # the seq check's read
+    monkeypatch.setattr(store, "read", paused)
+    error = await race_delete(
+        client, paused, team, lambda: client.acknowledge(team.id, "a", sent.seq)
+    )
+    monkeypatch.undo()
+    assert await leftovers(client, store, team) == []
+    assert isinstance(error, UnknownTeamError) and f"team {team.id!r} was deleted" in str(error)
