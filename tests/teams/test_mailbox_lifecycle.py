@@ -130,6 +130,8 @@ async def race_delete(
             outcome.append(None)
         except Exception as exc:
             outcome.append(exc)
+        finally:
+            paused.reached.set()  # a write that never reached the pause: the delete comes after
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
