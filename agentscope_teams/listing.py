@@ -72,5 +72,5 @@ def describe(exc: BaseException) -> str:
 def unreadable(kind: str, id: str, key: Key, exc: BaseException) -> Unreadable:
     """The problem record of a skipped record, logged as a warning."""
     problem = Unreadable(kind, id, tuple(key), describe(exc))
-    log.warning("skipped in a listing: %s", problem)
+    log.warning("skipped in a listing: %s (store key %s)", problem, "/".join(problem.key))
     return problem

@@ -35,7 +35,7 @@ import anyio
 
 from .. import tracing
 from ..context import RuntimeContext
-from ..errors import TeamError
+from ..errors import TeamError, UnknownTeamError
 from ..hooks import HookOutcome, Hooks
 from ..listing import Listing
 from ..message import new_id, utcnow
@@ -174,6 +174,22 @@ class LocalTeamClient(TeamRegistry):
         for m in members:
             self._require(team, m)
         return team, Mailbox(self.store, self._keys(team_id))
+
+    async def _not_deleted_since(self, team_id: str, box: Mailbox, names: Sequence[str]) -> None:
+        """Called after a write into the inboxes (or cursors) of ``names``, which was checked
+        against the team record before: when the team was deleted since, remove what it wrote and
+        raise the deleted team's :class:`UnknownTeamError`.
+
+        A delete marks the record before it removes the inboxes, so either this read comes before
+        the mark (then the delete's removal comes after the write, and removes it) or it sees the
+        mark (then this call removes it): after ``delete_team`` returns, no write racing it leaves
+        an inbox or a cursor behind.
+        """
+        if not await self.is_deleted(team_id):
+            return
+        for name in names:
+            await box.delete_inbox(name)
+        raise UnknownTeamError(f"team {team_id!r} was deleted")
 
     async def create_team(
         self,
@@ -334,7 +350,10 @@ class LocalTeamClient(TeamRegistry):
 
     async def delete_team(self, team_id: str) -> None:
         """Mark the team deleted, then remove its records (its directory record too); safe to call
-        again after a crash."""
+        again after a crash. A send, broadcast, acknowledgement or task assignment racing it
+        looks at the record again after its write and removes what it wrote if the team was
+        deleted meanwhile (:meth:`_not_deleted_since`): once this returns, nothing of the team
+        is left, and the racing call raises :class:`UnknownTeamError`."""
         team = await self._team(team_id, allow_deleted=True)
         if team.status is not TeamStatus.DELETED:  # its inboxes: those of the record marked
             team = await self._update_team(
@@ -342,6 +361,18 @@ class LocalTeamClient(TeamRegistry):
                 lambda t: t.with_status(TeamStatus.DELETED, self.clock()),
                 allow_deleted=True,
             )
+        keys = self._keys(team_id)
+        await self._remove_board(team_id)
+        for name in team.participants():
+            await Mailbox(self.store, keys).delete_inbox(name)
+        await self.store.delete(self._registry(team_id))
+        await self.store.delete(keys.directory())  # a local team's: no worker removes it
+        await self.store.delete(keys.team())
+
+    async def _remove_board(self, team_id: str) -> None:
+        """Remove the task board of a team marked deleted: its queue's index, every record
+        under the team's prefix but the team record (removed last, by :meth:`delete_team`), and
+        the task seq stream."""
         keys = self._keys(team_id)
         await TaskBoard(self.store, keys, self.clock).drop_index()
         after = None
@@ -351,11 +382,6 @@ class LocalTeamClient(TeamRegistry):
                     await self.store.delete(key)
             after = page[-1]
         await self.store.delete_stream(keys.task_seq())
-        for name in team.participants():
-            await Mailbox(self.store, keys).delete_inbox(name)
-        await self.store.delete(self._registry(team_id))
-        await self.store.delete(keys.directory())  # a local team's: no worker removes it
-        await self.store.delete(keys.team())
 
     async def assign_task(
         self,
@@ -369,7 +395,13 @@ class LocalTeamClient(TeamRegistry):
         actor: str | None = None,
         result_schema: Mapping[str, Any] | None = None,
     ) -> Task:
+        """Put a task on the board; ``assignee`` must be a spawned member (or None: any member
+        may claim it). The lead is no member: it runs no member runtime and has no claim or
+        complete tools, so a task assigned to it would stay pending for good; naming it raises a
+        :class:`TeamError` that names the members it may assign to instead."""
         team, board = await self._board(team_id, actor, assignee)
+        if assignee is not None and assignee == team.lead:
+            raise TeamError(_lead_assigned(team))
         task = await board.create(
             actor or team.lead,
             title,
@@ -380,6 +412,9 @@ class LocalTeamClient(TeamRegistry):
             task_lease=self.task_lease,
             result_schema=result_schema,
         )
+        if await self.is_deleted(team_id):  # deleted meanwhile: see _not_deleted_since
+            await self._remove_board(team_id)
+            raise UnknownTeamError(f"team {team_id!r} was deleted")
         await self._changed(team_id)
         await self._task_hook("TaskCreated", team_id, task, task.assignee)
         return task
@@ -543,6 +578,7 @@ class LocalTeamClient(TeamRegistry):
         if to == sender:
             raise TeamError(f"{sender!r} cannot send a message to itself")
         message = await box.deliver(sender, to, content)
+        await self._not_deleted_since(team_id, box, [to])
         await self._changed(team_id)
         return message
 
@@ -550,6 +586,7 @@ class LocalTeamClient(TeamRegistry):
         team, box = await self._mailbox(team_id, sender)
         others = [p for p in team.participants() if p != sender]
         messages = await box.broadcast(sender, others, content)
+        await self._not_deleted_since(team_id, box, others)
         await self._changed(team_id)
         return messages
 
@@ -561,11 +598,32 @@ class LocalTeamClient(TeamRegistry):
 
     async def acknowledge(self, team_id: str, member: str, cursor: int) -> int:
         _, box = await self._mailbox(team_id, member)
-        return await box.acknowledge(member, cursor)
+        try:
+            acknowledged = await box.acknowledge(member, cursor)
+        except TeamError:  # no message at the cursor: maybe a delete removed the inbox since
+            await self._not_deleted_since(team_id, box, [member])
+            raise
+        await self._not_deleted_since(team_id, box, [member])
+        return acknowledged
 
     async def unread(self, team_id: str, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         _, box = await self._mailbox(team_id, member)
         return await box.unread(member, limit=limit)
+
+
+def _lead_assigned(team: Team) -> str:
+    """Why a task cannot be assigned to ``team``'s lead, and whom to assign it to."""
+    head = (
+        f"{team.lead!r} is the lead of team {team.id!r}, not a member: the lead does not claim "
+        f"or complete tasks, so a task assigned to it would never start"
+    )
+    if not team.members:
+        return (
+            f"{head}; the team has no members yet: spawnMember first and assign the task to the "
+            f"new member, or do the work yourself"
+        )
+    names = ", ".join(repr(m.name) for m in team.members)
+    return f"{head}; assign it to {names}, or omit assignee to let any member claim it"
 
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ from ..agent.extension import ReadMark
 from ..message import Msg, UserMsg
 from ..state import AgentState
 from .actor import TeamActor
+from .mailbox import NOTICE_SENDER
 from .rules.models import TeamMessage
 
 #: Metadata key of an injected team message; its value is ``team_id/recipient/seq``.
@@ -32,8 +33,11 @@ def message_id(team_id: str, msg: TeamMessage) -> str:
 
 
 def as_msg(team_id: str, msg: TeamMessage) -> Msg:
-    kind = "Broadcast" if msg.broadcast else "Message"
-    text = f"{kind} from {msg.sender} (team {team_id}):\n{msg.content}"
+    if msg.sender == NOTICE_SENDER:  # stands for messages that could not be read
+        text = f"Mailbox notice (team {team_id}):\n{msg.content}"
+    else:
+        kind = "Broadcast" if msg.broadcast else "Message"
+        text = f"{kind} from {msg.sender} (team {team_id}):\n{msg.content}"
     meta = {TEAM_MESSAGE: message_id(team_id, msg), TEAM_SENDER: msg.sender}
     return UserMsg(text, name="team", metadata=meta)
 
@@ -76,8 +80,8 @@ class TeamInbox:
         messages: list[TeamMessage] = []
         while page:
             messages += page
-            if len(page) < INBOX_PAGE:
-                break
+            if len(page) < INBOX_PAGE and not getattr(page, "problems", None):
+                break  # a short page is the last, unless runs of unreadable ones were folded
             page = await self.view.read(after=page[-1].seq, limit=INBOX_PAGE)
         return [(m.seq, m) for m in messages]
 

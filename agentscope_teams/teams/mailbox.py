@@ -21,16 +21,22 @@ message's ``content`` and of a read's ``limit`` by :mod:`.rules.limits`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
 import anyio
 
-from ..errors import VersionConflict
+from ..errors import TeamError, VersionConflict
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..store.base import BaseStore, Entry, Key, get_many, round_reads_of, shared_across_processes
 from .rules import limits
 from .rules.models import InboxCursor, TeamKeys, TeamMessage
 
 BROADCAST_CONCURRENCY = 4
+#: The sender of a notice that stands for unreadable messages (no participant's name is empty).
+NOTICE_SENDER = ""
+#: The ``sent_at`` of such a notice (when the lost messages were sent is not known): every read
+#: of the same page gives the same notice.
+_NO_TIME = datetime.fromtimestamp(0, UTC)
 
 
 class Mailbox:
@@ -80,8 +86,9 @@ class Mailbox:
     async def read(self, member: str, *, after: int = 0, limit: int = 100) -> Listing[TeamMessage]:
         """Messages of ``member``'s inbox with ``seq > after``, oldest first.
 
-        A message that cannot be decoded is left out, logged and named (by its seq) in the result's
-        ``problems``; acknowledging past it skips it for good.
+        A message that cannot be decoded is logged and named (by its seq) in the result's
+        ``problems``, and a run of them is read as one notice from :data:`NOTICE_SENDER` at the
+        run's last seq (:func:`_messages`); acknowledging past it skips them for good.
         """
         limit = limits.read_limit(limit)
         if not isinstance(after, int) or after < 0:
@@ -91,22 +98,26 @@ class Mailbox:
 
     async def cursor(self, member: str) -> int:
         """The last seq ``member`` acknowledged (0 when none)."""
-        return _cursor_of(await self.store.get(self.keys.cursor(member)))
+        key = self.keys.cursor(member)
+        return _cursor_of(await self.store.get(key), key)
 
     async def cursors(self, members: Sequence[str]) -> list[int]:
         """The cursors of ``members``' inboxes (0 where none was written), in one read."""
         if not members:
             return []
-        entries = await get_many(self.store, [self.keys.cursor(m) for m in members])
-        return [_cursor_of(e) for e in entries]
+        keys = [self.keys.cursor(m) for m in members]
+        return [
+            _cursor_of(e, k) for e, k in zip(await get_many(self.store, keys), keys, strict=True)
+        ]
 
     async def cursors_with(
         self, key: Key, members: Sequence[str]
     ) -> tuple[Entry | None, list[int]]:
         """The entry at ``key`` (another record of this store, e.g. the team's) and the cursors
         of ``members``' inboxes, in one read: one pipeline on Redis, one statement on SQL."""
-        entries = await get_many(self.store, [key, *(self.keys.cursor(m) for m in members)])
-        return entries[0], [_cursor_of(e) for e in entries[1:]]
+        keys = [key, *(self.keys.cursor(m) for m in members)]
+        entries = await get_many(self.store, keys)
+        return entries[0], _cursors(entries[1:], keys[1:])
 
     @property
     def pages_in_round(self) -> bool:
@@ -130,24 +141,41 @@ class Mailbox:
         pages = [(self.keys.inbox(m), a, limit) for m, a in after.items()]
         entries, rows = await self._rounds.get_many_and_read(keys, pages)
         read = {m: _messages(p[0], r) for m, p, r in zip(after, pages, rows, strict=True)}
-        return entries[0], [_cursor_of(e) for e in entries[1:]], read
+        return entries[0], _cursors(entries[1:], keys[1:]), read
 
     async def acknowledge(self, member: str, cursor: int) -> int:
-        """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor."""
+        """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor.
+
+        ``cursor`` must be the seq of a message of the inbox (one read): a cursor past the last
+        message raises :class:`TeamError` (:meth:`_require_message`)."""
         if not isinstance(cursor, int) or cursor < 0:
             raise ValueError(f"cursor must be an int >= 0, got {cursor!r}")
         key = self.keys.cursor(member)
+        checked = False
         while True:
             entry = await self.store.get(key)
-            current = _cursor_of(entry)
+            current = _cursor_of(entry, key)
             if cursor <= current:
                 return current
+            if not checked:
+                await self._require_message(member, cursor)
+                checked = True
             value = InboxCursor(cursor=cursor).model_dump_json().encode()
             try:
                 await self.store.put(key, value, expected_version=entry.version if entry else 0)
             except VersionConflict:
                 continue
             return cursor
+
+    async def _require_message(self, member: str, seq: int) -> None:
+        """Raise :class:`TeamError` unless ``member``'s inbox holds a message at ``seq`` or
+        later: a cursor past every message would skip, unread, the messages sent after it."""
+        if not await self.store.read(self.keys.inbox(member), after=seq - 1, limit=1):
+            raise TeamError(
+                f"cannot acknowledge seq {seq} in the inbox of {member!r}: it holds no message "
+                f"at seq {seq} or later, and the messages sent later would be skipped unread; "
+                f"acknowledge the seq of the last message you read"
+            )
 
     async def unread(self, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         """Messages after the acknowledged cursor (reading does not acknowledge them)."""
@@ -159,21 +187,62 @@ class Mailbox:
 
 
 def _messages(inbox: Key, rows: list[tuple[int, bytes]]) -> Listing[TeamMessage]:
-    """The messages of an inbox page read as ``(seq, value)`` rows; one that cannot be decoded is
-    left out, logged and named (by its seq) in the listing's ``problems``."""
+    """The messages of an inbox page read as ``(seq, value)`` rows. One that cannot be decoded is
+    logged and named (by its seq) in the listing's ``problems``; each run of them is replaced by
+    one notice (:func:`_notice`) at the run's last seq, so a reader sees that messages were lost
+    and acknowledging the notice moves the cursor past them (a page of nothing but unreadable
+    messages would otherwise read as empty, and the inbox would never move on)."""
     out: list[TeamMessage] = []
     problems: list[Unreadable] = []
+    run: list[Unreadable] = []
     for seq, raw in rows:
         try:
             msg = TeamMessage.model_validate_json(raw)
         except UNREADABLE as exc:
-            problems.append(unreadable("message", str(seq), inbox, exc))
+            run.append(unreadable("message", str(seq), inbox, exc))
             continue
+        if run:
+            out.append(_notice(inbox, run))
+            problems += run
+            run = []
         msg.seq = seq
         out.append(msg)
+    if run:
+        out.append(_notice(inbox, run))
+        problems += run
     return Listing(out, problems)
 
 
-def _cursor_of(entry: Entry | None) -> int:
-    """The seq an inbox cursor entry holds (0: no cursor written)."""
-    return 0 if entry is None else InboxCursor.model_validate_json(entry.value).cursor
+def _notice(inbox: Key, run: list[Unreadable]) -> TeamMessage:
+    """The message that stands for a run of unreadable messages of ``inbox`` (whose last part is
+    the recipient): from :data:`NOTICE_SENDER`, at the run's last seq."""
+    first, last = run[0].id, run[-1].id
+    where = f"seq {first}" if first == last else f"seq {first} to seq {last}"
+    count, verb = ("1 message", "was") if len(run) == 1 else (f"{len(run)} messages", "were")
+    content = (
+        f"{count} in your team inbox ({where}) could not be read and {verb} skipped "
+        f"({run[0].reason}). Ask the sender to send again if you were waiting for one."
+    )
+    return TeamMessage(
+        sender=NOTICE_SENDER, recipient=inbox[-1], content=content, seq=int(last), sent_at=_NO_TIME
+    )
+
+
+def _cursors(entries: Sequence[Entry | None], keys: Sequence[Key]) -> list[int]:
+    return [_cursor_of(e, k) for e, k in zip(entries, keys, strict=True)]
+
+
+def _cursor_of(entry: Entry | None, key: Key) -> int:
+    """The seq an inbox cursor entry at ``key`` holds (0: no cursor written).
+
+    A cursor that cannot be decoded (damaged, or written by a newer version) is logged with its
+    key and read as 0: its member's messages are delivered again (at least once, as after a
+    crash) rather than its inbox, and the step reading every member's cursor at once, failing
+    for good; the member's next acknowledgement writes a good cursor over it."""
+    if entry is None:
+        return 0
+    try:
+        return InboxCursor.model_validate_json(entry.value).cursor
+    except UNREADABLE as exc:
+        unreadable("inbox cursor", key[-1], key, exc)
+        return 0

@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from agentscope_teams import RuntimeContext
 from agentscope_teams.errors import (
     ClaimConflict,
     NotTaskOwnerError,
@@ -13,7 +14,9 @@ from agentscope_teams.errors import (
     TeamError,
     UnknownMemberError,
 )
+from agentscope_teams.keys import TeamKeys
 from agentscope_teams.server import ControlPlaneAuthError, ControlPlaneError, ControlPlaneTeamClient
+from agentscope_teams.store import store_from_url
 from agentscope_teams.teams import (
     Member,
     MemberStatus,
@@ -165,3 +168,23 @@ async def test_task_result_schema_and_data_over_http(served: Served) -> None:
         assert (await w1.get_task(team.id, task.id)).status is TaskStatus.IN_PROGRESS
         done = await w1.complete_task(team.id, "w1", task.id, "r", data={"n": 4})
         assert done.status is TaskStatus.COMPLETED and done.result_data == {"n": 4}
+
+
+async def test_a_remote_member_reads_past_a_page_of_unreadable_messages(
+    served: Served, org: str
+) -> None:
+    """Over HTTP the listing's problems are not sent: the notice standing for the unreadable
+    messages is, so a remote member's cursor moves past them."""
+    async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
+        team = await op.create_team("crew", members=[Member(name="w1", spec="coder")])
+        token = op.member_tokens[(team.id, "w1")]
+    scope = RuntimeContext(session_id="s", user_id="alice", org_id=org).owner_scope()
+    async with store_from_url(served.store_url) as store:
+        for _ in range(100):
+            await store.append(TeamKeys(scope, team.id).inbox("w1"), b"\x00not json")
+    async with ControlPlaneTeamClient(served.base_url, token) as w1:
+        (notice,) = await w1.unread(team.id, "w1")
+        assert notice.sender == "" and notice.seq == 100
+        assert "100 messages in your team inbox (seq 1 to seq 100)" in notice.content
+        assert await w1.acknowledge(team.id, "w1", notice.seq) == 100
+        assert await w1.unread(team.id, "w1") == []

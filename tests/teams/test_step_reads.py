@@ -77,11 +77,11 @@ async def _stale_guesses(store: Any) -> None:
     assert known.members == ["a", "busy", "b"] and known.cursors == {"a": one.seq, "b": 0}
     again = await _step(lead, team.id, known)  # the guesses hold now: the same pages
     assert _contents(again, "a") == ["two"] and _contents(again, "b") == ["hello b"]
-    await store.append(mailbox.keys.inbox("b"), b"not a message")  # named, left out
+    await store.append(mailbox.keys.inbox("b"), b"not a message")  # named, a notice in its place
     last = await _step(lead, team.id, known)
     page = last.unread["b"]
     assert page == await mailbox.read("b", after=0, limit=100)
-    assert [m.content for m in page] == ["hello b"] and len(page.problems) == 1  # type: ignore[attr-defined]
+    assert [m.sender for m in page] == ["lead", ""] and len(page.problems) == 1  # type: ignore[attr-defined]
 
 
 async def test_a_step_of_a_deleted_team_reads_no_team() -> None:

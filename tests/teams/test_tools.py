@@ -240,3 +240,35 @@ async def test_the_lead_sets_team_and_member_budgets_with_its_tools(
     member = team.member("a")
     assert member is not None and (member.max_tokens, member.max_budget_usd) == (1000, None)
     await ext.aclose()
+
+
+async def test_a_task_assigned_to_the_lead_is_a_tool_error_naming_the_members(
+    tmp_path: Path, store: BaseStore, alice: RuntimeContext
+) -> None:
+    """The lead has no runtime and no claimTask/completeTask: a task it assigned to itself would
+    stay pending for good, so the model is told whom it may assign to instead."""
+    script = [
+        call("createTeam", name="crew"),
+        call("assignTask", title="solo", assignee="lead"),
+        call("spawnMember", name="r", spec="reviewer"),
+        call("assignTask", title="mine", assignee="lead"),
+        call("assignTask", title="theirs", assignee="r"),
+        call("listTasks"),
+        "done",
+    ]
+    model = ScriptedModel(script)
+    ext = TeamLeadExtension(SPEC_DIR)
+    lead = HarnessAgent("lead", model, workspace=tmp_path / "ws", store=store, extensions=[ext])
+    try:
+        await lead.call("go", alice)
+    finally:
+        await ext.aclose()
+    got = results(model)
+    errors = [r.output for r in got if r.is_error]
+    assert len(errors) == 2, [r.output for r in got]
+    assert "'lead' is the lead of team" in errors[0] and "has no members yet" in errors[0]
+    assert "spawnMember" in errors[0]
+    assert "'lead' is the lead of team" in errors[1] and "assign it to 'r'" in errors[1]
+    assert "omit assignee" in errors[1]
+    listed = got[-1].output
+    assert "theirs" in listed and "solo" not in listed and "mine" not in listed

@@ -125,7 +125,10 @@ class TeamMemberExtension(Extension):
         return msgs
 
     async def after_save(self, scope: CallScope) -> None:
-        await delivery.acknowledge(self.view, scope.local(self, MemberCallData).mark)
+        """Acknowledge the messages this call read; a team deleted since has no inbox left to
+        acknowledge (the lead's :meth:`~..lead.extension.TeamLeadExtension.after_save` alike)."""
+        with contextlib.suppress(UnknownTeamError):
+            await delivery.acknowledge(self.view, scope.local(self, MemberCallData).mark)
 
     def works_after_save(self, scope: CallScope) -> bool:
         """When this call read messages it has not acknowledged yet, or when its reply may still

@@ -103,7 +103,7 @@ async def find_work(
 def prompt(team: Team, member: str, unread: list[TeamMessage], tasks: list[Task]) -> str:
     lines = [f"You have new work in team {team.name!r} ({team.id}):"]
     if unread:
-        senders = ", ".join(sorted({m.sender for m in unread}))
+        senders = ", ".join(sorted({m.sender or "the mailbox" for m in unread}))
         lines.append(f"- new messages from {senders} (shown in your conversation)")
     own = [t for t in tasks if t.owner == member]
     free = [t for t in tasks if t.owner != member]

@@ -122,7 +122,8 @@ async def assign_task(
     Args:
         title: What to do, in a few words.
         description: Everything the member needs: files, scope, expected result format.
-        assignee: Member who must do it; omit to let any member claim it.
+        assignee: Member who must do it (a spawned member: not you, the lead); omit to let any
+            member claim it.
         blocked_by: Ids of tasks that must be completed before this one can start.
         team_id: The team; default: your current team.
         result_schema: Optional JSON schema of the structured result: the member must complete
