@@ -19,12 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from agentscope_teams import HarnessAgent, RuntimeContext
 from agentscope_teams.agent import ReActConfig
 from agentscope_teams.message import TextBlock
 from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.store import InMemoryStore, RedisStore
+from agentscope_teams.tracing import metrics
+
+
+@pytest.fixture(autouse=True)
+def _metrics_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Metrics off, as the module docstring says: an app built earlier in this process (a server
+    test's ``create_app``) turns the process's metrics on and leaves them on."""
+    monkeypatch.setattr(metrics, "METRICS", None)
+
 
 #: Bound methods a waiting call holds (Redis: the lease's guard; in memory the same, its guard
 #: holding no lease): the context's ``__exit__``, the session guard's ``__aexit__``, the archiver
