@@ -69,6 +69,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..sandbox.base import PathMask
 from ..state import PermissionContext, PermissionMode, PermissionRule
 from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
 from .claude_code import CLAUDE_TOOLS
@@ -339,6 +340,21 @@ def rule_matches(
     return any(fnmatchcase(f, pattern) for f in forms)
 
 
+def covers_below(rule: PermissionRule, directory: str, *, workspace: Path) -> bool:
+    """Whether ``rule``'s path pattern matches every path below ``directory`` (relative to
+    ``workspace``, ``.`` for itself), whatever its name: no pattern, or one ending in ``*``
+    (which spans ``/``) that matches ``directory/``, as ``secrets/**`` matches ``secrets/``.
+    (``rule_matches`` of ``directory`` itself covers ``Read(secrets)``.)"""
+    if rule.pattern is None:
+        return True
+    pattern, absolute = _path_pattern(rule.pattern)
+    if absolute:
+        form = _absolute(directory, workspace).rstrip("/") + "/"
+    else:
+        form = "" if directory == "." else directory + "/"
+    return pattern.endswith("*") and fnmatchcase(form, pattern)
+
+
 def _escape(value: str) -> str:
     return re.sub(r"([*?[])", r"[\1]", value)
 
@@ -565,6 +581,20 @@ class PermissionEngine:
             return None
 
         return refusal
+
+    def sandbox_mask(
+        self, context: PermissionContext | None = None, *, workspace: Path
+    ) -> Callable[[], PathMask]:
+        """What a contained sandbox hides from a command in ``workspace`` or keeps read-only
+        there (``ToolEnv.sandbox_mask``): the paths this engine's and ``context``'s ``Read`` and
+        ``Edit`` deny rules cover, found when it is called (:func:`~.sandbox_mask.mask_for`), so
+        a rule added to ``context`` during the call counts."""
+        from .sandbox_mask import mask_for
+
+        def mask() -> PathMask:
+            return mask_for((*self.rules, *(context.rules if context else ())), workspace)
+
+        return mask
 
     def remember_rule(
         self, tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None
