@@ -112,3 +112,51 @@ async def test_without_read_or_edit_deny_rules_the_command_line_is_unchanged(
     assert bwrap.argv("true", tmp_path, SMALL, mask) == bwrap.argv("true", tmp_path, SMALL)
     masked = mask_for([parse_rule("Read(secrets/**)", "deny")], tmp_path)
     assert masked == PathMask(hidden=(str(tmp_path / "secrets"),))
+
+
+async def test_a_background_command_cannot_read_it_either(
+    bwrap: BubblewrapSandbox, tmp_path: Path
+) -> None:
+    background = "cat secrets/key > out.txt 2>&1; touch done"
+    wait = "until [ -e done ]; do sleep 0.05; done; cat out.txt"
+    rules = [parse_rule("Read(secrets/**)", "deny")]
+    lead = HarnessAgent(
+        "lead",
+        ScriptedModel(
+            [
+                ScriptedModel.tool_call("bash", {"command": background, "run_in_background": True}),
+                ScriptedModel.tool_call("bash", {"command": wait, "timeout": 20000}),
+                "done",
+            ]
+        ),
+        workspace=tmp_path / "root",
+        store=InMemoryStore(),
+        permissions=PermissionEngine(rules, mode="bypass"),
+        sandbox=bwrap,
+    )
+    ctx = RuntimeContext(session_id="s1")
+    (lead.workspace_for(ctx) / "secrets").mkdir(parents=True)
+    (lead.workspace_for(ctx) / "secrets" / "key").write_text("TOPSECRET\n")
+    outputs = []
+    async with lead:
+        async for event in lead.stream("go", ctx):
+            if isinstance(event, ToolResultEvent):
+                outputs.append(event.result.output)
+    assert "No such file or directory" in outputs[-1] and "TOPSECRET" not in outputs[-1]
+
+
+def test_absolute_home_and_directory_forms_mask_the_same_paths(tmp_path: Path) -> None:
+    (tmp_path / "secrets" / "deep").mkdir(parents=True)
+    (tmp_path / "secrets" / "deep" / "k").write_text("k")
+    (tmp_path / "a.env").write_text("e")
+    (tmp_path / "keep.txt").write_text("t")
+    hidden = (str(tmp_path / "secrets"),)
+    for text in (
+        "Read(secrets)",
+        "Read(secrets/)",
+        "Read(./secrets/**)",
+        f"Read(/{tmp_path}/secrets/**)",
+    ):
+        assert mask_for([parse_rule(text, "deny")], tmp_path) == PathMask(hidden=hidden), text
+    both = mask_for([parse_rule("Read(*.env)", "deny"), parse_rule("Edit(*)", "deny")], tmp_path)
+    assert both == PathMask(hidden=(str(tmp_path / "a.env"),), read_only=(str(tmp_path),))
