@@ -328,16 +328,38 @@ def rule_matches(
         return command_rule_matches(rule.pattern, str(value), every_part=every_part)
     root = _workspace(workspace)
     canonical, forms = _forms(tool, name, value, root)
-    pattern = rule.pattern
     if _is_path_argument(tool, name):
-        pattern, absolute = _path_pattern(pattern)
-        if rule.behavior != "allow":
-            forms = [a for f in forms for a in _with_ancestors(f)]
-        if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
-            canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
+        return _path_matches(rule.behavior, rule.pattern, canonical, forms, root)
     if rule.behavior == "allow":
+        return fnmatchcase(canonical, rule.pattern)
+    return any(fnmatchcase(f, rule.pattern) for f in forms)
+
+
+def _path_matches(
+    behavior: Decision, pattern: str, canonical: str, forms: list[str], root: Path | None
+) -> bool:
+    """Whether a path ``pattern`` matches a path argument given as its ``canonical`` form and
+    all its ``forms`` (an allow rule the canonical one; a deny or ask rule any, or an ancestor)."""
+    pattern, absolute = _path_pattern(pattern)
+    if behavior != "allow":
+        forms = [a for f in forms for a in _with_ancestors(f)]
+    if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
+        canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
+    if behavior == "allow":
         return fnmatchcase(canonical, pattern)
     return any(fnmatchcase(f, pattern) for f in forms)
+
+
+def real_path_matches(rule: PermissionRule, path: str, *, workspace: Path) -> bool:
+    """What :func:`rule_matches` answers for a call of a tool ``rule`` names with ``path`` as
+    its path argument, for a ``path`` relative to ``workspace`` (a resolved directory) that is
+    already real (no symlink, ``.`` or ``..`` in it, as a walk that follows no symlink finds
+    it): without touching the file system."""
+    if rule.pattern is None:
+        return True
+    if rule.pattern.startswith("domain:"):
+        return False
+    return _path_matches(rule.behavior, rule.pattern, path, [path], workspace)
 
 
 def covers_below(rule: PermissionRule, directory: str, *, workspace: Path) -> bool:

@@ -4,7 +4,8 @@ applies the user's permission rules at the level of the operating system.
 
 :func:`mask_for` walks the workspace once when a command starts (no symlink followed) and asks
 each directory and file what ``read_file`` (for ``Read`` rules) or an editing tool (``Edit``,
-``Write``) of that path would be told (:func:`~.permissions.rule_matches`, so the patterns read as
+``Write``) of that path would be told (:func:`~.permissions.real_path_matches`, the matching of
+:func:`~.permissions.rule_matches` for a path known to be real, so the patterns read as
 everywhere else: gitignore-like, relative to the workspace, ``//abs`` and ``~/`` forms). A
 directory a rule covers whole (``Read(secrets)``, ``Read(secrets/**)``:
 :func:`~.permissions.covers_below`) is masked as one and not walked further; otherwise each
@@ -31,7 +32,7 @@ from ..sandbox.base import PathMask
 from ..state import PermissionRule
 from .base import Tool
 from .filesystem import edit_tools, read_tool
-from .permissions import covers_below, rule_matches
+from .permissions import covers_below, real_path_matches, rule_matches
 
 __all__ = ["MAX_ENTRIES", "MAX_MASKED", "mask_for"]
 
@@ -42,32 +43,29 @@ MAX_MASKED = 2_000
 
 
 class _Rules:
-    """The deny rules of one family (``Read``: ``read_file``; ``Edit``: the editing tools), each
-    with the tool it is matched on."""
+    """The deny rules about the path argument of one family of tools (``Read``: ``read_file``;
+    ``Edit``: the editing tools), matched on the real paths of a walk."""
 
     def __init__(self, rules: Sequence[PermissionRule], tools: Sequence[Tool], workspace: Path):
         self.workspace = workspace
         self.rules = [
-            (rule, tool)
+            rule
             for rule in rules
-            if rule.behavior == "deny"
-            for tool in [next((t for t in tools if _names(rule, t, workspace)), None)]
-            if tool is not None
+            if rule.behavior == "deny" and any(_names(rule, t, workspace) for t in tools)
         ]
 
     def match(self, rel: str) -> bool:
-        return any(self._matches(rule, tool, rel) for rule, tool in self.rules)
+        return any(self._matches(rule, rel) for rule in self.rules)
 
     def whole(self, rel: str) -> bool:
         """Whether the directory ``rel`` and all below it are covered."""
         return any(
-            self._matches(rule, tool, rel) or covers_below(rule, rel, workspace=self.workspace)
-            for rule, tool in self.rules
+            self._matches(rule, rel) or covers_below(rule, rel, workspace=self.workspace)
+            for rule in self.rules
         )
 
-    def _matches(self, rule: PermissionRule, tool: Tool, rel: str) -> bool:
-        arguments = {tool.primary_argument or "path": rel}
-        return rule_matches(rule, tool, arguments, workspace=self.workspace)
+    def _matches(self, rule: PermissionRule, rel: str) -> bool:
+        return real_path_matches(rule, rel, workspace=self.workspace)
 
 
 def _names(rule: PermissionRule, tool: Tool, workspace: Path) -> bool:
