@@ -387,6 +387,9 @@ class SessionAgent:
             read_guard=self.loop.permissions.read_guard(
                 state.permission_context, workspace=workspace
             ),
+            sandbox_mask=self.loop.permissions.sandbox_mask(
+                state.permission_context, workspace=workspace
+            ),
         )
         scope = CallScope(agent=self.view, ctx=ctx, state=state, env=env)
 

@@ -4,7 +4,7 @@ the explicit, uncontained :class:`UnsafeHostSandbox`. See ``docs/tools-and-sandb
 
 from __future__ import annotations
 
-from .base import BackgroundProcess, OutputChunk, RunResult, Sandbox, SandboxLimits
+from .base import BackgroundProcess, OutputChunk, PathMask, RunResult, Sandbox, SandboxLimits
 from .bubblewrap import ETC_ALLOWED, BubblewrapSandbox, find_bwrap
 from .environment import PASSED, SANDBOX_PATH, sandbox_environment
 from .factory import SANDBOX_NAMES, SandboxName, default_sandbox, resolve_sandbox
@@ -18,6 +18,7 @@ __all__ = [
     "BackgroundProcess",
     "BubblewrapSandbox",
     "OutputChunk",
+    "PathMask",
     "RunResult",
     "Sandbox",
     "SandboxLimits",

@@ -56,6 +56,23 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True)
+class PathMask:
+    """Paths of the workspace (absolute host paths, each inside it) a command must not read
+    (``hidden``) or change (``read_only``): what the agent's ``Read`` and ``Edit`` deny rules
+    cover, expanded against the files that exist when the command starts
+    (:meth:`~agentscope_teams.tools.PermissionEngine.sandbox_mask`). The bubblewrap backend mounts
+    an empty read-only directory over a hidden directory and an unreadable empty file over a
+    hidden file, and binds the ``read_only`` paths read-only; the unsafe host backend cannot
+    enforce it and ignores it. Empty (false): nothing to hide."""
+
+    hidden: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.hidden or self.read_only)
+
+
+@dataclass(frozen=True)
 class RunResult:
     """How a foreground command ended: its exit code (negative: killed by that signal), its
     combined stdout and stderr (with the cut noted in place), the bytes left out of it, and
@@ -111,9 +128,12 @@ class Sandbox(abc.ABC):
         cwd: Path,
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
+        *,
+        mask: PathMask | None = None,
     ) -> RunResult:
         """Run ``command`` in ``cwd`` (the workspace) until it ends or its timeout passes.
-        ``env`` adds variables to the allowlisted environment."""
+        ``env`` adds variables to the allowlisted environment; ``mask`` hides or protects paths
+        of the workspace (:class:`PathMask`; callers pass it only when it is not empty)."""
 
     @abc.abstractmethod
     async def start(
@@ -122,5 +142,8 @@ class Sandbox(abc.ABC):
         cwd: Path,
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
+        *,
+        mask: PathMask | None = None,
     ) -> BackgroundProcess:
-        """Start ``command`` in ``cwd`` in the background (killed after ``background_seconds``)."""
+        """Start ``command`` in ``cwd`` in the background (killed after ``background_seconds``);
+        ``mask`` as for :meth:`run`."""

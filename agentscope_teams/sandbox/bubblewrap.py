@@ -13,6 +13,9 @@ What a command sees (:meth:`BubblewrapSandbox.argv`):
 * the workspace, read-write, at its own path, as the working directory; nothing else of the host
   (no other session's workspace, no ``/home``, ``/root``, ``/run``, host ``/tmp``);
 * operator-chosen extra read-only paths (``read_only_paths=``, e.g. a toolchain in ``/opt``);
+* of the workspace, what the call's :class:`~.base.PathMask` says (the agent's ``Read`` and
+  ``Edit`` deny rules): an empty read-only directory over each hidden directory, an empty file
+  nobody can read over each hidden file, each protected path bound read-only;
 * everything else of the sandbox's root file system is read-only too (no new files in ``/``).
 
 Namespaces: user, PID, IPC, UTS, cgroup (when possible) and, unless ``network="full"``, network
@@ -28,6 +31,7 @@ otherwise); it never falls back to running commands unsandboxed.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import os
@@ -40,7 +44,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigurationError
-from .base import SandboxLimits
+from .base import PathMask, SandboxLimits
 from .cgroup import PidsCgroup, pids_parent
 from .environment import sandbox_environment, shell_argv
 from .process import HostProcess, HostSandbox
@@ -129,6 +133,43 @@ def _tmp_shell(workspace: str) -> str | None:
     return None
 
 
+_unreadable: list[str] = []
+
+
+def _unreadable_file() -> str:
+    """An empty host file of mode 000, bound over each hidden file: a command (without
+    capabilities) cannot read it. Made once per process (again if something removed it)."""
+    if _unreadable and os.path.isfile(_unreadable[0]):
+        return _unreadable[0]
+    directory = tempfile.mkdtemp(prefix="agentscope-sandbox-mask-")
+    atexit.register(shutil.rmtree, directory, True)
+    path = os.path.join(directory, "hidden")
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0))
+    os.chmod(path, 0)
+    _unreadable[:] = [path]
+    return path
+
+
+def mask_args(workspace: str, mask: PathMask | None) -> list[str]:
+    """The bubblewrap options applying ``mask`` after the workspace is bound: the read-only
+    paths first, then the hidden ones (a hidden file may lie in a read-only directory). Raises
+    ValueError for a path outside ``workspace``."""
+    if not mask:
+        return []
+    args: list[str] = []
+    for path in (*mask.read_only, *mask.hidden):
+        if path != workspace and not path.startswith(workspace.rstrip("/") + "/"):
+            raise ValueError(f"masked path {path} is not inside the workspace {workspace}")
+    for path in mask.read_only:
+        args += ["--ro-bind", path, path]
+    for path in mask.hidden:
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
+        else:
+            args += ["--ro-bind", _unreadable_file(), path]
+    return args
+
+
 class BubblewrapSandbox(HostSandbox):
     """Runs commands under bubblewrap (module docstring).
 
@@ -175,8 +216,11 @@ class BubblewrapSandbox(HostSandbox):
 
     # -- the command line ------------------------------------------------------------------------
 
-    def argv(self, command: str, cwd: Path, limits: SandboxLimits) -> list[str]:
-        """The bubblewrap command line running ``command`` in the workspace ``cwd``."""
+    def argv(
+        self, command: str, cwd: Path, limits: SandboxLimits, mask: PathMask | None = None
+    ) -> list[str]:
+        """The bubblewrap command line running ``command`` in the workspace ``cwd``, with
+        ``mask`` applied (:func:`mask_args`)."""
         workspace = check_workspace(cwd)
         args = [self.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         args += ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
@@ -205,7 +249,7 @@ class BubblewrapSandbox(HostSandbox):
         shell = _tmp_shell(workspace)  # a workspace below /tmp: its parents stay read-only too
         if shell is not None:
             args += ["--tmpfs", shell]
-        args += ["--bind", workspace, workspace, "--remount-ro", "/"]
+        args += ["--bind", workspace, workspace, *mask_args(workspace, mask), "--remount-ro", "/"]
         if shell is not None:
             args += ["--remount-ro", shell]
         args += ["--chdir", workspace, "--"]
@@ -222,10 +266,10 @@ class BubblewrapSandbox(HostSandbox):
 
     def _spawn(
         self, command: str, cwd: Path, env: Mapping[str, str] | None, limits: SandboxLimits,
-        lifetime: float | None,
+        lifetime: float | None, mask: PathMask | None = None,
     ) -> HostProcess:  # fmt: skip
         self._check_limits(limits)
-        argv = self.argv(command, cwd, limits)
+        argv = self.argv(command, cwd, limits, mask)
         full_env = sandbox_environment(
             cwd=str(cwd), home="/tmp/home", tmp="/tmp", extra={**self.env, **(env or {})}
         )

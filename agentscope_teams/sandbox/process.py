@@ -20,7 +20,7 @@ from pathlib import Path
 
 import anyio
 
-from .base import BackgroundProcess, OutputChunk, RunResult, Sandbox, SandboxLimits
+from .base import BackgroundProcess, OutputChunk, PathMask, RunResult, Sandbox, SandboxLimits
 from .capture import OutputBuffer
 
 #: How long the output of an ended command is still drained (descendants of an unsafe-host
@@ -170,8 +170,10 @@ class HostSandbox(Sandbox):
         env: Mapping[str, str] | None,
         limits: SandboxLimits,
         lifetime: float | None,
+        mask: PathMask | None = None,
     ) -> HostProcess:
-        """The process running ``command`` (killed after ``lifetime`` seconds when given)."""
+        """The process running ``command`` (killed after ``lifetime`` seconds when given) with
+        ``mask`` applied where the backend can."""
 
     async def run(
         self,
@@ -179,8 +181,10 @@ class HostSandbox(Sandbox):
         cwd: Path,
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
+        *,
+        mask: PathMask | None = None,
     ) -> RunResult:
-        return await self._spawn(command, cwd, env, limits or self.limits, None).finish()
+        return await self._spawn(command, cwd, env, limits or self.limits, None, mask).finish()
 
     async def start(
         self,
@@ -188,6 +192,8 @@ class HostSandbox(Sandbox):
         cwd: Path,
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
+        *,
+        mask: PathMask | None = None,
     ) -> BackgroundProcess:
         chosen = limits or self.limits
-        return self._spawn(command, cwd, env, chosen, chosen.background_seconds)
+        return self._spawn(command, cwd, env, chosen, chosen.background_seconds, mask)

@@ -5,7 +5,9 @@ or a platform without bubblewrap). A command sees and may change every file the 
 can, reach the network, and leave processes behind that start a session of their own. What it
 still gets: the workspace as working directory, the allowlisted environment (no API keys or store
 URLs), the timeout and output cap, and the rlimits (``RLIMIT_NPROC`` counts every process of the
-service's user here, and does not bind root). Constructing it logs a warning.
+service's user here, and does not bind root). It cannot apply a :class:`~.base.PathMask`: the
+agent's ``Read`` and ``Edit`` deny rules do not reach its commands. Constructing it logs a
+warning.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from .base import SandboxLimits
+from .base import PathMask, SandboxLimits
 from .environment import sandbox_environment, shell_argv
 from .process import HostProcess, HostSandbox
 
@@ -47,7 +49,9 @@ class UnsafeHostSandbox(HostSandbox):
         env: Mapping[str, str] | None,
         limits: SandboxLimits,
         lifetime: float | None,
+        mask: PathMask | None = None,
     ) -> HostProcess:
+        del mask  # nothing here can hide or protect a path (the module docstring)
         where = os.fspath(cwd)
         if not os.path.isdir(where):
             raise ConfigurationError(f"workspace {where} is not a directory")

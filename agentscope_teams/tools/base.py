@@ -18,6 +18,7 @@ from ..context import RuntimeContext, VarScope
 from ..errors import ToolError
 from ..model.base import ToolSchema
 from ..model.response_parsing import RAW_ARGUMENTS_KEY
+from ..sandbox.base import PathMask
 from .claude_code import CLAUDE_TOOLS
 from .output import ToolOutput
 
@@ -80,6 +81,10 @@ class ToolEnv:
     agent's permission rules deny reading it, else None. The file tools that list or search leave
     out what it refuses (Claude Code applies ``Read`` deny rules to Grep, Glob and LS); the agent
     sets it from its :class:`~agentscope_teams.tools.PermissionEngine` (``read_guard``).
+
+    ``sandbox_mask``: what the same rules (``Read`` and ``Edit`` deny rules) hide from a shell
+    command in a contained sandbox or keep read-only there, found when it is called (the ``bash``
+    tool calls it as each command starts); the agent sets it from the engine's ``sandbox_mask``.
     """
 
     workspace: Path
@@ -88,6 +93,7 @@ class ToolEnv:
     extras: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     resolved: InitVar[bool] = False
     read_guard: Callable[[str], str | None] | None = field(default=None, compare=False)
+    sandbox_mask: Callable[[], PathMask] | None = field(default=None, compare=False)
 
     def __post_init__(self, resolved: bool) -> None:
         if not resolved:

@@ -378,6 +378,12 @@ def read_tool() -> Tool:
     return _builtin_tools()[0]
 
 
+def edit_tools() -> tuple[Tool, ...]:
+    """The built-in tools that edit files (:data:`EDIT_TOOLS`), whose calls ``Edit`` and
+    ``Write`` permission rules are matched on."""
+    return tuple(t for t in _builtin_tools() if t.name in EDIT_TOOLS)
+
+
 @functools.cache
 def _builtin_tools() -> tuple[Tool, ...]:
     return (

@@ -69,6 +69,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..sandbox.base import PathMask
 from ..state import PermissionContext, PermissionMode, PermissionRule
 from .base import Tool, get_tool_env, resolve_dir, resolve_tool_name
 from .claude_code import CLAUDE_TOOLS
@@ -327,16 +328,53 @@ def rule_matches(
         return command_rule_matches(rule.pattern, str(value), every_part=every_part)
     root = _workspace(workspace)
     canonical, forms = _forms(tool, name, value, root)
-    pattern = rule.pattern
     if _is_path_argument(tool, name):
-        pattern, absolute = _path_pattern(pattern)
-        if rule.behavior != "allow":
-            forms = [a for f in forms for a in _with_ancestors(f)]
-        if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
-            canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
+        return _path_matches(rule.behavior, rule.pattern, canonical, forms, root)
     if rule.behavior == "allow":
+        return fnmatchcase(canonical, rule.pattern)
+    return any(fnmatchcase(f, rule.pattern) for f in forms)
+
+
+def _path_matches(
+    behavior: Decision, pattern: str, canonical: str, forms: list[str], root: Path | None
+) -> bool:
+    """Whether a path ``pattern`` matches a path argument given as its ``canonical`` form and
+    all its ``forms`` (an allow rule the canonical one; a deny or ask rule any, or an ancestor)."""
+    pattern, absolute = _path_pattern(pattern)
+    if behavior != "allow":
+        forms = [a for f in forms for a in _with_ancestors(f)]
+    if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
+        canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
+    if behavior == "allow":
         return fnmatchcase(canonical, pattern)
     return any(fnmatchcase(f, pattern) for f in forms)
+
+
+def real_path_matches(rule: PermissionRule, path: str, *, workspace: Path) -> bool:
+    """What :func:`rule_matches` answers for a call of a tool ``rule`` names with ``path`` as
+    its path argument, for a ``path`` relative to ``workspace`` (a resolved directory) that is
+    already real (no symlink, ``.`` or ``..`` in it, as a walk that follows no symlink finds
+    it): without touching the file system."""
+    if rule.pattern is None:
+        return True
+    if rule.pattern.startswith("domain:"):
+        return False
+    return _path_matches(rule.behavior, rule.pattern, path, [path], workspace)
+
+
+def covers_below(rule: PermissionRule, directory: str, *, workspace: Path) -> bool:
+    """Whether ``rule``'s path pattern matches every path below ``directory`` (relative to
+    ``workspace``, ``.`` for itself), whatever its name: no pattern, or one ending in ``*``
+    (which spans ``/``) that matches ``directory/``, as ``secrets/**`` matches ``secrets/``.
+    (``rule_matches`` of ``directory`` itself covers ``Read(secrets)``.)"""
+    if rule.pattern is None:
+        return True
+    pattern, absolute = _path_pattern(rule.pattern)
+    if absolute:
+        form = _absolute(directory, workspace).rstrip("/") + "/"
+    else:
+        form = "" if directory == "." else directory + "/"
+    return pattern.endswith("*") and fnmatchcase(form, pattern)
 
 
 def _escape(value: str) -> str:
@@ -565,6 +603,20 @@ class PermissionEngine:
             return None
 
         return refusal
+
+    def sandbox_mask(
+        self, context: PermissionContext | None = None, *, workspace: Path
+    ) -> Callable[[], PathMask]:
+        """What a contained sandbox hides from a command in ``workspace`` or keeps read-only
+        there (``ToolEnv.sandbox_mask``): the paths this engine's and ``context``'s ``Read`` and
+        ``Edit`` deny rules cover, found when it is called (:func:`~.sandbox_mask.mask_for`), so
+        a rule added to ``context`` during the call counts."""
+        from .sandbox_mask import mask_for
+
+        def mask() -> PathMask:
+            return mask_for((*self.rules, *(context.rules if context else ())), workspace)
+
+        return mask
 
     def remember_rule(
         self, tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None

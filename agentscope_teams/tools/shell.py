@@ -13,6 +13,10 @@ and they are killed when it ends (a reply, a pause for confirmation, an error) o
 sandbox's ``background_seconds``, whichever comes first. They live in this process: after a
 restart an id is unknown and ``bash_output`` says so.
 
+In a contained sandbox a command cannot read what the agent's ``Read`` deny rules cover, nor
+change what its ``Edit`` deny rules cover, as in Claude Code's sandboxed Bash
+(:mod:`.sandbox_mask`); the unsafe host sandbox cannot enforce this.
+
 Results are :class:`~.output.ToolOutput` data (command, exit code, timeout, truncation), so tool
 result events carry them without parsing text.
 """
@@ -23,12 +27,13 @@ import dataclasses
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, TypedDict
 
+import anyio
 from pydantic import Field
 
 from ..errors import ToolError
-from ..sandbox import BackgroundProcess, OutputChunk, Sandbox, SandboxLimits
+from ..sandbox import BackgroundProcess, OutputChunk, PathMask, Sandbox, SandboxLimits
 from ..sandbox.denials import DenialWatch, SandboxDenial, denial_in
 from .base import Tool, ToolEnv
 from .call_end import at_call_end
@@ -212,6 +217,21 @@ def bash_description(sandbox: Sandbox) -> str:
     )
 
 
+class _Masked(TypedDict, total=False):
+    mask: PathMask
+
+
+async def _masked(sandbox: Sandbox, env: ToolEnv) -> _Masked:
+    """``{"mask": ...}``: what the agent's ``Read`` and ``Edit`` deny rules hide from the command
+    or keep read-only (``env.sandbox_mask``, a walk of the workspace, run in a worker thread),
+    for a contained sandbox; ``{}`` when there is nothing to mask, or the sandbox cannot (the
+    unsafe host one), so a sandbox written without masks still runs commands without rules."""
+    if not sandbox.contained or env.sandbox_mask is None:
+        return _Masked()
+    mask = await anyio.to_thread.run_sync(env.sandbox_mask)
+    return _Masked(mask=mask) if mask else _Masked()
+
+
 def shell_tools(sandbox: Sandbox, *, limits: SandboxLimits | None = None) -> list[Tool]:
     """``bash``, ``bash_output`` and ``kill_shell`` over ``sandbox`` (module docstring).
 
@@ -252,14 +272,18 @@ def _bash_tool(sandbox: Sandbox, base: SandboxLimits, shells: BackgroundShells) 
                     f"{MAX_BACKGROUND} background shells are already running in this reply; "
                     "stop one with kill_shell first"
                 )
-            process = await sandbox.start(command, env.workspace, limits=base)
+            process = await sandbox.start(
+                command, env.workspace, limits=base, **await _masked(sandbox, env)
+            )
             shell_id = shells.add(env, command, process, sandbox.contained)
             return ShellStarted(
                 command=command, description=description, shell_id=shell_id, sandbox=sandbox.name
             )
         ms = timeout or DEFAULT_TIMEOUT_MS
         run_limits = dataclasses.replace(base, timeout=ms / 1000)
-        result = await sandbox.run(command, env.workspace, limits=run_limits)
+        result = await sandbox.run(
+            command, env.workspace, limits=run_limits, **await _masked(sandbox, env)
+        )
         return ShellResult(
             command=command,
             description=description,

@@ -1,0 +1,138 @@
+"""What the agent's ``Read`` and ``Edit`` deny rules hide from a sandboxed shell command, or keep
+read-only there (:class:`~agentscope_teams.sandbox.PathMask`), as Claude Code's sandboxed Bash
+applies the user's permission rules at the level of the operating system.
+
+:func:`mask_for` walks the workspace once when a command starts (no symlink followed) and asks
+each directory and file what ``read_file`` (for ``Read`` rules) or an editing tool (``Edit``,
+``Write``) of that path would be told (:func:`~.permissions.real_path_matches`, the matching of
+:func:`~.permissions.rule_matches` for a path known to be real, so the patterns read as
+everywhere else: gitignore-like, relative to the workspace, ``//abs`` and ``~/`` forms). A
+directory a rule covers whole (``Read(secrets)``, ``Read(secrets/**)``:
+:func:`~.permissions.covers_below`) is masked as one and not walked further; otherwise each
+matching file is. A ``Read`` rule hides (an empty read-only directory, an unreadable empty
+file); an ``Edit`` rule makes read-only.
+
+Only what exists when the command starts is masked: a file the same command creates later under
+a pattern that is not a directory pattern (``Read(*.env)``, ``Edit(*.md)``) is readable and
+writable by it; a directory pattern covers new files too, since the whole directory is masked.
+Paths outside the workspace are not masked here (the sandbox shows none of the host's but the
+system's, read-only). The walk is bounded (:data:`MAX_ENTRIES`, :data:`MAX_MASKED`): beyond that
+the command is refused with a :class:`~agentscope_teams.errors.ToolError` rather than run with
+rules unapplied.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ToolError
+from ..sandbox.base import PathMask
+from ..state import PermissionRule
+from .base import Tool
+from .filesystem import edit_tools, read_tool
+from .permissions import covers_below, real_path_matches, rule_matches
+
+__all__ = ["MAX_ENTRIES", "MAX_MASKED", "mask_for"]
+
+MAX_ENTRIES = 100_000
+"""Files and directories one walk of a workspace looks at, at most."""
+MAX_MASKED = 2_000
+"""Paths one command may have masked, at most (each is a mount)."""
+
+
+class _Rules:
+    """The deny rules about the path argument of one family of tools (``Read``: ``read_file``;
+    ``Edit``: the editing tools), matched on the real paths of a walk."""
+
+    def __init__(self, rules: Sequence[PermissionRule], tools: Sequence[Tool], workspace: Path):
+        self.workspace = workspace
+        self.rules = [
+            rule
+            for rule in rules
+            if rule.behavior == "deny" and any(_names(rule, t, workspace) for t in tools)
+        ]
+
+    def match(self, rel: str) -> bool:
+        return any(self._matches(rule, rel) for rule in self.rules)
+
+    def whole(self, rel: str) -> bool:
+        """Whether the directory ``rel`` and all below it are covered."""
+        return any(
+            self._matches(rule, rel) or covers_below(rule, rel, workspace=self.workspace)
+            for rule in self.rules
+        )
+
+    def _matches(self, rule: PermissionRule, rel: str) -> bool:
+        return real_path_matches(rule, rel, workspace=self.workspace)
+
+
+def _names(rule: PermissionRule, tool: Tool, workspace: Path) -> bool:
+    """Whether ``rule`` is about ``tool``'s path argument (matching the workspace itself, or with
+    no pattern, tells: a rule on another tool matches nothing)."""
+    if rule.argument not in (None, tool.primary_argument):
+        return False
+    probe = PermissionRule(tool=rule.tool, behavior=rule.behavior, argument=rule.argument)
+    return rule_matches(probe, tool, {tool.primary_argument or "path": "."}, workspace=workspace)
+
+
+def mask_for(rules: Sequence[PermissionRule], workspace: Path) -> PathMask:
+    """The :class:`PathMask` of ``rules`` in ``workspace`` now (module docstring); empty when no
+    ``Read`` or ``Edit`` deny rule exists, without walking."""
+    hide = _Rules(rules, (read_tool(),), workspace)
+    keep = _Rules(rules, edit_tools(), workspace)
+    if not hide.rules and not keep.rules:
+        return PathMask()
+    hidden: list[str] = []
+    read_only: list[str] = []
+    stack: list[tuple[str, bool]] = [(".", False)]  # (path relative to the workspace, read-only)
+    seen = 0
+    while stack:
+        rel, frozen = stack.pop()
+        where = os.fspath(workspace) if rel == "." else os.path.join(workspace, rel)
+        if hide.whole(rel):
+            hidden.append(where)
+            continue
+        if not frozen and keep.whole(rel):
+            read_only.append(where)
+            frozen = True
+        if not hide.rules and frozen:
+            continue  # nothing below can be hidden, and all of it is read-only already
+        for entry in _entries(where):
+            seen += 1
+            path = entry.name if rel == "." else f"{rel}/{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((path, frozen))
+            elif not entry.is_file(follow_symlinks=False):
+                continue  # symlinks resolve to their (masked) target inside the sandbox
+            elif hide.match(path):
+                hidden.append(entry.path)
+            elif not frozen and keep.match(path):
+                read_only.append(entry.path)
+        _check_bounds(workspace, seen, len(hidden) + len(read_only))
+    return PathMask(hidden=tuple(hidden), read_only=tuple(read_only))
+
+
+def _entries(directory: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as found:
+            return list(found)
+    except OSError:
+        return []  # gone or unreadable by the service: the sandbox cannot show it either
+
+
+def _check_bounds(workspace: Path, seen: int, masked: int) -> None:
+    if seen > MAX_ENTRIES:
+        raise ToolError(
+            f"the workspace {workspace} holds more than {MAX_ENTRIES} files and directories, too "
+            "many to check against the Read and Edit deny rules before the command runs, so it "
+            "was not run; deny whole directories (Read(secrets/)), which are not walked, or "
+            "remove files from the workspace"
+        )
+    if masked > MAX_MASKED:
+        raise ToolError(
+            f"the Read and Edit deny rules cover more than {MAX_MASKED} separate files of the "
+            f"workspace {workspace}, too many to hide from the command, so it was not run; deny "
+            "the directories holding them instead (Read(secrets/))"
+        )
