@@ -11,7 +11,10 @@ messages, then a summary; Ctrl-C ends the open line and prints the ``--session``
 project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files) start only if the
 project is trusted (``--trust-project``, :mod:`.trust_cmd`); otherwise a note on stderr names them
 and says how to enable them. ``--sandbox`` chooses where the ``bash`` tool runs commands
-(:mod:`.sandbox_option`).
+(:mod:`.sandbox_option`). The project's ``CLAUDE.md`` memory (that of the ``--specs`` project
+when it is a ``.claude/agents`` folder, else of the current directory; the folders above it; the
+user's ``~/.claude/CLAUDE.md``; see :mod:`agentscope_teams.project_memory`) goes into the lead's
+and its subagents' system prompts; what could not be read is a note on stderr.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ from ..events import ToolResultEvent
 from ..model import ChatModel
 from ..model.factory import CLAUDE_ALIASES, model_from_string
 from ..model.script_file import PREFIX as SCRIPTED
+from ..project_memory import ProjectMemory, claude_project
 from ..subagents import load_specs
 from ..teams import LocalTeamClient
 from ..tracing import UsageMeter, metering
+from ..trust import ProjectTrust
 from .common import (
     CommandError,
     SubParsers,
@@ -133,6 +138,7 @@ def handle(args: argparse.Namespace) -> int:
     note = untrusted_note(project, loaded, trust)
     if note:
         print(f"note: {note}", file=sys.stderr, flush=True)
+    memory = _memory(specs, trust)
     if args.mcp_config is not None:
         require_mcp(args.mcp_config, "the lead")
     ctx = RuntimeContext(
@@ -152,6 +158,7 @@ def handle(args: argparse.Namespace) -> int:
         workspace_scope="shared",
         specs=specs,
         trust_project=trust,
+        project_memory=memory,
         sandbox=sandbox_option(args),
         mcp_servers=args.mcp_config,
     )
@@ -224,6 +231,17 @@ def _interrupted(args: argparse.Namespace, view: RunView, ctx: RuntimeContext) -
         flush=True,
     )
     return EXIT_INTERRUPTED
+
+
+def _memory(specs: Path | None, trust: ProjectTrust) -> ProjectMemory:
+    """The project's CLAUDE.md memory, found as Claude Code finds it: from the project of
+    ``--specs`` when it is a ``.claude/agents`` folder, else from the current directory, and the
+    folders above it, and the user's ``~/.claude/CLAUDE.md``. What went wrong is printed as notes."""
+    start = claude_project(specs) or Path.cwd()
+    memory = ProjectMemory.load(start, parents=True, user=Path.home() / ".claude", trust=trust)
+    for notice in memory.notices:
+        print(f"note: {notice}", file=sys.stderr, flush=True)
+    return memory
 
 
 def _specs(args: argparse.Namespace) -> Path | None:
