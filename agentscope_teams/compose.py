@@ -128,7 +128,7 @@ def extensions_from_specs(
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:
         options: dict[str, Any] = {"models": sub.models, "mcp": mcp, "hooks": sub.hooks}
-        options.update({"trust": sub.trust, **(team_options or {})})
+        options.update({"trust": sub.trust, "memory": memory, **(team_options or {})})
         found.append(TeamLeadExtension(sub.specs, **options))
     return found
 

@@ -37,11 +37,9 @@ from ..events import ToolResultEvent
 from ..model import ChatModel
 from ..model.factory import CLAUDE_ALIASES, model_from_string
 from ..model.script_file import PREFIX as SCRIPTED
-from ..project_memory import ProjectMemory, claude_project
 from ..subagents import load_specs
 from ..teams import LocalTeamClient
 from ..tracing import UsageMeter, metering
-from ..trust import ProjectTrust
 from .common import (
     CommandError,
     SubParsers,
@@ -59,7 +57,7 @@ from .review_cmd import KEY_DEFAULTS
 from .review_run import Watcher
 from .run_view import RunSummary, RunView
 from .sandbox_option import add_sandbox_option, sandbox_option
-from .trust_cmd import add_trust_option, project_trust, untrusted_note
+from .trust_cmd import add_trust_option, project_memory, project_trust, untrusted_note
 from .usage_option import add_usage_options, usage_options
 from .usage_view import usage_json, usage_lines
 
@@ -138,7 +136,7 @@ def handle(args: argparse.Namespace) -> int:
     note = untrusted_note(project, loaded, trust)
     if note:
         print(f"note: {note}", file=sys.stderr, flush=True)
-    memory = _memory(specs, trust)
+    memory = project_memory(specs, trust)
     if args.mcp_config is not None:
         require_mcp(args.mcp_config, "the lead")
     ctx = RuntimeContext(
@@ -231,17 +229,6 @@ def _interrupted(args: argparse.Namespace, view: RunView, ctx: RuntimeContext) -
         flush=True,
     )
     return EXIT_INTERRUPTED
-
-
-def _memory(specs: Path | None, trust: ProjectTrust) -> ProjectMemory:
-    """The project's CLAUDE.md memory, found as Claude Code finds it: from the project of
-    ``--specs`` when it is a ``.claude/agents`` folder, else from the current directory, and the
-    folders above it, and the user's ``~/.claude/CLAUDE.md``. What went wrong is printed as notes."""
-    start = claude_project(specs) or Path.cwd()
-    memory = ProjectMemory.load(start, parents=True, user=Path.home() / ".claude", trust=trust)
-    for notice in memory.notices:
-        print(f"note: {notice}", file=sys.stderr, flush=True)
-    return memory
 
 
 def _specs(args: argparse.Namespace) -> Path | None:

@@ -44,25 +44,24 @@ def _run(cli: Cli, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[s
     return done, log
 
 
-def test_run_with_claude_agents_gives_the_lead_and_its_subagent_the_memory(cli: Cli) -> None:
+def test_run_with_claude_agents_gives_the_lead_its_subagent_and_members_the_memory(
+    cli: Cli,
+) -> None:
     project = _project(cli.tmp_path / "proj", CLAUDE_MD)
     (project / "CLAUDE.local.md").write_text("LOCAL-TEXT: my sandbox is s1.\n")
     elsewhere = cli.tmp_path / "work"
     elsewhere.mkdir()
     done, log = _run(cli, elsewhere, "--specs", str(project / ".claude" / "agents"))
     assert done.returncode == 0, done.stderr
-    requests = recorded(log)
-    lead = [r["system"] for r in requests if r["lead"]]
-    helper = [r["system"] for r in requests if not r["lead"]]
-    assert lead and helper, requests
-    for system in (lead[0], helper[0]):
-        assert isinstance(system, str)
+    lead, helper, member = (recorded(log, who) for who in ("lead", "subagent", "member"))
+    assert lead and helper and member, log.read_text()
+    for system in (lead[0], helper[0], member[0]):
         assert "PROJECT-TEXT: answer briefly." in system
         assert "RULES-TEXT: never use tabs." in system
         assert "LOCAL-TEXT: my sandbox is s1." in system
         assert system.count("PROJECT-TEXT") == 1  # the cycle read CLAUDE.md once
         assert "SPAN-TEXT" not in system and "FENCED-TEXT" not in system
-    assert "You are the helper." in helper[0]
+    assert "You are the helper." in helper[0] and "You are the helper." in member[0]
     assert f"note: import @docs/missing.md in {project / 'CLAUDE.md'}: no such file" in done.stderr
     assert "an import cycle (CLAUDE.md -> rules.md -> CLAUDE.md)" in done.stderr
     assert "Traceback" not in done.stderr
@@ -82,8 +81,7 @@ def test_run_in_a_project_folder_reads_its_memory_the_folders_above_and_the_user
     (home / "CLAUDE.md").write_text("USER-TEXT\n")
     done, log = _run(cli, inner)
     assert done.returncode == 0, done.stderr
-    system = recorded(log)[0]["system"]
-    assert isinstance(system, str)
+    system = recorded(log, "lead")[0]
     # the user's first, then from the outermost folder in: the most specific comes last
     order = [system.index(t) for t in ("USER-TEXT", "OUTER-TEXT", "INNER-TEXT")]
     assert order == sorted(order), system
@@ -97,8 +95,7 @@ def test_an_import_leaving_an_untrusted_project_is_withheld_with_a_note(cli: Cli
     agents = str(project / ".claude" / "agents")
     done, log = _run(cli, project, "--specs", agents)
     assert done.returncode == 0, done.stderr
-    system = recorded(log)[0]["system"]
-    assert isinstance(system, str)
+    system = recorded(log, "lead")[0]
     assert "PROJECT-TEXT" in system and "SECRET-TEXT" not in system
     assert f"import @~/secret.md in {project / 'CLAUDE.md'}: {secret} is outside" in done.stderr
     assert f"agentscope-teams trust add {project}" in done.stderr
@@ -106,4 +103,4 @@ def test_an_import_leaving_an_untrusted_project_is_withheld_with_a_note(cli: Cli
     log.unlink()
     done, log = _run(cli, project, "--specs", agents, "--trust-project")
     assert done.returncode == 0, done.stderr
-    assert "SECRET-TEXT" in str(recorded(log)[0]["system"])
+    assert "SECRET-TEXT" in recorded(log, "lead")[0]
