@@ -4,11 +4,20 @@ are notes on stderr, never a crash."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
+from functools import partial
 from pathlib import Path
 
-from .conftest import REPO, Cli
-from .recording_model import LOG_ENV, recorded
+import anyio
+import pytest
+
+from agentscope_teams import HarnessAgent, RuntimeContext
+from agentscope_teams.cli.run_cmd import LEAD_PROMPT
+from agentscope_teams.store.jsonfile import JsonFileStore
+
+from .conftest import CLI, REPO, Cli
+from .recording_model import LOG_ENV, model, recorded
 
 MODEL = "python:tests.cli.recording_model:model"
 HELPER = "---\nname: helper\ndescription: Checks the rules\n---\nYou are the helper.\n"
@@ -104,3 +113,42 @@ def test_an_import_leaving_an_untrusted_project_is_withheld_with_a_note(cli: Cli
     done, log = _run(cli, project, "--specs", agents, "--trust-project")
     assert done.returncode == 0, done.stderr
     assert "SECRET-TEXT" in recorded(log, "lead")[0]
+
+
+def test_a_worker_gives_its_members_the_memory_of_its_specs_project(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = _project(cli.tmp_path / "proj", CLAUDE_MD)
+    agents = project / ".claude" / "agents"
+    log = cli.tmp_path / "requests.jsonl"
+    args = ["worker", "--store", cli.url, "--specs", str(agents), "--model", MODEL]
+    worker = subprocess.Popen(
+        [str(CLI), *args, "--poll", "0.05", "--org", "acme"],
+        cwd=cli.tmp_path,
+        env=cli.env(PYTHONPATH=str(REPO), **{LOG_ENV: str(log)}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    monkeypatch.setenv(LOG_ENV, str(log))
+    try:
+        cli.with_store(partial(_lead_with_worker_members, agents))
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=30)
+    member = recorded(log, "member")
+    assert member and all("PROJECT-TEXT" not in p for p in recorded(log, "lead"))
+    assert "PROJECT-TEXT: answer briefly." in member[0] and "RULES-TEXT" in member[0]
+    assert f"note: import @docs/missing.md in {project / 'CLAUDE.md'}: no such file" in err
+
+
+async def _lead_with_worker_members(agents: Path, store: JsonFileStore) -> None:
+    """A lead without the memory whose team's members run in the worker."""
+    lead = HarnessAgent(
+        "lead", model(), LEAD_PROMPT, specs=agents, store=store, project_memory=False,
+        team_options={"run_members": "workers", "poll": 0.05},
+    )  # fmt: skip
+    ctx = RuntimeContext(session_id="s1", user_id="alice", org_id="acme")
+    async with lead:
+        with anyio.fail_after(60):
+            await lead.call("Do the work", ctx)
