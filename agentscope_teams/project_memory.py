@@ -70,7 +70,7 @@ class MemoryFile:
     text: str
 
 
-@dataclass
+@dataclass(eq=False)
 class ProjectMemory(Extension):
     """The memory files of a project (see the module docs), and the system prompt part they make."""
 
@@ -181,16 +181,26 @@ class _Reader:
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            reason = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc
+            reason = (
+                "it is not UTF-8 text; save it as UTF-8"
+                if isinstance(exc, UnicodeDecodeError)
+                else exc.strerror or exc
+            )
             self.notices.append(f"memory file {path} not read: {reason}")
             return
         room = MAX_CHARS - self.size
+        if room <= 0:
+            self.notices.append(
+                f"memory file {path} not read: the project's memory is at its bound of "
+                f"{MAX_CHARS} characters; shorten the files read before it"
+            )
+            return
         if len(text) > room:
             self.notices.append(
-                f"memory file {path} cut to {max(room, 0)} of its {len(text)} characters: the "
+                f"memory file {path} cut to {room} of its {len(text)} characters: the "
                 f"project's memory is bounded to {MAX_CHARS} characters; shorten it"
             )
-            text = text[: max(room, 0)]
+            text = text[:room]
         self.size += len(text)
         self.files.append(MemoryFile(path, kind, text))
         for target in imports(text):

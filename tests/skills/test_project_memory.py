@@ -97,13 +97,17 @@ def test_imports_skip_code_spans_fences_and_mail_addresses() -> None:
 
 
 def test_the_memory_is_bounded_and_the_cut_file_is_named(tmp_path: Path) -> None:
-    (tmp_path / "CLAUDE.md").write_text("x" * (MAX_CHARS - 60) + "\n@more.md\n")
+    (tmp_path / "CLAUDE.md").write_text("x" * (MAX_CHARS - 70) + "\n@more.md @last.md\n")
     (tmp_path / "more.md").write_text("y" * 100)
+    (tmp_path / "last.md").write_text("LAST")
     memory = ProjectMemory.load(tmp_path)
     assert sum(len(f.text) for f in memory.files) == MAX_CHARS
+    assert [f.path.name for f in memory.files] == ["CLAUDE.md", "more.md"]
     assert memory.notices == [
-        f"memory file {tmp_path / 'more.md'} cut to 50 of its 100 characters: the project's "
-        f"memory is bounded to {MAX_CHARS} characters; shorten it"
+        f"memory file {tmp_path / 'more.md'} cut to 51 of its 100 characters: the project's "
+        f"memory is bounded to {MAX_CHARS} characters; shorten it",
+        f"memory file {tmp_path / 'last.md'} not read: the project's memory is at its bound "
+        f"of {MAX_CHARS} characters; shorten the files read before it",
     ]
 
 
@@ -121,3 +125,14 @@ def test_an_import_out_of_an_untrusted_project_is_withheld(tmp_path: Path) -> No
     assert "memory import '@link.md'" in trust.notice()
     # control: a trusted project's imports may leave it
     assert "OUTSIDE-TEXT" in ProjectMemory.load(project, trust=ProjectTrust(trusted=True)).text()
+
+
+def test_a_memory_file_that_is_not_utf8_is_named_and_the_rest_still_read(tmp_path: Path) -> None:
+    (tmp_path / "CLAUDE.md").write_text("PROJECT-TEXT\n")
+    (tmp_path / "CLAUDE.local.md").write_bytes("caf\u00e9".encode("latin-1"))
+    memory = ProjectMemory.load(tmp_path)
+    assert "PROJECT-TEXT" in memory.text()
+    assert memory.notices == [
+        f"memory file {tmp_path / 'CLAUDE.local.md'} not read: it is not UTF-8 text; save it as "
+        "UTF-8"
+    ]
