@@ -16,10 +16,11 @@ hops deep. Each file read appears once, under a heading naming it, its imports a
 Where Claude Code is quiet, this says what happened (:attr:`ProjectMemory.notices`): an import
 that names no file, an import cycle, an import deeper than 5 hops, a file cut at the size bound
 (:data:`MAX_CHARS` for all the memory together), a file that cannot be read. An import of a
-project file that leaves the project (``@~/notes.md``, ``@../../x``, or a symlink out of it) is
-read only when the project is trusted (:mod:`agentscope_teams.trust`: Claude Code asks before it
-follows such an import); otherwise it is withheld and named in :meth:`ProjectTrust.notice`. The
-project's own text is not gated by trust: it is text, like the bodies of the project's agent
+project file that leaves the project (``@~/notes.md``, ``@../../x``, or a symlink out of it; a
+memory file that is such a symlink too) is read only when the project is trusted
+(:mod:`agentscope_teams.trust`: Claude Code asks before it follows such an import); otherwise it
+is withheld and named in :meth:`ProjectTrust.notice`. The project's own text is not gated by
+trust: it is text, like the bodies of the project's agent
 files, which are the subagents' prompts.
 
 :class:`ProjectMemory` is also the extension that puts the text into an agent's system prompt;
@@ -100,8 +101,9 @@ class ProjectMemory(Extension):
         start = Path(project).expanduser()
         if not start.exists():
             raise ConfigurationError(
-                f"project memory {start}: no such file or folder; pass the project's folder "
-                "(holding CLAUDE.md) or a memory file"
+                f"project memory {str(start)[:200]!r}: no such file or folder; pass the "
+                "project's folder (holding CLAUDE.md) or a memory file, or for instructions "
+                "given as text, ProjectMemory.from_text(text)"
             )
         root = start.resolve() if start.is_dir() else start.resolve().parent
         reader = _Reader(trust if trust is not None else ProjectTrust(), root)
@@ -170,8 +172,18 @@ class _Reader:
         """A memory file (skipped quietly when it does not exist) and its imports. ``bound`` is
         the folder its imports stay in unless the project is trusted (None: the user's own
         file, not bounded)."""
-        if path.is_file():
-            self._read(path, kind, bound, chain=[])
+        if not path.is_file():
+            return
+        real = path.resolve()
+        if bound is not None and not real.is_relative_to(bound) and not self._trusted():
+            self.trust.withhold("memory file", path.name, path)  # a symlink leading out
+            self.notices.append(
+                f"memory file {path} leads to {real}, outside {bound}, and the project "
+                f"{self.project} is not trusted, so it was not read; to read it, "
+                + ENABLE_HINT.format(root=self.project)
+            )
+            return
+        self._read(path, kind, bound, chain=[])
 
     def _read(self, path: Path, kind: str, root: Path | None, chain: list[Path]) -> None:
         real = path.resolve()

@@ -72,7 +72,7 @@ async def test_project_memory_false_text_or_a_file(tmp_path: Path) -> None:
     )
     assert one.project_memory is not None
     assert "RULES-TEXT" in one.project_memory.text()
-    with pytest.raises(ConfigurationError, match="nowhere: no such file or folder"):
+    with pytest.raises(ConfigurationError, match="nowhere': no such file or folder"):
         HarnessAgent("lead", ScriptedModel(["x"]), project_memory=tmp_path / "nowhere")
 
 
@@ -136,3 +136,25 @@ def test_a_memory_file_that_is_not_utf8_is_named_and_the_rest_still_read(tmp_pat
         f"memory file {tmp_path / 'CLAUDE.local.md'} not read: it is not UTF-8 text; save it as "
         "UTF-8"
     ]
+
+
+def test_a_memory_file_that_is_a_symlink_out_of_an_untrusted_project_is_not_read(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "home" / "id_key"
+    secret.parent.mkdir()
+    secret.write_text("SECRET-KEY")
+    project = tmp_path / "proj"
+    (project / ".claude").mkdir(parents=True)
+    (project / "CLAUDE.local.md").symlink_to(secret)
+    (project / ".claude" / "CLAUDE.md").symlink_to(secret)
+    trust = ProjectTrust(trusted=False)
+    memory = ProjectMemory.load(project, trust=trust)
+    assert memory.files == [] and "SECRET-KEY" not in memory.text()
+    assert [w.name for w in trust.withheld] == ["CLAUDE.md", "CLAUDE.local.md"]
+    assert memory.notices[0].startswith(
+        f"memory file {project / '.claude' / 'CLAUDE.md'} leads to {secret}, outside {project}"
+    )
+    # control: the same files of a trusted project are read (once: they are one file)
+    trusted = ProjectMemory.load(project, trust=ProjectTrust(trusted=True))
+    assert trusted.text().count("SECRET-KEY") == 1
