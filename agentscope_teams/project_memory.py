@@ -20,8 +20,8 @@ project file that leaves the project (``@~/notes.md``, ``@../../x``, or a symlin
 memory file that is such a symlink too) is read only when the project is trusted
 (:mod:`agentscope_teams.trust`: Claude Code asks before it follows such an import); otherwise it
 is withheld and named in :meth:`ProjectTrust.notice`. The project's own text is not gated by
-trust: it is text, like the bodies of the project's agent
-files, which are the subagents' prompts.
+trust: it is text, like the bodies of the project's agent files, which are the subagents'
+prompts.
 
 :class:`ProjectMemory` is also the extension that puts the text into an agent's system prompt;
 :class:`~agentscope_teams.HarnessAgent` (``project_memory=``) gives it to its subagents too.
