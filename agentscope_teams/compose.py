@@ -29,6 +29,7 @@ from .hooks.config import merged
 from .mcp import McpPool, McpToolset
 from .mcp.project import project_mcp_json, project_servers
 from .model.base import ChatModel
+from .project_memory import ProjectMemory, claude_project
 from .sandbox import Sandbox, resolve_sandbox
 from .skills import SkillExtension, SkillLibrary
 from .subagents.options import SubagentOptions, check_subagent_options
@@ -70,6 +71,7 @@ class ProjectOptions(TypedDict, total=False):
 
     specs: Any
     skills: Any
+    project_memory: ProjectMemory | Path | str | bool | None
     trust_project: bool | ProjectTrust | None
     hooks: Mapping[str, Any] | None
     sandbox: Sandbox | str | None
@@ -93,6 +95,7 @@ def extensions_from_specs(
     hooks: Hooks | None = None,
     trust: ProjectTrust | None = None,
     lease_ttl: float | None = None,
+    memory: ProjectMemory | None = None,
     **subagent_options: Unpack[SubagentOptions],
 ) -> list[Extension]:
     """The subagent extension for ``specs`` and, when ``teams`` (default: a top-level agent, depth
@@ -102,7 +105,8 @@ def extensions_from_specs(
     :meth:`SubagentExtension.build` (with ``lease_ttl``, default: the agent's); ``team_options`` to :class:`TeamLeadExtension`
     (``run_members``, ``member_model``, ``task_lease``, ...). Both are checked here: an unknown
     option is an :class:`~agentscope_teams.errors.OptionError`. With ``mcp``, children and members
-    get the MCP tools their spec selects.
+    get the MCP tools their spec selects; with ``memory`` (the project's CLAUDE.md), children
+    get it in their system prompt, as the agent does.
     """
     # imported here, when specs are given, so that ``import agentscope_teams`` stays cheap
     from .subagents.extension import SubagentExtension
@@ -118,12 +122,13 @@ def extensions_from_specs(
         hooks=hooks,
         trust=trust,
         lease_ttl=lease_ttl,
+        memory=memory,
         **subagent_options,
     )
     found: list[Extension] = [sub]
     if teams if teams is not None else agent.depth == 0:
         options: dict[str, Any] = {"models": sub.models, "mcp": mcp, "hooks": sub.hooks}
-        options.update({"trust": sub.trust, **(team_options or {})})
+        options.update({"trust": sub.trust, "memory": memory, **(team_options or {})})
         found.append(TeamLeadExtension(sub.specs, **options))
     return found
 
@@ -136,6 +141,24 @@ def project_skills(specs: Any) -> Path | None:
     folder = Path(specs).resolve()
     candidate = folder.parent / "skills"
     return candidate if folder.parent.name == ".claude" and candidate.is_dir() else None
+
+
+def project_memory(value: Any, specs: Any, trust: ProjectTrust) -> ProjectMemory | None:
+    """The ``project_memory=`` option as memory: a :class:`ProjectMemory` as it is, a path (a
+    project folder or a memory file) loaded, False none; None: the memory of the project whose
+    ``.claude/agents`` ``specs`` is (its own files, not the folders above it nor the user's)."""
+    if value is False:
+        return None
+    if isinstance(value, ProjectMemory):
+        return value
+    if isinstance(value, str | Path):
+        return ProjectMemory.load(value, trust=trust)
+    if value is not None and value is not True:
+        raise ConfigurationError(
+            f"project_memory must be a ProjectMemory, a path, True/None or False, not {value!r}"
+        )
+    project = claude_project(specs)
+    return ProjectMemory.load(project, trust=trust) if project is not None else None
 
 
 def _code_hooks(hooks: Mapping[str, Any] | None) -> HookMap:
@@ -181,6 +204,14 @@ class HarnessAgent(SessionAgent):
     ``.claude/skills`` when ``specs`` is its ``.claude/agents``. Subagents preload the skills their
     spec lists in ``skills:`` from the same folders.
 
+    ``project_memory`` gives the agent and its subagents the project's instructions, Claude Code's
+    ``CLAUDE.md`` files and their ``@path`` imports (:mod:`agentscope_teams.project_memory`): a
+    project folder or a memory file, a :class:`~.project_memory.ProjectMemory` (e.g.
+    ``ProjectMemory.load(path, parents=True, user="~/.claude")`` for Claude Code's whole lookup,
+    or ``ProjectMemory.from_text(...)``), or False for none. Default: the project's own memory
+    files when ``specs`` is its ``.claude/agents``. What went wrong reading them (a missing
+    import, a cycle, a file cut at the size bound) is in ``self.project_memory.notices``.
+
     ``sandbox`` (a :class:`~.sandbox.Sandbox`, ``"bubblewrap"``, ``"unsafe-host"`` or None) adds
     the shell tools ``bash``, ``bash_output`` and ``kill_shell`` running in it; subagents and team
     members built from this agent get them too (their spec's ``tools:`` may pick them). The
@@ -215,6 +246,9 @@ class HarnessAgent(SessionAgent):
             merged(_code_hooks(options.get("hooks")), project_hooks(specs, self.trust)),
             project_dir=project_root(specs) if isinstance(specs, str | Path) else None,
         )
+        self.project_memory = project_memory(options.get("project_memory"), specs, self.trust)
+        if self.project_memory:
+            self.extensions.append(self.project_memory)
         skills = options.get("skills")
         self.skills = SkillLibrary.of(project_skills(specs) if skills is None else skills)
         if self.skills and options.get("builtin_tools", True):
@@ -265,6 +299,7 @@ class HarnessAgent(SessionAgent):
             skills=self.skills,
             hooks=self.hooks,
             trust=self.trust,
+            memory=self.project_memory,
             **cast(SubagentOptions, subagent),
         )
         self.extensions += found

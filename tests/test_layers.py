@@ -45,6 +45,8 @@ LAYERS: dict[str, int] = {
     #: Remote A2A agents as subagents' models (the client side of the a2a-sdk).
     "a2a": 10,
     "skills": 10,
+    #: A project's CLAUDE.md memory files and their imports (beside skills; the agent's extension).
+    "project_memory": 10,
     "subagents": 11,
     "teams": 12,
     "compose": 13,

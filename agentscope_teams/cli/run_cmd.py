@@ -11,7 +11,10 @@ messages, then a summary; Ctrl-C ends the open line and prints the ``--session``
 project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files) start only if the
 project is trusted (``--trust-project``, :mod:`.trust_cmd`); otherwise a note on stderr names them
 and says how to enable them. ``--sandbox`` chooses where the ``bash`` tool runs commands
-(:mod:`.sandbox_option`).
+(:mod:`.sandbox_option`). The project's ``CLAUDE.md`` memory (that of the ``--specs`` project
+when it is a ``.claude/agents`` folder, else of the current directory; the folders above it; the
+user's ``~/.claude/CLAUDE.md``; see :mod:`agentscope_teams.project_memory`) goes into the lead's
+and its subagents' system prompts; what could not be read is a note on stderr.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from .review_cmd import KEY_DEFAULTS
 from .review_run import Watcher
 from .run_view import RunSummary, RunView
 from .sandbox_option import add_sandbox_option, sandbox_option
-from .trust_cmd import add_trust_option, project_trust, untrusted_note
+from .trust_cmd import add_trust_option, project_memory, project_trust, untrusted_note
 from .usage_option import add_usage_options, usage_options
 from .usage_view import usage_json, usage_lines
 
@@ -133,6 +136,7 @@ def handle(args: argparse.Namespace) -> int:
     note = untrusted_note(project, loaded, trust)
     if note:
         print(f"note: {note}", file=sys.stderr, flush=True)
+    memory = project_memory(specs, trust)
     if args.mcp_config is not None:
         require_mcp(args.mcp_config, "the lead")
     ctx = RuntimeContext(
@@ -152,6 +156,7 @@ def handle(args: argparse.Namespace) -> int:
         workspace_scope="shared",
         specs=specs,
         trust_project=trust,
+        project_memory=memory,
         sandbox=sandbox_option(args),
         mcp_servers=args.mcp_config,
     )

@@ -11,12 +11,14 @@ line the commands print when something was left off.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..hooks import withheld_hooks
 from ..mcp.project import untrusted_servers
+from ..project_memory import ProjectMemory, claude_project
 from ..trust import ProjectTrust, TrustStore, project_root, untrusted_notice
 from .common import SubParsers, add_command, add_json_option, print_json_line
 
@@ -44,6 +46,17 @@ def project_trust(args: argparse.Namespace, specs: Path) -> ProjectTrust:
         TrustStore().trust(specs)
         return ProjectTrust(trusted=True)
     return ProjectTrust()
+
+
+def project_memory(specs: Path | None, trust: ProjectTrust) -> ProjectMemory:
+    """The project's CLAUDE.md memory, found as Claude Code finds it: from the project of
+    ``specs`` when it is a ``.claude/agents`` folder, else from the current directory; the
+    folders above it; the user's ``~/.claude/CLAUDE.md``. What went wrong is printed as notes."""
+    start = claude_project(specs) or Path.cwd()
+    memory = ProjectMemory.load(start, parents=True, user=Path.home() / ".claude", trust=trust)
+    for notice in memory.notices:
+        print(f"note: {notice}", file=sys.stderr, flush=True)
+    return memory
 
 
 def untrusted_note(specs_dir: Path, specs: Iterable[Any], trust: ProjectTrust) -> str:

@@ -18,7 +18,8 @@ files. The start line names the servers left off and how to enable them. This co
 servers: it stops them after the worker has stopped its members. ``--sandbox`` chooses where
 the members' ``bash`` tool runs commands (:mod:`.sandbox_option`). ``--metrics-port`` serves
 ``/metrics``, ``/healthz`` and ``/readyz`` on ``--metrics-host`` (default 127.0.0.1) while the
-worker runs (:mod:`.metrics_http`).
+worker runs (:mod:`.metrics_http`). Members get the project's ``CLAUDE.md`` memory in their
+system prompt, found as ``run`` finds the lead's (:func:`.trust_cmd.project_memory`).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from .common import (
 from .heap import freeze_startup_heap
 from .metrics_http import serve_metrics
 from .sandbox_option import add_sandbox_option, sandbox_option
-from .trust_cmd import add_trust_option, project_trust, untrusted_note
+from .trust_cmd import add_trust_option, project_memory, project_trust, untrusted_note
 from .usage_option import add_usage_options, usage_options
 
 ORPHAN_CHECK_SECONDS = 1.0
@@ -203,6 +204,7 @@ def handle(args: argparse.Namespace) -> int:
         sandbox=sandbox_option(args),
         hooks=Hooks(project_hooks(args.specs, trust), project_dir=project_root(args.specs)),
         trust=trust,
+        memory=project_memory(args.specs, trust) or None,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 

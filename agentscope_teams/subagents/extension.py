@@ -26,6 +26,7 @@ from ..errors import ConfigurationError, ToolError
 from ..hooks import Hooks, hooks_of_spec
 from ..message import Msg
 from ..model.base import ChatModel
+from ..project_memory import ProjectMemory
 from ..skills import SkillExtension, SkillLibrary
 from ..tools import Tool
 from ..trust import ProjectTrust
@@ -85,8 +86,11 @@ class SubagentExtension(Extension):
         skills: SkillLibrary | None = None,
         hooks: Hooks | None = None,
         trust: ProjectTrust | None = None,
+        memory: ProjectMemory | None = None,
     ) -> None:
         self.agent, self.specs = agent, specs
+        #: The project's CLAUDE.md memory: every child gets it in its system prompt.
+        self.memory = memory
         #: The agent's hooks (SubagentStart / SubagentStop fire on them; children inherit them)
         #: and the trust deciding whether a spec's own ``hooks:`` run.
         self.hooks = hooks
@@ -122,6 +126,7 @@ class SubagentExtension(Extension):
         skills: SkillLibrary | None = None,
         hooks: Hooks | None = None,
         trust: ProjectTrust | None = None,
+        memory: ProjectMemory | None = None,
     ) -> SubagentExtension:
         """Load ``specs`` (a directory, specs, or a mapping) and check the limits.
 
@@ -131,7 +136,9 @@ class SubagentExtension(Extension):
         before it is parsed as ``"provider:model"``; ``mcp`` gives children the MCP tools their
         spec selects; ``skills`` is where the skills its specs preload (``skills:``) and children
         load (the ``skill`` tool) come from; ``hooks`` are the agent's hooks and ``trust`` decides
-        whether a spec file's ``hooks:`` run (see :mod:`agentscope_teams.hooks`).
+        whether a spec file's ``hooks:`` run (see :mod:`agentscope_teams.hooks`); ``memory``
+        (the project's CLAUDE.md, :mod:`agentscope_teams.project_memory`) goes into every
+        child's system prompt.
         """
         given: SubagentOptions = {"max_depth": max_depth, "max_concurrent": max_concurrent}
         given |= {
@@ -159,6 +166,7 @@ class SubagentExtension(Extension):
             skills=skills,
             hooks=hooks,
             trust=trust,
+            memory=memory,
         )
 
     @property
@@ -372,6 +380,8 @@ class SubagentExtension(Extension):
         )
         child.hooks = self._hooks_for(spec)
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
+        if self.memory:  # the project's CLAUDE.md, as Claude Code gives its subagents
+            child.extensions.append(self.memory)
         skills = await child_skills(self.skills, spec, scope.ctx, tool=self.skill_tool)
         if agent.depth + 1 < self.max_depth and spec.may_spawn:
             # its own children get no MCP tool, nor the skill tool, it lacks
@@ -409,6 +419,7 @@ class SubagentExtension(Extension):
             skills=self.skills,
             hooks=self.hooks,
             trust=self.trust,
+            memory=self.memory,
         )
 
     async def aclose(self) -> None:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ...agent.harness import SessionAgent
     from ...context import RuntimeContext
     from ...mcp import McpToolset
+    from ...project_memory import ProjectMemory
     from ...trust import ProjectTrust
 
 __all__ = ["TeamLeadExtension", "TeamMemberExtension"]
@@ -90,6 +91,7 @@ class TeamLeadExtension(Extension):
         mcp: McpToolset | None = None,
         hooks: Hooks | None = None,
         trust: ProjectTrust | None = None,
+        memory: ProjectMemory | None = None,
     ) -> None:
         if run_members not in ("local", "workers", "any"):
             raise ConfigurationError(f"run_members must be local, workers or any: {run_members!r}")
@@ -109,6 +111,7 @@ class TeamLeadExtension(Extension):
         self.mcp = mcp  # members get the MCP tools their spec selects
         # members run ``hooks`` and their spec's own ``hooks:`` (when ``trust`` allows them)
         self.hooks, self.trust = hooks, trust
+        self.memory = memory  # the project's CLAUDE.md, in every member's system prompt
 
     @classmethod
     def build(cls, agent: SessionAgent, specs: Any = None, **options: Any) -> TeamLeadExtension:
@@ -343,5 +346,6 @@ class TeamLeadExtension(Extension):
             mcp=self.mcp,
             hooks=self.hooks,
             trust=self.trust,
+            memory=self.memory,
         )
         self.runtime.watch(TeamRef(scope.ctx, team_id, builder))

@@ -36,6 +36,7 @@ from .review import MEMBER_UNATTENDED, member_exit_plan_tool
 
 if TYPE_CHECKING:
     from ...mcp import McpToolset
+    from ...project_memory import ProjectMemory
 
 ClientFactory = Callable[[BaseStore, RuntimeContext], TeamClient]
 
@@ -84,6 +85,9 @@ class MemberBuilder:
     #: a member adds its spec's ``hooks:`` when ``trust`` lets them run.
     hooks: Hooks | None = None
     trust: ProjectTrust | None = None
+    #: The project's CLAUDE.md memory, in every member's system prompt (Claude Code's teammates
+    #: load the project's CLAUDE.md too).
+    memory: ProjectMemory | None = None
 
     def __post_init__(self) -> None:
         self.pool = ModelPool(self.model, self.models)  # shares ``models``: names resolve once
@@ -134,7 +138,7 @@ class MemberBuilder:
             permissions=self.permissions,
             engine=engine,
             workspace=self.workspace_of(ctx, team.id, member),
-            extensions=[ext],
+            extensions=[ext, *([self.memory] if self.memory else [])],
             lease_ttl=self.lease_ttl,
             busy_timeout=self.busy_timeout,
             session_source=SessionSource.TEAM,

@@ -58,6 +58,7 @@ from .slot import TeamRef
 
 if TYPE_CHECKING:
     from ...mcp import McpToolset
+    from ...project_memory import ProjectMemory
 
 PYTHON_PREFIX = "python:"
 
@@ -91,6 +92,8 @@ class WorkerConfig:
     #: project when it is trusted), each with its spec's own ``hooks:`` when ``trust`` allows.
     hooks: Hooks | None = None
     trust: ProjectTrust | None = None
+    #: The project's CLAUDE.md memory members get in their system prompt (None: none).
+    memory: ProjectMemory | None = None
 
     def __post_init__(self) -> None:
         if self.max_members < 1:
@@ -164,6 +167,7 @@ class Worker:
             mcp=cfg.mcp,
             hooks=cfg.hooks,
             trust=cfg.trust,
+            memory=cfg.memory,
         )
 
         async def gone() -> None:
