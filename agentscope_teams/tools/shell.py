@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 from dataclasses import dataclass, field
 from typing import Annotated
 
+import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
@@ -34,6 +34,7 @@ from .base import Tool, ToolEnv
 from .call_end import at_call_end
 from .decorator import make_tool
 from .output import ToolOutput
+from .patterns import BoundedPattern
 
 __all__ = ["SHELL_TOOLS", "ShellOutput", "ShellResult", "ShellStarted", "shell_tools"]
 
@@ -181,14 +182,18 @@ class BackgroundShells:
         self.calls.get(id(env), {}).pop(shell_id, None)
 
 
-def _filtered(text: str, pattern: str | None) -> str:
+async def _filtered(text: str, pattern: str | None, *, where: str) -> str:
+    """The lines of ``text`` matching the model's ``pattern``, searched in a worker thread under
+    :class:`~.patterns.BoundedPattern`'s time bound (the event loop keeps running)."""
     if pattern is None:
         return text
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"invalid filter regular expression {pattern!r}: {exc}") from None
-    return "".join(line for line in text.splitlines(True) if regex.search(line))
+    regex = BoundedPattern(pattern, what="filter regular expression")
+    lines = text.splitlines(True)
+    if not lines:
+        return ""
+    return await anyio.to_thread.run_sync(
+        lambda: "".join(line for line in lines if regex.search(line, where=where))
+    )
 
 
 def bash_description(sandbox: Sandbox) -> str:
@@ -289,7 +294,7 @@ def _background_tools(shells: BackgroundShells) -> list[Tool]:
         """
         shell = shells.get(env, bash_id)
         chunk = await shell.process.read()
-        shown = _filtered(chunk.output, filter)
+        shown = await _filtered(chunk.output, filter, where=f"the output of {bash_id}")
         return shell.output(bash_id, chunk, shown=shown, filtered=filter is not None, killed=False)
 
     async def kill_shell(shell_id: str, *, env: ToolEnv) -> ShellOutput:
