@@ -182,18 +182,18 @@ class BackgroundShells:
         self.calls.get(id(env), {}).pop(shell_id, None)
 
 
-async def _filtered(text: str, pattern: str | None, *, where: str) -> str:
-    """The lines of ``text`` matching the model's ``pattern``, searched in a worker thread under
+async def _filtered(text: str, regex: BoundedPattern, *, where: str) -> str:
+    """The lines of ``text`` matching the model's filter, searched in a worker thread under
     :class:`~.patterns.BoundedPattern`'s time bound (the event loop keeps running)."""
-    if pattern is None:
-        return text
-    regex = BoundedPattern(pattern, what="filter regular expression")
     lines = text.splitlines(True)
     if not lines:
         return ""
-    return await anyio.to_thread.run_sync(
-        lambda: "".join(line for line in lines if regex.search(line, where=where))
-    )
+    try:
+        return await anyio.to_thread.run_sync(
+            lambda: "".join(line for line in lines if regex.search(line, where=where))
+        )
+    except ToolError as exc:
+        raise ToolError(f"{exc}; the {len(lines)} line(s) of this read are not shown") from None
 
 
 def bash_description(sandbox: Sandbox) -> str:
@@ -293,8 +293,11 @@ def _background_tools(shells: BackgroundShells) -> list[Tool]:
             filter: Only return lines matching this regular expression; the others are dropped.
         """
         shell = shells.get(env, bash_id)
+        # compiled before the read: a filter that does not compile loses no output
+        regex = None if filter is None else BoundedPattern(filter, what="filter regular expression")
         chunk = await shell.process.read()
-        shown = await _filtered(chunk.output, filter, where=f"the output of {bash_id}")
+        where = f"the output of {bash_id}"
+        shown = chunk.output if regex is None else await _filtered(chunk.output, regex, where=where)
         return shell.output(bash_id, chunk, shown=shown, filtered=filter is not None, killed=False)
 
     async def kill_shell(shell_id: str, *, env: ToolEnv) -> ShellOutput:

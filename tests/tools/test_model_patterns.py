@@ -76,7 +76,9 @@ async def test_bash_output_filter_stops_a_catastrophic_pattern_without_freezing_
     tmp_path: Path,
 ) -> None:
     kit, env = Toolkit(shell_tools(UnsafeHostSandbox())), ToolEnv(workspace=tmp_path)
-    script = f"echo {LINE}; sleep 30"
+    script = (
+        f"echo {LINE}; while [ ! -f go ]; do sleep 0.05; done; echo later; touch said; sleep 30"
+    )
     started = await kit.execute(call("bash", command=script, run_in_background=True), env=env)
     assert not started.is_error, started.output
     try:
@@ -90,7 +92,15 @@ async def test_bash_output_filter_stops_a_catastrophic_pattern_without_freezing_
         assert block.is_error, block.output
         assert "took longer than 0.5 s on the output of bash_1" in block.output
         assert ticks > 0
+        assert "the 1 line(s) of this read are not shown" in block.output
+        (tmp_path / "go").write_text("")
+        for _ in range(500):
+            if (tmp_path / "said").exists():
+                break
+            await anyio.sleep(0.02)
         bad = await kit.execute(call("bash_output", bash_id="bash_1", filter="("), env=env)
         assert bad.is_error and "invalid filter regular expression '('" in bad.output
+        after = await kit.execute(call("bash_output", bash_id="bash_1"), env=env)
+        assert "later" in after.output  # the filter that did not compile lost no output
     finally:
         await end_call(env)
