@@ -12,8 +12,9 @@ class RemoteAgentConfig(BaseModel):
     """Where the remote agent is and how to call it.
 
     ``url``: its Agent Card (``.../.well-known/agent-card.json``, or any ``.json`` URL) or the base
-    URL the card is found under. ``headers`` go with every request (the card's too); ``${VAR}``
-    and ``${VAR:-default}`` in their values are expanded when a run starts, only for an
+    URL the card is found under. ``headers`` go with every request to ``url``'s origin (the
+    card's too), never to another origin the card names as its endpoint (:mod:`.remote`);
+    ``${VAR}`` and ``${VAR:-default}`` in their values are expanded when a run starts, only for an
     operator's spec or a trusted project. ``timeout``: seconds one turn may take (the remote task
     is cancelled after it); ``retries``: attempts more when the agent cannot be reached (a send
     that reached it is never repeated); ``poll``: seconds between reads of a running task.

@@ -12,12 +12,19 @@ which sends the new user text of each request to the remote agent and returns it
   cancelled turn (``agent_cancel``, a timeout) cancels the remote task.
 * Failures are :class:`~agentscope_teams.errors.ModelError` naming the remote agent and its URL:
   the run fails with that message, which is what the parent agent reads.
+* ``a2a.headers`` (API keys) go only to the origin (scheme, host, port) of ``a2a.url``, where the
+  user pointed them. The Agent Card read there names the endpoint the SDK then calls; when that is
+  another origin, its requests go without the headers (as a browser or httpx drops credentials on
+  a redirect to another origin) and a warning names both origins: a card cannot send the keys to
+  a host the user never named. If that agent needs them, the turn fails there (say with 401); set
+  ``a2a.url`` to the endpoint's own origin (its card under ``/.well-known/``) instead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -35,6 +42,8 @@ from ..model.scripted import replay
 from ..store.base import BaseStore
 from .compat import lenient_transport
 from .config import RemoteAgentConfig
+
+log = logging.getLogger(__name__)
 
 _RUNNING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_UNSPECIFIED")
 _CANCEL_SECONDS = 10.0
@@ -112,8 +121,9 @@ class RemoteA2AModel:
             talk = RemoteConversation(context_id=talk.context_id)
         import httpx
 
+        credentials = _OriginHeaders(self.name, self.config)
         http = httpx.AsyncClient(
-            headers=self.config.headers,
+            event_hooks={"request": [credentials.add]},
             timeout=self.config.timeout,
             transport=lenient_transport(httpx.AsyncHTTPTransport()),
         )
@@ -241,6 +251,40 @@ class RemoteA2AModel:
             base_url=self.config.url,
             code=state,
         )
+
+
+def _origin(url: Any) -> str:
+    """``scheme://host:port`` of an ``httpx.URL`` (the default port written out)."""
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    return f"{url.scheme}://{url.host}:{port}"
+
+
+class _OriginHeaders:
+    """An httpx request hook adding ``a2a.headers`` to requests for ``a2a.url``'s origin only
+    (module docstring); the first request to each other origin logs a warning."""
+
+    def __init__(self, name: str, config: RemoteAgentConfig) -> None:
+        import httpx
+
+        self.name, self.url, self.headers = name, config.url, config.headers
+        self.origin = _origin(httpx.URL(config.url))
+        self.elsewhere: set[str] = set()
+
+    async def add(self, request: Any) -> None:
+        origin = _origin(request.url)
+        if origin == self.origin:
+            request.headers.update(self.headers)
+        elif self.headers and origin not in self.elsewhere:
+            self.elsewhere.add(origin)
+            log.warning(
+                "remote A2A agent %r: its Agent Card (%s) sends requests to %s, another origin "
+                "than a2a.url's %s; a2a.headers are not sent there. If it needs them, set a2a.url "
+                "to that origin",
+                self.name,
+                self.url,
+                origin,
+                self.origin,
+            )
 
 
 def _task_gone(exc: ModelError) -> bool:

@@ -15,7 +15,6 @@ import dataclasses
 import functools
 import io
 import os
-import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +37,7 @@ from .paths import (
     resolve_in_workspace,
     walk_files,
 )
+from .patterns import BoundedPattern
 
 __all__ = ["ALIASES", "EDIT_TOOLS", "filesystem_tools", "resolve_tool_name"]
 
@@ -321,10 +321,7 @@ def grep_files(
         glob: Only search files matching this glob (`*.py` matches names at any depth).
         max_results: Stop after this many matching lines.
     """
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+    regex = BoundedPattern(pattern)  # a time bound: a catastrophic pattern is a tool error
     base, shown = _readable(env, path)
     name_glob = compile_glob(glob) if glob else None
     rows: list[str] = []
@@ -352,7 +349,7 @@ def _open_walked(env: ToolEnv, file: Path) -> int | None:
         return None
 
 
-def _grep_one(env: ToolEnv, file: Path, regex: re.Pattern[str], budget: int) -> list[str]:
+def _grep_one(env: ToolEnv, file: Path, regex: BoundedPattern, budget: int) -> list[str]:
     fd = _open_walked(env, file)
     if fd is None:
         return []
@@ -366,7 +363,7 @@ def _grep_one(env: ToolEnv, file: Path, regex: re.Pattern[str], budget: int) -> 
     rows: list[str] = []
     rel = display(env.workspace, file)
     for lineno, line in enumerate(io.StringIO(data.decode("utf-8", errors="replace")), 1):
-        if regex.search(line):
+        if regex.search(line, where=rel):
             rows.append(f"{rel}:{lineno}: {line.strip()[:500]}")
             if len(rows) >= budget:
                 break

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
 
 import anyio
+import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
@@ -39,6 +39,7 @@ from .base import Tool, ToolEnv
 from .call_end import at_call_end
 from .decorator import make_tool
 from .output import ToolOutput
+from .patterns import BoundedPattern
 
 __all__ = ["SHELL_TOOLS", "ShellOutput", "ShellResult", "ShellStarted", "shell_tools"]
 
@@ -186,14 +187,18 @@ class BackgroundShells:
         self.calls.get(id(env), {}).pop(shell_id, None)
 
 
-def _filtered(text: str, pattern: str | None) -> str:
-    if pattern is None:
-        return text
+async def _filtered(text: str, regex: BoundedPattern, *, where: str) -> str:
+    """The lines of ``text`` matching the model's filter, searched in a worker thread under
+    :class:`~.patterns.BoundedPattern`'s time bound (the event loop keeps running)."""
+    lines = text.splitlines(True)
+    if not lines:
+        return ""
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"invalid filter regular expression {pattern!r}: {exc}") from None
-    return "".join(line for line in text.splitlines(True) if regex.search(line))
+        return await anyio.to_thread.run_sync(
+            lambda: "".join(line for line in lines if regex.search(line, where=where))
+        )
+    except ToolError as exc:
+        raise ToolError(f"{exc}; the {len(lines)} line(s) of this read are not shown") from None
 
 
 def bash_description(sandbox: Sandbox) -> str:
@@ -312,8 +317,11 @@ def _background_tools(shells: BackgroundShells) -> list[Tool]:
             filter: Only return lines matching this regular expression; the others are dropped.
         """
         shell = shells.get(env, bash_id)
+        # compiled before the read: a filter that does not compile loses no output
+        regex = None if filter is None else BoundedPattern(filter, what="filter regular expression")
         chunk = await shell.process.read()
-        shown = _filtered(chunk.output, filter)
+        where = f"the output of {bash_id}"
+        shown = chunk.output if regex is None else await _filtered(chunk.output, regex, where=where)
         return shell.output(bash_id, chunk, shown=shown, filtered=filter is not None, killed=False)
 
     async def kill_shell(shell_id: str, *, env: ToolEnv) -> ShellOutput:

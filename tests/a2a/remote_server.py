@@ -66,27 +66,33 @@ class Executor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()  # type: ignore[arg-type]
 
 
-def app(key: str, port: int) -> Starlette:
-    card = AgentCard(
+def agent_card(url: str) -> AgentCard:
+    """The card of this agent, naming ``url`` as its JSON-RPC endpoint."""
+    return AgentCard(
         name="remote",
         description="A plain a2a-sdk agent",
         version="1.0",
         supported_interfaces=[
-            AgentInterface(
-                url=f"http://127.0.0.1:{port}/", protocol_binding="JSONRPC", protocol_version="1.0"
-            )
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
         ],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="answers", tags=["test"])],
     )
+
+
+def open_app(port: int) -> Starlette:
+    """The agent and its card on ``port``, asking for no key."""
+    card = agent_card(f"http://127.0.0.1:{port}/")
     handler = DefaultRequestHandler(
         agent_executor=Executor(), task_store=InMemoryTaskStore(), agent_card=card
     )
-    inner = Starlette(
-        routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
-    )
+    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
+
+
+def app(key: str, port: int) -> Starlette:
+    inner = open_app(port)
 
     async def guarded(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
         if scope["type"] == "http" and (b"x-api-key", key.encode()) not in scope["headers"]:

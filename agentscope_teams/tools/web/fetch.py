@@ -2,10 +2,11 @@
 
 Per hop: resolve the host through the SSRF guard (:mod:`.ssrf`), connect to the checked address
 (the request goes to the IP; ``Host`` and TLS SNI carry the name, and TLS verifies the certificate
-against the name), read at most ``max_bytes``. Same-host redirects (``http`` -> ``https`` allowed)
-are followed, each re-resolved and re-checked, up to ``max_redirects``; a redirect to another host
-is not followed but returned, so the model calls ``web_fetch`` again and that call passes the
-permission rules and the guard on its own. The whole fetch runs under ``timeout``.
+against the name), read at most ``max_bytes`` of the decoded body (a gzip or deflate body is
+inflated a bounded piece at a time: :mod:`.inflate`). Same-host redirects (``http`` -> ``https``
+allowed) are followed, each re-resolved and re-checked, up to ``max_redirects``; a redirect to
+another host is not followed but returned, so the model calls ``web_fetch`` again and that call
+passes the permission rules and the guard on its own. The whole fetch runs under ``timeout``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import anyio
 from ...errors import WebAccessError
 from .config import WebConfig
 from .convert import content_kind, html_to_markdown
+from .inflate import ACCEPT_ENCODING, read_body
 from .output import WebPage
 from .urls import WebUrl, parse_web_url
 
@@ -33,19 +35,6 @@ def _same_origin(a: WebUrl, b: WebUrl) -> bool:
         (a.scheme, a.port) == (b.scheme, b.port)
         or (a.scheme == "http" and (b.scheme, b.port) == ("https", a.upgraded().port))
     )
-
-
-async def _read(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
-    """(at most ``limit`` bytes of the decoded body, whether more was there)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        if size + len(chunk) > limit:
-            chunks.append(chunk[: limit - size])
-            return b"".join(chunks), True
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks), False
 
 
 def _decode(body: bytes, response: httpx.Response) -> str:
@@ -65,7 +54,7 @@ async def _page(
     content_type = response.headers.get("content-type")
     if content_type:  # refuse an unreadable type before downloading its body
         content_kind(content_type, b"", url)
-    body, cut_bytes = await _read(response, config.max_bytes)
+    body, cut_bytes = await read_body(response, config.max_bytes, url)
     kind = content_kind(content_type, body[:1024], url)
     if kind == "html":
         raw = _decode(body, response) if response.charset_encoding else body
@@ -106,7 +95,12 @@ async def _hop(
     request = client.build_request(
         "GET",
         ip_url,
-        headers={"Host": target.authority, "Accept": _ACCEPT, "User-Agent": config.user_agent},
+        headers={
+            "Host": target.authority,
+            "Accept": _ACCEPT,
+            "Accept-Encoding": ACCEPT_ENCODING,  # the codings read_body inflates with a bound
+            "User-Agent": config.user_agent,
+        },
         extensions=extensions,
     )
     return target, await client.send(request, stream=True)
