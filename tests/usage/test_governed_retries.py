@@ -16,7 +16,7 @@ import pytest
 
 from agentscope_teams.agent.config import ReActConfig
 from agentscope_teams.agent.react import ReActAgent
-from agentscope_teams.errors import RateLimitError
+from agentscope_teams.errors import ModelServerError, RateLimitError
 from agentscope_teams.model.openai import OpenAIChatModel
 from agentscope_teams.state import AgentState
 from agentscope_teams.store import store_from_url
@@ -150,6 +150,20 @@ async def test_a_429_asking_longer_than_max_wait_is_raised_at_once_and_shared(
     assert caught.value.retry_after == 30 and len(fake.requests) == 1
     # every process sharing the key is paused for what the provider asked
     assert limiter is not None and limiter["hold"] >= fake.requests[0].at * 1000 + 29_000
+
+
+async def test_a_5xx_retry_after_is_honoured_and_beyond_max_wait_not_retried(
+    fake: FakeOpenAI,
+) -> None:
+    fake.add(Reply(503, {"error": {"message": "busy"}}, headers={"Retry-After": "30"}))
+    fake.add(Reply(body=completion("ok")))
+    gov = UsageGovernor(InMemoryStore(), rate_limit=LIMIT.model_copy(update={"max_wait": 5}))
+    async with model_of(fake) as model:
+        with pytest.raises(ModelServerError, match="HTTP 503 .* after 1 attempt"):
+            await reply(model, gov)
+        limiter = await gov.backend.read(limiter_key(model))
+    assert len(fake.requests) == 1
+    assert limiter is not None and limiter["hold"] == 0  # a 5xx pauses no other process
 
 
 async def test_an_ungoverned_call_keeps_the_sdk_retries(
