@@ -159,7 +159,7 @@ async def test_a_5xx_retry_after_is_honoured_and_beyond_max_wait_not_retried(
     fake.add(Reply(body=completion("ok")))
     gov = UsageGovernor(InMemoryStore(), rate_limit=LIMIT.model_copy(update={"max_wait": 5}))
     async with model_of(fake) as model:
-        with pytest.raises(ModelServerError, match="HTTP 503 .* after 1 attempt"):
+        with pytest.raises(ModelServerError, match=r"HTTP 503 .* after 1 attempt"):
             await reply(model, gov)
         limiter = await gov.backend.read(limiter_key(model))
     assert len(fake.requests) == 1
