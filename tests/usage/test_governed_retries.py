@@ -260,8 +260,8 @@ async def test_a_governed_anthropic_stream_waits_for_the_rate_limit_reset_it_was
     url = fake.url.removesuffix("/v1")
     async with AnthropicChatModel("claude-test", api_key="k", base_url=url) as model:
         agent = ReActAgent("a", model, config=ReActConfig(stream_model=True))
-        # no Retry-After: the requests limit is spent until its reset, 2 s from now
-        reset = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+        # no Retry-After: the requests limit is spent until its reset, 3 s from now
+        reset = (datetime.now(UTC) + timedelta(seconds=3)).isoformat()
         spent = {"anthropic-ratelimit-requests-remaining": "0"}
         spent["anthropic-ratelimit-requests-reset"] = reset
         fake.add(Reply(429, error("rate_limit_error", "slow down"), headers=spent))
