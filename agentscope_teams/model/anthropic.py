@@ -3,7 +3,8 @@
 Needs the ``anthropic`` extra (``pip install 'agentscope-teams[anthropic]'``). The key comes from
 ``api_key=`` or ``ANTHROPIC_API_KEY``, the endpoint from ``base_url=``, ``ANTHROPIC_BASE_URL`` or
 ``https://api.anthropic.com``. Retries are the SDK's own (``max_retries``; 408, 409, 429, 5xx
-including 529 "overloaded", timeouts and failed connections, honouring ``Retry-After``); failures
+including 529 "overloaded", timeouts and failed connections, honouring ``Retry-After``), except in
+a call a shared rate limit governs, retried through the limiter (:mod:`.retries`); failures
 left become :class:`~agentscope_teams.errors.ModelError` subclasses as for OpenAI (see
 :mod:`.anthropic_errors`). Tools, streamed text and tool input, base64 images in user messages and
 token usage (cached input included) are supported. The key never appears in reprs, error messages
@@ -79,18 +80,14 @@ class AnthropicChatModel(SdkChatModel):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._request_kwargs(request)
-        message = await self._errors.call(
-            lambda: self._client.messages.create(stream=False, **kwargs)
-        )
+        message = await self._send(lambda client: client.messages.create(stream=False, **kwargs))
         data = message.to_dict(warnings=False)  # the SDK does not validate: parse_message does
         where, url = self._errors.where, self._errors.url
         return parse_message(data, model=self.model, source=where, base_url=url)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         kwargs = self._request_kwargs(request)
-        events = await self._errors.call(
-            lambda: self._client.messages.create(stream=True, **kwargs)
-        )
+        events = await self._send(lambda client: client.messages.create(stream=True, **kwargs))
         assembler = MessageStreamAssembler(
             model=self.model, source=self._errors.where, base_url=self._errors.url
         )

@@ -55,7 +55,7 @@ class AnthropicErrorMapper(ErrorMapper):
                 kind = ERROR_TYPES.get(code or "", ModelServerError)
                 return Failure(kind, None, detail or "stream error", code, body)
             status = exc.status_code
-            wait = retry_after_of(exc.response.headers) if status == 429 else None
+            wait = retry_after_of(exc.response.headers)  # a 429 or 5xx retried waits it
             return Failure(status_kind(status), status, detail, code, body, wait)
         if isinstance(exc, anthropic.APIResponseValidationError):
             return Failure(ModelResponseError, exc.status_code, body=self.excerpt(exc.body))

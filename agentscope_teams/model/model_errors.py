@@ -43,7 +43,8 @@ class Failure:
     detail: str = ""
     code: str | None = None
     body: str | None = None
-    #: Seconds the provider asked to wait (a 429's headers; see :mod:`.rate_headers`).
+    #: Seconds the provider asked to wait (its headers; see :mod:`.rate_headers`): what a retry
+    #: waits (:mod:`.retries`), and a RateLimitError's ``retry_after``.
     retry_after: float | None = None
 
 

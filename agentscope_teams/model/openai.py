@@ -1,9 +1,10 @@
 """``OpenAIChatModel``: any OpenAI-compatible chat-completions endpoint, via the official SDK.
 
-Retries are the SDK's own (``max_retries``): it retries 408, 409, 429, 5xx, timeouts and failed
+Retries (``max_retries``) are the SDK's own: it retries 408, 409, 429, 5xx, timeouts and failed
 connections with exponential backoff (0.5 s doubling to 8 s, with jitter), waits what
 ``Retry-After``/``retry-after-ms`` asks up to two minutes and does not retry when a server asks for
-longer. Every failure left is mapped to a :class:`~agentscope_teams.errors.ModelError` subclass
+longer. A call that a usage governor's shared rate limit governs turns the SDK's retries off and
+retries through the limiter instead, each attempt taking a turn (:mod:`.retries`). Every failure left is mapped to a :class:`~agentscope_teams.errors.ModelError` subclass
 with structured fields (see :mod:`.openai_errors`); the message counts the attempts the SDK made.
 A stream is retried only until it opens; once deltas have been yielded an error is raised.
 The API key never appears in reprs, log records, error messages or error fields,
@@ -96,8 +97,8 @@ class OpenAIChatModel(SdkChatModel):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._request_kwargs(request)
-        completion = await self._errors.call(
-            lambda: self._client.chat.completions.create(stream=False, **kwargs)
+        completion = await self._send(
+            lambda client: client.chat.completions.create(stream=False, **kwargs)
         )
         data = completion.to_dict() if isinstance(completion, ChatCompletion) else completion
         where, url = self._errors.where, self._errors.url
@@ -105,8 +106,8 @@ class OpenAIChatModel(SdkChatModel):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         kwargs = self._request_kwargs(request)
-        chunks = await self._errors.call(
-            lambda: self._client.chat.completions.create(
+        chunks = await self._send(
+            lambda client: client.chat.completions.create(
                 stream=True, stream_options={"include_usage": True}, **kwargs
             )
         )

@@ -32,7 +32,7 @@ class OpenAIErrorMapper(ErrorMapper):
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             code, body = self._fields(exc)
-            wait = retry_after_of(exc.response.headers) if status == 429 else None
+            wait = retry_after_of(exc.response.headers)  # a 429 or 5xx retried waits it
             return Failure(status_kind(status), status, self.detail(exc.body), code, body, wait)
         if isinstance(exc, openai.APIResponseValidationError):
             return Failure(ModelResponseError, exc.status_code, body=self.excerpt(exc.body))

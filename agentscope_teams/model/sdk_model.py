@@ -3,22 +3,29 @@
 The endpoint and key are resolved from the arguments or the provider's environment variables
 (:mod:`.providers`), one :class:`~.model_errors.ErrorMapper` turns the SDK's failures into
 :class:`~agentscope_teams.errors.ModelError` subclasses, and one SDK client (its connection pool) is
-closed by :meth:`SdkChatModel.aclose` or ``async with``.
+closed by :meth:`SdkChatModel.aclose` or ``async with``. :meth:`SdkChatModel._send` sends a request
+with the SDK's retries, or, in a call a shared rate limit governs, through :mod:`.retries`.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Any, Protocol, Self, TypeVar
 
 from ..errors import ModelConfigurationError
 from .model_errors import ErrorMapper
 from .providers import Provider, resolve_api_key, resolve_base_url
+from .retries import gate_for, governed_call
+
+T = TypeVar("T")
 
 
 class _SdkClient(Protocol):
     async def close(self) -> None: ...
+
+    def with_options(self, *, max_retries: int) -> Any: ...
 
 
 class SdkChatModel:
@@ -27,6 +34,8 @@ class SdkChatModel:
     sets ``_client`` (an SDK client with ``close()``)."""
 
     _client: _SdkClient
+    #: ``_client`` with the SDK's retries off (made at the first governed call; same pool).
+    _once: Any = None
 
     def __init__(
         self,
@@ -64,6 +73,18 @@ class SdkChatModel:
             base_url_env=provider.base_url_env,
             timeout=timeout,
         )
+
+    async def _send(self, send: Callable[[Any], Awaitable[T]]) -> T:
+        """``send(client)``: with the SDK client and its retries, or, when a shared rate limit
+        governs this call (:func:`.retries.gate_for`), with them off and retried through the
+        limiter (:func:`.retries.governed_call`); a failure left becomes a ModelError."""
+        gate = gate_for(self)
+        if gate is None:
+            return await self._errors.call(lambda: send(self._client))
+        if self._once is None:
+            self._once = self._client.with_options(max_retries=0)
+        once = self._once
+        return await governed_call(self._errors, lambda: send(once), gate, self.max_retries)
 
     @property
     def model_name(self) -> str:

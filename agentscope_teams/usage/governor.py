@@ -52,13 +52,23 @@ from ..errors import (
     StoreUnavailableError,
 )
 from ..model.base import ChatModel, ModelRequest, ModelResponse
+from ..model.retries import RETRY_GATE, RetryGate
 from ..tracing import metrics as _metrics
 from ..tracing.usage import GOVERNANCE
 from . import rules
 from .backend import Rides, UsageBackend, known_backend, usage_backend
 from .config import Budget, RateLimit, env_rate_limit
 from .estimate import estimate_input, estimate_output
-from .limiter import admit, count_wait, hold_off, labels_of, limiter_key, rates_of, settle_of
+from .limiter import (
+    Retries,
+    admit,
+    count_wait,
+    hold_off,
+    labels_of,
+    limiter_key,
+    rates_of,
+    settle_of,
+)
 from .prices import Price, PriceBook, cost
 from .rules import Admission, Limit, Rates, Refusal
 from .settles import Later, Pending
@@ -431,7 +441,7 @@ class ModelCall(Later):
 
     __slots__ = (
         *("a", "early", "est_in", "model", "request", "response", "scope", "terms"),
-        *("renewal", "rider", "rides", "sent", "used"),
+        *("renewal", "rider", "rides", "sent", "used", "retries", "gate_token"),
     )
 
     #: Once it ended: what its settle sends and what it used, and the rider of a settle riding
@@ -445,6 +455,9 @@ class ModelCall(Later):
         self.scope, self.model, self.request = scope, model, request
         self.response: ModelResponse | None = None
         self.a: Admission | None = None
+        #: The gate of the call's retries (a shared rate limit governs it) and its ContextVar token.
+        self.retries: Retries | None = None
+        self.gate_token: contextvars.Token[RetryGate | None] | None = None
 
     def done(self, response: ModelResponse) -> None:
         self.response = response
@@ -478,6 +491,10 @@ class ModelCall(Later):
                 raise _refused(refusal)
         self.a = a
         self.renewal = Renewal.start(scope.governor.backend, a)
+        if terms.limit is not None:  # its retries take turns of the limit (:mod:`..model.retries`)
+            backend, model = scope.governor.backend, self.model
+            self.retries = Retries(model, backend, a, terms.limit, terms.labels)
+            self.gate_token = RETRY_GATE.set(self.retries)
         return self
 
     async def _give_back(self, a: Admission) -> None:
@@ -493,8 +510,12 @@ class ModelCall(Later):
         scope, a = self.scope, self.a
         if a is not None and self.renewal is not None:
             self.renewal.stop()
+        if self.gate_token is not None:
+            with contextlib.suppress(ValueError):  # left in another context than entered
+                RETRY_GATE.reset(self.gate_token)
+        retries = self.retries
         try:
-            if a is not None and isinstance(e, RateLimitError):
+            if a is not None and isinstance(e, RateLimitError) and not (retries and retries.held):
                 try:
                     await hold_off(scope.governor.backend, a, self.terms.labels, e)
                 except Exception as store_exc:  # the 429 is what the caller must see

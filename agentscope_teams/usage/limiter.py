@@ -8,11 +8,15 @@ asks again, until admitted or until its ``max_wait`` would pass, then raises
 is asked again with a backoff up to the governor's ``budget_wait``; before that wait (or a wait for a
 turn that a lease or the token count may hold), the settles the caller's earlier calls still run are
 waited for and the store asked again at once: they may be what holds it. A 429 that comes back anyway
-pauses every process's turns for the ``Retry-After`` the provider sent (:func:`hold_off`).
+pauses every process's turns for the ``Retry-After`` the provider sent (:func:`hold_off`). The
+retries of a call of an SDK model go through the limiter too (:class:`Retries`, the gate of
+:mod:`..model.retries`): each attempt takes a turn, after any pause a 429 shared.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -132,11 +136,60 @@ def _waited_too_long(
 async def hold_off(
     backend: UsageBackend, a: Admission, labels: tuple[str, str], exc: BaseException
 ) -> None:
-    """A 429 came back: no process takes a turn of ``a``'s limiter for its ``Retry-After``."""
-    if a.key is None:
+    """A 429 came back: no process takes a turn of ``a``'s limiter for its ``Retry-After``
+    (``0``: none; :data:`DEFAULT_HOLD_OFF` when it did not say)."""
+    wait = getattr(exc, "retry_after", None)
+    await pause(backend, a, labels, DEFAULT_HOLD_OFF if wait is None else float(wait))
+
+
+async def pause(
+    backend: UsageBackend, a: Admission, labels: tuple[str, str], seconds: float
+) -> None:
+    """No process takes a turn of ``a``'s limiter for ``seconds`` (a 429 asked for them)."""
+    if a.key is None or seconds <= 0:
         return
-    wait = getattr(exc, "retry_after", None) or DEFAULT_HOLD_OFF
-    await backend.hold_off(a.key, float(wait) * 1000)
+    await backend.hold_off(a.key, seconds * 1000)
     m = _metrics.METRICS
     if m is not None:
         m.ratelimit_holdoffs.inc(*labels)
+
+
+class Retries:
+    """The retry gate of one governed call of ``model`` (:class:`..model.retries.RetryGate`): a 429
+    pauses the limiter for every process (:func:`pause`), and each retry takes a new turn as
+    ``a``'s tenant, waiting as :func:`admit` does (for a pause too), up to the limit's
+    ``max_wait``. A retry's turn reserves nothing and takes no lease: the call holds ``a``'s
+    (its tokens counted once on the token clock, corrected when it settles)."""
+
+    __slots__ = ("a", "backend", "held", "labels", "limit", "model", "retries")
+
+    def __init__(
+        self,
+        model: object,
+        backend: UsageBackend,
+        a: Admission,
+        limit: RateLimit,
+        labels: tuple[str, str],
+    ) -> None:
+        self.model, self.backend, self.a, self.limit, self.labels = model, backend, a, limit, labels
+        #: Whether a 429 was shared (the call's end need not pause the limiter again).
+        self.held = False
+        self.retries = 0
+
+    @property
+    def max_wait(self) -> float:
+        return self.limit.max_wait
+
+    async def hold_off(self, seconds: float) -> None:
+        self.held = True
+        try:
+            await pause(self.backend, self.a, self.labels, seconds)
+        except Exception as exc:  # the 429 (or its retry) is what the caller must see
+            logging.getLogger(__name__).warning("could not pause the shared rate limit: %s", exc)
+
+    async def turn(self) -> None:
+        a = self.a
+        self.retries += 1
+        rates = dataclasses.replace(a.rates, concurrent=None)
+        again = Admission((), f"{a.rid}.{self.retries}", 0, 0, a.key, rates, a.tenant)
+        await admit(self.backend, again, self.limit, 0.0, self.labels)

@@ -10,6 +10,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +36,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    #: When it arrived (``time.time()``: comparable with the usage store's clock).
+    at: float = field(default_factory=time.time)
 
 
 class _Server(ThreadingHTTPServer):

@@ -93,3 +93,39 @@ def run_processes(
         p.join(timeout=30)
         assert p.exitcode == 0, f"worker exited with {p.exitcode}"
     return out
+
+
+async def _one_governed_reply(
+    store_url: str, base_url: str, model: str, limit: RateLimit, prompt: str, ready: Any, go: Any
+) -> float:
+    """One agent reply whose model call a shared rate limit governs (the model's own retries on),
+    once ``go`` is set; returns when it was let go (``time.time()``)."""
+    import time
+
+    async with store_from_url(store_url) as store:
+        gov = UsageGovernor(store, rate_limit=limit, max_output_tokens=100)
+        async with OpenAIChatModel(model, base_url=base_url, api_key="k", max_retries=3) as m:
+            agent = ReActAgent("worker", m, config=ReActConfig(stream_model=False))
+            ready.set()
+            await anyio.to_thread.run_sync(go.wait)
+            started = time.time()
+            with gov.bind():
+                msg = await agent.reply(prompt, AgentState(session_id=f"s-{prompt}"))
+            assert msg.get_text_content() == "ok", msg
+            await gov.aclose()
+    return started
+
+
+def governed_reply_child(
+    store_url: str,
+    base_url: str,
+    model: str,
+    limit: RateLimit,
+    prompt: str,
+    ready: Any,
+    go: Any,
+    results: Any,
+) -> None:
+    """A process making :func:`_one_governed_reply`; puts (prompt, when it was let go)."""
+    args = (store_url, base_url, model, limit, prompt, ready, go)
+    results.put((prompt, anyio.run(_one_governed_reply, *args)))
