@@ -203,7 +203,7 @@ class LocalTeamClient(TeamRegistry):
     ) -> Team:
         """A new team; ``max_tokens`` / ``max_budget_usd``: the budget its members share."""
         name = limits.name(name, "team name")
-        names = [limits.name(lead, "lead"), *(m.name for m in members)]
+        names = [limits.member_name(lead, "lead"), *(limits.member_name(m.name) for m in members)]
         for m in members:
             if m.spec:
                 limits.name(m.spec, f"spec of member {m.name!r}")
@@ -268,7 +268,7 @@ class LocalTeamClient(TeamRegistry):
     ) -> tuple[Member, bool]:
         """:meth:`spawn_member`, and whether this call created the member (False: it existed
         with the same spec). Decided by the conditional write, so one of racing callers wins."""
-        limits.name(name, "member name")
+        limits.member_name(name)
         if spec:
             limits.name(spec, "spec")
         mode = resolve_mode(permission_mode) if permission_mode is not None else None

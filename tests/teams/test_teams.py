@@ -48,6 +48,20 @@ async def test_create_spawn_and_list(client: LocalTeamClient) -> None:
         await client.create_team("dup", members=[Member(name="x"), Member(name="x")])
 
 
+async def test_a_new_member_name_with_a_slash_is_refused_naming_what_to_use(
+    client: LocalTeamClient,
+) -> None:
+    # the HTTP API names members in URL paths (/inbox/{member}): 'ui/forms' could not be read there
+    team = await client.create_team("crew")
+    with pytest.raises(ValueError, match=r"'ui/forms' may not contain '/'.*'ui-forms'"):
+        await client.spawn_member(team.id, "ui/forms", "coder")
+    with pytest.raises(ValueError, match="may not contain '/'"):
+        await client.create_team("crew2", members=[Member(name="a/b")])
+    with pytest.raises(ValueError, match="lead 'x/lead' may not contain '/'"):
+        await client.create_team("crew3", lead="x/lead")
+    assert [m.name for m in (await client.get_team(team.id)).members] == []
+
+
 async def test_teams_are_invisible_to_other_users(
     client: LocalTeamClient, store: BaseStore
 ) -> None:

@@ -161,6 +161,18 @@ def name(value: str, field: str) -> str:
     return validate_identifier(value, field)
 
 
+def member_name(value: str, field: str = "member name") -> str:
+    """The name of a new member (or lead): an identifier without ``/``, so the HTTP API can name
+    it in a path (``/inbox/{member}``). Members created before this rule keep their names."""
+    validate_identifier(value, field)
+    if "/" in value:
+        raise ValueError(
+            f"{field} {value!r} may not contain '/' (the API names members in URL paths); "
+            f"use '-' instead, e.g. {value.replace('/', '-')!r}"
+        )
+    return value
+
+
 def title(value: str, field: str = "title") -> str:
     """One line of 1 to :data:`MAX_TITLE` characters without control characters."""
     return _text(value, field, MAX_TITLE, minimum=1, multiline=False)
