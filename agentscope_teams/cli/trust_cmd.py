@@ -17,6 +17,7 @@ from typing import Any
 
 from ..hooks import withheld_hooks
 from ..mcp.project import untrusted_servers
+from ..subagents.grants import withheld_grants
 from ..trust import ProjectTrust, TrustStore, project_root, untrusted_notice
 from .common import SubParsers, add_command, add_json_option, print_json_line
 
@@ -47,11 +48,12 @@ def project_trust(args: argparse.Namespace, specs: Path) -> ProjectTrust:
 
 
 def untrusted_note(specs_dir: Path, specs: Iterable[Any], trust: ProjectTrust) -> str:
-    """What the project of ``specs_dir`` would start (MCP servers) or run (hooks) if trusted, and
-    how to trust it; "" if nothing is left off."""
+    """What the project of ``specs_dir`` would start (MCP servers), run (hooks) or let its agents
+    do without asking (permission modes, ``tools:`` allow rules) if trusted, and how to trust it;
+    "" if nothing is left off."""
     specs = list(specs)
     withheld = untrusted_servers(specs_dir, specs, trust) + withheld_hooks(specs_dir, specs, trust)
-    return untrusted_notice(withheld)
+    return untrusted_notice(withheld + withheld_grants(specs, trust))
 
 
 def register(subparsers: SubParsers) -> None:
