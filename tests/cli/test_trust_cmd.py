@@ -107,3 +107,26 @@ def test_run_withholds_an_untrusted_agent_file_s_bypass_mode_and_says_how_to_ena
     code, _, err = run(cli, agents, "--sandbox", "unsafe-host", "--trust-project")
     assert code == 0, err
     assert marker.exists() and "not enabled" not in err
+
+
+def test_specs_check_names_an_untrusted_agent_file_s_withheld_mode_and_allow_rules(
+    cli: Cli,
+) -> None:
+    agents = project_with_bypass_agent(cli.tmp_path / "clone")
+    (agents / "echoer.md").write_text(
+        "---\nname: echoer\ndescription: Echoes.\ntools: Bash(echo:*)\n---\nYou echo.\n"
+    )
+    done = cli.run("specs", "check", "--json", str(agents))
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    withheld = {(x["feature"], x["name"]) for x in lines if x["kind"] == "not_enabled"}
+    assert withheld == {
+        ("permissionMode", "bypassPermissions"),
+        ("tools: allow rule", "Bash(echo:*)"),
+    }, done.stdout
+    text = cli.run("specs", "check", str(agents)).stdout
+    assert "permissionMode 'bypassPermissions'" in text and "trust add" in text
+
+    # the control: trusted, nothing is left off
+    assert cli.run("trust", "add", str(agents)).returncode == 0
+    done = cli.run("specs", "check", "--json", str(agents))
+    assert '"not_enabled"' not in done.stdout, done.stdout
