@@ -189,7 +189,9 @@ class HarnessAgent(SessionAgent):
     ``specs`` is a directory, the project's ``.mcp.json`` is used if there is one
     (:func:`project_mcp_json`) and the project is trusted; ``mcp_servers={}`` turns that off.
     ``trust_project`` decides whether the specs' project may start servers (its ``.mcp.json``,
-    ``mcpServers`` inline in spec files): ``None`` (default) asks the user's remembered decisions
+    ``mcpServers`` inline in spec files), run its hooks, and let its spec files raise their agents'
+    ``permissionMode`` above the parent's or allow calls with their ``tools:`` patterns
+    (:mod:`~agentscope_teams.subagents.grants`): ``None`` (default) asks the user's remembered decisions
     (:mod:`agentscope_teams.trust`), ``True``/``False`` answer for this agent without remembering,
     a :class:`~agentscope_teams.trust.ProjectTrust` is used as it is; what was left off is in
     ``self.trust.withheld`` and :meth:`ProjectTrust.notice`. ``mcp_tools`` picks this

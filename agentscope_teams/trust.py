@@ -1,10 +1,12 @@
 """Project trust: may files of a project the operator did not write run commands or get secrets?
 
 A project brings files that act: a ``.mcp.json`` beside its specs, ``mcpServers`` inline in its
-spec files (and, later, hooks in ``.claude/settings.json`` or a spec's ``hooks:``). Cloning a
-repository and pointing ``--specs`` at it must not start its commands, contact its URLs or hand it
-``${OPENAI_API_KEY}``. So such features are enabled only for a project the operator trusts, as
-Claude Code asks before it uses a project's ``.mcp.json`` servers.
+spec files, hooks in ``.claude/settings.json`` or a spec's ``hooks:``, and what a spec file grants
+its agent beyond its parent's permissions (a ``permissionMode`` reaching further, ``tools:`` allow
+rules; :mod:`agentscope_teams.subagents.grants`). Cloning a repository and pointing ``--specs`` at
+it must not start its commands, contact its URLs, hand it ``${OPENAI_API_KEY}`` or let its agents
+run commands unasked. So such features are enabled only for a project the operator trusts, as
+Claude Code asks before it uses a project's ``.mcp.json`` servers and its agent files.
 
 The decision is per **project root**, the resolved real path (:func:`project_root`: the folder
 holding ``.claude/``, or a plain spec folder itself). It is explicit (``--trust-project``,

@@ -1,7 +1,8 @@
 """``agentscope-teams specs check DIR``: validate a directory of subagent spec files.
 
-It also names the MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files) and the hooks
-(``.claude/settings.json``, ``hooks:`` in its spec files) of the project
+It also names the MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files), the hooks
+(``.claude/settings.json``, ``hooks:`` in its spec files) and the grants of its spec files (a
+``permissionMode`` above ``default``, ``tools:`` allow rules) of the project
 that are not enabled because the project is not trusted, and how to enable them.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from ..hooks import withheld_hooks
 from ..mcp.project import project_mcp_json, untrusted_servers
 from ..subagents.check import check_specs
+from ..subagents.grants import withheld_grants
 from ..subagents.spec import load_specs
 from ..subagents.strict import strict_problems
 from ..trust import ProjectTrust, untrusted_notice
@@ -81,6 +83,7 @@ def handle_check(args: argparse.Namespace) -> int:
             specs, trust = list(loaded.specs.values()), ProjectTrust()
             withheld = untrusted_servers(args.directory, specs, trust)
             withheld += withheld_hooks(args.directory, specs, trust)
+            withheld += withheld_grants(specs, trust)
             if withheld:
                 stdout_console().print(untrusted_notice(withheld), style="yellow", markup=False)
         return code
@@ -100,6 +103,7 @@ def handle_check(args: argparse.Namespace) -> int:
     withheld = untrusted_servers(args.directory, specs, trust)
     if args.directory.is_dir():
         withheld += withheld_hooks(args.directory, specs, trust)
+    withheld += withheld_grants(specs, trust)
     for found in withheld:
         print_json_line(
             {

@@ -19,6 +19,7 @@ from typing import Any
 from ..hooks import withheld_hooks
 from ..mcp.project import untrusted_servers
 from ..project_memory import ProjectMemory, claude_project
+from ..subagents.grants import withheld_grants
 from ..trust import ProjectTrust, TrustStore, project_root, untrusted_notice
 from .common import SubParsers, add_command, add_json_option, print_json_line
 
@@ -60,11 +61,12 @@ def project_memory(specs: Path | None, trust: ProjectTrust) -> ProjectMemory:
 
 
 def untrusted_note(specs_dir: Path, specs: Iterable[Any], trust: ProjectTrust) -> str:
-    """What the project of ``specs_dir`` would start (MCP servers) or run (hooks) if trusted, and
-    how to trust it; "" if nothing is left off."""
+    """What the project of ``specs_dir`` would start (MCP servers), run (hooks) or let its agents
+    do without asking (permission modes, ``tools:`` allow rules) if trusted, and how to trust it;
+    "" if nothing is left off."""
     specs = list(specs)
     withheld = untrusted_servers(specs_dir, specs, trust) + withheld_hooks(specs_dir, specs, trust)
-    return untrusted_notice(withheld)
+    return untrusted_notice(withheld + withheld_grants(specs, trust))
 
 
 def register(subparsers: SubParsers) -> None:

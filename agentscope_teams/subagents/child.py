@@ -22,6 +22,7 @@ from ..message import Msg
 from ..model.base import ChatModel
 from ..sessions import SessionConfig, SessionSource
 from ..state import AgentState
+from ..trust import ProjectTrust
 from .inbox import Inbox, acknowledge, take
 from .spawn import spawn_agent
 from .spec import SubagentSpec
@@ -57,8 +58,10 @@ def build_child(
     mail: Inbox,
     lease_ttl: float,
     mcp: McpToolset | None = None,
+    trust: ProjectTrust | None = None,
 ) -> SessionAgent:
-    """The child agent of one run, one level below ``parent``, reading its ``agent_send`` mail."""
+    """The child agent of one run, one level below ``parent``, reading its ``agent_send`` mail;
+    ``trust`` decides what its spec file may grant beyond the parent's permissions."""
     return spawn_agent(
         spec,
         name=spec.name,
@@ -74,6 +77,7 @@ def build_child(
         session_source=SessionSource.SUBAGENT,
         depth=parent.depth + 1,
         mcp=mcp,
+        trust=trust,
     )
 
 

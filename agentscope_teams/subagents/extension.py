@@ -377,6 +377,7 @@ class SubagentExtension(Extension):
             mail=book.mail(run_id),
             lease_ttl=self.lease_ttl,
             mcp=self.mcp,
+            trust=self.trust,
         )
         child.hooks = self._hooks_for(spec)
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}

@@ -29,6 +29,8 @@ from ..store.base import BaseStore
 from ..tools import PermissionEngine, Toolkit
 from ..tools.base import Tool
 from ..tools.permissions import format_rule, limits_tool, parse_rule, rule_matches
+from ..trust import ProjectTrust
+from .grants import spec_grants
 from .spec import SubagentSpec
 
 log = logging.getLogger(__name__)
@@ -72,22 +74,26 @@ class ModelPool:
         return self.models[spec.model]
 
 
-def restrict_to_rules(tools: list[Tool], written: Sequence[str]) -> list[Tool]:
+def restrict_to_rules(
+    tools: list[Tool], written: Sequence[str], *, allow: bool = True
+) -> list[Tool]:
     """``tools`` with each tool a ``tools:`` entry names with a rule (``Bash(git diff:*)``) limited
     to the calls its rules match: any other call is a tool error naming the rules (Claude Code's
     ``tools: Bash(git diff:*)`` lets the agent run only those commands). A rule limits every tool
-    of ours its name stands for that takes that kind of argument (:func:`limits_tool`)."""
+    of ours its name stands for that takes that kind of argument (:func:`limits_tool`). With
+    ``allow`` (the spec may grant them, :mod:`.grants`) the calls they match run without asking;
+    else they ask as the tool's other calls would."""
     rules = [parse_rule(text, "allow") for text in written]
     if not rules:
         return tools
     limited = []
     for tool in tools:
         own = [r for r in rules if limits_tool(r, tool)]
-        limited.append(_limited(tool, own) if own else tool)
+        limited.append(_limited(tool, own, allow) if own else tool)
     return limited
 
 
-def _limited(tool: Tool, rules: list[PermissionRule]) -> Tool:
+def _limited(tool: Tool, rules: list[PermissionRule], allow: bool) -> Tool:
     allowed = ", ".join(format_rule(r) for r in rules)
 
     async def call(**arguments: Any) -> Any:
@@ -98,24 +104,31 @@ def _limited(tool: Tool, rules: list[PermissionRule]) -> Tool:
             )
         return await tool.func(**arguments)
 
+    if not allow:  # an untrusted project's rules only limit: the calls they match still ask
+        return dataclasses.replace(tool, func=call)
     # its rules replace the prompt: a call they allow runs, any other is refused, none asks
     return dataclasses.replace(tool, func=call, requires_confirmation=False)
 
 
-def spec_permissions(spec: SubagentSpec, base: PermissionEngine | None) -> PermissionEngine | None:
+def spec_permissions(
+    spec: SubagentSpec, base: PermissionEngine | None, trust: ProjectTrust | None = None
+) -> PermissionEngine | None:
     """The permission engine of an agent built from ``spec``: ``base``'s rules plus the spec's
     ``disallowedTools`` rules (deny), in the spec's ``permissionMode`` (default: ``base``'s).
 
     The ``tools:`` entries with a rule (``Bash(git diff:*)``) are allow rules too: the calls they
     let the agent make run without asking. As in Claude Code, a parent in ``bypass`` mode keeps
-    its children in ``bypass``.
+    its children in ``bypass``. A spec file of a project that ``trust`` (default: the user's
+    remembered decisions) does not trust grants neither a mode above ``base``'s nor those allow
+    rules (:mod:`.grants`).
     """
     deny = [parse_rule(rule, "deny") for rule in spec.deny_rules]
-    allow = [parse_rule(rule, "allow") for rule in spec.tool_rules]
-    if not deny and not allow and spec.permission_mode is None:
+    if not deny and not spec.tool_rules and spec.permission_mode is None:
         return base
     base = base or PermissionEngine()
-    mode = spec.permission_mode or base.mode
+    grants = spec_grants(spec, base.mode, trust if trust is not None else ProjectTrust())
+    allow = [parse_rule(rule, "allow") for rule in spec.tool_rules] if grants.allow else []
+    mode = grants.mode or base.mode
     if base.mode == "bypass":
         mode = "bypass"
     return PermissionEngine([*base.rules, *deny, *allow], mode=mode)
@@ -138,13 +151,22 @@ def spawn_agent(
     depth: int = 0,
     mcp: McpToolset | None = None,
     engine: PermissionEngine | None = None,
+    trust: ProjectTrust | None = None,
 ) -> SessionAgent:
     """An agent running ``spec`` as ``name`` in ``workspace``, sharing ``store``; with ``mcp``,
     it also gets the MCP tools the spec selects (:meth:`McpToolset.for_spec`). ``engine``, when
-    given, is its permission engine as is (the caller applied :func:`spec_permissions`)."""
+    given, is its permission engine as is (the caller applied :func:`spec_permissions`).
+    ``trust`` (default: the user's remembered decisions) decides what a spec file may grant
+    beyond ``permissions`` (:mod:`.grants`)."""
+    trust = trust if trust is not None else ProjectTrust()
     tools = toolkit.tools() if spec.tools is None else toolkit.subset(spec.tools).tools()
     removed = set(spec.removed_tools)
-    tools = restrict_to_rules([t for t in tools if t.name not in removed], spec.tool_rules)
+    parent_mode = (permissions or PermissionEngine()).mode
+    tools = restrict_to_rules(
+        [t for t in tools if t.name not in removed],
+        spec.tool_rules,
+        allow=spec_grants(spec, parent_mode, trust).allow,
+    )
     mcp_tools = mcp.for_spec(spec) if mcp is not None else None
     if mcp_tools is not None:
         extensions = [*extensions, mcp_tools]
@@ -165,7 +187,7 @@ def spawn_agent(
         tools=tools,
         builtin_tools=False,
         config=config,
-        permissions=engine or spec_permissions(spec, permissions),
+        permissions=engine or spec_permissions(spec, permissions, trust),
         extensions=extensions,
         lease_ttl=lease_ttl,
         busy_timeout=busy_timeout,

@@ -47,6 +47,7 @@ async def test_a_spec_listing_bash_runs_it_sandboxed_even_in_bypass(
     lead = HarnessAgent(
         "lead", model, "Lead.", specs=[_spec(tmp_path)], store=InMemoryStore(),
         workspace=tmp_path / "ws", workspace_scope="shared",
+        trust_project=True,  # its permissionMode applies: the project is the operator's
     )  # fmt: skip
     assert isinstance(lead.sandbox, BubblewrapSandbox)
     async with lead:

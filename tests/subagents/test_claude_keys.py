@@ -187,7 +187,8 @@ async def test_a_tool_written_with_a_rule_runs_only_the_calls_it_allows(tmp_path
         "done",
     ]
     # the unsafe host backend: this test is about the rule, not the sandbox (tests/sandbox is)
-    lead = _lead(tmp_path, spec, script, sandbox=UnsafeHostSandbox())
+    # a trusted project: its rule allows (tests/subagents/test_untrusted_grants.py: untrusted)
+    lead = _lead(tmp_path, spec, script, sandbox=UnsafeHostSandbox(), trust_project=True)
     async with lead:
         await lead.call("go", CTX)
     requests = _requests(lead)

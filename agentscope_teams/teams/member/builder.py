@@ -52,12 +52,16 @@ def member_session_id(team_id: str, member: str) -> str:
 
 
 def member_engine(
-    spec: SubagentSpec, lead: PermissionEngine | None, member: Member
+    spec: SubagentSpec,
+    lead: PermissionEngine | None,
+    member: Member,
+    trust: ProjectTrust | None = None,
 ) -> PermissionEngine:
     """The permission engine of ``member``: the lead's rules plus the spec's deny rules, in plan
-    mode with ``plan_approval``, else in the member's spawn mode, else the spec's, else the lead's
-    (:func:`~...subagents.spawn.spec_permissions`); an "ask" is refused (:mod:`.review`)."""
-    base = spec_permissions(spec, lead) or PermissionEngine()
+    mode with ``plan_approval``, else in the member's spawn mode, else the spec's (what ``trust``
+    lets its file grant), else the lead's (:func:`~...subagents.spawn.spec_permissions`); an
+    "ask" is refused (:mod:`.review`)."""
+    base = spec_permissions(spec, lead, trust) or PermissionEngine()
     mode = "plan" if member.plan_approval else member.permission_mode
     return PermissionEngine(base.rules, mode or base.mode, unattended=MEMBER_UNATTENDED)
 
@@ -117,7 +121,8 @@ class MemberBuilder:
 
         spec = self.specs[member.spec]
         view = TeamActor(self.client_factory(self.store, ctx), team.id, member.name)
-        engine = member_engine(spec, self.permissions, member)
+        trust = self.trust or ProjectTrust()
+        engine = member_engine(spec, self.permissions, member, trust)
         ext = TeamMemberExtension(
             view, description=self.description, on_change=self.on_change, engine=engine
         )
@@ -143,7 +148,8 @@ class MemberBuilder:
             busy_timeout=self.busy_timeout,
             session_source=SessionSource.TEAM,
             mcp=self.mcp,
+            trust=trust,
         )
-        agent.hooks = hooks_of_spec(self.hooks, spec, self.trust or ProjectTrust())
+        agent.hooks = hooks_of_spec(self.hooks, spec, trust)
         agent.hook_fields = {"teammate_name": member.name, "team_name": team.id}
         return agent, ext

@@ -1,0 +1,79 @@
+"""What a spec file may let its agent do beyond what its parent may, decided by project trust.
+
+Two parts of a spec give its agent more than the agent that spawns it: a ``permissionMode`` that
+lets it act further without asking than its parent's mode (``bypassPermissions``, ``acceptEdits``,
+and under a parent in ``plan`` mode also ``dontAsk`` or ``default``), and the ``tools:`` entries
+written with a rule (``Bash(git diff:*)``), whose calls run without asking. Written in a spec file
+of a project the operator has not trusted (a cloned repository's ``.claude/agents/x.md``), neither
+is granted, as Claude Code uses a folder's agent files only once the folder is trusted:
+
+* the agent keeps its parent's mode; a mode that reaches less far (``plan``; ``default`` under
+  ``acceptEdits``) still applies;
+* its ``tools:`` rules still limit that tool to the calls they match, but those calls ask (or are
+  refused where nobody can be asked) as any other call would under the parent's rules.
+
+Each grant left off is recorded with :meth:`~agentscope_teams.trust.ProjectTrust.withhold`, so the
+command names it and says how to enable it, as for the project's hooks and MCP servers. A spec
+built in code (no ``source`` file) is the operator's and keeps all it says; so does a spec file of
+a trusted project (``--trust-project``, ``agentscope-teams trust add``, ``trust_project=True``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..state import PermissionMode
+from ..tools.permissions import CLAUDE_MODES
+from ..trust import ProjectTrust, Withheld
+
+__all__ = ["MODE_FEATURE", "MODE_REACH", "RULE_FEATURE", "Grants", "spec_grants", "withheld_grants"]
+
+#: How far each mode lets an agent act without asking, least first. ``dont_ask`` refuses what
+#: ``default`` would ask, so it reaches less far than ``default``, further than ``plan``.
+MODE_REACH: Mapping[PermissionMode, int] = {
+    "plan": 0,
+    "dont_ask": 1,
+    "default": 2,
+    "accept_edits": 3,
+    "bypass": 4,
+}
+MODE_FEATURE = "permissionMode"
+RULE_FEATURE = "tools: allow rule"
+_CLAUDE_NAMES = {ours: theirs for theirs, ours in CLAUDE_MODES.items()}
+
+
+@dataclass(frozen=True)
+class Grants:
+    """What a spec may grant its agent: ``mode`` (None: the parent's) and whether its ``tools:``
+    rules ``allow`` their calls without asking."""
+
+    mode: PermissionMode | None
+    allow: bool
+
+
+def spec_grants(spec: Any, parent_mode: PermissionMode, trust: ProjectTrust) -> Grants:
+    """What ``spec`` may grant an agent spawned by one in ``parent_mode`` (module docstring);
+    what an untrusted project's spec file may not grant is recorded in ``trust``."""
+    mode: PermissionMode | None = spec.permission_mode
+    raises = mode is not None and MODE_REACH[mode] > MODE_REACH[parent_mode]
+    if spec.source is None or not (raises or spec.tool_rules) or trust.is_trusted(spec.source):
+        return Grants(mode, True)
+    if raises and mode is not None:
+        trust.withhold(MODE_FEATURE, _CLAUDE_NAMES.get(mode, mode), spec.source)
+        mode = None
+    for rule in spec.tool_rules:
+        trust.withhold(RULE_FEATURE, rule, spec.source)
+    return Grants(mode, False)
+
+
+def withheld_grants(
+    specs: Iterable[Any], trust: ProjectTrust, parent_mode: PermissionMode = "default"
+) -> list[Withheld]:
+    """What :func:`spec_grants` leaves off for ``specs`` spawned by an agent in ``parent_mode``
+    (for the notice a command prints up front); nothing is recorded in ``trust``."""
+    probe = ProjectTrust(trusted=trust.trusted, store=trust.store)
+    for spec in specs:
+        spec_grants(spec, parent_mode, probe)
+    return probe.withheld
