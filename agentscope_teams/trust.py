@@ -96,13 +96,9 @@ class TrustStore:
         return str(project_root(path)) in self._read()
 
     def trust(self, path: Path | str) -> Path:
-        """Remember ``path``'s project as trusted; returns its root. A path that does not exist
-        is refused (a typo would otherwise trust its nearest parent)."""
-        if not Path(path).expanduser().exists():
-            raise ConfigurationError(
-                f"cannot trust {path}: no such file or folder; pass the project's folder, its "
-                ".claude/agents folder or its .mcp.json"
-            )
+        """Remember ``path``'s project as trusted; returns its root (a path that does not exist
+        stands for its folder: ``--trust-project`` with a default ``./specs`` that is absent
+        trusts the current directory; ``trust add`` refuses such a path first)."""
         root = project_root(path)
         with self._locked():
             projects = self._read()

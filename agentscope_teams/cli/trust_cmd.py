@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigurationError
 from ..hooks import withheld_hooks
 from ..mcp.project import untrusted_servers
 from ..project_memory import ProjectMemory, claude_project
@@ -111,6 +112,11 @@ def handle_list(args: argparse.Namespace) -> int:
 
 
 def handle_add(args: argparse.Namespace) -> int:
+    if not Path(args.path).expanduser().exists():  # a typo would trust its nearest parent
+        raise ConfigurationError(
+            f"cannot trust {args.path}: no such file or folder; pass the project's folder, its "
+            ".claude/agents folder or its .mcp.json"
+        )
     root = TrustStore().trust(args.path)
     print(f"trusted {root}: its .mcp.json and spec mcpServers may start servers")
     return 0

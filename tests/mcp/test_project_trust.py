@@ -183,6 +183,14 @@ def test_the_trust_file_is_private_and_written_whole(private_trust_file: Path) -
 
 
 @pytest.mark.parametrize("mode", [0o620, 0o602])
+def test_trusting_an_absent_spec_folder_trusts_its_project(
+    tmp_path: Path, private_trust_file: Path
+) -> None:
+    # `run --trust-project` with the default ./specs absent: the project is the current folder
+    assert TrustStore().trust(tmp_path / "specs") == tmp_path.resolve()
+    assert TrustStore().is_trusted(tmp_path / ".mcp.json")
+
+
 def test_a_trust_file_others_can_write_is_refused(
     tmp_path: Path, private_trust_file: Path, recorder: Recorder, mode: int
 ) -> None:
