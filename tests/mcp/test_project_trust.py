@@ -182,7 +182,6 @@ def test_the_trust_file_is_private_and_written_whole(private_trust_file: Path) -
     assert TrustStore().is_trusted(private_trust_file.parent / "x.md")  # a file of the project
 
 
-@pytest.mark.parametrize("mode", [0o620, 0o602])
 def test_trusting_an_absent_spec_folder_trusts_its_project(
     tmp_path: Path, private_trust_file: Path
 ) -> None:
@@ -191,6 +190,7 @@ def test_trusting_an_absent_spec_folder_trusts_its_project(
     assert TrustStore().is_trusted(tmp_path / ".mcp.json")
 
 
+@pytest.mark.parametrize("mode", [0o620, 0o602])
 def test_a_trust_file_others_can_write_is_refused(
     tmp_path: Path, private_trust_file: Path, recorder: Recorder, mode: int
 ) -> None:
