@@ -272,3 +272,37 @@ async def test_a_task_assigned_to_the_lead_is_a_tool_error_naming_the_members(
     assert "omit assignee" in errors[1]
     listed = got[-1].output
     assert "theirs" in listed and "solo" not in listed and "mine" not in listed
+
+
+async def test_the_lead_cannot_spawn_a_member_in_a_mode_above_its_own(
+    tmp_path: Path, store: BaseStore, alice: RuntimeContext
+) -> None:
+    from agentscope_teams.tools import PermissionEngine
+
+    script = [
+        call("createTeam", name="crew"),
+        call("spawnMember", name="a", spec="reviewer", permission_mode="bypassPermissions"),
+        call("spawnMember", name="b", spec="reviewer", permission_mode="acceptEdits"),
+        call("spawnMember", name="c", spec="reviewer", permission_mode="plan"),
+        "done",
+    ]
+    model = ScriptedModel(script)
+    ext = TeamLeadExtension(SPEC_DIR)
+    lead = HarnessAgent(
+        "lead",
+        model,
+        workspace=tmp_path / "ws",
+        store=store,
+        extensions=[ext],
+        permissions=PermissionEngine(mode="default"),
+    )
+    try:
+        await lead.call("go", alice)
+    finally:
+        await ext.aclose()
+    got = [r for r in results(model) if r.name == "spawnMember"]
+    assert [r.is_error for r in got] == [True, True, False]
+    assert "'bypassPermissions' would let the member do more than you may" in str(got[0].output)
+    team_id = team_id_of(await lead.get_agent_state(alice))
+    members = (await LocalTeamClient(store, alice).get_team(team_id)).members
+    assert [(m.name, m.permission_mode) for m in members] == [("c", "plan")]

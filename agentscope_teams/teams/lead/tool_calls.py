@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...agent.extension import CallScope
 from ...errors import ToolError
+from ...subagents.grants import MODE_REACH
+from ...tools.permissions import resolve_mode
 from ...usage import spent_budget
 from .. import lifecycle, summary
 from ..actor import TeamActor
@@ -107,6 +109,7 @@ class LeadToolCalls:
             available = ", ".join(self.ext.specs) or "none"
             raise ToolError(f"unknown spec {spec!r}; available specs: {available}")
         tid = await self.led(team_id)
+        self._within_own_mode(permission_mode)
         member = await self.ext.spawn_member(
             self.scope,
             self.client,
@@ -120,6 +123,22 @@ class LeadToolCalls:
         )
         runs_in = "workers" if self.ext.run_members == "workers" else "local"
         return MemberSpawned(team_id=tid, member=member.name, spec=spec, runs_in=runs_in)
+
+    def _within_own_mode(self, permission_mode: str | None) -> None:
+        """A mode the lead asks for a member may not reach further than the lead's own (as in
+        Claude Code, teammates start with the lead's permissions; only the operator raises
+        them): a prompt-injected lead cannot spawn a member that runs everything unasked."""
+        if permission_mode is None:
+            return
+        wanted = resolve_mode(permission_mode)  # an unknown name: a ValueError, a tool error
+        scope = self.scope
+        own = scope.agent.permissions.effective_mode(scope.state.permission_context)
+        if MODE_REACH[wanted] > MODE_REACH[own]:
+            raise ToolError(
+                f"permission_mode {permission_mode!r} would let the member do more than you may "
+                f"(your mode is {own!r}); leave it out to give the member your mode, or pick a "
+                "stricter one (plan, dontAsk)"
+            )
 
     async def approve_plan(
         self, member: str, approve: bool, feedback: str, team_id: str | None
