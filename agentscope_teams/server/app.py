@@ -73,7 +73,7 @@ class Operation:
 
 #: Every API operation (method, path, who may call it, its response model).
 ENDPOINTS: list[Operation] = [
-    Operation(method, route.path, route.access, route.response_model)
+    Operation(method, route.path_format, route.access, route.response_model)
     for router in ROUTERS
     for route in router.routes
     if isinstance(route, ApiRoute)

@@ -73,11 +73,13 @@ async def deploy(target: str) -> str:
 
 
 async def wait_for_file(path: str) -> str:
-    """Wait until the file ``path`` exists (the test opens the gate).
+    """Wait until the file ``path`` exists (the test opens the gate); ``path.waiting`` says the
+    wait has begun.
 
     Args:
         path: The file to wait for.
     """
+    await anyio.Path(path + ".waiting").write_text("")
     with anyio.fail_after(60):
         while not await anyio.Path(path).exists():  # noqa: ASYNC110 - another process opens it
             await anyio.sleep(0.02)

@@ -187,6 +187,12 @@ def test_a_store_blip_while_the_agent_works_does_not_fail_the_task(
         config = {"returnImmediately": True}
         started = rpc("SendMessage", {"message": message, "configuration": config})
         task_id = started["result"]["task"]["id"]
+        waiting = tmp_path / "gate.waiting"
+        for _ in range(600):  # the agent waits on its tool (a liveness guard, not a threshold)
+            if waiting.exists():
+                break
+            time.sleep(0.1)
+        assert waiting.exists(), "the agent never reached its tool"
         redis.terminate()
         redis.wait(20)
         time.sleep(3)  # the watchers read the store (every second) while it is gone
