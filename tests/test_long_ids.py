@@ -284,7 +284,7 @@ async def test_team_member_workspaces_take_long_ids(
     assert workspaces[0] != workspaces[1]
 
 
-@pytest.mark.parametrize("member", ["../../../../../escaped", "m" * 256, ":" * 86])
+@pytest.mark.parametrize("member", ["..", "m" * 256, ":" * 86])  # a name with / is refused
 async def test_a_member_name_never_leaves_the_members_root(
     tmp_path: Path, file_store: BaseStore, member: str
 ) -> None:

@@ -99,7 +99,7 @@ class Mailbox:
     async def cursor(self, member: str) -> int:
         """The last seq ``member`` acknowledged (0 when none)."""
         key = self.keys.cursor(member)
-        return _cursor_of(await self.store.get(key), key)
+        return _cursor_of(await self.store.get(key), key, member)
 
     async def cursors(self, members: Sequence[str]) -> list[int]:
         """The cursors of ``members``' inboxes (0 where none was written), in one read."""
@@ -107,7 +107,8 @@ class Mailbox:
             return []
         keys = [self.keys.cursor(m) for m in members]
         return [
-            _cursor_of(e, k) for e, k in zip(await get_many(self.store, keys), keys, strict=True)
+            _cursor_of(e, k, m)
+            for e, k, m in zip(await get_many(self.store, keys), keys, members, strict=True)
         ]
 
     async def cursors_with(
@@ -117,7 +118,7 @@ class Mailbox:
         of ``members``' inboxes, in one read: one pipeline on Redis, one statement on SQL."""
         keys = [key, *(self.keys.cursor(m) for m in members)]
         entries = await get_many(self.store, keys)
-        return entries[0], _cursors(entries[1:], keys[1:])
+        return entries[0], _cursors(entries[1:], keys[1:], members)
 
     @property
     def pages_in_round(self) -> bool:
@@ -141,7 +142,7 @@ class Mailbox:
         pages = [(self.keys.inbox(m), a, limit) for m, a in after.items()]
         entries, rows = await self._rounds.get_many_and_read(keys, pages)
         read = {m: _messages(p[0], r) for m, p, r in zip(after, pages, rows, strict=True)}
-        return entries[0], _cursors(entries[1:], keys[1:]), read
+        return entries[0], _cursors(entries[1:], keys[1:], members), read
 
     async def acknowledge(self, member: str, cursor: int) -> int:
         """Move ``member``'s cursor forward to ``cursor`` (never backwards); returns the cursor.
@@ -154,7 +155,7 @@ class Mailbox:
         checked = False
         while True:
             entry = await self.store.get(key)
-            current = _cursor_of(entry, key)
+            current = _cursor_of(entry, key, member)
             if cursor <= current:
                 return current
             if not checked:
@@ -228,12 +229,14 @@ def _notice(inbox: Key, run: list[Unreadable]) -> TeamMessage:
     )
 
 
-def _cursors(entries: Sequence[Entry | None], keys: Sequence[Key]) -> list[int]:
-    return [_cursor_of(e, k) for e, k in zip(entries, keys, strict=True)]
+def _cursors(
+    entries: Sequence[Entry | None], keys: Sequence[Key], members: Sequence[str]
+) -> list[int]:
+    return [_cursor_of(e, k, m) for e, k, m in zip(entries, keys, members, strict=True)]
 
 
-def _cursor_of(entry: Entry | None, key: Key) -> int:
-    """The seq an inbox cursor entry at ``key`` holds (0: no cursor written).
+def _cursor_of(entry: Entry | None, key: Key, member: str) -> int:
+    """The seq ``member``'s inbox cursor entry at ``key`` holds (0: no cursor written).
 
     A cursor that cannot be decoded (damaged, or written by a newer version) is logged with its
     key and read as 0: its member's messages are delivered again (at least once, as after a
@@ -244,5 +247,5 @@ def _cursor_of(entry: Entry | None, key: Key) -> int:
     try:
         return InboxCursor.model_validate_json(entry.value).cursor
     except UNREADABLE as exc:
-        unreadable("inbox cursor", key[-1], key, exc)
+        unreadable("inbox cursor", member, key, exc)
         return 0

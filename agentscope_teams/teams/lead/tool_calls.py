@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...agent.extension import CallScope
 from ...errors import ToolError
-from ...subagents.grants import MODE_REACH
 from ...tools.permissions import resolve_mode
 from ...usage import spent_budget
 from .. import lifecycle, summary
@@ -125,19 +124,19 @@ class LeadToolCalls:
         return MemberSpawned(team_id=tid, member=member.name, spec=spec, runs_in=runs_in)
 
     def _within_own_mode(self, permission_mode: str | None) -> None:
-        """A mode the lead asks for a member may not reach further than the lead's own (as in
-        Claude Code, teammates start with the lead's permissions; only the operator raises
-        them): a prompt-injected lead cannot spawn a member that runs everything unasked."""
-        if permission_mode is None:
-            return
-        wanted = resolve_mode(permission_mode)  # an unknown name: a ValueError, a tool error
+        """``bypassPermissions`` for a member only from a lead in that mode itself: a
+        prompt-injected lead cannot spawn a member that runs every command unasked. Other modes
+        stay the lead's to give (``acceptEdits`` is how a member, with nobody to ask, may write
+        files at all; ``plan``, ``dontAsk`` restrict it)."""
+        if permission_mode is None or resolve_mode(permission_mode) != "bypass":
+            return  # an unknown name: the ValueError above, a tool error the model reads
         scope = self.scope
         own = scope.agent.permissions.effective_mode(scope.state.permission_context)
-        if MODE_REACH[wanted] > MODE_REACH[own]:
+        if own != "bypass":
             raise ToolError(
-                f"permission_mode {permission_mode!r} would let the member do more than you may "
-                f"(your mode is {own!r}); leave it out to give the member your mode, or pick a "
-                "stricter one (plan, dontAsk)"
+                f"permission_mode {permission_mode!r} would let the member run every command "
+                f"unasked, which you may not (your mode is {own!r}); use acceptEdits for a "
+                "member that writes files, or leave it out"
             )
 
     async def approve_plan(
