@@ -189,7 +189,7 @@ class LocalTeamClient(TeamRegistry):
             return
         for name in names:
             await box.delete_inbox(name)
-        raise UnknownTeamError(f"team {team_id!r} was deleted")
+        raise _deleted_meanwhile(team_id)
 
     async def create_team(
         self,
@@ -400,7 +400,7 @@ class LocalTeamClient(TeamRegistry):
         complete tools, so a task assigned to it would stay pending for good; naming it raises a
         :class:`TeamError` that names the members it may assign to instead."""
         team, board = await self._board(team_id, actor, assignee)
-        if assignee is not None and assignee == team.lead:
+        if assignee == team.lead:
             raise TeamError(_lead_assigned(team))
         task = await board.create(
             actor or team.lead,
@@ -414,7 +414,7 @@ class LocalTeamClient(TeamRegistry):
         )
         if await self.is_deleted(team_id):  # deleted meanwhile: see _not_deleted_since
             await self._remove_board(team_id)
-            raise UnknownTeamError(f"team {team_id!r} was deleted")
+            raise _deleted_meanwhile(team_id)
         await self._changed(team_id)
         await self._task_hook("TaskCreated", team_id, task, task.assignee)
         return task
@@ -609,6 +609,14 @@ class LocalTeamClient(TeamRegistry):
     async def unread(self, team_id: str, member: str, *, limit: int = 100) -> Listing[TeamMessage]:
         _, box = await self._mailbox(team_id, member)
         return await box.unread(member, limit=limit)
+
+
+def _deleted_meanwhile(team_id: str) -> UnknownTeamError:
+    """The error of a write that raced ``delete_team`` (what it wrote was removed again)."""
+    return UnknownTeamError(
+        f"team {team_id!r} was deleted while this call wrote to it; nothing of it was kept: "
+        "create a new team (createTeam) to go on"
+    )
 
 
 def _lead_assigned(team: Team) -> str:

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
 
 import anyio
-import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
