@@ -35,9 +35,13 @@ pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
 workspace, symlinks are resolved too); a pattern written ``//abs/path`` or ``~/path`` (Claude
-Code's absolute and home-relative spellings) is matched against the absolute path. A deny or
-ask rule naming a directory (``Read(secrets)``, ``Read(secrets/)``) covers what is under it, as
-gitignore reads it. ``deny`` and ``ask`` rules match if the raw or any normalized
+Code's absolute and home-relative spellings) is matched against the absolute path. Other path
+patterns read as gitignore reads them, relative to the workspace, as Claude Code documents: one
+without a slash (``.env``, ``*.pem``, ``secrets/``) names that name at any depth (``app/.env``
+too); ``./.env`` is ``.env`` (Claude Code strips the ``./``); ``/.env`` and one with a slash
+inside (``config/.env``) are anchored to the workspace (``/`` is Claude Code's project root). A
+relative pattern allows nothing outside the workspace. A deny or ask rule naming a directory
+(``Read(secrets)``, ``Read(secrets/)``) covers what is under it, as gitignore reads it. ``deny`` and ``ask`` rules match if the raw or any normalized
 form matches; ``allow`` rules only on the canonical form (the file really touched). A ``domain:host``
 pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
 its subdomains (:func:`~.web.urls.web_rule_matches`); remembering a call with a URL argument
@@ -272,19 +276,41 @@ def _argument(tool: Tool, name: str | None, arguments: Mapping[str, Any]) -> Any
     return prop.get("default", _MISSING) if isinstance(prop, Mapping) else _MISSING
 
 
-def _path_pattern(pattern: str) -> tuple[str, bool]:
-    """A path pattern as Claude Code reads it, and whether it is absolute: ``//abs/path`` from the
-    file-system root, ``~/path`` from the home directory, ``./path`` (as ``path``) relative to
-    the workspace."""
+PatternKind = Literal["absolute", "anchored", "any_depth"]
+
+
+def _path_pattern(pattern: str) -> tuple[str, PatternKind]:
+    """A path pattern as Claude Code reads it (gitignore's reading, relative to the workspace),
+    and where it applies: ``//abs/path`` from the file-system root and ``~/path`` from the home
+    directory (``"absolute"``: matched against absolute paths); ``/path`` from the workspace
+    (Claude Code's project root) and any pattern with a slash inside (``config/.env``,
+    ``secrets/**``) relative to it (``"anchored"``); a pattern without a slash (``.env``,
+    ``*.pem``, ``secrets``, ``secrets/``) names that name at any depth (``"any_depth"``).
+    ``./path`` is ``path``: Claude Code strips the ``./``, so ``Read(./.env)`` is ``Read(.env)``."""
     if len(pattern) > 1 and pattern.endswith("/"):  # secrets/ (a directory): what is under it
         pattern = pattern.rstrip("/") or "/"
     if pattern.startswith("//"):
-        return pattern[1:], True
+        return pattern[1:], "absolute"
     if pattern == "~" or pattern.startswith("~/"):
-        return os.path.expanduser("~") + pattern[1:], True
+        return os.path.expanduser("~") + pattern[1:], "absolute"
     while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
         pattern = pattern[2:]
-    return pattern, False
+    if pattern.startswith("/"):  # Edit(/src/**): from the project root, here the workspace
+        return pattern.lstrip("/") or ".", "anchored"
+    return pattern, "anchored" if "/" in pattern else "any_depth"
+
+
+def _glob(form: str, pattern: str, kind: PatternKind) -> bool:
+    """Whether the path ``form`` (relative to the workspace, or absolute) matches ``pattern`` of
+    that ``kind`` (:func:`_path_pattern`). ``*`` spans ``/`` (broader than gitignore's); a
+    leading ``**/`` also matches at the top (``**/.env`` names ``.env``)."""
+    if kind == "absolute":
+        return fnmatchcase(form, pattern)
+    if kind == "any_depth" and fnmatchcase(posixpath.basename(form), pattern):
+        return True
+    if fnmatchcase(form, pattern):
+        return True
+    return pattern.startswith("**/") and fnmatchcase(form, pattern[3:])
 
 
 def _with_ancestors(form: str) -> list[str]:
@@ -339,15 +365,17 @@ def _path_matches(
     behavior: Decision, pattern: str, canonical: str, forms: list[str], root: Path | None
 ) -> bool:
     """Whether a path ``pattern`` matches a path argument given as its ``canonical`` form and
-    all its ``forms`` (an allow rule the canonical one; a deny or ask rule any, or an ancestor)."""
-    pattern, absolute = _path_pattern(pattern)
+    all its ``forms`` (an allow rule the canonical one; a deny or ask rule any, or an ancestor).
+    A pattern relative to the workspace allows no path outside it (an absolute form)."""
+    pattern, kind = _path_pattern(pattern)
     if behavior != "allow":
         forms = [a for f in forms for a in _with_ancestors(f)]
-    if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
+    if kind == "absolute":  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
         canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
     if behavior == "allow":
-        return fnmatchcase(canonical, pattern)
-    return any(fnmatchcase(f, pattern) for f in forms)
+        outside = kind != "absolute" and posixpath.isabs(canonical)
+        return not outside and _glob(canonical, pattern, kind)
+    return any(_glob(f, pattern, kind) for f in forms)
 
 
 def real_path_matches(rule: PermissionRule, path: str, *, workspace: Path) -> bool:
@@ -369,12 +397,18 @@ def covers_below(rule: PermissionRule, directory: str, *, workspace: Path) -> bo
     (``rule_matches`` of ``directory`` itself covers ``Read(secrets)``.)"""
     if rule.pattern is None:
         return True
-    pattern, absolute = _path_pattern(rule.pattern)
-    if absolute:
+    pattern, kind = _path_pattern(rule.pattern)
+    if kind == "absolute":
         form = _absolute(directory, workspace).rstrip("/") + "/"
+    elif kind == "any_depth":
+        form = posixpath.basename(directory) + "/"
     else:
         form = "" if directory == "." else directory + "/"
-    return pattern.endswith("*") and fnmatchcase(form, pattern)
+    if not pattern.endswith("*"):
+        return False
+    return fnmatchcase(form, pattern) or (
+        pattern.startswith("**/") and fnmatchcase(form, pattern[3:])
+    )
 
 
 def _escape(value: str) -> str:

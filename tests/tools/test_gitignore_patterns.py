@@ -1,0 +1,88 @@
+"""``Read`` and ``Edit`` patterns read as gitignore reads them, as Claude Code documents
+(code.claude.com/docs/en/permissions, "Read and Edit"): a pattern without a slash (``.env``,
+``*.pem``, ``secrets``) names that name at any depth; ``./.env`` is ``.env`` (Claude Code strips
+the ``./``); ``/.env`` is anchored to the workspace (Claude Code's project root); a pattern with
+a slash in it (``config/.env``) is anchored too. The same reading holds in the permission engine
+and in what the sandbox hides (:func:`~agentscope_teams.tools.sandbox_mask.mask_for`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentscope_teams.state import PermissionContext
+from agentscope_teams.tools import PermissionEngine, filesystem_tools, parse_rule, rule_matches
+from agentscope_teams.tools.sandbox_mask import mask_for
+
+FS = {t.name: t for t in filesystem_tools()}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = (tmp_path / "ws").resolve()
+    for name in (
+        ".env",
+        "app/.env",
+        "app/deep/.env",
+        "app/main.py",
+        "config/.env",
+        "x/config/.env",
+    ):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("SECRET\n")
+    return root
+
+
+def denied(ws: Path, rule: str, path: str) -> bool:
+    engine = PermissionEngine([parse_rule(rule, "deny")], mode="bypass")
+    return (
+        engine.decide(FS["read_file"], {"path": path}, PermissionContext(), workspace=ws) == "deny"
+    )
+
+
+@pytest.mark.parametrize("rule", ["Read(.env)", "Read(./.env)", "Read(**/.env)"])
+def test_a_name_without_a_slash_is_denied_at_any_depth(ws: Path, rule: str) -> None:
+    for path in (".env", "app/.env", "app/deep/.env", str(ws / "app/deep/.env")):
+        assert denied(ws, rule, path), (rule, path)
+    assert not denied(ws, rule, "app/main.py")
+
+
+def test_a_leading_slash_anchors_to_the_workspace(ws: Path) -> None:
+    assert denied(ws, "Read(/.env)", ".env")
+    assert denied(ws, "Read(/.env)", str(ws / ".env"))
+    assert not denied(ws, "Read(/.env)", "app/.env")
+    assert denied(ws, "Read(/app/**)", "app/deep/.env")
+    assert not denied(ws, "Read(/app/**)", "x/app/y")
+
+
+def test_a_slash_inside_the_pattern_anchors_it(ws: Path) -> None:
+    assert denied(ws, "Read(config/.env)", "config/.env")
+    assert not denied(ws, "Read(config/.env)", "x/config/.env")
+
+
+def test_a_directory_name_without_a_slash_covers_that_directory_at_any_depth(ws: Path) -> None:
+    assert denied(ws, "Read(deep)", "app/deep/.env")
+    assert denied(ws, "Read(deep/)", "app/deep/.env")
+    assert not denied(ws, "Read(deep)", "app/main.py")
+
+
+def test_an_allow_rule_without_a_slash_allows_that_name_at_any_depth(ws: Path) -> None:
+    rule = parse_rule("Edit(main.py)", "allow")
+    matches = lambda path: rule_matches(  # noqa: E731
+        rule, FS["edit_file"], {"path": path, "old_string": "a", "new_string": "b"}, workspace=ws
+    )
+    assert matches("app/main.py") and matches("main.py")
+    assert not matches("app/other.py")
+    assert not matches("/etc/main.py")  # a relative pattern speaks of the workspace only
+
+
+def test_the_sandbox_hides_what_the_engine_denies(ws: Path) -> None:
+    hidden = set(mask_for([parse_rule("Read(./.env)", "deny")], ws).hidden)
+    assert {str(ws / p) for p in (".env", "app/.env", "app/deep/.env")} <= hidden
+    anchored = set(mask_for([parse_rule("Read(/.env)", "deny")], ws).hidden)
+    assert str(ws / ".env") in anchored and str(ws / "app/.env") not in anchored
+    nested = set(mask_for([parse_rule("Read(config/.env)", "deny")], ws).hidden)
+    assert str(ws / "config/.env") in nested and str(ws / "x/config/.env") not in nested
+    named_dir = set(mask_for([parse_rule("Read(deep)", "deny")], ws).hidden)
+    assert str(ws / "app/deep") in named_dir
