@@ -39,11 +39,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigurationError
+from . import placeholders
 from .base import PathMask, SandboxLimits
 from .cgroup import PidsCgroup, pids_parent
 from .environment import sandbox_environment, shell_argv
@@ -161,8 +162,11 @@ def mask_args(workspace: str, mask: PathMask | None) -> list[str]:
         if path != workspace and not path.startswith(workspace.rstrip("/") + "/"):
             raise ValueError(f"masked path {path} is not inside the workspace {workspace}")
     for path in mask.read_only:
-        args += ["--ro-bind", path, path]
+        if os.path.lexists(path):  # a missing one has a placeholder (_spawn), or cannot be
+            args += ["--ro-bind", path, path]
     for path in mask.hidden:
+        if not os.path.lexists(path):
+            continue
         if os.path.isdir(path) and not os.path.islink(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         else:
@@ -269,23 +273,36 @@ class BubblewrapSandbox(HostSandbox):
         lifetime: float | None, mask: PathMask | None = None,
     ) -> HostProcess:  # fmt: skip
         self._check_limits(limits)
-        argv = self.argv(command, cwd, limits, mask)
-        full_env = sandbox_environment(
-            cwd=str(cwd), home="/tmp/home", tmp="/tmp", extra={**self.env, **(env or {})}
-        )
-        on_exit: Callable[[], None] | None = None
-        if limits.max_processes is not None and self._cgroup_parent is not None:
-            group = PidsCgroup.create(self._cgroup_parent, limits.max_processes + 2)
-            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.procs), *argv]
-            on_exit = group.remove
+        held = _hold_placeholders(cwd, mask)
+        group: PidsCgroup | None = None
+
+        def on_exit() -> None:
+            if group is not None:
+                group.remove()
+            placeholders.release(held)
+
         try:
+            argv = self.argv(command, cwd, limits, mask)
+            full_env = sandbox_environment(
+                cwd=str(cwd), home="/tmp/home", tmp="/tmp", extra={**self.env, **(env or {})}
+            )
+            if limits.max_processes is not None and self._cgroup_parent is not None:
+                group = PidsCgroup.create(self._cgroup_parent, limits.max_processes + 2)
+                argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.procs), *argv]
             return HostProcess(
                 argv, env=full_env, cwd=str(cwd), limits=limits, lifetime=lifetime, on_exit=on_exit
             )
         except BaseException:
-            if on_exit is not None:
-                on_exit()
+            on_exit()
             raise
+
+
+def _hold_placeholders(cwd: Path, mask: PathMask | None) -> list[str]:
+    """The placeholders made for the missing paths of ``mask`` (:mod:`.placeholders`)."""
+    if not mask:
+        return []
+    workspace = os.path.realpath(cwd)
+    return placeholders.acquire((*mask.read_only, *mask.hidden), mask.directories, workspace)
 
 
 _probed: dict[tuple[str, str, tuple[str, ...]], None] = {}

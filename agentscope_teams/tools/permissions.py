@@ -411,6 +411,30 @@ def covers_below(rule: PermissionRule, directory: str, *, workspace: Path) -> bo
     )
 
 
+def named_path(rule: PermissionRule, *, workspace: Path) -> tuple[str, bool] | None:
+    """The one path of ``workspace`` (relative to it) that ``rule``'s path pattern names without
+    a wildcard, whether or not it exists, and whether the pattern names it as a directory:
+    ``secrets/**``, ``secrets/`` -> (``secrets``, True); ``/.env``, ``config/.env``,
+    ``//<workspace>/k`` -> (that path, False); a name without a slash (``.env``, any depth) ->
+    the one at the top. None for a pattern with a wildcard elsewhere, outside the workspace, or
+    none."""
+    if rule.pattern is None or rule.pattern.startswith("domain:"):
+        return None
+    pattern, kind = _path_pattern(rule.pattern)
+    directory = rule.pattern.endswith("/")
+    if pattern.endswith("/**"):
+        pattern, directory = pattern[:-3], True
+    if kind == "absolute":
+        relative = posixpath.relpath(pattern, workspace.as_posix())
+        if relative.startswith("../") or relative == "..":
+            return None
+        pattern = relative
+    pattern = posixpath.normpath(pattern)
+    if pattern in (".", "..") or pattern.startswith("../") or any(c in pattern for c in "*?["):
+        return None
+    return pattern, directory
+
+
 def _escape(value: str) -> str:
     return re.sub(r"([*?[])", r"[\1]", value)
 

@@ -12,9 +12,24 @@ directory a rule covers whole (``Read(secrets)``, ``Read(secrets/**)``:
 matching file is. A ``Read`` rule hides (an empty read-only directory, an unreadable empty
 file); an ``Edit`` rule makes read-only.
 
-Only what exists when the command starts is masked: a file the same command creates later under
-a pattern that is not a directory pattern (``Read(*.env)``, ``Edit(*.md)``) is readable and
-writable by it; a directory pattern covers new files too, since the whole directory is masked.
+A path a rule names one by one (no wildcard: ``Read(secrets/**)``, ``Read(/.env)``,
+``Read(config/.env)``, and ``Read(.env)`` at the top of the workspace:
+:func:`~.permissions.named_path`) is masked even when it does not exist yet: the sandbox puts an
+empty placeholder there for the command's life (:mod:`~agentscope_teams.sandbox.placeholders`),
+so neither the command nor another process writing into the workspace meanwhile can make it
+readable to the command, and the command cannot create it. What stays open, until the next
+command (which masks what exists then):
+
+* a file whose name only a wildcard or an any-depth name matches (``Read(*.env)``,
+  ``Read(.env)`` below the top) that appears while the command runs: if the command made it,
+  it holds only what the command could read anyway; if another process made it meanwhile, this
+  command can read it;
+* a masked path another process removes or renames over while the command runs (an editor's
+  atomic save of ``.env``): Linux then detaches the mask in the sandbox, and the command sees
+  the new file;
+* what a denied file's content is also stored as (``git show HEAD:.env`` reads the
+  repository's copy; a hard link made before the rule existed): rules name paths, not content.
+
 Paths outside the workspace are not masked here (the sandbox shows none of the host's but the
 system's, read-only). The walk is bounded (:data:`MAX_ENTRIES`, :data:`MAX_MASKED`): beyond that
 the command is refused with a :class:`~agentscope_teams.errors.ToolError` rather than run with
@@ -32,7 +47,7 @@ from ..sandbox.base import PathMask
 from ..state import PermissionRule
 from .base import Tool
 from .filesystem import edit_tools, read_tool
-from .permissions import covers_below, real_path_matches, rule_matches
+from .permissions import covers_below, named_path, real_path_matches, rule_matches
 
 __all__ = ["MAX_ENTRIES", "MAX_MASKED", "mask_for"]
 
@@ -111,7 +126,30 @@ def mask_for(rules: Sequence[PermissionRule], workspace: Path) -> PathMask:
             elif not frozen and keep.match(path):
                 read_only.append(entry.path)
         _check_bounds(workspace, seen, len(hidden) + len(read_only))
-    return PathMask(hidden=tuple(hidden), read_only=tuple(read_only))
+    directories: list[str] = []
+    for found, family in ((hidden, hide), (read_only, keep)):
+        for path, directory in _absent(family, workspace, hidden):
+            found.append(path)
+            if directory:
+                directories.append(path)
+    return PathMask(
+        hidden=tuple(hidden), read_only=tuple(read_only), directories=tuple(directories)
+    )
+
+
+def _absent(rules: _Rules, workspace: Path, hidden: list[str]) -> list[tuple[str, bool]]:
+    """The paths ``rules`` name one by one (:func:`~.permissions.named_path`) that do not exist
+    (nor are below a hidden path): (absolute path, names a directory)."""
+    found: dict[str, bool] = {}
+    for rule in rules.rules:
+        named = named_path(rule, workspace=workspace)
+        if named is None:
+            continue
+        path = os.path.join(workspace, named[0])
+        covered = any(path == h or path.startswith(h.rstrip("/") + "/") for h in hidden)
+        if not covered and not os.path.lexists(path):
+            found[path] = found.get(path, False) or named[1]
+    return list(found.items())
 
 
 def _entries(directory: str) -> list[os.DirEntry[str]]:

@@ -1,0 +1,78 @@
+"""What a ``Read`` deny rule names stays hidden from a sandboxed command for all of its life, not
+only what exists when it starts: a denied directory or name that appears later (created by the
+command, or filled by another process while a background command runs) is not readable by it.
+Real bubblewrap; the masks come from :func:`~agentscope_teams.tools.sandbox_mask.mask_for` as
+the shell tool computes them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from agentscope_teams.sandbox import BackgroundProcess, BubblewrapSandbox
+from agentscope_teams.tools import parse_rule
+from agentscope_teams.tools.sandbox_mask import mask_for
+
+from .conftest import SMALL
+
+POLL = "for i in $(seq 200); do cat {path} 2>/dev/null && break; sleep 0.02; done; echo end"
+
+
+async def wait_for(path: Path) -> None:
+    for _ in range(200):
+        if path.exists():  # noqa: ASYNC240 (one stat, in a test)
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+async def output_when_ended(proc: BackgroundProcess) -> str:
+    for _ in range(400):
+        if not proc.running:
+            return (await proc.read()).output
+        await asyncio.sleep(0.05)
+    raise AssertionError("the command did not end")
+
+
+async def test_a_denied_directory_filled_by_another_process_stays_hidden(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    mask = mask_for([parse_rule("Read(secrets/**)", "deny")], workspace)
+    command = "touch started; " + POLL.format(path="secrets/key")
+    proc = await bwrap.start(command, workspace, limits=SMALL, mask=mask)
+    await wait_for(workspace / "started")
+    (workspace / "secrets").mkdir(exist_ok=True)
+    (workspace / "secrets" / "key").write_text("TOPSECRET\n")  # another process, meanwhile
+    output = await output_when_ended(proc)
+    assert "TOPSECRET" not in output and "end" in output
+
+
+async def test_a_command_cannot_create_a_denied_directory_or_name(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    rules = [parse_rule(r, "deny") for r in ("Read(secrets/**)", "Read(/.env)", "Read(cfg/.key)")]
+    mask = mask_for(rules, workspace)
+    result = await bwrap.run(
+        "mkdir -p secrets && echo a > secrets/k; echo b > .env; mkdir -p cfg && echo c > cfg/.key;"
+        " cat secrets/k .env cfg/.key; echo end",
+        workspace, limits=SMALL, mask=mask,
+    )  # fmt: skip
+    assert "end" in result.output
+    for line in ("a", "b", "c"):
+        assert line not in result.output.split("\n"), result.output
+    # the placeholders are gone once the command ends: the workspace is as it was
+    assert os.listdir(workspace) == []
+
+
+async def test_a_denied_name_another_process_creates_meanwhile_stays_hidden(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    mask = mask_for([parse_rule("Read(.env)", "deny")], workspace)
+    command = "touch started; " + POLL.format(path=".env")
+    proc = await bwrap.start(command, workspace, limits=SMALL, mask=mask)
+    await wait_for(workspace / "started")
+    (workspace / ".env").write_text("API_KEY=TOPSECRET\n")
+    output = await output_when_ended(proc)
+    assert "TOPSECRET" not in output and "end" in output
+    assert (workspace / ".env").read_text() == "API_KEY=TOPSECRET\n"  # the writer's file is kept
