@@ -4,7 +4,10 @@ Code's sandboxed Bash: a command cannot read what ``Read`` denies nor change wha
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
@@ -160,3 +163,28 @@ def test_absolute_home_and_directory_forms_mask_the_same_paths(tmp_path: Path) -
         assert mask_for([parse_rule(text, "deny")], tmp_path) == PathMask(hidden=hidden), text
     both = mask_for([parse_rule("Read(*.env)", "deny"), parse_rule("Edit(*)", "deny")], tmp_path)
     assert both == PathMask(hidden=(str(tmp_path / "a.env"),), read_only=(str(tmp_path),))
+
+
+INTERPRETERS = {
+    "python3": "python3 -c \"print(open('secrets/key').read())\"",
+    "perl": 'perl -e \'open(my $f, "<", "secrets/key") or die "no: $!"; print <$f>\'',
+    "node": "node -e \"console.log(require('fs').readFileSync('secrets/key', 'utf8'))\"",
+    "bash": "bash -c 'read -r line < secrets/key; echo \"$line\"'",
+}
+
+
+@pytest.mark.parametrize("program", sorted(INTERPRETERS))
+async def test_an_interpreter_cannot_read_what_a_read_rule_hides(
+    bwrap: BubblewrapSandbox, tmp_path: Path, program: str
+) -> None:
+    """Read deny rules cannot see into a script's code, but the sandbox's mask is below them:
+    the interpreter, started by a command no rule objects to, finds nothing to read."""
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed here")
+    files = {"secrets/key": "TOPSECRET\n", "version.txt": "1\n"}
+    denied, control = await run_commands(
+        tmp_path, bwrap, ["Read(secrets/**)"], files,
+        INTERPRETERS[program], INTERPRETERS[program].replace("secrets/key", "version.txt"),
+    )  # fmt: skip
+    assert "TOPSECRET" not in denied.output, denied.output
+    assert control.exit_code == 0 and "1" in control.output, control.output  # it runs at all
