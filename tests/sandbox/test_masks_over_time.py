@@ -76,3 +76,27 @@ async def test_a_denied_name_another_process_creates_meanwhile_stays_hidden(
     output = await output_when_ended(proc)
     assert "TOPSECRET" not in output and "end" in output
     assert (workspace / ".env").read_text() == "API_KEY=TOPSECRET\n"  # the writer's file is kept
+
+
+async def test_a_denied_name_that_is_a_symlink_hides_its_target_too(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    """``secrets`` -> ``vault`` and ``.env`` -> ``conf/real``: ``read_file`` of ``secrets/key`` or
+    ``.env`` is denied (the path as written matches), so the sandbox hides what they lead to."""
+    (workspace / "vault").mkdir()
+    (workspace / "vault" / "key").write_text("VAULTKEY\n")
+    (workspace / "conf").mkdir()
+    (workspace / "conf" / "real").write_text("ENVSECRET\n")
+    (workspace / "secrets").symlink_to("vault")
+    (workspace / ".env").symlink_to("conf/real")
+    (workspace / "store").mkdir()
+    (workspace / "store" / "key").write_text("STOREKEY\n")
+    (workspace / "link").symlink_to("store")  # Read(link/key): the file reached through it
+    rules = [parse_rule(r, "deny") for r in ("Read(secrets/**)", "Read(.env)", "Read(link/key)")]
+    mask = mask_for(rules, workspace)
+    result = await bwrap.run(
+        "cat secrets/key; cat .env; cat link/key; echo end", workspace, limits=SMALL, mask=mask
+    )
+    assert "end" in result.output
+    for secret in ("VAULTKEY", "ENVSECRET", "STOREKEY"):
+        assert secret not in result.output, result.output
