@@ -1,6 +1,8 @@
 """The agent's ``Read`` and ``Edit`` deny rules reach its sandboxed shell commands, as in Claude
 Code's sandboxed Bash: a command cannot read what ``Read`` denies nor change what ``Edit`` denies
-(real bubblewrap, through the agent's loop). The unsafe host sandbox cannot, and is the control."""
+(real bubblewrap, through the agent's loop). The unsafe host sandbox cannot, and is the control.
+Reads use ``dd``, which the engine does not recognize as a file command, so the sandbox's mask is
+what refuses (``cat`` of a denied path is denied before it runs: test_bash_file_commands.py)."""
 
 from __future__ import annotations
 
@@ -60,14 +62,14 @@ async def test_a_read_deny_rule_hides_a_directory_from_bash(
 ) -> None:
     cat, ls, other = await run_commands(
         tmp_path, bwrap, ["Read(secrets/**)"], SECRETS,
-        "cat secrets/key", "ls -A secrets", "cat other.txt",
+        "dd if=secrets/key status=none", "ls -A secrets", "cat other.txt",
     )  # fmt: skip
     assert cat.exit_code != 0 and "TOPSECRET" not in cat.output
     assert ls.exit_code == 0 and ls.output == ""
     assert other.exit_code == 0 and other.output == "visible\n"
     # control: the unsafe host sandbox cannot apply the rule (documented)
     [control] = await run_commands(
-        tmp_path / "unsafe", unsafe, ["Read(secrets/**)"], SECRETS, "cat secrets/key"
+        tmp_path / "unsafe", unsafe, ["Read(secrets/**)"], SECRETS, "dd if=secrets/key status=none"
     )
     assert control.output == "TOPSECRET\n"
 
@@ -78,7 +80,7 @@ async def test_a_read_deny_glob_hides_a_nested_file(
     files = {"config/.env": "API_KEY=abc\n", "config/app.toml": "x = 1\n"}
     env, grep, app = await run_commands(
         tmp_path, bwrap, ["Read(*.env)"], files,
-        "cat config/.env", "grep -r API_KEY .", "cat config/app.toml",
+        "dd if=config/.env status=none", "grep -r API_KEY .", "cat config/app.toml",
     )  # fmt: skip
     assert env.exit_code != 0 and "API_KEY" not in env.output
     assert "abc" not in grep.output
@@ -120,7 +122,7 @@ async def test_without_read_or_edit_deny_rules_the_command_line_is_unchanged(
 async def test_a_background_command_cannot_read_it_either(
     bwrap: BubblewrapSandbox, tmp_path: Path
 ) -> None:
-    background = "cat secrets/key > out.txt 2>&1; touch done"
+    background = "dd if=secrets/key status=none > out.txt 2>&1; touch done"
     wait = "until [ -e done ]; do sleep 0.05; done; cat out.txt"
     rules = [parse_rule("Read(secrets/**)", "deny")]
     lead = HarnessAgent(
