@@ -100,3 +100,27 @@ async def test_a_denied_name_that_is_a_symlink_hides_its_target_too(
     assert "end" in result.output
     for secret in ("VAULTKEY", "ENVSECRET", "STOREKEY"):
         assert secret not in result.output, result.output
+
+
+async def test_links_and_proc_paths_made_by_the_command_do_not_reach_a_hidden_file(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    """A symlink the command makes into a hidden path resolves inside the sandbox (to the mask),
+    a hard link to a masked file crosses a mount (refused), and ``/proc/self/root`` is the
+    sandbox's own root; neither ``mv`` nor ``rm`` moves a mask away."""
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "key").write_text("TOPSECRET\n")
+    (workspace / "a.env").write_text("ENVSECRET\n")
+    rules = [parse_rule(r, "deny") for r in ("Read(secrets/**)", "Read(*.env)")]
+    result = await bwrap.run(
+        "ln -s secrets/key s; ln -s a.env e; dd if=s status=none; dd if=e status=none;"
+        " ln a.env hard; dd if=hard status=none;"
+        ' dd if=/proc/self/root"$PWD"/a.env status=none; dd if=/proc/1/root"$PWD"/a.env status=none;'
+        " mv secrets moved; rm -f a.env; dd if=moved/key status=none; dd if=a.env status=none;"
+        " echo end",
+        workspace, limits=SMALL, mask=mask_for(rules, workspace),
+    )  # fmt: skip
+    assert "end" in result.output
+    assert "TOPSECRET" not in result.output and "ENVSECRET" not in result.output, result.output
+    assert "Invalid cross-device link" in result.output
+    assert (workspace / "secrets" / "key").read_text() == "TOPSECRET\n"
