@@ -15,7 +15,9 @@ What a command sees (:meth:`BubblewrapSandbox.argv`):
 * operator-chosen extra read-only paths (``read_only_paths=``, e.g. a toolchain in ``/opt``);
 * of the workspace, what the call's :class:`~.base.PathMask` says (the agent's ``Read`` and
   ``Edit`` deny rules): an empty read-only directory over each hidden directory, an empty file
-  nobody can read over each hidden file, each protected path bound read-only;
+  nobody can read over each hidden file, each protected path bound read-only; a masked path that
+  does not exist yet gets a placeholder first (:mod:`.placeholders`), and the command is stopped
+  if another process removes or replaces a masked path while it runs (:mod:`.tripwire`);
 * everything else of the sandbox's root file system is read-only too (no new files in ``/``).
 
 Namespaces: user, PID, IPC, UTS, cgroup (when possible) and, unless ``network="full"``, network
@@ -39,7 +41,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -49,6 +52,7 @@ from .base import PathMask, SandboxLimits
 from .cgroup import PidsCgroup, pids_parent
 from .environment import sandbox_environment, shell_argv
 from .process import HostProcess, HostSandbox
+from .tripwire import Tripwire
 
 log = logging.getLogger(__name__)
 
@@ -275,8 +279,21 @@ class BubblewrapSandbox(HostSandbox):
         self._check_limits(limits)
         held = _hold_placeholders(cwd, mask)
         group: PidsCgroup | None = None
+        started: list[HostProcess] = []
+        changed: list[str] = []
+        lock = threading.Lock()
+
+        def trip(path: str) -> None:
+            with lock:
+                changed.append(path)
+                for proc in started:
+                    proc.stop(_replaced(path))
+
+        wire = _tripwire(cwd, mask, trip)
 
         def on_exit() -> None:
+            if wire is not None:
+                wire.stop()
             if group is not None:
                 group.remove()
             placeholders.release(held)
@@ -289,12 +306,33 @@ class BubblewrapSandbox(HostSandbox):
             if limits.max_processes is not None and self._cgroup_parent is not None:
                 group = PidsCgroup.create(self._cgroup_parent, limits.max_processes + 2)
                 argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.procs), *argv]
-            return HostProcess(
+            proc = HostProcess(
                 argv, env=full_env, cwd=str(cwd), limits=limits, lifetime=lifetime, on_exit=on_exit
             )
         except BaseException:
             on_exit()
             raise
+        with lock:
+            started.append(proc)
+            if changed:  # replaced before the process existed
+                proc.stop(_replaced(changed[0]))
+        return proc
+
+
+def _replaced(path: str) -> str:
+    return (
+        f"the command was stopped: {path}, which the agent's deny rules hide or keep read-only, "
+        "was removed or replaced by another process while it ran, and the sandbox could no "
+        "longer keep it masked; run the command again"
+    )
+
+
+def _tripwire(cwd: Path, mask: PathMask | None, trip: Callable[[str], None]) -> Tripwire | None:
+    """A watch over the paths of ``mask`` (:mod:`.tripwire`), or None without a mask."""
+    if not mask:
+        return None
+    paths = [p for p in (*mask.read_only, *mask.hidden) if os.path.lexists(p)]
+    return Tripwire(paths, os.path.realpath(cwd), trip) if paths else None
 
 
 def _hold_placeholders(cwd: Path, mask: PathMask | None) -> list[str]:

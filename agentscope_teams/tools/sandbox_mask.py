@@ -28,8 +28,9 @@ command (which masks what exists then):
   it holds only what the command could read anyway; if another process made it meanwhile, this
   command can read it;
 * a masked path another process removes or renames over while the command runs (an editor's
-  atomic save of ``.env``): Linux then detaches the mask in the sandbox, and the command sees
-  the new file;
+  atomic save of ``.env``): Linux then detaches the mask in the sandbox, so the backend stops the
+  command as soon as it learns of it (:mod:`~agentscope_teams.sandbox.tripwire`), which leaves
+  only that instant;
 * what a denied file's content is also stored as (``git show HEAD:.env`` reads the
   repository's copy; a hard link made before the rule existed): rules name paths, not content.
 

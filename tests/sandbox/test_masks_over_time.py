@@ -124,3 +124,25 @@ async def test_links_and_proc_paths_made_by_the_command_do_not_reach_a_hidden_fi
     assert "TOPSECRET" not in result.output and "ENVSECRET" not in result.output, result.output
     assert "Invalid cross-device link" in result.output
     assert (workspace / "secrets" / "key").read_text() == "TOPSECRET\n"
+
+
+async def test_a_mask_another_process_replaces_stops_the_command(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    """An atomic save of ``.env`` by another process (write a new file, rename it over) would
+    detach the mask inside the sandbox (Linux lazily unmounts a mount whose path is replaced from
+    another mount namespace) and show the new file; the command is stopped instead, saying why."""
+    (workspace / ".env").write_text("OLD\n")
+    mask = mask_for([parse_rule("Read(.env)", "deny")], workspace)
+    command = (
+        "touch started; until [ -e go ]; do sleep 0.05; done; dd if=.env status=none; echo end"
+    )
+    proc = await bwrap.start(command, workspace, limits=SMALL, mask=mask)
+    await wait_for(workspace / "started")
+    (workspace / "new").write_text("API_KEY=TOPSECRET\n")
+    os.replace(workspace / "new", workspace / ".env")
+    await asyncio.sleep(0.3)
+    (workspace / "go").touch()
+    output = await output_when_ended(proc)
+    assert "TOPSECRET" not in output and "end" not in output, output
+    assert ".env" in output and "replaced" in output, output
