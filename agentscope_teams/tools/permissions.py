@@ -2,8 +2,8 @@
 
 Evaluation order, first hit wins:
 
-1. a matching ``deny`` rule -> deny; for a shell command, also a ``Read`` deny rule denying a
-   file one of its recognized file commands reads (see below);
+1. a matching ``deny`` rule -> deny; for a shell command, also a ``Read`` or ``Edit`` deny rule
+   denying a file one of its recognized file commands reads or changes (see below);
 2. a tool that ``asks_user`` (a question for the user) -> ask, in every mode but ``dont_ask``;
 3. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
    allow rules say: a rule remembered earlier must not let an agent write while it plans);
@@ -60,11 +60,12 @@ asks (at step 2b, after plan mode) when a deny rule with a pattern exists for th
 rule might apply; so does a command with a word only known when the shell runs (``git $X``, ``git
 {push,x}``, ``xargs git``) where that word could complete a deny or ask rule's pattern. A path to a
 program (``/usr/bin/git push``) is matched by deny and ask rules by the program's name too. Bare
-``Bash`` (or ``Bash(*)``) names every command. As in Claude Code, ``Read`` deny rules also deny a
-shell command whose recognized file commands (``cat .env``, ``sudo tail .env``:
-:func:`~.file_commands.files_read`) read a path ``read_file`` would be denied (step 1); what a
-program opens itself (``python3 -c "open('.env')"``) is out of their sight, as Claude Code
-documents: only the sandbox's mask hides it.
+``Bash`` (or ``Bash(*)``) names every command. As in Claude Code, ``Read`` and ``Edit`` deny rules
+also deny a shell command whose recognized file commands read a path ``read_file`` would be
+denied (``cat .env``, ``wc -l < .env``) or change one an editing tool would be denied (``echo x >
+docs/a.md``, ``sed -i ... docs/a.md``: :mod:`.file_commands`) (step 1); what a program opens
+itself (``python3 -c "open('.env')"``) is out of their sight, as Claude Code documents: only the
+sandbox's mask hides it.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ from .command_rules import (
     might_match,
     parses,
 )
-from .file_commands import files_read
-from .filesystem import EDIT_TOOLS, read_tool
+from .file_commands import files_read, files_written
+from .filesystem import EDIT_TOOLS, edit_tools, read_tool
 
 __all__ = [
     "CLAUDE_MODES",
@@ -510,28 +511,32 @@ def _allowed_part_by_part(
     return mine if allowed_by_rules([r.pattern for r in mine if r.pattern], command) else []
 
 
-def _file_read_denied(
+def _file_access_denied(
     rules: Sequence[PermissionRule],
     tool: Tool,
     arguments: Mapping[str, Any],
     workspace: Path | None,
 ) -> PermissionDecision | None:
-    """The denial of a shell command whose recognized file commands (``cat .env``, ``sudo tail
-    .env``: :func:`~.file_commands.files_read`) read a path ``read_file`` would be denied by a
-    rule, as Claude Code applies ``Read`` deny rules to them; else None."""
+    """The denial of a shell command whose recognized file commands read a path ``read_file``
+    would be denied (``cat .env``, ``wc -l < .env``) or change one an editing tool would be
+    denied (``echo x > docs/a.md``, ``sed -i ... docs/a.md``: :mod:`.file_commands`), as Claude
+    Code applies ``Read`` and ``Edit`` deny rules to them; else None."""
     command = _command(tool, arguments)
-    denials = [r for r in rules if r.behavior == "deny" and _rule_names(r, read_tool())]
+    denials = [r for r in rules if r.behavior == "deny"]
     if command is None or not denials:
         return None
-    for path in files_read(command):
-        for rule in denials:
-            if rule_matches(rule, read_tool(), {"path": path}, workspace=workspace):
-                return PermissionDecision(
-                    "deny",
-                    f"denied by rule deny {format_rule(rule)}: the command reads {path}; do not "
-                    "retry this call, nor read that file another way",
-                    rule,
-                )
+    checks = ((files_read, (read_tool(),), "reads"), (files_written, edit_tools(), "changes"))
+    for files, tools, verb in checks:
+        mine = [(r, t) for r in denials for t in tools if _rule_names(r, t)]
+        for path in files(command) if mine else ():
+            for rule, named in mine:
+                if rule_matches(rule, named, {"path": path}, workspace=workspace):
+                    return PermissionDecision(
+                        "deny",
+                        f"denied by rule deny {format_rule(rule)}: the command {verb} {path}; do "
+                        "not retry this call, nor reach that file another way",
+                        rule,
+                    )
     return None
 
 
@@ -614,9 +619,9 @@ class PermissionEngine:
                     "deny", f"denied by rule deny {format_rule(rule)}; do not retry this call", rule
                 )
         if is_command_tool(tool):
-            read = _file_read_denied(rules, tool, arguments, workspace)
-            if read is not None:
-                return read
+            denied = _file_access_denied(rules, tool, arguments, workspace)
+            if denied is not None:
+                return denied
         if tool.asks_user:
             return PermissionDecision("ask", f"{tool.name} asks the user")
         if mode == "plan" and not tool.read_only:

@@ -63,3 +63,42 @@ def test_directory_and_absolute_forms(tmp_path: Path) -> None:
     assert check(f"cat {tmp_path}/secrets/key", tmp_path, "Read(secrets/**)")[0] == "deny"
     assert check("cat ~/.ssh/id_rsa", tmp_path, "Read(~/.ssh/**)")[0] == "deny"
     assert check("cat other/key", tmp_path, "Read(secrets/**)")[0] == "allow"
+
+
+def test_an_input_redirection_from_a_denied_file_is_denied(tmp_path: Path) -> None:
+    assert check("wc -l < .env", tmp_path)[0] == "deny"
+    assert check("wc -l < a.txt", tmp_path)[0] == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo x > docs/a.md",
+        "echo x >> docs/a.md",
+        "sed -i s/a/b/ docs/a.md",
+        "sed -i -e s/a/b/ docs/a.md",
+        "printf x | tee docs/a.md",
+        "rm docs/a.md",
+        "mv docs/a.md a.md",
+        "cp a.md docs/a.md",
+        "touch docs/new.md",
+        "dd if=a.md of=docs/a.md",
+        "sudo bash -c 'echo x > docs/a.md'",
+    ],
+)
+def test_a_recognized_command_changing_an_edit_denied_path_is_denied(
+    tmp_path: Path, command: str
+) -> None:
+    behavior, reason = check(command, tmp_path, "Edit(docs/**)")
+    assert behavior == "deny", (command, reason)
+    assert "Edit(docs/**)" in reason and "changes docs/" in reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat docs/a.md", "sed s/a/b/ docs/a.md", "echo x > notes.md", "cp docs/a.md b.md", "ls docs"],
+)
+def test_reading_or_changing_other_files_is_not_denied_by_an_edit_rule(
+    tmp_path: Path, command: str
+) -> None:
+    assert check(command, tmp_path, "Edit(docs/**)")[0] == "allow", command

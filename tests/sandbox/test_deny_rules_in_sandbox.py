@@ -1,8 +1,9 @@
 """The agent's ``Read`` and ``Edit`` deny rules reach its sandboxed shell commands, as in Claude
 Code's sandboxed Bash: a command cannot read what ``Read`` denies nor change what ``Edit`` denies
 (real bubblewrap, through the agent's loop). The unsafe host sandbox cannot, and is the control.
-Reads use ``dd``, which the engine does not recognize as a file command, so the sandbox's mask is
-what refuses (``cat`` of a denied path is denied before it runs: test_bash_file_commands.py)."""
+Reads use ``dd``, writes a path in a variable: forms the engine does not recognize as file commands,
+so the sandbox's mask is what refuses (``cat`` of a denied path, ``echo x > docs/a.md``, are
+denied before they run: test_bash_file_commands.py)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ async def test_an_edit_deny_rule_makes_paths_read_only_in_bash(
     files = {"docs/a.md": "original\n", "src/b.py": "pass\n"}
     write, new, read, other = await run_commands(
         tmp_path, bwrap, ["Edit(docs/**)"], files,
-        "echo x > docs/a.md", "echo y > docs/new.md", "cat docs/a.md",
+        "f=docs/a.md; echo x > $f", "f=docs/new.md; echo y > $f", "cat docs/a.md",
         "echo z > src/b.py && cat src/b.py",
     )  # fmt: skip
     assert write.exit_code != 0 and new.exit_code != 0
@@ -171,7 +172,7 @@ INTERPRETERS = {
     "python3": "python3 -c \"print(open('secrets/key').read())\"",
     "perl": 'perl -e \'open(my $f, "<", "secrets/key") or die "no: $!"; print <$f>\'',
     "node": "node -e \"console.log(require('fs').readFileSync('secrets/key', 'utf8'))\"",
-    "bash": "bash -c 'read -r line < secrets/key; echo \"$line\"'",
+    "bash": "bash -c 'f=secrets/key; echo \"$(<$f)\"'",
 }
 
 
