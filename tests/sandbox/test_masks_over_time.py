@@ -146,3 +146,17 @@ async def test_a_mask_another_process_replaces_stops_the_command(
     output = await output_when_ended(proc)
     assert "TOPSECRET" not in output and "end" not in output, output
     assert ".env" in output and "replaced" in output, output
+
+
+async def test_a_placeholder_is_never_made_through_a_symlink(
+    bwrap: BubblewrapSandbox, workspace: Path, tmp_path: Path
+) -> None:
+    """``Read(out/secret/**)`` with ``out`` -> a directory outside the workspace: nothing is
+    made there (a placeholder is only made below a real directory of the workspace)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "out").symlink_to(outside)
+    mask = mask_for([parse_rule("Read(out/secret/**)", "deny")], workspace)
+    result = await bwrap.run("echo ran", workspace, limits=SMALL, mask=mask)
+    assert result.output == "ran\n"
+    assert os.listdir(outside) == []
