@@ -450,7 +450,9 @@ def remember_rule(
     tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None
 ) -> PermissionRule:
     """The allow rule stored when a user confirms a call with remember=True: this tool with this
-    exact primary argument (every call of the tool if it has none)."""
+    exact primary argument (every call of the tool if it has none). A path is written so that it
+    names that path only: ``//abs/path`` outside the workspace, ``/rel/path`` inside it (a bare
+    ``notes.md`` would name ``notes.md`` at any depth)."""
     name = tool.primary_argument
     value = _argument(tool, name, arguments)
     if name is None or value is _MISSING:
@@ -463,9 +465,10 @@ def remember_rule(
     if is_command_tool(tool):  # Bash(<the exact command>), as Claude Code writes it
         return PermissionRule(tool=tool.name, behavior="allow", pattern=escape_command(str(value)))
     canonical, _ = _forms(tool, name, value, _workspace(workspace))
-    return PermissionRule(
-        tool=tool.name, behavior="allow", pattern=_escape(canonical), argument=name
-    )
+    pattern = _escape(canonical)
+    if _is_path_argument(tool, name):  # that path only: //abs/path, or /rel from the workspace
+        pattern = "/" + pattern if posixpath.isabs(canonical) else "/" + pattern.lstrip("/")
+    return PermissionRule(tool=tool.name, behavior="allow", pattern=pattern, argument=name)
 
 
 def _unparsed_under_deny(

@@ -86,3 +86,16 @@ def test_the_sandbox_hides_what_the_engine_denies(ws: Path) -> None:
     assert str(ws / "config/.env") in nested and str(ws / "x/config/.env") not in nested
     named_dir = set(mask_for([parse_rule("Read(deep)", "deny")], ws).hidden)
     assert str(ws / "app/deep") in named_dir
+
+
+def test_a_remembered_path_allows_that_path_only(ws: Path, tmp_path: Path) -> None:
+    """A remembered ``notes.md`` must not read as a name at any depth, nor an absolute path
+    outside the workspace as one inside it: the rule is written anchored (``/notes.md``) or
+    absolute (``//abs/path``)."""
+    engine = PermissionEngine()
+    write = FS["write_file"]
+    outside = str(tmp_path / "elsewhere" / "notes.md")
+    for path, other in (("notes.md", "app/notes.md"), (outside, "notes.md")):
+        rule = engine.remember_rule(write, {"path": path, "content": "x"}, workspace=ws)
+        assert rule_matches(rule, write, {"path": path, "content": "x"}, workspace=ws), rule
+        assert not rule_matches(rule, write, {"path": other, "content": "x"}, workspace=ws), rule
