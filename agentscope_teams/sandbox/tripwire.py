@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 import os
 import select
@@ -42,7 +43,9 @@ _WATCHED = _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
 _EVENT = struct.Struct("iIII")
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """The C library with inotify (found once: ``find_library`` runs ``ldconfig``)."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name, use_errno=True)
