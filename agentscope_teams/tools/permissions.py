@@ -309,15 +309,22 @@ def _path_pattern(pattern: str) -> tuple[str, PatternKind]:
 
 def _glob(form: str, pattern: str, kind: PatternKind) -> bool:
     """Whether the path ``form`` (relative to the workspace, or absolute) matches ``pattern`` of
-    that ``kind`` (:func:`_path_pattern`). ``*`` spans ``/`` (broader than gitignore's); a
-    leading ``**/`` also matches at the top (``**/.env`` names ``.env``)."""
-    if kind == "absolute":
-        return fnmatchcase(form, pattern)
+    that ``kind`` (:func:`_path_pattern`). ``*`` spans ``/`` (broader than gitignore's); as in
+    gitignore, ``**/`` also matches no directory: at the start (``**/.env`` names ``.env``) and
+    between slashes (``a/**/b`` names ``a/b``)."""
     if kind == "any_depth" and fnmatchcase(posixpath.basename(form), pattern):
         return True
-    if fnmatchcase(form, pattern):
-        return True
-    return pattern.startswith("**/") and fnmatchcase(form, pattern[3:])
+    return any(fnmatchcase(form, p) for p in _no_directory_forms(pattern, kind))
+
+
+def _no_directory_forms(pattern: str, kind: PatternKind) -> list[str]:
+    """``pattern`` and its forms with a ``**/`` matching no directory."""
+    forms = [pattern]
+    if "/**/" in pattern:
+        forms.append(pattern.replace("/**/", "/"))
+    if kind != "absolute" and pattern.startswith("**/"):
+        forms += [f[3:] for f in list(forms)]
+    return forms
 
 
 def _with_ancestors(form: str) -> list[str]:
@@ -413,9 +420,7 @@ def covers_below(rule: PermissionRule, directory: str, *, workspace: Path) -> bo
         form = "" if directory == "." else directory + "/"
     if not pattern.endswith("*"):
         return False
-    return fnmatchcase(form, pattern) or (
-        pattern.startswith("**/") and fnmatchcase(form, pattern[3:])
-    )
+    return any(fnmatchcase(form, p) for p in _no_directory_forms(pattern, kind))
 
 
 def named_path(rule: PermissionRule, *, workspace: Path) -> tuple[str, bool] | None:

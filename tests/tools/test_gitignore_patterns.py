@@ -99,3 +99,10 @@ def test_a_remembered_path_allows_that_path_only(ws: Path, tmp_path: Path) -> No
         rule = engine.remember_rule(write, {"path": path, "content": "x"}, workspace=ws)
         assert rule_matches(rule, write, {"path": path, "content": "x"}, workspace=ws), rule
         assert not rule_matches(rule, write, {"path": other, "content": "x"}, workspace=ws), rule
+
+
+def test_a_double_star_between_slashes_also_matches_no_directory(ws: Path) -> None:
+    """gitignore: ``a/**/b`` matches ``a/b``, ``a/x/b``, ``a/x/y/b``."""
+    for path in ("app/.env", "app/deep/.env"):
+        assert denied(ws, "Read(app/**/.env)", path), path
+    assert not denied(ws, "Read(app/**/.env)", "config/.env")
