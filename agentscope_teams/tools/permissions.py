@@ -32,7 +32,7 @@ A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed, `
 for every tool of an MCP server; as in Claude Code, a ``Read`` rule also names the tools that
 read files, :data:`READING_TOOLS`, and an ``Edit`` rule every tool that edits them,
 ``EDIT_TOOLS``) and optionally a
-pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
+pattern, matched with :func:`fnmatch.fnmatchcase` (path patterns: below) against ``rule.argument`` or
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
 workspace, symlinks are resolved too); a pattern written ``//abs/path`` or ``~/path`` (Claude
@@ -41,7 +41,9 @@ patterns read as gitignore reads them, relative to the workspace, as Claude Code
 without a slash (``.env``, ``*.pem``, ``secrets/``) names that name at any depth (``app/.env``
 too); ``./.env`` is ``.env`` (Claude Code strips the ``./``); ``/.env`` and one with a slash
 inside (``config/.env``) are anchored to the workspace (``/`` is Claude Code's project root). A
-relative pattern allows nothing outside the workspace. A deny or ask rule naming a directory
+relative pattern allows nothing outside the workspace; in an allow rule ``*`` and ``?`` stay in
+one directory as gitignore reads them (:func:`_pathname_glob`), in a deny or ask rule ``*`` also
+spans ``/`` (broader). A deny or ask rule naming a directory
 (``Read(secrets)``, ``Read(secrets/)``) covers what is under it, as gitignore reads it. ``deny`` and ``ask`` rules match if the raw or any normalized
 form matches; ``allow`` rules only on the canonical form (the file really touched). A ``domain:host``
 pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
@@ -70,6 +72,7 @@ sandbox's mask hides it.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -388,8 +391,56 @@ def _path_matches(
         canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
     if behavior == "allow":
         outside = kind != "absolute" and posixpath.isabs(canonical)
-        return not outside and _glob(canonical, pattern, kind)
+        if kind == "any_depth":
+            canonical = posixpath.basename(canonical)
+        return not outside and _pathname_glob(pattern).fullmatch(canonical) is not None
     return any(_glob(f, pattern, kind) for f in forms)
+
+
+@functools.lru_cache(maxsize=512)
+def _pathname_glob(pattern: str) -> re.Pattern[str]:
+    """``pattern`` as gitignore matches a path (what an allow rule grants, no more): ``*`` and
+    ``?`` within one directory, ``[...]`` a character class (``[!...]`` negated), a ``**`` path
+    component any number of directories (``a/**/b`` names ``a/b`` too; a trailing ``/**``
+    everything below)."""
+    parts = pattern.split("/")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]*/)*")
+            continue
+        out.append(_component(part) + ("" if last else "/"))
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _class_start(head: str) -> int:
+    """Where the closing ``]`` of a class starting with ``head`` may be: a ``]`` first (after a
+    ``!``) is a member."""
+    negated = head.startswith("!")
+    return negated + (head[negated : negated + 1] == "]")
+
+
+def _component(part: str) -> str:
+    """The regex of one path component of a glob pattern."""
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        c = part[i]
+        i += 1
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := part.find("]", i + _class_start(part[i : i + 2]))) > 0:
+            body = part[i:end]
+            negated = body.startswith("!")
+            chars = "".join(c if c == "-" else re.escape(c) for c in body[negated:])
+            out.append(f"[{'^' if negated else ''}{chars}]")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+    return "".join(out)
 
 
 def real_path_matches(rule: PermissionRule, path: str, *, workspace: Path) -> bool:

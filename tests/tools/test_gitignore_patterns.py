@@ -106,3 +106,21 @@ def test_a_double_star_between_slashes_also_matches_no_directory(ws: Path) -> No
     for path in ("app/.env", "app/deep/.env"):
         assert denied(ws, "Read(app/**/.env)", path), path
     assert not denied(ws, "Read(app/**/.env)", "config/.env")
+
+
+def test_in_an_allow_rule_a_star_stays_in_one_directory(ws: Path) -> None:
+    """As gitignore (and Claude Code) read it, ``*`` matches within one directory, ``**`` across:
+    an allow rule grants no more than that. (A deny rule's ``*`` also spans ``/``: broader.)"""
+
+    def allows(rule: str, path: str) -> bool:
+        args = {"path": path, "old_string": "a", "new_string": "b"}
+        return rule_matches(parse_rule(rule, "allow"), FS["edit_file"], args, workspace=ws)
+
+    assert allows("Edit(src/*.py)", "src/a.py")
+    assert not allows("Edit(src/*.py)", "src/deep/b.py")
+    assert allows("Edit(src/**/*.py)", "src/a.py") and allows("Edit(src/**/*.py)", "src/x/y/b.py")
+    assert allows("Edit(src/**)", "src/x/y/b.py") and not allows("Edit(src/**)", "lib/b.py")
+    assert allows("Edit(src/?.py)", "src/a.py") and not allows("Edit(src/?.py)", "src/ab.py")
+    assert allows("Edit(src/[ab].py)", "src/b.py") and not allows("Edit(src/[!ab].py)", "src/b.py")
+    assert allows("Edit(*.py)", "src/deep/b.py")  # no slash: the name at any depth
+    assert denied(ws, "Read(src/*.env)", "src/deep/x.env")
