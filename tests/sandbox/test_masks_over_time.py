@@ -160,3 +160,18 @@ async def test_a_placeholder_is_never_made_through_a_symlink(
     result = await bwrap.run("echo ran", workspace, limits=SMALL, mask=mask)
     assert result.output == "ran\n"
     assert os.listdir(outside) == []
+
+
+async def test_a_command_cannot_create_an_edit_denied_path_either(
+    bwrap: BubblewrapSandbox, workspace: Path
+) -> None:
+    rules = [parse_rule(r, "deny") for r in ("Edit(/CHANGELOG.md)", "Edit(docs/**)")]
+    mask = mask_for(rules, workspace)
+    result = await bwrap.run(
+        "echo a > CHANGELOG.md; mkdir -p docs && echo b > docs/new.md; echo c > other.md;"
+        " cat CHANGELOG.md docs/new.md other.md; echo end",
+        workspace, limits=SMALL, mask=mask,
+    )  # fmt: skip
+    lines = result.output.split("\n")
+    assert "end" in lines and "c" in lines and "a" not in lines and "b" not in lines, lines
+    assert sorted(os.listdir(workspace)) == ["other.md"]  # placeholders removed, the rest kept
