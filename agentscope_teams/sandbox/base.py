@@ -63,10 +63,16 @@ class PathMask:
     (:meth:`~agentscope_teams.tools.PermissionEngine.sandbox_mask`). The bubblewrap backend mounts
     an empty read-only directory over a hidden directory and an unreadable empty file over a
     hidden file, and binds the ``read_only`` paths read-only; the unsafe host backend cannot
-    enforce it and ignores it. Empty (false): nothing to hide."""
+    enforce it and ignores it. Empty (false): nothing to hide.
+
+    A path of either list may not exist yet (a rule naming one place: ``Read(secrets/**)``,
+    ``Read(/.env)``): the bubblewrap backend makes an empty placeholder there for the command's
+    life (:mod:`.placeholders`), a directory if the path is in ``directories``, else a file, so
+    the path stays masked if it comes to be while the command runs."""
 
     hidden: tuple[str, ...] = ()
     read_only: tuple[str, ...] = ()
+    directories: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.hidden or self.read_only)

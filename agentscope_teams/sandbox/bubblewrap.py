@@ -15,7 +15,9 @@ What a command sees (:meth:`BubblewrapSandbox.argv`):
 * operator-chosen extra read-only paths (``read_only_paths=``, e.g. a toolchain in ``/opt``);
 * of the workspace, what the call's :class:`~.base.PathMask` says (the agent's ``Read`` and
   ``Edit`` deny rules): an empty read-only directory over each hidden directory, an empty file
-  nobody can read over each hidden file, each protected path bound read-only;
+  nobody can read over each hidden file, each protected path bound read-only; a masked path that
+  does not exist yet gets a placeholder first (:mod:`.placeholders`), and the command is stopped
+  if another process removes or replaces a masked path while it runs (:mod:`.tripwire`);
 * everything else of the sandbox's root file system is read-only too (no new files in ``/``).
 
 Namespaces: user, PID, IPC, UTS, cgroup (when possible) and, unless ``network="full"``, network
@@ -39,15 +41,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from ..errors import ConfigurationError
+from . import placeholders
 from .base import PathMask, SandboxLimits
 from .cgroup import PidsCgroup, pids_parent
 from .environment import sandbox_environment, shell_argv
 from .process import HostProcess, HostSandbox
+from .tripwire import Tripwire
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +166,11 @@ def mask_args(workspace: str, mask: PathMask | None) -> list[str]:
         if path != workspace and not path.startswith(workspace.rstrip("/") + "/"):
             raise ValueError(f"masked path {path} is not inside the workspace {workspace}")
     for path in mask.read_only:
-        args += ["--ro-bind", path, path]
+        if os.path.lexists(path):  # a missing one has a placeholder (_spawn), or cannot be
+            args += ["--ro-bind", path, path]
     for path in mask.hidden:
+        if not os.path.lexists(path):
+            continue
         if os.path.isdir(path) and not os.path.islink(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         else:
@@ -269,23 +277,70 @@ class BubblewrapSandbox(HostSandbox):
         lifetime: float | None, mask: PathMask | None = None,
     ) -> HostProcess:  # fmt: skip
         self._check_limits(limits)
-        argv = self.argv(command, cwd, limits, mask)
-        full_env = sandbox_environment(
-            cwd=str(cwd), home="/tmp/home", tmp="/tmp", extra={**self.env, **(env or {})}
-        )
-        on_exit: Callable[[], None] | None = None
-        if limits.max_processes is not None and self._cgroup_parent is not None:
-            group = PidsCgroup.create(self._cgroup_parent, limits.max_processes + 2)
-            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.procs), *argv]
-            on_exit = group.remove
+        held = _hold_placeholders(cwd, mask)
+        group: PidsCgroup | None = None
+        started: list[HostProcess] = []
+        changed: list[str] = []
+        lock = threading.Lock()
+
+        def trip(path: str) -> None:
+            with lock:
+                changed.append(path)
+                for proc in started:
+                    proc.stop(_replaced(path))
+
+        wire = _tripwire(cwd, mask, trip)
+
+        def on_exit() -> None:
+            if wire is not None:
+                wire.stop()
+            if group is not None:
+                group.remove()
+            placeholders.release(held)
+
         try:
-            return HostProcess(
+            argv = self.argv(command, cwd, limits, mask)
+            full_env = sandbox_environment(
+                cwd=str(cwd), home="/tmp/home", tmp="/tmp", extra={**self.env, **(env or {})}
+            )
+            if limits.max_processes is not None and self._cgroup_parent is not None:
+                group = PidsCgroup.create(self._cgroup_parent, limits.max_processes + 2)
+                argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.procs), *argv]
+            proc = HostProcess(
                 argv, env=full_env, cwd=str(cwd), limits=limits, lifetime=lifetime, on_exit=on_exit
             )
         except BaseException:
-            if on_exit is not None:
-                on_exit()
+            on_exit()
             raise
+        with lock:
+            started.append(proc)
+            if changed:  # replaced before the process existed
+                proc.stop(_replaced(changed[0]))
+        return proc
+
+
+def _replaced(path: str) -> str:
+    return (
+        f"the command was stopped: {path}, which the agent's deny rules hide or keep read-only, "
+        "was removed or replaced by another process while it ran, and the sandbox could no "
+        "longer keep it masked; run the command again"
+    )
+
+
+def _tripwire(cwd: Path, mask: PathMask | None, trip: Callable[[str], None]) -> Tripwire | None:
+    """A watch over the paths of ``mask`` (:mod:`.tripwire`), or None without a mask."""
+    if not mask:
+        return None
+    paths = [p for p in (*mask.read_only, *mask.hidden) if os.path.lexists(p)]
+    return Tripwire(paths, os.path.realpath(cwd), trip) if paths else None
+
+
+def _hold_placeholders(cwd: Path, mask: PathMask | None) -> list[str]:
+    """The placeholders made for the missing paths of ``mask`` (:mod:`.placeholders`)."""
+    if not mask:
+        return []
+    workspace = os.path.realpath(cwd)
+    return placeholders.acquire((*mask.read_only, *mask.hidden), mask.directories, workspace)
 
 
 _probed: dict[tuple[str, str, tuple[str, ...]], None] = {}

@@ -94,6 +94,13 @@ class HostProcess(BackgroundProcess):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
 
+    def stop(self, why: str) -> None:
+        """Kill the command now from any thread, ``why`` noted at the end of its output (a
+        sentence saying what happened and what to do)."""
+        if self.popen.poll() is None:
+            self._kill_group()
+            self.buffer.add(f"\n[{why}]\n".encode())
+
     def _reaped(self) -> None:
         if self._exited:
             return

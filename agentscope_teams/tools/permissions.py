@@ -2,7 +2,8 @@
 
 Evaluation order, first hit wins:
 
-1. a matching ``deny`` rule -> deny;
+1. a matching ``deny`` rule -> deny; for a shell command, also a ``Read`` or ``Edit`` deny rule
+   denying a file one of its recognized file commands reads or changes (see below);
 2. a tool that ``asks_user`` (a question for the user) -> ask, in every mode but ``dont_ask``;
 3. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
    allow rules say: a rule remembered earlier must not let an agent write while it plans);
@@ -31,13 +32,19 @@ A rule names a tool (Claude Code aliases resolved, globs like ``"*"`` allowed, `
 for every tool of an MCP server; as in Claude Code, a ``Read`` rule also names the tools that
 read files, :data:`READING_TOOLS`, and an ``Edit`` rule every tool that edits them,
 ``EDIT_TOOLS``) and optionally a
-pattern, matched with :func:`fnmatch.fnmatchcase` (``*`` spans ``/``) against ``rule.argument`` or
+pattern, matched with :func:`fnmatch.fnmatchcase` (path patterns: below) against ``rule.argument`` or
 the tool's ``primary_argument`` (its schema default when the call omits it). Path arguments are
 normalized first (``./a``, ``src/../a`` and absolute paths inside the workspace become ``a``; with a
 workspace, symlinks are resolved too); a pattern written ``//abs/path`` or ``~/path`` (Claude
-Code's absolute and home-relative spellings) is matched against the absolute path. A deny or
-ask rule naming a directory (``Read(secrets)``, ``Read(secrets/)``) covers what is under it, as
-gitignore reads it. ``deny`` and ``ask`` rules match if the raw or any normalized
+Code's absolute and home-relative spellings) is matched against the absolute path. Other path
+patterns read as gitignore reads them, relative to the workspace, as Claude Code documents: one
+without a slash (``.env``, ``*.pem``, ``secrets/``) names that name at any depth (``app/.env``
+too); ``./.env`` is ``.env`` (Claude Code strips the ``./``); ``/.env`` and one with a slash
+inside (``config/.env``) are anchored to the workspace (``/`` is Claude Code's project root). A
+relative pattern allows nothing outside the workspace; in an allow rule ``*`` and ``?`` stay in
+one directory as gitignore reads them (:func:`_pathname_glob`), in a deny or ask rule ``*`` also
+spans ``/`` (broader). A deny or ask rule naming a directory
+(``Read(secrets)``, ``Read(secrets/)``) covers what is under it, as gitignore reads it. ``deny`` and ``ask`` rules match if the raw or any normalized
 form matches; ``allow`` rules only on the canonical form (the file really touched). A ``domain:host``
 pattern (``WebFetch(domain:example.com)``) matches a call whose URL's host is that host or one of
 its subdomains (:func:`~.web.urls.web_rule_matches`); remembering a call with a URL argument
@@ -55,11 +62,17 @@ asks (at step 2b, after plan mode) when a deny rule with a pattern exists for th
 rule might apply; so does a command with a word only known when the shell runs (``git $X``, ``git
 {push,x}``, ``xargs git``) where that word could complete a deny or ask rule's pattern. A path to a
 program (``/usr/bin/git push``) is matched by deny and ask rules by the program's name too. Bare
-``Bash`` (or ``Bash(*)``) names every command.
+``Bash`` (or ``Bash(*)``) names every command. As in Claude Code, ``Read`` and ``Edit`` deny rules
+also deny a shell command whose recognized file commands read a path ``read_file`` would be
+denied (``cat .env``, ``wc -l < .env``) or change one an editing tool would be denied (``echo x >
+docs/a.md``, ``sed -i ... docs/a.md``: :mod:`.file_commands`) (step 1); what a program opens
+itself (``python3 -c "open('.env')"``) is out of their sight, as Claude Code documents: only the
+sandbox's mask hides it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -80,7 +93,8 @@ from .command_rules import (
     might_match,
     parses,
 )
-from .filesystem import EDIT_TOOLS, read_tool
+from .file_commands import files_read, files_written
+from .filesystem import EDIT_TOOLS, edit_tools, read_tool
 
 __all__ = [
     "CLAUDE_MODES",
@@ -272,19 +286,48 @@ def _argument(tool: Tool, name: str | None, arguments: Mapping[str, Any]) -> Any
     return prop.get("default", _MISSING) if isinstance(prop, Mapping) else _MISSING
 
 
-def _path_pattern(pattern: str) -> tuple[str, bool]:
-    """A path pattern as Claude Code reads it, and whether it is absolute: ``//abs/path`` from the
-    file-system root, ``~/path`` from the home directory, ``./path`` (as ``path``) relative to
-    the workspace."""
+PatternKind = Literal["absolute", "anchored", "any_depth"]
+
+
+def _path_pattern(pattern: str) -> tuple[str, PatternKind]:
+    """A path pattern as Claude Code reads it (gitignore's reading, relative to the workspace),
+    and where it applies: ``//abs/path`` from the file-system root and ``~/path`` from the home
+    directory (``"absolute"``: matched against absolute paths); ``/path`` from the workspace
+    (Claude Code's project root) and any pattern with a slash inside (``config/.env``,
+    ``secrets/**``) relative to it (``"anchored"``); a pattern without a slash (``.env``,
+    ``*.pem``, ``secrets``, ``secrets/``) names that name at any depth (``"any_depth"``).
+    ``./path`` is ``path``: Claude Code strips the ``./``, so ``Read(./.env)`` is ``Read(.env)``."""
     if len(pattern) > 1 and pattern.endswith("/"):  # secrets/ (a directory): what is under it
         pattern = pattern.rstrip("/") or "/"
     if pattern.startswith("//"):
-        return pattern[1:], True
+        return pattern[1:], "absolute"
     if pattern == "~" or pattern.startswith("~/"):
-        return os.path.expanduser("~") + pattern[1:], True
+        return os.path.expanduser("~") + pattern[1:], "absolute"
     while pattern.startswith("./"):  # Read(./secrets/**) names secrets/**, as in Claude Code
         pattern = pattern[2:]
-    return pattern, False
+    if pattern.startswith("/"):  # Edit(/src/**): from the project root, here the workspace
+        return pattern.lstrip("/") or ".", "anchored"
+    return pattern, "anchored" if "/" in pattern else "any_depth"
+
+
+def _glob(form: str, pattern: str, kind: PatternKind) -> bool:
+    """Whether the path ``form`` (relative to the workspace, or absolute) matches ``pattern`` of
+    that ``kind`` (:func:`_path_pattern`). ``*`` spans ``/`` (broader than gitignore's); as in
+    gitignore, ``**/`` also matches no directory: at the start (``**/.env`` names ``.env``) and
+    between slashes (``a/**/b`` names ``a/b``)."""
+    if kind == "any_depth" and fnmatchcase(posixpath.basename(form), pattern):
+        return True
+    return any(fnmatchcase(form, p) for p in _no_directory_forms(pattern, kind))
+
+
+def _no_directory_forms(pattern: str, kind: PatternKind) -> list[str]:
+    """``pattern`` and its forms with a ``**/`` matching no directory."""
+    forms = [pattern]
+    if "/**/" in pattern:
+        forms.append(pattern.replace("/**/", "/"))
+    if kind != "absolute" and pattern.startswith("**/"):
+        forms += [f[3:] for f in list(forms)]
+    return forms
 
 
 def _with_ancestors(form: str) -> list[str]:
@@ -339,15 +382,65 @@ def _path_matches(
     behavior: Decision, pattern: str, canonical: str, forms: list[str], root: Path | None
 ) -> bool:
     """Whether a path ``pattern`` matches a path argument given as its ``canonical`` form and
-    all its ``forms`` (an allow rule the canonical one; a deny or ask rule any, or an ancestor)."""
-    pattern, absolute = _path_pattern(pattern)
+    all its ``forms`` (an allow rule the canonical one; a deny or ask rule any, or an ancestor).
+    A pattern relative to the workspace allows no path outside it (an absolute form)."""
+    pattern, kind = _path_pattern(pattern)
     if behavior != "allow":
         forms = [a for f in forms for a in _with_ancestors(f)]
-    if absolute:  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
+    if kind == "absolute":  # Read(//abs/**), Read(~/.ssh/**): the absolute path of each form
         canonical, forms = _absolute(canonical, root), [_absolute(f, root) for f in forms]
     if behavior == "allow":
-        return fnmatchcase(canonical, pattern)
-    return any(fnmatchcase(f, pattern) for f in forms)
+        outside = kind != "absolute" and posixpath.isabs(canonical)
+        if kind == "any_depth":
+            canonical = posixpath.basename(canonical)
+        return not outside and _pathname_glob(pattern).fullmatch(canonical) is not None
+    return any(_glob(f, pattern, kind) for f in forms)
+
+
+@functools.lru_cache(maxsize=512)
+def _pathname_glob(pattern: str) -> re.Pattern[str]:
+    """``pattern`` as gitignore matches a path (what an allow rule grants, no more): ``*`` and
+    ``?`` within one directory, ``[...]`` a character class (``[!...]`` negated), a ``**`` path
+    component any number of directories (``a/**/b`` names ``a/b`` too; a trailing ``/**``
+    everything below)."""
+    parts = pattern.split("/")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]*/)*")
+            continue
+        out.append(_component(part) + ("" if last else "/"))
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _class_start(head: str) -> int:
+    """Where the closing ``]`` of a class starting with ``head`` may be: a ``]`` first (after a
+    ``!``) is a member."""
+    negated = head.startswith("!")
+    return negated + (head[negated : negated + 1] == "]")
+
+
+def _component(part: str) -> str:
+    """The regex of one path component of a glob pattern."""
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        c = part[i]
+        i += 1
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := part.find("]", i + _class_start(part[i : i + 2]))) > 0:
+            body = part[i:end]
+            negated = body.startswith("!")
+            chars = "".join(c if c == "-" else re.escape(c) for c in body[negated:])
+            out.append(f"[{'^' if negated else ''}{chars}]")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+    return "".join(out)
 
 
 def real_path_matches(rule: PermissionRule, path: str, *, workspace: Path) -> bool:
@@ -369,12 +462,40 @@ def covers_below(rule: PermissionRule, directory: str, *, workspace: Path) -> bo
     (``rule_matches`` of ``directory`` itself covers ``Read(secrets)``.)"""
     if rule.pattern is None:
         return True
-    pattern, absolute = _path_pattern(rule.pattern)
-    if absolute:
+    pattern, kind = _path_pattern(rule.pattern)
+    if kind == "absolute":
         form = _absolute(directory, workspace).rstrip("/") + "/"
+    elif kind == "any_depth":
+        form = posixpath.basename(directory) + "/"
     else:
         form = "" if directory == "." else directory + "/"
-    return pattern.endswith("*") and fnmatchcase(form, pattern)
+    if not pattern.endswith("*"):
+        return False
+    return any(fnmatchcase(form, p) for p in _no_directory_forms(pattern, kind))
+
+
+def named_path(rule: PermissionRule, *, workspace: Path) -> tuple[str, bool] | None:
+    """The one path of ``workspace`` (relative to it) that ``rule``'s path pattern names without
+    a wildcard, whether or not it exists, and whether the pattern names it as a directory:
+    ``secrets/**``, ``secrets/`` -> (``secrets``, True); ``/.env``, ``config/.env``,
+    ``//<workspace>/k`` -> (that path, False); a name without a slash (``.env``, any depth) ->
+    the one at the top. None for a pattern with a wildcard elsewhere, outside the workspace, or
+    none."""
+    if rule.pattern is None or rule.pattern.startswith("domain:"):
+        return None
+    pattern, kind = _path_pattern(rule.pattern)
+    directory = rule.pattern.endswith("/")
+    if pattern.endswith("/**"):
+        pattern, directory = pattern[:-3], True
+    if kind == "absolute":
+        relative = posixpath.relpath(pattern, workspace.as_posix())
+        if relative.startswith("../") or relative == "..":
+            return None
+        pattern = relative
+    pattern = posixpath.normpath(pattern)
+    if pattern in (".", "..") or pattern.startswith("../") or any(c in pattern for c in "*?["):
+        return None
+    return pattern, directory
 
 
 def _escape(value: str) -> str:
@@ -385,7 +506,9 @@ def remember_rule(
     tool: Tool, arguments: Mapping[str, Any], *, workspace: Path | None = None
 ) -> PermissionRule:
     """The allow rule stored when a user confirms a call with remember=True: this tool with this
-    exact primary argument (every call of the tool if it has none)."""
+    exact primary argument (every call of the tool if it has none). A path is written so that it
+    names that path only: ``//abs/path`` outside the workspace, ``/rel/path`` inside it (a bare
+    ``notes.md`` would name ``notes.md`` at any depth)."""
     name = tool.primary_argument
     value = _argument(tool, name, arguments)
     if name is None or value is _MISSING:
@@ -398,9 +521,10 @@ def remember_rule(
     if is_command_tool(tool):  # Bash(<the exact command>), as Claude Code writes it
         return PermissionRule(tool=tool.name, behavior="allow", pattern=escape_command(str(value)))
     canonical, _ = _forms(tool, name, value, _workspace(workspace))
-    return PermissionRule(
-        tool=tool.name, behavior="allow", pattern=_escape(canonical), argument=name
-    )
+    pattern = _escape(canonical)
+    if _is_path_argument(tool, name):  # that path only: //abs/path, or /rel from the workspace
+        pattern = "/" + pattern if posixpath.isabs(canonical) else "/" + pattern.lstrip("/")
+    return PermissionRule(tool=tool.name, behavior="allow", pattern=pattern, argument=name)
 
 
 def _unparsed_under_deny(
@@ -444,6 +568,35 @@ def _allowed_part_by_part(
     if command is None or not mine:
         return []
     return mine if allowed_by_rules([r.pattern for r in mine if r.pattern], command) else []
+
+
+def _file_access_denied(
+    rules: Sequence[PermissionRule],
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    workspace: Path | None,
+) -> PermissionDecision | None:
+    """The denial of a shell command whose recognized file commands read a path ``read_file``
+    would be denied (``cat .env``, ``wc -l < .env``) or change one an editing tool would be
+    denied (``echo x > docs/a.md``, ``sed -i ... docs/a.md``: :mod:`.file_commands`), as Claude
+    Code applies ``Read`` and ``Edit`` deny rules to them; else None."""
+    command = _command(tool, arguments)
+    denials = [r for r in rules if r.behavior == "deny"]
+    if command is None or not denials:
+        return None
+    checks = ((files_read, (read_tool(),), "reads"), (files_written, edit_tools(), "changes"))
+    for files, tools, verb in checks:
+        mine = [(r, t) for r in denials for t in tools if _rule_names(r, t)]
+        for path in files(command) if mine else ():
+            for rule, named in mine:
+                if rule_matches(rule, named, {"path": path}, workspace=workspace):
+                    return PermissionDecision(
+                        "deny",
+                        f"denied by rule deny {format_rule(rule)}: the command {verb} {path}; do "
+                        "not retry this call, nor reach that file another way",
+                        rule,
+                    )
+    return None
 
 
 #: The refusal of an "ask" in dontAsk mode; ``{tool}`` and ``{reason}`` (why it would ask) are
@@ -524,6 +677,10 @@ class PermissionEngine:
                 return PermissionDecision(
                     "deny", f"denied by rule deny {format_rule(rule)}; do not retry this call", rule
                 )
+        if is_command_tool(tool):
+            denied = _file_access_denied(rules, tool, arguments, workspace)
+            if denied is not None:
+                return denied
         if tool.asks_user:
             return PermissionDecision("ask", f"{tool.name} asks the user")
         if mode == "plan" and not tool.read_only:

@@ -10,11 +10,30 @@ everywhere else: gitignore-like, relative to the workspace, ``//abs`` and ``~/``
 directory a rule covers whole (``Read(secrets)``, ``Read(secrets/**)``:
 :func:`~.permissions.covers_below`) is masked as one and not walked further; otherwise each
 matching file is. A ``Read`` rule hides (an empty read-only directory, an unreadable empty
-file); an ``Edit`` rule makes read-only.
+file); an ``Edit`` rule makes read-only. A symlink a rule covers (``secrets`` -> ``vault`` under
+``Read(secrets/**)``), or a named path reached through a symlinked directory (``Read(link/key)``),
+masks where it leads inside the workspace, as ``read_file`` denies the path as written: the
+target is then masked under its own name too.
 
-Only what exists when the command starts is masked: a file the same command creates later under
-a pattern that is not a directory pattern (``Read(*.env)``, ``Edit(*.md)``) is readable and
-writable by it; a directory pattern covers new files too, since the whole directory is masked.
+A path a rule names one by one (no wildcard: ``Read(secrets/**)``, ``Read(/.env)``,
+``Read(config/.env)``, and ``Read(.env)`` at the top of the workspace:
+:func:`~.permissions.named_path`) is masked even when it does not exist yet: the sandbox puts an
+empty placeholder there for the command's life (:mod:`~agentscope_teams.sandbox.placeholders`),
+so neither the command nor another process writing into the workspace meanwhile can make it
+readable to the command, and the command cannot create it. What stays open, until the next
+command (which masks what exists then):
+
+* a file whose name only a wildcard or an any-depth name matches (``Read(*.env)``,
+  ``Read(.env)`` below the top) that appears while the command runs: if the command made it,
+  it holds only what the command could read anyway; if another process made it meanwhile, this
+  command can read it;
+* a masked path another process removes or renames over while the command runs (an editor's
+  atomic save of ``.env``): Linux then detaches the mask in the sandbox, so the backend stops the
+  command as soon as it learns of it (:mod:`~agentscope_teams.sandbox.tripwire`), which leaves
+  only that instant;
+* what a denied file's content is also stored as (``git show HEAD:.env`` reads the
+  repository's copy; a hard link made before the rule existed): rules name paths, not content.
+
 Paths outside the workspace are not masked here (the sandbox shows none of the host's but the
 system's, read-only). The walk is bounded (:data:`MAX_ENTRIES`, :data:`MAX_MASKED`): beyond that
 the command is refused with a :class:`~agentscope_teams.errors.ToolError` rather than run with
@@ -32,7 +51,7 @@ from ..sandbox.base import PathMask
 from ..state import PermissionRule
 from .base import Tool
 from .filesystem import edit_tools, read_tool
-from .permissions import covers_below, real_path_matches, rule_matches
+from .permissions import covers_below, named_path, real_path_matches, rule_matches
 
 __all__ = ["MAX_ENTRIES", "MAX_MASKED", "mask_for"]
 
@@ -104,14 +123,70 @@ def mask_for(rules: Sequence[PermissionRule], workspace: Path) -> PathMask:
             path = entry.name if rel == "." else f"{rel}/{entry.name}"
             if entry.is_dir(follow_symlinks=False):
                 stack.append((path, frozen))
+            elif entry.is_symlink():  # a denied name leading elsewhere: mask where it leads
+                target = _target(workspace, entry.path)
+                if target is not None and (hide.whole(path) or hide.match(path)):
+                    hidden.append(target)
+                elif target is not None and not frozen and (keep.whole(path) or keep.match(path)):
+                    read_only.append(target)
             elif not entry.is_file(follow_symlinks=False):
-                continue  # symlinks resolve to their (masked) target inside the sandbox
+                continue
             elif hide.match(path):
                 hidden.append(entry.path)
             elif not frozen and keep.match(path):
                 read_only.append(entry.path)
         _check_bounds(workspace, seen, len(hidden) + len(read_only))
-    return PathMask(hidden=tuple(hidden), read_only=tuple(read_only))
+    directories: list[str] = []
+    for found, family in ((hidden, hide), (read_only, keep)):
+        for path, directory in _named(family, workspace):
+            found.append(path)
+            if directory:
+                directories.append(path)
+    hidden = _outermost(hidden)
+    read_only = [p for p in dict.fromkeys(read_only) if not _below(p, hidden)]
+    return PathMask(
+        hidden=tuple(hidden),
+        read_only=tuple(read_only),
+        directories=tuple(d for d in directories if d in hidden or d in read_only),
+    )
+
+
+def _target(workspace: Path, path: str) -> str | None:
+    """Where the symlink ``path`` leads, if that exists inside ``workspace`` (elsewhere the
+    sandbox shows nothing of the host's but the system, read-only)."""
+    target = os.path.realpath(path)
+    root = os.fspath(workspace)
+    inside = target == root or target.startswith(root.rstrip("/") + "/")
+    return target if inside and os.path.exists(target) else None
+
+
+def _named(rules: _Rules, workspace: Path) -> list[tuple[str, bool]]:
+    """What the paths ``rules`` name one by one (:func:`~.permissions.named_path`) need masked
+    beyond the walk: one that does not exist yet (it gets a placeholder), or where one reached
+    through a symlinked directory leads (``secrets/key`` with ``secrets`` -> ``vault``).
+    (absolute path, names a directory)."""
+    found: dict[str, bool] = {}
+    for rule in rules.rules:
+        named = named_path(rule, workspace=workspace)
+        if named is None:
+            continue
+        path = os.path.join(workspace, named[0])
+        if not os.path.lexists(path):
+            found[path] = found.get(path, False) or named[1]
+        elif os.path.realpath(path) != path and (target := _target(workspace, path)):
+            found[target] = found.get(target, False) or named[1]
+    return list(found.items())
+
+
+def _below(path: str, directories: Sequence[str]) -> bool:
+    return any(path.startswith(d.rstrip("/") + "/") for d in directories)
+
+
+def _outermost(paths: Sequence[str]) -> list[str]:
+    """``paths`` without repeats nor those below another (inside a hidden directory, nothing
+    more needs hiding, and a mount point there could not be made)."""
+    unique = list(dict.fromkeys(paths))
+    return [p for p in unique if not _below(p, unique)]
 
 
 def _entries(directory: str) -> list[os.DirEntry[str]]:

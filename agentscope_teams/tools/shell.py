@@ -15,7 +15,10 @@ restart an id is unknown and ``bash_output`` says so.
 
 In a contained sandbox a command cannot read what the agent's ``Read`` deny rules cover, nor
 change what its ``Edit`` deny rules cover, as in Claude Code's sandboxed Bash
-(:mod:`.sandbox_mask`); the unsafe host sandbox cannot enforce this.
+(:mod:`.sandbox_mask`, with its limits), whatever program it runs (``python3 -c``, ``node -e``
+included); the unsafe host sandbox cannot enforce this. In both, a command whose recognized file
+commands (``cat .env``, ``echo x > docs/a.md``) read or change a denied path is denied before it
+runs (:mod:`.file_commands`); what a program opens itself only the sandbox can hide.
 
 Results are :class:`~.output.ToolOutput` data (command, exit code, timeout, truncation), so tool
 result events carry them without parsing text.

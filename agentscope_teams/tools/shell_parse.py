@@ -69,12 +69,15 @@ class Unparsed(ValueError):
 
 @dataclass
 class Part:
-    """One simple command: its words (``UNKNOWN`` inside words with expansions) and whether it
-    redirects output into a file."""
+    """One simple command: its words (``UNKNOWN`` inside words with expansions), whether it
+    redirects output into a file, and the files its redirections write (``> out``) and read
+    (``< in``), None for a target with expansions."""
 
     words: list[str] = field(default_factory=list)
     literal: list[bool] = field(default_factory=list)
     writes_file: bool = False
+    written: list[str | None] = field(default_factory=list)
+    read: list[str | None] = field(default_factory=list)
 
 
 class _Parser:
@@ -106,6 +109,9 @@ class _Parser:
         if self.redirect is not None:
             if self.redirect == "out" and not (literal and word == "/dev/null"):
                 self.cur.writes_file = True
+                self.cur.written.append(word if literal else None)
+            elif self.redirect == "in":
+                self.cur.read.append(word if literal else None)
             self.redirect = None
             return
         self.cur.words.append(word)

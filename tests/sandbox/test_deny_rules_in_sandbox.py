@@ -1,10 +1,16 @@
 """The agent's ``Read`` and ``Edit`` deny rules reach its sandboxed shell commands, as in Claude
 Code's sandboxed Bash: a command cannot read what ``Read`` denies nor change what ``Edit`` denies
-(real bubblewrap, through the agent's loop). The unsafe host sandbox cannot, and is the control."""
+(real bubblewrap, through the agent's loop). The unsafe host sandbox cannot, and is the control.
+Reads use ``dd``, writes a path in a variable: forms the engine does not recognize as file commands,
+so the sandbox's mask is what refuses (``cat`` of a denied path, ``echo x > docs/a.md``, are
+denied before they run: test_bash_file_commands.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
@@ -57,14 +63,14 @@ async def test_a_read_deny_rule_hides_a_directory_from_bash(
 ) -> None:
     cat, ls, other = await run_commands(
         tmp_path, bwrap, ["Read(secrets/**)"], SECRETS,
-        "cat secrets/key", "ls -A secrets", "cat other.txt",
+        "dd if=secrets/key status=none", "ls -A secrets", "cat other.txt",
     )  # fmt: skip
     assert cat.exit_code != 0 and "TOPSECRET" not in cat.output
     assert ls.exit_code == 0 and ls.output == ""
     assert other.exit_code == 0 and other.output == "visible\n"
     # control: the unsafe host sandbox cannot apply the rule (documented)
     [control] = await run_commands(
-        tmp_path / "unsafe", unsafe, ["Read(secrets/**)"], SECRETS, "cat secrets/key"
+        tmp_path / "unsafe", unsafe, ["Read(secrets/**)"], SECRETS, "dd if=secrets/key status=none"
     )
     assert control.output == "TOPSECRET\n"
 
@@ -75,7 +81,7 @@ async def test_a_read_deny_glob_hides_a_nested_file(
     files = {"config/.env": "API_KEY=abc\n", "config/app.toml": "x = 1\n"}
     env, grep, app = await run_commands(
         tmp_path, bwrap, ["Read(*.env)"], files,
-        "cat config/.env", "grep -r API_KEY .", "cat config/app.toml",
+        "dd if=config/.env status=none", "grep -r API_KEY .", "cat config/app.toml",
     )  # fmt: skip
     assert env.exit_code != 0 and "API_KEY" not in env.output
     assert "abc" not in grep.output
@@ -88,7 +94,7 @@ async def test_an_edit_deny_rule_makes_paths_read_only_in_bash(
     files = {"docs/a.md": "original\n", "src/b.py": "pass\n"}
     write, new, read, other = await run_commands(
         tmp_path, bwrap, ["Edit(docs/**)"], files,
-        "echo x > docs/a.md", "echo y > docs/new.md", "cat docs/a.md",
+        "f=docs/a.md; echo x > $f", "f=docs/new.md; echo y > $f", "cat docs/a.md",
         "echo z > src/b.py && cat src/b.py",
     )  # fmt: skip
     assert write.exit_code != 0 and new.exit_code != 0
@@ -117,7 +123,7 @@ async def test_without_read_or_edit_deny_rules_the_command_line_is_unchanged(
 async def test_a_background_command_cannot_read_it_either(
     bwrap: BubblewrapSandbox, tmp_path: Path
 ) -> None:
-    background = "cat secrets/key > out.txt 2>&1; touch done"
+    background = "dd if=secrets/key status=none > out.txt 2>&1; touch done"
     wait = "until [ -e done ]; do sleep 0.05; done; cat out.txt"
     rules = [parse_rule("Read(secrets/**)", "deny")]
     lead = HarnessAgent(
@@ -160,3 +166,28 @@ def test_absolute_home_and_directory_forms_mask_the_same_paths(tmp_path: Path) -
         assert mask_for([parse_rule(text, "deny")], tmp_path) == PathMask(hidden=hidden), text
     both = mask_for([parse_rule("Read(*.env)", "deny"), parse_rule("Edit(*)", "deny")], tmp_path)
     assert both == PathMask(hidden=(str(tmp_path / "a.env"),), read_only=(str(tmp_path),))
+
+
+INTERPRETERS = {
+    "python3": "python3 -c \"print(open('secrets/key').read())\"",
+    "perl": 'perl -e \'open(my $f, "<", "secrets/key") or die "no: $!"; print <$f>\'',
+    "node": "node -e \"console.log(require('fs').readFileSync('secrets/key', 'utf8'))\"",
+    "bash": "bash -c 'f=secrets/key; echo \"$(<$f)\"'",
+}
+
+
+@pytest.mark.parametrize("program", sorted(INTERPRETERS))
+async def test_an_interpreter_cannot_read_what_a_read_rule_hides(
+    bwrap: BubblewrapSandbox, tmp_path: Path, program: str
+) -> None:
+    """Read deny rules cannot see into a script's code, but the sandbox's mask is below them:
+    the interpreter, started by a command no rule objects to, finds nothing to read."""
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed here")
+    files = {"secrets/key": "TOPSECRET\n", "version.txt": "1\n"}
+    denied, control = await run_commands(
+        tmp_path, bwrap, ["Read(secrets/**)"], files,
+        INTERPRETERS[program], INTERPRETERS[program].replace("secrets/key", "version.txt"),
+    )  # fmt: skip
+    assert "TOPSECRET" not in denied.output, denied.output
+    assert control.exit_code == 0 and "1" in control.output, control.output  # it runs at all
