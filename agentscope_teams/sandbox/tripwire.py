@@ -94,8 +94,11 @@ class Tripwire:
         self._thread.start()
 
     def _watch(self) -> None:
+        poller = select.poll()  # not select(): a server's descriptors pass 1024
+        poller.register(self._fd, select.POLLIN)
+        poller.register(self._stop_r, select.POLLIN)
         while True:
-            ready, _, _ = select.select([self._fd, self._stop_r], [], [])
+            ready = {fd for fd, _ in poller.poll()}
             if self._stop_r in ready:
                 return
             try:
