@@ -38,7 +38,12 @@ from .auth import CallerContextBuilder, Verifier, guarded
 from .cluster import StoreTaskEventStream, VersionedTasks
 from .executor import AgentTaskExecutor
 from .handler import PublicErrorsHandler
-from .stores import StorePushConfigStore, StoreTaskStore
+from .stores import (
+    TASK_RETENTION_SECONDS,
+    StorePushConfigStore,
+    StoreTaskStore,
+    check_retention,
+)
 
 _DESCRIPTION_CHARS = 1000
 #: How long a process keeps the in-memory runner of a task paused for input.
@@ -98,7 +103,7 @@ def agent_card(exposed: ExposedAgent, url: str, *, auth: bool = True) -> AgentCa
 
 
 def _agent_routes(
-    exposed: ExposedAgent, store: BaseStore, auth: bool, private_push: bool
+    exposed: ExposedAgent, store: BaseStore, auth: bool, private_push: bool, retention: float
 ) -> tuple[list[Any], StoreTaskEventStream, Any]:
     import httpx
     from a2a.utils.push_url_validator import validate_push_notification_url
@@ -106,8 +111,8 @@ def _agent_routes(
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    tasks = StoreTaskStore(store, exposed.name)
-    pushes = StorePushConfigStore(store, exposed.name)
+    tasks = StoreTaskStore(store, exposed.name, retention=retention)
+    pushes = StorePushConfigStore(store, exposed.name, tasks)
     # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
     push_check = None if private_push else validate_push_notification_url
     events = StoreTaskEventStream(store, exposed.name)
@@ -120,7 +125,8 @@ def _agent_routes(
     )
     handler = PublicErrorsHandler(  # a store error reaches the caller without the store's URL
         agent_executor=executor,
-        task_store=VersionedTasks(tasks),
+        task_store=VersionedTasks(tasks, pushes),
+        task_retention=retention,
         event_stream=events,
         # a paused task's runner is let go (the answer may reach any process; it is rebuilt
         # from the store where it does)
@@ -174,26 +180,33 @@ def a2a_app(
     public_card: bool = False,
     private_push: bool = False,
     max_body_bytes: int = MAX_BODY_BYTES,
+    task_retention: float = TASK_RETENTION_SECONDS,
 ) -> A2AApp:
     """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
 
     ``verifier`` maps a bearer token to its caller; a request it does not know gets 401, unless
     the operator says ``anonymous`` (everyone may call, as the anonymous user) or ``public_card``
     (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
-    unless ``private_push``. A request body over ``max_body_bytes`` is refused unread. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``) and await its
-    ``aclose()`` when the host app stops (its own lifespan does so when it is served alone).
+    unless ``private_push``. A request body over ``max_body_bytes`` is refused unread. A task that
+    has ended is kept ``task_retention`` seconds (a day by default), then reading it is "task not
+    found"; a running or paused task is kept as long as it lasts. Mount it anywhere
+    (``app.mount("/a2a", a2a_app(...))``) and await its ``aclose()`` when the host app stops (its
+    own lifespan does so when it is served alone).
     """
     import contextlib
 
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
+    retention = check_retention(task_retention)
     names = [a.name for a in agents]
     if not agents or len(set(names)) != len(names):
         raise ConfigurationError(f"expose one or more agents with distinct names (got {names})")
     mounts, streams, clients = [], [], []
     for exposed in agents:
-        routes, stream, client = _agent_routes(exposed, store, not anonymous, private_push)
+        routes, stream, client = _agent_routes(
+            exposed, store, not anonymous, private_push, retention
+        )
         mounts.append(Mount(f"/{exposed.name}", routes=routes))
         streams.append(stream)
         clients.append(client)
