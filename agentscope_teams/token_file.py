@@ -62,6 +62,27 @@ class TokenDigests(Generic[T]):
         return found
 
 
+class BadCredentials(ValueError):
+    """A request's ``Authorization`` header is not ``Bearer TOKEN``; the message says so."""
+
+
+def presented_token(scope: Mapping[str, Any]) -> str | None:
+    """The token of an ASGI request's ``Authorization: Bearer TOKEN`` header; None when it has no
+    ``Authorization`` header (no credentials); :class:`BadCredentials` when the header is there but
+    is not ``Bearer TOKEN`` (another scheme, no token), which is never taken for no credentials."""
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            header: str = value.decode("latin-1")
+            scheme, _, token = header.strip().partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise BadCredentials(
+                    "the Authorization header is not 'Bearer TOKEN' (another scheme, or no "
+                    "token after Bearer)"
+                )
+            return token.strip()
+    return None
+
+
 def bearer_token(scope: Mapping[str, Any]) -> str | None:
     """The token of an ASGI request's ``Authorization: Bearer TOKEN`` header, else None."""
     for name, value in scope.get("headers") or ():
@@ -71,9 +92,13 @@ def bearer_token(scope: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def refuse_unauthenticated(send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
-    """Answer an ASGI request with 401 and ``WWW-Authenticate: Bearer``."""
-    body = json.dumps({"error": "a known bearer token is required (Authorization: Bearer)"})
+async def refuse_unauthenticated(
+    send: Callable[[dict[str, Any]], Awaitable[None]], reason: str | None = None
+) -> None:
+    """Answer an ASGI request with 401 and ``WWW-Authenticate: Bearer``; the body's ``error`` is
+    ``reason`` (what was wrong and what to send) when given."""
+    text = reason or "a known bearer token is required (Authorization: Bearer)"
+    body = json.dumps({"error": text})
     headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
     await send({"type": "http.response.start", "status": 401, "headers": headers})
     await send({"type": "http.response.body", "body": body.encode()})
