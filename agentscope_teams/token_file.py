@@ -62,25 +62,23 @@ class TokenDigests(Generic[T]):
         return found
 
 
-class BadCredentials(ValueError):
-    """A request's ``Authorization`` header is not ``Bearer TOKEN``; the message says so."""
+#: What is wrong with an ``Authorization`` header that is not ``Bearer TOKEN``.
+MALFORMED_AUTHORIZATION = (
+    "the Authorization header is not 'Bearer TOKEN' (another scheme, or no token after Bearer)"
+)
 
 
-def presented_token(scope: Mapping[str, Any]) -> str | None:
-    """The token of an ASGI request's ``Authorization: Bearer TOKEN`` header; None when it has no
-    ``Authorization`` header (no credentials); :class:`BadCredentials` when the header is there but
-    is not ``Bearer TOKEN`` (another scheme, no token), which is never taken for no credentials."""
+def presented_credentials(scope: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """Whether an ASGI request carries an ``Authorization`` header, and its bearer token: ``(False,
+    None)`` for no credentials, ``(True, TOKEN)`` for ``Bearer TOKEN``, ``(True, None)`` for a
+    header that is not ``Bearer TOKEN`` (malformed credentials, never to be taken for none)."""
     for name, value in scope.get("headers") or ():
         if name == b"authorization":
             header: str = value.decode("latin-1")
             scheme, _, token = header.strip().partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise BadCredentials(
-                    "the Authorization header is not 'Bearer TOKEN' (another scheme, or no "
-                    "token after Bearer)"
-                )
-            return token.strip()
-    return None
+            ok = scheme.lower() == "bearer" and token.strip()
+            return True, token.strip() if ok else None
+    return False, None
 
 
 def bearer_token(scope: Mapping[str, Any]) -> str | None:

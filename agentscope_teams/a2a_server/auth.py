@@ -24,9 +24,9 @@ from a2a.server.routes import DefaultServerCallContextBuilder
 
 from ..errors import ConfigurationError
 from ..token_file import (
-    BadCredentials,
+    MALFORMED_AUTHORIZATION,
     TokenDigests,
-    presented_token,
+    presented_credentials,
     read_token_file,
     refuse_unauthenticated,
 )
@@ -117,10 +117,9 @@ def guarded(
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        try:
-            token = presented_token(scope)
-        except BadCredentials as exc:
-            await refuse_unauthenticated(send, f"{exc}; {_SEND}")
+        present, token = presented_credentials(scope)
+        if present and token is None:
+            await refuse_unauthenticated(send, f"{MALFORMED_AUTHORIZATION}; {_SEND}")
             return
         if token is None:
             card = str(scope.get("path", "")).endswith("/.well-known/agent-card.json")

@@ -65,12 +65,12 @@ def encode_task(task: Task) -> bytes:
     return _encode("task", task)
 
 
-def check_retention(seconds: float) -> float:
-    """``seconds`` as a task retention; a :class:`ConfigurationError` saying what to pass when it
-    is not a positive, finite number."""
+def check_retention(seconds: float, name: str = "task_retention") -> float:
+    """``seconds`` as a task retention; a :class:`ConfigurationError` naming ``name`` (the
+    parameter or flag) and saying what to pass when it is not a positive, finite number."""
     if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0):
         raise ConfigurationError(
-            f"task_retention must be a positive number of seconds (how long an ended A2A task "
+            f"{name} must be a positive number of seconds (how long an ended A2A task "
             f"is kept), got {seconds!r}; the default is {TASK_RETENTION_SECONDS:g}"
         )
     return float(seconds)
