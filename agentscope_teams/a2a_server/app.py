@@ -134,6 +134,28 @@ def _bound_url(scope: Any) -> str:
     return f"{scheme}://{where}{scope.get('root_path', '')}"
 
 
+def _not_served(names: list[str]) -> Any:
+    """The answer to a path that is no exposed agent's: JSON naming the path and the agents."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    async def answer(request: Request, exc: Exception) -> JSONResponse:
+        del exc
+        root = str(request.scope.get("root_path", ""))
+        for name in names:  # raised under an agent's mount: the app's own root is above it
+            if root.endswith(f"/{name}"):
+                root = root[: -len(name) - 1]
+                break
+        served = ", ".join(f"{root}/{n}/" for n in names)
+        text = (
+            f"no A2A agent at {request.url.path!r}; this server serves {served} (JSON-RPC at "
+            "the agent's path, its Agent Card at .well-known/agent-card.json under it)"
+        )
+        return JSONResponse({"error": text}, status_code=404)
+
+    return answer
+
+
 def _agent_routes(
     exposed: ExposedAgent,
     store: BaseStore,
@@ -258,7 +280,12 @@ def a2a_app(
         yield
         await served.aclose()
 
-    app = Starlette(routes=mounts, lifespan=lifespan, max_body_size=max_body_bytes)
+    app = Starlette(
+        routes=mounts,
+        lifespan=lifespan,
+        max_body_size=max_body_bytes,
+        exception_handlers={404: _not_served(names)},
+    )
     guarded_app = guarded(app, verifier, anonymous=anonymous, public_card=public_card)
     served = A2AApp(guarded_app, streams, clients)
     return served

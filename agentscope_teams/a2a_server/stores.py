@@ -28,7 +28,7 @@ from a2a.types.a2a_pb2 import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from ..errors import ConfigurationError
@@ -142,7 +142,15 @@ class StoreTaskStore(TaskStore):
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         """The caller's tasks, newest status first, filtered by context and state; the page
-        token is the offset of the page."""
+        token is the offset of the page. Refused to an anonymous caller: every caller without
+        credentials is that one caller, so its list would hold the tasks of all of them."""
+        if caller_of(context).user_id is None:
+            raise UnsupportedOperationError(
+                message="listing tasks needs credentials: every caller without a token is the "
+                "same anonymous caller, so the list would show other callers' tasks; read your "
+                "tasks one by one with GetTask (keep the ids you are given), or send "
+                "'Authorization: Bearer TOKEN'"
+            )
         tasks = [
             task
             for task in await self._all(context)
