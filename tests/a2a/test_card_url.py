@@ -6,7 +6,9 @@ to a host of the attacker's choosing)."""
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -69,27 +71,47 @@ def test_a_public_url_that_is_not_an_http_base_url_is_refused(bad: str) -> None:
         a2a_app(exposed, InMemoryStore(), verifier=None, anonymous=True, public_url=bad)
 
 
-def test_serve_a2a_public_url_is_what_the_card_names(tmp_path: Path) -> None:
+def test_serve_a2a_public_url_and_task_retention(tmp_path: Path) -> None:
+    """``--public-url`` is what the card names; ``--a2a-task-retention`` is how long an ended task
+    is kept (then GetTask says it may have ended longer ago than that); bad values of either are
+    refused at startup, naming the flag."""
     cli = Cli(tmp_path)
     (tmp_path / "specs").mkdir()
     port = free_port()
     args = ["--store", cli.url, "serve", "--port", str(port), "--user", "alice", "--a2a"]
     args += ["--specs", str(tmp_path / "specs"), "--model", "python:tests.a2a.agent_server:model"]
     args += ["--a2a-public-card", "--public-url", "https://agents.example.com"]
+    args += ["--a2a-task-retention", "1"]
     env = cli.env(PYTHONPATH=str(REPO))
     proc = subprocess.Popen([str(CLI), *args], env=env, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}/a2a/lead/"
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(4)]  # printed once it listens
         assert lines[0].startswith("agentscope-teams control plane on"), lines
-        card = httpx.get(
-            f"http://127.0.0.1:{port}/a2a/lead/.well-known/agent-card.json", headers=FORGED
-        )
+        card = httpx.get(base + ".well-known/agent-card.json", headers=FORGED)
+        headers = {"Authorization": f"Bearer {lines[3].strip()}", "A2A-Version": "1.0"}
+
+        def rpc(method: str, params: dict[str, object]) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+            answer: dict[str, Any] = httpx.post(base, json=body, headers=headers).json()
+            return answer
+
+        message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+        task = rpc("SendMessage", {"message": message})["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        deadline = time.monotonic() + 30  # a liveness guard, not a timing threshold
+        while "error" not in (got := rpc("GetTask", {"id": task["id"]})):
+            assert time.monotonic() < deadline, "the ended task was never removed"
+            time.sleep(0.1)
     finally:
         proc.terminate()
         proc.wait(15)
     assert _interface_url(card) == "https://agents.example.com/a2a/lead/"
+    assert "more than 1 s ago" in got["error"]["message"], got
     usage = cli.run("serve", "--help").stdout
-    assert "--public-url" in usage and "Host header" in usage
-    refused = cli("serve", "--a2a", "--specs", str(tmp_path / "specs"), "--public-url", "x.example")
-    assert refused.returncode != 0 and "--public-url" in one_error_line(refused)
+    assert "--public-url" in usage and "Host header" in usage and "--a2a-task-retention" in usage
+    specs = ["serve", "--a2a", "--specs", str(tmp_path / "specs")]
+    for flag, bad in (("--public-url", "x.example"), ("--a2a-task-retention", "0")):
+        refused = cli(*specs, flag, bad)
+        assert refused.returncode != 0 and flag in one_error_line(refused)
