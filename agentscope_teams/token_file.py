@@ -96,9 +96,19 @@ async def refuse_unauthenticated(
     """Answer an ASGI request with 401 and ``WWW-Authenticate: Bearer``; the body's ``error`` is
     ``reason`` (what was wrong and what to send) when given."""
     text = reason or "a known bearer token is required (Authorization: Bearer)"
+    await send_error(send, 401, text, [(b"www-authenticate", b"Bearer")])
+
+
+async def send_error(
+    send: Callable[[dict[str, Any]], Awaitable[None]],
+    status: int,
+    text: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer an ASGI request with ``status`` and the JSON body ``{"error": text}``."""
     body = json.dumps({"error": text})
-    headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    headers = [(b"content-type", b"application/json"), *(headers or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body.encode()})
 
 

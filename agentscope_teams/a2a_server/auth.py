@@ -13,6 +13,7 @@ caller, and wrong credentials never fall back to the anonymous caller.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,15 +23,19 @@ from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 
-from ..errors import ConfigurationError
+from ..errors import AgentScopeTeamsError, ConfigurationError, public_message
 from ..token_file import (
     MALFORMED_AUTHORIZATION,
     TokenDigests,
     presented_credentials,
     read_token_file,
     refuse_unauthenticated,
+    send_error,
 )
 
+log = logging.getLogger(__name__)
+#: Seconds a caller is told to wait (``Retry-After``) when its credentials could not be checked.
+RETRY_AFTER_SECONDS = 5
 #: What a refused caller is told to send.
 _SEND = (
     "send 'Authorization: Bearer TOKEN' with a token the operator gave you (an operator token of "
@@ -106,7 +111,8 @@ def guarded(
     """``app`` behind bearer authentication: 401 for a request whose token ``verifier`` does not
     know or whose ``Authorization`` header is malformed, always; 401 for a request without
     credentials unless ``anonymous`` (then it runs as the anonymous caller), or ``public_card`` and
-    it reads the Agent Card."""
+    it reads the Agent Card; 503 (``Retry-After``) when ``verifier`` fails with a library error
+    (its store is away), told in the error's public form."""
     if verifier is None and not anonymous:
         raise ConfigurationError(
             "an A2A server needs a token verifier (the control plane's tokens or a token file); "
@@ -128,7 +134,17 @@ def guarded(
                 return
             caller: Caller | None = Caller(None)
         else:
-            caller = await verifier(token) if verifier is not None else None
+            try:
+                caller = await verifier(token) if verifier is not None else None
+            except AgentScopeTeamsError as exc:  # the store holding the tokens is away, say
+                log.warning("A2A: cannot check a bearer token: %s: %s", type(exc).__name__, exc)
+                text = (
+                    f"the credentials could not be checked: {public_message(exc)}; retry in "
+                    f"{RETRY_AFTER_SECONDS} s"
+                )
+                retry = [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())]
+                await send_error(send, 503, text, retry)
+                return
             if caller is None:  # wrong, revoked or expired: never the anonymous caller
                 reason = "the bearer token is not known (wrong, revoked or expired)"
                 await refuse_unauthenticated(send, f"{reason}; {_SEND}")

@@ -79,3 +79,31 @@ async def test_no_credentials_are_anonymous_only_where_allowed(
         assert "no credentials" in called.json()["error"], called.text
     known = await http.post("/lead/", json=_body(), headers={"Authorization": f"Bearer {ALICE}"})
     assert known.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_verifier_that_cannot_reach_its_store_is_503_without_the_store_location() -> None:
+    """``serve --a2a`` checks operator tokens in the store: while it is away, a caller is told the
+    credentials could not be checked (and to retry), not a bare 500; the store's URL stays in the
+    server's log."""
+    from agentscope_teams.errors import StoreUnavailableError
+
+    async def verifier(token: str) -> Caller | None:
+        raise StoreUnavailableError(
+            "cannot reach redis://10.1.2.3:6379/0: connection refused",
+            public="the store cannot be reached",
+        )
+
+    store = InMemoryStore()
+    agent = HarnessAgent("lead", ScriptedModel(lambda r: "hello"), "lead", store=store)
+    app = a2a_app([ExposedAgent(agent)], store, verifier=verifier)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        answer = await http.post(
+            "/lead/", json=_body(), headers={"Authorization": f"Bearer {ALICE}"}
+        )
+    await app.aclose()
+    assert answer.status_code == 503, answer.text
+    assert "retry-after" in answer.headers
+    error = answer.json()["error"]
+    assert "cannot be reached" in error and "retry" in error.lower(), error
+    assert "10.1.2.3" not in error and "redis://" not in error, error
