@@ -7,8 +7,9 @@ raised under it (by the task store, the push-config store or the event stream) i
 ``InternalError`` with the error's public message (:func:`~agentscope_teams.errors.public_message`);
 the server's log keeps the full one. Streams (streaming send, resubscribe) too, mid-stream.
 
-The SDK's "task not found" and "task cannot be canceled" say only that; ours name the task and
-why (another caller's, ended longer ago than the task retention, already ended) and what to do. A
+The SDK's "task not found", "task cannot be canceled" and "task is in terminal state" say only
+that; ours name the task and why (another caller's, ended longer ago than the task retention,
+already ended) and what to do. A
 ``contextId`` that cannot name a session is refused as invalid params before a task is made.
 """
 
@@ -28,6 +29,7 @@ from a2a.utils.errors import (
     InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnsupportedOperationError,
 )
 
 from ..context import MAX_ID_LENGTH, validate_identifier
@@ -73,7 +75,12 @@ def _params_and_context(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
     return params, context
 
 
-_TRANSLATED = (AgentScopeTeamsError, TaskNotFoundError, TaskNotCancelableError)
+_TRANSLATED = (
+    AgentScopeTeamsError,
+    TaskNotFoundError,
+    TaskNotCancelableError,
+    UnsupportedOperationError,
+)
 
 
 def _operation(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -121,8 +128,9 @@ def check_request(params: Any) -> None:
 
 class PublicErrorsHandler(DefaultRequestHandler):
     """:class:`DefaultRequestHandler` whose operations answer library errors publicly, say why a
-    task is not found (``task_retention``: how long an ended task is kept, if it is) or cannot be
-    cancelled, and refuse a contextId that cannot be a session (:func:`check_request`)."""
+    task is not found (``task_retention``: how long an ended task is kept, if it is), cannot be
+    cancelled, or takes no more messages (it has ended), and refuse a contextId that cannot be a
+    session (:func:`check_request`)."""
 
     def __init__(self, *args: Any, task_retention: float | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -136,16 +144,44 @@ class PublicErrorsHandler(DefaultRequestHandler):
             return not_found(params, self.task_retention)
         if isinstance(exc, TaskNotCancelableError):
             return await self._not_cancelable(params, context)
+        if isinstance(exc, UnsupportedOperationError):
+            return await self._ended(exc, params, context)
         return exc
+
+    async def _ended_state(self, task_id: str, context: Any) -> str | None:
+        """``completed``, ``failed``, ... when the caller's task ``task_id`` has ended, else None."""
+        try:
+            stored = await self._versioned_store.get(task_id, context) if task_id else None
+        except AgentScopeTeamsError:
+            return None
+        if stored is None or stored.task.status.state not in ENDED:
+            return None
+        return TaskState.Name(stored.task.status.state).removeprefix("TASK_STATE_").lower()
+
+    async def _ended(
+        self, exc: UnsupportedOperationError, params: Any, context: Any
+    ) -> UnsupportedOperationError:
+        """A message sent to, or a subscribe to, a task that has ended: say so and what to do."""
+        message = getattr(params, "message", None)
+        task_id = str(getattr(message, "task_id", "") if message else getattr(params, "id", ""))
+        state = await self._ended_state(task_id, context)
+        if state is None:
+            return exc
+        if message is not None:
+            return UnsupportedOperationError(
+                message=f"task {task_id!r} has ended ({state}) and takes no more messages; send "
+                "the message without a taskId (with the task's contextId to go on in the same "
+                "conversation)"
+            )
+        return UnsupportedOperationError(
+            message=f"task {task_id!r} has ended ({state}): there is nothing left to follow; "
+            "read its outcome with GetTask"
+        )
 
     async def _not_cancelable(self, params: Any, context: Any) -> TaskNotCancelableError:
         task_id = str(getattr(params, "id", ""))
-        try:
-            stored = await self._versioned_store.get(task_id, context)
-        except AgentScopeTeamsError:
-            stored = None
-        if stored is not None and stored.task.status.state in ENDED:
-            state = TaskState.Name(stored.task.status.state).removeprefix("TASK_STATE_").lower()
+        state = await self._ended_state(task_id, context)
+        if state is not None:
             return TaskNotCancelableError(
                 message=f"task {task_id!r} cannot be cancelled: it has already ended ({state}); "
                 "only a submitted, working or input-required task can be; read its outcome "

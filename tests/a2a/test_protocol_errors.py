@@ -93,3 +93,17 @@ async def test_callers_without_credentials_are_not_listed_each_others_tasks(rpc:
     own = (await rpc.send("hello", token=ALICE))["result"]["task"]
     tasks = (await rpc("ListTasks", {}, token=ALICE)).json()["result"]["tasks"]
     assert [t["id"] for t in tasks] == [own["id"]]
+
+
+async def test_a_message_to_an_ended_task_says_how_to_go_on(rpc: Rpc) -> None:
+    task = (await rpc.send("hi", token=ALICE))["result"]["task"]
+    more = {"taskId": task["id"], "contextId": task["contextId"]}
+    error = (await rpc.send("and then?", token=ALICE, **more))["error"]
+    assert error["code"] == -32004, error  # UnsupportedOperationError, as the SDK answers
+    text = error["message"]
+    assert task["id"] in text and "completed" in text and "without a taskId" in text, text
+    followed = (await rpc("SubscribeToTask", {"id": task["id"]}, token=ALICE)).json()["error"]
+    assert "completed" in followed["message"] and "GetTask" in followed["message"], followed
+    # control: the same context goes on in a new task
+    again = await rpc.send("and then?", token=ALICE, contextId=task["contextId"])
+    assert again["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
