@@ -62,6 +62,25 @@ class TokenDigests(Generic[T]):
         return found
 
 
+#: What is wrong with an ``Authorization`` header that is not ``Bearer TOKEN``.
+MALFORMED_AUTHORIZATION = (
+    "the Authorization header is not 'Bearer TOKEN' (another scheme, or no token after Bearer)"
+)
+
+
+def presented_credentials(scope: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """Whether an ASGI request carries an ``Authorization`` header, and its bearer token: ``(False,
+    None)`` for no credentials, ``(True, TOKEN)`` for ``Bearer TOKEN``, ``(True, None)`` for a
+    header that is not ``Bearer TOKEN`` (malformed credentials, never to be taken for none)."""
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            header: str = value.decode("latin-1")
+            scheme, _, token = header.strip().partition(" ")
+            ok = scheme.lower() == "bearer" and token.strip()
+            return True, token.strip() if ok else None
+    return False, None
+
+
 def bearer_token(scope: Mapping[str, Any]) -> str | None:
     """The token of an ASGI request's ``Authorization: Bearer TOKEN`` header, else None."""
     for name, value in scope.get("headers") or ():
@@ -71,11 +90,25 @@ def bearer_token(scope: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def refuse_unauthenticated(send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
-    """Answer an ASGI request with 401 and ``WWW-Authenticate: Bearer``."""
-    body = json.dumps({"error": "a known bearer token is required (Authorization: Bearer)"})
-    headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
+async def refuse_unauthenticated(
+    send: Callable[[dict[str, Any]], Awaitable[None]], reason: str | None = None
+) -> None:
+    """Answer an ASGI request with 401 and ``WWW-Authenticate: Bearer``; the body's ``error`` is
+    ``reason`` (what was wrong and what to send) when given."""
+    text = reason or "a known bearer token is required (Authorization: Bearer)"
+    await send_error(send, 401, text, [(b"www-authenticate", b"Bearer")])
+
+
+async def send_error(
+    send: Callable[[dict[str, Any]], Awaitable[None]],
+    status: int,
+    text: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer an ASGI request with ``status`` and the JSON body ``{"error": text}``."""
+    body = json.dumps({"error": text})
+    headers = [(b"content-type", b"application/json"), *(headers or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body.encode()})
 
 

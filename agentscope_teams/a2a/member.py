@@ -5,7 +5,8 @@ For a remote agent that model is :class:`RemoteMemberModel`, which decides from 
 (no hidden state, so any process can continue): after a wake-up or a teammate's message it calls
 ``claimTask``; with a claimed task it sends its title and description to the remote agent, calls
 ``completeTask`` with the answer (``failTask`` with the reason when the remote agent fails, or
-when it asks for input: a board task has nobody to answer); after a report it claims again, and
+when it asks for input: a board task has nobody to answer, so the waiting remote task is
+cancelled); after a report it claims again, and
 when nothing is claimable it ends the call. The tool names and the claim result's fields are the
 member tools of :mod:`agentscope_teams.teams.tools` (a test drives the real ones).
 """
@@ -57,7 +58,8 @@ class RemoteMemberModel:
             reply = await self.remote.ask(current_context(), text, answers=False)
         except ModelError as exc:
             return _call(FAIL, {"task_id": task_id, "error": str(exc)})
-        if reply.waiting:
+        if reply.waiting:  # nobody will answer: cancel the remote task rather than leave it
+            await self.remote.abandon(current_context())
             error = (
                 f"the remote agent {self.remote.name!r} asked for input a board task cannot "
                 f"give: {reply.text}"

@@ -119,6 +119,41 @@ class RemoteA2AModel:
         )
         if not answers:
             talk = RemoteConversation(context_id=talk.context_id)
+        async with self._client() as client:
+            try:
+                task_or_message = await self._exchange(client, talk, text)
+            except ModelError as exc:
+                if talk.task_id and _task_gone(exc):  # the next turn starts a new task
+                    fresh = RemoteConversation(context_id=talk.context_id)
+                    await self.store.put(key, fresh.model_dump_json().encode())
+                raise
+        reply, talk = self._outcome(task_or_message, talk)
+        await self.store.put(key, talk.model_dump_json().encode())
+        return reply
+
+    async def abandon(self, ctx: RuntimeContext) -> None:
+        """Cancel the remote task of ``ctx``'s conversation that waits for input, which nobody
+        will answer (a board task's question), and forget it: left waiting, it would be kept by
+        the remote agent for good. A cancel that fails is logged; the conversation is let go."""
+        key = a2a_remote_key(ctx.org_id, ctx.user_id, self.name, ctx.session_id)
+        entry = await self.store.get(key)
+        talk = RemoteConversation.model_validate_json(entry.value) if entry else None
+        if talk is None or not talk.task_id:
+            return
+        try:
+            async with self._client() as client:
+                await self._cancel_remote(client, [talk.task_id])
+        except ModelError as exc:
+            log.warning(
+                "%s: its waiting task %s was not cancelled: %s", self._where(), talk.task_id, exc
+            )
+        fresh = RemoteConversation(context_id=talk.context_id)
+        await self.store.put(key, fresh.model_dump_json().encode())
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        """The SDK's client of the remote agent (its card read), over an HTTP client that sends
+        ``a2a.headers`` to ``a2a.url``'s origin only."""
         import httpx
 
         credentials = _OriginHeaders(self.name, self.config)
@@ -130,17 +165,9 @@ class RemoteA2AModel:
         async with http:
             client = await self._connect(http)
             try:
-                task_or_message = await self._exchange(client, talk, text)
-            except ModelError as exc:
-                if talk.task_id and _task_gone(exc):  # the next turn starts a new task
-                    fresh = RemoteConversation(context_id=talk.context_id)
-                    await self.store.put(key, fresh.model_dump_json().encode())
-                raise
+                yield client
             finally:
                 await client.close()
-        reply, talk = self._outcome(task_or_message, talk)
-        await self.store.put(key, talk.model_dump_json().encode())
-        return reply
 
     async def _connect(self, http: Any) -> Any:
         from a2a.client import ClientConfig, create_client

@@ -1,8 +1,11 @@
 """The A2A app: one Agent Card and one JSON-RPC endpoint per exposed agent, behind bearer auth.
 
 :func:`a2a_app` returns an ASGI app (Starlette) serving each :class:`ExposedAgent` under
-``/<name>/``: its card at ``/<name>/.well-known/agent-card.json`` (the interface URL is the one
-the request reached, so the app can be mounted anywhere), JSON-RPC at ``/<name>/``. The SDK's
+``/<name>/``: its card at ``/<name>/.well-known/agent-card.json``, JSON-RPC at ``/<name>/``. The
+card's interface URL is the operator's: ``public_url`` (where clients reach the app) when given,
+else the address of the socket the request came in on and the path the app is mounted at; never
+the request's ``Host`` header, which any client sets (a card naming the client's choice of host
+would send other clients there). The SDK's
 request handler does the protocol (send, streaming send, get, list, cancel, resubscribe, push
 configs) in its cluster mode: the task records, their events and push configs live in our store
 (:mod:`.stores`, :mod:`.cluster`), so any process sharing it serves any task.
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import BasePushNotificationSender
@@ -38,7 +42,12 @@ from .auth import CallerContextBuilder, Verifier, guarded
 from .cluster import StoreTaskEventStream, VersionedTasks
 from .executor import AgentTaskExecutor
 from .handler import PublicErrorsHandler
-from .stores import StorePushConfigStore, StoreTaskStore
+from .stores import (
+    TASK_RETENTION_SECONDS,
+    StorePushConfigStore,
+    StoreTaskStore,
+    check_retention,
+)
 
 _DESCRIPTION_CHARS = 1000
 #: How long a process keeps the in-memory runner of a task paused for input.
@@ -97,8 +106,63 @@ def agent_card(exposed: ExposedAgent, url: str, *, auth: bool = True) -> AgentCa
     return card
 
 
+def check_public_url(url: str, name: str = "public_url") -> str:
+    """``url`` without its trailing ``/`` when it is an http(s) URL with a host and no query or
+    fragment; else a :class:`ConfigurationError` naming ``name`` (the parameter or flag) and what
+    to give."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigurationError(
+            f"{name} {url!r} is not an http(s) URL clients can reach the server at; give the "
+            "scheme and host (and any path), no query or fragment, e.g. https://agents.example.com"
+        )
+    return url.rstrip("/")
+
+
+def _bound_url(scope: Any) -> str:
+    """The URL of the app a request reached, from the socket it came in on (the ASGI ``server``:
+    the bound address, not the ``Host`` header) and the path the app is mounted at."""
+    scheme = "https" if scope.get("scheme") == "https" else "http"
+    server = scope.get("server")
+    if server and server[1] is not None:
+        host, port = str(server[0]), int(server[1])
+        host = f"[{host}]" if ":" in host else host
+        default = (scheme == "http" and port == 80) or (scheme == "https" and port == 443)
+        where = host if default else f"{host}:{port}"
+    else:  # a Unix socket: no address a client could use; the operator should set public_url
+        where = "localhost"
+    return f"{scheme}://{where}{scope.get('root_path', '')}"
+
+
+def _not_served(names: list[str]) -> Any:
+    """The answer to a path that is no exposed agent's: JSON naming the path and the agents."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    async def answer(request: Request, exc: Exception) -> JSONResponse:
+        del exc
+        root = str(request.scope.get("root_path", ""))
+        for name in names:  # raised under an agent's mount: the app's own root is above it
+            if root.endswith(f"/{name}"):
+                root = root[: -len(name) - 1]
+                break
+        served = ", ".join(f"{root}/{n}/" for n in names)
+        text = (
+            f"no A2A agent at {request.url.path!r}; this server serves {served} (JSON-RPC at "
+            "the agent's path, its Agent Card at .well-known/agent-card.json under it)"
+        )
+        return JSONResponse({"error": text}, status_code=404)
+
+    return answer
+
+
 def _agent_routes(
-    exposed: ExposedAgent, store: BaseStore, auth: bool, private_push: bool
+    exposed: ExposedAgent,
+    store: BaseStore,
+    auth: bool,
+    private_push: bool,
+    retention: float,
+    public_url: str | None,
 ) -> tuple[list[Any], StoreTaskEventStream, Any]:
     import httpx
     from a2a.utils.push_url_validator import validate_push_notification_url
@@ -106,8 +170,8 @@ def _agent_routes(
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    tasks = StoreTaskStore(store, exposed.name)
-    pushes = StorePushConfigStore(store, exposed.name)
+    tasks = StoreTaskStore(store, exposed.name, retention=retention)
+    pushes = StorePushConfigStore(store, exposed.name, tasks)
     # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
     push_check = None if private_push else validate_push_notification_url
     events = StoreTaskEventStream(store, exposed.name)
@@ -120,7 +184,8 @@ def _agent_routes(
     )
     handler = PublicErrorsHandler(  # a store error reaches the caller without the store's URL
         agent_executor=executor,
-        task_store=VersionedTasks(tasks),
+        task_store=VersionedTasks(tasks, pushes),
+        task_retention=retention,
         event_stream=events,
         # a paused task's runner is let go (the answer may reach any process; it is rebuilt
         # from the store where it does)
@@ -132,8 +197,8 @@ def _agent_routes(
     )
 
     async def card(request: Request) -> JSONResponse:
-        url = str(request.url.replace(path=request.scope.get("root_path", "") + "/", query=""))
-        return JSONResponse(MessageToDict(agent_card(exposed, url, auth=auth)))
+        base = f"{public_url}/{exposed.name}" if public_url else _bound_url(request.scope)
+        return JSONResponse(MessageToDict(agent_card(exposed, base + "/", auth=auth)))
 
     routes = [
         Route(AGENT_CARD_WELL_KNOWN_PATH, card, methods=["GET"]),
@@ -174,26 +239,38 @@ def a2a_app(
     public_card: bool = False,
     private_push: bool = False,
     max_body_bytes: int = MAX_BODY_BYTES,
+    task_retention: float = TASK_RETENTION_SECONDS,
+    public_url: str | None = None,
 ) -> A2AApp:
     """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
 
     ``verifier`` maps a bearer token to its caller; a request it does not know gets 401, unless
     the operator says ``anonymous`` (everyone may call, as the anonymous user) or ``public_card``
     (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
-    unless ``private_push``. A request body over ``max_body_bytes`` is refused unread. Mount it anywhere (``app.mount("/a2a", a2a_app(...))``) and await its
-    ``aclose()`` when the host app stops (its own lifespan does so when it is served alone).
+    unless ``private_push``. A request body over ``max_body_bytes`` is refused unread. A task that
+    has ended is kept ``task_retention`` seconds (a day by default), then reading it is "task not
+    found"; a running or paused task is kept as long as it lasts. ``public_url`` is where clients
+    reach this app (``https://agents.example.com/a2a`` for a mount at ``/a2a`` behind a proxy):
+    each card names ``<public_url>/<name>/``; without it, the bound address and the mount path
+    (never the request's Host header). Mount it anywhere
+    (``app.mount("/a2a", a2a_app(...))``) and await its ``aclose()`` when the host app stops (its
+    own lifespan does so when it is served alone).
     """
     import contextlib
 
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
+    retention = check_retention(task_retention)
+    base = None if public_url is None else check_public_url(public_url)
     names = [a.name for a in agents]
     if not agents or len(set(names)) != len(names):
         raise ConfigurationError(f"expose one or more agents with distinct names (got {names})")
     mounts, streams, clients = [], [], []
     for exposed in agents:
-        routes, stream, client = _agent_routes(exposed, store, not anonymous, private_push)
+        routes, stream, client = _agent_routes(
+            exposed, store, not anonymous, private_push, retention, base
+        )
         mounts.append(Mount(f"/{exposed.name}", routes=routes))
         streams.append(stream)
         clients.append(client)
@@ -203,7 +280,12 @@ def a2a_app(
         yield
         await served.aclose()
 
-    app = Starlette(routes=mounts, lifespan=lifespan, max_body_size=max_body_bytes)
+    app = Starlette(
+        routes=mounts,
+        lifespan=lifespan,
+        max_body_size=max_body_bytes,
+        exception_handlers={404: _not_served(names)},
+    )
     guarded_app = guarded(app, verifier, anonymous=anonymous, public_card=public_card)
     served = A2AApp(guarded_app, streams, clients)
     return served

@@ -2,15 +2,18 @@
 
 A :data:`Verifier` turns a bearer token into a :class:`Caller` (org, user) or None. The ``serve``
 command passes one over the control plane's tokens; :class:`StaticTokens` is one over a file of
-tokens chosen by the operator. :func:`guarded` wraps the SDK's ASGI app: a request whose token the
-verifier does not know gets 401 (unless the operator allowed anonymous callers), and the caller it
-does know is put in the ASGI scope, where :class:`CallerContextBuilder` makes it the SDK's user.
-Nothing in the request body can choose the caller.
+tokens chosen by the operator. :func:`guarded` wraps the SDK's ASGI app: a request with a token the
+verifier does not know, or with an ``Authorization`` header that is not ``Bearer TOKEN``, gets 401
+saying which; one with no credentials at all gets 401 too, unless the operator allowed anonymous
+callers. The caller a known token acts as is put in the ASGI scope, where
+:class:`CallerContextBuilder` makes it the SDK's user. Nothing in the request body can choose the
+caller, and wrong credentials never fall back to the anonymous caller.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +23,24 @@ from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 
-from ..errors import ConfigurationError
-from ..token_file import TokenDigests, bearer_token, read_token_file, refuse_unauthenticated
+from ..errors import AgentScopeTeamsError, ConfigurationError, public_message
+from ..token_file import (
+    MALFORMED_AUTHORIZATION,
+    TokenDigests,
+    presented_credentials,
+    read_token_file,
+    refuse_unauthenticated,
+    send_error,
+)
 
+log = logging.getLogger(__name__)
+#: Seconds a caller is told to wait (``Retry-After``) when its credentials could not be checked.
+RETRY_AFTER_SECONDS = 5
+#: What a refused caller is told to send.
+_SEND = (
+    "send 'Authorization: Bearer TOKEN' with a token the operator gave you (an operator token of "
+    "the control plane, or one of the server's token file)"
+)
 #: Where :func:`guarded` puts the caller in the ASGI scope.
 SCOPE_KEY = "agentscope_teams.a2a_caller"
 
@@ -90,9 +108,11 @@ def caller_of(context: ServerCallContext) -> Caller:
 def guarded(
     app: Any, verifier: Verifier | None, *, anonymous: bool = False, public_card: bool = False
 ) -> Any:
-    """``app`` behind bearer authentication: 401 for a request without a token ``verifier``
-    knows, unless ``anonymous`` (then it runs as the anonymous caller); ``public_card`` lets the
-    Agent Card be read without credentials."""
+    """``app`` behind bearer authentication: 401 for a request whose token ``verifier`` does not
+    know or whose ``Authorization`` header is malformed, always; 401 for a request without
+    credentials unless ``anonymous`` (then it runs as the anonymous caller), or ``public_card`` and
+    it reads the Agent Card; 503 (``Retry-After``) when ``verifier`` fails with a library error
+    (its store is away), told in the error's public form."""
     if verifier is None and not anonymous:
         raise ConfigurationError(
             "an A2A server needs a token verifier (the control plane's tokens or a token file); "
@@ -103,14 +123,32 @@ def guarded(
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        token = bearer_token(scope)
-        caller = await verifier(token) if token and verifier is not None else None
-        if caller is None:
+        present, token = presented_credentials(scope)
+        if present and token is None:
+            await refuse_unauthenticated(send, f"{MALFORMED_AUTHORIZATION}; {_SEND}")
+            return
+        if token is None:
             card = str(scope.get("path", "")).endswith("/.well-known/agent-card.json")
             if not (anonymous or (public_card and card)):
-                await refuse_unauthenticated(send)
+                await refuse_unauthenticated(send, f"the request has no credentials; {_SEND}")
                 return
-            caller = Caller(None)
+            caller: Caller | None = Caller(None)
+        else:
+            try:
+                caller = await verifier(token) if verifier is not None else None
+            except AgentScopeTeamsError as exc:  # the store holding the tokens is away, say
+                log.warning("A2A: cannot check a bearer token: %s: %s", type(exc).__name__, exc)
+                text = (
+                    f"the credentials could not be checked: {public_message(exc)}; retry in "
+                    f"{RETRY_AFTER_SECONDS} s"
+                )
+                retry = [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())]
+                await send_error(send, 503, text, retry)
+                return
+            if caller is None:  # wrong, revoked or expired: never the anonymous caller
+                reason = "the bearer token is not known (wrong, revoked or expired)"
+                await refuse_unauthenticated(send, f"{reason}; {_SEND}")
+                return
         await app({**scope, SCOPE_KEY: caller}, receive, send)
 
     return wrapper

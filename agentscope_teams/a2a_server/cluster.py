@@ -51,7 +51,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from ..errors import VersionConflict
 from ..keys import a2a_events_key
 from ..store.base import BaseStore, signals_of
-from .stores import StoreTaskStore, encode_task
+from .stores import ENDED, StorePushConfigStore, StoreTaskStore
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +62,6 @@ POLL_SECONDS = 0.2
 KEEP_SECONDS = 30.0
 _READ_BATCH = 100
 _CANCEL_TRIES = 5
-_ENDED = {
-    TaskState.TASK_STATE_COMPLETED,
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_CANCELED,
-    TaskState.TASK_STATE_REJECTED,
-}
 
 
 def _version_number(version: TaskVersion) -> int:
@@ -77,10 +71,20 @@ def _version_number(version: TaskVersion) -> int:
 
 
 class VersionedTasks(VersionedTaskStore):
-    """The records of ``tasks`` (one exposed agent's) with compare-and-swap saves."""
+    """The records of ``tasks`` (one exposed agent's) with compare-and-swap saves; a save that
+    ends a task gives it, and its configs in ``pushes``, the TTL of ``tasks``' retention."""
 
-    def __init__(self, tasks: StoreTaskStore) -> None:
-        self.tasks = tasks
+    def __init__(self, tasks: StoreTaskStore, pushes: StorePushConfigStore | None = None) -> None:
+        self.tasks, self.pushes = tasks, pushes
+
+    async def _write(
+        self, task: Task, context: ServerCallContext, expected_version: int
+    ) -> TaskVersion:
+        written = await self.tasks.write(task, context, expected_version=expected_version)
+        ttl = self.tasks.ttl_of(task)
+        if ttl is not None and self.pushes is not None:
+            await self.pushes.retain(task.id, ttl)
+        return TaskVersion(written)
 
     async def save(
         self,
@@ -94,28 +98,21 @@ class VersionedTasks(VersionedTaskStore):
         del event, prev
         if task.status.state == TaskState.TASK_STATE_CANCELED:
             return await self._cancel(task, context)
-        key = self.tasks.key(task.id, context)
-        expected = _version_number(prev_version)
         try:
-            written = await self.tasks.store.put(key, encode_task(task), expected_version=expected)
+            return await self._write(task, context, _version_number(prev_version))
         except VersionConflict:
             raise ConcurrentTaskModificationError(task.id) from None
-        return TaskVersion(written)
 
     async def _cancel(self, task: Task, context: ServerCallContext) -> TaskVersion:
         """Write the cancelled ``task`` over whatever version is stored, unless it has ended."""
-        key = self.tasks.key(task.id, context)
         for _ in range(_CANCEL_TRIES):
             current = await self.tasks.get_stored(task.id, context)
-            if current is None or current[0].status.state in _ENDED:
+            if current is None or current[0].status.state in ENDED:
                 break
             try:
-                written = await self.tasks.store.put(
-                    key, encode_task(task), expected_version=current[1]
-                )
+                return await self._write(task, context, current[1])
             except VersionConflict:
                 continue  # the running process wrote it meanwhile: read it again
-            return TaskVersion(written)
         raise ConcurrentTaskModificationError(task.id)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
@@ -152,7 +149,7 @@ def _event(response: StreamResponse, task_id: str, seq: int) -> Any:
 
 
 def _ends(event: Any) -> bool:
-    return isinstance(event, TaskStatusUpdateEvent | Task) and event.status.state in _ENDED
+    return isinstance(event, TaskStatusUpdateEvent | Task) and event.status.state in ENDED
 
 
 class StoreTaskEventStream(TaskEventStream):

@@ -5,24 +5,51 @@ same tasks: a task paused for input in one process is answered through another. 
 scoped by the caller (org, user) and the exposed agent; a caller never reads another's task.
 Push-notification configs are keyed by agent and task (the SDK's sender dispatches without a
 caller) and name their owner, which every caller-facing read checks.
+
+Retention: a task that has ended (:data:`ENDED`: completed, failed, cancelled, rejected) is written
+with a TTL of ``retention`` seconds (:data:`TASK_RETENTION_SECONDS` by default), and its push
+configs are given the same TTL, so a long-running server keeps only the recent ones; a task still
+submitted, working or paused for input has no TTL (it is never removed under its runner or caller).
+Reading an expired task is the protocol's "task not found".
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import PushNotificationConfigStore, TaskStore
-from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig
-from a2a.utils.errors import InvalidParamsError
+from a2a.types.a2a_pb2 import (
+    ListTasksRequest,
+    ListTasksResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from ..errors import ConfigurationError
 from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix
 from ..store.base import BaseStore, get_many
 from .auth import caller_of
 
 SCHEMA_VERSION = 1
+#: How long an ended task (and its push configs) is kept by default: a day, for callers that read
+#: a result later (``tasks/get``) or list what ran; ``a2a_app(task_retention=...)`` and
+#: ``serve --a2a-task-retention`` change it.
+TASK_RETENTION_SECONDS = 24 * 3600.0
+#: The states after which a task never changes again.
+ENDED = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 _PAGE = 50
 _KEY_PAGE = 1000
 _MAX_TOKEN_DIGITS = 9
@@ -38,19 +65,49 @@ def encode_task(task: Task) -> bytes:
     return _encode("task", task)
 
 
-class StoreTaskStore(TaskStore):
-    """A2A task records of the exposed agent ``agent``, one entry per task per caller."""
+def check_retention(seconds: float, name: str = "task_retention") -> float:
+    """``seconds`` as a task retention; a :class:`ConfigurationError` naming ``name`` (the
+    parameter or flag) and saying what to pass when it is not a positive, finite number."""
+    if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0):
+        raise ConfigurationError(
+            f"{name} must be a positive number of seconds (how long an ended A2A task "
+            f"is kept), got {seconds!r}; the default is {TASK_RETENTION_SECONDS:g}"
+        )
+    return float(seconds)
 
-    def __init__(self, store: BaseStore, agent: str) -> None:
+
+class StoreTaskStore(TaskStore):
+    """A2A task records of the exposed agent ``agent``, one entry per task per caller; an ended
+    task's record expires ``retention`` seconds after it ended."""
+
+    def __init__(
+        self, store: BaseStore, agent: str, *, retention: float = TASK_RETENTION_SECONDS
+    ) -> None:
         self.store, self.agent = store, agent
+        self.retention = check_retention(retention)
 
     def key(self, task_id: str, context: ServerCallContext) -> tuple[str, ...]:
         """The store key of the caller's task ``task_id``."""
         who = caller_of(context)
         return a2a_task_key(who.org_id, who.user_id, self.agent, task_id)
 
+    def ttl_of(self, task: Task) -> float | None:
+        """The TTL a record of ``task`` is written with: the retention once it has ended, else
+        none (a running or paused task is never removed)."""
+        return self.retention if task.status.state in ENDED else None
+
+    async def write(
+        self, task: Task, context: ServerCallContext, *, expected_version: int | None = None
+    ) -> int:
+        """Write the caller's ``task`` (compare-and-swap on ``expected_version`` when given) with
+        the TTL of its state; its new version."""
+        key, value = self.key(task.id, context), encode_task(task)
+        return await self.store.put(
+            key, value, expected_version=expected_version, ttl=self.ttl_of(task)
+        )
+
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        await self.store.put(self.key(task.id, context), encode_task(task))
+        await self.write(task, context)
 
     async def get_stored(self, task_id: str, context: ServerCallContext) -> tuple[Task, int] | None:
         """The caller's task ``task_id`` and the version of its record; None when absent."""
@@ -85,7 +142,15 @@ class StoreTaskStore(TaskStore):
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         """The caller's tasks, newest status first, filtered by context and state; the page
-        token is the offset of the page."""
+        token is the offset of the page. Refused to an anonymous caller: every caller without
+        credentials is that one caller, so its list would hold the tasks of all of them."""
+        if caller_of(context).user_id is None:
+            raise UnsupportedOperationError(
+                message="listing tasks needs credentials: every caller without a token is the "
+                "same anonymous caller, so the list would show other callers' tasks; read your "
+                "tasks one by one with GetTask (keep the ids you are given), or send "
+                "'Authorization: Bearer TOKEN'"
+            )
         tasks = [
             task
             for task in await self._all(context)
@@ -118,10 +183,12 @@ def _page_start(token: str) -> int:
 
 
 class StorePushConfigStore(PushNotificationConfigStore):
-    """Push-notification configs of the exposed agent's tasks."""
+    """Push-notification configs of the exposed agent's tasks. With ``tasks`` (the agent's task
+    records), a config set on a task that has already ended expires with it; :meth:`retain` gives
+    a task's configs the TTL of its end."""
 
-    def __init__(self, store: BaseStore, agent: str) -> None:
-        self.store, self.agent = store, agent
+    def __init__(self, store: BaseStore, agent: str, tasks: StoreTaskStore | None = None) -> None:
+        self.store, self.agent, self.tasks = store, agent, tasks
 
     async def set_info(
         self, task_id: str, notification_config: TaskPushNotificationConfig, context: Any
@@ -131,10 +198,23 @@ class StorePushConfigStore(PushNotificationConfigStore):
         config.task_id = task_id
         config.id = config.id or task_id
         owner = caller_of(context).owner
+        ttl = None
+        if self.tasks is not None and (task := await self.tasks.get(task_id, context)) is not None:
+            ttl = self.tasks.ttl_of(task)
         await self.store.put(
-            a2a_push_key(self.agent, task_id, config.id), _encode("config", config, owner=owner)
+            a2a_push_key(self.agent, task_id, config.id),
+            _encode("config", config, owner=owner),
+            ttl=ttl,
         )
         return config
+
+    async def retain(self, task_id: str, ttl: float) -> None:
+        """Make every push config of the ended ``task_id`` expire in ``ttl`` seconds (the
+        sender still reads them for the end's notification, sent after the task is saved)."""
+        for key in await self.store.list_keys(a2a_push_prefix(self.agent, task_id)):
+            entry = await self.store.get(key)
+            if entry is not None:
+                await self.store.put(key, entry.value, ttl=ttl)
 
     async def _records(self, task_id: str) -> list[tuple[str, TaskPushNotificationConfig]]:
         found = []

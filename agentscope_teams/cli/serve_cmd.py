@@ -26,6 +26,7 @@ from typing import Any
 
 from ..store.base import BaseStore
 from ..store.url import redact_url
+from .a2a_serve import check_a2a_options
 from .common import (
     SubParsers,
     add_command,
@@ -117,6 +118,7 @@ def handle(args: argparse.Namespace) -> int:
     if not 0 <= args.drain_seconds <= 3600:
         raise ValueError("--drain-seconds must be a number of seconds in 0..3600")
     config_lease(args.task_lease, "--task-lease")  # refused now, not as HTTP 500 on every claim
+    check_a2a_options(args)  # a bad --public-url / --a2a-task-retention before anything starts
     if args.create_operator_token:
         return with_store(args, lambda store: _create_token(args, store))
     return with_store(args, lambda store: serve_with_agents(args, store, _serve))

@@ -4,15 +4,18 @@ task with the answer, or fails it with the reason."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from agentscope_teams.context import RuntimeContext
+from agentscope_teams.keys._family import A2A_REMOTE
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.store.url import store_from_url
@@ -36,11 +39,13 @@ a2a:
 """
 
 
-async def run_team(tmp_path: Path, url: str, tasks: list[str]) -> list[object]:
+async def run_team(
+    tmp_path: Path, url: str, tasks: list[str], store: InMemoryStore | None = None
+) -> list[object]:
     folder = tmp_path / "specs"
     folder.mkdir()
     (folder / "remote.md").write_text(SPEC.format(url=url, key=KEY))
-    store = InMemoryStore()
+    store = store or InMemoryStore()
     ctx = RuntimeContext(session_id="s", user_id="alice", org_id=unique_namespace())
     client = LocalTeamClient(store, ctx)
     builder = MemberBuilder(
@@ -68,11 +73,22 @@ async def run_team(tmp_path: Path, url: str, tasks: list[str]) -> list[object]:
 
 
 def test_the_member_completes_tasks_with_the_remote_answers(remote: str, tmp_path: Path) -> None:
-    done, failed, asked = anyio.run(run_team, tmp_path, remote, ["hi board", "fail", "ask"])
+    store = InMemoryStore()
+    done, failed, asked = anyio.run(run_team, tmp_path, remote, ["hi board", "fail", "ask"], store)
     assert done.status is TaskStatus.COMPLETED and done.result == "remote says: hi board"
     assert failed.status is TaskStatus.FAILED
     assert "'remote'" in (failed.error or "") and "it broke" in (failed.error or "")
     assert asked.status is TaskStatus.FAILED and "What is your name?" in (asked.error or "")
+    # the question nobody will answer: its remote task was cancelled, not left waiting for good
+    (key,) = anyio.run(store.list_keys, A2A_REMOTE.prefix())
+    entry = anyio.run(store.get, key)
+    assert entry is not None
+    context = json.loads(entry.value)["context_id"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"contextId": context}}
+    headers = {"X-Api-Key": KEY, "A2A-Version": "1.0"}
+    listed = httpx.post(remote + "/", json=body, headers=headers).json()["result"]["tasks"]
+    states = sorted(t["status"]["state"] for t in listed)
+    assert "TASK_STATE_INPUT_REQUIRED" not in states and "TASK_STATE_CANCELED" in states, states
 
 
 @pytest.mark.slow
