@@ -1,6 +1,6 @@
 """Bearer tokens an operator lists in a file, each acting as one (org, user): the one reader of that
 file format, shared by ``mcp-serve --tokens`` and the A2A server's ``--a2a-tokens``; and the bearer
-gate both servers put before their SDK (:func:`bearer_token`, :func:`refuse_unauthenticated`).
+gate both servers put before their SDK (:func:`verify_credentials`).
 
 The file (JSON or YAML) maps each token to ``{user: USER, org: ORG}`` (``org`` optional). Only the
 SHA-256 of each token is kept in memory, and lookups compare digests in constant time.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -18,9 +19,12 @@ from typing import Any, Generic, TypeVar
 import yaml
 
 from .context import RuntimeContext
-from .errors import ConfigurationError
+from .errors import AgentScopeTeamsError, ConfigurationError, public_message
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+#: Seconds a caller is told to wait (``Retry-After``) when its credentials could not be checked.
+RETRY_AFTER_SECONDS = 5
 
 
 def read_token_file(path: Path) -> dict[str, tuple[str, str | None]]:
@@ -97,6 +101,41 @@ async def refuse_unauthenticated(
     ``reason`` (what was wrong and what to send) when given."""
     text = reason or "a known bearer token is required (Authorization: Bearer)"
     await send_error(send, 401, text, [(b"www-authenticate", b"Bearer")])
+
+
+async def verify_credentials(
+    scope: Mapping[str, Any],
+    send: Callable[[dict[str, Any]], Awaitable[None]],
+    verifier: Callable[[str], Awaitable[T | None]] | None,
+    hint: str,
+) -> tuple[bool, T | None]:
+    """Check an ASGI request's credentials: ``(answered, who)``. ``answered`` when the request was
+    refused here: 401 for a malformed ``Authorization`` header or a token ``verifier`` does not
+    know (wrong credentials never count as none), 503 with ``Retry-After`` when ``verifier``
+    fails with a library error (its store is away). Else ``who`` is the token's identity, or None
+    for a request with no credentials, which the caller admits as anonymous or refuses. ``hint``
+    tells a refused caller what to send."""
+    present, token = presented_credentials(scope)
+    if present and token is None:
+        await refuse_unauthenticated(send, f"{MALFORMED_AUTHORIZATION}; {hint}")
+        return True, None
+    if token is None:
+        return False, None
+    try:
+        who = await verifier(token) if verifier is not None else None
+    except AgentScopeTeamsError as exc:
+        log.warning("cannot check a bearer token: %s: %s", type(exc).__name__, exc)
+        text = (
+            f"the credentials could not be checked: {public_message(exc)}; retry in "
+            f"{RETRY_AFTER_SECONDS} s"
+        )
+        await send_error(send, 503, text, [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+        return True, None
+    if who is None:
+        reason = "the bearer token is not known (wrong, revoked or expired)"
+        await refuse_unauthenticated(send, f"{reason}; {hint}")
+        return True, None
+    return False, who
 
 
 async def send_error(

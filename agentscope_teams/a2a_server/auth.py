@@ -23,19 +23,15 @@ from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 
-from ..errors import AgentScopeTeamsError, ConfigurationError, public_message
+from ..errors import ConfigurationError
 from ..token_file import (
-    MALFORMED_AUTHORIZATION,
     TokenDigests,
-    presented_credentials,
     read_token_file,
     refuse_unauthenticated,
-    send_error,
+    verify_credentials,
 )
 
 log = logging.getLogger(__name__)
-#: Seconds a caller is told to wait (``Retry-After``) when its credentials could not be checked.
-RETRY_AFTER_SECONDS = 5
 #: What a refused caller is told to send.
 _SEND = (
     "send 'Authorization: Bearer TOKEN' with a token the operator gave you (an operator token of "
@@ -123,32 +119,15 @@ def guarded(
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        present, token = presented_credentials(scope)
-        if present and token is None:
-            await refuse_unauthenticated(send, f"{MALFORMED_AUTHORIZATION}; {_SEND}")
+        answered, caller = await verify_credentials(scope, send, verifier, _SEND)
+        if answered:
             return
-        if token is None:
+        if caller is None:
             card = str(scope.get("path", "")).endswith("/.well-known/agent-card.json")
             if not (anonymous or (public_card and card)):
                 await refuse_unauthenticated(send, f"the request has no credentials; {_SEND}")
                 return
-            caller: Caller | None = Caller(None)
-        else:
-            try:
-                caller = await verifier(token) if verifier is not None else None
-            except AgentScopeTeamsError as exc:  # the store holding the tokens is away, say
-                log.warning("A2A: cannot check a bearer token: %s: %s", type(exc).__name__, exc)
-                text = (
-                    f"the credentials could not be checked: {public_message(exc)}; retry in "
-                    f"{RETRY_AFTER_SECONDS} s"
-                )
-                retry = [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())]
-                await send_error(send, 503, text, retry)
-                return
-            if caller is None:  # wrong, revoked or expired: never the anonymous caller
-                reason = "the bearer token is not known (wrong, revoked or expired)"
-                await refuse_unauthenticated(send, f"{reason}; {_SEND}")
-                return
+            caller = Caller(None)
         await app({**scope, SCOPE_KEY: caller}, receive, send)
 
     return wrapper

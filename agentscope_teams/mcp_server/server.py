@@ -44,9 +44,19 @@ from ..events import (
     ToolResultEvent,
 )
 from ..message import Msg
-from ..token_file import TokenDigests, bearer_token, read_token_file, refuse_unauthenticated
+from ..token_file import (
+    TokenDigests,
+    read_token_file,
+    refuse_unauthenticated,
+    verify_credentials,
+)
 
 log = logging.getLogger(__name__)
+#: What a refused caller is told to send.
+_SEND = (
+    "send 'Authorization: Bearer TOKEN' with a token the operator gave you (an operator token of "
+    "the control plane, or one of the server's token file)"
+)
 
 #: The input schema of every agent tool.
 INPUT_SCHEMA: dict[str, Any] = {
@@ -374,8 +384,9 @@ def _error(text: str) -> Any:
 
 class _Guarded:
     """An ASGI app behind bearer auth: the identity of a known token goes in the ASGI scope (where
-    :meth:`McpAgentServer._identity` reads it); any other request gets 401, unless ``anonymous``
-    (then it runs as the anonymous user). A class, not a function: a router mounts it as an ASGI
+    :meth:`McpAgentServer._identity` reads it); a wrong token or a malformed ``Authorization``
+    header gets 401, always; a request without credentials gets 401 unless ``anonymous`` (then it
+    runs as the anonymous user). A class, not a function: a router mounts it as an ASGI
     app (every method), never as a request handler."""
 
     def __init__(self, app: Any, verifier: IdentityVerifier | None, *, anonymous: bool) -> None:
@@ -385,12 +396,14 @@ class _Guarded:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        token = bearer_token(scope)
-        who = await self.verifier(token) if token and self.verifier is not None else None
-        if who is None and not self.anonymous:
-            await refuse_unauthenticated(send)
+        answered, who = await verify_credentials(scope, send, self.verifier, _SEND)
+        if answered:
             return
-        who = who or Identity(None, None)
+        if who is None:  # no credentials at all; wrong ones were refused above
+            if not self.anonymous:
+                await refuse_unauthenticated(send, f"the request has no credentials; {_SEND}")
+                return
+            who = Identity(None, None)
         await self.app({**scope, SCOPE_KEY: who, "user": _sdk_user(who)}, receive, send)
 
 
