@@ -11,6 +11,11 @@ from pathlib import Path
 import pytest
 
 from agentscope_teams import HarnessAgent, RuntimeContext, ScriptedModel, SubagentSpec
+from agentscope_teams.events import (
+    ConfirmResult,
+    RequireUserConfirmEvent,
+    UserConfirmResultEvent,
+)
 from agentscope_teams.message import ToolResultBlock
 from agentscope_teams.model.base import ModelRequest
 from agentscope_teams.store import InMemoryStore
@@ -122,3 +127,40 @@ async def _spawn_writer(tmp_path: Path, parent: str, spec_mode: str) -> tuple[st
 async def test_a_plan_spec_under_a_bypass_parent_stays_read_only(tmp_path: Path) -> None:
     out, written = await _spawn_writer(tmp_path, "bypass", "plan")
     assert not written and "plan mode" in out
+
+
+async def test_a_child_inherits_the_mode_the_parent_session_is_in(tmp_path: Path) -> None:
+    """An agent configured for plan mode whose plan the user approved works in default mode
+    (the session's choice); the subagent it then delegates to inherits that mode, not the
+    configured ``plan``, so it can do the approved work (Claude Code: a subagent inherits the
+    permission context of the main conversation)."""
+    spec = SubagentSpec(
+        name="worker", description="Writes.", system_prompt="Go.", workspace={"mode": "shared"}
+    )
+    script = [
+        ScriptedModel.tool_call("ExitPlanMode", {"plan": "1. have the worker write out.txt"}),
+        ScriptedModel.tool_call("agent_spawn", {"agent": "worker", "task": "write"}),
+        ScriptedModel.tool_call("write_file", {"path": "out.txt", "content": "x"}),
+        "finished",
+        "done",
+    ]
+    lead = HarnessAgent(
+        "lead",
+        ScriptedModel(script),
+        "Lead.",
+        specs=[spec],
+        store=InMemoryStore(),
+        workspace=tmp_path / "ws",
+        workspace_scope="shared",
+        permissions=PermissionEngine(mode="plan"),
+    )
+    async with lead:
+        events = [e async for e in lead.stream("go", CTX)]
+        [ask] = [e for e in events if isinstance(e, RequireUserConfirmEvent)]
+        approve = UserConfirmResultEvent(
+            reply_id=ask.reply_id,
+            results=[ConfirmResult(tool_call_id=ask.tool_calls[0].id, confirmed=True)],
+        )
+        await lead.call(approve, CTX)
+    out = _results(lead.model.requests)
+    assert (tmp_path / "ws" / "out.txt").exists(), out
