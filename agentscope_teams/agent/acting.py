@@ -130,7 +130,9 @@ class StepRunner:
             decision = self.agent.permissions.never_ask(decision, mode, tool)
             if decision.behavior == "ask":
                 decision = await self._permission_request(tool, call, decision)
-            if decision.behavior == "deny":
+            if self.halted is not None:  # a PermissionRequest hook's continue: false
+                results[call.id] = _refused(call, _stopped(self.halted), "hook_block")
+            elif decision.behavior == "deny":
                 tracing.denial("permission", call.name)
                 results[call.id] = _denied(call, tool, decision, mode)
             elif decision.behavior == "ask":

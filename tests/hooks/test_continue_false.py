@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_teams.events import HintEvent, ReplyEndEvent
+from agentscope_teams.events import (
+    HintEvent,
+    ReplyEndEvent,
+    RequireUserConfirmEvent,
+    ToolResultEvent,
+)
 from agentscope_teams.model import ScriptedModel
+from agentscope_teams.tools import tool
 
 from .helpers import CTX, agent, command_hooks, script
 
@@ -81,3 +87,38 @@ async def test_stop_continue_false_tells_the_user_its_reason(tmp_path: Path) -> 
     assert end.msg.metadata["hook_stop_reason"] == "budget review"
     hints = [e.text for e in events if isinstance(e, HintEvent)]
     assert any("budget review" in h for h in hints)
+
+
+@tool(requires_confirmation=True)
+async def deploy(target: str) -> str:
+    """Deploy (asks the user).
+
+    Args:
+        target: Where to.
+    """
+    return f"deployed to {target}"
+
+
+@pytest.mark.parametrize("behavior", [None, "allow"])
+async def test_permission_request_continue_false_stops_instead_of_asking(
+    tmp_path: Path, behavior: str | None
+) -> None:
+    """The call neither runs nor waits for the user: the reply ends with the stop reason and
+    nothing is left awaiting confirmation."""
+    answer: dict[str, object] = {"continue": False, "stopReason": "no deploys on Friday"}
+    if behavior:
+        verdict = {"behavior": behavior}
+        answer["hookSpecificOutput"] = {"hookEventName": "PermissionRequest", "decision": verdict}
+    hooks = command_hooks("PermissionRequest", _answering(tmp_path, answer), "deploy")
+    model = ScriptedModel([ScriptedModel.tool_call("deploy", {"target": "prod"}), "done"])
+    async with agent(tmp_path, model, tools=[deploy], hooks=hooks) as a:
+        events = [e async for e in a.stream("go", CTX)]
+        state = await a.get_agent_state(CTX)
+    assert not any(isinstance(e, RequireUserConfirmEvent) for e in events)
+    results = [e.result for e in events if isinstance(e, ToolResultEvent)]
+    assert [r.output for r in results] == [
+        "not run: a hook stopped the agent (no deploys on Friday)"
+    ]
+    end = next(e for e in events if isinstance(e, ReplyEndEvent))
+    assert end.msg.get_text_content() == "no deploys on Friday"
+    assert state.awaiting_confirmation == [] and len(model.requests) == 1
