@@ -107,9 +107,11 @@ class StepRunner:
                 to_run.append(call)  # the toolkit answers with an "unknown tool" error result
                 continue
             pre = await self.hook("PreToolUse", **self._tool_fields(call))
-            if pre.stop:  # continue: false wins over the hook's decision fields, as in Claude Code
+            if (
+                self.halted is not None
+            ):  # continue: false wins over its decision fields (Claude Code)
                 tracing.denial("hook", call.name)
-                results[call.id] = _refused(call, _stopped(self.halted or ""), "hook_block")
+                results[call.id] = _refused(call, _stopped(self.halted), "hook_block")
                 continue
             if pre.updated_input is not None:
                 call = self._rewrite(call, pre.updated_input)
