@@ -34,6 +34,9 @@ ToolRun = tuple[list[ToolUseBlock], list[ToolUseBlock], dict[str, ToolResultBloc
 
 _NO_ENV = nullcontext()
 
+HOOK_HINT = "[hook] "
+"""How the hint of a hook's notice (a ``systemMessage``, a failed hook, a stop) begins."""
+
 
 class StepRunner:
     """Runs tool calls for one reply of ``agent`` on ``state``."""
@@ -62,7 +65,7 @@ class StepRunner:
     def hints(self) -> list[HintEvent]:
         """The hook notices gathered since the last call, as events for whoever watches the
         reply (Claude Code shows them to the user, not to the model)."""
-        shown = [HintEvent(text=f"[hook] {n}", **self._ev()) for n in self.notices]
+        shown = [HintEvent(text=HOOK_HINT + n, **self._ev()) for n in self.notices]
         self.notices.clear()
         return shown
 
@@ -96,11 +99,20 @@ class StepRunner:
         to_run, to_ask = [], []
         ws = self.opts.env.workspace if self.opts.env else None
         for call in calls:
+            if self.halted is not None:  # a hook stopped the agent: no further call runs
+                results[call.id] = _refused(call, _stopped(self.halted), "hook_block")
+                continue
             tool = self.toolkit.get(call.name)
             if tool is None:
                 to_run.append(call)  # the toolkit answers with an "unknown tool" error result
                 continue
             pre = await self.hook("PreToolUse", **self._tool_fields(call))
+            if (
+                self.halted is not None
+            ):  # continue: false wins over its decision fields (Claude Code)
+                tracing.denial("hook", call.name)
+                results[call.id] = _refused(call, _stopped(self.halted), "hook_block")
+                continue
             if pre.updated_input is not None:
                 call = self._rewrite(call, pre.updated_input)
             if pre.additional_context:
@@ -120,7 +132,9 @@ class StepRunner:
             decision = self.agent.permissions.never_ask(decision, mode, tool)
             if decision.behavior == "ask":
                 decision = await self._permission_request(tool, call, decision)
-            if decision.behavior == "deny":
+            if self.halted is not None:  # a PermissionRequest hook's continue: false
+                results[call.id] = _refused(call, _stopped(self.halted), "hook_block")
+            elif decision.behavior == "deny":
                 tracing.denial("permission", call.name)
                 results[call.id] = _denied(call, tool, decision, mode)
             elif decision.behavior == "ask":
@@ -320,6 +334,11 @@ def _command_cause(tool: Tool, decision: PermissionDecision, mode: str) -> Permi
     if mode == "plan" and not tool.read_only:
         return "plan_mode"
     return "dont_ask" if mode == "dont_ask" else "hook"
+
+
+def _stopped(reason: str) -> str:
+    """The result of a call a hook's ``continue: false`` kept from running."""
+    return f"not run: a hook stopped the agent ({reason})"
 
 
 def _noted(text: str, notes: list[str]) -> str:

@@ -301,7 +301,7 @@ class _Reply(StepRunner):
     def _halt_msg(self) -> Msg:
         """The final message of a reply a hook stopped (``continue: false``, a blocked prompt)."""
         return AssistantMsg(
-            self.halted or "", name=self.agent.name, metadata={"stopped_by_hook": True}
+            self.halted or "", name=self.agent.name, metadata={STOPPED_BY_HOOK: True}
         )
 
     async def _stop_hook(self, response: ModelResponse) -> bool:
@@ -315,7 +315,10 @@ class _Reply(StepRunner):
             stop_hook_active=self.stop_hook_active,
             last_assistant_message=text,
         )
-        if not outcome.blocked or self.halted is not None:
+        if self.halted is not None:  # continue: false wins over a block: the user is told why
+            self.notices.append(f"stopped by a {self.opts.stop_event} hook: {self.halted}")
+            return False
+        if not outcome.blocked:
             return False
         self._record(response, final=False)
         self.state.context.append(UserMsg(outcome.reason, name="hook"))
@@ -353,8 +356,10 @@ class _Reply(StepRunner):
                 await self._checkpoint()
                 return False
             # the turn limit ended it (final): say so to whoever reads the answer
-            limit = {TURN_LIMIT: self.cfg.max_iters} if final else {}
-            return self._record(response, final=True, extra=limit)
+            extra: dict[str, Any] = {TURN_LIMIT: self.cfg.max_iters} if final else {}
+            if self.halted is not None:  # a Stop hook's continue: false: its reason too
+                extra[HOOK_STOP_REASON] = self.halted
+            return self._record(response, final=True, extra=extra)
         return True
 
     async def _checkpoint(self) -> None:
@@ -551,6 +556,14 @@ class _Reply(StepRunner):
 
 TURN_LIMIT = "turn_limit"
 """Metadata key of a final answer the turn limit forced (its value: the limit)."""
+
+STOPPED_BY_HOOK = "stopped_by_hook"
+"""Metadata key of the final message of a reply a hook stopped before the model answered (a
+``continue: false``, a refused prompt): its text is the hook's reason."""
+
+HOOK_STOP_REASON = "hook_stop_reason"
+"""Metadata key of a final answer after which a Stop (or SubagentStop) hook answered
+``continue: false``: its ``stopReason`` (Claude Code shows it to the user)."""
 
 
 def _as_messages(input: ReplyInput) -> list[Msg]:

@@ -2,7 +2,9 @@
 
 Plain lines (a terminal, a pipe or a log read the same): the lead's streamed tokens as they come,
 ``-> tool(args)`` for each call and ``<- tool: result`` for each result (the whole result of a
-subagent or of ``waitForTeam``, a line for other tools), task-board changes and team messages from
+subagent or of ``waitForTeam``, a line for other tools), hooks' notices (``[hook] ...``: a
+``systemMessage``, a failed hook) and, when a hook stopped the reply, ``stopped by a hook:`` and
+its reason (Claude Code shows the user a ``stopReason``), task-board changes and team messages from
 the :class:`~.review_run.Watcher`, then a summary. ``--json`` prints every event as one JSON line
 (text deltas included) and ends with a ``run_end`` object.
 """
@@ -15,9 +17,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..agent.acting import HOOK_HINT
+from ..agent.react import STOPPED_BY_HOOK
 from ..events import (
     AgentEvent,
+    HintEvent,
     ModelCallEndEvent,
+    ReplyEndEvent,
     RequireUserConfirmEvent,
     TextDeltaEvent,
     ToolCallEvent,
@@ -87,6 +93,10 @@ class RunView:
             self._line(f"-> {call.name}({abbreviate(_args(call.input), 100)})")
         elif isinstance(event, ToolResultEvent):
             self._result(event)
+        elif isinstance(event, HintEvent) and event.text.startswith(HOOK_HINT):
+            self._line(event.text)  # a hook's warning to the user (systemMessage), or its failure
+        elif isinstance(event, ReplyEndEvent) and event.msg.metadata.get(STOPPED_BY_HOOK):
+            self._line(f"stopped by a hook: {event.msg.get_text_content()}")
         elif isinstance(event, RequireUserConfirmEvent):
             names = ", ".join(c.name for c in event.tool_calls)
             self._line(

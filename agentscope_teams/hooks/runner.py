@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from ..tools.claude_code import claude_name_of, to_claude_input
-from ..tools.permissions import CLAUDE_MODES
+from ..tools.modes import claude_name
 from ..tracing import hook_denial
 from ..trust import project_root
 from .command import run_command
@@ -23,7 +23,6 @@ __all__ = ["Hooks", "claude_mode", "tool_payload"]
 
 log = logging.getLogger(__name__)
 
-_MODE_NAMES: dict[str, str] = {str(ours): claude for claude, ours in CLAUDE_MODES.items()}
 _MATCH_FIELD = {
     "SessionStart": "source",
     "SessionEnd": "reason",
@@ -35,7 +34,7 @@ _MATCH_FIELD = {
 
 def claude_mode(mode: str) -> str:
     """Claude Code's name of our permission mode (``accept_edits`` -> ``acceptEdits``)."""
-    return _MODE_NAMES.get(mode, mode)
+    return claude_name(mode)
 
 
 class Hooks:

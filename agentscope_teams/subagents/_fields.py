@@ -476,6 +476,27 @@ def check_effort(value: Any) -> Any:
     raise ValueError(f"effort must be one of {', '.join(EFFORTS)}, got {describe(value)}")
 
 
+#: The load warning (and ``--strict`` error) of ``permissionMode: auto``.
+AUTO_MODE_NOTE = (
+    "permissionMode 'auto' (Claude Code's classifier) has no counterpart here: the agent runs "
+    "in its parent's mode; choose acceptEdits, dontAsk or another mode to set one"
+)
+MODE_KEYS = ("permissionMode", "permission_mode")
+
+
+def set_aside_auto_mode(
+    data: dict[str, Any], extra: dict[str, Any], lines: Mapping[str, int], default_line: int
+) -> list[tuple[int, str]]:
+    """Move a ``permissionMode: auto`` from ``data`` to ``extra`` (the file loads, as in Claude
+    Code, and the agent keeps its parent's mode: no classifier decides here); its note."""
+    for key in MODE_KEYS:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip() == "auto":
+            extra[key] = data.pop(key)
+            return [(lines.get(key, default_line), AUTO_MODE_NOTE)]
+    return []
+
+
 def check_permission_mode(value: Any) -> Any:
     if value is None:
         return None

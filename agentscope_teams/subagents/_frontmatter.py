@@ -28,6 +28,7 @@ from ._fields import (
     describe,
     merge_steps,
     normalize_fields,
+    set_aside_auto_mode,
     unknown_key_note,
 )
 
@@ -212,6 +213,7 @@ def _fill(draft: Draft, fm: Frontmatter, aliases: Mapping[str, str] | None) -> N
     """Check and normalize the keys of a well-formed frontmatter into ``draft.data``."""
     lines = draft.lines
     data, extra, notes = _split_keys(fm, lines)
+    notes += set_aside_auto_mode(data, extra, lines, fm.start)
     _default_name(draft, data, fm.start)
     draft.name_line = lines.get("name", fm.start)
     draft.alias_used = "max_iters" in data and "steps" not in data

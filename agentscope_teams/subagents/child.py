@@ -21,7 +21,8 @@ from ..errors import ChildPausedError, VersionConflict
 from ..message import Msg
 from ..model.base import ChatModel
 from ..sessions import SessionConfig, SessionSource
-from ..state import AgentState
+from ..state import AgentState, PermissionMode
+from ..tools import PermissionEngine
 from ..trust import ProjectTrust
 from .inbox import Inbox, acknowledge, take
 from .spawn import spawn_agent
@@ -59,9 +60,18 @@ def build_child(
     lease_ttl: float,
     mcp: McpToolset | None = None,
     trust: ProjectTrust | None = None,
+    parent_mode: PermissionMode | None = None,
 ) -> SessionAgent:
     """The child agent of one run, one level below ``parent``, reading its ``agent_send`` mail;
-    ``trust`` decides what its spec file may grant beyond the parent's permissions."""
+    ``trust`` decides what its spec file may grant beyond the parent's permissions.
+    ``parent_mode`` is the mode the parent's session is in (default: its engine's): the child
+    inherits that one, as a Claude Code subagent inherits the main conversation's mode (an
+    agent configured for ``plan`` whose plan was approved delegates in ``default``)."""
+    permissions = parent.permissions
+    if parent_mode is not None and parent_mode != permissions.mode:
+        permissions = PermissionEngine(
+            permissions.rules, parent_mode, unattended=permissions.unattended
+        )
     return spawn_agent(
         spec,
         name=spec.name,
@@ -69,7 +79,7 @@ def build_child(
         store=parent.store,
         toolkit=parent.toolkit,
         config=parent.config,
-        permissions=parent.permissions,
+        permissions=permissions,
         workspace=workspace,
         extensions=[MailExtension(mail, parent.name)],
         lease_ttl=lease_ttl,

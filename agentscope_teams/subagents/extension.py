@@ -378,6 +378,7 @@ class SubagentExtension(Extension):
             lease_ttl=self.lease_ttl,
             mcp=self.mcp,
             trust=self.trust,
+            parent_mode=agent.permissions.effective_mode(scope.state.permission_context),
         )
         child.hooks = self._hooks_for(spec)
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}

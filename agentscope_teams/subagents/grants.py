@@ -7,8 +7,9 @@ written with a rule (``Bash(git diff:*)``), whose calls run without asking. Writ
 of a project the operator has not trusted (a cloned repository's ``.claude/agents/x.md``), neither
 is granted, as Claude Code uses a folder's agent files only once the folder is trusted:
 
-* the agent keeps its parent's mode; a mode that reaches less far (``plan``; ``default`` under
-  ``acceptEdits``) still applies;
+* the agent keeps its parent's mode; a mode that reaches less far still applies (``plan``,
+  ``dontAsk``; a parent in ``acceptEdits`` or ``bypassPermissions`` takes precedence over a
+  spec's ``default``: :mod:`agentscope_teams.tools.modes`, the one home of these rules);
 * its ``tools:`` rules still limit that tool to the calls they match, but those calls ask (or are
   refused where nobody can be asked) as any other call would under the parent's rules.
 
@@ -20,52 +21,46 @@ a trusted project (``--trust-project``, ``agentscope-teams trust add``, ``trust_
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..state import PermissionMode
-from ..tools.permissions import CLAUDE_MODES
+from ..tools.modes import child_mode, claude_name
 from ..trust import ProjectTrust, Withheld
 
-__all__ = ["MODE_FEATURE", "MODE_REACH", "RULE_FEATURE", "Grants", "spec_grants", "withheld_grants"]
+__all__ = ["MODE_FEATURE", "RULE_FEATURE", "Grants", "spec_grants", "withheld_grants"]
 
-#: How far each mode lets an agent act without asking, least first. ``dont_ask`` refuses what
-#: ``default`` would ask, so it reaches less far than ``default``, further than ``plan``.
-MODE_REACH: Mapping[PermissionMode, int] = {
-    "plan": 0,
-    "dont_ask": 1,
-    "default": 2,
-    "accept_edits": 3,
-    "bypass": 4,
-}
 MODE_FEATURE = "permissionMode"
 RULE_FEATURE = "tools: allow rule"
-_CLAUDE_NAMES = {ours: theirs for theirs, ours in CLAUDE_MODES.items()}
 
 
 @dataclass(frozen=True)
 class Grants:
-    """What a spec may grant its agent: ``mode`` (None: the parent's) and whether its ``tools:``
+    """What a spec grants its agent: its ``mode`` (the parent's precedence and what the spec may
+    raise applied: :func:`~agentscope_teams.tools.modes.child_mode`) and whether its ``tools:``
     rules ``allow`` their calls without asking."""
 
-    mode: PermissionMode | None
+    mode: PermissionMode
     allow: bool
 
 
 def spec_grants(spec: Any, parent_mode: PermissionMode, trust: ProjectTrust) -> Grants:
-    """What ``spec`` may grant an agent spawned by one in ``parent_mode`` (module docstring);
+    """What ``spec`` grants an agent spawned by one in ``parent_mode`` (module docstring);
     what an untrusted project's spec file may not grant is recorded in ``trust``."""
-    mode: PermissionMode | None = spec.permission_mode
-    raises = mode is not None and MODE_REACH[mode] > MODE_REACH[parent_mode]
-    if spec.source is None or not (raises or spec.tool_rules) or trust.is_trusted(spec.source):
-        return Grants(mode, True)
-    if raises and mode is not None:
-        trust.withhold(MODE_FEATURE, _CLAUDE_NAMES.get(mode, mode), spec.source)
-        mode = None
+    mode = spec.permission_mode
+    kept = child_mode(parent_mode, mode, "untrusted")
+    if (
+        spec.source is None
+        or not (kept.refused or spec.tool_rules)
+        or trust.is_trusted(spec.source)
+    ):
+        return Grants(child_mode(parent_mode, mode, "operator").mode, True)
+    if kept.refused is not None:
+        trust.withhold(MODE_FEATURE, claude_name(kept.refused), spec.source)
     for rule in spec.tool_rules:
         trust.withhold(RULE_FEATURE, rule, spec.source)
-    return Grants(mode, False)
+    return Grants(kept.mode, False)
 
 
 def withheld_grants(

@@ -117,10 +117,11 @@ def spec_permissions(
     ``disallowedTools`` rules (deny), in the spec's ``permissionMode`` (default: ``base``'s).
 
     The ``tools:`` entries with a rule (``Bash(git diff:*)``) are allow rules too: the calls they
-    let the agent make run without asking. As in Claude Code, a parent in ``bypass`` mode keeps
-    its children in ``bypass``. A spec file of a project that ``trust`` (default: the user's
-    remembered decisions) does not trust grants neither a mode above ``base``'s nor those allow
-    rules (:mod:`.grants`).
+    let the agent make run without asking. As in Claude Code, a parent in ``bypassPermissions``
+    or ``acceptEdits`` takes precedence over the spec's ``default`` (a spec's ``plan`` or
+    ``dontAsk``, which never ask, still apply: :mod:`agentscope_teams.tools.modes`). A spec file
+    of a project that ``trust`` (default: the user's remembered decisions) does not trust grants
+    neither a mode above ``base``'s nor those allow rules (:mod:`.grants`).
     """
     deny = [parse_rule(rule, "deny") for rule in spec.deny_rules]
     if not deny and not spec.tool_rules and spec.permission_mode is None:
@@ -128,10 +129,7 @@ def spec_permissions(
     base = base or PermissionEngine()
     grants = spec_grants(spec, base.mode, trust if trust is not None else ProjectTrust())
     allow = [parse_rule(rule, "allow") for rule in spec.tool_rules] if grants.allow else []
-    mode = grants.mode or base.mode
-    if base.mode == "bypass":
-        mode = "bypass"
-    return PermissionEngine([*base.rules, *deny, *allow], mode=mode)
+    return PermissionEngine([*base.rules, *deny, *allow], mode=grants.mode)
 
 
 def spawn_agent(

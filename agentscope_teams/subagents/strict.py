@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import SpecError
 from ..hooks.config import ELSEWHERE_EVENTS
 from ..model.factory import model_name_problem
-from ._fields import _CLAUDE_CODE_KEYS
+from ._fields import _CLAUDE_CODE_KEYS, AUTO_MODE_NOTE, MODE_KEYS
 from .spec import SpecLoadResult, SubagentSpec
 
 
@@ -66,7 +66,9 @@ def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> li
             reason = f"hook event {event!r} never happens here: its hooks never run"
             found.append(SpecError(where, _line(spec, "hooks"), reason))
     for key in spec.extra:
-        if key in _CLAUDE_CODE_KEYS:
+        if key in MODE_KEYS:  # permissionMode: auto, set aside
+            found.append(SpecError(where, _line(spec, key), AUTO_MODE_NOTE))
+        elif key in _CLAUDE_CODE_KEYS:
             found.append(
                 SpecError(where, _line(spec, key), f"Claude Code key {key!r} is not acted on here")
             )

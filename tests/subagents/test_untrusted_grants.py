@@ -133,7 +133,8 @@ def test_only_a_mode_above_the_parents_is_withheld_and_a_stricter_one_applies(
     parent = PermissionEngine(mode="accept_edits")
     for mode, expected in (
         ("bypassPermissions", "accept_edits"),  # above the parent's: withheld
-        ("default", "default"),  # stricter: applies
+        ("default", "accept_edits"),  # the acceptEdits parent takes precedence (Claude Code)
+        ("dontAsk", "dont_ask"),  # stricter and never asks: applies
         ("plan", "plan"),
     ):
         spec = _cloned_spec(tmp_path, f"permissionMode: {mode}\n")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...agent.extension import CallScope
 from ...errors import ToolError
+from ...tools.modes import child_mode
 from ...tools.permissions import resolve_mode
 from ...usage import spent_budget
 from .. import lifecycle, summary
@@ -124,20 +125,19 @@ class LeadToolCalls:
         return MemberSpawned(team_id=tid, member=member.name, spec=spec, runs_in=runs_in)
 
     def _within_own_mode(self, permission_mode: str | None) -> None:
-        """``bypassPermissions`` for a member only from a lead in that mode itself: a
-        prompt-injected lead cannot spawn a member that runs every command unasked. Other modes
-        stay the lead's to give (``acceptEdits`` is how a member, with nobody to ask, may write
-        files at all; ``plan``, ``dontAsk`` restrict it)."""
-        if permission_mode is None or resolve_mode(permission_mode) != "bypass":
-            return  # an unknown name: the ValueError above, a tool error the model reads
+        """A mode the lead (a model) gives a member: up to ``acceptEdits`` (how a member, with
+        nobody to ask, may write files at all; ``plan``, ``dontAsk`` restrict it), and
+        ``bypassPermissions`` only from a lead in that mode itself, so a prompt-injected lead
+        cannot spawn a member that runs every command unasked
+        (:func:`~agentscope_teams.tools.modes.child_mode`, granter ``"model"``)."""
+        if permission_mode is None:
+            return
+        asked = resolve_mode(permission_mode)  # an unknown name: a ValueError, a tool error
         scope = self.scope
         own = scope.agent.permissions.effective_mode(scope.state.permission_context)
-        if own != "bypass":
-            raise ToolError(
-                f"permission_mode {permission_mode!r} would let the member run every command "
-                f"unasked, which you may not (your mode is {own!r}); use acceptEdits for a "
-                "member that writes files, or leave it out"
-            )
+        refusal = child_mode(own, asked, "model", precedence=False).refusal(own)
+        if refusal is not None:
+            raise ToolError(refusal)
 
     async def approve_plan(
         self, member: str, approve: bool, feedback: str, team_id: str | None
