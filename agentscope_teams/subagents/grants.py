@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..state import PermissionMode
-from ..tools.modes import child_mode, claude_name
+from ..tools.modes import MODE_REACH, child_mode, claude_name
 from ..trust import ProjectTrust, Withheld
 
-__all__ = ["MODE_FEATURE", "RULE_FEATURE", "Grants", "spec_grants", "withheld_grants"]
+__all__ = ["MODE_FEATURE", "MODE_REACH", "RULE_FEATURE", "Grants", "spec_grants", "withheld_grants"]
 
 MODE_FEATURE = "permissionMode"
 RULE_FEATURE = "tools: allow rule"
