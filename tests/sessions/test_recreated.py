@@ -10,6 +10,7 @@ from it and a version is never handed out twice for one session.
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from agentscope_teams import AgentState, UserMsg
@@ -107,3 +108,65 @@ async def test_a_deleted_segmented_session_keeps_none_of_its_segments(
     assert names and all(d is not None for d in await fields.get_fields(addr.key, names))
     assert await storage.delete_at(addr)
     assert await fields.get_fields(addr.key, names) == [None] * len(names)
+
+
+EXPIRY_DEADLINE = 20.0
+SHORT_TTL = 0.5
+
+
+async def _expired_and_recreated(
+    ns: str, store: StoreBackend
+) -> tuple[SessionAddress, SessionStorage, int]:
+    """As :func:`_recreated`, but the old record is not deleted: it expires (the storage's
+    ``ttl``), leaving no tombstone; another process creates the session again (a storage with a
+    longer ttl, so the new record outlives the test) and saves it up to the remembered version."""
+    addr = SessionAddress(None, ns, "agent", "s")
+    stale = SessionStorage(store, ttl=SHORT_TTL)
+    first = await stale.create_at(addr, config=SessionConfig(model="old-model"))
+    first.state.context.append(UserMsg("old conversation"))
+    known = await stale.update_at(addr, first.state)
+    deadline = anyio.current_time() + EXPIRY_DEADLINE
+    while await store.get(addr.key) is not None:
+        assert anyio.current_time() < deadline, "the session record did not expire"
+        await anyio.sleep(0.05)
+    other = SessionStorage(store, ttl=60)
+    again = await other.create_at(addr, config=SessionConfig(model="new-model"))
+    version = again.version
+    while version < known:
+        again.state.context.append(UserMsg(f"new {version}"))
+        version = await other.update_at(addr, again.state, expected_version=version)
+    return addr, stale, known
+
+
+async def test_a_remembered_version_does_not_write_the_expired_record_onto_a_new_one(
+    store: StoreBackend, ns: str
+) -> None:
+    """The seed's save (no ``expected_version``) by a process that remembers the expired record:
+    it replaces the state of the record there now, and keeps that record's config and
+    ``created_at`` (it used to write the expired record's, at the version it remembered)."""
+    addr, stale, _ = await _expired_and_recreated(ns, store)
+    before = await SessionStorage(store).get_at(addr)
+    assert before is not None
+    state = AgentState(session_id="s", context=[UserMsg("a save by the stale process")])
+    await stale.update_at(addr, state)
+    after = await SessionStorage(store).get_at(addr)
+    assert after is not None
+    assert after.config.model == "new-model"
+    assert after.created_at == before.created_at
+    assert after.state.context == state.context
+
+
+async def test_a_stale_expected_version_does_not_write_onto_a_record_created_after_expiry(
+    store: StoreBackend, ns: str
+) -> None:
+    """A caller's ``expected_version`` of the expired record, on the storage that saw it: a
+    conflict, not a write onto the new record that reached the same version."""
+    addr, stale, known = await _expired_and_recreated(ns, store)
+    before = await SessionStorage(store).get_at(addr)
+    assert before is not None and before.version == known
+    old_state = AgentState(session_id="s", context=[UserMsg("written for the old session")])
+    with pytest.raises(VersionConflict):
+        await stale.update_at(addr, old_state, expected_version=known)
+    after = await SessionStorage(store).get_at(addr)
+    assert after is not None and after.version == before.version
+    assert after.state.context == before.state.context
