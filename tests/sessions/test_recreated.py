@@ -5,7 +5,9 @@ version N of the old record (a caller's ``expected_version``, or the version a s
 for its one-round-trip save) could write at N onto the new record once it reached N again
 (ABA): a stale state accepted, and the old record's config and ``created_at`` put over the new
 one's. A deleted session leaves a tombstone carrying its version, so the next creation goes on
-from it and a version is never handed out twice for one session.
+from it and a version is never handed out twice for one session. A record that expires (or whose
+tombstone expires) leaves nothing: there a storage stops trusting the version it remembers once
+the record may have expired, and compares ``created_at`` when a caller's version matches again.
 """
 
 from __future__ import annotations
@@ -115,16 +117,19 @@ SHORT_TTL = 0.5
 
 
 async def _expired_and_recreated(
-    ns: str, store: StoreBackend
+    ns: str, store: StoreBackend, *, deleted: bool = False
 ) -> tuple[SessionAddress, SessionStorage, int]:
-    """As :func:`_recreated`, but the old record is not deleted: it expires (the storage's
-    ``ttl``), leaving no tombstone; another process creates the session again (a storage with a
-    longer ttl, so the new record outlives the test) and saves it up to the remembered version."""
+    """As :func:`_recreated`, but the old record expires (the storage's ``ttl``), leaving no
+    tombstone (``deleted``: it is deleted first, and its tombstone expires); another process
+    creates the session again (a storage with a longer ttl, so the new record outlives the test)
+    and saves it up to the remembered version."""
     addr = SessionAddress(None, ns, "agent", "s")
     stale = SessionStorage(store, ttl=SHORT_TTL)
     first = await stale.create_at(addr, config=SessionConfig(model="old-model"))
     first.state.context.append(UserMsg("old conversation"))
     known = await stale.update_at(addr, first.state)
+    if deleted:
+        assert await SessionStorage(store, ttl=SHORT_TTL).delete_at(addr)
     deadline = anyio.current_time() + EXPIRY_DEADLINE
     while await store.get(addr.key) is not None:
         assert anyio.current_time() < deadline, "the session record did not expire"
@@ -138,13 +143,14 @@ async def _expired_and_recreated(
     return addr, stale, known
 
 
+@pytest.mark.parametrize("deleted", [False, True], ids=["expired", "tombstone-expired"])
 async def test_a_remembered_version_does_not_write_the_expired_record_onto_a_new_one(
-    store: StoreBackend, ns: str
+    store: StoreBackend, ns: str, deleted: bool
 ) -> None:
     """The seed's save (no ``expected_version``) by a process that remembers the expired record:
     it replaces the state of the record there now, and keeps that record's config and
     ``created_at`` (it used to write the expired record's, at the version it remembered)."""
-    addr, stale, _ = await _expired_and_recreated(ns, store)
+    addr, stale, _ = await _expired_and_recreated(ns, store, deleted=deleted)
     before = await SessionStorage(store).get_at(addr)
     assert before is not None
     state = AgentState(session_id="s", context=[UserMsg("a save by the stale process")])
