@@ -50,6 +50,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from datetime import UTC
 from itertools import chain
 from types import TracebackType
 from typing import Any, Self
@@ -182,7 +183,10 @@ class SessionStorage:
         (at most a quarter of the ttl) for the clocks of the hosts that wrote it."""
         if self.ttl is None:
             return math.inf
-        age = (utcnow() - body.updated_at).total_seconds()
+        updated = body.updated_at
+        if updated.tzinfo is None:  # an imported record's naive time: taken as UTC
+            updated = updated.replace(tzinfo=UTC)
+        age = (utcnow() - updated).total_seconds()
         return time.monotonic() + self.ttl - max(age, 0.0) - min(self.ttl / 4, _CLOCK_SKEW)
 
     def _remembered(self, key: Key) -> tuple[int, SessionBody, Layout | None, float] | None:

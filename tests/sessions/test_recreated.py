@@ -12,6 +12,8 @@ the record may have expired, and compares ``created_at`` when a caller's version
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import anyio
 import pytest
 
@@ -19,7 +21,8 @@ from agentscope_teams import AgentState, UserMsg
 from agentscope_teams.errors import VersionConflict
 from agentscope_teams.keys import SessionAddress
 from agentscope_teams.sessions import SessionConfig, SessionStorage
-from agentscope_teams.sessions.records import HEAD_MARK, SegmentedHead
+from agentscope_teams.sessions.origins import origin_of
+from agentscope_teams.sessions.records import HEAD_MARK, SegmentedHead, new_body
 from agentscope_teams.sessions.segments import field_of
 from agentscope_teams.store import StoreBackend
 from agentscope_teams.store.base import field_records_of
@@ -176,3 +179,16 @@ async def test_a_stale_expected_version_does_not_write_onto_a_record_created_aft
     after = await SessionStorage(store).get_at(addr)
     assert after is not None and after.version == before.version
     assert after.state.context == before.state.context
+
+
+async def test_a_record_with_naive_times_is_remembered_as_utc(store: StoreBackend, ns: str) -> None:
+    """A body imported with naive ``updated_at`` (no time zone) is read and saved with a ttl."""
+    storage = SessionStorage(store, ttl=60)
+    addr = SessionAddress(None, ns, "agent", "s")
+    naive = datetime(2024, 1, 1, 12, 0)
+    body = new_body(None, AgentState(session_id="s"), origin_of(None, None))
+    body = body.model_copy(update={"created_at": naive, "updated_at": naive})
+    assert await storage.import_at(addr, body) == "created"
+    loaded = await storage.get_at(addr)
+    assert loaded is not None and loaded.created_at.replace(tzinfo=None) == naive
+    assert await storage.update_at(addr, AgentState(session_id="s")) == loaded.version + 1
