@@ -17,8 +17,9 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
 * ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
   (``RETURNING nparts`` where supported) and then its chunks, if it had any. A delete fenced by
   the deleted key itself (a lease given back) adds ``AND value = ? AND nparts = 0`` to the same
-  statement; a fence on another key is checked as a fenced put's, ``SELECT ... FOR UPDATE`` first. An unindexed delete
-  (a lease given back) that finds every pooled connection busy runs on a connection of its own.
+  statement; a fence on another key is checked as a fenced put's, ``SELECT ... FOR UPDATE``
+  first. An unindexed delete (a lease given back) that finds every pooled connection busy runs on
+  a connection of its own.
 * ``list_keys``: ``SELECT ekey ... ORDER BY khead, ekey LIMIT n`` (byte order of the encoding).
 * ``append``: bump the stream's counter row with an upsert and insert the entry, in one
   transaction (on PostgreSQL one statement: a data-modifying CTE). The counter row stays locked
