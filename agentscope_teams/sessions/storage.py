@@ -533,7 +533,7 @@ class SessionStorage:
     ) -> int:
         """Rewrite a record as a head and the segments that changed (:func:`~.segments.plan`)."""
         assert self._fields is not None
-        seen = self._remembered(key)
+        seen = self._seen.get(key)  # the callers read it unless they trust it (_remembered)
         if seen is None or seen[0] != expected:  # which segments are stored: read it first
             loaded = await self._load(key)
             if loaded is None or loaded[0] != expected:
