@@ -19,22 +19,26 @@ Release: the last save of a call may carry ``fence(release=True)``; the store de
 the same operation and the holder is :meth:`Lease.released`. From the moment such a save is fenced,
 a renewal writes the lease no more (one whose read came before could otherwise write, at version 1,
 over the lease the next holder took once the save deleted it). Otherwise (a failed or cancelled
-call, a release save that was cut short) :meth:`Lease.release` deletes it. When the holder wrote the
-lease less than ``2 * ttl / 3`` ago (so it cannot have expired and been re-created) and confirmed it
-less than ``ttl / 3`` ago, release is one delete conditional on the holder's version. The trade-off:
-if, inside that window, someone force-deletes the lease *and* a new holder re-creates it at the very
-same version number, that new lease is deleted too; its holder is fenced at its next save or
-renewal, as after any takeover. Otherwise release reads the lease first and deletes it only if it
-still holds this holder's value. A delete that finds a later version (a renewal cut short by the
-heartbeat's stop may have landed) reads the lease and deletes it at the version found if the value
-is ours. Waiting callers poll with backoff and give up with :class:`SessionBusyError` after
-``wait_timeout``.
+call, a release save that was cut short) :meth:`Lease.release` deletes it with one fenced delete
+(``delete(fence=Fence(key, token))``, :class:`~agentscope_teams.store.base.FencedDeletes`): the store
+deletes the lease only if it holds this holder's version *and* value, atomically. So a release
+never deletes another holder's lease, even one created again at the very same version after a
+force-delete or an expiry, and it needs no read first. A delete that finds a later version with our
+value (a renewal cut short by the heartbeat's stop may have landed) reads the lease and deletes it
+at the version found. Waiting callers poll with backoff and give up with :class:`SessionBusyError`
+after ``wait_timeout``.
 
 A call that failed because the store's connection pool was exhausted
 (:class:`~agentscope_teams.errors.StoreBusyError`) still gives its lease back at once: the delete
-is unindexed, and stores run such a delete on a connection (or gate turn) kept for it. Should the
-confirming read itself find the pool busy, the lease is deleted by version alone while it cannot
-have expired (written less than ``2 * ttl / 3`` ago), with the trade-off above.
+is unindexed, and stores run such a delete on a connection (or gate turn) kept for it.
+
+A store whose ``delete`` takes no fence (one written before fenced deletes existed) gets the older
+release: when the holder wrote the lease less than ``2 * ttl / 3`` ago and confirmed it less than
+``ttl / 3`` ago, one delete conditional on the holder's version alone (so a lease force-deleted and
+re-created at that very version inside the window is deleted too; its holder is fenced at its next
+save or renewal); otherwise a read of the lease first, deleting it only if it still holds this
+holder's value (the pool too busy for that read: by version alone, while the lease cannot have
+expired).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ import anyio.abc
 
 from ..errors import LeaseLostError, SessionBusyError, StoreBusyError, VersionConflict
 from ..keys import address_of
-from ..store.base import BaseStore, Entry, Fence, Key, create_then_get
+from ..store.base import BaseStore, Entry, Fence, Key, create_then_get, fenced_deletes_of
 from ..store.capabilities import capabilities_of
 
 log = logging.getLogger(__name__)
@@ -207,9 +211,29 @@ class Lease:
             raise
 
     async def release(self) -> None:
-        """Delete the lease if it is still this holder's (see the module docs for the one case)."""
+        """Delete the lease if it is still this holder's: by its version and value, atomically
+        (see the module docs for a store whose delete takes no fence)."""
         if self.lost or self.done:
             return
+        deletes = fenced_deletes_of(self.store)
+        if deletes is None:
+            await self._release_unfenced()
+            return
+        mine = Fence(self.key, self._token)
+        try:
+            await deletes.delete(self.key, expected_version=self.version, indexed=False, fence=mine)
+        except LeaseLostError:  # expired, or another holder's now: nothing of ours to delete
+            pass
+        except VersionConflict:  # ours, at a later version: a renewal cut short has landed
+            if await self._still_mine():
+                with suppress(VersionConflict):
+                    await deletes.delete(
+                        self.key, expected_version=self.version, indexed=False, fence=mine
+                    )
+        self.done = True
+
+    async def _release_unfenced(self) -> None:
+        """:meth:`release` on a store whose delete takes no fence (module docs)."""
         now = time.monotonic()
         fresh = (
             now - self._written_at < 2 * self.ttl / 3 and now - self._confirmed_at < self.ttl / 3

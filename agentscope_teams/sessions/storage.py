@@ -28,15 +28,29 @@ updates as absent. Creating the session again writes over the tombstone at its v
 versions of a key never repeat: store versions restart at 1 once a key is gone, and a writer
 still holding version N of the deleted record (an ``expected_version``, or the version this
 storage remembers for its one-round-trip save) could otherwise write at N onto the new record once
-it got there, taking the old record's config and ``created_at`` with it. A session whose record
-expired (``ttl``), or that something other than this class deleted, starts at version 1 again.
+it got there, taking the old record's config and ``created_at`` with it.
+
+A session whose record expired (``ttl``; a tombstone expires too), or that something other than
+this class deleted, starts at version 1 again: no tombstone is left. So a storage trusts the
+version it remembers only while the record cannot have expired since it was last written (its
+``updated_at`` plus ``ttl``, less a margin for the clocks of the hosts: a quarter of the ttl, at
+most 30 s); after that it reads the record before writing, and the seed's save replaces the
+state of whatever record is there, never writing the expired record's config and ``created_at``
+onto a new one. A caller's ``expected_version`` that this storage saw on the expired record, and
+that the new record has reached again, is a :class:`VersionConflict` (the ``created_at`` of the
+record read differs from the one remembered). Not covered: an ``expected_version`` this storage
+never saw the old record at (another process's, or forgotten from its cache of 4096 sessions),
+and a write that stalls longer than the margin between that check and the store.
 """
 
 from __future__ import annotations
 
+import math
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from datetime import UTC
 from itertools import chain
 from types import TracebackType
 from typing import Any, Self
@@ -70,6 +84,8 @@ from .segments import SHARED_CACHE, Layout, Segment, SegmentCache, field_of, par
 _CACHE_SIZE = 4096
 _PAGE = 500  # keys per list_keys page (and per get_many in listings)
 _SEGMENT_TRIES = 5  # loads of a head whose segments a concurrent write replaced meanwhile
+#: Seconds by which the clocks of two hosts writing one session may differ (see _lives_until).
+_CLOCK_SKEW = 30.0
 
 
 def _fresh(state: AgentState | None, addr: SessionAddress) -> AgentState:
@@ -116,7 +132,8 @@ class SessionStorage:
         self._cache = SHARED_CACHE if segment_cache is None else segment_cache
         # key -> (version, body without state, segment layout or None for a whole value): lets
         # update_session_state write in one round trip, sending only the segments that changed.
-        self._seen: OrderedDict[Key, tuple[int, SessionBody, Layout | None]] = OrderedDict()
+        # The fourth item: until when (time.monotonic) the record cannot have expired (_trusted).
+        self._seen: OrderedDict[Key, tuple[int, SessionBody, Layout | None, float]] = OrderedDict()
         # The config and origin the last remembered body kept: an equal one is shared (_remember).
         self._shared: tuple[SessionConfig | None, SessionOrigin | None] = (None, None)
 
@@ -154,10 +171,43 @@ class SessionStorage:
             origin = body.origin
         self._shared = (config, origin)
         kept = {"state": EMPTY_STATE, "config": config, "origin": origin}
-        self._seen[key] = (version, body.model_copy(update=kept), layout)
+        until = self._lives_until(body)
+        self._seen[key] = (version, body.model_copy(update=kept), layout, until)
         self._seen.move_to_end(key)
         if len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
+
+    def _lives_until(self, body: SessionBody) -> float:
+        """Until when (``time.monotonic``) the record last written at ``body.updated_at`` cannot
+        have expired: its ``updated_at`` plus the storage's ``ttl``, less :data:`_CLOCK_SKEW`
+        (at most a quarter of the ttl) for the clocks of the hosts that wrote it."""
+        if self.ttl is None:
+            return math.inf
+        updated = body.updated_at
+        if updated.tzinfo is None:  # an imported record's naive time: taken as UTC
+            updated = updated.replace(tzinfo=UTC)
+        age = (utcnow() - updated).total_seconds()
+        return time.monotonic() + self.ttl - max(age, 0.0) - min(self.ttl / 4, _CLOCK_SKEW)
+
+    def _remembered(self, key: Key) -> tuple[int, SessionBody, Layout | None, float] | None:
+        """What this storage remembers of ``key``, while the record cannot have expired since:
+        once it may have, another process may have created the session again, and its versions
+        restarted at 1 (an expiry leaves no tombstone), so the version remembered proves nothing."""
+        seen = self._seen.get(key)
+        return seen if seen is not None and time.monotonic() < seen[3] else None
+
+    def _recreated(
+        self, key: Key, stale: tuple[int, SessionBody, Layout | None, float] | None
+    ) -> bool:
+        """Whether the record just loaded at ``key`` is another one than ``stale`` remembered at
+        the same version: the session expired and was created again (a later ``created_at``)."""
+        seen = self._seen.get(key)
+        return (
+            stale is not None
+            and seen is not None
+            and seen[0] == stale[0]
+            and seen[1].created_at != stale[1].created_at
+        )
 
     async def _load(self, key: Key) -> tuple[int, SessionBody] | None:
         return await self._read(key, await self.store.get(key))
@@ -365,10 +415,13 @@ class SessionStorage:
         if expected_version == 0:  # create only: one conditional write, no read first
             body = new_body(config, _fresh(state, addr), made)
             return self._record(addr, await self._create(key, body, fence), body)
+        stale = self._seen.get(key)
         while True:
             loaded = await self._load(key)
             found = 0 if loaded is None else loaded[0]
-            if expected_version is not None and found != expected_version:
+            if expected_version is not None and (
+                found != expected_version or self._recreated(key, stale)
+            ):
                 raise VersionConflict(key, expected_version, found)
             try:
                 if loaded is None:
@@ -409,7 +462,8 @@ class SessionStorage:
         """:meth:`update_session_state` by address; ``fence`` as in :meth:`create_at`."""
         key = addr.key
         bind_state(state, addr.session_id)
-        remembered = self._seen.get(key)
+        stale = self._seen.get(key)  # may predate an expiry: then not trusted, but compared
+        remembered = self._remembered(key)
         seen = None if remembered is None else remembered[:2]
         while True:
             if seen is None or (expected_version is not None and seen[0] != expected_version):
@@ -420,7 +474,9 @@ class SessionStorage:
                         f"for user {addr.user_id!r}; create it with upsert_session first"
                     )
             version, old = seen
-            if expected_version is not None and version != expected_version:
+            if expected_version is not None and (
+                version != expected_version or self._recreated(key, stale)
+            ):
                 raise VersionConflict(key, expected_version, version)
             body = old.model_copy(update={"state": state, "updated_at": utcnow()})
             try:
@@ -477,7 +533,7 @@ class SessionStorage:
     ) -> int:
         """Rewrite a record as a head and the segments that changed (:func:`~.segments.plan`)."""
         assert self._fields is not None
-        seen = self._seen.get(key)
+        seen = self._seen.get(key)  # the callers read it unless they trust it (_remembered)
         if seen is None or seen[0] != expected:  # which segments are stored: read it first
             loaded = await self._load(key)
             if loaded is None or loaded[0] != expected:

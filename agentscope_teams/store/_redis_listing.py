@@ -11,9 +11,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, cast
 
-from ..errors import VersionConflict
+from ..errors import ConfigurationError, LeaseLostError, VersionConflict
 from ._redis_conn import RedisConnection
 from .base import (
+    Fence,
     Key,
     decode_key,
     encode_key,
@@ -28,27 +29,53 @@ class RedisListing(RedisConnection):
     """Deletes and listings; the entries' writes are in :class:`~.redis.RedisStore`."""
 
     _delete: Any
+    _delete_fenced: Any
     _exists: Any
 
     async def delete(
-        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+        self,
+        key: Key,
+        *,
+        expected_version: int | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> bool:
         k = self._check_delete(key, expected_version)
+        f = self._check_delete_fence(k, fence)
         async with self._turn(reserve=not indexed):  # a lease is given back even when busy
-            ok, found = await self._delete_script(k, expected_arg(expected_version), indexed)
+            ok, found = await self._delete_script(k, expected_arg(expected_version), indexed, f)
+        if ok < 0 and f is not None:
+            raise LeaseLostError(k, f.key)
         if not ok:
             raise VersionConflict(k, expected_version, int(found))
         return int(found) > 0
 
     async def _delete_script(
-        self, key: Key, expected: str, indexed: bool = True
+        self, key: Key, expected: str, indexed: bool = True, fence: Fence | None = None
     ) -> tuple[int, int]:
         name, indexes, members = self._naming.of(key)
         if not indexed:
             indexes, members = [], []
+        keys = [name, *indexes]
+        args: list[str | bytes] = [expected, *members]
+        script = self._delete
+        if fence is not None:  # the fenced script: the check first, the fence key last
+            keys.append(self._fence_name(key, name, fence.key))
+            args += [bytes(fence.value), ""]
+            script = self._delete_fenced
         with self._guard():
-            ok, found = await self._write(self._delete, [name, *indexes], [expected, *members])
+            ok, found = await self._write(script, keys, args)
         return int(ok), int(found)
+
+    def _fence_name(self, key: Key, name: str, fence: Key) -> str:
+        """The fence key's name; on a cluster it must share the written key's slot."""
+        fence_name = self._naming.of(fence)[0]
+        if self.cluster and self._client.keyslot(fence_name) != self._client.keyslot(name):
+            raise ConfigurationError(
+                f"the fence key {fence!r} is in another Redis Cluster hash slot than {key!r}; a "
+                "fenced write needs both keys in one key-registry group (agentscope_teams.keys)"
+            )
+        return fence_name
 
     async def list_keys(
         self, prefix: Key, *, limit: int = 1000, after: Key | None = None

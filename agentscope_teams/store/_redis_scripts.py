@@ -81,6 +81,10 @@ def fenced(script: str) -> str:
     return _FENCE_CHECK + body.replace(_DONE, _FENCE_RELEASE + _DONE)
 
 
+# DELETE fenced: KEYS: entry, ancestor indexes, fence key. ARGV: expected ('' = any), members,
+# the fence key's value, '' (a delete never releases; the slot keeps the fenced layout). The fence
+# key may be the entry itself (a lease given back by its holder): {-1, 0} unless it holds the value.
+DELETE_FENCED = _FENCE_CHECK + DELETE.replace("for i = 2, #KEYS do", "for i = 2, #KEYS - 1 do")
 PUT_FENCED = fenced(PUT)
 UPDATE_FENCED = fenced(UPDATE)
 UPDATE_FIELDS_FENCED = fenced(UPDATE_FIELDS).replace("local last = #ARGV", "local last = #ARGV - 2")
@@ -118,6 +122,7 @@ SCRIPTS = (
     PUT,
     UPDATE,
     DELETE,
+    DELETE_FENCED,
     EXISTS,
     APPEND,
     PUT_FENCED,

@@ -29,6 +29,12 @@ Semantics every backend guarantees (checked by ``tests/store``, one conformance 
   itself (without ``release``): the write then happens only while the key still holds ``v``, so
   a compare of the version alone cannot be fooled by a key deleted and created again at the same
   version by someone else (a lease's renewal, :mod:`agentscope_teams.agent.lease`).
+* ``delete(fence=Fence(k, v))`` (optional capability, :class:`FencedDeletes`, found with
+  :func:`fenced_deletes_of`; every backend here has it) deletes only if ``k`` (the deleted key
+  itself, or another) holds exactly ``v``, atomically with the delete and its version condition;
+  otherwise :class:`~agentscope_teams.errors.LeaseLostError` and nothing is deleted. A delete's fence
+  cannot ``release``. A lease is given back this way: by its holder's value *and* version, so a
+  lease another holder created again at the same version is never deleted by the previous one.
 * ``get_many(keys)`` (optional; :func:`get_many` calls it when a store has it, else loops ``get``)
   returns what ``get`` would for each key, in order, in one round trip where the backend allows it
   (a Redis pipeline, one ``SELECT ... IN`` per chunk on SQL). Callers pass keys of one group
@@ -54,11 +60,11 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, Self, cast, runtime_checkable
 
 from ..errors import ValueTooLargeError
 from . import closing
-from .capabilities import StoreCapabilities, capabilities_of
+from .capabilities import StoreCapabilities, capabilities_of, takes_fence
 from .encoding import (  # re-exported: the key encoding's home is .encoding
     PATH_SEGMENT_MAX_BYTES,
     Key,
@@ -93,6 +99,8 @@ __all__ = [
     "encode_key",
     "encode_prefix",
     "encode_segment",
+    "FencedDeletes",
+    "fenced_deletes_of",
     "field_records_of",
     "RoundReads",
     "round_reads_of",
@@ -268,6 +276,31 @@ def field_records_of(store: object) -> FieldRecords | None:
 
 
 @runtime_checkable
+class FencedDeletes(Protocol):
+    """The optional capability of a ``delete`` fenced like a ``put`` (see the module docs):
+    ``fence`` (without ``release``) makes the delete conditional on ``fence.key`` holding exactly
+    ``fence.value``, atomically; otherwise :class:`~agentscope_teams.errors.LeaseLostError`."""
+
+    async def delete(
+        self,
+        key: Key,
+        *,
+        expected_version: int | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
+    ) -> bool: ...
+
+
+def fenced_deletes_of(store: object) -> FencedDeletes | None:
+    """``store`` as :class:`FencedDeletes` when it declares the capability
+    (:attr:`~.capabilities.StoreCapabilities.fenced_delete`), else None: its ``delete`` takes no
+    fence (a store written before fenced deletes existed)."""
+    if capabilities_of(store).fenced_delete:
+        return cast(FencedDeletes, store)
+    return None
+
+
+@runtime_checkable
 class RoundReads(Protocol):
     """The optional capability of reading entries and stream pages in one round trip (a
     standalone Redis server: one pipeline; PostgreSQL: one statement). ``get_many_and_read`` returns what ``get_many(keys)``
@@ -352,6 +385,7 @@ class StoreBackend(abc.ABC):
             signals=bool(getattr(self, "signals_enabled", False)) and isinstance(self, Signals),
             shared_across_processes=self.shared_across_processes,
             shared_across_hosts=self.shared_across_hosts,
+            fenced_delete=takes_fence(self, "delete"),
         )
 
     def __init__(self, *, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> None:
@@ -451,6 +485,15 @@ class StoreBackend(abc.ABC):
         if not isinstance(fence.value, bytes | bytearray | memoryview):
             raise TypeError(f"fence value must be bytes, got {type(fence.value).__name__}")
         return fence if fk is fence.key else Fence(fk, bytes(fence.value), fence.release)
+
+    def _check_delete_fence(self, key: Key, fence: Fence | None) -> Fence | None:
+        """A delete's ``fence`` validated as a put's (:meth:`_check_fence`); ``ValueError`` if it
+        asks to ``release`` (a delete has no write to release with)."""
+        if fence is not None and fence.release:
+            raise ValueError(
+                f"a fenced delete of {key!r} cannot release {fence.key!r}; use release=False"
+            )
+        return self._check_fence(key, fence)
 
     def _check_append(self, stream: Sequence[str], value: bytes) -> Key:
         k = validate_key(stream, "stream")

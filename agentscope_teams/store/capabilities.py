@@ -23,6 +23,9 @@ class StoreCapabilities:
     board_queue: str | None = None
     #: ``put``/``delete`` take ``fence=`` and ``indexed=`` (writes fenced by a lease record).
     fencing: bool = True
+    #: ``delete`` takes ``fence=`` too (:class:`~.base.FencedDeletes`): a lease is given back
+    #: only while it holds its holder's value. False for a store that does not declare it.
+    fenced_delete: bool = False
     #: ``list_keys`` pages by prefix (every backend today).
     listing: bool = True
     #: Several OS processes may share the store (file, SQL, Redis; not memory).
@@ -47,7 +50,8 @@ def capabilities_of(store: object) -> StoreCapabilities:
     return StoreCapabilities(
         signals=bool(getattr(store, "signals_enabled", True)) and isinstance(store, Signals),
         board_queue=None,
-        fencing=_takes_fence(store),
+        fencing=takes_fence(store),
+        fenced_delete=takes_fence(store, "delete"),
         listing=callable(getattr(store, "list_keys", None)),
         shared_across_processes=bool(getattr(store, "shared_across_processes", True)),
         shared_across_hosts=bool(getattr(store, "shared_across_hosts", False)),
@@ -56,17 +60,17 @@ def capabilities_of(store: object) -> StoreCapabilities:
     )
 
 
-_FENCE: dict[type, bool] = {}
+_FENCE: dict[tuple[type, str], bool] = {}
 
 
-def _takes_fence(store: object) -> bool:
-    """Whether ``store.put`` takes ``fence=`` (a store written against the first protocol may
-    not). Cached per type."""
-    kind = type(store)
+def takes_fence(store: object, method: str = "put") -> bool:
+    """Whether ``store.put`` (or ``store.<method>``) takes ``fence=`` (a store written against the
+    first protocol may not). Cached per type."""
+    kind = (type(store), method)
     found = _FENCE.get(kind)
     if found is None:
-        put = getattr(store, "put", None)
-        params = inspect.signature(put).parameters.values() if callable(put) else ()
+        fn = getattr(store, method, None)
+        params = inspect.signature(fn).parameters.values() if callable(fn) else ()
         found = any(p.name == "fence" or p.kind is p.VAR_KEYWORD for p in params)
         _FENCE[kind] = found
     return found

@@ -23,7 +23,8 @@ Layout under ``root`` (every name is built from :func:`~.base.path_segment`, so 
 * A stream line is only valid once its trailing newline is on disk; readers ignore a partial last line
   and the next ``append`` truncates it (a SIGKILL mid-append loses only that unreturned entry).
 * A fenced ``put`` holds the locks of both keys (ascending stripe order), checks the fence, writes,
-  and deletes the fence key on release; ``indexed`` is ignored (listing walks the directories).
+  and deletes the fence key on release; a fenced ``delete`` likewise checks the fence and deletes.
+  ``indexed`` is ignored (listing walks the directories).
 * Expired entries are skipped by readers and overwritten or removed by the next write or delete.
 
 Safe for several processes on one host (local file system with ``flock``), not across hosts.
@@ -97,7 +98,7 @@ class JsonFileStore(StoreBackend):
     metrics_backend = "file"
 
     #: No signals (callers poll), fencing and listing; processes of one host only.
-    capabilities = StoreCapabilities(signals=False, shared_across_hosts=False)
+    capabilities = StoreCapabilities(signals=False, shared_across_hosts=False, fenced_delete=True)
 
     def __init__(
         self,
@@ -194,20 +195,23 @@ class JsonFileStore(StoreBackend):
         k = self._check_put(key, value, expected_version, ttl)
         f = self._check_fence(k, fence)
         data = bytes(value)
-        stripes = stripe_of("kv", k) if f is None else (stripe_of("kv", k), stripe_of("kv", f.key))
         return await self._locks.run(
-            stripes, lambda: self._put_sync(k, data, expected_version, ttl, f)
+            _stripes(k, f), lambda: self._put_sync(k, data, expected_version, ttl, f)
         )
+
+    def _check_held(self, key: Key, fence: Fence | None) -> None:
+        """LeaseLostError unless ``fence`` (if any) holds; under the locks of both keys."""
+        if fence is not None:
+            held = self._get_sync(fence.key)
+            if held is None or held.value != fence.value:
+                raise LeaseLostError(key, fence.key)
 
     def _put_sync(
         self, key: Key, value: bytes, expected: int | None, ttl: float | None, fence: Fence | None
     ) -> int:
         """The write, under the locks of ``key`` and of the fence's key (when fenced)."""
         now = time.time()
-        if fence is not None:
-            held = self._get_sync(fence.key)
-            if held is None or held.value != fence.value:
-                raise LeaseLostError(key, fence.key)
+        self._check_held(key, fence)
         path = self._key_path(key)
         head = self._header(path, key)
         found = head.version if head is not None and head.live(now) else 0
@@ -220,14 +224,21 @@ class JsonFileStore(StoreBackend):
         return found + 1
 
     async def delete(
-        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+        self,
+        key: Key,
+        *,
+        expected_version: int | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> bool:
         k = self._check_delete(key, expected_version)
+        f = self._check_delete_fence(k, fence)
         return await self._locks.run(
-            stripe_of("kv", k), lambda: self._delete_sync(k, expected_version)
+            _stripes(k, f), lambda: self._delete_sync(k, expected_version, f)
         )
 
-    def _delete_sync(self, key: Key, expected: int | None) -> bool:
+    def _delete_sync(self, key: Key, expected: int | None, fence: Fence | None = None) -> bool:
+        self._check_held(key, fence)
         path = self._key_path(key)
         head = self._header(path, key)
         live = head is not None and head.live(time.time())
@@ -322,3 +333,12 @@ class JsonFileStore(StoreBackend):
             path.unlink(missing_ok=True)
         fsync_dir(d)
         return existed
+
+
+def _stripes(key: Key, fence: Fence | None) -> int | tuple[int, ...]:
+    """The lock stripes of a write of ``key``, with those of ``fence``'s key when fenced."""
+    return (
+        stripe_of("kv", key)
+        if fence is None
+        else (stripe_of("kv", key), stripe_of("kv", fence.key))
+    )

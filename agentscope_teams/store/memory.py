@@ -1,7 +1,7 @@
 """``InMemoryStore``: a dict in one event loop, for tests and single-process demos.
 
-Operations do not await, so each one (a fenced put with its fence check and release included) is
-atomic within the loop. ``indexed`` is ignored: listing scans the dict.
+Operations do not await, so each one (a fenced put or delete with its fence check, and a put's
+release, included) is atomic within the loop. ``indexed`` is ignored: listing scans the dict.
 
 Signals (:class:`~.base.Signals`): ``wait_signal`` parks an :class:`anyio.Event` under each channel;
 ``signal`` sets the events of that channel (:class:`~._signal_waiters.LocalWaiters`). Set ``signals_enabled = False`` to make callers poll.
@@ -48,7 +48,10 @@ class InMemoryStore(StoreBackend):
     def capabilities(self) -> StoreCapabilities:
         """Signals (unless ``signals_enabled`` is False), fencing, listing; one process only."""
         return StoreCapabilities(
-            signals=self.signals_enabled, shared_across_processes=False, shared_across_hosts=False
+            signals=self.signals_enabled,
+            shared_across_processes=False,
+            shared_across_hosts=False,
+            fenced_delete=True,
         )
 
     def _live(self, enc: str) -> tuple[Key, bytes, int, float | None] | None:
@@ -68,6 +71,13 @@ class InMemoryStore(StoreBackend):
         if expected is not None and expected != found:
             raise VersionConflict(key, expected, found)
         return found
+
+    def _check_held(self, key: Key, fence: Fence | None) -> None:
+        """LeaseLostError unless ``fence`` (if any) holds: its key has exactly its value."""
+        if fence is not None:
+            held = self._live(encode_key(fence.key))
+            if held is None or held[1] != fence.value:
+                raise LeaseLostError(key, fence.key)
 
     async def get(self, key: Key) -> Entry | None:
         item = self._live(encode_key(validate_key(key)))
@@ -91,10 +101,7 @@ class InMemoryStore(StoreBackend):
     ) -> int:
         k = self._check_put(key, value, expected_version, ttl)
         fence = self._check_fence(k, fence)
-        if fence is not None:
-            held = self._live(encode_key(fence.key))
-            if held is None or held[1] != fence.value:
-                raise LeaseLostError(k, fence.key)
+        self._check_held(k, fence)
         enc = encode_key(k)
         version = self._version(k, enc, expected_version) + 1
         expires = None if ttl is None else time.monotonic() + ttl
@@ -104,9 +111,15 @@ class InMemoryStore(StoreBackend):
         return version
 
     async def delete(
-        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+        self,
+        key: Key,
+        *,
+        expected_version: int | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> bool:
         k = self._check_delete(key, expected_version)
+        self._check_held(k, self._check_delete_fence(k, fence))
         enc = encode_key(k)
         self._version(k, enc, expected_version)
         return self._data.pop(enc, None) is not None

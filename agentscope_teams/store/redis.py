@@ -16,7 +16,8 @@ for up to ``migration_timeout`` seconds. See :mod:`._redis_cluster` and ``docs/r
 Keys written with ``indexed=False`` (leases) go through the same scripts with no index keys: no
 index is touched on create or delete, and ``list_keys`` never shows them. Fenced writes
 (``put(fence=...)``) use variants of the put/update scripts that first compare the fence key's value
-(``HGET v``) and, on release, ``DEL`` it after the write: one command. The fence key is passed in
+(``HGET v``) and, on release, ``DEL`` it after the write: one command; a fenced ``delete`` is the
+delete script with the same check first (the fence key may be the deleted key: a lease given back). The fence key is passed in
 KEYS, so the check is atomic; on Redis Cluster it must hash to the entry's slot (a session's lease
 does: same user group), else the put raises ``ConfigurationError``.
 
@@ -112,6 +113,7 @@ class RedisStore(RedisListing):
             client.register_script(lua.UPDATE),
         )
         self._delete = client.register_script(lua.DELETE)
+        self._delete_fenced = client.register_script(lua.DELETE_FENCED)
         self._exists = client.register_script(lua.EXISTS)
         self._append = client.register_script(lua.APPEND)
         self._put_fenced = client.register_script(lua.PUT_FENCED)
@@ -167,6 +169,7 @@ class RedisStore(RedisListing):
             shared_across_hosts=True,
             field_records=True,
             round_reads=not self.cluster,  # a cluster's pipeline is a round trip per node
+            fenced_delete=True,
         )
 
     @property
@@ -335,16 +338,6 @@ class RedisStore(RedisListing):
             with self._guard():
                 reply = await self._write(script, keys, args)
         return _written(reply, k, expected_version, f)
-
-    def _fence_name(self, key: Key, name: str, fence: Key) -> str:
-        """The fence key's name; on a cluster it must share the written key's slot."""
-        fence_name = self._naming.of(fence)[0]
-        if self.cluster and self._client.keyslot(fence_name) != self._client.keyslot(name):
-            raise ConfigurationError(
-                f"the fence key {fence!r} is in another Redis Cluster hash slot than {key!r}; a "
-                "fenced write needs both keys in one key-registry group (agentscope_teams.keys)"
-            )
-        return fence_name
 
     async def _register(self, key: Key) -> None:
         """Add ``key``'s tag prefix to the tag registries of its short prefixes (cluster only):

@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from ..errors import VersionConflict
+from ..errors import LeaseLostError, VersionConflict
 from ..store import Entry, StoreBackend
+from ..store.base import Fence, fenced_deletes_of
 from ._store_support import (
     TTL,
     wait_until_absent,
@@ -37,6 +38,26 @@ class EntryTests:
         await store.put((ns, "b"), b"B2")
         assert await store.get((ns, "a")) == Entry(b"A", 1)
         assert await store.get((ns, "b")) == Entry(b"B2", 2)
+
+    async def test_a_fenced_delete_deletes_only_while_the_key_holds_the_value(
+        self, store: StoreBackend, ns: str
+    ) -> None:
+        """A store declaring ``fenced_delete``: a lease given back by its holder's value and
+        version, so another holder's lease at the same version stays."""
+        deletes = fenced_deletes_of(store)
+        if deletes is None:
+            pytest.skip("the store declares no fenced delete (capabilities.fenced_delete)")
+        key = (ns, "lease")
+        assert await store.put(key, b"other", expected_version=0) == 1
+        with pytest.raises(LeaseLostError) as lost:
+            await deletes.delete(key, expected_version=1, fence=Fence(key, b"mine"))
+        assert (lost.value.key, lost.value.lease_key) == (key, key)
+        assert await store.get(key) == Entry(b"other", 1)
+        with pytest.raises(VersionConflict) as stale:
+            await deletes.delete(key, expected_version=2, fence=Fence(key, b"other"))
+        assert not isinstance(stale.value, LeaseLostError) and stale.value.found == 1
+        assert await deletes.delete(key, expected_version=1, fence=Fence(key, b"other")) is True
+        assert await store.get(key) is None
 
     async def test_create_only_succeeds_once(self, store: StoreBackend, ns: str) -> None:
         key = (ns, "lock")

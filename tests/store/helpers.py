@@ -114,3 +114,31 @@ def run_workers(spec: StoreSpec, job: Job, workers: int) -> list[Any]:
                 p.join()
     assert not errors, "\n".join(errors)
     return [out[w] for w in range(workers)]
+
+
+def lease_holder(spec: StoreSpec, key: Key, record: Key, steps: Any, results: Any) -> None:
+    """A process that holds the lease at ``key`` as a call does: it takes it, says so
+    (``"held"``), then, each time ``steps`` hands it an order, carries it out and reports:
+    ``"save"`` (a save of ``record`` fenced by the lease), ``"release"`` (:meth:`Lease.release`)."""
+    from agentscope_teams.agent.lease import Lease, acquire
+
+    async def main() -> None:
+        async with spec.open() as store:
+            lease = Lease(store, key, ttl=60)
+            await acquire(lease, RUN_TIMEOUT)
+            results.put(("held", lease.version))
+            while (order := await anyio.to_thread.run_sync(steps.get, True, RUN_TIMEOUT)) != "exit":
+                try:
+                    if order == "save":
+                        await store.put(record, b"saved", fence=lease.fence())
+                    else:
+                        await lease.release()
+                except Exception as exc:
+                    results.put((order, type(exc).__name__))
+                else:
+                    results.put((order, "ok"))
+
+    try:
+        anyio.run(main)
+    except BaseException:
+        results.put(("error", traceback.format_exc()))

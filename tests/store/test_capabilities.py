@@ -17,12 +17,16 @@ from ..backends import StoreSpec
 
 #: What each backend of the test matrix declares, as opened by the tests.
 EXPECTED = {
-    "memory": StoreCapabilities(signals=True, shared_across_processes=False),
-    "file": StoreCapabilities(signals=False),
-    "sqlite": StoreCapabilities(),  # the board runs the generic queue on SQLite
-    "mariadb": StoreCapabilities(board_queue="sql", shared_across_hosts=True),
+    "memory": StoreCapabilities(signals=True, shared_across_processes=False, fenced_delete=True),
+    "file": StoreCapabilities(signals=False, fenced_delete=True),
+    "sqlite": StoreCapabilities(fenced_delete=True),  # the board runs the generic queue on SQLite
+    "mariadb": StoreCapabilities(board_queue="sql", shared_across_hosts=True, fenced_delete=True),
     "postgres": StoreCapabilities(  # round reads: one statement (issue 26's h-pgwake)
-        signals=True, board_queue="sql", shared_across_hosts=True, round_reads=True
+        signals=True,
+        board_queue="sql",
+        shared_across_hosts=True,
+        round_reads=True,
+        fenced_delete=True,
     ),
     "redis": StoreCapabilities(
         signals=True,
@@ -30,9 +34,14 @@ EXPECTED = {
         shared_across_hosts=True,
         field_records=True,
         round_reads=True,
+        fenced_delete=True,
     ),
     "redis-cluster": StoreCapabilities(
-        signals=True, board_queue="redis", shared_across_hosts=True, field_records=True
+        signals=True,
+        board_queue="redis",
+        shared_across_hosts=True,
+        field_records=True,
+        fenced_delete=True,
     ),
 }
 

@@ -5,15 +5,24 @@ Runs for every backend that is shared across processes; the in-memory store is s
 
 from __future__ import annotations
 
+import multiprocessing
 from functools import partial
 from itertools import pairwise
+from typing import Any
 
 import pytest
 
 from agentscope_teams.store import Entry, StoreBackend
 
 from ..backends import SHARED_BACKENDS, StoreSpec
-from .helpers import append_entries, cas_increments, create_only, run_workers
+from .helpers import (
+    RUN_TIMEOUT,
+    append_entries,
+    cas_increments,
+    create_only,
+    lease_holder,
+    run_workers,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -82,3 +91,49 @@ async def test_create_only_has_one_winner_per_key_across_processes(
     assert all(len(ws) == 1 for ws in winners.values()), winners
     for i, key in enumerate(keys):
         assert await shared_store.get(key) == Entry(str(winners[i][0]).encode(), 1), key
+
+
+async def test_a_holder_force_deleted_in_one_process_does_not_release_the_next_in_another(
+    shared_store: StoreBackend, store_spec: StoreSpec, ns: str
+) -> None:
+    """Two processes: the first holds the session lease; an operator force-deletes it; the second
+    takes it, at version 1 again. The first one's release (its call ends) leaves the second's
+    lease, whose fenced saves go on; before fenced deletes it deleted it by version alone."""
+    key, record = ("leases", ns, "u", "a", "s"), ("sessions", ns, "u", "a", "s")
+    ctx = multiprocessing.get_context("spawn")
+    first = (ctx.Queue(), ctx.Queue())  # (orders, reports) of each holder
+    second = (ctx.Queue(), ctx.Queue())
+    procs = []
+    try:
+        for orders, reports in (first, second):
+            proc = ctx.Process(
+                target=lease_holder, args=(store_spec, key, record, orders, reports), daemon=True
+            )
+            proc.start()
+            procs.append(proc)
+            if orders is first[0]:
+                assert _report(reports) == ("held", 1)
+                assert await shared_store.delete(key, indexed=False)  # the operator's force-delete
+        assert _report(second[1]) == ("held", 1)
+        first[0].put("release")
+        assert _report(first[1]) == ("release", "ok")
+        second[0].put("save")
+        assert _report(second[1]) == ("save", "ok")  # it still holds its lease
+        held = await shared_store.get(key)
+        assert held is not None and held.version == 1
+        second[0].put("release")
+        assert _report(second[1]) == ("release", "ok")
+        assert await shared_store.get(key) is None
+    finally:
+        for orders, _ in (first, second):
+            orders.put("exit")
+        for proc in procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+
+
+def _report(reports: Any) -> tuple[str, object]:
+    found: tuple[str, object] = reports.get(timeout=RUN_TIMEOUT)
+    assert found[0] != "error", found[1]
+    return found

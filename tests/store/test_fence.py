@@ -15,6 +15,7 @@ from agentscope_teams.errors import LeaseLostError, VersionConflict
 from agentscope_teams.store import Fence, Key, StoreBackend
 
 from ..backends import REDIS_BACKENDS, StoreSpec
+from ..teams.round_trips import count_round_trips
 
 EXPIRY_DEADLINE = 20.0
 
@@ -194,3 +195,73 @@ async def test_a_lease_taken_with_a_read_returns_the_record_it_guards(
         await store.put(rec, b"stale", fence=Lease(store, lease_key, 30).fence())
     entry = await store.get(rec)
     assert entry is not None and (entry.value, entry.version) == (b"saved", 2)
+
+
+async def test_release_keeps_a_lease_recreated_at_the_same_version_by_another_holder(
+    store: StoreBackend, ns: str
+) -> None:
+    """Someone force-deletes a held lease and a new holder takes it, at version 1 again, while
+    the first holder still thinks it holds it: the first holder's release leaves the new lease."""
+    _, lease_key = keys(ns)
+    first, second = Lease(store, lease_key, ttl=30), Lease(store, lease_key, ttl=30)
+    assert await first.try_acquire() and first.version == 1
+    assert await store.delete(lease_key, indexed=False)  # an operator's force-delete
+    assert await second.try_acquire() and second.version == 1
+    await first.release()  # fresh: it wrote the lease a moment ago
+    held = await store.get(lease_key)
+    assert held is not None and held.value == second.fence().value
+    assert await store.put(lease_key, b"x", expected_version=1, indexed=False, fence=second.fence())
+
+
+async def test_a_fenced_delete_deletes_only_the_holders_value(store: StoreBackend, ns: str) -> None:
+    """``delete(fence=Fence(key, value))``: the key goes only while it holds ``value`` (and is at
+    ``expected_version`` when given), checked atomically with the delete."""
+    _, lease = keys(ns)
+    assert await store.put(lease, b"other", expected_version=0, ttl=30, indexed=False) == 1
+    mine = Fence(lease, b"me")
+    for expected in (1, None):
+        with pytest.raises(LeaseLostError) as info:
+            await store.delete(lease, expected_version=expected, indexed=False, fence=mine)
+        assert info.value.key == lease and info.value.lease_key == lease
+    held = await store.get(lease)
+    assert held is not None and (held.value, held.version) == (b"other", 1)
+    ours = Fence(lease, b"other")
+    with pytest.raises(VersionConflict) as conflict:  # the value holds, the version does not
+        await store.delete(lease, expected_version=2, indexed=False, fence=ours)
+    assert not isinstance(conflict.value, LeaseLostError) and conflict.value.found == 1
+    assert await store.delete(lease, expected_version=1, indexed=False, fence=ours) is True
+    assert await store.get(lease) is None
+    with pytest.raises(LeaseLostError):  # gone: nothing holds the value
+        await store.delete(lease, indexed=False, fence=ours)
+    rec, _ = keys(ns)  # a fence on another key: the record goes only while the lease holds
+    await store.put(rec, b"r")
+    with pytest.raises(LeaseLostError):
+        await store.delete(rec, fence=Fence(lease, b"me"))
+    assert await store.put(lease, b"me", expected_version=0, ttl=30, indexed=False) == 1
+    with pytest.raises(ValueError, match="release"):
+        await store.delete(rec, fence=Fence(lease, b"me", True))
+    assert await store.delete(rec, expected_version=1, fence=Fence(lease, b"me")) is True
+    assert await store.get(rec) is None and await store.get(lease) is not None
+
+
+@pytest.mark.parametrize("after_a_long_call", [False, True])
+async def test_a_lease_is_released_in_the_round_trips_of_an_unfenced_delete(
+    store_spec: StoreSpec, store: StoreBackend, ns: str, after_a_long_call: bool
+) -> None:
+    """The fenced release costs what a delete at a version costs (Redis: one script call; SQL: the
+    same statements), also after a long call, where it used to read the lease first."""
+    if store_spec.backend in ("memory", "file"):
+        pytest.skip("no server to count round trips to")
+    _, lease_key = keys(ns)
+    plain = (*lease_key[:-1], "plain")
+    await store.put(plain, b"x", expected_version=0, ttl=30, indexed=False)
+    async with count_round_trips(store) as unfenced:
+        assert await store.delete(plain, expected_version=1, indexed=False)
+    lease = Lease(store, lease_key, ttl=30)
+    assert await lease.try_acquire()
+    if after_a_long_call:
+        lease._confirmed_at = float("-inf")  # as after a call longer than a third of the ttl
+    async with count_round_trips(store) as fenced:
+        await lease.release()
+    assert lease.done and await store.get(lease_key) is None
+    assert fenced.seen == unfenced.seen, (fenced.statements, unfenced.statements)

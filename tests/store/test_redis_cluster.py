@@ -94,12 +94,18 @@ async def test_an_injected_cluster_client_works_and_stays_open(redis_cluster_url
 async def test_scripts_are_loaded_on_every_primary(store: RedisStore) -> None:
     from agentscope_teams.store import _redis_scripts
 
-    shas = [store._put.sha, store._delete.sha, store._append.sha, store._update_fields_fenced.sha]
+    shas = [
+        store._put.sha,
+        store._delete.sha,
+        store._delete_fenced.sha,
+        store._append.sha,
+        store._update_fields_fenced.sha,
+    ]
     assert all(shas), "setup() loads the scripts, so their digests are known"
     for node in store._client.get_primaries():
         found = await store._client.execute_command("SCRIPT EXISTS", *shas, target_nodes=node)
-        assert list(found) == [1, 1, 1, 1], f"scripts missing on {node.name}"
-    assert len(_redis_scripts.SCRIPTS) == 10
+        assert list(found) == [1] * len(shas), f"scripts missing on {node.name}"
+    assert len(_redis_scripts.SCRIPTS) == 11
 
 
 # -- hash tags: one slot per key-registry group -----------------------------------------------

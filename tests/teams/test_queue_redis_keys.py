@@ -43,7 +43,16 @@ end
 """
 
 
-STORE_SCRIPTS = ("PUT", "UPDATE", "DELETE", "EXISTS", "APPEND", "PUT_FENCED", "UPDATE_FENCED")
+STORE_SCRIPTS = (
+    "PUT",
+    "UPDATE",
+    "DELETE",
+    "DELETE_FENCED",
+    "EXISTS",
+    "APPEND",
+    "PUT_FENCED",
+    "UPDATE_FENCED",
+)
 
 
 def checked(source: str) -> str:

@@ -20,7 +20,9 @@ from agentscope_teams.store.capabilities import StoreCapabilities
 class TinyStore(StoreBackend):
     """Entries ``{key: (value, version, deadline)}`` and streams ``{stream: [(seq, value)]}``."""
 
-    capabilities = StoreCapabilities(signals=False, shared_across_processes=False)
+    capabilities = StoreCapabilities(
+        signals=False, shared_across_processes=False, fenced_delete=True
+    )
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -64,10 +66,18 @@ class TinyStore(StoreBackend):
         return version + 1
 
     async def delete(
-        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+        self,
+        key: Key,
+        *,
+        expected_version: int | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> bool:
         k = validate_key(key)
         check_expected(expected_version)
+        f = self._check_delete_fence(k, fence)
+        if f is not None and ((held := self._entry(f.key)) is None or held[0] != f.value):
+            raise LeaseLostError(k, f.key)
         found = self._entry(k)
         version = 0 if found is None else found[1]
         if expected_version is not None and expected_version != version:

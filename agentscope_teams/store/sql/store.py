@@ -15,8 +15,11 @@ How each operation maps to SQL (``live`` = not expired by the database server's 
 * ``create_then_get`` (a lease, then the record it guards): on PostgreSQL one call of a function
   of the schema (:mod:`.lease`); elsewhere the ``put``, then the ``get``.
 * ``delete``: in one transaction ``DELETE ... WHERE khash = ? AND live [AND version = n]``
-  (``RETURNING nparts`` where supported) and then its chunks, if it had any. An unindexed delete
-  (a lease given back) that finds every pooled connection busy runs on a connection of its own.
+  (``RETURNING nparts`` where supported) and then its chunks, if it had any. A delete fenced by
+  the deleted key itself (a lease given back) adds ``AND value = ? AND nparts = 0`` to the same
+  statement; a fence on another key is checked as a fenced put's, ``SELECT ... FOR UPDATE``
+  first. An unindexed delete (a lease given back) that finds every pooled connection busy runs on
+  a connection of its own.
 * ``list_keys``: ``SELECT ekey ... ORDER BY khead, ekey LIMIT n`` (byte order of the encoding).
 * ``append``: bump the stream's counter row with an upsert and insert the entry, in one
   transaction (on PostgreSQL one statement: a data-modifying CTE). The counter row stays locked
@@ -49,7 +52,6 @@ from ..base import (
     Fence,
     Key,
     StoreBackend,
-    check_expected,
     decode_key,
     encode_key,
     encode_prefix,
@@ -145,6 +147,7 @@ class SqlStore(TableSetHost, StoreBackend):
             board_queue=None if self._db.kind == "sqlite" else "sql",
             shared_across_hosts=self.shared_across_hosts,
             round_reads=self._pg is not None,
+            fenced_delete=True,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -341,19 +344,40 @@ class SqlStore(TableSetHost, StoreBackend):
         return version, await self.get(read)
 
     async def delete(
-        self, key: Key, *, expected_version: int | None = None, indexed: bool = True
+        self,
+        key: Key,
+        *,
+        expected_version: int | None = None,
+        indexed: bool = True,
+        fence: Fence | None = None,
     ) -> bool:
-        r = ref(validate_key(key))
-        check_expected(expected_version)
+        r = ref(self._check_delete(key, expected_version))
+        f = self._check_delete_fence(r.key, fence)
         kv = self._t.kv
         conds = [kv.c.khash == r.h, self._sql.live()]
         if expected_version is not None:
             conds.append(kv.c.version == expected_version)
+        # A fence on the deleted key itself, of an inline value (a lease): a condition of the
+        # DELETE, no statement more. Any other fence: its row is checked and locked first.
+        inline = f is not None and f.key == r.key and len(f.value) <= self.chunk_bytes
+        if inline and f is not None:
+            conds += [kv.c.nparts == 0, kv.c.value == bytes(f.value)]
+        other = None if f is None or inline else ref(f.key)
 
         async def run(conn: AsyncConnection) -> bool:
+            if (
+                f is not None
+                and other is not None
+                and not await self._sql.holds(conn, other.h, f.value)
+            ):
+                raise LeaseLostError(r.key, f.key)
             if expected_version != 0 and await self._sql.delete_row(conn, r.h, conds):
                 return True
+            if inline and f is not None and not await self._sql.holds(conn, r.h, f.value):
+                raise LeaseLostError(r.key, f.key)
             if expected_version is None:
+                if inline:  # it holds the value, yet the DELETE missed it: written meanwhile
+                    raise Retry
                 return False
             found = await self._sql.live_version(conn, r.h)
             if found == expected_version == 0:
