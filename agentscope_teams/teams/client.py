@@ -175,6 +175,25 @@ class LocalTeamClient(TeamRegistry):
             self._require(team, m)
         return team, Mailbox(self.store, self._keys(team_id))
 
+    async def _still_open(self, team_id: str, box: Mailbox, names: Sequence[str]) -> None:
+        """Called after a message was appended to the inboxes of ``names`` of a team that had not
+        ended when it was checked: as :meth:`_not_deleted_since` when the team was deleted
+        meanwhile, and the end's :class:`TeamError` when it ended meanwhile (the message stays:
+        the lead reads what reached it as a late message if its next call came after, but nobody
+        may, so the sender is told)."""
+        try:
+            team = await self._team(team_id)  # one read for both (as is_deleted reads it)
+        except UnknownTeamError:
+            for name in names:
+                await box.delete_inbox(name)
+            raise _deleted_meanwhile(team_id) from None
+        except Exception:  # the store failed: no sign of an end; the message was sent
+            return
+        if team.status.ended:
+            raise TeamError(
+                _ended(team, "it ended while this message was sent: it may stay unread")
+            )
+
     async def _not_deleted_since(self, team_id: str, box: Mailbox, names: Sequence[str]) -> None:
         """Called after a write into the inboxes (or cursors) of ``names``, which was checked
         against the team record before: when the team was deleted since, remove what it wrote and
@@ -574,19 +593,25 @@ class LocalTeamClient(TeamRegistry):
         return True
 
     async def send_message(self, team_id: str, sender: str, to: str, content: str) -> TeamMessage:
-        _, box = await self._mailbox(team_id, sender, to)
+        """Append ``content`` to ``to``'s inbox. A team that ended takes no more messages (its
+        members are stopped and its lead reads its inbox once more only): a :class:`TeamError`
+        that says so, rather than a message nobody reads (``docs/teams.md``)."""
+        team, box = await self._mailbox(team_id, sender, to)
         if to == sender:
             raise TeamError(f"{sender!r} cannot send a message to itself")
+        _require_open(team)
         message = await box.deliver(sender, to, content)
-        await self._not_deleted_since(team_id, box, [to])
+        await self._still_open(team_id, box, [to])
         await self._changed(team_id)
         return message
 
     async def broadcast_message(self, team_id: str, sender: str, content: str) -> list[TeamMessage]:
+        """:meth:`send_message` to every participant but ``sender``."""
         team, box = await self._mailbox(team_id, sender)
+        _require_open(team)
         others = [p for p in team.participants() if p != sender]
         messages = await box.broadcast(sender, others, content)
-        await self._not_deleted_since(team_id, box, others)
+        await self._still_open(team_id, box, others)
         await self._changed(team_id)
         return messages
 
@@ -616,6 +641,21 @@ def _deleted_meanwhile(team_id: str) -> UnknownTeamError:
     return UnknownTeamError(
         f"team {team_id!r} was deleted while this call wrote to it; nothing of it was kept: "
         "create a new team (createTeam) to go on"
+    )
+
+
+def _require_open(team: Team) -> None:
+    """A :class:`TeamError` when ``team`` has ended: nothing was sent."""
+    if team.status.ended:
+        raise TeamError(_ended(team, "nothing was sent"))
+
+
+def _ended(team: Team, what: str) -> str:
+    """Why a message to ``team``, which ended, is refused; ``what`` became of it."""
+    return (
+        f"team {team.id!r} has ended ({team.status.value}): its members are stopped and nobody "
+        f"reads its messages any more, so {what}. A task's result still goes on its board "
+        f"(completeTask), which an ended team keeps; the lead starts new work with createTeam"
     )
 
 

@@ -160,16 +160,20 @@ class TeamLeadExtension(Extension):
 
     async def prepare(self, scope: CallScope) -> None:
         """Forget a current team that ended (or was deleted) since the last call: the lead's next
-        work starts a new team."""
+        work starts a new team. An ended team (not a deleted one) is kept as ``ended_team_id``
+        until the first step read what its members sent the lead after the lead's last look
+        (:meth:`inject`): a reply that ends a team may end before every report was read."""
         team_id = TeamLeadState.peek(scope.state).team_id
         if not team_id:
             return
         try:
             ended = (await self.client(scope).get_team(team_id)).status.ended
+            deleted = False
         except UnknownTeamError:
-            ended = True
+            ended = deleted = True
         if ended:
-            TeamLeadState.of(scope.state).team_id = None
+            state = TeamLeadState.of(scope.state)
+            state.team_id, state.ended_team_id = None, None if deleted else team_id
         elif self.run_members != "local":
             await self._record_budgets(scope, team_id)
 
@@ -204,9 +208,12 @@ class TeamLeadExtension(Extension):
             return
 
     async def inject(self, scope: CallScope) -> list[Msg]:
+        """The unread messages of the current team; first, once, those of the team that ended
+        since the last call (:meth:`prepare`), shown as late messages of an ended team."""
+        late = await self._late(scope)
         team_id = TeamLeadState.peek(scope.state).team_id
         if not team_id:
-            return []
+            return late
         client = self.client(scope)
         data = scope.local(self, LeadCallData)
         try:
@@ -214,9 +221,27 @@ class TeamLeadExtension(Extension):
                 await self._watch(scope, client, team_id)
             view = data.views[team_id] = TeamActor(client, team_id, scope.agent.name)
             mark = data.marks.setdefault(team_id, ReadMark())
-            return await delivery.take(view, mark, scope.state)
+            return late + await delivery.take(view, mark, scope.state)
         except UnknownTeamError:
             TeamLeadState.of(scope.state).team_id = None
+            return late
+
+    async def _late(self, scope: CallScope) -> list[Msg]:
+        """The unread messages of the lead's ended team (``ended_team_id``), read once: the id is
+        cleared in the state saved with them, and :meth:`after_save` acknowledges them (a crash
+        before the save reads them again). The team no longer takes messages
+        (:meth:`~..client.LocalTeamClient.send_message` refuses them), so these are all."""
+        team_id = TeamLeadState.peek(scope.state).ended_team_id
+        if not team_id:
+            return []
+        data = scope.local(self, LeadCallData)
+        view = data.views[team_id] = TeamActor(self.client(scope), team_id, scope.agent.name)
+        mark = data.marks.setdefault(team_id, ReadMark())
+        TeamLeadState.of(scope.state).ended_team_id = None
+        try:
+            return await delivery.take(view, mark, scope.state, ended=True)
+        except UnknownTeamError:  # deleted since: nothing of it is left to read
+            data.views.pop(team_id, None)
             return []
 
     async def after_save(self, scope: CallScope) -> None:

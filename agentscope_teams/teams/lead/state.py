@@ -10,13 +10,16 @@ LEGACY_KEY = "team_id"  # before schema 1 the current team id was stored under t
 
 
 class TeamLeadState(ExtensionState):
-    """The lead's current team (the default ``team_id`` of its tools), or None."""
+    """The lead's current team (the default ``team_id`` of its tools), or None; and the team that
+    was current until it ended, whose messages the lead has not read yet (read once, by the next
+    step, as late messages of the ended team: see ``docs/teams.md``)."""
 
     KEY = "teams"
     SCHEMA_VERSION = 1
     LEGACY_KEYS = (LEGACY_KEY,)
 
     team_id: str | None = None
+    ended_team_id: str | None = None
 
     @classmethod
     def upgrade(cls, middle: dict[str, Any]) -> Any:
