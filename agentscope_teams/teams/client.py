@@ -368,7 +368,8 @@ class LocalTeamClient(TeamRegistry):
         return await self._update_team(team_id, change)
 
     async def delete_team(self, team_id: str) -> None:
-        """Mark the team deleted, then remove its records (its directory record too); safe to call
+        """Mark the team deleted, then remove its records (its directory record and its members'
+        leases too: ``docs/teams.md`` says what a store keeps of a stream); safe to call
         again after a crash. A send, broadcast, acknowledgement or task assignment racing it
         looks at the record again after its write and removes what it wrote if the team was
         deleted meanwhile (:meth:`_not_deleted_since`): once this returns, nothing of the team
@@ -384,6 +385,9 @@ class LocalTeamClient(TeamRegistry):
         await self._remove_board(team_id)
         for name in team.participants():
             await Mailbox(self.store, keys).delete_inbox(name)
+            # a member lease outlives its process by its TTL (and a SQL or file store keeps an
+            # expired one until it is written again): a worker still running the member loses it
+            await self.store.delete(keys.member_lease(name))
         await self.store.delete(self._registry(team_id))
         await self.store.delete(keys.directory())  # a local team's: no worker removes it
         await self.store.delete(keys.team())
