@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -53,6 +53,7 @@ from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMess
 from .rules.transitions import require_owner
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 #: Team records a client keeps for guarded calls (cleared when full: teams per client are few).
 _KNOWN_TEAMS = 1024
 
@@ -497,14 +498,17 @@ class LocalTeamClient(TeamRegistry):
         return claimed
 
     async def _finish_guarded(
-        self, team_id: str, member: str, finish: Callable[[TaskBoard, TeamGuard | None], Any]
-    ) -> Task:
+        self,
+        team_id: str,
+        member: str,
+        finish: Callable[[TaskBoard, TeamGuard | None], Awaitable[_T]],
+    ) -> _T:
         """``finish`` (a completion or failure) with a guard; once more after a fresh read of the
         team record (the member checked anew) when the record moved on. The team's waiters are
         woken after, unless the board's finish statement woke them itself."""
         board, guard = await self._guarded(team_id, member)
         try:
-            task: Task = await finish(board, guard)
+            task = await finish(board, guard)
         except TeamChanged:
             board, _ = await self._guarded(team_id, member, fresh=True)
             task = await finish(board, None)  # checked just now: as every other call is
@@ -532,11 +536,13 @@ class LocalTeamClient(TeamRegistry):
         return task
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
-        task = await self._finish_guarded(
-            team_id, member, lambda b, g: b.fail(member, task_id, error, guard=g)
+        """Fail an owned task; TaskCompleted fires for the failure, not for a repeat of it."""
+        task, changed = await self._finish_guarded(
+            team_id, member, lambda b, g: b.failed(member, task_id, error, guard=g)
         )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
-        await self._task_hook("TaskCompleted", team_id, task, member, str(task.status))
+        if changed:
+            await self._task_hook("TaskCompleted", team_id, task, member, str(task.status))
         return task
 
     async def release_task(self, team_id: str, member: str, task_id: str) -> Task:
@@ -557,9 +563,10 @@ class LocalTeamClient(TeamRegistry):
         team, board = await self._board(team_id, actor)
         if actor not in (None, team.lead):
             raise TeamError(f"only the lead {team.lead!r} may cancel tasks, not {actor!r}")
-        task = await board.cancel(team.lead, task_id, reason)
+        task, changed = await board.cancelled(team.lead, task_id, reason)
         await self._changed(team_id)
-        await self._task_hook("TaskCompleted", team_id, task, task.owner, str(task.status))
+        if changed:  # a repeated cancel ended nothing: its hooks fired with the first
+            await self._task_hook("TaskCompleted", team_id, task, task.owner, str(task.status))
         return task
 
     async def get_task(self, team_id: str, task_id: str) -> Task:
