@@ -54,6 +54,8 @@ from .rules.transitions import require_owner
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+#: The reason of the cancellation of a task whose team was deleted while it was open.
+TEAM_DELETED = "its team was deleted"
 #: Team records a client keeps for guarded calls (cleared when full: teams per client are few).
 _KNOWN_TEAMS = 1024
 
@@ -383,6 +385,7 @@ class LocalTeamClient(TeamRegistry):
                 allow_deleted=True,
             )
         keys = self._keys(team_id)
+        await self._end_open_tasks(team)
         await self._remove_board(team_id)
         for name in team.participants():
             await Mailbox(self.store, keys).delete_inbox(name)
@@ -392,6 +395,22 @@ class LocalTeamClient(TeamRegistry):
         await self.store.delete(self._registry(team_id))
         await self.store.delete(keys.directory())  # a local team's: no worker removes it
         await self.store.delete(keys.team())
+
+    async def _end_open_tasks(self, team: Team) -> None:
+        """With TaskCompleted hooks: cancel each task of ``team`` (marked deleted) still pending or
+        in progress, and fire the hooks for those this call cancelled, so each TaskCreated has its
+        TaskCompleted (once: a racing delete, or a completion that won, ended it). Without such
+        hooks the records are just removed."""
+        if not expiry.watched(self.hooks):
+            return
+        board = TaskBoard(self.store, self._keys(team.id), self.clock)
+        for task in await board.open_board():
+            try:
+                task, changed = await board.cancelled(team.lead, task.id, TEAM_DELETED)
+            except TeamError:  # finished meanwhile: its own end fired the hooks
+                continue
+            if changed:
+                await self._task_hook("TaskCompleted", team.id, task, task.owner, "cancelled")
 
     async def _remove_board(self, team_id: str) -> None:
         """Remove the task board of a team marked deleted: its queue's index, every record
