@@ -148,3 +148,33 @@ async def test_a_send_racing_the_end_tells_the_sender() -> None:
     store.team_id = team.id
     with pytest.raises(TeamError, match="ended while this message was sent: it may stay unread"):
         await client.send_message(team.id, "a", "lead", "racing the end")
+
+
+async def test_a_team_ended_and_replaced_in_one_step_still_delivers_its_late_messages(
+    store: BaseStore, alice: RuntimeContext, tmp_path: Path
+) -> None:
+    """endTeam then createTeam in one step: the new team becomes current at once, and what the
+    member sent the lead before the end (after the lead's last look) was never read."""
+    member = LocalTeamClient(store, alice)
+    found: dict[str, str] = {}
+
+    async def report_then_switch(request: ModelRequest) -> ModelResponse | str:
+        team_id = found["team"] = (await member.list_teams())[0].id
+        await member.send_message(team_id, "a", "lead", "report of the first team")
+        return ScriptedModel.tool_calls([("endTeam", {}), ("createTeam", {"name": "second"})])
+
+    script: list[ScriptItem] = [
+        ScriptedModel.tool_calls(
+            [("createTeam", {"name": "first"}), ("spawnMember", {"name": "a", "spec": "reviewer"})]
+        ),
+        report_then_switch,
+        "Switched.",
+    ]
+    lead = lead_with(store, tmp_path, script)
+    await lead.call("go", alice)
+    model = lead.model
+    assert isinstance(model, ScriptedModel)
+    seen = [m.get_text_content() for m in model.requests[-1].messages]
+    late = [t for t in seen if "report of the first team" in t]
+    assert late and "which has ended" in late[0], seen
+    assert await member.unread(found["team"], "lead") == []

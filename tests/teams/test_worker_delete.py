@@ -39,7 +39,10 @@ def team_state(key: str) -> bool:
 
 
 async def test_deleting_a_team_while_workers_run_its_members(
-    tmp_path: object, redis: BaseStore, ctx: RuntimeContext, workers: Workers  # noqa: F811
+    tmp_path: object,
+    redis: BaseStore,
+    ctx: RuntimeContext,
+    workers: Workers,  # noqa: F811
 ) -> None:
     procs = [workers.start(delay=0.5), workers.start(delay=0.5)]
     lead, _ = make_lead(tmp_path, redis)  # type: ignore[arg-type]
