@@ -178,3 +178,39 @@ async def test_a_team_ended_and_replaced_in_one_step_still_delivers_its_late_mes
     late = [t for t in seen if "report of the first team" in t]
     assert late and "which has ended" in late[0], seen
     assert await member.unread(found["team"], "lead") == []
+
+
+async def test_end_team_tells_the_lead_which_work_it_cut_off(
+    store: BaseStore, alice: RuntimeContext, tmp_path: Path
+) -> None:
+    """endTeam while a task is in progress and another pending: the lead reads which ones were
+    left unfinished (Claude Code asks before it shuts a teammate down mid-work; here the model
+    that ended the team at least knows what it stopped)."""
+    member = LocalTeamClient(store, alice)
+
+    async def claim_then_end(request: ModelRequest) -> ModelResponse | str:
+        team_id = (await member.list_teams())[0].id
+        await member.claim_task(team_id, "a", "t-1")
+        return ScriptedModel.tool_call("endTeam", {})
+
+    script: list[ScriptItem] = [
+        ScriptedModel.tool_calls(
+            [
+                ("createTeam", {"name": "t"}),
+                ("spawnMember", {"name": "a", "spec": "reviewer"}),
+                ("assignTask", {"title": "started"}),
+                ("assignTask", {"title": "not started"}),
+            ]
+        ),
+        claim_then_end,
+        "Ended.",
+    ]
+    lead = lead_with(store, tmp_path, script)
+    await lead.call("go", alice)
+    model = lead.model
+    assert isinstance(model, ScriptedModel)
+    (ended,) = [r for m in model.requests[-1].messages for r in m.tool_results()][-1:]
+    assert ended.name == "endTeam" and not ended.is_error, ended
+    assert "2 tasks were not finished" in ended.output, ended.output
+    assert "t-1 'started' (in progress, owner a)" in ended.output, ended.output
+    assert "t-2 'not started' (pending)" in ended.output, ended.output
