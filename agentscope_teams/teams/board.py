@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio.to_thread
 
@@ -38,6 +38,14 @@ from .rules.transitions import Change
 
 #: Times a transition is retried when its queue's refusal meets a record the rule allows.
 NATIVE_RETRIES = 5
+
+
+class Ended(NamedTuple):
+    """The task a transition returned, and whether it was written (False: an idempotent repeat,
+    e.g. a second cancel: the caller fires no end hook for it again)."""
+
+    task: Task
+    changed: bool
 
 
 class TaskBoard(BoardReads):
@@ -154,11 +162,18 @@ class TaskBoard(BoardReads):
         ``guard``, :class:`~.queues.base.TeamChanged` when the team record moved on."""
         result = limits.text(result, "result")
         data = limits.json_size(data, "data")
-        return await self._finish(member, task_id, TaskStatus.COMPLETED, result, data, guard)
+        ended = await self._finish(member, task_id, TaskStatus.COMPLETED, result, data, guard)
+        return ended.task
 
     async def fail(
         self, member: str, task_id: str, error: str, *, guard: TeamGuard | None = None
     ) -> Task:
+        return (await self.failed(member, task_id, error, guard=guard)).task
+
+    async def failed(
+        self, member: str, task_id: str, error: str, *, guard: TeamGuard | None = None
+    ) -> Ended:
+        """:meth:`fail`, and whether this call failed the task (not a repeat by its owner)."""
         error = limits.text(error, "error")
         return await self._finish(member, task_id, TaskStatus.FAILED, error, guard=guard)
 
@@ -170,7 +185,7 @@ class TaskBoard(BoardReads):
         text: str,
         data: Any = None,
         guard: TeamGuard | None = None,
-    ) -> Task:
+    ) -> Ended:
         detail = rules.finish_detail(text)
         how = Finish(status, text, detail, data)
 
@@ -192,7 +207,7 @@ class TaskBoard(BoardReads):
                     how = Finish(status, text, detail, checked, checked=True)
 
         queue = self.queue
-        return await self._native(
+        return await self._transition(
             task_id, lambda now: queue.finish(member, task_id, how, now, guard), refused
         )
 
@@ -211,9 +226,13 @@ class TaskBoard(BoardReads):
         )
 
     async def cancel(self, actor: str, task_id: str, reason: str) -> Task:
+        return (await self.cancelled(actor, task_id, reason)).task
+
+    async def cancelled(self, actor: str, task_id: str, reason: str) -> Ended:
+        """:meth:`cancel`, and whether this call cancelled the task (not a repeat)."""
         reason = limits.text(reason, "reason")
         change, queue = rules.cancel(actor, reason), self.queue
-        return await self._native(
+        return await self._transition(
             task_id, lambda now: queue.cancel(actor, task_id, reason, now), _refused(change)
         )
 
@@ -223,9 +242,18 @@ class TaskBoard(BoardReads):
         call: Callable[[datetime], Awaitable[Outcome]],
         refused: Callable[[Task, datetime], Awaitable[None]],
     ) -> Task:
+        """:meth:`_transition`'s task."""
+        return (await self._transition(task_id, call, refused)).task
+
+    async def _transition(
+        self,
+        task_id: str,
+        call: Callable[[datetime], Awaitable[Outcome]],
+        refused: Callable[[Task, datetime], Awaitable[None]],
+    ) -> Ended:
         """Run one transition on the queue; a refusal raises the Python rule's error for the record
         the queue read (``refused``). Should the rule allow it after all (the record changed in
-        between), the transition runs again."""
+        between), the transition runs again. ``changed`` is False for an idempotent repeat."""
         limits.name(task_id, "task_id")  # never hand the database a NUL or a lone surrogate
         for _ in range(NATIVE_RETRIES):
             now = self.clock()
@@ -233,7 +261,7 @@ class TaskBoard(BoardReads):
             if out.verdict is Verdict.MISSING or out.task is None:
                 raise self._missing(task_id)
             if out.verdict is not Verdict.REFUSED:
-                return out.task
+                return Ended(out.task, out.verdict is Verdict.DONE)
             await refused(out.task, now)
         raise TeamError(
             f"the board's queue refused {task_id!r} {NATIVE_RETRIES} times while the claim rule "

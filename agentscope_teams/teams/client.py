@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -53,6 +53,9 @@ from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMess
 from .rules.transitions import require_owner
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+#: The reason of the cancellation of a task whose team was deleted while it was open.
+TEAM_DELETED = "its team was deleted"
 #: Team records a client keeps for guarded calls (cleared when full: teams per client are few).
 _KNOWN_TEAMS = 1024
 
@@ -174,6 +177,25 @@ class LocalTeamClient(TeamRegistry):
         for m in members:
             self._require(team, m)
         return team, Mailbox(self.store, self._keys(team_id))
+
+    async def _still_open(self, team_id: str, box: Mailbox, names: Sequence[str]) -> None:
+        """Called after a message was appended to the inboxes of ``names`` of a team that had not
+        ended when it was checked: as :meth:`_not_deleted_since` when the team was deleted
+        meanwhile, and the end's :class:`TeamError` when it ended meanwhile (the message stays:
+        the lead reads what reached it as a late message if its next call came after, but nobody
+        may, so the sender is told)."""
+        try:
+            team = await self._team(team_id)  # one read for both (as is_deleted reads it)
+        except UnknownTeamError:
+            for name in names:
+                await box.delete_inbox(name)
+            raise _deleted_meanwhile(team_id) from None
+        except Exception:  # the store failed: no sign of an end; the message was sent
+            return
+        if team.status.ended:
+            raise TeamError(
+                _ended(team, "it ended while this message was sent: it may stay unread")
+            )
 
     async def _not_deleted_since(self, team_id: str, box: Mailbox, names: Sequence[str]) -> None:
         """Called after a write into the inboxes (or cursors) of ``names``, which was checked
@@ -349,7 +371,8 @@ class LocalTeamClient(TeamRegistry):
         return await self._update_team(team_id, change)
 
     async def delete_team(self, team_id: str) -> None:
-        """Mark the team deleted, then remove its records (its directory record too); safe to call
+        """Mark the team deleted, then remove its records (its directory record and its members'
+        leases too: ``docs/teams.md`` says what a store keeps of a stream); safe to call
         again after a crash. A send, broadcast, acknowledgement or task assignment racing it
         looks at the record again after its write and removes what it wrote if the team was
         deleted meanwhile (:meth:`_not_deleted_since`): once this returns, nothing of the team
@@ -362,12 +385,32 @@ class LocalTeamClient(TeamRegistry):
                 allow_deleted=True,
             )
         keys = self._keys(team_id)
+        await self._end_open_tasks(team)
         await self._remove_board(team_id)
         for name in team.participants():
             await Mailbox(self.store, keys).delete_inbox(name)
+            # a member lease outlives its process by its TTL (and a SQL or file store keeps an
+            # expired one until it is written again): a worker still running the member loses it
+            await self.store.delete(keys.member_lease(name))
         await self.store.delete(self._registry(team_id))
         await self.store.delete(keys.directory())  # a local team's: no worker removes it
         await self.store.delete(keys.team())
+
+    async def _end_open_tasks(self, team: Team) -> None:
+        """With TaskCompleted hooks: cancel each task of ``team`` (marked deleted) still pending or
+        in progress, and fire the hooks for those this call cancelled, so each TaskCreated has its
+        TaskCompleted (once: a racing delete, or a completion that won, ended it). Without such
+        hooks the records are just removed."""
+        if not expiry.watched(self.hooks):
+            return
+        board = TaskBoard(self.store, self._keys(team.id), self.clock)
+        for task in await board.open_board():
+            try:
+                task, changed = await board.cancelled(team.lead, task.id, TEAM_DELETED)
+            except TeamError:  # finished meanwhile: its own end fired the hooks
+                continue
+            if changed:
+                await self._task_hook("TaskCompleted", team.id, task, task.owner, "cancelled")
 
     async def _remove_board(self, team_id: str) -> None:
         """Remove the task board of a team marked deleted: its queue's index, every record
@@ -474,14 +517,17 @@ class LocalTeamClient(TeamRegistry):
         return claimed
 
     async def _finish_guarded(
-        self, team_id: str, member: str, finish: Callable[[TaskBoard, TeamGuard | None], Any]
-    ) -> Task:
+        self,
+        team_id: str,
+        member: str,
+        finish: Callable[[TaskBoard, TeamGuard | None], Awaitable[_T]],
+    ) -> _T:
         """``finish`` (a completion or failure) with a guard; once more after a fresh read of the
         team record (the member checked anew) when the record moved on. The team's waiters are
         woken after, unless the board's finish statement woke them itself."""
         board, guard = await self._guarded(team_id, member)
         try:
-            task: Task = await finish(board, guard)
+            task = await finish(board, guard)
         except TeamChanged:
             board, _ = await self._guarded(team_id, member, fresh=True)
             task = await finish(board, None)  # checked just now: as every other call is
@@ -509,11 +555,13 @@ class LocalTeamClient(TeamRegistry):
         return task
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
-        task = await self._finish_guarded(
-            team_id, member, lambda b, g: b.fail(member, task_id, error, guard=g)
+        """Fail an owned task; TaskCompleted fires for the failure, not for a repeat of it."""
+        task, changed = await self._finish_guarded(
+            team_id, member, lambda b, g: b.failed(member, task_id, error, guard=g)
         )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
-        await self._task_hook("TaskCompleted", team_id, task, member, str(task.status))
+        if changed:
+            await self._task_hook("TaskCompleted", team_id, task, member, str(task.status))
         return task
 
     async def release_task(self, team_id: str, member: str, task_id: str) -> Task:
@@ -534,9 +582,10 @@ class LocalTeamClient(TeamRegistry):
         team, board = await self._board(team_id, actor)
         if actor not in (None, team.lead):
             raise TeamError(f"only the lead {team.lead!r} may cancel tasks, not {actor!r}")
-        task = await board.cancel(team.lead, task_id, reason)
+        task, changed = await board.cancelled(team.lead, task_id, reason)
         await self._changed(team_id)
-        await self._task_hook("TaskCompleted", team_id, task, task.owner, str(task.status))
+        if changed:  # a repeated cancel ended nothing: its hooks fired with the first
+            await self._task_hook("TaskCompleted", team_id, task, task.owner, str(task.status))
         return task
 
     async def get_task(self, team_id: str, task_id: str) -> Task:
@@ -574,19 +623,25 @@ class LocalTeamClient(TeamRegistry):
         return True
 
     async def send_message(self, team_id: str, sender: str, to: str, content: str) -> TeamMessage:
-        _, box = await self._mailbox(team_id, sender, to)
+        """Append ``content`` to ``to``'s inbox. A team that ended takes no more messages (its
+        members are stopped and its lead reads its inbox once more only): a :class:`TeamError`
+        that says so, rather than a message nobody reads (``docs/teams.md``)."""
+        team, box = await self._mailbox(team_id, sender, to)
         if to == sender:
             raise TeamError(f"{sender!r} cannot send a message to itself")
+        _require_open(team)
         message = await box.deliver(sender, to, content)
-        await self._not_deleted_since(team_id, box, [to])
+        await self._still_open(team_id, box, [to])
         await self._changed(team_id)
         return message
 
     async def broadcast_message(self, team_id: str, sender: str, content: str) -> list[TeamMessage]:
+        """:meth:`send_message` to every participant but ``sender``."""
         team, box = await self._mailbox(team_id, sender)
+        _require_open(team)
         others = [p for p in team.participants() if p != sender]
         messages = await box.broadcast(sender, others, content)
-        await self._not_deleted_since(team_id, box, others)
+        await self._still_open(team_id, box, others)
         await self._changed(team_id)
         return messages
 
@@ -616,6 +671,21 @@ def _deleted_meanwhile(team_id: str) -> UnknownTeamError:
     return UnknownTeamError(
         f"team {team_id!r} was deleted while this call wrote to it; nothing of it was kept: "
         "create a new team (createTeam) to go on"
+    )
+
+
+def _require_open(team: Team) -> None:
+    """A :class:`TeamError` when ``team`` has ended: nothing was sent."""
+    if team.status.ended:
+        raise TeamError(_ended(team, "nothing was sent"))
+
+
+def _ended(team: Team, what: str) -> str:
+    """Why a message to ``team``, which ended, is refused; ``what`` became of it."""
+    return (
+        f"team {team.id!r} has ended ({team.status.value}): its members are stopped and nobody "
+        f"reads its messages any more, so {what}. A task's result still goes on its board "
+        f"(completeTask), which an ended team keeps; the lead starts new work with createTeam"
     )
 
 

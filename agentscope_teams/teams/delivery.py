@@ -32,12 +32,15 @@ def message_id(team_id: str, msg: TeamMessage) -> str:
     return f"{team_id}/{msg.recipient}/{msg.seq}"
 
 
-def as_msg(team_id: str, msg: TeamMessage) -> Msg:
+def as_msg(team_id: str, msg: TeamMessage, *, ended: bool = False) -> Msg:
+    """``msg`` as a user message; ``ended``: a late message of a team that ended (the lead reads
+    those once, after the end: :meth:`~.lead.extension.TeamLeadExtension.inject`)."""
+    team = f"team {team_id}, which has ended" if ended else f"team {team_id}"
     if msg.sender == NOTICE_SENDER:  # stands for messages that could not be read
-        text = f"Mailbox notice (team {team_id}):\n{msg.content}"
+        text = f"Mailbox notice ({team}):\n{msg.content}"
     else:
         kind = "Broadcast" if msg.broadcast else "Message"
-        text = f"{kind} from {msg.sender} (team {team_id}):\n{msg.content}"
+        text = f"{kind} from {msg.sender} ({team}):\n{msg.content}"
     meta = {TEAM_MESSAGE: message_id(team_id, msg), TEAM_SENDER: msg.sender}
     return UserMsg(text, name="team", metadata=meta)
 
@@ -97,13 +100,16 @@ async def take(
     mark: ReadMark,
     state: AgentState,
     unread: list[TeamMessage] | None = None,
+    *,
+    ended: bool = False,
 ) -> list[Msg]:
     """The unseen messages of ``view``'s inbox; ``mark`` (the call's own) remembers how far it read.
 
     ``unread``: the first page of unread messages if the caller read it already (the runtime did,
-    to wake the member), so a first step does not read it again."""
+    to wake the member), so a first step does not read it again. ``ended``: the team has ended
+    (the messages are shown as late ones, :func:`as_msg`)."""
     fresh = await delivery.take(TeamInbox(view, unread), mark, injected(state))
-    return [as_msg(view.team_id, msg) for msg in fresh]
+    return [as_msg(view.team_id, msg, ended=ended) for msg in fresh]
 
 
 async def acknowledge(view: TeamActor, mark: ReadMark) -> None:

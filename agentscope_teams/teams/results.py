@@ -193,14 +193,29 @@ class TeamEnded(ToolOutput):
     team_id: str
     status: str
     already: bool = False
+    #: The tasks still pending or in progress when it ended (they stay on the board as they were).
+    unfinished: list[TaskBrief] = Field(default_factory=list)
 
     def render(self) -> str:
         if self.already:
             return f"Team {self.team_id} had already ended ({self.status}); nothing changed."
-        return (
+        text = (
             f"Team {self.team_id} ended ({self.status}): its members were stopped; its board and "
             "messages are kept. createTeam starts a new team for new work."
         )
+        if not self.unfinished:
+            return text
+        count = len(self.unfinished)
+        head = "1 task was" if count == 1 else f"{count} tasks were"
+        tasks = "; ".join(_unfinished(t) for t in self.unfinished)
+        return f"{text} {head} not finished and stay as they were: {tasks}."
+
+
+def _unfinished(task: TaskBrief) -> str:
+    """``task`` as endTeam names a task it left unfinished."""
+    status = task.status.value.replace("_", " ")
+    owner = f", owner {task.owner}" if task.owner else ""
+    return f"{task.id} {task.title!r} ({status}{owner})"
 
 
 class TaskAssigned(ToolOutput):

@@ -59,6 +59,12 @@ __all__ = ["TeamLeadExtension", "TeamMemberExtension"]
 log = logging.getLogger(__name__)
 
 
+def _ended(state: TeamLeadState, team_id: str) -> None:
+    """Remember that ``team_id`` ended: its late messages are read by the next step."""
+    if team_id not in state.ended_teams:
+        state.ended_teams = [*state.ended_teams, team_id]
+
+
 def _default_client(task_lease: float, hooks: Hooks | None = None) -> ClientFactory:
     def make(store: BaseStore, ctx: RuntimeContext) -> TeamClient:
         return LocalTeamClient(store, ctx, task_lease=task_lease, hooks=hooks)
@@ -160,16 +166,22 @@ class TeamLeadExtension(Extension):
 
     async def prepare(self, scope: CallScope) -> None:
         """Forget a current team that ended (or was deleted) since the last call: the lead's next
-        work starts a new team."""
+        work starts a new team. An ended team (not a deleted one) is kept in ``ended_teams``
+        until the first step read what its members sent the lead after the lead's last look
+        (:meth:`inject`): a reply that ends a team may end before every report was read."""
         team_id = TeamLeadState.peek(scope.state).team_id
         if not team_id:
             return
         try:
             ended = (await self.client(scope).get_team(team_id)).status.ended
+            deleted = False
         except UnknownTeamError:
-            ended = True
+            ended = deleted = True
         if ended:
-            TeamLeadState.of(scope.state).team_id = None
+            state = TeamLeadState.of(scope.state)
+            state.team_id = None
+            if not deleted:
+                _ended(state, team_id)
         elif self.run_members != "local":
             await self._record_budgets(scope, team_id)
 
@@ -204,9 +216,12 @@ class TeamLeadExtension(Extension):
             return
 
     async def inject(self, scope: CallScope) -> list[Msg]:
+        """The unread messages of the current team; first, once, those of the team that ended
+        since the last call (:meth:`prepare`), shown as late messages of an ended team."""
+        late = await self._late(scope)
         team_id = TeamLeadState.peek(scope.state).team_id
         if not team_id:
-            return []
+            return late
         client = self.client(scope)
         data = scope.local(self, LeadCallData)
         try:
@@ -214,10 +229,29 @@ class TeamLeadExtension(Extension):
                 await self._watch(scope, client, team_id)
             view = data.views[team_id] = TeamActor(client, team_id, scope.agent.name)
             mark = data.marks.setdefault(team_id, ReadMark())
-            return await delivery.take(view, mark, scope.state)
+            return late + await delivery.take(view, mark, scope.state)
         except UnknownTeamError:
             TeamLeadState.of(scope.state).team_id = None
+            return late
+
+    async def _late(self, scope: CallScope) -> list[Msg]:
+        """The unread messages of the teams the lead led that ended (``ended_teams``), read once:
+        the ids are cleared in the state saved with them, and :meth:`after_save` acknowledges
+        them (a crash before the save reads them again). An ended team takes no more messages
+        (:meth:`~..client.LocalTeamClient.send_message` refuses them), so these are all."""
+        ended = TeamLeadState.peek(scope.state).ended_teams
+        if not ended:
             return []
+        TeamLeadState.of(scope.state).ended_teams = []
+        data, client, late = scope.local(self, LeadCallData), self.client(scope), []
+        for team_id in ended:
+            view = data.views[team_id] = TeamActor(client, team_id, scope.agent.name)
+            mark = data.marks.setdefault(team_id, ReadMark())
+            try:
+                late += await delivery.take(view, mark, scope.state, ended=True)
+            except UnknownTeamError:  # deleted since: nothing of it is left to read
+                data.views.pop(team_id, None)
+        return late
 
     async def after_save(self, scope: CallScope) -> None:
         data = scope.local(self, LeadCallData)
@@ -305,6 +339,9 @@ class TeamLeadExtension(Extension):
             await self.runtime.stop_team(scope.ctx, team_id)
         team = await client.set_team_status(team_id, TeamStatus.COMPLETED)
         await delete_record(scope.agent.store, scope.ctx, team_id)  # workers stop looking for it
+        # what reached the lead since its last look is read by the next step, also when a new
+        # team is current by then (createTeam in the same step)
+        _ended(TeamLeadState.of(scope.state), team_id)
         return team
 
     async def delete_team(self, scope: CallScope, client: TeamClient, team_id: str) -> None:

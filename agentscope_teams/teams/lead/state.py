@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from ...state import ExtensionState
 
 LEGACY_KEY = "team_id"  # before schema 1 the current team id was stored under this key
 
 
 class TeamLeadState(ExtensionState):
-    """The lead's current team (the default ``team_id`` of its tools), or None."""
+    """The lead's current team (the default ``team_id`` of its tools), or None; and the teams it
+    led that ended since its last step, whose messages it has not read yet (read once, by the next
+    step, as late messages of an ended team: see ``docs/teams.md``)."""
 
     KEY = "teams"
     SCHEMA_VERSION = 1
     LEGACY_KEYS = (LEGACY_KEY,)
 
     team_id: str | None = None
+    ended_teams: list[str] = Field(default_factory=list)
 
     @classmethod
     def upgrade(cls, middle: dict[str, Any]) -> Any:

@@ -158,8 +158,11 @@ class LeadToolCalls:
         team = await self.client.get_team(tid)
         if team.status.ended:
             return TeamEnded(team_id=tid, status=team.status.value, already=True)
+        # what the end cuts off, for the model that ends it (read before: the members stop now)
+        board = await self.client.open_board(tid)
+        unfinished = [TaskBrief.of(t) for t in board if not t.status.finished]
         team = await self.ext.end_team(self.scope, self.client, tid)
-        return TeamEnded(team_id=tid, status=team.status.value)
+        return TeamEnded(team_id=tid, status=team.status.value, unfinished=unfinished)
 
     async def wait(self, timeout_seconds: float, team_id: str | None) -> TeamWaited:
         tid = self.team_id(team_id)

@@ -13,7 +13,8 @@ answer, as in Claude Code:
   as a message from the member (the lead is who a team reports to);
 - anything else: it goes idle.
 
-A hook that blocks :data:`MAX_IDLE_BLOCKS` times in a row is not obeyed once more: the member goes
+A member whose team ended (or was deleted) during the call is stopped, not idle: no hook fires,
+and it gets no more turns. A hook that blocks :data:`MAX_IDLE_BLOCKS` times in a row is not obeyed once more: the member goes
 idle and the lead is told why (Claude Code has no bound, so such a hook loops for ever).
 """
 
@@ -23,6 +24,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ...context import RuntimeContext
+from ...errors import UnknownTeamError
 from ...hooks import HookOutcome, claude_mode
 from ...message import Msg, UserMsg
 from ..protocol import TeamClient
@@ -52,6 +54,8 @@ async def call_until_idle(
             return
         if await find_work(client, team, member.name, await client.open_board(team.id), set()):
             return  # not idle: the runtime wakes it for that work
+        if await _stopped(client, team):
+            return  # its team ended during the call: stopped, not idle (no hook, no more turns)
         outcome = await _fire(slot, team, member)
         if outcome.stop:
             reason = outcome.stop_reason or f"stopped by a {EVENT} hook"
@@ -63,6 +67,15 @@ async def call_until_idle(
     note = f"its {EVENT} hooks kept it working {MAX_IDLE_BLOCKS} times in a row; it goes idle now"
     log.warning("member %s of team %s: %s", member.name, team.id, note)
     await ext.view.send(team.lead, f"{member.name}: {note}")
+
+
+async def _stopped(client: TeamClient, team: Team) -> bool:
+    """Whether ``team`` has ended (or was deleted) since the call began: read afresh, as an
+    operator's archive or the lead's end lands while a member works."""
+    try:
+        return (await client.get_team(team.id)).status.ended
+    except UnknownTeamError:
+        return True
 
 
 async def _fire(slot: Slot, team: Team, member: Member) -> HookOutcome:
