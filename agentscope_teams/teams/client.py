@@ -345,7 +345,8 @@ class LocalTeamClient(TeamRegistry):
             if not team.member_status_allowed(status):
                 raise TeamError(
                     f"team {team.id!r} is {team.status.value}: its members stay stopped, "
-                    f"{name!r} cannot become {status.value}; set the team active to run it again"
+                    f"{name!r} cannot become {status.value}; an operator may set an archived team "
+                    "active again, a team its lead ended is over: create a new team for more work"
                 )
             members = [
                 m.model_copy(update={"status": status}) if m.name == name else m
