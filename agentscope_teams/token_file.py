@@ -23,6 +23,11 @@ from .errors import AgentScopeTeamsError, ConfigurationError, public_message
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+#: What a caller refused by :func:`verify_credentials` (or for sending none) is told to send.
+SEND_A_TOKEN = (
+    "send 'Authorization: Bearer TOKEN' with a token the operator gave you (an operator token of "
+    "the control plane, or one of the server's token file)"
+)
 #: Seconds a caller is told to wait (``Retry-After``) when its credentials could not be checked.
 RETRY_AFTER_SECONDS = 5
 

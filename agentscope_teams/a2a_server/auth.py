@@ -25,6 +25,7 @@ from a2a.server.routes import DefaultServerCallContextBuilder
 
 from ..errors import ConfigurationError
 from ..token_file import (
+    SEND_A_TOKEN,
     TokenDigests,
     read_token_file,
     refuse_unauthenticated,
@@ -32,11 +33,6 @@ from ..token_file import (
 )
 
 log = logging.getLogger(__name__)
-#: What a refused caller is told to send.
-_SEND = (
-    "send 'Authorization: Bearer TOKEN' with a token the operator gave you (an operator token of "
-    "the control plane, or one of the server's token file)"
-)
 #: Where :func:`guarded` puts the caller in the ASGI scope.
 SCOPE_KEY = "agentscope_teams.a2a_caller"
 
@@ -119,13 +115,15 @@ def guarded(
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        answered, caller = await verify_credentials(scope, send, verifier, _SEND)
+        answered, caller = await verify_credentials(scope, send, verifier, SEND_A_TOKEN)
         if answered:
             return
         if caller is None:
             card = str(scope.get("path", "")).endswith("/.well-known/agent-card.json")
             if not (anonymous or (public_card and card)):
-                await refuse_unauthenticated(send, f"the request has no credentials; {_SEND}")
+                await refuse_unauthenticated(
+                    send, f"the request has no credentials; {SEND_A_TOKEN}"
+                )
                 return
             caller = Caller(None)
         await app({**scope, SCOPE_KEY: caller}, receive, send)

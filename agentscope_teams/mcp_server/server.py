@@ -45,6 +45,7 @@ from ..events import (
 )
 from ..message import Msg
 from ..token_file import (
+    SEND_A_TOKEN,
     TokenDigests,
     read_token_file,
     refuse_unauthenticated,
@@ -52,11 +53,6 @@ from ..token_file import (
 )
 
 log = logging.getLogger(__name__)
-#: What a refused caller is told to send.
-_SEND = (
-    "send 'Authorization: Bearer TOKEN' with a token the operator gave you (an operator token of "
-    "the control plane, or one of the server's token file)"
-)
 
 #: The input schema of every agent tool.
 INPUT_SCHEMA: dict[str, Any] = {
@@ -396,12 +392,14 @@ class _Guarded:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        answered, who = await verify_credentials(scope, send, self.verifier, _SEND)
+        answered, who = await verify_credentials(scope, send, self.verifier, SEND_A_TOKEN)
         if answered:
             return
         if who is None:  # no credentials at all; wrong ones were refused above
             if not self.anonymous:
-                await refuse_unauthenticated(send, f"the request has no credentials; {_SEND}")
+                await refuse_unauthenticated(
+                    send, f"the request has no credentials; {SEND_A_TOKEN}"
+                )
                 return
             who = Identity(None, None)
         await self.app({**scope, SCOPE_KEY: who, "user": _sdk_user(who)}, receive, send)
