@@ -132,7 +132,11 @@ def outcome(rec: RunRecord) -> RunCompleted:
     """A finished run as a tool result; failures are tool errors."""
     if rec.status is RunStatus.COMPLETED:
         return RunCompleted(
-            run_id=rec.run_id, spec=rec.spec, result=rec.result or "", output=rec.output
+            run_id=rec.run_id,
+            spec=rec.spec,
+            result=rec.result or "",
+            output=rec.output,
+            stopped=rec.stop_note(),
         )
     raise ToolError(f"Run {rec.run_id} ({rec.spec}) {rec.status}: {rec.error}")
 
