@@ -107,7 +107,8 @@ async def agent_list() -> str:
 
 
 _TEMPLATES = [
-    make_tool(agent_spawn, concurrency_safe=True),
+    # plan mode lets it spawn a child that runs in plan mode too (SubagentExtension.launch)
+    dataclasses.replace(make_tool(agent_spawn, concurrency_safe=True), plan_checked=True),
     make_tool(agent_send),
     make_tool(agent_wait, concurrency_safe=True),
     make_tool(agent_cancel),
