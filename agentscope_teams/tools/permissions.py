@@ -627,6 +627,13 @@ class PermissionEngine:
         #: The tools refused for want of anyone to ask (``unattended``), oldest first.
         self.refused: list[str] = []
 
+    def in_mode(self, mode: PermissionMode) -> PermissionEngine:
+        """This engine's rules (and ``unattended``) in ``mode``: itself when it is in it. A
+        spawned agent inherits its parent's rules in the mode the parent's session is in."""
+        if mode == self.mode:
+            return self
+        return PermissionEngine(self.rules, mode, unattended=self.unattended)
+
     def effective_mode(self, context: PermissionContext | None = None) -> PermissionMode:
         """The session's mode unless it is "default", else the engine's."""
         if context is not None and (context.mode != "default" or context.mode_chosen):
