@@ -142,6 +142,7 @@ async def spawn_member(
         plan_approval=body.plan_approval,
         max_tokens=body.max_tokens,
         max_budget_usd=body.max_budget_usd,
+        lead_mode=body.lead_mode,
     )
     token = None
     if created:

@@ -149,6 +149,7 @@ class ControlPlaneTeamClient:
         plan_approval: bool = False,
         max_tokens: int | None = None,
         max_budget_usd: float | None = None,
+        lead_mode: str | None = None,
     ) -> Member:
         body = {
             "name": name,
@@ -158,6 +159,7 @@ class ControlPlaneTeamClient:
             "plan_approval": plan_approval,
             "max_tokens": max_tokens,
             "max_budget_usd": max_budget_usd,
+            "lead_mode": lead_mode,
         }
         data = await self._call("POST", self._team(team_id) + "/members", body)
         spawned = s.SpawnedMember.model_validate(data)

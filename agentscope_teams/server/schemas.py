@@ -52,6 +52,8 @@ class SpawnMember(_Input):
     plan_approval: bool = False
     max_tokens: int | None = Field(default=None, ge=1)
     max_budget_usd: float | None = Field(default=None, gt=0)
+    #: The mode the lead's session is in (the member inherits it as its parent's mode).
+    lead_mode: str | None = None
 
 
 class SetTeamStatus(_Input):

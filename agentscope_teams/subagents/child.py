@@ -22,7 +22,6 @@ from ..message import Msg
 from ..model.base import ChatModel
 from ..sessions import SessionConfig, SessionSource
 from ..state import AgentState, PermissionMode
-from ..tools import PermissionEngine
 from ..trust import ProjectTrust
 from .inbox import Inbox, acknowledge, take
 from .spawn import spawn_agent
@@ -68,10 +67,8 @@ def build_child(
     inherits that one, as a Claude Code subagent inherits the main conversation's mode (an
     agent configured for ``plan`` whose plan was approved delegates in ``default``)."""
     permissions = parent.permissions
-    if parent_mode is not None and parent_mode != permissions.mode:
-        permissions = PermissionEngine(
-            permissions.rules, parent_mode, unattended=permissions.unattended
-        )
+    if parent_mode is not None:
+        permissions = permissions.in_mode(parent_mode)
     return spawn_agent(
         spec,
         name=spec.name,

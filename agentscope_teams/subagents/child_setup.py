@@ -1,5 +1,5 @@
-"""What a run needs checked or set up beside its spec: the session's run limits, the repository an
-``isolation: worktree`` run branches from, the skills the child preloads or may load, and the
+"""What a run needs checked or set up beside its spec: the session's run limits, what a parent in
+plan mode may spawn, the repository an ``isolation: worktree`` run branches from, the skills the child preloads or may load, and the
 warnings about a spec that asks for what this agent does not have (logged when specs load)."""
 
 from __future__ import annotations
@@ -12,6 +12,10 @@ from ..context import RuntimeContext
 from ..errors import ToolError
 from ..mcp.tools import is_mcp_name
 from ..skills import Skill, SkillExtension, SkillLibrary
+from ..state import PermissionMode
+from ..tools.modes import claude_name
+from ..trust import ProjectTrust
+from .grants import spec_mode
 from .runs import RunRecord
 from .spec import IsolationMode, SubagentSpec, WorkspaceMode
 from .worktree import has_commit, repository_of
@@ -30,6 +34,28 @@ def warn_about(agent: AgentView, spec: SubagentSpec) -> None:
         log.warning("subagent %s: workspace.path is ignored in shared mode", spec.name)
     elif path is not None and not path.is_dir():
         log.warning("subagent %s: workspace.path %s is not a directory", spec.name, path)
+
+
+def check_plan_spawn(spec: SubagentSpec, parent_mode: PermissionMode, trust: ProjectTrust) -> None:
+    """A parent in plan mode may spawn only a child that runs in plan mode too (research that
+    changes nothing, as Claude Code's plan mode delegates to its read-only Explore and Plan
+    subagents); any other spawn is a tool error saying why. ``agent_spawn`` is ``plan_checked``:
+    the permission engine leaves this check to it."""
+    if parent_mode != "plan":
+        return
+    if spec.a2a is not None:
+        raise ToolError(
+            f"you are in plan mode (read-only) and agent {spec.name} is a remote A2A agent, whose "
+            "tools plan mode cannot restrict; spawn it after you leave plan mode"
+        )
+    mode = spec_mode(spec, parent_mode, trust)
+    if mode != "plan":
+        raise ToolError(
+            f"you are in plan mode (read-only) and agent {spec.name} would run in "
+            f"{claude_name(mode)!r} mode (its permissionMode), which can change files or state; "
+            "in plan mode spawn only agents that run in plan mode, or spawn it after you leave "
+            "plan mode"
+        )
 
 
 class PreloadedSkills(Extension):

@@ -28,11 +28,18 @@ from ..message import Msg
 from ..model.base import ChatModel
 from ..project_memory import ProjectMemory
 from ..skills import SkillExtension, SkillLibrary
+from ..state import PermissionMode
 from ..tools import Tool
 from ..trust import ProjectTrust
 from ..usage import budget_of
 from .child import build_child, fork_snapshot
-from .child_setup import check_run_limits, child_skills, repository_for, warn_about
+from .child_setup import (
+    check_plan_spawn,
+    check_run_limits,
+    child_skills,
+    repository_for,
+    warn_about,
+)
 from .inbox import acknowledge, take
 from .memo import SubagentMemo
 from .memory import AgentMemory
@@ -243,7 +250,9 @@ class SubagentExtension(Extension):
         background: bool,
         continues: RunRecord | None = None,
     ) -> Handle:
-        """Register a run (limits checked under a per-session lock), prepare it and start it."""
+        """Register a run (limits checked under a per-session lock), prepare it and start it; a
+        parent in plan mode starts only a child that runs in plan mode (a tool error otherwise)."""
+        check_plan_spawn(spec, self._mode(scope), self.trust)
         book = RunBook.for_ctx(self.agent.store, scope.ctx)
         model = self.model_for(spec)
         repo = await repository_for(spec, scope.env.workspace)
@@ -378,7 +387,7 @@ class SubagentExtension(Extension):
             lease_ttl=self.lease_ttl,
             mcp=self.mcp,
             trust=self.trust,
-            parent_mode=agent.permissions.effective_mode(scope.state.permission_context),
+            parent_mode=self._mode(scope),
         )
         child.hooks = self._hooks_for(spec)
         child.hook_fields = {"agent_id": run_id, "agent_type": spec.name}
@@ -393,6 +402,10 @@ class SubagentExtension(Extension):
             child.extensions.append(below)
         child.extensions += skills
         return child
+
+    def _mode(self, scope: CallScope) -> PermissionMode:
+        """The mode the parent's session is in (what its children inherit)."""
+        return self.agent.permissions.effective_mode(scope.state.permission_context)
 
     def _hooks_for(self, spec: SubagentSpec) -> Hooks:
         """A child's hooks: the agent's, and its spec's own ``hooks:`` when they may run (a spec

@@ -29,7 +29,15 @@ from ..state import PermissionMode
 from ..tools.modes import MODE_REACH, child_mode, claude_name
 from ..trust import ProjectTrust, Withheld
 
-__all__ = ["MODE_FEATURE", "MODE_REACH", "RULE_FEATURE", "Grants", "spec_grants", "withheld_grants"]
+__all__ = [
+    "MODE_FEATURE",
+    "MODE_REACH",
+    "RULE_FEATURE",
+    "Grants",
+    "spec_grants",
+    "spec_mode",
+    "withheld_grants",
+]
 
 MODE_FEATURE = "permissionMode"
 RULE_FEATURE = "tools: allow rule"
@@ -61,6 +69,15 @@ def spec_grants(spec: Any, parent_mode: PermissionMode, trust: ProjectTrust) -> 
     for rule in spec.tool_rules:
         trust.withhold(RULE_FEATURE, rule, spec.source)
     return Grants(kept.mode, False)
+
+
+def spec_mode(spec: Any, parent_mode: PermissionMode, trust: ProjectTrust) -> PermissionMode:
+    """The mode an agent built from ``spec`` runs in under a parent in ``parent_mode`` (what
+    :func:`~.spawn.spec_permissions` gives it), nothing recorded in ``trust``."""
+    if spec.permission_mode is None:
+        return parent_mode
+    probe = ProjectTrust(trusted=trust.trusted, store=trust.store)
+    return spec_grants(spec, parent_mode, probe).mode
 
 
 def withheld_grants(

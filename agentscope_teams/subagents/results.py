@@ -40,7 +40,8 @@ class RunBrief(ToolOutput):
 
 
 class RunCompleted(ToolOutput):
-    """A run's final answer (a failed run is a tool error instead); ``output`` is its validated
+    """A run's final answer (a failed run is a tool error instead), with ``stopped`` when a
+    SubagentStop hook stopped it; ``output`` is its validated
     structured output (JSON) when the spec declares one (``output:``), else None. Code reads it
     from ``ToolResultBlock.data["output"]`` (:func:`~agentscope_teams.tools.output_of`)."""
 
@@ -48,9 +49,13 @@ class RunCompleted(ToolOutput):
     spec: str
     result: str
     output: Any = None
+    #: Why a SubagentStop hook stopped the run (``continue: false``), as shown beside the
+    #: result ("" when none did: :meth:`RunRecord.stop_note`).
+    stopped: str = ""
 
     def render(self) -> str:
-        return f"Run {self.run_id} ({self.spec}) completed:\n{self.result}"
+        text = f"Run {self.run_id} ({self.spec}) completed:\n{self.result}"
+        return f"{text}\n\n{self.stopped}" if self.stopped else text
 
 
 class RunStarted(ToolOutput):

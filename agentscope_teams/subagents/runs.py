@@ -83,6 +83,16 @@ class RunRecord(BaseModel):
     trace_context: dict[str, str] | None = None
     #: Whether its SubagentStop was emitted (claimed with a CAS: one process emits it, once).
     stop_emitted: bool = False
+    #: Set when a SubagentStop hook's ``continue: false`` ended the run: the hook's
+    #: ``stopReason`` ("" when it gave none), told to the parent beside the result.
+    hook_stop: str | None = None
+
+    def stop_note(self) -> str:
+        """What the parent is told beside the answer when a hook stopped the run ("" if none)."""
+        if self.hook_stop is None:
+            return ""
+        why = f": {self.hook_stop}" if self.hook_stop else " (it gave no reason)"
+        return f"[stopped by a SubagentStop hook{why}]"
 
     def finished(
         self, status: RunStatus, *, result: str | None = None, error: str | None = None
@@ -109,6 +119,8 @@ def notice_for(rec: RunRecord) -> Notice:
     who = f"{rec.spec}" + (f", label {rec.label}" if rec.label else "")
     if rec.status is RunStatus.COMPLETED:
         text = f"Subagent run {rec.run_id} ({who}) completed. Its answer:\n{rec.result or ''}"
+        if note := rec.stop_note():
+            text = f"{text}\n\n{note}"
     elif rec.status is RunStatus.LOST:
         text = (
             f"Subagent run {rec.run_id} ({who}) was lost: {rec.error}. "

@@ -231,7 +231,9 @@ class Runner:
                 launch.notes = None
                 if notes := await _end_steps(launch):
                     answer = "\n\n".join([answer, *notes])
-            rec = await book.update(run_id, _completion(launch, answer, output, read, spent))
+            hook_stop = stop.stop_reason if stop is not None and stop.stop else None
+            done = _completion(launch, answer, output, read, spent, hook_stop)
+            rec = await book.update(run_id, done)
             if rec is None or not rec.status.active:
                 return
             text = None  # the queued messages are injected by the child's MailExtension
@@ -310,10 +312,17 @@ UNREAD_MAIL = (
 
 
 def _completion(
-    launch: Launch, answer: str, output: Any, read: int, spent: bool
+    launch: Launch,
+    answer: str,
+    output: Any,
+    read: int,
+    spent: bool,
+    hook_stop: str | None = None,
 ) -> Callable[[RunRecord], RunRecord | None]:
     """The change that records the run completed with ``answer``, unless it ended elsewhere or
-    a message arrived after ``read`` (another turn), or, with its turns ``spent``, noting it."""
+    a message arrived after ``read`` (another turn), or, with its turns ``spent``, noting it.
+    ``hook_stop``: the ``stopReason`` of a SubagentStop hook's ``continue: false`` that ended it
+    (recorded as :attr:`RunRecord.hook_stop`, told to the parent)."""
 
     def complete(r: RunRecord) -> RunRecord | None:
         if not r.status.active:
@@ -324,6 +333,8 @@ def _completion(
                 return None  # a message arrived: another turn
             result = f"{answer}\n\n{UNREAD_MAIL}"
         done = r.finished(RunStatus.COMPLETED, result=result)
+        if hook_stop is not None:
+            done = done.model_copy(update={"hook_stop": hook_stop})
         return done if launch.output is None else done.model_copy(update={"output": output})
 
     return complete

@@ -107,7 +107,8 @@ async def agent_list() -> str:
 
 
 _TEMPLATES = [
-    make_tool(agent_spawn, concurrency_safe=True),
+    # plan mode lets it spawn a child that runs in plan mode too (SubagentExtension.launch)
+    dataclasses.replace(make_tool(agent_spawn, concurrency_safe=True), plan_checked=True),
     make_tool(agent_send),
     make_tool(agent_wait, concurrency_safe=True),
     make_tool(agent_cancel),
@@ -132,7 +133,11 @@ def outcome(rec: RunRecord) -> RunCompleted:
     """A finished run as a tool result; failures are tool errors."""
     if rec.status is RunStatus.COMPLETED:
         return RunCompleted(
-            run_id=rec.run_id, spec=rec.spec, result=rec.result or "", output=rec.output
+            run_id=rec.run_id,
+            spec=rec.spec,
+            result=rec.result or "",
+            output=rec.output,
+            stopped=rec.stop_note(),
         )
     raise ToolError(f"Run {rec.run_id} ({rec.spec}) {rec.status}: {rec.error}")
 

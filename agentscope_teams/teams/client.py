@@ -259,10 +259,12 @@ class LocalTeamClient(TeamRegistry):
         plan_approval: bool = False,
         max_tokens: int | None = None,
         max_budget_usd: float | None = None,
+        lead_mode: str | None = None,
     ) -> Member:
-        """Add a member; ``permission_mode`` (Claude Code's names accepted) and ``plan_approval``
-        are kept in its record and decide how its agent is built (:mod:`.member.builder`);
-        ``max_tokens`` / ``max_budget_usd`` are its own budget."""
+        """Add a member; ``permission_mode`` (Claude Code's names accepted), ``plan_approval``
+        and ``lead_mode`` (the mode the lead's session is in) are kept in its record and decide
+        how its agent is built (:mod:`.member.builder`); ``max_tokens`` / ``max_budget_usd`` are
+        its own budget."""
         return (
             await self.add_member(
                 team_id,
@@ -273,6 +275,7 @@ class LocalTeamClient(TeamRegistry):
                 plan_approval=plan_approval,
                 max_tokens=max_tokens,
                 max_budget_usd=max_budget_usd,
+                lead_mode=lead_mode,
             )
         )[0]
 
@@ -287,6 +290,7 @@ class LocalTeamClient(TeamRegistry):
         plan_approval: bool = False,
         max_tokens: int | None = None,
         max_budget_usd: float | None = None,
+        lead_mode: str | None = None,
     ) -> tuple[Member, bool]:
         """:meth:`spawn_member`, and whether this call created the member (False: it existed
         with the same spec). Decided by the conditional write, so one of racing callers wins."""
@@ -294,6 +298,7 @@ class LocalTeamClient(TeamRegistry):
         if spec:
             limits.name(spec, "spec")
         mode = resolve_mode(permission_mode) if permission_mode is not None else None
+        lead = resolve_mode(lead_mode) if lead_mode is not None else None
         created = False
 
         def add(team: Team) -> Team | None:
@@ -309,6 +314,7 @@ class LocalTeamClient(TeamRegistry):
                 spec=spec,
                 permission_mode=mode,
                 plan_approval=plan_approval,
+                lead_mode=lead,
                 max_tokens=max_tokens,
                 max_budget_usd=max_budget_usd,
                 **({"session_id": session_id} if session_id else {}),

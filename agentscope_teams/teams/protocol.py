@@ -42,6 +42,7 @@ class TeamClient(Protocol):
         plan_approval: bool = False,
         max_tokens: int | None = None,
         max_budget_usd: float | None = None,
+        lead_mode: str | None = None,
     ) -> Member: ...
 
     async def get_team(self, team_id: str) -> Team: ...

@@ -178,6 +178,10 @@ class Tool:
     #: idempotent runs its tools before the session is saved, since a crash in between only
     #: makes the model call them again (see :mod:`agentscope_teams.agent.react`).
     idempotent: bool = False
+    #: Plan mode lets the call through although the tool is not ``read_only``: the tool itself
+    #: refuses, in plan mode, what would change files or state (``agent_spawn`` starts only a
+    #: child that runs in plan mode too, :mod:`agentscope_teams.subagents`).
+    plan_checked: bool = False
     validator: Validator | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -26,6 +26,12 @@ so keeping them prompts nobody, while overriding them would turn a read-only rev
 agent that writes or runs anything unasked. Precedence applies to a spec's ``permissionMode``
 only; a mode the parent itself chooses at spawn time (``spawnMember``'s ``permission_mode``,
 ``plan_approval``) is the parent's own decision and applies as given.
+
+The parent's mode is the one its session is in (:meth:`~.permissions.PermissionEngine.effective_mode`),
+not the one it was configured with: a subagent gets it when it is built, a team member from its
+record (``Member.lead_mode``, written at spawn, since a worker building it never sees the lead's
+session). A parent in plan mode spawns only children whose mode here is ``plan``
+(:func:`agentscope_teams.subagents.child_setup.check_plan_spawn`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ Evaluation order, first hit wins:
    denying a file one of its recognized file commands reads or changes (see below);
 2. a tool that ``asks_user`` (a question for the user) -> ask, in every mode but ``dont_ask``;
 3. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
-   allow rules say: a rule remembered earlier must not let an agent write while it plans);
+   allow rules say: a rule remembered earlier must not let an agent write while it plans), unless
+   it is ``plan_checked`` (it refuses in plan mode by itself what would change anything:
+   ``agent_spawn`` of a child that would not run in plan mode too);
 4. a matching ``ask`` rule -> ask;
 5. a matching ``allow`` rule -> allow;
 6. the mode's default: ``bypass`` -> allow; ``plan`` -> ask if the tool ``requires_confirmation``
@@ -625,6 +627,13 @@ class PermissionEngine:
         #: The tools refused for want of anyone to ask (``unattended``), oldest first.
         self.refused: list[str] = []
 
+    def in_mode(self, mode: PermissionMode) -> PermissionEngine:
+        """This engine's rules (and ``unattended``) in ``mode``: itself when it is in it. A
+        spawned agent inherits its parent's rules in the mode the parent's session is in."""
+        if mode == self.mode:
+            return self
+        return PermissionEngine(self.rules, mode, unattended=self.unattended)
+
     def effective_mode(self, context: PermissionContext | None = None) -> PermissionMode:
         """The session's mode unless it is "default", else the engine's."""
         if context is not None and (context.mode != "default" or context.mode_chosen):
@@ -683,7 +692,7 @@ class PermissionEngine:
                 return denied
         if tool.asks_user:
             return PermissionDecision("ask", f"{tool.name} asks the user")
-        if mode == "plan" and not tool.read_only:
+        if mode == "plan" and not (tool.read_only or tool.plan_checked):
             return PermissionDecision(
                 "deny",
                 f"denied: the agent is in plan mode, which is read-only, and {tool.name} can change "

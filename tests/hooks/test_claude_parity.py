@@ -316,3 +316,22 @@ def test_disable_all_hooks_turns_the_project_hooks_off(tmp_path: Path, where: st
     assert settings_hooks(tmp_path) == {}
     off.write_text(json.dumps({"hooks": {"PreToolUse": hook}}))  # control: without it they load
     assert set(settings_hooks(tmp_path)) == {"PreToolUse"}
+
+
+async def test_a_subagent_stopped_by_its_stop_hook_tells_the_parent_why(tmp_path: Path) -> None:
+    """``continue: false`` on SubagentStop ends the run; its ``stopReason`` reached no one. The
+    parent's tool result (and the run's record) now say a hook stopped the child, and why."""
+    out = {"continue": False, "stopReason": "coverage gate failed"}
+    gate = script(tmp_path, "gate.sh", f"echo '{json.dumps(out)}'\n")
+    hooks = {"SubagentStop": [{"hooks": [{"type": "command", "command": gate}]}]}
+    store = InMemoryStore()
+    model = ScriptedModel([spawn("rev", "work"), "done"], name="lead")
+    lead = parent(tmp_path, store, model, ScriptedModel(["draft"]), hooks=hooks)
+    async with lead:
+        await lead.call("go", ALICE)
+    [rec] = await runs(store, ALICE)
+    assert rec.result == "draft"
+    assert rec.hook_stop == "coverage gate failed"
+    [seen] = tool_results(model.requests[1])
+    assert "draft" in seen
+    assert "stopped by a SubagentStop hook: coverage gate failed" in seen

@@ -10,6 +10,11 @@ import pytest
 from agentscope_teams import HarnessAgent
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.errors import TeamError
+from agentscope_teams.events import (
+    ConfirmResult,
+    RequireUserConfirmEvent,
+    UserConfirmResultEvent,
+)
 from agentscope_teams.message import ToolResultBlock
 from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.model.scripted import ScriptedModel
@@ -30,7 +35,7 @@ from agentscope_teams.teams.member.review import (
     request_plan,
 )
 from agentscope_teams.teams.results import BoardListing
-from agentscope_teams.tools import Toolkit
+from agentscope_teams.tools import PermissionEngine, Toolkit
 from agentscope_teams.tools.decorator import make_tool
 from agentscope_teams.tools.filesystem import filesystem_tools
 from agentscope_teams.tools.plan import plan_tools as plan_tool_list
@@ -350,4 +355,89 @@ async def test_a_message_that_reads_like_an_approval_does_not_end_plan_mode(
         assert not (team.ws / "out.txt").exists()
         assert await _plan_status(team, tid, "pending")
     finally:
+        await team.runtime.aclose()
+
+
+def _approve(events: list[object]) -> UserConfirmResultEvent:
+    [ask] = [e for e in events if isinstance(e, RequireUserConfirmEvent)]
+    return UserConfirmResultEvent(
+        reply_id=ask.reply_id,
+        results=[ConfirmResult(tool_call_id=ask.tool_calls[0].id, confirmed=True)],
+    )
+
+
+def _lead(
+    team: Team, steps: list[tuple[str, ModelResponse]], mode: str, **ext: object
+) -> tuple[HarnessAgent, TeamLeadExtension]:
+    """A lead configured for ``mode`` that makes each of ``steps`` once, in order."""
+
+    def script(request: ModelRequest) -> ModelResponse:
+        done = {r.name for req in model.requests for m in req.messages for r in m.tool_results()}
+        for name, response in steps:
+            if name not in done:
+                return response
+        return ScriptedModel.text("ok")
+
+    model = ScriptedModel(script)
+    extension = TeamLeadExtension(
+        team.ws.parent / "specs", member_model=team.model, poll=0.05, lease_ttl=2.0, **ext
+    )  # type: ignore[arg-type]
+    lead = HarnessAgent(
+        "lead",
+        model,
+        workspace=team.ws,
+        workspace_scope="shared",
+        store=team.store,
+        extensions=[extension],
+        permissions=PermissionEngine(mode=mode),  # type: ignore[arg-type]
+    )
+    return lead, extension
+
+
+FORM = [
+    ("createTeam", call("createTeam", name="t")),
+    ("spawnMember", call("spawnMember", name="w", spec="worker")),
+    ("assignTask", call("assignTask", title="write out.txt", assignee="w")),
+]
+
+
+async def test_a_lead_whose_plan_was_approved_spawns_members_that_write(tmp_path: Path) -> None:
+    """A lead configured for plan mode whose plan the user approved works in default mode (its
+    session's); the members it then spawns take that mode, not the configured ``plan``, so they
+    can do the approved work."""
+    team = Team(tmp_path, writer)
+    steps = [("exit_plan_mode", call("exit_plan_mode", plan="a member writes out.txt")), *FORM]
+    lead, ext = _lead(team, steps, "plan")
+    try:
+        with anyio.fail_after(30):
+            events = [e async for e in lead.stream("plan, then form a team", team.ctx)]
+            await lead.call(_approve(events), team.ctx)
+            tid = team_id_of(await lead.get_agent_state(team.ctx))
+            member = (await team.client.get_team(tid)).member("w")
+            assert member is not None and member.lead_mode == "default"
+            await eventually(lambda: _has(team.model, "write_file"))
+        (result,) = results_of(team.model, "write_file")
+        assert not result.is_error, result.output
+        assert (team.ws / "out.txt").read_text() == "hello"
+    finally:
+        await ext.aclose()
+        await team.runtime.aclose()
+
+
+async def test_a_worker_builds_the_member_in_the_leads_session_mode(tmp_path: Path) -> None:
+    """A worker never sees the lead's engine nor its session: the mode the lead was in at spawn
+    comes with the member's record. A lead running in bypassPermissions spawns a member that
+    runs a confirmation-needing tool unasked, as a member the lead runs itself does."""
+    team = Team(tmp_path, deployer)
+    lead, ext = _lead(team, FORM, "bypass", run_members="workers")
+    try:
+        with anyio.fail_after(30):
+            await lead.call("form a team", team.ctx)
+            tid = team_id_of(await lead.get_agent_state(team.ctx))
+            team.runtime.watch(TeamRef(team.ctx, tid, team.builder))  # the worker's builder
+            await eventually(lambda: _has(team.model, "deploy"))
+        (result,) = results_of(team.model, "deploy")
+        assert not result.is_error, result.output
+    finally:
+        await ext.aclose()
         await team.runtime.aclose()

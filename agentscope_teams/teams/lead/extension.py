@@ -318,6 +318,9 @@ class TeamLeadExtension(Extension):
         max_tokens: int | None = None,
         max_budget_usd: float | None = None,
     ) -> Member:
+        """Add the member; its record keeps the mode the lead's session is in now (``lead_mode``),
+        the mode it inherits from the lead wherever it is built."""
+        lead_mode = scope.agent.permissions.effective_mode(scope.state.permission_context)
         member = await client.spawn_member(
             team_id,
             name,
@@ -327,6 +330,7 @@ class TeamLeadExtension(Extension):
             plan_approval=plan_approval,
             max_tokens=max_tokens,
             max_budget_usd=max_budget_usd,
+            lead_mode=lead_mode,
         )
         if self.run_members != "workers":
             await self._watch(scope, client, team_id)

@@ -51,6 +51,15 @@ def member_session_id(team_id: str, member: str) -> str:
     return fit_identifier(f"team-{team_id}-{member}")
 
 
+def lead_engine(lead: PermissionEngine | None, member: Member) -> PermissionEngine | None:
+    """The lead's engine as ``member`` inherits it: its rules in the mode the lead's session was
+    in when it spawned the member (``member.lead_mode``: a lead configured for ``plan`` whose
+    plan was approved spawns in ``default``), else as given (a member added without one)."""
+    if member.lead_mode is None:
+        return lead
+    return (lead or PermissionEngine()).in_mode(member.lead_mode)
+
+
 def member_engine(
     spec: SubagentSpec,
     lead: PermissionEngine | None,
@@ -60,8 +69,9 @@ def member_engine(
     """The permission engine of ``member``: the lead's rules plus the spec's deny rules, in plan
     mode with ``plan_approval``, else in the member's spawn mode, else the spec's (what ``trust``
     lets its file grant), else the lead's (:func:`~...subagents.spawn.spec_permissions`); an
-    "ask" is refused (:mod:`.review`)."""
-    base = spec_permissions(spec, lead, trust) or PermissionEngine()
+    "ask" is refused (:mod:`.review`). The lead's mode is the one its session was in at spawn
+    (``member.lead_mode``, :func:`lead_engine`)."""
+    base = spec_permissions(spec, lead_engine(lead, member), trust) or PermissionEngine()
     mode = "plan" if member.plan_approval else member.permission_mode
     return PermissionEngine(base.rules, mode or base.mode, unattended=MEMBER_UNATTENDED)
 
@@ -140,7 +150,7 @@ class MemberBuilder:
             store=self.store,
             toolkit=toolkit,
             config=self.config or ReActConfig(),
-            permissions=self.permissions,
+            permissions=lead_engine(self.permissions, member),
             engine=engine,
             workspace=self.workspace_of(ctx, team.id, member),
             extensions=[ext, *([self.memory] if self.memory else [])],

@@ -91,8 +91,10 @@ class PermissionPrompt(BaseModel):
 class Member(BaseModel):
     """A team member: a name unique in the team, the spec it runs, its status and session.
 
-    ``permission_mode`` (ours, e.g. ``accept_edits``; None: the spec's, else the lead's) and
-    ``plan_approval`` (start in plan mode; leaving it needs the lead's approval) are set at spawn;
+    ``permission_mode`` (ours, e.g. ``accept_edits``; None: the spec's, else the lead's),
+    ``plan_approval`` (start in plan mode; leaving it needs the lead's approval) and
+    ``lead_mode`` (the mode the lead's session was in when it spawned the member: "the lead's"
+    above, also for a worker that never sees the lead's session) are set at spawn;
     ``plan`` and ``permission_prompt`` show the lead what the member waits for or was refused.
     """
 
@@ -102,6 +104,8 @@ class Member(BaseModel):
     session_id: str = Field(default_factory=lambda: new_id("s-"))
     permission_mode: PermissionMode | None = None
     plan_approval: bool = False
+    #: The lead's session mode at spawn (None: not recorded, the builder's engine's mode).
+    lead_mode: PermissionMode | None = None
     plan: PlanReview | None = None
     permission_prompt: PermissionPrompt | None = None
     #: This member's budget (None: no limit), enforced by :mod:`agentscope_teams.usage`.
