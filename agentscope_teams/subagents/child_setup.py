@@ -48,6 +48,12 @@ def check_plan_spawn(spec: SubagentSpec, parent_mode: PermissionMode, trust: Pro
             f"you are in plan mode (read-only) and agent {spec.name} is a remote A2A agent, whose "
             "tools plan mode cannot restrict; spawn it after you leave plan mode"
         )
+    if spec.isolation == "worktree":
+        raise ToolError(
+            f"you are in plan mode (read-only) and agent {spec.name} runs in a git worktree of "
+            "its own (isolation: worktree), which adds a branch and a worktree to the "
+            "repository; spawn it after you leave plan mode"
+        )
     mode = spec_mode(spec, parent_mode, trust)
     if mode != "plan":
         raise ToolError(

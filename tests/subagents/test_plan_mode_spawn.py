@@ -82,3 +82,11 @@ async def test_a_plan_mode_parent_may_not_spawn_a_child_that_would_write(tmp_pat
     assert spawned.is_error
     assert "plan mode" in spawned.output and "acceptEdits" in spawned.output
     assert not (ws / "out.txt").exists()
+
+
+async def test_a_plan_mode_parent_may_not_spawn_a_worktree_child(tmp_path: Path) -> None:
+    lead, ws = await _plan_parent_spawns(tmp_path, isolation="worktree")
+    [spawned] = [r for r in _results(lead.model.requests) if r.name == "agent_spawn"]
+    assert spawned.is_error
+    assert "plan mode" in spawned.output and "worktree" in spawned.output
+    assert not (ws / ".worktree").exists()
