@@ -337,8 +337,8 @@ class TeamLeadExtension(Extension):
         """Mark the team ``completed`` (members stopped, records kept) and stop serving it."""
         if self.runtime is not None:
             await self.runtime.stop_team(scope.ctx, team_id)
+        # workers stop looking for it: an end takes it out of the directory (set_team_status)
         team = await client.set_team_status(team_id, TeamStatus.COMPLETED)
-        await delete_record(scope.agent.store, scope.ctx, team_id)  # workers stop looking for it
         # what reached the lead since its last look is read by the next step, also when a new
         # team is current by then (createTeam in the same step)
         _ended(TeamLeadState.of(scope.state), team_id)
