@@ -21,6 +21,7 @@ services (or restrict them with ``--org``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -50,6 +51,9 @@ class TeamRuntimeRecord(BaseModel):
     org_id: str | None = None
     user_id: str | None = None
     lead: str
+    #: The lead's session that created the team (None on records from before it was kept):
+    #: deleting that session ends the team (:func:`~.lifecycle.end_session_teams`).
+    lead_session: str | None = None
     description: str = ""
     mode: RunMembers = "local"
     workspace: str = ""
@@ -111,6 +115,21 @@ async def unpark_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> 
     if entry is not None:
         await put_record(store, ctx, TeamRuntimeRecord.model_validate_json(entry.value))
         await store.delete(keys.parked_directory())
+
+
+async def records_of(store: BaseStore, ctx: RuntimeContext) -> list[TeamRuntimeRecord]:
+    """The directory records of ``ctx``'s (org, user): its teams that have not ended."""
+    prefix = TEAM_RUNTIME.prefix(*ctx.owner_scope())
+    found: list[TeamRuntimeRecord] = []
+    after: Key | None = None
+    while page := await store.list_keys(prefix, limit=200, after=after):
+        for key in page:
+            entry = await store.get(key)
+            if entry is not None:
+                with contextlib.suppress(*UNREADABLE):
+                    found.append(TeamRuntimeRecord.model_validate_json(entry.value))
+        after = page[-1]
+    return found
 
 
 async def scan_records(

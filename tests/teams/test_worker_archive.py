@@ -1,6 +1,7 @@
-"""Archiving a team while `agentscope-teams worker` processes serve it (real processes, over Redis
-and the file store): the workers stop reading it, its board stays readable, and once an operator
-sets it active again the workers serve it again."""
+"""Ending a team while `agentscope-teams worker` processes serve it (real processes, over Redis
+and the file store). Archived: the workers stop reading it, its board stays readable, and once an
+operator sets it active again the workers serve it again. Its lead's session deleted: the team
+ends, the workers stop its members, and its open tasks are cancelled."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..backends import REDIS_URL
 from ..conftest import require_service
 from .helpers import eventually
 from .scripts import SPECS
+from .test_lead_session_delete import make_lead, team_of
 from .test_worker import Workers, workers  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -104,3 +106,37 @@ async def run(
     assert proc.wait(timeout=30) == 0, procs.log(0)
     assert "Traceback" not in procs.log(0)
     await client.delete_team(team.id)
+
+
+async def test_deleting_the_leads_session_stops_the_workers_serving_its_team(
+    tmp_path: Path,
+    store_url: str,
+    ctx: RuntimeContext,
+    workers: Workers,  # noqa: F811
+) -> None:
+    async with store_from_url(store_url) as store:
+        proc = workers.start(delay=0.5, store=store_url)
+        lead = make_lead(store, tmp_path, [])
+        team_id = await team_of(lead, ctx)  # two tasks, one for member "a", left open
+        client = LocalTeamClient(store, ctx)
+
+        async def busy() -> bool:
+            statuses = [t.status for t in await client.list_tasks(team_id)]
+            return TaskStatus.IN_PROGRESS in statuses
+
+        await eventually(busy, within=60)
+        assert await lead.delete_session(ctx)
+        team = await client.get_team(team_id)
+        assert team.status is TeamStatus.COMPLETED
+        assert {m.status for m in team.members} == {MemberStatus.STOPPED}
+        ends = [t.status for t in await client.list_tasks(team_id)]
+        assert TaskStatus.PENDING not in ends and TaskStatus.IN_PROGRESS not in ends, ends
+        await anyio.sleep(2.0)  # many worker steps later: nothing of the team moved
+        assert [t.status for t in await client.list_tasks(team_id)] == ends
+        assert {m.status for m in (await client.get_team(team_id)).members} == {
+            MemberStatus.STOPPED
+        }
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, workers.log(0)
+        assert "Traceback" not in workers.log(0)
+        await client.delete_team(team_id)
