@@ -278,13 +278,16 @@ class SessionAgent:
         addr = self.address(ctx)
         async with self._exclusive(addr):
             deleted = await self.sessions.delete_at(addr)
-        if deleted:
+        if not deleted:
+            return False
+        try:
             for ext in self.extensions:
                 await ext.on_session_deleted(self.store, ctx, self.name)
-        if deleted and self.hooks:
-            payload = {"session_id": ctx.session_id, "cwd": str(self.workspace_for(ctx))}
-            await self.hooks.fire("SessionEnd", {**payload, "reason": "delete"})
-        return deleted
+        finally:  # the session is gone whatever an extension raised: SessionEnd pairs its start
+            if self.hooks:
+                payload = {"session_id": ctx.session_id, "cwd": str(self.workspace_for(ctx))}
+                await self.hooks.fire("SessionEnd", {**payload, "reason": "delete"})
+        return True
 
     async def __aenter__(self) -> Self:
         """Set up the store if this agent created it (from a URL or by default)."""

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentscope_teams import HarnessAgent
+from agentscope_teams.agent.extension import Extension
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.hooks import Hooks, hooks_from_callables
 from agentscope_teams.model.scripted import ScriptedModel
@@ -127,3 +128,29 @@ def test_sessions_delete_ends_the_teams_the_session_led(
         assert await served(store) == []
 
     cli.with_store(check)
+
+
+class Failing(Extension):
+    async def on_session_deleted(self, store: BaseStore, ctx: RuntimeContext, agent: str) -> None:
+        raise RuntimeError("the store went away")
+
+
+async def test_session_end_fires_even_when_an_extension_fails_after_the_delete(
+    tmp_path: Path,
+) -> None:
+    ended: list[dict[str, Any]] = []
+    hooks = {"SessionEnd": [ended.append]}
+    async with store_from_url("memory://") as store:
+        agent = HarnessAgent(
+            "lead",
+            ScriptedModel(["hi"]),
+            workspace=tmp_path,
+            store=store,
+            extensions=[Failing()],
+            hooks=hooks,
+        )
+        await agent.call("go", ALICE)
+        with pytest.raises(RuntimeError, match="went away"):
+            await agent.delete_session(ALICE)
+        assert (await agent.list_sessions(ALICE)) == []  # deleted all the same
+    assert [p["reason"] for p in ended] == ["delete"]
