@@ -1,9 +1,10 @@
 """When a team ends, which teams a listing shows, and pruning ended teams (see ``docs/teams.md``).
 
 A team is ``active`` until it ends: its lead ends it (the ``endTeam`` tool, or the status API), or
-the lead's call returns with the work finished (:func:`work_finished`), or an operator archives
-or deletes it. Ended teams keep their records until they are deleted or pruned
-(:func:`prune_teams`); listings leave them out unless asked (:func:`visible`).
+the lead's call returns with the work finished (:func:`work_finished`), or the lead's session is
+deleted (:func:`end_session_teams`), or an operator archives or deletes it. Ended teams keep
+their records until they are deleted or pruned (:func:`prune_teams`); listings leave them out
+unless asked (:func:`visible`).
 """
 
 from __future__ import annotations
