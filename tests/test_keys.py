@@ -168,6 +168,12 @@ CASES: list[tuple[Family, Key, Key, Key]] = [
         ("team-runtime", *OWNER, "team-1"),
     ),
     (
+        k.PARKED_RUNTIME,
+        TEAM.parked_directory(),
+        ("teams", *OWNER, "team-1", "runtime"),
+        ("teams", *OWNER, "team-1"),
+    ),
+    (
         k.DIRECTORY_SIGNAL,
         k.directory_signal(),
         ("team-directory", "signal"),

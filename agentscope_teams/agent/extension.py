@@ -128,6 +128,13 @@ class Extension:
             kind.on_reply_end is not Extension.on_reply_end
         )
 
+    async def on_session_deleted(self, store: BaseStore, ctx: RuntimeContext, agent: str) -> None:
+        """After ``ctx``'s session of the agent named ``agent`` was deleted (by
+        :meth:`~.harness.HarnessAgent.delete_session`): end what the session left running (the
+        team lead ends the teams it led). Runs once per deletion, not for a session that was not
+        there; what it raises is raised to the caller, the session staying deleted."""
+        return None
+
     async def aclose(self) -> None:
         """Stop background work this extension started (runs, member loops)."""
         return None

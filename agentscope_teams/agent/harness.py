@@ -272,14 +272,22 @@ class SessionAgent:
         return await self.sessions.list_sessions(ctx.user_id, self.name, org_id=ctx.org_id)
 
     async def delete_session(self, ctx: RuntimeContext) -> bool:
-        """Delete ``ctx``'s session; True if it existed."""
+        """Delete ``ctx``'s session; True if it existed. Then each extension ends what the session
+        left running (:meth:`~.extension.Extension.on_session_deleted`: a team lead's active teams
+        end), and SessionEnd hooks fire (``reason: delete``)."""
         addr = self.address(ctx)
         async with self._exclusive(addr):
             deleted = await self.sessions.delete_at(addr)
-        if deleted and self.hooks:
-            payload = {"session_id": ctx.session_id, "cwd": str(self.workspace_for(ctx))}
-            await self.hooks.fire("SessionEnd", {**payload, "reason": "delete"})
-        return deleted
+        if not deleted:
+            return False
+        try:
+            for ext in self.extensions:
+                await ext.on_session_deleted(self.store, ctx, self.name)
+        finally:  # the session is gone whatever an extension raised: SessionEnd pairs its start
+            if self.hooks:
+                payload = {"session_id": ctx.session_id, "cwd": str(self.workspace_for(ctx))}
+                await self.hooks.fire("SessionEnd", {**payload, "reason": "delete"})
+        return True
 
     async def __aenter__(self) -> Self:
         """Set up the store if this agent created it (from a URL or by default)."""

@@ -235,14 +235,22 @@ async def _clear(storage: SessionStorage, args: argparse.Namespace) -> int:
 
 
 async def _delete(storage: SessionStorage, args: argparse.Namespace) -> int:
-    """Delete without reading the record: an unreadable session can be deleted too."""
+    """Delete without reading the record: an unreadable session can be deleted too. The teams
+    the session led that are still active end, as its lead's ``endTeam`` would (``docs/teams.md``)."""
+    from ..context import RuntimeContext
+    from ..teams import LocalTeamClient
+    from ..teams.lifecycle import end_session_teams
+
     agent = await _agent_of(storage, args)
     deleted = await storage.delete_session(args.user, agent, args.session, org_id=args.org)
     if not deleted:  # absent, or deleted by somebody else in between
         raise _missing(args)
-    stdout_console().print(
-        Text(f"deleted session {args.session!r} of agent {agent!r}", style="green")
-    )
+    out = stdout_console()
+    out.print(Text(f"deleted session {args.session!r} of agent {agent!r}", style="green"))
+    ctx = RuntimeContext(session_id=args.session, user_id=args.user, org_id=args.org)
+    client = LocalTeamClient(storage.store, ctx)
+    for team in await end_session_teams(client, storage.store, ctx, agent):
+        out.print(Text(f"ended team {team.name!r} ({team.id}) that the session led"))
     return 0
 
 

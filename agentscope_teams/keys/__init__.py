@@ -37,6 +37,7 @@ event-log      ("teams", o, u, team_id, "events", stream, chunk)         (lit, o
 member-lease   ("team-member-lease", o, u, team_id, member)              (lit, o, u, team_id)
 team-signal    ("teams", o, u, team_id, "signal")                        (lit, o, u, team_id)
 team-runtime   ("team-runtime", o, u, team_id)                           (lit, o, u, team_id)
+team-parked    ("teams", o, u, team_id, "runtime")                       (lit, o, u, team_id)
 teams-signal   ("team-directory", "signal")                              (lit, "signal")
 token          ("tokens", sha256_hex)                                    (lit, sha256_hex)
 token-index    ("token-index", o, u, team_id, member, sha256_hex)        (lit, o, u, team_id)
@@ -81,6 +82,7 @@ from ._family import (
     MEMBER_LEASE,
     OPEN_TASK,
     OWNED_TASK,
+    PARKED_RUNTIME,
     PENDING_TASK,
     REGISTRY_SEGMENT,
     RUN,
@@ -142,6 +144,7 @@ __all__ = [
     "MEMBER_LEASE",
     "OPEN_TASK",
     "OWNED_TASK",
+    "PARKED_RUNTIME",
     "PENDING_TASK",
     "REGISTRY_SEGMENT",
     "RUN",

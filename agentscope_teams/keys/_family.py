@@ -159,6 +159,8 @@ TEAM_SIGNAL = Family("team-signal", "teams", (_O, _U, _T, "signal"), 4,
                      about="the team's wake-up channel (store signals; never written as an entry)")
 TEAM_RUNTIME = Family("team-runtime", "team-runtime", (_O, _U, _T), 4,
                       about="the directory record telling workers how to serve a team")
+PARKED_RUNTIME = Family("team-parked", "teams", (_O, _U, _T, "runtime"), 4,
+                        about="the directory record of a team that ended, kept to serve it again")
 DIRECTORY_SIGNAL = Family("teams-signal", "team-directory", ("signal",), 2,
                           about="wakes workers when a team record is written (store signals; never an entry)")
 TOKEN = Family("token", "tokens", ("{digest}",), 2, about="a control-plane token, by SHA-256")
@@ -169,7 +171,7 @@ TOKEN_INDEX = Family("token-index", "token-index", (_O, _U, _T, "{member}", "{di
 FAMILIES: tuple[Family, ...] = (
     SESSION, SESSION_LEASE, RUN, RUN_LEASE, RUN_INBOX, RUN_INBOX_ACK, RUN_MAIL, RUN_MAIL_ACK,
     AGENT_MEMORY, A2A_TASK, A2A_PUSH, A2A_EVENTS, A2A_REMOTE, TEAM_INDEX, TEAM, TASK, TASK_SEQ, PENDING_TASK, HELD_TASK, OWNED_TASK, MEMBER_INBOX, INBOX_CURSOR, EVENT_LOG,
-    MEMBER_LEASE, TEAM_SIGNAL, TEAM_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
+    MEMBER_LEASE, TEAM_SIGNAL, TEAM_RUNTIME, PARKED_RUNTIME, DIRECTORY_SIGNAL, TOKEN, TOKEN_INDEX,
 )
 # fmt: on
 

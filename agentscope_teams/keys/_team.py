@@ -17,6 +17,7 @@ from ._family import (
     MEMBER_INBOX,
     MEMBER_LEASE,
     OWNED_TASK,
+    PARKED_RUNTIME,
     PENDING_TASK,
     SEQ_WIDTH,
     TASK,
@@ -120,6 +121,11 @@ class TeamKeys:
     def directory(self) -> Key:
         """The team's directory record (how workers serve it)."""
         return TEAM_RUNTIME.key(*self.scope, self.team_id)
+
+    def parked_directory(self) -> Key:
+        """Where the directory record of a team that ended waits until it is active again (under
+        the team's prefix: deleting the team removes it)."""
+        return PARKED_RUNTIME.key(*self.scope, self.team_id)
 
     def task_id_of(self, key: Key) -> str:
         """The task id of one of this team's task or task-index keys; ``ValueError`` otherwise."""

@@ -44,6 +44,7 @@ from ..tools.permissions import resolve_mode
 from . import expiry
 from .actor import TeamActor
 from .board import TaskBoard
+from .directory import park_record, unpark_record
 from .mailbox import Mailbox
 from .protocol import TeamClient
 from .queues.base import TeamChanged, TeamGuard
@@ -367,7 +368,11 @@ class LocalTeamClient(TeamRegistry):
 
     async def set_team_status(self, team_id: str, status: TeamStatus) -> Team:
         """Set the team's status; an end (``completed``, ``archived``, ``done``) marks every
-        member ``stopped`` and sets ``ended_at`` in the same write; ``active`` clears it."""
+        member ``stopped`` and sets ``ended_at`` in the same write; ``active`` clears it.
+
+        Then an end takes the team's directory record out of the directory, so workers stop
+        serving it (its records stay readable), and ``active`` puts it back, so they serve it
+        again (:func:`~.directory.park_record`); a repeat of the call finishes either."""
         if status is TeamStatus.DELETED:
             raise TeamError("use delete_team() to delete a team")
 
@@ -375,7 +380,25 @@ class LocalTeamClient(TeamRegistry):
             new = team.with_status(status, self.clock())
             return None if new == team else new
 
-        return await self._update_team(team_id, change)
+        team = await self._update_team(team_id, change)
+        await self.settle_directory(team_id, team)
+        return team
+
+    async def settle_directory(self, team_id: str, team: Team | None = None) -> None:
+        """Take ``team_id``'s directory record out of the directory if the team has ended, put it
+        back if it is active (:func:`~.directory.park_record`), as ``team`` (else the record read
+        now) says; then read the status again and settle once more if it changed meanwhile (an
+        end and a reactivation racing), so the last status written decides."""
+        team = team or await self._team(team_id)
+        while True:
+            if team.status.ended:
+                await park_record(self.store, self.ctx, team_id)
+            else:
+                await unpark_record(self.store, self.ctx, team_id)
+            now = await self._team(team_id)
+            if now.status.ended == team.status.ended:
+                return
+            team = now
 
     async def delete_team(self, team_id: str) -> None:
         """Mark the team deleted, then remove its records (its directory record and its members'

@@ -8,6 +8,10 @@ not ``"local"``. A record also keeps the budgets the lead's call drew on (``budg
 members a worker runs draw on them as those in the lead's process do. Deleting the team
 (``deleteTeam``, :meth:`~.client.LocalTeamClient.delete_team`) removes the record; a worker also
 removes records whose team is gone.
+A team that ends (its lead's ``endTeam``, ``team archive``, the status API: every path goes
+through :meth:`~.client.LocalTeamClient.set_team_status`) leaves the directory: its record moves
+to the team's own prefix (:func:`park_record`), so no worker scans or serves it, and moves back
+when an operator sets the team ``active`` again (:func:`unpark_record`), so workers serve it again.
 Writing a record signals the store-wide ``teams-signal`` channel (:func:`~..keys.directory_signal`,
 when the store has signals): workers scan the directory then, not every poll (see
 :class:`~.member.runtime.TeamRuntime`).
@@ -17,6 +21,7 @@ services (or restrict them with ``--org``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -25,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ..context import RuntimeContext
-from ..keys import TEAM_RUNTIME, directory_key, directory_prefix, directory_signal
+from ..keys import TEAM_RUNTIME, TeamKeys, directory_key, directory_prefix, directory_signal
 from ..listing import UNREADABLE, Unreadable, unreadable
 from ..message import utcnow
 from ..state import check_schema_version
@@ -46,6 +51,9 @@ class TeamRuntimeRecord(BaseModel):
     org_id: str | None = None
     user_id: str | None = None
     lead: str
+    #: The lead's session that created the team (None on records from before it was kept):
+    #: deleting that session ends the team (:func:`~.lifecycle.end_session_teams`).
+    lead_session: str | None = None
     description: str = ""
     mode: RunMembers = "local"
     workspace: str = ""
@@ -86,6 +94,42 @@ async def get_record(
 
 async def delete_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> None:
     await store.delete(directory_key(ctx, team_id))
+
+
+async def park_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> None:
+    """Take the record of ``team_id`` (which ended) out of the directory, kept beside the team's
+    records for :func:`unpark_record`. Safe to repeat (after a crash, or with no record: a team
+    made without one, or parked already)."""
+    keys = TeamKeys(ctx.owner_scope(), team_id)
+    entry = await store.get(keys.directory())
+    if entry is not None:
+        await store.put(keys.parked_directory(), entry.value)
+        await store.delete(keys.directory())
+
+
+async def unpark_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> None:
+    """Put the record :func:`park_record` kept back into the directory (workers are signalled:
+    they serve the team again). Safe to repeat; nothing when none was kept."""
+    keys = TeamKeys(ctx.owner_scope(), team_id)
+    entry = await store.get(keys.parked_directory())
+    if entry is not None:
+        await put_record(store, ctx, TeamRuntimeRecord.model_validate_json(entry.value))
+        await store.delete(keys.parked_directory())
+
+
+async def records_of(store: BaseStore, ctx: RuntimeContext) -> list[TeamRuntimeRecord]:
+    """The directory records of ``ctx``'s (org, user): its teams that have not ended."""
+    prefix = TEAM_RUNTIME.prefix(*ctx.owner_scope())
+    found: list[TeamRuntimeRecord] = []
+    after: Key | None = None
+    while page := await store.list_keys(prefix, limit=200, after=after):
+        for key in page:
+            entry = await store.get(key)
+            if entry is not None:
+                with contextlib.suppress(*UNREADABLE):
+                    found.append(TeamRuntimeRecord.model_validate_json(entry.value))
+        after = page[-1]
+    return found
 
 
 async def scan_records(

@@ -1,25 +1,32 @@
 """When a team ends, which teams a listing shows, and pruning ended teams (see ``docs/teams.md``).
 
 A team is ``active`` until it ends: its lead ends it (the ``endTeam`` tool, or the status API), or
-the lead's call returns with the work finished (:func:`work_finished`), or an operator archives
-or deletes it. Ended teams keep their records until they are deleted or pruned
-(:func:`prune_teams`); listings leave them out unless asked (:func:`visible`).
+the lead's call returns with the work finished (:func:`work_finished`), or the lead's session is
+deleted (:func:`end_session_teams`), or an operator archives or deletes it. Ended teams keep
+their records until they are deleted or pruned (:func:`prune_teams`); listings leave them out
+unless asked (:func:`visible`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from ..errors import ConfigurationError
+from ..context import RuntimeContext
+from ..errors import ConfigurationError, TeamError, UnknownTeamError
 from ..message import utcnow
+from ..store.base import BaseStore
+from .directory import records_of
 from .protocol import TeamClient
 from .rules.models import Task, TaskStatus, Team, TeamStatus
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _EXAMPLES = "e.g. 7d, 12h, 30m, 2w or 1d12h"
+#: The reason of the cancellation of a task left open when its lead's session was deleted.
+LEAD_SESSION_DELETED = "its lead's session was deleted"
 
 
 def work_finished(tasks: Iterable[Task]) -> bool:
@@ -85,3 +92,29 @@ async def prune_teams(
         for team in old:
             await client.delete_team(team.id)
     return old
+
+
+async def end_session_teams(
+    client: TeamClient, store: BaseStore, ctx: RuntimeContext, lead: str
+) -> list[Team]:
+    """End every team that the session ``ctx`` of the lead agent ``lead`` created and that is
+    still active, as the lead's ``endTeam`` would (``completed``, members stopped, out of the team
+    directory so workers stop serving it, its records kept); then cancel each of its tasks still
+    open, once (``client``'s TaskCompleted hooks fire for each task this call cancelled, pairing
+    its TaskCreated). Called when that session is deleted; safe to repeat. Returns the teams it
+    ended. Teams whose directory record predates ``lead_session`` are not found."""
+    ended: list[Team] = []
+    for record in await records_of(store, ctx):
+        if record.lead_session != ctx.session_id or record.lead != lead:
+            continue
+        try:
+            team = await client.get_team(record.team_id)
+            if not team.status.ended:
+                team = await client.set_team_status(team.id, TeamStatus.COMPLETED)
+                ended.append(team)
+            for task in await client.open_board(team.id):
+                with contextlib.suppress(TeamError):  # finished meanwhile: its own end fired
+                    await client.cancel_task(team.id, task.id, reason=LEAD_SESSION_DELETED)
+        except UnknownTeamError:  # deleted meanwhile: nothing left to end
+            continue
+    return ended

@@ -11,6 +11,7 @@ from agentscope_teams.context import RuntimeContext
 from agentscope_teams.message import utcnow
 from agentscope_teams.store.jsonfile import JsonFileStore
 from agentscope_teams.teams import LocalTeamClient, Member, TeamStatus
+from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record, scan_records
 
 from .conftest import REPO, Cli, one_error_line
 
@@ -136,3 +137,24 @@ def test_a_review_leaves_its_team_completed(cli: Cli, tmp_path: Path) -> None:
     assert [(t["name"], t["status"]) for t in teams] == [("code-review", "completed")]
     assert teams[0]["ended_at"] >= teams[0]["created_at"]
     assert {m["status"] for m in teams[0]["members"]} == {"stopped"}
+
+
+def test_an_archived_team_leaves_the_team_directory_workers_serve(cli: Cli) -> None:
+    """``team archive`` takes the team out of the directory (workers stop serving it); its
+    records stay for ``team show``."""
+
+    async def with_record(store: JsonFileStore) -> str:
+        team = await LocalTeamClient(store, ALICE).create_team("served")
+        record = TeamRuntimeRecord(team_id=team.id, user_id="alice", lead="lead", mode="workers")
+        await put_record(store, ALICE, record)
+        return team.id
+
+    async def in_directory(store: JsonFileStore) -> list[str]:
+        return [r.team_id async for r in scan_records(store)]
+
+    team_id = cli.with_store(with_record)
+    assert cli.with_store(in_directory) == [team_id]
+    archived = cli("team", "archive", "served", "--user", "alice")
+    assert archived.returncode == 0, archived.stderr
+    assert cli.with_store(in_directory) == []
+    assert "status archived" in cli("team", "show", "served", "--user", "alice").stdout

@@ -12,6 +12,7 @@ from agentscope_teams.message import utcnow
 from agentscope_teams.server import ControlPlaneTeamClient
 from agentscope_teams.store import store_from_url
 from agentscope_teams.teams import LocalTeamClient, TeamStatus
+from agentscope_teams.teams.directory import TeamRuntimeRecord, put_record, scan_records
 
 from .harness import Served
 from .test_api import Api, error_type, make_team
@@ -104,3 +105,31 @@ def test_the_http_client_lists_ended_teams_as_the_local_client_does(served: Serv
             assert listed == {first.id: TeamStatus.COMPLETED, second.id: TeamStatus.ACTIVE}
 
     anyio.run(body)
+
+
+def test_an_archived_team_leaves_the_workers_and_comes_back_when_active(
+    served: Served, http: httpx.Client, org: str
+) -> None:
+    """``POST .../archive`` (and the status route) take the team out of the team directory, so
+    workers stop serving it; ``PUT .../status`` with ``active`` puts it back."""
+    op = Api(http, served.tokens["alice"])
+    team_id, _ = make_team(op)
+    ctx = RuntimeContext(session_id="s", org_id=org, user_id="alice")
+
+    async def in_directory(write: bool = False) -> bool:
+        async with store_from_url(served.store_url) as store:
+            if write:  # as a lead's createTeam writes it (the HTTP API writes none)
+                record = TeamRuntimeRecord(
+                    team_id=team_id, org_id=org, user_id="alice", lead="lead", mode="workers"
+                )
+                await put_record(store, ctx, record)
+            return team_id in [r.team_id async for r in scan_records(store)]
+
+    assert anyio.run(in_directory, True)
+    op.ok("POST", f"/api/teams/{team_id}/archive")
+    assert not anyio.run(in_directory)
+    assert op.ok("GET", f"/api/teams/{team_id}")["status"] == "archived"  # still readable
+    op.ok("PUT", f"/api/teams/{team_id}/status", {"status": "active"})
+    assert anyio.run(in_directory)
+    op.ok("PUT", f"/api/teams/{team_id}/status", {"status": "completed"})
+    assert not anyio.run(in_directory)

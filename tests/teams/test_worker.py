@@ -45,9 +45,9 @@ class Workers:
     def __init__(self, tmp_path: Path, org: str) -> None:
         self.tmp_path, self.org, self.procs = tmp_path, org, list[subprocess.Popen[bytes]]()
 
-    def start(self, delay: float = 0.0) -> subprocess.Popen[bytes]:
+    def start(self, delay: float = 0.0, store: str = REDIS_URL) -> subprocess.Popen[bytes]:
         log = (self.tmp_path / f"worker-{len(self.procs)}.log").open("wb")
-        cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker", "--store", REDIS_URL]
+        cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker", "--store", store]
         cmd += ["--specs", str(ROOT / "specs"), "--org", self.org, "--poll", "0.05"]
         cmd += ["--lease-ttl", "1", "--model", "python:tests.teams.scripts:member_model"]
         env = {**os.environ, "MEMBER_DELAY": str(delay)}

@@ -266,6 +266,15 @@ class TeamLeadExtension(Extension):
         marks = scope.local(self, LeadCallData).marks.values()
         return any(mark.to_acknowledge() is not None for mark in marks)
 
+    async def on_session_deleted(self, store: BaseStore, ctx: RuntimeContext, agent: str) -> None:
+        """The lead's session is gone: end the teams it led that are still active
+        (:func:`..lifecycle.end_session_teams`); this process stops serving them."""
+        for team in await lifecycle.end_session_teams(
+            self.client_factory(store, ctx), store, ctx, agent
+        ):
+            if self.runtime is not None:
+                await self.runtime.stop_team(ctx, team.id)
+
     async def aclose(self) -> None:
         """Stop the member loops this process runs (their leases are released)."""
         if self.runtime is not None:
@@ -295,6 +304,7 @@ class TeamLeadExtension(Extension):
             org_id=scope.ctx.org_id,
             user_id=scope.ctx.user_id,
             lead=team.lead,
+            lead_session=scope.ctx.session_id,
             description=description,
             mode=self.run_members,
             workspace=str(scope.env.workspace),
@@ -341,8 +351,8 @@ class TeamLeadExtension(Extension):
         """Mark the team ``completed`` (members stopped, records kept) and stop serving it."""
         if self.runtime is not None:
             await self.runtime.stop_team(scope.ctx, team_id)
+        # workers stop looking for it: an end takes it out of the directory (set_team_status)
         team = await client.set_team_status(team_id, TeamStatus.COMPLETED)
-        await delete_record(scope.agent.store, scope.ctx, team_id)  # workers stop looking for it
         # what reached the lead since its last look is read by the next step, also when a new
         # team is current by then (createTeam in the same step)
         _ended(TeamLeadState.of(scope.state), team_id)

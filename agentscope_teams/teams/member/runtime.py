@@ -36,7 +36,9 @@ after it starts listening, and every ``discover_every`` seconds as the slow fall
 signals (MariaDB, SQLite, files), or while waiting for them fails, it scans on a backoff: every
 ``poll`` after a scan that found a new team, doubling while scans find nothing new, up to
 ``MAX_SCAN_POLLS`` polls (and at most ``discover_every``). The teams found are kept between scans;
-one that is gone is dropped at once (its ``on_gone`` runs). ``discoveries`` counts the scans.
+one that is gone is dropped at once (its ``on_gone`` runs), as is one that ended (its ``on_ended``
+runs; an ended team is out of the directory, so a scan finds it again only once it is active
+again). ``discoveries`` counts the scans.
 
 Marking a team done or deleted marks every member ``stopped`` in the same write, and then only
 ``stopped`` is accepted (:meth:`~..rules.models.Team.with_status`): whichever process held a lease, or none.
@@ -376,9 +378,12 @@ class TeamRuntime:
             if ref.on_gone is not None:
                 await ref.on_gone()
             return
-        if team.status is not TeamStatus.ACTIVE:
+        if team.status is not TeamStatus.ACTIVE:  # ended: not read again unless found again
             self.refs.pop(ref.key, None)
+            self._discovered.pop(ref.key, None)
             await self._drop(ref, client)
+            if ref.on_ended is not None:
+                await ref.on_ended()
             return
         members = [m for m in team.members if m.name in unread]
         for member in members:

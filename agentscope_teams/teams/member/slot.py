@@ -40,6 +40,9 @@ class TeamRef:
     team_id: str
     builder: MemberBuilder
     on_gone: Callable[[], Awaitable[None]] | None = None
+    #: Run once a step finds the team ended (a worker takes its directory record out, if a
+    #: record of a team that ended before teams left the directory at their end is still there).
+    on_ended: Callable[[], Awaitable[None]] | None = None
     budgets: Mapping[str, Budget] = field(default_factory=dict)
 
     @property

@@ -173,7 +173,12 @@ class Worker:
         async def gone() -> None:
             await delete_record(self.store, ctx, record.team_id)
 
-        return TeamRef(ctx, record.team_id, builder, on_gone=gone, budgets=record.budgets)
+        async def ended() -> None:  # a record left by a process from before ends parked it
+            await LocalTeamClient(self.store, ctx).settle_directory(record.team_id)
+
+        return TeamRef(
+            ctx, record.team_id, builder, on_gone=gone, on_ended=ended, budgets=record.budgets
+        )
 
     async def run(self) -> None:
         """Serve until cancelled; then stop the members and release their leases."""
