@@ -127,14 +127,19 @@ class LocalTeamClient(TeamRegistry):
         return board
 
     async def _guarded(
-        self, team_id: str, member: str, *, fresh: bool = False
+        self, team_id: str, member: str, *, fresh: bool = False, claiming: bool = False
     ) -> tuple[TaskBoard, TeamGuard | None]:
         """The board of ``team_id`` for ``member``'s hot calls, with a guard when its queue checks
         one (``member`` checked against the record last read, or read now when ``fresh``, when
-        not known, or when it lacks ``member``); else the record is read and checked as ever."""
+        not known, or when it lacks ``member``); else the record is read and checked as ever.
+        ``claiming``: a :class:`TeamError` if the record says the team has ended (the guard
+        makes a claim against a stale record fail, and the caller reads it again)."""
         board = self._board_of(team_id)
         if not board.guards_team:
-            self._require(await self._team(team_id), member)
+            team = await self._team(team_id)
+            self._require(team, member)
+            if claiming:
+                _require_claimable(team)
             return board, None
         known = None if fresh else self._known.get(team_id)
         if known is None or member not in known[0].participants():
@@ -144,6 +149,8 @@ class LocalTeamClient(TeamRegistry):
             if len(self._known) >= _KNOWN_TEAMS:
                 self._known.clear()
             self._known[team_id] = known
+        if claiming:
+            _require_claimable(known[0])
         return board, TeamGuard(self._keys(team_id).team(), known[1])
 
     def _wrote(self, team_id: str, team: Team, version: int) -> None:
@@ -475,6 +482,12 @@ class LocalTeamClient(TeamRegistry):
         team, board = await self._board(team_id, actor, assignee)
         if assignee == team.lead:
             raise TeamError(_lead_assigned(team))
+        if team.status.ended:
+            raise TeamError(
+                f"team {team.id!r} has ended ({team.status.value}): no task was added, since its "
+                "members are stopped and nobody would claim it; the lead starts new work with "
+                "createTeam (an operator may set an archived team active again first)"
+            )
         task = await board.create(
             actor or team.lead,
             title,
@@ -529,7 +542,8 @@ class LocalTeamClient(TeamRegistry):
         if task_id is None:
             claimed = await self._claim_guarded(team_id, member, lease, prefer_own)
         else:
-            _, board = await self._board(team_id, member)
+            team, board = await self._board(team_id, member)
+            _require_claimable(team)
             claimed = await board.claim(member, task_id, lease)
         tracing.task_event(tracing.names.TASK_CLAIM, team_id, member, claimed)
         return claimed
@@ -539,10 +553,10 @@ class LocalTeamClient(TeamRegistry):
     ) -> Task | None:
         """The next task (``prefer_own``: one ``member`` holds first), the team record checked by
         the claim itself when the queue can."""
-        board, guard = await self._guarded(team_id, member)
+        board, guard = await self._guarded(team_id, member, claiming=True)
         claimed = await board.claim_next(member, lease, prefer_own=prefer_own, guard=guard)
         if claimed is None and guard is not None and await self._team_moved(team_id, guard):
-            board, guard = await self._guarded(team_id, member)  # the member checked anew
+            board, guard = await self._guarded(team_id, member, claiming=True)  # checked anew
             claimed = await board.claim_next(member, lease, prefer_own=prefer_own, guard=guard)
         return claimed
 
@@ -708,6 +722,15 @@ def _require_open(team: Team) -> None:
     """A :class:`TeamError` when ``team`` has ended: nothing was sent."""
     if team.status.ended:
         raise TeamError(_ended(team, "nothing was sent"))
+
+
+def _require_claimable(team: Team) -> None:
+    """A :class:`TeamError` when ``team`` has ended: its tasks stay on its board, unclaimed."""
+    if team.status.ended:
+        raise TeamError(
+            f"team {team.id!r} has ended ({team.status.value}): its tasks are no longer "
+            "claimed; finish the task you hold (completeTask or failTask) and stop"
+        )
 
 
 def _ended(team: Team, what: str) -> str:

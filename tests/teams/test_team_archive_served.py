@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentscope_teams.context import RuntimeContext
+from agentscope_teams.errors import TeamError
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, Member, TeamStatus
 from agentscope_teams.teams.directory import TeamRuntimeRecord, get_record, put_record
@@ -98,3 +99,24 @@ async def test_a_worker_takes_out_a_record_an_ended_team_left_in_the_directory(
     assert worker.runtime._discovered == {}  # the next steps read nothing of it
     await client.set_team_status(team_id, TeamStatus.ACTIVE)
     assert await served(store) == [team_id]
+
+
+@pytest.mark.parametrize("status", [TeamStatus.ARCHIVED, TeamStatus.COMPLETED])
+async def test_an_ended_team_takes_no_claim_or_new_task_but_its_held_task_finishes(
+    store: BaseStore, status: TeamStatus
+) -> None:
+    client = LocalTeamClient(store, ALICE)
+    team = await client.create_team("t", members=[Member(name="a", spec="w")])
+    held = await client.assign_task(team.id, "held", assignee="a")
+    await client.assign_task(team.id, "left")
+    assert (await client.claim_task(team.id, "a", held.id)) is not None
+    await client.set_team_status(team.id, status)
+    with pytest.raises(TeamError, match=r"has ended.*no longer claimed"):
+        await client.claim_task(team.id, "a")
+    with pytest.raises(TeamError, match=r"has ended.*no task was added"):
+        await client.assign_task(team.id, "more")
+    done = await client.complete_task(team.id, "a", held.id, "result")  # its holder finishes it
+    assert done.status.value == "completed"
+    await client.set_team_status(team.id, TeamStatus.ACTIVE)  # set active again: claimed again
+    left = await client.claim_task(team.id, "a")
+    assert left is not None and left.title == "left"

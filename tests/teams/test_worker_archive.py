@@ -14,6 +14,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from agentscope_teams.context import RuntimeContext
+from agentscope_teams.errors import TeamError
 from agentscope_teams.store import BaseStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, Member, MemberStatus, TaskStatus, TeamStatus
 from agentscope_teams.teams.directory import TeamRuntimeRecord, get_record, put_record
@@ -92,14 +93,15 @@ async def run(
 
     await client.set_team_status(team.id, TeamStatus.ARCHIVED)  # `team archive`
     assert await get_record(store, ctx, team.id) is None
-    second = await client.assign_task(team.id, "review db.py", assignee="reviewer")
+    with pytest.raises(TeamError, match="has ended"):  # no new work for an ended team
+        await client.assign_task(team.id, "review db.py", assignee="reviewer")
     await anyio.sleep(2.5)  # many worker steps (0.05 s) and scans later
     if url == REDIS_URL:  # nobody read the ended team's record since the test's own reads
         assert await idle_seconds(team.id) >= 2
-    assert (await client.get_task(team.id, second.id)).status is TaskStatus.PENDING
-    assert [t.title for t in await client.list_tasks(team.id)] == ["review app.py", "review db.py"]
+    assert [t.title for t in await client.list_tasks(team.id)] == ["review app.py"]
 
     await client.set_team_status(team.id, TeamStatus.ACTIVE)  # an operator's change of mind
+    second = await client.assign_task(team.id, "review db.py", assignee="reviewer")
     await eventually(lambda: done(client, team.id, second.id), within=60)
 
     proc.send_signal(signal.SIGTERM)

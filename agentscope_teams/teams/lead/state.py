@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ...state import ExtensionState
 
@@ -22,6 +22,15 @@ class TeamLeadState(ExtensionState):
 
     team_id: str | None = None
     ended_teams: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_ended(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``ended_teams`` only when it holds a team: a lead's state is as small as before, and a
+        process of the previous release still reads it."""
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("ended_teams"):
+            data.pop("ended_teams", None)
+        return data
 
     @classmethod
     def upgrade(cls, middle: dict[str, Any]) -> Any:
