@@ -29,7 +29,7 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
 
@@ -195,15 +195,11 @@ class LocalTeamClient(TeamRegistry):
         try:
             team = await self._team(team_id)  # one read for both (as is_deleted reads it)
         except UnknownTeamError:
-            for name in names:
-                await box.delete_inbox(name)
-            raise _deleted_meanwhile(team_id) from None
+            await self._take_back(team_id, box, names)
         except Exception:  # the store failed: no sign of an end; the message was sent
             return
-        if team.status.ended:
-            raise TeamError(
-                _ended(team, "it ended while this message was sent: it may stay unread")
-            )
+        else:
+            _require_open(team, "it ended while this message was sent: it may stay unread")
 
     async def _not_deleted_since(self, team_id: str, box: Mailbox, names: Sequence[str]) -> None:
         """Called after a write into the inboxes (or cursors) of ``names``, which was checked
@@ -215,8 +211,12 @@ class LocalTeamClient(TeamRegistry):
         mark (then this call removes it): after ``delete_team`` returns, no write racing it leaves
         an inbox or a cursor behind.
         """
-        if not await self.is_deleted(team_id):
-            return
+        if await self.is_deleted(team_id):
+            await self._take_back(team_id, box, names)
+
+    async def _take_back(self, team_id: str, box: Mailbox, names: Sequence[str]) -> NoReturn:
+        """Remove what a write that raced ``delete_team`` left in the inboxes of ``names``, and
+        raise the deleted team's :class:`UnknownTeamError`."""
         for name in names:
             await box.delete_inbox(name)
         raise _deleted_meanwhile(team_id)
@@ -482,12 +482,12 @@ class LocalTeamClient(TeamRegistry):
         team, board = await self._board(team_id, actor, assignee)
         if assignee == team.lead:
             raise TeamError(_lead_assigned(team))
-        if team.status.ended:
-            raise TeamError(
-                f"team {team.id!r} has ended ({team.status.value}): no task was added, since its "
-                "members are stopped and nobody would claim it; the lead starts new work with "
-                "createTeam (an operator may set an archived team active again first)"
-            )
+        _require_active(
+            team,
+            "no task was added, since its members are stopped and nobody would claim it; the "
+            "lead starts new work with createTeam (an operator may set an archived team active "
+            "again first)",
+        )
         task = await board.create(
             actor or team.lead,
             title,
@@ -718,28 +718,30 @@ def _deleted_meanwhile(team_id: str) -> UnknownTeamError:
     )
 
 
-def _require_open(team: Team) -> None:
-    """A :class:`TeamError` when ``team`` has ended: nothing was sent."""
-    if team.status.ended:
-        raise TeamError(_ended(team, "nothing was sent"))
+def _require_open(team: Team, what: str = "nothing was sent") -> None:
+    """A :class:`TeamError` when ``team`` has ended, telling a sender ``what`` became of its
+    message."""
+    _require_active(
+        team,
+        f"its members are stopped and nobody reads its messages any more, so {what}. A task's "
+        "result still goes on its board (completeTask), which an ended team keeps; the lead "
+        "starts new work with createTeam",
+    )
 
 
 def _require_claimable(team: Team) -> None:
     """A :class:`TeamError` when ``team`` has ended: its tasks stay on its board, unclaimed."""
-    if team.status.ended:
-        raise TeamError(
-            f"team {team.id!r} has ended ({team.status.value}): its tasks are no longer "
-            "claimed; finish the task you hold (completeTask or failTask) and stop"
-        )
-
-
-def _ended(team: Team, what: str) -> str:
-    """Why a message to ``team``, which ended, is refused; ``what`` became of it."""
-    return (
-        f"team {team.id!r} has ended ({team.status.value}): its members are stopped and nobody "
-        f"reads its messages any more, so {what}. A task's result still goes on its board "
-        f"(completeTask), which an ended team keeps; the lead starts new work with createTeam"
+    _require_active(
+        team,
+        "its tasks are no longer claimed; finish the task you hold (completeTask or failTask) "
+        "and stop",
     )
+
+
+def _require_active(team: Team, refused: str) -> None:
+    """The one refusal of a call an ended team no longer takes: ``refused`` says what to do."""
+    if team.status.ended:
+        raise TeamError(f"team {team.id!r} has ended ({team.status.value}): {refused}")
 
 
 def _lead_assigned(team: Team) -> str:
