@@ -21,7 +21,6 @@ services (or restrict them with ``--org``).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -120,16 +119,7 @@ async def unpark_record(store: BaseStore, ctx: RuntimeContext, team_id: str) -> 
 async def records_of(store: BaseStore, ctx: RuntimeContext) -> list[TeamRuntimeRecord]:
     """The directory records of ``ctx``'s (org, user): its teams that have not ended."""
     prefix = TEAM_RUNTIME.prefix(*ctx.owner_scope())
-    found: list[TeamRuntimeRecord] = []
-    after: Key | None = None
-    while page := await store.list_keys(prefix, limit=200, after=after):
-        for key in page:
-            entry = await store.get(key)
-            if entry is not None:
-                with contextlib.suppress(*UNREADABLE):
-                    found.append(TeamRuntimeRecord.model_validate_json(entry.value))
-        after = page[-1]
-    return found
+    return [record async for record in _records_under(store, prefix)]
 
 
 async def scan_records(
@@ -144,7 +134,14 @@ async def scan_records(
     A record that cannot be decoded is skipped and logged (and added to ``problems`` when given):
     the other teams are still served.
     """
-    prefix = directory_prefix(org_id, any_org=any_org)
+    async for record in _records_under(store, directory_prefix(org_id, any_org=any_org), problems):
+        yield record
+
+
+async def _records_under(
+    store: BaseStore, prefix: Key, problems: list[Unreadable] | None = None
+) -> AsyncIterator[TeamRuntimeRecord]:
+    """The records under ``prefix``; an undecodable one skipped and logged (in ``problems``)."""
     after: Key | None = None
     while page := await store.list_keys(prefix, limit=200, after=after):
         for key in page:
