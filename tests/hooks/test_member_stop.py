@@ -20,6 +20,8 @@ from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import BaseStore, InMemoryStore, store_from_url
 from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TeamRef, TeamRuntime
 from agentscope_teams.teams.member.builder import load_pool, member_session_id
+from agentscope_teams.teams.member.review import member_notes
+from agentscope_teams.teams.results import BoardListing
 from agentscope_teams.teams.rules.models import MemberStatus, TaskStatus
 from agentscope_teams.tools import Toolkit
 from agentscope_teams.tools.filesystem import filesystem_tools
@@ -229,3 +231,13 @@ async def test_an_operator_resumes_a_stopped_member(tmp_path: Path) -> None:
     await team.client.assign_task(tid, "first", assignee="c")
     resumed = await team.client.resume_member(tid, "c")
     assert resumed.stop is None and resumed.status is MemberStatus.IDLE
+
+
+async def test_the_leads_list_tasks_names_the_stopped_member_and_why(tmp_path: Path) -> None:
+    ctx = RuntimeContext(session_id="lead-s", user_id="alice")
+    team = Team(tmp_path, InMemoryStore(), ctx, hooks_of(tmp_path, {"TaskCreated": STOP}))
+    tid = await team.start()
+    await team.client.assign_task(tid, "first", assignee="c")
+    notes = member_notes(await team.client.get_team(tid))
+    listing = BoardListing.of(await team.client.list_tasks(tid), notes).render()
+    assert "c stopped: tests are red (a TaskCreated hook answered continue: false" in listing
