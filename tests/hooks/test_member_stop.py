@@ -241,3 +241,22 @@ async def test_the_leads_list_tasks_names_the_stopped_member_and_why(tmp_path: P
     notes = member_notes(await team.client.get_team(tid))
     listing = BoardListing.of(await team.client.list_tasks(tid), notes).render()
     assert "c stopped: tests are red (a TaskCreated hook answered continue: false" in listing
+
+
+async def test_continue_false_wins_over_a_teammate_idle_block(tmp_path: Path) -> None:
+    """A block beside ``continue: false`` does not send the member back to work (Claude Code:
+    ``continue: false`` takes precedence over the decision fields)."""
+    answer = {"decision": "block", "reason": "write notes.txt first", **STOP}
+    ctx = RuntimeContext(session_id="lead-s", user_id="alice")
+    team = Team(tmp_path, InMemoryStore(), ctx, hooks_of(tmp_path, {"TeammateIdle": answer}))
+    tid = await team.start()
+    await team.client.assign_task(tid, "first", assignee="c")
+    try:
+        team.watch(tid)
+        with anyio.fail_after(30):
+            await eventually(lambda: team.stopped(tid))
+    finally:
+        await team.runtime.aclose()
+    prompts = [r.messages[-1].get_text_content() for r in team.model.requests]
+    assert "write notes.txt first" not in prompts
+    assert not (tmp_path / "ws" / "notes.txt").exists()
