@@ -73,7 +73,9 @@ def register(commands: SubParsers, finish: Finish) -> None:
         examples=EXAMPLES[3:],
     )
     finish(parser, _resume)
-    parser.add_argument("member", help="the member's name (team show lists why it stopped)")
+    parser.add_argument(
+        "member", metavar="MEMBER", help="the member's name (team show lists why it stopped)"
+    )
 
 
 async def _delete(client: LocalTeamClient, args: argparse.Namespace) -> int:
