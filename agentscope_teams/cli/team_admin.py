@@ -1,8 +1,10 @@
-"""``agentscope-teams team delete|archive|prune``: end and remove the teams of one user.
+"""``agentscope-teams team delete|archive|prune|resume``: end and remove the teams of one user.
 
 ``delete`` removes a team's records (board, mailboxes) for good; ``archive`` ends it (members
 stopped, records kept, hidden from ``team list`` without ``--all``); ``prune --older-than 7d``
-deletes every ended team that ended longer ago than that (``--dry-run`` lists them).
+deletes every ended team that ended longer ago than that (``--dry-run`` lists them); ``resume
+TEAM MEMBER`` lifts the stop of a member a hook's ``continue: false`` stopped (``team show``
+lists such a member with the hook's reason).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ EXAMPLES = (
     "agentscope-teams team delete TEAM --user alice",
     "agentscope-teams team archive TEAM --user alice",
     "agentscope-teams team prune --older-than 7d --dry-run --user alice",
+    "agentscope-teams team resume TEAM MEMBER --user alice",
 )
 Finish = Callable[..., None]
 Body = Callable[[LocalTeamClient, argparse.Namespace], Awaitable[int]]
@@ -63,6 +66,16 @@ def register(commands: SubParsers, finish: Finish) -> None:
         "--dry-run", action="store_true", help="list the teams that would be deleted, delete none"
     )
     finish(parser, _prune, team=False)
+    parser = add_command(
+        commands,
+        "resume",
+        help="let a member a hook stopped (continue: false) take work again",
+        examples=EXAMPLES[3:],
+    )
+    finish(parser, _resume)
+    parser.add_argument(
+        "member", metavar="MEMBER", help="the member's name (team show lists why it stopped)"
+    )
 
 
 async def _delete(client: LocalTeamClient, args: argparse.Namespace) -> int:
@@ -88,6 +101,23 @@ async def _archive(client: LocalTeamClient, args: argparse.Namespace) -> int:
         ended = timestamp(team.ended_at)
         stdout_console().print(
             Text(f"archived team {team.name!r} ({team.id}); ended at {ended} UTC")
+        )
+    return 0
+
+
+async def _resume(client: LocalTeamClient, args: argparse.Namespace) -> int:
+    from .team_cmd import resolve_team
+
+    team = await resolve_team(client, args)
+    before = team.member(args.member)
+    member = await client.resume_member(team.id, args.member)
+    if args.json:
+        print_json_line(member.model_dump(mode="json"))
+    elif before is not None and before.stop is None:
+        stdout_console().print(Text(f"member {member.name!r} was not stopped by a hook"))
+    else:
+        stdout_console().print(
+            Text(f"resumed member {member.name!r} of team {team.name!r}: new work wakes it")
         )
     return 0
 

@@ -72,7 +72,10 @@ def team_detail(team: Team, tasks: Sequence[Task]) -> Group:
         members.add_column(column, overflow="fold")
     members.add_row(safe(team.lead), "(lead)", "-", "-", style="dim")
     for m in team.members:
-        members.add_row(safe(m.name), safe(m.spec or "-"), m.status.value, safe(m.session_id))
+        status = m.status.value
+        if m.stop is not None:  # a hook's continue: false: why, and that it holds
+            status += f" by a {m.stop.event} hook: {m.stop.reason} (team resume)"
+        members.add_row(safe(m.name), safe(m.spec or "-"), safe(status), safe(m.session_id))
     return Group(header, Text(), members, task_counts(tasks))
 
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 
 from ..errors import UnknownMemberError
-from ..teams import Member, Task, TaskStatus, Team, TeamStatus
+from ..teams import Member, MemberStatus, Task, TaskStatus, Team, TeamStatus
 from ..teams.lifecycle import parse_age, prune_teams, visible
 from . import schemas as s
 from .auth import first_member_token, issue_member_token, revoke_team_tokens
@@ -158,6 +158,9 @@ async def set_member_status(
     team_id: str, name: str, body: s.SetMemberStatus, call: TokenCall
 ) -> Member:
     acting = await call.acting(name)
+    if body.stop_event is not None and body.status is MemberStatus.STOPPED:
+        reason = body.stop_reason or ""
+        return await call.client.stop_member(call.team_id, acting, reason, event=body.stop_event)
     return await call.client.set_member_status(call.team_id, acting, body.status)
 
 

@@ -199,6 +199,11 @@ class ControlPlaneTeamClient:
         path = f"{self._team(team_id)}/members/{_seg(name)}/status"
         return Member.model_validate(await self._call("PUT", path, {"status": status.value}))
 
+    async def stop_member(self, team_id: str, name: str, reason: str, *, event: str) -> Member:
+        path = f"{self._team(team_id)}/members/{_seg(name)}/status"
+        body = {"status": MemberStatus.STOPPED.value, "stop_reason": reason, "stop_event": event}
+        return Member.model_validate(await self._call("PUT", path, body))
+
     async def assign_task(
         self,
         team_id: str,

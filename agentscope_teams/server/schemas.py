@@ -62,6 +62,10 @@ class SetTeamStatus(_Input):
 
 class SetMemberStatus(_Input):
     status: MemberStatus
+    #: With status ``stopped``: a hook's ``stopReason`` and its ``event``, which stop the member
+    #: for good (``LocalTeamClient.stop_member``).
+    stop_reason: str | None = None
+    stop_event: str | None = None
 
 
 class AssignTask(_Input):

@@ -13,7 +13,7 @@ from ..errors import ToolError
 from ..mcp.tools import is_mcp_name
 from ..skills import Skill, SkillExtension, SkillLibrary
 from ..state import PermissionMode
-from ..tools.modes import claude_name
+from ..tools.modes import child_mode, claude_name
 from ..trust import ProjectTrust
 from .grants import spec_mode
 from .runs import RunRecord
@@ -36,11 +36,20 @@ def warn_about(agent: AgentView, spec: SubagentSpec) -> None:
         log.warning("subagent %s: workspace.path %s is not a directory", spec.name, path)
 
 
-def check_plan_spawn(spec: SubagentSpec, parent_mode: PermissionMode, trust: ProjectTrust) -> None:
+def check_plan_spawn(
+    spec: SubagentSpec,
+    parent_mode: PermissionMode,
+    trust: ProjectTrust,
+    *,
+    asked: PermissionMode | None = None,
+) -> None:
     """A parent in plan mode may spawn only a child that runs in plan mode too (research that
     changes nothing, as Claude Code's plan mode delegates to its read-only Explore and Plan
-    subagents); any other spawn is a tool error saying why. ``agent_spawn`` is ``plan_checked``:
-    the permission engine leaves this check to it."""
+    subagents); any other spawn is a tool error saying why. ``asked``: a mode the parent chose at
+    spawn time (``spawnMember``'s ``permission_mode``, ``plan`` for ``plan_approval``), which
+    then decides instead of the spec's (:func:`~agentscope_teams.tools.modes.child_mode`).
+    ``agent_spawn`` and ``spawnMember`` are ``plan_checked``: the permission engine leaves this
+    check to them."""
     if parent_mode != "plan":
         return
     if spec.a2a is not None:
@@ -54,11 +63,15 @@ def check_plan_spawn(spec: SubagentSpec, parent_mode: PermissionMode, trust: Pro
             "its own (isolation: worktree), which adds a branch and a worktree to the "
             "repository; spawn it after you leave plan mode"
         )
-    mode = spec_mode(spec, parent_mode, trust)
+    if asked is None:
+        mode, origin = spec_mode(spec, parent_mode, trust), "its permissionMode"
+    else:
+        mode = child_mode(parent_mode, asked, "model", precedence=False).mode
+        origin = "the permission_mode you gave it"
     if mode != "plan":
         raise ToolError(
             f"you are in plan mode (read-only) and agent {spec.name} would run in "
-            f"{claude_name(mode)!r} mode (its permissionMode), which can change files or state; "
+            f"{claude_name(mode)!r} mode ({origin}), which can change files or state; "
             "in plan mode spawn only agents that run in plan mode, or spawn it after you leave "
             "plan mode"
         )

@@ -27,6 +27,7 @@ from .protocol import TeamClient
 from .rules.models import (
     Member,
     MemberStatus,
+    MemberStop,
     Task,
     TaskEvent,
     TaskStatus,
@@ -45,6 +46,7 @@ __all__ = [
     "Member",
     "MemberBuilder",
     "MemberStatus",
+    "MemberStop",
     "Task",
     "TaskBoard",
     "TaskEvent",

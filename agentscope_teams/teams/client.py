@@ -50,7 +50,16 @@ from .protocol import TeamClient
 from .queues.base import TeamChanged, TeamGuard
 from .registry import TeamRegistry
 from .rules import limits
-from .rules.models import Member, MemberStatus, Task, TaskStatus, Team, TeamMessage, TeamStatus
+from .rules.models import (
+    Member,
+    MemberStatus,
+    MemberStop,
+    Task,
+    TaskStatus,
+    Team,
+    TeamMessage,
+    TeamStatus,
+)
 from .rules.transitions import require_owner
 
 log = logging.getLogger(__name__)
@@ -139,7 +148,7 @@ class LocalTeamClient(TeamRegistry):
             team = await self._team(team_id)
             self._require(team, member)
             if claiming:
-                _require_claimable(team)
+                _require_claimable(team, member)
             return board, None
         known = None if fresh else self._known.get(team_id)
         if known is None or member not in known[0].participants():
@@ -150,7 +159,7 @@ class LocalTeamClient(TeamRegistry):
                 self._known.clear()
             self._known[team_id] = known
         if claiming:
-            _require_claimable(known[0])
+            _require_claimable(known[0], member)
         return board, TeamGuard(self._keys(team_id).team(), known[1])
 
     def _wrote(self, team_id: str, team: Team, version: int) -> None:
@@ -314,7 +323,7 @@ class LocalTeamClient(TeamRegistry):
             found = team.member(name)
             created = False
             if found is not None and found.spec == spec and session_id in (None, found.session_id):
-                return None
+                return _resumed(team, found)  # spawned again: a hook's stop is lifted
             if found is not None or name == team.lead:
                 raise TeamError(f"team {team.id!r} already has a member named {name!r}")
             new = Member(
@@ -354,8 +363,11 @@ class LocalTeamClient(TeamRegistry):
         """Set a member's status; on a done team only ``stopped`` (else :class:`TeamError`)."""
 
         def change(team: Team) -> Team | None:
-            if self._require_member(team, name).status is status:
+            found = self._require_member(team, name)
+            if found.status is status:
                 return None
+            if found.stop is not None and status is not MemberStatus.STOPPED:
+                raise TeamError(found.stop.refusal(name))
             if not team.member_status_allowed(status):
                 raise TeamError(
                     f"team {team.id!r} is {team.status.value}: its members stay stopped, "
@@ -371,6 +383,42 @@ class LocalTeamClient(TeamRegistry):
         known = self._known.get(team_id)  # usually current: no read before the write
         member = (await self._update_team(team_id, change, known=known)).member(name)
         assert member is not None
+        return member
+
+    async def stop_member(self, team_id: str, name: str, reason: str, *, event: str) -> Member:
+        """Stop ``name`` for good because an ``event`` hook answered ``continue: false`` with
+        ``reason`` (:class:`~.rules.models.MemberStop`): its record says so in one write, every
+        runtime reads it (none wakes it, the one running it ends its call), and the lead is told
+        by a message from the member. A member stopped already keeps its first stop."""
+        stop = MemberStop(reason=reason or f"stopped by a {event} hook", event=event)
+
+        def change(member: Member) -> Member | None:
+            return None if member.stop is not None else member.stopped_by(stop)
+
+        # shielded: the runtime serving the member ends its call once it reads the record,
+        # which may be this call's own (a member's completeTask): the lead is told all the same
+        with anyio.CancelScope(shield=True):
+            member = await self.update_member(team_id, name, change)
+            if member.stop is stop:  # this call stopped it
+                log.info("member %s of team %s: %s", name, team_id, stop.told(member))
+                team = await self._team(team_id)
+                try:
+                    await self.send_message(team_id, name, team.lead, stop.told(member))
+                except TeamError:  # the team ended meanwhile: nobody reads it
+                    await self._changed(team_id)
+        return member
+
+    async def resume_member(self, team_id: str, name: str) -> Member:
+        """Lift the stop of a member a hook stopped (:meth:`stop_member`): it is ``idle`` and new
+        work wakes it again. The lead does the same by spawning it again (same spec); a member
+        not stopped is returned as it is; an ended team's members stay stopped."""
+        _require_active(await self._team(team_id), "its members stay stopped")
+        member = (await self._update_team(team_id, lambda t: _resumed(t, t.member(name)))).member(
+            name
+        )
+        if member is None:
+            raise TeamError(f"team {team_id!r} has no member named {name!r}")
+        await self._changed(team_id)
         return member
 
     async def set_team_status(self, team_id: str, status: TeamStatus) -> Team:
@@ -506,11 +554,46 @@ class LocalTeamClient(TeamRegistry):
         return task
 
     async def _task_hook(
-        self, event: str, team_id: str, task: Task, member: str | None, status: str = ""
+        self,
+        event: str,
+        team_id: str,
+        task: Task,
+        member: str | None,
+        status: str = "",
+        *,
+        obey: bool = True,
     ) -> HookOutcome:
-        """Fire ``event`` (TaskCreated / TaskCompleted) for ``task``; nothing without hooks."""
+        """Fire ``event`` (TaskCreated / TaskCompleted) for ``task``; nothing without hooks.
+        With ``obey``, a ``continue: false`` answer stops ``member`` now (:meth:`_obey_stop`)."""
         if not self.hooks:
             return HookOutcome()
+        outcome = await self.hooks.fire(event, self._task_payload(team_id, task, member, status))
+        if obey:
+            await self._obey_stop(event, team_id, member, outcome)
+        return outcome
+
+    async def _obey_stop(
+        self, event: str, team_id: str, member: str | None, outcome: HookOutcome
+    ) -> None:
+        """A task hook's ``continue: false`` stops the member the event names
+        (``teammate_name``: a completion's or failure's member, a cancelled or lapsed task's
+        owner, a new task's assignee). An event that names no member (a task for anyone, one
+        cancelled before anyone claimed it) stops nobody: that is logged. Never raises: the
+        task's transition happened."""
+        if not outcome.stop:
+            return
+        if member is None:
+            log.warning("a %s hook answered continue: false for no member: nobody stopped", event)
+            return
+        try:
+            await self.stop_member(team_id, member, outcome.stop_reason, event=event)
+        except (TeamError, UnknownTeamError) as exc:  # not a member (the lead), or no team
+            log.warning("a %s hook could not stop %s: %s", event, member, exc)
+
+    def _task_payload(
+        self, team_id: str, task: Task, member: str | None, status: str
+    ) -> dict[str, Any]:
+        assert self.hooks is not None
         payload: dict[str, Any] = {
             "session_id": self.ctx.session_id,
             "cwd": str(self.hooks.project_dir),
@@ -522,7 +605,7 @@ class LocalTeamClient(TeamRegistry):
         }
         if status:
             payload["status"] = status
-        return await self.hooks.fire(event, payload)
+        return payload
 
     async def claim_task(
         self,
@@ -543,7 +626,7 @@ class LocalTeamClient(TeamRegistry):
             claimed = await self._claim_guarded(team_id, member, lease, prefer_own)
         else:
             team, board = await self._board(team_id, member)
-            _require_claimable(team)
+            _require_claimable(team, member)
             claimed = await board.claim(member, task_id, lease)
         tracing.task_event(tracing.names.TASK_CLAIM, team_id, member, claimed)
         return claimed
@@ -582,21 +665,40 @@ class LocalTeamClient(TeamRegistry):
     async def complete_task(
         self, team_id: str, member: str, task_id: str, result: str = "", *, data: Any = None
     ) -> Task:
+        gate = HookOutcome()
         if self.hooks and self.hooks.by_event.get("TaskCompleted"):  # a quality gate
             _, board = await self._board(team_id, member)
             task = await board.get(task_id)
             require_owner(task, member, "complete")  # not for a completion the board refuses
-            gate = await self._task_hook("TaskCompleted", team_id, task, member, "completed")
+            gate = await self._task_hook(
+                "TaskCompleted", team_id, task, member, "completed", obey=False
+            )
             if gate.blocked:
-                raise TeamError(
-                    f"task {task_id!r} stays open: a TaskCompleted hook refused its completion: "
-                    f"{gate.reason}"
-                )
+                await self._refused_completion(team_id, member, task_id, gate)
         task = await self._finish_guarded(
             team_id, member, lambda b, g: b.complete(member, task_id, result, data, guard=g)
         )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
+        # the completion counts (as in Claude Code); a continue: false stops the member after it
+        await self._obey_stop("TaskCompleted", team_id, member, gate)
         return task
+
+    async def _refused_completion(
+        self, team_id: str, member: str, task_id: str, gate: HookOutcome
+    ) -> NoReturn:
+        """A completion a TaskCompleted hook blocked: the task stays open. With ``continue:
+        false`` beside the block the member stops too, so the task goes back to pending for
+        another member (a stopped member would hold it until its lease ran out)."""
+        if gate.stop:
+            _, board = await self._board(team_id, member)
+            await board.release(member, task_id)
+            await self._obey_stop("TaskCompleted", team_id, member, gate)
+            await self._changed(team_id)
+        stopped = " and stopped you; the task went back to the board" if gate.stop else ""
+        raise TeamError(
+            f"task {task_id!r} stays open: a TaskCompleted hook refused its completion"
+            f"{stopped}: {gate.reason}"
+        )
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:
         """Fail an owned task; TaskCompleted fires for the failure, not for a repeat of it."""
@@ -710,6 +812,14 @@ class LocalTeamClient(TeamRegistry):
         return await box.unread(member, limit=limit)
 
 
+def _resumed(team: Team, member: Member | None) -> Team | None:
+    """``team`` with ``member``'s hook stop lifted (None: nothing to write)."""
+    if member is None or member.stop is None:
+        return None
+    members = [member.resumed() if m.name == member.name else m for m in team.members]
+    return team.model_copy(update={"members": members})
+
+
 def _deleted_meanwhile(team_id: str) -> UnknownTeamError:
     """The error of a write that raced ``delete_team`` (what it wrote was removed again)."""
     return UnknownTeamError(
@@ -729,13 +839,17 @@ def _require_open(team: Team, what: str = "nothing was sent") -> None:
     )
 
 
-def _require_claimable(team: Team) -> None:
-    """A :class:`TeamError` when ``team`` has ended: its tasks stay on its board, unclaimed."""
+def _require_claimable(team: Team, member: str) -> None:
+    """A :class:`TeamError` when ``team`` has ended (its tasks stay on its board, unclaimed), or
+    when a hook stopped ``member`` (:attr:`~.rules.models.Member.takes_work`)."""
     _require_active(
         team,
         "its tasks are no longer claimed; finish the task you hold (completeTask or failTask) "
         "and stop",
     )
+    found = team.member(member)
+    if found is not None and found.stop is not None:
+        raise TeamError(found.stop.refusal(member))
 
 
 def _require_active(team: Team, refused: str) -> None:

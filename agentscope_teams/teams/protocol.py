@@ -55,6 +55,8 @@ class TeamClient(Protocol):
 
     async def set_member_status(self, team_id: str, name: str, status: MemberStatus) -> Member: ...
 
+    async def stop_member(self, team_id: str, name: str, reason: str, *, event: str) -> Member: ...
+
     async def assign_task(
         self,
         team_id: str,

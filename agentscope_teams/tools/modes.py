@@ -30,8 +30,8 @@ only; a mode the parent itself chooses at spawn time (``spawnMember``'s ``permis
 The parent's mode is the one its session is in (:meth:`~.permissions.PermissionEngine.effective_mode`),
 not the one it was configured with: a subagent gets it when it is built, a team member from its
 record (``Member.lead_mode``, written at spawn, since a worker building it never sees the lead's
-session). A parent in plan mode spawns only children whose mode here is ``plan``
-(:func:`agentscope_teams.subagents.child_setup.check_plan_spawn`).
+session). A parent in plan mode spawns only children whose mode here is ``plan``, subagents and
+team members alike (:func:`agentscope_teams.subagents.child_setup.check_plan_spawn`).
 """
 
 from __future__ import annotations

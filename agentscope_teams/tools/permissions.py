@@ -8,7 +8,7 @@ Evaluation order, first hit wins:
 3. plan mode and a tool that is not ``read_only`` -> deny (plan mode is read-only, whatever the
    allow rules say: a rule remembered earlier must not let an agent write while it plans), unless
    it is ``plan_checked`` (it refuses in plan mode by itself what would change anything:
-   ``agent_spawn`` of a child that would not run in plan mode too);
+   ``agent_spawn`` or ``spawnMember`` of a child that would not run in plan mode too);
 4. a matching ``ask`` rule -> ask;
 5. a matching ``allow`` rule -> allow;
 6. the mode's default: ``bypass`` -> allow; ``plan`` -> ask if the tool ``requires_confirmation``

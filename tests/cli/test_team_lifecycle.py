@@ -158,3 +158,22 @@ def test_an_archived_team_leaves_the_team_directory_workers_serve(cli: Cli) -> N
     assert archived.returncode == 0, archived.stderr
     assert cli.with_store(in_directory) == []
     assert "status archived" in cli("team", "show", "served", "--user", "alice").stdout
+
+
+def test_show_says_why_a_hook_stopped_a_member_and_resume_lifts_it(cli: Cli) -> None:
+    ids = seed(cli)
+
+    async def stop(store: JsonFileStore) -> None:
+        await LocalTeamClient(store, ALICE).stop_member(
+            ids["live"], "bob", "tests are red", event="TaskCompleted"
+        )
+
+    cli.with_store(stop)
+    shown = cli("team", "show", "live", "--user", "alice")
+    assert shown.returncode == 0, shown.stderr
+    assert "by a TaskCompleted hook: tests are red" in " ".join(shown.stdout.split())
+    resumed = cli("team", "resume", "live", "bob", "--user", "alice")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed member 'bob'" in resumed.stdout
+    [bob] = listed(cli)["live"]["members"]  # type: ignore[misc]
+    assert (bob["status"], bob["stop"]) == ("idle", None)

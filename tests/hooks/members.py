@@ -18,8 +18,13 @@ LOG = "events.jsonl"
 MARK = "spec-hook-ran"
 
 
-def project(root: Path) -> Path:
-    """``root`` with the settings hooks and the ``coder`` spec; returns the agents folder."""
+#: What a hook answers for the event ``project(stop_on=...)`` names.
+STOP = '{"continue": false, "stopReason": "tests are red"}'
+
+
+def project(root: Path, stop_on: str | None = None) -> Path:
+    """``root`` with the settings hooks and the ``coder`` spec; returns the agents folder. The
+    hook of ``stop_on`` answers :data:`STOP` (``continue: false``)."""
     agents = root / ".claude" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
     mark = root / MARK
@@ -32,11 +37,19 @@ def project(root: Path) -> Path:
     # One append per event (hooks of the lead and its members run at once: a `cat` and a separate
     # newline could interleave two events on one line).
     append = f"line=$(cat); printf '%s\\n' \"$line\" >> {log}"
-    entry = [{"hooks": [{"type": "command", "command": append}]}]
     events = ("PreToolUse", "TaskCompleted", "TeammateIdle")
-    settings = {"hooks": {e: entry for e in events}}
+    settings = {
+        "hooks": {
+            e: [{"hooks": [{"type": "command", "command": append + _answer(e, stop_on)}]}]
+            for e in events
+        }
+    }
     (root / ".claude" / "settings.json").write_text(json.dumps(settings))
     return agents
+
+
+def _answer(event: str, stop_on: str | None) -> str:
+    return f"; echo '{STOP}'" if event == stop_on else ""
 
 
 def events(root: Path) -> list[dict[str, object]]:

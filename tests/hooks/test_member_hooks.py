@@ -37,10 +37,12 @@ def worker_proc(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
         proc.wait(timeout=10)
 
 
-def start_worker(root: Path, org: str, *, trust: bool) -> subprocess.Popen[bytes]:
+def start_worker(
+    root: Path, org: str, *, trust: bool, stop_on: str | None = None
+) -> subprocess.Popen[bytes]:
     log = (root / "worker.log").open("wb")
     cmd = [sys.executable, "-m", "agentscope_teams.cli", "worker", "--store", REDIS_URL]
-    cmd += ["--specs", str(members.project(root)), "--org", org, "--poll", "0.05"]
+    cmd += ["--specs", str(members.project(root, stop_on)), "--org", org, "--poll", "0.05"]
     cmd += ["--lease-ttl", "2", "--model", "python:tests.hooks.members:member_model"]
     cmd += ["--trust-project"] if trust else []
     return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=log)
@@ -109,6 +111,46 @@ async def test_a_worker_run_member_runs_the_project_and_spec_hooks(
     assert (tmp_path / members.MARK).exists()  # the spec's own PostToolUse hook ran
     idle = next(e for e in seen if e["hook_event_name"] == "TeammateIdle")
     assert (idle["teammate_name"], idle["team_name"]) == ("c", team_id)
+
+
+@pytest.mark.slow
+async def test_a_task_completed_stop_holds_for_a_member_a_worker_runs(
+    tmp_path: Path, worker_proc: list[subprocess.Popen[bytes]]
+) -> None:
+    """A TaskCompleted hook answering ``continue: false`` in a worker process: the completion
+    counts, the member's record (in the store) says it stopped and why, the lead is told; an
+    operator's resume_member in this process lets the worker give it work again."""
+    require_service("redis")
+    from agentscope_teams.store import store_from_url
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ctx = RuntimeContext(session_id="s1", user_id="alice", org_id=unique_namespace())
+    async with store_from_url(REDIS_URL) as store:
+        org = ctx.org_id or ""
+        worker_proc.append(start_worker(tmp_path, org, trust=True, stop_on="TaskCompleted"))
+        team_id, first = await team_for_workers(store, ctx, ws)
+        client = LocalTeamClient(store, ctx)
+
+        async def stopped() -> bool:
+            found = (await client.get_team(team_id)).member("c")
+            return found is not None and found.stop is not None
+
+        async def done(task_id: str) -> bool:
+            return (await client.get_task(team_id, task_id)).status is TaskStatus.COMPLETED
+
+        with anyio.fail_after(150):  # a liveness guard, not a timing threshold
+            await eventually(stopped, within=80)
+            stop = (await client.get_team(team_id)).member("c")
+            told = [m.content for m in await client.read_messages(team_id, "lead")]
+            second = await client.assign_task(team_id, "write out.txt again", assignee="c")
+            await client.resume_member(team_id, "c")
+            await eventually(lambda: done(second.id), within=60)
+        assert await done(first)
+        await client.delete_team(team_id)
+    assert stop is not None and stop.stop is not None and stop.status.value == "stopped"
+    assert (stop.stop.reason, stop.stop.event) == ("tests are red", "TaskCompleted")
+    assert [t for t in told if t.startswith("c stopped: tests are red")]
 
 
 async def test_an_in_process_member_runs_the_project_and_spec_hooks(tmp_path: Path) -> None:

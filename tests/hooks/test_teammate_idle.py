@@ -68,9 +68,9 @@ class Team:
         )
         self.runtime = TeamRuntime(self.store, lease_ttl=5.0, poll=0.05)
 
-    async def run(self, tasks: int = 1) -> str:
+    async def run(self, tasks: int = 1, until: str = "idle") -> str:
         """A team with member ``c`` and ``tasks`` tasks for it; returns once they are done and
-        the member is idle."""
+        the member is ``until`` (idle, or stopped by the hook)."""
         team = await self.client.create_team("t")
         session = member_session_id(team.id, "c")
         await self.client.spawn_member(
@@ -87,7 +87,7 @@ class Team:
                 bool(read_lines(self.log))
                 and found is not None
                 and not open_tasks
-                and (found.status.value == "idle")
+                and (found.status.value == until)
             )
 
         with anyio.fail_after(30):  # a liveness guard, not a timing threshold
@@ -127,20 +127,24 @@ async def test_exit_2_keeps_the_member_working_with_the_feedback(tmp_path: Path)
 
 
 async def test_continue_false_stops_the_member_and_tells_the_lead(tmp_path: Path) -> None:
+    """Stopped for good (more in test_member_stop): its record says why, the lead is told once."""
     body = 'echo \'{"continue": false, "stopReason": "budget spent"}\'\n'
     team = Team(tmp_path, body)
     try:
-        tid = await team.run()
+        tid = await team.run(until="stopped")
         calls = len(team.model.requests)
 
         async def told() -> bool:
             inbox = await team.client.read_messages(tid, "lead")
-            return any(m.content == "c stopped: budget spent" for m in inbox)
+            return any(m.content.startswith("c stopped: budget spent") for m in inbox)
 
         await eventually(told)
     finally:
         await team.runtime.aclose()
     assert len(team.model.requests) == calls and len(team.fired()) == 1  # no other turn
+    found = (await team.client.get_team(tid)).member("c")
+    assert found is not None and found.stop is not None
+    assert (found.stop.reason, found.stop.event) == ("budget spent", "TeammateIdle")
 
 
 async def test_a_hook_that_always_blocks_is_bounded(tmp_path: Path) -> None:

@@ -73,6 +73,11 @@ async def test_the_protocol_over_http(served: Served) -> None:
         assert await w2.unread(team.id, "w2") == []
         assert [m.content for m in await w1.unread(team.id, "w1")] == ["all"]
 
+        stopped = await w2.stop_member(team.id, "w2", "tests are red", event="TeammateIdle")
+        assert stopped.stop is not None and stopped.stop.reason == "tests are red"
+        with pytest.raises(TeamError, match="stopped by a TeammateIdle hook"):
+            await w2.set_member_status(team.id, "w2", MemberStatus.IDLE)
+
     async with ControlPlaneTeamClient(served.base_url, served.tokens["alice"]) as op:
         c = await op.assign_task(team.id, "c")
         assert (await op.cancel_task(team.id, c.id, reason="no")).status is TaskStatus.CANCELLED

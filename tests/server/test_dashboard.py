@@ -144,8 +144,9 @@ def test_dashboard_follows_a_team_live(
 def test_dashboard_shows_members_waiting_on_the_lead(
     tab: Tab, served: Served, http: httpx.Client
 ) -> None:
-    """A plan waiting for the lead's approval and a call refused for want of an approver are shown
-    on the member's chip, live, as text (a tool name with markup stays text)."""
+    """A plan waiting for the lead's approval, a call refused for want of an approver and a
+    hook's stop (continue: false, with its reason) are shown on the member's chip, live, as text
+    (a tool name with markup stays text)."""
     page = tab.page
     op = Api(http, served.tokens["alice"])
     team_id, tokens = make_team(op)
@@ -171,6 +172,11 @@ def test_dashboard_shows_members_waiting_on_the_lead(
     assert "waiting for the lead" in plan.inner_text()
     op.ok("POST", f"{t}/members/w2/review", {"action": "answer_plan", "approve": True})
     plan.wait_for(state="detached")
+    stop = {"status": "stopped", "stop_reason": "tests are red", "stop_event": "TaskCompleted"}
+    Api(http, tokens["w1"]).ok("PUT", f"{t}/members/w1/status", stop)  # a hook stopped it
+    stopped = page.locator('.member[data-member="w1"] [data-note="stop"]')
+    stopped.wait_for()
+    assert stopped.inner_text() == "stopped by a TaskCompleted hook: tests are red"
     assert page.locator("b").count() == 0  # the tool name was inserted as text, not markup
     assert tab.errors == []
 

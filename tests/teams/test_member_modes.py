@@ -39,6 +39,7 @@ from agentscope_teams.tools import PermissionEngine, Toolkit
 from agentscope_teams.tools.decorator import make_tool
 from agentscope_teams.tools.filesystem import filesystem_tools
 from agentscope_teams.tools.plan import plan_tools as plan_tool_list
+from agentscope_teams.trust import ProjectTrust
 
 from ..backends import unique_namespace
 from .helpers import eventually, team_id_of
@@ -441,3 +442,89 @@ async def test_a_worker_builds_the_member_in_the_leads_session_mode(tmp_path: Pa
     finally:
         await ext.aclose()
         await team.runtime.aclose()
+
+
+ISOLATED = "---\nname: isolated\ndescription: Own worktree.\nisolation: worktree\n---\nYou work.\n"
+EDITOR = "---\nname: editor\ndescription: Edits.\npermissionMode: acceptEdits\n---\nYou edit.\n"
+
+
+async def _plan_lead_spawns(team: Team, tid: str, **spawn: object) -> ToolResultBlock:
+    """A lead in plan mode (its project's spec files trusted) calls spawnMember once (into the
+    team ``tid``); its result."""
+    steps = [("spawnMember", call("spawnMember", team_id=tid, **spawn))]
+    lead, ext = _lead(team, steps, "plan", trust=ProjectTrust(trusted=True))
+    try:
+        with anyio.fail_after(30):
+            await lead.call("research with a member", team.ctx)
+        [result] = [
+            r
+            for req in lead.model.requests  # type: ignore[attr-defined]
+            for m in req.messages
+            for r in m.tool_results()
+            if r.name == "spawnMember"
+        ]
+        return result
+    finally:
+        await ext.aclose()
+
+
+async def test_a_plan_mode_lead_spawns_a_member_that_runs_in_plan_mode(tmp_path: Path) -> None:
+    """A lead in plan mode may spawn a member (research that changes nothing): the member runs
+    in plan mode, so it reads and reports but its writes are refused."""
+    team = Team(tmp_path, writer)
+    tid = (await team.client.create_team("research")).id
+    result = await _plan_lead_spawns(team, tid, name="w", spec="worker")
+    assert not result.is_error, result.output
+    member = (await team.client.get_team(tid)).member("w")
+    assert member is not None and member.lead_mode == "plan"
+    try:
+        team.runtime.watch(TeamRef(team.ctx, tid, team.builder))
+        await team.client.assign_task(tid, "write out.txt", assignee="w")
+        with anyio.fail_after(30):
+            await eventually(lambda: _has(team.model, "write_file"))
+        (written,) = results_of(team.model, "write_file")
+        assert written.is_error and "plan mode" in str(written.output)
+        assert not (team.ws / "out.txt").exists()
+    finally:
+        await team.runtime.aclose()
+
+
+@pytest.mark.parametrize(
+    ("spawn", "why"),
+    [
+        ({"spec": "worker", "permission_mode": "acceptEdits"}, "'acceptEdits' mode"),
+        ({"spec": "editor"}, "'acceptEdits' mode (its permissionMode)"),
+        ({"spec": "isolated"}, "isolation: worktree"),
+    ],
+    ids=["asked-mode", "spec-mode", "worktree"],
+)
+async def test_a_plan_mode_lead_may_not_spawn_a_member_that_could_change_anything(
+    tmp_path: Path, spawn: dict[str, object], why: str
+) -> None:
+    team = Team(tmp_path, writer)
+    (tmp_path / "specs" / "isolated.md").write_text(ISOLATED)
+    (tmp_path / "specs" / "editor.md").write_text(EDITOR)
+    tid = (await team.client.create_team("research")).id
+    result = await _plan_lead_spawns(team, tid, name="w", **spawn)
+    assert result.is_error and "plan mode" in str(result.output), result.output
+    assert why in str(result.output)
+    assert (await team.client.get_team(tid)).members == []  # nothing was spawned
+
+
+async def test_a_plan_mode_lead_spawns_an_untrusted_spec_whose_mode_is_withheld(
+    tmp_path: Path,
+) -> None:
+    """An untrusted project's spec file may not raise its agent's mode: its ``acceptEdits`` is
+    withheld, the member runs in the lead's plan mode, so a plan-mode lead may spawn it."""
+    team = Team(tmp_path, writer)
+    (tmp_path / "specs" / "editor.md").write_text(EDITOR)
+    tid = (await team.client.create_team("research")).id
+    steps = [("spawnMember", call("spawnMember", team_id=tid, name="w", spec="editor"))]
+    lead, ext = _lead(team, steps, "plan", trust=ProjectTrust(trusted=False))
+    try:
+        with anyio.fail_after(30):
+            await lead.call("research with a member", team.ctx)
+    finally:
+        await ext.aclose()
+    member = (await team.client.get_team(tid)).member("w")
+    assert member is not None and member.lead_mode == "plan"

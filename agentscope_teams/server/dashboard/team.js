@@ -138,6 +138,10 @@ function memberNotes(m) {
     notes.push(h("span", { class: "member-note", "data-note": "prompt", title: fmtTime(p.at) },
       `${p.tool} refused: needs approval`));
   }
+  if (m.stop) {  // a hook's continue: false: it takes no work until resumed (team resume)
+    notes.push(h("span", { class: "member-note", "data-note": "stop", title: fmtTime(m.stop.at) },
+      `stopped by a ${m.stop.event} hook: ${m.stop.reason}`));
+  }
   return notes;
 }
 

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...agent.extension import CallScope
 from ...errors import ToolError
+from ...subagents.child_setup import check_plan_spawn
 from ...tools.modes import child_mode
 from ...tools.permissions import resolve_mode
+from ...trust import ProjectTrust
 from ...usage import spent_budget
 from .. import lifecycle, summary
 from ..actor import TeamActor
@@ -109,7 +111,7 @@ class LeadToolCalls:
             available = ", ".join(self.ext.specs) or "none"
             raise ToolError(f"unknown spec {spec!r}; available specs: {available}")
         tid = await self.led(team_id)
-        self._within_own_mode(permission_mode)
+        self._within_own_mode(spec, permission_mode, plan_approval)
         member = await self.ext.spawn_member(
             self.scope,
             self.client,
@@ -124,20 +126,23 @@ class LeadToolCalls:
         runs_in = "workers" if self.ext.run_members == "workers" else "local"
         return MemberSpawned(team_id=tid, member=member.name, spec=spec, runs_in=runs_in)
 
-    def _within_own_mode(self, permission_mode: str | None) -> None:
+    def _within_own_mode(self, spec: str, permission_mode: str | None, plan_approval: bool) -> None:
         """A mode the lead (a model) gives a member: up to ``acceptEdits`` (how a member, with
         nobody to ask, may write files at all; ``plan``, ``dontAsk`` restrict it), and
         ``bypassPermissions`` only from a lead in that mode itself, so a prompt-injected lead
         cannot spawn a member that runs every command unasked
-        (:func:`~agentscope_teams.tools.modes.child_mode`, granter ``"model"``)."""
-        if permission_mode is None:
-            return
-        asked = resolve_mode(permission_mode)  # an unknown name: a ValueError, a tool error
-        scope = self.scope
+        (:func:`~agentscope_teams.tools.modes.child_mode`, granter ``"model"``). A lead in plan
+        mode spawns only a member that runs in plan mode too, as it spawns subagents
+        (:func:`~agentscope_teams.subagents.child_setup.check_plan_spawn`)."""
+        asked = resolve_mode(permission_mode) if permission_mode is not None else None
+        scope = self.scope  # an unknown mode name above: a ValueError, a tool error
         own = scope.agent.permissions.effective_mode(scope.state.permission_context)
-        refusal = child_mode(own, asked, "model", precedence=False).refusal(own)
-        if refusal is not None:
-            raise ToolError(refusal)
+        if asked is not None:
+            refusal = child_mode(own, asked, "model", precedence=False).refusal(own)
+            if refusal is not None:
+                raise ToolError(refusal)
+        trust = self.ext.trust or ProjectTrust()
+        check_plan_spawn(self.ext.specs[spec], own, trust, asked="plan" if plan_approval else asked)
 
     async def approve_plan(
         self, member: str, approve: bool, feedback: str, team_id: str | None

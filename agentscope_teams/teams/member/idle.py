@@ -9,12 +9,13 @@ answer, as in Claude Code:
 
 - exit 2 (or ``decision: "block"``): the member does not go idle; it works on in the same call,
   with the hook's stderr (or ``reason``) as its next prompt;
-- ``continue: false``: the member stops without another turn; the ``stopReason`` goes to the lead
-  as a message from the member (the lead is who a team reports to);
+- ``continue: false``: the member stops without another turn, for good (Claude Code stops the
+  teammate entirely): :meth:`~..client.LocalTeamClient.stop_member` records the ``stopReason``,
+  tells the lead, and no process wakes the member again until the lead spawns it again;
 - anything else: it goes idle.
 
-A member whose team ended (or was deleted) during the call is stopped, not idle: no hook fires,
-and it gets no more turns. A hook that blocks :data:`MAX_IDLE_BLOCKS` times in a row is not obeyed once more: the member goes
+A member whose team ended (or was deleted) during the call, or that a TaskCompleted hook stopped
+during it, is stopped, not idle: no hook fires, and it gets no more turns. A hook that blocks :data:`MAX_IDLE_BLOCKS` times in a row is not obeyed once more: the member goes
 idle and the lead is told why (Claude Code has no bound, so such a hook loops for ever).
 """
 
@@ -54,12 +55,11 @@ async def call_until_idle(
             return
         if await find_work(client, team, member.name, await client.open_board(team.id), set()):
             return  # not idle: the runtime wakes it for that work
-        if await _stopped(client, team):
-            return  # its team ended during the call: stopped, not idle (no hook, no more turns)
+        if await _stopped(client, team, member.name):
+            return  # stopped during the call, not idle (no hook, no more turns)
         outcome = await _fire(slot, team, member)
         if outcome.stop:
-            reason = outcome.stop_reason or f"stopped by a {EVENT} hook"
-            await ext.view.send(team.lead, f"{member.name} stopped: {reason}")
+            await client.stop_member(team.id, member.name, outcome.stop_reason, event=EVENT)
             return
         if not outcome.blocked:
             return
@@ -69,13 +69,16 @@ async def call_until_idle(
     await ext.view.send(team.lead, f"{member.name}: {note}")
 
 
-async def _stopped(client: TeamClient, team: Team) -> bool:
-    """Whether ``team`` has ended (or was deleted) since the call began: read afresh, as an
-    operator's archive or the lead's end lands while a member works."""
+async def _stopped(client: TeamClient, team: Team, name: str) -> bool:
+    """Whether ``team`` has ended (or was deleted) since the call began, or a hook stopped member
+    ``name`` during it: read afresh, as an operator's archive or the lead's end lands while a
+    member works."""
     try:
-        return (await client.get_team(team.id)).status.ended
+        now = await client.get_team(team.id)
     except UnknownTeamError:
         return True
+    found = now.member(name)
+    return now.status.ended or found is None or not found.takes_work
 
 
 async def _fire(slot: Slot, team: Team, member: Member) -> HookOutcome:

@@ -58,9 +58,10 @@ def _plan(answer: ReviewAnswer) -> PlanReview:
 
 
 def member_notes(team: Team) -> list[str]:
-    """What the lead should know about its members: plans waiting for approvePlan, and the last
-    call each member was refused for want of someone to approve it."""
-    notes = []
+    """What the lead should know about its members: plans waiting for approvePlan, the last
+    call each member was refused for want of someone to approve it, and the members a hook
+    stopped (``continue: false``) with why."""
+    notes = [m.stop.told(m) for m in team.members if m.stop is not None]
     for m in team.members:
         if m.plan is not None and m.plan.status == "pending":
             notes.append(

@@ -17,7 +17,8 @@ capacity (``max_members``) goes to members with work. If the process dies, its l
 another process takes the members; the same member name claims its in-progress tasks again.
 
 A member shown ``running`` whose lease nobody holds (the process running it died) is shown
-``idle`` again. Members stop when their team is deleted or marked done; :meth:`aclose` stops every
+``idle`` again. A member a hook stopped (``continue: false``, its record's ``stop``) is never
+woken, and a call of it running here is ended (:meth:`TeamRuntime._halt`), in every process. Members stop when their team is deleted or marked done; :meth:`aclose` stops every
 call, releases the leases and marks the members it holds ``stopped`` (the others may run elsewhere).
 
 Push wake-ups: when the store has signals (:func:`~agentscope_teams.store.base.signals_of`;
@@ -385,7 +386,9 @@ class TeamRuntime:
             if ref.on_ended is not None:
                 await ref.on_ended()
             return
-        members = [m for m in team.members if m.name in unread]
+        for gone in [m for m in team.members if not m.takes_work]:
+            await self._halt(ref, gone.name)
+        members = [m for m in team.members if m.name in unread and m.takes_work]
         for member in members:
             key = (*ref.key, member.name)
             slot = self.slots.get(key)
@@ -399,6 +402,14 @@ class TeamRuntime:
             slot = slot or self._new_slot(ref, member, key)
             if slot is not None and await self._take(slot):
                 self._launch(slot, client, team, member, work, version)
+
+    async def _halt(self, ref: TeamRef, name: str) -> None:
+        """A member a hook stopped (:attr:`~..rules.models.Member.takes_work`): its call here
+        ends and its lease is given back; it is not woken again while its record says so."""
+        slot = self.slots.pop((*ref.key, name), None)
+        if slot is not None:
+            log.info("member %s of team %s was stopped by a hook", name, ref.team_id)
+            await self._stop(slot)
 
     def _team_io(self, key: Key, keys: TeamKeys) -> tuple[TaskBoard, Mailbox]:
         """The team's board and mailbox, built once (each keeps the names of its keys)."""

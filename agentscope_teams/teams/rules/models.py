@@ -88,6 +88,35 @@ class PermissionPrompt(BaseModel):
     outcome: Literal["refused"] = "refused"
 
 
+class MemberStop(BaseModel):
+    """Why a member was stopped for good: a ``TaskCreated``, ``TaskCompleted`` or
+    ``TeammateIdle`` hook (``event``) answered ``continue: false`` with ``reason`` (its
+    ``stopReason``). Claude Code stops such a teammate entirely; here its record stays, with this
+    beside status ``stopped``, and no process wakes it for work until the lead spawns it again
+    (``spawnMember``, same name and spec) or an operator resumes it
+    (:meth:`~agentscope_teams.teams.LocalTeamClient.resume_member`)."""
+
+    reason: str
+    event: str
+    at: datetime = Field(default_factory=utcnow)
+
+    def told(self, member: Member) -> str:
+        """What the lead reads (a message from the member) and an operator sees."""
+        return (
+            f"{member.name} stopped: {self.reason} (a {self.event} hook answered continue: "
+            f"false; it takes no more work until you spawnMember {member.name} again with spec "
+            f"{member.spec!r})"
+        )
+
+    def refusal(self, member: str) -> str:
+        """Why a stopped member may not claim or become anything but ``stopped``."""
+        return (
+            f"member {member!r} was stopped by a {self.event} hook ({self.reason}): it takes no "
+            f"more work until the lead spawns it again (spawnMember, same spec) or an operator "
+            f"resumes it (agentscope-teams team resume)"
+        )
+
+
 class Member(BaseModel):
     """A team member: a name unique in the team, the spec it runs, its status and session.
 
@@ -108,6 +137,8 @@ class Member(BaseModel):
     lead_mode: PermissionMode | None = None
     plan: PlanReview | None = None
     permission_prompt: PermissionPrompt | None = None
+    #: Set when a hook's ``continue: false`` stopped the member (:class:`MemberStop`).
+    stop: MemberStop | None = None
     #: This member's budget (None: no limit), enforced by :mod:`agentscope_teams.usage`.
     max_tokens: int | None = Field(default=None, ge=1)
     max_budget_usd: float | None = Field(default=None, gt=0)
@@ -116,6 +147,20 @@ class Member(BaseModel):
     @classmethod
     def _check_id(cls, v: str, info: Any) -> str:
         return validate_identifier(v, f"member {info.field_name}")
+
+    @property
+    def takes_work(self) -> bool:
+        """Whether a runtime may wake the member and the member may claim: not while a hook's
+        stop holds (:attr:`stop`). The one rule every process reads from the record."""
+        return self.stop is None
+
+    def stopped_by(self, stop: MemberStop) -> Member:
+        """A copy stopped by ``stop`` (status ``stopped``)."""
+        return self.model_copy(update={"status": MemberStatus.STOPPED, "stop": stop})
+
+    def resumed(self) -> Member:
+        """A copy with its stop lifted, ``idle`` (new work wakes it again)."""
+        return self.model_copy(update={"status": MemberStatus.IDLE, "stop": None})
 
 
 class Team(BaseModel):

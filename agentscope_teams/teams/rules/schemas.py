@@ -3,6 +3,7 @@ model is told (the bodies are never called; :mod:`..lead.tools` binds the implem
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -223,16 +224,21 @@ async def broadcast_team_message(content: str, team_id: TeamId = None) -> str:
 
 
 def _t(
-    fn: Callable[..., Any], name: str, read_only: bool = False, idempotent: bool = False
+    fn: Callable[..., Any],
+    name: str,
+    read_only: bool = False,
+    idempotent: bool = False,
+    plan_checked: bool = False,
 ) -> Tool:
-    return make_tool(fn, name=name, read_only=read_only, idempotent=idempotent)
+    tool = make_tool(fn, name=name, read_only=read_only, idempotent=idempotent)
+    return dataclasses.replace(tool, plan_checked=True) if plan_checked else tool
 
 
 LEAD_TEMPLATES = {
     t.name: t
     for t in (
         _t(create_team, "createTeam"),
-        _t(spawn_member, "spawnMember"),
+        _t(spawn_member, "spawnMember", plan_checked=True),  # plan mode: check_plan_spawn
         _t(approve_plan, "approvePlan"),
         _t(assign_task, "assignTask"),
         _t(wait_for_team, "waitForTeam", read_only=True),
