@@ -199,7 +199,8 @@ class StepRunner:
 
     async def hook(self, event: str, **fields: object) -> HookOutcome:
         """Run the hooks of ``event`` with the common fields and ``fields`` (nothing without
-        hooks); a ``continue: false`` answer halts the reply."""
+        hooks; prompt hooks that name no model ask this agent's); a ``continue: false`` answer
+        halts the reply."""
         hooks = self.opts.hooks
         if not hooks:
             return HookOutcome()
@@ -211,7 +212,7 @@ class StepRunner:
             **self.opts.hook_fields,
             **fields,
         }
-        outcome = await hooks.fire(event, payload)
+        outcome = await hooks.fire(event, payload, model=self.agent.model)
         self.notices += outcome.notices
         if outcome.stop:
             self.halted = outcome.stop_reason or f"stopped by a {event} hook"

@@ -213,6 +213,7 @@ class Runner:
                 final=False,
                 stop_hook_active=continued,
                 last_message=answer,
+                model=launch.child.model,
             )
             # exit 2: the reason is its next instruction (unless continue: false, which wins,
             # or its turns are spent)
@@ -283,7 +284,7 @@ class Runner:
             if rec is not None and not rec.status.active and rec.background and not rec.notified:
                 rec = await book.notify(rec)
             if rec is not None and not rec.status.active:
-                await subagent_stop(launch.hooks, book, rec, launch.cwd)
+                await subagent_stop(launch.hooks, book, rec, launch.cwd, model=launch.child.model)
         except Exception as exc:
             log.warning("could not record the end of subagent run %s: %s", run_id, exc)
         try:

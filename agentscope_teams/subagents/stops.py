@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import tracing
 from ..hooks import HookOutcome, Hooks
+from ..model.base import ChatModel
 from .runs import RunBook, RunRecord
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,10 @@ async def subagent_stop(
     final: bool = True,
     stop_hook_active: bool = False,
     last_message: str | None = None,
+    model: ChatModel | None = None,
 ) -> HookOutcome | None:
-    """Emit the run's SubagentStop if this caller claims it (None if another did or will).
+    """Emit the run's SubagentStop if this caller claims it (None if another did or will);
+    ``model`` (the child's) judges its prompt hooks that name none.
 
     With ``final=False`` the run is still active (its last answer, before it is recorded): a
     hook that blocks gets the claim undone, and the caller runs another turn with the reason.
@@ -67,7 +70,7 @@ async def subagent_stop(
     if last_message is not None:
         payload["last_assistant_message"] = last_message
     try:
-        outcome = await hooks.fire("SubagentStop", payload)
+        outcome = await hooks.fire("SubagentStop", payload, model=model)
     except Exception as exc:  # never lose the run's end for a hook's failure
         log.warning("SubagentStop hooks of run %s failed: %s", rec.run_id, exc)
         return HookOutcome()
