@@ -8,9 +8,13 @@ frontmatter or a project's ``.claude/settings.json``. An entry's ``type`` is Cla
 - ``prompt``: ``prompt``, ``model`` (a model name, as a spec's ``model:``; default: the model of
   the agent the event belongs to), ``timeout`` (default 30 s); only on the events Claude Code runs
   them for (:data:`MODEL_EVENTS`), elsewhere left out with a warning;
-- ``agent`` and ``mcp_tool``: loaded with a warning but not run here; on ``PreToolUse`` /
-  ``PermissionRequest`` (:data:`GUARD_EVENTS`) such a hook denies every call it selects, so a guard
-  never silently lets calls through.
+- ``agent``: as ``prompt`` (default timeout 60 s), judged by a verifier agent with read-only file
+  tools that the agent firing the event runs; where no agent fires it (a team client's
+  ``TaskCreated`` / ``TaskCompleted``) it is not run (a warning at load);
+- ``mcp_tool``: loaded with a warning, not run here.
+
+A hook that cannot run denies every call it selects on ``PreToolUse`` / ``PermissionRequest``
+(:data:`GUARD_EVENTS`), so a guard never silently lets calls through.
 
 Other Claude Code fields (``statusMessage``, ``once``, ``async``, ``if``) are accepted and ignored.
 Python callables (``HarnessAgent(hooks=...)``) use ``{Event: [(matcher, callable), ...]}``. An
@@ -95,10 +99,13 @@ DEFAULT_TIMEOUTS = {"prompt": 30.0, "agent": 60.0}
 """Claude Code's default timeouts of the model hook types (seconds)."""
 
 HANDLER_TYPES = ("command", "http", "prompt", "agent", "mcp_tool")
-"""Claude Code's hook ``type`` values; ``agent`` and ``mcp_tool`` load but are not run here."""
+"""Claude Code's hook ``type`` values; ``mcp_tool`` loads but is not run here."""
 
-NOT_RUN_TYPES = ("agent", "mcp_tool")
+NOT_RUN_TYPES = ("mcp_tool",)
 """Hook types that load (with a warning) but are not run: on a guard event they deny."""
+
+AGENTLESS_EVENTS = ("TaskCreated", "TaskCompleted")
+"""Events a team client fires outside any agent: no verifier agent runs their agent hooks."""
 
 MODEL_EVENTS = (
     "PreToolUse",
@@ -265,9 +272,9 @@ def _entry(
         raise _fail(source, where, f"a {kind} hook needs prompt: a non-empty string")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise _fail(source, where, "model must be a model name such as 'haiku'")
-    if kind == "agent":
-        log.warning("%s: hooks.%s: agent hooks are not run here%s", source or "hooks", where,
-                    _CLOSED if event in GUARD_EVENTS else "")  # fmt: skip
+    if kind == "agent" and event in AGENTLESS_EVENTS:
+        log.warning("%s: hooks.%s: agent hooks of %s are not run here (no agent fires it)",
+                    source or "hooks", where, event)  # fmt: skip
     return replace(base, prompt=prompt, model=model)
 
 
@@ -299,7 +306,7 @@ def _http_fields(entry: Mapping[str, Any], source: Any, where: str) -> dict[str,
 
 def unrun_hook_types(data: Any) -> list[str]:
     """For ``specs check --strict``: a line per entry of ``data`` (Claude Code's ``hooks``
-    shape, already loadable) whose type is not run here (``agent``, ``mcp_tool``)."""
+    shape, already loadable) whose type is not run here (``mcp_tool``)."""
     found: list[str] = []
     for event, groups in (data or {}).items():
         for i, group in enumerate(groups if isinstance(groups, list) else []):

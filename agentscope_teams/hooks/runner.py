@@ -20,7 +20,7 @@ from .command import run_command
 from .config import GUARD_EVENTS, Hook, HookMap, merged
 from .http import run_http
 from .outcome import HookOutcome, failed, from_command, from_json
-from .prompt import run_prompt
+from .prompt import AgentRunner, judge
 
 __all__ = ["Hooks", "claude_mode", "tool_payload"]
 
@@ -89,11 +89,19 @@ class Hooks:
         return project_root(hook.source) if hook.source is not None else self.project_dir
 
     async def fire(
-        self, event: str, payload: dict[str, Any], *, model: ChatModel | None = None
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        model: ChatModel | None = None,
+        agent_runner: AgentRunner | None = None,
     ) -> HookOutcome:
         """Run every matching hook of ``event`` at once (an identical command once) with
         ``payload`` (``hook_event_name`` is added); returns their combined outcome (empty if none
-        matched). ``model`` (the agent's) evaluates prompt hooks that name none."""
+        matched). ``model`` (the agent's) judges prompt and agent hooks that name none;
+        ``agent_runner`` runs agent hooks' verifiers (without it they are not run, see
+        :func:`_not_run`)."""
+        judges = (model, agent_runner)
         outcome = HookOutcome()
         hooks = self._distinct(self.matching(event, payload))
         if not hooks:
@@ -103,7 +111,7 @@ class Hooks:
         answers: list[HookOutcome | None] = [None] * len(hooks)
 
         async def one(i: int, hook: Hook) -> None:
-            answer = answers[i] = await self._run(hook, dict(sent), model)
+            answer = answers[i] = await self._run(hook, dict(sent), *judges)
             if answer.blocked or answer.permission == "deny":
                 answer.blocked_by.append(hook.label)
 
@@ -118,7 +126,11 @@ class Hooks:
         return outcome
 
     async def _run(
-        self, hook: Hook, payload: dict[str, Any], model: ChatModel | None
+        self,
+        hook: Hook,
+        payload: dict[str, Any],
+        model: ChatModel | None,
+        agent_runner: AgentRunner | None,
     ) -> HookOutcome:
         if hook.kind == "command" and hook.command is not None:
             result = await run_command(
@@ -127,24 +139,26 @@ class Hooks:
             return from_command(hook.event, hook.label, result)
         if hook.kind == "http":
             return await run_http(hook, payload)
-        if hook.kind == "prompt":
-            return await run_prompt(hook, payload, model)
+        if hook.kind == "prompt" or (hook.kind == "agent" and agent_runner is not None):
+            return await judge(hook, payload, model, agent_runner)
         if hook.kind != "function":
             return _not_run(hook)
         return await _call(hook, payload)
 
 
 def _not_run(hook: Hook) -> HookOutcome:
-    """A hook of a type not run here (``agent``, ``mcp_tool``): on a guard event it denies, so a
-    guard never silently lets calls through; elsewhere a non-blocking error."""
+    """A hook that cannot run (``mcp_tool``; ``agent`` where no agent fires the event): on a
+    guard event it denies, so a guard never silently lets calls through; elsewhere a
+    non-blocking error."""
+    where = "here" if hook.kind == "mcp_tool" else "where no agent fires the event"
     if hook.event in GUARD_EVENTS:
         reason = (
-            f"denied: the {hook.event} hook {hook.label} is of type {hook.kind}, which this "
-            "runtime does not run, so it cannot approve the call; ask the operator to replace it "
-            "with a command, http or prompt hook"
+            f"denied: the {hook.event} hook {hook.label} is of type {hook.kind}, which does not "
+            f"run {where}, so it cannot approve the call; ask the operator to replace it with a "
+            "command, http or prompt hook"
         )
         return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
-    return failed(hook.label, f"was not run: {hook.kind} hooks are not run here")
+    return failed(hook.label, f"was not run: {hook.kind} hooks do not run {where}")
 
 
 async def _call(hook: Hook, payload: dict[str, Any]) -> HookOutcome:

@@ -1,7 +1,7 @@
 """``type: prompt`` hooks: one model call with the event JSON in place of ``$ARGUMENTS``; the
 model answers ``{"ok": ..., "reason": ...}``. ``ok: false`` blocks a Stop (the reason is the next
 instruction) and ends the turn on other events (Claude Code's ``continue: false``). Also the hook
-types not run here (``agent``, ``mcp_tool``): a guard of that type denies instead of never running."""
+type not run here (``mcp_tool``): a guard of that type denies instead of never running."""
 
 from __future__ import annotations
 
@@ -137,33 +137,32 @@ def test_a_spec_file_hook_may_not_name_an_operator_only_model(tmp_path: Path) ->
 # -- types not run here ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["agent", "mcp_tool"])
-async def test_a_guard_of_a_type_not_run_here_denies_the_call(tmp_path: Path, kind: str) -> None:
+async def test_an_mcp_tool_guard_denies_the_call_instead_of_never_running(tmp_path: Path) -> None:
     """A PreToolUse guard that cannot run must not let the call through silently."""
-    entry = {"prompt": "verify $ARGUMENTS"} if kind == "agent" else {"server": "s", "tool": "t"}
     model = ScriptedModel([WRITE, "ok"])
-    async with agent(tmp_path, model, hooks=typed("PreToolUse", kind, "Write", **entry)) as a:
+    hooks = typed("PreToolUse", "mcp_tool", "Write", server="s", tool="t")
+    async with agent(tmp_path, model, hooks=hooks) as a:
         await a.call("write it", CTX)
     assert not (tmp_path / "ws" / "a.txt").exists()
     (result,) = tool_results(model.requests[1])
-    assert f"type {kind}" in result and "does not run" in result
+    assert "type mcp_tool" in result and "does not run" in result
 
 
-async def test_an_agent_hook_on_a_non_guard_event_is_reported_not_run() -> None:
-    hooks = Hooks(parse_hooks(typed("PostToolUse", "agent", prompt="check $ARGUMENTS")))
+async def test_an_mcp_tool_hook_on_a_non_guard_event_is_reported_not_run() -> None:
+    hooks = Hooks(parse_hooks(typed("PostToolUse", "mcp_tool", server="s", tool="t")))
     out = await hooks.fire("PostToolUse", dict(PRE))
     assert not out.blocked and out.permission is None
-    assert any("not run here" in n for n in out.notices)
+    assert any("do not run here" in n for n in out.notices)
 
 
-def test_an_agent_hook_loads_with_a_warning_naming_file_and_entry(
+def test_an_mcp_tool_hook_loads_with_a_warning_naming_file_and_entry(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING):
         found = parse_hooks(
-            typed("PreToolUse", "agent", prompt="verify"), "proj/.claude/settings.json"
+            typed("PreToolUse", "mcp_tool", server="s", tool="t"), "proj/.claude/settings.json"
         )
-    assert [h.kind for h in found["PreToolUse"]] == ["agent"]
+    assert [h.kind for h in found["PreToolUse"]] == ["mcp_tool"]
     assert "proj/.claude/settings.json: hooks.PreToolUse[0].hooks[0]" in caplog.text
     assert "denies" in caplog.text
 
@@ -222,8 +221,8 @@ def test_strict_check_flags_a_spec_hook_of_a_type_not_run_here(tmp_path: Path) -
     path = tmp_path / "v.md"
     path.write_text(
         "---\ndescription: V.\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n"
-        "        - type: agent\n          prompt: verify $ARGUMENTS\n---\nBody.\n"
+        "        - type: mcp_tool\n          server: s\n          tool: t\n---\nBody.\n"
     )
     [problem] = spec_problems(SubagentSpec.from_file(path), None)
     assert problem.line == 3
-    assert "PreToolUse[0].hooks[0]" in problem.reason and "agent" in problem.reason
+    assert "PreToolUse[0].hooks[0]" in problem.reason and "mcp_tool" in problem.reason
