@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import httpx
 
-from .config import Hook
+from .hook import Hook
 from .outcome import HookOutcome, failed, from_stdout
 
 __all__ = ["interpolate", "run_http"]

@@ -25,7 +25,7 @@ from ..errors import AgentScopeTeamsError
 from ..message import UserMsg
 from ..model.base import ChatModel, ModelRequest
 from ..model.factory import model_from_spec, model_from_string
-from .config import Hook
+from .hook import Hook
 from .outcome import HookOutcome, failed, from_verdict
 
 __all__ = ["SYSTEM_PROMPT", "AgentRunner", "judge", "verdict"]
