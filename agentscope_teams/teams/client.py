@@ -587,10 +587,10 @@ class LocalTeamClient(TeamRegistry):
             task = await board.get(task_id)
             require_owner(task, member, "complete")  # not for a completion the board refuses
             gate = await self._task_hook("TaskCompleted", team_id, task, member, "completed")
-            if gate.blocked:
+            if gate.blocked or gate.stop:  # continue: false must not let the completion through
                 raise TeamError(
                     f"task {task_id!r} stays open: a TaskCompleted hook refused its completion: "
-                    f"{gate.reason}"
+                    f"{gate.reason or gate.stop_reason}"
                 )
         task = await self._finish_guarded(
             team_id, member, lambda b, g: b.complete(member, task_id, result, data, guard=g)

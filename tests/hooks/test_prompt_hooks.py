@@ -226,3 +226,27 @@ def test_strict_check_flags_a_spec_hook_of_a_type_not_run_here(tmp_path: Path) -
     [problem] = spec_problems(SubagentSpec.from_file(path), None)
     assert problem.line == 3
     assert "PreToolUse[0].hooks[0]" in problem.reason and "mcp_tool" in problem.reason
+
+
+async def test_a_task_completed_prompt_gate_saying_no_keeps_the_task_open() -> None:
+    """A quality gate judged by a model: ``ok: false`` (Claude Code's ``continue: false``) must
+    not let the completion through; the member's call fails with the reason."""
+    from agentscope_teams.context import RuntimeContext
+    from agentscope_teams.errors import TeamError
+    from agentscope_teams.store import InMemoryStore
+    from agentscope_teams.teams.client import LocalTeamClient
+    from agentscope_teams.teams.rules.models import Member, TaskStatus
+
+    judge = ScriptedModel(['{"ok": false, "reason": "no tests were added"}', '{"ok": true}'])
+    register_model("task-gate-test", lambda **_: judge, replace=True)
+    gate = typed("TaskCompleted", "prompt", prompt="Done? $ARGUMENTS", model="task-gate-test")
+    ctx = RuntimeContext(session_id="s1", user_id="alice")
+    client = LocalTeamClient(InMemoryStore(), ctx, hooks=Hooks(parse_hooks(gate)))
+    team = await client.create_team("t", members=[Member(name="ann")])
+    task = await client.assign_task(team.id, "ship", assignee="ann")
+    await client.claim_task(team.id, "ann", task.id)
+    with pytest.raises(TeamError, match="no tests were added"):
+        await client.complete_task(team.id, "ann", task.id, "shipped")
+    assert (await client.get_task(team.id, task.id)).status is TaskStatus.IN_PROGRESS
+    finished = await client.complete_task(team.id, "ann", task.id, "shipped")  # now ok: true
+    assert finished.status is TaskStatus.COMPLETED
