@@ -23,6 +23,7 @@ from ..tools.claude_code import from_claude_input
 from ..tools.permissions import PermissionDecision, is_command_tool
 from . import hitl
 from .failures import AfterToolBlock, RefusalKind, refusal_data
+from .verifier import hook_verifier
 
 if TYPE_CHECKING:
     from .react import ReActAgent, ReplyOptions
@@ -199,7 +200,8 @@ class StepRunner:
 
     async def hook(self, event: str, **fields: object) -> HookOutcome:
         """Run the hooks of ``event`` with the common fields and ``fields`` (nothing without
-        hooks); a ``continue: false`` answer halts the reply."""
+        hooks; prompt and agent hooks that name no model ask this agent's, an agent hook's verifier
+        reads this reply's workspace); a ``continue: false`` answer halts the reply."""
         hooks = self.opts.hooks
         if not hooks:
             return HookOutcome()
@@ -211,7 +213,8 @@ class StepRunner:
             **self.opts.hook_fields,
             **fields,
         }
-        outcome = await hooks.fire(event, payload)
+        verifier = hook_verifier(self.opts.env, hooks.project_dir, self.agent.permissions)
+        outcome = await hooks.fire(event, payload, model=self.agent.model, agent_runner=verifier)
         self.notices += outcome.notices
         if outcome.stop:
             self.halted = outcome.stop_reason or f"stopped by a {event} hook"

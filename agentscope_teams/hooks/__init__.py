@@ -1,7 +1,10 @@
-"""Hooks with Claude Code's protocol: commands (or Python callables) run at agent events.
+"""Hooks with Claude Code's protocol: commands, http POSTs, model prompts (or Python callables) run
+at agent events.
 
 A command hook gets the event as JSON on stdin and answers with its exit code (2: block, with
-stderr as the reason) and optionally JSON on stdout; see ``docs/hooks.md``. Hooks come from code
+stderr as the reason) and optionally JSON on stdout; an http hook gets it as the POST body and
+answers with the same JSON; a prompt hook's model answers ``{"ok": ..., "reason": ...}``; see
+``docs/hooks.md``. Hooks come from code
 (``HarnessAgent(hooks=...)``: the operator's), a project's ``.claude/settings.json`` and a spec's
 ``hooks:`` (both run only for a trusted project, :mod:`.sources`).
 """

@@ -1,34 +1,56 @@
 """Hook configuration: Claude Code's ``hooks`` shape read into :class:`Hook` entries.
 
-The shape is ``{Event: [{"matcher": REGEX, "hooks": [{"type": "command", "command": CMD,
-"timeout": SECONDS}]}]}``, as in a spec's ``hooks:`` frontmatter or a project's
-``.claude/settings.json``. Python callables (``HarnessAgent(hooks=...)``) use
-``{Event: [(matcher, callable), ...]}``. An unknown event or a malformed entry is a
-:class:`~agentscope_teams.errors.ConfigurationError` naming the source and the entry.
+The shape is ``{Event: [{"matcher": REGEX, "hooks": [ENTRY, ...]}]}``, as in a spec's ``hooks:``
+frontmatter or a project's ``.claude/settings.json``. An entry's ``type`` is Claude Code's:
+
+- ``command`` (the default): ``command``, ``timeout`` (default 600 s);
+- ``http``: ``url`` (http/https), ``headers``, ``allowedEnvVars``, ``timeout`` (default 600 s);
+- ``prompt``: ``prompt``, ``model`` (a model name, as a spec's ``model:``; default: the model of
+  the agent the event belongs to), ``timeout`` (default 30 s); only on the events Claude Code runs
+  them for (:data:`MODEL_EVENTS`), elsewhere left out with a warning;
+- ``agent``: as ``prompt`` (default timeout 60 s), judged by a verifier agent with read-only file
+  tools that the agent firing the event runs; where no agent fires it (a team client's
+  ``TaskCreated`` / ``TaskCompleted``) it is not run (a warning at load);
+- ``mcp_tool``: loaded with a warning, not run here.
+
+A hook that cannot run denies every call it selects on ``PreToolUse`` / ``PermissionRequest``
+(:data:`GUARD_EVENTS`), so a guard never silently lets calls through.
+
+Other Claude Code fields (``statusMessage``, ``once``, ``async``, ``if``) are accepted and ignored.
+Python callables (``HarnessAgent(hooks=...)``) use ``{Event: [(matcher, callable), ...]}``. An
+unknown event or ``type``, or a malformed entry, is a
+:class:`~agentscope_teams.errors.ConfigurationError` naming the source, the entry and the field.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from .hook import DEFAULT_TIMEOUT, Hook, HookCallable
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "DEFAULT_TIMEOUTS",
     "ELSEWHERE_EVENTS",
     "EVENTS",
+    "GUARD_EVENTS",
+    "HANDLER_TYPES",
+    "MODEL_EVENTS",
+    "NOT_RUN_TYPES",
     "Hook",
     "HookCallable",
     "HookMap",
     "hooks_from_callables",
     "parse_hooks",
+    "unrun_hook_types",
 ]
 
 EVENTS = (
@@ -70,57 +92,33 @@ ELSEWHERE_EVENTS = (
 hooks are left out with a warning (``specs check --strict``: an error), so a project written for
 Claude Code still runs; any other unknown name is a mistake and an error."""
 
-DEFAULT_TIMEOUT = 600.0
-"""Seconds a command hook may run before its process group is killed."""
+DEFAULT_TIMEOUTS = {"prompt": 30.0, "agent": 60.0}
+"""Claude Code's default timeouts of the model hook types (seconds)."""
 
-_EXACT = re.compile(r"[A-Za-z0-9_|-]+")
-"""A matcher of only these characters names tools exactly (Claude Code's rule)."""
+HANDLER_TYPES = ("command", "http", "prompt", "agent", "mcp_tool")
+"""Claude Code's hook ``type`` values; ``mcp_tool`` loads but is not run here."""
 
-HookCallable = Callable[
-    [dict[str, Any]], "Awaitable[dict[str, Any] | None] | dict[str, Any] | None"
-]
-"""A Python hook: gets the event dict, returns None or a decision dict (the JSON output shape)."""
+NOT_RUN_TYPES = ("mcp_tool",)
+"""Hook types that load (with a warning) but are not run: on a guard event they deny."""
 
+AGENTLESS_EVENTS = ("TaskCreated", "TaskCompleted")
+"""Events a team client fires outside any agent: no verifier agent runs their agent hooks."""
 
-@dataclass(frozen=True)
-class Hook:
-    """One hook: a shell ``command`` or a Python ``function``, for the calls its ``matcher`` selects.
+MODEL_EVENTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "TaskCreated",
+    "TaskCompleted",
+)
+"""The events Claude Code runs ``prompt`` and ``agent`` hooks for (of those that happen here)."""
 
-    ``source`` is the file it came from (None: given in code, the operator's own).
-    """
-
-    event: str
-    matcher: str = ""
-    command: str | None = None
-    function: HookCallable | None = field(default=None, compare=False)
-    timeout: float = DEFAULT_TIMEOUT
-    source: Path | None = None
-
-    def matches(self, target: str | None, *alternates: str) -> bool:
-        """Whether this hook applies to ``target`` (a Claude Code tool name, or the event's
-        match field); ``alternates`` are other names of the same thing (our tool name).
-        As in Claude Code: an empty matcher or ``*`` selects everything; one of only letters,
-        digits, ``_``, ``-`` and ``|`` is a name or a ``|`` list of names, matched exactly (``Bash`` is
-        not ``BashOutput``); any other is a regular expression found anywhere in the name
-        (``^Notebook``, ``mcp__memory__.*``)."""
-        if self.matcher in ("", "*"):
-            return True
-        names = [n for n in (target, *alternates) if n]
-        if _EXACT.fullmatch(self.matcher):
-            return any(n in self.matcher.split("|") for n in names)
-        try:
-            pattern = re.compile(self.matcher)
-        except re.error:
-            return self.matcher in names
-        return any(pattern.search(n) for n in names)
-
-    @property
-    def label(self) -> str:
-        """How a notice or a log line names this hook."""
-        what = self.command if self.command is not None else getattr(self.function, "__name__", "?")
-        matcher = f"[{self.matcher}]" if self.matcher else ""
-        return f"{self.event}{matcher} {what}"
-
+GUARD_EVENTS = ("PreToolUse", "PermissionRequest")
+"""Events whose hooks decide whether a call runs: a hook of a type not run here denies there."""
 
 HookMap = dict[str, list[Hook]]
 
@@ -141,7 +139,6 @@ def parse_hooks(
     if not isinstance(data, Mapping):
         raise _fail(source, "", "expected a mapping of event name to a list of matcher groups")
     found: HookMap = {}
-    path = Path(source) if source is not None else None
     for event, groups in data.items():
         name = (rename or {}).get(event, event)
         if name in ELSEWHERE_EVENTS:
@@ -158,21 +155,87 @@ def parse_hooks(
                 raise _fail(source, f"{event}[{i}]", "expected {matcher: ..., hooks: [...]}")
             matcher = str(group.get("matcher") or "")
             for j, entry in enumerate(group["hooks"]):
-                where = f"{event}[{i}].hooks[{j}]"
-                if not isinstance(entry, Mapping) or entry.get("type", "command") != "command":
-                    raise _fail(source, where, "only {type: command, command: ...} is supported")
-                command = entry.get("command")
-                if not isinstance(command, str) or not command.strip():
-                    raise _fail(source, where, "command must be a non-empty string")
-                timeout = entry.get("timeout", DEFAULT_TIMEOUT)
-                if (
-                    not isinstance(timeout, int | float)
-                    or isinstance(timeout, bool)
-                    or timeout <= 0
-                ):
-                    raise _fail(source, where, "timeout must be a positive number of seconds")
-                hook = Hook(name, matcher, command=command, timeout=float(timeout), source=path)
-                found.setdefault(name, []).append(hook)
+                hook = _entry(entry, name, matcher, source, f"{event}[{i}].hooks[{j}]")
+                if hook is not None:
+                    found.setdefault(name, []).append(hook)
+    return found
+
+
+def _entry(
+    entry: Any, event: str, matcher: str, source: Path | str | None, where: str
+) -> Hook | None:
+    """One ``{type: ..., ...}`` entry as a :class:`Hook` (None: left out with a warning)."""
+    if not isinstance(entry, Mapping):
+        raise _fail(source, where, "expected {type: command | http | prompt | agent, ...}")
+    kind = entry.get("type", "command")
+    if kind not in HANDLER_TYPES:
+        raise _fail(source, where, f"unknown type {kind!r}; use one of {', '.join(HANDLER_TYPES)}")
+    path = Path(source) if source is not None else None
+    timeout = _timeout(entry, DEFAULT_TIMEOUTS.get(kind, DEFAULT_TIMEOUT), source, where)
+    base = Hook(event, matcher, timeout=timeout, source=path, kind=kind)
+    if kind == "command":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise _fail(source, where, "command must be a non-empty string")
+        return replace(base, command=command)
+    if kind == "http":
+        return replace(base, **_http_fields(entry, source, where))
+    if kind in ("prompt", "agent") and event not in MODEL_EVENTS:
+        log.warning("%s: hooks.%s: Claude Code runs %s hooks only for %s; this one never runs",
+                    source or "hooks", where, kind, ", ".join(MODEL_EVENTS))  # fmt: skip
+        return None
+    if kind == "mcp_tool":
+        log.warning("%s: hooks.%s: mcp_tool hooks are not run here%s", source or "hooks", where,
+                    _CLOSED if event in GUARD_EVENTS else "")  # fmt: skip
+        return base
+    prompt, model = entry.get("prompt"), entry.get("model")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise _fail(source, where, f"a {kind} hook needs prompt: a non-empty string")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise _fail(source, where, "model must be a model name such as 'haiku'")
+    if kind == "agent" and event in AGENTLESS_EVENTS:
+        log.warning("%s: hooks.%s: agent hooks of %s are not run here (no agent fires it)",
+                    source or "hooks", where, event)  # fmt: skip
+    return replace(base, prompt=prompt, model=model)
+
+
+_CLOSED = "; on this event it denies every call it selects (fail closed), with that reason"
+
+
+def _timeout(entry: Mapping[str, Any], default: float, source: Any, where: str) -> float:
+    timeout = entry.get("timeout", default)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise _fail(source, where, "timeout must be a positive number of seconds")
+    return float(timeout)
+
+
+def _http_fields(entry: Mapping[str, Any], source: Any, where: str) -> dict[str, Any]:
+    """``url``, ``headers`` and ``allowedEnvVars`` of an http entry, checked."""
+    url = entry.get("url")
+    if not isinstance(url, str) or not re.match(r"https?://[^/\s]+", url):
+        raise _fail(source, where, "an http hook needs url: an http:// or https:// URL")
+    headers = entry.get("headers") or {}
+    if not isinstance(headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise _fail(source, where, "headers must be a mapping of header name to string value")
+    allowed = entry.get("allowedEnvVars") or []
+    if not isinstance(allowed, list) or not all(isinstance(v, str) for v in allowed):
+        raise _fail(source, where, "allowedEnvVars must be a list of environment variable names")
+    return {"url": url, "headers": tuple(headers.items()), "allowed_env": tuple(allowed)}
+
+
+def unrun_hook_types(data: Any) -> list[str]:
+    """For ``specs check --strict``: a line per entry of ``data`` (Claude Code's ``hooks``
+    shape, already loadable) whose type is not run here (``mcp_tool``)."""
+    found: list[str] = []
+    for event, groups in (data or {}).items():
+        for i, group in enumerate(groups if isinstance(groups, list) else []):
+            entries = group.get("hooks") if isinstance(group, Mapping) else None
+            for j, entry in enumerate(entries if isinstance(entries, list) else []):
+                kind = entry.get("type") if isinstance(entry, Mapping) else None
+                if kind in NOT_RUN_TYPES:
+                    found.append(f"hooks.{event}[{i}].hooks[{j}]: {kind} hooks are not run here")
     return found
 
 

@@ -1,8 +1,10 @@
 """What hooks decided: one :class:`HookOutcome` from the answers of every hook that ran.
 
 Exit code 0: stdout is read as JSON if it is a JSON object (else, for ``UserPromptSubmit`` and
-``SessionStart``, it is context for the model). Exit code 2: the event is blocked and stderr is
-the reason. Any other code, or a timeout: a non-blocking error, logged. Several hooks combine:
+``SessionStart``, it is context for the model); an http hook's 2xx body is read the same way.
+Exit code 2: the event is blocked and stderr is the reason. Any other code, or a timeout: a
+non-blocking error, logged. A prompt hook's ``ok``/``reason`` is read by :func:`from_verdict`.
+Several hooks combine:
 any block blocks, ``deny`` beats ``ask`` beats ``allow``, contexts and reasons are joined.
 """
 
@@ -15,12 +17,17 @@ from typing import Any
 
 from .command import CommandResult
 
-__all__ = ["HookOutcome", "from_command", "from_json"]
+__all__ = ["HookOutcome", "failed", "from_command", "from_json", "from_stdout", "from_verdict"]
 
 log = logging.getLogger(__name__)
 
 _PLAIN_CONTEXT = ("UserPromptSubmit", "SessionStart")
+_STOP_EVENTS = ("Stop", "SubagentStop")
 _RANK = {"allow": 1, "ask": 2, "deny": 3}
+
+#: Events besides Stop/SubagentStop whose ``ok: false`` (a prompt or agent hook) blocks as exit 2
+#: does: a task's completion (:func:`from_verdict`).
+_GATE_EVENTS = ("TaskCompleted",)
 
 
 @dataclass
@@ -122,14 +129,21 @@ def from_command(event: str, label: str, result: CommandResult) -> HookOutcome:
         msg = f"hook {label} failed with exit code {result.code}: {result.stderr.strip()}"
         log.warning(msg)
         return HookOutcome(errors=[msg])
-    text = result.stdout.strip()
+    return from_stdout(event, label, result.stdout)
+
+
+def from_stdout(event: str, label: str, stdout: str) -> HookOutcome:
+    """A hook's successful answer as text (a command's stdout, an http hook's 2xx body): a JSON
+    object is read by :func:`from_json`; other text is context for ``UserPromptSubmit`` and
+    ``SessionStart``, else ignored."""
+    text = stdout.strip()
     errors: list[str] = []
     if text.startswith("{"):
         try:
             data = json.loads(text)
         except ValueError as exc:
             data = None
-            msg = f"hook {label} printed invalid JSON ({exc}); its answer is read as plain text"
+            msg = f"hook {label} answered invalid JSON ({exc}); its answer is read as plain text"
             log.warning(msg)
             errors.append(msg)
         if isinstance(data, dict):
@@ -137,3 +151,26 @@ def from_command(event: str, label: str, result: CommandResult) -> HookOutcome:
     if text and event in _PLAIN_CONTEXT:
         return HookOutcome(context=[text], errors=errors)
     return HookOutcome(errors=errors)
+
+
+def from_verdict(event: str, ok: bool, reason: str) -> HookOutcome:
+    """A prompt (or agent) hook's ``{"ok": ..., "reason": ...}``: ``ok: false`` on ``Stop`` /
+    ``SubagentStop`` blocks the stop (the reason is the agent's next instruction), as Claude Code
+    reads it; on any other event Claude Code ends the turn (``continue: false``), the reason shown
+    to the user as a warning. We read it as a block on ``TaskCompleted`` too (:data:`_GATE_EVENTS`):
+    a model-judged quality gate that says no keeps the member working on the same task with the
+    reason as feedback, as exit 2 does, where Claude Code would stop the teammate (and count the
+    completion)."""
+    if ok:
+        return HookOutcome()
+    reason = reason.strip() or f"a {event} prompt hook answered ok: false"
+    if event in _STOP_EVENTS or event in _GATE_EVENTS:
+        return HookOutcome(blocked=True, reason=reason)
+    return HookOutcome(stop=True, stop_reason=reason)
+
+
+def failed(label: str, what: str) -> HookOutcome:
+    """A hook that could not answer: a non-blocking error, logged and shown to the user."""
+    msg = f"hook {label} {what}"
+    log.warning(msg)
+    return HookOutcome(errors=[msg])

@@ -11,13 +11,16 @@ from typing import Any
 
 import anyio
 
+from ..model.base import ChatModel
 from ..tools.claude_code import claude_name_of, to_claude_input
 from ..tools.modes import claude_name
 from ..tracing import hook_denial
 from ..trust import project_root
 from .command import run_command
-from .config import Hook, HookMap, merged
-from .outcome import HookOutcome, from_command, from_json
+from .config import GUARD_EVENTS, Hook, HookMap, merged
+from .http import run_http
+from .outcome import HookOutcome, failed, from_command, from_json
+from .prompt import AgentRunner, judge
 
 __all__ = ["Hooks", "claude_mode", "tool_payload"]
 
@@ -69,11 +72,12 @@ class Hooks:
     def _distinct(self, hooks: list[Hook]) -> list[Hook]:
         """``hooks`` without repeats of a command (run in the same folder), as Claude Code runs
         identical commands once; the first one's timeout counts."""
-        seen: set[tuple[str, Path]] = set()
+        seen: set[tuple[str, str, Path]] = set()
         kept: list[Hook] = []
         for hook in hooks:
-            if hook.command is not None:
-                key = (hook.command, self._root(hook))
+            what = hook.command if hook.kind == "command" else hook.url
+            if what is not None:  # a command per folder, an http hook per URL
+                key = (hook.kind, what, self._root(hook))
                 if key in seen:
                     continue
                 seen.add(key)
@@ -84,9 +88,20 @@ class Hooks:
         """The cwd and ``CLAUDE_PROJECT_DIR`` of a command hook."""
         return project_root(hook.source) if hook.source is not None else self.project_dir
 
-    async def fire(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+    async def fire(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        model: ChatModel | None = None,
+        agent_runner: AgentRunner | None = None,
+    ) -> HookOutcome:
         """Run every matching hook of ``event`` at once (an identical command once) with
-        ``payload`` (``hook_event_name`` is added); returns their combined outcome (empty if none matched)."""
+        ``payload`` (``hook_event_name`` is added); returns their combined outcome (empty if none
+        matched). ``model`` (the agent's) judges prompt and agent hooks that name none;
+        ``agent_runner`` runs agent hooks' verifiers (without it they are not run, see
+        :func:`_not_run`)."""
+        judges = (model, agent_runner)
         outcome = HookOutcome()
         hooks = self._distinct(self.matching(event, payload))
         if not hooks:
@@ -96,7 +111,7 @@ class Hooks:
         answers: list[HookOutcome | None] = [None] * len(hooks)
 
         async def one(i: int, hook: Hook) -> None:
-            answer = answers[i] = await self._run(hook, dict(sent))
+            answer = answers[i] = await self._run(hook, dict(sent), *judges)
             if answer.blocked or answer.permission == "deny":
                 answer.blocked_by.append(hook.label)
 
@@ -110,25 +125,55 @@ class Hooks:
             hook_denial(event)
         return outcome
 
-    async def _run(self, hook: Hook, payload: dict[str, Any]) -> HookOutcome:
-        if hook.command is not None:
+    async def _run(
+        self,
+        hook: Hook,
+        payload: dict[str, Any],
+        model: ChatModel | None,
+        agent_runner: AgentRunner | None,
+    ) -> HookOutcome:
+        if hook.kind == "command" and hook.command is not None:
             result = await run_command(
                 hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
             )
             return from_command(hook.event, hook.label, result)
-        assert hook.function is not None
-        try:
-            if inspect.iscoroutinefunction(hook.function):
-                answer = await hook.function(payload)
-            else:
-                answer = await anyio.to_thread.run_sync(hook.function, payload)
-                if inspect.isawaitable(answer):
-                    answer = await answer
-        except Exception as exc:  # a failing hook is a non-blocking error, as a failing command
-            msg = f"hook {hook.label} raised {type(exc).__name__}: {exc}"
-            log.warning(msg)
-            return HookOutcome(errors=[msg])
-        return from_json(hook.event, answer) if isinstance(answer, dict) else HookOutcome()
+        if hook.kind == "http":
+            return await run_http(hook, payload)
+        if hook.kind == "prompt" or (hook.kind == "agent" and agent_runner is not None):
+            return await judge(hook, payload, model, agent_runner)
+        if hook.kind != "function":
+            return _not_run(hook)
+        return await _call(hook, payload)
+
+
+def _not_run(hook: Hook) -> HookOutcome:
+    """A hook that cannot run (``mcp_tool``; ``agent`` where no agent fires the event): on a
+    guard event it denies, so a guard never silently lets calls through; elsewhere a
+    non-blocking error."""
+    where = "here" if hook.kind == "mcp_tool" else "where no agent fires the event"
+    if hook.event in GUARD_EVENTS:
+        reason = (
+            f"denied: the {hook.event} hook {hook.label} is of type {hook.kind}, which does not "
+            f"run {where}, so it cannot approve the call; ask the operator to replace it with a "
+            "command, http or prompt hook"
+        )
+        return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
+    return failed(hook.label, f"was not run: {hook.kind} hooks do not run {where}")
+
+
+async def _call(hook: Hook, payload: dict[str, Any]) -> HookOutcome:
+    """A Python hook's answer."""
+    assert hook.function is not None
+    try:
+        if inspect.iscoroutinefunction(hook.function):
+            answer = await hook.function(payload)
+        else:
+            answer = await anyio.to_thread.run_sync(hook.function, payload)
+            if inspect.isawaitable(answer):
+                answer = await answer
+    except Exception as exc:  # a failing hook is a non-blocking error, as a failing command
+        return failed(hook.label, f"raised {type(exc).__name__}: {exc}")
+    return from_json(hook.event, answer) if isinstance(answer, dict) else HookOutcome()
 
 
 _ABSOLUTE = ("file_path", "notebook_path")

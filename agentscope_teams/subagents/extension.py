@@ -224,7 +224,7 @@ class SubagentExtension(Extension):
             if rec is not None and not rec.status.active and not rec.stop_emitted:
                 spec = self.specs.get(rec.spec)
                 hooks = self._hooks_for(spec) if spec is not None else self.hooks
-                await subagent_stop(hooks, book, rec, cwd)
+                await subagent_stop(hooks, book, rec, cwd, model=self.agent.model)
             if rec is None or rec.status is RunStatus.CANCELLED:
                 memo.unwatch(run_id)
 
@@ -363,7 +363,7 @@ class SubagentExtension(Extension):
             )
             await lease.release()
             if failed is not None:
-                await subagent_stop(self.hooks, book, failed, str(scope.env.workspace))
+                await subagent_stop(self.hooks, book, failed, str(scope.env.workspace), model=model)
             raise ToolError(f"could not start agent {spec.name}: {exc}") from exc
         return child, finishers
 

@@ -31,6 +31,7 @@ from ..agent.harness import SessionAgent
 from ..agent.lease import Lease
 from ..agent.output import OutputType
 from ..agent.react import TURN_LIMIT
+from ..agent.verifier import hook_verifier
 from ..context import RuntimeContext
 from ..errors import ConfigurationError, public_message
 from ..hooks import Hooks
@@ -213,6 +214,7 @@ class Runner:
                 final=False,
                 stop_hook_active=continued,
                 last_message=answer,
+                **_judges(launch),
             )
             # exit 2: the reason is its next instruction (unless continue: false, which wins,
             # or its turns are spent)
@@ -283,7 +285,7 @@ class Runner:
             if rec is not None and not rec.status.active and rec.background and not rec.notified:
                 rec = await book.notify(rec)
             if rec is not None and not rec.status.active:
-                await subagent_stop(launch.hooks, book, rec, launch.cwd)
+                await subagent_stop(launch.hooks, book, rec, launch.cwd, **_judges(launch))
         except Exception as exc:
             log.warning("could not record the end of subagent run %s: %s", run_id, exc)
         try:
@@ -295,6 +297,14 @@ class Runner:
             log.warning("could not clean up subagent run %s: %s", run_id, exc)
         h.record = rec or h.record
         h.done.set()
+
+
+def _judges(launch: Launch) -> dict[str, Any]:
+    """The child's model and a verifier in its workspace, for its SubagentStop's prompt and
+    agent hooks."""
+    child = launch.child
+    runner = hook_verifier(None, Path(launch.cwd), child.loop.permissions)
+    return {"model": child.model, "agent_runner": runner}
 
 
 def _started(r: RunRecord) -> RunRecord | None:

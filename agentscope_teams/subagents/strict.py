@@ -12,7 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..errors import SpecError
-from ..hooks.config import ELSEWHERE_EVENTS
+from ..hooks.config import ELSEWHERE_EVENTS, unrun_hook_types
 from ..model.factory import model_name_problem
 from ._fields import _CLAUDE_CODE_KEYS, AUTO_MODE_NOTE, MODE_KEYS
 from .spec import SpecLoadResult, SubagentSpec
@@ -65,6 +65,8 @@ def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> li
         if event in ELSEWHERE_EVENTS:
             reason = f"hook event {event!r} never happens here: its hooks never run"
             found.append(SpecError(where, _line(spec, "hooks"), reason))
+    for reason in unrun_hook_types(spec.hooks):
+        found.append(SpecError(where, _line(spec, "hooks"), reason))
     for key in spec.extra:
         if key in MODE_KEYS:  # permissionMode: auto, set aside
             found.append(SpecError(where, _line(spec, key), AUTO_MODE_NOTE))

@@ -673,22 +673,22 @@ class LocalTeamClient(TeamRegistry):
             gate = await self._task_hook(
                 "TaskCompleted", team_id, task, member, "completed", obey=False
             )
-            if gate.blocked:
+            if gate.blocked or gate.stop:  # continue: false must not let the completion through
                 await self._refused_completion(team_id, member, task_id, gate)
         task = await self._finish_guarded(
             team_id, member, lambda b, g: b.complete(member, task_id, result, data, guard=g)
         )
         tracing.task_event(tracing.names.TASK_FINISH, team_id, member, task)
-        # the completion counts (as in Claude Code); a continue: false stops the member after it
-        await self._obey_stop("TaskCompleted", team_id, member, gate)
         return task
 
     async def _refused_completion(
         self, team_id: str, member: str, task_id: str, gate: HookOutcome
     ) -> NoReturn:
-        """A completion a TaskCompleted hook blocked: the task stays open. With ``continue:
-        false`` beside the block the member stops too, so the task goes back to pending for
-        another member (a stopped member would hold it until its lease ran out)."""
+        """A completion a TaskCompleted hook refused (exit 2, ``decision: "block"``, or ``continue:
+        false``: a gate that says no, e.g. a prompt hook's ``ok: false``, never lets the completion
+        through, where Claude Code would count it): the task stays open. With ``continue: false``
+        the member stops too, so the task goes back to pending for another member (a stopped
+        member would hold it until its lease ran out)."""
         if gate.stop:
             _, board = await self._board(team_id, member)
             await board.release(member, task_id)
@@ -697,7 +697,7 @@ class LocalTeamClient(TeamRegistry):
         stopped = " and stopped you; the task went back to the board" if gate.stop else ""
         raise TeamError(
             f"task {task_id!r} stays open: a TaskCompleted hook refused its completion"
-            f"{stopped}: {gate.reason}"
+            f"{stopped}: {gate.reason or gate.stop_reason}"
         )
 
     async def fail_task(self, team_id: str, member: str, task_id: str, error: str) -> Task:

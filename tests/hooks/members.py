@@ -24,7 +24,7 @@ STOP = '{"continue": false, "stopReason": "tests are red"}'
 
 def project(root: Path, stop_on: str | None = None) -> Path:
     """``root`` with the settings hooks and the ``coder`` spec; returns the agents folder. The
-    hook of ``stop_on`` answers :data:`STOP` (``continue: false``)."""
+    hook of ``stop_on`` answers :data:`STOP` (``continue: false``) the first time it runs."""
     agents = root / ".claude" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
     mark = root / MARK
@@ -40,7 +40,16 @@ def project(root: Path, stop_on: str | None = None) -> Path:
     events = ("PreToolUse", "TaskCompleted", "TeammateIdle")
     settings = {
         "hooks": {
-            e: [{"hooks": [{"type": "command", "command": append + _answer(e, stop_on)}]}]
+            e: [
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": append + _answer(e, stop_on, root / "stopped-once"),
+                        }
+                    ]
+                }
+            ]
             for e in events
         }
     }
@@ -48,8 +57,11 @@ def project(root: Path, stop_on: str | None = None) -> Path:
     return agents
 
 
-def _answer(event: str, stop_on: str | None) -> str:
-    return f"; echo '{STOP}'" if event == stop_on else ""
+def _answer(event: str, stop_on: str | None, once: Path) -> str:
+    """The hook of ``stop_on`` answers :data:`STOP` the first time only (``once`` marks it)."""
+    if event != stop_on:
+        return ""
+    return f"; if [ ! -e {once} ]; then touch {once}; echo '{STOP}'; fi"
 
 
 def events(root: Path) -> list[dict[str, object]]:

@@ -117,9 +117,10 @@ async def test_a_worker_run_member_runs_the_project_and_spec_hooks(
 async def test_a_task_completed_stop_holds_for_a_member_a_worker_runs(
     tmp_path: Path, worker_proc: list[subprocess.Popen[bytes]]
 ) -> None:
-    """A TaskCompleted hook answering ``continue: false`` in a worker process: the completion
-    counts, the member's record (in the store) says it stopped and why, the lead is told; an
-    operator's resume_member in this process lets the worker give it work again."""
+    """A TaskCompleted hook answering ``continue: false`` (once) in a worker process: the
+    completion is refused and the task goes back to pending, the member's record (in the store)
+    says it stopped and why, the lead is told; an operator's resume_member in this process lets
+    the worker give it work again: it completes both tasks."""
     require_service("redis")
     from agentscope_teams.store import store_from_url
 
@@ -143,11 +144,13 @@ async def test_a_task_completed_stop_holds_for_a_member_a_worker_runs(
             await eventually(stopped, within=80)
             stop = (await client.get_team(team_id)).member("c")
             told = [m.content for m in await client.read_messages(team_id, "lead")]
-            second = await client.assign_task(team_id, "write out.txt again", assignee="c")
+            back = await client.get_task(team_id, first)
             await client.resume_member(team_id, "c")
+            await eventually(lambda: done(first), within=60)  # its task again, now let through
+            second = await client.assign_task(team_id, "write out.txt again", assignee="c")
             await eventually(lambda: done(second.id), within=60)
-        assert await done(first)
         await client.delete_team(team_id)
+    assert back.status is TaskStatus.PENDING and back.owner is None
     assert stop is not None and stop.stop is not None and stop.status.value == "stopped"
     assert (stop.stop.reason, stop.stop.event) == ("tests are red", "TaskCompleted")
     assert [t for t in told if t.startswith("c stopped: tests are red")]

@@ -113,9 +113,11 @@ def claims(model: ScriptedModel) -> list[str]:
     ]
 
 
-async def test_task_completed_continue_false_counts_the_completion_and_stops_the_member(
+async def test_task_completed_continue_false_refuses_the_completion_and_stops_the_member(
     tmp_path: Path,
 ) -> None:
+    """A gate that says no never lets the work through (Claude Code would count it): the task
+    goes back to pending and ``c`` stops, so it claims neither that task nor the next."""
     ctx = RuntimeContext(session_id="lead-s", user_id="alice")
     team = Team(tmp_path, InMemoryStore(), ctx, hooks_of(tmp_path, {"TaskCompleted": STOP}))
     tid = await team.start()
@@ -128,13 +130,14 @@ async def test_task_completed_continue_false_counts_the_completion_and_stops_the
             await team.steps(3)
     finally:
         await team.runtime.aclose()
-    assert (await team.client.get_task(tid, first.id)).status is TaskStatus.COMPLETED
+    back = await team.client.get_task(tid, first.id)
+    assert back.status is TaskStatus.PENDING and back.owner is None
     assert (await team.client.get_task(tid, second.id)).status is TaskStatus.PENDING
     c = (await team.client.get_team(tid)).member("c")
     assert c is not None and c.status is MemberStatus.STOPPED and c.stop is not None
     assert (c.stop.reason, c.stop.event) == ("tests are red", "TaskCompleted")
-    [told] = await team.told(tid)
-    assert told.startswith("c stopped: tests are red") and "spawnMember" in told
+    told = await team.told(tid)  # the stop, then what the member answered last
+    assert told[0].startswith("c stopped: tests are red") and "spawnMember" in told[0]
     assert not any(second.id in out and "Claimed" in out for out in claims(team.model))
 
 
