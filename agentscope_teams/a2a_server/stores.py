@@ -59,6 +59,7 @@ __all__ = [
     "decode_task",
     "encode_task",
 ]
+
 log = logging.getLogger(__name__)
 
 #: 2: written with the TTL of its state, waiting tasks included (1: ended ones only, or none).
