@@ -39,15 +39,12 @@ from ..errors import ConfigurationError
 from ..store.base import BaseStore, signals_of
 from ..subagents.extension import SubagentExtension
 from .auth import CallerContextBuilder, Verifier, guarded
+from .backfill import backfill_ttls
 from .cluster import StoreTaskEventStream, VersionedTasks
 from .executor import AgentTaskExecutor
 from .handler import PublicErrorsHandler
-from .stores import (
-    TASK_RETENTION_SECONDS,
-    StorePushConfigStore,
-    StoreTaskStore,
-    check_retention,
-)
+from .lifetimes import INPUT_TIMEOUT_SECONDS, TASK_RETENTION_SECONDS, Lifetimes
+from .stores import StorePushConfigStore, StoreTaskStore
 
 _DESCRIPTION_CHARS = 1000
 #: How long a process keeps the in-memory runner of a task paused for input.
@@ -161,7 +158,7 @@ def _agent_routes(
     store: BaseStore,
     auth: bool,
     private_push: bool,
-    retention: float,
+    lifetimes: Lifetimes,
     public_url: str | None,
 ) -> tuple[list[Any], StoreTaskEventStream, Any]:
     import httpx
@@ -170,7 +167,9 @@ def _agent_routes(
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    tasks = StoreTaskStore(store, exposed.name, retention=retention)
+    tasks = StoreTaskStore(
+        store, exposed.name, retention=lifetimes.retention, input_timeout=lifetimes.input_timeout
+    )
     pushes = StorePushConfigStore(store, exposed.name, tasks)
     # a push URL is where this server will POST: no loopback/private hosts unless allowed (SSRF)
     push_check = None if private_push else validate_push_notification_url
@@ -185,10 +184,11 @@ def _agent_routes(
     handler = PublicErrorsHandler(  # a store error reaches the caller without the store's URL
         agent_executor=executor,
         task_store=VersionedTasks(tasks, pushes),
-        task_retention=retention,
+        task_retention=lifetimes.retention,
         event_stream=events,
         # a paused task's runner is let go (the answer may reach any process; it is rebuilt
-        # from the store where it does)
+        # from the store where it does), by its input time-out at the latest: a runner kept
+        # longer would take an answer to a task the store says has ended
         interrupted_task_timeout=RELEASE_PAUSED_SECONDS,
         agent_card=agent_card(exposed, "http://localhost/", auth=auth),
         push_config_store=pushes,
@@ -211,15 +211,29 @@ class A2AApp:
     """The ASGI app :func:`a2a_app` returns. Its event streams own tasks (the deletions of ended
     tasks' streams) and it owns the HTTP clients that send push notifications: :meth:`aclose` ends
     them; the app's own lifespan does (when it is the served app), and so must whoever mounts it
-    in another app (``serve --a2a`` does)."""
+    in another app (``serve --a2a`` does). :meth:`backfill` gives the task records of an older
+    release their TTL (``serve --a2a`` runs it once at start-up)."""
 
     def __init__(
-        self, asgi: Any, streams: Sequence[StoreTaskEventStream], clients: Sequence[Any] = ()
+        self,
+        asgi: Any,
+        streams: Sequence[StoreTaskEventStream],
+        clients: Sequence[Any] = (),
+        *,
+        store: BaseStore | None = None,
+        lifetimes: Lifetimes | None = None,
     ) -> None:
         self.asgi, self.streams, self.clients = asgi, list(streams), list(clients)
+        self.store, self.lifetimes = store, lifetimes or Lifetimes()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.asgi(scope, receive, send)
+
+    async def backfill(self) -> int:
+        """:func:`~.backfill.backfill_ttls` of the app's store (0 without one)."""
+        if self.store is None:
+            return 0
+        return await backfill_ttls(self.store, self.lifetimes)
 
     async def aclose(self) -> None:
         """End every task the app's event streams still own (see ``StoreTaskEventStream``) and
@@ -241,6 +255,7 @@ def a2a_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     task_retention: float = TASK_RETENTION_SECONDS,
     public_url: str | None = None,
+    input_timeout: float = INPUT_TIMEOUT_SECONDS,
 ) -> A2AApp:
     """The ASGI app publishing ``agents`` over A2A (JSON-RPC), tasks kept in ``store``.
 
@@ -249,19 +264,19 @@ def a2a_app(
     (the cards only). Push-notification URLs on loopback, private or link-local hosts are refused
     unless ``private_push``. A request body over ``max_body_bytes`` is refused unread. A task that
     has ended is kept ``task_retention`` seconds (a day by default), then reading it is "task not
-    found"; a running or paused task is kept as long as it lasts. ``public_url`` is where clients
+    found"; one waiting for input is cancelled after ``input_timeout`` seconds without it (7 days
+    by default), then kept as ended ones are (:mod:`.lifetimes`). ``public_url`` is where clients
     reach this app (``https://agents.example.com/a2a`` for a mount at ``/a2a`` behind a proxy):
     each card names ``<public_url>/<name>/``; without it, the bound address and the mount path
-    (never the request's Host header). Mount it anywhere
-    (``app.mount("/a2a", a2a_app(...))``) and await its ``aclose()`` when the host app stops (its
-    own lifespan does so when it is served alone).
+    (never the request's Host header). Mount it anywhere (``app.mount("/a2a", a2a_app(...))``)
+    and await its ``aclose()`` when the host app stops (its lifespan does, when served alone).
     """
     import contextlib
 
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
-    retention = check_retention(task_retention)
+    lifetimes = Lifetimes(task_retention, input_timeout)
     base = None if public_url is None else check_public_url(public_url)
     names = [a.name for a in agents]
     if not agents or len(set(names)) != len(names):
@@ -269,7 +284,7 @@ def a2a_app(
     mounts, streams, clients = [], [], []
     for exposed in agents:
         routes, stream, client = _agent_routes(
-            exposed, store, not anonymous, private_push, retention, base
+            exposed, store, not anonymous, private_push, lifetimes, base
         )
         mounts.append(Mount(f"/{exposed.name}", routes=routes))
         streams.append(stream)
@@ -287,5 +302,5 @@ def a2a_app(
         exception_handlers={404: _not_served(names)},
     )
     guarded_app = guarded(app, verifier, anonymous=anonymous, public_card=public_card)
-    served = A2AApp(guarded_app, streams, clients)
+    served = A2AApp(guarded_app, streams, clients, store=store, lifetimes=lifetimes)
     return served

@@ -72,17 +72,21 @@ def _version_number(version: TaskVersion) -> int:
 
 class VersionedTasks(VersionedTaskStore):
     """The records of ``tasks`` (one exposed agent's) with compare-and-swap saves; a save that
-    ends a task gives it, and its configs in ``pushes``, the TTL of ``tasks``' retention."""
+    ends a task, pauses it for input or resumes it gives it, and its configs in ``pushes``, the
+    TTL of its new state (:class:`~.lifetimes.Lifetimes`)."""
 
     def __init__(self, tasks: StoreTaskStore, pushes: StorePushConfigStore | None = None) -> None:
         self.tasks, self.pushes = tasks, pushes
 
     async def _write(
-        self, task: Task, context: ServerCallContext, expected_version: int
+        self, task: Task, context: ServerCallContext, expected_version: int, prev: Task | None
     ) -> TaskVersion:
+        """Write ``task``; when its TTL is not that of ``prev`` (it ended, paused for input or
+        runs again), its push configs get the new one."""
         written = await self.tasks.write(task, context, expected_version=expected_version)
         ttl = self.tasks.ttl_of(task)
-        if ttl is not None and self.pushes is not None:
+        before = None if prev is None else self.tasks.ttl_of(prev)
+        if self.pushes is not None and ttl != before and (prev is not None or ttl is not None):
             await self.pushes.retain(task.id, ttl)
         return TaskVersion(written)
 
@@ -95,11 +99,11 @@ class VersionedTasks(VersionedTaskStore):
         prev_version: TaskVersion,
         context: ServerCallContext,
     ) -> TaskVersion:
-        del event, prev
+        del event
         if task.status.state == TaskState.TASK_STATE_CANCELED:
             return await self._cancel(task, context)
         try:
-            return await self._write(task, context, _version_number(prev_version))
+            return await self._write(task, context, _version_number(prev_version), prev)
         except VersionConflict:
             raise ConcurrentTaskModificationError(task.id) from None
 
@@ -110,7 +114,7 @@ class VersionedTasks(VersionedTaskStore):
             if current is None or current[0].status.state in ENDED:
                 break
             try:
-                return await self._write(task, context, current[1])
+                return await self._write(task, context, current[1], current[0])
             except VersionConflict:
                 continue  # the running process wrote it meanwhile: read it again
         raise ConcurrentTaskModificationError(task.id)

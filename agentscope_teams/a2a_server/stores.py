@@ -6,17 +6,21 @@ scoped by the caller (org, user) and the exposed agent; a caller never reads ano
 Push-notification configs are keyed by agent and task (the SDK's sender dispatches without a
 caller) and name their owner, which every caller-facing read checks.
 
-Retention: a task that has ended (:data:`ENDED`: completed, failed, cancelled, rejected) is written
-with a TTL of ``retention`` seconds (:data:`TASK_RETENTION_SECONDS` by default), and its push
-configs are given the same TTL, so a long-running server keeps only the recent ones; a task still
-submitted, working or paused for input has no TTL (it is never removed under its runner or caller).
-Reading an expired task is the protocol's "task not found".
+Lifetimes (:mod:`.lifetimes`): an ended task is written with a TTL of the retention and its push
+configs are given the same TTL; a task waiting for input is written with a TTL of the input
+time-out plus the retention (its configs too), reads as cancelled once the time-out has passed
+(the first :meth:`StoreTaskStore.get_stored` after it writes that end), and goes a retention
+later; a task submitted or working has no TTL. Reading an expired task is the protocol's "task
+not found". Records carry ``schema_version`` 2; a record of version 1 (written before waiting
+tasks had a TTL, or before ended ones had) is given its TTL once by :mod:`.backfill`.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -26,30 +30,44 @@ from a2a.types.a2a_pb2 import (
     ListTasksResponse,
     Task,
     TaskPushNotificationConfig,
-    TaskState,
 )
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from ..errors import ConfigurationError
+from ..errors import VersionConflict
 from ..keys import a2a_push_key, a2a_push_prefix, a2a_task_key, a2a_tasks_prefix
 from ..store.base import BaseStore, get_many
 from .auth import caller_of
-
-SCHEMA_VERSION = 1
-#: How long an ended task (and its push configs) is kept by default: a day, for callers that read
-#: a result later (``tasks/get``) or list what ran; ``a2a_app(task_retention=...)`` and
-#: ``serve --a2a-task-retention`` change it.
-TASK_RETENTION_SECONDS = 24 * 3600.0
-#: The states after which a task never changes again.
-ENDED = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_REJECTED,
-    }
+from .lifetimes import (
+    ENDED,
+    INPUT_TIMEOUT_SECONDS,
+    TASK_RETENTION_SECONDS,
+    Lifetimes,
+    check_input_timeout,
+    check_retention,
 )
+
+__all__ = [
+    "ENDED",
+    "INPUT_TIMEOUT_SECONDS",
+    "SCHEMA_VERSION",
+    "TASK_RETENTION_SECONDS",
+    "StorePushConfigStore",
+    "StoreTaskStore",
+    "check_input_timeout",
+    "check_retention",
+    "decode_task",
+    "encode_task",
+]
+
+log = logging.getLogger(__name__)
+
+#: 2: written with the TTL of its state, waiting tasks included (1: ended ones only, or none).
+SCHEMA_VERSION = 2
+#: How often a read tries to record a waiting task's time-out against concurrent writes.
+_TIME_OUT_TRIES = 3
+#: How often a push config is rewritten with its TTL against concurrent changes.
+_RETAIN_TRIES = 5
 _PAGE = 50
 _KEY_PAGE = 1000
 _MAX_TOKEN_DIGITS = 9
@@ -65,26 +83,32 @@ def encode_task(task: Task) -> bytes:
     return _encode("task", task)
 
 
-def check_retention(seconds: float, name: str = "task_retention") -> float:
-    """``seconds`` as a task retention; a :class:`ConfigurationError` naming ``name`` (the
-    parameter or flag) and saying what to pass when it is not a positive, finite number."""
-    if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0):
-        raise ConfigurationError(
-            f"{name} must be a positive number of seconds (how long an ended A2A task "
-            f"is kept), got {seconds!r}; the default is {TASK_RETENTION_SECONDS:g}"
-        )
-    return float(seconds)
+def decode_task(value: bytes) -> tuple[Task, int]:
+    """The task of a stored record and the record's schema version."""
+    record = json.loads(value)
+    return ParseDict(record["task"], Task()), int(record.get("schema_version", 1))
 
 
 class StoreTaskStore(TaskStore):
-    """A2A task records of the exposed agent ``agent``, one entry per task per caller; an ended
-    task's record expires ``retention`` seconds after it ended."""
+    """A2A task records of the exposed agent ``agent``, one entry per task per caller, living as
+    ``retention`` and ``input_timeout`` say (:class:`~.lifetimes.Lifetimes`); ``clock`` (Unix
+    seconds) is what a waiting task's time-out is judged by."""
 
     def __init__(
-        self, store: BaseStore, agent: str, *, retention: float = TASK_RETENTION_SECONDS
+        self,
+        store: BaseStore,
+        agent: str,
+        *,
+        retention: float = TASK_RETENTION_SECONDS,
+        input_timeout: float = INPUT_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.store, self.agent = store, agent
-        self.retention = check_retention(retention)
+        self.store, self.agent, self.clock = store, agent, clock
+        self.lifetimes = Lifetimes(retention, input_timeout)
+
+    @property
+    def retention(self) -> float:
+        return self.lifetimes.retention
 
     def key(self, task_id: str, context: ServerCallContext) -> tuple[str, ...]:
         """The store key of the caller's task ``task_id``."""
@@ -92,9 +116,8 @@ class StoreTaskStore(TaskStore):
         return a2a_task_key(who.org_id, who.user_id, self.agent, task_id)
 
     def ttl_of(self, task: Task) -> float | None:
-        """The TTL a record of ``task`` is written with: the retention once it has ended, else
-        none (a running or paused task is never removed)."""
-        return self.retention if task.status.state in ENDED else None
+        """The TTL a record of ``task`` is written with (:meth:`.Lifetimes.ttl_of`)."""
+        return self.lifetimes.ttl_of(task)
 
     async def write(
         self, task: Task, context: ServerCallContext, *, expected_version: int | None = None
@@ -110,14 +133,39 @@ class StoreTaskStore(TaskStore):
         await self.write(task, context)
 
     async def get_stored(self, task_id: str, context: ServerCallContext) -> tuple[Task, int] | None:
-        """The caller's task ``task_id`` and the version of its record; None when absent."""
+        """The caller's task ``task_id`` and the version of its record; None when absent. A task
+        that waited for input past the time-out is returned cancelled, and that end is written
+        (compare-and-swap: an answer or a cancel written meanwhile is read again instead)."""
         if not task_id:
             return None
-        entry = await self.store.get(self.key(task_id, context))
-        if entry is None:
+        key = self.key(task_id, context)
+        tries = _TIME_OUT_TRIES
+        while (entry := await self.store.get(key)) is not None:
+            task, _ = decode_task(entry.value)
+            now = self.clock()
+            ended = self.lifetimes.timed_out(task, now)
+            if ended is None:
+                return task, entry.version
+            tries -= 1
+            if tries == 0:  # still contended: this reader sees the end all the same
+                return ended, entry.version
+            try:
+                return await self._end_waiting(key, ended, entry.version, now)
+            except VersionConflict:
+                continue  # written meanwhile: read it again
+        return None
+
+    async def _end_waiting(
+        self, key: tuple[str, ...], ended: Task, version: int, now: float
+    ) -> tuple[Task, int] | None:
+        """Write the timed-out end of a waiting task over ``version``, kept what is left of its
+        retention (deleted when none is: it is past that too)."""
+        left = self.lifetimes.left(ended, now)
+        if left <= 0:
+            await self.store.delete(key, expected_version=version)
             return None
-        task: Task = ParseDict(json.loads(entry.value)["task"], Task())
-        return task, entry.version
+        written = await self.store.put(key, encode_task(ended), expected_version=version, ttl=left)
+        return ended, written
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         found = await self.get_stored(task_id, context)
@@ -127,16 +175,19 @@ class StoreTaskStore(TaskStore):
         await self.store.delete(self.key(task_id, context))
 
     async def _all(self, context: ServerCallContext) -> list[Task]:
-        """Every task of the caller (a page of keys and one batched read at a time): the newest
-        may be any key, so a list sorted by time needs them all."""
+        """Every task of the caller (a page of keys and one batched read at a time), as it stands
+        now (a waiting one past the time-out cancelled): the newest may be any key, so a list
+        sorted by time needs them all."""
         who = caller_of(context)
         prefix = a2a_tasks_prefix(who.org_id, who.user_id, self.agent)
         tasks: list[Task] = []
         after = None
+        now = self.clock()
         while keys := await self.store.list_keys(prefix, limit=_KEY_PAGE, after=after):
             for entry in await get_many(self.store, keys):
                 if entry is not None:  # deleted since it was listed
-                    tasks.append(ParseDict(json.loads(entry.value)["task"], Task()))
+                    task, _ = decode_task(entry.value)
+                    tasks.append(self.lifetimes.timed_out(task, now) or task)
             after = keys[-1]
         return tasks
 
@@ -208,13 +259,31 @@ class StorePushConfigStore(PushNotificationConfigStore):
         )
         return config
 
-    async def retain(self, task_id: str, ttl: float) -> None:
-        """Make every push config of the ended ``task_id`` expire in ``ttl`` seconds (the
-        sender still reads them for the end's notification, sent after the task is saved)."""
+    async def retain(self, task_id: str, ttl: float | None) -> None:
+        """Make every push config of ``task_id`` expire in ``ttl`` seconds (it ended, or waits
+        for input; the sender still reads them for the end's notification, sent after the task is
+        saved), or never (None: it runs again). Each is rewritten over the version read: a config
+        changed meanwhile is read again and given the TTL as it now stands, never overwritten
+        with the older value."""
         for key in await self.store.list_keys(a2a_push_prefix(self.agent, task_id)):
+            await self._retain_one(key, ttl)
+
+    async def _retain_one(self, key: tuple[str, ...], ttl: float | None) -> None:
+        for _ in range(_RETAIN_TRIES):
             entry = await self.store.get(key)
-            if entry is not None:
-                await self.store.put(key, entry.value, ttl=ttl)
+            if entry is None:  # deleted meanwhile
+                return
+            try:
+                await self.store.put(key, entry.value, expected_version=entry.version, ttl=ttl)
+                return
+            except VersionConflict:
+                continue
+        log.warning(
+            "A2A push config %s: its TTL (%s s) was not set: it changed at each of %d tries",
+            key,
+            ttl,
+            _RETAIN_TRIES,
+        )
 
     async def _records(self, task_id: str) -> list[tuple[str, TaskPushNotificationConfig]]:
         found = []

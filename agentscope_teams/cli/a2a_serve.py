@@ -6,7 +6,8 @@ runs as the (org, user) of its token. ``--a2a-public-card`` lets anyone read the
 ``--a2a-anonymous`` lets anyone call (as the anonymous user). ``--public-url`` is where clients
 reach the server (behind a proxy): the Agent Card names ``<URL>/a2a/<name>/`` (default: the bound
 address, never a request's Host header). ``--a2a-task-retention`` is how long an ended task is
-kept. See ``docs/a2a.md``.
+kept, ``--a2a-input-timeout`` how long a task waits for input before it is cancelled. See
+``docs/a2a.md``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,15 @@ def add_a2a_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="how long an ended A2A task (completed, failed, cancelled) is kept for tasks/get and "
-        "tasks/list before it is removed (default 86400, a day); running and paused tasks stay",
+        "tasks/list before it is removed (default 86400, a day); running tasks stay",
+    )
+    group.add_argument(
+        "--a2a-input-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="how long an A2A task waits for the caller's input (input-required) before it is "
+        "cancelled, then kept as an ended task (default 604800, 7 days)",
     )
 
 
@@ -76,19 +85,22 @@ def _a2a_server() -> Any:
 
 
 def check_a2a_options(args: argparse.Namespace) -> None:
-    """Refuse a bad ``--public-url`` or ``--a2a-task-retention`` before anything starts (the
-    rules are the A2A app's own: :func:`~agentscope_teams.a2a_server.app.check_public_url`,
-    :func:`~agentscope_teams.a2a_server.stores.check_retention`)."""
+    """Refuse a bad ``--public-url``, ``--a2a-task-retention`` or ``--a2a-input-timeout`` before
+    anything starts (the rules are the A2A app's own:
+    :func:`~agentscope_teams.a2a_server.app.check_public_url`,
+    :mod:`~agentscope_teams.a2a_server.lifetimes`)."""
     if not getattr(args, "a2a", False):
         return
     _a2a_server()
     from ..a2a_server.app import check_public_url
-    from ..a2a_server.stores import check_retention
+    from ..a2a_server.lifetimes import check_input_timeout, check_retention
 
     if args.public_url is not None:
         check_public_url(args.public_url, "--public-url")
     if args.a2a_task_retention is not None:
         check_retention(args.a2a_task_retention, "--a2a-task-retention")
+    if args.a2a_input_timeout is not None:
+        check_input_timeout(args.a2a_input_timeout, "--a2a-input-timeout")
 
 
 def a2a_app_of(
@@ -101,11 +113,11 @@ def a2a_app_of(
     verifier (trying the static tokens first) making callers."""
     check_a2a_options(args)
     server = _a2a_server()
-    from ..a2a_server.stores import TASK_RETENTION_SECONDS
+    from ..a2a_server.lifetimes import INPUT_TIMEOUT_SECONDS, TASK_RETENTION_SECONDS
 
     static = server.StaticTokens.from_file(args.a2a_tokens) if args.a2a_tokens else None
     public = None if args.public_url is None else args.public_url.rstrip("/") + MOUNT
-    retention = args.a2a_task_retention
+    retention, timeout = args.a2a_task_retention, args.a2a_input_timeout
     return server.a2a_app(
         [server.ExposedAgent(lead)],
         store,
@@ -114,6 +126,7 @@ def a2a_app_of(
         public_card=args.a2a_public_card,
         public_url=public,
         task_retention=TASK_RETENTION_SECONDS if retention is None else retention,
+        input_timeout=INPUT_TIMEOUT_SECONDS if timeout is None else timeout,
     )
 
 

@@ -13,6 +13,7 @@ exits 0 (a second SIGINT stops it at once).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import ipaddress
 import os
@@ -25,6 +26,7 @@ from types import FrameType
 from typing import Any
 
 from ..store.base import BaseStore
+from ..store.expiry import SWEEP_SECONDS
 from ..store.url import redact_url
 from .a2a_serve import check_a2a_options
 from .common import (
@@ -101,6 +103,7 @@ def register(subparsers: SubParsers) -> None:
         help="on SIGTERM, how long running requests may take to finish before the server exits "
         f"(default {DRAIN_SECONDS:g})",
     )
+    _add_expiry_sweep(parser)
     parser.add_argument(
         "--access-log",
         action="store_true",
@@ -110,6 +113,18 @@ def register(subparsers: SubParsers) -> None:
     parser.set_defaults(handler=handle)
 
 
+def _add_expiry_sweep(parser: argparse.ArgumentParser) -> None:
+    """``--expiry-sweep SECONDS``: how often :func:`~..store.expiry.sweep_expired` runs."""
+    parser.add_argument(
+        "--expiry-sweep",
+        metavar="SECONDS",
+        type=float,
+        default=SWEEP_SECONDS,
+        help="how often expired entries (ended A2A tasks, tokens, leases) are removed from a SQL "
+        f"or file store to free their space (default {SWEEP_SECONDS:g}; Redis frees them itself)",
+    )
+
+
 def handle(args: argparse.Namespace) -> int:
     from ..teams.rules.limits import config_lease
 
@@ -117,6 +132,8 @@ def handle(args: argparse.Namespace) -> int:
         raise ValueError("--token-ttl must be a positive number of seconds")
     if not 0 <= args.drain_seconds <= 3600:
         raise ValueError("--drain-seconds must be a number of seconds in 0..3600")
+    if not 0 < args.expiry_sweep < float("inf"):
+        raise ValueError("--expiry-sweep must be a positive number of seconds")
     config_lease(args.task_lease, "--task-lease")  # refused now, not as HTTP 500 on every claim
     check_a2a_options(args)  # a bad --public-url / --a2a-task-retention before anything starts
     if args.create_operator_token:
@@ -204,11 +221,28 @@ async def _serve(args: argparse.Namespace, store: BaseStore) -> int:
     }
     config = uvicorn.Config(app, access_log=args.access_log, log_level="warning", **options)
     freeze_startup_heap()  # the app, its routes and the store exist: out of the collector's way
+    tidy = asyncio.get_running_loop().create_task(_tidy(args, store))
     try:
         await Server(config).serve(sockets=[sock])
     finally:
+        tidy.cancel()
+        await asyncio.gather(tidy, return_exceptions=True)  # ended: its cancel is not ours
         sock.close()
     return 0
+
+
+async def _tidy(args: argparse.Namespace, store: BaseStore) -> None:
+    """While the server runs: the A2A task records of an older release get their TTL (once),
+    and the store's expired entries are removed every ``--expiry-sweep`` seconds."""
+    from ..store.expiry import sweep_expired
+
+    a2a = getattr(args, "a2a_app", None)
+    if a2a is not None:
+        try:
+            await a2a.backfill()
+        except Exception as exc:  # the server serves all the same; the next start tries again
+            print(f"warning: A2A task records were not given their TTL: {exc}", file=sys.stderr)
+    await sweep_expired(store, every=args.expiry_sweep)
 
 
 def _announce(base: str, url: str, owner: str, token: str, ttl: float) -> None:

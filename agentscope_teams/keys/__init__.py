@@ -61,10 +61,12 @@ from __future__ import annotations
 from ..store.base import Key
 from ._a2a import (
     a2a_events_key,
+    a2a_every_task_prefix,
     a2a_push_key,
     a2a_push_prefix,
     a2a_remote_key,
     a2a_task_key,
+    a2a_task_of,
     a2a_tasks_prefix,
 )
 from ._family import (
@@ -174,7 +176,9 @@ __all__ = [
     "a2a_push_key",
     "a2a_push_prefix",
     "a2a_remote_key",
+    "a2a_every_task_prefix",
     "a2a_task_key",
+    "a2a_task_of",
     "a2a_tasks_prefix",
     "agent_memory_key",
     "directory_key",

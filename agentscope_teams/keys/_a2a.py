@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..context import org_segment, user_segment
 from ..store.base import Key
-from ._family import A2A_EVENTS, A2A_PUSH, A2A_REMOTE, A2A_TASK, typed
+from ._family import A2A_EVENTS, A2A_PUSH, A2A_REMOTE, A2A_TASK, typed, untyped
 
 
 def a2a_task_key(org_id: str | None, user_id: str | None, agent: str, task_id: str) -> Key:
@@ -15,6 +15,21 @@ def a2a_task_key(org_id: str | None, user_id: str | None, agent: str, task_id: s
 def a2a_tasks_prefix(org_id: str | None, user_id: str | None, agent: str) -> Key:
     """Every A2A task of one caller on ``agent``."""
     return A2A_TASK.prefix(org_segment(org_id), user_segment(user_id), typed("agent", agent))
+
+
+def a2a_every_task_prefix() -> Key:
+    """Every A2A task of every caller and exposed agent (a maintenance scan)."""
+    return A2A_TASK.prefix()
+
+
+def a2a_task_of(key: Key) -> tuple[str, str] | None:
+    """The exposed agent and the task id of the A2A task record ``key``; None when it is not
+    one."""
+    found = A2A_TASK.match(key)
+    if found is None:
+        return None
+    agent = untyped(found["agent"], "agent")
+    return None if agent is None else (agent, found["a2a_task"])
 
 
 def a2a_push_key(agent: str, task_id: str, config_id: str) -> Key:

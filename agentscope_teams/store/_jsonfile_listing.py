@@ -1,7 +1,8 @@
 """``list_keys`` of :class:`~agentscope_teams.store.jsonfile.JsonFileStore`: a sorted directory walk.
 
 Keys come out in the order of their encoding: a directory sorts as ``<encoded prefix><segment>/``,
-and a group whose keys all precede ``after`` is skipped without being read.
+and a group whose keys all precede ``after`` is skipped without being read. :func:`expired_under`
+finds the keys of expired entries (for ``purge_expired``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+from ..errors import StoreError
 from ._jsonfile_io import damaged, name_segment, read_header
 from .base import Key, encode_key, encode_segment
 
@@ -72,3 +74,22 @@ def _hashed_dir_segment(d: Path, depth: int) -> str | None:
                 if head is not None and len(head.key) > depth:
                     return encode_segment(head.key[depth])
     return None
+
+
+def expired_under(root: Path, limit: int | None) -> list[Key]:
+    """The keys of expired entries in the key files under ``root`` (at most ``limit``); a file
+    that cannot be read as a key file is left alone (readers report it)."""
+    now, out = time.time(), []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            if not name.endswith(".json"):
+                continue  # a write's temp file
+            try:
+                head = read_header(Path(dirpath) / name)
+            except (StoreError, OSError):
+                continue
+            if head is not None and not head.live(now):
+                out.append(head.key)
+                if limit is not None and len(out) >= limit:
+                    return out
+    return out

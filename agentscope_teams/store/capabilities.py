@@ -38,6 +38,10 @@ class StoreCapabilities:
     #: Entries and stream pages read together in one round trip (:class:`~.base.RoundReads`;
     #: a standalone Redis server: one pipeline; PostgreSQL: one statement).
     round_reads: bool = False
+    #: Expired entries are removed on request, a bounded batch at a time
+    #: (:class:`~.expiry.PurgesExpired`; SQL, the file store, memory): the backend does not free
+    #: them itself (Redis does).
+    purges_expired: bool = False
 
 
 def capabilities_of(store: object) -> StoreCapabilities:
@@ -57,6 +61,7 @@ def capabilities_of(store: object) -> StoreCapabilities:
         shared_across_hosts=bool(getattr(store, "shared_across_hosts", False)),
         field_records=False,
         round_reads=False,
+        purges_expired=False,
     )
 
 

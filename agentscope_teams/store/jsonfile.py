@@ -25,7 +25,8 @@ Layout under ``root`` (every name is built from :func:`~.base.path_segment`, so 
 * A fenced ``put`` holds the locks of both keys (ascending stripe order), checks the fence, writes,
   and deletes the fence key on release; a fenced ``delete`` likewise checks the fence and deletes.
   ``indexed`` is ignored (listing walks the directories).
-* Expired entries are skipped by readers and overwritten or removed by the next write or delete.
+* Expired entries are skipped by readers and overwritten or removed by the next write or delete,
+  or by :meth:`JsonFileStore.purge_expired` (a walk of ``kv/``; ``serve`` runs it in batches).
 
 Safe for several processes on one host (local file system with ``flock``), not across hosts.
 Names, records and atomic I/O live in :mod:`._jsonfile_io`, locks in :mod:`._jsonfile_locks`, the
@@ -38,6 +39,7 @@ import json
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -58,7 +60,7 @@ from ._jsonfile_io import (
     value_of,
     write_atomic,
 )
-from ._jsonfile_listing import walk
+from ._jsonfile_listing import expired_under, walk
 from ._jsonfile_locks import LOCK_STRIPES, StripeLocks, stripe_of
 from .base import (
     DEFAULT_MAX_VALUE_BYTES,
@@ -98,7 +100,9 @@ class JsonFileStore(StoreBackend):
     metrics_backend = "file"
 
     #: No signals (callers poll), fencing and listing; processes of one host only.
-    capabilities = StoreCapabilities(signals=False, shared_across_hosts=False, fenced_delete=True)
+    capabilities = StoreCapabilities(
+        signals=False, shared_across_hosts=False, fenced_delete=True, purges_expired=True
+    )
 
     def __init__(
         self,
@@ -263,6 +267,32 @@ class JsonFileStore(StoreBackend):
             except OSError:
                 return
             d = d.parent
+
+    async def purge_expired(self, limit: int | None = None) -> int:
+        """Remove the files of expired entries (at most ``limit``; each checked again under its
+        key's lock, so a key written again meanwhile stays) and the directories they leave
+        empty; how many went. It walks every key file of ``kv/`` to find them."""
+        if limit is not None:
+            self._check_page(limit)
+        found = await anyio.to_thread.run_sync(expired_under, self._kv, limit)
+        gone = 0
+        for key in found:
+            gone += await self._locks.run(stripe_of("kv", key), partial(self._purge_sync, key))
+        return gone
+
+    def _purge_sync(self, key: Key) -> int:
+        """Remove ``key``'s file if it has expired (1), else 0; under the key's lock."""
+        path = self._key_path(key)
+        head = self._header(path, key)
+        if head is None or head.live(time.time()):
+            return 0
+        path.unlink(missing_ok=True)
+        try:
+            fsync_dir(path.parent)
+        except FileNotFoundError:  # a delete of a sibling key (another stripe) pruned it: empty
+            return 1
+        self._prune_dirs(path.parent)
+        return 1
 
     async def list_keys(
         self, prefix: Key, *, limit: int = 1000, after: Key | None = None

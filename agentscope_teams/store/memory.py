@@ -52,6 +52,7 @@ class InMemoryStore(StoreBackend):
             shared_across_processes=False,
             shared_across_hosts=False,
             fenced_delete=True,
+            purges_expired=True,
         )
 
     def _live(self, enc: str) -> tuple[Key, bytes, int, float | None] | None:
@@ -139,6 +140,19 @@ class InMemoryStore(StoreBackend):
                 if len(out) >= limit:
                     break
         return out
+
+    async def purge_expired(self, limit: int | None = None) -> int:
+        """Drop expired entries (at most ``limit``); how many went (:mod:`.expiry`)."""
+        if limit is not None:
+            self._check_page(limit)
+        now, gone = time.monotonic(), 0
+        for enc, item in list(self._data.items()):
+            if limit is not None and gone >= limit:
+                break
+            if item[3] is not None and item[3] <= now:
+                del self._data[enc]
+                gone += 1
+        return gone
 
     async def append(self, stream: Key, value: bytes) -> int:
         k = self._check_append(stream, value)

@@ -73,15 +73,16 @@ def test_a_public_url_that_is_not_an_http_base_url_is_refused(bad: str) -> None:
 
 def test_serve_a2a_public_url_and_task_retention(tmp_path: Path) -> None:
     """``--public-url`` is what the card names; ``--a2a-task-retention`` is how long an ended task
-    is kept (then GetTask says it may have ended longer ago than that); bad values of either are
-    refused at startup, naming the flag."""
+    is kept (then GetTask says it may have ended longer ago than that), and the expired record's
+    file leaves the file store while the server runs (``--expiry-sweep``); bad values of these
+    and of ``--a2a-input-timeout`` are refused at startup, naming the flag."""
     cli = Cli(tmp_path)
     (tmp_path / "specs").mkdir()
     port = free_port()
     args = ["--store", cli.url, "serve", "--port", str(port), "--user", "alice", "--a2a"]
     args += ["--specs", str(tmp_path / "specs"), "--model", "python:tests.a2a.agent_server:model"]
     args += ["--a2a-public-card", "--public-url", "https://agents.example.com"]
-    args += ["--a2a-task-retention", "1"]
+    args += ["--a2a-task-retention", "1", "--a2a-input-timeout", "3600", "--expiry-sweep", "0.2"]
     env = cli.env(PYTHONPATH=str(REPO))
     proc = subprocess.Popen([str(CLI), *args], env=env, cwd=REPO, stdout=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}/a2a/lead/"
@@ -100,9 +101,14 @@ def test_serve_a2a_public_url_and_task_retention(tmp_path: Path) -> None:
         message = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
         task = rpc("SendMessage", {"message": message})["result"]["task"]
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        records = cli.store_dir / "kv" / "a2a-tasks"
+        assert list(records.rglob("*.json")), "the task's record is not where the test looks"
         deadline = time.monotonic() + 30  # a liveness guard, not a timing threshold
         while "error" not in (got := rpc("GetTask", {"id": task["id"]})):
             assert time.monotonic() < deadline, "the ended task was never removed"
+            time.sleep(0.1)
+        while list(records.rglob("*.json")):  # the sweep removes the expired record's file
+            assert time.monotonic() < deadline, "the expired task's file was never removed"
             time.sleep(0.1)
     finally:
         proc.terminate()
@@ -111,7 +117,10 @@ def test_serve_a2a_public_url_and_task_retention(tmp_path: Path) -> None:
     assert "more than 1 s ago" in got["error"]["message"], got
     usage = cli.run("serve", "--help").stdout
     assert "--public-url" in usage and "Host header" in usage and "--a2a-task-retention" in usage
+    assert "--a2a-input-timeout" in usage and "--expiry-sweep" in usage
     specs = ["serve", "--a2a", "--specs", str(tmp_path / "specs")]
-    for flag, bad in (("--public-url", "x.example"), ("--a2a-task-retention", "0")):
+    bad_values = [("--public-url", "x.example"), ("--a2a-task-retention", "0")]
+    bad_values += [("--a2a-input-timeout", "-1"), ("--expiry-sweep", "0")]
+    for flag, bad in bad_values:
         refused = cli(*specs, flag, bad)
         assert refused.returncode != 0 and flag in one_error_line(refused)

@@ -17,16 +17,22 @@ from ..backends import StoreSpec
 
 #: What each backend of the test matrix declares, as opened by the tests.
 EXPECTED = {
-    "memory": StoreCapabilities(signals=True, shared_across_processes=False, fenced_delete=True),
-    "file": StoreCapabilities(signals=False, fenced_delete=True),
-    "sqlite": StoreCapabilities(fenced_delete=True),  # the board runs the generic queue on SQLite
-    "mariadb": StoreCapabilities(board_queue="sql", shared_across_hosts=True, fenced_delete=True),
+    "memory": StoreCapabilities(
+        signals=True, shared_across_processes=False, fenced_delete=True, purges_expired=True
+    ),
+    "file": StoreCapabilities(signals=False, fenced_delete=True, purges_expired=True),
+    # the board runs the generic queue on SQLite
+    "sqlite": StoreCapabilities(fenced_delete=True, purges_expired=True),
+    "mariadb": StoreCapabilities(
+        board_queue="sql", shared_across_hosts=True, fenced_delete=True, purges_expired=True
+    ),
     "postgres": StoreCapabilities(  # round reads: one statement (issue 26's h-pgwake)
         signals=True,
         board_queue="sql",
         shared_across_hosts=True,
         round_reads=True,
         fenced_delete=True,
+        purges_expired=True,
     ),
     "redis": StoreCapabilities(
         signals=True,

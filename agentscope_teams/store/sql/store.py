@@ -148,6 +148,7 @@ class SqlStore(TableSetHost, StoreBackend):
             shared_across_hosts=self.shared_across_hosts,
             round_reads=self._pg is not None,
             fenced_delete=True,
+            purges_expired=True,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -184,11 +185,18 @@ class SqlStore(TableSetHost, StoreBackend):
             self._closed = True
             await self._engine.dispose()
 
-    async def purge_expired(self) -> int:
-        """Delete expired entries and chunks no live row uses; return how many entries went.
+    async def purge_expired(self, limit: int | None = None) -> int:
+        """Delete expired entries (at most ``limit``, the oldest-expiring first, with their
+        chunks) and, without a limit, every chunk no live row uses; how many entries went.
 
-        Expired entries are already invisible; this only frees space. ``setup()`` runs it once.
+        Expired entries are already invisible; this only frees space. ``setup()`` runs it once
+        without a limit; ``serve`` in batches (:func:`~..expiry.sweep_expired`).
         """
+        if limit is not None:
+            self._check_page(limit)
+            return await self._run(
+                "purge_expired", lambda c: self._purge_some(c, limit), write=True
+            )
         kv, part = self._t.kv, self._t.kv_part
 
         async def run(conn: AsyncConnection) -> int:
@@ -197,16 +205,35 @@ class SqlStore(TableSetHost, StoreBackend):
             # one as a hash of the whole ``kv`` table, at every ``setup()``.
             held = list((await conn.execute(select(part.c.khash).distinct())).scalars())
             for i in range(0, len(held), _PURGE_BATCH):
-                batch = held[i : i + _PURGE_BATCH]
-                live = kv.c.khash.in_(batch) & (kv.c.nparts > 0)
-                using = set((await conn.execute(select(kv.c.khash).where(live))).scalars())
-                dead = [h for h in batch if h not in using]
-                if dead:  # checked again as it deletes: a value written meanwhile keeps its chunks
-                    used = select(kv.c.khash).where(kv.c.khash == part.c.khash, kv.c.nparts > 0)
-                    await conn.execute(delete(part).where(part.c.khash.in_(dead), ~used.exists()))
+                await self._drop_chunks(conn, held[i : i + _PURGE_BATCH])
             return int(n)
 
         return await self._run("purge_expired", run, write=True)
+
+    async def _purge_some(self, conn: AsyncConnection, limit: int) -> int:
+        """Delete at most ``limit`` expired rows (found by the ``expires_at`` index, checked
+        again as they are deleted) and the chunks of those that had some."""
+        kv = self._t.kv
+        found = select(kv.c.khash, kv.c.nparts).where(self._sql.expired())
+        rows = (await conn.execute(found.order_by(kv.c.expires_at).limit(limit))).all()
+        if not rows:
+            return 0
+        gone = delete(kv).where(kv.c.khash.in_([r[0] for r in rows]), self._sql.expired())
+        n = (await conn.execute(gone)).rowcount
+        await self._drop_chunks(conn, [r[0] for r in rows if r[1] > 0])
+        return int(n)
+
+    async def _drop_chunks(self, conn: AsyncConnection, hashes: list[bytes]) -> None:
+        """Delete the chunks of ``hashes`` that no live chunked row uses."""
+        if not hashes:
+            return
+        kv, part = self._t.kv, self._t.kv_part
+        live = kv.c.khash.in_(hashes) & (kv.c.nparts > 0)
+        using = set((await conn.execute(select(kv.c.khash).where(live))).scalars())
+        dead = [h for h in hashes if h not in using]
+        if dead:  # checked again as it deletes: a value written meanwhile keeps its chunks
+            used = select(kv.c.khash).where(kv.c.khash == part.c.khash, kv.c.nparts > 0)
+            await conn.execute(delete(part).where(part.c.khash.in_(dead), ~used.exists()))
 
     # -- key/value -----------------------------------------------------------------------------
 
