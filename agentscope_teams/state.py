@@ -160,6 +160,9 @@ class AgentState(BaseModel):
     middle_context: dict[str, Any] = Field(default_factory=dict)
     #: Tool call ids the current reply is paused on, waiting for the user's confirmation.
     awaiting_confirmation: list[str] = Field(default_factory=list)
+    #: Tool call ids a PreToolUse hook deferred: the reply stopped with them pending, and the next
+    #: call on the session runs their PreToolUse hooks again before anything else.
+    deferred_tool_calls: list[str] = Field(default_factory=list)
     #: Token usage the model reported (totals and the last prompt's size).
     usage: UsageLedger = Field(default_factory=UsageLedger)
     #: W3C trace context of the span that paused for confirmation (the resume links to it).
@@ -217,6 +220,7 @@ class AgentState(BaseModel):
         self.reply_id = ""
         self.cur_iter = 0
         self.awaiting_confirmation.clear()
+        self.deferred_tool_calls.clear()
         self.usage.forget_prompt()
 
 

@@ -37,9 +37,11 @@ def tool_results_msg(results: list[ToolResultBlock]) -> Msg:
 
 
 def close_pending(state: AgentState, reason: str) -> list[ToolResultBlock]:
-    """Give every tool call without a result an error result ``reason``; clears the pause."""
+    """Give every tool call without a result an error result ``reason``; clears the pause (and
+    a deferral)."""
     pending = state.awaiting_tool_calls()
     state.awaiting_confirmation.clear()
+    state.deferred_tool_calls.clear()
     if not pending:
         return []
     results = [
