@@ -14,16 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import SchemaVersionError
 from .message import Block, Msg, ToolResultBlock, ToolUseBlock, new_id
+from .records import StoredRecord
 
 STATE_SCHEMA_VERSION = 1
 
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass", "dont_ask"]
 
 
-class PermissionRule(BaseModel):
-    """``allow`` / ``deny`` / ``ask`` for a tool name, optionally only when an argument matches a glob."""
+class PermissionRule(StoredRecord):
+    """``allow`` / ``deny`` / ``ask`` for a tool name, optionally only when an argument matches a
+    glob. Made by our code (from rule strings), stored in the state: a newer field is kept."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
     tool: str
     behavior: Literal["allow", "deny", "ask"]
     pattern: str | None = None
