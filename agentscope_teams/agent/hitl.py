@@ -65,6 +65,13 @@ def check_confirmation(
     state: AgentState, event: UserConfirmResultEvent
 ) -> list[tuple[ToolUseBlock, ConfirmResult]]:
     """Match each paused tool call with the user's answer; raise ``HITLError`` on any mismatch."""
+    if state.deferred_tool_calls:
+        raise HITLError(
+            f"tool call(s) {state.deferred_tool_calls} of session {state.session_id!r} were "
+            "deferred by a PreToolUse hook, not asked of the user: resume with no message "
+            "(agent.call(None, ctx)) and the hook decides them again",
+            tool_call_id=state.deferred_tool_calls[0],
+        )
     if not state.awaiting_confirmation:
         raise HITLError(
             f"no reply is waiting for confirmation in session {state.session_id!r}; "

@@ -6,10 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from agentscope_teams.errors import HITLError
 from agentscope_teams.events import (
+    ConfirmResult,
     RequireUserConfirmEvent,
     ToolDeferredEvent,
     ToolResultEvent,
+    UserConfirmResultEvent,
     UserInterruptEvent,
 )
 from agentscope_teams.hooks.outcome import HookOutcome, from_json
@@ -273,3 +278,19 @@ async def test_a_subagents_deferred_call_is_an_error_its_parent_reads(tmp_path: 
     assert not _written(tmp_path) and len(child_model.requests) == 1
     [result] = tool_results(lead_model.requests[1])
     assert "deferred its tool call" in result and "nobody resumes" in result, result
+
+
+async def test_a_confirmation_sent_to_a_deferred_session_says_how_to_resume(
+    tmp_path: Path,
+) -> None:
+    _decide(tmp_path, "defer")
+    model = ScriptedModel([WRITE, "done"])
+    async with agent(tmp_path, model, hooks=_hooks(tmp_path)) as a:
+        first = await a.call("write it", CTX)
+        [held] = first.metadata["deferred_tool_calls"]
+        answer = ConfirmResult(tool_call_id=held["id"], confirmed=True)
+        with pytest.raises(HITLError, match="deferred") as caught:
+            await a.call(UserConfirmResultEvent(reply_id=first.metadata["reply_id"],
+                                                results=[answer]), CTX)  # fmt: skip
+        assert caught.value.tool_call_id == held["id"]
+    assert not _written(tmp_path)  # a confirmation cannot run a call a hook deferred
