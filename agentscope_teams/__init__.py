@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         ConfirmResult,
         ExceedMaxItersEvent,
         RequireUserConfirmEvent,
+        ToolDeferredEvent,
         UserConfirmResultEvent,
         UserInterruptEvent,
     )
@@ -108,6 +109,7 @@ _LAZY: dict[str, str] = {
     "ConfirmResult": "events",
     "ExceedMaxItersEvent": "events",
     "RequireUserConfirmEvent": "events",
+    "ToolDeferredEvent": "events",
     "UserConfirmResultEvent": "events",
     "UserInterruptEvent": "events",
     "AssistantMsg": "message",
@@ -219,6 +221,7 @@ __all__ = [
     "TeamError",
     "TextBlock",
     "Tool",
+    "ToolDeferredEvent",
     "ToolError",
     "WebAccessError",
     "ToolResultBlock",

@@ -70,6 +70,17 @@ class RequireUserConfirmEvent(_Event):
     tool_calls: list[ToolUseBlock]
 
 
+class ToolDeferredEvent(_Event):
+    """A PreToolUse hook deferred these tool calls (``permissionDecision: "defer"``): they did not
+    run and have no result; the reply stopped. The next call on ``session_id`` (no new message
+    needed: ``agent.call(None, ctx)``, ``agentscope-teams run --session ID``) runs their
+    PreToolUse hooks again and goes on with what they decide."""
+
+    type: Literal["tool_deferred"] = "tool_deferred"
+    session_id: str
+    tool_calls: list[ToolUseBlock]
+
+
 class ExceedMaxItersEvent(_Event):
     type: Literal["exceed_max_iters"] = "exceed_max_iters"
     max_iters: int
@@ -85,6 +96,7 @@ AgentEvent = Annotated[
     | ToolResultEvent
     | HintEvent
     | RequireUserConfirmEvent
+    | ToolDeferredEvent
     | ExceedMaxItersEvent,
     Field(discriminator="type"),
 ]

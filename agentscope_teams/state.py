@@ -14,16 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import SchemaVersionError
 from .message import Block, Msg, ToolResultBlock, ToolUseBlock, new_id
+from .records import StoredRecord
 
 STATE_SCHEMA_VERSION = 1
 
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass", "dont_ask"]
 
 
-class PermissionRule(BaseModel):
-    """``allow`` / ``deny`` / ``ask`` for a tool name, optionally only when an argument matches a glob."""
+class PermissionRule(StoredRecord):
+    """``allow`` / ``deny`` / ``ask`` for a tool name, optionally only when an argument matches a
+    glob. Made by our code (from rule strings), stored in the state: a newer field is kept."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
     tool: str
     behavior: Literal["allow", "deny", "ask"]
     pattern: str | None = None
@@ -160,6 +162,9 @@ class AgentState(BaseModel):
     middle_context: dict[str, Any] = Field(default_factory=dict)
     #: Tool call ids the current reply is paused on, waiting for the user's confirmation.
     awaiting_confirmation: list[str] = Field(default_factory=list)
+    #: Tool call ids a PreToolUse hook deferred: the reply stopped with them pending, and the next
+    #: call on the session runs their PreToolUse hooks again before anything else.
+    deferred_tool_calls: list[str] = Field(default_factory=list)
     #: Token usage the model reported (totals and the last prompt's size).
     usage: UsageLedger = Field(default_factory=UsageLedger)
     #: W3C trace context of the span that paused for confirmation (the resume links to it).
@@ -217,6 +222,7 @@ class AgentState(BaseModel):
         self.reply_id = ""
         self.cur_iter = 0
         self.awaiting_confirmation.clear()
+        self.deferred_tool_calls.clear()
         self.usage.forget_prompt()
 
 

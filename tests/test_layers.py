@@ -21,6 +21,8 @@ LAYERS: dict[str, int] = {
     #: Which JSON schemas we accept and how data is checked against them (imports errors only).
     "schema_guard": 1,
     "message": 1,
+    #: How stored records read across releases keep a newer release's fields (pydantic only).
+    "records": 1,
     "state": 2,
     "store": 3,
     "keys": 4,

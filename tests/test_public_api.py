@@ -36,6 +36,7 @@ SPEC_NAMES = {
     "OpenAIChatModel",
     "model_from_string",
     "RequireUserConfirmEvent",
+    "ToolDeferredEvent",
     "UserConfirmResultEvent",
     "ConfirmResult",
     "UserInterruptEvent",

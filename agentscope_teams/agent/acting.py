@@ -94,10 +94,11 @@ class StepRunner:
         return [c for c, _ in decisions], run, results
 
     async def decide(self, calls: list[ToolUseBlock]) -> ToolRun:
-        """Decide each call (deny / ask / run): what :meth:`_run_tools` runs (the allowed calls)
-        and what it reports (the denied ones' results); the asked ones pause the reply."""
+        """Decide each call (deny / defer / ask / run): what :meth:`_run_tools` runs (the allowed
+        calls) and what it reports (the denied ones' results); the deferred ones stop the reply
+        (:meth:`_hold`), the asked ones pause it."""
         results: dict[str, ToolResultBlock] = {}
-        to_run, to_ask = [], []
+        to_run, to_ask, to_defer = [], [], []
         ws = self.opts.env.workspace if self.opts.env else None
         for call in calls:
             if self.halted is not None:  # a hook stopped the agent: no further call runs
@@ -108,11 +109,13 @@ class StepRunner:
                 to_run.append(call)  # the toolkit answers with an "unknown tool" error result
                 continue
             pre = await self.hook("PreToolUse", **self._tool_fields(call))
-            if (
-                self.halted is not None
-            ):  # continue: false wins over its decision fields (Claude Code)
+            # continue: false wins over its decision fields (Claude Code)
+            if self.halted is not None:
                 tracing.denial("hook", call.name)
                 results[call.id] = _refused(call, _stopped(self.halted), "hook_block")
+                continue
+            if pre.permission == "defer" and not pre.blocked:  # its input and context ignored
+                to_defer.append(call)
                 continue
             if pre.updated_input is not None:
                 call = self._rewrite(call, pre.updated_input)
@@ -142,13 +145,35 @@ class StepRunner:
                 to_ask.append(call)
             else:
                 to_run.append(call)
+        to_ask = self._hold(to_defer, to_ask, results)
         if to_ask:
             self.paused = True
             self.state.awaiting_confirmation = [c.id for c in to_ask]
-        asked = {c.id for c in to_ask}
+        waiting = {c.id for c in [*to_ask, *to_defer]} - set(results)
         current = {c.id: c for c in [*to_run, *to_ask]}
-        decided = [current.get(c.id, c) for c in calls if c.id not in asked]
+        decided = [current.get(c.id, c) for c in calls if c.id not in waiting]
         return decided, to_run, results
+
+    def _hold(
+        self,
+        deferred: list[ToolUseBlock],
+        asked: list[ToolUseBlock],
+        results: dict[str, ToolResultBlock],
+    ) -> list[ToolUseBlock]:
+        """Keep the calls a PreToolUse hook deferred pending (no result) in
+        ``state.deferred_tool_calls``: the reply stops after the step's other calls. The step's
+        asked calls wait with them (decided again on resume, then asked), so a resume has one
+        thing to do; the asked calls that still pause the reply are returned. A ``continue:
+        false`` wins: the deferred calls then get its result instead."""
+        if not deferred:
+            return asked
+        if self.halted is not None:
+            for call in deferred:
+                results[call.id] = _refused(call, _stopped(self.halted), "hook_block")
+            return asked
+        held = [*deferred, *asked]
+        self.state.deferred_tool_calls = [c.id for c in held]
+        return []
 
     async def _run_tools(
         self,

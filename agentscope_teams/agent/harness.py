@@ -523,6 +523,7 @@ def _change_marker(state: AgentState) -> tuple[object, ...]:
         state.reply_id,
         state.cur_iter,
         tuple(state.awaiting_confirmation),
+        tuple(state.deferred_tool_calls),
         state.summary,
         state.permission_context.mode,
         len(state.permission_context.rules),

@@ -37,9 +37,11 @@ def tool_results_msg(results: list[ToolResultBlock]) -> Msg:
 
 
 def close_pending(state: AgentState, reason: str) -> list[ToolResultBlock]:
-    """Give every tool call without a result an error result ``reason``; clears the pause."""
+    """Give every tool call without a result an error result ``reason``; clears the pause (and
+    a deferral)."""
     pending = state.awaiting_tool_calls()
     state.awaiting_confirmation.clear()
+    state.deferred_tool_calls.clear()
     if not pending:
         return []
     results = [
@@ -63,6 +65,13 @@ def check_confirmation(
     state: AgentState, event: UserConfirmResultEvent
 ) -> list[tuple[ToolUseBlock, ConfirmResult]]:
     """Match each paused tool call with the user's answer; raise ``HITLError`` on any mismatch."""
+    if state.deferred_tool_calls:
+        raise HITLError(
+            f"tool call(s) {state.deferred_tool_calls} of session {state.session_id!r} were "
+            "deferred by a PreToolUse hook, not asked of the user: resume with no message "
+            "(agent.call(None, ctx)) and the hook decides them again",
+            tool_call_id=state.deferred_tool_calls[0],
+        )
     if not state.awaiting_confirmation:
         raise HITLError(
             f"no reply is waiting for confirmation in session {state.session_id!r}; "

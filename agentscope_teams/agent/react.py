@@ -28,6 +28,7 @@ from ..events import (
     ReplyStartEvent,
     RequireUserConfirmEvent,
     TextDeltaEvent,
+    ToolDeferredEvent,
     UserConfirmResultEvent,
     UserInterruptEvent,
 )
@@ -45,7 +46,7 @@ from ..model.base import (
 from ..state import AgentState
 from ..tools import PermissionEngine, ToolEnv, Toolkit
 from . import compression as comp
-from . import hitl
+from . import deferral, hitl
 from .acting import StepRunner
 from .config import ReActConfig
 from .output import OutputType
@@ -166,6 +167,10 @@ class _Reply(StepRunner):
             self.output = OutputRun.resume(self.opts.output, self.state, self.cfg.output_retries)
         else:
             self.messages = _as_messages(input)
+            if self.state.deferred_tool_calls:  # the resume of a reply a hook deferred
+                self.output = OutputRun.resume(
+                    self.opts.output, self.state, self.cfg.output_retries
+                )
         if self.opts.output is not None and self.toolkit.get(FINAL_RESULT_TOOL) is not None:
             raise ConfigurationError(
                 f"a tool is named {FINAL_RESULT_TOOL!r}, the name structured output uses for the "
@@ -173,10 +178,9 @@ class _Reply(StepRunner):
             )
 
     async def run(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
-        """The reply's events: reason and act until the model answers, a hook halts the reply or
-        a call waits for the user. One async generator: its steps are plain calls, but for the
-        model call and the tools' runs, which yield as they go. Unless the reply paused, a reply
-        that stops (cancelled, failed, closed) closes its unfinished tool calls."""
+        """The reply's events: reason and act until the model answers, a hook halts it or a call
+        waits (for the user, or a hook's defer). Plain steps but the model call and tool runs,
+        which yield; stopped (cancelled, failed) it closes unfinished calls, unless it paused."""
         self.validate(input)
         state = self.state
         try:
@@ -184,18 +188,19 @@ class _Reply(StepRunner):
                 yield ReplyStartEvent(session_id=state.session_id, **self._ev())
                 yield ReplyEndEvent(msg=self._interrupted(), **self._ev())
                 return
-            if isinstance(input, UserConfirmResultEvent):
-                yield self._resumed()
-                self.unsaved_effects = True  # the confirmed calls run now: the next step is saved
-                async for ev in self._run_tools(*self.confirmed(self.decisions)):
+            ended = False
+            if isinstance(input, UserConfirmResultEvent) or state.deferred_tool_calls:
+                async for ev in self._resume(input):
+                    ended = isinstance(ev, ReplyEndEvent)
                     yield ev
             else:
                 for ev in self._begin():
                     yield ev
                 for ev in await self._prompted():
+                    ended = isinstance(ev, ReplyEndEvent)
                     yield ev
-                if self.halted is not None:  # a UserPromptSubmit hook refused the prompt
-                    return
+            if ended:  # a UserPromptSubmit hook refused the prompt, a call is deferred again
+                return
             while True:
                 final = state.cur_iter >= self.cfg.max_iters
                 if final:
@@ -250,6 +255,44 @@ class _Reply(StepRunner):
         confirmed = sum(1 for _, answer in self.decisions if answer.confirmed)
         tracing.hitl_resume(state.pause_trace, confirmed, len(self.decisions) - confirmed)
         state.pause_trace = None
+        return ReplyStartEvent(session_id=state.session_id, **self._ev())
+
+    async def _resume(self, input: ReplyInput) -> AsyncIterator[AgentEvent]:
+        """Resume a paused reply: a confirmation runs the confirmed calls; otherwise the calls a
+        hook deferred are decided again (their PreToolUse hooks run again) and the allowed ones
+        run, and a new message comes after their results. Ends with a ``ReplyEndEvent`` if the
+        reply stops again."""
+        self.unsaved_effects = True  # the calls run now: the next step is saved
+        if isinstance(input, UserConfirmResultEvent):
+            yield self._resumed()
+            async for ev in self._run_tools(*self.confirmed(self.decisions)):
+                yield ev
+            return
+        held = deferral.held_calls(self.state)
+        yield self._resumed_deferred()
+        async for ev in self._run_tools(*await self.decide(held)):
+            yield ev
+        if ending := self._after_tools(held, dropped=bool(self.messages)):
+            for ev in ending:
+                yield ev
+            return
+        if self.messages:
+            for ev in await self._prompted():
+                yield ev
+
+    def _resumed_deferred(self) -> ReplyStartEvent:
+        """Resume a reply a hook deferred: its start event. Its held calls are decided again
+        (by the caller); any other call left without a result is closed as recovered."""
+        state = self.state
+        held = set(state.deferred_tool_calls)
+        state.deferred_tool_calls.clear()
+        orphans = [c for c in state.awaiting_tool_calls() if c.id not in held]
+        if orphans:
+            results = [
+                ToolResultBlock(tool_use_id=c.id, name=c.name, output=hitl.RECOVERED, is_error=True)
+                for c in orphans
+            ]
+            state.context.append(hitl.tool_results_msg(results))
         return ReplyStartEvent(session_id=state.session_id, **self._ev())
 
     def _begin(self) -> list[AgentEvent]:
@@ -334,12 +377,24 @@ class _Reply(StepRunner):
             await self._checkpoint()
         return effects
 
-    def _after_tools(self, calls: list[ToolUseBlock]) -> list[AgentEvent]:
+    def _after_tools(self, calls: list[ToolUseBlock], dropped: bool = False) -> list[AgentEvent]:
         """The reply's last events after its tools ran, if it ends: a hook answered ``continue:
-        false``, or calls wait for the user's confirmation."""
+        false``, deferred calls, or calls wait for the user's confirmation (``dropped``: the
+        call's new message was not added, which a deferral's message says)."""
         if self.halted is not None:
             return [ReplyEndEvent(msg=self._halt_msg(), **self._ev())]
+        if self.state.deferred_tool_calls:
+            return self._deferred(dropped)
         return self._pause(calls) if self.paused else []
+
+    def _deferred(self, dropped: bool) -> list[AgentEvent]:
+        """Stop for the calls a PreToolUse hook deferred: the reply's last events."""
+        held = deferral.held_calls(self.state)
+        msg = deferral.stopped_msg(self.state, self.agent.name, held, dropped)
+        return [
+            ToolDeferredEvent(session_id=self.state.session_id, tool_calls=held, **self._ev()),
+            ReplyEndEvent(msg=msg, **self._ev()),
+        ]
 
     async def _answer(self, response: ModelResponse, final: bool) -> Msg | bool:
         """What a step's response does: end the reply with its final message, True: run its tool

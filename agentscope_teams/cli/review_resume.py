@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..context import RuntimeContext
 from ..errors import UnknownTeamError
 from ..keys import SessionAddress
+from ..records import FROM_STORE, StoredRecord
 from ..sessions import SessionConfig, SessionRecord, SessionSource, SessionStorage
 from ..state import AgentState
 from ..store.base import BaseStore
@@ -42,10 +43,11 @@ RESUME_INSTRUCTION = (
 )
 
 
-class ReviewRecord(BaseModel):
-    """How a review was started: what ``--resume`` needs to run it on."""
+class ReviewRecord(StoredRecord):
+    """How a review was started: what ``--resume`` needs to run it on (kept in the lead
+    session's config; a newer release's field is kept)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True)
 
     path: str
     target: str
@@ -88,7 +90,9 @@ async def update_review(store: BaseStore, session_id: str, record: ReviewRecord)
 def _record_of(session: SessionRecord) -> ReviewRecord | None:
     data = session.config.metadata.get(META_KEY)
     try:
-        return ReviewRecord.model_validate(data) if data is not None else None
+        if data is None:
+            return None
+        return ReviewRecord.model_validate(data, context=FROM_STORE)
     except ValidationError:
         return None
 

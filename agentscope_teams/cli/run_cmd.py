@@ -7,6 +7,8 @@ comes from ``--model`` (any string :func:`~agentscope_teams.model.model_from_str
 ``python:module:attr`` loads one from code) or from the API key found in the environment. The
 output is live (:mod:`.run_view`): streamed tokens, tool calls and results, the team's board and
 messages, then a summary; Ctrl-C ends the open line and prints the ``--session`` to continue with.
+When a PreToolUse hook defers a tool call (``permissionDecision: "defer"``) the run stops with it
+pending and prints the command that resumes it: ``--session`` without a PROMPT runs its hook again.
 ``--mcp-config`` gives the lead (and the specs that select them) an operator's MCP servers. The
 project's own MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files) start only if the
 project is trusted (``--trust-project``, :mod:`.trust_cmd`); otherwise a note on stderr names them
@@ -52,7 +54,7 @@ from .common import (
     spec_directory,
     with_store,
 )
-from .exits import EXIT_INTERRUPTED
+from .exits import EXIT_INTERRUPTED, EXIT_USAGE
 from .review_cmd import KEY_DEFAULTS
 from .review_run import Watcher
 from .run_view import RunSummary, RunView
@@ -92,7 +94,13 @@ def register(subparsers: SubParsers) -> None:
         "stored, so the same --session continues later.",
         examples=EXAMPLES,
     )
-    parser.add_argument("prompt", metavar="PROMPT", help="the user message")
+    parser.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help="the user message; leave it out with --session to resume a tool call that a "
+        "PreToolUse hook deferred (its hook runs again)",
+    )
     parser.add_argument(
         "--specs",
         metavar="DIR",
@@ -127,6 +135,10 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.prompt is None and args.session is None:
+        print("error: give a PROMPT (it may be left out only with --session, to resume a "
+              "session whose tool call a hook deferred)", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
     usage = usage_options(args)  # and the model string without its ?rate-limit query
     specs = _specs(args)
     model = _model(args.model, specs)
@@ -143,7 +155,7 @@ def handle(args: argparse.Namespace) -> int:
         session_id=args.session or uuid.uuid4().hex[:12], user_id=args.user, org_id=args.org
     )
     summary = RunSummary(session_id=ctx.session_id, model=args.model or model.model_name)
-    view = RunView(summary, json=args.json)
+    view = RunView(summary, json=args.json, resume=_again(args, ctx))
     if args.model == "offline" and not args.json:
         print("note: the offline model only plays the code-review team of `review`; "
               "try --model scripted:FILE to see run without a key")  # fmt: skip
@@ -214,12 +226,7 @@ async def _run(
 def _interrupted(args: argparse.Namespace, view: RunView, ctx: RuntimeContext) -> int:
     """Ctrl-C: the open line ended, ``interrupted`` on its own line, and how to continue."""
     view.end_line()
-    again = f"agentscope-teams run --session {shlex.quote(ctx.session_id)}"
-    again += identity_flags(args.user, args.org)
-    if args.specs is not None:
-        again += f" --specs {shlex.quote(str(args.specs))}"
-    if getattr(args, "store", None):
-        again += " --store URL"
+    again = _again(args, ctx)
     if args.json:
         print_json_line({"type": "interrupted", "session_id": ctx.session_id})
     print(
@@ -229,6 +236,18 @@ def _interrupted(args: argparse.Namespace, view: RunView, ctx: RuntimeContext) -
         flush=True,
     )
     return EXIT_INTERRUPTED
+
+
+def _again(args: argparse.Namespace, ctx: RuntimeContext) -> str:
+    """The command that continues this run's session (without a prompt: add one, unless a tool
+    call a hook deferred is what it resumes)."""
+    again = f"agentscope-teams run --session {shlex.quote(ctx.session_id)}"
+    again += identity_flags(args.user, args.org)
+    if args.specs is not None:
+        again += f" --specs {shlex.quote(str(args.specs))}"
+    if getattr(args, "store", None):
+        again += " --store URL"
+    return again
 
 
 def _specs(args: argparse.Namespace) -> Path | None:

@@ -4,7 +4,8 @@ Plain lines (a terminal, a pipe or a log read the same): the lead's streamed tok
 ``-> tool(args)`` for each call and ``<- tool: result`` for each result (the whole result of a
 subagent or of ``waitForTeam``, a line for other tools), hooks' notices (``[hook] ...``: a
 ``systemMessage``, a failed hook) and, when a hook stopped the reply, ``stopped by a hook:`` and
-its reason (Claude Code shows the user a ``stopReason``), task-board changes and team messages from
+its reason (Claude Code shows the user a ``stopReason``); when a hook deferred a tool call, which
+call and the command that resumes it; task-board changes and team messages from
 the :class:`~.review_run.Watcher`, then a summary. ``--json`` prints every event as one JSON line
 (text deltas included) and ends with a ``run_end`` object.
 """
@@ -27,6 +28,7 @@ from ..events import (
     RequireUserConfirmEvent,
     TextDeltaEvent,
     ToolCallEvent,
+    ToolDeferredEvent,
     ToolResultEvent,
 )
 from ..teams import Task, TeamMessage
@@ -71,8 +73,10 @@ class RunSummary:
 class RunView:
     """Prints the run as it happens; :meth:`board` and :meth:`message` serve the Watcher."""
 
-    def __init__(self, summary: RunSummary, *, json: bool) -> None:
+    def __init__(self, summary: RunSummary, *, json: bool, resume: str = "") -> None:
         self.summary, self.json = summary, json
+        #: The command that continues this run's session (shown when a hook deferred a call).
+        self.resume = resume
         self._midline = False  # streamed text was printed without a newline yet
         self._held: list[str] = []  # board lines waiting for the streamed line to end
         self._board: tuple[tuple[str, int], ...] = ()
@@ -103,6 +107,11 @@ class RunView:
                 f"?? {names} needs confirmation, which run cannot ask for: the reply stops here "
                 "(allow the tool with a permission rule, or answer through the Python API)"
             )
+        elif isinstance(event, ToolDeferredEvent):
+            names = ", ".join(f"{c.name} ({c.id})" for c in event.tool_calls)
+            self._line(f"|| {names} deferred by a PreToolUse hook: not run; the reply stops here")
+            if self.resume:
+                self._line(f"   resume it (its hook runs again) with: {self.resume}")
 
     def _result(self, event: ToolResultEvent) -> None:
         result = event.result

@@ -89,6 +89,13 @@ def _header(record: SessionRecord) -> Text:
         text.append(
             f"\npaused: waiting for the user to confirm {len(waiting)} tool call(s)", "yellow"
         )
+    deferred = record.state.deferred_tool_calls
+    if deferred:
+        text.append(
+            f"\nstopped: a PreToolUse hook deferred {len(deferred)} tool call(s); the next call "
+            "on this session runs its hook again",
+            "yellow",
+        )
     return text
 
 

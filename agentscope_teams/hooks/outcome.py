@@ -4,8 +4,8 @@ Exit code 0: stdout is read as JSON if it is a JSON object (else, for ``UserProm
 ``SessionStart``, it is context for the model); an http hook's 2xx body is read the same way.
 Exit code 2: the event is blocked and stderr is the reason. Any other code, or a timeout: a
 non-blocking error, logged. A prompt hook's ``ok``/``reason`` is read by :func:`from_verdict`.
-Several hooks combine:
-any block blocks, ``deny`` beats ``ask`` beats ``allow``, contexts and reasons are joined.
+Several hooks combine: any block blocks, ``deny`` beats ``defer`` beats ``ask`` beats ``allow``
+(Claude Code's order), contexts and reasons are joined.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 _PLAIN_CONTEXT = ("UserPromptSubmit", "SessionStart")
 _STOP_EVENTS = ("Stop", "SubagentStop")
-_RANK = {"allow": 1, "ask": 2, "deny": 3}
+_RANK = {"allow": 1, "ask": 2, "defer": 3, "deny": 4}
 
 #: Events besides Stop/SubagentStop whose ``ok: false`` (a prompt or agent hook) blocks as exit 2
 #: does: a task's completion (:func:`from_verdict`).
@@ -35,7 +35,7 @@ class HookOutcome:
     """The combined decision of the hooks of one event.
 
     ``blocked`` with ``reason``: exit 2 or ``decision: "block"``. ``permission`` is a
-    PreToolUse ``permissionDecision`` (allow / deny / ask) with ``permission_reason``.
+    PreToolUse ``permissionDecision`` (allow / deny / ask / defer) with ``permission_reason``.
     ``stop`` (``continue: false``) ends the agent's reply with ``stop_reason``. ``blocked_by``
     names (:attr:`Hook.label <agentscope_teams.hooks.config.Hook.label>`) the hooks that blocked
     or denied. ``messages`` are ``systemMessage`` warnings for the user.

@@ -151,9 +151,7 @@ class ControlPlaneTeamClient:
         max_budget_usd: float | None = None,
         lead_mode: str | None = None,
     ) -> Member:
-        body = {
-            "name": name,
-            "spec": spec,
+        given = {
             "session_id": session_id,
             "permission_mode": permission_mode,
             "plan_approval": plan_approval,
@@ -161,6 +159,10 @@ class ControlPlaneTeamClient:
             "max_budget_usd": max_budget_usd,
             "lead_mode": lead_mode,
         }
+        # only the fields set: a server of the previous release (whose bodies refuse unknown
+        # fields) takes a spawn that uses none of the newer ones, and refuses one that does
+        chosen = {k: v for k, v in given.items() if v is not None and v is not False}
+        body = {"name": name, "spec": spec, **chosen}
         data = await self._call("POST", self._team(team_id) + "/members", body)
         spawned = s.SpawnedMember.model_validate(data)
         if spawned.token is not None:  # None: the member existed; its token is unchanged

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from ..records import FROM_STORE, InputRecord
 
 
 class _Part(BaseModel):
@@ -51,14 +53,14 @@ class SessionNaming(_Part):
     auto: bool = False
 
 
-class SessionConfig(BaseModel):
+class SessionConfig(InputRecord):
     """The session's configuration. Mutable, as AgentScope's is (``config.name = ...`` before an
     upsert works); a change reaches the store only through ``upsert_session`` (a new store version
     of the record). The storage copies a config when it takes one and when it hands one out, so
     changing a config after ``upsert_session`` or ``get_session`` changes neither what is stored
-    nor the storage's cache."""
+    nor the storage's cache. An unknown field is refused, but kept in a stored config (a newer
+    release's: :class:`~agentscope_teams.records.InputRecord`)."""
 
-    model_config = ConfigDict(extra="forbid")
     model: str | None = None
     system_prompt: str | None = None
     workspace: str | None = None
@@ -97,4 +99,4 @@ def copy_config(config: SessionConfig) -> SessionConfig:
     dump (a default dict filled in place is not "set"): 2-4x cheaper than ``model_copy(deep=True)``.
     The storage takes and hands out copies so that a caller changing its config changes nothing
     stored (a config must be JSON data to be stored, so the dump loses nothing)."""
-    return SessionConfig.model_validate(config.model_dump())
+    return SessionConfig.model_validate(config.model_dump(), context=FROM_STORE)

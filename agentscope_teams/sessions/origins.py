@@ -11,7 +11,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from ..records import InputRecord
 
 
 class SessionSource(StrEnum):
@@ -27,8 +29,10 @@ class SessionSource(StrEnum):
     SYSTEM = "system"
 
 
-class _Origin(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Origin(InputRecord):
+    """An unknown field is refused, but kept in a stored origin (a newer release's)."""
+
+    model_config = ConfigDict(frozen=True)
 
 
 class UserOrigin(_Origin):

@@ -61,6 +61,7 @@ from ..errors import LeaseLostError, SchemaVersionError, VersionConflict
 from ..keys import SESSION, SessionAddress, sessions_prefix
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
+from ..records import FROM_STORE
 from ..state import AgentState, raise_if_newer
 from ..store.base import BaseStore, Entry, Fence, Key, field_records_of, get_many
 from .config import SessionConfig, copy_config
@@ -242,7 +243,7 @@ class SessionStorage:
 
     def _head(self, key: Key, value: bytes) -> SegmentedHead:
         try:
-            return SegmentedHead.model_validate_json(value)
+            return SegmentedHead.model_validate_json(value, context=FROM_STORE)
         except SchemaVersionError:
             raise
         except ValidationError as exc:
@@ -277,7 +278,7 @@ class SessionStorage:
     def _decode(self, key: Key, entry: Entry) -> tuple[int, SessionBody]:
         """A whole-value record."""
         try:
-            body = SessionBody.model_validate_json(entry.value)
+            body = SessionBody.model_validate_json(entry.value, context=FROM_STORE)
         except SchemaVersionError:
             raise
         except ValidationError as exc:

@@ -13,6 +13,7 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..agent.deferral import STOP_REASON, TOOL_DEFERRED
 from ..agent.extension import AgentView, CallScope, Extension, ReadMark
 from ..agent.harness import SessionAgent
 from ..agent.react import TURN_LIMIT
@@ -121,6 +122,12 @@ def answer_of(msg: Msg, turn_limit: int | None = None) -> str:
         raise ChildPausedError(
             f"the subagent stopped to ask for confirmation ({msg.get_text_content()}); a subagent "
             "cannot ask the user: allow those tools with a permission rule of the parent agent"
+        )
+    if msg.metadata.get(STOP_REASON) == TOOL_DEFERRED:
+        raise ChildPausedError(
+            f"the subagent stopped: a PreToolUse hook deferred its tool call ({msg.get_text_content()})"
+            "; nobody resumes a subagent's reply: let the hook allow or deny the calls of "
+            "subagents (their hook input has agent_id)"
         )
     limit = msg.metadata.get(TURN_LIMIT)
     if limit:

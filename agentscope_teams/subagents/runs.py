@@ -19,7 +19,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .. import tracing
 from ..agent.lease import Lease
@@ -28,6 +28,7 @@ from ..errors import VersionConflict
 from ..keys import RunKeys
 from ..listing import UNREADABLE, Listing, Unreadable, unreadable
 from ..message import utcnow
+from ..records import StoredRecord
 from ..state import check_schema_version
 from ..store.base import BaseStore, Key
 from .inbox import Inbox, Notice
@@ -48,10 +49,10 @@ class RunStatus(StrEnum):
         return self in (RunStatus.PENDING, RunStatus.RUNNING)
 
 
-class RunRecord(BaseModel):
-    """What is known about one run; ``background`` runs report their outcome to the parent's inbox."""
+class RunRecord(StoredRecord):
+    """What is known about one run; ``background`` runs report their outcome to the parent's inbox.
+    A field of a newer release is kept (:class:`~agentscope_teams.records.StoredRecord`)."""
 
-    model_config = ConfigDict(extra="forbid")
     schema_version: int = RUN_SCHEMA_VERSION
     run_id: str
     parent_agent: str

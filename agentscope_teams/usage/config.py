@@ -7,18 +7,20 @@ from __future__ import annotations
 import os
 from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError, first_problem
+from ..records import InputRecord
 
 #: Environment variable with the rate limit of every model (query form, ``rpm=60&tpm=90000``).
 RATE_LIMIT_ENV = "AGENTSCOPE_TEAMS_RATE_LIMIT"
 
 
-class Budget(BaseModel):
-    """A spending limit: tokens (input + output) and/or US dollars; None means no limit."""
+class Budget(InputRecord):
+    """A spending limit: tokens (input + output) and/or US dollars; None means no limit. An
+    unknown field is refused, but kept in a stored one (a review's record: a newer release's)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
     max_tokens: int | None = Field(default=None, ge=1)
     max_usd: float | None = Field(default=None, gt=0)
 
@@ -44,16 +46,17 @@ _ALIASES = {
 }
 
 
-class RateLimit(BaseModel):
+class RateLimit(InputRecord):
     """A provider's limits for one model and key, shared by every process of the store.
 
     ``burst`` turns may be taken at once after a quiet spell; ``max_wait`` seconds is the longest a
     caller waits for a turn before :class:`~agentscope_teams.errors.RateLimitWaitError`;
     ``margin`` keeps the pace that fraction under the limit, so clock and network jitter between
-    the store and the provider never push a request over it.
+    the store and the provider never push a request over it. An unknown field is refused, but
+    kept in a stored one (as :class:`Budget`).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True)
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(default=None, gt=0)
     concurrent: int | None = Field(default=None, ge=1)
