@@ -10,7 +10,6 @@ import anyio
 
 from agentscope_teams.context import RuntimeContext
 from agentscope_teams.hooks import Hooks, parse_hooks
-from agentscope_teams.model.base import ModelRequest, ModelResponse
 from agentscope_teams.model.scripted import ScriptedModel
 from agentscope_teams.store import InMemoryStore
 from agentscope_teams.teams import LocalTeamClient, MemberBuilder, TeamRef, TeamRuntime
@@ -19,9 +18,8 @@ from agentscope_teams.tools import Toolkit
 from agentscope_teams.tools.filesystem import filesystem_tools
 
 from ..teams.helpers import eventually
-from ..teams.scripts import call, step_results
 from .helpers import script
-from .members import CLAIMED
+from .members import coder
 
 SPEC = "---\nname: coder\ndescription: Codes.\nworkspace:\n  mode: shared\n---\nYou code.\n"
 HOOK = """\
@@ -31,25 +29,6 @@ if d["tool_name"] == "Write":
     decision = (pathlib.Path(__file__).parent / "decision").read_text().strip()
     print(json.dumps({"hookSpecificOutput": {"permissionDecision": decision}}))
 """
-
-
-def member(request: ModelRequest) -> ModelResponse | str:
-    """Claim the task, write out.txt, complete the task."""
-    results = step_results(request)
-    if not results:
-        return call("claimTask")
-    last = results[-1]
-    if last.name == "claimTask" and CLAIMED.search(last.output):
-        return call("write_file", path="out.txt", content="written")
-    if last.name == "write_file":
-        claimed = [
-            f.group(1)
-            for m in request.messages
-            for r in m.tool_results()
-            if r.name == "claimTask" and (f := CLAIMED.search(r.output))
-        ]
-        return call("completeTask", task_id=claimed[-1], result="out.txt written")
-    return "done"
 
 
 async def test_a_members_deferred_call_is_told_to_the_lead_and_a_wake_up_resumes_it(
@@ -71,7 +50,7 @@ async def test_a_members_deferred_call_is_told_to_the_lead_and_a_wake_up_resumes
         client_factory=LocalTeamClient,
         workspace=ws,
         root=tmp_path,
-        model=ScriptedModel(member),
+        model=ScriptedModel(coder),
         toolkit=Toolkit(filesystem_tools()),
         hooks=Hooks(parse_hooks(config), project_dir=tmp_path),
     )
