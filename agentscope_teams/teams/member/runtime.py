@@ -74,9 +74,6 @@ from .step_reads import Known, read_team
 from .usage import team_budgets, tell_lead
 from .work import Work, find_work
 
-#: How many more times a member is woken for a task it still holds after a call ended.
-MAX_REWAKES = 3
-
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF = 60.0
@@ -533,9 +530,8 @@ class TeamRuntime:
                 team_budgets(team, member, self.store, slot.ref.budgets),
             ):
                 ctx = slot.ref.ctx.with_session(member.session_id)  # then TeammateIdle, see .idle
-                await call_until_idle(slot, client, team, member, work.message(), ctx)
+                await call_until_idle(slot, client, team, member, work, ctx)
             slot.failures = 0
-            slot.reoffer_held(work.offers, MAX_REWAKES)
         except BudgetExceededError as exc:  # no retry will pass: the lead reads why
             slot.retry_at = time.monotonic() + MAX_BACKOFF
             log.warning("member %s of team %s stopped: %s", member.name, team.id, exc)
