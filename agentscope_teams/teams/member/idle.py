@@ -2,8 +2,9 @@
 
 A member goes idle when its turn (its call) ended and the board has nothing for it: no unread
 message, no task it may claim, none it holds unreported (:func:`~.work.find_work`; with any of
-those the runtime wakes it again, so it is not idle). Then its ``TeammateIdle`` hooks run, with
-Claude Code's input: ``session_id`` (the lead's), ``cwd`` (the member's workspace),
+those the runtime wakes it again, so it is not idle). A task it was offered in 1 +
+:data:`~.slot.MAX_REWAKES` turns in a row that claimed or reported none is left out
+(:func:`settle`). Then its ``TeammateIdle`` hooks run, with Claude Code's input: ``session_id`` (the lead's), ``cwd`` (the member's workspace),
 ``permission_mode``, ``teammate_name``, ``team_name`` (the team id); there is no matcher. Their
 answer, as in Claude Code:
 

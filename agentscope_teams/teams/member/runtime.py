@@ -5,7 +5,7 @@ A supervisor loop looks at every team it serves (``watch``-ed by the lead, or fo
 the unfinished tasks once (:meth:`~..protocol.TeamClient.open_board`, through the open index: the
 cost grows with unfinished tasks, not with the board's history); then, for each member that is not
 busy, its unread messages, to find new work (:mod:`.work`: messages, and tasks it may take that it
-was not offered yet). With work, it takes the member's **lease** (a store key with a TTL, written
+was not offered yet, or offered again after a turn that left them, :meth:`.slot.Slot.reoffer`). With work, it takes the member's **lease** (a store key with a TTL, written
 with ``expected_version=0``; see :class:`~agentscope_teams.agent.lease.Lease`) unless it holds it
 already, and starts ``member.call("You have new work: ...")`` in an asyncio task (strong refs,
 fresh contextvars). Status goes ``running`` during a call and ``idle`` after it.
