@@ -87,10 +87,22 @@ async def test_a_member_that_never_takes_its_task_is_woken_a_bounded_number_of_t
             for _ in range(3):  # the supervisor's own steps run too; these make sure some ran
                 await runtime.step()
             await members_idle(client, team_id)
+            calls = len(model.requests)
+            await client.send_message(team_id, "lead", "c", "please take it")  # wakes it once
+            await eventually(lambda: _more(model, calls))
+            await members_idle(client, team_id)
+            for _ in range(3):
+                await runtime.step()
+            await members_idle(client, team_id)
     finally:
         await runtime.aclose()
-    assert len(model.requests) == 1 + MAX_REWAKES
+    assert calls == 1 + MAX_REWAKES
+    assert len(model.requests) == calls + 1
     notes = [m.content for m in await client.read_messages(team_id, "lead")]
-    [note] = [n for n in notes if "not woken" in n]
+    [note] = [n for n in notes if "not woken" in n]  # told once
     assert note.startswith(f"c ended {1 + MAX_REWAKES} turns in a row without taking {task_id}")
     assert (await client.get_task(team_id, task_id)).status is TaskStatus.PENDING
+
+
+async def _more(model: ScriptedModel, calls: int) -> bool:
+    return len(model.requests) > calls
