@@ -156,6 +156,71 @@ async def test_a_task_completed_stop_holds_for_a_member_a_worker_runs(
     assert [t for t in told if t.startswith("c stopped: tests are red")]
 
 
+@pytest.mark.slow
+async def test_a_member_resumed_with_a_second_task_assigned_while_stopped_completes_both(
+    tmp_path: Path, worker_proc: list[subprocess.Popen[bytes]]
+) -> None:
+    """A worker-run member stopped by a TaskCompleted hook is assigned a second task while stopped,
+    then resumed: the worker offers it both (its first back to pending, the new one); its model
+    does one task per turn, so it is woken again for the other and completes both."""
+    require_service("redis")
+    from agentscope_teams.store import store_from_url
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ctx = RuntimeContext(session_id="s1", user_id="alice", org_id=unique_namespace())
+    async with store_from_url(REDIS_URL) as store:
+        worker_proc.append(
+            start_worker(tmp_path, ctx.org_id or "", trust=True, stop_on="TaskCompleted")
+        )
+        team_id, first = await team_for_workers(store, ctx, ws)
+        client = LocalTeamClient(store, ctx)
+
+        async def stopped() -> bool:
+            found = (await client.get_team(team_id)).member("c")
+            return found is not None and found.stop is not None
+
+        async def done() -> bool:
+            got = [await client.get_task(team_id, t) for t in (first, second.id)]
+            return all(t.status is TaskStatus.COMPLETED for t in got)
+
+        with anyio.fail_after(150):  # a liveness guard, not a timing threshold
+            await eventually(stopped, within=80)
+            second = await client.assign_task(team_id, "write out.txt again", assignee="c")
+            await client.resume_member(team_id, "c")
+            await eventually(done, within=80)
+        await client.delete_team(team_id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trust", [True, False], ids=["idle-hooks", "no-hooks"])
+async def test_a_worker_run_member_given_two_tasks_at_once_completes_both(
+    tmp_path: Path, worker_proc: list[subprocess.Popen[bytes]], trust: bool
+) -> None:
+    """Two tasks assigned to a worker-run member before it is woken: it is offered both, does one
+    per turn (its model's way), and is woken again for the other; with the project's TeammateIdle
+    hooks (trusted) and without any hooks."""
+    require_service("redis")
+    from agentscope_teams.store import store_from_url
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ctx = RuntimeContext(session_id="s1", user_id="alice", org_id=unique_namespace())
+    async with store_from_url(REDIS_URL) as store:
+        client = LocalTeamClient(store, ctx)
+        team_id, first = await team_for_workers(store, ctx, ws)
+        second = await client.assign_task(team_id, "write out.txt again", assignee="c")
+        worker_proc.append(start_worker(tmp_path, ctx.org_id or "", trust=trust))
+
+        async def done() -> bool:
+            got = [await client.get_task(team_id, t) for t in (first, second.id)]
+            return all(t.status is TaskStatus.COMPLETED for t in got)
+
+        with anyio.fail_after(150):  # a liveness guard, not a timing threshold
+            await eventually(done, within=80)
+        await client.delete_team(team_id)
+
+
 async def test_an_in_process_member_runs_the_project_and_spec_hooks(tmp_path: Path) -> None:
     from agentscope_teams import HarnessAgent
     from agentscope_teams.model.base import ModelRequest, ModelResponse

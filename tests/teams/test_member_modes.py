@@ -47,6 +47,9 @@ from .scripts import call
 
 pytestmark = pytest.mark.anyio
 
+#: What wakes the member: a message, read once (a task it never takes would wake it again, see
+#: test_reoffer.py); these members act once when woken and end their turn.
+WORK = "write out.txt"
 SPEC = """---
 name: worker
 description: Writes files.
@@ -135,7 +138,7 @@ class Team:
             **spawn,  # type: ignore[arg-type]
         )
         self.runtime.watch(TeamRef(self.ctx, team.id, self.builder))
-        await self.client.assign_task(team.id, "write out.txt", assignee="w")
+        await self.client.send_message(team.id, "lead", "w", WORK)
         return team.id
 
 
@@ -288,7 +291,7 @@ async def test_the_lead_spawns_a_plan_member_and_approves_with_its_tools(tmp_pat
         for name, response in (
             ("createTeam", call("createTeam", name="t")),
             ("spawnMember", call("spawnMember", name="w", spec="worker", plan_approval=True)),
-            ("assignTask", call("assignTask", title="write out.txt", assignee="w")),
+            ("sendMessage", call("sendMessage", to="w", content=WORK)),
         ):
             if name not in done:
                 return response
@@ -398,7 +401,7 @@ def _lead(
 FORM = [
     ("createTeam", call("createTeam", name="t")),
     ("spawnMember", call("spawnMember", name="w", spec="worker")),
-    ("assignTask", call("assignTask", title="write out.txt", assignee="w")),
+    ("sendMessage", call("sendMessage", to="w", content=WORK)),
 ]
 
 
@@ -479,7 +482,7 @@ async def test_a_plan_mode_lead_spawns_a_member_that_runs_in_plan_mode(tmp_path:
     assert member is not None and member.lead_mode == "plan"
     try:
         team.runtime.watch(TeamRef(team.ctx, tid, team.builder))
-        await team.client.assign_task(tid, "write out.txt", assignee="w")
+        await team.client.send_message(tid, "lead", "w", WORK)
         with anyio.fail_after(30):
             await eventually(lambda: _has(team.model, "write_file"))
         (written,) = results_of(team.model, "write_file")

@@ -55,7 +55,9 @@ def slot_with(agent: ShieldedCall) -> Slot:
         ctx=RuntimeContext(session_id="s"), team_id="t", key=("t",), budgets={}
     )
     slot = Slot(ref, "member")
-    ext = SimpleNamespace(team=None, view=SimpleNamespace(client=Client()))  # status writes
+    ext = SimpleNamespace(
+        team=None, moved=0, view=SimpleNamespace(client=Client())
+    )  # status writes
     slot.agent, slot.ext = agent, ext  # type: ignore[assignment]
     return slot
 

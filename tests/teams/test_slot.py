@@ -1,4 +1,5 @@
-"""A member woken for a task it then leaves unreported (e.g. at its step limit) is woken again."""
+"""A member woken for tasks it then leaves untaken or unreported (one task per turn, or at its
+step limit) is woken again, a bounded number of turns in a row."""
 
 from __future__ import annotations
 
@@ -15,18 +16,24 @@ from agentscope_teams.teams.member.slot import Slot
 from agentscope_teams.teams.member.work import find_work
 
 
-def test_held_tasks_are_offered_again_a_bounded_number_of_times() -> None:
+def test_offers_are_made_again_until_turns_in_a_row_move_no_task() -> None:
+    """Held and pending offers alike: made again after each turn, up to ``limit`` more turns in
+    a row that move no task; then given up (reported once); a turn that moves a task starts the
+    count afresh."""
     slot = Slot(ref=cast(Any, None), name="reviewer")
     held, pending = ("t-1", "in_progress", 1), ("t-2", "pending", 0)
+    given_up = []
     for _ in range(5):
         slot.offered |= {held, pending}
-        slot.reoffer_held({held, pending}, limit=3)
-    assert slot.rewakes[held] == 3
-    assert held in slot.offered  # after three more chances it is not offered in a loop
-    assert pending in slot.offered  # a task the member chose not to take is never re-offered
-    slot.offered.discard(held)
-    slot.reoffer_held({held}, limit=3)
-    assert held not in slot.offered and slot.rewakes[held] == 3
+        given_up.append(slot.reoffer({held, pending}, moved=False, limit=3))
+    assert given_up == [set(), set(), set(), {held, pending}, set()]
+    assert {held, pending} <= slot.offered  # not offered in a loop
+    slot.offered |= {pending}
+    assert slot.reoffer({pending}, moved=True, limit=3) == set()  # it took another task
+    assert not slot.offered & {held, pending}  # both are offered again
+    slot.offered |= {held, pending}
+    assert slot.reoffer({held, pending}, moved=False, limit=3) == set()
+    assert not slot.offered & {held, pending}
 
 
 @pytest.mark.anyio

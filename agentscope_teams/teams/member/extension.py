@@ -72,6 +72,9 @@ class TeamMemberExtension(Extension):
         #: The unread page the runtime read to wake this member, for its next call's first step.
         self.unread: list[TeamMessage] | None = None
         self.held: set[str] = set()  # tasks claimed in this process and not reported yet
+        #: Tasks this member claimed anew (not held already) or reported, in this process: the
+        #: runtime tells a turn that moved work from one that did not (:meth:`~.slot.Slot.reoffer`).
+        self.moved = 0
         #: Set by the runtime when a call's ``running`` status write ended (the write runs beside
         #: the session's load and the model's first request); see :meth:`status_ready`.
         self.status_written: anyio.Event | None = None

@@ -2,8 +2,9 @@
 
 A member goes idle when its turn (its call) ended and the board has nothing for it: no unread
 message, no task it may claim, none it holds unreported (:func:`~.work.find_work`; with any of
-those the runtime wakes it again, so it is not idle). Then its ``TeammateIdle`` hooks run, with
-Claude Code's input: ``session_id`` (the lead's), ``cwd`` (the member's workspace),
+those the runtime wakes it again, so it is not idle). A task it was offered in 1 +
+:data:`~.slot.MAX_REWAKES` turns in a row that claimed or reported none is left out
+(:func:`settle`). Then its ``TeammateIdle`` hooks run, with Claude Code's input: ``session_id`` (the lead's), ``cwd`` (the member's workspace),
 ``permission_mode``, ``teammate_name``, ``team_name`` (the team id); there is no matcher. Their
 answer, as in Claude Code:
 
@@ -22,18 +23,15 @@ idle and the lead is told why (Claude Code has no bound, so such a hook loops fo
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from ...context import RuntimeContext
 from ...errors import UnknownTeamError
 from ...hooks import HookOutcome, claude_mode
-from ...message import Msg, UserMsg
+from ...message import UserMsg, utcnow
 from ..protocol import TeamClient
 from ..rules.models import Member, Team
-from .work import find_work
-
-if TYPE_CHECKING:
-    from .slot import Slot
+from .slot import MAX_REWAKES, Slot
+from .work import OfferKey, Work, find_work, offer_key
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +41,22 @@ MAX_IDLE_BLOCKS = 8
 
 
 async def call_until_idle(
-    slot: Slot, client: TeamClient, team: Team, member: Member, prompt: Msg, ctx: RuntimeContext
+    slot: Slot, client: TeamClient, team: Team, member: Member, work: Work, ctx: RuntimeContext
 ) -> None:
-    """Call the member with ``prompt``, then again with each TeammateIdle hook's feedback while
-    one keeps it from going idle (see the module docs)."""
+    """Call the member with ``work``'s prompt, then again with each TeammateIdle hook's feedback
+    while one keeps it from going idle (see the module docs). After each turn the offers of
+    ``work`` are settled (:func:`settle`), so "not idle" is what the runtime's next step sees."""
     agent, ext = slot.agent, slot.ext
     assert agent is not None and ext is not None
+    prompt = work.message()
     for _ in range(MAX_IDLE_BLOCKS + 1):
+        moved = ext.moved
         await agent.call(prompt, ctx)
+        await settle(slot, client, team, member, work.offers, moved=ext.moved != moved)
         if not agent.hooks.by_event.get(EVENT):
             return
-        if await find_work(client, team, member.name, await client.open_board(team.id), set()):
+        board = await client.open_board(team.id)
+        if await find_work(client, team, member.name, board, slot.offered):
             return  # not idle: the runtime wakes it for that work
         if await _stopped(client, team, member.name):
             return  # stopped during the call, not idle (no hook, no more turns)
@@ -67,6 +70,35 @@ async def call_until_idle(
     note = f"its {EVENT} hooks kept it working {MAX_IDLE_BLOCKS} times in a row; it goes idle now"
     log.warning("member %s of team %s: %s", member.name, team.id, note)
     await ext.view.send(team.lead, f"{member.name}: {note}")
+
+
+async def settle(
+    slot: Slot, client: TeamClient, team: Team, member: Member, offers: set[OfferKey], moved: bool
+) -> None:
+    """A turn offered ``offers`` ended (``moved``: it claimed or reported a task): offer them again
+    (:meth:`~.slot.Slot.reoffer`). The open tasks assigned to the member or held by it whose
+    offers are given up are named to the lead: the team waits on them, and the member is not
+    woken for them again until they change or a message wakes it."""
+    given_up = slot.reoffer(offers, moved)
+    if not given_up:
+        return
+    now = utcnow()
+    ids = [
+        t.id
+        for t in await client.open_board(team.id)
+        if member.name in (t.assignee, t.owner) and offer_key(t, now) in given_up
+    ]
+    if not ids:
+        return
+    names = ", ".join(ids)
+    note = (
+        f"{member.name} ended {MAX_REWAKES + 1} turns in a row without taking {names} (offered "
+        f"to it each time); it is not woken for them again until they change or a message wakes "
+        f"it: reassign them, or message {member.name}"
+    )
+    log.warning("member %s of team %s: %s", member.name, team.id, note)
+    assert slot.ext is not None
+    await slot.ext.view.send(team.lead, note)
 
 
 async def _stopped(client: TeamClient, team: Team, name: str) -> bool:

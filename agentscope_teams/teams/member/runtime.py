@@ -5,7 +5,7 @@ A supervisor loop looks at every team it serves (``watch``-ed by the lead, or fo
 the unfinished tasks once (:meth:`~..protocol.TeamClient.open_board`, through the open index: the
 cost grows with unfinished tasks, not with the board's history); then, for each member that is not
 busy, its unread messages, to find new work (:mod:`.work`: messages, and tasks it may take that it
-was not offered yet). With work, it takes the member's **lease** (a store key with a TTL, written
+was not offered yet, or offered again after a turn that left them, :meth:`.slot.Slot.reoffer`). With work, it takes the member's **lease** (a store key with a TTL, written
 with ``expected_version=0``; see :class:`~agentscope_teams.agent.lease.Lease`) unless it holds it
 already, and starts ``member.call("You have new work: ...")`` in an asyncio task (strong refs,
 fresh contextvars). Status goes ``running`` during a call and ``idle`` after it.
@@ -73,9 +73,6 @@ from .slot import Slot, TeamRef, lease_key
 from .step_reads import Known, read_team
 from .usage import team_budgets, tell_lead
 from .work import Work, find_work
-
-#: How many more times a member is woken for a task it still holds after a call ended.
-MAX_REWAKES = 3
 
 log = logging.getLogger(__name__)
 
@@ -533,9 +530,8 @@ class TeamRuntime:
                 team_budgets(team, member, self.store, slot.ref.budgets),
             ):
                 ctx = slot.ref.ctx.with_session(member.session_id)  # then TeammateIdle, see .idle
-                await call_until_idle(slot, client, team, member, work.message(), ctx)
+                await call_until_idle(slot, client, team, member, work, ctx)
             slot.failures = 0
-            slot.reoffer_held(work.offers, MAX_REWAKES)
         except BudgetExceededError as exc:  # no retry will pass: the lead reads why
             slot.retry_at = time.monotonic() + MAX_BACKOFF
             log.warning("member %s of team %s stopped: %s", member.name, team.id, exc)

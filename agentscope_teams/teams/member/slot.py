@@ -24,6 +24,9 @@ from .work import OfferKey
 if TYPE_CHECKING:
     from .extension import TeamMemberExtension
 
+#: How many more turns in a row a member is woken for an offer after a turn that moved no task.
+MAX_REWAKES = 3
+
 
 def lease_key(ref: TeamRef, member: str) -> Key:
     """The key of the lease of ``member`` (at most one process runs a member)."""
@@ -60,7 +63,7 @@ class Slot:
     agent: SessionAgent | None = None
     ext: TeamMemberExtension | None = None
     offered: set[OfferKey] = field(default_factory=set)
-    #: How often a task the member still holds after a call was offered to it again.
+    #: Per offer: the turns in a row that ended with it offered and no task moved.
     rewakes: Counter[OfferKey] = field(default_factory=Counter)
     call: asyncio.Task[None] | None = None
     #: The running call's cancel scope; see :meth:`cancel_call`.
@@ -69,13 +72,30 @@ class Slot:
     failures: int = 0
     retry_at: float = 0.0
 
-    def reoffer_held(self, offers: set[OfferKey], limit: int) -> None:
-        """Offer again, up to ``limit`` times each, the in-progress tasks of a call that ended without
-        reporting them (for example at its step limit): they are the member's to finish."""
+    def reoffer(
+        self, offers: set[OfferKey], moved: bool, limit: int = MAX_REWAKES
+    ) -> set[OfferKey]:
+        """After a turn of the member that was offered ``offers`` ended: offer them again, so the
+        next step wakes it for those still open (a member that did one of several tasks, or ended
+        its turn holding one unreported, is woken for the rest). A turn that ``moved`` a task
+        (claimed one it did not hold, or reported one) starts the count afresh; after ``limit``
+        more turns in a row that moved none, an offer is not made again until its task changes
+        (its key does). Returns the offers given up by this turn (each is given up once)."""
+        if moved:  # the offers given up so far are made again too
+            self.offered -= self.rewakes.keys()
+            self.rewakes.clear()
+        given_up: set[OfferKey] = set()
         for offer in offers:
-            if offer[1] == "in_progress" and self.rewakes[offer] < limit:
+            if self.rewakes[offer] > limit:  # given up by an earlier turn
+                continue
+            if self.rewakes[offer] == limit and not moved:
                 self.rewakes[offer] += 1
-                self.offered.discard(offer)
+                given_up.add(offer)
+                continue
+            if not moved:
+                self.rewakes[offer] += 1
+            self.offered.discard(offer)
+        return given_up
 
     def cancel_call(self) -> None:
         """Cancel the running call through its anyio scope, not ``Task.cancel()``: a native cancel

@@ -87,8 +87,9 @@ class MemberToolCalls:
         self.ext, self.scope = ext, scope
         self.view: TeamActor = ext.view
 
-    def _reported(self) -> None:
+    def _reported(self, task: bool = False) -> None:
         self.scope.local(self.ext, MemberCallData).reported = True
+        self.ext.moved += task
         self.ext.changed()
 
     async def claim(self, task_id: str | None) -> TaskClaimed:
@@ -98,6 +99,7 @@ class MemberToolCalls:
             open_ = [t for t in await self.view.open_board() if not t.status.finished]
             return TaskClaimed(member=self.view.name, open_count=len(open_))
         task_wakeup(task, self.view.name)  # the claim landed: the member's wake-up latency
+        self.ext.moved += task.id not in self.ext.held
         self.ext.held.add(task.id)
         self.ext.changed()
         brief = TaskBrief.of(task)
@@ -106,7 +108,7 @@ class MemberToolCalls:
     async def complete(self, task_id: str, result: str, data: Any = None) -> TaskReported:
         task = await self.view.complete(task_id, result, data)
         self.ext.held.discard(task.id)
-        self._reported()
+        self._reported(task=True)
         if task.status is TaskStatus.FAILED:  # its stored result schema is refused now
             return TaskReported(task_id=task.id, status="failed", note=task.error or "")
         return TaskReported(task_id=task.id, status="completed")
@@ -114,7 +116,7 @@ class MemberToolCalls:
     async def fail(self, task_id: str, error: str) -> TaskReported:
         task = await self.view.fail(task_id, error)
         self.ext.held.discard(task.id)
-        self._reported()
+        self._reported(task=True)
         return TaskReported(task_id=task.id, status="failed")
 
     async def list(self, status: str | None) -> BoardListing:

@@ -6,9 +6,10 @@ whole board). A task is *offerable* to member ``m`` when the claim rule
 assigned to ``m``; in progress and owned by ``m`` (a process that took the member over finishes its
 tasks); or in progress with an expired lease and claimable by ``m``. A task whose lease ran out with
 every attempt used is offered too: the member's claim records it as failed. Each offer is keyed by
-(task id, status, attempts), an in-progress task whose lease ran out counting as status ``lapsed``,
-so a task is offered again only after it changed (for example its lease lapsed, or it came back to
-pending), never in a loop to a member that chose not to take it.
+(task id, status, attempts), an in-progress task whose lease ran out counting as status ``lapsed``:
+a task that changed (its lease lapsed, it came back to pending) is a new offer. A task offered
+already is offered again when the member's turn ended without taking it, a bounded number of turns
+in a row (:meth:`~.slot.Slot.reoffer`), never in a loop to a member that chose not to take it.
 """
 
 from __future__ import annotations
