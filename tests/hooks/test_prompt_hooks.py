@@ -14,7 +14,7 @@ import pytest
 
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.hooks import Hooks, parse_hooks
-from agentscope_teams.model import ScriptedModel, register_model
+from agentscope_teams.model import ScriptedModel, factory, register_model
 from agentscope_teams.model.base import ModelRequest
 
 from .helpers import CTX, agent, tool_results
@@ -78,6 +78,13 @@ async def test_ok_false_on_stop_makes_the_agent_go_on_with_the_reason(tmp_path: 
     assert "run the tests first" in user_text(model.requests[2])
 
 
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Models a test registers are dropped after it (the registry is the process's)."""
+    monkeypatch.setattr(factory, "_SCHEMES", dict(factory._SCHEMES))
+
+
+@pytest.mark.usefixtures("registry")
 async def test_a_named_model_judges_instead_of_the_agents() -> None:
     judge = ScriptedModel(['{"ok": false, "reason": "not on main"}'], name="judge")
     register_model("hook-judge-test", lambda **_: judge, replace=True)
@@ -228,6 +235,7 @@ def test_strict_check_flags_a_spec_hook_of_a_type_not_run_here(tmp_path: Path) -
     assert "PreToolUse[0].hooks[0]" in problem.reason and "mcp_tool" in problem.reason
 
 
+@pytest.mark.usefixtures("registry")
 async def test_a_task_completed_prompt_gate_saying_no_keeps_the_task_open() -> None:
     """A quality gate judged by a model: ``ok: false`` (Claude Code's ``continue: false``) must
     not let the completion through; the member's call fails with the reason."""

@@ -6,7 +6,9 @@ entry, whether or not it has been removed yet."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import anyio
 from sqlalchemy import func, select
@@ -17,6 +19,9 @@ from agentscope_teams.store.jsonfile import JsonFileStore
 from agentscope_teams.store.memory import InMemoryStore
 from agentscope_teams.store.sql import SqlStore
 from agentscope_teams.store.sql.writes import ref
+
+from ..backends import StoreSpec
+from .sql_tables import drop_store_tables
 
 SHORT = 0.3
 
@@ -53,9 +58,30 @@ async def _expired(store: StoreBackend, keys: list[tuple[str, ...]]) -> bool:
     return all([await store.get(k) is None for k in keys])
 
 
+@asynccontextmanager
+async def _alone(store: StoreBackend, spec: StoreSpec) -> AsyncIterator[StoreBackend]:
+    """``store``, or on SQL a store on tables of its own: every SQL store's ``setup()`` purges the
+    whole table, so other tests' processes sharing the database would remove our expired rows
+    (and add theirs to our batches) between the steps this test counts."""
+    if not isinstance(store, SqlStore):
+        yield store
+        return
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    try:
+        async with SqlStore(spec.url, table_prefix=prefix) as own:
+            yield own
+    finally:
+        await drop_store_tables(spec.url, prefix)
+
+
 async def test_expired_entries_are_removed_a_bounded_batch_at_a_time(
-    store: StoreBackend, ns: str
+    store: StoreBackend, store_spec: StoreSpec, ns: str
 ) -> None:
+    async with _alone(store, store_spec) as own:
+        await _bounded_batches(own, ns)
+
+
+async def _bounded_batches(store: StoreBackend, ns: str) -> None:
     purger = purger_of(store)
     if purger is None:  # Redis: PEXPIRE frees them; nothing to ask for
         assert store.metrics_backend.startswith("redis"), store
