@@ -28,7 +28,7 @@ from ..model.factory import model_from_spec, model_from_string
 from .hook import Hook
 from .outcome import HookOutcome, failed, from_verdict
 
-__all__ = ["SYSTEM_PROMPT", "AgentRunner", "judge", "verdict"]
+__all__ = ["SYSTEM_PROMPT", "AgentRunner", "JudgeModels", "judge", "verdict"]
 
 SYSTEM_PROMPT = (
     "You are evaluating a hook condition for an AI agent. Judge whether the condition in the "
@@ -58,11 +58,19 @@ def verdict(text: str) -> tuple[bool, str] | None:
     return data["ok"], reason if isinstance(reason, str) else ""
 
 
-def _model(hook: Hook, default: ChatModel | None) -> ChatModel | None:
+#: The models hooks name, built once per hook set (a hook fires on every tool call: building
+#: the model each time would open a new provider client each time): ``(name, from a file)``.
+JudgeModels = dict[tuple[str, bool], ChatModel]
+
+
+def _model(hook: Hook, default: ChatModel | None, built: JudgeModels) -> ChatModel | None:
     if hook.model is None:
         return default
-    build = model_from_spec if hook.source is not None else model_from_string
-    return build(hook.model)
+    key = (hook.model, hook.source is not None)
+    if key not in built:  # a file's hook may not name an operator-only scheme
+        build = model_from_spec if hook.source is not None else model_from_string
+        built[key] = build(hook.model)
+    return built[key]
 
 
 def _text(prompt: str, payload: dict[str, Any]) -> str:
@@ -82,12 +90,14 @@ async def judge(
     payload: dict[str, Any],
     model: ChatModel | None,
     runner: AgentRunner | None = None,
+    built: JudgeModels | None = None,
 ) -> HookOutcome:
     """Ask ``hook``'s model (one call, or the verifier ``runner`` for an agent hook) about
-    ``payload``; its verdict as an outcome."""
+    ``payload``; its verdict as an outcome. ``built``: the models hooks named so far, kept by
+    the caller (:class:`~.runner.Hooks`) so that each is built once."""
     assert hook.prompt is not None
     try:
-        chosen = _model(hook, model)
+        chosen = _model(hook, model, {} if built is None else built)
     except AgentScopeTeamsError as exc:
         return failed(hook.label, f"cannot use model {hook.model!r}: {exc}")
     if chosen is None:

@@ -20,7 +20,7 @@ from .command import run_command
 from .config import GUARD_EVENTS, Hook, HookMap, merged
 from .http import run_http
 from .outcome import HookOutcome, failed, from_command, from_json
-from .prompt import AgentRunner, judge
+from .prompt import AgentRunner, JudgeModels, judge
 
 __all__ = ["Hooks", "claude_mode", "tool_payload"]
 
@@ -48,13 +48,17 @@ class Hooks:
     def __init__(self, hooks: HookMap | None = None, *, project_dir: Path | str | None = None):
         self.by_event: HookMap = dict(hooks or {})
         self.project_dir = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
+        #: The models prompt and agent hooks name, each built at its first use (shared by copies).
+        self.judges: JudgeModels = {}
 
     def __bool__(self) -> bool:
         return any(self.by_event.values())
 
     def with_hooks(self, more: HookMap) -> Hooks:
         """A copy with ``more`` added (a subagent's own spec hooks)."""
-        return Hooks(merged(self.by_event, more), project_dir=self.project_dir)
+        copy = Hooks(merged(self.by_event, more), project_dir=self.project_dir)
+        copy.judges = self.judges
+        return copy
 
     def matching(self, event: str, payload: Mapping[str, Any]) -> list[Hook]:
         """The hooks of ``event`` whose matcher selects ``payload`` (tool events match the
@@ -140,7 +144,7 @@ class Hooks:
         if hook.kind == "http":
             return await run_http(hook, payload)
         if hook.kind == "prompt" or (hook.kind == "agent" and agent_runner is not None):
-            return await judge(hook, payload, model, agent_runner)
+            return await judge(hook, payload, model, agent_runner, self.judges)
         if hook.kind != "function":
             return _not_run(hook)
         return await _call(hook, payload)

@@ -251,13 +251,17 @@ class JsonFileStore(StoreBackend):
             raise VersionConflict(key, expected, found)
         if head is None:
             return False
+        self._remove(path)
+        return live
+
+    def _remove(self, path: Path) -> None:
+        """Remove the key file ``path`` durably, and the directories it leaves empty."""
         path.unlink(missing_ok=True)
         try:
             fsync_dir(path.parent)
         except FileNotFoundError:  # a delete of a sibling key (another stripe) pruned it: empty
-            return live
+            return
         self._prune_dirs(path.parent)
-        return live
 
     def _prune_dirs(self, d: Path) -> None:
         """Remove now-empty directories up to ``kv/``; a non-empty one stops the walk."""
@@ -286,12 +290,7 @@ class JsonFileStore(StoreBackend):
         head = self._header(path, key)
         if head is None or head.live(time.time()):
             return 0
-        path.unlink(missing_ok=True)
-        try:
-            fsync_dir(path.parent)
-        except FileNotFoundError:  # a delete of a sibling key (another stripe) pruned it: empty
-            return 1
-        self._prune_dirs(path.parent)
+        self._remove(path)
         return 1
 
     async def list_keys(

@@ -366,7 +366,8 @@ class LocalTeamClient(TeamRegistry):
             found = self._require_member(team, name)
             if found.status is status:
                 return None
-            if found.stop is not None and status is not MemberStatus.STOPPED:
+            if not found.takes_work and status is not MemberStatus.STOPPED:
+                assert found.stop is not None
                 raise TeamError(found.stop.refusal(name))
             if not team.member_status_allowed(status):
                 raise TeamError(
@@ -848,7 +849,8 @@ def _require_claimable(team: Team, member: str) -> None:
         "and stop",
     )
     found = team.member(member)
-    if found is not None and found.stop is not None:
+    if found is not None and not found.takes_work:
+        assert found.stop is not None
         raise TeamError(found.stop.refusal(member))
 
 

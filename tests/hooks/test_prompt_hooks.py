@@ -258,3 +258,20 @@ async def test_a_task_completed_prompt_gate_saying_no_keeps_the_task_open() -> N
     assert (await client.get_task(team.id, task.id)).status is TaskStatus.IN_PROGRESS
     finished = await client.complete_task(team.id, "ann", task.id, "shipped")  # now ok: true
     assert finished.status is TaskStatus.COMPLETED
+
+
+@pytest.mark.usefixtures("registry")
+async def test_a_named_model_is_built_once_for_every_fire() -> None:
+    """A PreToolUse hook fires on every tool call: the model it names is built at its first use
+    only (each build would open a new provider client), also by a copy of the hooks."""
+    built: list[ScriptedModel] = []
+
+    def build(**_: object) -> ScriptedModel:
+        built.append(ScriptedModel(['{"ok": true}'] * 3))
+        return built[-1]
+
+    register_model("hook-judge-once", build, replace=True)
+    hooks = Hooks(parse_hooks(typed("Stop", "prompt", prompt="ok?", model="hook-judge-once")))
+    for fired in (hooks, hooks, hooks.with_hooks({})):
+        assert not (await fired.fire("Stop", {"session_id": "s1"})).blocked
+    assert len(built) == 1 and len(built[0].requests) == 3
