@@ -78,6 +78,11 @@ class AnthropicChatModel(SdkChatModel):
     def __repr__(self) -> str:
         return f"AnthropicChatModel(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
+    def _warm_sdk(self) -> None:
+        _ = self._client.messages
+        anthropic.types.Message.model_rebuild()
+        self._client.platform_headers()
+
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._request_kwargs(request)
         message = await self._send(lambda client: client.messages.create(stream=False, **kwargs))

@@ -26,7 +26,7 @@ from ..errors import MissingDependencyError, ModelConfigurationError
 
 try:  # before the modules below, which import the SDK too
     import openai
-    from openai.types.chat import ChatCompletion
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 except ImportError:
     raise MissingDependencyError("OpenAI-compatible models", "openai", ["openai"]) from None
 
@@ -94,6 +94,12 @@ class OpenAIChatModel(SdkChatModel):
             f"OpenAIChatModel(model={self.model!r}, provider={self.provider!r}, "
             f"base_url={redact_url(self.base_url)!r})"
         )
+
+    def _warm_sdk(self) -> None:
+        _ = self._client.chat.completions  # imports the chat resources (~40 ms)
+        ChatCompletion.model_rebuild()
+        ChatCompletionChunk.model_rebuild()
+        self._client.platform_headers()
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._request_kwargs(request)

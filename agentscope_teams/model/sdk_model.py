@@ -36,6 +36,8 @@ class SdkChatModel:
     _client: _SdkClient
     #: ``_client`` with the SDK's retries off (made at the first governed call; same pool).
     _once: Any = None
+    #: Whether :meth:`warm` ran.
+    _warmed = False
 
     def __init__(
         self,
@@ -85,6 +87,23 @@ class SdkChatModel:
             self._once = self._client.with_options(max_retries=0)
         once = self._once
         return await governed_call(self._errors, lambda: send(once), gate, self.max_retries)
+
+    def warm(self) -> None:
+        """Do now, once, what the SDK does lazily at its first request (import its resource
+        modules, complete its response models, its retry-less copy): 30-150 ms on a loaded
+        machine. A call a shared rate limit governs runs it before it takes its turn
+        (:class:`~agentscope_teams.usage.governor.ModelCall`), so a process's first request
+        reaches the provider when the limiter placed it, not that much later, next to the
+        following turn (a provider that allows no burst answers that 429)."""
+        if self._warmed:
+            return
+        self._warmed = True
+        if self._once is None:
+            self._once = self._client.with_options(max_retries=0)
+        self._warm_sdk()
+
+    def _warm_sdk(self) -> None:
+        """The SDK's lazy first-request work (:meth:`warm`); a subclass names it."""
 
     @property
     def model_name(self) -> str:

@@ -55,7 +55,7 @@ from .rules import GRANTED, Admission, Admitted
 #: to the request it admits; past it the turn is given back and taken again. A session's lease and
 #: load take 0.3-10 ms (Redis to MariaDB, a loaded machine: up to ~70 ms for a process's first
 #: call on SQL); a provider's bucket of even 2 requests tolerates one interval of jitter (100 ms at
-#: 600/min), and the limiter's margin (2 %) the drift.
+#: 600/min), and the limiter's margin (5 %) the drift.
 TURN_AHEAD = 0.05
 #: Tokens reserved beyond the estimate for what a call adds before its first request.
 SLACK_TOKENS = 1024

@@ -434,6 +434,15 @@ def tenant(name: str) -> _Using:
     return _Tenant(name)
 
 
+def _warm(model: ChatModel) -> None:
+    """Let ``model`` do its one-time lazy work (``warm()``, e.g.
+    :meth:`~agentscope_teams.model.sdk_model.SdkChatModel.warm`) before its call takes a rate-limit
+    turn: a request must reach the provider when the limiter placed it."""
+    warm = getattr(model, "warm", None)
+    if warm is not None:
+        warm()
+
+
 class ModelCall(Later):
     """One governed call (:func:`model_call`'s ``async with`` block): give it the response with
     :meth:`done`. Entering it admits the call; leaving it settles what the call used (a
@@ -466,6 +475,8 @@ class ModelCall(Later):
         scope, request = self.scope, self.request
         self.est_in = est_in = estimate_input(request)
         self.terms = terms = scope.governor.terms(self.model)
+        if terms.limit is not None:
+            _warm(self.model)
         self.early = early = EARLY.get()
         asked = asks(scope, terms, est_in, request.max_tokens)
         if asked is None:
