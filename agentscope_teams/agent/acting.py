@@ -99,6 +99,7 @@ class StepRunner:
         (:meth:`_hold`), the asked ones pause it."""
         results: dict[str, ToolResultBlock] = {}
         to_run, to_ask, to_defer = [], [], []
+        why: dict[str, str] = {}  # the deferred calls' reasons
         ws = self.opts.env.workspace if self.opts.env else None
         for call in calls:
             if self.halted is not None:  # a hook stopped the agent: no further call runs
@@ -116,6 +117,7 @@ class StepRunner:
                 continue
             if pre.permission == "defer" and not pre.blocked:  # its input and context ignored
                 to_defer.append(call)
+                why[call.id] = pre.permission_reason
                 continue
             if pre.updated_input is not None:
                 call = self._rewrite(call, pre.updated_input)
@@ -145,7 +147,7 @@ class StepRunner:
                 to_ask.append(call)
             else:
                 to_run.append(call)
-        to_ask = self._hold(to_defer, to_ask, results)
+        to_ask = self._hold(to_defer, to_ask, results, why)
         if to_ask:
             self.paused = True
             self.state.awaiting_confirmation = [c.id for c in to_ask]
@@ -159,9 +161,10 @@ class StepRunner:
         deferred: list[ToolUseBlock],
         asked: list[ToolUseBlock],
         results: dict[str, ToolResultBlock],
+        why: dict[str, str],
     ) -> list[ToolUseBlock]:
         """Keep the calls a PreToolUse hook deferred pending (no result) in
-        ``state.deferred_tool_calls``: the reply stops after the step's other calls. The step's
+        ``state.deferred_tool_calls`` (``why``: the hooks' reasons): the reply stops after the step's other calls. The step's
         asked calls wait with them (decided again on resume, then asked), so a resume has one
         thing to do; the asked calls that still pause the reply are returned. A ``continue:
         false`` wins: the deferred calls then get its result instead."""
@@ -173,6 +176,7 @@ class StepRunner:
             return asked
         held = [*deferred, *asked]
         self.state.deferred_tool_calls = [c.id for c in held]
+        self.state.deferred_reasons = {i: r for i, r in why.items() if r}
         return []
 
     async def _run_tools(
