@@ -22,6 +22,7 @@ one); here the other calls run and only the deferred ones wait, so a batch loses
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -58,6 +59,12 @@ class DeferredCall(BaseModel):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
     reason: str = ""
+
+    def summary(self, width: int = 300) -> str:
+        """``name {input as JSON, cut to width} (reason: ...)``, for a person or a client."""
+        args = json.dumps(self.input, ensure_ascii=False, default=str)
+        args = args if len(args) <= width else args[:width] + "..."
+        return f"{self.name} {args}" + (f" (reason: {self.reason})" if self.reason else "")
 
     def label(self) -> str:
         """``name (id): reason``, for a line of text."""
