@@ -74,11 +74,13 @@ class ToolDeferredEvent(_Event):
     """A PreToolUse hook deferred these tool calls (``permissionDecision: "defer"``): they did not
     run and have no result; the reply stopped. The next call on ``session_id`` (no new message
     needed: ``agent.call(None, ctx)``, ``agentscope-teams run --session ID``) runs their
-    PreToolUse hooks again and goes on with what they decide."""
+    PreToolUse hooks again and goes on with what they decide. ``reasons``: the hooks'
+    ``permissionDecisionReason`` by call id (a call whose hook gave none is not in it)."""
 
     type: Literal["tool_deferred"] = "tool_deferred"
     session_id: str
     tool_calls: list[ToolUseBlock]
+    reasons: dict[str, str] = Field(default_factory=dict)
 
 
 class ExceedMaxItersEvent(_Event):

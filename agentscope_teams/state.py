@@ -165,6 +165,9 @@ class AgentState(BaseModel):
     #: Tool call ids a PreToolUse hook deferred: the reply stopped with them pending, and the next
     #: call on the session runs their PreToolUse hooks again before anything else.
     deferred_tool_calls: list[str] = Field(default_factory=list)
+    #: Why the hook deferred them (its ``permissionDecisionReason``), by call id; only the calls
+    #: of ``deferred_tool_calls`` count (read it with ``agent.deferral.deferred_calls``).
+    deferred_reasons: dict[str, str] = Field(default_factory=dict)
     #: Token usage the model reported (totals and the last prompt's size).
     usage: UsageLedger = Field(default_factory=UsageLedger)
     #: W3C trace context of the span that paused for confirmation (the resume links to it).
@@ -222,8 +225,13 @@ class AgentState(BaseModel):
         self.reply_id = ""
         self.cur_iter = 0
         self.awaiting_confirmation.clear()
-        self.deferred_tool_calls.clear()
+        self.end_deferral()
         self.usage.forget_prompt()
+
+    def end_deferral(self) -> None:
+        """Forget the calls a hook deferred (and why): they are decided again, or closed."""
+        self.deferred_tool_calls.clear()
+        self.deferred_reasons.clear()
 
 
 class ExtensionState(BaseModel):

@@ -5,6 +5,8 @@
   ``input-required``; the status message names the paused calls (a ``DataPart`` under
   ``agentscope_teams``), and the next message on the task answers them, in whichever process
   receives it (the pause is in the session, the task in the store);
+* a reply a PreToolUse hook deferred puts the task in ``input-required`` too, and the next message
+  on it resumes the deferred calls (:mod:`.deferred`);
 * stream events become status updates (tool calls, results, hints: a ``DataPart`` with the event)
   and artifact updates (text deltas append to the answer artifact, replaced by the whole answer
   at the end); structured output is a ``DataPart`` of the answer;
@@ -46,6 +48,7 @@ from ..events import (
 )
 from ..message import ToolUseBlock
 from .auth import caller_of
+from .deferred import DEFERRED_STATUS, deferred_message, is_deferred, resume_input
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +152,8 @@ async def _run(
         return
     if isinstance(end, RequireUserConfirmEvent):
         await updater.requires_input(_pause_message(updater, end))
+    elif isinstance(end, ReplyEndEvent) and is_deferred(end.msg):
+        await updater.requires_input(deferred_message(updater, end.msg, ctx.session_id))
     elif isinstance(end, ReplyEndEvent):
         parts = _answer_parts(end, structured=executor.output_type is not None)
         await updater.add_artifact(
@@ -252,19 +257,22 @@ def _pause_of(task: Task) -> dict[str, Any] | None:
     for data in get_data_parts(list(task.status.message.parts)):
         if isinstance(data, dict) and isinstance(data.get(DATA_KEY), dict):
             pause: dict[str, Any] = data[DATA_KEY]
-            if pause.get("status") == "awaiting_confirmation":
+            if pause.get("status") in ("awaiting_confirmation", DEFERRED_STATUS):
                 return pause
     return None
 
 
 def _input_of(context: RequestContext, task: Task | None) -> ReplyInput:
-    """The reply input of a message: an answer to the task's pause, else the text to send."""
+    """The reply input of a message: an answer to the task's pause (a confirmation, or the
+    resume of deferred calls), else the text to send."""
     message = context.message
     parts = list(message.parts) if message is not None else []
     text = "\n".join(get_text_parts(parts)).strip()
     data = [d for d in get_data_parts(parts) if d is not None]
     pause = _pause_of(task) if task is not None else None
     if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and pause:
+        if pause["status"] == DEFERRED_STATUS:
+            return resume_input(text, data)
         return _answer(pause, text, data)
     if data:
         text = "\n".join([text, *(json.dumps(d, ensure_ascii=False) for d in data)]).strip()

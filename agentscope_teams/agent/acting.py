@@ -94,9 +94,8 @@ class StepRunner:
         return [c for c, _ in decisions], run, results
 
     async def decide(self, calls: list[ToolUseBlock]) -> ToolRun:
-        """Decide each call (deny / defer / ask / run): what :meth:`_run_tools` runs (the allowed
-        calls) and what it reports (the denied ones' results); the deferred ones stop the reply
-        (:meth:`_hold`), the asked ones pause it."""
+        """Decide each call (deny / defer / ask / run): what :meth:`_run_tools` runs and reports
+        (denied ones' results); the deferred stop the reply (:meth:`_hold`), the asked pause it."""
         results: dict[str, ToolResultBlock] = {}
         to_run, to_ask, to_defer = [], [], []
         ws = self.opts.env.workspace if self.opts.env else None
@@ -116,6 +115,7 @@ class StepRunner:
                 continue
             if pre.permission == "defer" and not pre.blocked:  # its input and context ignored
                 to_defer.append(call)
+                self.state.deferred_reasons[call.id] = pre.permission_reason  # kept by _hold
                 continue
             if pre.updated_input is not None:
                 call = self._rewrite(call, pre.updated_input)
@@ -161,10 +161,12 @@ class StepRunner:
         results: dict[str, ToolResultBlock],
     ) -> list[ToolUseBlock]:
         """Keep the calls a PreToolUse hook deferred pending (no result) in
-        ``state.deferred_tool_calls``: the reply stops after the step's other calls. The step's
-        asked calls wait with them (decided again on resume, then asked), so a resume has one
-        thing to do; the asked calls that still pause the reply are returned. A ``continue:
-        false`` wins: the deferred calls then get its result instead."""
+        ``state.deferred_tool_calls``, with the hooks' reasons :meth:`decide` noted (those given):
+        the reply stops after the step's other calls. The step's asked calls wait with them
+        (decided again on resume, then asked), so a resume has one thing to do; the asked calls
+        that still pause the reply are returned. A ``continue: false`` wins: the deferred calls
+        then get its result instead."""
+        why, self.state.deferred_reasons = self.state.deferred_reasons, {}
         if not deferred:
             return asked
         if self.halted is not None:
@@ -173,6 +175,7 @@ class StepRunner:
             return asked
         held = [*deferred, *asked]
         self.state.deferred_tool_calls = [c.id for c in held]
+        self.state.deferred_reasons = {c.id: why[c.id] for c in deferred if why.get(c.id)}
         return []
 
     async def _run_tools(

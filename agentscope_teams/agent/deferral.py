@@ -6,7 +6,9 @@ the next call on the session resumes them.
   deferred calls (and the step's asked calls, which wait with them) are kept in
   ``state.deferred_tool_calls``. The reply ends with a :class:`ToolDeferredEvent` and a final
   message whose metadata says ``stop_reason: "tool_deferred"`` and lists the calls
-  (``deferred_tool_calls``: id, name, input), as Claude Code's result does (``deferred_tool_use``).
+  (``deferred_tool_calls``: id, name, input, and the hook's ``permissionDecisionReason`` as
+  ``reason``), as Claude Code's result does (``deferred_tool_use``). :func:`deferred_calls` is
+  that list, read from a state: what every surface (A2A, MCP, the dashboard) shows.
   The model is not called again until every call of the step has a result.
 - **Resume**: any next call on the session (``agent.call(None, ctx)``; ``agentscope-teams run
   --session ID`` without a prompt) first runs the held calls' PreToolUse hooks again: allow runs
@@ -20,7 +22,10 @@ one); here the other calls run and only the deferred ones wait, so a batch loses
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from ..message import AssistantMsg, Msg, ToolUseBlock
 from ..state import AgentState
@@ -45,10 +50,41 @@ def held_calls(state: AgentState) -> list[ToolUseBlock]:
     return [c for c in state.awaiting_tool_calls() if c.id in held] if held else []
 
 
-def stopped_msg(state: AgentState, agent: str, calls: list[ToolUseBlock], dropped: bool) -> Msg:
-    """The final message of a reply stopped by deferred ``calls`` (``dropped``: the call's new
+class DeferredCall(BaseModel):
+    """A tool call a PreToolUse hook deferred: ``reason`` is the hook's
+    ``permissionDecisionReason`` ("" when it gave none, or for a call of the same turn that
+    waits with it to ask the user)."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    reason: str = ""
+
+    def summary(self, width: int = 300) -> str:
+        """``name {input as JSON, cut to width} (reason: ...)``, for a person or a client."""
+        args = json.dumps(self.input, ensure_ascii=False, default=str)
+        args = args if len(args) <= width else args[:width] + "..."
+        return f"{self.name} {args}" + (f" (reason: {self.reason})" if self.reason else "")
+
+    def label(self) -> str:
+        """``name (id): reason``, for a line of text."""
+        return f"{self.name} ({self.id})" + (f": {self.reason}" if self.reason else "")
+
+
+def deferred_calls(state: AgentState) -> list[DeferredCall]:
+    """The calls of ``state`` a hook deferred, still without a result, with the hooks' reasons."""
+    why = state.deferred_reasons
+    return [
+        DeferredCall(id=c.id, name=c.name, input=c.input, reason=why.get(c.id, ""))
+        for c in held_calls(state)
+    ]
+
+
+def stopped_msg(state: AgentState, agent: str, dropped: bool) -> Msg:
+    """The final message of a reply stopped by its deferred calls (``dropped``: the call's new
     message was not added). It is not added to the context: the model never reads it."""
-    names = ", ".join(f"{c.name} ({c.id})" for c in calls)
+    calls = deferred_calls(state)
+    names = "; ".join(c.label() for c in calls)
     text = (
         f"Stopped: a PreToolUse hook deferred {names}; it did not run. Call this session again "
         "(no new message needed) to run its PreToolUse hooks again and go on."
@@ -56,7 +92,7 @@ def stopped_msg(state: AgentState, agent: str, calls: list[ToolUseBlock], droppe
     metadata: dict[str, Any] = {
         "reply_id": state.reply_id,
         STOP_REASON: TOOL_DEFERRED,
-        DEFERRED_TOOL_CALLS: [{"id": c.id, "name": c.name, "input": c.input} for c in calls],
+        DEFERRED_TOOL_CALLS: [c.model_dump(mode="json") for c in calls],
     }
     if dropped:
         text += " Your new message was not added; send it again once the call is decided."

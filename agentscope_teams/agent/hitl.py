@@ -41,7 +41,7 @@ def close_pending(state: AgentState, reason: str) -> list[ToolResultBlock]:
     a deferral)."""
     pending = state.awaiting_tool_calls()
     state.awaiting_confirmation.clear()
-    state.deferred_tool_calls.clear()
+    state.end_deferral()
     if not pending:
         return []
     results = [

@@ -285,7 +285,7 @@ class _Reply(StepRunner):
         (by the caller); any other call left without a result is closed as recovered."""
         state = self.state
         held = set(state.deferred_tool_calls)
-        state.deferred_tool_calls.clear()
+        state.end_deferral()
         orphans = [c for c in state.awaiting_tool_calls() if c.id not in held]
         if orphans:
             results = [
@@ -389,10 +389,16 @@ class _Reply(StepRunner):
 
     def _deferred(self, dropped: bool) -> list[AgentEvent]:
         """Stop for the calls a PreToolUse hook deferred: the reply's last events."""
-        held = deferral.held_calls(self.state)
-        msg = deferral.stopped_msg(self.state, self.agent.name, held, dropped)
+        state = self.state
+        held = deferral.held_calls(state)
+        msg = deferral.stopped_msg(state, self.agent.name, dropped)
+        reasons = {
+            c.id: state.deferred_reasons[c.id] for c in held if c.id in state.deferred_reasons
+        }
         return [
-            ToolDeferredEvent(session_id=self.state.session_id, tool_calls=held, **self._ev()),
+            ToolDeferredEvent(
+                session_id=state.session_id, tool_calls=held, reasons=reasons, **self._ev()
+            ),
             ReplyEndEvent(msg=msg, **self._ev()),
         ]
 

@@ -110,6 +110,8 @@ class RunView:
         elif isinstance(event, ToolDeferredEvent):
             names = ", ".join(f"{c.name} ({c.id})" for c in event.tool_calls)
             self._line(f"|| {names} deferred by a PreToolUse hook: not run; the reply stops here")
+            for call_id, reason in event.reasons.items():
+                self._line(f"   {call_id}: {reason}")
             if self.resume:
                 self._line(f"   resume it (its hook runs again) with: {self.resume}")
 

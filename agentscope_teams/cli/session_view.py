@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..agent.deferral import deferred_calls
 from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..sessions import SessionRecord
 from ..tools.plan import render_todos
@@ -89,13 +90,15 @@ def _header(record: SessionRecord) -> Text:
         text.append(
             f"\npaused: waiting for the user to confirm {len(waiting)} tool call(s)", "yellow"
         )
-    deferred = record.state.deferred_tool_calls
+    deferred = deferred_calls(record.state)
     if deferred:
         text.append(
             f"\nstopped: a PreToolUse hook deferred {len(deferred)} tool call(s); the next call "
             "on this session runs its hook again",
             "yellow",
         )
+        for call in deferred:
+            text.append(f"\n  || {safe(call.summary(_ARGS_WIDTH))}", "yellow")
     return text
 
 

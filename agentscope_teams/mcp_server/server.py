@@ -17,6 +17,9 @@ A reply that pauses for confirmation (a tool call the permission rules ask about
 the result says the call awaits confirmation, names the tool calls and the ``reply_id`` (in the
 text and in ``_meta``); the pause stays stored, for whoever can confirm it (the Python API, the
 control plane). Any failure of a call becomes an MCP tool error (``isError``), never a crash.
+
+A reply a PreToolUse hook deferred is not an answer either: the result says so and the next call
+on the session (``message: ""``) resumes it (:mod:`.deferred`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from ..agent.deferral import DEFERRED_TOOL_CALLS
 from ..agent.output import OutputType
 from ..compose import HarnessAgent
 from ..context import RuntimeContext
@@ -38,6 +42,7 @@ from ..errors import AgentScopeTeamsError, ConfigurationError, public_message
 from ..events import (
     HintEvent,
     ReplyEndEvent,
+    ReplyInput,
     RequireUserConfirmEvent,
     TextDeltaEvent,
     ToolCallEvent,
@@ -51,6 +56,7 @@ from ..token_file import (
     refuse_unauthenticated,
     verify_credentials,
 )
+from .deferred import deferred_result, nothing_to_resume, result_meta
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +64,11 @@ log = logging.getLogger(__name__)
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "message": {"type": "string", "description": "the user message for the agent"},
+        "message": {
+            "type": "string",
+            "description": "the user message for the agent (empty: resume tool calls a hook "
+            "deferred in this session, adding no message)",
+        },
         "session_id": {
             "type": "string",
             "description": "conversation to continue (default: the one of this MCP session)",
@@ -261,10 +271,16 @@ class McpAgentServer:
             user_id=who.user_id,
             org_id=who.org_id,
         )
+        reply_input: ReplyInput = message
+        if not message:  # the resume of calls a hook deferred
+            state = await tool.agent.get_agent_state(run_ctx)
+            if not state.deferred_tool_calls:
+                return _error(nothing_to_resume(run_ctx.session_id))
+            reply_input = None
         final: Msg | None = None
         progress = _Progress(ctx)
         async with aclosing(
-            tool.agent.stream(message, run_ctx, output_type=tool.output_type)
+            tool.agent.stream(reply_input, run_ctx, output_type=tool.output_type)
         ) as events:
             async for event in events:
                 if isinstance(event, RequireUserConfirmEvent):
@@ -274,6 +290,8 @@ class McpAgentServer:
                 await progress.report(event)
         if final is None:
             return _error("the agent ended without a reply")
+        if final.metadata.get(DEFERRED_TOOL_CALLS) is not None:
+            return deferred_result(final, run_ctx.session_id, structured=tool.output_type is None)
         return _answer(final, run_ctx.session_id, structured=tool.output_type is not None)
 
 
@@ -290,10 +308,9 @@ def _refused_arguments(tool: str, args: dict[str, Any]) -> str | None:
             "required) and 'session_id' (a string, optional)"
         )
     message = args.get("message")
-    if not isinstance(message, str) or not message:
-        got = "an empty string" if message == "" else f"a {_json_type(message)}"
-        got = got if "message" in args else "none"
-        return f"argument 'message' must be a non-empty string (got {got})"
+    if not isinstance(message, str):
+        got = f"a {_json_type(message)}" if "message" in args else "none"
+        return f"argument 'message' must be a string (got {got})"
     if args.get("session_id") is not None and not isinstance(args["session_id"], str):
         got = _json_type(args["session_id"])
         return f"argument 'session_id' must be a string (got a {got}); omit it for the default"
@@ -334,10 +351,6 @@ class _Progress:
         await self.ctx.session.report_progress(self.sent, None, text)
 
 
-def _meta(session_id: str, **more: Any) -> dict[str, Any]:
-    return {"agentscope_teams": {"session_id": session_id, **more}}
-
-
 def _answer(msg: Msg, session_id: str, *, structured: bool) -> Any:
     import mcp_types as types
 
@@ -348,7 +361,7 @@ def _answer(msg: Msg, session_id: str, *, structured: bool) -> Any:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=data if isinstance(data, dict) else None,
-        meta=_meta(session_id),
+        meta=result_meta(session_id),
     )
 
 
@@ -363,7 +376,7 @@ def _paused(event: RequireUserConfirmEvent, session_id: str) -> Any:
     )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
-        meta=_meta(
+        meta=result_meta(
             session_id,
             status="awaiting_confirmation",
             reply_id=event.reply_id,

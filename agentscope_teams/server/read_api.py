@@ -12,6 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from ..agent.deferral import deferred_calls
 from ..keys import RUN, RunKeys, SessionAddress, family_of, user_runs_prefix
 from ..listing import UNREADABLE, unreadable
 from ..sessions import SessionRecord, SessionStorage
@@ -56,6 +57,7 @@ async def list_sessions(
             created_at=r.created_at,
             updated_at=r.updated_at,
             team_id=r.team_id,
+            deferred=deferred_calls(r.state),
             **reads.usage_of(r).model_dump(),
         )
         for r in sorted(records, key=lambda r: r.updated_at, reverse=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..agent.deferral import DeferredCall
 from ..errors import ConfigurationError
 from ..state import PermissionMode
 from ..subagents.runs import RunStatus
@@ -196,7 +197,9 @@ class Whoami(BaseModel):
 
 
 class SessionSummary(BaseModel):
-    """A session as listed: its model, team and reported usage (``cost_usd`` None: unknown)."""
+    """A session as listed: its model, team and reported usage (``cost_usd`` None: unknown);
+    ``deferred``: the tool calls a PreToolUse hook deferred, which the next call on the session
+    decides again (tool, input, the hook's reason)."""
 
     agent_id: str
     session_id: str
@@ -211,6 +214,7 @@ class SessionSummary(BaseModel):
     output_tokens: int = 0
     requests: int = 0
     cost_usd: float | None = None
+    deferred: list[DeferredCall] = Field(default_factory=list)
 
 
 class RunSummary(BaseModel):

@@ -11,7 +11,8 @@ from .conftest import Cli
 
 HOOK = """#!/bin/bash
 cat > /dev/null
-echo "{\\"hookSpecificOutput\\": {\\"permissionDecision\\": \\"$(cat "$(dirname "$0")/decision")\\"}}"
+d="$(cat "$(dirname "$0")/decision")"
+echo "{\\"hookSpecificOutput\\": {\\"permissionDecision\\": \\"$d\\", \\"permissionDecisionReason\\": \\"policy: $d\\"}}"
 """
 
 
@@ -49,6 +50,11 @@ def test_a_deferred_call_stops_the_run_and_run_without_a_prompt_resumes_it(
     assert not (root / "a.txt").exists()
     assert "write_file" in stopped.stdout and "deferred by a PreToolUse hook" in stopped.stdout
     assert "agentscope-teams run --session s1" in stopped.stdout
+    assert "policy: defer" in stopped.stdout  # the hook's reason
+    shown = cli.run("sessions", "show", "s1", "--agent", "lead", "--store", cli.url, cwd=root)
+    assert shown.returncode == 0, shown.stderr
+    assert "a PreToolUse hook deferred 1 tool call(s)" in shown.stdout
+    assert 'write_file {"path": "a.txt", "content": "x"} (reason: policy: defer)' in shown.stdout
 
     (root / "decision").write_text("allow")
     second = _script(root, "second.json", ["written"])

@@ -102,14 +102,22 @@ async def test_defer_stops_with_the_call_pending_and_the_resume_asks_the_hook_ag
         assert final.metadata["stop_reason"] == "tool_deferred"
         assert "input_not_added" not in final.metadata  # "write it" is in the context
         assert [d["id"] for d in final.metadata["deferred_tool_calls"]] == [call.id]
+        # why: the hook's permissionDecisionReason, in the event, the message and the state
+        assert deferred.reasons == {call.id: "policy: defer"}
+        assert final.metadata["deferred_tool_calls"][0]["reason"] == "policy: defer"
+        assert "write_file (" in final.get_text_content()
+        assert "policy: defer" in final.get_text_content()
         assert not any(isinstance(e, ToolResultEvent) for e in events)  # not run, not denied
         state = await a.get_agent_state(CTX)
         assert [c.id for c in state.awaiting_tool_calls()] == [call.id]  # kept, no result
         assert state.deferred_tool_calls == [call.id]
+        assert state.deferred_reasons == {call.id: "policy: defer"}
 
         _decide(tmp_path, "allow")
         msg = await a.call(None, CTX)  # the resume
         assert msg.get_text_content() == "done"
+        state = await a.get_agent_state(CTX)
+        assert not state.deferred_tool_calls and not state.deferred_reasons  # forgotten
     assert _written(tmp_path)
     assert _seen_writes(tmp_path) == [call.id, call.id]  # the hook ran again for the same call
     assert _wrote(tool_results(model.requests[1]))

@@ -86,7 +86,7 @@ async function loadSessions() {
     $("sessions-body").replaceChildren(...rows.map((s) => h("tr", {
       class: "clickable", "data-session": s.session_id, onclick: () => { location.hash = sessionHash(s.agent_id, s.session_id); },
     },
-    h("td", {}, s.agent_id), h("td", { class: "mono" }, s.session_id), h("td", {}, s.source),
+    h("td", {}, s.agent_id), h("td", { class: "mono" }, s.session_id, deferredBadge(s.deferred)), h("td", {}, s.source),
     h("td", {}, String(s.messages)), h("td", { class: "model" }, s.model || "—"),
     h("td", { class: "tokens" }, fmtTokens(s)), h("td", { class: "cost" }, fmtCost(s.cost_usd)),
     h("td", {}, String(s.version)), h("td", {}, fmtTime(s.updated_at)))));
@@ -94,6 +94,13 @@ async function loadSessions() {
   } catch (err) {
     showError(err);
   }
+}
+
+// A session whose tool calls a PreToolUse hook deferred: what waits, and why (in its title).
+function deferredBadge(calls) {
+  if (!calls || !calls.length) return null;
+  const title = calls.map((c) => `${c.name}${c.reason ? `: ${c.reason}` : ""}`).join("\n");
+  return h("span", { class: "badge deferred", title }, ` deferred: ${calls.map((c) => c.name).join(", ")}`);
 }
 
 async function loadRuns() {
