@@ -120,7 +120,7 @@ def hooks_of_spec(base: Hooks | None, spec: Any, trust: ProjectTrust) -> Hooks:
     if not spec.hooks:
         return base
     if spec.source is not None and base.policy.files_closed:
-        log.warning("%s: its hooks: do not run: the managed settings allow no file hooks but theirs",
+        log.warning("%s: the spec's hooks: do not run: the managed settings allow only their own",
                     spec.source)  # fmt: skip
         return base
     own = spec_hooks(spec.hooks, spec.source)
