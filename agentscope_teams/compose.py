@@ -24,7 +24,7 @@ from .agent.extension import AgentView, Extension
 from .agent.harness import SessionAgent
 from .agent.options import SessionOptions, check_keywords, check_options, session_options
 from .errors import ConfigurationError
-from .hooks import HookMap, Hooks, hooks_from_callables, parse_hooks, project_hooks
+from .hooks import HookMap, Hooks, hooks_from_callables, parse_hooks, project_settings
 from .hooks.config import merged
 from .mcp import McpPool, McpToolset
 from .mcp.project import project_mcp_json, project_servers
@@ -244,9 +244,11 @@ class HarnessAgent(SessionAgent):
         super().__init__(name, model, system_prompt, **session)
         specs = options.get("specs")
         self._add_mcp(options)
+        file_hooks, policy = project_settings(specs, self.trust)
         self.hooks = Hooks(
-            merged(_code_hooks(options.get("hooks")), project_hooks(specs, self.trust)),
+            merged(_code_hooks(options.get("hooks")), file_hooks),
             project_dir=project_root(specs) if isinstance(specs, str | Path) else None,
+            policy=policy,
         )
         self.project_memory = project_memory(options.get("project_memory"), specs, self.trust)
         if self.project_memory:

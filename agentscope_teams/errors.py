@@ -27,7 +27,8 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
     │   ├── NotTaskOwnerError         only the owner may complete, fail or release a task
     │   ├── UnknownMemberError        no such member in the team
     │   ├── UnknownTeamError          no such team in the caller's (org, user) scope
-    │   └── UnknownTaskError          no such task on the team's board
+    │   ├── UnknownTaskError          no such task on the team's board
+    │   └── TaskBlockedError          a TaskCreated hook refused the task: nothing was created
     ├── ToolError                     raised inside a tool: returned to the model as an error result
     │   └── WebAccessError            web_fetch / web_search refused or failed (url, reason, status)
     ├── HITLError                     a confirmation that does not match the paused reply
@@ -54,7 +55,7 @@ Every error the library raises on purpose derives from :class:`AgentScopeTeamsEr
 
 Errors carry their context as fields so callers never parse messages: ``VersionConflict`` (key,
 expected, found), ``ClaimConflict`` (task_id, owner), ``SpecError`` (file, line, reason),
-``LimitError`` (field, limit), ``OutputValidationError`` (output_name, problems),
+``LimitError`` (field, limit), ``TaskBlockedError`` (title, reason, hooks), ``OutputValidationError`` (output_name, problems),
 ``OutputRetriesExceededError`` (output_name, attempts, problems, reply_id), ``ControlPlaneError``
 (status), ``WebAccessError`` (url, reason, status) and every ``ModelError`` (status_code, code,
 body, model, base_url).
@@ -330,6 +331,22 @@ class UnknownTeamError(TeamError):
 
 class UnknownTaskError(TeamError):
     """No task with this id exists on the team's board."""
+
+
+class TaskBlockedError(TeamError):
+    """A ``TaskCreated`` hook refused a task (exit 2 or ``decision: "block"``): it was not created.
+
+    ``title`` is the refused task's title, ``reason`` the hooks' stderr (or ``reason``), ``hooks``
+    the labels of the hooks that refused it."""
+
+    def __init__(self, title: str, reason: str, hooks: list[str]) -> None:
+        self.title, self.reason, self.hooks = title, reason, list(hooks)
+        by = ", ".join(self.hooks) or "a TaskCreated hook"
+        super().__init__(
+            f"task {title!r} was not created: the TaskCreated hook {by} refused it: "
+            f"{reason or '(no reason given)'}; change the task as the reason says and assign "
+            "it again"
+        )
 
 
 class ToolError(AgentScopeTeamsError):

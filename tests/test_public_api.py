@@ -78,6 +78,7 @@ ERROR_NAMES = {
     "UnknownMemberError",
     "UnknownTeamError",
     "UnknownTaskError",
+    "TaskBlockedError",
     "ToolError",
     "WebAccessError",
     "GitError",

@@ -37,7 +37,7 @@ import anyio
 
 from ..compose import project_mcp_json
 from ..errors import CommandError
-from ..hooks import Hooks, project_hooks
+from ..hooks import Hooks, project_settings
 from ..mcp import McpToolset
 from ..mcp.project import project_servers
 from ..model import ChatModel
@@ -202,7 +202,7 @@ def handle(args: argparse.Namespace) -> int:
         orgs=args.org,
         mcp=mcp,
         sandbox=sandbox_option(args),
-        hooks=Hooks(project_hooks(args.specs, trust), project_dir=project_root(args.specs)),
+        hooks=_worker_hooks(args.specs, trust),
         trust=trust,
         memory=project_memory(args.specs, trust) or None,
     )
@@ -251,6 +251,13 @@ def _require_shared(store: BaseStore, url: str) -> None:
             "this store lives only in this process; use a file, SQL or Redis store shared with "
             "the lead"
         )
+
+
+def _worker_hooks(specs: Path, trust: ProjectTrust) -> Hooks:
+    """The members' hooks: the managed settings' and the trusted project's, under the policy the
+    settings set (``docs/hooks.md``)."""
+    file_hooks, policy = project_settings(specs, trust)
+    return Hooks(file_hooks, project_dir=project_root(specs), policy=policy)
 
 
 def _model(name: str | None, specs: Mapping[str, SubagentSpec]) -> ChatModel | None:

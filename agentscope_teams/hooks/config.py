@@ -13,8 +13,10 @@ frontmatter or a project's ``.claude/settings.json``. An entry's ``type`` is Cla
   ``TaskCreated`` / ``TaskCompleted``) it is not run (a warning at load);
 - ``mcp_tool``: loaded with a warning, not run here.
 
-A hook that cannot run denies every call it selects on ``PreToolUse`` / ``PermissionRequest``
-(:data:`GUARD_EVENTS`), so a guard never silently lets calls through.
+A hook that cannot run (an ``mcp_tool`` hook; an http hook whose URL the settings'
+``allowedHttpHookUrls`` do not allow, :mod:`.policy`) denies every call it selects on
+``PreToolUse`` / ``PermissionRequest`` (:data:`GUARD_EVENTS`), so a guard never silently lets calls
+through.
 
 Other Claude Code fields (``statusMessage``, ``once``, ``async``, ``if``) are accepted and ignored.
 Python callables (``HarnessAgent(hooks=...)``) use ``{Event: [(matcher, callable), ...]}``. An

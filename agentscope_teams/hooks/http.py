@@ -39,10 +39,15 @@ def interpolate(value: str, allowed: Iterable[str]) -> str:
     return _VAR.sub(one, value)
 
 
-async def run_http(hook: Hook, payload: dict[str, Any]) -> HookOutcome:
-    """POST ``payload`` to ``hook.url``; its answer (see the module docstring)."""
+async def run_http(
+    hook: Hook, payload: dict[str, Any], allowed_env: Iterable[str] | None = None
+) -> HookOutcome:
+    """POST ``payload`` to ``hook.url``; its answer (see the module docstring). ``allowed_env``
+    (default: the hook's ``allowedEnvVars``) names the variables its headers may use: the hook's
+    list cut down by the settings' ``httpHookAllowedEnvVars`` (:mod:`.policy`)."""
     assert hook.url is not None
-    headers = {k: interpolate(v, hook.allowed_env).strip() for k, v in hook.headers}
+    names = tuple(hook.allowed_env if allowed_env is None else allowed_env)
+    headers = {k: interpolate(v, names).strip() for k, v in hook.headers}
     headers.setdefault("Content-Type", "application/json")
     body = json.dumps(payload, ensure_ascii=False, default=str).encode()
     reply: httpx.Response | None = None

@@ -26,8 +26,8 @@ _STOP_EVENTS = ("Stop", "SubagentStop")
 _RANK = {"allow": 1, "ask": 2, "defer": 3, "deny": 4}
 
 #: Events besides Stop/SubagentStop whose ``ok: false`` (a prompt or agent hook) blocks as exit 2
-#: does: a task's completion (:func:`from_verdict`).
-_GATE_EVENTS = ("TaskCompleted",)
+#: does: a task's creation and its completion (:func:`from_verdict`).
+_GATE_EVENTS = ("TaskCreated", "TaskCompleted")
 
 
 @dataclass
@@ -157,10 +157,10 @@ def from_verdict(event: str, ok: bool, reason: str) -> HookOutcome:
     """A prompt (or agent) hook's ``{"ok": ..., "reason": ...}``: ``ok: false`` on ``Stop`` /
     ``SubagentStop`` blocks the stop (the reason is the agent's next instruction), as Claude Code
     reads it; on any other event Claude Code ends the turn (``continue: false``), the reason shown
-    to the user as a warning. We read it as a block on ``TaskCompleted`` too (:data:`_GATE_EVENTS`):
-    a model-judged quality gate that says no keeps the member working on the same task with the
-    reason as feedback, as exit 2 does, where Claude Code would stop the teammate (and count the
-    completion)."""
+    to the user as a warning. We read it as a block on ``TaskCreated`` and ``TaskCompleted`` too
+    (:data:`_GATE_EVENTS`): a model-judged gate that says no refuses the task, or keeps the member
+    working on the same task, with the reason as feedback, as exit 2 does, where Claude Code would
+    stop the teammate (and count the completion)."""
     if ok:
         return HookOutcome()
     reason = reason.strip() or f"a {event} prompt hook answered ok: false"

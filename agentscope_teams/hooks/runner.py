@@ -20,6 +20,7 @@ from .command import run_command
 from .config import GUARD_EVENTS, Hook, HookMap, merged
 from .http import run_http
 from .outcome import HookOutcome, failed, from_command, from_json
+from .policy import HookPolicy
 from .prompt import AgentRunner, JudgeModels, judge
 
 __all__ = ["Hooks", "claude_mode", "tool_payload"]
@@ -43,11 +44,19 @@ def claude_mode(mode: str) -> str:
 class Hooks:
     """The hooks of an agent by event. ``project_dir`` (default: the current directory, where
     Claude Code would have been started) is the cwd and ``CLAUDE_PROJECT_DIR`` of hooks given in
-    code; a file's hooks use the root of their own project."""
+    code; a file's hooks use the root of their own project. ``policy`` is what the settings allow
+    hooks (:mod:`.policy`: the URLs an http hook may call, the variables its headers may use)."""
 
-    def __init__(self, hooks: HookMap | None = None, *, project_dir: Path | str | None = None):
+    def __init__(
+        self,
+        hooks: HookMap | None = None,
+        *,
+        project_dir: Path | str | None = None,
+        policy: HookPolicy | None = None,
+    ):
         self.by_event: HookMap = dict(hooks or {})
         self.project_dir = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
+        self.policy = policy or HookPolicy()
         #: The models prompt and agent hooks name, each built at its first use (shared by copies).
         self.judges: JudgeModels = {}
 
@@ -56,7 +65,7 @@ class Hooks:
 
     def with_hooks(self, more: HookMap) -> Hooks:
         """A copy with ``more`` added (a subagent's own spec hooks)."""
-        copy = Hooks(merged(self.by_event, more), project_dir=self.project_dir)
+        copy = Hooks(merged(self.by_event, more), project_dir=self.project_dir, policy=self.policy)
         copy.judges = self.judges
         return copy
 
@@ -141,8 +150,9 @@ class Hooks:
                 hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
             )
             return from_command(hook.event, hook.label, result)
-        if hook.kind == "http":
-            return await run_http(hook, payload)
+        if hook.kind == "http":  # unless the settings keep it from its URL (fail closed)
+            refused = self.policy.refusal(hook)
+            return refused or await run_http(hook, payload, self.policy.env_for(hook))
         if hook.kind == "prompt" or (hook.kind == "agent" and agent_runner is not None):
             return await judge(hook, payload, model, agent_runner, self.judges)
         if hook.kind != "function":

@@ -1,29 +1,34 @@
-"""Hooks from a project's files, enabled only when the operator trusts the project.
+"""Hooks from files: the managed settings' (the administrator's, always run) and a project's,
+enabled only when the operator trusts the project.
 
 A project's ``.claude/settings.json`` and ``.claude/settings.local.json`` (their ``hooks`` key)
 and a spec's ``hooks:`` frontmatter are commands a cloned repository would run on the operator's
 machine. They run only for a trusted project (:mod:`agentscope_teams.trust`); otherwise each is
 recorded with :meth:`~agentscope_teams.trust.ProjectTrust.withhold`, so ``run`` and
-``specs check`` say which hooks were not enabled and how to enable them.
+``specs check`` say which hooks were not enabled and how to enable them. The managed settings'
+``allowManagedHooksOnly`` or ``disableAllHooks`` keeps them off whatever the trust
+(:mod:`.policy`, which also reads the settings that restrict http hooks).
 """
 
 from __future__ import annotations
 
-import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
 from ..trust import ProjectTrust, Withheld, project_root
 from .config import HookMap, merged, parse_hooks
+from .policy import HookPolicy, managed_settings_path, read_settings
 from .runner import Hooks
 
 __all__ = [
     "SETTINGS_FILES",
     "gated",
     "hooks_of_spec",
+    "managed_hooks",
     "project_hooks",
+    "project_settings",
     "settings_hooks",
     "spec_hooks",
     "withheld_hooks",
@@ -41,20 +46,48 @@ def settings_hooks(root: Path) -> HookMap:
     malformed file is a ConfigurationError naming it."""
     found: list[HookMap] = []
     off = False
-    for name in SETTINGS_FILES:
-        path = root / ".claude" / name
-        if not path.is_file():
-            continue
-        try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigurationError(f"{path}: not valid JSON ({exc}); fix the file") from None
-        if isinstance(data, dict) and data.get("hooks") is not None:
+    for path, data in _project_files(root):
+        if data.get("hooks") is not None:
             found.append(parse_hooks(data["hooks"], path))
-        if isinstance(data, dict) and data.get("disableAllHooks") is True:
+        if data.get("disableAllHooks") is True:
             log.info("%s: disableAllHooks is true: the project's hooks do not run", path)
             off = True
     return {} if off else merged(*found)
+
+
+def _project_files(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The project's settings files that exist, with their objects."""
+    paths = [root / ".claude" / name for name in SETTINGS_FILES]
+    return [(path, read_settings(path)) for path in paths if path.is_file()]
+
+
+def managed_hooks(path: Path | None, data: dict[str, Any]) -> HookMap:
+    """The hooks of the managed settings ``data`` (read from ``path``): the administrator's, run
+    like the operator's own (in the project folder, whatever the trust); none with
+    ``disableAllHooks``."""
+    if path is None or data.get("hooks") is None or data.get("disableAllHooks") is True:
+        return {}
+    parsed = parse_hooks(data["hooks"], path)
+    return {event: [replace(h, source=None) for h in hooks] for event, hooks in parsed.items()}
+
+
+def project_settings(specs: Any, trust: ProjectTrust) -> tuple[HookMap, HookPolicy]:
+    """The file hooks of an agent over ``specs`` (the managed settings', then its trusted
+    project's settings, see the module docstring) and the policy the settings set."""
+    managed_file = managed_settings_path()
+    managed = read_settings(managed_file) if managed_file is not None else {}
+    admin = managed_hooks(managed_file, managed)
+    if not isinstance(specs, str | Path) or not Path(specs).exists():
+        return admin, HookPolicy.layered(managed, managed_file, ())
+    root = project_root(specs)
+    trusted = trust.is_trusted(root / ".claude")
+    policy = HookPolicy.layered(managed, managed_file, _project_files(root) if trusted else ())
+    own = settings_hooks(root)
+    if policy.files_closed and own:
+        key = "disableAllHooks" if policy.all_off else "allowManagedHooksOnly"
+        log.warning("%s: %s: the hooks of %s/.claude do not run", managed_file, key, root)
+        own = {}
+    return merged(admin, gated(own, root / ".claude", trust)), policy
 
 
 def gated(hooks: HookMap, source: Path, trust: ProjectTrust) -> HookMap:
@@ -69,12 +102,9 @@ def gated(hooks: HookMap, source: Path, trust: ProjectTrust) -> HookMap:
 
 
 def project_hooks(specs: Any, trust: ProjectTrust) -> HookMap:
-    """The settings hooks of the project a spec folder belongs to (see the module docstring);
-    none for specs given as objects."""
-    if not isinstance(specs, str | Path) or not Path(specs).exists():
-        return {}
-    root = project_root(specs)
-    return gated(settings_hooks(root), root / ".claude", trust)
+    """The file hooks of :func:`project_settings` (the managed settings' and the trusted
+    project's); for specs given as objects, the managed settings' only."""
+    return project_settings(specs, trust)[0]
 
 
 def spec_hooks(data: Any, source: Path | str | None) -> HookMap:
@@ -88,6 +118,10 @@ def hooks_of_spec(base: Hooks | None, spec: Any, trust: ProjectTrust) -> Hooks:
     for a trusted project; one built in code is the operator's)."""
     base = base if base is not None else Hooks()
     if not spec.hooks:
+        return base
+    if spec.source is not None and base.policy.files_closed:
+        log.warning("%s: the spec's hooks: do not run: the managed settings allow only their own",
+                    spec.source)  # fmt: skip
         return base
     own = spec_hooks(spec.hooks, spec.source)
     if spec.source is not None:

@@ -13,6 +13,7 @@ the ``type`` field (never the message text) and else from the status::
     403  ControlPlaneAuthError   a valid token acting outside its scope (another team or member)
     404  UnknownTeamError, UnknownTaskError, UnknownMemberError
     409  ClaimConflict, VersionConflict, LeaseLostError, NotTaskOwnerError, TaskStateError, TeamError,
+         TaskBlockedError (a TaskCreated hook refused the task; its title, reason and hooks),
          SessionBusyError, HITLError, ChildPausedError, OutputTypeMismatchError, SchemaVersionError
          (the stored record is newer than this server: upgrade it; other records still work)
     413  ValueTooLargeError      the request body (or a stored value) is over the size limit
@@ -69,6 +70,7 @@ STATUS: dict[type[BaseException], int] = {
     e.TeamError: 409,
     e.ClaimConflict: 409,
     e.TaskStateError: 409,
+    e.TaskBlockedError: 409,
     e.NotTaskOwnerError: 409,
     e.ResultUnchecked: 409,
     e.UnknownMemberError: 404,

@@ -70,11 +70,37 @@ class TaskBoard(BoardReads):
         task_lease: float = 60.0,
         result_schema: Mapping[str, Any] | None = None,
     ) -> Task:
-        """Create a pending task; every blocker must already exist (so there are no cycles).
+        """Create a pending task: :meth:`draft` then :meth:`publish`."""
+        return await self.publish(
+            await self.draft(
+                actor,
+                title,
+                description,
+                assignee=assignee,
+                blocked_by=blocked_by,
+                max_attempts=max_attempts,
+                task_lease=task_lease,
+                result_schema=result_schema,
+            )
+        )
 
-        Every field is checked against :mod:`.rules.limits` before anything is written;
-        ``result_schema`` (a JSON schema) is what its completion's ``data`` must match.
-        """
+    async def draft(
+        self,
+        actor: str,
+        title: str,
+        description: str = "",
+        *,
+        assignee: str | None = None,
+        blocked_by: Sequence[str] = (),
+        max_attempts: int = 3,
+        task_lease: float = 60.0,
+        result_schema: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """The task :meth:`create` would write, with its id, not written: nobody can read, claim
+        or block on it until :meth:`publish` (a draft never published leaves only a gap in the
+        ids). Every blocker must already exist (so there are no cycles); every field is checked
+        against :mod:`.rules.limits`; ``result_schema`` (a JSON schema) is what its completion's
+        ``data`` must match."""
         schema = None
         if result_schema is not None:  # checking a large schema takes a while: off the loop
             schema = await anyio.to_thread.run_sync(limits.result_schema, result_schema)
@@ -96,6 +122,10 @@ class TaskBoard(BoardReads):
         seq = await self.store.append(self.keys.task_seq(), b"task")
         task = rules.created(seq, actor, self.clock(), blocked_by=blockers, **fields)
         task.trace_context = tracing.carrier()
+        return task
+
+    async def publish(self, task: Task) -> Task:
+        """Write a :meth:`draft` and put it in the queue: from now on it is on the board."""
         task = await self._write(task)
         await self.queue.enqueue(task)
         return task

@@ -35,7 +35,7 @@ import anyio
 
 from .. import tracing
 from ..context import RuntimeContext
-from ..errors import TeamError, UnknownTeamError
+from ..errors import TaskBlockedError, TeamError, UnknownTeamError
 from ..hooks import HookOutcome, Hooks
 from ..listing import Listing
 from ..message import new_id, utcnow
@@ -537,7 +537,7 @@ class LocalTeamClient(TeamRegistry):
             "lead starts new work with createTeam (an operator may set an archived team active "
             "again first)",
         )
-        task = await board.create(
+        draft = await board.draft(
             actor or team.lead,
             title,
             description,
@@ -547,11 +547,12 @@ class LocalTeamClient(TeamRegistry):
             task_lease=self.task_lease,
             result_schema=result_schema,
         )
+        await self._task_hook("TaskCreated", team_id, draft, draft.assignee, refuse=True)
+        task = await board.publish(draft)
         if await self.is_deleted(team_id):  # deleted meanwhile: see _not_deleted_since
             await self._remove_board(team_id)
             raise _deleted_meanwhile(team_id)
         await self._changed(team_id)
-        await self._task_hook("TaskCreated", team_id, task, task.assignee)
         return task
 
     async def _task_hook(
@@ -563,14 +564,20 @@ class LocalTeamClient(TeamRegistry):
         status: str = "",
         *,
         obey: bool = True,
+        refuse: bool = False,
     ) -> HookOutcome:
         """Fire ``event`` (TaskCreated / TaskCompleted) for ``task``; nothing without hooks.
-        With ``obey``, a ``continue: false`` answer stops ``member`` now (:meth:`_obey_stop`)."""
+        With ``obey``, a ``continue: false`` answer stops ``member`` now (:meth:`_obey_stop`).
+        With ``refuse`` (a TaskCreated fired for a :meth:`~.board.TaskBoard.draft`, before it is
+        on the board), exit 2 or ``decision: "block"`` raises :class:`TaskBlockedError`: the
+        draft is never published, so no reader, claimer, blocker or wake-up ever meets it."""
         if not self.hooks:
             return HookOutcome()
         outcome = await self.hooks.fire(event, self._task_payload(team_id, task, member, status))
         if obey:
             await self._obey_stop(event, team_id, member, outcome)
+        if refuse and outcome.blocked:
+            raise TaskBlockedError(task.title, outcome.reason, outcome.blocked_by)
         return outcome
 
     async def _obey_stop(

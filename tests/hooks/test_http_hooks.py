@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,61 +15,7 @@ from agentscope_teams.hooks import Hooks, parse_hooks, settings_hooks
 from agentscope_teams.model import ScriptedModel
 
 from .helpers import CTX, agent, tool_results
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: str = ""
-    delay: float = 0.0
-
-
-@dataclass
-class Server:
-    """Answers each path with its :class:`Reply`; records what each request sent."""
-
-    port: int
-    replies: dict[str, Reply] = field(default_factory=dict)
-    seen: list[dict[str, Any]] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-
-@pytest.fixture
-def server() -> Iterator[Server]:
-    state = Server(0)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"null")
-            state.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
-            reply = state.replies.get(self.path, Reply())
-            if reply.delay:
-                state.release.wait(reply.delay)
-            data = reply.body.encode()
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        state.release.set()
-        httpd.shutdown()
-        httpd.server_close()
+from .http_server import Reply, Server
 
 
 def http_hooks(event: str, url: str, matcher: str = "", **more: Any) -> dict[str, Any]:

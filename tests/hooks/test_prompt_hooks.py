@@ -275,3 +275,30 @@ async def test_a_named_model_is_built_once_for_every_fire() -> None:
     for fired in (hooks, hooks, hooks.with_hooks({})):
         assert not (await fired.fire("Stop", {"session_id": "s1"})).blocked
     assert len(built) == 1 and len(built[0].requests) == 3
+
+
+@pytest.mark.usefixtures("registry")
+async def test_ok_false_on_task_created_refuses_the_task_and_stops_nobody() -> None:
+    """As exit 2 on TaskCreated: the task is not created, the reason is the caller's error; the
+    assignee is not stopped (Claude Code would read ``ok: false`` as ``continue: false``)."""
+    from agentscope_teams.context import RuntimeContext
+    from agentscope_teams.errors import TaskBlockedError
+    from agentscope_teams.store import InMemoryStore
+    from agentscope_teams.teams.client import LocalTeamClient
+    from agentscope_teams.teams.rules.models import Member
+
+    judge = ScriptedModel(['{"ok": false, "reason": "say when it is done"}', '{"ok": true}'])
+    register_model("task-created-gate-test", lambda **_: judge, replace=True)
+    gate = typed(
+        "TaskCreated", "prompt", prompt="Clear? $ARGUMENTS", model="task-created-gate-test"
+    )
+    ctx = RuntimeContext(session_id="s1", user_id="alice")
+    client = LocalTeamClient(InMemoryStore(), ctx, hooks=Hooks(parse_hooks(gate)))
+    team = await client.create_team("t", members=[Member(name="ann")])
+    with pytest.raises(TaskBlockedError, match="say when it is done"):
+        await client.assign_task(team.id, "ship", assignee="ann")
+    assert await client.list_tasks(team.id) == []
+    ann = (await client.get_team(team.id)).member("ann")
+    assert ann is not None and ann.stop is None
+    task = await client.assign_task(team.id, "ship", "done when shipped", assignee="ann")
+    assert [t.id for t in await client.list_tasks(team.id)] == [task.id]
