@@ -107,9 +107,9 @@ class Extension:
     async def inject(self, scope: CallScope) -> list[Msg]:
         return []
 
-    def hook_servers(self, scope: CallScope) -> McpServers | None:
-        """The MCP servers this extension connects for the call, which the agent's ``mcp_tool``
-        hooks may call (None: none)."""
+    def hook_servers(self, ctx: RuntimeContext) -> McpServers | None:
+        """The MCP servers this extension connects for ``ctx``'s calls, which the agent's
+        ``mcp_tool`` hooks may call (None: none)."""
         return None
 
     async def after_save(self, scope: CallScope) -> None:

@@ -287,7 +287,8 @@ class SessionAgent:
         finally:  # the session is gone whatever an extension raised: SessionEnd pairs its start
             if self.hooks:
                 payload = {"session_id": ctx.session_id, "cwd": str(self.workspace_for(ctx))}
-                await self.hooks.fire("SessionEnd", {**payload, "reason": "delete"})
+                payload["reason"] = "delete"
+                await self.hooks.fire("SessionEnd", payload, servers=self.hook_servers(ctx))
         return True
 
     async def __aenter__(self) -> Self:
@@ -459,15 +460,14 @@ class SessionAgent:
             system_suffix=suffix,
             hooks=self.hooks if self.hooks else None,
             hook_fields=dict(self.hook_fields) if self.hook_fields else _NO_FIELDS,
-            hook_servers=self._hook_servers(scope),
+            hook_servers=self.hook_servers(scope.ctx) if self.hooks else None,
             stop_event="Stop" if self.depth == 0 else None,
         )
 
-    def _hook_servers(self, scope: CallScope) -> McpServers | None:
-        """The MCP servers the extensions connect for this call (for mcp_tool hooks)."""
-        if not self.hooks:
-            return None
-        found = [s for ext in self.extensions if (s := ext.hook_servers(scope)) is not None]
+    def hook_servers(self, ctx: RuntimeContext) -> McpServers | None:
+        """The MCP servers this agent's extensions connect for ``ctx``: those its ``mcp_tool``
+        hooks call (None: it has none)."""
+        found = [s for ext in self.extensions if (s := ext.hook_servers(ctx)) is not None]
         return joined(found)
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.extension import CallScope, Extension
+from ..context import RuntimeContext
 from ..errors import ConfigurationError, ToolError
 from ..tools import Tool
 from ..trust import ProjectTrust
@@ -243,9 +244,9 @@ class McpExtension(Extension):
             lines
         )
 
-    def hook_servers(self, scope: CallScope) -> HookServers:
+    def hook_servers(self, ctx: RuntimeContext) -> HookServers:
         """This agent's servers for its ``mcp_tool`` hooks (:mod:`.hook_servers`)."""
-        return HookServers(self.servers, self.toolset.pool, scope.ctx)
+        return HookServers(self.servers, self.toolset.pool, ctx)
 
     def works_after_save(self, scope: CallScope) -> bool:
         return False

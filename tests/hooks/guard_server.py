@@ -42,6 +42,15 @@ def note(path: str) -> str:
 
 
 @server.tool()
+def finish_gate(message: str) -> str:
+    """Blocks a stop whose last message has no summary (the reason is the next instruction)."""
+    _record("finish_gate", message=message)
+    if "summary" in message:
+        return "{}"
+    return json.dumps({"decision": "block", "reason": "add the summary"})
+
+
+@server.tool()
 def broken(path: str) -> str:
     """Always fails (an ``isError`` result)."""
     _record("broken", path=path)

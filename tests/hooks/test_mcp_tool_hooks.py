@@ -161,6 +161,29 @@ async def test_a_hook_timeout_cuts_a_slow_tool(
     assert read_lines(calls) == [{"tool": "slow", "seconds": 30}]  # a number stays a number
 
 
+async def test_a_subagent_stop_hook_calls_the_childs_server_and_sends_it_back(
+    tmp_path: Path, servers: dict[str, Any], calls: Path
+) -> None:
+    """SubagentStop fires outside the child's reply: its mcp_tool hook still reaches the child's
+    servers (here inherited from the lead); a block gives the child another turn."""
+    from agentscope_teams.store import InMemoryStore
+
+    from ..subagents.helpers import ALICE, runs, spawn
+    from .pairing import parent
+
+    child = ScriptedModel(["draft", "draft + summary"])
+    gate = {"message": "${last_assistant_message}"}
+    hooks = mcp_hook("SubagentStop", "finish_gate", input=gate)
+    store = InMemoryStore()
+    lead = parent(tmp_path, store, [spawn("rev", "work"), "done"], child, hooks=hooks,
+                  mcp_servers=servers)  # fmt: skip
+    async with lead:
+        await lead.call("go", ALICE)
+    [rec] = await runs(store, ALICE)
+    assert rec.result == "draft + summary"
+    assert [c["message"] for c in read_lines(calls)] == ["draft", "draft + summary"]
+
+
 async def test_without_an_agent_no_server_is_connected() -> None:
     """A team client's TaskCreated has no agent, so no MCP server: a non-blocking error."""
     hooks = Hooks(parse_hooks(mcp_hook("TaskCreated", "note", input={"path": "${task_id}"})))
