@@ -16,11 +16,7 @@ import pytest
 
 from agentscope_teams.errors import ConfigurationError
 from agentscope_teams.hooks import Hooks, parse_hooks
-
-try:
-    from agentscope_teams.hooks.mcp_tool import substitute
-except ImportError:
-    substitute = None  # type: ignore
+from agentscope_teams.hooks.mcp_tool import McpAnswer, joined, substitute
 from agentscope_teams.model import ScriptedModel
 
 from .helpers import CTX, agent, read_lines, tool_results
@@ -241,3 +237,31 @@ def test_substitution_fills_strings_at_any_depth_and_leaves_other_values() -> No
         "absent": "[][][]",
         "count": 2,
     }
+
+
+class _Servers:
+    """MCP servers in memory (of the hooks layer's protocol): each tool echoes its server."""
+
+    def __init__(self, *names: str) -> None:
+        self._names = list(names)
+
+    def names(self) -> list[str]:
+        return self._names
+
+    async def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> McpAnswer:
+        context = {"hookEventName": "PostToolUse", "additionalContext": f"{server}/{tool}"}
+        return McpAnswer(json.dumps({"hookSpecificOutput": context}))
+
+
+async def test_the_servers_of_several_extensions_are_reached_by_name() -> None:
+    both = joined([_Servers("a"), _Servers("b", "a")])
+    assert both is not None and list(both.names()) == ["a", "b"]
+    hooks = Hooks(
+        parse_hooks({"PostToolUse": [{"hooks": [
+            {"type": "mcp_tool", "server": "b", "tool": "t"},
+            {"type": "mcp_tool", "server": "a", "tool": "u"},
+        ]}]})
+    )  # fmt: skip
+    out = await hooks.fire("PostToolUse", {"tool_name": "Write"}, servers=both)
+    assert sorted(out.context) == ["a/u", "b/t"] and not out.errors
+    assert joined([]) is None
