@@ -180,6 +180,18 @@ async def test_a_subagent_stop_hook_calls_the_childs_server_and_sends_it_back(
     assert [c["message"] for c in read_lines(calls)] == ["draft", "draft + summary"]
 
 
+async def test_a_session_end_hook_of_a_deleted_session_reaches_the_agents_server(
+    tmp_path: Path, servers: dict[str, Any], calls: Path
+) -> None:
+    """SessionEnd fires from delete_session, outside any reply: the agent's servers still serve
+    it."""
+    hooks = mcp_hook("SessionEnd", "note", input={"path": "${session_id}:${reason}"})
+    async with agent(tmp_path, ScriptedModel(["hi"]), hooks=hooks, mcp_servers=servers) as a:
+        await a.call("hello", CTX)
+        assert await a.delete_session(CTX)
+    assert read_lines(calls) == [{"tool": "note", "path": "s1:delete"}]
+
+
 async def test_without_an_agent_no_server_is_connected() -> None:
     """A team client's TaskCreated has no agent, so no MCP server: a non-blocking error."""
     hooks = Hooks(parse_hooks(mcp_hook("TaskCreated", "note", input={"path": "${task_id}"})))
