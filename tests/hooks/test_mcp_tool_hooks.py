@@ -277,3 +277,36 @@ async def test_the_servers_of_several_extensions_are_reached_by_name() -> None:
     out = await hooks.fire("PostToolUse", {"tool_name": "Write"}, servers=both)
     assert sorted(out.context) == ["a/u", "b/t"] and not out.errors
     assert joined([]) is None
+
+
+async def test_a_teammate_idle_hook_reaches_the_members_server(
+    tmp_path: Path, servers: dict[str, Any], calls: Path
+) -> None:
+    """TeammateIdle fires in the member's loop, between replies: the member's servers serve it."""
+    from agentscope_teams.mcp import McpToolset
+    from agentscope_teams.teams import MemberBuilder
+
+    from .test_teammate_idle import Team
+
+    team = Team(tmp_path, "exit 0\n")
+    config = mcp_hook("TeammateIdle", "note", input={"path": "${teammate_name}@${team_name}"})
+    toolset = McpToolset.from_config(servers)
+    old = team.builder
+    team.builder = MemberBuilder(
+        store=team.store,
+        specs=old.specs,
+        client_factory=old.client_factory,
+        workspace=team.ws,
+        root=tmp_path,
+        model=team.model,
+        toolkit=old.toolkit,
+        hooks=Hooks(parse_hooks(config), project_dir=tmp_path),
+        mcp=toolset,
+    )
+    team.log = calls  # the run waits until the hook has fired
+    try:
+        tid = await team.run()
+    finally:
+        await team.runtime.aclose()
+        await toolset.aclose()
+    assert read_lines(calls) == [{"tool": "note", "path": f"c@{tid}"}]
