@@ -229,7 +229,8 @@ class StepRunner:
     async def hook(self, event: str, **fields: object) -> HookOutcome:
         """Run the hooks of ``event`` with the common fields and ``fields`` (nothing without
         hooks; prompt and agent hooks that name no model ask this agent's, an agent hook's verifier
-        reads this reply's workspace); a ``continue: false`` answer halts the reply."""
+        reads this reply's workspace, mcp_tool hooks call this agent's MCP servers); a ``continue:
+        false`` answer halts the reply."""
         hooks = self.opts.hooks
         if not hooks:
             return HookOutcome()
@@ -242,7 +243,13 @@ class StepRunner:
             **fields,
         }
         verifier = hook_verifier(self.opts.env, hooks.project_dir, self.agent.permissions)
-        outcome = await hooks.fire(event, payload, model=self.agent.model, agent_runner=verifier)
+        outcome = await hooks.fire(
+            event,
+            payload,
+            model=self.agent.model,
+            agent_runner=verifier,
+            servers=self.opts.hook_servers,
+        )
         self.notices += outcome.notices
         if outcome.stop:
             self.halted = outcome.stop_reason or f"stopped by a {event} hook"

@@ -3,8 +3,8 @@
 The agent knows no extension by name. Each one is given, per call, a :class:`CallScope`: a frozen
 :class:`AgentView` of what it may use (model, toolkit, config, permissions, store, timeouts, depth,
 workspace root), the caller's context, the session state and the tool environment. Per call, an
-extension may prepare (async, before anything else: list a remote server's tools), offer tools,
-add to the system prompt, inject messages before each reasoning step, learn when the state was
+extension may prepare (async, before anything else: list a remote server's tools), offer tools
+(and MCP servers to the agent's ``mcp_tool`` hooks), add to the system prompt, inject messages before each reasoning step, learn when the state was
 saved (to acknowledge what it injected: delivery is at-least-once, acknowledged only after the
 state holding the message is durable) and when the reply ended, and say
 (:meth:`Extension.works_after_save`) whether those hooks still need the session lease.
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..context import RuntimeContext
+from ..hooks import McpServers
 from ..message import Msg
 from ..model.base import ChatModel
 from ..state import AgentState
@@ -105,6 +106,11 @@ class Extension:
 
     async def inject(self, scope: CallScope) -> list[Msg]:
         return []
+
+    def hook_servers(self, ctx: RuntimeContext) -> McpServers | None:
+        """The MCP servers this extension connects for ``ctx``'s calls, which the agent's
+        ``mcp_tool`` hooks may call (None: none)."""
+        return None
 
     async def after_save(self, scope: CallScope) -> None:
         return None

@@ -28,7 +28,8 @@ import anyio
 from .. import tracing
 from ..context import RuntimeContext, use_context
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
-from ..hooks import Hooks
+from ..hooks import Hooks, McpServers
+from ..hooks.mcp_tool import joined
 from ..keys import SessionAddress
 from ..message import Msg, UserMsg
 from ..model import ChatModel
@@ -286,7 +287,8 @@ class SessionAgent:
         finally:  # the session is gone whatever an extension raised: SessionEnd pairs its start
             if self.hooks:
                 payload = {"session_id": ctx.session_id, "cwd": str(self.workspace_for(ctx))}
-                await self.hooks.fire("SessionEnd", {**payload, "reason": "delete"})
+                payload["reason"] = "delete"
+                await self.hooks.fire("SessionEnd", payload, servers=self.hook_servers(ctx))
         return True
 
     async def __aenter__(self) -> Self:
@@ -407,7 +409,7 @@ class SessionAgent:
         options = self._options(scope, save)
         options.output = output
         if record is None and self.hooks:  # a new session: SessionStart context goes first
-            await self._session_start(state, env)
+            await self._session_start(state, env, options)
         final: Msg | None = None
         try:
             async for event in self.loop.reply_stream(input, state, options):
@@ -428,11 +430,12 @@ class SessionAgent:
                 await ext.on_reply_end(scope, final)
         return final
 
-    async def _session_start(self, state: AgentState, env: ToolEnv) -> None:
+    async def _session_start(self, state: AgentState, env: ToolEnv, opts: ReplyOptions) -> None:
         """The SessionStart hooks of a new session; their context goes first."""
         started = await self.hooks.fire(
             "SessionStart",
             {"session_id": state.session_id, "cwd": str(env.workspace), "source": "startup"},
+            servers=opts.hook_servers,
         )
         if started.additional_context:
             state.context.append(UserMsg(started.additional_context, name="hook"))
@@ -457,8 +460,15 @@ class SessionAgent:
             system_suffix=suffix,
             hooks=self.hooks if self.hooks else None,
             hook_fields=dict(self.hook_fields) if self.hook_fields else _NO_FIELDS,
+            hook_servers=self.hook_servers(scope.ctx) if self.hooks else None,
             stop_event="Stop" if self.depth == 0 else None,
         )
+
+    def hook_servers(self, ctx: RuntimeContext) -> McpServers | None:
+        """The MCP servers this agent's extensions connect for ``ctx``: those its ``mcp_tool``
+        hooks call (None: it has none)."""
+        found = [s for ext in self.extensions if (s := ext.hook_servers(ctx)) is not None]
+        return joined(found)
 
 
 class _Saves:

@@ -32,7 +32,7 @@ from ..events import (
     UserConfirmResultEvent,
     UserInterruptEvent,
 )
-from ..hooks import Hooks
+from ..hooks import Hooks, McpServers
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
 from ..model.base import (
     FINAL_RESULT_TOOL,
@@ -83,6 +83,8 @@ class ReplyOptions:
     hooks: Hooks | None = None
     #: Fields every hook event of this reply carries (``agent_id``, ``agent_type`` in a subagent).
     hook_fields: Mapping[str, object] = field(default_factory=dict)
+    #: The MCP servers the agent's ``mcp_tool`` hooks call (its extensions'; None: none).
+    hook_servers: McpServers | None = None
     #: The event fired when the reply would end with a text answer ("Stop"; None: no event, as
     #: in a subagent, whose SubagentStop its runner fires).
     stop_event: str | None = "Stop"

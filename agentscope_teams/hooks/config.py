@@ -11,12 +11,17 @@ frontmatter or a project's ``.claude/settings.json``. An entry's ``type`` is Cla
 - ``agent``: as ``prompt`` (default timeout 60 s), judged by a verifier agent with read-only file
   tools that the agent firing the event runs; where no agent fires it (a team client's
   ``TaskCreated`` / ``TaskCompleted``) it is not run (a warning at load);
-- ``mcp_tool``: loaded with a warning, not run here.
+- ``mcp_tool``: ``server`` (a name in the agent's ``.mcp.json`` / ``mcpServers``), ``tool``,
+  ``input`` (a mapping; its strings may hold ``${path}`` into the event JSON), ``timeout``
+  (default 600 s); run on the servers of the agent firing the event (:mod:`.mcp_tool`); where no
+  agent fires it (a team client's ``TaskCreated`` / ``TaskCompleted``) no server is connected
+  (a warning at load; when it fires, a non-blocking error).
 
-A hook that cannot run (an ``mcp_tool`` hook; an http hook whose URL the settings'
+A hook that cannot run or give its answer (an ``agent`` hook no agent runs; an ``mcp_tool`` hook
+whose server is not connected, fails or times out; an http hook whose URL the settings'
 ``allowedHttpHookUrls`` do not allow, :mod:`.policy`) denies every call it selects on
-``PreToolUse`` / ``PermissionRequest`` (:data:`GUARD_EVENTS`), so a guard never silently lets calls
-through.
+``PreToolUse`` / ``PermissionRequest`` (:data:`GUARD_EVENTS`), so a guard never silently lets
+calls through; on other events it is a non-blocking error.
 
 Other Claude Code fields (``statusMessage``, ``once``, ``async``, ``if``) are accepted and ignored.
 Python callables (``HarnessAgent(hooks=...)``) use ``{Event: [(matcher, callable), ...]}``. An
@@ -46,13 +51,12 @@ __all__ = [
     "GUARD_EVENTS",
     "HANDLER_TYPES",
     "MODEL_EVENTS",
-    "NOT_RUN_TYPES",
     "Hook",
     "HookCallable",
     "HookMap",
     "hooks_from_callables",
+    "mcp_hook_servers",
     "parse_hooks",
-    "unrun_hook_types",
 ]
 
 EVENTS = (
@@ -98,13 +102,11 @@ DEFAULT_TIMEOUTS = {"prompt": 30.0, "agent": 60.0}
 """Claude Code's default timeouts of the model hook types (seconds)."""
 
 HANDLER_TYPES = ("command", "http", "prompt", "agent", "mcp_tool")
-"""Claude Code's hook ``type`` values; ``mcp_tool`` loads but is not run here."""
-
-NOT_RUN_TYPES = ("mcp_tool",)
-"""Hook types that load (with a warning) but are not run: on a guard event they deny."""
+"""Claude Code's hook ``type`` values (all of them are run here)."""
 
 AGENTLESS_EVENTS = ("TaskCreated", "TaskCompleted")
-"""Events a team client fires outside any agent: no verifier agent runs their agent hooks."""
+"""Events a team client fires outside any agent: no verifier agent runs their agent hooks, and
+no MCP server is connected for their mcp_tool hooks."""
 
 MODEL_EVENTS = (
     "PreToolUse",
@@ -168,7 +170,9 @@ def _entry(
 ) -> Hook | None:
     """One ``{type: ..., ...}`` entry as a :class:`Hook` (None: left out with a warning)."""
     if not isinstance(entry, Mapping):
-        raise _fail(source, where, "expected {type: command | http | prompt | agent, ...}")
+        raise _fail(
+            source, where, "expected {type: command | http | prompt | agent | mcp_tool, ...}"
+        )
     kind = entry.get("type", "command")
     if kind not in HANDLER_TYPES:
         raise _fail(source, where, f"unknown type {kind!r}; use one of {', '.join(HANDLER_TYPES)}")
@@ -187,9 +191,7 @@ def _entry(
                     source or "hooks", where, kind, ", ".join(MODEL_EVENTS))  # fmt: skip
         return None
     if kind == "mcp_tool":
-        log.warning("%s: hooks.%s: mcp_tool hooks are not run here%s", source or "hooks", where,
-                    _CLOSED if event in GUARD_EVENTS else "")  # fmt: skip
-        return base
+        return replace(base, **_mcp_fields(entry, event, source, where))
     prompt, model = entry.get("prompt"), entry.get("model")
     if not isinstance(prompt, str) or not prompt.strip():
         raise _fail(source, where, f"a {kind} hook needs prompt: a non-empty string")
@@ -201,7 +203,20 @@ def _entry(
     return replace(base, prompt=prompt, model=model)
 
 
-_CLOSED = "; on this event it denies every call it selects (fail closed), with that reason"
+def _mcp_fields(entry: Mapping[str, Any], event: str, source: Any, where: str) -> dict[str, Any]:
+    """``server``, ``tool`` and ``input`` of an mcp_tool entry, checked."""
+    server, tool, given = entry.get("server"), entry.get("tool"), entry.get("input", {})
+    if not isinstance(server, str) or not server.strip():
+        raise _fail(source, where, "an mcp_tool hook needs server: the name of an MCP server")
+    if not isinstance(tool, str) or not tool.strip():
+        raise _fail(source, where, "an mcp_tool hook needs tool: the name of a tool of its server")
+    if not isinstance(given, Mapping):
+        raise _fail(source, where, "input must be a mapping of the tool's argument names to values")
+    if event in AGENTLESS_EVENTS:
+        log.warning("%s: hooks.%s: no agent fires %s, so no MCP server is connected for this "
+                    "mcp_tool hook; it fails (non-blocking) each time", source or "hooks",
+                    where, event)  # fmt: skip
+    return {"server": server, "tool": tool, "input": dict(given)}
 
 
 def _timeout(entry: Mapping[str, Any], default: float, source: Any, where: str) -> float:
@@ -227,17 +242,16 @@ def _http_fields(entry: Mapping[str, Any], source: Any, where: str) -> dict[str,
     return {"url": url, "headers": tuple(headers.items()), "allowed_env": tuple(allowed)}
 
 
-def unrun_hook_types(data: Any) -> list[str]:
-    """For ``specs check --strict``: a line per entry of ``data`` (Claude Code's ``hooks``
-    shape, already loadable) whose type is not run here (``mcp_tool``)."""
-    found: list[str] = []
+def mcp_hook_servers(data: Any) -> list[tuple[str, str]]:
+    """For ``specs check --strict``: ``(entry, server)`` for each ``mcp_tool`` entry of ``data``
+    (Claude Code's ``hooks`` shape, already loadable)."""
+    found: list[tuple[str, str]] = []
     for event, groups in (data or {}).items():
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             entries = group.get("hooks") if isinstance(group, Mapping) else None
             for j, entry in enumerate(entries if isinstance(entries, list) else []):
-                kind = entry.get("type") if isinstance(entry, Mapping) else None
-                if kind in NOT_RUN_TYPES:
-                    found.append(f"hooks.{event}[{i}].hooks[{j}]: {kind} hooks are not run here")
+                if isinstance(entry, Mapping) and entry.get("type") == "mcp_tool":
+                    found.append((f"hooks.{event}[{i}].hooks[{j}]", str(entry.get("server"))))
     return found
 
 

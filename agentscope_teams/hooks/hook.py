@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,8 +11,8 @@ from typing import Any
 __all__ = ["DEFAULT_TIMEOUT", "Hook", "HookCallable"]
 
 DEFAULT_TIMEOUT = 600.0
-"""Seconds a command (or http) hook may run before its process group is killed (its request
-cancelled)."""
+"""Seconds a command (or http, or mcp_tool) hook may run before its process group is killed (its
+request, its tool call cancelled)."""
 
 _EXACT = re.compile(r"[A-Za-z0-9_|-]+")
 """A matcher of only these characters names tools exactly (Claude Code's rule)."""
@@ -26,7 +26,8 @@ HookCallable = Callable[
 @dataclass(frozen=True)
 class Hook:
     """One hook: a shell ``command``, an ``http`` POST to ``url``, a ``prompt`` a model
-    evaluates, or a Python ``function``, for the calls its ``matcher`` selects.
+    evaluates, an MCP ``tool`` of ``server`` (``mcp_tool``, called with ``input``), or a Python
+    ``function``, for the calls its ``matcher`` selects.
 
     ``kind`` is Claude Code's ``type`` (``function`` for a Python hook). ``headers`` are
     ``(name, value)`` pairs whose ``$VAR`` / ``${VAR}`` are filled from ``allowed_env`` only;
@@ -46,6 +47,9 @@ class Hook:
     allowed_env: tuple[str, ...] = ()
     prompt: str | None = None
     model: str | None = None
+    server: str | None = None
+    tool: str | None = None
+    input: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if self.function is not None and self.kind == "command" and self.command is None:
@@ -78,6 +82,8 @@ class Hook:
             what = f"http {self.url}"
         elif self.kind == "command":
             what = str(self.command)
+        elif self.kind == "mcp_tool":
+            what = f"mcp_tool {self.tool!r} of server {self.server!r}"
         else:
             what = f"{self.kind} {_short(self.prompt or '')!r}"
         matcher = f"[{self.matcher}]" if self.matcher else ""

@@ -19,6 +19,7 @@ from ..trust import project_root
 from .command import run_command
 from .config import GUARD_EVENTS, Hook, HookMap, merged
 from .http import run_http
+from .mcp_tool import McpServers, run_mcp_tool
 from .outcome import HookOutcome, failed, from_command, from_json
 from .policy import HookPolicy
 from .prompt import AgentRunner, JudgeModels, judge
@@ -108,13 +109,15 @@ class Hooks:
         *,
         model: ChatModel | None = None,
         agent_runner: AgentRunner | None = None,
+        servers: McpServers | None = None,
     ) -> HookOutcome:
         """Run every matching hook of ``event`` at once (an identical command once) with
         ``payload`` (``hook_event_name`` is added); returns their combined outcome (empty if none
         matched). ``model`` (the agent's) judges prompt and agent hooks that name none;
         ``agent_runner`` runs agent hooks' verifiers (without it they are not run, see
-        :func:`_not_run`)."""
-        judges = (model, agent_runner)
+        :func:`_not_run`); ``servers`` are the MCP servers of the agent firing the event, which
+        mcp_tool hooks call (without them: not connected, see :mod:`.mcp_tool`)."""
+        judges = (model, agent_runner, servers)
         outcome = HookOutcome()
         hooks = self._distinct(self.matching(event, payload))
         if not hooks:
@@ -144,6 +147,7 @@ class Hooks:
         payload: dict[str, Any],
         model: ChatModel | None,
         agent_runner: AgentRunner | None,
+        servers: McpServers | None,
     ) -> HookOutcome:
         if hook.kind == "command" and hook.command is not None:
             result = await run_command(
@@ -153,6 +157,8 @@ class Hooks:
         if hook.kind == "http":  # unless the settings keep it from its URL (fail closed)
             refused = self.policy.refusal(hook)
             return refused or await run_http(hook, payload, self.policy.env_for(hook))
+        if hook.kind == "mcp_tool":
+            return await run_mcp_tool(hook, payload, servers)
         if hook.kind == "prompt" or (hook.kind == "agent" and agent_runner is not None):
             return await judge(hook, payload, model, agent_runner, self.judges)
         if hook.kind != "function":
@@ -161,10 +167,9 @@ class Hooks:
 
 
 def _not_run(hook: Hook) -> HookOutcome:
-    """A hook that cannot run (``mcp_tool``; ``agent`` where no agent fires the event): on a
-    guard event it denies, so a guard never silently lets calls through; elsewhere a
-    non-blocking error."""
-    where = "here" if hook.kind == "mcp_tool" else "where no agent fires the event"
+    """A hook that cannot run (``agent`` where no agent fires the event): on a guard event it
+    denies, so a guard never silently lets calls through; elsewhere a non-blocking error."""
+    where = "where no agent fires the event"
     if hook.event in GUARD_EVENTS:
         reason = (
             f"denied: the {hook.event} hook {hook.label} is of type {hook.kind}, which does not "

@@ -10,6 +10,8 @@ of them) plus every tool of the servers its ``mcpServers`` defines inline or nam
 inline in a spec *file* are enabled only if its project is trusted (:mod:`.project`); the toolset's
 :attr:`McpToolset.trust` records those left off.
 
+The same servers are what the agent's ``mcp_tool`` hooks call (:meth:`McpExtension.hook_servers`).
+
 Before each call :meth:`McpExtension.prepare` makes sure every selected server has been listed
 once (starting the caller's server only if no user listed it yet). A server that cannot start is
 left out of that call and named in the system prompt; it is tried again at the next call. Two
@@ -27,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.extension import CallScope, Extension
+from ..context import RuntimeContext
 from ..errors import ConfigurationError, ToolError
 from ..tools import Tool
 from ..trust import ProjectTrust
 from .config import HttpServer, StdioServer, check_server_name, load_mcp_json, parse_servers
+from .hook_servers import HookServers
 from .pool import McpPool, NamedServer
 from .project import inline_servers
 from .tools import build_tools, is_mcp_name, names_servers, selects
@@ -239,6 +243,10 @@ class McpExtension(Extension):
         return "## Unavailable MCP servers\nTheir tools are missing in this call:\n" + "\n".join(
             lines
         )
+
+    def hook_servers(self, ctx: RuntimeContext) -> HookServers:
+        """This agent's servers for its ``mcp_tool`` hooks (:mod:`.hook_servers`)."""
+        return HookServers(self.servers, self.toolset.pool, ctx)
 
     def works_after_save(self, scope: CallScope) -> bool:
         return False

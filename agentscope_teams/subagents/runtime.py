@@ -301,10 +301,11 @@ class Runner:
 
 def _judges(launch: Launch) -> dict[str, Any]:
     """The child's model and a verifier in its workspace, for its SubagentStop's prompt and
-    agent hooks."""
+    agent hooks, and its MCP servers for its mcp_tool hooks."""
     child = launch.child
     runner = hook_verifier(None, Path(launch.cwd), child.loop.permissions)
-    return {"model": child.model, "agent_runner": runner}
+    servers = child.hook_servers(launch.ctx) if launch.hooks else None
+    return {"model": child.model, "agent_runner": runner, "servers": servers}
 
 
 def _started(r: RunRecord) -> RunRecord | None:

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from .. import tracing
-from ..hooks import HookOutcome, Hooks
+from ..hooks import HookOutcome, Hooks, McpServers
 from ..hooks.prompt import AgentRunner
 from ..model.base import ChatModel
 from .runs import RunBook, RunRecord
@@ -48,10 +48,11 @@ async def subagent_stop(
     last_message: str | None = None,
     model: ChatModel | None = None,
     agent_runner: AgentRunner | None = None,
+    servers: McpServers | None = None,
 ) -> HookOutcome | None:
     """Emit the run's SubagentStop if this caller claims it (None if another did or will);
     ``model`` (the child's) judges its prompt and agent hooks that name none, ``agent_runner``
-    runs agent hooks' verifiers.
+    runs agent hooks' verifiers, ``servers`` (the child's MCP servers) serve mcp_tool hooks.
 
     With ``final=False`` the run is still active (its last answer, before it is recorded): a
     hook that blocks gets the claim undone, and the caller runs another turn with the reason.
@@ -73,7 +74,9 @@ async def subagent_stop(
     if last_message is not None:
         payload["last_assistant_message"] = last_message
     try:
-        outcome = await hooks.fire("SubagentStop", payload, model=model, agent_runner=agent_runner)
+        outcome = await hooks.fire(
+            "SubagentStop", payload, model=model, agent_runner=agent_runner, servers=servers
+        )
     except Exception as exc:  # never lose the run's end for a hook's failure
         log.warning("SubagentStop hooks of run %s failed: %s", rec.run_id, exc)
         return HookOutcome()

@@ -1,8 +1,8 @@
 """``specs check --strict``: what loads but would not behave as written.
 
 A spec that loads can still lose something its author relied on: a tool with no counterpart here,
-a model name no provider reads, an MCP server it names that is not configured, or a Claude Code key
-kept in ``extra`` and not acted on. Loading reports these as warnings (the spec still runs);
+a model name no provider reads, an MCP server it (or an ``mcp_tool`` hook) names that is not
+configured, or a Claude Code key kept in ``extra`` and not acted on. Loading reports these as warnings (the spec still runs);
 ``--strict`` makes each one an error with the file and line, so CI can refuse them.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..errors import SpecError
-from ..hooks.config import ELSEWHERE_EVENTS, unrun_hook_types
+from ..hooks.config import ELSEWHERE_EVENTS, mcp_hook_servers
 from ..model.factory import model_name_problem
 from ._fields import _CLAUDE_CODE_KEYS, AUTO_MODE_NOTE, MODE_KEYS
 from .spec import SpecLoadResult, SubagentSpec
@@ -27,6 +27,21 @@ def _line(spec: SubagentSpec, key: str) -> int | None:
     except OSError:
         return None
     return next((n for n, text in enumerate(lines, 1) if text.startswith(f"{key}:")), None)
+
+
+def _unconnected_hooks(spec: SubagentSpec, servers: Collection[str]) -> list[SpecError]:
+    """The spec's ``mcp_tool`` hooks naming a server it will not have (each fails when it fires;
+    on PreToolUse / PermissionRequest it denies every call it selects)."""
+    return [
+        SpecError(
+            spec.source,
+            _line(spec, "hooks"),
+            f"{where}: the mcp_tool hook calls MCP server {server!r}, which is not configured "
+            f"(configured: {', '.join(sorted(servers)) or 'none'}); it would fail each time",
+        )
+        for where, server in mcp_hook_servers(spec.hooks)
+        if server not in servers
+    ]
 
 
 def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> list[SpecError]:
@@ -65,8 +80,8 @@ def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> li
         if event in ELSEWHERE_EVENTS:
             reason = f"hook event {event!r} never happens here: its hooks never run"
             found.append(SpecError(where, _line(spec, "hooks"), reason))
-    for reason in unrun_hook_types(spec.hooks):
-        found.append(SpecError(where, _line(spec, "hooks"), reason))
+    if mcp_servers is not None:
+        found += _unconnected_hooks(spec, {*mcp_servers, *spec.mcp_servers})
     for key in spec.extra:
         if key in MODE_KEYS:  # permissionMode: auto, set aside
             found.append(SpecError(where, _line(spec, key), AUTO_MODE_NOTE))

@@ -1,7 +1,7 @@
 """``type: prompt`` hooks: one model call with the event JSON in place of ``$ARGUMENTS``; the
 model answers ``{"ok": ..., "reason": ...}``. ``ok: false`` blocks a Stop (the reason is the next
-instruction) and ends the turn on other events (Claude Code's ``continue: false``). Also the hook
-type not run here (``mcp_tool``): a guard of that type denies instead of never running."""
+instruction) and ends the turn on other events (Claude Code's ``continue: false``). (``mcp_tool``
+hooks: test_mcp_tool_hooks.py.)"""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from agentscope_teams.hooks import Hooks, parse_hooks
 from agentscope_teams.model import ScriptedModel, factory, register_model
 from agentscope_teams.model.base import ModelRequest
 
-from .helpers import CTX, agent, tool_results
+from .helpers import CTX, agent
 
 WRITE = ScriptedModel.tool_call("write_file", {"path": "a.txt", "content": "x"})
 PRE = {"session_id": "s1", "tool_name": "Bash", "tool_input": {"command": "rm -rf build"}}
@@ -141,39 +141,6 @@ def test_a_spec_file_hook_may_not_name_an_operator_only_model(tmp_path: Path) ->
     assert any("python:os:system" in n for n in out.notices)
 
 
-# -- types not run here ---------------------------------------------------------------------------
-
-
-async def test_an_mcp_tool_guard_denies_the_call_instead_of_never_running(tmp_path: Path) -> None:
-    """A PreToolUse guard that cannot run must not let the call through silently."""
-    model = ScriptedModel([WRITE, "ok"])
-    hooks = typed("PreToolUse", "mcp_tool", "Write", server="s", tool="t")
-    async with agent(tmp_path, model, hooks=hooks) as a:
-        await a.call("write it", CTX)
-    assert not (tmp_path / "ws" / "a.txt").exists()
-    (result,) = tool_results(model.requests[1])
-    assert "type mcp_tool" in result and "does not run" in result
-
-
-async def test_an_mcp_tool_hook_on_a_non_guard_event_is_reported_not_run() -> None:
-    hooks = Hooks(parse_hooks(typed("PostToolUse", "mcp_tool", server="s", tool="t")))
-    out = await hooks.fire("PostToolUse", dict(PRE))
-    assert not out.blocked and out.permission is None
-    assert any("do not run here" in n for n in out.notices)
-
-
-def test_an_mcp_tool_hook_loads_with_a_warning_naming_file_and_entry(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level(logging.WARNING):
-        found = parse_hooks(
-            typed("PreToolUse", "mcp_tool", server="s", tool="t"), "proj/.claude/settings.json"
-        )
-    assert [h.kind for h in found["PreToolUse"]] == ["mcp_tool"]
-    assert "proj/.claude/settings.json: hooks.PreToolUse[0].hooks[0]" in caplog.text
-    assert "denies" in caplog.text
-
-
 def test_a_prompt_hook_on_an_event_claude_code_runs_none_for_is_left_out(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -221,18 +188,21 @@ async def test_a_subagent_stop_prompt_hook_asks_the_childs_model_and_sends_it_ba
     assert "add the summary" in user_text(child.requests[2])
 
 
-def test_strict_check_flags_a_spec_hook_of_a_type_not_run_here(tmp_path: Path) -> None:
+def test_strict_check_flags_an_mcp_tool_hook_of_a_server_not_configured(tmp_path: Path) -> None:
     from agentscope_teams.subagents import SubagentSpec
     from agentscope_teams.subagents.strict import spec_problems
 
     path = tmp_path / "v.md"
     path.write_text(
         "---\ndescription: V.\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n"
-        "        - type: mcp_tool\n          server: s\n          tool: t\n---\nBody.\n"
+        "        - type: mcp_tool\n          server: s\n          tool: t\n"
+        "        - type: mcp_tool\n          server: git\n          tool: status\n---\nBody.\n"
     )
-    [problem] = spec_problems(SubagentSpec.from_file(path), None)
+    spec = SubagentSpec.from_file(path)
+    [problem] = spec_problems(spec, ["git"])
     assert problem.line == 3
-    assert "PreToolUse[0].hooks[0]" in problem.reason and "mcp_tool" in problem.reason
+    assert "PreToolUse[0].hooks[0]" in problem.reason and "MCP server 's'" in problem.reason
+    assert spec_problems(spec, ["git", "s"]) == []
 
 
 @pytest.mark.usefixtures("registry")

@@ -123,4 +123,4 @@ async def _fire(slot: Slot, team: Team, member: Member) -> HookOutcome:
         "teammate_name": member.name,
         "team_name": team.id,
     }
-    return await agent.hooks.fire(EVENT, payload)
+    return await agent.hooks.fire(EVENT, payload, servers=agent.hook_servers(slot.ref.ctx))
