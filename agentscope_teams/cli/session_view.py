@@ -13,7 +13,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..agent.deferral import deferred_calls
 from ..message import Block, DataBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from ..sessions import SessionRecord
 from ..tools.plan import render_todos
@@ -65,6 +64,16 @@ def sessions_table(records: Sequence[SessionRecord], title: str) -> Table:
     return table
 
 
+def _deferred(record: SessionRecord) -> list[Any]:
+    """The session's deferred calls, with their reasons (the agent package imported only then: a
+    CLI command does not load the agents)."""
+    if not record.state.deferred_tool_calls:
+        return []
+    from ..agent.deferral import deferred_calls
+
+    return list(deferred_calls(record.state))
+
+
 def _header(record: SessionRecord) -> Text:
     owner = record.user_id if record.user_id is not None else "(anonymous)"
     text = Text.assemble(
@@ -90,7 +99,7 @@ def _header(record: SessionRecord) -> Text:
         text.append(
             f"\npaused: waiting for the user to confirm {len(waiting)} tool call(s)", "yellow"
         )
-    deferred = deferred_calls(record.state)
+    deferred = _deferred(record)
     if deferred:
         text.append(
             f"\nstopped: a PreToolUse hook deferred {len(deferred)} tool call(s); the next call "
