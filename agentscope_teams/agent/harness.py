@@ -29,6 +29,7 @@ from .. import tracing
 from ..context import RuntimeContext, use_context
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
 from ..hooks import Hooks
+from ..hooks.background import background_hooks, keep_for_next_turn
 from ..keys import SessionAddress
 from ..message import Msg, UserMsg
 from ..model import ChatModel
@@ -406,26 +407,36 @@ class SessionAgent:
             await ext.prepare(scope)
         options = self._options(scope, save)
         options.output = output
-        if record is None and self.hooks:  # a new session: SessionStart context goes first
-            await self._session_start(state, env)
         final: Msg | None = None
-        try:
-            async for event in self.loop.reply_stream(input, state, options):
-                if isinstance(event, ReplyEndEvent):
-                    final = event.msg
-                if sink is not None:
-                    await sink(event)
-        except BaseException as exc:
-            if _change_marker(state) != loaded:  # input rejected before any change: no write
-                record_failure(state, exc)  # why, for the dashboard (see .failures)
-                await _save_quietly(functools.partial(save, last=True), state)
-            raise
-        finally:  # what tools started for this call (background shells) stops with it
-            await end_call(env)
+        with background_hooks() as background:  # async hooks end with the call (or are killed)
+            if record is None and self.hooks:  # a new session: SessionStart context goes first
+                await self._session_start(state, env)
+            try:
+                final = await self._reply(input, state, options, sink)
+            except BaseException as exc:
+                if _change_marker(state) != loaded:  # input rejected before any change: no write
+                    record_failure(state, exc)  # why, for the dashboard (see .failures)
+                    await _save_quietly(functools.partial(save, last=True), state)
+                raise
+            finally:  # what tools started for this call (background shells) stops with it
+                await end_call(env)
+            keep_for_next_turn(state, await background.settle())
         await save(state, last=True)
         if final is not None:
             for ext in self.extensions:
                 await ext.on_reply_end(scope, final)
+        return final
+
+    async def _reply(
+        self, input: ReplyInput, state: AgentState, options: ReplyOptions, sink: Sink | None
+    ) -> Msg | None:
+        """The reply's events, each given to ``sink``; its final message."""
+        final: Msg | None = None
+        async for event in self.loop.reply_stream(input, state, options):
+            if isinstance(event, ReplyEndEvent):
+                final = event.msg
+            if sink is not None:
+                await sink(event)
         return final
 
     async def _session_start(self, state: AgentState, env: ToolEnv) -> None:
