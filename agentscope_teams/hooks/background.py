@@ -10,7 +10,8 @@ serves that prompt (:func:`keep_for_next_turn`, :func:`next_turn_context`).
 Unlike Claude Code, whose session outlives a hook, an agent call here is one request: the hooks it
 started are awaited when it ends, each until its own ``timeout`` (counted from its start) and
 then killed with its process group; a call that is cancelled or fails kills them at once
-(:class:`BackgroundHooks`, opened by the agent around each call). Fired where no call is open (a
+(:class:`BackgroundHooks`, opened by the agent around each call whose hooks include an async
+one). Fired where no call is open (a
 team client's task events), an async hook runs in the foreground, its decisions still unheeded.
 As a last guard, any process group still running when the interpreter exits is killed.
 
@@ -25,8 +26,7 @@ import contextlib
 import json
 import logging
 import tempfile
-from collections.abc import Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -41,7 +41,6 @@ from .outcome import HookOutcome, from_command
 
 __all__ = [
     "BackgroundHooks",
-    "background_hooks",
     "current_background",
     "keep_for_next_turn",
     "next_turn_context",
@@ -94,10 +93,34 @@ def _read(job: _Job) -> tuple[str, str]:
 
 
 class BackgroundHooks:
-    """The async hooks one agent call started."""
+    """The async hooks one agent call started: :meth:`open` it when the call starts,
+    :meth:`settle` it when the reply is done, :meth:`close` it however the call ends."""
+
+    __slots__ = ("jobs", "token")
 
     def __init__(self) -> None:
         self.jobs: list[_Job] = []
+        self.token: Token[BackgroundHooks | None] | None = None
+
+    @classmethod
+    def open(cls, hooks: Any) -> BackgroundHooks | None:
+        """The async hooks fired from here on in this task (and the tasks it starts) are started
+        in the returned object; None (nothing is set) when ``hooks`` (a
+        :class:`~.runner.Hooks`, or None) has no async hook, the common case, which costs a call
+        nothing."""
+        if not (hooks and hooks.has_background):
+            return None
+        running = cls()
+        running.token = _current.set(running)
+        return running
+
+    def close(self) -> None:
+        """End the scope :meth:`open` set; a hook still running (the call failed or was
+        cancelled before :meth:`settle`) is killed."""
+        if self.token is not None:
+            _current.reset(self.token)
+            self.token = None
+        self.kill()
 
     async def start(self, hook: Hook, payload: dict[str, Any], project_dir: Path) -> None:
         """Start ``hook``'s command with ``payload`` on stdin; it is not waited for."""
@@ -159,21 +182,6 @@ class BackgroundHooks:
             for f in (job.out, job.err):
                 f.close()
         self.jobs.clear()
-
-
-@contextlib.contextmanager
-def background_hooks() -> Iterator[BackgroundHooks]:
-    """The async hooks fired inside this block (this task and those it starts) are started in
-    the yielded :class:`BackgroundHooks`: the caller settles them (:meth:`~BackgroundHooks.settle`)
-    before the block ends; those still running when it ends (an exception, a cancellation) are
-    killed."""
-    running = BackgroundHooks()
-    token = _current.set(running)
-    try:
-        yield running
-    finally:
-        _current.reset(token)
-        running.kill()
 
 
 def current_background() -> BackgroundHooks | None:

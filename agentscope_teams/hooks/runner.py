@@ -53,6 +53,9 @@ class Hooks:
         self.project_dir = Path(project_dir).resolve() if project_dir is not None else Path.cwd()
         #: The models prompt and agent hooks name, each built at its first use (shared by copies).
         self.judges: JudgeModels = {}
+        #: Whether a hook runs in the background (``async: true``): an agent call then keeps
+        #: the hooks it starts (:class:`~.background.BackgroundHooks`).
+        self.has_background = any(h.background for hs in self.by_event.values() for h in hs)
 
     def __bool__(self) -> bool:
         return any(self.by_event.values())
