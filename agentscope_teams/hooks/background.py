@@ -9,7 +9,8 @@ serves that prompt (:func:`keep_for_next_turn`, :func:`next_turn_context`).
 
 Unlike Claude Code, whose session outlives a hook, an agent call here is one request: the hooks it
 started are awaited when it ends, each until its own ``timeout`` (counted from its start) and
-then killed with its process group; a call that is cancelled or fails kills them at once
+killed with its process group at its timeout (a timer, also while the call still runs); a
+call that is cancelled or fails kills them at once
 (:class:`BackgroundHooks`, opened by the agent around each call whose hooks include an async
 one). Fired where no call is open (a
 team client's task events), an async hook runs in the foreground, its decisions still unheeded.
@@ -21,6 +22,7 @@ reads it.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import json
@@ -71,6 +73,21 @@ class _Job:
     out: IO[bytes]
     err: IO[bytes]
     deadline: float
+    timer: asyncio.TimerHandle | None = None
+    expired: bool = False
+
+    def expire(self) -> None:
+        """Its timeout is up (while the call still runs): its process group is killed."""
+        self.expired = True
+        kill_group(self.process.pid)
+
+    def stop(self, *, kill: bool) -> None:
+        """Done with it: its timer cancelled, its group killed if ``kill``."""
+        if self.timer is not None:
+            self.timer.cancel()
+        if kill:
+            kill_group(self.process.pid)
+        _live.discard(self.process.pid)
 
 
 def _files(payload: dict[str, Any]) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
@@ -143,8 +160,9 @@ class BackgroundHooks:
         finally:
             stdin.close()
         _live.add(process.pid)
-        deadline = anyio.current_time() + hook.timeout
-        self.jobs.append(_Job(hook, process, out, err, deadline))
+        job = _Job(hook, process, out, err, anyio.current_time() + hook.timeout)
+        job.timer = asyncio.get_running_loop().call_later(hook.timeout, job.expire)  # no task
+        self.jobs.append(job)
 
     async def settle(self) -> HookOutcome:
         """Wait for each hook until its deadline (then kill its group); their combined answer,
@@ -165,9 +183,9 @@ class BackgroundHooks:
     async def _finish(self, job: _Job, code: int | None) -> HookOutcome:
         self.jobs.remove(job)
         pid = job.process.pid
-        if code is None:
-            kill_group(pid)
-        _live.discard(pid)
+        job.stop(kill=code is None)  # not ended by its deadline: killed, as a foreground hook
+        if job.expired:
+            code = None  # killed on its timeout
         with anyio.CancelScope(shield=True):
             await job.process.aclose()
         stdout, stderr = await anyio.to_thread.run_sync(_read, job)
@@ -177,8 +195,7 @@ class BackgroundHooks:
     def kill(self) -> None:
         """Kill every hook still running (the call was cancelled or failed)."""
         for job in self.jobs:
-            kill_group(job.process.pid)
-            _live.discard(job.process.pid)
+            job.stop(kill=True)
             for f in (job.out, job.err):
                 f.close()
         self.jobs.clear()

@@ -19,6 +19,7 @@ from agentscope_teams.hooks import parse_hooks
 from agentscope_teams.model import ScriptedModel
 from agentscope_teams.model.base import ModelRequest
 from agentscope_teams.store import BaseStore
+from agentscope_teams.tools import PermissionEngine
 
 from .helpers import CTX, agent, script, tool_results
 
@@ -156,3 +157,23 @@ async def test_what_an_async_hook_said_waits_in_the_session_for_whichever_agent_
     async with agent(tmp_path, second, store=redis) as b:
         await b.call("next", ctx)
     assert "lint: ok" in _texts(second.requests[0])
+
+
+async def test_an_async_hook_is_killed_at_its_timeout_while_the_call_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Its timeout holds during the call, not only at its end: a later tool call of the same
+    reply sees the hook's process gone."""
+    hooks = {
+        "PostToolUse": [{"matcher": "Write", "hooks": [_entry(_sleeper(tmp_path), timeout=1)]}]
+    }
+    probe = (
+        f"for i in $(seq 60); do kill -0 $(cat {tmp_path}/pid) 2>/dev/null || "
+        "{ echo gone; exit 0; }; sleep 0.1; done; echo alive"
+    )
+    wait = ScriptedModel.tool_call("bash", {"command": f"sleep 2; {probe}"})
+    model = ScriptedModel([WRITE, wait, "done"])
+    engine = PermissionEngine(mode="bypass")
+    async with agent(tmp_path, model, hooks=hooks, permissions=engine, sandbox="unsafe-host") as a:
+        await a.call("write it", CTX)
+    assert "gone" in tool_results(model.requests[2])[-1]
