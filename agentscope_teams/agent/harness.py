@@ -29,6 +29,7 @@ from .. import tracing
 from ..context import RuntimeContext, use_context
 from ..events import AgentEvent, ReplyEndEvent, ReplyInput
 from ..hooks import Hooks, McpServers
+from ..hooks.background import BackgroundHooks, keep_for_next_turn
 from ..hooks.mcp_tool import joined
 from ..keys import SessionAddress
 from ..message import Msg, UserMsg
@@ -408,8 +409,35 @@ class SessionAgent:
             await ext.prepare(scope)
         options = self._options(scope, save)
         options.output = output
-        if record is None and self.hooks:  # a new session: SessionStart context goes first
-            await self._session_start(state, env, options)
+        background = BackgroundHooks.open(self.hooks)  # None: no hook is async
+        try:
+            if record is None and self.hooks:  # a new session: SessionStart context goes first
+                await self._session_start(state, env, options)
+            final = await self._reply(input, state, options, sink, loaded, save)
+            if background is not None:  # async hooks end with the call: awaited, or killed
+                keep_for_next_turn(state, await background.settle())
+        finally:
+            if background is not None:  # a failure or cancellation: those running are killed
+                background.close()
+        await save(state, last=True)
+        if final is not None:
+            for ext in self.extensions:
+                await ext.on_reply_end(scope, final)
+        return final
+
+    async def _reply(
+        self,
+        input: ReplyInput,
+        state: AgentState,
+        options: ReplyOptions,
+        sink: Sink | None,
+        loaded: tuple[object, ...],
+        save: _Saves,
+    ) -> Msg | None:
+        """The reply's events, each given to ``sink``; its final message. A reply that fails
+        after changing ``state`` (not its ``loaded`` marker) saves it with why; what tools
+        started for the call stops with it."""
+        env = options.env
         final: Msg | None = None
         try:
             async for event in self.loop.reply_stream(input, state, options):
@@ -423,11 +451,8 @@ class SessionAgent:
                 await _save_quietly(functools.partial(save, last=True), state)
             raise
         finally:  # what tools started for this call (background shells) stops with it
-            await end_call(env)
-        await save(state, last=True)
-        if final is not None:
-            for ext in self.extensions:
-                await ext.on_reply_end(scope, final)
+            if env is not None:
+                await end_call(env)
         return final
 
     async def _session_start(self, state: AgentState, env: ToolEnv, opts: ReplyOptions) -> None:

@@ -33,6 +33,7 @@ from ..events import (
     UserInterruptEvent,
 )
 from ..hooks import Hooks, McpServers
+from ..hooks.background import next_turn_context
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
 from ..model.base import (
     FINAL_RESULT_TOOL,
@@ -339,8 +340,10 @@ class _Reply(StepRunner):
         if self.halted is not None:
             return True  # the prompt is not added to the context, as Claude Code erases it
         state.context.extend(self.messages)
-        if prompt.additional_context:
-            state.context.append(UserMsg(prompt.additional_context, name="hook"))
+        # what async hooks said since the last prompt comes with this one (Claude Code's rule)
+        said = [t for t in (next_turn_context(state), prompt.additional_context) if t]
+        if said:
+            state.context.append(UserMsg("\n".join(said), name="hook"))
         return False
 
     def _halt_msg(self) -> Msg:

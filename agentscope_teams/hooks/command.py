@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream
 
-__all__ = ["CommandResult", "run_command"]
+__all__ = ["CommandResult", "hook_env", "kill_group", "run_command"]
 
 _LIMIT = 1 << 20  # bytes of stdout / stderr kept
 
@@ -49,16 +49,22 @@ async def _drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
                 into.extend(chunk[: _LIMIT - len(into)])
 
 
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
+    """Kill the process group ``pid`` leads (gone already: nothing to do)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def hook_env(project_dir: Path) -> dict[str, str]:
+    """The environment of a command hook: ours, with ``CLAUDE_PROJECT_DIR``."""
+    return {**os.environ, "CLAUDE_PROJECT_DIR": str(project_dir)}
 
 
 async def run_command(
     command: str, payload: dict[str, Any], *, seconds: float, project_dir: Path
 ) -> CommandResult:
     """Run ``command`` with ``payload`` as JSON on stdin; kills its group after ``seconds``."""
-    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project_dir)}
+    env = hook_env(project_dir)
     data = json.dumps(payload, ensure_ascii=False, default=str).encode()
     process = await anyio.open_process(
         ["/bin/sh", "-c", command],
@@ -83,7 +89,7 @@ async def run_command(
             code = await process.wait()
     finally:
         if code is None:  # timed out or cancelled: nothing of it may live on
-            _kill_group(process.pid)
+            kill_group(process.pid)
         with anyio.CancelScope(shield=True):
             await process.aclose()
     return CommandResult(

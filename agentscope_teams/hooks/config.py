@@ -23,7 +23,21 @@ whose server is not connected, fails or times out; an http hook whose URL the se
 ``PreToolUse`` / ``PermissionRequest`` (:data:`GUARD_EVENTS`), so a guard never silently lets
 calls through; on other events it is a non-blocking error.
 
-Other Claude Code fields (``statusMessage``, ``once``, ``async``, ``if``) are accepted and ignored.
+Fields every type may have, as Claude Code documents them (``docs/hooks.md``):
+
+- ``if``: a permission rule (``"Bash(git *)"``, ``"Edit(src/**)"``) the tool call must match for
+  the hook to be started (:mod:`.condition`); on an event without a tool call (not in
+  :data:`~.condition.TOOL_EVENTS`) the hook never runs and is left out with a warning; a rule
+  that does not parse is an error;
+- ``async`` (``command`` hooks): run in the background (:mod:`.background`): the event does not
+  wait and its decisions are not heeded (on a guard event a warning at load says it cannot
+  deny); on another type a warning, and it runs in the foreground;
+- ``once``: Claude Code honours it only in a skill's frontmatter, whose hooks are not loaded here;
+  in settings files and spec frontmatter it ignores it, and so do we, with a warning;
+- ``statusMessage``: what Claude Code's spinner shows while the hook runs; logged (INFO) when it
+  starts.
+
+``async`` and ``once`` must be booleans, ``statusMessage`` a string.
 Python callables (``HarnessAgent(hooks=...)``) use ``{Event: [(matcher, callable), ...]}``. An
 unknown event or ``type``, or a malformed entry, is a
 :class:`~agentscope_teams.errors.ConfigurationError` naming the source, the entry and the field.
@@ -39,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
+from .condition import TOOL_EVENTS, parse_condition
 from .hook import DEFAULT_TIMEOUT, Hook, HookCallable
 
 log = logging.getLogger(__name__)
@@ -55,6 +70,7 @@ __all__ = [
     "HookCallable",
     "HookMap",
     "hooks_from_callables",
+    "hook_field_notes",
     "mcp_hook_servers",
     "parse_hooks",
 ]
@@ -178,7 +194,10 @@ def _entry(
         raise _fail(source, where, f"unknown type {kind!r}; use one of {', '.join(HANDLER_TYPES)}")
     path = Path(source) if source is not None else None
     timeout = _timeout(entry, DEFAULT_TIMEOUTS.get(kind, DEFAULT_TIMEOUT), source, where)
-    base = Hook(event, matcher, timeout=timeout, source=path, kind=kind)
+    common = _common_fields(entry, event, kind, source, where)
+    if common is None:
+        return None
+    base = Hook(event, matcher, timeout=timeout, source=path, kind=kind, **common)
     if kind == "command":
         command = entry.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -219,6 +238,53 @@ def _mcp_fields(entry: Mapping[str, Any], event: str, source: Any, where: str) -
     return {"server": server, "tool": tool, "input": dict(given)}
 
 
+def _common_fields(
+    entry: Mapping[str, Any], event: str, kind: str, source: Any, where: str
+) -> dict[str, Any] | None:
+    """``if``, ``async``, ``once`` and ``statusMessage`` of an entry as :class:`Hook` fields
+    (see the module docstring); None: the hook never runs (an ``if`` on an event without a tool
+    call)."""
+    origin = source or "hooks"
+    for key in ("async", "once"):
+        if key in entry and not isinstance(entry[key], bool):
+            raise _fail(source, f"{where}.{key}", "must be true or false")
+    status = entry.get("statusMessage")
+    if status is not None and not isinstance(status, str):
+        raise _fail(source, f"{where}.statusMessage", "must be a string (the text shown)")
+    found: dict[str, Any] = {"status_message": status or None}
+    if entry.get("once"):
+        log.warning("%s: hooks.%s.once: Claude Code honours once only in a skill's frontmatter; "
+                    "here, as there, it is ignored and the hook runs every time", origin, where)  # fmt: skip
+    if entry.get("async"):
+        found["background"] = _background(kind, event, origin, where)
+    if "if" in entry:
+        try:
+            found["rule"] = parse_condition(entry["if"])
+        except ValueError as exc:
+            raise _fail(source, f"{where}.if", str(exc)) from None
+        found["condition"] = entry["if"].strip()
+        if event not in TOOL_EVENTS:
+            log.warning("%s: hooks.%s.if: %s has no tool call to match, so this hook never runs "
+                        "(as in Claude Code); if applies to %s", origin, where, event,
+                        ", ".join(TOOL_EVENTS))  # fmt: skip
+            return None
+    return found
+
+
+def _background(kind: str, event: str, origin: Any, where: str) -> bool:
+    """Whether an ``async: true`` entry runs in the background (a warning where it cannot do
+    what a foreground hook would)."""
+    if kind != "command":
+        log.warning("%s: hooks.%s.async: only command hooks run in the background (Claude "
+                    "Code); this %s hook runs in the foreground", origin, where, kind)  # fmt: skip
+        return False
+    if event in GUARD_EVENTS:
+        log.warning("%s: hooks.%s.async: an async %s hook cannot deny or block the call (it is "
+                    "not waited for, as in Claude Code); make it synchronous if it is a guard",
+                    origin, where, event)  # fmt: skip
+    return True
+
+
 def _timeout(entry: Mapping[str, Any], default: float, source: Any, where: str) -> float:
     timeout = entry.get("timeout", default)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
@@ -245,14 +311,42 @@ def _http_fields(entry: Mapping[str, Any], source: Any, where: str) -> dict[str,
 def mcp_hook_servers(data: Any) -> list[tuple[str, str]]:
     """For ``specs check --strict``: ``(entry, server)`` for each ``mcp_tool`` entry of ``data``
     (Claude Code's ``hooks`` shape, already loadable)."""
-    found: list[tuple[str, str]] = []
+    return [
+        (where, str(entry.get("server")))
+        for where, _, entry in _entries(data)
+        if entry.get("type") == "mcp_tool"
+    ]
+
+
+def hook_field_notes(data: Any) -> list[str]:
+    """For ``specs check --strict``: a line per entry of ``data`` (Claude Code's ``hooks`` shape,
+    already loadable) not run as written: its ``if`` is on an event without a tool call (it never
+    runs), or it has ``once: true`` (ignored outside a skill's frontmatter, as Claude Code does)."""
+    return [
+        f"{where}: {note}" for where, event, entry in _entries(data)
+        for note in _strict_notes(event, entry)
+    ]  # fmt: skip
+
+
+def _entries(data: Any) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """``(where, event, entry)`` for each hook entry of ``data`` that is a mapping."""
+    found: list[tuple[str, str, Mapping[str, Any]]] = []
     for event, groups in (data or {}).items():
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             entries = group.get("hooks") if isinstance(group, Mapping) else None
             for j, entry in enumerate(entries if isinstance(entries, list) else []):
-                if isinstance(entry, Mapping) and entry.get("type") == "mcp_tool":
-                    found.append((f"hooks.{event}[{i}].hooks[{j}]", str(entry.get("server"))))
+                if isinstance(entry, Mapping):
+                    found.append((f"hooks.{event}[{i}].hooks[{j}]", str(event), entry))
     return found
+
+
+def _strict_notes(event: str, entry: Mapping[str, Any]) -> list[str]:
+    notes: list[str] = []
+    if "if" in entry and event not in TOOL_EVENTS:
+        notes.append(f"if on {event}, which has no tool call: this hook never runs")
+    if entry.get("once") is True:
+        notes.append("once is ignored (Claude Code honours it only in a skill's frontmatter)")
+    return notes
 
 
 def hooks_from_callables(data: Mapping[str, Any] | None) -> HookMap:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..state import PermissionRule
+
 __all__ = ["DEFAULT_TIMEOUT", "Hook", "HookCallable"]
 
 DEFAULT_TIMEOUT = 600.0
@@ -32,7 +34,10 @@ class Hook:
     ``kind`` is Claude Code's ``type`` (``function`` for a Python hook). ``headers`` are
     ``(name, value)`` pairs whose ``$VAR`` / ``${VAR}`` are filled from ``allowed_env`` only;
     ``model`` (prompt) names the model that evaluates it. ``source`` is the file it came from
-    (None: given in code, the operator's own).
+    (None: given in code, the operator's own). ``condition`` is Claude Code's ``if`` (a
+    permission rule, read into ``rule``: the hook runs only for the tool calls it matches,
+    :mod:`.condition`); ``background`` is ``async: true`` (:mod:`.background`);
+    ``status_message`` is ``statusMessage``, logged when the hook starts.
     """
 
     event: str
@@ -50,6 +55,10 @@ class Hook:
     server: str | None = None
     tool: str | None = None
     input: Mapping[str, Any] | None = field(default=None, hash=False)
+    condition: str | None = None
+    rule: PermissionRule | None = field(default=None, compare=False)
+    background: bool = False
+    status_message: str | None = None
 
     def __post_init__(self) -> None:
         if self.function is not None and self.kind == "command" and self.command is None:
@@ -87,6 +96,8 @@ class Hook:
         else:
             what = f"{self.kind} {_short(self.prompt or '')!r}"
         matcher = f"[{self.matcher}]" if self.matcher else ""
+        if self.condition is not None:
+            matcher += f" if {self.condition}"
         origin = f" ({self.source})" if self.source is not None and self.kind != "command" else ""
         return f"{self.event}{matcher} {what}{origin}"
 

@@ -12,11 +12,14 @@ from typing import Any
 import anyio
 
 from ..model.base import ChatModel
+from ..tools import Tool
 from ..tools.claude_code import claude_name_of, to_claude_input
 from ..tools.modes import claude_name
 from ..tracing import hook_denial
 from ..trust import project_root
+from .background import current_background, unheeded
 from .command import run_command
+from .condition import condition_holds
 from .config import GUARD_EVENTS, Hook, HookMap, merged
 from .http import run_http
 from .mcp_tool import McpServers, run_mcp_tool
@@ -60,6 +63,9 @@ class Hooks:
         self.policy = policy or HookPolicy()
         #: The models prompt and agent hooks name, each built at its first use (shared by copies).
         self.judges: JudgeModels = {}
+        #: Whether a hook runs in the background (``async: true``): an agent call then keeps
+        #: the hooks it starts (:class:`~.background.BackgroundHooks`).
+        self.has_background = any(h.background for hs in self.by_event.values() for h in hs)
 
     def __bool__(self) -> bool:
         return any(self.by_event.values())
@@ -76,7 +82,12 @@ class Hooks:
         hooks = self.by_event.get(event, [])
         if "tool_name" in payload:
             ours = str(payload.get("_native") or payload["tool_name"])
-            return [h for h in hooks if h.matches(str(payload["tool_name"]), ours)]
+            return [
+                h
+                for h in hooks
+                if h.matches(str(payload["tool_name"]), ours)
+                and (h.rule is None or condition_holds(h.rule, payload))
+            ]
         field = _MATCH_FIELD.get(event)
         if field is None:  # Claude Code ignores the matcher of an event that has nothing to match
             return list(hooks)
@@ -149,6 +160,10 @@ class Hooks:
         agent_runner: AgentRunner | None,
         servers: McpServers | None,
     ) -> HookOutcome:
+        if hook.status_message:  # what Claude Code's spinner shows while it runs
+            log.info("hook %s: %s", hook.label, hook.status_message)
+        if hook.background and hook.command is not None:
+            return await self._background(hook, payload)
         if hook.kind == "command" and hook.command is not None:
             result = await run_command(
                 hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
@@ -164,6 +179,19 @@ class Hooks:
         if hook.kind != "function":
             return _not_run(hook)
         return await _call(hook, payload)
+
+    async def _background(self, hook: Hook, payload: dict[str, Any]) -> HookOutcome:
+        """An ``async: true`` command: started in the agent call's background hooks, not waited
+        for; fired outside a call, run here, its decisions unheeded (:mod:`.background`)."""
+        assert hook.command is not None
+        running = current_background()
+        if running is not None:
+            await running.start(hook, payload, self._root(hook))
+            return HookOutcome()
+        result = await run_command(
+            hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
+        )
+        return unheeded(hook, from_command(hook.event, hook.label, result))
 
 
 def _not_run(hook: Hook) -> HookOutcome:
@@ -200,11 +228,15 @@ _ABSOLUTE = ("file_path", "notebook_path")
 
 
 def tool_payload(
-    native: str, arguments: Mapping[str, Any], workspace: Path | None = None
+    native: str,
+    arguments: Mapping[str, Any],
+    workspace: Path | None = None,
+    tool: Tool | None = None,
 ) -> dict[str, Any]:
     """``tool_name`` (Claude Code's name, or ours without one) and ``tool_input`` (Claude Code's
     field names) of one of our tool calls; a relative ``file_path`` is made absolute against
-    ``workspace``, as Claude Code's always is (the tools take either)."""
+    ``workspace``, as Claude Code's always is (the tools take either). ``tool`` (the call's) and
+    the call's own arguments ride along, unsent, for a hook's ``if`` (:mod:`.condition`)."""
     tool_input = to_claude_input(native, arguments)
     for key in _ABSOLUTE:
         value = tool_input.get(key)
@@ -214,4 +246,7 @@ def tool_payload(
         "tool_name": claude_name_of(native) or native,
         "tool_input": tool_input,
         "_native": native,
+        "_tool": tool,
+        "_arguments": dict(arguments),
+        "_workspace": workspace,
     }

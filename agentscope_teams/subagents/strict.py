@@ -12,7 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..errors import SpecError
-from ..hooks.config import ELSEWHERE_EVENTS, mcp_hook_servers
+from ..hooks.config import ELSEWHERE_EVENTS, hook_field_notes, mcp_hook_servers
 from ..model.factory import model_name_problem
 from ._fields import _CLAUDE_CODE_KEYS, AUTO_MODE_NOTE, MODE_KEYS
 from .spec import SpecLoadResult, SubagentSpec
@@ -80,6 +80,8 @@ def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> li
         if event in ELSEWHERE_EVENTS:
             reason = f"hook event {event!r} never happens here: its hooks never run"
             found.append(SpecError(where, _line(spec, "hooks"), reason))
+    for reason in hook_field_notes(spec.hooks):
+        found.append(SpecError(where, _line(spec, "hooks"), reason))
     if mcp_servers is not None:
         found += _unconnected_hooks(spec, {*mcp_servers, *spec.mcp_servers})
     for key in spec.extra:
