@@ -547,7 +547,13 @@ class LocalTeamClient(TeamRegistry):
             task_lease=self.task_lease,
             result_schema=result_schema,
         )
-        await self._task_hook("TaskCreated", team_id, draft, draft.assignee, refuse=True)
+        try:
+            await self._task_hook("TaskCreated", team_id, draft, draft.assignee, refuse=True)
+        except TaskBlockedError:  # its TaskCreated fired: so does its end (they always pair)
+            await self._task_hook(
+                "TaskCompleted", team_id, draft, draft.assignee, "cancelled", obey=False
+            )
+            raise
         task = await board.publish(draft)
         if await self.is_deleted(team_id):  # deleted meanwhile: see _not_deleted_since
             await self._remove_board(team_id)

@@ -142,3 +142,25 @@ async def test_a_task_the_hook_lets_through_is_created_once_with_its_hook_fired_
     assert (await client.get_task(team.id, task.id)).status is TaskStatus.PENDING
     seen = read_lines(tmp_path / "created.jsonl")
     assert [(e["task_id"], e["teammate_name"]) for e in seen] == [(task.id, "ann")]
+
+
+async def test_a_refused_task_still_gets_its_task_completed_as_cancelled(tmp_path: Path) -> None:
+    # every TaskCreated has its TaskCompleted: a hook that tracks open tasks elsewhere (a ticket
+    # it opened on TaskCreated) closes the refused one too
+    ended = tmp_path / "ended.jsonl"
+    logger = script(tmp_path, "ended.sh", f'payload=$(cat)\necho "$payload" >> {ended}\n')
+    data = {**config(gate(tmp_path)), "TaskCompleted": [{"hooks": [{"command": logger}]}]}
+    hooks = Hooks(parse_hooks(data), project_dir=tmp_path)
+    client = LocalTeamClient(
+        InMemoryStore(), RuntimeContext(session_id="s", user_id="u"), hooks=hooks
+    )
+    team = await client.create_team("t", members=[Member(name="ann")])
+    with pytest.raises(TaskBlockedError):
+        await client.assign_task(team.id, "refactor", "make it nicer", assignee="ann")
+    created = read_lines(tmp_path / "created.jsonl")
+    done = read_lines(ended)
+    assert [(e["task_id"], e["status"], e["teammate_name"]) for e in done] == [
+        (created[0]["task_id"], "cancelled", "ann")
+    ]
+    ann = (await client.get_team(team.id)).member("ann")
+    assert ann is not None and ann.stop is None
