@@ -21,6 +21,7 @@ import yaml
 
 from ..errors import SpecError
 from ..skills._lenient import lenient_note, quote_values
+from ..trust import claude_agents_folder
 from ._fields import (
     NAME_RE,
     NAME_RULE,
@@ -181,11 +182,10 @@ class Draft:
 
 
 def claude_project_root(path: Path) -> Path | None:
-    """The project of a Claude Code agent file (``<root>/.claude/agents/x.md`` -> ``<root>``)."""
-    agents = path.parent
-    if agents.name == "agents" and agents.parent.name == ".claude":
-        return agents.parent.parent
-    return None
+    """The project of a Claude Code agent file (``<root>/.claude/agents/x.md`` -> ``<root>``, also
+    from a subfolder: ``<root>/.claude/agents/team/x.md``)."""
+    agents = claude_agents_folder(path.parent)
+    return agents.parent.parent if agents is not None else None
 
 
 def draft_spec(
