@@ -14,7 +14,7 @@ from ..agent.extension import CallScope, Extension
 from ..errors import ToolError
 from ..tools import Tool
 from ..tools.decorator import make_tool
-from .library import Skill, SkillLibrary
+from .library import Skill, SkillLibrary, find_skill
 
 MAX_LISTED_SKILLS = 100
 
@@ -61,7 +61,7 @@ class SkillExtension(Extension):
             return []
 
         async def load(skill: str, file: str | None = None) -> str:
-            found = skills.get(skill)
+            found = find_skill(skills, skill)
             if found is None:
                 raise ToolError(
                     f"unknown skill {skill!r}; available skills: {', '.join(skills) or 'none'}"

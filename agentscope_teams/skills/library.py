@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +142,15 @@ def load_skill(path: Path) -> Skill:
         root=path.parent,
         allowed_tools=_tools(data.get("allowed-tools", data.get("allowed_tools"))),
     )
+
+
+def find_skill(skills: Mapping[str, Skill], name: str) -> Skill | None:
+    """The skill called ``name``: by its ``name:``, else by its folder's name (a ``SKILL.md`` in
+    ``release-notes/`` saying ``name: Release Notes`` is found by either)."""
+    found = skills.get(name)
+    if found is None:
+        found = next((s for s in skills.values() if s.root.name == name), None)
+    return found
 
 
 def _scan(folder: Path) -> dict[str, Skill]:
