@@ -79,7 +79,7 @@ def _entries(section: dict[str, Any], behavior: str, path: Path) -> list[Any]:
     entries = section.get(behavior) or []
     if not isinstance(entries, list):
         raise ConfigurationError(
-            f"{path}: permissions.{behavior} must be a list of rules such as \"Read(./.env)\""
+            f'{path}: permissions.{behavior} must be a list of rules such as "Read(./.env)"'
         )
     return entries
 
@@ -87,7 +87,7 @@ def _entries(section: dict[str, Any], behavior: str, path: Path) -> list[Any]:
 def _rule(text: Any, behavior: Decision, where: str) -> PermissionRule:
     if not isinstance(text, str):
         raise ConfigurationError(
-            f"{where}: a rule is a string such as \"Bash(npm test:*)\", got {type(text).__name__}"
+            f'{where}: a rule is a string such as "Bash(npm test:*)", got {type(text).__name__}'
         )
     try:
         return parse_rule(text.strip(), behavior)
