@@ -154,7 +154,8 @@ def _is_ours(name: str) -> bool:
 
 
 def select_tools(value: Any) -> ToolSelection:
-    """Read a ``tools:`` value (list or comma-separated string); ``None`` selects everything.
+    """Read a ``tools:`` value (list or comma-separated string); ``None`` (or a ``*`` entry,
+    Claude Code's "every tool") selects everything.
 
     Names of this runtime start with a lowercase letter (``read_file``, ``claimTask``, a custom
     ``search_docs``); MCP tools (``mcp__github__create_issue``, or ``mcp__github`` for every tool of
@@ -163,7 +164,7 @@ def select_tools(value: Any) -> ToolSelection:
     reported in ``unavailable``.
     """
     names = split_tools(value)
-    if names is None:
+    if names is None or "*" in names:  # Claude Code's "every tool", as no `tools:` key
         return ToolSelection(None)
     tools: list[str] = []
     unavailable: list[str] = []
