@@ -20,7 +20,7 @@ from ..hooks.config import parse_hooks
 from ..mcp.tools import is_mcp_name
 from ..model.factory import CLAUDE_ALIASES
 from ..tools.base import ALIASES
-from ..tools.claude_code import UNSUPPORTED, parse_tool_entry
+from ..tools.claude_code import parse_tool_entry, unavailable_reason
 from ..tools.permissions import resolve_mode
 
 #: Claude Code tool names -> the main tool of this runtime doing that job (the table is
@@ -190,7 +190,7 @@ def select_tools(value: Any) -> ToolSelection:
         tools += [name for name in picked if name not in tools]
     warnings = []
     if unavailable:
-        reasons = [f"{n} ({UNSUPPORTED[n]})" if n in UNSUPPORTED else n for n in unavailable]
+        reasons = [f"{n} ({unavailable_reason(n)})" for n in unavailable]
         warnings.append(
             f"tools not available in agentscope-teams are ignored: {', '.join(reasons)}"
         )
