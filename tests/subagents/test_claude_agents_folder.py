@@ -69,3 +69,13 @@ def test_a_plain_spec_folder_stays_flat_and_strict(tmp_path: Path) -> None:
     result = load_specs(tmp_path / "specs", strict=False)
     assert sorted(result.specs) == ["a"]
     assert any("no YAML frontmatter" in str(e) for e in result.errors)
+
+
+def test_a_subfolder_agent_belongs_to_the_project(project: Path) -> None:
+    """It works in the project (shared workspace, as a top-level agent file) and its project is
+    the one the operator trusts (its hooks and grants follow that trust)."""
+    from agentscope_teams.trust import project_root
+
+    builder = load_specs(project / ".claude" / "agents").specs["builder"]
+    assert builder.workspace.mode == "shared"
+    assert project_root(project / ".claude/agents/team/deep/checker.md") == project.resolve()
