@@ -105,6 +105,11 @@ async def child_skills(
         if missing:
             log.warning("subagent %s: skills %s not found; not preloaded", spec.name, missing)
         loaded = [skill for skill in picked.values() if skill is not None]
+        if any(not skill.model_invocable for skill in loaded):
+            user_only = [skill.name for skill in loaded if not skill.model_invocable]
+            log.warning("subagent %s: skills %s are the user's only (disable-model-invocation); "
+                        "not preloaded", spec.name, user_only)  # fmt: skip
+            loaded = [skill for skill in loaded if skill.model_invocable]
         found.append(PreloadedSkills(loaded))
     allowed = tool and (spec.tools is None or "skill" in spec.tools)
     if allowed and "skill" not in spec.removed_tools:
