@@ -16,6 +16,7 @@ subagent and team layers, is the one place that puts them together:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, Unpack, cast
@@ -26,6 +27,7 @@ from .agent.options import SessionOptions, check_keywords, check_options, sessio
 from .errors import ConfigurationError
 from .hooks import HookMap, Hooks, hooks_from_callables, parse_hooks, project_settings
 from .hooks.config import merged
+from .hooks.settings_rules import settings_permission_rules
 from .mcp import McpPool, McpToolset
 from .mcp.project import project_mcp_json, project_servers
 from .model.base import ChatModel
@@ -33,7 +35,7 @@ from .project_memory import ProjectMemory, claude_project
 from .sandbox import Sandbox, resolve_sandbox
 from .skills import SkillExtension, SkillLibrary
 from .subagents.options import SubagentOptions, check_subagent_options
-from .tools import shell_tools
+from .tools import PermissionEngine, shell_tools
 from .trust import ProjectTrust, project_root
 
 __all__ = [
@@ -244,6 +246,7 @@ class HarnessAgent(SessionAgent):
         super().__init__(name, model, system_prompt, **session)
         specs = options.get("specs")
         self._add_mcp(options)
+        self._add_settings_rules(specs)
         file_hooks, policy = project_settings(specs, self.trust)
         self.hooks = Hooks(
             merged(_code_hooks(options.get("hooks")), file_hooks),
@@ -258,6 +261,19 @@ class HarnessAgent(SessionAgent):
         if self.skills and options.get("builtin_tools", True):
             self.extensions.append(SkillExtension(self.skills))
         self._add_specs(options)
+
+    def _add_settings_rules(self, specs: Any) -> None:
+        """The permission rules of the project's settings files (:mod:`.hooks.settings_rules`)
+        join the agent's own, in a new engine (the caller's is not changed); its subagents and
+        team members inherit them with the rest."""
+        rules = settings_permission_rules(specs, self.trust)
+        if not rules:
+            return
+        old = self.loop.permissions
+        engine = PermissionEngine([*old.rules, *rules], old.mode, unattended=old.unattended)
+        engine.refused = old.refused  # a caller reading the refusals of its engine still sees them
+        self.loop.permissions = engine
+        self.view = dataclasses.replace(self.view, permissions=engine)
 
     def _add_mcp(self, options: HarnessOptions) -> None:
         """The MCP toolset (:class:`McpOptions`) and the trust deciding the project's servers."""

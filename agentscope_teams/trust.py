@@ -43,6 +43,7 @@ __all__ = [
     "ProjectTrust",
     "TrustStore",
     "Withheld",
+    "claude_agents_folder",
     "config_dir",
     "is_trusted",
     "project_root",
@@ -64,15 +65,27 @@ def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base).expanduser() / "agentscope-teams"
 
 
+def claude_agents_folder(path: Path | str) -> Path | None:
+    """The ``<root>/.claude/agents`` folder holding ``path`` (itself, or at any depth below it, as
+    Claude Code reads the subfolders of ``.claude/agents`` too); None outside one. No file system
+    access: the path is taken as written."""
+    found = Path(path)
+    for folder in (found, *found.parents):
+        if folder.name == "agents" and folder.parent.name == ".claude":
+            return folder
+    return None
+
+
 def project_root(path: Path | str) -> Path:
     """The project a spec folder, spec file or ``.mcp.json`` belongs to, as a resolved real path:
-    ``<root>`` for anything in ``<root>/.claude/agents`` or ``<root>/.claude``; for anything else,
-    its folder (a file's parent, a folder itself)."""
+    ``<root>`` for anything in ``<root>/.claude/agents`` (its subfolders too) or ``<root>/.claude``;
+    for anything else, its folder (a file's parent, a folder itself)."""
     found = Path(path).expanduser().resolve()
     if not found.is_dir():
         found = found.parent
-    if found.name == "agents" and found.parent.name == ".claude":
-        return found.parent.parent
+    agents = claude_agents_folder(found)
+    if agents is not None:
+        return agents.parent.parent
     if found.name == ".claude":
         return found.parent
     return found

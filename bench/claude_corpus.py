@@ -5,7 +5,7 @@
 Every agent file under the directories (see :func:`agent_files`) is loaded with :meth:`SubagentSpec.from_file`. The table counts files that lose a Claude Code tool
 (:attr:`SubagentSpec.unavailable_tools`; ``WebSearch`` apart, since it is offered only when a search
 provider is configured) and the frontmatter keys kept in ``extra`` (not acted on). Files that do not
-load are counted as errors. Fetch real collections to measure (the bench has no corpus of its own).
+load are counted as errors, each printed with its first problem (file:line: reason). Fetch real collections to measure (the bench has no corpus of its own).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Tally:
     losing: int = 0
     lost: Counter[str] = field(default_factory=Counter)
     extra: Counter[str] = field(default_factory=Counter)
+    failed: list[str] = field(default_factory=list)  # "file:line: reason" of each error
 
 
 SKIP = frozenset({"README.MD", "CLAUDE.MD", "CONTRIBUTING.MD", "SKILL.MD", "CHANGELOG.MD"})
@@ -34,11 +35,12 @@ SKIP = frozenset({"README.MD", "CLAUDE.MD", "CONTRIBUTING.MD", "SKILL.MD", "CHAN
 
 def agent_files(root: Path) -> list[Path]:
     """Claude Code agent files under ``root``: a frontmatter with ``description:``, in an
-    ``agents`` folder or with ``name:`` too (not skills, commands or project documents)."""
+    ``agents`` folder or with ``name:`` too (not skills, commands, output styles or project
+    documents)."""
     found = []
     for path in sorted(root.rglob("*.md")):
         parts = set(path.parent.parts)
-        if path.name.upper() in SKIP or parts & {"commands", "skills"}:
+        if path.name.upper() in SKIP or parts & {"commands", "skills", "output-styles"}:
             continue
         head = path.read_text(encoding="utf-8", errors="replace")[:4000]
         if not head.startswith("---") or "\ndescription:" not in head:
@@ -54,8 +56,9 @@ def measure(paths: list[Path]) -> Tally:
         tally.files += 1
         try:
             spec = SubagentSpec.from_file(path)
-        except SpecError:
+        except SpecError as exc:
             tally.errors += 1
+            tally.failed.append(str(exc).splitlines()[0])
             continue
         lost = [t for t in spec.unavailable_tools if t != "WebSearch"]
         if lost:
@@ -76,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{root}: {tally.files} files, {tally.errors} errors, {tally.losing} lose a tool ({share:.1%})"
         )
+        for failure in tally.failed:
+            print(f"  {failure}")
         total.files += tally.files
         total.errors += tally.errors
         total.losing += tally.losing

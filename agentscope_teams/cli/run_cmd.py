@@ -1,7 +1,8 @@
 """``agentscope-teams run [--specs DIR] "prompt"``: one turn of a lead agent with subagents.
 
-The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools; with
-no ``--specs`` and no ``./specs`` it works alone. Its workspace is the current directory. The model
+The lead gets the spec directory's subagents (``agent_spawn`` and friends) and the team tools;
+without ``--specs`` the directory is ``./specs``, else ``./.claude/agents``; with neither it works
+alone. Its workspace is the current directory. The model
 comes from ``--model`` (any string :func:`~agentscope_teams.model.model_from_string` reads:
 ``scripted:FILE`` replays model turns from a file, see :mod:`agentscope_teams.model.script_file`;
 ``python:module:attr`` loads one from code) or from the API key found in the environment. The
@@ -105,7 +106,8 @@ def register(subparsers: SubParsers) -> None:
         "--specs",
         metavar="DIR",
         type=Path,
-        help="subagent spec directory (default: ./specs if it exists, else no subagents)",
+        help="subagent spec directory (default: ./specs if it exists, else ./.claude/agents if it "
+        "exists, else no subagents)",
     )
     parser.add_argument(
         "--model",
@@ -251,11 +253,15 @@ def _again(args: argparse.Namespace, ctx: RuntimeContext) -> str:
 
 
 def _specs(args: argparse.Namespace) -> Path | None:
-    """``--specs`` (which must exist), else ``./specs`` if it exists, else None: no subagents."""
+    """``--specs`` (which must exist), else ``./specs`` if it exists, else the Claude Code
+    project's ``./.claude/agents`` if it exists (as ``claude`` started here uses it), else None:
+    no subagents."""
     if args.specs is not None:
         return spec_directory(args)
-    default = Path("specs")
-    return default.resolve() if default.is_dir() else None
+    for default in (Path("specs"), Path(".claude", "agents")):
+        if default.is_dir():
+            return default.resolve()
+    return None
 
 
 def _model(name: str | None, specs: Path | None) -> ChatModel:

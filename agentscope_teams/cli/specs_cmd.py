@@ -1,7 +1,8 @@
 """``agentscope-teams specs check DIR``: validate a directory of subagent spec files.
 
 It also names the MCP servers (its ``.mcp.json``, ``mcpServers`` in its spec files), the hooks
-(``.claude/settings.json``, ``hooks:`` in its spec files) and the grants of its spec files (a
+(``.claude/settings.json``, ``hooks:`` in its spec files), the ``allow`` permission rules of its
+settings files and the grants of its spec files (a
 ``permissionMode`` above ``default``, ``tools:`` allow rules) of the project
 that are not enabled because the project is not trusted, and how to enable them.
 """
@@ -13,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..hooks import withheld_hooks
+from ..hooks.settings_rules import withheld_rules
 from ..mcp.project import project_mcp_json, untrusted_servers
 from ..subagents.check import check_specs
 from ..subagents.grants import withheld_grants
@@ -83,6 +85,7 @@ def handle_check(args: argparse.Namespace) -> int:
             specs, trust = list(loaded.specs.values()), ProjectTrust()
             withheld = untrusted_servers(args.directory, specs, trust)
             withheld += withheld_hooks(args.directory, specs, trust)
+            withheld += withheld_rules(args.directory, trust)
             withheld += withheld_grants(specs, trust)
             if withheld:
                 stdout_console().print(untrusted_notice(withheld), style="yellow", markup=False)
@@ -103,6 +106,7 @@ def handle_check(args: argparse.Namespace) -> int:
     withheld = untrusted_servers(args.directory, specs, trust)
     if args.directory.is_dir():
         withheld += withheld_hooks(args.directory, specs, trust)
+        withheld += withheld_rules(args.directory, trust)
     withheld += withheld_grants(specs, trust)
     for found in withheld:
         print_json_line(

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..hooks import withheld_hooks
+from ..hooks.settings_rules import withheld_rules
 from ..mcp.project import untrusted_servers
 from ..project_memory import ProjectMemory, claude_project
 from ..subagents.grants import withheld_grants
@@ -63,10 +64,11 @@ def project_memory(specs: Path | None, trust: ProjectTrust) -> ProjectMemory:
 
 def untrusted_note(specs_dir: Path, specs: Iterable[Any], trust: ProjectTrust) -> str:
     """What the project of ``specs_dir`` would start (MCP servers), run (hooks) or let its agents
-    do without asking (permission modes, ``tools:`` allow rules) if trusted, and how to trust it;
-    "" if nothing is left off."""
+    do without asking (permission modes, ``tools:`` allow rules, its settings files' allow rules)
+    if trusted, and how to trust it; "" if nothing is left off."""
     specs = list(specs)
     withheld = untrusted_servers(specs_dir, specs, trust) + withheld_hooks(specs_dir, specs, trust)
+    withheld += withheld_rules(specs_dir, trust)
     return untrusted_notice(withheld + withheld_grants(specs, trust))
 
 

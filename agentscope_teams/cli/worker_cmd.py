@@ -38,6 +38,7 @@ import anyio
 from ..compose import project_mcp_json
 from ..errors import CommandError
 from ..hooks import Hooks, project_settings
+from ..hooks.settings_rules import settings_permission_rules
 from ..mcp import McpToolset
 from ..mcp.project import project_servers
 from ..model import ChatModel
@@ -47,6 +48,7 @@ from ..store.capabilities import capabilities_of
 from ..store.redact import redact_url
 from ..subagents.spec import SubagentSpec, load_specs
 from ..teams.member.worker import Worker, WorkerConfig, model_option
+from ..tools import PermissionEngine
 from ..trust import ProjectTrust, project_root
 from .common import (
     SubParsers,
@@ -205,6 +207,7 @@ def handle(args: argparse.Namespace) -> int:
         hooks=_worker_hooks(args.specs, trust),
         trust=trust,
         memory=project_memory(args.specs, trust) or None,
+        permissions=_worker_permissions(args.specs, trust),
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
@@ -251,6 +254,13 @@ def _require_shared(store: BaseStore, url: str) -> None:
             "this store lives only in this process; use a file, SQL or Redis store shared with "
             "the lead"
         )
+
+
+def _worker_permissions(specs: Path, trust: ProjectTrust) -> PermissionEngine | None:
+    """The members' starting rules: the permission rules of the ``--specs`` project's settings
+    files (deny and ask always, allow when it is trusted), as the lead of ``run`` has them."""
+    rules = settings_permission_rules(specs, trust)
+    return PermissionEngine(rules) if rules else None
 
 
 def _worker_hooks(specs: Path, trust: ProjectTrust) -> Hooks:

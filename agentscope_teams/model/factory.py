@@ -14,7 +14,7 @@ imports what it names. Three sources fill the table:
   ``agentscope_teams.review``) is declared so in this package's own metadata, which is how a
   lower layer builds it without naming it.
 
-Claude Code's aliases ``sonnet``, ``opus`` and ``haiku`` build an
+Claude Code's aliases ``sonnet``, ``opus``, ``haiku`` and ``fable`` build an
 :class:`~.anthropic.AnthropicChatModel` of the model id in the environment variable Claude Code
 reads (``ANTHROPIC_DEFAULT_SONNET_MODEL``, ...) or else the default id below. ``inherit`` is not a
 model: a spec saying it uses its parent's model (the spec loader maps it to ``None``). A bare
@@ -52,6 +52,7 @@ CLAUDE_ALIASES: dict[str, tuple[str, str]] = {
     "sonnet": ("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-4-5"),
     "opus": ("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-4-5"),
     "haiku": ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-4-5"),
+    "fable": ("ANTHROPIC_DEFAULT_FABLE_MODEL", "claude-fable-5"),
 }
 
 

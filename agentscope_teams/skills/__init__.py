@@ -8,6 +8,6 @@ offers the ``skill`` tool, whose description lists the skills the caller can loa
 """
 
 from .extension import SkillExtension
-from .library import Skill, SkillLibrary, load_skill
+from .library import Skill, SkillLibrary, find_skill, load_skill
 
-__all__ = ["Skill", "SkillExtension", "SkillLibrary", "load_skill"]
+__all__ = ["Skill", "SkillExtension", "SkillLibrary", "find_skill", "load_skill"]

@@ -14,7 +14,7 @@ from ..agent.extension import CallScope, Extension
 from ..errors import ToolError
 from ..tools import Tool
 from ..tools.decorator import make_tool
-from .library import Skill, SkillLibrary
+from .library import USER_ONLY, Skill, SkillLibrary, find_skill
 
 MAX_LISTED_SKILLS = 100
 
@@ -33,6 +33,8 @@ _TEMPLATE = make_tool(skill, read_only=True, concurrency_safe=True)
 
 
 def listing(skills: dict[str, Skill]) -> str:
+    """The skills the model may load, one line each (the user-only ones left out)."""
+    skills = {n: s for n, s in skills.items() if s.model_invocable}
     shown = list(skills.values())[:MAX_LISTED_SKILLS]
     lines = [f"- {s.name}: {s.description}" for s in shown]
     more = len(skills) - len(shown)
@@ -57,15 +59,18 @@ class SkillExtension(Extension):
 
     def tools(self, scope: CallScope) -> list[Tool]:
         skills = scope.local(self, _Loaded).skills
-        if not skills:
+        if not skills or not any(s.model_invocable for s in skills.values()):
             return []
 
         async def load(skill: str, file: str | None = None) -> str:
-            found = skills.get(skill)
+            found = find_skill(skills, skill)
             if found is None:
+                offered = [n for n, s in skills.items() if s.model_invocable]
                 raise ToolError(
-                    f"unknown skill {skill!r}; available skills: {', '.join(skills) or 'none'}"
+                    f"unknown skill {skill!r}; available skills: {', '.join(offered) or 'none'}"
                 )
+            if not found.model_invocable:
+                raise ToolError(USER_ONLY.format(name=found.name))
             if file is None:
                 return found.full_text()
             try:

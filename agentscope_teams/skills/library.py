@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,9 @@ class Skill:
     body: str
     root: Path
     allowed_tools: tuple[str, ...] = ()
+    #: False for ``disable-model-invocation: true``: in Claude Code only the user runs it, so the
+    #: model is not offered it and subagents do not preload it.
+    model_invocable: bool = True
 
     def files(self) -> list[str]:
         """The other files of the skill, relative to its folder (at most 200)."""
@@ -141,7 +144,23 @@ def load_skill(path: Path) -> Skill:
         body=body.strip(),
         root=path.parent,
         allowed_tools=_tools(data.get("allowed-tools", data.get("allowed_tools"))),
+        model_invocable=data.get("disable-model-invocation") is not True,
     )
+
+
+USER_ONLY = (
+    "skill {name!r} says disable-model-invocation: true: in Claude Code only the user runs it, "
+    "so it is not offered to agents; do the task without it"
+)
+
+
+def find_skill(skills: Mapping[str, Skill], name: str) -> Skill | None:
+    """The skill called ``name``: by its ``name:``, else by its folder's name (a ``SKILL.md`` in
+    ``release-notes/`` saying ``name: Release Notes`` is found by either)."""
+    found = skills.get(name)
+    if found is None:
+        found = next((s for s in skills.values() if s.root.name == name), None)
+    return found
 
 
 def _scan(folder: Path) -> dict[str, Skill]:

@@ -20,7 +20,7 @@ from ..hooks.config import parse_hooks
 from ..mcp.tools import is_mcp_name
 from ..model.factory import CLAUDE_ALIASES
 from ..tools.base import ALIASES
-from ..tools.claude_code import UNSUPPORTED, parse_tool_entry
+from ..tools.claude_code import parse_tool_entry, unavailable_reason
 from ..tools.permissions import resolve_mode
 
 #: Claude Code tool names -> the main tool of this runtime doing that job (the table is
@@ -154,7 +154,8 @@ def _is_ours(name: str) -> bool:
 
 
 def select_tools(value: Any) -> ToolSelection:
-    """Read a ``tools:`` value (list or comma-separated string); ``None`` selects everything.
+    """Read a ``tools:`` value (list or comma-separated string); ``None`` (or a ``*`` entry,
+    Claude Code's "every tool") selects everything.
 
     Names of this runtime start with a lowercase letter (``read_file``, ``claimTask``, a custom
     ``search_docs``); MCP tools (``mcp__github__create_issue``, or ``mcp__github`` for every tool of
@@ -163,7 +164,7 @@ def select_tools(value: Any) -> ToolSelection:
     reported in ``unavailable``.
     """
     names = split_tools(value)
-    if names is None:
+    if names is None or "*" in names:  # Claude Code's "every tool", as no `tools:` key
         return ToolSelection(None)
     tools: list[str] = []
     unavailable: list[str] = []
@@ -189,7 +190,7 @@ def select_tools(value: Any) -> ToolSelection:
         tools += [name for name in picked if name not in tools]
     warnings = []
     if unavailable:
-        reasons = [f"{n} ({UNSUPPORTED[n]})" if n in UNSUPPORTED else n for n in unavailable]
+        reasons = [f"{n} ({unavailable_reason(n)})" for n in unavailable]
         warnings.append(
             f"tools not available in agentscope-teams are ignored: {', '.join(reasons)}"
         )

@@ -21,6 +21,7 @@ import yaml
 
 from ..errors import SpecError
 from ..skills._lenient import lenient_note, quote_values
+from ..trust import claude_agents_folder
 from ._fields import (
     NAME_RE,
     NAME_RULE,
@@ -82,14 +83,42 @@ def split_frontmatter(path: Path, text: str, *, strict_yaml: bool = False) -> Fr
     yaml_text, body = "\n".join(lines[first + 1 : close]), "\n".join(lines[close + 1 :])
     try:
         node, data = _parse_yaml(path, yaml_text, first + 2)
-    except SpecError:
+    except SpecError as exc:
         rescued = None if strict_yaml else quote_values(yaml_text)
         if rescued is None:
-            raise
+            hint = margin_hint(yaml_text, first + 2)
+            if hint is None:
+                raise
+            raise SpecError(path, exc.line, f"{exc.reason.split('; quote')[0]}; {hint}") from None
         node, data = _parse_yaml(path, rescued[0], first + 2)  # what is left is reported
         lenient = [(first + 2 + q.index, q.key) for q in rescued[1]]
         return Frontmatter(data, node, first + 1, close + 1, body, lenient)
     return Frontmatter(data, node, first + 1, close + 1, body)
+
+
+_TOP_KEY_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]|$)")
+
+
+def margin_hint(text: str, first_line: int) -> str | None:
+    """How to fix a value written over several lines whose next lines start at the left margin
+    (``<example>`` blocks in a description): the first such line that is no ``key:`` line at all,
+    laid to the spec key above it. None when there is none."""
+    key: tuple[str, int] | None = None
+    for index, line in enumerate(text.split("\n")):
+        if not line.strip() or line.startswith(("#", "-", " ", "\t")):
+            continue
+        found = _TOP_KEY_RE.match(line)
+        if found is not None:
+            if found.group(1) in SPEC_KEYS:  # `user:` of a dialogue is not a key of the spec
+                key = (found.group(1), first_line + index)
+        elif key is not None:
+            name, at = key
+            return (
+                f"line {first_line + index} starts at the left margin but is not a `key:` line: "
+                f"it goes on the value of {name!r} (line {at}); write a value of several lines "
+                f"as a block, `{name}: |` and then every line of it indented by two spaces"
+            )
+    return None
 
 
 def _parse_yaml(path: Path, text: str, first_line: int) -> tuple[yaml.Node | None, Any]:
@@ -181,11 +210,10 @@ class Draft:
 
 
 def claude_project_root(path: Path) -> Path | None:
-    """The project of a Claude Code agent file (``<root>/.claude/agents/x.md`` -> ``<root>``)."""
-    agents = path.parent
-    if agents.name == "agents" and agents.parent.name == ".claude":
-        return agents.parent.parent
-    return None
+    """The project of a Claude Code agent file (``<root>/.claude/agents/x.md`` -> ``<root>``, also
+    from a subfolder: ``<root>/.claude/agents/team/x.md``)."""
+    agents = claude_agents_folder(path.parent)
+    return agents.parent.parent if agents is not None else None
 
 
 def draft_spec(

@@ -11,7 +11,7 @@ from ..agent.extension import AgentView, CallScope, Extension
 from ..context import RuntimeContext
 from ..errors import ToolError
 from ..mcp.tools import is_mcp_name
-from ..skills import Skill, SkillExtension, SkillLibrary
+from ..skills import Skill, SkillExtension, SkillLibrary, find_skill
 from ..state import PermissionMode
 from ..tools.modes import child_mode, claude_name
 from ..trust import ProjectTrust
@@ -100,10 +100,16 @@ async def child_skills(
     found: list[Extension] = []
     if spec.skills:
         available = await skills.skills(ctx)
-        missing = [n for n in spec.skills if n not in available]
+        picked = {n: find_skill(available, n) for n in spec.skills}
+        missing = [n for n, skill in picked.items() if skill is None]
         if missing:
             log.warning("subagent %s: skills %s not found; not preloaded", spec.name, missing)
-        loaded = [available[n] for n in spec.skills if n in available]
+        loaded = [skill for skill in picked.values() if skill is not None]
+        if any(not skill.model_invocable for skill in loaded):
+            user_only = [skill.name for skill in loaded if not skill.model_invocable]
+            log.warning("subagent %s: skills %s are the user's only (disable-model-invocation); "
+                        "not preloaded", spec.name, user_only)  # fmt: skip
+            loaded = [skill for skill in loaded if skill.model_invocable]
         found.append(PreloadedSkills(loaded))
     allowed = tool and (spec.tools is None or "skill" in spec.tools)
     if allowed and "skill" not in spec.removed_tools:

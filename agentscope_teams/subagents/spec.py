@@ -365,7 +365,12 @@ def load_specs(
     model_aliases: Mapping[str, str] | None = None,
     strict_yaml: bool = False,
 ) -> SpecLoadResult:
-    """Load every ``*.md`` spec in ``directory`` (not recursive), in file-name order.
+    """Load every ``*.md`` spec in ``directory``, in file-name order.
+
+    A folder named ``agents`` (a Claude Code project's ``.claude/agents``, a plugin's ``agents/``)
+    is read as Claude Code reads it: its subfolders too (not hidden ones), and a file there with
+    no frontmatter at all (a README) is not an agent: skipped with a warning. Any other folder is
+    read at its top level only, and every ``*.md`` in it must be a spec.
 
     With ``strict`` (the default) any problem in any file raises one :class:`SpecErrors` listing
     them all; with ``strict=False`` the valid specs load and the problems are returned in
@@ -380,7 +385,11 @@ def load_specs(
         )
     result = SpecLoadResult()
     origin: dict[str, str] = {}
-    for path in sorted(p for p in root.glob("*.md") if p.is_file() and not p.name.startswith(".")):
+    claude_folder = root.name == "agents"
+    for path in spec_files(root):
+        if claude_folder and not _has_frontmatter(path):
+            result.warnings.append(SpecWarning(path, 1, NOT_AN_AGENT))
+            continue
         parsed = _parse_spec_file(path, model_aliases, strict_yaml)
         result.errors.extend(parsed.errors)
         result.warnings.extend(parsed.warnings)
@@ -402,6 +411,37 @@ def load_specs(
     if strict and result.errors:
         raise SpecErrors(result.errors, root)
     return result
+
+
+NOT_AN_AGENT = (
+    "not an agent file (no frontmatter), skipped as Claude Code skips it; an agent file starts "
+    "with a `---` line, then `name:` and `description:`, then a closing `---` line"
+)
+
+
+def spec_files(root: Path) -> list[Path]:
+    """The ``*.md`` files :func:`load_specs` reads in ``root``: at any depth in a folder named
+    ``agents`` (hidden files and folders left out), else at its top level; in path order."""
+    pattern = "**/*.md" if root.name == "agents" else "*.md"
+    found = []
+    for path in root.glob(pattern):
+        hidden = any(part.startswith(".") for part in path.relative_to(root).parts)
+        if path.is_file() and not hidden:
+            found.append(path)
+    return sorted(found)
+
+
+def _has_frontmatter(path: Path) -> bool:
+    """Whether the file's first non-blank line is ``---`` (unreadable files count as having one,
+    so that their error is reported)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.strip():
+                    return line.strip().removeprefix("\ufeff") == "---"
+    except OSError:
+        return True
+    return False
 
 
 # -- reading one file ------------------------------------------------------------------------------

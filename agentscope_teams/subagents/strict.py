@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import SpecError
 from ..hooks.config import ELSEWHERE_EVENTS, hook_field_notes, mcp_hook_servers
 from ..model.factory import model_name_problem
+from ..tools.claude_code import unavailable_reason
 from ._fields import _CLAUDE_CODE_KEYS, AUTO_MODE_NOTE, MODE_KEYS
 from .spec import SpecLoadResult, SubagentSpec
 
@@ -51,7 +52,11 @@ def spec_problems(spec: SubagentSpec, mcp_servers: Collection[str] | None) -> li
     found: list[SpecError] = []
     for tool in spec.unavailable_tools:
         found.append(
-            SpecError(where, _line(spec, "tools"), f"tool {tool!r} has no counterpart here")
+            SpecError(
+                where,
+                _line(spec, "tools"),
+                f"tool {tool!r} has no counterpart here: {unavailable_reason(tool)}",
+            )
         )
     for name in spec.unknown_disallowed:
         found.append(

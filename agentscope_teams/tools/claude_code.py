@@ -14,6 +14,7 @@ a search provider, the team tools a team. Names with no counterpart at all are i
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ __all__ = [
     "from_claude_input",
     "parse_tool_entry",
     "to_claude_input",
+    "unavailable_reason",
 ]
 
 
@@ -162,3 +164,21 @@ def from_claude_input(native: str, tool_input: Mapping[str, Any]) -> dict[str, A
     known = _BY_NATIVE.get(native)
     back = {v: k for k, v in (known.fields if known is not None else {}).items()}
     return {back.get(key, key): value for key, value in tool_input.items()}
+
+
+def unavailable_reason(written: str) -> str:
+    """What to do about a ``tools:`` entry that selects nothing: Claude Code's reason for its tools
+    with no counterpart (:data:`UNSUPPORTED`), else a hint for names run together without commas,
+    a misspelt Claude Code name, or a name that is no tool at all."""
+    if written in UNSUPPORTED:
+        return UNSUPPORTED[written]
+    parts = written.split()
+    if len(parts) > 1 and all(parse_tool_entry(part).claude for part in parts):
+        return f"separate tool names with commas: {', '.join(parts)}"
+    close = difflib.get_close_matches(written, [*CLAUDE_TOOLS, *UNSUPPORTED], n=1, cutoff=0.75)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return (
+        "neither a Claude Code tool nor one of ours; remove it, or write an MCP server's tool "
+        "as mcp__<server>__<tool>"
+    )

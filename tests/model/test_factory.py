@@ -157,7 +157,9 @@ def test_an_unknown_name_lists_the_registered_models(registry: None) -> None:
     with pytest.raises(ModelConfigurationError) as info:
         model_from_string("fixd")
     assert "'openai:<model>'" in str(info.value)
-    assert "registered model ('fixed', 'haiku', 'offline', 'opus', 'sonnet')" in str(info.value)
+    assert "registered model ('fable', 'fixed', 'haiku', 'offline', 'opus', 'sonnet')" in str(
+        info.value
+    )
 
 
 @pytest.mark.parametrize("name", ["", " x", "a:b"])

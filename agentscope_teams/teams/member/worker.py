@@ -46,7 +46,7 @@ from ...model.factory import model_from_string
 from ...sandbox import Sandbox
 from ...store.base import BaseStore, Key
 from ...subagents.spec import SubagentSpec
-from ...tools import Toolkit, filesystem_tools, shell_tools
+from ...tools import PermissionEngine, Toolkit, filesystem_tools, shell_tools
 from ...trust import ProjectTrust
 from ..client import LocalTeamClient
 from ..directory import TeamRuntimeRecord, delete_record, scan_records
@@ -94,6 +94,9 @@ class WorkerConfig:
     trust: ProjectTrust | None = None
     #: The project's CLAUDE.md memory members get in their system prompt (None: none).
     memory: ProjectMemory | None = None
+    #: The rules every member starts from, as a lead's members start from the lead's (the
+    #: ``worker`` command: the permission rules of the ``--specs`` project's settings files).
+    permissions: PermissionEngine | None = None
 
     def __post_init__(self) -> None:
         if self.max_members < 1:
@@ -168,6 +171,7 @@ class Worker:
             hooks=cfg.hooks,
             trust=cfg.trust,
             memory=cfg.memory,
+            permissions=cfg.permissions,
         )
 
         async def gone() -> None:
