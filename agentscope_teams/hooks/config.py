@@ -28,7 +28,9 @@ Fields every type may have, as Claude Code documents them (``docs/hooks.md``):
 - ``if``: a permission rule (``"Bash(git *)"``, ``"Edit(src/**)"``) the tool call must match for
   the hook to be started (:mod:`.condition`); on an event without a tool call (not in
   :data:`~.condition.TOOL_EVENTS`) the hook never runs and is left out with a warning; a rule
-  that does not parse is an error;
+  that does not parse is an error; a rule naming no known tool (a typo) is a warning naming the
+  closest names, and on a guard event the hook denies the calls its matcher selects (unless the
+  agent has a tool of that name);
 - ``async`` (``command`` hooks): run in the background (:mod:`.background`): the event does not
   wait and its decisions are not heeded (on a guard event a warning at load says it cannot
   deny); on another type a warning, and it runs in the foreground;
@@ -53,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from .condition import TOOL_EVENTS, parse_condition
+from .condition import TOOL_EVENTS, parse_condition, unknown_tool
 from .hook import DEFAULT_TIMEOUT, Hook, HookCallable
 
 log = logging.getLogger(__name__)
@@ -258,17 +260,40 @@ def _common_fields(
     if entry.get("async"):
         found["background"] = _background(kind, event, origin, where)
     if "if" in entry:
-        try:
-            found["rule"] = parse_condition(entry["if"])
-        except ValueError as exc:
-            raise _fail(source, f"{where}.if", str(exc)) from None
-        found["condition"] = entry["if"].strip()
-        if event not in TOOL_EVENTS:
-            log.warning("%s: hooks.%s.if: %s has no tool call to match, so this hook never runs "
-                        "(as in Claude Code); if applies to %s", origin, where, event,
-                        ", ".join(TOOL_EVENTS))  # fmt: skip
+        condition = _condition(entry["if"], event, source, where)
+        if condition is None:
             return None
+        found.update(condition)
     return found
+
+
+def _condition(text: Any, event: str, source: Any, where: str) -> dict[str, Any] | None:
+    """The :class:`Hook` fields of an ``if`` (None: the hook never runs, on an event without a
+    tool call); an ``if`` naming no known tool is a warning (a guard then fails closed)."""
+    origin = source or "hooks"
+    try:
+        rule = parse_condition(text)
+    except ValueError as exc:
+        raise _fail(source, f"{where}.if", str(exc)) from None
+    if event not in TOOL_EVENTS:
+        log.warning("%s: hooks.%s.if: %s has no tool call to match, so this hook never runs "
+                    "(as in Claude Code); if applies to %s", origin, where, event,
+                    ", ".join(TOOL_EVENTS))  # fmt: skip
+        return None
+    unknown = unknown_tool(rule)
+    if unknown is not None:
+        log.warning("%s: hooks.%s.if: %s; %s", origin, where, unknown, _unknown_effect(event))
+    return {"rule": rule, "condition": text.strip(), "unknown_tool": unknown}
+
+
+def _unknown_effect(event: str) -> str:
+    """What a hook whose ``if`` names no known tool does on ``event``."""
+    if event in GUARD_EVENTS:
+        return (
+            f"as a {event} guard that cannot run it denies every call its matcher selects, "
+            "unless the agent has a tool of that name; fix the name"
+        )
+    return "the hook never runs, unless the agent has a tool of that name; fix the name"
 
 
 def _background(kind: str, event: str, origin: Any, where: str) -> bool:
@@ -321,7 +346,8 @@ def mcp_hook_servers(data: Any) -> list[tuple[str, str]]:
 def hook_field_notes(data: Any) -> list[str]:
     """For ``specs check --strict``: a line per entry of ``data`` (Claude Code's ``hooks`` shape,
     already loadable) not run as written: its ``if`` is on an event without a tool call (it never
-    runs), or it has ``once: true`` (ignored outside a skill's frontmatter, as Claude Code does)."""
+    runs) or names no known tool (a typo), or it has ``once: true`` (ignored outside a skill's
+    frontmatter, as Claude Code does)."""
     return [
         f"{where}: {note}" for where, event, entry in _entries(data)
         for note in _strict_notes(event, entry)
@@ -344,6 +370,10 @@ def _strict_notes(event: str, entry: Mapping[str, Any]) -> list[str]:
     notes: list[str] = []
     if "if" in entry and event not in TOOL_EVENTS:
         notes.append(f"if on {event}, which has no tool call: this hook never runs")
+    elif "if" in entry:
+        unknown = unknown_tool(parse_condition(entry["if"]))
+        if unknown is not None:
+            notes.append(f"if {entry['if']!r}: {unknown}; {_unknown_effect(event)}")
     if entry.get("once") is True:
         notes.append("once is ignored (Claude Code honours it only in a skill's frontmatter)")
     return notes
