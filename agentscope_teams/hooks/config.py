@@ -34,12 +34,14 @@ Fields every type may have, as Claude Code documents them (``docs/hooks.md``):
 - ``async`` (``command`` hooks): run in the background (:mod:`.background`): the event does not
   wait and its decisions are not heeded (on a guard event a warning at load says it cannot
   deny); on another type a warning, and it runs in the foreground;
+- ``asyncRewake`` (``command`` hooks): as ``async``, and an exit 2 wakes the model: its stderr
+  is given to the model at the start of the session's next call (:mod:`.background`);
 - ``once``: Claude Code honours it only in a skill's frontmatter, whose hooks are not loaded here;
   in settings files and spec frontmatter it ignores it, and so do we, with a warning;
 - ``statusMessage``: what Claude Code's spinner shows while the hook runs; logged (INFO) when it
   starts.
 
-``async`` and ``once`` must be booleans, ``statusMessage`` a string.
+``async``, ``asyncRewake`` and ``once`` must be booleans, ``statusMessage`` a string.
 Python callables (``HarnessAgent(hooks=...)``) use ``{Event: [(matcher, callable), ...]}``. An
 unknown event or ``type``, or a malformed entry, is a
 :class:`~agentscope_teams.errors.ConfigurationError` naming the source, the entry and the field.
@@ -247,7 +249,7 @@ def _common_fields(
     (see the module docstring); None: the hook never runs (an ``if`` on an event without a tool
     call)."""
     origin = source or "hooks"
-    for key in ("async", "once"):
+    for key in ("async", "asyncRewake", "once"):
         if key in entry and not isinstance(entry[key], bool):
             raise _fail(source, f"{where}.{key}", "must be true or false")
     status = entry.get("statusMessage")
@@ -257,8 +259,11 @@ def _common_fields(
     if entry.get("once"):
         log.warning("%s: hooks.%s.once: Claude Code honours once only in a skill's frontmatter; "
                     "here, as there, it is ignored and the hook runs every time", origin, where)  # fmt: skip
-    if entry.get("async"):
-        found["background"] = _background(kind, event, origin, where)
+    if entry.get("asyncRewake"):  # runs in the background too, as in Claude Code
+        found["rewake"] = _background(kind, event, origin, f"{where}.asyncRewake")
+        found["background"] = found["rewake"]
+    elif entry.get("async"):
+        found["background"] = _background(kind, event, origin, f"{where}.async")
     if "if" in entry:
         condition = _condition(entry["if"], event, source, where)
         if condition is None:
@@ -296,17 +301,17 @@ def _unknown_effect(event: str) -> str:
     return "the hook never runs, unless the agent has a tool of that name; fix the name"
 
 
-def _background(kind: str, event: str, origin: Any, where: str) -> bool:
-    """Whether an ``async: true`` entry runs in the background (a warning where it cannot do
-    what a foreground hook would)."""
+def _background(kind: str, event: str, origin: Any, field: str) -> bool:
+    """Whether an ``async: true`` (or ``asyncRewake: true``) entry runs in the background (a
+    warning where it cannot do what a foreground hook would); ``field`` names the entry's key."""
     if kind != "command":
-        log.warning("%s: hooks.%s.async: only command hooks run in the background (Claude "
-                    "Code); this %s hook runs in the foreground", origin, where, kind)  # fmt: skip
+        log.warning("%s: hooks.%s: only command hooks run in the background (Claude Code); "
+                    "this %s hook runs in the foreground", origin, field, kind)  # fmt: skip
         return False
     if event in GUARD_EVENTS:
-        log.warning("%s: hooks.%s.async: an async %s hook cannot deny or block the call (it is "
+        log.warning("%s: hooks.%s: an async %s hook cannot deny or block the call (it is "
                     "not waited for, as in Claude Code); make it synchronous if it is a guard",
-                    origin, where, event)  # fmt: skip
+                    origin, field, event)  # fmt: skip
     return True
 
 

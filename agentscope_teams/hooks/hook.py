@@ -37,7 +37,8 @@ class Hook:
     (None: given in code, the operator's own). ``condition`` is Claude Code's ``if`` (a
     permission rule, read into ``rule``: the hook runs only for the tool calls it matches,
     :mod:`.condition`; ``unknown_tool`` says why it names no known tool, a typo the runner
-    fails closed on for a guard); ``background`` is ``async: true`` (:mod:`.background`);
+    fails closed on for a guard); ``background`` is ``async: true`` (:mod:`.background`), ``rewake`` is ``asyncRewake: true``
+    (in the background too; an exit 2 wakes the model at the session's next call);
     ``status_message`` is ``statusMessage``, logged when the hook starts.
     """
 
@@ -60,6 +61,7 @@ class Hook:
     rule: PermissionRule | None = field(default=None, compare=False)
     unknown_tool: str | None = field(default=None, compare=False)
     background: bool = False
+    rewake: bool = False
     status_message: str | None = None
 
     def __post_init__(self) -> None:

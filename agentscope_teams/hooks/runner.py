@@ -194,7 +194,11 @@ class Hooks:
         result = await run_command(
             hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
         )
-        return unheeded(hook, from_command(hook.event, hook.label, result))
+        answer = unheeded(hook, from_command(hook.event, hook.label, result))
+        for label, text in answer.wakes:  # no call, so no session to keep the wake for
+            log.warning("hook %s exited 2 where no agent call is open; nothing to wake: %s",
+                        label, text)  # fmt: skip
+        return answer
 
 
 def _not_run(hook: Hook) -> HookOutcome:
