@@ -33,7 +33,7 @@ from ..events import (
     UserInterruptEvent,
 )
 from ..hooks import Hooks, McpServers
-from ..hooks.background import next_turn_context
+from ..hooks.background import next_call_wake, next_turn_context
 from ..message import AssistantMsg, Msg, TextBlock, ToolResultBlock, ToolUseBlock, UserMsg, new_id
 from ..model.base import (
     FINAL_RESULT_TOOL,
@@ -339,6 +339,9 @@ class _Reply(StepRunner):
             self.halted = f"prompt blocked by a UserPromptSubmit hook: {prompt.reason}"
         if self.halted is not None:
             return True  # the prompt is not added to the context, as Claude Code erases it
+        wake = next_call_wake(state)  # asyncRewake hooks that exited 2: before the prompt
+        if wake:
+            state.context.append(UserMsg(wake, name="hook"))
         state.context.extend(self.messages)
         # what async hooks said since the last prompt comes with this one (Claude Code's rule)
         said = [t for t in (next_turn_context(state), prompt.additional_context) if t]

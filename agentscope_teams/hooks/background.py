@@ -16,6 +16,13 @@ one). Fired where no call is open (a
 team client's task events), an async hook runs in the foreground, its decisions still unheeded.
 As a last guard, any process group still running when the interpreter exits is killed.
 
+``asyncRewake: true`` runs a hook in the background as ``async`` does; when it exits 2, Claude
+Code wakes the model with its stderr (at once, even when the turn had ended). Here the call that
+started it waits for it at its end as for any async hook, and its stderr is kept in the session
+(:data:`WAKES`) and given to the model at the start of the session's next call, as a system
+reminder just before the new prompt (:func:`next_call_wake`): the reply already returned its
+answer, so the wake is the next conversation turn's first news.
+
 The hook's stdin, stdout and stderr are temporary files, not pipes, so it runs on while nothing
 reads it.
 """
@@ -45,6 +52,7 @@ __all__ = [
     "BackgroundHooks",
     "current_background",
     "keep_for_next_turn",
+    "next_call_wake",
     "next_turn_context",
     "unheeded",
 ]
@@ -58,6 +66,10 @@ _live: set[int] = set()
 
 HELD = "hook_context"
 """The ``AgentState.middle_context`` key of what async hooks said for the next turn."""
+
+WAKES = "hook_wakes"
+"""The ``AgentState.middle_context`` key of the wakes of ``asyncRewake`` hooks not yet given to
+the model: ``[{"hook": label, "text": stderr}, ...]``."""
 
 
 @atexit.register
@@ -208,13 +220,23 @@ def current_background() -> BackgroundHooks | None:
 
 def unheeded(hook: Hook, answer: HookOutcome) -> HookOutcome:
     """An async hook's ``answer`` with only what Claude Code keeps of it: its ``systemMessage``
-    and ``additionalContext``, both for the model's next turn, and its errors; a decision it
-    tried to make is logged as not heeded."""
-    if answer.blocked or answer.permission or answer.stop or answer.updated_input is not None:
+    and ``additionalContext``, both for the model's next turn, its errors, and for an
+    ``asyncRewake`` hook the stderr of an exit 2 (a wake); a decision it tried to make is logged
+    as not heeded."""
+    woke = hook.rewake and answer.blocked and not answer.permission and not answer.stop
+    if (
+        (not woke and answer.blocked)
+        or answer.permission
+        or answer.stop
+        or (answer.updated_input is not None)
+    ):
         log.warning(
             "hook %s runs async: its decision is not heeded (Claude Code's rule)", hook.label
         )
-    return HookOutcome(context=[*answer.context, *answer.messages], errors=answer.errors)
+    wakes = [(hook.label, answer.reason)] if hook.rewake and answer.blocked else []
+    return HookOutcome(
+        context=[*answer.context, *answer.messages], errors=answer.errors, wakes=wakes
+    )
 
 
 def keep_for_next_turn(state: AgentState, answer: HookOutcome) -> None:
@@ -222,6 +244,9 @@ def keep_for_next_turn(state: AgentState, answer: HookOutcome) -> None:
     texts = [c for c in answer.context if c]
     if texts:
         state.middle_context.setdefault(HELD, []).extend(texts)
+    if answer.wakes:
+        wakes = [{"hook": label, "text": text} for label, text in answer.wakes]
+        state.middle_context.setdefault(WAKES, []).extend(wakes)
 
 
 def next_turn_context(state: AgentState) -> str:
@@ -229,3 +254,18 @@ def next_turn_context(state: AgentState) -> str:
     model with this prompt."""
     held = state.middle_context.pop(HELD, None)
     return "\n".join(str(t) for t in held) if isinstance(held, list) else ""
+
+
+def next_call_wake(state: AgentState) -> str:
+    """The wakes of ``asyncRewake`` hooks since the last prompt (taken out of ``state``), as one
+    system reminder for the model ("" when none)."""
+    held = state.middle_context.pop(WAKES, None)
+    if not isinstance(held, list) or not held:
+        return ""
+    lines = [
+        f"- hook {w.get('hook', '?')}: {w.get('text', '')}" for w in held if isinstance(w, dict)
+    ]
+    return (
+        "<system-reminder>\nA background hook (asyncRewake) exited with code 2 after your last "
+        "reply; what it reported:\n" + "\n".join(lines) + "\n</system-reminder>"
+    )

@@ -28,16 +28,20 @@ Fields every type may have, as Claude Code documents them (``docs/hooks.md``):
 - ``if``: a permission rule (``"Bash(git *)"``, ``"Edit(src/**)"``) the tool call must match for
   the hook to be started (:mod:`.condition`); on an event without a tool call (not in
   :data:`~.condition.TOOL_EVENTS`) the hook never runs and is left out with a warning; a rule
-  that does not parse is an error;
+  that does not parse is an error; a rule naming no known tool (a typo) is a warning naming the
+  closest names, and on a guard event the hook denies the calls its matcher selects (unless the
+  agent has a tool of that name);
 - ``async`` (``command`` hooks): run in the background (:mod:`.background`): the event does not
   wait and its decisions are not heeded (on a guard event a warning at load says it cannot
   deny); on another type a warning, and it runs in the foreground;
+- ``asyncRewake`` (``command`` hooks): as ``async``, and an exit 2 wakes the model: its stderr
+  is given to the model at the start of the session's next call (:mod:`.background`);
 - ``once``: Claude Code honours it only in a skill's frontmatter, whose hooks are not loaded here;
   in settings files and spec frontmatter it ignores it, and so do we, with a warning;
 - ``statusMessage``: what Claude Code's spinner shows while the hook runs; logged (INFO) when it
   starts.
 
-``async`` and ``once`` must be booleans, ``statusMessage`` a string.
+``async``, ``asyncRewake`` and ``once`` must be booleans, ``statusMessage`` a string.
 Python callables (``HarnessAgent(hooks=...)``) use ``{Event: [(matcher, callable), ...]}``. An
 unknown event or ``type``, or a malformed entry, is a
 :class:`~agentscope_teams.errors.ConfigurationError` naming the source, the entry and the field.
@@ -53,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from .condition import TOOL_EVENTS, parse_condition
+from .condition import TOOL_EVENTS, parse_condition, unknown_tool
 from .hook import DEFAULT_TIMEOUT, Hook, HookCallable
 
 log = logging.getLogger(__name__)
@@ -245,7 +249,7 @@ def _common_fields(
     (see the module docstring); None: the hook never runs (an ``if`` on an event without a tool
     call)."""
     origin = source or "hooks"
-    for key in ("async", "once"):
+    for key in ("async", "asyncRewake", "once"):
         if key in entry and not isinstance(entry[key], bool):
             raise _fail(source, f"{where}.{key}", "must be true or false")
     status = entry.get("statusMessage")
@@ -255,33 +259,59 @@ def _common_fields(
     if entry.get("once"):
         log.warning("%s: hooks.%s.once: Claude Code honours once only in a skill's frontmatter; "
                     "here, as there, it is ignored and the hook runs every time", origin, where)  # fmt: skip
-    if entry.get("async"):
-        found["background"] = _background(kind, event, origin, where)
+    if entry.get("asyncRewake"):  # runs in the background too, as in Claude Code
+        found["rewake"] = _background(kind, event, origin, f"{where}.asyncRewake")
+        found["background"] = found["rewake"]
+    elif entry.get("async"):
+        found["background"] = _background(kind, event, origin, f"{where}.async")
     if "if" in entry:
-        try:
-            found["rule"] = parse_condition(entry["if"])
-        except ValueError as exc:
-            raise _fail(source, f"{where}.if", str(exc)) from None
-        found["condition"] = entry["if"].strip()
-        if event not in TOOL_EVENTS:
-            log.warning("%s: hooks.%s.if: %s has no tool call to match, so this hook never runs "
-                        "(as in Claude Code); if applies to %s", origin, where, event,
-                        ", ".join(TOOL_EVENTS))  # fmt: skip
+        condition = _condition(entry["if"], event, source, where)
+        if condition is None:
             return None
+        found.update(condition)
     return found
 
 
-def _background(kind: str, event: str, origin: Any, where: str) -> bool:
-    """Whether an ``async: true`` entry runs in the background (a warning where it cannot do
-    what a foreground hook would)."""
+def _condition(text: Any, event: str, source: Any, where: str) -> dict[str, Any] | None:
+    """The :class:`Hook` fields of an ``if`` (None: the hook never runs, on an event without a
+    tool call); an ``if`` naming no known tool is a warning (a guard then fails closed)."""
+    origin = source or "hooks"
+    try:
+        rule = parse_condition(text)
+    except ValueError as exc:
+        raise _fail(source, f"{where}.if", str(exc)) from None
+    if event not in TOOL_EVENTS:
+        log.warning("%s: hooks.%s.if: %s has no tool call to match, so this hook never runs "
+                    "(as in Claude Code); if applies to %s", origin, where, event,
+                    ", ".join(TOOL_EVENTS))  # fmt: skip
+        return None
+    unknown = unknown_tool(rule)
+    if unknown is not None:
+        log.warning("%s: hooks.%s.if: %s; %s", origin, where, unknown, _unknown_effect(event))
+    return {"rule": rule, "condition": text.strip(), "unknown_tool": unknown}
+
+
+def _unknown_effect(event: str) -> str:
+    """What a hook whose ``if`` names no known tool does on ``event``."""
+    if event in GUARD_EVENTS:
+        return (
+            f"as a {event} guard that cannot run it denies every call its matcher selects, "
+            "unless the agent has a tool of that name; fix the name"
+        )
+    return "the hook never runs, unless the agent has a tool of that name; fix the name"
+
+
+def _background(kind: str, event: str, origin: Any, field: str) -> bool:
+    """Whether an ``async: true`` (or ``asyncRewake: true``) entry runs in the background (a
+    warning where it cannot do what a foreground hook would); ``field`` names the entry's key."""
     if kind != "command":
-        log.warning("%s: hooks.%s.async: only command hooks run in the background (Claude "
-                    "Code); this %s hook runs in the foreground", origin, where, kind)  # fmt: skip
+        log.warning("%s: hooks.%s: only command hooks run in the background (Claude Code); "
+                    "this %s hook runs in the foreground", origin, field, kind)  # fmt: skip
         return False
     if event in GUARD_EVENTS:
-        log.warning("%s: hooks.%s.async: an async %s hook cannot deny or block the call (it is "
+        log.warning("%s: hooks.%s: an async %s hook cannot deny or block the call (it is "
                     "not waited for, as in Claude Code); make it synchronous if it is a guard",
-                    origin, where, event)  # fmt: skip
+                    origin, field, event)  # fmt: skip
     return True
 
 
@@ -321,7 +351,8 @@ def mcp_hook_servers(data: Any) -> list[tuple[str, str]]:
 def hook_field_notes(data: Any) -> list[str]:
     """For ``specs check --strict``: a line per entry of ``data`` (Claude Code's ``hooks`` shape,
     already loadable) not run as written: its ``if`` is on an event without a tool call (it never
-    runs), or it has ``once: true`` (ignored outside a skill's frontmatter, as Claude Code does)."""
+    runs) or names no known tool (a typo), or it has ``once: true`` (ignored outside a skill's
+    frontmatter, as Claude Code does)."""
     return [
         f"{where}: {note}" for where, event, entry in _entries(data)
         for note in _strict_notes(event, entry)
@@ -344,6 +375,10 @@ def _strict_notes(event: str, entry: Mapping[str, Any]) -> list[str]:
     notes: list[str] = []
     if "if" in entry and event not in TOOL_EVENTS:
         notes.append(f"if on {event}, which has no tool call: this hook never runs")
+    elif "if" in entry:
+        unknown = unknown_tool(parse_condition(entry["if"]))
+        if unknown is not None:
+            notes.append(f"if {entry['if']!r}: {unknown}; {_unknown_effect(event)}")
     if entry.get("once") is True:
         notes.append("once is ignored (Claude Code honours it only in a skill's frontmatter)")
     return notes

@@ -36,7 +36,9 @@ class Hook:
     ``model`` (prompt) names the model that evaluates it. ``source`` is the file it came from
     (None: given in code, the operator's own). ``condition`` is Claude Code's ``if`` (a
     permission rule, read into ``rule``: the hook runs only for the tool calls it matches,
-    :mod:`.condition`); ``background`` is ``async: true`` (:mod:`.background`);
+    :mod:`.condition`; ``unknown_tool`` says why it names no known tool, a typo the runner
+    fails closed on for a guard); ``background`` is ``async: true`` (:mod:`.background`), ``rewake`` is ``asyncRewake: true``
+    (in the background too; an exit 2 wakes the model at the session's next call);
     ``status_message`` is ``statusMessage``, logged when the hook starts.
     """
 
@@ -57,7 +59,9 @@ class Hook:
     input: Mapping[str, Any] | None = field(default=None, hash=False)
     condition: str | None = None
     rule: PermissionRule | None = field(default=None, compare=False)
+    unknown_tool: str | None = field(default=None, compare=False)
     background: bool = False
+    rewake: bool = False
     status_message: str | None = None
 
     def __post_init__(self) -> None:

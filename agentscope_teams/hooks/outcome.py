@@ -38,7 +38,8 @@ class HookOutcome:
     PreToolUse ``permissionDecision`` (allow / deny / ask / defer) with ``permission_reason``.
     ``stop`` (``continue: false``) ends the agent's reply with ``stop_reason``. ``blocked_by``
     names (:attr:`Hook.label <agentscope_teams.hooks.config.Hook.label>`) the hooks that blocked
-    or denied. ``messages`` are ``systemMessage`` warnings for the user.
+    or denied. ``messages`` are ``systemMessage`` warnings for the user. ``wakes`` are
+    ``(hook label, stderr)`` of ``asyncRewake`` hooks that exited 2 (:mod:`.background`).
     """
 
     blocked: bool = False
@@ -52,6 +53,7 @@ class HookOutcome:
     errors: list[str] = field(default_factory=list)
     blocked_by: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    wakes: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def additional_context(self) -> str:
@@ -73,6 +75,7 @@ class HookOutcome:
         self.errors += other.errors
         self.blocked_by += other.blocked_by
         self.messages += other.messages
+        self.wakes += other.wakes
 
     @property
     def notices(self) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..tracing import hook_denial
 from ..trust import project_root
 from .background import current_background, unheeded
 from .command import run_command
-from .condition import condition_holds
+from .condition import condition_holds, names_an_offered_tool
 from .config import GUARD_EVENTS, Hook, HookMap, merged
 from .http import run_http
 from .mcp_tool import McpServers, run_mcp_tool
@@ -86,7 +86,9 @@ class Hooks:
                 h
                 for h in hooks
                 if h.matches(str(payload["tool_name"]), ours)
-                and (h.rule is None or condition_holds(h.rule, payload))
+                and (
+                    h.rule is None or condition_holds(h.rule, payload) or _fails_closed(h, payload)
+                )
             ]
         field = _MATCH_FIELD.get(event)
         if field is None:  # Claude Code ignores the matcher of an event that has nothing to match
@@ -138,7 +140,8 @@ class Hooks:
         answers: list[HookOutcome | None] = [None] * len(hooks)
 
         async def one(i: int, hook: Hook) -> None:
-            answer = answers[i] = await self._run(hook, dict(sent), *judges)
+            refused = _unknown_if(hook) if _fails_closed(hook, payload) else None
+            answer = answers[i] = refused or await self._run(hook, dict(sent), *judges)
             if answer.blocked or answer.permission == "deny":
                 answer.blocked_by.append(hook.label)
 
@@ -191,7 +194,11 @@ class Hooks:
         result = await run_command(
             hook.command, payload, seconds=hook.timeout, project_dir=self._root(hook)
         )
-        return unheeded(hook, from_command(hook.event, hook.label, result))
+        answer = unheeded(hook, from_command(hook.event, hook.label, result))
+        for label, text in answer.wakes:  # no call, so no session to keep the wake for
+            log.warning("hook %s exited 2 where no agent call is open; nothing to wake: %s",
+                        label, text)  # fmt: skip
+        return answer
 
 
 def _not_run(hook: Hook) -> HookOutcome:
@@ -206,6 +213,28 @@ def _not_run(hook: Hook) -> HookOutcome:
         )
         return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
     return failed(hook.label, f"was not run: {hook.kind} hooks do not run {where}")
+
+
+def _fails_closed(hook: Hook, payload: Mapping[str, Any]) -> bool:
+    """Whether a guard's ``if`` names no tool (a typo; :func:`~.condition.unknown_tool`) and no
+    tool the agent has either: then it denies instead of never running."""
+    return (
+        hook.unknown_tool is not None
+        and hook.rule is not None
+        and hook.event in GUARD_EVENTS
+        and not names_an_offered_tool(hook.rule, payload)
+    )
+
+
+def _unknown_if(hook: Hook) -> HookOutcome:
+    """The denial of a guard whose ``if`` names no tool (:func:`_fails_closed`)."""
+    where = str(hook.source) if hook.source is not None else "the hooks given in code"
+    reason = (
+        f"denied: the {hook.event} hook {hook.label} cannot run: its if {hook.condition!r} "
+        f"(in {where}) names no tool: {hook.unknown_tool}; a guard that cannot run denies the "
+        "calls it selects: ask the operator to fix the if"
+    )
+    return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
 
 
 async def _call(hook: Hook, payload: dict[str, Any]) -> HookOutcome:
@@ -232,11 +261,13 @@ def tool_payload(
     arguments: Mapping[str, Any],
     workspace: Path | None = None,
     tool: Tool | None = None,
+    offered: Sequence[Tool] = (),
 ) -> dict[str, Any]:
     """``tool_name`` (Claude Code's name, or ours without one) and ``tool_input`` (Claude Code's
     field names) of one of our tool calls; a relative ``file_path`` is made absolute against
     ``workspace``, as Claude Code's always is (the tools take either). ``tool`` (the call's) and
-    the call's own arguments ride along, unsent, for a hook's ``if`` (:mod:`.condition`)."""
+    the call's own arguments ride along, unsent, for a hook's ``if`` (:mod:`.condition`), and so
+    do the tools the agent ``offered``."""
     tool_input = to_claude_input(native, arguments)
     for key in _ABSOLUTE:
         value = tool_input.get(key)
@@ -249,4 +280,5 @@ def tool_payload(
         "_tool": tool,
         "_arguments": dict(arguments),
         "_workspace": workspace,
+        "_offered": list(offered),
     }

@@ -4,10 +4,9 @@ It is not an answer. The result's text says which calls were deferred (tool, inp
 ``permissionDecisionReason``) and how to go on; ``_meta.agentscope_teams`` has ``session_id``,
 ``status: "tool_deferred"``, ``deferred`` (each call's ``id``, ``name``, ``input``, ``reason``)
 and ``input_not_added``. A tool without an output schema also returns ``{"deferred": [...],
-"session_id"}`` as structured content, with ``isError`` false. A tool with an output schema
-(``AgentTool(output_type=...)``) must return content matching its schema on success (MCP clients
-check it), which a reply with no answer cannot: its result is a tool error (``isError`` true) with
-the same text and ``_meta``.
+"session_id"}`` as structured content, with ``isError`` false; for a tool with an output schema
+it is a tool error (``isError`` true) with the same text and ``_meta``: the rule of every result
+that is not an answer, :func:`.results.not_an_answer`.
 
 **Resume**: call the tool again on the same session (the same ``session_id``; or none, in the
 same MCP session). ``message: ""`` runs the deferred calls' PreToolUse hooks again and adds no
@@ -22,6 +21,7 @@ from typing import Any
 
 from ..agent.deferral import DEFERRED_TOOL_CALLS, INPUT_NOT_ADDED, DeferredCall
 from ..message import Msg
+from .results import not_an_answer
 
 
 def nothing_to_resume(session_id: str) -> str:
@@ -32,15 +32,9 @@ def nothing_to_resume(session_id: str) -> str:
     )
 
 
-def result_meta(session_id: str, **more: Any) -> dict[str, Any]:
-    """The ``_meta`` of a tool result: ``{"agentscope_teams": {"session_id", ...more}}``."""
-    return {"agentscope_teams": {"session_id": session_id, **more}}
-
-
-def deferred_result(msg: Msg, session_id: str, *, structured: bool) -> Any:
-    """The result of a reply a hook deferred (``msg``: its final message): not an answer."""
-    import mcp_types as types
-
+def deferred_result(msg: Msg, session_id: str, *, schema: bool) -> Any:
+    """The result of a reply a hook deferred (``msg``: its final message): not an answer
+    (``schema``: the tool declares an output schema)."""
     calls = [DeferredCall.model_validate(c) for c in msg.metadata[DEFERRED_TOOL_CALLS]]
     listed = [c.model_dump(mode="json") for c in calls]
     lines = [f"Deferred: a PreToolUse hook deferred {c.summary()}; it did not run." for c in calls]
@@ -51,11 +45,13 @@ def deferred_result(msg: Msg, session_id: str, *, structured: bool) -> Any:
     dropped = bool(msg.metadata.get(INPUT_NOT_ADDED))
     if dropped:
         lines.append("Your message was not added: send it again once the call is decided.")
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text="\n".join(lines))],
-        structured_content={"deferred": listed, "session_id": session_id} if structured else None,
-        is_error=not structured,  # a tool with an output schema has no answer matching it
-        meta=result_meta(
-            session_id, status="tool_deferred", deferred=listed, input_not_added=dropped
-        ),
+    text = "\n".join(lines)
+    return not_an_answer(
+        text,
+        session_id,
+        schema=schema,
+        status="tool_deferred",
+        structured={"deferred": listed, "session_id": session_id},
+        deferred=listed,
+        input_not_added=dropped,
     )

@@ -13,13 +13,13 @@ continues the conversation of its MCP session (one id per MCP session, made on i
 a sessionless HTTP request (protocol revision 2026-07-28) continues its caller's default one.
 While a call runs, the caller gets progress notifications (when it asked for them).
 
-A reply that pauses for confirmation (a tool call the permission rules ask about) is not an error:
-the result says the call awaits confirmation, names the tool calls and the ``reply_id`` (in the
-text and in ``_meta``); the pause stays stored, for whoever can confirm it (the Python API, the
-control plane). Any failure of a call becomes an MCP tool error (``isError``), never a crash.
-
-A reply a PreToolUse hook deferred is not an answer either: the result says so and the next call
-on the session (``message: ""``) resumes it (:mod:`.deferred`).
+A reply that pauses for confirmation (a tool call the permission rules ask about) is not an
+answer: the result says the call awaits confirmation, names the tool calls and the ``reply_id``
+(in the text and in ``_meta``); the pause stays stored, for whoever can confirm it (the Python
+API, the control plane). A reply a PreToolUse hook deferred is not an answer either: the result
+says so and the next call on the session (``message: ""``) resumes it (:mod:`.deferred`). A tool
+with an output schema returns every such result as a tool error (:mod:`.results` has the rule).
+Any failure of a call becomes an MCP tool error (``isError``), never a crash.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ from ..token_file import (
     refuse_unauthenticated,
     verify_credentials,
 )
-from .deferred import deferred_result, nothing_to_resume, result_meta
+from . import results
+from .deferred import deferred_result, nothing_to_resume
+from .results import error as _error
 
 log = logging.getLogger(__name__)
 
@@ -278,21 +280,22 @@ class McpAgentServer:
                 return _error(nothing_to_resume(run_ctx.session_id))
             reply_input = None
         final: Msg | None = None
-        progress = _Progress(ctx)
+        progress, schema = _Progress(ctx), tool.output_schema() is not None
         async with aclosing(
             tool.agent.stream(reply_input, run_ctx, output_type=tool.output_type)
         ) as events:
             async for event in events:
                 if isinstance(event, RequireUserConfirmEvent):
-                    return _paused(event, run_ctx.session_id)
+                    return results.paused(event, run_ctx.session_id, schema=schema)
                 if isinstance(event, ReplyEndEvent):
                     final = event.msg
                 await progress.report(event)
         if final is None:
             return _error("the agent ended without a reply")
         if final.metadata.get(DEFERRED_TOOL_CALLS) is not None:
-            return deferred_result(final, run_ctx.session_id, structured=tool.output_type is None)
-        return _answer(final, run_ctx.session_id, structured=tool.output_type is not None)
+            return deferred_result(final, run_ctx.session_id, schema=schema)
+        typed = tool.output_type is not None
+        return results.final(final, run_ctx.session_id, typed=typed, schema=schema)
 
 
 def _refused_arguments(tool: str, args: dict[str, Any]) -> str | None:
@@ -349,46 +352,6 @@ class _Progress:
             return
         self.sent += 1
         await self.ctx.session.report_progress(self.sent, None, text)
-
-
-def _answer(msg: Msg, session_id: str, *, structured: bool) -> Any:
-    import mcp_types as types
-
-    data = msg.metadata.get("output") if structured else None
-    text = msg.get_text_content()
-    if structured and not text:
-        text = json.dumps(data, ensure_ascii=False)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=data if isinstance(data, dict) else None,
-        meta=result_meta(session_id),
-    )
-
-
-def _paused(event: RequireUserConfirmEvent, session_id: str) -> Any:
-    import mcp_types as types
-
-    names = ", ".join(c.name for c in event.tool_calls)
-    text = (
-        f"The call awaits confirmation of tool call(s) {names} (reply id {event.reply_id}, "
-        f"session {session_id}); it stays paused until someone with this identity confirms or "
-        "rejects it through agentscope-teams."
-    )
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        meta=result_meta(
-            session_id,
-            status="awaiting_confirmation",
-            reply_id=event.reply_id,
-            tool_calls=[c.name for c in event.tool_calls],
-        ),
-    )
-
-
-def _error(text: str) -> Any:
-    import mcp_types as types
-
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 class _Guarded:

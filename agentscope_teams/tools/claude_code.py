@@ -28,6 +28,7 @@ __all__ = [
     "ToolEntry",
     "claude_name_of",
     "from_claude_input",
+    "known_tool_names",
     "parse_tool_entry",
     "to_claude_input",
     "unavailable_reason",
@@ -144,6 +145,14 @@ def parse_tool_entry(entry: str) -> ToolEntry:
     if known is not None:
         return ToolEntry(text, name, known.natives, argument, claude=True)
     return ToolEntry(text, name, (), argument, claude=False)
+
+
+def known_tool_names() -> frozenset[str]:
+    """Every tool name this table knows: Claude Code's (also those with no counterpart here,
+    :data:`UNSUPPORTED`) and the tools of ours that do their jobs. A user's own tools and MCP
+    tools (``mcp__server__tool``) are not in it."""
+    natives = (n for t in CLAUDE_TOOLS.values() for n in t.natives)
+    return frozenset((*CLAUDE_TOOLS, *UNSUPPORTED, *natives))
 
 
 def claude_name_of(native: str) -> str | None:
