@@ -52,7 +52,7 @@ CLAUDE_ALIASES: dict[str, tuple[str, str]] = {
     "sonnet": ("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-4-5"),
     "opus": ("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-4-5"),
     "haiku": ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "claude-haiku-4-5"),
-    "fable": ("ANTHROPIC_DEFAULT_FABLE_MODEL", "claude-fable-5"),
+    "fable": ("ANTHROPIC_DEFAULT_FABLE_MODEL", "claude-fable-5-2"),
 }
 
 

@@ -34,9 +34,9 @@ def test_fable_builds_the_claude_model_of_its_variable(monkeypatch: pytest.Monke
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.delenv("ANTHROPIC_DEFAULT_FABLE_MODEL", raising=False)
     built = model_from_string("fable")
-    assert isinstance(built, AnthropicChatModel) and built.model_name == "claude-fable-5"
-    monkeypatch.setenv("ANTHROPIC_DEFAULT_FABLE_MODEL", "claude-fable-5-2")
-    assert model_from_string("fable").model_name == "claude-fable-5-2"
+    assert isinstance(built, AnthropicChatModel) and built.model_name == "claude-fable-5-2"
+    monkeypatch.setenv("ANTHROPIC_DEFAULT_FABLE_MODEL", "claude-fable-5")
+    assert model_from_string("fable").model_name == "claude-fable-5"
 
 
 def test_without_a_key_a_fable_spec_runs_on_the_parents_model(
