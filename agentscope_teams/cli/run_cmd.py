@@ -52,6 +52,7 @@ from .common import (
     print_json_line,
     require_mcp,
     spec_directory,
+    undecodable,
     with_store,
 )
 from .exits import EXIT_INTERRUPTED, EXIT_USAGE
@@ -135,9 +136,9 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.prompt is None and args.session is None:
-        print("error: give a PROMPT (it may be left out only with --session, to resume a "
-              "session whose tool call a hook deferred)", file=sys.stderr)  # fmt: skip
+    problem = _usage_problem(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     usage = usage_options(args)  # and the model string without its ?rate-limit query
     specs = _specs(args)
@@ -221,6 +222,24 @@ async def _run(
         view.lines(usage_lines(meter))
     view.finish()
     return 0
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with PROMPT and ``--session`` before anything runs, else None."""
+    if args.prompt is None and args.session is None:
+        return (
+            "give a PROMPT (it may be left out only with --session, to resume a session whose "
+            "tool call a hook deferred)"
+        )
+    if args.session == "":
+        return "--session is empty: give a session id, or leave the option out for a new session"
+    where = undecodable(args.prompt or "")
+    if where is not None:
+        return (
+            f"PROMPT is not valid UTF-8 ({where}); set a UTF-8 locale in the terminal "
+            "(e.g. LANG=C.UTF-8) or pass the text in UTF-8"
+        )
+    return None
 
 
 def _interrupted(args: argparse.Namespace, view: RunView, ctx: RuntimeContext) -> int:

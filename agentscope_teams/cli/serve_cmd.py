@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from ..store.base import BaseStore
+from ..store.base import MAX_TTL, BaseStore
 from ..store.expiry import SWEEP_SECONDS
 from ..store.url import redact_url
 from .a2a_serve import check_a2a_options
@@ -128,8 +128,11 @@ def _add_expiry_sweep(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..teams.rules.limits import config_lease
 
-    if args.token_ttl is not None and args.token_ttl <= 0:
-        raise ValueError("--token-ttl must be a positive number of seconds")
+    if args.token_ttl is not None and not 0 < args.token_ttl <= MAX_TTL:
+        raise ValueError(
+            f"--token-ttl must be a number of seconds > 0 and at most {MAX_TTL} (100 years), "
+            f"got {args.token_ttl:g}; leave it out for the default"
+        )
     if not 0 <= args.drain_seconds <= 3600:
         raise ValueError("--drain-seconds must be a number of seconds in 0..3600")
     if not 0 < args.expiry_sweep < float("inf"):

@@ -1,0 +1,160 @@
+"""Bad values on the command line, found by trying every command's options the wrong way.
+
+Each case runs the real console script and expects one ``error: ...`` line that names the thing
+(the option, the URL, the file) and what to do, and nothing run or written on the way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import Cli, one_error_line
+
+REDIS = os.environ.get("AGENTSCOPE_TEAMS_REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_SERVER = REDIS.rsplit("/", 1)[0]
+
+
+# -- store URLs ----------------------------------------------------------------------------------
+
+
+def test_an_empty_store_option_is_refused_not_read_as_the_default(cli: Cli) -> None:
+    result = cli.run("sessions", "list", "--store", "")
+    assert result.returncode == 2, result.stdout
+    assert "--store" in result.stderr and "empty" in result.stderr
+    assert not (cli.tmp_path / "home" / ".agentscope_teams").exists()
+
+
+def test_a_store_url_python_cannot_split_is_named(cli: Cli) -> None:
+    result = cli.run("sessions", "list", "--store", "redis://[::1/0")
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert "redis://[::1/0" in line and "Invalid IPv6 URL" in line, line
+
+
+@pytest.mark.parametrize("path", ["abc", "1/2", "0x1"])
+def test_a_redis_database_that_is_not_a_number_is_refused(cli: Cli, path: str) -> None:
+    """redis-py reads ``/abc`` as no database at all, so database 0 would be used silently."""
+    url = f"{REDIS_SERVER}/{path}"
+    result = cli.run("sessions", "list", "--store", url)
+    assert result.returncode == 1, result.stdout
+    line = one_error_line(result)
+    assert url in line and "database" in line and "0 to 15" in line, line
+
+
+# -- numbers -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--max-budget-usd", "inf"),
+        ("--max-budget-usd", "nan"),
+        ("--max-budget-usd", "1e300"),
+        ("--max-tokens", "99999999999999999999999999"),
+    ],
+)
+def test_a_budget_out_of_range_is_refused_before_the_model_runs(
+    cli: Cli, tmp_path: Path, option: str, value: str
+) -> None:
+    script = tmp_path / "turns.yaml"
+    script.write_text("lead: [never said]\n")
+    result = cli("run", "--model", f"scripted:{script}", option, value, "hi")
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert f"{option} {value}" in line or f"{option} {float(value)}" in line, line
+    assert "larger" not in line  # the hint fits the problem
+    assert "never said" not in result.stdout
+
+
+def test_a_prune_age_too_long_is_refused(cli: Cli) -> None:
+    result = cli("team", "prune", "--older-than", "99999999999d")
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert "'99999999999d'" in line and "too long" in line, line
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300"])
+def test_a_token_lifetime_out_of_range_is_refused(cli: Cli, value: str) -> None:
+    result = cli.run("serve", "--create-operator-token", "--token-ttl", value, "--store", REDIS)
+    assert result.returncode == 1, result.stdout
+    line = one_error_line(result)
+    assert "--token-ttl" in line, line
+    assert "ast_" not in result.stdout
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+def _mcp_file(tmp_path: Path, content: bytes) -> Path:
+    path = tmp_path / "mcp.json"
+    path.write_bytes(content)
+    return path
+
+
+def test_an_mcp_config_with_a_byte_order_mark_loads(cli: Cli, tmp_path: Path) -> None:
+    """Windows editors save JSON with a BOM; spec files with one already load."""
+    config = _mcp_file(tmp_path, b'\xef\xbb\xbf{"mcpServers": {}}\r\n')
+    script = tmp_path / "turns.yaml"
+    script.write_text("lead: [done]\n")
+    result = cli("run", "--model", f"scripted:{script}", "--mcp-config", str(config), "hi")
+    assert result.returncode == 0, result.stderr
+    assert "done" in result.stdout
+
+
+def test_a_binary_mcp_config_names_the_file(cli: Cli, tmp_path: Path) -> None:
+    config = _mcp_file(tmp_path, b'{"mcpServers": {"\xd0\x00\xff": {}}}')
+    result = cli("run", "--model", "offline", "--mcp-config", str(config), "hi")
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert str(config) in line and "UTF-8" in line, line
+
+
+def test_project_settings_with_a_byte_order_mark_load(cli: Cli, tmp_path: Path) -> None:
+    agents = tmp_path / "proj" / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "r.md").write_text("---\nname: r\ndescription: d\n---\nhi\n")
+    settings = agents.parent / "settings.json"
+    settings.write_bytes(b'\xef\xbb\xbf{"hooks": {}}')
+    script = tmp_path / "turns.yaml"
+    script.write_text("lead: [done]\nr: [done]\n")
+    run = ["run", "--model", f"scripted:{script}", "--specs", str(agents), "--trust-project"]
+    result = cli(*run, "hi")
+    assert result.returncode == 0, result.stderr
+
+    settings.write_bytes(b'{"hooks": "\xff"}')
+    result = cli(*run, "hi")
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert str(settings) in line and "UTF-8" in line, line
+
+
+# -- text arguments ------------------------------------------------------------------------------
+
+
+def test_a_prompt_that_is_not_utf8_is_refused_before_the_model_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    script = tmp_path / "turns.yaml"
+    script.write_text("lead: [never said]\n")
+    prompt = os.fsdecode(b"\xff\xfehi")  # what Python makes of bytes that are not UTF-8
+    result = cli("run", "--model", f"scripted:{script}", "--session", "s1", prompt)
+    assert result.returncode == 2
+    line = result.stderr.splitlines()[-1]
+    assert "PROMPT" in line and "UTF-8" in line and "0xff" in line, result.stderr
+    assert "never said" not in result.stdout
+    listed = cli("sessions", "list", "--json")
+    assert "s1" not in listed.stdout
+
+
+def test_an_empty_session_option_is_refused_not_read_as_a_new_session(
+    cli: Cli, tmp_path: Path
+) -> None:
+    script = tmp_path / "turns.yaml"
+    script.write_text("lead: [never said]\n")
+    result = cli("run", "--model", f"scripted:{script}", "--session", "", "hi")
+    assert result.returncode == 2
+    assert "--session" in result.stderr and "empty" in result.stderr, result.stderr
+    assert "never said" not in result.stdout
