@@ -83,6 +83,16 @@ def port_number(text: str) -> int:
     return port
 
 
+def path_argument(text: str) -> Path:
+    """An argparse type for every path the command line takes: an empty one is a usage error
+    (``Path("")`` would silently be the current directory: a script's unset variable)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the path is empty; pass a file or folder (. for the current directory)"
+        )
+    return Path(text)
+
+
 def add_identity_options(parser: argparse.ArgumentParser) -> None:
     """``--user`` and ``--org``: whose sessions / teams a command looks at."""
     parser.add_argument(
@@ -138,15 +148,16 @@ def check_store_given(args: argparse.Namespace) -> None:
     """Usage error (exit 2) when ``--store`` is empty (a script's unset variable: not the default
     store), or when a command that needs an explicit store got none."""
     if getattr(args, "store", None) == "":
-        args.command_parser.error(
-            "--store is empty: give a store URL, or leave the option out for "
+        parser: argparse.ArgumentParser = args.command_parser
+        given = [o for a in parser._actions if a.dest == "store" for o in a.option_strings]
+        parser.error(
+            f"{'/'.join(given)} is empty: give a store URL, or leave the option out for "
             f"${STORE_ENV} or the default store"
         )
     if getattr(args, "store_required", False) and not (
         getattr(args, "store", None) or os.environ.get(STORE_ENV)
     ):
-        parser: argparse.ArgumentParser = args.command_parser
-        parser.error(f"--store URL is required (or set ${STORE_ENV})")
+        args.command_parser.error(f"--store URL is required (or set ${STORE_ENV})")
 
 
 def spec_directory(args: argparse.Namespace) -> Path:

@@ -36,6 +36,7 @@ from .common import (
     add_command,
     add_json_option,
     open_store,
+    path_argument,
     print_json_line,
     store_url,
 )
@@ -106,7 +107,11 @@ def register(subparsers: SubParsers) -> None:
 def _add_what_options(parser: argparse.ArgumentParser) -> None:
     """What to review: the directory, or the review to resume, and since which git ref."""
     parser.add_argument(
-        "path", metavar="PATH", type=Path, nargs="?", help="directory to review (not with --resume)"
+        "path",
+        metavar="PATH",
+        type=path_argument,
+        nargs="?",
+        help="directory to review (not with --resume)",
     )
     parser.add_argument(
         "--resume",
@@ -145,14 +150,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--specs",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         default=None,
         help="reviewer spec directory (default: the specs shipped with the package)",
     )
     parser.add_argument(
         "--output",
         metavar="FILE",
-        type=Path,
+        type=path_argument,
         default=None,
         help="where to write the report (default review.md in the current directory)",
     )

@@ -49,6 +49,7 @@ from .common import (
     add_identity_options,
     add_json_option,
     identity_flags,
+    path_argument,
     print_json_line,
     require_mcp,
     spec_directory,
@@ -105,7 +106,7 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--specs",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         help="subagent spec directory (default: ./specs if it exists, else no subagents)",
     )
     parser.add_argument(
@@ -123,7 +124,7 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--mcp-config",
         metavar="PATH",
-        type=Path,
+        type=path_argument,
         help="MCP servers for the lead and the tools its subagents' specs select: a .mcp.json or "
         "a directory holding one (default: the .mcp.json of the --specs project, if trusted)",
     )

@@ -158,3 +158,46 @@ def test_an_empty_session_option_is_refused_not_read_as_a_new_session(
     assert result.returncode == 2
     assert "--session" in result.stderr and "empty" in result.stderr, result.stderr
     assert "never said" not in result.stdout
+
+
+def test_an_empty_to_option_names_the_option_given(cli: Cli) -> None:
+    result = cli.run("sessions", "import", "--from", REDIS, "--to", "", "--dry-run")
+    assert result.returncode == 2
+    assert "--to" in result.stderr.splitlines()[-1] and "empty" in result.stderr, result.stderr
+
+
+def test_importing_from_a_redis_database_that_is_not_a_number_is_refused(cli: Cli) -> None:
+    url = f"{REDIS_SERVER}/abc"
+    result = cli("sessions", "import", "--from", url, "--dry-run")
+    assert result.returncode == 1, result.stdout
+    line = one_error_line(result)
+    assert url in line and "database" in line, line
+
+
+def test_trusting_an_empty_path_does_not_trust_the_current_directory(cli: Cli) -> None:
+    work = cli.tmp_path / "work"
+    work.mkdir()
+    result = cli.run("trust", "add", "", cwd=work)
+    assert result.returncode == 2
+    line = result.stderr.splitlines()[-1]
+    assert "argument PATH" in line and "empty" in line, result.stderr
+    assert str(work) not in cli.run("trust", "list").stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--specs", "", "hi"],
+        ["run", "--mcp-config", "", "hi"],
+        ["review", ""],
+        ["specs", "check", ""],
+        ["worker", "--workspace", " "],
+    ],
+    ids=["run-specs", "run-mcp-config", "review-path", "specs-check", "worker-workspace"],
+)
+def test_an_empty_path_is_a_usage_error_not_the_current_directory(
+    cli: Cli, args: list[str]
+) -> None:
+    result = cli(*args, "--model", "offline") if args[0] == "run" else cli(*args)
+    assert result.returncode == 2, result.stdout
+    assert "the path is empty" in result.stderr.splitlines()[-1], result.stderr
