@@ -201,3 +201,41 @@ def test_an_empty_path_is_a_usage_error_not_the_current_directory(
     result = cli(*args, "--model", "offline") if args[0] == "run" else cli(*args)
     assert result.returncode == 2, result.stdout
     assert "the path is empty" in result.stderr.splitlines()[-1], result.stderr
+
+
+def test_a_json_model_script_with_a_byte_order_mark_loads_as_yaml_ones_do(
+    cli: Cli, tmp_path: Path
+) -> None:
+    for name, text in (
+        ("turns.yaml", b"lead: [from yaml]\n"),
+        ("turns.json", b'{"lead": ["from json"]}'),
+    ):
+        script = tmp_path / name
+        script.write_bytes(b"\xef\xbb\xbf" + text)
+        result = cli("run", "--model", f"scripted:{script}", "hi")
+        assert result.returncode == 0, result.stderr
+        assert "from " in result.stdout
+
+
+SECRET = "sk-very-secret-token-123"
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (f"{SECRET}: {{user: a, org: [x\n".encode(), ":2:1: invalid YAML"),
+        (f"{SECRET}: {{user: a}}\n".encode() + b"\xd0\xff: {user: b}\n", "not valid UTF-8"),
+    ],
+    ids=["broken-yaml", "not-utf8"],
+)
+def test_a_bad_token_file_is_named_without_echoing_its_tokens(
+    cli: Cli, tmp_path: Path, content: bytes, says: str
+) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_bytes(content)
+    args = ["mcp-serve", "--model", "offline", "--transport", "http", "--port", "0"]
+    result = cli(*args, "--tokens", str(tokens))
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert str(tokens) in line and says in line, line
+    assert "secret" not in line
