@@ -239,3 +239,12 @@ def test_a_bad_token_file_is_named_without_echoing_its_tokens(
     line = one_error_line(result)
     assert str(tokens) in line and says in line, line
     assert "secret" not in line
+
+
+def test_a_worker_workspace_that_is_a_file_is_refused_at_start(cli: Cli, tmp_path: Path) -> None:
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a folder")
+    result = cli("worker", "--model", "offline", "--workspace", str(afile))
+    assert result.returncode == 1, result.stderr
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith("error: ") and str(afile) in line and "directory" in line, line
