@@ -248,3 +248,10 @@ def test_a_worker_workspace_that_is_a_file_is_refused_at_start(cli: Cli, tmp_pat
     assert result.returncode == 1, result.stderr
     line = result.stderr.splitlines()[-1]
     assert line.startswith("error: ") and str(afile) in line and "directory" in line, line
+
+
+def test_an_id_that_is_not_utf8_is_called_that(cli: Cli) -> None:
+    result = cli("sessions", "list", "--user", os.fsdecode(b"al\xffce"))
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert "user_id" in line and "not UTF-8" in line and "0xff" in line, line
