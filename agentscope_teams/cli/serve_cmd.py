@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import os
 import signal
@@ -160,10 +161,12 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host, port))
     except OSError as exc:
-        raise OSError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
-            "(0 picks a free one) or stop the process using it"
-        ) from exc
+        fix = (
+            "pass a --host that is a name or address of this machine (127.0.0.1, 0.0.0.0, ::)"
+            if (exc.errno or 0) < 0 or exc.errno == errno.EADDRNOTAVAIL  # < 0: name lookup
+            else "pick another --port (0 picks a free one) or stop the process using it"
+        )
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; {fix}") from exc
 
 
 def _is_loopback(host: str) -> bool:

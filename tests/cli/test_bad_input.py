@@ -255,3 +255,10 @@ def test_an_id_that_is_not_utf8_is_called_that(cli: Cli) -> None:
     assert result.returncode == 1
     line = one_error_line(result)
     assert "user_id" in line and "not UTF-8" in line and "0xff" in line, line
+
+
+def test_a_host_that_cannot_be_bound_points_at_host_not_port(cli: Cli) -> None:
+    result = cli("serve", "--host", "999.1.1.1", "--port", "0")
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert "999.1.1.1" in line and "--host" in line and "another --port" not in line, line
