@@ -262,3 +262,15 @@ def test_a_host_that_cannot_be_bound_points_at_host_not_port(cli: Cli) -> None:
     assert result.returncode == 1
     line = one_error_line(result)
     assert "999.1.1.1" in line and "--host" in line and "another --port" not in line, line
+
+
+@pytest.mark.parametrize(
+    "root", ["/dev/null", "/proc/agentscope-teams-store"], ids=["file", "cannot-make"]
+)
+def test_a_file_store_root_that_cannot_be_a_directory_says_what_to_pass(
+    cli: Cli, root: str
+) -> None:
+    result = cli.run("sessions", "list", "--store", f"file://{root}")
+    assert result.returncode == 1
+    line = one_error_line(result)
+    assert root in line and "file:///" in line, line
