@@ -83,6 +83,14 @@ def port_number(text: str) -> int:
     return port
 
 
+def text_argument(text: str) -> str:
+    """An argparse type for an id or name option: an empty one is a usage error, not the
+    option's default (a script's unset variable would otherwise pick another session)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("it is empty; give a value, or leave the option out")
+    return text
+
+
 def path_argument(text: str) -> Path:
     """An argparse type for every path the command line takes: an empty one is a usage error
     (``Path("")`` would silently be the current directory: a script's unset variable)."""

@@ -39,6 +39,7 @@ from .common import (
     path_argument,
     print_json_line,
     store_url,
+    text_argument,
 )
 from .exits import OutputConsole
 from .review_budget import stopped_error
@@ -118,6 +119,7 @@ def _add_what_options(parser: argparse.ArgumentParser) -> None:
         metavar="SESSION",
         nargs="?",
         const=LATEST,
+        type=text_argument,
         help="continue an interrupted review (or one its budget stopped) from the store (the "
         "latest unfinished one, or the one whose lead session is SESSION); its directory, report "
         "path, model, specs, budget and rate limit are those it started with unless given again",
@@ -125,6 +127,7 @@ def _add_what_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--changed-since",
         metavar="REF",
+        type=text_argument,
         help="review only the Python files changed since the git ref REF (a branch, tag or "
         "commit); the lead reads the diff through the git MCP server (needs the mcp extra and "
         "mcp-server-git)",

@@ -53,6 +53,7 @@ from .common import (
     print_json_line,
     require_mcp,
     spec_directory,
+    text_argument,
     undecodable,
     with_store,
 )
@@ -119,7 +120,10 @@ def register(subparsers: SubParsers) -> None:
         "'{task_id}' in an input is the task the agent was woken for",
     )
     parser.add_argument(
-        "--session", metavar="SESSION", help="session id to continue (default: a new session)"
+        "--session",
+        metavar="SESSION",
+        type=text_argument,
+        help="session id to continue (default: a new session)",
     )
     parser.add_argument(
         "--mcp-config",
@@ -232,8 +236,6 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
             "give a PROMPT (it may be left out only with --session, to resume a session whose "
             "tool call a hook deferred)"
         )
-    if args.session == "":
-        return "--session is empty: give a session id, or leave the option out for a new session"
     where = undecodable(args.prompt or "")
     if where is not None:
         return (

@@ -274,3 +274,22 @@ def test_a_file_store_root_that_cannot_be_a_directory_says_what_to_pass(
     assert result.returncode == 1
     line = one_error_line(result)
     assert root in line and "file:///" in line, line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["review", "--resume", ""],
+        ["review", "--changed-since", "", "examples/sample_project"],
+        ["sessions", "show", "s1", "--agent", ""],
+        ["sessions", "list", "--agent", " "],
+        ["team", "messages", "t1", "--member", ""],
+    ],
+    ids=["resume", "changed-since", "show-agent", "list-agent", "member"],
+)
+def test_an_empty_id_option_is_a_usage_error_naming_it(cli: Cli, args: list[str]) -> None:
+    result = cli(*args)
+    assert result.returncode == 2, result.stdout
+    option = next(a for a in args if a.startswith("--"))
+    line = result.stderr.splitlines()[-1]
+    assert f"argument {option}" in line and "empty" in line, result.stderr
