@@ -32,6 +32,11 @@ def validate_identifier(value: str, field: str) -> str:
     if value.isascii() and value.isprintable():  # no ASCII control character: the common case
         return value
     for ch in value:
+        if "\udc80" <= ch <= "\udcff":  # how Python keeps a byte of a command line or file name
+            raise ValueError(
+                f"{field} {value!r} holds the byte {ord(ch) - 0xDC00:#04x}, which is not UTF-8; "
+                "write the id in UTF-8"
+            )
         if unicodedata.category(ch) in ("Cc", "Cs"):
             raise ValueError(
                 f"{field} {value!r} contains the control character U+{ord(ch):04X}; remove it"

@@ -35,10 +35,7 @@ RETRY_AFTER_SECONDS = 5
 def read_token_file(path: Path) -> dict[str, tuple[str, str | None]]:
     """``token -> (user, org)`` from ``path``; a :class:`ConfigurationError` naming the file and
     what is wrong when it cannot be read or an entry is not ``{user: USER, org: ORG}``."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigurationError(f"cannot read the token file {path}: {exc}") from None
+    data = _load(path)
     if not isinstance(data, dict) or not data:
         raise ConfigurationError(
             f"token file {path}: expected a mapping TOKEN -> {{user: USER, org: ORG}}"
@@ -53,6 +50,28 @@ def read_token_file(path: Path) -> dict[str, tuple[str, str | None]]:
         RuntimeContext(session_id="check", user_id=who["user"], org_id=org)  # valid ids
         tokens[str(token)] = (who["user"], org)
     return tokens
+
+
+def _load(path: Path) -> Any:
+    """The file's YAML (or JSON) document; a problem is named by file and line only: the text
+    around it would be a token."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot read the token file {path}: {exc.strerror or type(exc).__name__}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"token file {path}: not valid UTF-8 (byte offset {exc.start}); save it as UTF-8"
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        raise ConfigurationError(
+            f"token file {path}{where}: invalid YAML; fix the file: one "
+            "TOKEN: {user: USER, org: ORG} per line"
+        ) from None
 
 
 class TokenDigests(Generic[T]):

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ..errors import ConfigurationError
+from ..store._redis_client import check_url
 from ..store.redact import redact_text, redact_url
 from ..store.url import require_drivers
 
@@ -66,6 +67,10 @@ def check_source_url(url: str) -> None:
                 "(four slashes for an absolute path)"
             )
     require_drivers(plain)
+    if base in _REDIS:
+        import redis
+
+        check_url(redis, plain)  # a /db that is not a number: refused, not read as database 0
 
 
 async def read_records(url: str) -> AsyncIterator[Found]:

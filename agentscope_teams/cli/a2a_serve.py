@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from ..compose import HarnessAgent
 from ..store.base import BaseStore
-from .common import CommandError
+from .common import CommandError, path_argument
 
 MOUNT = "/a2a"
 
@@ -31,7 +30,7 @@ def add_bearer_options(group: Any, protocol: str) -> None:
     group.add_argument(
         f"--{protocol}-tokens",
         metavar="FILE",
-        type=Path,
+        type=path_argument,
         help="also accept the bearer tokens of FILE (JSON/YAML: TOKEN: {user: USER, org: ORG})",
     )
     group.add_argument(

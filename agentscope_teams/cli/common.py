@@ -83,6 +83,24 @@ def port_number(text: str) -> int:
     return port
 
 
+def text_argument(text: str) -> str:
+    """An argparse type for an id or name option: an empty one is a usage error, not the
+    option's default (a script's unset variable would otherwise pick another session)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("it is empty; give a value, or leave the option out")
+    return text
+
+
+def path_argument(text: str) -> Path:
+    """An argparse type for every path the command line takes: an empty one is a usage error
+    (``Path("")`` would silently be the current directory: a script's unset variable)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the path is empty; pass a file or folder (. for the current directory)"
+        )
+    return Path(text)
+
+
 def add_identity_options(parser: argparse.ArgumentParser) -> None:
     """``--user`` and ``--org``: whose sessions / teams a command looks at."""
     parser.add_argument(
@@ -135,12 +153,19 @@ def add_command(
 
 
 def check_store_given(args: argparse.Namespace) -> None:
-    """Usage error (exit 2) when a command that needs an explicit store got none."""
+    """Usage error (exit 2) when ``--store`` is empty (a script's unset variable: not the default
+    store), or when a command that needs an explicit store got none."""
+    if getattr(args, "store", None) == "":
+        parser: argparse.ArgumentParser = args.command_parser
+        given = [o for a in parser._actions if a.dest == "store" for o in a.option_strings]
+        parser.error(
+            f"{'/'.join(given)} is empty: give a store URL, or leave the option out for "
+            f"${STORE_ENV} or the default store"
+        )
     if getattr(args, "store_required", False) and not (
         getattr(args, "store", None) or os.environ.get(STORE_ENV)
     ):
-        parser: argparse.ArgumentParser = args.command_parser
-        parser.error(f"--store URL is required (or set ${STORE_ENV})")
+        args.command_parser.error(f"--store URL is required (or set ${STORE_ENV})")
 
 
 def spec_directory(args: argparse.Namespace) -> Path:
@@ -149,6 +174,16 @@ def spec_directory(args: argparse.Namespace) -> Path:
     if not specs.is_dir():
         raise CommandError(f"spec directory {args.specs} does not exist; pass one with --specs")
     return specs
+
+
+def undecodable(text: str) -> str | None:
+    """Where ``text`` (an argument) holds bytes that are not UTF-8, e.g. ``byte 0xff at
+    character 1`` (Python keeps them as lone surrogates, which no JSON or store can hold); None
+    when it is all text."""
+    for index, char in enumerate(text):
+        if "\udc80" <= char <= "\udcff":
+            return f"byte {ord(char) - 0xDC00:#04x} at character {index + 1}"
+    return None
 
 
 def store_url(args: argparse.Namespace) -> str:
@@ -197,7 +232,7 @@ def store_problem(url: str, exc: Exception) -> str:
     """The one line for a store that could not be built or opened (password hidden). A
     ``TypeError`` from a URL with query parameters is the backend refusing one of them."""
     where = f"cannot open the store {redact_url(url)}"
-    params = sorted({k for k, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)})
+    params = _query_names(url)
     if isinstance(exc, TypeError) and params:
         return (
             f"{where}: its backend does not take the query parameter(s) {', '.join(params)}; "
@@ -207,6 +242,15 @@ def store_problem(url: str, exc: Exception) -> str:
         f"{where}: {error_text(exc)}; check the URL's host, database and query parameters "
         f"(forms: {STORE_FORMS}; see docs/reference/stores.md)"
     )
+
+
+def _query_names(url: str) -> list[str]:
+    """The names of ``url``'s query parameters (none for a URL Python cannot split)."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:  # "Invalid IPv6 URL": store_problem reports the backend's own error
+        return []
+    return sorted({k for k, _ in parse_qsl(query, keep_blank_values=True)})
 
 
 def error_text(exc: BaseException) -> str:

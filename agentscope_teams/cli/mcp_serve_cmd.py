@@ -21,6 +21,7 @@ from .common import (
     SubParsers,
     add_command,
     add_identity_options,
+    path_argument,
     port_number,
     spec_directory,
     with_store,
@@ -47,7 +48,11 @@ def register(subparsers: SubParsers) -> None:
         examples=EXAMPLES,
     )
     parser.add_argument(
-        "--specs", metavar="DIR", type=Path, default=Path("specs"), help="subagent spec directory"
+        "--specs",
+        metavar="DIR",
+        type=path_argument,
+        default=Path("specs"),
+        help="subagent spec directory",
     )
     parser.add_argument("--model", metavar="MODEL", help="model, as for `run --model`")
     parser.add_argument("--name", default="lead", help="the tool's name (default lead)")
@@ -62,7 +67,7 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--tokens",
         metavar="FILE",
-        type=Path,
+        type=path_argument,
         help="HTTP: JSON/YAML file mapping each bearer token to {user: USER, org: ORG}",
     )
     add_trust_option(parser)

@@ -36,8 +36,10 @@ from .common import (
     add_command,
     add_json_option,
     open_store,
+    path_argument,
     print_json_line,
     store_url,
+    text_argument,
 )
 from .exits import OutputConsole
 from .review_budget import stopped_error
@@ -106,13 +108,18 @@ def register(subparsers: SubParsers) -> None:
 def _add_what_options(parser: argparse.ArgumentParser) -> None:
     """What to review: the directory, or the review to resume, and since which git ref."""
     parser.add_argument(
-        "path", metavar="PATH", type=Path, nargs="?", help="directory to review (not with --resume)"
+        "path",
+        metavar="PATH",
+        type=path_argument,
+        nargs="?",
+        help="directory to review (not with --resume)",
     )
     parser.add_argument(
         "--resume",
         metavar="SESSION",
         nargs="?",
         const=LATEST,
+        type=text_argument,
         help="continue an interrupted review (or one its budget stopped) from the store (the "
         "latest unfinished one, or the one whose lead session is SESSION); its directory, report "
         "path, model, specs, budget and rate limit are those it started with unless given again",
@@ -120,6 +127,7 @@ def _add_what_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--changed-since",
         metavar="REF",
+        type=text_argument,
         help="review only the Python files changed since the git ref REF (a branch, tag or "
         "commit); the lead reads the diff through the git MCP server (needs the mcp extra and "
         "mcp-server-git)",
@@ -145,14 +153,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--specs",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         default=None,
         help="reviewer spec directory (default: the specs shipped with the package)",
     )
     parser.add_argument(
         "--output",
         metavar="FILE",
-        type=Path,
+        type=path_argument,
         default=None,
         help="where to write the report (default review.md in the current directory)",
     )

@@ -50,9 +50,12 @@ from .common import (
     add_identity_options,
     add_json_option,
     identity_flags,
+    path_argument,
     print_json_line,
     require_mcp,
     spec_directory,
+    text_argument,
+    undecodable,
     with_store,
 )
 from .exits import EXIT_INTERRUPTED, EXIT_USAGE
@@ -105,7 +108,7 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--specs",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         help="subagent spec directory (default: ./specs if it exists, else ./.claude/agents if it "
         "exists, else no subagents)",
     )
@@ -119,12 +122,15 @@ def register(subparsers: SubParsers) -> None:
         "'{task_id}' in an input is the task the agent was woken for",
     )
     parser.add_argument(
-        "--session", metavar="SESSION", help="session id to continue (default: a new session)"
+        "--session",
+        metavar="SESSION",
+        type=text_argument,
+        help="session id to continue (default: a new session)",
     )
     parser.add_argument(
         "--mcp-config",
         metavar="PATH",
-        type=Path,
+        type=path_argument,
         help="MCP servers for the lead and the tools its subagents' specs select: a .mcp.json or "
         "a directory holding one (default: the .mcp.json of the --specs project, if trusted)",
     )
@@ -137,9 +143,9 @@ def register(subparsers: SubParsers) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.prompt is None and args.session is None:
-        print("error: give a PROMPT (it may be left out only with --session, to resume a "
-              "session whose tool call a hook deferred)", file=sys.stderr)  # fmt: skip
+    problem = _usage_problem(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     usage = usage_options(args)  # and the model string without its ?rate-limit query
     specs = _specs(args)
@@ -223,6 +229,22 @@ async def _run(
         view.lines(usage_lines(meter))
     view.finish()
     return 0
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with PROMPT and ``--session`` before anything runs, else None."""
+    if args.prompt is None and args.session is None:
+        return (
+            "give a PROMPT (it may be left out only with --session, to resume a session whose "
+            "tool call a hook deferred)"
+        )
+    where = undecodable(args.prompt or "")
+    if where is not None:
+        return (
+            f"PROMPT is not valid UTF-8 ({where}); set a UTF-8 locale in the terminal "
+            "(e.g. LANG=C.UTF-8) or pass the text in UTF-8"
+        )
+    return None
 
 
 def _interrupted(args: argparse.Namespace, view: RunView, ctx: RuntimeContext) -> int:

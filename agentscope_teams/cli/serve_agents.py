@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from ..store.base import BaseStore
 from .a2a_serve import a2a_app_of, add_a2a_options, add_bearer_options, mount_a2a
-from .common import CommandError, spec_directory
+from .common import CommandError, path_argument, spec_directory
 from .sandbox_option import sandbox_option
 from .usage_option import CALLER_NOTE, CALLER_SCOPE, add_usage_options, usage_options
 
@@ -34,7 +34,7 @@ T = TypeVar("T")
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     """The options of the published lead agent, ``serve --a2a`` and ``serve --mcp``."""
     group = parser.add_argument_group("the published lead agent (serve --a2a / --mcp)")
-    group.add_argument("--specs", metavar="DIR", type=Path, default=Path("specs"))
+    group.add_argument("--specs", metavar="DIR", type=path_argument, default=Path("specs"))
     group.add_argument("--model", metavar="MODEL", help="the lead's model, as for `run --model`")
     group.add_argument("--name", default="lead", help="the exposed agent's name (default lead)")
     add_a2a_options(parser)

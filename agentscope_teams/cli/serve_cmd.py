@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import os
 import signal
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from ..store.base import BaseStore
+from ..store.base import MAX_TTL, BaseStore
 from ..store.expiry import SWEEP_SECONDS
 from ..store.url import redact_url
 from .a2a_serve import check_a2a_options
@@ -128,8 +129,11 @@ def _add_expiry_sweep(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..teams.rules.limits import config_lease
 
-    if args.token_ttl is not None and args.token_ttl <= 0:
-        raise ValueError("--token-ttl must be a positive number of seconds")
+    if args.token_ttl is not None and not 0 < args.token_ttl <= MAX_TTL:
+        raise ValueError(
+            f"--token-ttl must be a number of seconds > 0 and at most {MAX_TTL} (100 years), "
+            f"got {args.token_ttl:g}; leave it out for the default"
+        )
     if not 0 <= args.drain_seconds <= 3600:
         raise ValueError("--drain-seconds must be a number of seconds in 0..3600")
     if not 0 < args.expiry_sweep < float("inf"):
@@ -157,10 +161,12 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host, port))
     except OSError as exc:
-        raise OSError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
-            "(0 picks a free one) or stop the process using it"
-        ) from exc
+        fix = (
+            "pass a --host that is a name or address of this machine (127.0.0.1, 0.0.0.0, ::)"
+            if (exc.errno or 0) < 0 or exc.errno == errno.EADDRNOTAVAIL  # < 0: name lookup
+            else "pick another --port (0 picks a free one) or stop the process using it"
+        )
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; {fix}") from exc
 
 
 def _is_loopback(host: str) -> bool:

@@ -36,6 +36,7 @@ from .common import (
     print_json_line,
     stdout_console,
     store_url,
+    text_argument,
     who,
     with_store,
 )
@@ -68,7 +69,9 @@ def register(subparsers: SubParsers) -> None:
     parser = add_command(
         commands, "list", help="list the sessions of a user (all agents)", examples=EXAMPLES[:2]
     )
-    parser.add_argument("--agent", metavar="NAME", help="only the sessions of this agent")
+    parser.add_argument(
+        "--agent", metavar="NAME", type=text_argument, help="only the sessions of this agent"
+    )
     add_identity_options(parser)
     add_json_option(parser)
     parser.set_defaults(handler=handle_list)
@@ -81,7 +84,7 @@ def register(subparsers: SubParsers) -> None:
     for i, (name, help, handler) in enumerate(specs):
         parser = add_command(commands, name, help=help, examples=EXAMPLES[2 + i : 3 + i])
         parser.add_argument("session", metavar="SESSION", help="session id")
-        parser.add_argument("--agent", metavar="NAME", help=_AGENT_HELP)
+        parser.add_argument("--agent", metavar="NAME", type=text_argument, help=_AGENT_HELP)
         add_identity_options(parser)
         if name == "show":
             add_json_option(parser)

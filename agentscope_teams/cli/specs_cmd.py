@@ -21,7 +21,14 @@ from ..subagents.grants import withheld_grants
 from ..subagents.spec import load_specs
 from ..subagents.strict import strict_problems
 from ..trust import ProjectTrust, untrusted_notice
-from .common import SubParsers, add_command, add_json_option, print_json_line, stdout_console
+from .common import (
+    SubParsers,
+    add_command,
+    add_json_option,
+    path_argument,
+    print_json_line,
+    stdout_console,
+)
 
 EXAMPLES = (
     "agentscope-teams specs check specs/",
@@ -47,7 +54,7 @@ def register(subparsers: SubParsers) -> None:
         "only because a value holds an unquoted ': ' loads with a warning; --strict refuses it.",
         examples=EXAMPLES,
     )
-    check.add_argument("directory", metavar="DIR", type=Path, help="spec directory")
+    check.add_argument("directory", metavar="DIR", type=path_argument, help="spec directory")
     check.add_argument(
         "--strict",
         action="store_true",

@@ -31,6 +31,7 @@ from .common import (
     print_json_line,
     stdout_console,
     store_url,
+    text_argument,
     who,
     with_store,
 )
@@ -86,7 +87,9 @@ def register(subparsers: SubParsers) -> None:
         help="the messages in a team's mailboxes (all members, or one)",
         examples=EXAMPLES[3:4],
     )
-    parser.add_argument("--member", metavar="NAME", help="only the inbox of this member")
+    parser.add_argument(
+        "--member", metavar="NAME", type=text_argument, help="only the inbox of this member"
+    )
     _finish(parser, _messages)
     team_admin.register(commands, _finish)
 

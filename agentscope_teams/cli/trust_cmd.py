@@ -23,7 +23,7 @@ from ..mcp.project import untrusted_servers
 from ..project_memory import ProjectMemory, claude_project
 from ..subagents.grants import withheld_grants
 from ..trust import ProjectTrust, TrustStore, project_root, untrusted_notice
-from .common import SubParsers, add_command, add_json_option, print_json_line
+from .common import SubParsers, add_command, add_json_option, path_argument, print_json_line
 
 EXAMPLES = (
     "agentscope-teams trust list",
@@ -98,7 +98,7 @@ def register(subparsers: SubParsers) -> None:
         command.add_argument(
             "path",
             metavar="PATH",
-            type=Path,
+            type=path_argument,
             help="the project, its .claude/agents or a spec folder",
         )
         command.set_defaults(handler=handler)

@@ -87,7 +87,7 @@ def usage_options(args: argparse.Namespace) -> UsageOptions:
         budget = budget_of(args.max_tokens, args.max_budget_usd)
     except ValidationError as exc:
         problems = "; ".join(map(_budget_problem, exc.errors()))
-        raise ConfigurationError(f"{problems}: give a larger value or leave it out") from None
+        raise ConfigurationError(f"{problems}: change it or leave it out") from None
     return UsageOptions(budget, limit)
 
 

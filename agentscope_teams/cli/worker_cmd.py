@@ -53,6 +53,7 @@ from ..trust import ProjectTrust, project_root
 from .common import (
     SubParsers,
     add_command,
+    path_argument,
     port_number,
     require_mcp,
     store_url,
@@ -93,7 +94,7 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--specs",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         default=Path("specs"),
         help="spec directory of the members it runs (default: ./specs, from the current directory)",
     )
@@ -128,7 +129,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workspace",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         help="workspace for the members (default: the lead's, as recorded in the store)",
     )
     parser.add_argument(
@@ -137,7 +138,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mcp-config",
         metavar="PATH",
-        type=Path,
+        type=path_argument,
         help="MCP servers whose tools the members' specs select: a .mcp.json or a directory "
         "holding one (default: the .mcp.json of the --specs project, if any and trusted)",
     )

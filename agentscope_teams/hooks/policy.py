@@ -58,7 +58,13 @@ def read_settings(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write, is fine
+        data: Any = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{path}: not valid UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
     except (OSError, ValueError) as exc:
         raise ConfigurationError(f"{path}: not valid JSON ({exc}); fix the file") from None
     if not isinstance(data, dict):

@@ -294,10 +294,15 @@ def load_mcp_json(
     if file.is_dir():
         file = file / ".mcp.json"
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write, is fine
     except OSError as exc:
         raise ConfigurationError(
             f"{file}: cannot read the MCP configuration: {exc.strerror or exc}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{file}: the MCP configuration is not valid UTF-8 "
+            f"(byte {exc.object[exc.start]:#04x} at offset {exc.start}); save it as UTF-8"
         ) from None
     try:
         data = json.loads(text)

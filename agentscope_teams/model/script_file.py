@@ -64,7 +64,7 @@ def load_script(path: Path) -> dict[str, list[_Turn]]:
     """The turns of each agent in ``path``; a :class:`ModelConfigurationError` naming the file and
     the field for a bad one."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write, is fine
     except OSError as exc:
         raise ModelConfigurationError(
             f"cannot read the model script {path}: {exc.strerror}; check the path after 'scripted:'"

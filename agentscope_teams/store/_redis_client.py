@@ -3,7 +3,8 @@ its URL, and finds the key registry's slot grouping.
 
 A URL's query options are checked before any connection is made: an option redis-py's connection
 does not take is refused by name (redis-py would raise a ``TypeError`` at the first command), and a
-negative database number is refused at once; a database number the server does not have is
+database that is not a number from 0 up (``/-1``, ``/abc``, which redis-py would read as
+database 0) is refused at once; a database number the server does not have is
 reported by ``setup()`` (:func:`db_refused`). A ``redis+cluster://`` URL takes no query options.
 """
 
@@ -14,6 +15,7 @@ import inspect
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError, MissingDependencyError
 from .redact import redact_text, redact_url
@@ -132,11 +134,24 @@ def check_url(redis: Any, url: str) -> None:
             "ssl_cert_reqs, ...)"
         )
     db = kwargs.get("db", 0)
+    path = _db_path(url)
+    if path is not None and not path.removeprefix("-").isdigit():
+        db = path  # redis-py skips such a path and would select database 0
     if not isinstance(db, int) or db < 0:
         raise ConfigurationError(
             f"Redis URL {redact_url(url)!r} names database {db!r}; a database is a number from 0 "
             "to the server's `databases` setting minus one (0 to 15 by default)"
         )
+
+
+def _db_path(url: str) -> str | None:
+    """The database a ``redis://`` or ``rediss://`` URL's path names (None: no path, or a
+    ``unix://`` URL, whose path is the socket's)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("redis", "rediss"):
+        return None
+    path = unquote(parts.path).removeprefix("/")
+    return path or None
 
 
 def _connection_options(connection_class: type) -> set[str]:

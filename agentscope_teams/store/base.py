@@ -82,6 +82,7 @@ from .timing import time_operations
 
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
+    "MAX_TTL",
     "PATH_SEGMENT_MAX_BYTES",
     "BaseStore",
     "Entry",
@@ -157,9 +158,16 @@ def check_expected(expected_version: int | None) -> None:
         raise ValueError(f"expected_version must be None or an int >= 0, got {expected_version!r}")
 
 
+#: The longest ``ttl`` a store takes, 100 years in seconds: every backend can hold its expiry
+#: (Redis counts milliseconds in a signed 64-bit integer; ``inf`` fits none).
+MAX_TTL = 100 * 365 * 86_400
+
+
 def check_ttl(ttl: float | None) -> None:
-    if ttl is not None and not ttl > 0:
-        raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
+    if ttl is not None and not 0 < ttl <= MAX_TTL:
+        raise ValueError(
+            f"ttl must be a number of seconds > 0 and at most {MAX_TTL} (100 years), got {ttl!r}"
+        )
 
 
 @runtime_checkable

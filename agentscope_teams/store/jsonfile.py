@@ -136,14 +136,15 @@ class JsonFileStore(StoreBackend):
         await anyio.to_thread.run_sync(self._setup_sync)
 
     def _setup_sync(self) -> None:
+        fix = "pass a directory this user can write to (file:///path/to/store)"
         if self.root.exists() and not self.root.is_dir():
-            raise ConfigurationError(f"file store root {self.root} is not a directory")
+            raise ConfigurationError(f"file store root {self.root} is not a directory; {fix}")
         try:
             for d in (self._kv, self._streams, self._lock_dir):
                 d.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigurationError(
-                f"cannot create the file store under {self.root}: {exc}"
+                f"cannot create the file store under {self.root}: {exc.strerror or exc}; {fix}"
             ) from exc
 
     # ------------------------------------------------------------------------- locking

@@ -25,6 +25,8 @@ from .rules.models import Task, TaskStatus, Team, TeamStatus
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _EXAMPLES = "e.g. 7d, 12h, 30m, 2w or 1d12h"
+#: The longest duration :func:`parse_age` reads (the cutoff ``now - age`` must be a date).
+MAX_AGE_DAYS = 36_500
 #: The reason of the cancellation of a task left open when its lead's session was deleted.
 LEAD_SESSION_DELETED = "its lead's session was deleted"
 
@@ -54,8 +56,8 @@ def visible(
 
 
 def parse_age(text: str) -> timedelta:
-    """``7d``, ``12h``, ``30m``, ``45s``, ``2w`` (or sums such as ``1d12h``) as a duration > 0;
-    else :class:`ConfigurationError` naming the text and the accepted forms."""
+    """``7d``, ``12h``, ``30m``, ``45s``, ``2w`` (or sums such as ``1d12h``) as a duration > 0
+    and at most :data:`MAX_AGE_DAYS` days; else :class:`ConfigurationError` naming the text and the accepted forms."""
     value = text.strip().lower()
     parts = _DURATION.findall(value)
     if not value or "".join(n + u for n, u in parts) != value:
@@ -65,6 +67,10 @@ def parse_age(text: str) -> timedelta:
     seconds = sum(float(n) * _UNITS[u] for n, u in parts)
     if seconds <= 0:
         raise ConfigurationError(f"the duration {text!r} must be longer than zero ({_EXAMPLES})")
+    if seconds > MAX_AGE_DAYS * _UNITS["d"]:
+        raise ConfigurationError(
+            f"the duration {text!r} is too long: give at most {MAX_AGE_DAYS}d (100 years)"
+        )
     return timedelta(seconds=seconds)
 
 

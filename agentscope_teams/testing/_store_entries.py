@@ -8,7 +8,7 @@ import pytest
 
 from ..errors import LeaseLostError, VersionConflict
 from ..store import Entry, StoreBackend
-from ..store.base import Fence, fenced_deletes_of
+from ..store.base import MAX_TTL, Fence, fenced_deletes_of
 from ._store_support import (
     TTL,
     wait_until_absent,
@@ -230,3 +230,13 @@ class EntryTests:
             with pytest.raises(ValueError, match="ttl"):
                 await store.put((ns, "k"), b"v", ttl=ttl)
         assert await store.get((ns, "k")) is None
+
+    async def test_a_ttl_no_backend_can_hold_is_rejected(
+        self, store: StoreBackend, ns: str
+    ) -> None:
+        for ttl in (float("inf"), float("nan"), MAX_TTL + 1, 1e300):
+            with pytest.raises(ValueError, match="ttl"):
+                await store.put((ns, "k"), b"v", ttl=ttl)
+        assert await store.get((ns, "k")) is None
+        assert await store.put((ns, "k"), b"v", ttl=MAX_TTL) == 1  # the longest one is held
+        assert await store.get((ns, "k")) == Entry(b"v", 1)

@@ -16,13 +16,21 @@ from ..records import InputRecord
 RATE_LIMIT_ENV = "AGENTSCOPE_TEAMS_RATE_LIMIT"
 
 
+#: The largest budgets: the ledger counts tokens and nano-dollars in signed 64-bit integers
+#: (a SQL ``bigint``, a Redis counter), and 10**18 of either still fits.
+MAX_BUDGET_TOKENS = 10**18
+MAX_BUDGET_USD = 1e9
+
+
 class Budget(InputRecord):
     """A spending limit: tokens (input + output) and/or US dollars; None means no limit. An
-    unknown field is refused, but kept in a stored one (a review's record: a newer release's)."""
+    unknown field is refused, but kept in a stored one (a review's record: a newer release's).
+    A limit is finite and at most :data:`MAX_BUDGET_TOKENS` tokens / :data:`MAX_BUDGET_USD`
+    dollars."""
 
     model_config = ConfigDict(frozen=True)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_usd: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS)
+    max_usd: float | None = Field(default=None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
 
     @property
     def max_nanos(self) -> int | None:

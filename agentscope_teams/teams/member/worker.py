@@ -101,6 +101,10 @@ class WorkerConfig:
     def __post_init__(self) -> None:
         if self.max_members < 1:
             raise ConfigurationError(f"max_members must be >= 1, got {self.max_members}")
+        if self.workspace is not None and self.workspace.exists() and not self.workspace.is_dir():
+            raise ConfigurationError(
+                f"workspace {self.workspace} is not a directory; pass a folder for the members' files"
+            )
         self.task_lease = limits.config_lease(self.task_lease)
         self.poll = limits.config_seconds(self.poll, "poll")
         self.lease_ttl = limits.config_seconds(self.lease_ttl, "lease_ttl")
