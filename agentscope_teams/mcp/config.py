@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -46,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import ConfigurationError, field_path
 
 __all__ = [
+    "IGNORED_CLIENT_KEYS",
     "HttpServer",
     "ServerConfig",
     "StdioServer",
@@ -58,6 +60,8 @@ __all__ = [
     "redact",
     "safe_url",
 ]
+
+log = logging.getLogger(__name__)
 
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,48}")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -180,7 +184,7 @@ def parse_server(
             f"{where}: a server must be a mapping with `command` (stdio) or `type: http` and "
             f"`url`, got {type(raw).__name__}"
         )
-    data = dict(raw)
+    data = _without_client_keys(dict(raw), where)
     kind = data.get("type", "stdio")
     if kind == "sse":
         raise ConfigurationError(
@@ -209,6 +213,34 @@ def parse_server(
             else first["msg"]
         )
         raise ConfigurationError(f"{where}.{field}: {reason}") from None
+
+
+#: Keys other MCP clients write in a server entry that change nothing here when left out: a
+#: note for people, and auto-approval lists (without them every call goes through the permission
+#: rules as any other: we ask more, never less). Left out with a warning. A key whose loss would
+#: widen what the server may do (``disabledTools``) stays an error.
+IGNORED_CLIENT_KEYS = ("description", "autoApprove", "alwaysAllow")
+
+
+def _without_client_keys(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``data`` without :data:`IGNORED_CLIENT_KEYS` (a warning names them) and ``disabled:
+    false``; ``disabled: true`` here (a server not left out by :func:`parse_servers`, e.g. a
+    spec file's inline one) is an error saying to leave the server out."""
+    dropped = [k for k in IGNORED_CLIENT_KEYS if k in data]
+    if dropped:
+        log.warning("%s: %s ignored (other MCP clients' keys; calls go through the permission "
+                    "rules)", where, ", ".join(dropped))  # fmt: skip
+    disabled = data.get("disabled", False)
+    if not isinstance(disabled, bool):
+        raise ConfigurationError(f"{where}.disabled: must be true or false")
+    if disabled:
+        raise ConfigurationError(f"{where}.disabled: a disabled server here: leave it out instead")
+    if "disabledTools" in data:
+        raise ConfigurationError(
+            f"{where}.disabledTools: not supported (leaving it out would offer the tools it "
+            "hides); deny them with permission rules such as 'mcp__<server>__<tool>' instead"
+        )
+    return {k: v for k, v in data.items() if k not in (*IGNORED_CLIENT_KEYS, "disabled")}
 
 
 def _expand_fields(data: dict[str, Any], where: str, environ: Mapping[str, str] | None) -> None:
@@ -282,7 +314,14 @@ def parse_servers(
     return {
         name: parse_server(name, value, source, environ, expand=expand)
         for name, value in raw.items()
+        if not _disabled(value)
     }
+
+
+def _disabled(value: Any) -> bool:
+    """Whether a server entry says ``"disabled": true`` (as other MCP clients write): it is left
+    out, as they leave it out."""
+    return isinstance(value, Mapping) and value.get("disabled") is True
 
 
 def load_mcp_json(

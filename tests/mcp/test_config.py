@@ -76,6 +76,8 @@ def test_secrets_never_show_in_reprs() -> None:
         ({"type": "http"}, "mcpServers.s.url: Field required"),
         ({"command": "x", "cmd": "y"}, "mcpServers.s.cmd: unknown key"),
         ({"args": ["a"]}, "mcpServers.s.command: Field required"),
+        ({"command": "x", "disabledTools": ["rm"]}, "mcpServers.s.disabledTools: not supported"),
+        ({"command": "x", "disabled": "yes"}, "mcpServers.s.disabled: must be true or false"),
         ("npx thing", "mcpServers.s: a server must be a mapping"),
     ],
 )
@@ -117,3 +119,31 @@ async def test_no_server_starts_until_a_call() -> None:
     )
     await agent.aclose()
     assert agent.mcp.pool.starts == 0
+
+
+def test_other_clients_keys_load_as_those_clients_read_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a .mcp.json written for Claude Desktop or Cline: a note, auto-approval lists, a server
+    # switched off; the first three change nothing here, the switched-off server is left out
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "fs": {
+                    "command": "npx",
+                    "args": ["fs"],
+                    "description": "files",
+                    "autoApprove": ["read"],
+                    "alwaysAllow": ["list"],
+                    "disabled": False,
+                },
+                "old": {"command": "old-server", "disabled": True},
+            }
+        },
+    )
+    with caplog.at_level("WARNING"):
+        servers = load_mcp_json(path)
+    assert list(servers) == ["fs"]
+    assert servers["fs"] == StdioServer(command="npx", args=("fs",))
+    assert "mcpServers.fs: description, autoApprove, alwaysAllow ignored" in caplog.text
