@@ -35,7 +35,7 @@ from .project_memory import ProjectMemory, claude_project
 from .sandbox import Sandbox, resolve_sandbox
 from .skills import SkillExtension, SkillLibrary
 from .subagents.options import SubagentOptions, check_subagent_options
-from .tools import PermissionEngine, shell_tools
+from .tools import shell_tools
 from .trust import ProjectTrust, project_root
 
 __all__ = [
@@ -269,9 +269,7 @@ class HarnessAgent(SessionAgent):
         rules = settings_permission_rules(specs, self.trust)
         if not rules:
             return
-        old = self.loop.permissions
-        engine = PermissionEngine([*old.rules, *rules], old.mode, unattended=old.unattended)
-        engine.refused = old.refused  # a caller reading the refusals of its engine still sees them
+        engine = self.loop.permissions.with_rules(rules)
         self.loop.permissions = engine
         self.view = dataclasses.replace(self.view, permissions=engine)
 

@@ -21,6 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 MAX_ID_LENGTH = 256
 
 
+def undecodable(text: str) -> tuple[int, int] | None:
+    """``(byte, index)`` of the first byte of ``text`` that was not UTF-8 (Python keeps such a byte
+    of a command line or file name as a lone surrogate, which no JSON or store can hold); None
+    when it is all text."""
+    for index, ch in enumerate(text):
+        if "\udc80" <= ch <= "\udcff":
+            return ord(ch) - 0xDC00, index
+    return None
+
+
 def validate_identifier(value: str, field: str) -> str:
     """Return ``value`` if it is a valid identifier, else raise ``ValueError`` naming ``field``."""
     if not isinstance(value, str):
@@ -31,12 +41,13 @@ def validate_identifier(value: str, field: str) -> str:
         raise ValueError(f"{field} {value!r} has leading or trailing whitespace; remove it")
     if value.isascii() and value.isprintable():  # no ASCII control character: the common case
         return value
+    found = undecodable(value)
+    if found is not None:
+        raise ValueError(
+            f"{field} {value!r} holds the byte {found[0]:#04x}, which is not UTF-8; "
+            "write the id in UTF-8"
+        )
     for ch in value:
-        if "\udc80" <= ch <= "\udcff":  # how Python keeps a byte of a command line or file name
-            raise ValueError(
-                f"{field} {value!r} holds the byte {ord(ch) - 0xDC00:#04x}, which is not UTF-8; "
-                "write the id in UTF-8"
-            )
         if unicodedata.category(ch) in ("Cc", "Cs"):
             raise ValueError(
                 f"{field} {value!r} contains the control character U+{ord(ch):04X}; remove it"

@@ -20,6 +20,7 @@ import yaml
 
 from .context import RuntimeContext
 from .errors import AgentScopeTeamsError, ConfigurationError, public_message
+from .text_files import read_text_file
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -55,16 +56,9 @@ def read_token_file(path: Path) -> dict[str, tuple[str, str | None]]:
 def _load(path: Path) -> Any:
     """The file's YAML (or JSON) document; a problem is named by file and line only: the text
     around it would be a token."""
+    text = read_text_file(path, "the token file")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise ConfigurationError(
-            f"cannot read the token file {path}: {exc.strerror or type(exc).__name__}"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigurationError(
-            f"token file {path}: not valid UTF-8 (byte offset {exc.start}); save it as UTF-8"
-        ) from None
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

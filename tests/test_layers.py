@@ -23,6 +23,8 @@ LAYERS: dict[str, int] = {
     "message": 1,
     #: How stored records read across releases keep a newer release's fields (pydantic only).
     "records": 1,
+    #: Configuration files read as text: UTF-8, a BOM dropped, one named error (errors only).
+    "text_files": 1,
     "state": 2,
     "store": 3,
     "keys": 4,

@@ -24,13 +24,7 @@ from a2a.helpers.proto_helpers import new_data_part, new_text_part
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message
 
-from ..agent.deferral import (
-    DEFERRED_TOOL_CALLS,
-    INPUT_NOT_ADDED,
-    STOP_REASON,
-    TOOL_DEFERRED,
-    DeferredCall,
-)
+from ..agent.deferral import INPUT_NOT_ADDED, STOP_REASON, TOOL_DEFERRED, calls_in
 from ..events import ReplyInput
 from ..message import Msg
 
@@ -46,7 +40,7 @@ def is_deferred(msg: Msg) -> bool:
 def deferred_message(updater: TaskUpdater, msg: Msg, session_id: str) -> Message:
     """The status message of a task whose reply ended with deferred calls (``msg``: its final
     message, whose metadata lists them)."""
-    calls = [DeferredCall.model_validate(c) for c in msg.metadata.get(DEFERRED_TOOL_CALLS, [])]
+    calls = calls_in(msg)
     dropped = bool(msg.metadata.get(INPUT_NOT_ADDED))
     lines = [f"A PreToolUse hook deferred {c.summary()}; it did not run." for c in calls]
     lines.append(

@@ -258,7 +258,7 @@ class StepRunner:
     def _tool_fields(self, call: ToolUseBlock) -> dict[str, object]:
         ws = self.opts.env.workspace if self.opts.env else None
         tool = self.toolkit.get(call.name)
-        fields = tool_payload(call.name, call.input, ws, tool, self.toolkit.tools())
+        fields = tool_payload(call.name, call.input, ws, tool, self.toolkit.tools)
         return {**fields, "tool_use_id": call.id}
 
     def _rewrite(self, call: ToolUseBlock, claude_input: dict[str, object]) -> ToolUseBlock:

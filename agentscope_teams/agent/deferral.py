@@ -80,6 +80,11 @@ def deferred_calls(state: AgentState) -> list[DeferredCall]:
     ]
 
 
+def calls_in(msg: Msg) -> list[DeferredCall]:
+    """The deferred calls a stopped reply's final message ``msg`` lists (:func:`stopped_msg`)."""
+    return [DeferredCall.model_validate(c) for c in msg.metadata.get(DEFERRED_TOOL_CALLS, [])]
+
+
 def stopped_msg(state: AgentState, agent: str, dropped: bool) -> Msg:
     """The final message of a reply stopped by its deferred calls (``dropped``: the call's new
     message was not added). It is not added to the context: the model never reads it."""

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 import anyio
 from rich.console import Console
 
-from ..context import RuntimeContext
+from ..context import RuntimeContext, undecodable
 from ..errors import AgentScopeTeamsError, ConfigurationError, MissingDependencyError
 from ..errors import CommandError as CommandError  # re-exported: the commands raise it
 from ..store.base import BaseStore
@@ -176,14 +176,11 @@ def spec_directory(args: argparse.Namespace) -> Path:
     return specs
 
 
-def undecodable(text: str) -> str | None:
-    """Where ``text`` (an argument) holds bytes that are not UTF-8, e.g. ``byte 0xff at
-    character 1`` (Python keeps them as lone surrogates, which no JSON or store can hold); None
-    when it is all text."""
-    for index, char in enumerate(text):
-        if "\udc80" <= char <= "\udcff":
-            return f"byte {ord(char) - 0xDC00:#04x} at character {index + 1}"
-    return None
+def undecodable_at(text: str) -> str | None:
+    """Where ``text`` (an argument) holds a byte that is not UTF-8 (:func:`~..context.undecodable`),
+    e.g. ``byte 0xff at character 1``; None when it is all text."""
+    found = undecodable(text)
+    return None if found is None else f"byte {found[0]:#04x} at character {found[1] + 1}"
 
 
 def store_url(args: argparse.Namespace) -> str:

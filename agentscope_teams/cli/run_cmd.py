@@ -55,7 +55,7 @@ from .common import (
     require_mcp,
     spec_directory,
     text_argument,
-    undecodable,
+    undecodable_at,
     with_store,
 )
 from .exits import EXIT_INTERRUPTED, EXIT_USAGE
@@ -238,7 +238,7 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
             "give a PROMPT (it may be left out only with --session, to resume a session whose "
             "tool call a hook deferred)"
         )
-    where = undecodable(args.prompt or "")
+    where = undecodable_at(args.prompt or "")
     if where is not None:
         return (
             f"PROMPT is not valid UTF-8 ({where}); set a UTF-8 locale in the terminal "

@@ -104,6 +104,7 @@ def unknown_tool(rule: PermissionRule) -> str | None:
 def names_an_offered_tool(rule: PermissionRule, payload: Mapping[str, Any]) -> bool:
     """Whether ``rule`` names one of the tools the agent offers (the payload's ``_offered``, or
     else the called ``_tool``): a name :func:`unknown_tool` does not know may be the agent's own."""
-    offered = payload.get("_offered") or [payload.get("_tool")]
+    listed = payload.get("_offered")
+    offered = listed() if callable(listed) else [payload.get("_tool")]
     named = PermissionRule(tool=rule.tool, behavior="deny")
     return any(tool is not None and rule_matches(named, tool, {}) for tool in offered)

@@ -26,9 +26,8 @@ from typing import Any, Protocol
 
 import anyio
 
-from .config import GUARD_EVENTS
 from .hook import Hook
-from .outcome import HookOutcome, failed, from_stdout
+from .outcome import HookOutcome, cannot_answer, from_stdout
 
 __all__ = ["McpAnswer", "McpServers", "joined", "run_mcp_tool", "substitute"]
 
@@ -110,15 +109,8 @@ def substitute(value: Any, event: Mapping[str, Any]) -> Any:
 
 
 def _cannot(hook: Hook, what: str) -> HookOutcome:
-    """``hook`` gave no answer because of ``what``: a non-blocking error, or on a guard event a
-    denial (a guard never silently lets calls through)."""
-    if hook.event not in GUARD_EVENTS:
-        return failed(hook.label, what)
-    reason = (
-        f"denied: the {hook.event} hook {hook.label} {what}, so it cannot approve the call; "
-        f"fix the MCP server {hook.server!r} or the hook"
-    )
-    return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
+    """``hook`` gave no answer because of ``what`` (:func:`~.outcome.cannot_answer`)."""
+    return cannot_answer(hook, what, f"fix the MCP server {hook.server!r} or the hook")
 
 
 async def run_mcp_tool(

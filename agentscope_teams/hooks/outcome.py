@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .command import CommandResult
+from .config import GUARD_EVENTS
+from .hook import Hook
 
 __all__ = ["HookOutcome", "failed", "from_command", "from_json", "from_stdout", "from_verdict"]
 
@@ -170,6 +172,18 @@ def from_verdict(event: str, ok: bool, reason: str) -> HookOutcome:
     if event in _STOP_EVENTS or event in _GATE_EVENTS:
         return HookOutcome(blocked=True, reason=reason)
     return HookOutcome(stop=True, stop_reason=reason)
+
+
+def cannot_answer(hook: Hook, what: str, fix: str) -> HookOutcome:
+    """``hook`` gave no answer because it ``what`` (``"is not run: ..."``): on a guard event
+    (:data:`~.config.GUARD_EVENTS`) a denial the model reads, since a guard that cannot run must
+    never let calls through; elsewhere a non-blocking error. Both say ``fix``, what to do."""
+    if hook.event not in GUARD_EVENTS:
+        return failed(hook.label, f"{what}; {fix}")
+    reason = (
+        f"denied: the {hook.event} hook {hook.label} {what}, so it cannot approve the call; {fix}"
+    )
+    return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
 
 
 def failed(label: str, what: str) -> HookOutcome:

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from .config import GUARD_EVENTS
+from ..text_files import read_text_file
 from .hook import Hook
-from .outcome import HookOutcome, failed
+from .outcome import HookOutcome, cannot_answer
 
 __all__ = ["MANAGED_SETTINGS_ENV", "HookPolicy", "managed_settings_path", "read_settings"]
 
@@ -57,15 +57,10 @@ def read_settings(path: Path) -> dict[str, Any]:
     is a ConfigurationError naming it."""
     if not path.is_file():
         return {}
+    text = read_text_file(path, "the settings file")
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write, is fine
         data: Any = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise ConfigurationError(
-            f"{path}: not valid UTF-8 (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
-            "save it as UTF-8"
-        ) from None
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         raise ConfigurationError(f"{path}: not valid JSON ({exc}); fix the file") from None
     if not isinstance(data, dict):
         raise ConfigurationError(f"{path}: a settings file must hold a JSON object; fix the file")
@@ -121,14 +116,10 @@ class HookPolicy:
             return None
         files = ", ".join(map(str, self.url_files))
         listed = ", ".join(self.urls or ()) or "an empty list: no http hook may run"
-        why = (
-            f"its URL {hook.url} matches no pattern of allowedHttpHookUrls in {files} ({listed}); "
-            "add a pattern for it there, or remove the hook"
+        why = f"its URL {hook.url} matches no pattern of allowedHttpHookUrls in {files} ({listed})"
+        return cannot_answer(
+            hook, f"was not run: {why}", "add a pattern for it there, or remove the hook"
         )
-        if hook.event not in GUARD_EVENTS:
-            return failed(hook.label, f"was not run: {why}")
-        reason = f"denied: the {hook.event} hook {hook.label} cannot run: {why}"
-        return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
 
 
 def _list(

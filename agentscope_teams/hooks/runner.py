@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from .condition import condition_holds, names_an_offered_tool
 from .config import GUARD_EVENTS, Hook, HookMap, merged
 from .http import run_http
 from .mcp_tool import McpServers, run_mcp_tool
-from .outcome import HookOutcome, failed, from_command, from_json
+from .outcome import HookOutcome, cannot_answer, failed, from_command, from_json
 from .policy import HookPolicy
 from .prompt import AgentRunner, JudgeModels, judge
 
@@ -204,15 +204,11 @@ class Hooks:
 def _not_run(hook: Hook) -> HookOutcome:
     """A hook that cannot run (``agent`` where no agent fires the event): on a guard event it
     denies, so a guard never silently lets calls through; elsewhere a non-blocking error."""
-    where = "where no agent fires the event"
-    if hook.event in GUARD_EVENTS:
-        reason = (
-            f"denied: the {hook.event} hook {hook.label} is of type {hook.kind}, which does not "
-            f"run {where}, so it cannot approve the call; ask the operator to replace it with a "
-            "command, http or prompt hook"
-        )
-        return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
-    return failed(hook.label, f"was not run: {hook.kind} hooks do not run {where}")
+    return cannot_answer(
+        hook,
+        f"was not run: hooks of type {hook.kind} do not run where no agent fires the event",
+        "ask the operator to replace it with a command, http or prompt hook",
+    )
 
 
 def _fails_closed(hook: Hook, payload: Mapping[str, Any]) -> bool:
@@ -229,12 +225,11 @@ def _fails_closed(hook: Hook, payload: Mapping[str, Any]) -> bool:
 def _unknown_if(hook: Hook) -> HookOutcome:
     """The denial of a guard whose ``if`` names no tool (:func:`_fails_closed`)."""
     where = str(hook.source) if hook.source is not None else "the hooks given in code"
-    reason = (
-        f"denied: the {hook.event} hook {hook.label} cannot run: its if {hook.condition!r} "
-        f"(in {where}) names no tool: {hook.unknown_tool}; a guard that cannot run denies the "
-        "calls it selects: ask the operator to fix the if"
+    return cannot_answer(
+        hook,
+        f"cannot run: its if {hook.condition!r} (in {where}) names no tool: {hook.unknown_tool}",
+        "ask the operator to fix the if",
     )
-    return HookOutcome(permission="deny", permission_reason=reason, errors=[reason])
 
 
 async def _call(hook: Hook, payload: dict[str, Any]) -> HookOutcome:
@@ -261,13 +256,14 @@ def tool_payload(
     arguments: Mapping[str, Any],
     workspace: Path | None = None,
     tool: Tool | None = None,
-    offered: Sequence[Tool] = (),
+    offered: Callable[[], Sequence[Tool]] | None = None,
 ) -> dict[str, Any]:
     """``tool_name`` (Claude Code's name, or ours without one) and ``tool_input`` (Claude Code's
     field names) of one of our tool calls; a relative ``file_path`` is made absolute against
     ``workspace``, as Claude Code's always is (the tools take either). ``tool`` (the call's) and
     the call's own arguments ride along, unsent, for a hook's ``if`` (:mod:`.condition`), and so
-    do the tools the agent ``offered``."""
+    does ``offered``, which lists the agent's tools (called only for a guard whose ``if`` names
+    a tool nobody knows: no list per call)."""
     tool_input = to_claude_input(native, arguments)
     for key in _ABSOLUTE:
         value = tool_input.get(key)
@@ -280,5 +276,5 @@ def tool_payload(
         "_tool": tool,
         "_arguments": dict(arguments),
         "_workspace": workspace,
-        "_offered": list(offered),
+        "_offered": offered,
     }

@@ -19,9 +19,8 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..state import PermissionRule
 from ..tools.permissions import Decision, parse_rule
-from ..trust import ProjectTrust, Withheld, project_root
-from .policy import read_settings
-from .sources import SETTINGS_FILES
+from ..trust import ProjectTrust, Withheld
+from .sources import project_files, project_of
 
 __all__ = ["FEATURE", "settings_permission_rules", "withheld_rules"]
 
@@ -35,14 +34,13 @@ BEHAVIORS: tuple[Decision, ...] = ("deny", "ask", "allow")
 def settings_permission_rules(specs: Any, trust: ProjectTrust) -> list[PermissionRule]:
     """The rules of the settings files of the project of ``specs`` (a spec folder or file; none
     for specs given as objects): deny and ask rules always, allow rules when it is trusted."""
-    if not isinstance(specs, str | Path) or not Path(specs).exists():
+    root = project_of(specs)
+    if root is None:
         return []
-    root = project_root(specs)
     trusted = trust.is_trusted(root / ".claude")
     rules: list[PermissionRule] = []
-    for path in (root / ".claude" / name for name in SETTINGS_FILES):
-        if path.is_file():
-            rules += _file_rules(path, trusted, trust)
+    for path, data in project_files(root):
+        rules += _file_rules(path, data, trusted, trust)
     return sorted(rules, key=lambda rule: BEHAVIORS.index(rule.behavior))
 
 
@@ -54,8 +52,10 @@ def withheld_rules(directory: Path, trust: ProjectTrust) -> list[Withheld]:
     return probe.withheld
 
 
-def _file_rules(path: Path, trusted: bool, trust: ProjectTrust) -> list[PermissionRule]:
-    section = read_settings(path).get("permissions")
+def _file_rules(
+    path: Path, data: dict[str, Any], trusted: bool, trust: ProjectTrust
+) -> list[PermissionRule]:
+    section = data.get("permissions")
     if section is None:
         return []
     if not isinstance(section, dict):

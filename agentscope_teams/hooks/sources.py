@@ -27,7 +27,9 @@ __all__ = [
     "gated",
     "hooks_of_spec",
     "managed_hooks",
+    "project_files",
     "project_hooks",
+    "project_of",
     "project_settings",
     "settings_hooks",
     "spec_hooks",
@@ -44,9 +46,14 @@ def settings_hooks(root: Path) -> HookMap:
     """The hooks of ``<root>/.claude/settings.json`` and ``settings.local.json``, as written
     (no trust decision); none if either says ``disableAllHooks: true`` (as Claude Code); a
     malformed file is a ConfigurationError naming it."""
+    return _file_hooks(project_files(root))
+
+
+def _file_hooks(files: list[tuple[Path, dict[str, Any]]]) -> HookMap:
+    """The hooks of the settings ``files`` (:func:`settings_hooks`)."""
     found: list[HookMap] = []
     off = False
-    for path, data in _project_files(root):
+    for path, data in files:
         if data.get("hooks") is not None:
             found.append(parse_hooks(data["hooks"], path))
         if data.get("disableAllHooks") is True:
@@ -55,10 +62,18 @@ def settings_hooks(root: Path) -> HookMap:
     return {} if off else merged(*found)
 
 
-def _project_files(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+def project_files(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     """The project's settings files that exist, with their objects."""
     paths = [root / ".claude" / name for name in SETTINGS_FILES]
     return [(path, read_settings(path)) for path in paths if path.is_file()]
+
+
+def project_of(specs: Any) -> Path | None:
+    """The project root of ``specs`` (a spec folder or file that exists); None for specs given
+    as objects."""
+    if not isinstance(specs, str | Path) or not Path(specs).exists():
+        return None
+    return project_root(specs)
 
 
 def managed_hooks(path: Path | None, data: dict[str, Any]) -> HookMap:
@@ -77,12 +92,13 @@ def project_settings(specs: Any, trust: ProjectTrust) -> tuple[HookMap, HookPoli
     managed_file = managed_settings_path()
     managed = read_settings(managed_file) if managed_file is not None else {}
     admin = managed_hooks(managed_file, managed)
-    if not isinstance(specs, str | Path) or not Path(specs).exists():
+    root = project_of(specs)
+    if root is None:
         return admin, HookPolicy.layered(managed, managed_file, ())
-    root = project_root(specs)
+    files = project_files(root)
     trusted = trust.is_trusted(root / ".claude")
-    policy = HookPolicy.layered(managed, managed_file, _project_files(root) if trusted else ())
-    own = settings_hooks(root)
+    policy = HookPolicy.layered(managed, managed_file, files if trusted else ())
+    own = _file_hooks(files)
     if policy.files_closed and own:
         key = "disableAllHooks" if policy.all_off else "allowManagedHooksOnly"
         log.warning("%s: %s: the hooks of %s/.claude do not run", managed_file, key, root)

@@ -45,6 +45,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError, field_path
+from ..text_files import read_text_file
 
 __all__ = [
     "IGNORED_CLIENT_KEYS",
@@ -332,17 +333,7 @@ def load_mcp_json(
     file = Path(path)
     if file.is_dir():
         file = file / ".mcp.json"
-    try:
-        text = file.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write, is fine
-    except OSError as exc:
-        raise ConfigurationError(
-            f"{file}: cannot read the MCP configuration: {exc.strerror or exc}"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigurationError(
-            f"{file}: the MCP configuration is not valid UTF-8 "
-            f"(byte {exc.object[exc.start]:#04x} at offset {exc.start}); save it as UTF-8"
-        ) from None
+    text = read_text_file(file, "the MCP configuration")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

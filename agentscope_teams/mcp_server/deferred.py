@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agent.deferral import DEFERRED_TOOL_CALLS, INPUT_NOT_ADDED, DeferredCall
+from ..agent.deferral import INPUT_NOT_ADDED, TOOL_DEFERRED, calls_in
 from ..message import Msg
 from .results import not_an_answer
 
@@ -35,7 +35,7 @@ def nothing_to_resume(session_id: str) -> str:
 def deferred_result(msg: Msg, session_id: str, *, schema: bool) -> Any:
     """The result of a reply a hook deferred (``msg``: its final message): not an answer
     (``schema``: the tool declares an output schema)."""
-    calls = [DeferredCall.model_validate(c) for c in msg.metadata[DEFERRED_TOOL_CALLS]]
+    calls = calls_in(msg)
     listed = [c.model_dump(mode="json") for c in calls]
     lines = [f"Deferred: a PreToolUse hook deferred {c.summary()}; it did not run." for c in calls]
     lines.append(
@@ -50,7 +50,7 @@ def deferred_result(msg: Msg, session_id: str, *, schema: bool) -> Any:
         text,
         session_id,
         schema=schema,
-        status="tool_deferred",
+        status=TOOL_DEFERRED,
         structured={"deferred": listed, "session_id": session_id},
         deferred=listed,
         input_not_added=dropped,

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..errors import ModelConfigurationError, ModelError, first_problem
 from ..message import TEAM_WAKE_KEY, Msg
+from ..text_files import read_text_file
 from .base import ModelRequest, ModelResponse
 from .scripted import ScriptedModel
 
@@ -63,17 +64,12 @@ _SCRIPT = TypeAdapter(dict[str, list[_Turn | str]])  # agent name -> its turns
 def load_script(path: Path) -> dict[str, list[_Turn]]:
     """The turns of each agent in ``path``; a :class:`ModelConfigurationError` naming the file and
     the field for a bad one."""
-    try:
-        raw = path.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write, is fine
-    except OSError as exc:
-        raise ModelConfigurationError(
-            f"cannot read the model script {path}: {exc.strerror}; check the path after 'scripted:'"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise ModelConfigurationError(
-            f"model script {path} is not valid UTF-8 (byte {exc.object[exc.start]:#04x}); "
-            "save it as UTF-8"
-        ) from None
+    raw = read_text_file(
+        path,
+        "the model script",
+        error=ModelConfigurationError,
+        hint="check the path after 'scripted:'",
+    )
     try:
         data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
     except json.JSONDecodeError as exc:

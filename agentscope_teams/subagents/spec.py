@@ -385,7 +385,7 @@ def load_specs(
         )
     result = SpecLoadResult()
     origin: dict[str, str] = {}
-    claude_folder = root.name == "agents"
+    claude_folder = _claude_style(root)
     for path in spec_files(root):
         if claude_folder and not _has_frontmatter(path):
             result.warnings.append(SpecWarning(path, 1, NOT_AN_AGENT))
@@ -422,13 +422,19 @@ NOT_AN_AGENT = (
 def spec_files(root: Path) -> list[Path]:
     """The ``*.md`` files :func:`load_specs` reads in ``root``: at any depth in a folder named
     ``agents`` (hidden files and folders left out), else at its top level; in path order."""
-    pattern = "**/*.md" if root.name == "agents" else "*.md"
+    pattern = "**/*.md" if _claude_style(root) else "*.md"
     found = []
     for path in root.glob(pattern):
         hidden = any(part.startswith(".") for part in path.relative_to(root).parts)
         if path.is_file() and not hidden:
             found.append(path)
     return sorted(found)
+
+
+def _claude_style(root: Path) -> bool:
+    """Whether ``root`` is read as Claude Code reads its agents folders (a folder named
+    ``agents``): subfolders included, files without frontmatter skipped."""
+    return root.name == "agents"
 
 
 def _has_frontmatter(path: Path) -> bool:

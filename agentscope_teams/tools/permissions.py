@@ -634,6 +634,13 @@ class PermissionEngine:
             return self
         return PermissionEngine(self.rules, mode, unattended=self.unattended)
 
+    def with_rules(self, rules: Sequence[PermissionRule]) -> PermissionEngine:
+        """A new engine: this one's rules, then ``rules``, in the same mode and ``unattended``,
+        sharing :attr:`refused` (a caller reading this engine's refusals still sees them)."""
+        engine = PermissionEngine([*self.rules, *rules], self.mode, unattended=self.unattended)
+        engine.refused = self.refused
+        return engine
+
     def effective_mode(self, context: PermissionContext | None = None) -> PermissionMode:
         """The session's mode unless it is "default", else the engine's."""
         if context is not None and (context.mode != "default" or context.mode_chosen):
